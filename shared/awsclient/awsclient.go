@@ -1,0 +1,72 @@
+// Package awsclient loads the AWS SDK configuration and builds the clients the
+// product uses. Endpoints are never hard-coded: the SDK's own AWS_ENDPOINT_URL
+// and AWS_ENDPOINT_URL_<SERVICE> settings apply, or Options.Endpoint when a
+// test or the local runner started its own emulator.
+package awsclient
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"net/http"
+)
+
+// Options adjust how the configuration is loaded.
+type Options struct {
+	// Endpoint, when set, is used for every service (an emulator).
+	Endpoint string
+	// Emulated marks an emulator target: a default region and dummy
+	// credentials are used when none are configured, and response checksum
+	// validation is off (DynamoDB Local's error responses fail it).
+	Emulated bool
+}
+
+// Clients are the service clients of one configuration.
+type Clients struct {
+	Config   aws.Config
+	DynamoDB *dynamodb.Client
+	SQS      *sqs.Client
+	SNS      *sns.Client
+}
+
+// Load reads the SDK configuration and builds the clients.
+func Load(ctx context.Context, o Options) (*Clients, error) {
+	opts := []func(*config.LoadOptions) error{
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+			t.MaxIdleConnsPerHost = 64
+		})),
+	}
+	if o.Endpoint != "" {
+		opts = append(opts, config.WithBaseEndpoint(o.Endpoint))
+	}
+	if o.Emulated {
+		if os.Getenv("AWS_REGION") == "" && os.Getenv("AWS_DEFAULT_REGION") == "" {
+			opts = append(opts, config.WithRegion("us-east-1"))
+		}
+		if os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
+			opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
+		}
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS config: %w", err)
+	}
+	return &Clients{
+		Config: cfg,
+		DynamoDB: dynamodb.NewFromConfig(cfg, func(d *dynamodb.Options) {
+			if o.Emulated {
+				d.DisableValidateResponseChecksum = true
+			}
+		}),
+		SQS: sqs.NewFromConfig(cfg),
+		SNS: sns.NewFromConfig(cfg),
+	}, nil
+}

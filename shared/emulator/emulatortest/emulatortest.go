@@ -1,0 +1,53 @@
+// Package emulatortest starts the emulators for a test binary's TestMain,
+// with logs and caches in the module's .cache folder.
+package emulatortest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/sas-go/sas/shared/emulator"
+)
+
+// CacheDir is where installed emulators and logs go: $SAS_CACHE_DIR, or
+// .cache at the module root (Go skips dot folders).
+func CacheDir() string {
+	if d := os.Getenv("SAS_CACHE_DIR"); d != "" {
+		return d
+	}
+	dir, _ := os.Getwd()
+	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return filepath.Join(d, ".cache")
+		}
+	}
+	return filepath.Join(os.TempDir(), "sas-cache")
+}
+
+func logDir() string {
+	d, err := os.MkdirTemp(filepath.Join(CacheDir()), "logs-")
+	if err != nil {
+		return os.TempDir()
+	}
+	return d
+}
+
+// Moto starts moto_server for a test binary.
+func Moto(ctx context.Context) (*emulator.Process, error) {
+	_ = os.MkdirAll(CacheDir(), 0o755)
+	return emulator.StartMoto(ctx, logDir())
+}
+
+// DynamoDBLocal starts DynamoDB Local for a test binary.
+func DynamoDBLocal(ctx context.Context) (*emulator.Process, error) {
+	_ = os.MkdirAll(CacheDir(), 0o755)
+	return emulator.StartDynamoDBLocal(ctx, CacheDir(), logDir())
+}
+
+// Fail prints why the emulators could not start and returns an exit code.
+func Fail(err error) int {
+	fmt.Fprintln(os.Stderr, "test set-up:", err)
+	return 1
+}

@@ -1,0 +1,78 @@
+package message
+
+import (
+	"encoding/json"
+	"regexp"
+)
+
+// MaxOrderBytes is the largest order body accepted.
+const MaxOrderBytes = 32 * 1024
+
+// Limits on an order's contents.
+const (
+	MaxItems    = 100
+	MaxQuantity = 10_000
+	MaxCents    = 100_000_000_00 // one hundred million in the currency's major unit
+)
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$`)
+
+// Order is an e-commerce order as sent to the orders queue.
+type Order struct {
+	OrderID    string `json:"orderId"`
+	CustomerID string `json:"customerId"`
+	Items      []Item `json:"items"`
+}
+
+// Item is one line of an order.
+type Item struct {
+	SKU            string `json:"sku"`
+	Quantity       int    `json:"quantity"`
+	UnitPriceCents int64  `json:"unitPriceCents"`
+}
+
+// DecodeOrder parses and validates an order body.
+func DecodeOrder(body string) (Order, error) {
+	var o Order
+	if err := decodeStrict(body, MaxOrderBytes, &o); err != nil {
+		return Order{}, err
+	}
+	return o, o.Validate()
+}
+
+// Validate checks every field of the order.
+func (o Order) Validate() error {
+	if !idPattern.MatchString(o.OrderID) {
+		return Invalid("orderId %q must be 1-64 letters, digits or _.:- starting with a letter or digit", truncate(o.OrderID))
+	}
+	if !idPattern.MatchString(o.CustomerID) {
+		return Invalid("order %s: customerId %q must be 1-64 letters, digits or _.:-", o.OrderID, truncate(o.CustomerID))
+	}
+	if len(o.Items) == 0 || len(o.Items) > MaxItems {
+		return Invalid("order %s: needs 1 to %d items, has %d", o.OrderID, MaxItems, len(o.Items))
+	}
+	for i, it := range o.Items {
+		switch {
+		case !idPattern.MatchString(it.SKU):
+			return Invalid("order %s: item %d: sku %q is not a valid SKU", o.OrderID, i, truncate(it.SKU))
+		case it.Quantity < 1 || it.Quantity > MaxQuantity:
+			return Invalid("order %s: item %d: quantity %d is outside 1..%d", o.OrderID, i, it.Quantity, MaxQuantity)
+		case it.UnitPriceCents < 0 || it.UnitPriceCents > MaxCents:
+			return Invalid("order %s: item %d: unitPriceCents %d is outside 0..%d", o.OrderID, i, it.UnitPriceCents, int64(MaxCents))
+		}
+	}
+	return nil
+}
+
+// JSON is the order's canonical encoding, as stored and as sent to Agents.
+func (o Order) JSON() string {
+	b, _ := json.Marshal(o) // an Order always marshals
+	return string(b)
+}
+
+func truncate(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}

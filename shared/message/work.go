@@ -1,0 +1,116 @@
+package message
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// MaxWorkBytes is the largest scheduler or agent message accepted: an order
+// plus the envelope.
+const MaxWorkBytes = MaxOrderBytes + 4*1024
+
+// The kinds of message the Scheduler reads.
+const (
+	KindSchedule = "schedule"
+	KindReply    = "reply"
+)
+
+// Schedule tells the Scheduler that a step of an order is ready to be claimed.
+type Schedule struct {
+	Kind    string `json:"kind"` // KindSchedule
+	OrderID string `json:"orderId"`
+	Step    int    `json:"step"`
+}
+
+// NewSchedule builds a Schedule message.
+func NewSchedule(orderID string, step int) Schedule {
+	return Schedule{Kind: KindSchedule, OrderID: orderID, Step: step}
+}
+
+// AgentRequest asks an Agent to run one attempt of a step.
+type AgentRequest struct {
+	OrderID        string          `json:"orderId"`
+	Step           int             `json:"step"`
+	StepName       string          `json:"stepName"`
+	Attempt        int             `json:"attempt"`
+	CompleteBy     int64           `json:"completeBy"` // Unix milliseconds
+	IdempotencyKey string          `json:"idempotencyKey"`
+	Payload        json.RawMessage `json:"payload"`
+}
+
+// Deadline is CompleteBy as a time.
+func (r AgentRequest) Deadline() time.Time { return time.UnixMilli(r.CompleteBy) }
+
+// AgentReply is an Agent's answer for one attempt of a step.
+type AgentReply struct {
+	Kind     string          `json:"kind"` // KindReply
+	OrderID  string          `json:"orderId"`
+	Step     int             `json:"step"`
+	StepName string          `json:"stepName"`
+	Attempt  int             `json:"attempt"`
+	OK       bool            `json:"ok"`
+	Error    string          `json:"error,omitempty"` // set when !OK: a non-transient fault
+	Result   json.RawMessage `json:"result,omitempty"`
+}
+
+// DecodeAgentRequest parses and validates an Agent request body.
+func DecodeAgentRequest(body string) (AgentRequest, error) {
+	var r AgentRequest
+	if err := decodeStrict(body, MaxWorkBytes, &r); err != nil {
+		return r, err
+	}
+	switch {
+	case !idPattern.MatchString(r.OrderID):
+		return r, Invalid("agent request: bad orderId %q", truncate(r.OrderID))
+	case r.Step < 0 || r.StepName == "":
+		return r, Invalid("agent request for %s: needs step >= 0 and stepName", r.OrderID)
+	case r.Attempt < 1:
+		return r, Invalid("agent request for %s: attempt %d must be >= 1", r.OrderID, r.Attempt)
+	case r.CompleteBy <= 0:
+		return r, Invalid("agent request for %s: completeBy missing", r.OrderID)
+	case r.IdempotencyKey == "":
+		return r, Invalid("agent request for %s: idempotencyKey missing", r.OrderID)
+	case len(r.Payload) == 0:
+		return r, Invalid("agent request for %s: payload missing", r.OrderID)
+	}
+	return r, nil
+}
+
+// DecodeSchedulerMessage parses a body from the scheduler queue or an agent
+// response queue: it returns a Schedule or an AgentReply.
+func DecodeSchedulerMessage(body string) (any, error) {
+	var head struct {
+		Kind string `json:"kind"`
+	}
+	if len(body) > MaxWorkBytes {
+		return nil, Invalid("body is %d bytes, over the %d-byte limit", len(body), MaxWorkBytes)
+	}
+	if err := json.Unmarshal([]byte(body), &head); err != nil {
+		return nil, Invalid("bad JSON: %s", describe(err))
+	}
+	switch head.Kind {
+	case KindSchedule:
+		var s Schedule
+		if err := decodeStrict(body, MaxWorkBytes, &s); err != nil {
+			return nil, err
+		}
+		if !idPattern.MatchString(s.OrderID) || s.Step < 0 {
+			return nil, Invalid("schedule: bad orderId %q or step %d", truncate(s.OrderID), s.Step)
+		}
+		return s, nil
+	case KindReply:
+		var r AgentReply
+		if err := decodeStrict(body, MaxWorkBytes, &r); err != nil {
+			return nil, err
+		}
+		if !idPattern.MatchString(r.OrderID) || r.Step < 0 || r.Attempt < 1 {
+			return nil, Invalid("reply: bad orderId %q, step %d or attempt %d", truncate(r.OrderID), r.Step, r.Attempt)
+		}
+		if !r.OK && r.Error == "" {
+			return nil, Invalid("reply for %s: not ok but no error given", r.OrderID)
+		}
+		return r, nil
+	default:
+		return nil, Invalid("unknown kind %q (want %q or %q)", truncate(head.Kind), KindSchedule, KindReply)
+	}
+}

@@ -1,0 +1,166 @@
+// Package provision creates a topology's tables, queues and topic through the
+// AWS APIs, idempotently: running it again against existing resources changes
+// nothing. The local runner and the tests use it; AWS deployments use the CDK
+// stack, which reads the same topology.
+package provision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sas-go/sas/shared/awsclient"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/topology"
+)
+
+// Resources are the addresses of a provisioned topology.
+type Resources struct {
+	QueueURLs map[string]string // by queue name, DLQs included
+	QueueARNs map[string]string // by queue name, DLQs included
+	TopicARN  string
+}
+
+// URL returns the URL of the named queue.
+func (r *Resources) URL(name string) string { return r.QueueURLs[name] }
+
+// Ensure creates whatever of the topology does not exist yet.
+func Ensure(ctx context.Context, c *awsclient.Clients, t topology.Topology) (*Resources, error) {
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	if err := EnsureTables(ctx, c.DynamoDB, t); err != nil {
+		return nil, err
+	}
+	res := &Resources{QueueURLs: map[string]string{}, QueueARNs: map[string]string{}}
+	for _, q := range t.Queues() {
+		if err := ensureQueue(ctx, c.SQS, q, res); err != nil {
+			return nil, err
+		}
+	}
+	topic, err := c.SNS.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(t.AlertTopic())})
+	if err != nil {
+		return nil, fmt.Errorf("create topic %s: %w", t.AlertTopic(), err)
+	}
+	res.TopicARN = aws.ToString(topic.TopicArn)
+	return res, nil
+}
+
+// EnsureTables creates the orders table and the state table with its sparse
+// deadline index, and waits until both are active.
+func EnsureTables(ctx context.Context, db *dynamodb.Client, t topology.Topology) error {
+	for _, in := range []*dynamodb.CreateTableInput{OrdersTableInput(t), StateTableInput(t)} {
+		_, err := db.CreateTable(ctx, in)
+		var inUse *ddbtypes.ResourceInUseException
+		if err != nil && !errors.As(err, &inUse) {
+			return fmt.Errorf("create table %s: %w", *in.TableName, err)
+		}
+		w := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 100 * time.Millisecond })
+		if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName}, time.Minute); err != nil {
+			return fmt.Errorf("wait for table %s: %w", *in.TableName, err)
+		}
+	}
+	return nil
+}
+
+// OrdersTableInput describes the orders table.
+func OrdersTableInput(t topology.Topology) *dynamodb.CreateTableInput {
+	return &dynamodb.CreateTableInput{
+		TableName:   aws.String(t.OrdersTable()),
+		BillingMode: ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{
+			{AttributeName: aws.String(topology.KeyOrderID), AttributeType: ddbtypes.ScalarAttributeTypeS},
+		},
+		KeySchema: []ddbtypes.KeySchemaElement{
+			{AttributeName: aws.String(topology.KeyOrderID), KeyType: ddbtypes.KeyTypeHash},
+		},
+	}
+}
+
+// StateTableInput describes the state table and its sparse deadline index.
+func StateTableInput(t topology.Topology) *dynamodb.CreateTableInput {
+	attr := func(n string, ty ddbtypes.ScalarAttributeType) ddbtypes.AttributeDefinition {
+		return ddbtypes.AttributeDefinition{AttributeName: aws.String(n), AttributeType: ty}
+	}
+	keyEl := func(n string, ty ddbtypes.KeyType) ddbtypes.KeySchemaElement {
+		return ddbtypes.KeySchemaElement{AttributeName: aws.String(n), KeyType: ty}
+	}
+	return &dynamodb.CreateTableInput{
+		TableName:   aws.String(t.StateTable()),
+		BillingMode: ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{
+			attr(topology.KeyOrderID, ddbtypes.ScalarAttributeTypeS), attr(topology.KeySort, ddbtypes.ScalarAttributeTypeS),
+			attr(topology.KeyDueShard, ddbtypes.ScalarAttributeTypeS), attr(topology.KeyDueAt, ddbtypes.ScalarAttributeTypeN),
+		},
+		KeySchema: []ddbtypes.KeySchemaElement{
+			keyEl(topology.KeyOrderID, ddbtypes.KeyTypeHash), keyEl(topology.KeySort, ddbtypes.KeyTypeRange),
+		},
+		GlobalSecondaryIndexes: []ddbtypes.GlobalSecondaryIndex{{
+			IndexName: aws.String(topology.DeadlineIndex),
+			KeySchema: []ddbtypes.KeySchemaElement{
+				keyEl(topology.KeyDueShard, ddbtypes.KeyTypeHash), keyEl(topology.KeyDueAt, ddbtypes.KeyTypeRange),
+			},
+			Projection: &ddbtypes.Projection{
+				ProjectionType:   ddbtypes.ProjectionTypeInclude,
+				NonKeyAttributes: statestore.IndexedAttributes,
+			},
+		}},
+	}
+}
+
+func ensureQueue(ctx context.Context, api *sqs.Client, q topology.Queue, res *Resources) error {
+	dlqURL, dlqARN, err := createQueue(ctx, api, q.DLQName, map[string]string{
+		string(sqstypes.QueueAttributeNameMessageRetentionPeriod): strconv.Itoa(14 * 24 * 3600),
+	})
+	if err != nil {
+		return err
+	}
+	res.QueueURLs[q.DLQName], res.QueueARNs[q.DLQName] = dlqURL, dlqARN
+	url, arn, err := createQueue(ctx, api, q.Name, map[string]string{
+		string(sqstypes.QueueAttributeNameVisibilityTimeout): strconv.Itoa(int(q.VisibilityTimeout.Seconds())),
+		string(sqstypes.QueueAttributeNameRedrivePolicy): fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":%d}`,
+			dlqARN, q.MaxReceiveCount),
+	})
+	if err != nil {
+		return err
+	}
+	res.QueueURLs[q.Name], res.QueueARNs[q.Name] = url, arn
+	return nil
+}
+
+// createQueue creates the queue, or brings an existing one to the attributes.
+func createQueue(ctx context.Context, api *sqs.Client, name string, attrs map[string]string) (url, arn string, err error) {
+	out, err := api.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+	var exists *sqstypes.QueueNameExists
+	switch {
+	case errors.As(err, &exists):
+		got, gerr := api.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+		if gerr != nil {
+			return "", "", fmt.Errorf("get queue %s: %w", name, gerr)
+		}
+		url = aws.ToString(got.QueueUrl)
+		if _, err := api.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: &url, Attributes: attrs}); err != nil {
+			return "", "", fmt.Errorf("update queue %s: %w", name, err)
+		}
+	case err != nil:
+		return "", "", fmt.Errorf("create queue %s: %w", name, err)
+	default:
+		url = aws.ToString(out.QueueUrl)
+	}
+	a, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: &url, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("get queue %s ARN: %w", name, err)
+	}
+	return url, a.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], nil
+}

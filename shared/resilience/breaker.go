@@ -1,0 +1,93 @@
+package resilience
+
+import (
+	"errors"
+	"sync"
+	"time"
+)
+
+// ErrOpen is returned by Allow while the breaker is open.
+var ErrOpen = errors.New("circuit breaker open")
+
+// BreakerState is the state of a Breaker.
+type BreakerState int
+
+// The breaker's states.
+const (
+	Closed BreakerState = iota
+	Open
+	HalfOpen
+)
+
+func (s BreakerState) String() string {
+	return [...]string{"closed", "open", "half-open"}[s]
+}
+
+// Breaker opens after Threshold consecutive failures, refuses calls for
+// Cooldown, then lets one trial call through (half-open): its success closes
+// the breaker, its failure opens it again. Safe for concurrent use.
+type Breaker struct {
+	Threshold int
+	Cooldown  time.Duration
+	Now       func() time.Time // nil uses time.Now
+
+	mu       sync.Mutex
+	state    BreakerState
+	failures int
+	openedAt time.Time
+	trial    bool // a half-open trial call is in flight
+}
+
+func (b *Breaker) now() time.Time {
+	if b.Now != nil {
+		return b.Now()
+	}
+	return time.Now()
+}
+
+// State returns the breaker's current state.
+func (b *Breaker) State() BreakerState {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.advance()
+	return b.state
+}
+
+func (b *Breaker) advance() {
+	if b.state == Open && b.now().Sub(b.openedAt) >= b.Cooldown {
+		b.state, b.trial = HalfOpen, false
+	}
+}
+
+// Allow reports whether a call may go ahead now; it returns ErrOpen if not.
+// Every allowed call must be followed by Record.
+func (b *Breaker) Allow() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.advance()
+	switch b.state {
+	case Open:
+		return ErrOpen
+	case HalfOpen:
+		if b.trial {
+			return ErrOpen
+		}
+		b.trial = true
+	}
+	return nil
+}
+
+// Record reports the outcome of an allowed call. Only failures of the remote
+// service (transient faults) should count; a permanent 4xx is a success here.
+func (b *Breaker) Record(failed bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !failed {
+		b.state, b.failures, b.trial = Closed, 0, false
+		return
+	}
+	b.failures++
+	if b.state == HalfOpen || b.failures >= b.Threshold {
+		b.state, b.openedAt, b.trial = Open, b.now(), false
+	}
+}

@@ -1,0 +1,340 @@
+// Package storetest is the state store's conformance suite: the same tests run
+// against every DynamoDB engine the product supports (moto_server, DynamoDB
+// Local, LocalStack, AWS), because the conditional writes and transactions are
+// the heart of the product.
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/provision"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/topology"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+var tableSeq atomic.Int64
+
+// NewStore creates fresh tables on db for one test and returns a store on them.
+func NewStore(t *testing.T, db *dynamodb.Client) *statestore.Store {
+	t.Helper()
+	topo := topology.Default(fmt.Sprintf("conf%d-%d", time.Now().UnixNano()%1e6, tableSeq.Add(1)), "svc")
+	topo.DeadlineShards = 3
+	require.NoError(t, provision.EnsureTables(context.Background(), db, topo))
+	return statestore.New(db, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
+}
+
+func def(steps int) workflow.Definition {
+	d := workflow.Definition{Name: "test", PickupTimeout: time.Minute}
+	for i := range steps {
+		d.Steps = append(d.Steps, workflow.Step{Name: fmt.Sprintf("s%d", i), Agent: "svc",
+			Timeout: 10 * time.Second, MaxFailures: 3, RetryBackoff: time.Second})
+	}
+	return d
+}
+
+var t0 = time.UnixMilli(1_800_000_000_000)
+
+func submit(t *testing.T, s *statestore.Store, id string, steps int) {
+	t.Helper()
+	created, err := s.Submit(context.Background(), statestore.Submission{
+		OrderID: id, Order: `{"orderId":"` + id + `"}`, Workflow: def(steps), Now: t0})
+	require.NoError(t, err)
+	require.True(t, created)
+}
+
+// Run runs the suite; newStore returns a store on fresh, empty tables.
+func Run(t *testing.T, newStore func(t *testing.T) *statestore.Store) {
+	tests := map[string]func(*testing.T, *statestore.Store){
+		"SubmitWritesOrderTaskAndSteps":     submitWrites,
+		"DuplicateSubmitIsIdempotent":       duplicateSubmit,
+		"SubmitIsAtomic":                    submitAtomic,
+		"ClaimIsExclusive":                  claimExclusive,
+		"OnlyReadyStepsAreClaimable":        claimNotReady,
+		"CompleteIsFencedByAttempt":         completeFenced,
+		"CompleteMakesNextStepReady":        completeNext,
+		"OverdueReturnsOnlyPastDeadlines":   overdue,
+		"RequeueIsConditionalOnVersionRead": requeue,
+		"GiveUpMarksErrorUntilAlerted":      giveUp,
+		"FailIsFencedByAttempt":             failFenced,
+		"TasksReadsManyOrdersInBatches":     tasks,
+	}
+	for name, fn := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, newStore(t))
+		})
+	}
+}
+
+func submitWrites(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 2)
+	task, steps, err := s.Load(ctx, "o-1")
+	require.NoError(t, err)
+	require.Equal(t, workflow.Pending, task.State)
+	require.Equal(t, 2, task.StepCount)
+	require.Len(t, steps, 2)
+	for i, st := range steps {
+		require.Equal(t, i, st.Index)
+		require.Equal(t, workflow.Pending, st.State)
+		require.Zero(t, st.FailureCount)
+		require.Zero(t, st.Attempt)
+		require.Empty(t, st.LockedBy)
+		require.True(t, st.CompleteBy.IsZero())
+	}
+	require.Equal(t, t0.Add(time.Minute), steps[0].DueAt, "first step ready with its pickup deadline")
+	require.True(t, steps[1].DueAt.IsZero(), "later steps wait")
+	order, err := s.Order(ctx, "o-1")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"orderId":"o-1"}`, order)
+}
+
+func duplicateSubmit(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 1)
+	_, err := s.Claim(ctx, "o-1", 0, "sched-a", t0)
+	require.NoError(t, err)
+	created, err := s.Submit(ctx, statestore.Submission{OrderID: "o-1", Order: `{"other":true}`, Workflow: def(1), Now: t0.Add(time.Hour)})
+	require.NoError(t, err)
+	require.False(t, created)
+	task, steps, err := s.Load(ctx, "o-1")
+	require.NoError(t, err)
+	require.Equal(t, t0, task.CreatedAt, "task not rewritten")
+	require.Equal(t, workflow.Processing, steps[0].State, "step not reset")
+	order, err := s.Order(ctx, "o-1")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"orderId":"o-1"}`, order, "order not overwritten")
+}
+
+func submitAtomic(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	// A task record exists without its order (as if written by hand): the
+	// submission's transaction must fail whole, writing no order either.
+	submit(t, s, "o-1", 1)
+	_, err := s.Submit(ctx, statestore.Submission{OrderID: "o-2", Order: "{}", Workflow: def(1), Now: t0})
+	require.NoError(t, err)
+	// Same OrderID, more steps: step 1 is new but order and task exist.
+	created, err := s.Submit(ctx, statestore.Submission{OrderID: "o-1", Order: "{}", Workflow: def(3), Now: t0})
+	require.NoError(t, err)
+	require.False(t, created)
+	_, steps, err := s.Load(ctx, "o-1")
+	require.NoError(t, err)
+	require.Len(t, steps, 1, "no step of the refused transaction was written")
+}
+
+func claimExclusive(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 1)
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			st, err := s.Claim(ctx, "o-1", 0, fmt.Sprintf("sched-%d", i), t0)
+			if err == nil {
+				wins.Add(1)
+				require.Equal(t, 1, st.Attempt)
+				require.Equal(t, `{"orderId":"o-1"}`, st.Payload)
+				return
+			}
+			require.ErrorIs(t, err, statestore.ErrNotClaimable)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	require.EqualValues(t, 1, wins.Load(), "exactly one claim wins")
+	_, steps, err := s.Load(ctx, "o-1")
+	require.NoError(t, err)
+	st := steps[0]
+	require.Equal(t, workflow.Processing, st.State)
+	require.NotEmpty(t, st.LockedBy)
+	require.Equal(t, t0.Add(10*time.Second), st.CompleteBy)
+	require.Equal(t, st.CompleteBy, st.DueAt)
+}
+
+func claimNotReady(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 2)
+	_, err := s.Claim(ctx, "o-1", 1, "sched", t0)
+	require.ErrorIs(t, err, statestore.ErrNotClaimable, "second step waits for the first")
+	_, err = s.Claim(ctx, "missing", 0, "sched", t0)
+	require.ErrorIs(t, err, statestore.ErrNotClaimable)
+}
+
+func completeFenced(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 1)
+	st, err := s.Claim(ctx, "o-1", 0, "sched", t0)
+	require.NoError(t, err)
+	c := statestore.Completion{OrderID: "o-1", Step: 0, Attempt: st.Attempt + 1, Next: -1, Now: t0}
+	require.ErrorIs(t, s.Complete(ctx, c), statestore.ErrStale, "a reply of another attempt")
+	task, steps, _ := s.Load(ctx, "o-1")
+	require.Equal(t, workflow.Processing, steps[0].State)
+	require.Equal(t, workflow.Pending, task.State)
+	c.Attempt, c.Now = st.Attempt, t0.Add(time.Second)
+	require.NoError(t, s.Complete(ctx, c))
+	require.ErrorIs(t, s.Complete(ctx, c), statestore.ErrStale, "a duplicate reply")
+	task, steps, _ = s.Load(ctx, "o-1")
+	require.Equal(t, workflow.Processed, steps[0].State)
+	require.True(t, steps[0].DueAt.IsZero(), "left the deadline index")
+	require.Empty(t, steps[0].LockedBy)
+	require.Equal(t, workflow.Processed, task.State)
+	require.Equal(t, t0.Add(time.Second), task.CompletedAt)
+}
+
+func completeNext(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 2)
+	st, err := s.Claim(ctx, "o-1", 0, "sched", t0)
+	require.NoError(t, err)
+	require.NoError(t, s.Complete(ctx, statestore.Completion{OrderID: "o-1", Step: 0, Attempt: st.Attempt,
+		Next: 1, NextDueAt: t0.Add(time.Minute), Now: t0}))
+	task, steps, _ := s.Load(ctx, "o-1")
+	require.Equal(t, workflow.Pending, task.State, "task goes on")
+	require.Equal(t, t0.Add(time.Minute), steps[1].DueAt)
+	st2, err := s.Claim(ctx, "o-1", 1, "sched", t0)
+	require.NoError(t, err)
+	require.Equal(t, 1, st2.Attempt)
+}
+
+func overdue(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	for i := range 6 {
+		submit(t, s, fmt.Sprintf("o-%d", i), 1)
+	}
+	// o-0, o-1 claimed (deadline t0+10s); o-2 claimed and completed.
+	for i := range 3 {
+		_, err := s.Claim(ctx, fmt.Sprintf("o-%d", i), 0, "sched", t0)
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Complete(ctx, statestore.Completion{OrderID: "o-2", Step: 0, Attempt: 1, Next: -1, Now: t0}))
+	got, err := s.Overdue(ctx, t0.Add(5*time.Second), 100)
+	require.NoError(t, err)
+	require.Empty(t, got, "nothing due yet")
+	got, err = s.Overdue(ctx, t0.Add(11*time.Second), 100)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"o-0", "o-1"}, ids(got), "claims past CompleteBy; not the finished one")
+	got, err = s.Overdue(ctx, t0.Add(61*time.Second), 100)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"o-0", "o-1", "o-3", "o-4", "o-5"}, ids(got), "and Pending past pickup")
+	for _, st := range got {
+		require.NotZero(t, st.MaxFailures, "the index carries what the supervisor needs")
+	}
+	got, err = s.Overdue(ctx, t0.Add(61*time.Second), 2)
+	require.NoError(t, err)
+	require.Len(t, got, 2, "limit")
+}
+
+func ids(steps []statestore.Step) []string {
+	var out []string
+	for _, s := range steps {
+		out = append(out, s.OrderID)
+	}
+	return out
+}
+
+func requeue(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 1)
+	_, err := s.Claim(ctx, "o-1", 0, "sched", t0)
+	require.NoError(t, err)
+	got, err := s.Overdue(ctx, t0.Add(time.Hour), 10)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	read := got[0]
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for range 4 { // four supervisors recover what they read
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.Requeue(ctx, read, read.FailureCount+1, "timed out", t0.Add(2*time.Hour), t0.Add(time.Hour))
+			if err == nil {
+				wins.Add(1)
+				return
+			}
+			require.ErrorIs(t, err, statestore.ErrStale)
+		}()
+	}
+	wg.Wait()
+	require.EqualValues(t, 1, wins.Load())
+	_, steps, _ := s.Load(ctx, "o-1")
+	st := steps[0]
+	require.Equal(t, workflow.Pending, st.State)
+	require.Equal(t, 1, st.FailureCount)
+	require.Empty(t, st.LockedBy)
+	require.True(t, st.CompleteBy.IsZero())
+	require.Equal(t, "timed out", st.LastError)
+	// The old attempt's reply is now stale, and the step can be claimed again.
+	require.ErrorIs(t, s.Complete(ctx, statestore.Completion{OrderID: "o-1", Step: 0, Attempt: 1, Next: -1, Now: t0}), statestore.ErrStale)
+	st2, err := s.Claim(ctx, "o-1", 0, "sched-b", t0.Add(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 2, st2.Attempt)
+	require.ErrorIs(t, s.Complete(ctx, statestore.Completion{OrderID: "o-1", Step: 0, Attempt: 1, Next: -1, Now: t0}), statestore.ErrStale)
+	require.NoError(t, s.Complete(ctx, statestore.Completion{OrderID: "o-1", Step: 0, Attempt: 2, Next: -1, Now: t0}))
+}
+
+func giveUp(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 1)
+	_, err := s.Claim(ctx, "o-1", 0, "sched", t0)
+	require.NoError(t, err)
+	got, _ := s.Overdue(ctx, t0.Add(time.Hour), 10)
+	require.Len(t, got, 1)
+	now := t0.Add(time.Hour)
+	require.NoError(t, s.GiveUp(ctx, got[0], 3, "timed out 3 times", now.Add(time.Minute), now))
+	require.ErrorIs(t, s.GiveUp(ctx, got[0], 3, "again", now, now), statestore.ErrStale)
+	task, steps, _ := s.Load(ctx, "o-1")
+	require.Equal(t, workflow.Error, task.State)
+	require.Contains(t, task.LastError, "timed out 3 times")
+	require.Equal(t, workflow.Error, steps[0].State)
+	require.Equal(t, 3, steps[0].FailureCount)
+	require.False(t, steps[0].Alerted)
+	due, _ := s.Overdue(ctx, now.Add(2*time.Minute), 10)
+	require.Len(t, due, 1, "an unalerted Error stays due until alerted")
+	require.NoError(t, s.MarkAlerted(ctx, "o-1", 0, now))
+	require.NoError(t, s.MarkAlerted(ctx, "o-1", 0, now), "idempotent")
+	due, _ = s.Overdue(ctx, now.Add(2*time.Minute), 10)
+	require.Empty(t, due)
+	_, steps, _ = s.Load(ctx, "o-1")
+	require.True(t, steps[0].Alerted)
+}
+
+func failFenced(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 1)
+	st, err := s.Claim(ctx, "o-1", 0, "sched", t0)
+	require.NoError(t, err)
+	require.ErrorIs(t, s.Fail(ctx, "o-1", 0, st.Attempt+1, "declined", t0, t0), statestore.ErrStale)
+	require.NoError(t, s.Fail(ctx, "o-1", 0, st.Attempt, "declined", t0, t0))
+	require.ErrorIs(t, s.Fail(ctx, "o-1", 0, st.Attempt, "declined", t0, t0), statestore.ErrStale)
+	task, steps, _ := s.Load(ctx, "o-1")
+	require.Equal(t, workflow.Error, task.State)
+	require.Equal(t, "declined", steps[0].LastError)
+	require.Zero(t, steps[0].FailureCount, "a permanent fault is not a timeout")
+}
+
+func tasks(t *testing.T, s *statestore.Store) {
+	var want []string
+	for i := range 130 {
+		id := fmt.Sprintf("o-%03d", i)
+		submit(t, s, id, 1)
+		want = append(want, id)
+	}
+	got, err := s.Tasks(context.Background(), append(want, "missing"))
+	require.NoError(t, err)
+	require.Len(t, got, 130)
+	require.Equal(t, workflow.Pending, got["o-129"].State)
+}

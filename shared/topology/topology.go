@@ -1,0 +1,125 @@
+// Package topology is the one description of the deployment's resources:
+// table, index, queue and topic names, which queues pair with which consumer,
+// and their timeouts. The local provisioner and the CDK stack both read it, so
+// what runs locally and what is deployed cannot drift.
+package topology
+
+import (
+	"fmt"
+	"time"
+)
+
+// DeadlineIndex is the sparse global secondary index of the state table: only
+// records with work due (a deadline) carry its keys, DueShard and DueAt.
+const DeadlineIndex = "Deadlines"
+
+// Attribute names of the tables' keys.
+const (
+	KeyOrderID  = "OrderID"
+	KeySort     = "SK"
+	KeyDueShard = "DueShard"
+	KeyDueAt    = "DueAt"
+)
+
+// Consumer names the function that reads a queue.
+type Consumer string
+
+// The product's functions.
+const (
+	Submission Consumer = "submission"
+	Scheduler  Consumer = "scheduler"
+	Agent      Consumer = "agent"
+	Supervisor Consumer = "supervisor"
+)
+
+// Queue is a work queue and its dead-letter queue.
+type Queue struct {
+	Name              string
+	DLQName           string
+	Consumer          Consumer
+	Agent             string // for agent queues: which agent
+	VisibilityTimeout time.Duration
+	MaxReceiveCount   int
+}
+
+// Topology describes one deployment.
+type Topology struct {
+	Prefix            string        // prepended to every name
+	Agents            []string      // one request/response queue pair each
+	DeadlineShards    int           // partitions of the deadline index
+	FunctionTimeout   time.Duration // each queue-driven function's timeout
+	VisibilityTimeout time.Duration // 0: six times FunctionTimeout
+	MaxReceiveCount   int           // receives before SQS moves a message to its DLQ
+}
+
+// Default returns the topology used when nothing is configured.
+func Default(prefix string, agents ...string) Topology {
+	return Topology{
+		Prefix:          prefix,
+		Agents:          agents,
+		DeadlineShards:  4,
+		FunctionTimeout: 30 * time.Second,
+		MaxReceiveCount: 5,
+	}
+}
+
+// Validate checks the description is usable.
+func (t Topology) Validate() error {
+	switch {
+	case t.Prefix == "":
+		return fmt.Errorf("topology: empty prefix")
+	case len(t.Agents) == 0:
+		return fmt.Errorf("topology: no agents")
+	case t.DeadlineShards < 1:
+		return fmt.Errorf("topology: deadline shards must be >= 1")
+	case t.FunctionTimeout <= 0:
+		return fmt.Errorf("topology: function timeout must be positive")
+	case t.MaxReceiveCount < 1:
+		return fmt.Errorf("topology: max receive count must be >= 1")
+	}
+	return nil
+}
+
+// OrdersTable holds orders as submitted, keyed by OrderID.
+func (t Topology) OrdersTable() string { return t.Prefix + "-orders" }
+
+// StateTable is the state store: task and step records.
+func (t Topology) StateTable() string { return t.Prefix + "-state" }
+
+// AlertTopic receives a per-order failure event for every Error.
+func (t Topology) AlertTopic() string { return t.Prefix + "-alerts" }
+
+func (t Topology) queue(name string, c Consumer, agent string) Queue {
+	vis := t.VisibilityTimeout
+	if vis == 0 {
+		vis = 6 * t.FunctionTimeout
+	}
+	n := t.Prefix + "-" + name
+	return Queue{Name: n, DLQName: n + "-dlq", Consumer: c, Agent: agent,
+		VisibilityTimeout: vis, MaxReceiveCount: t.MaxReceiveCount}
+}
+
+// OrdersQueue is where clients send orders; Submission reads it.
+func (t Topology) OrdersQueue() Queue { return t.queue("orders", Submission, "") }
+
+// SchedulerQueue carries work to start; the Scheduler reads it.
+func (t Topology) SchedulerQueue() Queue { return t.queue("scheduler", Scheduler, "") }
+
+// AgentRequests carries the Scheduler's requests to one Agent.
+func (t Topology) AgentRequests(agent string) Queue {
+	return t.queue("agent-"+agent+"-requests", Agent, agent)
+}
+
+// AgentResponses carries one Agent's replies; the Scheduler reads it.
+func (t Topology) AgentResponses(agent string) Queue {
+	return t.queue("agent-"+agent+"-responses", Scheduler, agent)
+}
+
+// Queues lists every queue of the deployment.
+func (t Topology) Queues() []Queue {
+	qs := []Queue{t.OrdersQueue(), t.SchedulerQueue()}
+	for _, a := range t.Agents {
+		qs = append(qs, t.AgentRequests(a), t.AgentResponses(a))
+	}
+	return qs
+}
