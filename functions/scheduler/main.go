@@ -1,0 +1,24 @@
+// Command scheduler is the Scheduler Lambda: scheduler queue and agent
+// response queues → claims, agent requests and completions.
+package main
+
+import (
+	"context"
+	"log"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/sas-go/sas/shared/deployment"
+)
+
+func main() {
+	d, err := deployment.FromLambdaEnv(context.Background())
+	if err != nil {
+		log.Fatalf("scheduler: %v", err)
+	}
+	h, err := d.Scheduler(deployment.InstanceID("scheduler"))
+	if err != nil {
+		log.Fatalf("scheduler: %v", err)
+	}
+	lambda.Start(h.Handle)
+}

@@ -1,0 +1,77 @@
+// Package alert tells the operator that a step failed for good: an EMF metric
+// line that a CloudWatch alarm watches, and a per-order failure event on the
+// alert topic saying what to fix.
+package alert
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sns/types"
+
+	"github.com/sas-go/sas/shared/metrics"
+)
+
+// API is the part of the SNS client the alerter uses.
+type API interface {
+	Publish(context.Context, *sns.PublishInput, ...func(*sns.Options)) (*sns.PublishOutput, error)
+}
+
+// Failure is the event published for a step that became Error.
+type Failure struct {
+	Event        string    `json:"event"` // "StepFailed"
+	OrderID      string    `json:"orderId"`
+	Step         int       `json:"step"`
+	StepName     string    `json:"stepName"`
+	Attempt      int       `json:"attempt"`
+	FailureCount int       `json:"failureCount"`
+	LastError    string    `json:"lastError"`
+	DetectedBy   string    `json:"detectedBy"` // "scheduler" or "supervisor"
+	At           time.Time `json:"at"`
+}
+
+// Alerter emits the metric and publishes the event.
+type Alerter struct {
+	api      API
+	topicARN string
+	metrics  *metrics.Emitter
+}
+
+// New returns an alerter publishing to topicARN.
+func New(api API, topicARN string, m *metrics.Emitter) *Alerter {
+	return &Alerter{api: api, topicARN: topicARN, metrics: m}
+}
+
+// StepFailed emits the StepErrors metric and publishes f. Delivery is at
+// least once: a caller that retries after an error may publish twice.
+func (a *Alerter) StepFailed(ctx context.Context, f Failure) error {
+	f.Event = "StepFailed"
+	props := map[string]any{"OrderID": f.OrderID, "Step": f.StepName, "LastError": f.LastError}
+	a.metrics.Count(metrics.StepErrors, 1, props)
+	body, _ := json.Marshal(f) // plain values only
+	_, err := a.api.Publish(ctx, &sns.PublishInput{
+		TopicArn: aws.String(a.topicARN),
+		Subject:  aws.String(subject(f)),
+		Message:  aws.String(string(body)),
+		MessageAttributes: map[string]types.MessageAttributeValue{
+			"OrderID": {DataType: aws.String("String"), StringValue: aws.String(f.OrderID)},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("publish failure of %s/%s: %w", f.OrderID, f.StepName, err)
+	}
+	a.metrics.Count(metrics.AlertsPublished, 1, props)
+	return nil
+}
+
+func subject(f Failure) string {
+	s := fmt.Sprintf("Order %s failed at step %s", f.OrderID, f.StepName)
+	if len(s) > 100 { // SNS subject limit
+		s = s[:100]
+	}
+	return s
+}

@@ -1,0 +1,138 @@
+// Package deployment composes the handlers from one deployment's
+// configuration: the Lambda mains build it from environment variables, the
+// local stack from the resources it provisioned. Queue URLs derive from the
+// topology's names and one base URL, so the two cannot disagree.
+package deployment
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/sas-go/sas/shared/agent"
+	"github.com/sas-go/sas/shared/alert"
+	"github.com/sas-go/sas/shared/awsclient"
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/queue"
+	"github.com/sas-go/sas/shared/resilience"
+	"github.com/sas-go/sas/shared/scheduler"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/submission"
+	"github.com/sas-go/sas/shared/supervisor"
+	"github.com/sas-go/sas/shared/topology"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Config is one deployment.
+type Config struct {
+	Topology      topology.Topology
+	QueueURLBase  string // queue URL = QueueURLBase + "/" + name
+	AlertTopicARN string
+	Settings      workflow.Settings
+	RemoteBaseURL string // the remote services' base URL (agents only)
+	AgentBackoff  resilience.Backoff
+	Breaker       BreakerConfig
+}
+
+// BreakerConfig configures each Agent's circuit breaker.
+type BreakerConfig struct {
+	Threshold int
+	Cooldown  time.Duration
+}
+
+// Workflow is the order workflow the deployment runs.
+func (c Config) Workflow() workflow.Definition { return workflow.Orders(c.Settings) }
+
+// QueueURL is the URL of the named queue.
+func (c Config) QueueURL(name string) string { return c.QueueURLBase + "/" + name }
+
+// Validate checks the configuration, including the workflow definition.
+func (c Config) Validate() error {
+	if err := c.Topology.Validate(); err != nil {
+		return err
+	}
+	if c.QueueURLBase == "" || c.AlertTopicARN == "" {
+		return fmt.Errorf("deployment: queue URL base and alert topic ARN are required")
+	}
+	return c.Workflow().Validate(c.Topology.Agents)
+}
+
+// Deployment builds handlers over one configuration and set of clients.
+type Deployment struct {
+	Config  Config
+	Clients *awsclient.Clients
+	Log     *slog.Logger
+	Metrics io.Writer // where EMF lines go (stdout in Lambda)
+	HTTP    *http.Client
+}
+
+func (d *Deployment) emitter(fn string) *metrics.Emitter { return metrics.New(d.Metrics, fn) }
+
+// Store is the state store of the deployment.
+func (d *Deployment) Store() *statestore.Store {
+	t := d.Config.Topology
+	return statestore.New(d.Clients.DynamoDB, t.OrdersTable(), t.StateTable(), t.DeadlineShards)
+}
+
+// Submission builds the Submission handler.
+func (d *Deployment) Submission() *submission.Handler {
+	t := d.Config.Topology
+	return submission.New(submission.Config{
+		Workflow:          d.Config.Workflow(),
+		SchedulerQueueURL: d.Config.QueueURL(t.SchedulerQueue().Name),
+		DLQURL:            d.Config.QueueURL(t.OrdersQueue().DLQName),
+	}, d.Store(), queue.NewSender(d.Clients.SQS), d.emitter("submission"), d.Log.With("function", "submission"))
+}
+
+// Scheduler builds a Scheduler handler whose claims carry instanceID.
+func (d *Deployment) Scheduler(instanceID string) (*scheduler.Handler, error) {
+	t := d.Config.Topology
+	agents := map[string]string{}
+	for _, a := range t.Agents {
+		agents[a] = d.Config.QueueURL(t.AgentRequests(a).Name)
+	}
+	m := d.emitter("scheduler")
+	return scheduler.New(scheduler.Config{
+		Workflow: d.Config.Workflow(), AgentQueues: agents, InstanceID: instanceID,
+		DLQURL: d.Config.QueueURL(t.SchedulerQueue().DLQName),
+	}, d.Store(), queue.NewSender(d.Clients.SQS), alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), m,
+		d.Log.With("function", "scheduler", "instance", instanceID))
+}
+
+// Agent builds the Agent handler of the named remote service.
+func (d *Deployment) Agent(name string) *agent.Handler {
+	t := d.Config.Topology
+	fn := "agent-" + name
+	b := d.Config.Breaker
+	if b.Threshold <= 0 {
+		b = BreakerConfig{Threshold: 5, Cooldown: 2 * time.Second}
+	}
+	backoff := d.Config.AgentBackoff
+	if backoff.Base <= 0 {
+		backoff = resilience.Backoff{Base: 50 * time.Millisecond, Max: 2 * time.Second}
+	}
+	client := d.HTTP
+	if client == nil {
+		client = &http.Client{}
+	}
+	return agent.New(agent.Config{
+		Name: name, ResponseQueueURL: d.Config.QueueURL(t.AgentResponses(name).Name),
+		DLQURL: d.Config.QueueURL(t.AgentRequests(name).DLQName), Backoff: backoff,
+		CallTimeout: 10 * time.Second, Margin: 100 * time.Millisecond,
+	}, &agent.HTTPRemote{Base: d.Config.RemoteBaseURL, Service: name, Client: client},
+		&resilience.Breaker{Threshold: b.Threshold, Cooldown: b.Cooldown},
+		queue.NewSender(d.Clients.SQS), d.emitter(fn), d.Log.With("function", fn))
+}
+
+// Supervisor builds the Supervisor handler.
+func (d *Deployment) Supervisor(instanceID string) *supervisor.Supervisor {
+	t := d.Config.Topology
+	m := d.emitter("supervisor")
+	return supervisor.New(supervisor.Config{
+		SchedulerQueueURL: d.Config.QueueURL(t.SchedulerQueue().Name),
+		PickupTimeout:     d.Config.Settings.PickupTimeout,
+	}, d.Store(), queue.NewSender(d.Clients.SQS), alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), m,
+		d.Log.With("function", "supervisor", "instance", instanceID))
+}

@@ -1,0 +1,38 @@
+package deployment
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"os"
+
+	"github.com/sas-go/sas/shared/awsclient"
+)
+
+// FromLambdaEnv builds the deployment a Lambda function runs in: its
+// configuration from the environment, structured JSON logs on stderr and EMF
+// metric lines on stdout.
+func FromLambdaEnv(ctx context.Context) (*Deployment, error) {
+	cfg, err := FromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	clients, err := awsclient.Load(ctx, awsclient.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return &Deployment{Config: cfg, Clients: clients, Metrics: os.Stdout,
+		Log: slog.New(slog.NewJSONHandler(os.Stderr, nil))}, nil
+}
+
+// InstanceID names this execution environment in LockedBy: the Lambda log
+// stream (one per environment) when there is one, else a random id.
+func InstanceID(function string) string {
+	if s := os.Getenv("AWS_LAMBDA_LOG_STREAM_NAME"); s != "" {
+		return function + "/" + s
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return function + "/" + hex.EncodeToString(b)
+}

@@ -1,0 +1,127 @@
+package localrun
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sas-go/sas/shared/alert"
+	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// SendOrders sends raw order bodies to the orders queue, ten per request.
+func (s *Stack) SendOrders(ctx context.Context, bodies ...string) error {
+	url := s.QueueURL(s.Topology().OrdersQueue().Name)
+	for start := 0; start < len(bodies); start += 10 {
+		var entries []types.SendMessageBatchRequestEntry
+		for i, b := range bodies[start:min(start+10, len(bodies))] {
+			entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String(b)})
+		}
+		out, err := s.Deployment.Clients.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries})
+		if err != nil {
+			return fmt.Errorf("send orders: %w", err)
+		}
+		if len(out.Failed) > 0 {
+			return fmt.Errorf("send orders: %d of a batch refused: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
+		}
+	}
+	return nil
+}
+
+// DemoOrder is a well-formed order with a deterministic content.
+func DemoOrder(id string, i int) message.Order {
+	return message.Order{OrderID: id, CustomerID: fmt.Sprintf("customer-%d", i%97),
+		Items: []message.Item{{SKU: fmt.Sprintf("SKU-%d", i%13), Quantity: 1 + i%3, UnitPriceCents: int64(499 + i%1000)}}}
+}
+
+// Counts are the orders of a set by the state of their task.
+type Counts struct {
+	Total, Pending, Processed, Error, Missing int
+}
+
+// Ended is how many orders reached an end state.
+func (c Counts) Ended() int { return c.Processed + c.Error }
+
+// Count reads the task records of the orders.
+func (s *Stack) Count(ctx context.Context, ids []string) (Counts, map[string]statestore.Task, error) {
+	tasks, err := s.Store.Tasks(ctx, ids)
+	if err != nil {
+		return Counts{}, nil, err
+	}
+	c := Counts{Total: len(ids)}
+	for _, id := range ids {
+		t, ok := tasks[id]
+		switch {
+		case !ok:
+			c.Missing++
+		case t.State == workflow.Processed:
+			c.Processed++
+		case t.State == workflow.Error:
+			c.Error++
+		default:
+			c.Pending++
+		}
+	}
+	return c, tasks, nil
+}
+
+// WaitEnded polls until every order's task has ended or ctx ends, calling
+// progress after each poll.
+func (s *Stack) WaitEnded(ctx context.Context, ids []string, every time.Duration, progress func(Counts)) (map[string]statestore.Task, error) {
+	for {
+		c, tasks, err := s.Count(ctx, ids)
+		if err == nil && progress != nil {
+			progress(c)
+		}
+		if err == nil && c.Ended() == c.Total {
+			return tasks, nil
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = fmt.Errorf("%d of %d orders not ended: %w", c.Total-c.Ended(), c.Total, ctx.Err())
+			}
+			return tasks, err
+		case <-time.After(every):
+		}
+	}
+}
+
+// Peek returns the messages visible on a queue now, leaving them there
+// (hidden for a minute).
+func (s *Stack) Peek(ctx context.Context, queueURL string) ([]types.Message, error) {
+	var out []types.Message
+	for {
+		res, err := s.Deployment.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: &queueURL, MaxNumberOfMessages: 10, VisibilityTimeout: 60,
+			MessageAttributeNames: []string{"All"},
+		})
+		if err != nil {
+			return out, fmt.Errorf("peek %s: %w", queueURL, err)
+		}
+		if len(res.Messages) == 0 {
+			return out, nil
+		}
+		out = append(out, res.Messages...)
+	}
+}
+
+// Alerts returns the failure events in the alert inbox so far.
+func (s *Stack) Alerts(ctx context.Context) ([]alert.Failure, error) {
+	msgs, err := s.Peek(ctx, s.AlertInbox)
+	var out []alert.Failure
+	for _, m := range msgs {
+		var f alert.Failure
+		if jerr := json.Unmarshal([]byte(aws.ToString(m.Body)), &f); jerr == nil {
+			out = append(out, f)
+		}
+	}
+	return out, err
+}

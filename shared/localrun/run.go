@@ -1,0 +1,49 @@
+package localrun
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sas-go/sas/shared/deployment"
+	"github.com/sas-go/sas/shared/runner"
+)
+
+// Runner builds a runner with fresh handler instances (new instance ids), as
+// a restarted process would have.
+func (s *Stack) Runner() (*runner.Runner, error) {
+	d, t, o := s.Deployment, s.Topology(), s.Opts
+	src := func(fn, queue string, h runner.Handler) runner.Source {
+		return runner.Source{Function: fn, QueueURL: s.QueueURL(queue), QueueARN: s.Resources.QueueARNs[queue],
+			Handler: h, Pollers: o.Pollers, Timeout: t.FunctionTimeout}
+	}
+	r := &runner.Runner{SQS: d.Clients.SQS, Faults: o.Faults, Log: o.Log, Stats: s.Stats}
+	r.Sources = append(r.Sources, src("submission", t.OrdersQueue().Name, d.Submission().Handle))
+	for range o.Schedulers {
+		h, err := d.Scheduler(deployment.InstanceID("scheduler"))
+		if err != nil {
+			return nil, err
+		}
+		r.Sources = append(r.Sources, src("scheduler", t.SchedulerQueue().Name, h.Handle))
+		for _, a := range t.Agents {
+			r.Sources = append(r.Sources, src("scheduler", t.AgentResponses(a).Name, h.Handle))
+		}
+	}
+	for _, a := range t.Agents {
+		r.Sources = append(r.Sources, src("agent-"+a, t.AgentRequests(a).Name, d.Agent(a).Handle))
+	}
+	for range o.Supervisors {
+		sup := d.Supervisor(deployment.InstanceID("supervisor"))
+		r.Tickers = append(r.Tickers, runner.Ticker{Function: "supervisor", Every: o.SupervisorEvery,
+			Run: func(ctx context.Context) error { _, err := sup.Sweep(ctx); return err }})
+	}
+	return r, nil
+}
+
+// Run runs the pipeline until ctx ends.
+func (s *Stack) Run(ctx context.Context) error {
+	r, err := s.Runner()
+	if err != nil {
+		return fmt.Errorf("local runner: %w", err)
+	}
+	return r.Run(ctx)
+}

@@ -1,0 +1,140 @@
+// Package localrun assembles the whole pipeline on local AWS emulators: it
+// provisions the topology, composes the same handlers the Lambda mains run,
+// and drives them with the local runner. `make run` and the integration tests
+// both use it.
+package localrun
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sas-go/sas/shared/awsclient"
+	"github.com/sas-go/sas/shared/deployment"
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/provision"
+	"github.com/sas-go/sas/shared/resilience"
+	"github.com/sas-go/sas/shared/runner"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/topology"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Options configure a local stack.
+type Options struct {
+	Endpoint          string // the emulator; "" lets the SDK read AWS_ENDPOINT_URL
+	Prefix            string // resource name prefix (default "sas")
+	Settings          workflow.Settings
+	RemoteURL         string        // the remote simulator's base URL
+	VisibilityTimeout time.Duration // of every queue (default 30s)
+	Schedulers        int           // scheduler instances (default 1)
+	Supervisors       int           // supervisor instances (default 1)
+	SupervisorEvery   time.Duration // the scheduled rule's rate (default 1s)
+	Pollers           int           // pollers per queue and function instance (default 2)
+	AgentBackoff      resilience.Backoff
+	Faults            runner.Faults
+	Log               *slog.Logger // handler logs (default: discarded)
+	Metrics           io.Writer    // EMF lines, besides the stack's own tally
+}
+
+// Stack is a provisioned local deployment.
+type Stack struct {
+	Opts       Options
+	Deployment *deployment.Deployment
+	Resources  *provision.Resources
+	Store      *statestore.Store
+	Tally      *metrics.Tally // every EMF metric the handlers emitted
+	Stats      *runner.Stats  // invocations by function, across runner restarts
+	AlertInbox string         // a queue subscribed to the alert topic
+}
+
+// New provisions the resources (idempotently) and composes the handlers.
+func New(ctx context.Context, o Options) (*Stack, error) {
+	o = o.withDefaults()
+	clients, err := awsclient.Load(ctx, awsclient.Options{Endpoint: o.Endpoint, Emulated: true})
+	if err != nil {
+		return nil, err
+	}
+	topo := topology.Default(o.Prefix, workflow.Orders(o.Settings).Agents()...)
+	topo.VisibilityTimeout = o.VisibilityTimeout
+	res, err := provision.Ensure(ctx, clients, topo)
+	if err != nil {
+		return nil, fmt.Errorf("provision: %w", err)
+	}
+	ordersURL := res.URL(topo.OrdersQueue().Name)
+	cfg := deployment.Config{
+		Topology: topo, QueueURLBase: strings.TrimSuffix(ordersURL, "/"+topo.OrdersQueue().Name),
+		AlertTopicARN: res.TopicARN, Settings: o.Settings, RemoteBaseURL: o.RemoteURL, AgentBackoff: o.AgentBackoff,
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	tally := metrics.NewTally()
+	var w io.Writer = tally
+	if o.Metrics != nil {
+		w = io.MultiWriter(tally, o.Metrics)
+	}
+	d := &deployment.Deployment{Config: cfg, Clients: clients, Log: o.Log, Metrics: w}
+	s := &Stack{Opts: o, Deployment: d, Resources: res, Store: d.Store(), Tally: tally, Stats: runner.NewStats()}
+	if s.AlertInbox, err = s.subscribeInbox(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Prefix == "" {
+		o.Prefix = "sas"
+	}
+	if o.Settings == (workflow.Settings{}) {
+		o.Settings = workflow.DefaultSettings()
+	}
+	if o.VisibilityTimeout <= 0 {
+		o.VisibilityTimeout = 30 * time.Second
+	}
+	o.Schedulers, o.Supervisors, o.Pollers = max(o.Schedulers, 1), max(o.Supervisors, 1), max(o.Pollers, 2)
+	if o.SupervisorEvery <= 0 {
+		o.SupervisorEvery = time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// subscribeInbox creates a queue subscribed to the alert topic, where a
+// local operator (or a test) reads the failure events.
+func (s *Stack) subscribeInbox(ctx context.Context) (string, error) {
+	c := s.Deployment.Clients
+	name := s.Opts.Prefix + "-alerts-inbox"
+	q, err := c.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+	if err != nil {
+		return "", fmt.Errorf("create alert inbox: %w", err)
+	}
+	a, err := c.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: q.QueueUrl,
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	if err != nil {
+		return "", fmt.Errorf("alert inbox ARN: %w", err)
+	}
+	_, err = c.SNS.Subscribe(ctx, &sns.SubscribeInput{TopicArn: aws.String(s.Resources.TopicARN),
+		Protocol: aws.String("sqs"), Endpoint: aws.String(a.Attributes["QueueArn"]),
+		Attributes: map[string]string{"RawMessageDelivery": "true"}})
+	if err != nil {
+		return "", fmt.Errorf("subscribe alert inbox: %w", err)
+	}
+	return aws.ToString(q.QueueUrl), nil
+}
+
+// QueueURL returns the URL of a queue of the topology.
+func (s *Stack) QueueURL(name string) string { return s.Deployment.Config.QueueURL(name) }
+
+// Topology is the stack's resource description.
+func (s *Stack) Topology() topology.Topology { return s.Deployment.Config.Topology }

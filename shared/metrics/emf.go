@@ -1,0 +1,70 @@
+// Package metrics writes CloudWatch metrics as Embedded Metric Format lines on
+// a writer (stdout in Lambda): CloudWatch extracts them from the log, so the
+// hot path makes no PutMetricData call.
+package metrics
+
+import (
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+)
+
+// Namespace is the CloudWatch namespace of every metric the product emits.
+const Namespace = "SchedulerAgentSupervisor"
+
+// Metric names the product emits.
+const (
+	StepErrors           = "StepErrors"           // a step became Error (alarmed on)
+	AlertsPublished      = "AlertsPublished"      // failure events sent to the alert topic
+	MalformedMessages    = "MalformedMessages"    // messages rejected to a DLQ
+	OrdersAccepted       = "OrdersAccepted"       // new orders stored
+	DuplicateOrders      = "DuplicateOrders"      // orders whose OrderID already existed
+	OrdersProcessed      = "OrdersProcessed"      // tasks that ended Processed
+	StepsClaimed         = "StepsClaimed"         // claims won by a scheduler
+	StaleReplies         = "StaleReplies"         // replies fenced off by the attempt check
+	AgentRetries         = "AgentRetries"         // remote calls retried by an agent
+	AgentDeadlineExpired = "AgentDeadlineExpired" // agent attempts abandoned at CompleteBy
+	SupervisorRecoveries = "SupervisorRecoveries" // overdue steps sent back to Pending
+)
+
+// Emitter writes EMF lines; safe for concurrent use.
+type Emitter struct {
+	mu       sync.Mutex
+	w        io.Writer
+	function string
+	now      func() time.Time
+}
+
+// New returns an emitter writing to w, every line tagged with the function's
+// name as its one dimension.
+func New(w io.Writer, function string) *Emitter {
+	return &Emitter{w: w, function: function, now: time.Now}
+}
+
+// Count emits one metric with the given value; props are extra searchable
+// properties of the log line (such as OrderID), not dimensions.
+func (e *Emitter) Count(name string, value float64, props map[string]any) {
+	if e == nil {
+		return
+	}
+	line := map[string]any{
+		"_aws": map[string]any{
+			"Timestamp": e.now().UnixMilli(),
+			"CloudWatchMetrics": []map[string]any{{
+				"Namespace":  Namespace,
+				"Dimensions": [][]string{{"Function"}},
+				"Metrics":    []map[string]string{{"Name": name, "Unit": "Count"}},
+			}},
+		},
+		"Function": e.function,
+	}
+	for k, v := range props {
+		line[k] = v
+	}
+	line[name] = value
+	b, _ := json.Marshal(line) // only plain values go in
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, _ = e.w.Write(append(b, '\n'))
+}

@@ -1,0 +1,75 @@
+package metrics
+
+import (
+	"bytes"
+	"encoding/json"
+	"sync"
+)
+
+// Tally is a writer that reads EMF lines back and sums each metric, the way
+// CloudWatch would: the local runner's summary and the tests read it. Lines
+// that are not EMF are ignored. Safe for concurrent use.
+type Tally struct {
+	mu      sync.Mutex
+	partial []byte
+	sums    map[string]float64
+	lines   []map[string]any
+}
+
+// NewTally returns an empty tally.
+func NewTally() *Tally { return &Tally{sums: map[string]float64{}} }
+
+// Write consumes EMF lines.
+func (t *Tally) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.partial = append(t.partial, p...)
+	for {
+		i := bytes.IndexByte(t.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		t.add(t.partial[:i])
+		t.partial = t.partial[i+1:]
+	}
+}
+
+func (t *Tally) add(line []byte) {
+	var m map[string]any
+	if json.Unmarshal(line, &m) != nil {
+		return
+	}
+	aws, _ := m["_aws"].(map[string]any)
+	dirs, _ := aws["CloudWatchMetrics"].([]any)
+	for _, d := range dirs {
+		dm, _ := d.(map[string]any)
+		ms, _ := dm["Metrics"].([]any)
+		for _, x := range ms {
+			name, _ := x.(map[string]any)["Name"].(string)
+			if v, ok := m[name].(float64); ok {
+				t.sums[name] += v
+			}
+		}
+	}
+	t.lines = append(t.lines, m)
+}
+
+// Sum is the total of the named metric so far.
+func (t *Tally) Sum(name string) float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sums[name]
+}
+
+// Lines returns the EMF lines that emitted the named metric.
+func (t *Tally) Lines(name string) []map[string]any {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []map[string]any
+	for _, l := range t.lines {
+		if _, ok := l[name]; ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}

@@ -1,0 +1,61 @@
+// Package queue sends the product's messages to SQS.
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// API is the part of the SQS client the sender uses.
+type API interface {
+	SendMessage(context.Context, *sqs.SendMessageInput, ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// Sender sends JSON messages.
+type Sender struct{ api API }
+
+// NewSender returns a sender over an SQS client.
+func NewSender(api API) *Sender { return &Sender{api: api} }
+
+// SendJSON sends v, JSON-encoded, to the queue, delivered after delay
+// (rounded up to whole seconds, at most 15 minutes).
+func (s *Sender) SendJSON(ctx context.Context, queueURL string, v any, delay time.Duration) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode message for %s: %w", queueURL, err)
+	}
+	secs := int32((delay + time.Second - 1) / time.Second)
+	_, err = s.api.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body)),
+		DelaySeconds: min(max(secs, 0), 900),
+	})
+	if err != nil {
+		return fmt.Errorf("send to %s: %w", queueURL, err)
+	}
+	return nil
+}
+
+// Reject sends a message that can never succeed to a dead-letter queue, as
+// it was, with the reason and its source as message attributes.
+func (s *Sender) Reject(ctx context.Context, dlqURL, body, source, reason string) error {
+	if len(reason) > 1024 {
+		reason = reason[:1024]
+	}
+	_, err := s.api.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl: aws.String(dlqURL), MessageBody: aws.String(body),
+		MessageAttributes: map[string]types.MessageAttributeValue{
+			"RejectReason": {DataType: aws.String("String"), StringValue: aws.String(reason)},
+			"SourceQueue":  {DataType: aws.String("String"), StringValue: aws.String(source)},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("reject to %s: %w", dlqURL, err)
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+// Package remotesim simulates the remote services the Agents call: an HTTP
+// server on loopback with knobs for latency, transient errors, outage windows,
+// stalls and permanent failures. It applies each idempotency key's effect
+// once and records every effect in a ledger, so tests can prove that every
+// step's effect happened exactly once.
+package remotesim
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Faults are the knobs of one service.
+type Faults struct {
+	Latency         time.Duration `json:"latency"`         // added to every call
+	TransientRate   float64       `json:"transientRate"`   // share of calls answered 503
+	Outages         []Window      `json:"outages"`         // calls inside a window get 503
+	PermanentRate   float64       `json:"permanentRate"`   // share of keys refused for good (422)
+	PermanentOrders []string      `json:"permanentOrders"` // orders refused for good
+	StallFirst      int           `json:"stallFirst"`      // the first N calls of each key hang until the caller gives up
+	StallRate       float64       `json:"stallRate"`       // share of keys whose first call hangs
+	StallOrders     []string      `json:"stallOrders"`     // orders whose every call hangs
+}
+
+// Window is a span of wall-clock time.
+type Window struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+}
+
+// Effect is one applied effect in the ledger.
+type Effect struct {
+	Service   string    `json:"service"`
+	Key       string    `json:"key"`
+	OrderID   string    `json:"orderId"`
+	AppliedAt time.Time `json:"appliedAt"`
+	Calls     int       `json:"calls"` // calls made with this key, replays included
+}
+
+// Stats count the calls by answer.
+type Stats struct {
+	Calls, Applied, Replayed, Transient, Permanent, Stalled int
+}
+
+// Simulator is the remote services' state. Safe for concurrent use.
+type Simulator struct {
+	mu     sync.Mutex
+	seed   uint64
+	rng    *rand.Rand
+	faults map[string]Faults // by service; "" applies to services with none of their own
+	ledger map[string]*Effect
+	calls  map[string]int // by service/key
+	stats  Stats
+}
+
+// New returns a simulator whose random choices follow seed.
+func New(seed uint64) *Simulator {
+	return &Simulator{seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x5eed)),
+		faults: map[string]Faults{}, ledger: map[string]*Effect{}, calls: map[string]int{}}
+}
+
+// SetFaults sets the knobs of a service ("" for every service without its own).
+func (s *Simulator) SetFaults(service string, f Faults) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults[service] = f
+}
+
+func (s *Simulator) faultsOf(service string) Faults {
+	if f, ok := s.faults[service]; ok {
+		return f
+	}
+	return s.faults[""]
+}
+
+// Ledger returns the applied effects, oldest first.
+func (s *Simulator) Ledger() []Effect {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Effect, 0, len(s.ledger))
+	for _, e := range s.ledger {
+		out = append(out, *e)
+	}
+	slices.SortFunc(out, func(a, b Effect) int { return a.AppliedAt.Compare(b.AppliedAt) })
+	return out
+}
+
+// Stats returns the call counts so far.
+func (s *Simulator) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Server is a running simulator.
+type Server struct {
+	URL  string
+	srv  *http.Server
+	done chan struct{}
+}
+
+// Close stops the server, ending calls in flight.
+func (s *Server) Close() error {
+	err := s.srv.Close()
+	<-s.done
+	return err
+}
+
+// Start serves the simulator on addr (use "127.0.0.1:0" for a free port).
+func (s *Simulator) Start(addr string) (*Server, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("remote simulator listen: %w", err)
+	}
+	srv := &Server{URL: "http://" + l.Addr().String(), srv: &http.Server{Handler: s.Handler(),
+		ReadHeaderTimeout: 5 * time.Second}, done: make(chan struct{})}
+	go func() { _ = srv.srv.Serve(l); close(srv.done) }()
+	return srv, nil
+}
+
+// Handler is the simulator's HTTP API:
+//
+//	POST /v1/services/{service}/apply   apply an effect (Idempotency-Key header)
+//	PUT  /v1/services/{service}/faults  set the service's knobs (JSON Faults)
+//	GET  /v1/ledger                     the applied effects (JSON)
+func (s *Simulator) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/services/{service}/apply", s.apply)
+	mux.HandleFunc("PUT /v1/services/{service}/faults", func(w http.ResponseWriter, r *http.Request) {
+		var f Faults
+		if err := json.NewDecoder(r.Body).Decode(&f); err != nil {
+			http.Error(w, "bad faults: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.SetFaults(r.PathValue("service"), f)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /v1/ledger", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(s.Ledger())
+	})
+	return mux
+}
+
+// keyShare maps a key to [0,1) deterministically for the seed.
+func (s *Simulator) keyShare(salt, key string) float64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s/%s", s.seed, salt, key)
+	return float64(h.Sum64()>>11) / float64(1<<53)
+}

@@ -1,0 +1,81 @@
+// Package submission is the Submission handler: it validates orders from the
+// orders queue, stores each with its task and step records in one
+// transaction, and tells the Scheduler.
+package submission
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/sqsbatch"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Store is the part of the state store Submission uses.
+type Store interface {
+	Submit(ctx context.Context, sub statestore.Submission) (bool, error)
+}
+
+// Sender sends queue messages.
+type Sender interface {
+	SendJSON(ctx context.Context, queueURL string, v any, delay time.Duration) error
+	Reject(ctx context.Context, dlqURL, body, source, reason string) error
+}
+
+// Config is what Submission needs to know of its deployment.
+type Config struct {
+	Workflow          workflow.Definition
+	SchedulerQueueURL string
+	DLQURL            string // the orders queue's DLQ, for rejected orders
+}
+
+// Handler is the Submission Lambda handler.
+type Handler struct {
+	cfg     Config
+	store   Store
+	send    Sender
+	metrics *metrics.Emitter
+	log     *slog.Logger
+	batch   *sqsbatch.Processor
+	Now     func() time.Time
+}
+
+// New builds the handler.
+func New(cfg Config, store Store, send Sender, m *metrics.Emitter, log *slog.Logger) *Handler {
+	return &Handler{cfg: cfg, store: store, send: send, metrics: m, log: log, Now: time.Now,
+		batch: &sqsbatch.Processor{Name: "submission", DLQURL: cfg.DLQURL, Rejecter: send, Metrics: m, Log: log}}
+}
+
+// Handle processes a batch from the orders queue.
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	return h.batch.Handle(ctx, ev, h.record), nil
+}
+
+func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
+	o, err := message.DecodeOrder(rec.Body)
+	if err != nil {
+		return err
+	}
+	created, err := h.store.Submit(ctx, statestore.Submission{
+		OrderID: o.OrderID, Order: o.JSON(), Workflow: h.cfg.Workflow, Now: h.Now()})
+	if err != nil {
+		return err
+	}
+	if created {
+		h.metrics.Count(metrics.OrdersAccepted, 1, map[string]any{"OrderID": o.OrderID})
+		h.log.Info("order accepted", "order_id", o.OrderID)
+	} else {
+		// Tell the Scheduler again all the same: if the first delivery died
+		// between its transaction and this send, this finishes its work. A
+		// claim is conditional, so an extra message changes nothing.
+		h.metrics.Count(metrics.DuplicateOrders, 1, map[string]any{"OrderID": o.OrderID})
+		h.log.Info("duplicate order ignored", "order_id", o.OrderID)
+	}
+	return h.send.SendJSON(ctx, h.cfg.SchedulerQueueURL, message.NewSchedule(o.OrderID, 0), 0)
+}
