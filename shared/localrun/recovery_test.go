@@ -1,0 +1,115 @@
+package localrun_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/alert"
+	"github.com/sas-go/sas/shared/localrun"
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/queue"
+	"github.com/sas-go/sas/shared/remotesim"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/supervisor"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// barrierStore makes every supervisor finish reading before any writes, so
+// they all act on the same overdue records.
+type barrierStore struct {
+	*statestore.Store
+	read *sync.WaitGroup
+}
+
+func (b barrierStore) Overdue(ctx context.Context, now time.Time, limit int) ([]statestore.Step, error) {
+	steps, err := b.Store.Overdue(ctx, now, limit)
+	b.read.Done()
+	b.read.Wait()
+	return steps, err
+}
+
+func TestTwoSupervisorsRecoverEachStepOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{StallFirst: 1}, func(o *localrun.Options) {
+		o.SupervisorEvery = time.Hour // this test runs the supervisors itself
+	})
+	const n = 10
+	ids := e.orders(n)
+	ctx := context.Background()
+	e.eventually("every first attempt overdue", 30*time.Second, func() bool {
+		due, err := e.stack.Store.Overdue(ctx, time.Now(), 100)
+		require.NoError(t, err)
+		processing := 0
+		for _, st := range due {
+			if st.State == workflow.Processing {
+				processing++
+			}
+		}
+		return processing == n
+	})
+
+	d := e.stack.Deployment
+	tally := metrics.NewTally()
+	var read sync.WaitGroup
+	read.Add(2)
+	reports := make([]supervisor.Report, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		m := metrics.New(tally, "supervisor")
+		sup := supervisor.New(supervisor.Config{
+			SchedulerQueueURL: e.stack.QueueURL(e.stack.Topology().SchedulerQueue().Name),
+			PickupTimeout:     d.Config.Settings.PickupTimeout,
+		}, barrierStore{e.stack.Store, &read}, queue.NewSender(d.Clients.SQS),
+			alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), m, slog.New(slog.DiscardHandler))
+		wg.Go(func() {
+			var err error
+			reports[i], err = sup.Sweep(ctx)
+			require.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	require.Equal(t, n, reports[0].Overdue, "both read every overdue step")
+	require.Equal(t, n, reports[1].Overdue)
+	require.Equal(t, n, reports[0].Recovered+reports[1].Recovered, "each step recovered once")
+	require.Equal(t, n, reports[0].Lost+reports[1].Lost, "the other supervisor lost every race")
+	require.EqualValues(t, n, tally.Sum(metrics.SupervisorRecoveries))
+
+	tasks := e.waitEnded(ids)
+	for _, id := range ids {
+		require.Equal(t, workflow.Processed, tasks[id].State)
+		st := e.step(id)
+		require.Equal(t, 1, st.FailureCount, "not counted twice")
+		require.Equal(t, 2, st.Attempt)
+	}
+	e.requireEffectsOnce(ids)
+}
+
+func TestRunnerKilledAndRestartedEveryOrderEnds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{Latency: time.Second}, nil)
+	ids := e.orders(60)
+	ctx := context.Background()
+	e.eventually("some orders processed", 60*time.Second, func() bool {
+		c, _, err := e.stack.Count(ctx, ids)
+		require.NoError(t, err)
+		return c.Processed > 0
+	})
+	e.stop() // kill: in-flight invocations are cut off mid-work
+	c, _, err := e.stack.Count(ctx, ids)
+	require.NoError(t, err)
+	require.Less(t, c.Ended(), len(ids), "killed mid-flight")
+	t.Logf("killed with %d of %d ended (%d not yet submitted)", c.Ended(), len(ids), c.Missing)
+
+	e.start() // a new process: new scheduler and supervisor instances
+	tasks := e.waitEnded(ids)
+	for _, id := range ids {
+		require.Equal(t, workflow.Processed, tasks[id].State, fmt.Sprint(id))
+	}
+	e.requireEffectsOnce(ids)
+}
