@@ -217,20 +217,24 @@ func TestMalformedOrdersRejectedGoodOnesProceed(t *testing.T) {
 		require.Equal(t, workflow.Processed, tasks[id].State)
 	}
 	dlqURL := e.stack.QueueURL(e.stack.Topology().OrdersQueue().DLQName)
-	var rejected []types.Message
-	e.eventually("five rejected orders in the DLQ", 20*time.Second, func() bool {
+	// SQS delivers at least once (moto, like SQS, can hand one message to two
+	// pollers), so a bad order may be rejected twice: count distinct bodies.
+	rejected := map[string]string{}
+	e.eventually("every rejected order in the DLQ", 20*time.Second, func() bool {
 		m, err := e.stack.Peek(ctx, dlqURL)
 		require.NoError(t, err)
-		rejected = append(rejected, m...)
+		for _, msg := range m {
+			rejected[aws.ToString(msg.Body)] = aws.ToString(msg.MessageAttributes["RejectReason"].StringValue)
+		}
 		return len(rejected) >= len(bad)
 	})
 	require.Len(t, rejected, len(bad))
-	for _, m := range rejected {
-		want, ok := reasons[aws.ToString(m.Body)]
-		require.True(t, ok, "the DLQ holds the body as sent")
-		require.Contains(t, aws.ToString(m.MessageAttributes["RejectReason"].StringValue), want)
+	for body, reason := range rejected {
+		want, ok := reasons[body]
+		require.True(t, ok, "the DLQ holds the bad bodies as sent, and only them")
+		require.Contains(t, reason, want)
 	}
-	require.EqualValues(t, len(bad), e.stack.Tally.Sum(metrics.MalformedMessages))
+	require.GreaterOrEqual(t, e.stack.Tally.Sum(metrics.MalformedMessages), float64(len(bad)))
 	require.Contains(t, e.logs.Tail(1<<20), "message rejected to the DLQ")
 	got, err := e.stack.Store.Tasks(ctx, []string{"bad-missing", "bad-type", "bad-unknown"})
 	require.NoError(t, err)

@@ -29,7 +29,11 @@ func (s *Stack) Runner() (*runner.Runner, error) {
 		}
 	}
 	for _, a := range t.Agents {
-		r.Sources = append(r.Sources, src("agent-"+a, t.AgentRequests(a).Name, d.Agent(a).Handle))
+		// An agent's batch waits for its slowest remote call (up to the step
+		// timeout); Lambda would run more copies meanwhile, so poll wider.
+		as := src("agent-"+a, t.AgentRequests(a).Name, d.Agent(a).Handle)
+		as.Pollers *= 4
+		r.Sources = append(r.Sources, as)
 	}
 	for range o.Supervisors {
 		sup := d.Supervisor(deployment.InstanceID("supervisor"))

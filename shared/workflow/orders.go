@@ -38,3 +38,8 @@ func Orders(s Settings) Definition {
 		}},
 	}
 }
+
+// Validate checks the settings make a usable workflow.
+func (s Settings) Validate() error {
+	return Orders(s).Validate([]string{InventoryAgent})
+}

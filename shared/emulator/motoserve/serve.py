@@ -1,14 +1,25 @@
-"""Run moto's server with DynamoDB requests serialized.
+"""Run moto's server with two DynamoDB fixes.
 
-moto evaluates a conditional write's condition and applies its update without
-a lock, so concurrent requests can both pass the same condition (the state
-store's conformance suite saw 2 of 8 concurrent claims win). Real DynamoDB and
-DynamoDB Local never allow that. This launcher is moto_server with one change:
-requests whose X-Amz-Target is a DynamoDB operation run one at a time. Other
-services (SQS long polls included) stay concurrent.
+1. Atomicity. moto evaluates a conditional write's condition and applies its
+   update without a lock, so concurrent requests can both pass the same
+   condition (the state store's conformance suite saw 2 of 8 concurrent claims
+   win). Real DynamoDB and DynamoDB Local never allow that. Here requests whose
+   X-Amz-Target is a DynamoDB operation run one at a time. Other services (SQS
+   long polls included) stay concurrent.
+2. Transaction cost. moto backs up every table a TransactWriteItems touches
+   with a deep copy, so each transaction costs time in proportion to the whole
+   table (107 ms per transaction at 400 items, growing). Here only the items the
+   transaction names are saved, and restored if it is cancelled. This is safe
+   because of (1): no other DynamoDB request runs meanwhile. If moto's internals
+   differ from what this expects, the patch is skipped with a warning.
+3. Query cost. Every Query sorts the whole table before filtering it, then
+   sorts its results again. Here a Query walks the items unsorted (its own
+   sort of the results still orders them), so the supervisor's index query
+   stays cheap as finished orders pile up.
 
 Usage: python3 serve.py HOST PORT
 """
+import copy
 import signal
 import sys
 import threading
@@ -29,9 +40,89 @@ class SerializeDynamoDB:
         return self.app(environ, start_response)
 
 
+def patch_transactions():
+    try:
+        import moto.dynamodb.models as models
+        from moto.dynamodb.models.table import Table
+        backend = models.DynamoDBBackend
+        original = backend.transact_write_items
+        backend.get_keys_value  # the helper the patch relies on
+    except (ImportError, AttributeError) as e:
+        print(f"moto launcher: transaction patch skipped ({e})", file=sys.stderr)
+        return
+
+    class NoTableCopy:
+        """Stands in for the copy module inside moto's DynamoDB models."""
+
+        def deepcopy(self, x, memo=None):
+            return x if isinstance(x, Table) else copy.deepcopy(x, memo)
+
+    def transact_write_items(self, transact_items):
+        saved = []
+        for entry in transact_items:
+            _, op = next(iter(entry.items()))
+            table = self.tables.get(op.get("TableName"))
+            if table is None:
+                continue
+            try:
+                keys = op.get("Key") or op["Item"]
+                hash_key, range_key = self.get_keys_value(table, keys)
+            except Exception:
+                continue  # moto itself reports the malformed entry
+            old = table.get_item(hash_key, range_key)
+            saved.append((table, hash_key, range_key, copy.deepcopy(old)))
+        models.copy = NoTableCopy()
+        try:
+            return original(self, transact_items)
+        except Exception:
+            for table, hash_key, range_key, old in reversed(saved):
+                if range_key is not None:
+                    table.items[hash_key].pop(range_key, None)
+                    if old is not None:
+                        table.items[hash_key][range_key] = old
+                else:
+                    table.items.pop(hash_key, None)
+                    if old is not None:
+                        table.items[hash_key] = old
+            raise
+        finally:
+            models.copy = copy
+
+    backend.transact_write_items = transact_write_items
+
+
+def patch_query():
+    try:
+        from moto.dynamodb.models.table import Table
+        original = Table.query
+    except (ImportError, AttributeError) as e:
+        print(f"moto launcher: query patch skipped ({e})", file=sys.stderr)
+        return
+
+    def unsorted_items(table):
+        items = []
+        for hash_set in table.items.values():
+            if table.range_key_attr:
+                items.extend(hash_set.values())
+            else:
+                items.append(hash_set)
+        return items
+
+    def query(self, *args, **kwargs):
+        self.all_items = lambda: unsorted_items(self)  # shadows the sorting method
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            del self.all_items
+
+    Table.query = query
+
+
 def main():
     host, port = sys.argv[1], int(sys.argv[2])
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    patch_transactions()
+    patch_query()
     app = DomainDispatcherApplication(create_backend_app)
     run_simple(host, port, SerializeDynamoDB(app), threaded=True)
 

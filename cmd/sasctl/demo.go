@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sas-go/sas/shared/emulator"
+	"github.com/sas-go/sas/shared/localrun"
+	"github.com/sas-go/sas/shared/remotesim"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+type demoFlags struct {
+	orders, malformed                int
+	transient, stall, permanent      float64
+	latency, timeout, supervisorRate time.Duration
+	settings                         workflow.Settings
+	seed                             uint64
+	runDir                           string
+}
+
+func parseDemo(args []string, stderr io.Writer) (demoFlags, error) {
+	f := demoFlags{settings: workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 3,
+		RetryBackoff: time.Second, PickupTimeout: 10 * time.Second}}
+	fs := flag.NewFlagSet("sasctl demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&f.orders, "orders", 200, "well-formed orders to submit")
+	fs.IntVar(&f.malformed, "malformed", 5, "malformed orders to submit alongside")
+	fs.Float64Var(&f.transient, "transient", 0.2, "share of remote calls answered with a transient 503")
+	fs.Float64Var(&f.stall, "stall", 0.05, "share of steps whose first remote call hangs (agent never replies)")
+	fs.Float64Var(&f.permanent, "permanent", 0.02, "share of orders the remote refuses for good (422)")
+	fs.DurationVar(&f.latency, "latency", 20*time.Millisecond, "latency of every remote call")
+	fs.DurationVar(&f.settings.StepTimeout, "step-timeout", f.settings.StepTimeout, "step timeout (CompleteBy = claim + this)")
+	fs.IntVar(&f.settings.MaxFailures, "max-failures", f.settings.MaxFailures, "supervisor recoveries before a step is an Error")
+	fs.DurationVar(&f.settings.RetryBackoff, "retry-backoff", f.settings.RetryBackoff, "base of the supervisor's growing backoff")
+	fs.DurationVar(&f.settings.PickupTimeout, "pickup-timeout", f.settings.PickupTimeout, "a ready step not claimed by then is recovered")
+	fs.DurationVar(&f.supervisorRate, "supervisor-every", time.Second, "the supervisor's schedule")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up waiting after this long")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the simulator's random faults")
+	fs.StringVar(&f.runDir, "run-dir", ".run", "where logs go")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	switch {
+	case f.orders < 1 || f.orders > 100_000:
+		return f, errors.New("--orders must be 1..100000")
+	case f.malformed < 0:
+		return f, errors.New("--malformed must be >= 0")
+	case !share(f.transient) || !share(f.stall) || !share(f.permanent):
+		return f, errors.New("--transient, --stall and --permanent are shares between 0 and 1")
+	}
+	return f, f.settings.Validate()
+}
+
+func share(v float64) bool { return v >= 0 && v <= 1 }
+
+func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f, err := parseDemo(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "sasctl demo:", err)
+		return 2
+	}
+	if err := runDemo(ctx, f, stdout); err != nil {
+		fmt.Fprintln(stderr, "sasctl demo:", err)
+		if errors.Is(err, emulator.ErrMotoMissing) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+func runDemo(ctx context.Context, f demoFlags, out io.Writer) error {
+	if err := os.MkdirAll(f.runDir, 0o755); err != nil {
+		return err
+	}
+	endpoint := os.Getenv("AWS_ENDPOINT_URL")
+	if endpoint == "" {
+		moto, err := emulator.StartMoto(ctx, f.runDir)
+		if err != nil {
+			return err
+		}
+		defer moto.Stop()
+		endpoint = moto.Endpoint
+		fmt.Fprintf(out, "moto_server started on %s (pid %d, log %s)\n", endpoint, moto.PID(), moto.LogPath)
+	} else {
+		fmt.Fprintf(out, "using the emulator at AWS_ENDPOINT_URL=%s\n", endpoint)
+	}
+
+	sim := remotesim.New(f.seed)
+	sim.SetFaults("", remotesim.Faults{Latency: f.latency, TransientRate: f.transient, StallRate: f.stall, PermanentRate: f.permanent})
+	srv, err := sim.Start("127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	fmt.Fprintf(out, "remote simulator on %s (seed %d)\n", srv.URL, f.seed)
+
+	logPath := filepath.Join(f.runDir, "handlers.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	stack, err := localrun.New(ctx, localrun.Options{
+		Endpoint: endpoint, Prefix: "sas-demo", Settings: f.settings, RemoteURL: srv.URL,
+		SupervisorEvery: f.supervisorRate, Log: slog.New(slog.NewJSONHandler(logf, nil)), Metrics: logf,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "resources ready (tables %s, %s; %d queues with DLQs; topic %s); handler logs in %s\n",
+		stack.Topology().OrdersTable(), stack.Topology().StateTable(), len(stack.Topology().Queues()),
+		stack.Topology().AlertTopic(), logPath)
+
+	runCtx, stopRunner := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = stack.Run(runCtx) }()
+	defer func() { stopRunner(); <-done }()
+
+	return drive(ctx, stack, sim, f, out)
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sas-go/sas/shared/localrun"
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/remotesim"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// malformedSamples are the bad orders the demo sends with the good ones.
+var malformedSamples = []string{
+	`{"orderId": "broken-json",`,
+	`{"orderId":"no-customer","items":[{"sku":"A","quantity":1,"unitPriceCents":1}]}`,
+	`{"orderId":"wrong-type","customerId":"c","items":[{"sku":"A","quantity":"two","unitPriceCents":1}]}`,
+	`{"orderId":"unknown-field","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":1}],"coupon":"FREE"}`,
+	`{"orderId":"oversized","customerId":"c","items":[],"note":"` + strings.Repeat("x", 40_000) + `"}`,
+}
+
+// drive submits the demo batch, shows progress until every order ended, and
+// prints the summary. It fails if any order was lost or did not end.
+func drive(ctx context.Context, stack *localrun.Stack, sim *remotesim.Simulator, f demoFlags, out io.Writer) error {
+	run := time.Now().UTC().Format("150405")
+	var ids, bodies []string
+	for i := range f.orders {
+		id := fmt.Sprintf("demo-%s-%05d", run, i)
+		ids = append(ids, id)
+		bodies = append(bodies, localrun.DemoOrder(id, i).JSON())
+	}
+	for i := range f.malformed {
+		bodies = append(bodies, malformedSamples[i%len(malformedSamples)])
+	}
+	rng := remotesimShuffle(f.seed)
+	rng(bodies)
+	start := time.Now()
+	if err := stack.SendOrders(ctx, bodies...); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "submitted %d orders and %d malformed ones; faults: %.0f%% transient, %.0f%% stalled first calls, %.0f%% refused for good\n",
+		f.orders, f.malformed, 100*f.transient, 100*f.stall, 100*f.permanent)
+
+	p := newProgress(out, isTerminal(out))
+	wctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	tasks, err := stack.WaitEnded(wctx, ids, 250*time.Millisecond, func(c localrun.Counts) {
+		p.show(time.Since(start), c, stack.Tally)
+	})
+	p.done()
+	elapsed := time.Since(start)
+	// Let the malformed ones reach their DLQ before counting them.
+	waitFor(ctx, 10*time.Second, func() bool { return int(stack.Tally.Sum(metrics.MalformedMessages)) >= f.malformed })
+	s := summarize(ctx, stack, sim, ids, tasks, elapsed)
+	s.print(out, f)
+	printInvocations(out, stack)
+	if err != nil {
+		return fmt.Errorf("not every order ended: %w", err)
+	}
+	if s.lost > 0 || s.twice > 0 {
+		return fmt.Errorf("%d orders lost, %d effects applied twice", s.lost, s.twice)
+	}
+	return nil
+}
+
+type summary struct {
+	processed, errors, lost, pending int
+	malformed, retries, recoveries   int
+	alerts, inbox, effects, twice    int
+	p50, p95, elapsed                time.Duration
+	dlq                              string
+}
+
+func summarize(ctx context.Context, stack *localrun.Stack, sim *remotesim.Simulator, ids []string,
+	tasks map[string]statestore.Task, elapsed time.Duration) summary {
+	s := summary{elapsed: elapsed, dlq: stack.Topology().OrdersQueue().DLQName}
+	var lat []time.Duration
+	for _, id := range ids {
+		t, ok := tasks[id]
+		switch {
+		case !ok:
+			s.lost++
+		case t.State == workflow.Processed:
+			s.processed++
+		case t.State == workflow.Error:
+			s.errors++
+		default:
+			s.pending++
+		}
+		if ok && !t.CompletedAt.IsZero() {
+			lat = append(lat, t.CompletedAt.Sub(t.CreatedAt))
+		}
+	}
+	slices.Sort(lat)
+	s.p50, s.p95 = percentile(lat, 0.50), percentile(lat, 0.95)
+	t := stack.Tally
+	s.malformed = int(t.Sum(metrics.MalformedMessages))
+	s.retries = int(t.Sum(metrics.AgentRetries))
+	s.recoveries = int(t.Sum(metrics.SupervisorRecoveries))
+	s.alerts = int(t.Sum(metrics.AlertsPublished))
+	if a, err := stack.Alerts(ctx); err == nil {
+		s.inbox = len(a)
+	}
+	per := map[string]int{}
+	for _, e := range sim.Ledger() {
+		per[e.OrderID]++
+		s.effects++
+	}
+	for _, n := range per {
+		if n > 1 {
+			s.twice += n - 1
+		}
+	}
+	return s
+}
+
+func (s summary) print(out io.Writer, f demoFlags) {
+	fmt.Fprintf(out, "\nSummary: %d orders in %.1fs (seed %d)\n", f.orders, s.elapsed.Seconds(), f.seed)
+	row := func(name string, v any, note string) { fmt.Fprintf(out, "  %-24s %8v   %s\n", name, v, note) }
+	row("Processed", s.processed, "")
+	row("Error", s.errors, fmt.Sprintf("refused for good or out of retries; %d alerts published, %d in the alert inbox", s.alerts, s.inbox))
+	row("Not ended", s.pending, "")
+	row("Lost", s.lost, lostNote(s.lost))
+	row("Malformed rejected", s.malformed, "sent to "+s.dlq+" with their reasons")
+	row("Agent retries", s.retries, "transient faults absorbed by the agent")
+	row("Supervisor recoveries", s.recoveries, "overdue steps sent back to Pending")
+	row("Remote effects", s.effects, fmt.Sprintf("%d applied twice", s.twice))
+	row("Latency p50 / p95", fmt.Sprintf("%.2fs", s.p50.Seconds()), fmt.Sprintf("/ %.2fs (submission to end state)", s.p95.Seconds()))
+}
+
+func lostNote(n int) string {
+	if n == 0 {
+		return "none lost: every accepted order reached an end state"
+	}
+	return "ORDERS LOST"
+}
+
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
+
+func waitFor(ctx context.Context, limit time.Duration, cond func() bool) {
+	deadline := time.Now().Add(limit)
+	for !cond() && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func printInvocations(out io.Writer, stack *localrun.Stack) {
+	stats := stack.Stats.Snapshot()
+	names := slices.Sorted(maps.Keys(stats))
+	fmt.Fprintf(out, "\n  %-18s %11s %9s %14s\n", "function", "invocations", "messages", "avg duration")
+	for _, n := range names {
+		s := stats[n]
+		fmt.Fprintf(out, "  %-18s %11d %9d %13.0fms\n", n, s.Invocations, s.Messages,
+			float64(s.HandlerTime.Milliseconds())/float64(max(s.Invocations, 1)))
+	}
+}

@@ -1,0 +1,140 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/agent"
+	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/remotesim"
+	"github.com/sas-go/sas/shared/resilience"
+)
+
+// sent records what the agent sent (its SQS side is covered by the
+// integration tests; here the subject is the retry and deadline logic).
+type sent struct {
+	mu       sync.Mutex
+	replies  []message.AgentReply
+	rejected []string
+}
+
+func (s *sent) SendJSON(_ context.Context, _ string, v any, _ time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.replies = append(s.replies, v.(message.AgentReply))
+	return nil
+}
+
+func (s *sent) Reject(_ context.Context, _, body, _, reason string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rejected = append(s.rejected, reason)
+	return nil
+}
+
+type fixture struct {
+	h     *agent.Handler
+	sim   *remotesim.Simulator
+	out   *sent
+	tally *metrics.Tally
+}
+
+func newFixture(t *testing.T, f remotesim.Faults) *fixture {
+	sim := remotesim.New(7)
+	sim.SetFaults("", f)
+	srv, err := sim.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	out, tally := &sent{}, metrics.NewTally()
+	h := agent.New(agent.Config{Name: "inventory", Backoff: resilience.Backoff{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond},
+		CallTimeout: time.Second},
+		&agent.HTTPRemote{Base: srv.URL, Service: "inventory", Client: http.DefaultClient},
+		&resilience.Breaker{Threshold: 100, Cooldown: time.Second}, out, metrics.New(tally, "agent"),
+		slog.New(slog.DiscardHandler))
+	return &fixture{h: h, sim: sim, out: out, tally: tally}
+}
+
+func request(orderID string, completeBy time.Time) events.SQSEvent {
+	b, _ := json.Marshal(message.AgentRequest{OrderID: orderID, Step: 0, StepName: "reserve", Attempt: 3,
+		CompleteBy: completeBy.UnixMilli(), IdempotencyKey: orderID + "/reserve", Payload: []byte(`{"orderId":"` + orderID + `"}`)})
+	return events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-" + orderID, Body: string(b)}}}
+}
+
+func TestAgentRetriesTransientFaultsThenReplies(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{TransientRate: 0.6})
+	resp, err := f.h.Handle(context.Background(), request("o-1", time.Now().Add(10*time.Second)))
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Len(t, f.out.replies, 1)
+	r := f.out.replies[0]
+	require.True(t, r.OK)
+	require.Equal(t, 3, r.Attempt, "the reply carries the attempt it answers")
+	require.EqualValues(t, f.sim.Stats().Transient, f.tally.Sum(metrics.AgentRetries))
+	require.Len(t, f.sim.Ledger(), 1)
+	require.Equal(t, "o-1/reserve", f.sim.Ledger()[0].Key)
+}
+
+func TestAgentRepliesPermanentFaultAtOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{PermanentOrders: []string{"o-1"}})
+	_, err := f.h.Handle(context.Background(), request("o-1", time.Now().Add(10*time.Second)))
+	require.NoError(t, err)
+	require.Len(t, f.out.replies, 1)
+	require.False(t, f.out.replies[0].OK)
+	require.Contains(t, f.out.replies[0].Error, "HTTP 422")
+	require.Equal(t, 1, f.sim.Stats().Calls, "not retried")
+}
+
+func TestAgentSendsNothingPastCompleteBy(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{StallFirst: 1000})
+	start := time.Now()
+	resp, err := f.h.Handle(context.Background(), request("o-1", start.Add(300*time.Millisecond)))
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures, "done with the message: the supervisor takes over")
+	require.Empty(t, f.out.replies, "not even an error")
+	require.Less(t, time.Since(start), 5*time.Second, "bounded by CompleteBy")
+	require.EqualValues(t, 1, f.tally.Sum(metrics.AgentDeadlineExpired))
+}
+
+func TestAgentDropsARequestThatArrivesLate(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{})
+	_, err := f.h.Handle(context.Background(), request("o-1", time.Now().Add(-time.Second)))
+	require.NoError(t, err)
+	require.Empty(t, f.out.replies)
+	require.Zero(t, f.sim.Stats().Calls, "the remote is not called")
+}
+
+func TestAgentWaitsOutAnOpenBreaker(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{Outages: []remotesim.Window{{From: time.Now(), To: time.Now().Add(300 * time.Millisecond)}}})
+	_, err := f.h.Handle(context.Background(), request("o-1", time.Now().Add(10*time.Second)))
+	require.NoError(t, err)
+	require.Len(t, f.out.replies, 1)
+	require.True(t, f.out.replies[0].OK, "succeeds once the outage ends")
+}
+
+func TestAgentRejectsAMalformedRequest(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{})
+	ev := request("o-1", time.Now().Add(10*time.Second))
+	ev.Records = append(ev.Records, events.SQSMessage{MessageId: "bad", Body: `{"orderId":"o-2"}`})
+	resp, err := f.h.Handle(context.Background(), ev)
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Len(t, f.out.rejected, 1)
+	require.Contains(t, f.out.rejected[0], "stepName")
+	require.Len(t, f.out.replies, 1, "the good request in the batch was served")
+	require.EqualValues(t, 1, f.tally.Sum(metrics.MalformedMessages))
+}

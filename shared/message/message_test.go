@@ -1,0 +1,95 @@
+package message_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/message"
+)
+
+const good = `{"orderId":"o-1","customerId":"c-1","items":[{"sku":"SKU-1","quantity":2,"unitPriceCents":499}]}`
+
+func TestDecodeOrderAcceptsAValidOrder(t *testing.T) {
+	t.Parallel()
+	o, err := message.DecodeOrder(good)
+	require.NoError(t, err)
+	require.Equal(t, "o-1", o.OrderID)
+	require.Equal(t, 2, o.Items[0].Quantity)
+	require.JSONEq(t, good, o.JSON())
+}
+
+func TestDecodeOrderRejectsWithAReason(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		`{`:                                    "bad JSON",
+		`[]`:                                   "bad JSON",
+		`"order"`:                              "bad JSON",
+		good + `{}`:                            "data after the object",
+		strings.Replace(good, `"c-1"`, `7`, 1): `field "customerId" must be string`,
+		strings.Replace(good, `"orderId":"o-1",`, ``, 1):           "orderId",
+		strings.Replace(good, `"o-1"`, `"has space"`, 1):           "orderId",
+		strings.Replace(good, `}]}`, `}],"coupon":"x"}`, 1):        `unknown field "coupon"`,
+		strings.Replace(good, `"quantity":2`, `"quantity":0`, 1):   "quantity 0 is outside",
+		strings.Replace(good, `"quantity":2`, `"quantity":1e9`, 1): "must be int",
+		strings.Replace(good, `499`, `-1`, 1):                      "unitPriceCents -1",
+		strings.Replace(good, `"SKU-1"`, `""`, 1):                  "not a valid SKU",
+		`{"orderId":"o","customerId":"c","items":[]}`:              "needs 1 to 100 items",
+		`{"orderId":"o","customerId":"c","items":null}`:            "needs 1 to 100 items",
+		strings.Repeat(" ", message.MaxOrderBytes+1):               "over the 32768-byte limit",
+	}
+	for body, want := range cases {
+		_, err := message.DecodeOrder(body)
+		require.Error(t, err, body)
+		require.True(t, message.IsInvalid(err), body)
+		require.ErrorContains(t, err, want, body[:min(len(body), 80)])
+	}
+}
+
+func TestDecodeSchedulerMessage(t *testing.T) {
+	t.Parallel()
+	m, err := message.DecodeSchedulerMessage(`{"kind":"schedule","orderId":"o-1","step":0}`)
+	require.NoError(t, err)
+	require.Equal(t, message.NewSchedule("o-1", 0), m)
+	m, err = message.DecodeSchedulerMessage(`{"kind":"reply","orderId":"o-1","step":0,"stepName":"s","attempt":2,"ok":true,"result":{"a":1}}`)
+	require.NoError(t, err)
+	require.Equal(t, 2, m.(message.AgentReply).Attempt)
+
+	bad := map[string]string{
+		`{"kind":"nope"}`: "unknown kind",
+		`{"orderId":"o"}`: "unknown kind",
+		`not json`:        "bad JSON",
+		`{"kind":"schedule","orderId":"o-1","step":-1}`:                     "bad orderId",
+		`{"kind":"schedule","orderId":"o-1","step":0,"extra":1}`:            "unknown field",
+		`{"kind":"reply","orderId":"o-1","step":0,"attempt":0,"ok":true}`:   "attempt 0",
+		`{"kind":"reply","orderId":"o-1","step":0,"attempt":1,"ok":false}`:  "no error given",
+		`{"kind":"reply","orderId":"o-1","step":"0","attempt":1,"ok":true}`: "must be int",
+	}
+	for body, want := range bad {
+		_, err := message.DecodeSchedulerMessage(body)
+		require.True(t, message.IsInvalid(err), body)
+		require.ErrorContains(t, err, want, body)
+	}
+}
+
+func TestDecodeAgentRequest(t *testing.T) {
+	t.Parallel()
+	ok := `{"orderId":"o-1","step":0,"stepName":"s","attempt":1,"completeBy":1800000000000,"idempotencyKey":"o-1/s","payload":{"orderId":"o-1"}}`
+	r, err := message.DecodeAgentRequest(ok)
+	require.NoError(t, err)
+	require.Equal(t, int64(1800000000000), r.Deadline().UnixMilli())
+	bad := map[string]string{
+		strings.Replace(ok, `"attempt":1`, `"attempt":0`, 1):       "attempt 0",
+		strings.Replace(ok, `"completeBy":1800000000000,`, ``, 1):  "completeBy missing",
+		strings.Replace(ok, `"idempotencyKey":"o-1/s",`, ``, 1):    "idempotencyKey missing",
+		strings.Replace(ok, `,"payload":{"orderId":"o-1"}`, ``, 1): "payload missing",
+		strings.Replace(ok, `"stepName":"s",`, ``, 1):              "stepName",
+		strings.Replace(ok, `"o-1","step"`, `"","step"`, 1):        "bad orderId",
+	}
+	for body, want := range bad {
+		_, err := message.DecodeAgentRequest(body)
+		require.True(t, message.IsInvalid(err), body)
+		require.ErrorContains(t, err, want, body)
+	}
+}
