@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/sas-go/sas/shared/localrun"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/remotesim"
@@ -101,7 +103,13 @@ func summarize(ctx context.Context, stack *localrun.Stack, sim *remotesim.Simula
 	slices.Sort(lat)
 	s.p50, s.p95 = percentile(lat, 0.50), percentile(lat, 0.95)
 	t := stack.Tally
-	s.malformed = int(t.Sum(metrics.MalformedMessages))
+	if msgs, err := stack.Peek(ctx, stack.QueueURL(s.dlq)); err == nil {
+		distinct := map[string]bool{} // SQS delivers at least once: a rejection can repeat
+		for _, m := range msgs {
+			distinct[aws.ToString(m.Body)] = true
+		}
+		s.malformed = len(distinct)
+	}
 	s.retries = int(t.Sum(metrics.AgentRetries))
 	s.recoveries = int(t.Sum(metrics.SupervisorRecoveries))
 	s.alerts = int(t.Sum(metrics.AlertsPublished))

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func sasctl(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestUsageAndUnknownCommand(t *testing.T) {
+	code, _, stderr := sasctl(t)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "usage: sasctl")
+	code, _, stderr = sasctl(t, "launch")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, `unknown command "launch"`)
+	code, stdout, _ := sasctl(t, "help")
+	require.Zero(t, code)
+	require.Contains(t, stdout, "demo")
+}
+
+func TestDemoRejectsBadFlags(t *testing.T) {
+	for args, want := range map[string][]string{
+		"--orders must be 1..100000":    {"demo", "--orders", "0"},
+		"shares between 0 and 1":        {"demo", "--transient", "1.5"},
+		"failure threshold":             {"demo", "--max-failures", "0"},
+		"flag provided but not defined": {"demo", "--bogus"},
+	} {
+		code, _, stderr := sasctl(t, want...)
+		require.Equal(t, 2, code, args)
+		require.Contains(t, stderr, args)
+	}
+	code, _, stderr := sasctl(t, "demo", "-h")
+	require.Zero(t, code)
+	require.Contains(t, stderr, "-step-timeout")
+}
+
+func TestDemoSaysWhatToInstallWithoutMoto(t *testing.T) {
+	t.Setenv("AWS_ENDPOINT_URL", "")
+	t.Setenv("PATH", t.TempDir())
+	code, _, stderr := sasctl(t, "demo", "--orders", "1", "--run-dir", t.TempDir())
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "moto_server not found")
+	require.Contains(t, stderr, "pip install 'moto[server]'")
+	require.Contains(t, stderr, "AWS_ENDPOINT_URL")
+}
+
+func TestDemoRunsABatchToTheEnd(t *testing.T) {
+	t.Setenv("AWS_ENDPOINT_URL", "")
+	code, stdout, stderr := sasctl(t, "demo", "--orders", "12", "--malformed", "3", "--transient", "0.2",
+		"--stall", "0", "--permanent", "0", "--run-dir", t.TempDir())
+	require.Zero(t, code, stderr)
+	require.Contains(t, stdout, "moto_server started on http://127.0.0.1:")
+	require.Regexp(t, regexp.MustCompile(`Processed\s+12`), stdout)
+	require.Regexp(t, regexp.MustCompile(`Lost\s+0\s+none lost`), stdout)
+	require.Regexp(t, regexp.MustCompile(`Malformed rejected\s+3`), stdout)
+	require.Regexp(t, regexp.MustCompile(`Remote effects\s+12\s+0 applied twice`), stdout)
+	require.Contains(t, stdout, "12/12 ended")
+}
