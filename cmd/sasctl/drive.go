@@ -16,7 +16,6 @@ import (
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/remotesim"
 	"github.com/sas-go/sas/shared/statestore"
-	"github.com/sas-go/sas/shared/workflow"
 )
 
 // malformedSamples are the bad orders the demo sends with the good ones.
@@ -82,21 +81,12 @@ type summary struct {
 
 func summarize(ctx context.Context, stack *localrun.Stack, sim *remotesim.Simulator, ids []string,
 	tasks map[string]statestore.Task, elapsed time.Duration) summary {
-	s := summary{elapsed: elapsed, dlq: stack.Topology().OrdersQueue().DLQName}
+	c := localrun.CountTasks(ids, tasks)
+	s := summary{elapsed: elapsed, dlq: stack.Topology().OrdersQueue().DLQName,
+		processed: c.Processed, errors: c.Error, lost: c.Missing, pending: c.Pending}
 	var lat []time.Duration
-	for _, id := range ids {
-		t, ok := tasks[id]
-		switch {
-		case !ok:
-			s.lost++
-		case t.State == workflow.Processed:
-			s.processed++
-		case t.State == workflow.Error:
-			s.errors++
-		default:
-			s.pending++
-		}
-		if ok && !t.CompletedAt.IsZero() {
+	for _, t := range tasks {
+		if !t.CompletedAt.IsZero() {
 			lat = append(lat, t.CompletedAt.Sub(t.CreatedAt))
 		}
 	}

@@ -55,6 +55,12 @@ func (s *Stack) Count(ctx context.Context, ids []string) (Counts, map[string]sta
 	if err != nil {
 		return Counts{}, nil, err
 	}
+	return CountTasks(ids, tasks), tasks, nil
+}
+
+// CountTasks counts the orders by the state of their task; an order with no
+// task is Missing.
+func CountTasks(ids []string, tasks map[string]statestore.Task) Counts {
 	c := Counts{Total: len(ids)}
 	for _, id := range ids {
 		t, ok := tasks[id]
@@ -69,7 +75,7 @@ func (s *Stack) Count(ctx context.Context, ids []string) (Counts, map[string]sta
 			c.Pending++
 		}
 	}
-	return c, tasks, nil
+	return c
 }
 
 // WaitEnded polls until every order's task has ended or ctx ends, calling

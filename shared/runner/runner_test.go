@@ -1,0 +1,197 @@
+package runner_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/awsclient"
+	"github.com/sas-go/sas/shared/emulator/emulatortest"
+	"github.com/sas-go/sas/shared/provision"
+	"github.com/sas-go/sas/shared/runner"
+	"github.com/sas-go/sas/shared/topology"
+)
+
+var clients *awsclient.Clients
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		p, err := emulatortest.Moto(context.Background())
+		if err != nil {
+			return emulatortest.Fail(err)
+		}
+		defer p.Stop()
+		if clients, err = awsclient.Load(context.Background(), awsclient.Options{Endpoint: p.Endpoint, Emulated: true}); err != nil {
+			return emulatortest.Fail(err)
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// queue provisions a one-agent topology with a short visibility timeout and
+// returns the orders queue and its DLQ URLs.
+func queue(t *testing.T, prefix string, maxReceives int) (q topology.Queue, url, arn, dlq string) {
+	topo := topology.Default(prefix, "svc")
+	topo.VisibilityTimeout, topo.MaxReceiveCount = time.Second, maxReceives
+	res, err := provision.Ensure(context.Background(), clients, topo)
+	require.NoError(t, err)
+	q = topo.OrdersQueue()
+	return q, res.URL(q.Name), res.QueueARNs[q.Name], res.URL(q.DLQName)
+}
+
+func send(t *testing.T, url string, bodies ...string) {
+	for _, b := range bodies {
+		_, err := clients.SQS.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(b)})
+		require.NoError(t, err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		require.False(t, time.Now().After(deadline), "timed out waiting for %s", what)
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func visible(t *testing.T, url string) int {
+	out, err := clients.SQS.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: &url,
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	require.NoError(t, err)
+	var n int
+	fmt.Sscan(out.Attributes["ApproximateNumberOfMessages"], &n)
+	var m int
+	fmt.Sscan(out.Attributes["ApproximateNumberOfMessagesNotVisible"], &m)
+	return n + m
+}
+
+func start(t *testing.T, r *runner.Runner) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func TestPartialBatchFailuresAndRedriveToTheDLQ(t *testing.T) {
+	t.Parallel()
+	_, url, arn, dlq := queue(t, "rt-partial", 2)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	handler := func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		var resp events.SQSEventResponse
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range ev.Records {
+			seen[r.Body]++
+			require.Equal(t, arn, r.EventSourceARN)
+			require.NotEmpty(t, r.Attributes["ApproximateReceiveCount"])
+			if r.Body == "poison" {
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+			}
+		}
+		return resp, nil
+	}
+	r := &runner.Runner{SQS: clients.SQS, Log: slog.New(slog.DiscardHandler), Sources: []runner.Source{{
+		Function: "fn", QueueURL: url, QueueARN: arn, Handler: handler, Pollers: 1}}}
+	send(t, url, "a", "poison", "b")
+	start(t, r)
+	waitFor(t, "the poison message in the DLQ", func() bool { return visible(t, dlq) == 1 })
+	waitFor(t, "the source queue empty", func() bool { return visible(t, url) == 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 1, seen["a"], "a success is deleted, never redelivered")
+	require.Equal(t, 1, seen["b"])
+	require.Equal(t, 2, seen["poison"], "delivered maxReceiveCount times, then redriven")
+	stats := r.Stats.Snapshot()["fn"]
+	require.Equal(t, 2, stats.FailedItems)
+}
+
+func TestAFailedInvocationRetriesTheWholeBatch(t *testing.T) {
+	t.Parallel()
+	_, url, arn, _ := queue(t, "rt-panic", 5)
+	var mu sync.Mutex
+	calls := 0
+	seen := map[string]int{}
+	handler := func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		for _, r := range ev.Records {
+			seen[r.Body]++
+		}
+		if calls == 1 {
+			panic("first invocation dies")
+		}
+		if calls == 2 {
+			return events.SQSEventResponse{}, errors.New("second invocation fails")
+		}
+		return events.SQSEventResponse{}, nil
+	}
+	r := &runner.Runner{SQS: clients.SQS, Log: slog.New(slog.DiscardHandler), Sources: []runner.Source{{
+		Function: "fn", QueueURL: url, QueueARN: arn, Handler: handler, Pollers: 1}}}
+	send(t, url, "x")
+	start(t, r)
+	waitFor(t, "the queue empty", func() bool { return visible(t, url) == 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 3, seen["x"], "redelivered after the panic and after the error, then deleted")
+	require.Equal(t, 2, r.Stats.Snapshot()["fn"].Errors)
+}
+
+func TestTickerRunsOnItsSchedule(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	n := 0
+	r := &runner.Runner{SQS: clients.SQS, Log: slog.New(slog.DiscardHandler), Tickers: []runner.Ticker{{
+		Function: "sweep", Every: 20 * time.Millisecond, Run: func(context.Context) error {
+			mu.Lock()
+			defer mu.Unlock()
+			n++
+			return nil
+		}}}}
+	start(t, r)
+	waitFor(t, "three ticks", func() bool { mu.Lock(); defer mu.Unlock(); return n >= 3 })
+}
+
+func TestProvisionIsIdempotent(t *testing.T) {
+	t.Parallel()
+	topo := topology.Default("rt-idem", "svc")
+	ctx := context.Background()
+	first, err := provision.Ensure(ctx, clients, topo)
+	require.NoError(t, err)
+	again, err := provision.Ensure(ctx, clients, topo)
+	require.NoError(t, err)
+	require.Equal(t, first, again)
+	require.Len(t, first.QueueURLs, 2*len(topo.Queues()))
+	q := topo.SchedulerQueue()
+	attrs, err := clients.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(first.URL(q.Name)),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
+	require.NoError(t, err)
+	require.Equal(t, "180", attrs.Attributes["VisibilityTimeout"], "six times the function timeout")
+	var redrive struct {
+		DeadLetterTargetArn string `json:"deadLetterTargetArn"`
+		MaxReceiveCount     int    `json:"maxReceiveCount"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(attrs.Attributes["RedrivePolicy"]), &redrive))
+	require.Equal(t, first.QueueARNs[q.DLQName], redrive.DeadLetterTargetArn)
+	require.Equal(t, 5, redrive.MaxReceiveCount)
+	table, err := clients.DynamoDB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(topo.StateTable())})
+	require.NoError(t, err)
+	require.Len(t, table.Table.GlobalSecondaryIndexes, 1)
+	require.Equal(t, topology.DeadlineIndex, aws.ToString(table.Table.GlobalSecondaryIndexes[0].IndexName))
+}
