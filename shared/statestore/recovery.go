@@ -140,5 +140,5 @@ func (s *Store) Overdue(ctx context.Context, now time.Time, limit int) ([]Step, 
 // its keys: what the supervisor needs to decide without reading the table.
 var IndexedAttributes = []string{
 	"StepIndex", "StepName", "Agent", "TimeoutMs", "MaxFailures", "RetryBackoffMs", "ProcessState",
-	"Attempt", "FailureCount", "LockedBy", "CompleteBy", "Alerted", "Version", "CreatedAt", "UpdatedAt",
+	"Attempt", "FailureCount", "LockedBy", "CompleteBy", "LastError", "Alerted", "Version", "CreatedAt", "UpdatedAt",
 }

@@ -232,6 +232,11 @@ func overdue(t *testing.T, s *statestore.Store) {
 	for _, st := range got {
 		require.NotZero(t, st.MaxFailures, "the index carries what the supervisor needs")
 	}
+	require.NoError(t, s.Fail(ctx, "o-0", 0, 1, "declined", t0, t0))
+	got, err = s.Overdue(ctx, t0, 100)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, "declined", got[0].LastError, "an Error's reason is in the index for the alert")
 	got, err = s.Overdue(ctx, t0.Add(61*time.Second), 2)
 	require.NoError(t, err)
 	require.Len(t, got, 2, "limit")
