@@ -16,6 +16,7 @@ type PermanentError struct {
 	Body   string
 }
 
+// Error says what the remote answered.
 func (e *PermanentError) Error() string {
 	return fmt.Sprintf("remote refused the request permanently (HTTP %d): %s", e.Status, e.Body)
 }

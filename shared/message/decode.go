@@ -15,6 +15,7 @@ import (
 // InvalidError says why a message body was rejected.
 type InvalidError struct{ Reason string }
 
+// Error says why the message was rejected.
 func (e *InvalidError) Error() string { return "invalid message: " + e.Reason }
 
 // Invalid builds an *InvalidError from a format.

@@ -19,6 +19,7 @@ const (
 	HalfOpen
 )
 
+// String names the state.
 func (s BreakerState) String() string {
 	return [...]string{"closed", "open", "half-open"}[s]
 }
