@@ -72,18 +72,20 @@ func drive(ctx context.Context, stack *localrun.Stack, sim *remotesim.Simulator,
 }
 
 type summary struct {
-	processed, errors, lost, pending int
-	malformed, retries, recoveries   int
-	alerts, inbox, effects, twice    int
-	p50, p95, elapsed                time.Duration
-	dlq                              string
+	processed, failed, compFailed  int
+	lost, pending                  int
+	malformed, retries, recoveries int
+	alerts, inbox, effects, twice  int
+	undone                         int
+	p50, p95, elapsed              time.Duration
+	dlq                            string
 }
 
 func summarize(ctx context.Context, stack *localrun.Stack, sim *remotesim.Simulator, ids []string,
 	tasks map[string]statestore.Task, elapsed time.Duration) summary {
 	c := localrun.CountTasks(ids, tasks)
-	s := summary{elapsed: elapsed, dlq: stack.Topology().OrdersQueue().DLQName,
-		processed: c.Processed, errors: c.Error, lost: c.Missing, pending: c.Pending}
+	s := summary{elapsed: elapsed, dlq: stack.Topology().OrdersQueue().DLQName, processed: c.Processed,
+		failed: c.Failed, compFailed: c.CompensationFailed, lost: c.Missing, pending: c.Running + c.Compensating}
 	var lat []time.Duration
 	for _, t := range tasks {
 		if !t.CompletedAt.IsZero() {
@@ -106,10 +108,13 @@ func summarize(ctx context.Context, stack *localrun.Stack, sim *remotesim.Simula
 	if a, err := stack.Alerts(ctx); err == nil {
 		s.inbox = len(a)
 	}
-	per := map[string]int{}
+	per := map[string]int{} // by order and action: each may take effect once
 	for _, e := range sim.Ledger() {
-		per[e.OrderID]++
+		per[e.OrderID+"/"+e.Action]++
 		s.effects++
+		if strings.HasPrefix(e.Action, "release-") || strings.HasPrefix(e.Action, "refund-") {
+			s.undone++
+		}
 	}
 	for _, n := range per {
 		if n > 1 {
@@ -123,13 +128,15 @@ func (s summary) print(out io.Writer, f demoFlags) {
 	fmt.Fprintf(out, "\nSummary: %d orders in %.1fs (seed %d)\n", f.orders, s.elapsed.Seconds(), f.seed)
 	row := func(name string, v any, note string) { fmt.Fprintf(out, "  %-24s %8v   %s\n", name, v, note) }
 	row("Processed", s.processed, "")
-	row("Error", s.errors, fmt.Sprintf("refused for good or out of retries; %d alerts published, %d in the alert inbox", s.alerts, s.inbox))
+	row("Failed", s.failed, "a step failed for good; the completed steps were undone")
+	row("CompensationFailed", s.compFailed, "an undo failed for good too: the operator must act")
+	row("Alerts", s.alerts, fmt.Sprintf("published; %d in the alert inbox", s.inbox))
 	row("Not ended", s.pending, "")
 	row("Lost", s.lost, lostNote(s.lost))
 	row("Malformed rejected", s.malformed, "sent to "+s.dlq+" with their reasons")
 	row("Agent retries", s.retries, "transient faults absorbed by the agent")
 	row("Supervisor recoveries", s.recoveries, "overdue steps sent back to Pending")
-	row("Remote effects", s.effects, fmt.Sprintf("%d applied twice", s.twice))
+	row("Remote effects", s.effects, fmt.Sprintf("%d of them undo actions; %d applied twice", s.undone, s.twice))
 	row("Latency p50 / p95", fmt.Sprintf("%.2fs", s.p50.Seconds()), fmt.Sprintf("/ %.2fs (submission to end state)", s.p95.Seconds()))
 }
 

@@ -63,6 +63,6 @@ func TestDemoRunsABatchToTheEnd(t *testing.T) {
 	require.Regexp(t, regexp.MustCompile(`Processed\s+12`), stdout)
 	require.Regexp(t, regexp.MustCompile(`Lost\s+0\s+none lost`), stdout)
 	require.Regexp(t, regexp.MustCompile(`Malformed rejected\s+3`), stdout)
-	require.Regexp(t, regexp.MustCompile(`Remote effects\s+12\s+0 applied twice`), stdout)
+	require.Regexp(t, regexp.MustCompile(`Remote effects\s+36\s+0 of them undo actions; 0 applied twice`), stdout)
 	require.Contains(t, stdout, "12/12 ended")
 }

@@ -25,9 +25,9 @@ func newProgress(out io.Writer, tty bool) *progress { return &progress{out: out,
 func (p *progress) show(elapsed time.Duration, c localrun.Counts, t *metrics.Tally) {
 	const width = 30
 	filled := width * c.Ended() / max(c.Total, 1)
-	p.line = fmt.Sprintf("[%s%s] %5.1fs %d/%d ended: %d processed, %d error, %d in flight | retries %d, recoveries %d, alerts %d",
+	p.line = fmt.Sprintf("[%s%s] %5.1fs %d/%d ended: %d processed, %d failed, %d in flight | retries %d, recoveries %d, alerts %d",
 		strings.Repeat("#", filled), strings.Repeat(".", width-filled), elapsed.Seconds(), c.Ended(), c.Total,
-		c.Processed, c.Error, c.Total-c.Ended(), int(t.Sum(metrics.AgentRetries)),
+		c.Processed, c.Failed+c.CompensationFailed, c.Total-c.Ended(), int(t.Sum(metrics.AgentRetries)),
 		int(t.Sum(metrics.SupervisorRecoveries)), int(t.Sum(metrics.AlertsPublished)))
 	switch {
 	case p.tty:

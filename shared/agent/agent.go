@@ -78,8 +78,8 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		return nil
 	}
 	result, err := h.call(ctx, req, deadline)
-	reply := message.AgentReply{Kind: message.KindReply, OrderID: req.OrderID, Step: req.Step,
-		StepName: req.StepName, Attempt: req.Attempt}
+	reply := message.AgentReply{Kind: message.KindReply, OrderID: req.OrderID, Step: req.Step, Undo: req.Undo,
+		StepName: req.StepName, Attempt: req.Attempt, ReplyTo: req.ReplyTo, Round: req.Round}
 	switch {
 	case err == nil:
 		reply.OK, reply.Result = true, resultJSON(result)
@@ -128,7 +128,7 @@ func (h *Handler) try(ctx context.Context, req message.AgentRequest, deadline ti
 	}
 	cctx, cancel := context.WithDeadline(ctx, limit)
 	defer cancel()
-	return h.remote.Apply(cctx, req.IdempotencyKey, req.Payload)
+	return h.remote.Apply(cctx, req.StepName, req.IdempotencyKey, req.Payload)
 }
 
 func (h *Handler) expired(req message.AgentRequest, why string) {

@@ -29,11 +29,12 @@ func IsPermanent(err error) bool {
 
 // Remote is the one remote service an Agent wraps.
 type Remote interface {
-	// Apply asks the service to apply the payload's effect once for key.
-	Apply(ctx context.Context, key string, payload []byte) ([]byte, error)
+	// Apply asks the service to run action (a step or an undo) with the
+	// payload, applying its effect once for key.
+	Apply(ctx context.Context, action, key string, payload []byte) ([]byte, error)
 }
 
-// HTTPRemote calls a remote service over HTTP: POST {Base}/v1/services/{Service}/apply
+// HTTPRemote calls a remote service over HTTP: POST {Base}/v1/services/{Service}/{action}
 // with an Idempotency-Key header.
 type HTTPRemote struct {
 	Base    string
@@ -43,8 +44,8 @@ type HTTPRemote struct {
 
 // Apply implements Remote. 2xx is success; 408, 429 and 5xx are transient;
 // other 4xx are permanent.
-func (r *HTTPRemote) Apply(ctx context.Context, key string, payload []byte) ([]byte, error) {
-	u := r.Base + "/v1/services/" + url.PathEscape(r.Service) + "/apply"
+func (r *HTTPRemote) Apply(ctx context.Context, action, key string, payload []byte) ([]byte, error) {
+	u := r.Base + "/v1/services/" + url.PathEscape(r.Service) + "/" + url.PathEscape(action)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(payload))
 	if err != nil {
 		return nil, fmt.Errorf("build request to %s: %w", r.Service, err)

@@ -27,6 +27,8 @@ type Failure struct {
 	OrderID      string    `json:"orderId"`
 	Step         int       `json:"step"`
 	StepName     string    `json:"stepName"`
+	Undo         bool      `json:"undo,omitempty"` // an undo action failed: its work was not undone
+	Compensation string    `json:"compensation"`   // what happens to the order's completed work
 	Attempt      int       `json:"attempt"`
 	FailureCount int       `json:"failureCount"`
 	LastError    string    `json:"lastError"`
@@ -70,8 +72,24 @@ func (a *Alerter) StepFailed(ctx context.Context, f Failure) error {
 
 func subject(f Failure) string {
 	s := fmt.Sprintf("Order %s failed at step %s", f.OrderID, f.StepName)
+	if f.Undo {
+		s = fmt.Sprintf("Order %s: undo %s did not happen", f.OrderID, f.StepName)
+	}
 	if len(s) > 100 { // SNS subject limit
 		s = s[:100]
 	}
 	return s
+}
+
+// CompensationOf says, for the alert, what happens to the completed work after
+// a step (undo=false) or an undo action (undo=true) failed for good.
+func CompensationOf(undo bool, undoFrom int) string {
+	switch {
+	case undo:
+		return "FAILED: this undo action did not happen; the order is CompensationFailed and needs the operator"
+	case undoFrom >= 0:
+		return "started: the completed steps are being undone in reverse order"
+	default:
+		return "none needed: no completed step to undo"
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/scheduler"
@@ -32,8 +33,10 @@ type Config struct {
 	AlertTopicARN string
 	Settings      workflow.Settings
 	RemoteBaseURL string // the remote services' base URL (agents only)
-	AgentBackoff  resilience.Backoff
-	Breaker       BreakerConfig
+	// AllowedReplyQueues are the URL prefixes an order's replyQueue may have.
+	AllowedReplyQueues notify.Allowed
+	AgentBackoff       resilience.Backoff
+	Breaker            BreakerConfig
 }
 
 // BreakerConfig configures each Agent's circuit breaker.
@@ -70,6 +73,10 @@ type Deployment struct {
 
 func (d *Deployment) emitter(fn string) *metrics.Emitter { return metrics.New(d.Metrics, fn) }
 
+func (d *Deployment) notifier(m *metrics.Emitter, log *slog.Logger) *notify.Notifier {
+	return notify.New(queue.NewSender(d.Clients.SQS), d.Config.AllowedReplyQueues, m, log)
+}
+
 // Store is the state store of the deployment.
 func (d *Deployment) Store() *statestore.Store {
 	t := d.Config.Topology
@@ -79,11 +86,13 @@ func (d *Deployment) Store() *statestore.Store {
 // Submission builds the Submission handler.
 func (d *Deployment) Submission() *submission.Handler {
 	t := d.Config.Topology
+	m, log := d.emitter("submission"), d.Log.With("function", "submission")
 	return submission.New(submission.Config{
-		Workflow:          d.Config.Workflow(),
-		SchedulerQueueURL: d.Config.QueueURL(t.SchedulerQueue().Name),
-		DLQURL:            d.Config.QueueURL(t.OrdersQueue().DLQName),
-	}, d.Store(), queue.NewSender(d.Clients.SQS), d.emitter("submission"), d.Log.With("function", "submission"))
+		Workflow:           d.Config.Workflow(),
+		SchedulerQueueURL:  d.Config.QueueURL(t.SchedulerQueue().Name),
+		DLQURL:             d.Config.QueueURL(t.OrdersQueue().DLQName),
+		AllowedReplyQueues: d.Config.AllowedReplyQueues,
+	}, d.Store(), queue.NewSender(d.Clients.SQS), d.notifier(m, log), m, log)
 }
 
 // Scheduler builds a Scheduler handler whose claims carry instanceID.
@@ -93,12 +102,12 @@ func (d *Deployment) Scheduler(instanceID string) (*scheduler.Handler, error) {
 	for _, a := range t.Agents {
 		agents[a] = d.Config.QueueURL(t.AgentRequests(a).Name)
 	}
-	m := d.emitter("scheduler")
+	m, log := d.emitter("scheduler"), d.Log.With("function", "scheduler", "instance", instanceID)
 	return scheduler.New(scheduler.Config{
 		Workflow: d.Config.Workflow(), AgentQueues: agents, InstanceID: instanceID,
 		DLQURL: d.Config.QueueURL(t.SchedulerQueue().DLQName),
-	}, d.Store(), queue.NewSender(d.Clients.SQS), alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), m,
-		d.Log.With("function", "scheduler", "instance", instanceID))
+	}, d.Store(), queue.NewSender(d.Clients.SQS), alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m),
+		d.notifier(m, log), m, log)
 }
 
 // Agent builds the Agent handler of the named remote service.
@@ -129,10 +138,10 @@ func (d *Deployment) Agent(name string) *agent.Handler {
 // Supervisor builds the Supervisor handler.
 func (d *Deployment) Supervisor(instanceID string) *supervisor.Supervisor {
 	t := d.Config.Topology
-	m := d.emitter("supervisor")
+	m, log := d.emitter("supervisor"), d.Log.With("function", "supervisor", "instance", instanceID)
 	return supervisor.New(supervisor.Config{
 		SchedulerQueueURL: d.Config.QueueURL(t.SchedulerQueue().Name),
 		PickupTimeout:     d.Config.Settings.PickupTimeout,
-	}, d.Store(), queue.NewSender(d.Clients.SQS), alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), m,
-		d.Log.With("function", "supervisor", "instance", instanceID))
+	}, d.Store(), queue.NewSender(d.Clients.SQS), alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m),
+		d.notifier(m, log), m, log)
 }

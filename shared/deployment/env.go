@@ -22,6 +22,9 @@ const (
 	EnvMaxFailures   = "SAS_MAX_FAILURES"
 	EnvRetryBackoff  = "SAS_RETRY_BACKOFF"
 	EnvPickupTimeout = "SAS_PICKUP_TIMEOUT"
+	// EnvAllowedReplyQueues is a comma-separated list of queue URL prefixes
+	// an order's replyQueue may start with (none: no reply queues).
+	EnvAllowedReplyQueues = "SAS_ALLOWED_REPLY_QUEUES"
 )
 
 // FromEnv reads a deployment's configuration; unset knobs keep their defaults.
@@ -30,7 +33,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if prefix == "" {
 		return Config{}, fmt.Errorf("%s is not set", EnvPrefix)
 	}
-	agents := []string{workflow.InventoryAgent}
+	agents := workflow.OrderAgents
 	if v := getenv(EnvAgents); v != "" {
 		agents = strings.Split(v, ",")
 	}
@@ -40,6 +43,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		AlertTopicARN: getenv(EnvAlertTopicARN),
 		Settings:      workflow.DefaultSettings(),
 		RemoteBaseURL: strings.TrimSuffix(getenv(EnvRemoteBaseURL), "/"),
+	}
+	if v := getenv(EnvAllowedReplyQueues); v != "" {
+		c.AllowedReplyQueues = strings.Split(v, ",")
 	}
 	var err error
 	if v := getenv(EnvShards); v != "" {
@@ -71,5 +77,6 @@ func (c Config) Env() map[string]string {
 		EnvAlertTopicARN: c.AlertTopicARN, EnvRemoteBaseURL: c.RemoteBaseURL,
 		EnvStepTimeout: c.Settings.StepTimeout.String(), EnvMaxFailures: strconv.Itoa(c.Settings.MaxFailures),
 		EnvRetryBackoff: c.Settings.RetryBackoff.String(), EnvPickupTimeout: c.Settings.PickupTimeout.String(),
+		EnvAllowedReplyQueues: strings.Join(c.AllowedReplyQueues, ","),
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sas-go/sas/shared/localrun"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/remotesim"
 	"github.com/sas-go/sas/shared/scheduler"
@@ -40,15 +41,17 @@ func TestLostAlertIsSentByTheSupervisor(t *testing.T) {
 	now := time.Now()
 	_, err := store.Submit(ctx, statestore.Submission{OrderID: "o-alert", Order: localrun.DemoOrder("o-alert", 1).JSON(), Workflow: wf, Now: now})
 	require.NoError(t, err)
-	_, err = store.Claim(ctx, "o-alert", 0, "scheduler/test", now)
+	_, err = store.Claim(ctx, "o-alert", workflow.Ref{}, "scheduler/test", now)
 	require.NoError(t, err)
 
 	// The scheduler records the permanent failure, but its alert is lost.
 	broken := &brokenAlerter{}
 	tally := metrics.NewTally()
+	discard := slog.New(slog.DiscardHandler)
+	quiet := notify.New(queue.NewSender(d.Clients.SQS), nil, metrics.New(tally, "scheduler"), discard)
 	sched, err := scheduler.New(scheduler.Config{Workflow: wf, InstanceID: "scheduler/test",
-		AgentQueues: map[string]string{workflow.InventoryAgent: "unused"}},
-		store, queue.NewSender(d.Clients.SQS), broken, metrics.New(tally, "scheduler"), slog.New(slog.DiscardHandler))
+		AgentQueues: map[string]string{workflow.InventoryAgent: "unused", workflow.PaymentAgent: "unused", workflow.ShippingAgent: "unused"}},
+		store, queue.NewSender(d.Clients.SQS), broken, quiet, metrics.New(tally, "scheduler"), discard)
 	require.NoError(t, err)
 	reply, _ := json.Marshal(message.AgentReply{Kind: message.KindReply, OrderID: "o-alert", StepName: "reserve-inventory",
 		Attempt: 1, Error: "card declined"})
@@ -56,7 +59,7 @@ func TestLostAlertIsSentByTheSupervisor(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures, "the state is recorded; the supervisor owns the alert now")
 	require.Equal(t, 1, broken.calls)
-	st := e.step("o-alert")
+	st := e.step("o-alert", 0)
 	require.Equal(t, workflow.Error, st.State)
 	require.False(t, st.Alerted)
 
@@ -64,11 +67,11 @@ func TestLostAlertIsSentByTheSupervisor(t *testing.T) {
 	// the record due.
 	later := now.Add(wf.PickupTimeout + time.Second)
 	failing := supervisor.New(supervisor.Config{SchedulerQueueURL: "unused", PickupTimeout: wf.PickupTimeout},
-		store, queue.NewSender(d.Clients.SQS), broken, metrics.New(tally, "supervisor"), slog.New(slog.DiscardHandler))
+		store, queue.NewSender(d.Clients.SQS), broken, quiet, metrics.New(tally, "supervisor"), discard)
 	failing.Now = func() time.Time { return later }
 	_, err = failing.Sweep(ctx)
 	require.ErrorContains(t, err, "SNS unavailable")
-	require.False(t, e.step("o-alert").Alerted)
+	require.False(t, e.step("o-alert", 0).Alerted)
 
 	// A healthy supervisor sends it, once.
 	sup := d.Supervisor("supervisor/test")
@@ -76,7 +79,7 @@ func TestLostAlertIsSentByTheSupervisor(t *testing.T) {
 	rep, err := sup.Sweep(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Alerted)
-	require.True(t, e.step("o-alert").Alerted)
+	require.True(t, e.step("o-alert", 0).Alerted)
 	rep, err = sup.Sweep(ctx)
 	require.NoError(t, err)
 	require.Zero(t, rep.Overdue, "an alerted Error leaves the deadline index")

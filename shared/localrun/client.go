@@ -43,11 +43,11 @@ func DemoOrder(id string, i int) message.Order {
 
 // Counts are the orders of a set by the state of their task.
 type Counts struct {
-	Total, Pending, Processed, Error, Missing int
+	Total, Running, Compensating, Processed, Failed, CompensationFailed, Missing int
 }
 
 // Ended is how many orders reached an end state.
-func (c Counts) Ended() int { return c.Processed + c.Error }
+func (c Counts) Ended() int { return c.Processed + c.Failed + c.CompensationFailed }
 
 // Count reads the task records of the orders.
 func (s *Stack) Count(ctx context.Context, ids []string) (Counts, map[string]statestore.Task, error) {
@@ -69,10 +69,14 @@ func CountTasks(ids []string, tasks map[string]statestore.Task) Counts {
 			c.Missing++
 		case t.State == workflow.Processed:
 			c.Processed++
-		case t.State == workflow.Error:
-			c.Error++
+		case t.State == workflow.Failed:
+			c.Failed++
+		case t.State == workflow.CompensationFailed:
+			c.CompensationFailed++
+		case t.State == workflow.Compensating:
+			c.Compensating++
 		default:
-			c.Pending++
+			c.Running++
 		}
 	}
 	return c

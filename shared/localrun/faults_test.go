@@ -31,7 +31,9 @@ func TestTransientRemoteErrorsAbsorbedByAgent(t *testing.T) {
 	tasks := e.waitEnded(ids)
 	for _, id := range ids {
 		require.Equal(t, workflow.Processed, tasks[id].State)
-		require.Zero(t, e.step(id).FailureCount, "the agent, not the supervisor, absorbed the errors")
+		for i := range forward {
+			require.Zero(t, e.step(id, i).FailureCount, "the agent, not the supervisor, absorbed the errors")
+		}
 	}
 	require.Positive(t, e.sim.Stats().Transient)
 	require.EqualValues(t, e.sim.Stats().Transient, e.stack.Tally.Sum(metrics.AgentRetries), "one retry per transient error")
@@ -41,15 +43,16 @@ func TestTransientRemoteErrorsAbsorbedByAgent(t *testing.T) {
 
 func TestAgentNeverRepliesSupervisorRetries(t *testing.T) {
 	t.Parallel()
-	// Every step's first call hangs: the agent gives up at CompleteBy and
-	// sends nothing; the supervisor must notice and retry.
-	e := newEnv(t, remotesim.Faults{StallFirst: 1}, nil)
+	// Every reservation's first call hangs: the agent gives up at CompleteBy
+	// and sends nothing; the supervisor must notice and retry.
+	e := newEnv(t, remotesim.Faults{}, nil)
+	e.sim.SetFaults(workflow.InventoryAgent, remotesim.Faults{StallFirst: 1})
 	ids := e.orders(5)
 	tasks := e.waitEnded(ids)
 	failures := 0
 	for _, id := range ids {
 		require.Equal(t, workflow.Processed, tasks[id].State)
-		st := e.step(id)
+		st := e.step(id, 0)
 		// At least the stalled first attempt failed; the stalls may also
 		// open the agent's circuit breaker long enough to expire a second.
 		require.GreaterOrEqual(t, st.FailureCount, 1)
@@ -65,7 +68,8 @@ func TestLateReplyOfOldAttemptIgnored(t *testing.T) {
 	t.Parallel()
 	// The first two calls hang, so attempt 2 is in flight when attempt 1's
 	// late replies (a success and a failure) arrive.
-	e := newEnv(t, remotesim.Faults{StallFirst: 2}, func(o *localrun.Options) { o.Settings.MaxFailures = 5 })
+	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) { o.Settings.MaxFailures = 5 })
+	e.sim.SetFaults(workflow.InventoryAgent, remotesim.Faults{StallFirst: 2})
 	ids := e.orders(1)
 	id := ids[0]
 	e.eventually("attempt 2 in flight", 30*time.Second, func() bool {
@@ -86,7 +90,7 @@ func TestLateReplyOfOldAttemptIgnored(t *testing.T) {
 	})
 	tasks := e.waitEnded(ids)
 	require.Equal(t, workflow.Processed, tasks[id].State, "the late failure did not fail the order")
-	st := e.step(id)
+	st := e.step(id, 0)
 	require.Equal(t, 3, st.Attempt, "completed by its own third attempt")
 	require.Zero(t, e.stack.Tally.Sum(metrics.StepErrors))
 	e.requireEffectsOnce(ids)
@@ -101,32 +105,33 @@ func TestEveryMessageDeliveredTwice(t *testing.T) {
 	tasks := e.waitEnded(ids)
 	for _, id := range ids {
 		require.Equal(t, workflow.Processed, tasks[id].State)
-		require.Equal(t, 1, e.step(id).Attempt, "a duplicate schedule message never claims again")
+		for i := range forward {
+			require.Equal(t, 1, e.step(id, i).Attempt, "a duplicate schedule message never claims again")
+		}
 	}
 	e.requireEffectsOnce(ids)
 	require.EqualValues(t, 15, e.stack.Tally.Sum(metrics.OrdersAccepted))
-	require.EqualValues(t, 15, e.stack.Tally.Sum(metrics.StepsClaimed))
+	require.EqualValues(t, 45, e.stack.Tally.Sum(metrics.StepsClaimed))
 	require.EqualValues(t, 15, e.stack.Tally.Sum(metrics.OrdersProcessed))
 	stats := e.stack.Stats.Snapshot()
-	for _, fn := range []string{"submission", "scheduler", "agent-inventory"} {
+	for _, fn := range []string{"submission", "scheduler", "agent-inventory", "agent-payment", "agent-shipping"} {
 		require.Positive(t, stats[fn].FaultsInjected["duplicated"], fn)
 	}
 }
 
 func TestThresholdReachedErrorMetricAndAlert(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, remotesim.Faults{StallOrders: []string{"order-000"}}, func(o *localrun.Options) {
-		o.Settings.MaxFailures = 2
-	})
+	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) { o.Settings.MaxFailures = 2 })
+	e.sim.SetFaults(workflow.InventoryAgent, remotesim.Faults{StallOrders: []string{"order-000"}})
 	ids := e.orders(3)
 	tasks := e.waitEnded(ids)
-	require.Equal(t, workflow.Error, tasks["order-000"].State)
+	require.Equal(t, workflow.Failed, tasks["order-000"].State, "failed at the first step: nothing to undo")
 	require.Equal(t, workflow.Processed, tasks["order-001"].State)
-	st := e.step("order-000")
+	st := e.step("order-000", 0)
 	require.Equal(t, workflow.Error, st.State)
 	require.Equal(t, 2, st.FailureCount, "FailureCount stops at the threshold")
 	require.Contains(t, st.LastError, "failure threshold 2 reached")
-	e.eventually("the alert is recorded as sent", 10*time.Second, func() bool { return e.step("order-000").Alerted })
+	e.eventually("the alert is recorded as sent", 10*time.Second, func() bool { return e.step("order-000", 0).Alerted })
 
 	lines := e.stack.Tally.Lines(metrics.StepErrors)
 	require.Len(t, lines, 1)
@@ -136,16 +141,19 @@ func TestThresholdReachedErrorMetricAndAlert(t *testing.T) {
 	require.Equal(t, "reserve-inventory", alerts[0].StepName)
 	require.Equal(t, "supervisor", alerts[0].DetectedBy)
 	require.Contains(t, alerts[0].LastError, "threshold")
-	e.requireEffectsOnce([]string{"order-001", "order-002"}, "order-000")
+	require.Contains(t, alerts[0].Compensation, "none needed")
+	e.requireEffectsOnce([]string{"order-001", "order-002"})
+	e.requireLedger("order-000")
 }
 
 func TestPermanentFaultRepliedAsError(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, remotesim.Faults{PermanentOrders: []string{"order-001"}}, nil)
+	e := newEnv(t, remotesim.Faults{}, nil)
+	e.sim.SetFaults(workflow.InventoryAgent, remotesim.Faults{PermanentOrders: []string{"order-001"}})
 	ids := e.orders(3)
 	tasks := e.waitEnded(ids)
-	require.Equal(t, workflow.Error, tasks["order-001"].State)
-	st := e.step("order-001")
+	require.Equal(t, workflow.Failed, tasks["order-001"].State)
+	st := e.step("order-001", 0)
 	require.Equal(t, 1, st.Attempt, "not retried")
 	require.Zero(t, st.FailureCount)
 	require.Contains(t, st.LastError, "HTTP 422")
@@ -153,7 +161,8 @@ func TestPermanentFaultRepliedAsError(t *testing.T) {
 	require.Equal(t, "order-001", alerts[0].OrderID)
 	require.Equal(t, "scheduler", alerts[0].DetectedBy)
 	require.EqualValues(t, 1, e.stack.Tally.Sum(metrics.StepErrors))
-	e.requireEffectsOnce([]string{"order-000", "order-002"}, "order-001")
+	e.requireEffectsOnce([]string{"order-000", "order-002"})
+	e.requireLedger("order-001")
 }
 
 // alerts waits for n failure events in the alert inbox and checks no more come.
@@ -185,7 +194,7 @@ func TestDuplicateOrderID(t *testing.T) {
 	require.EqualValues(t, 2, e.stack.Tally.Sum(metrics.DuplicateOrders))
 	tasks := e.waitEnded([]string{"order-dup"})
 	require.Equal(t, workflow.Processed, tasks["order-dup"].State)
-	require.Equal(t, 1, e.step("order-dup").Attempt)
+	require.Equal(t, 1, e.step("order-dup", 0).Attempt)
 	e.requireEffectsOnce([]string{"order-dup"})
 	dlq, err := e.stack.Peek(ctx, e.stack.QueueURL(e.stack.Topology().OrdersQueue().DLQName))
 	require.NoError(t, err)
@@ -249,7 +258,8 @@ func TestLostSchedulerMessageSupervisorPicksUp(t *testing.T) {
 		// Lose Submission's message to the Scheduler for every order.
 		o.Faults = func(fn string, m types.Message) runner.Action {
 			var s message.Schedule
-			if fn != "scheduler" || json.Unmarshal([]byte(aws.ToString(m.Body)), &s) != nil || s.Kind != message.KindSchedule {
+			if fn != "scheduler" || json.Unmarshal([]byte(aws.ToString(m.Body)), &s) != nil || s.Kind != message.KindSchedule ||
+				s.Step != 0 {
 				return runner.Deliver
 			}
 			mu.Lock()
@@ -265,7 +275,7 @@ func TestLostSchedulerMessageSupervisorPicksUp(t *testing.T) {
 	tasks := e.waitEnded(ids)
 	for _, id := range ids {
 		require.Equal(t, workflow.Processed, tasks[id].State)
-		st := e.step(id)
+		st := e.step(id, 0)
 		require.Equal(t, 1, st.FailureCount)
 		require.Contains(t, st.LastError, "not claimed by")
 	}

@@ -3,19 +3,25 @@ package localrun_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sas-go/sas/shared/emulator"
 	"github.com/sas-go/sas/shared/emulator/emulatortest"
 	"github.com/sas-go/sas/shared/localrun"
+	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/remotesim"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -127,28 +133,95 @@ func (e *env) eventually(what string, limit time.Duration, cond func() bool) {
 	}
 }
 
-func (e *env) step(id string) statestore.Step {
+// records returns an order's step and undo records by reference.
+func (e *env) records(id string) map[workflow.Ref]statestore.Step {
 	e.t.Helper()
-	_, steps, err := e.stack.Store.Load(context.Background(), id)
+	_, recs, err := e.stack.Store.Load(context.Background(), id)
 	require.NoError(e.t, err)
-	require.Len(e.t, steps, 1)
-	return steps[0]
+	m := map[workflow.Ref]statestore.Step{}
+	for _, r := range recs {
+		m[r.Ref()] = r
+	}
+	return m
 }
 
-// requireEffectsOnce asserts invariant 5: the remote service applied exactly
-// one effect per order for the listed orders, and none for the others.
-func (e *env) requireEffectsOnce(applied []string, notApplied ...string) {
+// step returns the record of an order's step i.
+func (e *env) step(id string, i int) statestore.Step {
 	e.t.Helper()
-	per := map[string]int{}
+	return e.records(id)[workflow.Ref{Index: i}]
+}
+
+// forward are the default workflow's actions, in order.
+var forward = []string{"reserve-inventory", "charge-payment", "create-shipment"}
+
+// requireLedger asserts (invariant 5) that the remote services applied
+// exactly these actions for the order, each once, in this order.
+func (e *env) requireLedger(id string, actions ...string) {
+	e.t.Helper()
+	var got []string
 	for _, eff := range e.sim.Ledger() {
-		per[eff.OrderID]++
+		if eff.OrderID == id {
+			got = append(got, eff.Action)
+		}
 	}
-	for _, id := range applied {
-		require.Equal(e.t, 1, per[id], "effects applied for %s", id)
+	if len(actions) == 0 {
+		actions = nil
 	}
-	for _, id := range notApplied {
-		require.Zero(e.t, per[id], "effects applied for %s", id)
+	require.Equal(e.t, actions, got, "effects applied for %s", id)
+}
+
+// requireEffectsOnce asserts every listed order's steps took effect once
+// and nothing was undone.
+func (e *env) requireEffectsOnce(ids []string) {
+	e.t.Helper()
+	for _, id := range ids {
+		e.requireLedger(id, forward...)
 	}
+}
+
+// clientQueue creates a reply queue the stack allows and returns its URL.
+func (e *env) clientQueue(name string) string {
+	e.t.Helper()
+	out, err := e.stack.Deployment.Clients.SQS.CreateQueue(context.Background(), &sqs.CreateQueueInput{
+		QueueName: aws.String(localrun.ClientQueuePrefix(e.stack.Opts.Prefix) + name)})
+	require.NoError(e.t, err)
+	return aws.ToString(out.QueueUrl)
+}
+
+// statuses waits until the queue holds a status message with the final event,
+// and returns the events by sequence number, duplicates dropped.
+func (e *env) statuses(queueURL, final string) []message.Status {
+	e.t.Helper()
+	bySeq := map[int]message.Status{}
+	e.eventually("status "+final, 30*time.Second, func() bool {
+		msgs, err := e.stack.Peek(context.Background(), queueURL)
+		require.NoError(e.t, err)
+		for _, m := range msgs {
+			var st message.Status
+			require.NoError(e.t, json.Unmarshal([]byte(aws.ToString(m.Body)), &st))
+			bySeq[st.Seq] = st
+		}
+		for _, st := range bySeq {
+			if st.Event == final {
+				return true
+			}
+		}
+		return false
+	})
+	var out []message.Status
+	for _, seq := range slices.Sorted(maps.Keys(bySeq)) {
+		out = append(out, bySeq[seq])
+	}
+	return out
+}
+
+// eventsOf lists "event step" of statuses, in order.
+func eventsOf(sts []message.Status) []string {
+	var out []string
+	for _, st := range sts {
+		out = append(out, strings.TrimSpace(st.Event+" "+st.Step))
+	}
+	return out
 }
 
 type syncBuffer struct {
@@ -171,5 +244,3 @@ func (s *syncBuffer) Tail(n int) string {
 	}
 	return string(b)
 }
-
-var _ = emulator.FreePort

@@ -11,21 +11,30 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-func TestHappyPath(t *testing.T) {
+func TestHappyPathThreeSteps(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{}, nil)
 	ids := e.orders(20)
 	tasks := e.waitEnded(ids)
 	for _, id := range ids {
 		require.Equal(t, workflow.Processed, tasks[id].State, id)
-		st := e.step(id)
-		require.Equal(t, workflow.Processed, st.State)
-		require.Equal(t, 1, st.Attempt)
-		require.Zero(t, st.FailureCount)
-		require.Empty(t, st.LockedBy)
+		recs := e.records(id)
+		require.Len(t, recs, 5, "three steps and two undo actions")
+		for i := range forward {
+			st := recs[workflow.Ref{Index: i}]
+			require.Equal(t, workflow.Processed, st.State)
+			require.Equal(t, 1, st.Attempt)
+			require.Zero(t, st.FailureCount)
+			require.Empty(t, st.LockedBy)
+		}
+		for _, u := range []workflow.Ref{{Index: 0, Undo: true}, {Index: 1, Undo: true}} {
+			require.Equal(t, workflow.Pending, recs[u].State, "no undo ran")
+			require.Zero(t, recs[u].Attempt)
+		}
 	}
 	e.requireEffectsOnce(ids)
 	require.EqualValues(t, 20, e.stack.Tally.Sum(metrics.OrdersProcessed))
+	require.EqualValues(t, 60, e.stack.Tally.Sum(metrics.StepsClaimed))
 	dlq, err := e.stack.Peek(context.Background(), e.stack.QueueURL(e.stack.Topology().OrdersQueue().DLQName))
 	require.NoError(t, err)
 	require.Empty(t, dlq)

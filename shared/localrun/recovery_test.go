@@ -13,6 +13,7 @@ import (
 	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/localrun"
 	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/remotesim"
 	"github.com/sas-go/sas/shared/statestore"
@@ -36,9 +37,10 @@ func (b barrierStore) Overdue(ctx context.Context, now time.Time, limit int) ([]
 
 func TestTwoSupervisorsRecoverEachStepOnce(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, remotesim.Faults{StallFirst: 1}, func(o *localrun.Options) {
+	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
 		o.SupervisorEvery = time.Hour // this test runs the supervisors itself
 	})
+	e.sim.SetFaults(workflow.InventoryAgent, remotesim.Faults{StallFirst: 1})
 	const n = 10
 	ids := e.orders(n)
 	ctx := context.Background()
@@ -66,7 +68,8 @@ func TestTwoSupervisorsRecoverEachStepOnce(t *testing.T) {
 			SchedulerQueueURL: e.stack.QueueURL(e.stack.Topology().SchedulerQueue().Name),
 			PickupTimeout:     d.Config.Settings.PickupTimeout,
 		}, barrierStore{e.stack.Store, &read}, queue.NewSender(d.Clients.SQS),
-			alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), m, slog.New(slog.DiscardHandler))
+			alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), notify.New(queue.NewSender(d.Clients.SQS), nil, m, slog.New(slog.DiscardHandler)),
+			m, slog.New(slog.DiscardHandler))
 		wg.Go(func() {
 			var err error
 			reports[i], err = sup.Sweep(ctx)
@@ -80,7 +83,7 @@ func TestTwoSupervisorsRecoverEachStepOnce(t *testing.T) {
 	require.Equal(t, n, reports[0].Lost+reports[1].Lost, "the other supervisor lost every race")
 	require.EqualValues(t, n, tally.Sum(metrics.SupervisorRecoveries))
 	for _, id := range ids {
-		st := e.step(id)
+		st := e.step(id, 0)
 		require.Equal(t, 1, st.FailureCount, "not counted twice")
 	}
 
@@ -93,7 +96,7 @@ func TestTwoSupervisorsRecoverEachStepOnce(t *testing.T) {
 	tasks := e.waitEnded(ids)
 	for _, id := range ids {
 		require.Equal(t, workflow.Processed, tasks[id].State)
-		st := e.step(id)
+		st := e.step(id, 0)
 		require.Equal(t, st.FailureCount+1, st.Attempt)
 	}
 	e.requireEffectsOnce(ids)

@@ -40,9 +40,12 @@ type Options struct {
 	SupervisorEvery   time.Duration // the scheduled rule's rate (default 1s)
 	Pollers           int           // pollers per queue and function instance (default 2)
 	AgentBackoff      resilience.Backoff
-	Faults            runner.Faults
-	Log               *slog.Logger // handler logs (default: discarded)
-	Metrics           io.Writer    // EMF lines, besides the stack's own tally
+	// AllowedReplyQueues are the URL prefixes an order's replyQueue may have
+	// (default: the queues named <prefix>-client-…, see ClientQueuePrefix).
+	AllowedReplyQueues []string
+	Faults             runner.Faults
+	Log                *slog.Logger // handler logs (default: discarded)
+	Metrics            io.Writer    // EMF lines, besides the stack's own tally
 }
 
 // Stack is a provisioned local deployment.
@@ -73,6 +76,10 @@ func New(ctx context.Context, o Options) (*Stack, error) {
 	cfg := deployment.Config{
 		Topology: topo, QueueURLBase: strings.TrimSuffix(ordersURL, "/"+topo.OrdersQueue().Name),
 		AlertTopicARN: res.TopicARN, Settings: o.Settings, RemoteBaseURL: o.RemoteURL, AgentBackoff: o.AgentBackoff,
+		AllowedReplyQueues: o.AllowedReplyQueues,
+	}
+	if len(cfg.AllowedReplyQueues) == 0 {
+		cfg.AllowedReplyQueues = []string{cfg.QueueURL(ClientQueuePrefix(o.Prefix))}
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -132,6 +139,10 @@ func (s *Stack) subscribeInbox(ctx context.Context) (string, error) {
 	}
 	return aws.ToString(q.QueueUrl), nil
 }
+
+// ClientQueuePrefix is the name prefix of the reply queues a local stack
+// allows by default.
+func ClientQueuePrefix(prefix string) string { return prefix + "-client-" }
 
 // QueueURL returns the URL of a queue of the topology.
 func (s *Stack) QueueURL(name string) string { return s.Deployment.Config.QueueURL(name) }

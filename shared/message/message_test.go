@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 const good = `{"orderId":"o-1","customerId":"c-1","items":[{"sku":"SKU-1","quantity":2,"unitPriceCents":499}]}`
@@ -28,16 +29,17 @@ func TestDecodeOrderRejectsWithAReason(t *testing.T) {
 		`"order"`:                              "bad JSON",
 		good + `{}`:                            "data after the object",
 		strings.Replace(good, `"c-1"`, `7`, 1): `field "customerId" must be string`,
-		strings.Replace(good, `"orderId":"o-1",`, ``, 1):           "orderId",
-		strings.Replace(good, `"o-1"`, `"has space"`, 1):           "orderId",
-		strings.Replace(good, `}]}`, `}],"coupon":"x"}`, 1):        `unknown field "coupon"`,
-		strings.Replace(good, `"quantity":2`, `"quantity":0`, 1):   "quantity 0 is outside",
-		strings.Replace(good, `"quantity":2`, `"quantity":1e9`, 1): "must be int",
-		strings.Replace(good, `499`, `-1`, 1):                      "unitPriceCents -1",
-		strings.Replace(good, `"SKU-1"`, `""`, 1):                  "not a valid SKU",
-		`{"orderId":"o","customerId":"c","items":[]}`:              "needs 1 to 100 items",
-		`{"orderId":"o","customerId":"c","items":null}`:            "needs 1 to 100 items",
-		strings.Repeat(" ", message.MaxOrderBytes+1):               "over the 32768-byte limit",
+		strings.Replace(good, `"orderId":"o-1",`, ``, 1):                "orderId",
+		strings.Replace(good, `"o-1"`, `"has space"`, 1):                "orderId",
+		strings.Replace(good, `}]}`, `}],"coupon":"x"}`, 1):             `unknown field "coupon"`,
+		strings.Replace(good, `"quantity":2`, `"quantity":0`, 1):        "quantity 0 is outside",
+		strings.Replace(good, `"quantity":2`, `"quantity":1e9`, 1):      "must be int",
+		strings.Replace(good, `499`, `-1`, 1):                           "unitPriceCents -1",
+		strings.Replace(good, `"SKU-1"`, `""`, 1):                       "not a valid SKU",
+		`{"orderId":"o","customerId":"c","items":[]}`:                   "needs 1 to 100 items",
+		`{"orderId":"o","customerId":"c","items":null}`:                 "needs 1 to 100 items",
+		strings.Repeat(" ", message.MaxOrderBytes+1):                    "over the 32768-byte limit",
+		strings.Replace(good, `}]}`, `}],"replyQueue":"not a url"}`, 1): "replyQueue is not a queue URL",
 	}
 	for body, want := range cases {
 		_, err := message.DecodeOrder(body)
@@ -51,10 +53,16 @@ func TestDecodeSchedulerMessage(t *testing.T) {
 	t.Parallel()
 	m, err := message.DecodeSchedulerMessage(`{"kind":"schedule","orderId":"o-1","step":0}`)
 	require.NoError(t, err)
-	require.Equal(t, message.NewSchedule("o-1", 0), m)
-	m, err = message.DecodeSchedulerMessage(`{"kind":"reply","orderId":"o-1","step":0,"stepName":"s","attempt":2,"ok":true,"result":{"a":1}}`)
+	require.Equal(t, message.NewSchedule("o-1", workflow.Ref{}), m)
+	m, err = message.DecodeSchedulerMessage(`{"kind":"reply","orderId":"o-1","step":1,"undo":true,"stepName":"s","attempt":2,"ok":true,"result":{"a":1},"round":2}`)
 	require.NoError(t, err)
-	require.Equal(t, 2, m.(message.AgentReply).Attempt)
+	r := m.(message.AgentReply)
+	require.Equal(t, 2, r.Attempt)
+	require.Equal(t, workflow.Ref{Index: 1, Undo: true}, r.Ref())
+	require.Equal(t, 2, r.Round)
+	m, err = message.DecodeSchedulerMessage(`{"kind":"schedule","orderId":"o-1","step":1,"undo":true}`)
+	require.NoError(t, err)
+	require.Equal(t, workflow.Ref{Index: 1, Undo: true}, m.(message.Schedule).Ref())
 
 	bad := map[string]string{
 		`{"kind":"nope"}`: "unknown kind",

@@ -3,6 +3,7 @@ package message
 import (
 	"encoding/json"
 	"regexp"
+	"strings"
 )
 
 // MaxOrderBytes is the largest order body accepted.
@@ -22,6 +23,9 @@ type Order struct {
 	OrderID    string `json:"orderId"`
 	CustomerID string `json:"customerId"`
 	Items      []Item `json:"items"`
+	// ReplyQueue, if set, is the SQS queue URL where status notifications go;
+	// the deployment decides which queues may be named.
+	ReplyQueue string `json:"replyQueue,omitempty"`
 }
 
 // Item is one line of an order.
@@ -50,6 +54,9 @@ func (o Order) Validate() error {
 	}
 	if len(o.Items) == 0 || len(o.Items) > MaxItems {
 		return Invalid("order %s: needs 1 to %d items, has %d", o.OrderID, MaxItems, len(o.Items))
+	}
+	if len(o.ReplyQueue) > 512 || strings.ContainsAny(o.ReplyQueue, " \t\n") {
+		return Invalid("order %s: replyQueue is not a queue URL", o.OrderID)
 	}
 	for i, it := range o.Items {
 		switch {

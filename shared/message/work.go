@@ -3,6 +3,8 @@ package message
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // MaxWorkBytes is the largest scheduler or agent message accepted: an order
@@ -15,27 +17,35 @@ const (
 	KindReply    = "reply"
 )
 
-// Schedule tells the Scheduler that a step of an order is ready to be claimed.
+// Schedule tells the Scheduler that a step (or a step's undo action) of an
+// order is ready to be claimed.
 type Schedule struct {
 	Kind    string `json:"kind"` // KindSchedule
 	OrderID string `json:"orderId"`
 	Step    int    `json:"step"`
+	Undo    bool   `json:"undo,omitempty"`
 }
 
 // NewSchedule builds a Schedule message.
-func NewSchedule(orderID string, step int) Schedule {
-	return Schedule{Kind: KindSchedule, OrderID: orderID, Step: step}
+func NewSchedule(orderID string, r workflow.Ref) Schedule {
+	return Schedule{Kind: KindSchedule, OrderID: orderID, Step: r.Index, Undo: r.Undo}
 }
+
+// Ref is the record the message is about.
+func (s Schedule) Ref() workflow.Ref { return workflow.Ref{Index: s.Step, Undo: s.Undo} }
 
 // AgentRequest asks an Agent to run one attempt of a step.
 type AgentRequest struct {
 	OrderID        string          `json:"orderId"`
 	Step           int             `json:"step"`
-	StepName       string          `json:"stepName"`
+	Undo           bool            `json:"undo,omitempty"`
+	StepName       string          `json:"stepName"` // the action the remote service runs
 	Attempt        int             `json:"attempt"`
 	CompleteBy     int64           `json:"completeBy"` // Unix milliseconds
 	IdempotencyKey string          `json:"idempotencyKey"`
 	Payload        json.RawMessage `json:"payload"`
+	ReplyTo        string          `json:"replyTo,omitempty"` // the order's status queue, echoed in the reply
+	Round          int             `json:"round,omitempty"`   // echoed in the reply
 }
 
 // Deadline is CompleteBy as a time.
@@ -46,12 +56,18 @@ type AgentReply struct {
 	Kind     string          `json:"kind"` // KindReply
 	OrderID  string          `json:"orderId"`
 	Step     int             `json:"step"`
+	Undo     bool            `json:"undo,omitempty"`
 	StepName string          `json:"stepName"`
 	Attempt  int             `json:"attempt"`
 	OK       bool            `json:"ok"`
 	Error    string          `json:"error,omitempty"` // set when !OK: a non-transient fault
 	Result   json.RawMessage `json:"result,omitempty"`
+	ReplyTo  string          `json:"replyTo,omitempty"`
+	Round    int             `json:"round,omitempty"`
 }
+
+// Ref is the record the reply is about.
+func (r AgentReply) Ref() workflow.Ref { return workflow.Ref{Index: r.Step, Undo: r.Undo} }
 
 // DecodeAgentRequest parses and validates an Agent request body.
 func DecodeAgentRequest(body string) (AgentRequest, error) {

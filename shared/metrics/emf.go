@@ -21,6 +21,9 @@ const (
 	OrdersAccepted       = "OrdersAccepted"       // new orders stored
 	DuplicateOrders      = "DuplicateOrders"      // orders whose OrderID already existed
 	OrdersProcessed      = "OrdersProcessed"      // tasks that ended Processed
+	OrdersCompensated    = "OrdersCompensated"    // tasks that ended Failed, their work undone
+	CompensationFailures = "CompensationFailures" // tasks that ended CompensationFailed
+	NotificationsFailed  = "NotificationsFailed"  // status messages that could not be sent
 	StepsClaimed         = "StepsClaimed"         // claims won by a scheduler
 	StaleReplies         = "StaleReplies"         // replies fenced off by the attempt check
 	AgentRetries         = "AgentRetries"         // remote calls retried by an agent

@@ -20,7 +20,7 @@ const (
 )
 
 func (s *Simulator) apply(w http.ResponseWriter, r *http.Request) {
-	service, key := r.PathValue("service"), r.Header.Get("Idempotency-Key")
+	service, action, key := r.PathValue("service"), r.PathValue("action"), r.Header.Get("Idempotency-Key")
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	if err != nil || key == "" {
 		http.Error(w, "need a body and an Idempotency-Key header", http.StatusBadRequest)
@@ -32,7 +32,7 @@ func (s *Simulator) apply(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(body, &order)
 
 	s.mu.Lock()
-	f := s.faultsOf(service)
+	f := s.faultsOf(service, action)
 	s.mu.Unlock()
 	if f.Latency > 0 {
 		select {
@@ -43,24 +43,24 @@ func (s *Simulator) apply(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	v, effect := s.decide(service, key, order.OrderID, f, time.Now())
+	v, effect := s.decide(service, action, key, order.OrderID, f, time.Now())
 	s.mu.Unlock()
 	switch v {
 	case apply, replay:
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"service":%q,"key":%q,"appliedAt":%q}`, service, key, effect.AppliedAt.Format(time.RFC3339Nano))
+		fmt.Fprintf(w, `{"service":%q,"action":%q,"key":%q,"appliedAt":%q}`, service, action, key, effect.AppliedAt.Format(time.RFC3339Nano))
 	case transient:
 		http.Error(w, service+" temporarily unavailable", http.StatusServiceUnavailable)
 	case permanent:
-		http.Error(w, service+" refuses order "+order.OrderID, http.StatusUnprocessableEntity)
+		http.Error(w, service+" refuses "+action+" for order "+order.OrderID, http.StatusUnprocessableEntity)
 	case stall:
 		<-r.Context().Done() // hang until the caller gives up
 	}
 }
 
 // decide picks the answer to one call and applies the effect; s.mu is held.
-func (s *Simulator) decide(service, key, orderID string, f Faults, now time.Time) (verdict, *Effect) {
-	id := service + "/" + key
+func (s *Simulator) decide(service, action, key, orderID string, f Faults, now time.Time) (verdict, *Effect) {
+	id := service + "/" + action + "/" + key
 	s.calls[id]++
 	n := s.calls[id]
 	s.stats.Calls++
@@ -88,7 +88,7 @@ func (s *Simulator) decide(service, key, orderID string, f Faults, now time.Time
 		s.stats.Permanent++
 		return permanent, nil
 	}
-	e := &Effect{Service: service, Key: key, OrderID: orderID, AppliedAt: now, Calls: n}
+	e := &Effect{Service: service, Action: action, Key: key, OrderID: orderID, AppliedAt: now, Calls: n}
 	s.ledger[id] = e
 	s.stats.Applied++
 	return apply, e

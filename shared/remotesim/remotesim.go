@@ -38,6 +38,7 @@ type Window struct {
 // Effect is one applied effect in the ledger.
 type Effect struct {
 	Service   string    `json:"service"`
+	Action    string    `json:"action"`
 	Key       string    `json:"key"`
 	OrderID   string    `json:"orderId"`
 	AppliedAt time.Time `json:"appliedAt"`
@@ -66,14 +67,18 @@ func New(seed uint64) *Simulator {
 		faults: map[string]Faults{}, ledger: map[string]*Effect{}, calls: map[string]int{}}
 }
 
-// SetFaults sets the knobs of a service ("" for every service without its own).
+// SetFaults sets the knobs of a service, or of one action of a service
+// ("payment/refund-payment"), or ("") of everything without knobs of its own.
 func (s *Simulator) SetFaults(service string, f Faults) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults[service] = f
 }
 
-func (s *Simulator) faultsOf(service string) Faults {
+func (s *Simulator) faultsOf(service, action string) Faults {
+	if f, ok := s.faults[service+"/"+action]; ok {
+		return f
+	}
 	if f, ok := s.faults[service]; ok {
 		return f
 	}
@@ -127,12 +132,12 @@ func (s *Simulator) Start(addr string) (*Server, error) {
 
 // Handler is the simulator's HTTP API:
 //
-//	POST /v1/services/{service}/apply   apply an effect (Idempotency-Key header)
+//	POST /v1/services/{service}/{action} apply an effect (Idempotency-Key header)
 //	PUT  /v1/services/{service}/faults  set the service's knobs (JSON Faults)
 //	GET  /v1/ledger                     the applied effects (JSON)
 func (s *Simulator) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/services/{service}/apply", s.apply)
+	mux.HandleFunc("POST /v1/services/{service}/{action}", s.apply)
 	mux.HandleFunc("PUT /v1/services/{service}/faults", func(w http.ResponseWriter, r *http.Request) {
 		var f Faults
 		if err := json.NewDecoder(r.Body).Decode(&f); err != nil {

@@ -1,6 +1,7 @@
-// Package scheduler is the Scheduler handler: it claims ready steps and asks
-// their Agents to run them, and records the Agents' replies, fenced by the
-// attempt, moving the task on to its next step or its end.
+// Package scheduler is the Scheduler handler: it claims ready steps (and undo
+// actions) and asks their Agents to run them, and records the Agents'
+// replies, fenced by the attempt, moving the task on to its next step, to its
+// compensation, or to its end; it posts the order's status notifications.
 package scheduler
 
 import (
@@ -15,6 +16,7 @@ import (
 	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/sqsbatch"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -22,10 +24,10 @@ import (
 
 // Store is the part of the state store the Scheduler uses.
 type Store interface {
-	Claim(ctx context.Context, orderID string, step int, owner string, now time.Time) (statestore.Step, error)
+	Claim(ctx context.Context, orderID string, r workflow.Ref, owner string, now time.Time) (statestore.Step, error)
 	Complete(ctx context.Context, c statestore.Completion) error
-	Fail(ctx context.Context, orderID string, step, attempt int, reason string, alertDue, now time.Time) error
-	MarkAlerted(ctx context.Context, orderID string, step int, now time.Time) error
+	Fail(ctx context.Context, f statestore.Failure, attempt int) error
+	MarkAlerted(ctx context.Context, orderID string, r workflow.Ref, now time.Time) error
 }
 
 // Sender sends queue messages.
@@ -53,6 +55,7 @@ type Handler struct {
 	store   Store
 	send    Sender
 	alerts  Alerter
+	notify  *notify.Notifier
 	metrics *metrics.Emitter
 	log     *slog.Logger
 	batch   *sqsbatch.Processor
@@ -60,7 +63,7 @@ type Handler struct {
 }
 
 // New builds the handler; it fails if an agent of the workflow has no queue.
-func New(cfg Config, store Store, send Sender, alerts Alerter, m *metrics.Emitter, log *slog.Logger) (*Handler, error) {
+func New(cfg Config, store Store, send Sender, alerts Alerter, n *notify.Notifier, m *metrics.Emitter, log *slog.Logger) (*Handler, error) {
 	for _, a := range cfg.Workflow.Agents() {
 		if cfg.AgentQueues[a] == "" {
 			return nil, fmt.Errorf("scheduler: no request queue configured for agent %q", a)
@@ -69,7 +72,7 @@ func New(cfg Config, store Store, send Sender, alerts Alerter, m *metrics.Emitte
 	if cfg.InstanceID == "" {
 		return nil, errors.New("scheduler: empty instance id")
 	}
-	return &Handler{cfg: cfg, store: store, send: send, alerts: alerts, metrics: m, log: log, Now: time.Now,
+	return &Handler{cfg: cfg, store: store, send: send, alerts: alerts, notify: n, metrics: m, log: log, Now: time.Now,
 		batch: &sqsbatch.Processor{Name: "scheduler", DLQURL: cfg.DLQURL, Rejecter: send, Metrics: m, Log: log}}, nil
 }
 
@@ -85,13 +88,13 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	}
 	switch m := msg.(type) {
 	case message.Schedule:
-		if m.Step >= len(h.cfg.Workflow.Steps) {
-			return message.Invalid("schedule for %s: step %d is not in workflow %q", m.OrderID, m.Step, h.cfg.Workflow.Name)
+		if _, ok := h.cfg.Workflow.Action(m.Ref()); !ok {
+			return message.Invalid("schedule for %s: %s is not in workflow %q", m.OrderID, describe(m.Ref()), h.cfg.Workflow.Name)
 		}
-		return h.start(ctx, m.OrderID, m.Step)
+		return h.start(ctx, m.OrderID, m.Ref())
 	case message.AgentReply:
-		if m.Step >= len(h.cfg.Workflow.Steps) {
-			return message.Invalid("reply for %s: step %d is not in workflow %q", m.OrderID, m.Step, h.cfg.Workflow.Name)
+		if _, ok := h.cfg.Workflow.Action(m.Ref()); !ok {
+			return message.Invalid("reply for %s: %s is not in workflow %q", m.OrderID, describe(m.Ref()), h.cfg.Workflow.Name)
 		}
 		if m.OK {
 			return h.complete(ctx, m)
@@ -101,11 +104,18 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	return fmt.Errorf("scheduler: unhandled message %T", msg)
 }
 
-// start claims a ready step and sends its Agent the request.
-func (h *Handler) start(ctx context.Context, orderID string, step int) error {
-	st, err := h.store.Claim(ctx, orderID, step, h.cfg.InstanceID, h.Now())
+func describe(r workflow.Ref) string {
+	if r.Undo {
+		return fmt.Sprintf("the undo of step %d", r.Index)
+	}
+	return fmt.Sprintf("step %d", r.Index)
+}
+
+// start claims a ready record and sends its Agent the request.
+func (h *Handler) start(ctx context.Context, orderID string, r workflow.Ref) error {
+	st, err := h.store.Claim(ctx, orderID, r, h.cfg.InstanceID, h.Now())
 	if errors.Is(err, statestore.ErrNotClaimable) {
-		h.log.Debug("step not claimable; nothing to do", "order_id", orderID, "step", step)
+		h.log.Debug("not claimable; nothing to do", "order_id", orderID, "step", r.Index, "undo", r.Undo)
 		return nil
 	}
 	if err != nil {
@@ -113,9 +123,9 @@ func (h *Handler) start(ctx context.Context, orderID string, step int) error {
 	}
 	h.metrics.Count(metrics.StepsClaimed, 1, map[string]any{"OrderID": orderID, "Step": st.Name, "Attempt": st.Attempt})
 	req := message.AgentRequest{
-		OrderID: orderID, Step: step, StepName: st.Name, Attempt: st.Attempt,
-		CompleteBy: st.CompleteBy.UnixMilli(), IdempotencyKey: workflow.IdempotencyKey(orderID, st.Name),
-		Payload: []byte(st.Payload),
+		OrderID: orderID, Step: r.Index, Undo: r.Undo, StepName: st.Name, Attempt: st.Attempt,
+		CompleteBy: st.CompleteBy.UnixMilli(), IdempotencyKey: workflow.IdempotencyKey(orderID, st.Name, st.Round),
+		Payload: []byte(st.Payload), ReplyTo: st.ReplyQueue, Round: st.Round,
 	}
 	// If this send is lost the claim times out and the Supervisor recovers it.
 	return h.send.SendJSON(ctx, h.cfg.AgentQueues[st.Agent], req, 0)
@@ -123,12 +133,14 @@ func (h *Handler) start(ctx context.Context, orderID string, step int) error {
 
 func (h *Handler) complete(ctx context.Context, r message.AgentReply) error {
 	now := h.Now()
-	next := r.Step + 1
-	if next >= len(h.cfg.Workflow.Steps) {
-		next = -1
+	ref := r.Ref()
+	next, more, end := h.cfg.Workflow.Next(ref)
+	c := statestore.Completion{OrderID: r.OrderID, Ref: ref, Attempt: r.Attempt, Result: string(r.Result),
+		End: end, Now: now}
+	if more {
+		c.Next, c.NextDueAt = &next, now.Add(h.cfg.Workflow.PickupTimeout)
 	}
-	err := h.store.Complete(ctx, statestore.Completion{OrderID: r.OrderID, Step: r.Step, Attempt: r.Attempt,
-		Result: string(r.Result), Next: next, NextDueAt: now.Add(h.cfg.Workflow.PickupTimeout), Now: now})
+	err := h.store.Complete(ctx, c)
 	if errors.Is(err, statestore.ErrStale) {
 		h.stale(r)
 		return nil
@@ -136,19 +148,34 @@ func (h *Handler) complete(ctx context.Context, r message.AgentReply) error {
 	if err != nil {
 		return err
 	}
-	if next < 0 {
-		h.metrics.Count(metrics.OrdersProcessed, 1, map[string]any{"OrderID": r.OrderID})
-		h.log.Info("order processed", "order_id", r.OrderID)
-		return nil
+	round := roundOf(r)
+	ev := notify.Event{OrderID: r.OrderID, ReplyQueue: r.ReplyTo, Round: round, Event: workflow.EventStepDone,
+		Index: r.Step, Step: r.StepName, State: workflow.Pending, At: now}
+	if ref.Undo {
+		ev.Event, ev.State = workflow.EventUndoDone, workflow.Compensating
 	}
-	// If this start is lost, the ready step's pickup deadline brings the
-	// Supervisor.
-	return h.start(ctx, r.OrderID, next)
+	if !more {
+		ev.State = end
+	}
+	h.notify.Post(ctx, ev)
+	if more {
+		// If this start is lost, the ready record's pickup deadline brings the Supervisor.
+		return h.start(ctx, r.OrderID, next)
+	}
+	h.notify.Ended(ctx, r.OrderID, r.ReplyTo, round, end, "", now)
+	return nil
 }
 
 func (h *Handler) fail(ctx context.Context, r message.AgentReply) error {
 	now := h.Now()
-	err := h.store.Fail(ctx, r.OrderID, r.Step, r.Attempt, r.Error, now.Add(h.cfg.Workflow.PickupTimeout), now)
+	ref := r.Ref()
+	undoFrom := -1
+	if !ref.Undo {
+		undoFrom = h.cfg.Workflow.UndoFrom(ref.Index)
+	}
+	f := statestore.Failure{OrderID: r.OrderID, Ref: ref, UndoFrom: undoFrom, Reason: r.Error,
+		AlertDue: now.Add(h.cfg.Workflow.PickupTimeout), UndoDue: now.Add(h.cfg.Workflow.PickupTimeout), Now: now}
+	err := h.store.Fail(ctx, f, r.Attempt)
 	if errors.Is(err, statestore.ErrStale) {
 		h.stale(r)
 		return nil
@@ -156,18 +183,28 @@ func (h *Handler) fail(ctx context.Context, r message.AgentReply) error {
 	if err != nil {
 		return err
 	}
-	h.log.Error("step failed with a non-transient error", "order_id", r.OrderID, "step", r.StepName, "err", r.Error)
-	f := alert.Failure{OrderID: r.OrderID, Step: r.Step, StepName: r.StepName, Attempt: r.Attempt,
-		LastError: r.Error, DetectedBy: "scheduler", At: now}
-	if err := h.alerts.StepFailed(ctx, f); err != nil {
-		// The step stays in the deadline index: the Supervisor will alert.
+	h.log.Error("failed with a non-transient error", "order_id", r.OrderID, "step", r.StepName, "undo", ref.Undo, "err", r.Error)
+	h.notify.Failed(ctx, notify.Event{OrderID: r.OrderID, ReplyQueue: r.ReplyTo, Round: roundOf(r), Index: ref.Index,
+		Step: r.StepName, Error: r.Error, At: now}, ref.Undo, undoFrom)
+	a := alert.Failure{OrderID: r.OrderID, Step: r.Step, StepName: r.StepName, Undo: ref.Undo, Attempt: r.Attempt,
+		LastError: r.Error, Compensation: alert.CompensationOf(ref.Undo, undoFrom), DetectedBy: "scheduler", At: now}
+	if err := h.alerts.StepFailed(ctx, a); err != nil {
+		// The record stays in the deadline index: the Supervisor will alert.
 		h.log.Warn("alert not sent; the supervisor will send it", "order_id", r.OrderID, "err", err)
-		return nil
+	} else if err := h.store.MarkAlerted(ctx, r.OrderID, ref, now); err != nil {
+		return err
 	}
-	return h.store.MarkAlerted(ctx, r.OrderID, r.Step, now)
+	if undoFrom >= 0 {
+		return h.start(ctx, r.OrderID, workflow.Ref{Index: undoFrom, Undo: true})
+	}
+	return nil
 }
 
 func (h *Handler) stale(r message.AgentReply) {
 	h.metrics.Count(metrics.StaleReplies, 1, map[string]any{"OrderID": r.OrderID, "Attempt": r.Attempt})
-	h.log.Info("reply of an attempt that is not current ignored", "order_id", r.OrderID, "step", r.Step, "attempt", r.Attempt)
+	h.log.Info("reply of an attempt that is not current ignored", "order_id", r.OrderID, "step", r.Step,
+		"undo", r.Undo, "attempt", r.Attempt)
 }
+
+// roundOf is the round the reply belongs to (echoed from the request).
+func roundOf(r message.AgentReply) int { return max(r.Round, 1) }

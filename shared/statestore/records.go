@@ -17,16 +17,22 @@ type Task struct {
 	Workflow    string
 	State       workflow.State
 	StepCount   int
+	Round       int    // 1, then one more for each resubmission of a failed task
+	ReplyQueue  string // where status notifications go, if anywhere
 	LastError   string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	CompletedAt time.Time // zero until the task ends
 }
 
-// Step is the record of one step of one order.
+// Step is the record of one step of one order, or of a step's undo action.
 type Step struct {
 	OrderID      string
-	Index        int
+	Index        int  // the step's position in the workflow
+	Undo         bool // this is the undo action of step Index
+	UndoFrom     int  // for a step: the undo to start if it fails for good (-1: none)
+	Round        int
+	ReplyQueue   string
 	Name         string
 	Agent        string
 	Timeout      time.Duration
@@ -42,17 +48,22 @@ type Step struct {
 	Payload      string // the order, as the Agent receives it
 	Alerted      bool
 	Version      int // incremented by every write; the supervisor's fence
+	ClaimedAt    time.Time
 	UpdatedAt    time.Time
+	Events       []string // the record's history, oldest first: "RFC3339 event"
 }
 
-// Definition is the workflow step this record runs.
-func (s Step) Definition() workflow.Step {
-	return workflow.Step{Name: s.Name, Agent: s.Agent, Timeout: s.Timeout,
+// Definition is the action this record runs.
+func (s Step) Definition() workflow.Action {
+	return workflow.Action{Name: s.Name, Agent: s.Agent, Timeout: s.Timeout,
 		MaxFailures: s.MaxFailures, RetryBackoff: s.RetryBackoff}
 }
 
+// Ref names the record within its task.
+func (s Step) Ref() workflow.Ref { return workflow.Ref{Index: s.Index, Undo: s.Undo} }
+
 // Key identifies the record in log lines.
-func (s Step) Key() string { return fmt.Sprintf("%s/%d(%s)", s.OrderID, s.Index, s.Name) }
+func (s Step) Key() string { return fmt.Sprintf("%s/%s(%s)", s.OrderID, sortKey(s.Ref()), s.Name) }
 
 // taskItem and stepItem are the records as stored; times are Unix milliseconds.
 type taskItem struct {
@@ -61,6 +72,8 @@ type taskItem struct {
 	Workflow     string `dynamodbav:"Workflow"`
 	ProcessState string `dynamodbav:"ProcessState"`
 	StepCount    int    `dynamodbav:"StepCount"`
+	Round        int    `dynamodbav:"Round"`
+	ReplyQueue   string `dynamodbav:"ReplyQueue,omitempty"`
 	LastError    string `dynamodbav:"LastError,omitempty"`
 	CreatedAt    int64  `dynamodbav:"CreatedAt"`
 	UpdatedAt    int64  `dynamodbav:"UpdatedAt"`
@@ -68,32 +81,49 @@ type taskItem struct {
 }
 
 type stepItem struct {
-	OrderID        string `dynamodbav:"OrderID"`
-	SK             string `dynamodbav:"SK"`
-	StepIndex      int    `dynamodbav:"StepIndex"`
-	StepName       string `dynamodbav:"StepName"`
-	Agent          string `dynamodbav:"Agent"`
-	TimeoutMs      int64  `dynamodbav:"TimeoutMs"`
-	MaxFailures    int    `dynamodbav:"MaxFailures"`
-	RetryBackoffMs int64  `dynamodbav:"RetryBackoffMs"`
-	ProcessState   string `dynamodbav:"ProcessState"`
-	Attempt        int    `dynamodbav:"Attempt"`
-	FailureCount   int    `dynamodbav:"FailureCount"`
-	LockedBy       string `dynamodbav:"LockedBy,omitempty"`
-	CompleteBy     int64  `dynamodbav:"CompleteBy,omitempty"`
-	DueShard       string `dynamodbav:"DueShard,omitempty"`
-	DueAt          int64  `dynamodbav:"DueAt,omitempty"`
-	LastError      string `dynamodbav:"LastError,omitempty"`
-	Payload        string `dynamodbav:"Payload,omitempty"`
-	Alerted        bool   `dynamodbav:"Alerted,omitempty"`
-	Version        int    `dynamodbav:"Version"`
-	CreatedAt      int64  `dynamodbav:"CreatedAt"`
-	UpdatedAt      int64  `dynamodbav:"UpdatedAt"`
+	OrderID        string   `dynamodbav:"OrderID"`
+	SK             string   `dynamodbav:"SK"`
+	StepIndex      int      `dynamodbav:"StepIndex"`
+	Undo           bool     `dynamodbav:"Undo,omitempty"`
+	UndoFrom       int      `dynamodbav:"UndoFrom"`
+	Round          int      `dynamodbav:"Round"`
+	ReplyQueue     string   `dynamodbav:"ReplyQueue,omitempty"`
+	StepName       string   `dynamodbav:"StepName"`
+	Agent          string   `dynamodbav:"Agent"`
+	TimeoutMs      int64    `dynamodbav:"TimeoutMs"`
+	MaxFailures    int      `dynamodbav:"MaxFailures"`
+	RetryBackoffMs int64    `dynamodbav:"RetryBackoffMs"`
+	ProcessState   string   `dynamodbav:"ProcessState"`
+	Attempt        int      `dynamodbav:"Attempt"`
+	FailureCount   int      `dynamodbav:"FailureCount"`
+	LockedBy       string   `dynamodbav:"LockedBy,omitempty"`
+	CompleteBy     int64    `dynamodbav:"CompleteBy,omitempty"`
+	DueShard       string   `dynamodbav:"DueShard,omitempty"`
+	DueAt          int64    `dynamodbav:"DueAt,omitempty"`
+	LastError      string   `dynamodbav:"LastError,omitempty"`
+	Payload        string   `dynamodbav:"Payload,omitempty"`
+	Alerted        bool     `dynamodbav:"Alerted,omitempty"`
+	Version        int      `dynamodbav:"Version"`
+	CreatedAt      int64    `dynamodbav:"CreatedAt"`
+	ClaimedAt      int64    `dynamodbav:"ClaimedAt,omitempty"`
+	UpdatedAt      int64    `dynamodbav:"UpdatedAt"`
+	Events         []string `dynamodbav:"Events,omitempty"`
 }
 
 const taskSK = "TASK"
 
-func stepSK(i int) string { return fmt.Sprintf("STEP#%03d", i) }
+// sortKey is a record's SK: STEP#000 for a step, UNDO#000 for its undo action.
+func sortKey(r workflow.Ref) string {
+	if r.Undo {
+		return fmt.Sprintf("UNDO#%03d", r.Index)
+	}
+	return fmt.Sprintf("STEP#%03d", r.Index)
+}
+
+// event is one line of a record's history.
+func event(now time.Time, format string, args ...any) string {
+	return now.UTC().Format(time.RFC3339Nano) + " " + fmt.Sprintf(format, args...)
+}
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
@@ -106,23 +136,24 @@ func fromMs(v int64) time.Time {
 
 func (it taskItem) task() Task {
 	return Task{OrderID: it.OrderID, Workflow: it.Workflow, State: workflow.State(it.ProcessState),
-		StepCount: it.StepCount, LastError: it.LastError, CreatedAt: fromMs(it.CreatedAt),
+		StepCount: it.StepCount, Round: it.Round, ReplyQueue: it.ReplyQueue, LastError: it.LastError, CreatedAt: fromMs(it.CreatedAt),
 		UpdatedAt: fromMs(it.UpdatedAt), CompletedAt: fromMs(it.CompletedAt)}
 }
 
 func (it stepItem) step() Step {
-	return Step{OrderID: it.OrderID, Index: it.StepIndex, Name: it.StepName, Agent: it.Agent,
+	return Step{OrderID: it.OrderID, Index: it.StepIndex, Undo: it.Undo, UndoFrom: it.UndoFrom, Round: it.Round,
+		ReplyQueue: it.ReplyQueue, Name: it.StepName, Agent: it.Agent,
 		Timeout: time.Duration(it.TimeoutMs) * time.Millisecond, MaxFailures: it.MaxFailures,
 		RetryBackoff: time.Duration(it.RetryBackoffMs) * time.Millisecond,
 		State:        workflow.State(it.ProcessState), Attempt: it.Attempt, FailureCount: it.FailureCount,
 		LockedBy: it.LockedBy, CompleteBy: fromMs(it.CompleteBy), DueAt: fromMs(it.DueAt),
 		LastError: it.LastError, Payload: it.Payload, Alerted: it.Alerted, Version: it.Version,
-		UpdatedAt: fromMs(it.UpdatedAt)}
+		ClaimedAt: fromMs(it.ClaimedAt), UpdatedAt: fromMs(it.UpdatedAt), Events: it.Events}
 }
 
 // shardOf spreads deadline-index entries over n partitions.
-func shardOf(orderID string, step, n int) string {
+func shardOf(orderID string, r workflow.Ref, n int) string {
 	h := fnv.New32a()
-	fmt.Fprintf(h, "%s/%d", orderID, step)
+	fmt.Fprintf(h, "%s/%s", orderID, sortKey(r))
 	return fmt.Sprint(h.Sum32() % uint32(n))
 }

@@ -15,82 +15,105 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// Fail records a non-transient error reply of the step's current attempt: the
-// step and the task become Error. The step stays in the deadline index, due at
-// alertDue, until MarkAlerted: if the alert is lost, the supervisor sends it.
-func (s *Store) Fail(ctx context.Context, orderID string, step, attempt int, reason string, alertDue, now time.Time) error {
-	return s.markError(ctx, orderID, step, "ProcessState = :processing AND Attempt = :attempt",
-		map[string]types.AttributeValue{":processing": str(string(workflow.Processing)), ":attempt": num(int64(attempt))},
-		-1, reason, alertDue, now)
+// Failure is a record that failed for good.
+type Failure struct {
+	OrderID string
+	Ref     workflow.Ref
+	// UndoFrom is, for a step, the undo action to start (-1: nothing to undo).
+	UndoFrom int
+	Reason   string
+	AlertDue time.Time // the record stays due until MarkAlerted; if the alert is lost, the supervisor sends it
+	UndoDue  time.Time // the first undo action's pickup deadline
+	Now      time.Time
 }
 
-// GiveUp records that the supervisor found the step overdue at its failure
-// threshold: the step (still as read: same Version) and the task become Error.
-func (s *Store) GiveUp(ctx context.Context, read Step, failureCount int, reason string, alertDue, now time.Time) error {
-	return s.markError(ctx, read.OrderID, read.Index, "Version = :version",
-		map[string]types.AttributeValue{":version": num(int64(read.Version))},
-		failureCount, reason, alertDue, now)
+// Fail records a non-transient error reply of the record's current attempt.
+// In one transaction: the record becomes Error; for a step, the task starts
+// compensating (its first undo action made ready) or, with nothing to undo,
+// ends Failed; for an undo action, the task ends CompensationFailed.
+func (s *Store) Fail(ctx context.Context, f Failure, attempt int) error {
+	return s.markError(ctx, f, "ProcessState = :processing AND Attempt = :attempt",
+		map[string]types.AttributeValue{":processing": str(string(workflow.Processing)), ":attempt": num(int64(attempt))}, -1)
 }
 
-func (s *Store) markError(ctx context.Context, orderID string, step int, cond string,
-	vals map[string]types.AttributeValue, failureCount int, reason string, alertDue, now time.Time) error {
+// GiveUp does what Fail does for a record the supervisor found overdue at its
+// failure threshold, on the condition that the record is still as it read it
+// (same Version). What to undo comes from the record itself: the supervisor
+// knows nothing of the workflow.
+func (s *Store) GiveUp(ctx context.Context, read Step, failureCount int, reason string, alertDue, undoDue, now time.Time) error {
+	f := Failure{OrderID: read.OrderID, Ref: read.Ref(), UndoFrom: read.UndoFrom, Reason: reason,
+		AlertDue: alertDue, UndoDue: undoDue, Now: now}
+	return s.markError(ctx, f, "Version = :version",
+		map[string]types.AttributeValue{":version": num(int64(read.Version))}, failureCount)
+}
+
+func (s *Store) markError(ctx context.Context, f Failure, cond string, vals map[string]types.AttributeValue, failureCount int) error {
 	expr := "SET ProcessState = :error, LastError = :reason, DueShard = :shard, DueAt = :due," +
-		" Version = Version + :one, UpdatedAt = :now"
+		" Version = Version + :one, UpdatedAt = :now, " + appendEvent
 	vals[":error"] = str(string(workflow.Error))
-	vals[":reason"] = str(reason)
-	vals[":shard"] = str(shardOf(orderID, step, s.shards))
-	vals[":due"] = num(ms(alertDue))
+	vals[":reason"] = str(f.Reason)
+	vals[":shard"] = str(shardOf(f.OrderID, f.Ref, s.shards))
+	vals[":due"] = num(ms(f.AlertDue))
 	vals[":one"] = num(1)
-	vals[":now"] = num(ms(now))
+	vals[":now"] = num(ms(f.Now))
+	eventValues(vals, f.Now, "failed for good: %s", f.Reason)
 	if failureCount >= 0 {
 		expr += ", FailureCount = :fc"
 		vals[":fc"] = num(int64(failureCount))
 	}
-	items := []types.TransactWriteItem{
-		{Update: &types.Update{
-			TableName: &s.state, Key: key(orderID, stepSK(step)),
-			ConditionExpression:       aws.String(cond),
-			UpdateExpression:          aws.String(expr + " REMOVE LockedBy"),
-			ExpressionAttributeValues: vals,
-		}},
-		s.endTask(orderID, workflow.Error, fmt.Sprintf("step %d: %s", step, reason), now),
+	items := []types.TransactWriteItem{{Update: &types.Update{
+		TableName: &s.state, Key: key(f.OrderID, sortKey(f.Ref)),
+		ConditionExpression:       aws.String(cond),
+		UpdateExpression:          aws.String(expr + " REMOVE LockedBy"),
+		ExpressionAttributeValues: vals,
+	}}}
+	lastError := fmt.Sprintf("%s: %s", sortKey(f.Ref), f.Reason)
+	switch {
+	case f.Ref.Undo:
+		items = append(items, s.setTask(f.OrderID, workflow.Compensating, workflow.CompensationFailed, lastError, f.Now))
+	case f.UndoFrom >= 0:
+		items = append(items, s.setTask(f.OrderID, workflow.Pending, workflow.Compensating, lastError, f.Now),
+			s.makeReady(f.OrderID, workflow.Ref{Index: f.UndoFrom, Undo: true}, f.UndoDue, f.Now))
+	default:
+		items = append(items, s.setTask(f.OrderID, workflow.Pending, workflow.Failed, lastError, f.Now))
 	}
-	return s.transact(ctx, items, fmt.Sprintf("mark %s/%d Error", orderID, step))
+	return s.transact(ctx, items, fmt.Sprintf("mark %s/%s Error", f.OrderID, sortKey(f.Ref)))
 }
 
-// MarkAlerted records that the step's Error alert was sent: the step leaves
-// the deadline index. Marking an already alerted step is a no-op.
-func (s *Store) MarkAlerted(ctx context.Context, orderID string, step int, now time.Time) error {
+// MarkAlerted records that the record's Error alert was sent: it leaves the
+// deadline index. Marking an already alerted record is a no-op.
+func (s *Store) MarkAlerted(ctx context.Context, orderID string, r workflow.Ref, now time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           &s.state,
-		Key:                 key(orderID, stepSK(step)),
+		Key:                 key(orderID, sortKey(r)),
 		ConditionExpression: aws.String("ProcessState = :error AND attribute_exists(DueAt)"),
-		UpdateExpression:    aws.String("SET Alerted = :true, Version = Version + :one, UpdatedAt = :now REMOVE DueShard, DueAt"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
+		UpdateExpression: aws.String("SET Alerted = :true, Version = Version + :one, UpdatedAt = :now, " +
+			appendEvent + " REMOVE DueShard, DueAt"),
+		ExpressionAttributeValues: eventValues(map[string]types.AttributeValue{
 			":error": str(string(workflow.Error)), ":true": &types.AttributeValueMemberBOOL{Value: true},
 			":one": num(1), ":now": num(ms(now)),
-		},
+		}, now, "operator alerted"),
 	})
 	if err != nil && !isConditionFailed(err) {
-		return fmt.Errorf("mark %s/%d alerted: %w", orderID, step, err)
+		return fmt.Errorf("mark %s/%s alerted: %w", orderID, sortKey(r), err)
 	}
 	return nil
 }
 
-// Requeue puts an overdue step (still as read: same Version) back to Pending
-// with its new FailureCount, no claim, and a new pickup deadline dueAt.
+// Requeue puts an overdue record (still as read: same Version) back to
+// Pending with its new FailureCount, no claim, and a new pickup deadline dueAt.
 func (s *Store) Requeue(ctx context.Context, read Step, failureCount int, reason string, dueAt, now time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           &s.state,
-		Key:                 key(read.OrderID, stepSK(read.Index)),
+		Key:                 key(read.OrderID, sortKey(read.Ref())),
 		ConditionExpression: aws.String("Version = :version"),
 		UpdateExpression: aws.String("SET ProcessState = :pending, FailureCount = :fc, LastError = :reason," +
-			" DueAt = :due, Version = Version + :one, UpdatedAt = :now REMOVE LockedBy, CompleteBy"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
+			" DueAt = :due, Version = Version + :one, UpdatedAt = :now, " + appendEvent + " REMOVE LockedBy, CompleteBy"),
+		ExpressionAttributeValues: eventValues(map[string]types.AttributeValue{
 			":version": num(int64(read.Version)), ":pending": str(string(workflow.Pending)),
 			":fc": num(int64(failureCount)), ":reason": str(reason), ":due": num(ms(dueAt)),
 			":one": num(1), ":now": num(ms(now)),
-		},
+		}, now, "recovered by the supervisor (failure %d): %s", failureCount, reason),
 	})
 	if isConditionFailed(err) {
 		return ErrStale
@@ -137,8 +160,10 @@ func (s *Store) Overdue(ctx context.Context, now time.Time, limit int) ([]Step, 
 }
 
 // IndexedAttributes are the attributes the deadline index projects besides
-// its keys: what the supervisor needs to decide without reading the table.
+// its keys: what the supervisor needs to decide, alert and notify without
+// reading the table.
 var IndexedAttributes = []string{
-	"StepIndex", "StepName", "Agent", "TimeoutMs", "MaxFailures", "RetryBackoffMs", "ProcessState",
-	"Attempt", "FailureCount", "LockedBy", "CompleteBy", "LastError", "Alerted", "Version", "CreatedAt", "UpdatedAt",
+	"StepIndex", "Undo", "UndoFrom", "Round", "ReplyQueue", "StepName", "Agent", "TimeoutMs", "MaxFailures",
+	"RetryBackoffMs", "ProcessState", "Attempt", "FailureCount", "LockedBy", "CompleteBy", "LastError",
+	"Alerted", "Version", "CreatedAt", "UpdatedAt",
 }

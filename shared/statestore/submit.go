@@ -17,16 +17,17 @@ import (
 
 // Submission is an accepted order and the workflow that will run it.
 type Submission struct {
-	OrderID  string
-	Order    string // the order's JSON, stored and carried to the Agents
-	Workflow workflow.Definition
-	Now      time.Time
+	OrderID    string
+	Order      string // the order's JSON, stored and carried to the Agents
+	ReplyQueue string // where status notifications go ("" for none)
+	Workflow   workflow.Definition
+	Now        time.Time
 }
 
-// Submit inserts, in one transaction, the order, the task record and one
-// Pending record per step; the first step is ready (in the deadline index with
-// the pickup deadline). It reports created=false, with no error, when the
-// OrderID already exists: a duplicate is an idempotent success.
+// Submit inserts, in one transaction, the order, the task record, one Pending
+// record per step and one per undo action; the first step is ready (in the
+// deadline index with the pickup deadline). It reports created=false, with no
+// error, when the OrderID already exists: a duplicate is an idempotent success.
 func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err error) {
 	now := ms(sub.Now)
 	notExists := aws.String("attribute_not_exists(OrderID)")
@@ -36,8 +37,8 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 		"ReceivedAt":        num(now),
 	}
 	task, err := attributevalue.MarshalMap(taskItem{
-		OrderID: sub.OrderID, SK: taskSK, Workflow: sub.Workflow.Name,
-		ProcessState: string(workflow.Pending), StepCount: len(sub.Workflow.Steps),
+		OrderID: sub.OrderID, SK: taskSK, Workflow: sub.Workflow.Name, ReplyQueue: sub.ReplyQueue,
+		ProcessState: string(workflow.Pending), StepCount: len(sub.Workflow.Steps), Round: 1,
 		CreatedAt: now, UpdatedAt: now,
 	})
 	if err != nil {
@@ -47,20 +48,10 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 		{Put: &types.Put{TableName: &s.orders, Item: orderItem, ConditionExpression: notExists}},
 		{Put: &types.Put{TableName: &s.state, Item: task, ConditionExpression: notExists}},
 	}
-	for i, st := range sub.Workflow.Steps {
-		it := stepItem{
-			OrderID: sub.OrderID, SK: stepSK(i), StepIndex: i, StepName: st.Name, Agent: st.Agent,
-			TimeoutMs: st.Timeout.Milliseconds(), MaxFailures: st.MaxFailures,
-			RetryBackoffMs: st.RetryBackoff.Milliseconds(), ProcessState: string(workflow.Pending),
-			Payload: sub.Order, CreatedAt: now, UpdatedAt: now,
-		}
-		if i == 0 {
-			it.DueShard = shardOf(sub.OrderID, i, s.shards)
-			it.DueAt = ms(sub.Now.Add(sub.Workflow.PickupTimeout))
-		}
+	for _, it := range s.records(sub) {
 		av, err := attributevalue.MarshalMap(it)
 		if err != nil {
-			return false, fmt.Errorf("encode step %s/%d: %w", sub.OrderID, i, err)
+			return false, fmt.Errorf("encode %s of %s: %w", it.SK, sub.OrderID, err)
 		}
 		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.state, Item: av, ConditionExpression: notExists}})
 	}
@@ -73,3 +64,32 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 	}
 	return true, nil
 }
+
+// records are the step and undo records of a new task.
+func (s *Store) records(sub Submission) []stepItem {
+	now := ms(sub.Now)
+	rec := func(r workflow.Ref, a workflow.Action, undoFrom int) stepItem {
+		return stepItem{
+			OrderID: sub.OrderID, SK: sortKey(r), StepIndex: r.Index, Undo: r.Undo, UndoFrom: undoFrom, Round: 1,
+			ReplyQueue: sub.ReplyQueue, StepName: a.Name, Agent: a.Agent, TimeoutMs: a.Timeout.Milliseconds(),
+			MaxFailures: a.MaxFailures, RetryBackoffMs: a.RetryBackoff.Milliseconds(),
+			ProcessState: string(workflow.Pending), Payload: sub.Order, CreatedAt: now, UpdatedAt: now,
+		}
+	}
+	var out []stepItem
+	for i, st := range sub.Workflow.Steps {
+		it := rec(workflow.Ref{Index: i}, st.Action, sub.Workflow.UndoFrom(i))
+		if i == 0 {
+			it.DueShard = shardOf(sub.OrderID, it.ref(), s.shards)
+			it.DueAt = ms(sub.Now.Add(sub.Workflow.PickupTimeout))
+			it.Events = []string{event(sub.Now, "received; ready")}
+		}
+		out = append(out, it)
+		if st.Undo != nil {
+			out = append(out, rec(workflow.Ref{Index: i, Undo: true}, *st.Undo, -1))
+		}
+	}
+	return out
+}
+
+func (it stepItem) ref() workflow.Ref { return workflow.Ref{Index: it.StepIndex, Undo: it.Undo} }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/sqsbatch"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -30,9 +31,10 @@ type Sender interface {
 
 // Config is what Submission needs to know of its deployment.
 type Config struct {
-	Workflow          workflow.Definition
-	SchedulerQueueURL string
-	DLQURL            string // the orders queue's DLQ, for rejected orders
+	Workflow           workflow.Definition
+	SchedulerQueueURL  string
+	DLQURL             string         // the orders queue's DLQ, for rejected orders
+	AllowedReplyQueues notify.Allowed // URL prefixes an order's replyQueue may start with
 }
 
 // Handler is the Submission Lambda handler.
@@ -40,6 +42,7 @@ type Handler struct {
 	cfg     Config
 	store   Store
 	send    Sender
+	notify  *notify.Notifier
 	metrics *metrics.Emitter
 	log     *slog.Logger
 	batch   *sqsbatch.Processor
@@ -47,8 +50,8 @@ type Handler struct {
 }
 
 // New builds the handler.
-func New(cfg Config, store Store, send Sender, m *metrics.Emitter, log *slog.Logger) *Handler {
-	return &Handler{cfg: cfg, store: store, send: send, metrics: m, log: log, Now: time.Now,
+func New(cfg Config, store Store, send Sender, n *notify.Notifier, m *metrics.Emitter, log *slog.Logger) *Handler {
+	return &Handler{cfg: cfg, store: store, send: send, notify: n, metrics: m, log: log, Now: time.Now,
 		batch: &sqsbatch.Processor{Name: "submission", DLQURL: cfg.DLQURL, Rejecter: send, Metrics: m, Log: log}}
 }
 
@@ -62,14 +65,22 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if err != nil {
 		return err
 	}
+	if o.ReplyQueue != "" {
+		if err := h.cfg.AllowedReplyQueues.Check(o.ReplyQueue); err != nil {
+			return message.Invalid("order %s: %v", o.OrderID, err)
+		}
+	}
+	now := h.Now()
 	created, err := h.store.Submit(ctx, statestore.Submission{
-		OrderID: o.OrderID, Order: o.JSON(), Workflow: h.cfg.Workflow, Now: h.Now()})
+		OrderID: o.OrderID, Order: o.JSON(), ReplyQueue: o.ReplyQueue, Workflow: h.cfg.Workflow, Now: now})
 	if err != nil {
 		return err
 	}
 	if created {
 		h.metrics.Count(metrics.OrdersAccepted, 1, map[string]any{"OrderID": o.OrderID})
 		h.log.Info("order accepted", "order_id", o.OrderID)
+		h.notify.Post(ctx, notify.Event{OrderID: o.OrderID, ReplyQueue: o.ReplyQueue, Round: 1,
+			Event: workflow.EventReceived, State: workflow.Pending, At: now})
 	} else {
 		// Tell the Scheduler again all the same: if the first delivery died
 		// between its transaction and this send, this finishes its work. A
@@ -77,5 +88,5 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		h.metrics.Count(metrics.DuplicateOrders, 1, map[string]any{"OrderID": o.OrderID})
 		h.log.Info("duplicate order ignored", "order_id", o.OrderID)
 	}
-	return h.send.SendJSON(ctx, h.cfg.SchedulerQueueURL, message.NewSchedule(o.OrderID, 0), 0)
+	return h.send.SendJSON(ctx, h.cfg.SchedulerQueueURL, message.NewSchedule(o.OrderID, workflow.Ref{}), 0)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -26,8 +27,8 @@ import (
 type Store interface {
 	Overdue(ctx context.Context, now time.Time, limit int) ([]statestore.Step, error)
 	Requeue(ctx context.Context, read statestore.Step, failureCount int, reason string, dueAt, now time.Time) error
-	GiveUp(ctx context.Context, read statestore.Step, failureCount int, reason string, alertDue, now time.Time) error
-	MarkAlerted(ctx context.Context, orderID string, step int, now time.Time) error
+	GiveUp(ctx context.Context, read statestore.Step, failureCount int, reason string, alertDue, undoDue, now time.Time) error
+	MarkAlerted(ctx context.Context, orderID string, r workflow.Ref, now time.Time) error
 }
 
 // Sender sends queue messages.
@@ -63,20 +64,21 @@ type Supervisor struct {
 	store   Store
 	send    Sender
 	alerts  Alerter
+	notify  *notify.Notifier
 	metrics *metrics.Emitter
 	log     *slog.Logger
 	Now     func() time.Time
 }
 
 // New builds the handler.
-func New(cfg Config, store Store, send Sender, alerts Alerter, m *metrics.Emitter, log *slog.Logger) *Supervisor {
+func New(cfg Config, store Store, send Sender, alerts Alerter, n *notify.Notifier, m *metrics.Emitter, log *slog.Logger) *Supervisor {
 	if cfg.BatchLimit <= 0 {
 		cfg.BatchLimit = 500
 	}
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = 8
 	}
-	return &Supervisor{cfg: cfg, store: store, send: send, alerts: alerts, metrics: m, log: log, Now: time.Now}
+	return &Supervisor{cfg: cfg, store: store, send: send, alerts: alerts, notify: n, metrics: m, log: log, Now: time.Now}
 }
 
 // Handle is the entry point for the EventBridge scheduled rule.
@@ -171,16 +173,7 @@ func (s *Supervisor) handle(ctx context.Context, st statestore.Step, now time.Ti
 	}
 	rec := workflow.DecideRecovery(st.Definition(), st.FailureCount)
 	if rec.GiveUp {
-		reason = fmt.Sprintf("failure threshold %d reached: %s", st.MaxFailures, reason)
-		err := s.store.GiveUp(ctx, st, rec.FailureCount, reason, now.Add(s.cfg.PickupTimeout), now)
-		if errors.Is(err, statestore.ErrStale) {
-			return lost, nil
-		}
-		if err != nil {
-			return none, err
-		}
-		st.FailureCount = rec.FailureCount
-		return gaveUp, s.alert(ctx, st, reason, now)
+		return s.giveUp(ctx, st, rec.FailureCount, fmt.Sprintf("failure threshold %d reached: %s", st.MaxFailures, reason), now)
 	}
 	err := s.store.Requeue(ctx, st, rec.FailureCount, reason, now.Add(rec.Delay+s.cfg.PickupTimeout), now)
 	if errors.Is(err, statestore.ErrStale) {
@@ -194,15 +187,48 @@ func (s *Supervisor) handle(ctx context.Context, st statestore.Step, now time.Ti
 	s.log.Info("overdue step sent back to Pending", "order_id", st.OrderID, "step", st.Name,
 		"failure_count", rec.FailureCount, "delay", rec.Delay, "reason", reason)
 	// If this send is lost, the new pickup deadline brings us back.
-	return recovered, s.send.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID, st.Index), rec.Delay)
+	return recovered, s.send.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID, st.Ref()), rec.Delay)
+}
+
+// giveUp marks the record Error (for a step, starting compensation, as the
+// record itself says), alerts, tells the order's caller and the Scheduler.
+func (s *Supervisor) giveUp(ctx context.Context, st statestore.Step, failureCount int, reason string, now time.Time) (outcome, error) {
+	undoFrom := st.UndoFrom
+	if st.Undo {
+		undoFrom = -1
+	}
+	err := s.store.GiveUp(ctx, st, failureCount, reason, now.Add(s.cfg.PickupTimeout), now.Add(s.cfg.PickupTimeout), now)
+	if errors.Is(err, statestore.ErrStale) {
+		return lost, nil
+	}
+	if err != nil {
+		return none, err
+	}
+	st.FailureCount = failureCount
+	s.notify.Failed(ctx, notify.Event{OrderID: st.OrderID, ReplyQueue: st.ReplyQueue, Round: st.Round, Index: st.Index,
+		Step: st.Name, Error: reason, At: now}, st.Undo, undoFrom)
+	aerr := s.alert(ctx, st, reason, now)
+	if undoFrom >= 0 {
+		// If this send is lost, the undo's pickup deadline brings us back.
+		if err := s.send.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID,
+			workflow.Ref{Index: undoFrom, Undo: true}), 0); err != nil {
+			return gaveUp, errors.Join(aerr, err)
+		}
+	}
+	return gaveUp, aerr
 }
 
 func (s *Supervisor) alert(ctx context.Context, st statestore.Step, reason string, now time.Time) error {
 	s.log.Error("step failed for good", "order_id", st.OrderID, "step", st.Name, "reason", reason)
-	err := s.alerts.StepFailed(ctx, alert.Failure{OrderID: st.OrderID, Step: st.Index, StepName: st.Name,
-		Attempt: st.Attempt, FailureCount: st.FailureCount, LastError: reason, DetectedBy: "supervisor", At: now})
+	undoFrom := st.UndoFrom
+	if st.Undo {
+		undoFrom = -1
+	}
+	err := s.alerts.StepFailed(ctx, alert.Failure{OrderID: st.OrderID, Step: st.Index, StepName: st.Name, Undo: st.Undo,
+		Attempt: st.Attempt, FailureCount: st.FailureCount, LastError: reason,
+		Compensation: alert.CompensationOf(st.Undo, undoFrom), DetectedBy: "supervisor", At: now})
 	if err != nil {
 		return err // still due: the next run alerts
 	}
-	return s.store.MarkAlerted(ctx, st.OrderID, st.Index, now)
+	return s.store.MarkAlerted(ctx, st.OrderID, st.Ref(), now)
 }

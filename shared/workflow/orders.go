@@ -20,26 +20,37 @@ func DefaultSettings() Settings {
 	}
 }
 
-// InventoryAgent is the remote service the default order workflow calls.
-const InventoryAgent = "inventory"
+// The remote services the default order workflow calls, each wrapped by its
+// own Agent.
+const (
+	InventoryAgent = "inventory"
+	PaymentAgent   = "payment"
+	ShippingAgent  = "shipping"
+)
 
-// Orders is the default order workflow: one step that reserves the order's
-// items with the inventory service.
+// OrderAgents are the agents of the default order workflow.
+var OrderAgents = []string{InventoryAgent, PaymentAgent, ShippingAgent}
+
+// Orders is the default order workflow: reserve inventory → charge payment →
+// create shipment; a failure undoes what was done (release the inventory,
+// refund the payment), in reverse order.
 func Orders(s Settings) Definition {
+	act := func(name, agent string) Action {
+		return Action{Name: name, Agent: agent, Timeout: s.StepTimeout, MaxFailures: s.MaxFailures, RetryBackoff: s.RetryBackoff}
+	}
+	release, refund := act("release-inventory", InventoryAgent), act("refund-payment", PaymentAgent)
 	return Definition{
 		Name:          "order",
 		PickupTimeout: s.PickupTimeout,
-		Steps: []Step{{
-			Name:         "reserve-inventory",
-			Agent:        InventoryAgent,
-			Timeout:      s.StepTimeout,
-			MaxFailures:  s.MaxFailures,
-			RetryBackoff: s.RetryBackoff,
-		}},
+		Steps: []Step{
+			{Action: act("reserve-inventory", InventoryAgent), Undo: &release},
+			{Action: act("charge-payment", PaymentAgent), Undo: &refund},
+			{Action: act("create-shipment", ShippingAgent)},
+		},
 	}
 }
 
 // Validate checks the settings make a usable workflow.
 func (s Settings) Validate() error {
-	return Orders(s).Validate([]string{InventoryAgent})
+	return Orders(s).Validate(OrderAgents)
 }

@@ -15,7 +15,7 @@ type Recovery struct {
 
 // DecideRecovery returns what the supervisor does with an overdue step that
 // has failed failureCount times before. FailureCount never passes MaxFailures.
-func DecideRecovery(s Step, failureCount int) Recovery {
+func DecideRecovery(s Action, failureCount int) Recovery {
 	n := failureCount + 1
 	if n >= s.MaxFailures {
 		return Recovery{GiveUp: true, FailureCount: s.MaxFailures}

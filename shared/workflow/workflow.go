@@ -1,6 +1,7 @@
 // Package workflow holds the pure rules of the pattern: step definitions, the
-// states a task and its steps move through, and the supervisor's recovery
-// decision. It imports no AWS SDK.
+// states a task and its steps move through, the order in which steps and
+// their undo actions run, and the supervisor's recovery decision. It imports
+// no AWS SDK.
 package workflow
 
 import (
@@ -12,25 +13,36 @@ import (
 // State is the ProcessState of a task or step record.
 type State string
 
-// The states of task and step records.
+// The states of step records (Pending, Processing, Processed, Error) and of
+// task records (Pending while its steps run, Compensating while its undo
+// actions run, and the end states Processed, Failed, CompensationFailed).
 const (
-	Pending    State = "Pending"
-	Processing State = "Processing"
-	Processed  State = "Processed"
-	Error      State = "Error"
+	Pending            State = "Pending"
+	Processing         State = "Processing"
+	Processed          State = "Processed"
+	Error              State = "Error"
+	Compensating       State = "Compensating"
+	Failed             State = "Failed"             // a step failed for good; the completed steps were undone
+	CompensationFailed State = "CompensationFailed" // an undo action failed for good too
 )
 
 // Ended reports whether a task in state s needs no more work.
-func (s State) Ended() bool { return s == Processed || s == Error }
+func (s State) Ended() bool { return s == Processed || s == Failed || s == CompensationFailed }
 
-// Step describes one action of a workflow: the Agent (remote service) it calls
-// and how long and how often it may try.
-type Step struct {
+// Action is one call to one remote service through its Agent.
+type Action struct {
 	Name         string        // unique within the workflow; part of the idempotency key
-	Agent        string        // the remote service whose Agent runs this step
+	Agent        string        // the remote service whose Agent runs it
 	Timeout      time.Duration // CompleteBy = claim time + Timeout
-	MaxFailures  int           // supervisor recoveries allowed before the step is an Error
-	RetryBackoff time.Duration // base delay before a recovered step is scheduled again
+	MaxFailures  int           // supervisor recoveries allowed before it is an Error
+	RetryBackoff time.Duration // base delay before a recovered action is scheduled again
+}
+
+// Step is an action of the workflow and, optionally, the action that undoes
+// it when a later step fails for good.
+type Step struct {
+	Action
+	Undo *Action
 }
 
 // Definition is an ordered list of steps run one after another.
@@ -55,24 +67,36 @@ func (d Definition) Validate(agents []string) error {
 	for _, a := range agents {
 		known[a] = true
 	}
-	seen := make(map[string]bool, len(d.Steps))
+	seen := map[string]bool{}
 	for i, s := range d.Steps {
-		switch {
-		case s.Name == "":
-			return fmt.Errorf("workflow %q: step %d has no name", d.Name, i)
-		case seen[s.Name]:
-			return fmt.Errorf("workflow %q: duplicate step %q", d.Name, s.Name)
-		case !known[s.Agent]:
-			return fmt.Errorf("workflow %q: step %q calls unknown agent %q", d.Name, s.Name, s.Agent)
-		case s.Timeout <= 0:
-			return fmt.Errorf("workflow %q: step %q has no timeout", d.Name, s.Name)
-		case s.MaxFailures < 1:
-			return fmt.Errorf("workflow %q: step %q needs a failure threshold of at least 1", d.Name, s.Name)
-		case s.RetryBackoff < 0:
-			return fmt.Errorf("workflow %q: step %q has a negative retry backoff", d.Name, s.Name)
+		if err := s.Action.validate(d.Name, fmt.Sprintf("step %d", i), known, seen); err != nil {
+			return err
 		}
-		seen[s.Name] = true
+		if s.Undo != nil {
+			if err := s.Undo.validate(d.Name, fmt.Sprintf("undo of step %q", s.Name), known, seen); err != nil {
+				return err
+			}
+		}
 	}
+	return nil
+}
+
+func (a Action) validate(wf, where string, known, seen map[string]bool) error {
+	switch {
+	case a.Name == "":
+		return fmt.Errorf("workflow %q: %s has no name", wf, where)
+	case seen[a.Name]:
+		return fmt.Errorf("workflow %q: duplicate step %q", wf, a.Name)
+	case !known[a.Agent]:
+		return fmt.Errorf("workflow %q: step %q calls unknown agent %q", wf, a.Name, a.Agent)
+	case a.Timeout <= 0:
+		return fmt.Errorf("workflow %q: step %q has no timeout", wf, a.Name)
+	case a.MaxFailures < 1:
+		return fmt.Errorf("workflow %q: step %q needs a failure threshold of at least 1", wf, a.Name)
+	case a.RetryBackoff < 0:
+		return fmt.Errorf("workflow %q: step %q has a negative retry backoff", wf, a.Name)
+	}
+	seen[a.Name] = true
 	return nil
 }
 
@@ -80,15 +104,27 @@ func (d Definition) Validate(agents []string) error {
 func (d Definition) Agents() []string {
 	var out []string
 	seen := map[string]bool{}
+	add := func(a string) {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
 	for _, s := range d.Steps {
-		if !seen[s.Agent] {
-			seen[s.Agent] = true
-			out = append(out, s.Agent)
+		add(s.Agent)
+		if s.Undo != nil {
+			add(s.Undo.Agent)
 		}
 	}
 	return out
 }
 
-// IdempotencyKey is the key an Agent sends with every attempt of one step of
-// one order, so the remote service applies the step's effect once.
-func IdempotencyKey(orderID, step string) string { return orderID + "/" + step }
+// IdempotencyKey is the key an Agent sends with every attempt of one action
+// of one order in one round (a resubmitted task runs a new round, whose
+// effects are new), so the remote service applies each effect once.
+func IdempotencyKey(orderID, action string, round int) string {
+	if round <= 1 {
+		return orderID + "/" + action
+	}
+	return fmt.Sprintf("%s/%s/r%d", orderID, action, round)
+}

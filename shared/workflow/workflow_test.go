@@ -15,31 +15,41 @@ func valid() workflow.Definition {
 
 func TestValidateAcceptsTheDefaultWorkflow(t *testing.T) {
 	t.Parallel()
-	require.NoError(t, valid().Validate([]string{workflow.InventoryAgent}))
-	require.Equal(t, []string{workflow.InventoryAgent}, valid().Agents())
+	require.NoError(t, valid().Validate(workflow.OrderAgents))
+	require.Equal(t, workflow.OrderAgents, valid().Agents())
 }
 
 func TestValidateRejectsBadDefinitions(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct {
-		edit func(*workflow.Definition)
+		edit func(*workflow.Definition) // on a deep copy of the default
 		want string
 	}{
-		"unknown agent":    {func(d *workflow.Definition) { d.Steps[0].Agent = "nobody" }, `unknown agent "nobody"`},
-		"duplicate step":   {func(d *workflow.Definition) { d.Steps = append(d.Steps, d.Steps[0]) }, "duplicate step"},
-		"missing timeout":  {func(d *workflow.Definition) { d.Steps[0].Timeout = 0 }, "no timeout"},
-		"no threshold":     {func(d *workflow.Definition) { d.Steps[0].MaxFailures = 0 }, "failure threshold"},
-		"no steps":         {func(d *workflow.Definition) { d.Steps = nil }, "no steps"},
-		"no name":          {func(d *workflow.Definition) { d.Name = "" }, "no name"},
-		"unnamed step":     {func(d *workflow.Definition) { d.Steps[0].Name = "" }, "has no name"},
-		"no pickup":        {func(d *workflow.Definition) { d.PickupTimeout = 0 }, "pickup timeout"},
-		"negative backoff": {func(d *workflow.Definition) { d.Steps[0].RetryBackoff = -1 }, "negative retry backoff"},
+		"unknown agent":  {func(d *workflow.Definition) { d.Steps[0].Agent = "nobody" }, `unknown agent "nobody"`},
+		"duplicate step": {func(d *workflow.Definition) { d.Steps = append(d.Steps, d.Steps[0]) }, "duplicate step"},
+		"undo named as a step": {func(d *workflow.Definition) { d.Steps[1].Undo.Name = "reserve-inventory" },
+			`duplicate step "reserve-inventory"`},
+		"undo of unknown agent": {func(d *workflow.Definition) { d.Steps[0].Undo.Agent = "vault" }, `unknown agent "vault"`},
+		"undo without timeout":  {func(d *workflow.Definition) { d.Steps[0].Undo.Timeout = 0 }, `step "release-inventory" has no timeout`},
+		"missing timeout":       {func(d *workflow.Definition) { d.Steps[0].Timeout = 0 }, "no timeout"},
+		"no threshold":          {func(d *workflow.Definition) { d.Steps[0].MaxFailures = 0 }, "failure threshold"},
+		"no steps":              {func(d *workflow.Definition) { d.Steps = nil }, "no steps"},
+		"no name":               {func(d *workflow.Definition) { d.Name = "" }, "no name"},
+		"unnamed step":          {func(d *workflow.Definition) { d.Steps[0].Name = "" }, "has no name"},
+		"no pickup":             {func(d *workflow.Definition) { d.PickupTimeout = 0 }, "pickup timeout"},
+		"negative backoff":      {func(d *workflow.Definition) { d.Steps[0].RetryBackoff = -1 }, "negative retry backoff"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			d := valid()
+			for i, st := range d.Steps { // copy the undo actions before editing them
+				if st.Undo != nil {
+					u := *st.Undo
+					d.Steps[i].Undo = &u
+				}
+			}
 			c.edit(&d)
-			err := d.Validate([]string{workflow.InventoryAgent})
+			err := d.Validate(workflow.OrderAgents)
 			require.ErrorContains(t, err, c.want)
 		})
 	}
@@ -47,7 +57,7 @@ func TestValidateRejectsBadDefinitions(t *testing.T) {
 
 func TestDecideRecoveryRetriesBelowThresholdThenGivesUp(t *testing.T) {
 	t.Parallel()
-	s := workflow.Step{MaxFailures: 3, RetryBackoff: time.Second}
+	s := workflow.Action{MaxFailures: 3, RetryBackoff: time.Second}
 	r := workflow.DecideRecovery(s, 0)
 	require.Equal(t, workflow.Recovery{FailureCount: 1, Delay: time.Second}, r)
 	r = workflow.DecideRecovery(s, 1)
@@ -70,13 +80,71 @@ func TestRecoveryDelayDoublesAndCaps(t *testing.T) {
 
 func TestStateEnded(t *testing.T) {
 	t.Parallel()
-	require.True(t, workflow.Processed.Ended())
-	require.True(t, workflow.Error.Ended())
-	require.False(t, workflow.Pending.Ended())
-	require.False(t, workflow.Processing.Ended())
+	for _, s := range []workflow.State{workflow.Processed, workflow.Failed, workflow.CompensationFailed} {
+		require.True(t, s.Ended(), s)
+	}
+	for _, s := range []workflow.State{workflow.Pending, workflow.Processing, workflow.Compensating, workflow.Error} {
+		require.False(t, s.Ended(), s)
+	}
 }
 
 func TestIdempotencyKeyIsTheSameForEveryAttempt(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "o-1/reserve-inventory", workflow.IdempotencyKey("o-1", "reserve-inventory"))
+	require.Equal(t, "o-1/reserve-inventory", workflow.IdempotencyKey("o-1", "reserve-inventory", 1))
+	require.Equal(t, "o-1/reserve-inventory/r2", workflow.IdempotencyKey("o-1", "reserve-inventory", 2),
+		"a resubmitted order's effects are new")
+}
+
+func TestNextRunsStepsForwardAndUndosBackward(t *testing.T) {
+	t.Parallel()
+	d := valid()
+	type next struct {
+		ref workflow.Ref
+		ok  bool
+		end workflow.State
+	}
+	at := func(r workflow.Ref) next { n, ok, end := d.Next(r); return next{n, ok, end} }
+	require.Equal(t, next{workflow.Ref{Index: 1}, true, ""}, at(workflow.Ref{Index: 0}))
+	require.Equal(t, next{workflow.Ref{Index: 2}, true, ""}, at(workflow.Ref{Index: 1}))
+	require.Equal(t, next{workflow.Ref{}, false, workflow.Processed}, at(workflow.Ref{Index: 2}))
+	require.Equal(t, next{workflow.Ref{Index: 0, Undo: true}, true, ""}, at(workflow.Ref{Index: 1, Undo: true}))
+	require.Equal(t, next{workflow.Ref{}, false, workflow.Failed}, at(workflow.Ref{Index: 0, Undo: true}))
+}
+
+func TestUndoFromSkipsStepsWithoutUndo(t *testing.T) {
+	t.Parallel()
+	d := valid()
+	require.Equal(t, -1, d.UndoFrom(0), "nothing done before the first step")
+	require.Equal(t, 0, d.UndoFrom(1))
+	require.Equal(t, 1, d.UndoFrom(2))
+	d.Steps[1].Undo = nil
+	require.Equal(t, 0, d.UndoFrom(2), "a step without undo is skipped")
+	_, ok := d.Action(workflow.Ref{Index: 1, Undo: true})
+	require.False(t, ok)
+	a, ok := d.Action(workflow.Ref{Index: 0, Undo: true})
+	require.True(t, ok)
+	require.Equal(t, "release-inventory", a.Name)
+	_, ok = d.Action(workflow.Ref{Index: 9})
+	require.False(t, ok)
+}
+
+func TestSeqOrdersEveryEventOfEveryRound(t *testing.T) {
+	t.Parallel()
+	order := []int{
+		workflow.Seq(1, workflow.EventReceived, 0),
+		workflow.Seq(1, workflow.EventStepDone, 0),
+		workflow.Seq(1, workflow.EventStepDone, 1),
+		workflow.Seq(1, workflow.EventFailed, 2),
+		workflow.Seq(1, workflow.EventUndoDone, 1),
+		workflow.Seq(1, workflow.EventUndoDone, 0),
+		workflow.Seq(1, workflow.EventCompensated, 0),
+		workflow.Seq(2, workflow.EventReceived, 0),
+		workflow.Seq(2, workflow.EventStepDone, 0),
+		workflow.Seq(2, workflow.EventProcessed, 0),
+	}
+	for i := 1; i < len(order); i++ {
+		require.Greater(t, order[i], order[i-1], "event %d", i)
+	}
+	require.Less(t, workflow.Seq(1, workflow.EventStepDone, 2), workflow.Seq(1, workflow.EventProcessed, 0))
+	require.Equal(t, workflow.Seq(1, workflow.EventStepDone, 1), workflow.Seq(1, workflow.EventStepDone, 1), "a duplicate has the same number")
 }

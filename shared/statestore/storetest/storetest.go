@@ -32,13 +32,38 @@ func NewStore(t *testing.T, db *dynamodb.Client) *statestore.Store {
 	return statestore.New(db, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
 }
 
+// def is a workflow of n steps; every step but the last has an undo action.
 func def(steps int) workflow.Definition {
 	d := workflow.Definition{Name: "test", PickupTimeout: time.Minute}
+	act := func(name string) workflow.Action {
+		return workflow.Action{Name: name, Agent: "svc", Timeout: 10 * time.Second, MaxFailures: 3, RetryBackoff: time.Second}
+	}
 	for i := range steps {
-		d.Steps = append(d.Steps, workflow.Step{Name: fmt.Sprintf("s%d", i), Agent: "svc",
-			Timeout: 10 * time.Second, MaxFailures: 3, RetryBackoff: time.Second})
+		st := workflow.Step{Action: act(fmt.Sprintf("s%d", i))}
+		if i < steps-1 {
+			u := act(fmt.Sprintf("undo-s%d", i))
+			st.Undo = &u
+		}
+		d.Steps = append(d.Steps, st)
 	}
 	return d
+}
+
+var (
+	step0 = workflow.Ref{Index: 0}
+	step1 = workflow.Ref{Index: 1}
+	step2 = workflow.Ref{Index: 2}
+	undo0 = workflow.Ref{Index: 0, Undo: true}
+	undo1 = workflow.Ref{Index: 1, Undo: true}
+)
+
+func done(orderID string, r workflow.Ref, attempt int, next *workflow.Ref, end workflow.State) statestore.Completion {
+	return statestore.Completion{OrderID: orderID, Ref: r, Attempt: attempt, Next: next, NextDueAt: t0.Add(time.Minute),
+		End: end, Now: t0}
+}
+
+func failure(orderID string, r workflow.Ref, undoFrom int, why string) statestore.Failure {
+	return statestore.Failure{OrderID: orderID, Ref: r, UndoFrom: undoFrom, Reason: why, AlertDue: t0, UndoDue: t0.Add(time.Minute), Now: t0}
 }
 
 var t0 = time.UnixMilli(1_800_000_000_000)
@@ -82,8 +107,16 @@ func submitWrites(t *testing.T, s *statestore.Store) {
 	require.NoError(t, err)
 	require.Equal(t, workflow.Pending, task.State)
 	require.Equal(t, 2, task.StepCount)
-	require.Len(t, steps, 2)
-	for i, st := range steps {
+	require.Len(t, steps, 3, "two steps and the first one's undo action")
+	require.True(t, steps[2].Undo)
+	require.Equal(t, "undo-s0", steps[2].Name)
+	require.True(t, steps[2].DueAt.IsZero(), "an undo action waits")
+	require.Equal(t, -1, steps[0].UndoFrom, "nothing before the first step")
+	require.Equal(t, 0, steps[1].UndoFrom)
+	require.Equal(t, 1, task.Round)
+	require.Len(t, steps[0].Events, 1)
+	require.Contains(t, steps[0].Events[0], "received; ready")
+	for i, st := range steps[:2] {
 		require.Equal(t, i, st.Index)
 		require.Equal(t, workflow.Pending, st.State)
 		require.Zero(t, st.FailureCount)
@@ -101,7 +134,7 @@ func submitWrites(t *testing.T, s *statestore.Store) {
 func duplicateSubmit(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submit(t, s, "o-1", 1)
-	_, err := s.Claim(ctx, "o-1", 0, "sched-a", t0)
+	_, err := s.Claim(ctx, "o-1", step0, "sched-a", t0)
 	require.NoError(t, err)
 	created, err := s.Submit(ctx, statestore.Submission{OrderID: "o-1", Order: `{"other":true}`, Workflow: def(1), Now: t0.Add(time.Hour)})
 	require.NoError(t, err)
@@ -128,7 +161,7 @@ func submitAtomic(t *testing.T, s *statestore.Store) {
 	require.False(t, created)
 	_, steps, err := s.Load(ctx, "o-1")
 	require.NoError(t, err)
-	require.Len(t, steps, 1, "no step of the refused transaction was written")
+	require.Len(t, steps, 1, "no record of the refused transaction was written")
 }
 
 func claimExclusive(t *testing.T, s *statestore.Store) {
@@ -142,7 +175,7 @@ func claimExclusive(t *testing.T, s *statestore.Store) {
 		go func() {
 			defer wg.Done()
 			<-start
-			st, err := s.Claim(ctx, "o-1", 0, fmt.Sprintf("sched-%d", i), t0)
+			st, err := s.Claim(ctx, "o-1", step0, fmt.Sprintf("sched-%d", i), t0)
 			if err == nil {
 				wins.Add(1)
 				require.Equal(t, 1, st.Attempt)
@@ -167,18 +200,18 @@ func claimExclusive(t *testing.T, s *statestore.Store) {
 func claimNotReady(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submit(t, s, "o-1", 2)
-	_, err := s.Claim(ctx, "o-1", 1, "sched", t0)
+	_, err := s.Claim(ctx, "o-1", step1, "sched", t0)
 	require.ErrorIs(t, err, statestore.ErrNotClaimable, "second step waits for the first")
-	_, err = s.Claim(ctx, "missing", 0, "sched", t0)
+	_, err = s.Claim(ctx, "missing", step0, "sched", t0)
 	require.ErrorIs(t, err, statestore.ErrNotClaimable)
 }
 
 func completeFenced(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submit(t, s, "o-1", 1)
-	st, err := s.Claim(ctx, "o-1", 0, "sched", t0)
+	st, err := s.Claim(ctx, "o-1", step0, "sched", t0)
 	require.NoError(t, err)
-	c := statestore.Completion{OrderID: "o-1", Step: 0, Attempt: st.Attempt + 1, Next: -1, Now: t0}
+	c := done("o-1", step0, st.Attempt+1, nil, workflow.Processed)
 	require.ErrorIs(t, s.Complete(ctx, c), statestore.ErrStale, "a reply of another attempt")
 	task, steps, _ := s.Load(ctx, "o-1")
 	require.Equal(t, workflow.Processing, steps[0].State)
@@ -197,14 +230,13 @@ func completeFenced(t *testing.T, s *statestore.Store) {
 func completeNext(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submit(t, s, "o-1", 2)
-	st, err := s.Claim(ctx, "o-1", 0, "sched", t0)
+	st, err := s.Claim(ctx, "o-1", step0, "sched", t0)
 	require.NoError(t, err)
-	require.NoError(t, s.Complete(ctx, statestore.Completion{OrderID: "o-1", Step: 0, Attempt: st.Attempt,
-		Next: 1, NextDueAt: t0.Add(time.Minute), Now: t0}))
+	require.NoError(t, s.Complete(ctx, done("o-1", step0, st.Attempt, &step1, "")))
 	task, steps, _ := s.Load(ctx, "o-1")
 	require.Equal(t, workflow.Pending, task.State, "task goes on")
 	require.Equal(t, t0.Add(time.Minute), steps[1].DueAt)
-	st2, err := s.Claim(ctx, "o-1", 1, "sched", t0)
+	st2, err := s.Claim(ctx, "o-1", step1, "sched", t0)
 	require.NoError(t, err)
 	require.Equal(t, 1, st2.Attempt)
 }
@@ -216,10 +248,10 @@ func overdue(t *testing.T, s *statestore.Store) {
 	}
 	// o-0, o-1 claimed (deadline t0+10s); o-2 claimed and completed.
 	for i := range 3 {
-		_, err := s.Claim(ctx, fmt.Sprintf("o-%d", i), 0, "sched", t0)
+		_, err := s.Claim(ctx, fmt.Sprintf("o-%d", i), step0, "sched", t0)
 		require.NoError(t, err)
 	}
-	require.NoError(t, s.Complete(ctx, statestore.Completion{OrderID: "o-2", Step: 0, Attempt: 1, Next: -1, Now: t0}))
+	require.NoError(t, s.Complete(ctx, done("o-2", step0, 1, nil, workflow.Processed)))
 	got, err := s.Overdue(ctx, t0.Add(5*time.Second), 100)
 	require.NoError(t, err)
 	require.Empty(t, got, "nothing due yet")
@@ -232,7 +264,7 @@ func overdue(t *testing.T, s *statestore.Store) {
 	for _, st := range got {
 		require.NotZero(t, st.MaxFailures, "the index carries what the supervisor needs")
 	}
-	require.NoError(t, s.Fail(ctx, "o-0", 0, 1, "declined", t0, t0))
+	require.NoError(t, s.Fail(ctx, failure("o-0", step0, -1, "declined"), 1))
 	got, err = s.Overdue(ctx, t0, 100)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
@@ -253,7 +285,7 @@ func ids(steps []statestore.Step) []string {
 func requeue(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submit(t, s, "o-1", 1)
-	_, err := s.Claim(ctx, "o-1", 0, "sched", t0)
+	_, err := s.Claim(ctx, "o-1", step0, "sched", t0)
 	require.NoError(t, err)
 	got, err := s.Overdue(ctx, t0.Add(time.Hour), 10)
 	require.NoError(t, err)
@@ -283,34 +315,34 @@ func requeue(t *testing.T, s *statestore.Store) {
 	require.True(t, st.CompleteBy.IsZero())
 	require.Equal(t, "timed out", st.LastError)
 	// The old attempt's reply is now stale, and the step can be claimed again.
-	require.ErrorIs(t, s.Complete(ctx, statestore.Completion{OrderID: "o-1", Step: 0, Attempt: 1, Next: -1, Now: t0}), statestore.ErrStale)
-	st2, err := s.Claim(ctx, "o-1", 0, "sched-b", t0.Add(time.Hour))
+	require.ErrorIs(t, s.Complete(ctx, done("o-1", step0, 1, nil, workflow.Processed)), statestore.ErrStale)
+	st2, err := s.Claim(ctx, "o-1", step0, "sched-b", t0.Add(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, 2, st2.Attempt)
-	require.ErrorIs(t, s.Complete(ctx, statestore.Completion{OrderID: "o-1", Step: 0, Attempt: 1, Next: -1, Now: t0}), statestore.ErrStale)
-	require.NoError(t, s.Complete(ctx, statestore.Completion{OrderID: "o-1", Step: 0, Attempt: 2, Next: -1, Now: t0}))
+	require.ErrorIs(t, s.Complete(ctx, done("o-1", step0, 1, nil, workflow.Processed)), statestore.ErrStale)
+	require.NoError(t, s.Complete(ctx, done("o-1", step0, 2, nil, workflow.Processed)))
 }
 
 func giveUp(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submit(t, s, "o-1", 1)
-	_, err := s.Claim(ctx, "o-1", 0, "sched", t0)
+	_, err := s.Claim(ctx, "o-1", step0, "sched", t0)
 	require.NoError(t, err)
 	got, _ := s.Overdue(ctx, t0.Add(time.Hour), 10)
 	require.Len(t, got, 1)
 	now := t0.Add(time.Hour)
-	require.NoError(t, s.GiveUp(ctx, got[0], 3, "timed out 3 times", now.Add(time.Minute), now))
-	require.ErrorIs(t, s.GiveUp(ctx, got[0], 3, "again", now, now), statestore.ErrStale)
+	require.NoError(t, s.GiveUp(ctx, got[0], 3, "timed out 3 times", now.Add(time.Minute), now, now))
+	require.ErrorIs(t, s.GiveUp(ctx, got[0], 3, "again", now, now, now), statestore.ErrStale)
 	task, steps, _ := s.Load(ctx, "o-1")
-	require.Equal(t, workflow.Error, task.State)
+	require.Equal(t, workflow.Failed, task.State, "nothing to undo in a one-step workflow")
 	require.Contains(t, task.LastError, "timed out 3 times")
 	require.Equal(t, workflow.Error, steps[0].State)
 	require.Equal(t, 3, steps[0].FailureCount)
 	require.False(t, steps[0].Alerted)
 	due, _ := s.Overdue(ctx, now.Add(2*time.Minute), 10)
 	require.Len(t, due, 1, "an unalerted Error stays due until alerted")
-	require.NoError(t, s.MarkAlerted(ctx, "o-1", 0, now))
-	require.NoError(t, s.MarkAlerted(ctx, "o-1", 0, now), "idempotent")
+	require.NoError(t, s.MarkAlerted(ctx, "o-1", step0, now))
+	require.NoError(t, s.MarkAlerted(ctx, "o-1", step0, now), "idempotent")
 	due, _ = s.Overdue(ctx, now.Add(2*time.Minute), 10)
 	require.Empty(t, due)
 	_, steps, _ = s.Load(ctx, "o-1")
@@ -320,13 +352,14 @@ func giveUp(t *testing.T, s *statestore.Store) {
 func failFenced(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submit(t, s, "o-1", 1)
-	st, err := s.Claim(ctx, "o-1", 0, "sched", t0)
+	st, err := s.Claim(ctx, "o-1", step0, "sched", t0)
 	require.NoError(t, err)
-	require.ErrorIs(t, s.Fail(ctx, "o-1", 0, st.Attempt+1, "declined", t0, t0), statestore.ErrStale)
-	require.NoError(t, s.Fail(ctx, "o-1", 0, st.Attempt, "declined", t0, t0))
-	require.ErrorIs(t, s.Fail(ctx, "o-1", 0, st.Attempt, "declined", t0, t0), statestore.ErrStale)
+	f := failure("o-1", step0, -1, "declined")
+	require.ErrorIs(t, s.Fail(ctx, f, st.Attempt+1), statestore.ErrStale)
+	require.NoError(t, s.Fail(ctx, f, st.Attempt))
+	require.ErrorIs(t, s.Fail(ctx, f, st.Attempt), statestore.ErrStale)
 	task, steps, _ := s.Load(ctx, "o-1")
-	require.Equal(t, workflow.Error, task.State)
+	require.Equal(t, workflow.Failed, task.State)
 	require.Equal(t, "declined", steps[0].LastError)
 	require.Zero(t, steps[0].FailureCount, "a permanent fault is not a timeout")
 }
@@ -342,4 +375,156 @@ func tasks(t *testing.T, s *statestore.Store) {
 	require.NoError(t, err)
 	require.Len(t, got, 130)
 	require.Equal(t, workflow.Pending, got["o-129"].State)
+}
+
+// runTo completes steps 0..n-1 of o-1 (submitted with steps steps).
+func runTo(t *testing.T, s *statestore.Store, steps, n int) {
+	t.Helper()
+	ctx := context.Background()
+	submit(t, s, "o-1", steps)
+	for i := range n {
+		r := workflow.Ref{Index: i}
+		st, err := s.Claim(ctx, "o-1", r, "sched", t0)
+		require.NoError(t, err)
+		next := workflow.Ref{Index: i + 1}
+		require.NoError(t, s.Complete(ctx, done("o-1", r, st.Attempt, &next, "")))
+	}
+}
+
+func state(t *testing.T, s *statestore.Store) (statestore.Task, map[workflow.Ref]statestore.Step) {
+	t.Helper()
+	task, recs, err := s.Load(context.Background(), "o-1")
+	require.NoError(t, err)
+	m := map[workflow.Ref]statestore.Step{}
+	for _, r := range recs {
+		m[r.Ref()] = r
+	}
+	return task, m
+}
+
+func failureStartsCompensation(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 3, 2)
+	st, err := s.Claim(ctx, "o-1", step2, "sched", t0)
+	require.NoError(t, err)
+	require.NoError(t, s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt))
+	task, recs := state(t, s)
+	require.Equal(t, workflow.Compensating, task.State)
+	require.Equal(t, workflow.Error, recs[step2].State)
+	require.Equal(t, t0.Add(time.Minute), recs[undo1].DueAt, "the latest undo is ready")
+	require.True(t, recs[undo0].DueAt.IsZero(), "the earlier one waits its turn")
+	_, err = s.Claim(ctx, "o-1", undo0, "sched", t0)
+	require.ErrorIs(t, err, statestore.ErrNotClaimable)
+	_, err = s.Claim(ctx, "o-1", undo1, "sched", t0)
+	require.NoError(t, err)
+}
+
+func undoChainEndsFailed(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 3, 2)
+	st, _ := s.Claim(ctx, "o-1", step2, "sched", t0)
+	require.NoError(t, s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt))
+	u1, err := s.Claim(ctx, "o-1", undo1, "sched", t0)
+	require.NoError(t, err)
+	require.NoError(t, s.Complete(ctx, done("o-1", undo1, u1.Attempt, &undo0, "")))
+	u0, err := s.Claim(ctx, "o-1", undo0, "sched", t0)
+	require.NoError(t, err)
+	require.ErrorIs(t, s.Complete(ctx, done("o-1", undo0, u0.Attempt+1, nil, workflow.Failed)), statestore.ErrStale)
+	require.NoError(t, s.Complete(ctx, done("o-1", undo0, u0.Attempt, nil, workflow.Failed)))
+	task, recs := state(t, s)
+	require.Equal(t, workflow.Failed, task.State, "work undone")
+	require.False(t, task.CompletedAt.IsZero())
+	require.Equal(t, workflow.Processed, recs[undo0].State)
+	require.Equal(t, workflow.Processed, recs[undo1].State)
+}
+
+func undoFailure(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 3, 2)
+	st, _ := s.Claim(ctx, "o-1", step2, "sched", t0)
+	require.NoError(t, s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt))
+	u1, err := s.Claim(ctx, "o-1", undo1, "sched", t0)
+	require.NoError(t, err)
+	require.NoError(t, s.Fail(ctx, failure("o-1", undo1, -1, "refund refused"), u1.Attempt))
+	task, recs := state(t, s)
+	require.Equal(t, workflow.CompensationFailed, task.State)
+	require.Contains(t, task.LastError, "UNDO#001: refund refused", "the operator sees which undo did not happen")
+	require.Equal(t, workflow.Error, recs[undo1].State)
+	require.Equal(t, workflow.Pending, recs[undo0].State, "not run")
+}
+
+func giveUpCompensates(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 3, 1)
+	_, err := s.Claim(ctx, "o-1", step1, "sched", t0)
+	require.NoError(t, err)
+	due, err := s.Overdue(ctx, t0.Add(time.Hour), 10)
+	require.NoError(t, err)
+	require.Len(t, due, 1)
+	require.Equal(t, 0, due[0].UndoFrom, "the index tells the supervisor what to undo")
+	now := t0.Add(time.Hour)
+	require.NoError(t, s.GiveUp(ctx, due[0], 3, "timed out", now, now.Add(time.Minute), now))
+	task, recs := state(t, s)
+	require.Equal(t, workflow.Compensating, task.State)
+	require.Equal(t, now.Add(time.Minute), recs[undo0].DueAt)
+}
+
+func resubmitFailed(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 2, 1)
+	st, _ := s.Claim(ctx, "o-1", step1, "sched", t0)
+	require.NoError(t, s.Fail(ctx, failure("o-1", step1, 0, "declined"), st.Attempt))
+	u0, _ := s.Claim(ctx, "o-1", undo0, "sched", t0)
+	require.NoError(t, s.Complete(ctx, done("o-1", undo0, u0.Attempt, nil, workflow.Failed)))
+
+	_, err := s.Resubmit(ctx, "o-1", "s0", time.Minute, t0)
+	require.ErrorContains(t, err, `step "s0" is not the one that failed (s1)`)
+	r, err := s.Resubmit(ctx, "o-1", "s1", time.Minute, t0)
+	require.NoError(t, err)
+	require.Equal(t, step0, r, "a compensated order runs again from its first step")
+	task, recs := state(t, s)
+	require.Equal(t, workflow.Pending, task.State)
+	require.Equal(t, 2, task.Round)
+	require.True(t, task.CompletedAt.IsZero())
+	for ref, rec := range recs {
+		require.Equal(t, workflow.Pending, rec.State, ref)
+		require.Zero(t, rec.FailureCount)
+		require.Equal(t, 2, rec.Round)
+		require.Equal(t, ref == step0, !rec.DueAt.IsZero(), "only the first step is ready")
+	}
+	again, err := s.Claim(ctx, "o-1", step0, "sched", t0)
+	require.NoError(t, err)
+	require.Equal(t, 2, again.Attempt, "attempts keep counting across rounds (fencing)")
+	require.ErrorIs(t, s.Complete(ctx, done("o-1", step0, 1, &step1, "")), statestore.ErrStale, "round 1's reply is stale")
+	require.Contains(t, again.Events[len(again.Events)-2], "resubmitted by the operator (round 2)")
+}
+
+func resubmitUndo(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 3, 2)
+	st, _ := s.Claim(ctx, "o-1", step2, "sched", t0)
+	require.NoError(t, s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt))
+	u1, _ := s.Claim(ctx, "o-1", undo1, "sched", t0)
+	require.NoError(t, s.Fail(ctx, failure("o-1", undo1, -1, "refund refused"), u1.Attempt))
+	r, err := s.Resubmit(ctx, "o-1", "", time.Minute, t0)
+	require.NoError(t, err)
+	require.Equal(t, undo1, r)
+	task, recs := state(t, s)
+	require.Equal(t, workflow.Compensating, task.State)
+	require.Equal(t, 1, task.Round)
+	require.Equal(t, workflow.Pending, recs[undo1].State)
+	require.Equal(t, workflow.Error, recs[step2].State, "the failed step stays failed")
+	require.Equal(t, workflow.Processed, recs[step0].State)
+	_, err = s.Claim(ctx, "o-1", undo1, "sched", t0)
+	require.NoError(t, err)
+}
+
+func resubmitRefused(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 2)
+	_, err := s.Resubmit(ctx, "o-1", "", time.Minute, t0)
+	require.True(t, statestore.IsNotResubmittable(err))
+	require.ErrorContains(t, err, "order o-1 is Pending; only Failed or CompensationFailed orders can be resubmitted")
+	_, err = s.Resubmit(ctx, "nope", "", time.Minute, t0)
+	require.ErrorIs(t, err, statestore.ErrNotFound)
 }

@@ -1,0 +1,118 @@
+// Package notify posts status notifications to the reply queues orders name,
+// and only to queues the deployment allows: otherwise anyone who can send an
+// order could make the pipeline write anywhere.
+package notify
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Sender sends queue messages.
+type Sender interface {
+	SendJSON(ctx context.Context, queueURL string, v any, delay time.Duration) error
+}
+
+// Allowed is the deployment's list of allowed reply-queue URL prefixes.
+type Allowed []string
+
+// Check returns an error saying why queueURL may not be named, or nil.
+func (a Allowed) Check(queueURL string) error {
+	for _, p := range a {
+		if p != "" && strings.HasPrefix(queueURL, p) {
+			return nil
+		}
+	}
+	if len(a) == 0 {
+		return fmt.Errorf("replyQueue %q is not allowed: this deployment allows no reply queues", queueURL)
+	}
+	return fmt.Errorf("replyQueue %q is not allowed: it must start with one of %s", queueURL, strings.Join(a, ", "))
+}
+
+// Notifier posts status messages; delivery is best effort (a failed send is
+// logged and counted, and never undoes the state change it reports).
+type Notifier struct {
+	send    Sender
+	allowed Allowed
+	metrics *metrics.Emitter
+	log     *slog.Logger
+}
+
+// New returns a notifier.
+func New(send Sender, allowed Allowed, m *metrics.Emitter, log *slog.Logger) *Notifier {
+	return &Notifier{send: send, allowed: allowed, metrics: m, log: log}
+}
+
+// Event describes what happened to an order.
+type Event struct {
+	OrderID    string
+	ReplyQueue string // "" means nobody asked: nothing is sent
+	Round      int
+	Event      workflow.Event
+	Index      int    // the step the event is about
+	Step       string // its name
+	State      workflow.State
+	Error      string
+	At         time.Time
+}
+
+// Post sends the status message for e, if its order named an allowed queue.
+func (n *Notifier) Post(ctx context.Context, e Event) {
+	if e.ReplyQueue == "" {
+		return
+	}
+	if err := n.allowed.Check(e.ReplyQueue); err != nil {
+		n.log.Warn("status not sent", "order_id", e.OrderID, "err", err)
+		return
+	}
+	st := message.Status{Kind: message.KindStatus, OrderID: e.OrderID, Round: max(e.Round, 1),
+		Seq: workflow.Seq(max(e.Round, 1), e.Event, e.Index), Event: string(e.Event), Step: e.Step,
+		State: string(e.State), Error: e.Error, At: e.At.UTC()}
+	if err := n.send.SendJSON(ctx, e.ReplyQueue, st, 0); err != nil {
+		n.metrics.Count(metrics.NotificationsFailed, 1, map[string]any{"OrderID": e.OrderID})
+		n.log.Warn("status not sent", "order_id", e.OrderID, "event", e.Event, "err", err)
+	}
+}
+
+// Ended counts a task's end in its metric and posts it: processed,
+// compensated (Failed, its work undone) or compensation-failed.
+func (n *Notifier) Ended(ctx context.Context, orderID, replyTo string, round int, end workflow.State, why string, now time.Time) {
+	e := Event{OrderID: orderID, ReplyQueue: replyTo, Round: round, State: end, Error: why, At: now}
+	name := metrics.CompensationFailures
+	switch end {
+	case workflow.Processed:
+		e.Event, name = workflow.EventProcessed, metrics.OrdersProcessed
+	case workflow.Failed:
+		e.Event, name = workflow.EventCompensated, metrics.OrdersCompensated
+	default:
+		e.Event = workflow.EventCompensationFailed
+	}
+	n.metrics.Count(name, 1, map[string]any{"OrderID": orderID})
+	n.log.Info("order ended", "order_id", orderID, "state", end)
+	n.Post(ctx, e)
+}
+
+// Failed announces that a record failed for good (e has the order, the step
+// and the error): for a step, "failed", and if there was nothing to undo, the
+// task's end; for an undo action, the end in CompensationFailed.
+func (n *Notifier) Failed(ctx context.Context, e Event, undo bool, undoFrom int) {
+	if undo {
+		n.Ended(ctx, e.OrderID, e.ReplyQueue, e.Round, workflow.CompensationFailed, e.Error, e.At)
+		return
+	}
+	e.Event, e.State = workflow.EventFailed, workflow.Compensating
+	if undoFrom < 0 {
+		e.State = workflow.Failed
+	}
+	n.Post(ctx, e)
+	if undoFrom < 0 {
+		n.Ended(ctx, e.OrderID, e.ReplyQueue, e.Round, workflow.Failed, e.Error, e.At)
+	}
+}

@@ -1,0 +1,112 @@
+package statestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// NotResubmittableError says why an order cannot be resubmitted.
+type NotResubmittableError struct{ Reason string }
+
+// Error says why.
+func (e *NotResubmittableError) Error() string { return e.Reason }
+
+// IsNotResubmittable reports whether err is a *NotResubmittableError.
+func IsNotResubmittable(err error) bool {
+	var e *NotResubmittableError
+	return errors.As(err, &e)
+}
+
+// Resubmit puts a task that ended badly back to work after the operator fixed
+// the cause, and returns the record the Scheduler must be told about:
+//   - a Failed task (its completed steps were undone) runs again from its first
+//     step in a new round: every record back to Pending with FailureCount 0, and
+//     new idempotency keys, since the earlier effects were undone;
+//   - a CompensationFailed task retries its failed undo action, FailureCount 0,
+//     and compensation goes on from there.
+//
+// step, if not empty, must name the record in Error. Attempt numbers keep
+// counting, so a late reply of an earlier attempt stays fenced off. It is one
+// transaction, conditional on the task being as read.
+func (s *Store) Resubmit(ctx context.Context, orderID, step string, pickup time.Duration, now time.Time) (workflow.Ref, error) {
+	task, recs, err := s.Load(ctx, orderID)
+	if err != nil {
+		return workflow.Ref{}, err
+	}
+	var failed *Step
+	for i := range recs {
+		// In a Failed task the step that failed; in a CompensationFailed one, the undo.
+		if recs[i].State == workflow.Error && recs[i].Undo == (task.State == workflow.CompensationFailed) {
+			failed = &recs[i]
+		}
+	}
+	switch {
+	case task.State != workflow.Failed && task.State != workflow.CompensationFailed:
+		return workflow.Ref{}, &NotResubmittableError{fmt.Sprintf("order %s is %s; only Failed or CompensationFailed orders can be resubmitted", orderID, task.State)}
+	case failed == nil:
+		return workflow.Ref{}, &NotResubmittableError{fmt.Sprintf("order %s is %s but no step is in Error", orderID, task.State)}
+	case step != "" && step != failed.Name:
+		return workflow.Ref{}, &NotResubmittableError{fmt.Sprintf("order %s: step %q is not the one that failed (%s)", orderID, step, failed.Name)}
+	}
+	ready := workflow.Ref{}
+	var items []types.TransactWriteItem
+	if task.State == workflow.CompensationFailed {
+		ready = failed.Ref()
+		items = append(items, s.resetTask(task, workflow.Compensating, task.Round, now),
+			s.resetRecord(orderID, *failed, task.Round, true, pickup, now))
+	} else {
+		items = append(items, s.resetTask(task, workflow.Pending, task.Round+1, now))
+		for _, r := range recs {
+			items = append(items, s.resetRecord(orderID, r, task.Round+1, r.Ref() == ready, pickup, now))
+		}
+	}
+	if err := s.transact(ctx, items, "resubmit "+orderID); errors.Is(err, ErrStale) {
+		return ready, &NotResubmittableError{fmt.Sprintf("order %s changed while being resubmitted; look again", orderID)}
+	} else if err != nil {
+		return ready, err
+	}
+	return ready, nil
+}
+
+func (s *Store) resetTask(t Task, to workflow.State, round int, now time.Time) types.TransactWriteItem {
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName: &s.state, Key: key(t.OrderID, taskSK),
+		ConditionExpression: aws.String("ProcessState = :from AND Round = :round"),
+		UpdateExpression:    aws.String("SET ProcessState = :to, Round = :newRound, UpdatedAt = :now REMOVE CompletedAt, LastError"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":from": str(string(t.State)), ":round": num(int64(t.Round)), ":to": str(string(to)),
+			":newRound": num(int64(round)), ":now": num(ms(now)),
+		},
+	}}
+}
+
+// resetRecord puts a record back to Pending in round, ready (due after pickup)
+// or waiting.
+func (s *Store) resetRecord(orderID string, r Step, round int, ready bool, pickup time.Duration, now time.Time) types.TransactWriteItem {
+	vals := eventValues(map[string]types.AttributeValue{
+		":pending": str(string(workflow.Pending)), ":zero": num(0), ":round": num(int64(round)),
+		":version": num(int64(r.Version)), ":one": num(1), ":now": num(ms(now)),
+	}, now, "resubmitted by the operator (round %d)", round)
+	expr := "SET ProcessState = :pending, FailureCount = :zero, Round = :round, Version = Version + :one, UpdatedAt = :now, " + appendEvent
+	remove := " REMOVE LockedBy, CompleteBy, LastError, Alerted, StepResult"
+	if ready {
+		expr += ", DueShard = :shard, DueAt = :due"
+		vals[":shard"] = str(shardOf(orderID, r.Ref(), s.shards))
+		vals[":due"] = num(ms(now.Add(pickup)))
+	} else {
+		remove += ", DueShard, DueAt"
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName: &s.state, Key: key(orderID, sortKey(r.Ref())),
+		ConditionExpression:       aws.String("Version = :version"),
+		UpdateExpression:          aws.String(expr + remove),
+		ExpressionAttributeValues: vals,
+	}}
+}
