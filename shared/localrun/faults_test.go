@@ -103,15 +103,20 @@ func TestEveryMessageDeliveredTwice(t *testing.T) {
 	})
 	ids := e.orders(15)
 	tasks := e.waitEnded(ids)
+	recoveries := 0
 	for _, id := range ids {
 		require.Equal(t, workflow.Processed, tasks[id].State)
 		for i := range forward {
-			require.Equal(t, 1, e.step(id, i).Attempt, "a duplicate schedule message never claims again")
+			st := e.step(id, i)
+			recoveries += st.FailureCount
+			// Only a supervisor recovery (a slow machine can cause one) may
+			// add an attempt; a duplicate message never does.
+			require.Equal(t, st.FailureCount+1, st.Attempt, "a duplicate schedule message never claims again")
 		}
 	}
 	e.requireEffectsOnce(ids)
 	require.EqualValues(t, 15, e.stack.Tally.Sum(metrics.OrdersAccepted))
-	require.EqualValues(t, 45, e.stack.Tally.Sum(metrics.StepsClaimed))
+	require.EqualValues(t, 45+recoveries, e.stack.Tally.Sum(metrics.StepsClaimed), "one claim per attempt")
 	require.EqualValues(t, 15, e.stack.Tally.Sum(metrics.OrdersProcessed))
 	stats := e.stack.Stats.Snapshot()
 	for _, fn := range []string{"submission", "scheduler", "agent-inventory", "agent-payment", "agent-shipping"} {
@@ -181,7 +186,7 @@ func (e *env) alerts(n int) []alert.Failure {
 
 func TestDuplicateOrderID(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, remotesim.Faults{}, nil)
+	e := newEnv(t, remotesim.Faults{}, patient)
 	body := localrun.DemoOrder("order-dup", 1).JSON()
 	ctx := context.Background()
 	require.NoError(t, e.stack.SendOrders(ctx, body, body))

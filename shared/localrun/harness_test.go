@@ -59,6 +59,10 @@ func fastSettings() workflow.Settings {
 	return workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 3, RetryBackoff: 0, PickupTimeout: 2 * time.Second}
 }
 
+// patient gives steps a long timeout, for tests that assert no step needed a
+// recovery: on a loaded machine a 3 s step can legitimately time out.
+func patient(o *localrun.Options) { o.Settings.StepTimeout = 20 * time.Second }
+
 func newEnv(t *testing.T, faults remotesim.Faults, tweak func(*localrun.Options)) *env {
 	t.Helper()
 	sim := remotesim.New(uint64(prefixSeq.Load() + 1))

@@ -13,7 +13,7 @@ import (
 
 func TestHappyPathThreeSteps(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, remotesim.Faults{}, nil)
+	e := newEnv(t, remotesim.Faults{}, patient)
 	ids := e.orders(20)
 	tasks := e.waitEnded(ids)
 	for _, id := range ids {

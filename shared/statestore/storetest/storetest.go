@@ -79,18 +79,26 @@ func submit(t *testing.T, s *statestore.Store, id string, steps int) {
 // Run runs the suite; newStore returns a store on fresh, empty tables.
 func Run(t *testing.T, newStore func(t *testing.T) *statestore.Store) {
 	tests := map[string]func(*testing.T, *statestore.Store){
-		"SubmitWritesOrderTaskAndSteps":     submitWrites,
-		"DuplicateSubmitIsIdempotent":       duplicateSubmit,
-		"SubmitIsAtomic":                    submitAtomic,
-		"ClaimIsExclusive":                  claimExclusive,
-		"OnlyReadyStepsAreClaimable":        claimNotReady,
-		"CompleteIsFencedByAttempt":         completeFenced,
-		"CompleteMakesNextStepReady":        completeNext,
-		"OverdueReturnsOnlyPastDeadlines":   overdue,
-		"RequeueIsConditionalOnVersionRead": requeue,
-		"GiveUpMarksErrorUntilAlerted":      giveUp,
-		"FailIsFencedByAttempt":             failFenced,
-		"TasksReadsManyOrdersInBatches":     tasks,
+		"SubmitWritesOrderTaskAndSteps":         submitWrites,
+		"DuplicateSubmitIsIdempotent":           duplicateSubmit,
+		"SubmitIsAtomic":                        submitAtomic,
+		"ClaimIsExclusive":                      claimExclusive,
+		"OnlyReadyStepsAreClaimable":            claimNotReady,
+		"CompleteIsFencedByAttempt":             completeFenced,
+		"CompleteMakesNextStepReady":            completeNext,
+		"OverdueReturnsOnlyPastDeadlines":       overdue,
+		"RequeueIsConditionalOnVersionRead":     requeue,
+		"GiveUpMarksErrorUntilAlerted":          giveUp,
+		"FailIsFencedByAttempt":                 failFenced,
+		"TasksReadsManyOrdersInBatches":         tasks,
+		"FailureStartsCompensation":             failureStartsCompensation,
+		"UndoChainEndsFailed":                   undoChainEndsFailed,
+		"UndoFailureEndsCompensationFailed":     undoFailure,
+		"GiveUpStartsCompensationFromRecord":    giveUpCompensates,
+		"ResubmitFailedRunsANewRound":           resubmitFailed,
+		"ResubmitCompensationFailedRetriesUndo": resubmitUndo,
+		"ResubmitRefusesOtherStates":            resubmitRefused,
+		"ListTasksPagesByState":                 listTasks,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -527,4 +535,42 @@ func resubmitRefused(t *testing.T, s *statestore.Store) {
 	require.ErrorContains(t, err, "order o-1 is Pending; only Failed or CompensationFailed orders can be resubmitted")
 	_, err = s.Resubmit(ctx, "nope", "", time.Minute, t0)
 	require.ErrorIs(t, err, statestore.ErrNotFound)
+}
+
+func listTasks(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	for i := range 7 {
+		submit(t, s, fmt.Sprintf("o-%d", i), 1)
+	}
+	for _, id := range []string{"o-1", "o-4", "o-6"} {
+		st, err := s.Claim(ctx, id, step0, "sched", t0)
+		require.NoError(t, err)
+		require.NoError(t, s.Fail(ctx, failure(id, step0, -1, "declined"), st.Attempt))
+	}
+	var got []string
+	token := ""
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 5)
+		tasks, next, err := s.ListTasks(ctx, workflow.Failed, 2, token)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(tasks), 2)
+		for _, task := range tasks {
+			require.Equal(t, workflow.Failed, task.State)
+			got = append(got, task.OrderID)
+		}
+		if next == "" {
+			break
+		}
+		token = next
+	}
+	require.ElementsMatch(t, []string{"o-1", "o-4", "o-6"}, got, "every page, no repeats")
+	all, next, err := s.ListTasks(ctx, "", 100, "")
+	require.NoError(t, err)
+	require.Len(t, all, 7)
+	require.Empty(t, next)
+	counts, err := s.CountTasks(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[workflow.State]int{workflow.Failed: 3, workflow.Pending: 4}, counts)
+	_, _, err = s.ListTasks(ctx, "", 1, "garbage!")
+	require.ErrorContains(t, err, "bad page token")
 }

@@ -1,0 +1,102 @@
+package statestore
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// ListTasks returns up to limit task records, in the state given ("" for
+// any), starting after the page token from an earlier call ("" for the
+// first page). The returned token is "" after the last page. It scans the
+// state table: an operator's tool, not a hot path; its cost follows the table.
+func (s *Store) ListTasks(ctx context.Context, state workflow.State, limit int, token string) ([]Task, string, error) {
+	start, err := decodeToken(token)
+	if err != nil {
+		return nil, "", err
+	}
+	filter := "SK = :task"
+	vals := map[string]types.AttributeValue{":task": str(taskSK)}
+	if state != "" {
+		filter += " AND ProcessState = :state"
+		vals[":state"] = str(string(state))
+	}
+	var out []Task
+	for {
+		page, err := s.db.Scan(ctx, &dynamodb.ScanInput{
+			TableName: &s.state, FilterExpression: aws.String(filter), ExpressionAttributeValues: vals,
+			ExclusiveStartKey: start, Limit: aws.Int32(int32(max(limit-len(out), 1) * 8)),
+		})
+		if err != nil {
+			return nil, "", fmt.Errorf("list tasks: %w", err)
+		}
+		for i, item := range page.Items {
+			var it taskItem
+			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+				return nil, "", fmt.Errorf("decode task: %w", err)
+			}
+			out = append(out, it.task())
+			if len(out) == limit {
+				if i == len(page.Items)-1 && page.LastEvaluatedKey == nil {
+					return out, "", nil
+				}
+				return out, encodeToken(it.OrderID), nil
+			}
+		}
+		if page.LastEvaluatedKey == nil {
+			return out, "", nil
+		}
+		start = page.LastEvaluatedKey
+	}
+}
+
+// CountTasks counts the task records by state (a scan of the state table).
+func (s *Store) CountTasks(ctx context.Context) (map[workflow.State]int, error) {
+	out := map[workflow.State]int{}
+	p := dynamodb.NewScanPaginator(s.db, &dynamodb.ScanInput{
+		TableName: &s.state, FilterExpression: aws.String("SK = :task"),
+		ProjectionExpression:      aws.String("ProcessState"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":task": str(taskSK)},
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("count tasks: %w", err)
+		}
+		for _, item := range page.Items {
+			if v, ok := item["ProcessState"].(*types.AttributeValueMemberS); ok {
+				out[workflow.State(v.Value)]++
+			}
+		}
+	}
+	return out, nil
+}
+
+// A page token is the OrderID of the last task returned.
+func encodeToken(orderID string) string {
+	b, _ := json.Marshal(map[string]string{"o": orderID})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeToken(token string) (map[string]types.AttributeValue, error) {
+	if token == "" {
+		return nil, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	var v map[string]string
+	if err == nil {
+		err = json.Unmarshal(b, &v)
+	}
+	if err != nil || v["o"] == "" {
+		return nil, fmt.Errorf("bad page token %q", token)
+	}
+	return key(v["o"], taskSK), nil
+}
