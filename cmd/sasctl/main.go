@@ -13,7 +13,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
@@ -21,13 +21,21 @@ func main() {
 const usage = `usage: sasctl <command> [flags]
 
 commands:
-  demo    run the pipeline locally (embedded moto_server unless AWS_ENDPOINT_URL
-          is set), submit a demo batch with faults switched on, show progress and
-          a summary; see sasctl demo -h
+  demo      run the pipeline locally (embedded moto_server unless AWS_ENDPOINT_URL
+            is set) on a demo batch with faults switched on, with a summary
+  submit    send orders from a file, stdin (-), or --generate N
+  status    show an order: its task, each step and undo action, its timeline
+  list      list orders, by --state, paged
+  watch     live counts of orders by state
+  resubmit  put a Failed or CompensationFailed order back to work
+  redrive   move messages from a dead-letter queue back to its queue
+
+Every command but demo takes --endpoint, --prefix and --output text|json;
+sasctl <command> -h lists its flags.
 `
 
 // run dispatches a command and returns the process exit code.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -35,6 +43,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "demo":
 		return demo(ctx, args[1:], stdout, stderr)
+	case "submit":
+		return submit(ctx, args[1:], stdin, stdout, stderr)
+	case "status":
+		return status(ctx, args[1:], stdout, stderr)
+	case "list":
+		return list(ctx, args[1:], stdout, stderr)
+	case "watch":
+		return watch(ctx, args[1:], stdout, stderr)
+	case "resubmit":
+		return resubmit(ctx, args[1:], stdout, stderr)
+	case "redrive":
+		return redrive(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/emulator/emulatortest"
+	"github.com/sas-go/sas/shared/localrun"
+	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/remotesim"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+var motoEndpoint string
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		p, err := emulatortest.Moto(context.Background())
+		if err != nil {
+			return emulatortest.Fail(err)
+		}
+		defer p.Stop()
+		motoEndpoint = p.Endpoint
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+var seq atomic.Int64
+
+// deployment is a running local pipeline the CLI is pointed at.
+type deployment struct {
+	t      *testing.T
+	prefix string
+	stack  *localrun.Stack
+	sim    *remotesim.Simulator
+}
+
+func newDeployment(t *testing.T) *deployment {
+	t.Helper()
+	sim := remotesim.New(3)
+	srv, err := sim.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	prefix := fmt.Sprintf("cli%d-%d", time.Now().UnixNano()%1e6, seq.Add(1))
+	stack, err := localrun.New(context.Background(), localrun.Options{Endpoint: motoEndpoint, Prefix: prefix,
+		Settings:  workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 3, PickupTimeout: 2 * time.Second},
+		RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second, SupervisorEvery: 200 * time.Millisecond})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = stack.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return &deployment{t: t, prefix: prefix, stack: stack, sim: sim}
+}
+
+// ctl runs sasctl against the deployment: cmd, then flags, then arguments.
+func (d *deployment) ctl(stdin string, cmd string, rest ...string) (code int, stdout, stderr string) {
+	args := append([]string{cmd, "--endpoint", motoEndpoint, "--prefix", d.prefix}, rest...)
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func (d *deployment) waitEnded(ids ...string) {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err := d.stack.WaitEnded(ctx, ids, 100*time.Millisecond, nil)
+	require.NoError(d.t, err)
+}
+
+func orderJSON(id string) string { return localrun.DemoOrder(id, 1).JSON() }
+
+func TestSubmitFromAFileStdinAndGenerate(t *testing.T) {
+	t.Parallel()
+	d := newDeployment(t)
+	file := filepath.Join(t.TempDir(), "orders.jsonl")
+	bad := `{"orderId":"o-bad","items":[]}`
+	require.NoError(t, os.WriteFile(file, []byte(orderJSON("o-f1")+"\n"+bad+"\n\n"+orderJSON("o-f2")+"\n"), 0o644))
+	code, out, errs := d.ctl("", "submit", file)
+	require.Equal(t, 1, code, "an order was not sent")
+	require.Equal(t, "sent 2 orders to "+d.prefix+"-orders\n", out)
+	require.Contains(t, errs, "sasctl submit: order 2 not sent: order o-bad: customerId")
+
+	code, out, _ = d.ctl("["+orderJSON("o-s1")+"]", "submit", "--output", "json", "-")
+	require.Zero(t, code)
+	var res operator.Submitted
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Equal(t, 1, res.Sent)
+	require.Empty(t, res.Rejected)
+
+	code, out, _ = d.ctl("", "submit", "--generate", "3")
+	require.Zero(t, code)
+	require.Contains(t, out, "sent 3 orders")
+	d.waitEnded("o-f1", "o-f2", "o-s1")
+
+	code, _, errs = d.ctl("", "submit", filepath.Join(t.TempDir(), "missing.json"))
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "no such file")
+	code, _, errs = d.ctl("", "submit")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "usage: sasctl submit")
+	code, _, errs = d.ctl("[{", "submit", "-")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "not one")
+}
+
+func TestStatusOfACompensatedOrder(t *testing.T) {
+	t.Parallel()
+	d := newDeployment(t)
+	d.sim.SetFaults(workflow.ShippingAgent, remotesim.Faults{PermanentOrders: []string{"o-st"}})
+	code, _, _ := d.ctl(orderJSON("o-st"), "submit", "-")
+	require.Zero(t, code)
+	d.waitEnded("o-st")
+
+	code, out, _ := d.ctl("", "status", "o-st")
+	require.Zero(t, code)
+	t.Logf("sasctl status o-st:\n%s", out)
+	require.Contains(t, out, "Order o-st: Failed (workflow order, round 1)")
+	require.Contains(t, out, "last error: STEP#002: remote refused the request permanently (HTTP 422)")
+	require.Regexp(t, `create-shipment\s+step\s+Error\s+1\s+0/3`, out)
+	require.Regexp(t, `refund-payment\s+undo\s+Processed\s+1`, out)
+	require.Regexp(t, `release-inventory\s+undo\s+Processed\s+1`, out)
+	require.Less(t, strings.Index(out, "refund-payment"), strings.Index(out, "release-inventory"), "undos listed in the order they run")
+	require.Contains(t, out, "Timeline")
+	require.Contains(t, out, "failed for good")
+
+	code, out, _ = d.ctl("", "status", "--output", "json", "o-st")
+	require.Zero(t, code)
+	var st operator.Status
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	require.Equal(t, workflow.Failed, st.Task.State)
+	require.Len(t, st.Records, 5)
+	require.NotEmpty(t, st.Timeline)
+
+	code, _, errs := d.ctl("", "status", "o-none")
+	require.Equal(t, 1, code)
+	require.Equal(t, "sasctl status: order o-none not found\n", errs)
+	code, _, errs = d.ctl("", "status")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "need exactly one ORDER id")
+	code, _, errs = d.ctl("", "status", "--output", "yaml", "o-st")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "--output must be text or json")
+}
+
+func TestListByStateAndPaging(t *testing.T) {
+	t.Parallel()
+	d := newDeployment(t)
+	d.sim.SetFaults(workflow.InventoryAgent, remotesim.Faults{PermanentOrders: []string{"o-l2", "o-l3"}})
+	for _, id := range []string{"o-l1", "o-l2", "o-l3"} {
+		code, _, _ := d.ctl(orderJSON(id), "submit", "-")
+		require.Zero(t, code)
+	}
+	d.waitEnded("o-l1", "o-l2", "o-l3")
+	code, out, _ := d.ctl("", "list", "--state", "failed")
+	require.Zero(t, code)
+	require.Contains(t, out, "o-l2")
+	require.Contains(t, out, "o-l3")
+	require.NotContains(t, out, "o-l1")
+
+	code, out, _ = d.ctl("", "list", "--state", "Failed", "--limit", "1", "--output", "json")
+	require.Zero(t, code)
+	var page struct {
+		Orders []struct{ OrderID string }
+		Next   string
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &page))
+	require.Len(t, page.Orders, 1)
+	require.NotEmpty(t, page.Next)
+	first := page.Orders[0].OrderID
+	code, out, _ = d.ctl("", "list", "--state", "Failed", "--limit", "1", "--next", page.Next)
+	require.Zero(t, code)
+	require.Contains(t, out, map[string]string{"o-l2": "o-l3", "o-l3": "o-l2"}[first], "the second page has the other one")
+
+	code, _, errs := d.ctl("", "list", "--state", "Stuck")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, `unknown state "Stuck"; the states are Pending, Compensating, Processed, Failed, CompensationFailed`)
+	code, _, errs = d.ctl("", "list", "--next", "nonsense")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "bad page token")
+}
+
+func TestWatchCountsByState(t *testing.T) {
+	t.Parallel()
+	d := newDeployment(t)
+	code, _, _ := d.ctl("", "submit", "--generate", "4")
+	require.Zero(t, code)
+	code, out, _ := d.ctl("", "watch", "--until-idle", "--every", "100ms")
+	require.Zero(t, code)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Contains(t, lines[len(lines)-1], "4 orders, 0 in flight | Pending 0, Compensating 0, Processed 4")
+	require.Contains(t, lines[len(lines)-1], "[##############################]")
+	code, out, _ = d.ctl("", "watch", "--once", "--output", "json")
+	require.Zero(t, code)
+	var snap struct {
+		Total, InFlight int
+		ByState         map[string]int
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &snap))
+	require.Equal(t, 4, snap.Total)
+	require.Equal(t, 4, snap.ByState["Processed"])
+}
+
+func TestResubmitAfterTheFaultIsCleared(t *testing.T) {
+	t.Parallel()
+	d := newDeployment(t)
+	d.sim.SetFaults(workflow.PaymentAgent, remotesim.Faults{PermanentOrders: []string{"o-rs"}})
+	for _, id := range []string{"o-rs", "o-ok"} {
+		code, _, _ := d.ctl(orderJSON(id), "submit", "-")
+		require.Zero(t, code)
+	}
+	d.waitEnded("o-rs", "o-ok")
+
+	code, _, errs := d.ctl("", "resubmit", "o-ok")
+	require.Equal(t, 1, code)
+	require.Equal(t, "sasctl resubmit: order o-ok is Processed; only Failed or CompensationFailed orders can be resubmitted\n", errs)
+	code, _, errs = d.ctl("", "resubmit", "--step", "reserve-inventory", "o-rs")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, `step "reserve-inventory" is not the one that failed (charge-payment)`)
+	code, _, errs = d.ctl("", "resubmit", "o-missing")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "order o-missing not found")
+
+	d.sim.SetFaults(workflow.PaymentAgent, remotesim.Faults{}) // the operator fixed the cause
+	code, out, _ := d.ctl("", "resubmit", "o-rs")
+	require.Zero(t, code)
+	require.Equal(t, "order o-rs resubmitted: step reserve-inventory is Pending again (round 2); the Scheduler was told\n", out)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		task, _, err := d.stack.Store.Load(ctx, "o-rs")
+		require.NoError(t, err)
+		if task.State == workflow.Processed {
+			break
+		}
+		require.NoError(t, ctx.Err(), "o-rs not processed after resubmission")
+		time.Sleep(100 * time.Millisecond)
+	}
+	var keys []string
+	for _, e := range d.sim.Ledger() {
+		if e.OrderID == "o-rs" {
+			keys = append(keys, e.Key)
+		}
+	}
+	require.Equal(t, []string{"o-rs/reserve-inventory", "o-rs/release-inventory", "o-rs/reserve-inventory/r2",
+		"o-rs/charge-payment/r2", "o-rs/create-shipment/r2"}, keys, "undone in round 1, done again in round 2")
+}
+
+func TestRedriveMovesADeadLetterBack(t *testing.T) {
+	t.Parallel()
+	d := newDeployment(t)
+	ctx := context.Background()
+	require.NoError(t, d.stack.SendOrders(ctx, `{"orderId":"o-dead"}`))
+	dlq := d.stack.QueueURL(d.stack.Topology().OrdersQueue().DLQName)
+	waitDLQ := func() {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			msgs, err := d.stack.Peek(ctx, dlq)
+			require.NoError(t, err)
+			if len(msgs) > 0 {
+				// Peek hid them for a minute; redrive must see them: let them back.
+				for _, m := range msgs {
+					_, _ = d.stack.Deployment.Clients.SQS.ChangeMessageVisibility(ctx, changeVisibility(dlq, m.ReceiptHandle))
+				}
+				return
+			}
+			require.True(t, time.Now().Before(deadline), "nothing reached the DLQ")
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitDLQ()
+	code, out, _ := d.ctl("", "redrive", "--queue", "orders")
+	require.Zero(t, code)
+	require.Equal(t, fmt.Sprintf("moved 1 messages from %[1]s-orders-dlq to %[1]s-orders\n", d.prefix), out)
+	waitDLQ() // still malformed: Submission rejects it again, with its reason
+	code, _, errs := d.ctl("", "redrive", "--queue", "payments")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, `no queue "payments"; the queues are orders, scheduler, agent-inventory-requests`)
+}
+
+func TestUnknownDeploymentSaysSo(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"submit", "--endpoint", motoEndpoint, "--prefix", "nowhere", "--generate", "1"},
+		strings.NewReader(""), &out, &errb)
+	require.Equal(t, 1, code)
+	require.Contains(t, errb.String(), `sasctl submit: no deployment "nowhere" at this endpoint`)
+	require.Equal(t, 1, strings.Count(errb.String(), "\n"), "one line")
+}
+
+func changeVisibility(url string, handle *string) *sqs.ChangeMessageVisibilityInput {
+	return &sqs.ChangeMessageVisibilityInput{QueueUrl: &url, ReceiptHandle: handle, VisibilityTimeout: 0}
+}

@@ -1,0 +1,128 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/topology"
+)
+
+// Submitted says what a submission did.
+type Submitted struct {
+	Sent     int        `json:"sent"`
+	Queue    string     `json:"queue"`
+	Rejected []Rejected `json:"rejected"`
+}
+
+// Rejected is an input the CLI did not send, and why.
+type Rejected struct {
+	Item   int    `json:"item"` // 1-based position in the input
+	Reason string `json:"reason"`
+}
+
+// Submit validates each order body as Submission would and sends the valid
+// ones to the orders queue, ten per request; invalid ones are not sent and
+// are reported with their reasons.
+func (o *Operator) Submit(ctx context.Context, bodies []string) (Submitted, error) {
+	q := o.Topology.OrdersQueue().Name
+	res := Submitted{Queue: q, Rejected: []Rejected{}}
+	url, err := o.QueueURL(ctx, q)
+	if err != nil {
+		return res, err
+	}
+	var batch []types.SendMessageBatchRequestEntry
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		out, err := o.sqs.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: batch})
+		if err != nil {
+			return fmt.Errorf("send orders: %w", err)
+		}
+		if len(out.Failed) > 0 {
+			return fmt.Errorf("send orders: %d refused by SQS: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
+		}
+		res.Sent += len(batch)
+		batch = batch[:0]
+		return nil
+	}
+	for i, b := range bodies {
+		if _, err := message.DecodeOrder(b); err != nil {
+			res.Rejected = append(res.Rejected, Rejected{Item: i + 1, Reason: strings.TrimPrefix(err.Error(), "invalid message: ")})
+			continue
+		}
+		batch = append(batch, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String(b)})
+		if len(batch) == 10 {
+			if err := flush(); err != nil {
+				return res, err
+			}
+		}
+	}
+	return res, flush()
+}
+
+// QueueNames are the short names redrive takes: orders, scheduler,
+// agent-<name>-requests, agent-<name>-responses.
+func (o *Operator) QueueNames() []string {
+	var out []string
+	for _, q := range o.Topology.Queues() {
+		out = append(out, strings.TrimPrefix(q.Name, o.Topology.Prefix+"-"))
+	}
+	return out
+}
+
+func (o *Operator) queueByShortName(short string) (topology.Queue, error) {
+	for _, q := range o.Topology.Queues() {
+		if q.Name == o.Topology.Prefix+"-"+short {
+			return q, nil
+		}
+	}
+	return topology.Queue{}, fmt.Errorf("no queue %q; the queues are %s", short, strings.Join(o.QueueNames(), ", "))
+}
+
+// Redrive moves up to max messages from a queue's DLQ back to the queue and
+// returns how many it moved. It first takes what the DLQ holds (hidden from
+// other readers for five minutes), then moves it, so a message that fails
+// again and returns to the DLQ meanwhile is not moved twice. Each message is
+// sent before it is deleted: a crash in between duplicates, never loses.
+func (o *Operator) Redrive(ctx context.Context, short string, max int) (int, error) {
+	q, err := o.queueByShortName(short)
+	if err != nil {
+		return 0, err
+	}
+	src, err := o.QueueURL(ctx, q.Name)
+	if err != nil {
+		return 0, err
+	}
+	dlq, err := o.QueueURL(ctx, q.DLQName)
+	if err != nil {
+		return 0, err
+	}
+	var taken []types.Message
+	for len(taken) < max {
+		out, err := o.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &dlq,
+			MaxNumberOfMessages: int32(min(10, max-len(taken))), VisibilityTimeout: 300, WaitTimeSeconds: 1})
+		if err != nil {
+			return 0, fmt.Errorf("read %s: %w", q.DLQName, err)
+		}
+		if len(out.Messages) == 0 {
+			break
+		}
+		taken = append(taken, out.Messages...)
+	}
+	for i, m := range taken {
+		if _, err := o.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &src, MessageBody: m.Body}); err != nil {
+			return i, fmt.Errorf("send to %s: %w", q.Name, err)
+		}
+		if _, err := o.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &dlq, ReceiptHandle: m.ReceiptHandle}); err != nil {
+			return i + 1, fmt.Errorf("delete from %s: %w", q.DLQName, err)
+		}
+	}
+	return len(taken), nil
+}
