@@ -31,7 +31,7 @@ func parseDemo(args []string, stderr io.Writer) (demoFlags, error) {
 		RetryBackoff: time.Second, PickupTimeout: 10 * time.Second}}
 	fs := flag.NewFlagSet("sasctl demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.IntVar(&f.orders, "orders", 200, "well-formed orders to submit")
+	fs.IntVar(&f.orders, "orders", 100, "well-formed orders to submit")
 	fs.IntVar(&f.malformed, "malformed", 5, "malformed orders to submit alongside")
 	fs.Float64Var(&f.transient, "transient", 0.2, "share of remote calls answered with a transient 503")
 	fs.Float64Var(&f.stall, "stall", 0.05, "share of steps whose first remote call hangs (agent never replies)")

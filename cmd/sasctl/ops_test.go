@@ -293,12 +293,21 @@ func TestRedriveMovesADeadLetterBack(t *testing.T) {
 
 func TestUnknownDeploymentSaysSo(t *testing.T) {
 	t.Parallel()
-	var out, errb bytes.Buffer
-	code := run(context.Background(), []string{"submit", "--endpoint", motoEndpoint, "--prefix", "nowhere", "--generate", "1"},
-		strings.NewReader(""), &out, &errb)
-	require.Equal(t, 1, code)
-	require.Contains(t, errb.String(), `sasctl submit: no deployment "nowhere" at this endpoint`)
-	require.Equal(t, 1, strings.Count(errb.String(), "\n"), "one line")
+	for _, args := range [][]string{
+		{"submit", "--generate", "1"}, {"status", "o-1"}, {"list"}, {"watch", "--once"},
+		{"resubmit", "o-1"}, {"redrive"},
+	} {
+		var out, errb bytes.Buffer
+		full := append([]string{args[0], "--endpoint", motoEndpoint, "--prefix", "nowhere"}, args[1:]...)
+		code := run(context.Background(), full, strings.NewReader(""), &out, &errb)
+		require.Equal(t, 1, code, args)
+		require.Contains(t, errb.String(), "sasctl "+args[0]+": no deployment \"nowhere\" at this endpoint", args)
+		require.Equal(t, 1, strings.Count(errb.String(), "\n"), "one line")
+	}
+	var errb bytes.Buffer
+	code := run(context.Background(), []string{"watch", "--bogus"}, strings.NewReader(""), &bytes.Buffer{}, &errb)
+	require.Equal(t, 2, code)
+	require.Contains(t, errb.String(), "flag provided but not defined: -bogus")
 }
 
 func changeVisibility(url string, handle *string) *sqs.ChangeMessageVisibilityInput {
