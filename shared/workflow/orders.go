@@ -13,7 +13,7 @@ type Settings struct {
 // DefaultSettings are the values used when the deployment sets none.
 func DefaultSettings() Settings {
 	return Settings{
-		StepTimeout:   30 * time.Second,
+		StepTimeout:   20 * time.Second,
 		MaxFailures:   3,
 		RetryBackoff:  5 * time.Second,
 		PickupTimeout: time.Minute,

@@ -1,0 +1,99 @@
+package stack
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/sas-go/sas/shared/metrics"
+)
+
+// emf is a metric the functions write as Embedded Metric Format lines.
+func emf(name, function string) awscloudwatch.Metric {
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace: jsii.String(metrics.Namespace), MetricName: jsii.String(name),
+		DimensionsMap: &map[string]*string{"Function": jsii.String(function)},
+		Statistic:     jsii.String("Sum"), Period: awscdk.Duration_Minutes(jsii.Number(1)),
+	})
+}
+
+// emfSum adds a metric over the functions that emit it.
+func emfSum(label, name string, functions ...string) awscloudwatch.MathExpression {
+	using := map[string]awscloudwatch.IMetric{}
+	expr := ""
+	for i, fn := range functions {
+		id := fmt.Sprintf("%s_%d", strings.ToLower(name), i) // unique within a graph
+		using[id] = emf(name, fn)
+		if expr != "" {
+			expr += " + "
+		}
+		expr += "FILL(" + id + ", 0)"
+	}
+	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String(expr), UsingMetrics: &using, Label: jsii.String(label),
+		Period: awscdk.Duration_Minutes(jsii.Number(1)),
+	})
+}
+
+func alarms(st awscdk.Stack, p Props, r *Resources, f *Functions) {
+	action := awscloudwatchactions.NewSnsAction(r.Alarms)
+	alarm := func(id, description string, m awscloudwatch.IMetric, threshold float64) {
+		a := awscloudwatch.NewAlarm(st, jsii.String(id), &awscloudwatch.AlarmProps{
+			Metric: m, Threshold: jsii.Number(threshold), EvaluationPeriods: jsii.Number(1),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+			AlarmDescription:   jsii.String(description),
+		})
+		a.AddAlarmAction(action)
+	}
+	alarm("StepErrorsAlarm", "A step failed for good: see the alert topic's event for the order, step and error.",
+		emfSum("StepErrors", metrics.StepErrors, "scheduler", "supervisor"), 1)
+	alarm("CompensationFailedAlarm", "An undo action failed for good: an order's work is not fully undone.",
+		emfSum("CompensationFailures", metrics.CompensationFailures, "scheduler", "supervisor"), 1)
+	alarm("SupervisorErrorsAlarm", "The Supervisor failed: overdue work is not being recovered.",
+		f.Supervisor.MetricErrors(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5))}), 1)
+	for _, q := range p.Topology.Queues() {
+		alarm(q.DLQName+"-not-empty", "Messages reached the dead-letter queue "+q.DLQName+"; read their RejectReason, then sasctl redrive.",
+			r.Queues[q.DLQName].MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+				Statistic: jsii.String("Maximum"), Period: awscdk.Duration_Minutes(jsii.Number(1))}), 1)
+		alarm(q.Name+"-oldest-message", "Work is waiting on "+q.Name+": its consumer is failing or too slow.",
+			r.Queues[q.Name].MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
+				Statistic: jsii.String("Maximum"), Period: awscdk.Duration_Minutes(jsii.Number(1))}),
+			p.OldestMessageAlarm.Seconds())
+	}
+}
+
+func dashboard(st awscdk.Stack, p Props, f *Functions) {
+	graph := func(title string, ms ...awscloudwatch.IMetric) awscloudwatch.IWidget {
+		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Left: &ms, Width: jsii.Number(12)})
+	}
+	var agents []string
+	for _, a := range p.Topology.Agents {
+		agents = append(agents, "agent-"+a)
+	}
+	d := awscloudwatch.NewDashboard(st, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
+		DashboardName: jsii.String(p.Topology.Prefix + "-orders"),
+	})
+	d.AddWidgets(
+		graph("Orders by outcome",
+			emfSum("accepted", metrics.OrdersAccepted, "submission"),
+			emfSum("processed", metrics.OrdersProcessed, "scheduler"),
+			emfSum("failed, work undone", metrics.OrdersCompensated, "scheduler", "supervisor"),
+			emfSum("compensation failed", metrics.CompensationFailures, "scheduler", "supervisor")),
+		graph("Retries and recoveries",
+			emfSum("agent retries", metrics.AgentRetries, agents...),
+			emfSum("supervisor recoveries", metrics.SupervisorRecoveries, "supervisor"),
+			emfSum("attempts abandoned at CompleteBy", metrics.AgentDeadlineExpired, agents...)),
+	)
+	d.AddWidgets(
+		graph("Errors",
+			emfSum("steps failed for good", metrics.StepErrors, "scheduler", "supervisor"),
+			emfSum("malformed messages", metrics.MalformedMessages, append([]string{"submission", "scheduler"}, agents...)...),
+			emfSum("stale replies", metrics.StaleReplies, "scheduler"),
+			f.Supervisor.MetricErrors(nil)),
+	)
+}

@@ -1,0 +1,186 @@
+package stack
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/sas-go/sas/shared/deployment"
+	"github.com/sas-go/sas/shared/topology"
+)
+
+// Functions are the stack's Lambda functions.
+type Functions struct {
+	Submission, Scheduler, Supervisor awslambda.Function
+	Agents                            map[string]awslambda.Function
+}
+
+// Memory: the handlers are I/O-bound Go; 256 MB buys the CPU share that keeps
+// the DynamoDB and SQS calls of Submission, Scheduler and Supervisor quick,
+// and Agents (which mostly wait on the remote service) need only 128 MB.
+const (
+	coordinatorMemory = 256
+	agentMemory       = 128
+)
+
+// fnSpec is one function to define.
+type fnSpec struct {
+	id, asset string
+	memory    float64
+	env       map[string]*string
+	allow     []awsiam.PolicyStatement
+	reserved  float64 // reserved concurrency; 0: none
+}
+
+func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
+	t := p.Topology
+	env := environment(p, r)
+	arn := func(name string) *string { return r.Queues[name].QueueArn() }
+	send := func(resources ...*string) awsiam.PolicyStatement {
+		return statement([]string{"sqs:SendMessage"}, append(resources, replyQueueARNs(p)...))
+	}
+	stateARN := r.State.TableArn()
+	f := &Functions{Agents: map[string]awslambda.Function{}}
+
+	f.Submission = function(st, p, fnSpec{id: "Submission", asset: "submission", memory: coordinatorMemory, env: env,
+		allow: []awsiam.PolicyStatement{
+			statement([]string{"dynamodb:PutItem"}, []*string{r.Orders.TableArn(), stateARN}),
+			send(arn(t.SchedulerQueue().Name), arn(t.OrdersQueue().DLQName)),
+		}})
+	consume(f.Submission, r.Queues[t.OrdersQueue().Name], 1, 50)
+
+	agentQueues := []*string{arn(t.SchedulerQueue().DLQName)}
+	for _, a := range t.Agents {
+		agentQueues = append(agentQueues, arn(t.AgentRequests(a).Name))
+	}
+	f.Scheduler = function(st, p, fnSpec{id: "Scheduler", asset: "scheduler", memory: coordinatorMemory, env: env,
+		allow: []awsiam.PolicyStatement{
+			statement([]string{"dynamodb:UpdateItem"}, []*string{stateARN}),
+			send(agentQueues...),
+			statement([]string{"sns:Publish"}, []*string{r.Alerts.TopicArn()}),
+		}})
+	consume(f.Scheduler, r.Queues[t.SchedulerQueue().Name], 0, 50)
+	for _, a := range t.Agents {
+		consume(f.Scheduler, r.Queues[t.AgentResponses(a).Name], 0, 50)
+	}
+
+	for _, a := range t.Agents {
+		aenv := map[string]*string{"SAS_AGENT_NAME": jsii.String(a)}
+		for k, v := range env {
+			aenv[k] = v
+		}
+		fn := function(st, p, fnSpec{id: "Agent" + title(a), asset: "agent", memory: agentMemory, env: aenv,
+			allow: []awsiam.PolicyStatement{
+				statement([]string{"sqs:SendMessage"}, []*string{arn(t.AgentResponses(a).Name), arn(t.AgentRequests(a).DLQName)}),
+			}})
+		consume(fn, r.Queues[t.AgentRequests(a).Name], 0, 20) // protects the remote service
+		f.Agents[a] = fn
+	}
+
+	f.Supervisor = function(st, p, fnSpec{id: "Supervisor", asset: "supervisor", memory: coordinatorMemory, env: env,
+		reserved: 1, // one sweep at a time is enough for a minute's schedule; several would be safe
+		allow: []awsiam.PolicyStatement{
+			statement([]string{"dynamodb:Query"}, []*string{awscdk.Fn_Join(jsii.String(""),
+				&[]*string{stateARN, jsii.String("/index/" + topology.DeadlineIndex)})}),
+			statement([]string{"dynamodb:UpdateItem"}, []*string{stateARN}),
+			send(arn(t.SchedulerQueue().Name)),
+			statement([]string{"sns:Publish"}, []*string{r.Alerts.TopicArn()}),
+		}})
+	rule := awsevents.NewRule(st, jsii.String("SupervisorSchedule"), &awsevents.RuleProps{
+		Schedule: awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(p.SupervisorRate.Minutes()))),
+	})
+	rule.AddTarget(awseventstargets.NewLambdaFunction(f.Supervisor, nil))
+	return f
+}
+
+// environment is what every function reads (shared/deployment.FromEnv).
+func environment(p Props, r *Resources) map[string]*string {
+	base := *queueURLBase()
+	var replies []string
+	for _, prefix := range p.ReplyQueuePrefixes {
+		replies = append(replies, base+"/"+prefix)
+	}
+	c := deployment.Config{Topology: p.Topology, QueueURLBase: base, AlertTopicARN: *r.Alerts.TopicArn(),
+		Settings: p.Settings, RemoteBaseURL: p.RemoteBaseURL, AllowedReplyQueues: replies}
+	out := map[string]*string{}
+	for k, v := range c.Env() {
+		out[k] = jsii.String(v)
+	}
+	return out
+}
+
+// replyQueueARNs are the queues orders may name for status messages.
+func replyQueueARNs(p Props) []*string {
+	var out []*string
+	for _, prefix := range p.ReplyQueuePrefixes {
+		out = append(out, awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:"+prefix+"*"), nil))
+	}
+	return out
+}
+
+func statement(actions []string, resources []*string) awsiam.PolicyStatement {
+	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{Actions: jsii.Strings(actions...), Resources: &resources})
+}
+
+// function defines a Go function on provided.al2023/arm64 with its own log
+// group and a role allowed only what spec says (and to write its logs).
+func function(st awscdk.Stack, p Props, spec fnSpec) awslambda.Function {
+	logs := awslogs.NewLogGroup(st, jsii.String(spec.id+"Logs"), &awslogs.LogGroupProps{
+		Retention: awslogs.RetentionDays_ONE_MONTH, RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	role := awsiam.NewRole(st, jsii.String(spec.id+"Role"), &awsiam.RoleProps{
+		AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+	})
+	role.AddToPolicy(statement([]string{"logs:CreateLogStream", "logs:PutLogEvents"}, []*string{logs.LogGroupArn()}))
+	for _, s := range spec.allow {
+		role.AddToPolicy(s)
+	}
+	props := &awslambda.FunctionProps{
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture: awslambda.Architecture_ARM_64(),
+		Handler:      jsii.String("bootstrap"),
+		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(p.AssetDir, spec.asset)), nil),
+		MemorySize:   jsii.Number(spec.memory),
+		Timeout:      awscdk.Duration_Seconds(jsii.Number(p.Topology.FunctionTimeout.Seconds())),
+		Environment:  &spec.env,
+		Role:         role,
+		LogGroup:     logs,
+		Description:  jsii.String("Scheduler-Agent-Supervisor: " + spec.id),
+	}
+	if spec.reserved > 0 {
+		props.ReservedConcurrentExecutions = jsii.Number(spec.reserved)
+	}
+	fn := awslambda.NewFunction(st, jsii.String(spec.id), props)
+	// CDK makes the function depend on its role and the role's policy; the
+	// role is already implied by Fn::GetAtt (cfn-lint W3005), so keep only the
+	// policy, which must exist before the function can use its permissions.
+	policy := role.Node().TryFindChild(jsii.String("DefaultPolicy")).(awsiam.Policy)
+	cfnPolicy := policy.Node().DefaultChild().(awscdk.CfnResource)
+	fn.Node().DefaultChild().(awscdk.CfnResource).AddOverride(jsii.String("DependsOn"),
+		[]*string{st.GetLogicalId(cfnPolicy)})
+	return fn
+}
+
+// consume wires a queue to a function: batches of 10, partial batch failures,
+// a batching window (seconds; 0 on the latency-critical hops) and a cap on
+// concurrency.
+func consume(fn awslambda.Function, q awssqs.Queue, windowSeconds, maxConcurrency float64) {
+	props := &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize: jsii.Number(10), ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: jsii.Number(maxConcurrency),
+	}
+	if windowSeconds > 0 {
+		props.MaxBatchingWindow = awscdk.Duration_Seconds(jsii.Number(windowSeconds))
+	}
+	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(q, props))
+}
+
+func title(s string) string { return strings.ToUpper(s[:1]) + s[1:] }

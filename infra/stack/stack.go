@@ -1,0 +1,101 @@
+package stack
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/topology"
+)
+
+// Resources are the stack's data and messaging resources, by topology name.
+type Resources struct {
+	Orders, State awsdynamodb.Table
+	Queues        map[string]awssqs.Queue // work queues and DLQs, by name
+	Alerts        awssns.Topic            // per-order failure events (the functions publish)
+	Alarms        awssns.Topic            // CloudWatch alarm actions
+}
+
+// New defines the whole stack.
+func New(scope constructs.Construct, id string, p Props, sp *awscdk.StackProps) awscdk.Stack {
+	st := awscdk.NewStack(scope, jsii.String(id), sp)
+	r := resources(st, p)
+	fns := functions(st, p, r)
+	alarms(st, p, r, fns)
+	dashboard(st, p, fns)
+	outputs(st, p, r)
+	suppressions(st, r)
+	return st
+}
+
+func resources(st awscdk.Stack, p Props) *Resources {
+	t := p.Topology
+	table := func(id, name string, sort bool) awsdynamodb.Table {
+		props := &awsdynamodb.TableProps{
+			TableName:    jsii.String(name),
+			PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(topology.KeyOrderID), Type: awsdynamodb.AttributeType_STRING},
+			BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+			Encryption:   awsdynamodb.TableEncryption_AWS_MANAGED,
+			PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+				PointInTimeRecoveryEnabled: jsii.Bool(true)},
+			RemovalPolicy: awscdk.RemovalPolicy_RETAIN, // orders outlive a stack
+		}
+		if sort {
+			props.SortKey = &awsdynamodb.Attribute{Name: jsii.String(topology.KeySort), Type: awsdynamodb.AttributeType_STRING}
+		}
+		return awsdynamodb.NewTable(st, jsii.String(id), props)
+	}
+	r := &Resources{Orders: table("OrdersTable", t.OrdersTable(), false), State: table("StateTable", t.StateTable(), true),
+		Queues: map[string]awssqs.Queue{}}
+	r.State.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+		IndexName:        jsii.String(topology.DeadlineIndex),
+		PartitionKey:     &awsdynamodb.Attribute{Name: jsii.String(topology.KeyDueShard), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:          &awsdynamodb.Attribute{Name: jsii.String(topology.KeyDueAt), Type: awsdynamodb.AttributeType_NUMBER},
+		ProjectionType:   awsdynamodb.ProjectionType_INCLUDE,
+		NonKeyAttributes: jsii.Strings(statestore.IndexedAttributes...),
+	})
+	for _, q := range t.Queues() {
+		dlq := awssqs.NewQueue(st, jsii.String(q.DLQName), &awssqs.QueueProps{
+			QueueName: jsii.String(q.DLQName), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
+			RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+		})
+		r.Queues[q.DLQName] = dlq
+		r.Queues[q.Name] = awssqs.NewQueue(st, jsii.String(q.Name), &awssqs.QueueProps{
+			QueueName: jsii.String(q.Name), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
+			VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(q.VisibilityTimeout.Seconds())),
+			DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(float64(q.MaxReceiveCount))},
+		})
+	}
+	topic := func(id, name string) awssns.Topic {
+		tp := awssns.NewTopic(st, jsii.String(id), &awssns.TopicProps{TopicName: jsii.String(name), EnforceSSL: jsii.Bool(true)})
+		if p.AlarmEmail != "" {
+			tp.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(p.AlarmEmail), nil))
+		}
+		return tp
+	}
+	r.Alerts = topic("AlertTopic", t.AlertTopic())
+	r.Alarms = topic("AlarmTopic", t.Prefix+"-alarms")
+	return r
+}
+
+func outputs(st awscdk.Stack, p Props, r *Resources) {
+	out := func(id string, v *string) { awscdk.NewCfnOutput(st, jsii.String(id), &awscdk.CfnOutputProps{Value: v}) }
+	t := p.Topology
+	out("Prefix", jsii.String(t.Prefix))
+	out("OrdersQueueUrl", r.Queues[t.OrdersQueue().Name].QueueUrl())
+	out("OrdersTableName", r.Orders.TableName())
+	out("StateTableName", r.State.TableName())
+	out("AlertTopicArn", r.Alerts.TopicArn())
+	out("AlarmTopicArn", r.Alarms.TopicArn())
+	out("QueueUrlBase", queueURLBase())
+}
+
+// queueURLBase is https://sqs.REGION.URLSUFFIX/ACCOUNT, resolved at deploy time.
+func queueURLBase() *string {
+	return awscdk.Fn_Sub(jsii.String("https://sqs.${AWS::Region}.${AWS::URLSuffix}/${AWS::AccountId}"), nil)
+}

@@ -1,0 +1,362 @@
+package stack_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/infra/stack"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/topology"
+)
+
+var (
+	props    stack.Props
+	tmpl     map[string]any // the synthesized template
+	template assertions.Template
+	notes    assertions.Annotations
+	tmplPath string
+)
+
+// TestMain synthesizes the stack once (jsii is slow to start) with every
+// optional feature on: an alarm email and allowed reply queues.
+func TestMain(m *testing.M) {
+	os.Setenv("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		panic(err)
+	}
+	if err := ensureAssets(root); err != nil {
+		fmt.Fprintln(os.Stderr, "infra tests:", err)
+		os.Exit(1)
+	}
+	out, err := os.MkdirTemp("", "sas-synth-")
+	if err != nil {
+		panic(err)
+	}
+	code := func() int {
+		defer os.RemoveAll(out)
+		defer jsii.Close()
+		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out), Context: &map[string]any{
+			stack.CtxPrefix: "shop", stack.CtxAlarmEmail: "ops@example.com",
+			stack.CtxReplyQueuePrefixes: "shop-client-", stack.CtxAssetDir: filepath.Join(root, "build"),
+		}})
+		if props, err = stack.Config(app); err != nil {
+			fmt.Fprintln(os.Stderr, "infra tests:", err)
+			return 1
+		}
+		st := stack.New(app, "shop-pipeline", props, nil)
+		awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(nil), nil)
+		template = assertions.Template_FromStack(st, nil)
+		notes = assertions.Annotations_FromStack(st)
+		b, _ := json.Marshal(template.ToJSON())
+		_ = json.Unmarshal(b, &tmpl)
+		tmplPath = filepath.Join(out, "template.json")
+		_ = os.WriteFile(tmplPath, b, 0o644)
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// ensureAssets builds the Lambda assets if make build has not.
+func ensureAssets(root string) error {
+	for _, fn := range []string{"submission", "scheduler", "agent", "supervisor"} {
+		if _, err := os.Stat(filepath.Join(root, "build", fn, "bootstrap")); err != nil {
+			cmd := exec.Command("make", "build")
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("make build: %w\n%s", err, out)
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// jsiiOK turns a failed jsii assertion (a panic) into a test failure.
+func jsiiOK(t *testing.T, f func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("%v", r)
+		}
+	}()
+	f()
+}
+
+// resources returns the template's resources of a type, by logical id.
+func resources(typ string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for id, r := range tmpl["Resources"].(map[string]any) {
+		res := r.(map[string]any)
+		if res["Type"] == typ {
+			props, _ := res["Properties"].(map[string]any)
+			out[id] = props
+		}
+	}
+	return out
+}
+
+func TestFunctionsAreGoOnGraviton(t *testing.T) {
+	fns := resources("AWS::Lambda::Function")
+	require.Len(t, fns, 6, "submission, scheduler, supervisor and one agent per remote service")
+	for id, f := range fns {
+		require.Equal(t, "provided.al2023", f["Runtime"], id)
+		require.Equal(t, []any{"arm64"}, f["Architectures"], id)
+		require.Equal(t, "bootstrap", f["Handler"], id)
+		require.EqualValues(t, 30, f["Timeout"], id)
+		require.Contains(t, []any{128.0, 256.0}, f["MemorySize"], id)
+		require.NotNil(t, f["LoggingConfig"], "%s logs to its own log group", id)
+	}
+	jsiiOK(t, func() {
+		template.ResourceCountIs(jsii.String("AWS::Logs::LogGroup"), jsii.Number(6))
+	})
+}
+
+func TestEventSourceMappings(t *testing.T) {
+	esms := resources("AWS::Lambda::EventSourceMapping")
+	require.Len(t, esms, 8, "orders, scheduler, 3 response and 3 request queues")
+	windows := 0
+	for id, e := range esms {
+		require.EqualValues(t, 10, e["BatchSize"], id)
+		require.Equal(t, []any{"ReportBatchItemFailures"}, e["FunctionResponseTypes"], id)
+		sc := e["ScalingConfig"].(map[string]any)
+		require.Contains(t, []any{20.0, 50.0}, sc["MaximumConcurrency"], id)
+		if e["MaximumBatchingWindowInSeconds"] != nil {
+			windows++
+		}
+	}
+	require.Equal(t, 1, windows, "only the orders queue waits to fill batches")
+}
+
+func TestQueuesHaveDLQsVisibilityAndEncryption(t *testing.T) {
+	queues := resources("AWS::SQS::Queue")
+	require.Len(t, queues, 16)
+	byName := map[string]map[string]any{}
+	for _, q := range queues {
+		byName[q["QueueName"].(string)] = q
+		require.Equal(t, true, q["SqsManagedSseEnabled"])
+	}
+	for _, q := range props.Topology.Queues() {
+		work, dlq := byName[q.Name], byName[q.DLQName]
+		require.NotNil(t, work, q.Name)
+		require.NotNil(t, dlq, q.DLQName)
+		require.EqualValues(t, 6*30, work["VisibilityTimeout"], "%s: six times its consumer's timeout", q.Name)
+		rp := work["RedrivePolicy"].(map[string]any)
+		require.EqualValues(t, 5, rp["maxReceiveCount"], q.Name)
+		require.NotNil(t, rp["deadLetterTargetArn"])
+		require.Nil(t, dlq["RedrivePolicy"])
+		require.EqualValues(t, 14*24*3600, dlq["MessageRetentionPeriod"])
+	}
+	policies := resources("AWS::SQS::QueuePolicy")
+	require.Len(t, policies, 16, "every queue refuses non-TLS requests")
+	for _, p := range policies {
+		b, _ := json.Marshal(p)
+		require.Contains(t, string(b), `"aws:SecureTransport":"false"`)
+	}
+}
+
+func TestTables(t *testing.T) {
+	tables := resources("AWS::DynamoDB::Table")
+	require.Len(t, tables, 2)
+	byName := map[string]map[string]any{}
+	for _, tb := range tables {
+		byName[tb["TableName"].(string)] = tb
+		require.Equal(t, "PAY_PER_REQUEST", tb["BillingMode"])
+		require.Equal(t, map[string]any{"PointInTimeRecoveryEnabled": true}, tb["PointInTimeRecoverySpecification"])
+		require.Equal(t, map[string]any{"SSEEnabled": true}, tb["SSESpecification"])
+	}
+	state := byName[props.Topology.StateTable()]
+	require.NotNil(t, state)
+	require.NotNil(t, byName[props.Topology.OrdersTable()])
+	gsi := state["GlobalSecondaryIndexes"].([]any)[0].(map[string]any)
+	require.Equal(t, topology.DeadlineIndex, gsi["IndexName"])
+	require.Equal(t, []any{
+		map[string]any{"AttributeName": "DueShard", "KeyType": "HASH"},
+		map[string]any{"AttributeName": "DueAt", "KeyType": "RANGE"},
+	}, gsi["KeySchema"])
+	proj := gsi["Projection"].(map[string]any)
+	require.Equal(t, "INCLUDE", proj["ProjectionType"])
+	require.Len(t, proj["NonKeyAttributes"], len(statestore.IndexedAttributes))
+}
+
+func TestSupervisorScheduleAndConcurrency(t *testing.T) {
+	rules := resources("AWS::Events::Rule")
+	require.Len(t, rules, 1)
+	for _, r := range rules {
+		require.Equal(t, "rate(1 minute)", r["ScheduleExpression"])
+		target := r["Targets"].([]any)[0].(map[string]any)
+		require.Contains(t, fmt.Sprint(target["Arn"]), "Supervisor")
+	}
+	reserved := 0
+	for id, f := range resources("AWS::Lambda::Function") {
+		if f["ReservedConcurrentExecutions"] != nil {
+			require.Contains(t, id, "Supervisor")
+			require.EqualValues(t, 1, f["ReservedConcurrentExecutions"])
+			reserved++
+		}
+	}
+	require.Equal(t, 1, reserved)
+}
+
+func TestAlarmsNotifyTheAlarmTopic(t *testing.T) {
+	alarms := resources("AWS::CloudWatch::Alarm")
+	require.Len(t, alarms, 3+2*8, "step errors, compensation failures, supervisor errors; per queue: DLQ not empty, oldest message")
+	var names []string
+	for id, a := range alarms {
+		names = append(names, id)
+		actions := fmt.Sprint(a["AlarmActions"])
+		require.Contains(t, actions, "AlarmTopic", id)
+	}
+	b, _ := json.Marshal(tmpl)
+	require.Contains(t, string(b), `"Namespace":"SchedulerAgentSupervisor"`, "the EMF metric is alarmed on")
+	require.True(t, slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "StepErrorsAlarm") }))
+	subs := resources("AWS::SNS::Subscription")
+	require.Len(t, subs, 2, "the alarm email on both topics")
+	for _, s := range subs {
+		require.Equal(t, "email", s["Protocol"])
+		require.Equal(t, "ops@example.com", s["Endpoint"])
+	}
+	require.Len(t, resources("AWS::CloudWatch::Dashboard"), 1)
+}
+
+// expected is what each function's role may do (besides writing its logs).
+var expected = map[string][]string{
+	"Submission":     {"dynamodb:PutItem", "sqs:SendMessage"},
+	"Scheduler":      {"dynamodb:UpdateItem", "sns:Publish", "sqs:SendMessage"},
+	"Supervisor":     {"dynamodb:Query", "dynamodb:UpdateItem", "sns:Publish", "sqs:SendMessage"},
+	"AgentInventory": {"sqs:SendMessage"},
+	"AgentPayment":   {"sqs:SendMessage"},
+	"AgentShipping":  {"sqs:SendMessage"},
+}
+
+var consume = []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
+
+func TestIAMIsLeastPrivilege(t *testing.T) {
+	policies := resources("AWS::IAM::Policy")
+	require.Len(t, policies, len(expected))
+	for id, p := range policies {
+		role := ""
+		for r := range expected {
+			if strings.HasPrefix(id, r+"Role") {
+				role = r
+			}
+		}
+		require.NotEmpty(t, role, "policy %s belongs to a function role", id)
+		var actions []string
+		for _, s := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			st := s.(map[string]any)
+			require.Equal(t, "Allow", st["Effect"])
+			for _, a := range asList(st["Action"]) {
+				require.NotContains(t, a, "*", "%s: no wildcard actions", id)
+				actions = append(actions, a)
+			}
+			for _, r := range asList(st["Resource"]) {
+				require.NotEqual(t, "*", r, "%s: no wildcard resources", id)
+			}
+			if slices.Contains(asList(st["Action"]), "dynamodb:Query") {
+				require.Contains(t, fmt.Sprint(st["Resource"]), "/index/"+topology.DeadlineIndex, "query only the deadline index")
+			}
+		}
+		slices.Sort(actions)
+		actions = slices.Compact(actions)
+		want := append([]string{"logs:CreateLogStream", "logs:PutLogEvents"}, expected[role]...)
+		if role != "Supervisor" {
+			want = append(want, consume...)
+		}
+		slices.Sort(want)
+		require.Equal(t, want, actions, role)
+	}
+	for id, r := range resources("AWS::IAM::Role") {
+		require.Nil(t, r["ManagedPolicyArns"], "%s: no managed policies", id)
+	}
+}
+
+func asList(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		var out []string
+		for _, e := range x {
+			b, _ := json.Marshal(e)
+			s := string(b)
+			if str, ok := e.(string); ok {
+				s = str
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	b, _ := json.Marshal(v)
+	return []string{string(b)}
+}
+
+func TestFunctionsAreConfiguredWithTheTopology(t *testing.T) {
+	for id, f := range resources("AWS::Lambda::Function") {
+		env := f["Environment"].(map[string]any)["Variables"].(map[string]any)
+		require.Equal(t, "shop", env["SAS_PREFIX"], id)
+		require.Equal(t, "inventory,payment,shipping", env["SAS_AGENTS"], id)
+		require.Equal(t, props.Settings.StepTimeout.String(), env["SAS_STEP_TIMEOUT"], id)
+		require.Contains(t, fmt.Sprint(env["SAS_QUEUE_URL_BASE"]), "https://sqs.${AWS::Region}.${AWS::URLSuffix}/${AWS::AccountId}")
+		require.Contains(t, fmt.Sprint(env["SAS_ALLOWED_REPLY_QUEUES"]), "/shop-client-")
+		require.Contains(t, fmt.Sprint(env["SAS_ALERT_TOPIC_ARN"]), "AlertTopic")
+		if strings.HasPrefix(id, "Agent") {
+			require.Equal(t, strings.ToLower(strings.TrimPrefix(id, "Agent")[:len(env["SAS_AGENT_NAME"].(string))]), env["SAS_AGENT_NAME"])
+		}
+	}
+	outputs := tmpl["Outputs"].(map[string]any)
+	for _, k := range []string{"Prefix", "OrdersQueueUrl", "OrdersTableName", "StateTableName", "AlertTopicArn", "AlarmTopicArn", "QueueUrlBase"} {
+		require.Contains(t, outputs, k)
+	}
+}
+
+func TestNoUnsuppressedNagFindings(t *testing.T) {
+	jsiiOK(t, func() {
+		errs := notes.FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))
+		warns := notes.FindWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))
+		var msgs []string
+		for _, m := range append(*errs, *warns...) {
+			msgs = append(msgs, fmt.Sprint(*m.Id, ": ", m.Entry.Data))
+		}
+		require.Empty(t, msgs)
+	})
+}
+
+func TestCfnLintIsClean(t *testing.T) {
+	lint, err := exec.LookPath("cfn-lint")
+	require.NoError(t, err, "cfn-lint is needed (pip install cfn-lint)")
+	out, err := exec.Command(lint, "--format", "parseable", tmplPath).CombinedOutput()
+	require.NoError(t, err, "cfn-lint findings:\n%s", out)
+}
+
+func TestConfigRefusesBadContext(t *testing.T) {
+	for ctx, want := range map[string]string{
+		stack.CtxStepTimeout:    "must leave the agents' 30s function timeout 5s",
+		stack.CtxSupervisorRate: "a whole number of minutes",
+		stack.CtxMaxFailures:    "context maxFailures",
+	} {
+		bad := map[string]any{stack.CtxStepTimeout: "1m", stack.CtxSupervisorRate: "0", stack.CtxMaxFailures: "many"}
+		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{ctx: bad[ctx]}})
+		_, err := stack.Config(app)
+		require.ErrorContains(t, err, want, ctx)
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxStepTimeout: "10s", stack.CtxSupervisorRate: "5"}})
+	p, err := stack.Config(app)
+	require.NoError(t, err)
+	require.Equal(t, 10*time.Second, p.Settings.StepTimeout)
+	require.Equal(t, 5*time.Minute, p.SupervisorRate)
+	require.Equal(t, "sas", p.Topology.Prefix, "default prefix")
+}
