@@ -198,6 +198,22 @@ func TestWatchCountsByState(t *testing.T) {
 	d := newDeployment(t)
 	code, _, _ := d.ctl("", "submit", "--generate", "4")
 	require.Zero(t, code)
+	// Until Submission accepts them, nothing is in flight and --until-idle
+	// would rightly stop at once: wait for the four orders to exist.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		counts, err := d.stack.Store.CountTasks(context.Background())
+		require.NoError(t, err)
+		total := 0
+		for _, n := range counts {
+			total += n
+		}
+		if total == 4 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "orders not accepted")
+		time.Sleep(50 * time.Millisecond)
+	}
 	code, out, _ := d.ctl("", "watch", "--until-idle", "--every", "100ms")
 	require.Zero(t, code)
 	lines := strings.Split(strings.TrimSpace(out), "\n")

@@ -25,11 +25,23 @@ type Process struct {
 	done     chan struct{}
 }
 
-// PID is the emulator's process id.
-func (p *Process) PID() int { return p.cmd.Process.Pid }
+// External returns a Process for an emulator someone else runs (such as
+// LocalStack at AWS_ENDPOINT_URL): Stop leaves it alone.
+func External(name, endpoint string) *Process { return &Process{Name: name, Endpoint: endpoint} }
+
+// PID is the emulator's process id (0 for an external one).
+func (p *Process) PID() int {
+	if p.cmd == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
 
 // Stop terminates the emulator's process group and waits for it to exit.
 func (p *Process) Stop() error {
+	if p.cmd == nil {
+		return nil
+	}
 	select {
 	case <-p.done:
 		return nil

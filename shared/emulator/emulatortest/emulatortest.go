@@ -34,8 +34,13 @@ func logDir() string {
 	return d
 }
 
-// Moto starts moto_server for a test binary.
+// Moto starts moto_server for a test binary, unless AWS_ENDPOINT_URL names
+// an emulator already running (such as LocalStack, for make itest): then the
+// tests use that one and leave it running.
 func Moto(ctx context.Context) (*emulator.Process, error) {
+	if e := os.Getenv("AWS_ENDPOINT_URL"); e != "" {
+		return emulator.External("AWS_ENDPOINT_URL", e), nil
+	}
 	_ = os.MkdirAll(CacheDir(), 0o755)
 	return emulator.StartMoto(ctx, logDir())
 }
