@@ -12,7 +12,14 @@
    transaction names are saved, and restored if it is cancelled. This is safe
    because of (1): no other DynamoDB request runs meanwhile. If moto's internals
    differ from what this expects, the patch is skipped with a warning.
-3. Query cost. Every Query sorts the whole table before filtering it, then
+3. Idempotent transactions. DynamoDB remembers a TransactWriteItems
+   ClientRequestToken for ten minutes and answers a retry with the same token
+   with success, without applying it again; the AWS SDKs fill the token in and
+   keep it across their retries. moto ignores it, so an SDK retry of a
+   transaction whose first try was applied (a connection reset under load)
+   came back as a failed condition. Here a token that succeeded is answered
+   with success again.
+4. Query cost. Every Query sorts the whole table before filtering it, then
    sorts its results again. Here a Query walks the items unsorted (its own
    sort of the results still orders them), so the supervisor's index query
    stays cheap as finished orders pile up.
@@ -20,24 +27,57 @@
 Usage: python3 serve.py HOST PORT
 """
 import copy
+import io
+import json
 import signal
 import sys
 import threading
+import time
 
 from werkzeug.serving import run_simple
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+
+TOKEN_TTL = 600  # seconds DynamoDB remembers a ClientRequestToken
 
 
 class SerializeDynamoDB:
     def __init__(self, app):
         self.app = app
         self.lock = threading.Lock()
+        self.tokens = {}  # ClientRequestToken -> time it succeeded
 
     def __call__(self, environ, start_response):
-        if environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB_"):
-            with self.lock:
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if not target.startswith("DynamoDB_"):
+            return self.app(environ, start_response)
+        with self.lock:
+            if not target.endswith(".TransactWriteItems"):
                 return list(self.app(environ, start_response))
-        return self.app(environ, start_response)
+            return self.transact(environ, start_response)
+
+    def transact(self, environ, start_response):
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        environ["wsgi.input"] = io.BytesIO(body)
+        try:
+            token = json.loads(body).get("ClientRequestToken")
+        except ValueError:
+            token = None
+        now = time.time()
+        self.tokens = {t: at for t, at in self.tokens.items() if now - at < TOKEN_TTL}
+        if token and token in self.tokens:
+            start_response("200 OK", [("Content-Type", "application/x-amz-json-1.0")])
+            return [b"{}"]
+        status = []
+
+        def record(st, headers, exc_info=None):
+            status.append(st)
+            return start_response(st, headers, exc_info) if exc_info else start_response(st, headers)
+
+        out = list(self.app(environ, record))
+        if token and status and status[0].startswith("200"):
+            self.tokens[token] = now
+        return out
 
 
 def patch_transactions():
