@@ -16,7 +16,7 @@ LOCALSTACK := http://localhost:4566
 LOCAL_ENV := AWS_ENDPOINT_URL=$(LOCALSTACK) AWS_ENDPOINT_URL_S3=$(LOCALSTACK) AWS_S3_FORCE_PATH_STYLE=true \
 	AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 
-.PHONY: help run test build synth diff deploy destroy localstack-up localstack-down localstack-deploy itest clean
+.PHONY: help run test build bootstrap synth diff deploy destroy localstack-up localstack-down localstack-deploy itest clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -34,6 +34,9 @@ build/%/bootstrap: FORCE
 
 $(CDK):
 	npm install --prefix .cdk --no-audit --no-fund --loglevel=error $(CDK_PACKAGES)
+
+bootstrap: $(CDK) ## once per AWS account and region: the CDK's staging resources
+	cd infra && $(CDK) bootstrap $(CONTEXT)
 
 synth: build $(CDK) ## the CloudFormation template, in cdk.out
 	cd infra && $(CDK) synth --quiet $(CONTEXT)
