@@ -29,6 +29,8 @@ commands:
   watch     live counts of orders by state
   resubmit  put a Failed or CompensationFailed order back to work
   redrive   move messages from a dead-letter queue back to its queue
+  chaos     run orders through the local stack with every fault injected,
+            check every invariant; non-zero exit if one broke
 
 Every command but demo takes --endpoint, --prefix and --output text|json;
 sasctl <command> -h lists its flags.
@@ -43,6 +45,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "demo":
 		return demo(ctx, args[1:], stdout, stderr)
+	case "chaos":
+		return chaosCmd(ctx, args[1:], stdout, stderr)
 	case "submit":
 		return submit(ctx, args[1:], stdin, stdout, stderr)
 	case "status":

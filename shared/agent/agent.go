@@ -50,6 +50,9 @@ type Handler struct {
 	batch   *sqsbatch.Processor
 	Now     func() time.Time
 	Sleep   func(ctx context.Context, d time.Duration) error
+	// Crash, if set, is called after the remote call and before the reply; a
+	// chaos test makes it panic there. Nil in production.
+	Crash func(point string)
 }
 
 // New builds the handler.
@@ -78,6 +81,9 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		return nil
 	}
 	result, err := h.call(ctx, req, deadline)
+	if h.Crash != nil {
+		h.Crash("agent.after-call")
+	}
 	reply := message.AgentReply{Kind: message.KindReply, OrderID: req.OrderID, Step: req.Step, Undo: req.Undo,
 		StepName: req.StepName, Attempt: req.Attempt, ReplyTo: req.ReplyTo, Round: req.Round}
 	switch {

@@ -16,13 +16,16 @@ func (s *Stack) Runner() (*runner.Runner, error) {
 		return runner.Source{Function: fn, QueueURL: s.QueueURL(queue), QueueARN: s.Resources.QueueARNs[queue],
 			Handler: h, Pollers: o.Pollers, Timeout: t.FunctionTimeout}
 	}
-	r := &runner.Runner{SQS: d.Clients.SQS, Faults: o.Faults, Log: o.Log, Stats: s.Stats}
-	r.Sources = append(r.Sources, src("submission", t.OrdersQueue().Name, d.Submission().Handle))
+	r := &runner.Runner{SQS: d.Clients.SQS, Faults: o.Faults, Log: o.Log, Stats: s.Stats, DelayFor: o.DelayFor}
+	sub := d.Submission()
+	sub.Crash = o.Crash
+	r.Sources = append(r.Sources, src("submission", t.OrdersQueue().Name, sub.Handle))
 	for range o.Schedulers {
 		h, err := d.Scheduler(deployment.InstanceID("scheduler"))
 		if err != nil {
 			return nil, err
 		}
+		h.Crash = o.Crash
 		r.Sources = append(r.Sources, src("scheduler", t.SchedulerQueue().Name, h.Handle))
 		for _, a := range t.Agents {
 			r.Sources = append(r.Sources, src("scheduler", t.AgentResponses(a).Name, h.Handle))
@@ -31,12 +34,15 @@ func (s *Stack) Runner() (*runner.Runner, error) {
 	for _, a := range t.Agents {
 		// An agent's batch waits for its slowest remote call (up to the step
 		// timeout); Lambda would run more copies meanwhile, so poll wider.
-		as := src("agent-"+a, t.AgentRequests(a).Name, d.Agent(a).Handle)
+		ah := d.Agent(a)
+		ah.Crash = o.Crash
+		as := src("agent-"+a, t.AgentRequests(a).Name, ah.Handle)
 		as.Pollers *= 4
 		r.Sources = append(r.Sources, as)
 	}
 	for range o.Supervisors {
 		sup := d.Supervisor(deployment.InstanceID("supervisor"))
+		sup.Crash = o.Crash
 		r.Tickers = append(r.Tickers, runner.Ticker{Function: "supervisor", Every: o.SupervisorEvery,
 			Run: func(ctx context.Context) error { _, err := sup.Sweep(ctx); return err }})
 	}

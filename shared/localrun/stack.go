@@ -44,8 +44,10 @@ type Options struct {
 	// (default: the queues named <prefix>-client-…, see ClientQueuePrefix).
 	AllowedReplyQueues []string
 	Faults             runner.Faults
-	Log                *slog.Logger // handler logs (default: discarded)
-	Metrics            io.Writer    // EMF lines, besides the stack's own tally
+	DelayFor           time.Duration      // how long a Delay fault hides a message
+	Crash              func(point string) // crash hook set on every handler (chaos tests)
+	Log                *slog.Logger       // handler logs (default: discarded)
+	Metrics            io.Writer          // EMF lines, besides the stack's own tally
 }
 
 // Stack is a provisioned local deployment.

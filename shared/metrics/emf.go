@@ -25,6 +25,7 @@ const (
 	CompensationFailures = "CompensationFailures" // tasks that ended CompensationFailed
 	NotificationsFailed  = "NotificationsFailed"  // status messages that could not be sent
 	StepsClaimed         = "StepsClaimed"         // claims won by a scheduler
+	NothingToClaim       = "NothingToClaim"       // schedule messages dropped: the record was not claimable
 	StaleReplies         = "StaleReplies"         // replies fenced off by the attempt check
 	AgentRetries         = "AgentRetries"         // remote calls retried by an agent
 	AgentDeadlineExpired = "AgentDeadlineExpired" // agent attempts abandoned at CompleteBy

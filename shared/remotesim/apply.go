@@ -33,12 +33,17 @@ func (s *Simulator) apply(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	f := s.faultsOf(service, action)
+	latency := f.Latency
+	if f.SlowRate > 0 && s.rng.Float64() < f.SlowRate {
+		latency += f.SlowLatency
+		s.stats.Slow++
+	}
 	s.mu.Unlock()
-	if f.Latency > 0 {
+	if latency > 0 {
 		select {
-		case <-time.After(f.Latency):
+		case <-time.After(latency):
 		case <-r.Context().Done():
-			return
+			return // the caller gave up: nothing is applied
 		}
 	}
 

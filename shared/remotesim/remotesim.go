@@ -27,6 +27,8 @@ type Faults struct {
 	StallFirst      int           `json:"stallFirst"`      // the first N calls of each key hang until the caller gives up
 	StallRate       float64       `json:"stallRate"`       // share of keys whose first call hangs
 	StallOrders     []string      `json:"stallOrders"`     // orders whose every call hangs
+	SlowRate        float64       `json:"slowRate"`        // share of calls that take SlowLatency more
+	SlowLatency     time.Duration `json:"slowLatency"`
 }
 
 // Window is a span of wall-clock time.
@@ -47,7 +49,7 @@ type Effect struct {
 
 // Stats count the calls by answer.
 type Stats struct {
-	Calls, Applied, Replayed, Transient, Permanent, Stalled int
+	Calls, Applied, Replayed, Transient, Permanent, Stalled, Slow int
 }
 
 // Simulator is the remote services' state. Safe for concurrent use.
@@ -158,5 +160,13 @@ func (s *Simulator) Handler() http.Handler {
 func (s *Simulator) keyShare(salt, key string) float64 {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%d/%s/%s", s.seed, salt, key)
-	return float64(h.Sum64()>>11) / float64(1<<53)
+	// SplitMix64's finalizer: FNV alone hardly moves its high bits when keys
+	// differ only in their last bytes.
+	x := h.Sum64()
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return float64(x>>11) / float64(1<<53)
 }

@@ -24,6 +24,7 @@ import (
 type API interface {
 	ReceiveMessage(context.Context, *sqs.ReceiveMessageInput, ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	DeleteMessageBatch(context.Context, *sqs.DeleteMessageBatchInput, ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	ChangeMessageVisibility(context.Context, *sqs.ChangeMessageVisibilityInput, ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
 }
 
 // Handler is an SQS-triggered Lambda handler.
@@ -58,6 +59,7 @@ const (
 	Deliver   Action = iota // deliver normally
 	Drop                    // delete without delivering: a lost message
 	Duplicate               // deliver twice, in two concurrent invocations
+	Delay                   // deliver later: hidden for Runner.DelayFor
 )
 
 // Faults decides the fate of each received message (nil delivers all).
@@ -71,6 +73,8 @@ type Runner struct {
 	Faults  Faults
 	Log     *slog.Logger
 	Stats   *Stats
+	// DelayFor is how long a Delay fault hides a message (default 5s).
+	DelayFor time.Duration
 }
 
 // Run blocks until ctx is done. Invocations in flight see ctx cancelled, as a
@@ -160,6 +164,9 @@ func (r *Runner) deliver(ctx context.Context, src Source, msgs []types.Message) 
 		switch r.action(src.Function, m) {
 		case Drop:
 			dropped = append(dropped, m)
+		case Delay:
+			r.Stats.faulted(src.Function, "delayed", 1)
+			r.delay(ctx, src, m)
 		case Duplicate:
 			dups = append(dups, m)
 			batch = append(batch, m)
@@ -191,6 +198,19 @@ func (r *Runner) deliver(ctx context.Context, src Source, msgs []types.Message) 
 		}
 	}
 	r.delete(ctx, src, done)
+}
+
+// delay hides a message for DelayFor: it is delivered again after that.
+func (r *Runner) delay(ctx context.Context, src Source, m types.Message) {
+	d := r.DelayFor
+	if d <= 0 {
+		d = 5 * time.Second
+	}
+	_, err := r.SQS.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(src.QueueURL),
+		ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: int32((d + time.Second - 1) / time.Second)})
+	if err != nil && ctx.Err() == nil {
+		r.Log.Warn("delay failed; the message comes back after its visibility timeout", "function", src.Function, "err", err)
+	}
 }
 
 func (r *Runner) action(function string, m types.Message) Action {

@@ -195,3 +195,47 @@ func TestProvisionIsIdempotent(t *testing.T) {
 	require.Len(t, table.Table.GlobalSecondaryIndexes, 1)
 	require.Equal(t, topology.DeadlineIndex, aws.ToString(table.Table.GlobalSecondaryIndexes[0].IndexName))
 }
+
+func TestDelayedMessagesComeBack(t *testing.T) {
+	t.Parallel()
+	_, url, arn, _ := queue(t, "rt-delay", 5)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	delayed := map[string]bool{}
+	handler := func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range ev.Records {
+			seen[r.Body]++
+		}
+		return events.SQSEventResponse{}, nil
+	}
+	r := &runner.Runner{SQS: clients.SQS, Log: slog.New(slog.DiscardHandler), DelayFor: time.Second,
+		Faults: func(_ string, m types.Message) runner.Action {
+			mu.Lock()
+			defer mu.Unlock()
+			if !delayed[aws.ToString(m.Body)] {
+				delayed[aws.ToString(m.Body)] = true
+				return runner.Delay
+			}
+			return runner.Deliver
+		},
+		Sources: []runner.Source{{Function: "fn", QueueURL: url, QueueARN: arn, Handler: handler, Pollers: 2}}}
+	var bodies []string
+	for i := range 25 {
+		bodies = append(bodies, fmt.Sprintf("m-%d", i))
+	}
+	send(t, url, bodies...)
+	start(t, r)
+	waitFor(t, "every delayed message delivered once", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) == len(bodies)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, b := range bodies {
+		require.Equal(t, 1, seen[b], b)
+	}
+	require.Equal(t, 25, r.Stats.Snapshot()["fn"].FaultsInjected["delayed"])
+}

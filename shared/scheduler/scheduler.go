@@ -60,6 +60,9 @@ type Handler struct {
 	log     *slog.Logger
 	batch   *sqsbatch.Processor
 	Now     func() time.Time
+	// Crash, if set, is called at each crash point (after a write, before the
+	// send that follows it); a chaos test makes it panic there. Nil in production.
+	Crash func(point string)
 }
 
 // New builds the handler; it fails if an agent of the workflow has no queue.
@@ -115,12 +118,17 @@ func describe(r workflow.Ref) string {
 func (h *Handler) start(ctx context.Context, orderID string, r workflow.Ref) error {
 	st, err := h.store.Claim(ctx, orderID, r, h.cfg.InstanceID, h.Now())
 	if errors.Is(err, statestore.ErrNotClaimable) {
-		h.log.Debug("not claimable; nothing to do", "order_id", orderID, "step", r.Index, "undo", r.Undo)
+		// A duplicate, a late message, or an order or step that does not exist:
+		// dropped on purpose, counted.
+		h.metrics.Count(metrics.NothingToClaim, 1, map[string]any{"OrderID": orderID, "Step": r.Index, "Undo": r.Undo})
+		h.log.Debug("schedule dropped: nothing claimable (a duplicate, a late message, or no such order or step)",
+			"order_id", orderID, "step", r.Index, "undo", r.Undo)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	crash(h.Crash, "scheduler.after-claim")
 	h.metrics.Count(metrics.StepsClaimed, 1, map[string]any{"OrderID": orderID, "Step": st.Name, "Attempt": st.Attempt})
 	req := message.AgentRequest{
 		OrderID: orderID, Step: r.Index, Undo: r.Undo, StepName: st.Name, Attempt: st.Attempt,
@@ -148,6 +156,7 @@ func (h *Handler) complete(ctx context.Context, r message.AgentReply) error {
 	if err != nil {
 		return err
 	}
+	crash(h.Crash, "scheduler.after-complete")
 	round := roundOf(r)
 	ev := notify.Event{OrderID: r.OrderID, ReplyQueue: r.ReplyTo, Round: round, Event: workflow.EventStepDone,
 		Index: r.Step, Step: r.StepName, State: workflow.Pending, At: now}
@@ -183,6 +192,7 @@ func (h *Handler) fail(ctx context.Context, r message.AgentReply) error {
 	if err != nil {
 		return err
 	}
+	crash(h.Crash, "scheduler.after-fail")
 	h.log.Error("failed with a non-transient error", "order_id", r.OrderID, "step", r.StepName, "undo", ref.Undo, "err", r.Error)
 	h.notify.Failed(ctx, notify.Event{OrderID: r.OrderID, ReplyQueue: r.ReplyTo, Round: roundOf(r), Index: ref.Index,
 		Step: r.StepName, Error: r.Error, At: now}, ref.Undo, undoFrom)
@@ -208,3 +218,9 @@ func (h *Handler) stale(r message.AgentReply) {
 
 // roundOf is the round the reply belongs to (echoed from the request).
 func roundOf(r message.AgentReply) int { return max(r.Round, 1) }
+
+func crash(f func(string), point string) {
+	if f != nil {
+		f(point)
+	}
+}

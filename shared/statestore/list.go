@@ -100,3 +100,32 @@ func decodeToken(token string) (map[string]types.AttributeValue, error) {
 	}
 	return key(v["o"], taskSK), nil
 }
+
+// ScanAll reads every task and record of the state table in one paged scan:
+// for checks over a whole run (a test's or the chaos run's), not a hot path.
+func (s *Store) ScanAll(ctx context.Context) (map[string]Task, map[string][]Step, error) {
+	tasks, steps := map[string]Task{}, map[string][]Step{}
+	p := dynamodb.NewScanPaginator(s.db, &dynamodb.ScanInput{TableName: &s.state, ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("scan state: %w", err)
+		}
+		for _, item := range page.Items {
+			if sk, _ := item["SK"].(*types.AttributeValueMemberS); sk != nil && sk.Value == taskSK {
+				var it taskItem
+				if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+					return nil, nil, fmt.Errorf("decode task: %w", err)
+				}
+				tasks[it.OrderID] = it.task()
+				continue
+			}
+			var it stepItem
+			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+				return nil, nil, fmt.Errorf("decode record: %w", err)
+			}
+			steps[it.OrderID] = append(steps[it.OrderID], it.step())
+		}
+	}
+	return tasks, steps, nil
+}

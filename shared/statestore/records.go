@@ -31,6 +31,7 @@ type Step struct {
 	Index        int  // the step's position in the workflow
 	Undo         bool // this is the undo action of step Index
 	UndoFrom     int  // for a step: the undo to start if it fails for good (-1: none)
+	HasUndo      bool // for a step: it has an undo action (run too if it times out for good)
 	Round        int
 	ReplyQueue   string
 	Name         string
@@ -57,6 +58,21 @@ type Step struct {
 func (s Step) Definition() workflow.Action {
 	return workflow.Action{Name: s.Name, Agent: s.Agent, Timeout: s.Timeout,
 		MaxFailures: s.MaxFailures, RetryBackoff: s.RetryBackoff}
+}
+
+// UndoOnGiveUp is the undo action to start when this record is given up on
+// after timing out (-1: none): for a step, its own undo if it has one (its
+// effect may have happened), else the previous step's; for an undo action,
+// none (the task ends CompensationFailed).
+func (s Step) UndoOnGiveUp() int {
+	switch {
+	case s.Undo:
+		return -1
+	case s.HasUndo:
+		return s.Index
+	default:
+		return s.UndoFrom
+	}
 }
 
 // Ref names the record within its task.
@@ -86,6 +102,7 @@ type stepItem struct {
 	StepIndex      int      `dynamodbav:"StepIndex"`
 	Undo           bool     `dynamodbav:"Undo,omitempty"`
 	UndoFrom       int      `dynamodbav:"UndoFrom"`
+	HasUndo        bool     `dynamodbav:"HasUndo,omitempty"`
 	Round          int      `dynamodbav:"Round"`
 	ReplyQueue     string   `dynamodbav:"ReplyQueue,omitempty"`
 	StepName       string   `dynamodbav:"StepName"`
@@ -141,7 +158,7 @@ func (it taskItem) task() Task {
 }
 
 func (it stepItem) step() Step {
-	return Step{OrderID: it.OrderID, Index: it.StepIndex, Undo: it.Undo, UndoFrom: it.UndoFrom, Round: it.Round,
+	return Step{OrderID: it.OrderID, Index: it.StepIndex, Undo: it.Undo, UndoFrom: it.UndoFrom, HasUndo: it.HasUndo, Round: it.Round,
 		ReplyQueue: it.ReplyQueue, Name: it.StepName, Agent: it.Agent,
 		Timeout: time.Duration(it.TimeoutMs) * time.Millisecond, MaxFailures: it.MaxFailures,
 		RetryBackoff: time.Duration(it.RetryBackoffMs) * time.Millisecond,

@@ -38,10 +38,10 @@ func (s *Store) Fail(ctx context.Context, f Failure, attempt int) error {
 
 // GiveUp does what Fail does for a record the supervisor found overdue at its
 // failure threshold, on the condition that the record is still as it read it
-// (same Version). What to undo comes from the record itself: the supervisor
-// knows nothing of the workflow.
+// (same Version). What to undo comes from the record itself (UndoOnGiveUp:
+// a timed-out step is undone too): the supervisor knows nothing of the workflow.
 func (s *Store) GiveUp(ctx context.Context, read Step, failureCount int, reason string, alertDue, undoDue, now time.Time) error {
-	f := Failure{OrderID: read.OrderID, Ref: read.Ref(), UndoFrom: read.UndoFrom, Reason: reason,
+	f := Failure{OrderID: read.OrderID, Ref: read.Ref(), UndoFrom: read.UndoOnGiveUp(), Reason: reason,
 		AlertDue: alertDue, UndoDue: undoDue, Now: now}
 	return s.markError(ctx, f, "Version = :version",
 		map[string]types.AttributeValue{":version": num(int64(read.Version))}, failureCount)
@@ -163,7 +163,7 @@ func (s *Store) Overdue(ctx context.Context, now time.Time, limit int) ([]Step, 
 // its keys: what the supervisor needs to decide, alert and notify without
 // reading the table.
 var IndexedAttributes = []string{
-	"StepIndex", "Undo", "UndoFrom", "Round", "ReplyQueue", "StepName", "Agent", "TimeoutMs", "MaxFailures",
+	"StepIndex", "Undo", "UndoFrom", "HasUndo", "Round", "ReplyQueue", "StepName", "Agent", "TimeoutMs", "MaxFailures",
 	"RetryBackoffMs", "ProcessState", "Attempt", "FailureCount", "LockedBy", "CompleteBy", "LastError",
 	"Alerted", "Version", "CreatedAt", "UpdatedAt",
 }

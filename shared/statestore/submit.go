@@ -79,6 +79,7 @@ func (s *Store) records(sub Submission) []stepItem {
 	var out []stepItem
 	for i, st := range sub.Workflow.Steps {
 		it := rec(workflow.Ref{Index: i}, st.Action, sub.Workflow.UndoFrom(i))
+		it.HasUndo = st.Undo != nil
 		if i == 0 {
 			it.DueShard = shardOf(sub.OrderID, it.ref(), s.shards)
 			it.DueAt = ms(sub.Now.Add(sub.Workflow.PickupTimeout))

@@ -47,6 +47,10 @@ type Handler struct {
 	log     *slog.Logger
 	batch   *sqsbatch.Processor
 	Now     func() time.Time
+	// Crash, if set, is called at each crash point (after a write, before the
+	// send that follows it); a chaos test makes it panic there, as a killed
+	// invocation would stop. Nil in production.
+	Crash func(point string)
 }
 
 // New builds the handler.
@@ -76,6 +80,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if err != nil {
 		return err
 	}
+	crash(h.Crash, "submission.after-commit")
 	if created {
 		h.metrics.Count(metrics.OrdersAccepted, 1, map[string]any{"OrderID": o.OrderID})
 		h.log.Info("order accepted", "order_id", o.OrderID)
@@ -89,4 +94,10 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		h.log.Info("duplicate order ignored", "order_id", o.OrderID)
 	}
 	return h.send.SendJSON(ctx, h.cfg.SchedulerQueueURL, message.NewSchedule(o.OrderID, workflow.Ref{}), 0)
+}
+
+func crash(f func(string), point string) {
+	if f != nil {
+		f(point)
+	}
 }

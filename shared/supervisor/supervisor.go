@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,6 +69,10 @@ type Supervisor struct {
 	metrics *metrics.Emitter
 	log     *slog.Logger
 	Now     func() time.Time
+	// Crash, if set, is called after each recovery write and before the
+	// message that follows it; a chaos test makes it panic there (the sweep
+	// stops for that record, as a killed run would). Nil in production.
+	Crash func(point string)
 }
 
 // New builds the handler.
@@ -108,7 +113,7 @@ func (s *Supervisor) Sweep(ctx context.Context) (Report, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			outcome, herr := s.handle(ctx, st, now)
+			outcome, herr := s.handleSafely(ctx, st, now)
 			mu.Lock()
 			defer mu.Unlock()
 			rep.add(outcome)
@@ -155,6 +160,23 @@ func (r *Report) add(o outcome) {
 	}
 }
 
+// handleSafely turns a panic in one record's handling into that record's
+// error: the record stays due, and the sweep goes on with the others.
+func (s *Supervisor) handleSafely(ctx context.Context, st statestore.Step, now time.Time) (o outcome, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			o, err = none, fmt.Errorf("%s: handling panicked: %v", st.Key(), p)
+		}
+	}()
+	return s.handle(ctx, st, now)
+}
+
+func (s *Supervisor) crash(point string) {
+	if s.Crash != nil {
+		s.Crash(point)
+	}
+}
+
 func (s *Supervisor) handle(ctx context.Context, st statestore.Step, now time.Time) (outcome, error) {
 	switch st.State {
 	case workflow.Error:
@@ -182,6 +204,7 @@ func (s *Supervisor) handle(ctx context.Context, st statestore.Step, now time.Ti
 	if err != nil {
 		return none, err
 	}
+	s.crash("supervisor.after-requeue")
 	s.metrics.Count(metrics.SupervisorRecoveries, 1, map[string]any{"OrderID": st.OrderID, "Step": st.Name,
 		"FailureCount": rec.FailureCount})
 	s.log.Info("overdue step sent back to Pending", "order_id", st.OrderID, "step", st.Name,
@@ -193,10 +216,7 @@ func (s *Supervisor) handle(ctx context.Context, st statestore.Step, now time.Ti
 // giveUp marks the record Error (for a step, starting compensation, as the
 // record itself says), alerts, tells the order's caller and the Scheduler.
 func (s *Supervisor) giveUp(ctx context.Context, st statestore.Step, failureCount int, reason string, now time.Time) (outcome, error) {
-	undoFrom := st.UndoFrom
-	if st.Undo {
-		undoFrom = -1
-	}
+	undoFrom := st.UndoOnGiveUp()
 	err := s.store.GiveUp(ctx, st, failureCount, reason, now.Add(s.cfg.PickupTimeout), now.Add(s.cfg.PickupTimeout), now)
 	if errors.Is(err, statestore.ErrStale) {
 		return lost, nil
@@ -204,6 +224,7 @@ func (s *Supervisor) giveUp(ctx context.Context, st statestore.Step, failureCoun
 	if err != nil {
 		return none, err
 	}
+	s.crash("supervisor.after-give-up")
 	st.FailureCount = failureCount
 	s.notify.Failed(ctx, notify.Event{OrderID: st.OrderID, ReplyQueue: st.ReplyQueue, Round: st.Round, Index: st.Index,
 		Step: st.Name, Error: reason, At: now}, st.Undo, undoFrom)
@@ -220,9 +241,9 @@ func (s *Supervisor) giveUp(ctx context.Context, st statestore.Step, failureCoun
 
 func (s *Supervisor) alert(ctx context.Context, st statestore.Step, reason string, now time.Time) error {
 	s.log.Error("step failed for good", "order_id", st.OrderID, "step", st.Name, "reason", reason)
-	undoFrom := st.UndoFrom
-	if st.Undo {
-		undoFrom = -1
+	undoFrom := st.UndoOnGiveUp()
+	if !st.Undo && !strings.Contains(reason, "failure threshold") {
+		undoFrom = st.UndoFrom // a permanent refusal: the step itself did nothing
 	}
 	err := s.alerts.StepFailed(ctx, alert.Failure{OrderID: st.OrderID, Step: st.Index, StepName: st.Name, Undo: st.Undo,
 		Attempt: st.Attempt, FailureCount: st.FailureCount, LastError: reason,

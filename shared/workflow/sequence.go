@@ -17,6 +17,17 @@ func (d Definition) UndoFrom(i int) int {
 	return -1
 }
 
+// UndoOnTimeout is the undo action to start when step i is given up on after
+// timing out: its outcome is unknown (the remote may have applied it and the
+// reply been lost), so its own undo runs first if it has one; undo actions
+// are idempotent and must accept "nothing to undo".
+func (d Definition) UndoOnTimeout(i int) int {
+	if i >= 0 && i < len(d.Steps) && d.Steps[i].Undo != nil {
+		return i
+	}
+	return d.UndoFrom(i)
+}
+
 // Next is what follows the successful completion of r: the next record to
 // make ready, or, when ok is false, none, and the task ends in state end.
 func (d Definition) Next(r Ref) (next Ref, ok bool, end State) {

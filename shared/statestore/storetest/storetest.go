@@ -470,11 +470,14 @@ func giveUpCompensates(t *testing.T, s *statestore.Store) {
 	require.NoError(t, err)
 	require.Len(t, due, 1)
 	require.Equal(t, 0, due[0].UndoFrom, "the index tells the supervisor what to undo")
+	require.True(t, due[0].HasUndo)
+	require.Equal(t, 1, due[0].UndoOnGiveUp(), "a timed-out step may have taken effect: its own undo first")
 	now := t0.Add(time.Hour)
 	require.NoError(t, s.GiveUp(ctx, due[0], 3, "timed out", now, now.Add(time.Minute), now))
 	task, recs := state(t, s)
 	require.Equal(t, workflow.Compensating, task.State)
-	require.Equal(t, now.Add(time.Minute), recs[undo0].DueAt)
+	require.Equal(t, now.Add(time.Minute), recs[undo1].DueAt)
+	require.True(t, recs[undo0].DueAt.IsZero(), "then the earlier step's")
 }
 
 func resubmitFailed(t *testing.T, s *statestore.Store) {

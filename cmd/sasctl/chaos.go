@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sas-go/sas/shared/chaos"
+	"github.com/sas-go/sas/shared/emulator"
+	"github.com/sas-go/sas/shared/localrun"
+)
+
+func chaosCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sasctl chaos", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	p := chaos.DefaultPlan(1, 300)
+	fs.Uint64Var(&p.Seed, "seed", p.Seed, "chooses the faults: the same seed replays the same run")
+	fs.IntVar(&p.Orders, "orders", p.Orders, "orders to send")
+	fs.Float64Var(&p.Drop, "drop", p.Drop, "share of deliveries dropped (every queue but orders)")
+	fs.Float64Var(&p.Delay, "delay", p.Delay, "share of deliveries delayed")
+	fs.Float64Var(&p.Duplicate, "duplicate", p.Duplicate, "share of deliveries made twice")
+	fs.Float64Var(&p.Crash, "crash", p.Crash, "chance a handler is killed at each crash point")
+	fs.Float64Var(&p.Transient, "transient", p.Transient, "share of remote calls answered 503")
+	fs.Float64Var(&p.Permanent, "permanent", p.Permanent, "share of remote actions refused for good")
+	fs.Float64Var(&p.UndoFailure, "undo-failure", p.UndoFailure, "share of undo actions refused for good")
+	fs.IntVar(&p.Schedulers, "schedulers", p.Schedulers, "scheduler instances")
+	fs.IntVar(&p.Supervisors, "supervisors", p.Supervisors, "supervisor instances")
+	fs.DurationVar(&p.SupervisorEvery, "supervisor-every", p.SupervisorEvery, "each supervisor's schedule")
+	fs.DurationVar(&p.Timeout, "timeout", p.Timeout, "give up waiting for the orders to end")
+	runDir := fs.String("run-dir", ".run", "where logs go")
+	output := fs.String("output", "text", "text or json")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if p.Orders < 1 || *output != "text" && *output != "json" {
+		fmt.Fprintln(stderr, "sasctl chaos: --orders must be at least 1 and --output text or json")
+		return 2
+	}
+	if err := os.MkdirAll(*runDir, 0o755); err != nil {
+		return fail(stderr, "chaos", &globals{}, err)
+	}
+	endpoint := os.Getenv("AWS_ENDPOINT_URL")
+	if endpoint == "" {
+		moto, err := emulator.StartMoto(ctx, *runDir)
+		if err != nil {
+			fmt.Fprintln(stderr, "sasctl chaos:", err)
+			return 2
+		}
+		defer moto.Stop()
+		endpoint = moto.Endpoint
+	}
+	logPath := filepath.Join(*runDir, "chaos.log")
+	logs, err := os.Create(logPath)
+	if err != nil {
+		return fail(stderr, "chaos", &globals{}, err)
+	}
+	defer logs.Close()
+	fmt.Fprintf(stderr, "chaos run: %d orders, seed %d, against %s; handler logs in %s\n", p.Orders, p.Seed, endpoint, logPath)
+	start, last := time.Now(), time.Time{}
+	res, err := chaos.Run(ctx, p, endpoint, logs, func(c localrun.Counts) {
+		if time.Since(last) >= 5*time.Second {
+			last = time.Now()
+			fmt.Fprintf(stderr, "  %6.0fs  %d/%d ended (%d processed, %d failed, %d compensation failed)\n",
+				time.Since(start).Seconds(), c.Ended(), c.Total, c.Processed, c.Failed, c.CompensationFailed)
+		}
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "sasctl chaos:", err)
+	}
+	emit(stdout, &globals{output: *output}, res, func() { res.Print(stdout) })
+	if err != nil || res.Violations.Count() > 0 {
+		return 1
+	}
+	return 0
+}

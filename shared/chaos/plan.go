@@ -1,0 +1,71 @@
+package chaos
+
+import (
+	"time"
+
+	"github.com/sas-go/sas/shared/remotesim"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Plan is a chaos run: how many orders, and how often each fault strikes.
+type Plan struct {
+	Seed   uint64
+	Orders int
+	// On every queue, per delivery (no drop before Submission first sees an order).
+	Drop, Delay, Duplicate float64
+	DelayFor               time.Duration
+	// Crash is the chance a handler is killed at each crash point it reaches:
+	// after each write, before the send that follows.
+	Crash float64
+	// The remote services.
+	Transient   float64       // share of calls answered 503
+	Stall       float64       // share of actions whose first call hangs (the agent never replies)
+	Slow        float64       // share of calls slowed by SlowBy
+	SlowBy      time.Duration // more than the step timeout: the reply comes after CompleteBy
+	Permanent   float64       // share of actions refused for good
+	UndoFailure float64       // share of undo actions refused for good
+	Outage      time.Duration // the payment service is down this long, starting 2 s in
+	// Several schedulers and supervisors at once.
+	Schedulers, Supervisors int
+	SupervisorEvery         time.Duration // each supervisor's schedule
+	Settings                workflow.Settings
+	Timeout                 time.Duration // give up waiting for the orders to end
+}
+
+// DefaultPlan is every fault switched on at a rate a few hundred orders show.
+func DefaultPlan(seed uint64, orders int) Plan {
+	return Plan{
+		Seed: seed, Orders: orders,
+		Drop: 0.02, Delay: 0.03, Duplicate: 0.03, DelayFor: 4 * time.Second,
+		Crash:     0.03,
+		Transient: 0.10, Stall: 0.02, Slow: 0.02, SlowBy: 5 * time.Second,
+		Permanent: 0.02, UndoFailure: 0.10, Outage: 4 * time.Second,
+		Schedulers: 2, Supervisors: 2, SupervisorEvery: 500 * time.Millisecond,
+		Settings: workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 4, RetryBackoff: 500 * time.Millisecond,
+			PickupTimeout: 5 * time.Second},
+		Timeout: 10 * time.Minute,
+	}
+}
+
+// faults are the remote simulator's knobs for the plan, by service or action.
+func (p Plan) faults(start time.Time) map[string]remotesim.Faults {
+	base := remotesim.Faults{Latency: 10 * time.Millisecond, TransientRate: p.Transient, StallRate: p.Stall,
+		SlowRate: p.Slow, SlowLatency: p.SlowBy, PermanentRate: p.Permanent}
+	payment := base
+	if p.Outage > 0 {
+		payment.Outages = []remotesim.Window{{From: start.Add(2 * time.Second), To: start.Add(2*time.Second + p.Outage)}}
+	}
+	undo := base
+	undo.PermanentRate = p.UndoFailure
+	out := map[string]remotesim.Faults{"": base, workflow.PaymentAgent: payment}
+	for _, st := range workflow.Orders(p.Settings).Steps {
+		if st.Undo != nil {
+			u := undo
+			if st.Undo.Agent == workflow.PaymentAgent {
+				u.Outages = payment.Outages
+			}
+			out[st.Undo.Agent+"/"+st.Undo.Name] = u
+		}
+	}
+	return out
+}

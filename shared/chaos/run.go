@@ -1,0 +1,154 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sas-go/sas/shared/localrun"
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/remotesim"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Result is what a chaos run did and found.
+type Result struct {
+	Seed          uint64                 `json:"seed"`
+	Orders        int                    `json:"orders"`
+	Faults        map[string]int         `json:"faults"`
+	AgentRetries  int                    `json:"agentRetries"`
+	Recoveries    int                    `json:"supervisorRecoveries"`
+	Compensations int                    `json:"compensations"` // undo actions completed
+	StaleReplies  int                    `json:"staleReplies"`  // replies fenced off
+	EndStates     map[workflow.State]int `json:"endStates"`
+	Violations    Violations             `json:"violations"`
+	DeadLetters   map[string]int         `json:"deadLetters"` // messages left in each DLQ
+	Drain         time.Duration          `json:"drainNanos"`
+}
+
+// Run sends the plan's orders through a local stack on the emulator at
+// endpoint with every fault injected, waits for them to end (or the plan's
+// timeout), and checks the invariants. Handler logs go to logs.
+func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress func(localrun.Counts)) (Result, error) {
+	res := Result{Seed: p.Seed, Orders: p.Orders}
+	start := time.Now()
+	sim := remotesim.New(p.Seed)
+	for k, f := range p.faults(start) {
+		sim.SetFaults(k, f)
+	}
+	srv, err := sim.Start("127.0.0.1:0")
+	if err != nil {
+		return res, err
+	}
+	defer srv.Close()
+	inj := NewInjector(p)
+	stack, err := localrun.New(ctx, localrun.Options{
+		Endpoint: endpoint, Prefix: fmt.Sprintf("chaos%d-%d", p.Seed, start.UnixNano()%1e6), Settings: p.Settings,
+		RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second, Schedulers: p.Schedulers, Supervisors: p.Supervisors,
+		SupervisorEvery: p.SupervisorEvery, Faults: inj.Message, DelayFor: p.DelayFor, Crash: inj.Crash,
+		Log: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: logs,
+	})
+	if err != nil {
+		return res, err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = stack.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+
+	ids := make([]string, p.Orders)
+	bodies := make([]string, p.Orders)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("chaos-%d-%05d", p.Seed, i)
+		bodies[i] = localrun.DemoOrder(ids[i], i).JSON()
+	}
+	if err := stack.SendOrders(ctx, bodies...); err != nil {
+		return res, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, p.Timeout)
+	defer cancel()
+	_, waitErr := stack.WaitEnded(wctx, ids, 500*time.Millisecond, progress)
+	res.Drain = time.Since(start)
+	stop()
+	<-done
+
+	res.DeadLetters = map[string]int{}
+	for _, q := range stack.Topology().Queues() {
+		msgs, err := stack.Peek(ctx, stack.QueueURL(q.DLQName))
+		if err != nil {
+			return res, err
+		}
+		if len(msgs) > 0 {
+			res.DeadLetters[q.DLQName] = len(msgs)
+		}
+	}
+	tasks, records, err := stack.Store.ScanAll(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Violations, res.EndStates = Check(workflow.Orders(p.Settings), ids, tasks, records, sim.Ledger())
+	res.Faults = inj.Counts()
+	st := sim.Stats()
+	for k, v := range map[string]int{"remote transient error": st.Transient, "remote call hung": st.Stalled,
+		"remote call slowed past CompleteBy": st.Slow, "remote refused for good": st.Permanent} {
+		res.Faults[k] = v
+	}
+	t := stack.Tally
+	res.AgentRetries = int(t.Sum(metrics.AgentRetries))
+	res.Recoveries = int(t.Sum(metrics.SupervisorRecoveries))
+	res.StaleReplies = int(t.Sum(metrics.StaleReplies))
+	for _, recs := range records {
+		for _, r := range recs {
+			if r.Undo && r.State == workflow.Processed {
+				res.Compensations++
+			}
+		}
+	}
+	if waitErr != nil && res.Violations.Count() == 0 {
+		return res, waitErr
+	}
+	return res, nil
+}
+
+// Print writes the result as a table.
+func (r Result) Print(w io.Writer) {
+	row := func(k string, v any) { fmt.Fprintf(w, "  %-46s %8v\n", k, v) }
+	fmt.Fprintf(w, "Chaos run: %d orders, seed %d, drained in %.1fs\n\n", r.Orders, r.Seed, r.Drain.Seconds())
+	fmt.Fprintln(w, "  faults injected")
+	for _, k := range slices.Sorted(maps.Keys(r.Faults)) {
+		row("  "+k, r.Faults[k])
+	}
+	fmt.Fprintln(w)
+	row("agent retries", r.AgentRetries)
+	row("supervisor recoveries", r.Recoveries)
+	row("undo actions completed (compensations)", r.Compensations)
+	row("stale replies fenced off", r.StaleReplies)
+	for _, q := range slices.Sorted(maps.Keys(r.DeadLetters)) {
+		row("messages left in "+q, r.DeadLetters[q])
+	}
+	for _, s := range []workflow.State{workflow.Processed, workflow.Failed, workflow.CompensationFailed} {
+		row("ended "+string(s), r.EndStates[s])
+	}
+	v := r.Violations
+	row("orders lost", len(v.Lost))
+	row("orders not ended", len(v.NotEnded))
+	row("step effects applied twice", len(v.AppliedTwice))
+	row("effects inconsistent with the end state", len(v.Inconsistent))
+	row("failure counts past the threshold", len(v.OverThreshold))
+	if v.Count() == 0 {
+		fmt.Fprintln(w, "\nEvery invariant held.")
+		return
+	}
+	fmt.Fprintln(w, "\nINVARIANTS BROKEN:")
+	for name, ids := range map[string][]string{"lost": v.Lost, "not ended": v.NotEnded, "applied twice": v.AppliedTwice,
+		"inconsistent": v.Inconsistent, "over threshold": v.OverThreshold} {
+		if len(ids) > 0 {
+			fmt.Fprintf(w, "  %s: %s\n", name, strings.Join(ids, ", "))
+		}
+	}
+}

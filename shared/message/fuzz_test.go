@@ -1,0 +1,70 @@
+package message_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/message"
+)
+
+// Run one: go test ./shared/message -fuzz FuzzDecodeOrder -fuzztime 30s
+// (plain go test runs the seeds below).
+
+func FuzzDecodeOrder(f *testing.F) {
+	for _, s := range []string{good, `{`, `[]`, `null`, `{"orderId":"o","customerId":"c","items":[]}`,
+		`{"orderId":"o","customerId":"c","items":[{"sku":"A","quantity":"1","unitPriceCents":1}]}`,
+		`{"orderId":"o","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":1}],"replyQueue":"https://q/1/a"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		o, err := message.DecodeOrder(body)
+		if err != nil {
+			require.True(t, message.IsInvalid(err), "every refusal is an InvalidError: %v", err)
+			return
+		}
+		require.NoError(t, o.Validate())
+		again, err := message.DecodeOrder(o.JSON())
+		require.NoError(t, err, "an accepted order re-encodes to an accepted order")
+		require.Equal(t, o, again)
+	})
+}
+
+func FuzzDecodeSchedulerMessage(f *testing.F) {
+	for _, s := range []string{`{"kind":"schedule","orderId":"o","step":0}`, `{"kind":"schedule","orderId":"o","step":1,"undo":true}`,
+		`{"kind":"reply","orderId":"o","step":0,"stepName":"s","attempt":1,"ok":true,"result":{"a":1}}`,
+		`{"kind":"reply","orderId":"o","step":0,"stepName":"s","attempt":2,"ok":false,"error":"no"}`, `{"kind":1}`, `{}`, `x`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		m, err := message.DecodeSchedulerMessage(body)
+		if err != nil {
+			require.True(t, message.IsInvalid(err), "every refusal is an InvalidError: %v", err)
+			return
+		}
+		b, err := json.Marshal(m)
+		require.NoError(t, err)
+		again, err := message.DecodeSchedulerMessage(string(b))
+		require.NoError(t, err, "an accepted message re-encodes to an accepted one: %s", b)
+		require.IsType(t, m, again)
+	})
+}
+
+func FuzzDecodeAgentRequest(f *testing.F) {
+	for _, s := range []string{`{"orderId":"o","step":0,"stepName":"s","attempt":1,"completeBy":1,"idempotencyKey":"k","payload":{}}`,
+		`{"orderId":"o","step":0,"stepName":"s","attempt":1,"completeBy":1,"idempotencyKey":"k","payload":null}`, `{}`, `[`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		r, err := message.DecodeAgentRequest(body)
+		if err != nil {
+			require.True(t, message.IsInvalid(err), "every refusal is an InvalidError: %v", err)
+			return
+		}
+		b, err := json.Marshal(r)
+		require.NoError(t, err)
+		_, err = message.DecodeAgentRequest(string(b))
+		require.NoError(t, err, "an accepted request re-encodes to an accepted one: %s", b)
+	})
+}
