@@ -32,6 +32,7 @@ func chaosCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&p.Supervisors, "supervisors", p.Supervisors, "supervisor instances")
 	fs.DurationVar(&p.SupervisorEvery, "supervisor-every", p.SupervisorEvery, "each supervisor's schedule")
 	fs.DurationVar(&p.Timeout, "timeout", p.Timeout, "give up waiting for the orders to end")
+	fs.IntVar(&p.InFlight, "in-flight", p.InFlight, "at most this many orders sent but not ended (0: send all at once)")
 	runDir := fs.String("run-dir", ".run", "where logs go")
 	output := fs.String("output", "text", "text or json")
 	if err := fs.Parse(args); err != nil {
@@ -68,8 +69,8 @@ func chaosCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	res, err := chaos.Run(ctx, p, endpoint, logs, func(c localrun.Counts) {
 		if time.Since(last) >= 5*time.Second {
 			last = time.Now()
-			fmt.Fprintf(stderr, "  %6.0fs  %d/%d ended (%d processed, %d failed, %d compensation failed)\n",
-				time.Since(start).Seconds(), c.Ended(), c.Total, c.Processed, c.Failed, c.CompensationFailed)
+			fmt.Fprintf(stderr, "  %6.0fs  %d/%d ended, %d in flight\n",
+				time.Since(start).Seconds(), c.Ended(), c.Total, c.Running+c.Compensating)
 		}
 	})
 	if err != nil {

@@ -30,6 +30,9 @@ type Plan struct {
 	SupervisorEvery         time.Duration // each supervisor's schedule
 	Settings                workflow.Settings
 	Timeout                 time.Duration // give up waiting for the orders to end
+	// InFlight caps the orders sent but not ended (0: send all at once), so a
+	// long run keeps the emulator's queues short.
+	InFlight int
 }
 
 // DefaultPlan is every fault switched on at a rate a few hundred orders show.

@@ -62,17 +62,12 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 	defer func() { stop(); <-done }()
 
 	ids := make([]string, p.Orders)
-	bodies := make([]string, p.Orders)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("chaos-%d-%05d", p.Seed, i)
-		bodies[i] = localrun.DemoOrder(ids[i], i).JSON()
-	}
-	if err := stack.SendOrders(ctx, bodies...); err != nil {
-		return res, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
-	_, waitErr := stack.WaitEnded(wctx, ids, 500*time.Millisecond, progress)
+	waitErr := drive(wctx, stack, p, ids, progress)
 	res.Drain = time.Since(start)
 	stop()
 	<-done
@@ -113,6 +108,53 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 		return res, waitErr
 	}
 	return res, nil
+}
+
+// drive sends the orders, at most p.InFlight unended at a time, and waits
+// until all ended. Ends are counted from the end-of-order metrics (cheap);
+// every ten seconds, and before returning, the task records confirm them (a
+// crash can lose an end's metric, never the end itself).
+func drive(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, progress func(localrun.Counts)) error {
+	window := p.InFlight
+	if window <= 0 {
+		window = len(ids)
+	}
+	ended := func() int {
+		t := stack.Tally
+		return int(t.Sum(metrics.OrdersProcessed) + t.Sum(metrics.OrdersCompensated) + t.Sum(metrics.CompensationFailures))
+	}
+	sent, lastCount, lastProgress := 0, time.Now(), time.Now()
+	for {
+		if n := min(len(ids)-sent, window-(sent-ended())); n > 0 {
+			var bodies []string
+			for i := sent; i < sent+n; i++ {
+				bodies = append(bodies, localrun.DemoOrder(ids[i], i).JSON())
+			}
+			if err := stack.SendOrders(ctx, bodies...); err != nil {
+				return err
+			}
+			sent += n
+		}
+		switch {
+		case sent == len(ids) && (ended() >= len(ids) || time.Since(lastCount) > 10*time.Second):
+			lastCount, lastProgress = time.Now(), time.Now()
+			c, _, err := stack.Count(ctx, ids)
+			if err == nil && progress != nil {
+				progress(c)
+			}
+			if err == nil && c.Ended() == c.Total {
+				return nil
+			}
+		case progress != nil && time.Since(lastProgress) > 5*time.Second:
+			lastProgress = time.Now()
+			progress(localrun.Counts{Total: len(ids), Processed: ended(), Running: sent - ended(), Missing: len(ids) - sent})
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("orders not all ended: %w", ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // Print writes the result as a table.

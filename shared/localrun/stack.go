@@ -35,11 +35,14 @@ type Options struct {
 	Settings          workflow.Settings
 	RemoteURL         string        // the remote simulator's base URL
 	VisibilityTimeout time.Duration // of every queue (default 30s)
-	Schedulers        int           // scheduler instances (default 1)
-	Supervisors       int           // supervisor instances (default 1)
-	SupervisorEvery   time.Duration // the scheduled rule's rate (default 1s)
-	Pollers           int           // pollers per queue and function instance (default 2)
-	AgentBackoff      resilience.Backoff
+	// DeadlineShards partitions the deadline index (default 1: an emulator's
+	// index query walks the whole table, once per shard).
+	DeadlineShards  int
+	Schedulers      int           // scheduler instances (default 1)
+	Supervisors     int           // supervisor instances (default 1)
+	SupervisorEvery time.Duration // the scheduled rule's rate (default 1s)
+	Pollers         int           // pollers per queue and function instance (default 2)
+	AgentBackoff    resilience.Backoff
 	// AllowedReplyQueues are the URL prefixes an order's replyQueue may have
 	// (default: the queues named <prefix>-client-…, see ClientQueuePrefix).
 	AllowedReplyQueues []string
@@ -70,6 +73,7 @@ func New(ctx context.Context, o Options) (*Stack, error) {
 	}
 	topo := topology.Default(o.Prefix, workflow.Orders(o.Settings).Agents()...)
 	topo.VisibilityTimeout = o.VisibilityTimeout
+	topo.DeadlineShards = max(o.DeadlineShards, 1)
 	res, err := provision.Ensure(ctx, clients, topo)
 	if err != nil {
 		return nil, fmt.Errorf("provision: %w", err)
