@@ -47,6 +47,7 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 	}
 	defer srv.Close()
 	inj := NewInjector(p)
+	logs = metrics.Locked(logs) // shared by every handler's logger and emitter
 	stack, err := localrun.New(ctx, localrun.Options{
 		Endpoint: endpoint, Prefix: fmt.Sprintf("chaos%d-%d", p.Seed, start.UnixNano()%1e6), Settings: p.Settings,
 		RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second, Schedulers: p.Schedulers, Supervisors: p.Supervisors,

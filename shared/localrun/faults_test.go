@@ -56,7 +56,8 @@ func TestAgentNeverRepliesSupervisorRetries(t *testing.T) {
 		// At least the stalled first attempt failed; the stalls may also
 		// open the agent's circuit breaker long enough to expire a second.
 		require.GreaterOrEqual(t, st.FailureCount, 1)
-		require.Equal(t, st.FailureCount+1, st.Attempt, "one new attempt per recovery")
+		require.GreaterOrEqual(t, st.Attempt, 2)
+		require.LessOrEqual(t, st.Attempt, st.FailureCount+1, "no attempt without a recovery")
 		failures += st.FailureCount
 	}
 	require.EqualValues(t, failures, e.stack.Tally.Sum(metrics.SupervisorRecoveries))
@@ -103,20 +104,20 @@ func TestEveryMessageDeliveredTwice(t *testing.T) {
 	})
 	ids := e.orders(15)
 	tasks := e.waitEnded(ids)
-	recoveries := 0
+	attempts := 0
 	for _, id := range ids {
 		require.Equal(t, workflow.Processed, tasks[id].State)
 		for i := range forward {
 			st := e.step(id, i)
-			recoveries += st.FailureCount
+			attempts += st.Attempt
 			// Only a supervisor recovery (a slow machine can cause one) may
 			// add an attempt; a duplicate message never does.
-			require.Equal(t, st.FailureCount+1, st.Attempt, "a duplicate schedule message never claims again")
+			require.LessOrEqual(t, st.Attempt, st.FailureCount+1, "a duplicate schedule message never claims again")
 		}
 	}
 	e.requireEffectsOnce(ids)
 	require.EqualValues(t, 15, e.stack.Tally.Sum(metrics.OrdersAccepted))
-	require.EqualValues(t, 45+recoveries, e.stack.Tally.Sum(metrics.StepsClaimed), "one claim per attempt")
+	require.EqualValues(t, attempts, e.stack.Tally.Sum(metrics.StepsClaimed), "one claim per attempt")
 	require.EqualValues(t, 15, e.stack.Tally.Sum(metrics.OrdersProcessed))
 	stats := e.stack.Stats.Snapshot()
 	for _, fn := range []string{"submission", "scheduler", "agent-inventory", "agent-payment", "agent-shipping"} {
@@ -127,7 +128,7 @@ func TestEveryMessageDeliveredTwice(t *testing.T) {
 func TestThresholdReachedErrorMetricAndAlert(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) { o.Settings.MaxFailures = 2 })
-	e.sim.SetFaults(workflow.InventoryAgent, remotesim.Faults{StallOrders: []string{"order-000"}})
+	e.sim.SetFaults(workflow.InventoryAgent+"/reserve-inventory", remotesim.Faults{StallOrders: []string{"order-000"}})
 	ids := e.orders(3)
 	tasks := e.waitEnded(ids)
 	require.Equal(t, workflow.Failed, tasks["order-000"].State)

@@ -2,7 +2,6 @@ package localrun_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/alert"
+	"github.com/sas-go/sas/shared/chaos"
 	"github.com/sas-go/sas/shared/localrun"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
@@ -104,7 +104,7 @@ func TestTwoSupervisorsRecoverEachStepOnce(t *testing.T) {
 
 func TestRunnerKilledAndRestartedEveryOrderEnds(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, remotesim.Faults{Latency: time.Second}, nil)
+	e := newEnv(t, remotesim.Faults{Latency: time.Second}, func(o *localrun.Options) { o.Settings.StepTimeout = 8 * time.Second })
 	ids := e.orders(60)
 	ctx := context.Background()
 	e.eventually("some orders processed", 60*time.Second, func() bool {
@@ -119,9 +119,13 @@ func TestRunnerKilledAndRestartedEveryOrderEnds(t *testing.T) {
 	t.Logf("killed with %d of %d ended (%d not yet submitted)", c.Ended(), len(ids), c.Missing)
 
 	e.start() // a new process: new scheduler and supervisor instances
-	tasks := e.waitEnded(ids)
-	for _, id := range ids {
-		require.Equal(t, workflow.Processed, tasks[id].State, fmt.Sprint(id))
-	}
-	e.requireEffectsOnce(ids)
+	e.waitEnded(ids)
+	// Every order ended, and its effects match its end: on a loaded machine
+	// an order may run out of retries and end Failed with its work undone.
+	tasks, records, err := e.stack.Store.ScanAll(ctx)
+	require.NoError(t, err)
+	v, ends := chaos.Check(e.stack.Deployment.Config.Workflow(), ids, tasks, records, e.sim.Ledger())
+	require.Zero(t, v.Count(), "%+v", v)
+	require.Zero(t, ends[workflow.CompensationFailed])
+	require.Greater(t, ends[workflow.Processed], len(ids)/2, "most orders went through")
 }

@@ -93,7 +93,7 @@ func New(ctx context.Context, o Options) (*Stack, error) {
 	tally := metrics.NewTally()
 	var w io.Writer = tally
 	if o.Metrics != nil {
-		w = io.MultiWriter(tally, o.Metrics)
+		w = io.MultiWriter(tally, metrics.Locked(o.Metrics))
 	}
 	d := &deployment.Deployment{Config: cfg, Clients: clients, Log: o.Log, Metrics: w}
 	s := &Stack{Opts: o, Deployment: d, Resources: res, Store: d.Store(), Tally: tally, Stats: runner.NewStats()}

@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"sync"
 )
 
@@ -72,4 +73,19 @@ func (t *Tally) Lines(name string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// Locked returns a writer that serializes writes to w: for a writer shared by
+// several emitters and loggers that is not safe for concurrent use itself.
+func Locked(w io.Writer) io.Writer { return &lockedWriter{w: w} }
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
