@@ -16,18 +16,7 @@ import (
 
 var endpoint string
 
-func TestMain(m *testing.M) {
-	code := func() int {
-		p, err := emulatortest.Moto(context.Background())
-		if err != nil {
-			return emulatortest.Fail(err)
-		}
-		defer p.Stop()
-		endpoint = p.Endpoint
-		return m.Run()
-	}()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(emulatortest.MainWithMoto(m, &endpoint)) }
 
 // TestChaosRunKeepsEveryInvariant is the seeded chaos run CI makes on every
 // build: every fault the design names, at once, and every invariant checked.

@@ -6,7 +6,6 @@ package chaos
 
 import (
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"math/rand/v2"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sas-go/sas/shared/remotesim"
 	"github.com/sas-go/sas/shared/runner"
 )
 
@@ -55,26 +55,7 @@ func (in *Injector) Counts() map[string]int {
 }
 
 // share maps (seed, parts) to [0,1).
-func (in *Injector) share(parts ...string) float64 {
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%d", in.plan.Seed)
-	for _, p := range parts {
-		fmt.Fprintf(h, "/%s", p)
-	}
-	return unit(h.Sum64())
-}
-
-// unit maps a hash to [0,1) through SplitMix64's finalizer: FNV alone hardly
-// moves its high bits when only the last bytes differ (it made every delivery
-// of a message draw the same fate).
-func unit(x uint64) float64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return float64(x>>11) / float64(1<<53)
-}
+func (in *Injector) share(parts ...string) float64 { return remotesim.Mix(in.plan.Seed, parts...) }
 
 // Message is the runner's Faults hook. Orders are never dropped before
 // Submission first sees them: durability starts when SQS accepts the order.

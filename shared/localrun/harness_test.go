@@ -29,18 +29,7 @@ import (
 
 var motoEndpoint string
 
-func TestMain(m *testing.M) {
-	code := func() int {
-		p, err := emulatortest.Moto(context.Background())
-		if err != nil {
-			return emulatortest.Fail(err)
-		}
-		defer p.Stop()
-		motoEndpoint = p.Endpoint
-		return m.Run()
-	}()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(emulatortest.MainWithMoto(m, &motoEndpoint)) }
 
 var prefixSeq atomic.Int64
 

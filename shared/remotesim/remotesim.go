@@ -157,11 +157,17 @@ func (s *Simulator) Handler() http.Handler {
 }
 
 // keyShare maps a key to [0,1) deterministically for the seed.
-func (s *Simulator) keyShare(salt, key string) float64 {
+func (s *Simulator) keyShare(salt, key string) float64 { return Mix(s.seed, salt, key) }
+
+// Mix maps a seed and some strings to [0,1), uniformly and deterministically:
+// FNV-1a through SplitMix64's finalizer (FNV alone hardly moves its high bits
+// when inputs differ only in their last bytes).
+func Mix(seed uint64, parts ...string) float64 {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%d/%s/%s", s.seed, salt, key)
-	// SplitMix64's finalizer: FNV alone hardly moves its high bits when keys
-	// differ only in their last bytes.
+	fmt.Fprintf(h, "%d", seed)
+	for _, p := range parts {
+		fmt.Fprintf(h, "/%s", p)
+	}
 	x := h.Sum64()
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9

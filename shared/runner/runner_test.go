@@ -25,21 +25,23 @@ import (
 	"github.com/sas-go/sas/shared/topology"
 )
 
-var clients *awsclient.Clients
+var (
+	endpoint    string
+	clientsOnce sync.Once
+	shared      *awsclient.Clients
+)
 
-func TestMain(m *testing.M) {
-	code := func() int {
-		p, err := emulatortest.Moto(context.Background())
-		if err != nil {
-			return emulatortest.Fail(err)
+func TestMain(m *testing.M) { os.Exit(emulatortest.MainWithMoto(m, &endpoint)) }
+
+// clients are the SDK clients of the test binary's moto, built once.
+func clients() *awsclient.Clients {
+	clientsOnce.Do(func() {
+		var err error
+		if shared, err = awsclient.Load(context.Background(), awsclient.Options{Endpoint: endpoint, Emulated: true}); err != nil {
+			panic(err)
 		}
-		defer p.Stop()
-		if clients, err = awsclient.Load(context.Background(), awsclient.Options{Endpoint: p.Endpoint, Emulated: true}); err != nil {
-			return emulatortest.Fail(err)
-		}
-		return m.Run()
-	}()
-	os.Exit(code)
+	})
+	return shared
 }
 
 // queue provisions a one-agent topology with a short visibility timeout and
@@ -47,7 +49,7 @@ func TestMain(m *testing.M) {
 func queue(t *testing.T, prefix string, maxReceives int) (q topology.Queue, url, arn, dlq string) {
 	topo := topology.Default(prefix, "svc")
 	topo.VisibilityTimeout, topo.MaxReceiveCount = time.Second, maxReceives
-	res, err := provision.Ensure(context.Background(), clients, topo)
+	res, err := provision.Ensure(context.Background(), clients(), topo)
 	require.NoError(t, err)
 	q = topo.OrdersQueue()
 	return q, res.URL(q.Name), res.QueueARNs[q.Name], res.URL(q.DLQName)
@@ -55,7 +57,7 @@ func queue(t *testing.T, prefix string, maxReceives int) (q topology.Queue, url,
 
 func send(t *testing.T, url string, bodies ...string) {
 	for _, b := range bodies {
-		_, err := clients.SQS.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(b)})
+		_, err := clients().SQS.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(b)})
 		require.NoError(t, err)
 	}
 }
@@ -69,7 +71,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func visible(t *testing.T, url string) int {
-	out, err := clients.SQS.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: &url,
+	out, err := clients().SQS.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: &url,
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages,
 			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
 	require.NoError(t, err)
@@ -106,7 +108,7 @@ func TestPartialBatchFailuresAndRedriveToTheDLQ(t *testing.T) {
 		}
 		return resp, nil
 	}
-	r := &runner.Runner{SQS: clients.SQS, Log: slog.New(slog.DiscardHandler), Sources: []runner.Source{{
+	r := &runner.Runner{SQS: clients().SQS, Log: slog.New(slog.DiscardHandler), Sources: []runner.Source{{
 		Function: "fn", QueueURL: url, QueueARN: arn, Handler: handler, Pollers: 1}}}
 	send(t, url, "a", "poison", "b")
 	start(t, r)
@@ -142,7 +144,7 @@ func TestAFailedInvocationRetriesTheWholeBatch(t *testing.T) {
 		}
 		return events.SQSEventResponse{}, nil
 	}
-	r := &runner.Runner{SQS: clients.SQS, Log: slog.New(slog.DiscardHandler), Sources: []runner.Source{{
+	r := &runner.Runner{SQS: clients().SQS, Log: slog.New(slog.DiscardHandler), Sources: []runner.Source{{
 		Function: "fn", QueueURL: url, QueueARN: arn, Handler: handler, Pollers: 1}}}
 	send(t, url, "x")
 	start(t, r)
@@ -157,7 +159,7 @@ func TestTickerRunsOnItsSchedule(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	n := 0
-	r := &runner.Runner{SQS: clients.SQS, Log: slog.New(slog.DiscardHandler), Tickers: []runner.Ticker{{
+	r := &runner.Runner{SQS: clients().SQS, Log: slog.New(slog.DiscardHandler), Tickers: []runner.Ticker{{
 		Function: "sweep", Every: 20 * time.Millisecond, Run: func(context.Context) error {
 			mu.Lock()
 			defer mu.Unlock()
@@ -172,14 +174,14 @@ func TestProvisionIsIdempotent(t *testing.T) {
 	t.Parallel()
 	topo := topology.Default("rt-idem", "svc")
 	ctx := context.Background()
-	first, err := provision.Ensure(ctx, clients, topo)
+	first, err := provision.Ensure(ctx, clients(), topo)
 	require.NoError(t, err)
-	again, err := provision.Ensure(ctx, clients, topo)
+	again, err := provision.Ensure(ctx, clients(), topo)
 	require.NoError(t, err)
 	require.Equal(t, first, again)
 	require.Len(t, first.QueueURLs, 2*len(topo.Queues()))
 	q := topo.SchedulerQueue()
-	attrs, err := clients.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(first.URL(q.Name)),
+	attrs, err := clients().SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(first.URL(q.Name)),
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
 	require.NoError(t, err)
 	require.Equal(t, "180", attrs.Attributes["VisibilityTimeout"], "six times the function timeout")
@@ -190,7 +192,7 @@ func TestProvisionIsIdempotent(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(attrs.Attributes["RedrivePolicy"]), &redrive))
 	require.Equal(t, first.QueueARNs[q.DLQName], redrive.DeadLetterTargetArn)
 	require.Equal(t, 5, redrive.MaxReceiveCount)
-	table, err := clients.DynamoDB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(topo.StateTable())})
+	table, err := clients().DynamoDB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(topo.StateTable())})
 	require.NoError(t, err)
 	require.Len(t, table.Table.GlobalSecondaryIndexes, 1)
 	require.Equal(t, topology.DeadlineIndex, aws.ToString(table.Table.GlobalSecondaryIndexes[0].IndexName))
@@ -210,7 +212,7 @@ func TestDelayedMessagesComeBack(t *testing.T) {
 		}
 		return events.SQSEventResponse{}, nil
 	}
-	r := &runner.Runner{SQS: clients.SQS, Log: slog.New(slog.DiscardHandler), DelayFor: time.Second,
+	r := &runner.Runner{SQS: clients().SQS, Log: slog.New(slog.DiscardHandler), DelayFor: time.Second,
 		Faults: func(_ string, m types.Message) runner.Action {
 			mu.Lock()
 			defer mu.Unlock()

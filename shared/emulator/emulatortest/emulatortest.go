@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
 
 	"github.com/sas-go/sas/shared/emulator"
 )
@@ -49,6 +50,18 @@ func Moto(ctx context.Context) (*emulator.Process, error) {
 func DynamoDBLocal(ctx context.Context) (*emulator.Process, error) {
 	_ = os.MkdirAll(CacheDir(), 0o755)
 	return emulator.StartDynamoDBLocal(ctx, CacheDir(), logDir())
+}
+
+// MainWithMoto is a TestMain body: it starts moto (or uses AWS_ENDPOINT_URL),
+// sets *endpoint, runs the tests and stops moto; it returns the exit code.
+func MainWithMoto(m *testing.M, endpoint *string) int {
+	p, err := Moto(context.Background())
+	if err != nil {
+		return Fail(err)
+	}
+	defer p.Stop()
+	*endpoint = p.Endpoint
+	return m.Run()
 }
 
 // Fail prints why the emulators could not start and returns an exit code.
