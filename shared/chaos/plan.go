@@ -44,7 +44,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 		Transient: 0.10, Stall: 0.02, Slow: 0.02, SlowBy: 5 * time.Second,
 		Permanent: 0.02, UndoFailure: 0.10, Outage: 4 * time.Second,
 		Schedulers: 2, Supervisors: 2, SupervisorEvery: 500 * time.Millisecond,
-		Settings: workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 4, RetryBackoff: 500 * time.Millisecond,
+		Settings: workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 6, RetryBackoff: 500 * time.Millisecond,
 			PickupTimeout: 5 * time.Second},
 		Timeout: 10 * time.Minute,
 	}
