@@ -89,7 +89,7 @@ func consistent(def workflow.Definition, t statestore.Task, recs []statestore.St
 		if st.Undo != nil {
 			undid = applied[st.Undo.Name+round]
 		}
-		timedOut := r.State == workflow.Error && strings.Contains(r.LastError, "failure threshold")
+		timedOut := r.GaveUp()
 		switch {
 		case t.State == workflow.Processed && (did != 1 || undid != 0):
 			return fmt.Sprintf("Processed but %s applied %d times, undone %d times", st.Name, did, undid)

@@ -77,23 +77,13 @@ func (o *Operator) Resubmit(ctx context.Context, orderID, step string) (Resubmit
 	if err != nil {
 		return Resubmitted{}, err
 	}
-	ref, err := o.Store.Resubmit(ctx, orderID, step, o.PickupTimeout, o.Now())
+	res, err := o.Store.Resubmit(ctx, orderID, step, o.PickupTimeout, o.Now())
 	if err != nil {
 		return Resubmitted{}, err
 	}
 	// If this message is lost, the step's pickup deadline brings the Supervisor.
-	if err := queue.NewSender(o.sqs).SendJSON(ctx, url, message.NewSchedule(orderID, ref), 0); err != nil {
+	if err := queue.NewSender(o.sqs).SendJSON(ctx, url, message.NewSchedule(orderID, res.Ref), 0); err != nil {
 		return Resubmitted{}, err
 	}
-	task, recs, err := o.Store.Load(ctx, orderID)
-	if err != nil {
-		return Resubmitted{}, err
-	}
-	r := Resubmitted{OrderID: orderID, Undo: ref.Undo, Round: task.Round}
-	for _, rec := range recs {
-		if rec.Ref() == ref {
-			r.Step = rec.Name
-		}
-	}
-	return r, nil
+	return Resubmitted{OrderID: orderID, Step: res.Step, Undo: res.Ref.Undo, Round: res.Round}, nil
 }

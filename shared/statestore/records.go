@@ -60,6 +60,13 @@ func (s Step) Definition() workflow.Action {
 		MaxFailures: s.MaxFailures, RetryBackoff: s.RetryBackoff}
 }
 
+// GaveUp reports whether the Supervisor gave up on this record after it timed
+// out (a give-up sets FailureCount to MaxFailures), as opposed to a
+// non-transient error reply.
+func (s Step) GaveUp() bool {
+	return s.State == workflow.Error && s.MaxFailures > 0 && s.FailureCount >= s.MaxFailures
+}
+
 // UndoOnGiveUp is the undo action to start when this record is given up on
 // after timing out (-1: none): for a step, its own undo if it has one (its
 // effect may have happened), else the previous step's; for an undo action,

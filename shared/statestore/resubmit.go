@@ -24,8 +24,15 @@ func IsNotResubmittable(err error) bool {
 	return errors.As(err, &e)
 }
 
+// Resubmission is what a resubmission made ready.
+type Resubmission struct {
+	Ref   workflow.Ref // the record the Scheduler must be told about
+	Step  string       // its name
+	Round int          // the task's round from now on
+}
+
 // Resubmit puts a task that ended badly back to work after the operator fixed
-// the cause, and returns the record the Scheduler must be told about:
+// the cause, and returns the record made ready:
 //   - a Failed task (its completed steps were undone) runs again from its first
 //     step in a new round: every record back to Pending with FailureCount 0, and
 //     new idempotency keys, since the earlier effects were undone;
@@ -35,10 +42,10 @@ func IsNotResubmittable(err error) bool {
 // step, if not empty, must name the record in Error. Attempt numbers keep
 // counting, so a late reply of an earlier attempt stays fenced off. It is one
 // transaction, conditional on the task being as read.
-func (s *Store) Resubmit(ctx context.Context, orderID, step string, pickup time.Duration, now time.Time) (workflow.Ref, error) {
+func (s *Store) Resubmit(ctx context.Context, orderID, step string, pickup time.Duration, now time.Time) (Resubmission, error) {
 	task, recs, err := s.Load(ctx, orderID)
 	if err != nil {
-		return workflow.Ref{}, err
+		return Resubmission{}, err
 	}
 	var failed *Step
 	for i := range recs {
@@ -49,30 +56,35 @@ func (s *Store) Resubmit(ctx context.Context, orderID, step string, pickup time.
 	}
 	switch {
 	case task.State != workflow.Failed && task.State != workflow.CompensationFailed:
-		return workflow.Ref{}, &NotResubmittableError{fmt.Sprintf("order %s is %s; only Failed or CompensationFailed orders can be resubmitted", orderID, task.State)}
+		return Resubmission{}, &NotResubmittableError{fmt.Sprintf("order %s is %s; only Failed or CompensationFailed orders can be resubmitted", orderID, task.State)}
 	case failed == nil:
-		return workflow.Ref{}, &NotResubmittableError{fmt.Sprintf("order %s is %s but no step is in Error", orderID, task.State)}
+		return Resubmission{}, &NotResubmittableError{fmt.Sprintf("order %s is %s but no step is in Error", orderID, task.State)}
 	case step != "" && step != failed.Name:
-		return workflow.Ref{}, &NotResubmittableError{fmt.Sprintf("order %s: step %q is not the one that failed (%s)", orderID, step, failed.Name)}
+		return Resubmission{}, &NotResubmittableError{fmt.Sprintf("order %s: step %q is not the one that failed (%s)", orderID, step, failed.Name)}
 	}
-	ready := workflow.Ref{}
 	var items []types.TransactWriteItem
+	res := Resubmission{Ref: failed.Ref(), Step: failed.Name, Round: task.Round}
 	if task.State == workflow.CompensationFailed {
-		ready = failed.Ref()
 		items = append(items, s.resetTask(task, workflow.Compensating, task.Round, now),
 			s.resetRecord(orderID, *failed, task.Round, true, pickup, now))
 	} else {
-		items = append(items, s.resetTask(task, workflow.Pending, task.Round+1, now))
+		res.Round++
+		items = append(items, s.resetTask(task, workflow.Pending, res.Round, now))
 		for _, r := range recs {
-			items = append(items, s.resetRecord(orderID, r, task.Round+1, r.Ref() == ready, pickup, now))
+			if r.Ref() == (workflow.Ref{}) {
+				res.Ref, res.Step = r.Ref(), r.Name // a new round starts at the first step
+			}
+		}
+		for _, r := range recs {
+			items = append(items, s.resetRecord(orderID, r, res.Round, r.Ref() == res.Ref, pickup, now))
 		}
 	}
 	if err := s.transact(ctx, items, "resubmit "+orderID); errors.Is(err, ErrStale) {
-		return ready, &NotResubmittableError{fmt.Sprintf("order %s changed while being resubmitted; look again", orderID)}
+		return res, &NotResubmittableError{fmt.Sprintf("order %s changed while being resubmitted; look again", orderID)}
 	} else if err != nil {
-		return ready, err
+		return res, err
 	}
-	return ready, nil
+	return res, nil
 }
 
 func (s *Store) resetTask(t Task, to workflow.State, round int, now time.Time) types.TransactWriteItem {

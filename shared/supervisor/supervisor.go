@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -225,7 +224,7 @@ func (s *Supervisor) giveUp(ctx context.Context, st statestore.Step, failureCoun
 		return none, err
 	}
 	s.crash("supervisor.after-give-up")
-	st.FailureCount = failureCount
+	st.FailureCount, st.State = failureCount, workflow.Error // as written
 	s.notify.Failed(ctx, notify.Event{OrderID: st.OrderID, ReplyQueue: st.ReplyQueue, Round: st.Round, Index: st.Index,
 		Step: st.Name, Error: reason, At: now}, st.Undo, undoFrom)
 	aerr := s.alert(ctx, st, reason, now)
@@ -242,7 +241,7 @@ func (s *Supervisor) giveUp(ctx context.Context, st statestore.Step, failureCoun
 func (s *Supervisor) alert(ctx context.Context, st statestore.Step, reason string, now time.Time) error {
 	s.log.Error("step failed for good", "order_id", st.OrderID, "step", st.Name, "reason", reason)
 	undoFrom := st.UndoOnGiveUp()
-	if !st.Undo && !strings.Contains(reason, "failure threshold") {
+	if !st.Undo && !st.GaveUp() {
 		undoFrom = st.UndoFrom // a permanent refusal: the step itself did nothing
 	}
 	err := s.alerts.StepFailed(ctx, alert.Failure{OrderID: st.OrderID, Step: st.Index, StepName: st.Name, Undo: st.Undo,

@@ -346,6 +346,7 @@ func giveUp(t *testing.T, s *statestore.Store) {
 	require.Contains(t, task.LastError, "timed out 3 times")
 	require.Equal(t, workflow.Error, steps[0].State)
 	require.Equal(t, 3, steps[0].FailureCount)
+	require.True(t, steps[0].GaveUp(), "given up on after timing out")
 	require.False(t, steps[0].Alerted)
 	due, _ := s.Overdue(ctx, now.Add(2*time.Minute), 10)
 	require.Len(t, due, 1, "an unalerted Error stays due until alerted")
@@ -370,6 +371,7 @@ func failFenced(t *testing.T, s *statestore.Store) {
 	require.Equal(t, workflow.Failed, task.State)
 	require.Equal(t, "declined", steps[0].LastError)
 	require.Zero(t, steps[0].FailureCount, "a permanent fault is not a timeout")
+	require.False(t, steps[0].GaveUp(), "an error reply is not a give-up")
 }
 
 func tasks(t *testing.T, s *statestore.Store) {
@@ -492,7 +494,7 @@ func resubmitFailed(t *testing.T, s *statestore.Store) {
 	require.ErrorContains(t, err, `step "s0" is not the one that failed (s1)`)
 	r, err := s.Resubmit(ctx, "o-1", "s1", time.Minute, t0)
 	require.NoError(t, err)
-	require.Equal(t, step0, r, "a compensated order runs again from its first step")
+	require.Equal(t, statestore.Resubmission{Ref: step0, Step: "s0", Round: 2}, r, "a compensated order runs again from its first step")
 	task, recs := state(t, s)
 	require.Equal(t, workflow.Pending, task.State)
 	require.Equal(t, 2, task.Round)
@@ -519,7 +521,7 @@ func resubmitUndo(t *testing.T, s *statestore.Store) {
 	require.NoError(t, s.Fail(ctx, failure("o-1", undo1, -1, "refund refused"), u1.Attempt))
 	r, err := s.Resubmit(ctx, "o-1", "", time.Minute, t0)
 	require.NoError(t, err)
-	require.Equal(t, undo1, r)
+	require.Equal(t, statestore.Resubmission{Ref: undo1, Step: "undo-s1", Round: 1}, r)
 	task, recs := state(t, s)
 	require.Equal(t, workflow.Compensating, task.State)
 	require.Equal(t, 1, task.Round)
