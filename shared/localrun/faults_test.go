@@ -263,6 +263,8 @@ func TestLostSchedulerMessageSupervisorPicksUp(t *testing.T) {
 	var mu sync.Mutex
 	dropped := map[string]bool{}
 	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
+		// Room for the re-sent message to be claimed in time on a loaded machine.
+		o.Settings.PickupTimeout = 5 * time.Second
 		// Lose Submission's message to the Scheduler for every order.
 		o.Faults = func(fn string, m types.Message) runner.Action {
 			var s message.Schedule
