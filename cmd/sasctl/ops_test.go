@@ -243,25 +243,62 @@ func TestResubmitAfterTheFaultIsCleared(t *testing.T) {
 	code, out, _ := d.ctl("", "resubmit", "o-rs")
 	require.Zero(t, code)
 	require.Equal(t, "order o-rs resubmitted: step reserve-inventory is Pending again (round 2); the Scheduler was told\n", out)
+	d.waitState("o-rs", workflow.Processed)
+	require.Equal(t, []string{"o-rs/reserve-inventory", "o-rs/release-inventory", "o-rs/reserve-inventory/r2",
+		"o-rs/charge-payment/r2", "o-rs/create-shipment/r2"}, d.keys("o-rs"), "undone in round 1, done again in round 2")
+}
+
+// waitState waits until the order's task is in state.
+func (d *deployment) waitState(id string, state workflow.State) {
+	d.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for {
-		task, _, err := d.stack.Store.Load(ctx, "o-rs")
-		require.NoError(t, err)
-		if task.State == workflow.Processed {
-			break
+		task, _, err := d.stack.Store.Load(ctx, id)
+		require.NoError(d.t, err)
+		if task.State == state {
+			return
 		}
-		require.NoError(t, ctx.Err(), "o-rs not processed after resubmission")
+		require.NoError(d.t, ctx.Err(), "%s not %s (it is %s)", id, state, task.State)
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// keys are the idempotency keys of the order's effects, oldest first.
+func (d *deployment) keys(id string) []string {
 	var keys []string
 	for _, e := range d.sim.Ledger() {
-		if e.OrderID == "o-rs" {
+		if e.OrderID == id {
 			keys = append(keys, e.Key)
 		}
 	}
-	require.Equal(t, []string{"o-rs/reserve-inventory", "o-rs/release-inventory", "o-rs/reserve-inventory/r2",
-		"o-rs/charge-payment/r2", "o-rs/create-shipment/r2"}, keys, "undone in round 1, done again in round 2")
+	return keys
+}
+
+// create-shipment has no undo action. Its effect happens but every reply is
+// lost, so it times out for good: the order ends CompensationFailed with
+// nothing undone, and once the operator resubmits, the step runs again with
+// the same idempotency key and the order completes, shipped once.
+func TestResubmitAPivotStepThatTimedOut(t *testing.T) {
+	t.Parallel()
+	d := newDeployment(t)
+	d.sim.SetFaults(workflow.ShippingAgent, remotesim.Faults{LostReplyOrders: []string{"o-piv"}})
+	code, _, _ := d.ctl(orderJSON("o-piv"), "submit", "-")
+	require.Zero(t, code)
+	d.waitEnded("o-piv")
+	task, _, err := d.stack.Store.Load(context.Background(), "o-piv")
+	require.NoError(t, err)
+	require.Equal(t, workflow.CompensationFailed, task.State)
+	require.Equal(t, []string{"o-piv/reserve-inventory", "o-piv/charge-payment", "o-piv/create-shipment"}, d.keys("o-piv"),
+		"shipped, and nothing undone")
+
+	d.sim.SetFaults(workflow.ShippingAgent, remotesim.Faults{})
+	code, out, _ := d.ctl("", "resubmit", "o-piv")
+	require.Zero(t, code)
+	require.Equal(t, "order o-piv resubmitted: step create-shipment is Pending again (round 1); the Scheduler was told\n", out)
+	d.waitState("o-piv", workflow.Processed)
+	require.Equal(t, []string{"o-piv/reserve-inventory", "o-piv/charge-payment", "o-piv/create-shipment"}, d.keys("o-piv"),
+		"the resubmitted step replayed its effect: shipped once")
 }
 
 func TestRedriveMovesADeadLetterBack(t *testing.T) {

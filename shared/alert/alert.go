@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 
 	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // API is the part of the SNS client the alerter uses.
@@ -83,12 +84,16 @@ func subject(f Failure) string {
 
 // CompensationOf says, for the alert, what happens to the completed work after
 // a step (undo=false) or an undo action (undo=true) failed for good.
-func CompensationOf(undo bool, undoFrom int) string {
+func CompensationOf(undo bool, after workflow.Aftermath) string {
 	switch {
 	case undo:
 		return "FAILED: this undo action did not happen; the order is CompensationFailed and needs the operator"
-	case undoFrom >= 0:
+	case after.Next == workflow.Compensating:
 		return "started: the completed steps are being undone in reverse order"
+	case after.Next == workflow.CompensationFailed:
+		return "NOT STARTED: this step timed out for good and has no undo action, so it may have taken effect;" +
+			" nothing was undone and the order is CompensationFailed. Check the remote service, then resubmit" +
+			" the order: the step runs again with the same idempotency key"
 	default:
 		return "none needed: no completed step to undo"
 	}

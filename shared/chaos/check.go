@@ -18,11 +18,12 @@ type Violations struct {
 	AppliedTwice  []string `json:"appliedTwice"`  // 5: an effect applied more than once
 	Inconsistent  []string `json:"inconsistent"`  // the effects do not match the end state
 	OverThreshold []string `json:"overThreshold"` // 4: FailureCount past MaxFailures
+	Unalerted     []string `json:"unalerted"`     // 1, 4: an Error record whose alert was never confirmed
 }
 
 // Count is the number of violations.
 func (v Violations) Count() int {
-	return len(v.Lost) + len(v.NotEnded) + len(v.AppliedTwice) + len(v.Inconsistent) + len(v.OverThreshold)
+	return len(v.Lost) + len(v.NotEnded) + len(v.AppliedTwice) + len(v.Inconsistent) + len(v.OverThreshold) + len(v.Unalerted)
 }
 
 // Check checks the invariants over the submitted orders, from every record
@@ -57,12 +58,15 @@ func Check(def workflow.Definition, ids []string, tasks map[string]statestore.Ta
 			if r.FailureCount > r.MaxFailures {
 				v.OverThreshold = append(v.OverThreshold, fmt.Sprintf("%s %s %d/%d", id, r.Name, r.FailureCount, r.MaxFailures))
 			}
+			if r.State == workflow.Error && !r.Alerted {
+				v.Unalerted = append(v.Unalerted, id+" "+r.Name)
+			}
 		}
 		if why := consistent(def, t, records[id], effects[id]); why != "" {
 			v.Inconsistent = append(v.Inconsistent, id+": "+why)
 		}
 	}
-	for _, l := range [][]string{v.Lost, v.NotEnded, v.AppliedTwice, v.Inconsistent, v.OverThreshold} {
+	for _, l := range [][]string{v.Lost, v.NotEnded, v.AppliedTwice, v.Inconsistent, v.OverThreshold, v.Unalerted} {
 		slices.Sort(l)
 	}
 	return v, ends

@@ -13,6 +13,7 @@ import (
 	"github.com/sas-go/sas/shared/localrun"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/remotesim"
+	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -87,6 +88,14 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 	if err != nil {
 		return res, err
 	}
+	if unalerted(records) > 0 && waitErr == nil {
+		// An order ends in the same write that marks its record Error; the
+		// alert follows (or the next sweep sends it). Give it that sweep.
+		tasks, records, err = awaitAlerts(ctx, stack, p)
+		if err != nil {
+			return res, err
+		}
+	}
 	res.Violations, res.EndStates = Check(workflow.Orders(p.Settings), ids, tasks, records, sim.Ledger())
 	res.Faults = inj.Counts()
 	st := sim.Stats()
@@ -109,6 +118,39 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 		return res, waitErr
 	}
 	return res, nil
+}
+
+func unalerted(records map[string][]statestore.Step) int {
+	n := 0
+	for _, recs := range records {
+		for _, r := range recs {
+			if r.State == workflow.Error && !r.Alerted {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// awaitAlerts runs the stack again until every Error record's alert is
+// confirmed, or for a few supervisor periods (then Check reports them).
+func awaitAlerts(ctx context.Context, stack *localrun.Stack, p Plan) (map[string]statestore.Task, map[string][]statestore.Step, error) {
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = stack.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+	deadline := time.Now().Add(p.Settings.PickupTimeout + 30*time.Second)
+	for {
+		tasks, records, err := stack.Store.ScanAll(ctx)
+		if err != nil || unalerted(records) == 0 || time.Now().After(deadline) {
+			return tasks, records, err
+		}
+		select {
+		case <-ctx.Done():
+			return tasks, records, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // drive sends the orders, at most p.InFlight unended at a time, and waits
@@ -183,13 +225,14 @@ func (r Result) Print(w io.Writer) {
 	row("step effects applied twice", len(v.AppliedTwice))
 	row("effects inconsistent with the end state", len(v.Inconsistent))
 	row("failure counts past the threshold", len(v.OverThreshold))
+	row("Error records never alerted", len(v.Unalerted))
 	if v.Count() == 0 {
 		fmt.Fprintln(w, "\nEvery invariant held.")
 		return
 	}
 	fmt.Fprintln(w, "\nINVARIANTS BROKEN:")
 	for name, ids := range map[string][]string{"lost": v.Lost, "not ended": v.NotEnded, "applied twice": v.AppliedTwice,
-		"inconsistent": v.Inconsistent, "over threshold": v.OverThreshold} {
+		"inconsistent": v.Inconsistent, "over threshold": v.OverThreshold, "never alerted": v.Unalerted} {
 		if len(ids) > 0 {
 			fmt.Fprintf(w, "  %s: %s\n", name, strings.Join(ids, ", "))
 		}

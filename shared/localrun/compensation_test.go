@@ -104,21 +104,43 @@ func TestUndoFailingForGoodEndsCompensationFailed(t *testing.T) {
 	require.EqualValues(t, 1, e.stack.Tally.Sum(metrics.CompensationFailures))
 }
 
-func TestThresholdAtTheLastStepCompensatesThroughTheSupervisor(t *testing.T) {
+// The last step (create-shipment) has no undo action. Timed out for good, it
+// may have taken effect, so the Supervisor undoes nothing: the order ends
+// CompensationFailed and the alert tells the operator to check and resubmit.
+func TestThresholdAtAStepWithoutUndoLeavesItToTheOperator(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) { o.Settings.MaxFailures = 1 })
 	e.sim.SetFaults(workflow.ShippingAgent, remotesim.Faults{StallOrders: []string{"o-sup"}})
 	q := e.clientQueue("sup")
 	e.order("o-sup", q)
 	tasks := e.waitEnded([]string{"o-sup"})
-	require.Equal(t, workflow.Failed, tasks["o-sup"].State)
-	e.requireLedger("o-sup", "reserve-inventory", "charge-payment", "refund-payment", "release-inventory")
+	require.Equal(t, workflow.CompensationFailed, tasks["o-sup"].State)
+	e.requireLedger("o-sup", "reserve-inventory", "charge-payment")
 	require.Equal(t, 1, e.step("o-sup", 2).FailureCount, "never past the threshold")
-	sts := e.statuses(q, "compensated")
+	require.Equal(t, workflow.Pending, e.records("o-sup")[workflow.Ref{Index: 1, Undo: true}].State, "nothing undone")
+	sts := e.statuses(q, "compensation-failed")
 	require.Equal(t, "failed create-shipment", eventsOf(sts)[3])
 	require.Contains(t, sts[3].Error, "failure threshold 1 reached")
 	alerts := e.alerts(1)
 	require.Equal(t, "supervisor", alerts[0].DetectedBy)
+	require.Contains(t, alerts[0].Compensation, "NOT STARTED: this step timed out for good and has no undo action")
+}
+
+// A step with an undo action that times out for good is undone itself first:
+// its effect may have happened.
+func TestThresholdAtAStepWithUndoCompensatesThroughTheSupervisor(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) { o.Settings.MaxFailures = 1 })
+	e.sim.SetFaults(workflow.PaymentAgent+"/charge-payment", remotesim.Faults{LostReplyOrders: []string{"o-pay"}})
+	q := e.clientQueue("pay")
+	e.order("o-pay", q)
+	tasks := e.waitEnded([]string{"o-pay"})
+	require.Equal(t, workflow.Failed, tasks["o-pay"].State)
+	e.requireLedger("o-pay", "reserve-inventory", "charge-payment", "refund-payment", "release-inventory")
+	sts := e.statuses(q, "compensated")
+	require.Equal(t, "failed charge-payment", eventsOf(sts)[2])
+	alerts := e.alerts(1)
+	require.Contains(t, alerts[0].Compensation, "started")
 }
 
 func TestDisallowedReplyQueueRejected(t *testing.T) {

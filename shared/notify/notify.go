@@ -100,19 +100,15 @@ func (n *Notifier) Ended(ctx context.Context, orderID, replyTo string, round int
 }
 
 // Failed announces that a record failed for good (e has the order, the step
-// and the error): for a step, "failed", and if there was nothing to undo, the
-// task's end; for an undo action, the end in CompensationFailed.
-func (n *Notifier) Failed(ctx context.Context, e Event, undo bool, undoFrom int) {
-	if undo {
-		n.Ended(ctx, e.OrderID, e.ReplyQueue, e.Round, workflow.CompensationFailed, e.Error, e.At)
-		return
+// and the error) and the task is now next: for a step, "failed", then the
+// task's end if it ended (nothing to undo, or a pivot left to the operator);
+// for an undo action, the end in CompensationFailed.
+func (n *Notifier) Failed(ctx context.Context, e Event, undo bool, next workflow.State) {
+	if !undo {
+		e.Event, e.State = workflow.EventFailed, next
+		n.Post(ctx, e)
 	}
-	e.Event, e.State = workflow.EventFailed, workflow.Compensating
-	if undoFrom < 0 {
-		e.State = workflow.Failed
-	}
-	n.Post(ctx, e)
-	if undoFrom < 0 {
-		n.Ended(ctx, e.OrderID, e.ReplyQueue, e.Round, workflow.Failed, e.Error, e.At)
+	if next.Ended() {
+		n.Ended(ctx, e.OrderID, e.ReplyQueue, e.Round, next, e.Error, e.At)
 	}
 }

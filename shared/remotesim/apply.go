@@ -69,9 +69,14 @@ func (s *Simulator) decide(service, action, key, orderID string, f Faults, now t
 	s.calls[id]++
 	n := s.calls[id]
 	s.stats.Calls++
+	lost := slices.Contains(f.LostReplyOrders, orderID)
 	if e, ok := s.ledger[id]; ok {
 		e.Calls = n
 		s.stats.Replayed++
+		if lost {
+			s.stats.Stalled++
+			return stall, e
+		}
 		return replay, e
 	}
 	for _, win := range f.Outages {
@@ -96,5 +101,9 @@ func (s *Simulator) decide(service, action, key, orderID string, f Faults, now t
 	e := &Effect{Service: service, Action: action, Key: key, OrderID: orderID, AppliedAt: now, Calls: n}
 	s.ledger[id] = e
 	s.stats.Applied++
+	if lost {
+		s.stats.Stalled++
+		return stall, e
+	}
 	return apply, e
 }

@@ -27,6 +27,7 @@ type Faults struct {
 	StallFirst      int           `json:"stallFirst"`      // the first N calls of each key hang until the caller gives up
 	StallRate       float64       `json:"stallRate"`       // share of keys whose first call hangs
 	StallOrders     []string      `json:"stallOrders"`     // orders whose every call hangs
+	LostReplyOrders []string      `json:"lostReplyOrders"` // orders whose calls take effect, then hang (the reply is lost)
 	SlowRate        float64       `json:"slowRate"`        // share of calls that take SlowLatency more
 	SlowLatency     time.Duration `json:"slowLatency"`
 }

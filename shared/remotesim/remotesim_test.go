@@ -59,6 +59,14 @@ func TestSimulatorFaults(t *testing.T) {
 	require.Equal(t, 503, call(t, url, "o-2/s", "o-2"), "inside an outage")
 	sim.SetFaults("", remotesim.Faults{TransientRate: 1})
 	require.Equal(t, 503, call(t, url, "o-2/s", "o-2"))
+
+	sim.SetFaults("", remotesim.Faults{LostReplyOrders: []string{"o-l"}})
+	require.Equal(t, 0, call(t, url, "o-l/s", "o-l"), "applied, but the reply never comes")
+	require.Equal(t, 0, call(t, url, "o-l/s", "o-l"), "nor for a retry")
+	require.Len(t, sim.Ledger(), 2, "the effect happened, once")
+	sim.SetFaults("", remotesim.Faults{})
+	require.Equal(t, 200, call(t, url, "o-l/s", "o-l"), "the replay answers once the fault is gone")
+	require.Len(t, sim.Ledger(), 2)
 }
 
 func TestSimulatorHTTPKnobsAndLedger(t *testing.T) {

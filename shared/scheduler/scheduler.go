@@ -182,7 +182,8 @@ func (h *Handler) fail(ctx context.Context, r message.AgentReply) error {
 	if !ref.Undo {
 		undoFrom = h.cfg.Workflow.UndoFrom(ref.Index)
 	}
-	f := statestore.Failure{OrderID: r.OrderID, Ref: ref, UndoFrom: undoFrom, Reason: r.Error,
+	after := workflow.AfterRefusal(ref.Undo, undoFrom)
+	f := statestore.Failure{OrderID: r.OrderID, Ref: ref, After: after, Reason: r.Error,
 		AlertDue: now.Add(h.cfg.Workflow.PickupTimeout), UndoDue: now.Add(h.cfg.Workflow.PickupTimeout), Now: now}
 	err := h.store.Fail(ctx, f, r.Attempt)
 	if errors.Is(err, statestore.ErrStale) {
@@ -195,17 +196,17 @@ func (h *Handler) fail(ctx context.Context, r message.AgentReply) error {
 	crash(h.Crash, "scheduler.after-fail")
 	h.log.Error("failed with a non-transient error", "order_id", r.OrderID, "step", r.StepName, "undo", ref.Undo, "err", r.Error)
 	h.notify.Failed(ctx, notify.Event{OrderID: r.OrderID, ReplyQueue: r.ReplyTo, Round: roundOf(r), Index: ref.Index,
-		Step: r.StepName, Error: r.Error, At: now}, ref.Undo, undoFrom)
+		Step: r.StepName, Error: r.Error, At: now}, ref.Undo, after.Next)
 	a := alert.Failure{OrderID: r.OrderID, Step: r.Step, StepName: r.StepName, Undo: ref.Undo, Attempt: r.Attempt,
-		LastError: r.Error, Compensation: alert.CompensationOf(ref.Undo, undoFrom), DetectedBy: "scheduler", At: now}
+		LastError: r.Error, Compensation: alert.CompensationOf(ref.Undo, after), DetectedBy: "scheduler", At: now}
 	if err := h.alerts.StepFailed(ctx, a); err != nil {
 		// The record stays in the deadline index: the Supervisor will alert.
 		h.log.Warn("alert not sent; the supervisor will send it", "order_id", r.OrderID, "err", err)
 	} else if err := h.store.MarkAlerted(ctx, r.OrderID, ref, now); err != nil {
 		return err
 	}
-	if undoFrom >= 0 {
-		return h.start(ctx, r.OrderID, workflow.Ref{Index: undoFrom, Undo: true})
+	if after.Next == workflow.Compensating {
+		return h.start(ctx, r.OrderID, workflow.Ref{Index: after.UndoFrom, Undo: true})
 	}
 	return nil
 }

@@ -67,19 +67,20 @@ func (s Step) GaveUp() bool {
 	return s.State == workflow.Error && s.MaxFailures > 0 && s.FailureCount >= s.MaxFailures
 }
 
-// UndoOnGiveUp is the undo action to start when this record is given up on
-// after timing out (-1: none): for a step, its own undo if it has one (its
-// effect may have happened), else the previous step's; for an undo action,
-// none (the task ends CompensationFailed).
-func (s Step) UndoOnGiveUp() int {
-	switch {
-	case s.Undo:
-		return -1
-	case s.HasUndo:
-		return s.Index
-	default:
-		return s.UndoFrom
+// AfterGiveUp is what follows giving up on this record after it timed out
+// (workflow.AfterGiveUp): for a step with an undo, its own undo first; for a
+// step without one that ran, nothing is undone and the operator decides.
+func (s Step) AfterGiveUp() workflow.Aftermath {
+	return workflow.AfterGiveUp(s.Undo, s.HasUndo, s.Attempt > 0, s.Index, s.UndoFrom)
+}
+
+// AfterError is what followed this Error record's failure, read back from the
+// record (for an alert sent late): a give-up or a refusal.
+func (s Step) AfterError() workflow.Aftermath {
+	if s.GaveUp() {
+		return s.AfterGiveUp()
 	}
+	return workflow.AfterRefusal(s.Undo, s.UndoFrom)
 }
 
 // Ref names the record within its task.

@@ -19,8 +19,8 @@ import (
 type Failure struct {
 	OrderID string
 	Ref     workflow.Ref
-	// UndoFrom is, for a step, the undo action to start (-1: nothing to undo).
-	UndoFrom int
+	// After is what follows: the undo action to start and the task's state.
+	After    workflow.Aftermath
 	Reason   string
 	AlertDue time.Time // the record stays due until MarkAlerted; if the alert is lost, the supervisor sends it
 	UndoDue  time.Time // the first undo action's pickup deadline
@@ -28,9 +28,9 @@ type Failure struct {
 }
 
 // Fail records a non-transient error reply of the record's current attempt.
-// In one transaction: the record becomes Error; for a step, the task starts
-// compensating (its first undo action made ready) or, with nothing to undo,
-// ends Failed; for an undo action, the task ends CompensationFailed.
+// In one transaction: the record becomes Error and the task moves to f.After:
+// Compensating (its first undo action made ready), or it ends Failed or
+// CompensationFailed.
 func (s *Store) Fail(ctx context.Context, f Failure, attempt int) error {
 	return s.markError(ctx, f, "ProcessState = :processing AND Attempt = :attempt",
 		map[string]types.AttributeValue{":processing": str(string(workflow.Processing)), ":attempt": num(int64(attempt))}, -1)
@@ -38,10 +38,11 @@ func (s *Store) Fail(ctx context.Context, f Failure, attempt int) error {
 
 // GiveUp does what Fail does for a record the supervisor found overdue at its
 // failure threshold, on the condition that the record is still as it read it
-// (same Version). What to undo comes from the record itself (UndoOnGiveUp:
-// a timed-out step is undone too): the supervisor knows nothing of the workflow.
+// (same Version). What follows comes from the record itself (AfterGiveUp: a
+// timed-out step is undone too, a pivot is left to the operator): the
+// supervisor knows nothing of the workflow.
 func (s *Store) GiveUp(ctx context.Context, read Step, failureCount int, reason string, alertDue, undoDue, now time.Time) error {
-	f := Failure{OrderID: read.OrderID, Ref: read.Ref(), UndoFrom: read.UndoOnGiveUp(), Reason: reason,
+	f := Failure{OrderID: read.OrderID, Ref: read.Ref(), After: read.AfterGiveUp(), Reason: reason,
 		AlertDue: alertDue, UndoDue: undoDue, Now: now}
 	return s.markError(ctx, f, "Version = :version",
 		map[string]types.AttributeValue{":version": num(int64(read.Version))}, failureCount)
@@ -68,14 +69,13 @@ func (s *Store) markError(ctx context.Context, f Failure, cond string, vals map[
 		ExpressionAttributeValues: vals,
 	}}}
 	lastError := fmt.Sprintf("%s: %s", sortKey(f.Ref), f.Reason)
-	switch {
-	case f.Ref.Undo:
-		items = append(items, s.setTask(f.OrderID, workflow.Compensating, workflow.CompensationFailed, lastError, f.Now))
-	case f.UndoFrom >= 0:
-		items = append(items, s.setTask(f.OrderID, workflow.Pending, workflow.Compensating, lastError, f.Now),
-			s.makeReady(f.OrderID, workflow.Ref{Index: f.UndoFrom, Undo: true}, f.UndoDue, f.Now))
-	default:
-		items = append(items, s.setTask(f.OrderID, workflow.Pending, workflow.Failed, lastError, f.Now))
+	from := workflow.Pending
+	if f.Ref.Undo {
+		from = workflow.Compensating
+	}
+	items = append(items, s.setTask(f.OrderID, from, f.After.Next, lastError, f.Now))
+	if f.After.Next == workflow.Compensating {
+		items = append(items, s.makeReady(f.OrderID, workflow.Ref{Index: f.After.UndoFrom, Undo: true}, f.UndoDue, f.Now))
 	}
 	return s.transact(ctx, items, fmt.Sprintf("mark %s/%s Error", f.OrderID, sortKey(f.Ref)))
 }

@@ -37,7 +37,10 @@ type Resubmission struct {
 //     step in a new round: every record back to Pending with FailureCount 0, and
 //     new idempotency keys, since the earlier effects were undone;
 //   - a CompensationFailed task retries its failed undo action, FailureCount 0,
-//     and compensation goes on from there.
+//     and compensation goes on from there;
+//   - a CompensationFailed task whose pivot step (no undo action) timed out for
+//     good runs that step again in the same round, with the same idempotency
+//     key: if the effect happened, the remote answers as before.
 //
 // step, if not empty, must name the record in Error. Attempt numbers keep
 // counting, so a late reply of an earlier attempt stays fenced off. It is one
@@ -49,9 +52,14 @@ func (s *Store) Resubmit(ctx context.Context, orderID, step string, pickup time.
 	}
 	var failed *Step
 	for i := range recs {
-		// In a Failed task the step that failed; in a CompensationFailed one, the undo.
-		if recs[i].State == workflow.Error && recs[i].Undo == (task.State == workflow.CompensationFailed) {
-			failed = &recs[i]
+		// In a Failed task the step that failed; in a CompensationFailed one,
+		// the undo, or if no undo failed, the pivot step.
+		r := &recs[i]
+		if r.State != workflow.Error || (r.Undo && task.State != workflow.CompensationFailed) {
+			continue
+		}
+		if failed == nil || r.Undo {
+			failed = r
 		}
 	}
 	switch {
@@ -65,7 +73,11 @@ func (s *Store) Resubmit(ctx context.Context, orderID, step string, pickup time.
 	var items []types.TransactWriteItem
 	res := Resubmission{Ref: failed.Ref(), Step: failed.Name, Round: task.Round}
 	if task.State == workflow.CompensationFailed {
-		items = append(items, s.resetTask(task, workflow.Compensating, task.Round, now),
+		to := workflow.Compensating
+		if !failed.Undo {
+			to = workflow.Pending // the pivot step runs again
+		}
+		items = append(items, s.resetTask(task, to, task.Round, now),
 			s.resetRecord(orderID, *failed, task.Round, true, pickup, now))
 	} else {
 		res.Round++

@@ -215,7 +215,7 @@ func (s *Supervisor) handle(ctx context.Context, st statestore.Step, now time.Ti
 // giveUp marks the record Error (for a step, starting compensation, as the
 // record itself says), alerts, tells the order's caller and the Scheduler.
 func (s *Supervisor) giveUp(ctx context.Context, st statestore.Step, failureCount int, reason string, now time.Time) (outcome, error) {
-	undoFrom := st.UndoOnGiveUp()
+	after := st.AfterGiveUp()
 	err := s.store.GiveUp(ctx, st, failureCount, reason, now.Add(s.cfg.PickupTimeout), now.Add(s.cfg.PickupTimeout), now)
 	if errors.Is(err, statestore.ErrStale) {
 		return lost, nil
@@ -226,12 +226,12 @@ func (s *Supervisor) giveUp(ctx context.Context, st statestore.Step, failureCoun
 	s.crash("supervisor.after-give-up")
 	st.FailureCount, st.State = failureCount, workflow.Error // as written
 	s.notify.Failed(ctx, notify.Event{OrderID: st.OrderID, ReplyQueue: st.ReplyQueue, Round: st.Round, Index: st.Index,
-		Step: st.Name, Error: reason, At: now}, st.Undo, undoFrom)
+		Step: st.Name, Error: reason, At: now}, st.Undo, after.Next)
 	aerr := s.alert(ctx, st, reason, now)
-	if undoFrom >= 0 {
+	if after.Next == workflow.Compensating {
 		// If this send is lost, the undo's pickup deadline brings us back.
 		if err := s.send.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID,
-			workflow.Ref{Index: undoFrom, Undo: true}), 0); err != nil {
+			workflow.Ref{Index: after.UndoFrom, Undo: true}), 0); err != nil {
 			return gaveUp, errors.Join(aerr, err)
 		}
 	}
@@ -240,13 +240,9 @@ func (s *Supervisor) giveUp(ctx context.Context, st statestore.Step, failureCoun
 
 func (s *Supervisor) alert(ctx context.Context, st statestore.Step, reason string, now time.Time) error {
 	s.log.Error("step failed for good", "order_id", st.OrderID, "step", st.Name, "reason", reason)
-	undoFrom := st.UndoOnGiveUp()
-	if !st.Undo && !st.GaveUp() {
-		undoFrom = st.UndoFrom // a permanent refusal: the step itself did nothing
-	}
 	err := s.alerts.StepFailed(ctx, alert.Failure{OrderID: st.OrderID, Step: st.Index, StepName: st.Name, Undo: st.Undo,
 		Attempt: st.Attempt, FailureCount: st.FailureCount, LastError: reason,
-		Compensation: alert.CompensationOf(st.Undo, undoFrom), DetectedBy: "supervisor", At: now})
+		Compensation: alert.CompensationOf(st.Undo, st.AfterError()), DetectedBy: "supervisor", At: now})
 	if err != nil {
 		return err // still due: the next run alerts
 	}

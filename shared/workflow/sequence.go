@@ -17,17 +17,6 @@ func (d Definition) UndoFrom(i int) int {
 	return -1
 }
 
-// UndoOnTimeout is the undo action to start when step i is given up on after
-// timing out: its outcome is unknown (the remote may have applied it and the
-// reply been lost), so its own undo runs first if it has one; undo actions
-// are idempotent and must accept "nothing to undo".
-func (d Definition) UndoOnTimeout(i int) int {
-	if i >= 0 && i < len(d.Steps) && d.Steps[i].Undo != nil {
-		return i
-	}
-	return d.UndoFrom(i)
-}
-
 // Next is what follows the successful completion of r: the next record to
 // make ready, or, when ok is false, none, and the task ends in state end.
 func (d Definition) Next(r Ref) (next Ref, ok bool, end State) {
@@ -56,4 +45,51 @@ func (d Definition) Action(r Ref) (Action, bool) {
 		return Action{}, false
 	}
 	return *s.Undo, true
+}
+
+// Aftermath is what follows a record failing for good: the undo action to
+// start, and the task's state from then on.
+type Aftermath struct {
+	UndoFrom int   // the step whose undo action starts; -1 for none
+	Next     State // Compensating (an undo starts), Failed or CompensationFailed
+}
+
+// AfterRefusal is the aftermath of a step (undo false) or an undo action
+// (undo true) refused for good by its remote service: a refused step did
+// nothing, so the earlier completed steps are undone from undoFrom (-1: there
+// are none, and the task ends Failed); a refused undo action ends the task
+// CompensationFailed.
+func AfterRefusal(undo bool, undoFrom int) Aftermath {
+	switch {
+	case undo:
+		return Aftermath{UndoFrom: -1, Next: CompensationFailed}
+	case undoFrom >= 0:
+		return Aftermath{UndoFrom: undoFrom, Next: Compensating}
+	default:
+		return Aftermath{UndoFrom: -1, Next: Failed}
+	}
+}
+
+// AfterGiveUp is the aftermath of a record given up on after timing out. Its
+// outcome is unknown: the remote may have applied it and the reply been lost.
+//   - an undo action: the task ends CompensationFailed;
+//   - a step with an undo action: its own undo runs first (undo actions are
+//     idempotent and accept "nothing to undo"), then the earlier ones;
+//   - a step without an undo action that ran (a pivot): its effect may have
+//     happened and nothing can undo it, and undoing the earlier steps would be
+//     as wrong as leaving them (a refund for an order that shipped). Nothing
+//     is undone; the task ends CompensationFailed and the operator, told so,
+//     checks the remote and resubmits the step (same idempotency key);
+//   - a step that never ran: as a refusal.
+func AfterGiveUp(undo, hasUndo, ran bool, index, undoFrom int) Aftermath {
+	switch {
+	case undo:
+		return AfterRefusal(true, -1)
+	case hasUndo:
+		return Aftermath{UndoFrom: index, Next: Compensating}
+	case ran:
+		return Aftermath{UndoFrom: -1, Next: CompensationFailed}
+	default:
+		return AfterRefusal(false, undoFrom)
+	}
 }

@@ -148,3 +148,19 @@ func TestSeqOrdersEveryEventOfEveryRound(t *testing.T) {
 	require.Less(t, workflow.Seq(1, workflow.EventStepDone, 2), workflow.Seq(1, workflow.EventProcessed, 0))
 	require.Equal(t, workflow.Seq(1, workflow.EventStepDone, 1), workflow.Seq(1, workflow.EventStepDone, 1), "a duplicate has the same number")
 }
+
+func TestAftermathOfAFailure(t *testing.T) {
+	comp := func(i int) workflow.Aftermath { return workflow.Aftermath{UndoFrom: i, Next: workflow.Compensating} }
+	for name, c := range map[string]struct{ got, want workflow.Aftermath }{
+		"refused step, earlier work":    {workflow.AfterRefusal(false, 1), comp(1)},
+		"refused first step":            {workflow.AfterRefusal(false, -1), workflow.Aftermath{UndoFrom: -1, Next: workflow.Failed}},
+		"refused undo":                  {workflow.AfterRefusal(true, -1), workflow.Aftermath{UndoFrom: -1, Next: workflow.CompensationFailed}},
+		"timed-out step with undo":      {workflow.AfterGiveUp(false, true, true, 2, 1), comp(2)},
+		"timed-out step without undo":   {workflow.AfterGiveUp(false, false, true, 2, 1), workflow.Aftermath{UndoFrom: -1, Next: workflow.CompensationFailed}},
+		"never-run step without undo":   {workflow.AfterGiveUp(false, false, false, 2, 1), comp(1)},
+		"never-run first step, no undo": {workflow.AfterGiveUp(false, false, false, 0, -1), workflow.Aftermath{UndoFrom: -1, Next: workflow.Failed}},
+		"timed-out undo":                {workflow.AfterGiveUp(true, false, true, 1, -1), workflow.Aftermath{UndoFrom: -1, Next: workflow.CompensationFailed}},
+	} {
+		require.Equal(t, c.want, c.got, name)
+	}
+}

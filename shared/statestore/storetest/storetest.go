@@ -63,7 +63,8 @@ func done(orderID string, r workflow.Ref, attempt int, next *workflow.Ref, end w
 }
 
 func failure(orderID string, r workflow.Ref, undoFrom int, why string) statestore.Failure {
-	return statestore.Failure{OrderID: orderID, Ref: r, UndoFrom: undoFrom, Reason: why, AlertDue: t0, UndoDue: t0.Add(time.Minute), Now: t0}
+	return statestore.Failure{OrderID: orderID, Ref: r, After: workflow.AfterRefusal(r.Undo, undoFrom), Reason: why,
+		AlertDue: t0, UndoDue: t0.Add(time.Minute), Now: t0}
 }
 
 var t0 = time.UnixMilli(1_800_000_000_000)
@@ -81,6 +82,7 @@ func Run(t *testing.T, newStore func(t *testing.T) *statestore.Store) {
 	tests := map[string]func(*testing.T, *statestore.Store){
 		"SubmitWritesOrderTaskAndSteps":         submitWrites,
 		"DuplicateSubmitIsIdempotent":           duplicateSubmit,
+		"GiveUpOnPivotLeavesItToTheOperator":    giveUpPivot,
 		"SubmitIsAtomic":                        submitAtomic,
 		"ClaimIsExclusive":                      claimExclusive,
 		"OnlyReadyStepsAreClaimable":            claimNotReady,
@@ -342,7 +344,7 @@ func giveUp(t *testing.T, s *statestore.Store) {
 	require.NoError(t, s.GiveUp(ctx, got[0], 3, "timed out 3 times", now.Add(time.Minute), now, now))
 	require.ErrorIs(t, s.GiveUp(ctx, got[0], 3, "again", now, now, now), statestore.ErrStale)
 	task, steps, _ := s.Load(ctx, "o-1")
-	require.Equal(t, workflow.Failed, task.State, "nothing to undo in a one-step workflow")
+	require.Equal(t, workflow.CompensationFailed, task.State, "a lone step without an undo timed out: it may have taken effect, the operator decides")
 	require.Contains(t, task.LastError, "timed out 3 times")
 	require.Equal(t, workflow.Error, steps[0].State)
 	require.Equal(t, 3, steps[0].FailureCount)
@@ -473,13 +475,60 @@ func giveUpCompensates(t *testing.T, s *statestore.Store) {
 	require.Len(t, due, 1)
 	require.Equal(t, 0, due[0].UndoFrom, "the index tells the supervisor what to undo")
 	require.True(t, due[0].HasUndo)
-	require.Equal(t, 1, due[0].UndoOnGiveUp(), "a timed-out step may have taken effect: its own undo first")
+	require.Equal(t, workflow.Aftermath{UndoFrom: 1, Next: workflow.Compensating}, due[0].AfterGiveUp(),
+		"a timed-out step may have taken effect: its own undo first")
 	now := t0.Add(time.Hour)
 	require.NoError(t, s.GiveUp(ctx, due[0], 3, "timed out", now, now.Add(time.Minute), now))
 	task, recs := state(t, s)
 	require.Equal(t, workflow.Compensating, task.State)
 	require.Equal(t, now.Add(time.Minute), recs[undo1].DueAt)
 	require.True(t, recs[undo0].DueAt.IsZero(), "then the earlier step's")
+}
+
+// giveUpPivot: the last step has no undo action; timed out for good, it may
+// have taken effect, so nothing is undone (a refund for an order that shipped
+// is as wrong as a charge for one that did not): the task ends
+// CompensationFailed for the operator, and a resubmission runs the step again
+// in the same round (same idempotency key), so the order goes on.
+func giveUpPivot(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 3, 2)
+	_, err := s.Claim(ctx, "o-1", step2, "sched", t0)
+	require.NoError(t, err)
+	now := t0.Add(time.Hour)
+	due, err := s.Overdue(ctx, now, 10)
+	require.NoError(t, err)
+	require.Len(t, due, 1)
+	require.False(t, due[0].HasUndo)
+	require.Equal(t, workflow.Aftermath{UndoFrom: -1, Next: workflow.CompensationFailed}, due[0].AfterGiveUp())
+	require.NoError(t, s.GiveUp(ctx, due[0], 3, "timed out", now, now.Add(time.Minute), now))
+	task, recs := state(t, s)
+	require.Equal(t, workflow.CompensationFailed, task.State, "ended: the operator decides")
+	require.False(t, task.CompletedAt.IsZero())
+	require.Contains(t, task.LastError, "STEP#002: timed out")
+	require.Equal(t, workflow.Error, recs[step2].State)
+	require.True(t, recs[step2].GaveUp())
+	require.Equal(t, workflow.CompensationFailed, recs[step2].AfterError().Next, "read back the same for a late alert")
+	for _, u := range []workflow.Ref{undo0, undo1} {
+		require.Equal(t, workflow.Pending, recs[u].State, "nothing undone")
+		require.True(t, recs[u].DueAt.IsZero(), "nothing made ready")
+	}
+	require.False(t, recs[step2].DueAt.IsZero(), "due until the alert is confirmed")
+
+	r, err := s.Resubmit(ctx, "o-1", "", time.Minute, now)
+	require.NoError(t, err)
+	require.Equal(t, statestore.Resubmission{Ref: step2, Step: "s2", Round: 1}, r, "the step again, same round and keys")
+	task, recs = state(t, s)
+	require.Equal(t, workflow.Pending, task.State)
+	require.True(t, task.CompletedAt.IsZero())
+	require.Equal(t, workflow.Pending, recs[step2].State)
+	require.Zero(t, recs[step2].FailureCount)
+	again, err := s.Claim(ctx, "o-1", step2, "sched", now)
+	require.NoError(t, err)
+	require.Equal(t, 2, again.Attempt, "attempts keep counting (fencing)")
+	require.NoError(t, s.Complete(ctx, done("o-1", step2, again.Attempt, nil, workflow.Processed)))
+	task, _ = state(t, s)
+	require.Equal(t, workflow.Processed, task.State)
 }
 
 func resubmitFailed(t *testing.T, s *statestore.Store) {
