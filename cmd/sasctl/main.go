@@ -31,8 +31,11 @@ commands:
   redrive   move messages from a dead-letter queue back to its queue
   chaos     run orders through the local stack with every fault injected,
             check every invariant; non-zero exit if one broke
+  bench     count every AWS request of N orders (single-step and three-step,
+            by batch size), price them, compare with Step Functions; writes
+            JSON and an SVG chart
 
-Every command but demo takes --endpoint, --prefix and --output text|json;
+Every command but demo, chaos and bench takes --endpoint, --prefix and --output text|json;
 sasctl <command> -h lists its flags.
 `
 
@@ -47,6 +50,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return demo(ctx, args[1:], stdout, stderr)
 	case "chaos":
 		return chaosCmd(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return benchCmd(ctx, args[1:], stdout, stderr)
 	case "submit":
 		return submit(ctx, args[1:], stdin, stdout, stderr)
 	case "status":

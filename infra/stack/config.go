@@ -39,6 +39,7 @@ type Props struct {
 // The context keys, with their defaults in Config.
 const (
 	CtxPrefix             = "prefix"
+	CtxWorkflow           = "workflow"
 	CtxStepTimeout        = "stepTimeout"
 	CtxMaxFailures        = "maxFailures"
 	CtxRetryBackoff       = "retryBackoff"
@@ -63,9 +64,15 @@ func Config(app awscdk.App) (Props, error) {
 	if prefix == "" {
 		prefix = "sas"
 	}
+	settings := workflow.DefaultSettings()
+	settings.Workflow = get(CtxWorkflow)
+	def, err := workflow.For(settings)
+	if err != nil {
+		return Props{}, fmt.Errorf("context %s: %w", CtxWorkflow, err)
+	}
 	p := Props{
-		Topology:           topology.Default(prefix, workflow.OrderAgents...),
-		Settings:           workflow.DefaultSettings(),
+		Topology:           topology.Default(prefix, def.Agents()...),
+		Settings:           settings,
 		SupervisorRate:     time.Minute,
 		AlarmEmail:         get(CtxAlarmEmail),
 		RemoteBaseURL:      get(CtxRemoteBaseURL),
@@ -81,7 +88,6 @@ func Config(app awscdk.App) (Props, error) {
 	if v := get(CtxReplyQueuePrefixes); v != "" {
 		p.ReplyQueuePrefixes = strings.Split(v, ",")
 	}
-	var err error
 	for k, dst := range map[string]*time.Duration{CtxStepTimeout: &p.Settings.StepTimeout,
 		CtxRetryBackoff: &p.Settings.RetryBackoff, CtxPickupTimeout: &p.Settings.PickupTimeout} {
 		if v := get(k); v != "" {
@@ -110,7 +116,11 @@ func (p Props) Validate() error {
 	if err := p.Topology.Validate(); err != nil {
 		return err
 	}
-	if err := workflow.Orders(p.Settings).Validate(p.Topology.Agents); err != nil {
+	def, err := workflow.For(p.Settings)
+	if err != nil {
+		return err
+	}
+	if err := def.Validate(p.Topology.Agents); err != nil {
 		return err
 	}
 	if p.Settings.StepTimeout > p.Topology.FunctionTimeout-5*time.Second {

@@ -28,8 +28,8 @@ type Functions struct {
 // the DynamoDB and SQS calls of Submission, Scheduler and Supervisor quick,
 // and Agents (which mostly wait on the remote service) need only 128 MB.
 const (
-	coordinatorMemory = 256
-	agentMemory       = 128
+	coordinatorMemory = topology.CoordinatorMemoryMB
+	agentMemory       = topology.AgentMemoryMB
 )
 
 // fnSpec is one function to define.

@@ -7,6 +7,7 @@ package awsclient
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,17 +17,22 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"net/http"
+	"github.com/aws/smithy-go/middleware"
 )
 
 // Options adjust how the configuration is loaded.
 type Options struct {
 	// Endpoint, when set, is used for every service (an emulator).
 	Endpoint string
+	// DynamoDBEndpoint, when set, is used for DynamoDB instead (another
+	// emulator, e.g. DynamoDB Local, which reports consumed capacity).
+	DynamoDBEndpoint string
 	// Emulated marks an emulator target: a default region and dummy
 	// credentials are used when none are configured, and response checksum
 	// validation is off (DynamoDB Local's error responses fail it).
 	Emulated bool
+	// APIOptions are added to every client (e.g. an accounting meter's).
+	APIOptions []func(*middleware.Stack) error
 }
 
 // Clients are the service clients of one configuration.
@@ -59,11 +65,15 @@ func Load(ctx context.Context, o Options) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load AWS config: %w", err)
 	}
+	cfg.APIOptions = append(cfg.APIOptions, o.APIOptions...)
 	return &Clients{
 		Config: cfg,
 		DynamoDB: dynamodb.NewFromConfig(cfg, func(d *dynamodb.Options) {
 			if o.Emulated {
 				d.DisableValidateResponseChecksum = true
+			}
+			if o.DynamoDBEndpoint != "" {
+				d.BaseEndpoint = aws.String(o.DynamoDBEndpoint)
 			}
 		}),
 		SQS: sqs.NewFromConfig(cfg),

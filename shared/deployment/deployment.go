@@ -45,8 +45,15 @@ type BreakerConfig struct {
 	Cooldown  time.Duration
 }
 
-// Workflow is the order workflow the deployment runs.
-func (c Config) Workflow() workflow.Definition { return workflow.Orders(c.Settings) }
+// Workflow is the workflow the deployment runs (Settings.Workflow; Validate
+// rejects an unknown name, which falls back to the order workflow here).
+func (c Config) Workflow() workflow.Definition {
+	d, err := workflow.For(c.Settings)
+	if err != nil {
+		return workflow.Orders(c.Settings)
+	}
+	return d
+}
 
 // QueueURL is the URL of the named queue.
 func (c Config) QueueURL(name string) string { return c.QueueURLBase + "/" + name }
@@ -58,6 +65,9 @@ func (c Config) Validate() error {
 	}
 	if c.QueueURLBase == "" || c.AlertTopicARN == "" {
 		return fmt.Errorf("deployment: queue URL base and alert topic ARN are required")
+	}
+	if err := c.Settings.Validate(); err != nil {
+		return err
 	}
 	return c.Workflow().Validate(c.Topology.Agents)
 }

@@ -22,6 +22,7 @@ const (
 	EnvMaxFailures   = "SAS_MAX_FAILURES"
 	EnvRetryBackoff  = "SAS_RETRY_BACKOFF"
 	EnvPickupTimeout = "SAS_PICKUP_TIMEOUT"
+	EnvWorkflow      = "SAS_WORKFLOW" // "order" (default) or "single"
 	// EnvAllowedReplyQueues is a comma-separated list of queue URL prefixes
 	// an order's replyQueue may start with (none: no reply queues).
 	EnvAllowedReplyQueues = "SAS_ALLOWED_REPLY_QUEUES"
@@ -47,6 +48,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if v := getenv(EnvAllowedReplyQueues); v != "" {
 		c.AllowedReplyQueues = strings.Split(v, ",")
 	}
+	c.Settings.Workflow = getenv(EnvWorkflow)
 	var err error
 	if v := getenv(EnvShards); v != "" {
 		if c.Topology.DeadlineShards, err = strconv.Atoi(v); err != nil {
@@ -71,7 +73,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 
 // Env is the inverse of FromEnv: the variables that describe c.
 func (c Config) Env() map[string]string {
-	return map[string]string{
+	env := map[string]string{
 		EnvPrefix: c.Topology.Prefix, EnvAgents: strings.Join(c.Topology.Agents, ","),
 		EnvShards: strconv.Itoa(c.Topology.DeadlineShards), EnvQueueURLBase: c.QueueURLBase,
 		EnvAlertTopicARN: c.AlertTopicARN, EnvRemoteBaseURL: c.RemoteBaseURL,
@@ -79,4 +81,8 @@ func (c Config) Env() map[string]string {
 		EnvRetryBackoff: c.Settings.RetryBackoff.String(), EnvPickupTimeout: c.Settings.PickupTimeout.String(),
 		EnvAllowedReplyQueues: strings.Join(c.AllowedReplyQueues, ","),
 	}
+	if c.Settings.Workflow != "" {
+		env[EnvWorkflow] = c.Settings.Workflow
+	}
+	return env
 }

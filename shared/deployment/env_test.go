@@ -51,3 +51,18 @@ func TestFromEnvSaysWhatIsWrong(t *testing.T) {
 	_, err = deployment.FromEnv(env(m))
 	require.ErrorContains(t, err, "failure threshold")
 }
+
+func TestFromEnvChoosesTheWorkflow(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{deployment.EnvPrefix: "p", deployment.EnvQueueURLBase: "u", deployment.EnvAlertTopicARN: "a",
+		deployment.EnvAgents: "payment", deployment.EnvWorkflow: "single"}
+	c, err := deployment.FromEnv(env(base))
+	require.NoError(t, err)
+	require.Len(t, c.Workflow().Steps, 1)
+	back, err := deployment.FromEnv(env(c.Env()))
+	require.NoError(t, err)
+	require.Equal(t, c, back)
+	base[deployment.EnvWorkflow] = "saga"
+	_, err = deployment.FromEnv(env(base))
+	require.ErrorContains(t, err, `unknown workflow "saga"`)
+}

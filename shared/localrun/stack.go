@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sas-go/sas/shared/accounting"
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/metrics"
@@ -30,8 +31,11 @@ import (
 
 // Options configure a local stack.
 type Options struct {
-	Endpoint          string // the emulator; "" lets the SDK read AWS_ENDPOINT_URL
-	Prefix            string // resource name prefix (default "sas")
+	Endpoint          string            // the emulator; "" lets the SDK read AWS_ENDPOINT_URL
+	DynamoDBEndpoint  string            // a separate DynamoDB emulator (e.g. DynamoDB Local), if any
+	Meter             *accounting.Meter // counts every AWS request by function, if set
+	BatchSize         int               // messages per invocation, like an event source mapping's (default 10)
+	Prefix            string            // resource name prefix (default "sas")
 	Settings          workflow.Settings
 	RemoteURL         string        // the remote simulator's base URL
 	VisibilityTimeout time.Duration // of every queue (default 30s)
@@ -67,11 +71,19 @@ type Stack struct {
 // New provisions the resources (idempotently) and composes the handlers.
 func New(ctx context.Context, o Options) (*Stack, error) {
 	o = o.withDefaults()
-	clients, err := awsclient.Load(ctx, awsclient.Options{Endpoint: o.Endpoint, Emulated: true})
+	copts := awsclient.Options{Endpoint: o.Endpoint, DynamoDBEndpoint: o.DynamoDBEndpoint, Emulated: true}
+	if o.Meter != nil {
+		copts.APIOptions = append(copts.APIOptions, o.Meter.AddTo)
+	}
+	clients, err := awsclient.Load(ctx, copts)
 	if err != nil {
 		return nil, err
 	}
-	topo := topology.Default(o.Prefix, workflow.Orders(o.Settings).Agents()...)
+	def, err := workflow.For(o.Settings)
+	if err != nil {
+		return nil, err
+	}
+	topo := topology.Default(o.Prefix, def.Agents()...)
 	topo.VisibilityTimeout = o.VisibilityTimeout
 	topo.DeadlineShards = max(o.DeadlineShards, 1)
 	res, err := provision.Ensure(ctx, clients, topo)

@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sas-go/sas/shared/accounting"
 )
 
 // API is the part of the SQS client the runner uses.
@@ -86,12 +88,16 @@ func (r *Runner) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, src := range r.Sources {
 		src = src.withDefaults()
+		// The poller's requests are billed to the account like the
+		// function's own: counted under the function's name.
+		fctx := accounting.WithFunction(ctx, src.Function)
 		for range src.Pollers {
-			wg.Go(func() { r.poll(ctx, src) })
+			wg.Go(func() { r.poll(fctx, src) })
 		}
 	}
 	for _, t := range r.Tickers {
-		wg.Go(func() { r.tick(ctx, t) })
+		fctx := accounting.WithFunction(ctx, t.Function)
+		wg.Go(func() { r.tick(fctx, t) })
 	}
 	wg.Wait()
 	return ctx.Err()

@@ -42,6 +42,15 @@ type Queue struct {
 	MaxReceiveCount   int
 }
 
+// Function memory sizes (MB). The handlers are I/O-bound Go: 256 MB buys the
+// CPU share that keeps the DynamoDB and SQS calls of Submission, Scheduler and
+// Supervisor quick; Agents mostly wait on the remote service. The stack sets
+// them; the cost bench prices handler time with them.
+const (
+	CoordinatorMemoryMB = 256
+	AgentMemoryMB       = 128
+)
+
 // Topology describes one deployment.
 type Topology struct {
 	Prefix            string        // prepended to every name

@@ -1,9 +1,13 @@
 package workflow
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Settings are the deployment's knobs for the default order workflow.
 type Settings struct {
+	Workflow      string        // which workflow: "order" (the default, three steps) or "single"
 	StepTimeout   time.Duration // CompleteBy = claim + StepTimeout
 	MaxFailures   int           // supervisor recoveries before a step is an Error
 	RetryBackoff  time.Duration // base of the supervisor's growing backoff
@@ -50,7 +54,40 @@ func Orders(s Settings) Definition {
 	}
 }
 
+// The workflows a deployment can run, by Settings.Workflow.
+const (
+	OrderWorkflow  = "order"  // Orders: reserve inventory → charge payment → create shipment
+	SingleWorkflow = "single" // Single: charge payment, one step
+)
+
+// Single is a one-step workflow (charge the payment, nothing to undo): the
+// smallest unit of work the pipeline coordinates, whose cost per order is the
+// product's floor.
+func Single(s Settings) Definition {
+	return Definition{
+		Name:          SingleWorkflow,
+		PickupTimeout: s.PickupTimeout,
+		Steps: []Step{{Action: Action{Name: "charge-payment", Agent: PaymentAgent, Timeout: s.StepTimeout,
+			MaxFailures: s.MaxFailures, RetryBackoff: s.RetryBackoff}}},
+	}
+}
+
+// For returns the workflow the settings name (the order workflow if none).
+func For(s Settings) (Definition, error) {
+	switch s.Workflow {
+	case "", OrderWorkflow:
+		return Orders(s), nil
+	case SingleWorkflow:
+		return Single(s), nil
+	}
+	return Definition{}, fmt.Errorf("unknown workflow %q (want %q or %q)", s.Workflow, OrderWorkflow, SingleWorkflow)
+}
+
 // Validate checks the settings make a usable workflow.
 func (s Settings) Validate() error {
-	return Orders(s).Validate(OrderAgents)
+	d, err := For(s)
+	if err != nil {
+		return err
+	}
+	return d.Validate(d.Agents())
 }

@@ -164,3 +164,19 @@ func TestAftermathOfAFailure(t *testing.T) {
 		require.Equal(t, c.want, c.got, name)
 	}
 }
+
+func TestWorkflowsByName(t *testing.T) {
+	s := workflow.DefaultSettings()
+	d, err := workflow.For(s)
+	require.NoError(t, err)
+	require.Equal(t, "order", d.Name, "the order workflow by default")
+	s.Workflow = workflow.SingleWorkflow
+	d, err = workflow.For(s)
+	require.NoError(t, err)
+	require.Len(t, d.Steps, 1)
+	require.Nil(t, d.Steps[0].Undo)
+	require.Equal(t, []string{workflow.PaymentAgent}, d.Agents())
+	require.NoError(t, s.Validate())
+	s.Workflow = "saga"
+	require.EqualError(t, s.Validate(), `unknown workflow "saga" (want "order" or "single")`)
+}

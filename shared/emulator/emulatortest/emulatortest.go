@@ -64,6 +64,23 @@ func MainWithMoto(m *testing.M, endpoint *string) int {
 	return m.Run()
 }
 
+// MainWithMotoAndDynamoDBLocal is a TestMain body for tests that need both:
+// moto (or AWS_ENDPOINT_URL) for SQS and SNS, DynamoDB Local for DynamoDB.
+func MainWithMotoAndDynamoDBLocal(m *testing.M, moto, dynamodb *string) int {
+	p, err := Moto(context.Background())
+	if err != nil {
+		return Fail(err)
+	}
+	defer p.Stop()
+	d, err := DynamoDBLocal(context.Background())
+	if err != nil {
+		return Fail(err)
+	}
+	defer d.Stop()
+	*moto, *dynamodb = p.Endpoint, d.Endpoint
+	return m.Run()
+}
+
 // Fail prints why the emulators could not start and returns an exit code.
 func Fail(err error) int {
 	fmt.Fprintln(os.Stderr, "test set-up:", err)

@@ -1,0 +1,214 @@
+// Package accounting counts the AWS requests a process makes, by the function
+// that made them, the service and the operation, with the DynamoDB read and
+// write units each request consumed as DynamoDB itself reports them
+// (ReturnConsumedCapacity TOTAL, set on every DynamoDB request by the same
+// middleware). It is how `sasctl bench` measures cost: from the requests made,
+// not from a formula.
+package accounting
+
+import (
+	"context"
+	"maps"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// EmptyReceive is the operation name under which ReceiveMessage calls that
+// returned no message are counted: idle polling, a fixed cost, not a cost of
+// the messages.
+const EmptyReceive = "ReceiveMessage (empty)"
+
+// Key names what a count is of.
+type Key struct {
+	Function  string // who made the request (WithFunction); "" if untagged
+	Service   string // the SDK's service id: "DynamoDB", "SQS", "SNS"
+	Operation string
+}
+
+// Usage is what the requests under one Key consumed.
+type Usage struct {
+	Requests   int64
+	ReadUnits  float64 // DynamoDB read capacity units, as reported
+	WriteUnits float64 // DynamoDB write capacity units, as reported (indexes included)
+}
+
+// Add returns the sum of u and o.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{Requests: u.Requests + o.Requests, ReadUnits: u.ReadUnits + o.ReadUnits, WriteUnits: u.WriteUnits + o.WriteUnits}
+}
+
+// Meter counts requests; safe for concurrent use.
+type Meter struct {
+	mu sync.Mutex
+	by map[Key]Usage
+}
+
+// New returns an empty meter.
+func New() *Meter { return &Meter{by: map[Key]Usage{}} }
+
+type fnKey struct{}
+
+// WithFunction tags ctx: requests made with it are counted under fn.
+func WithFunction(ctx context.Context, fn string) context.Context {
+	return context.WithValue(ctx, fnKey{}, fn)
+}
+
+// FunctionOf returns the function ctx is tagged with, or "".
+func FunctionOf(ctx context.Context) string {
+	fn, _ := ctx.Value(fnKey{}).(string)
+	return fn
+}
+
+// Attach adds the counting middleware to every client built from cfg.
+func (m *Meter) Attach(cfg *aws.Config) {
+	cfg.APIOptions = append(cfg.APIOptions, m.AddTo)
+}
+
+// AddTo adds the counting middleware to one client's stack (an APIOptions
+// function).
+func (m *Meter) AddTo(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("sas.accounting",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			askCapacity(in.Parameters)
+			out, md, err := next.HandleInitialize(ctx, in)
+			k := Key{Function: FunctionOf(ctx), Service: awsmiddleware.GetServiceID(ctx), Operation: awsmiddleware.GetOperationName(ctx)}
+			var u Usage
+			if err == nil {
+				if r, ok := out.Result.(*sqs.ReceiveMessageOutput); ok && len(r.Messages) == 0 {
+					k.Operation = EmptyReceive
+				}
+				u.ReadUnits, u.WriteUnits = consumed(out.Result)
+				if t, ok := in.Parameters.(*dynamodb.TransactWriteItemsInput); ok {
+					u.WriteUnits = transactionUnits(t, out.Result.(*dynamodb.TransactWriteItemsOutput))
+				}
+			}
+			u.Requests = 1 // a failed request is billed too
+			m.mu.Lock()
+			m.by[k] = m.by[k].Add(u)
+			m.mu.Unlock()
+			return out, md, err
+		}), middleware.After)
+}
+
+// Snapshot returns the counts so far.
+func (m *Meter) Snapshot() map[Key]Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.by)
+}
+
+// Reset forgets the counts so far.
+func (m *Meter) Reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	clear(m.by)
+}
+
+// askCapacity asks DynamoDB to report what the request consumes, unless the
+// caller asked already.
+func askCapacity(params any) {
+	set := func(r *ddbtypes.ReturnConsumedCapacity) {
+		if *r == "" {
+			*r = ddbtypes.ReturnConsumedCapacityTotal
+		}
+	}
+	switch p := params.(type) {
+	case *dynamodb.PutItemInput:
+		set(&p.ReturnConsumedCapacity)
+	case *dynamodb.UpdateItemInput:
+		set(&p.ReturnConsumedCapacity)
+	case *dynamodb.DeleteItemInput:
+		set(&p.ReturnConsumedCapacity)
+	case *dynamodb.GetItemInput:
+		set(&p.ReturnConsumedCapacity)
+	case *dynamodb.QueryInput:
+		set(&p.ReturnConsumedCapacity)
+	case *dynamodb.ScanInput:
+		set(&p.ReturnConsumedCapacity)
+	case *dynamodb.BatchGetItemInput:
+		set(&p.ReturnConsumedCapacity)
+	case *dynamodb.BatchWriteItemInput:
+		set(&p.ReturnConsumedCapacity)
+	case *dynamodb.TransactWriteItemsInput:
+		// per table and index: see transactionUnits
+		p.ReturnConsumedCapacity = ddbtypes.ReturnConsumedCapacityIndexes
+	case *dynamodb.TransactGetItemsInput:
+		set(&p.ReturnConsumedCapacity)
+	}
+}
+
+// consumed returns the read and write units a DynamoDB response reports.
+func consumed(result any) (read, write float64) {
+	sum := func(cs ...ddbtypes.ConsumedCapacity) (n float64) {
+		for _, c := range cs {
+			n += aws.ToFloat64(c.CapacityUnits)
+		}
+		return n
+	}
+	one := func(c *ddbtypes.ConsumedCapacity) float64 {
+		if c == nil {
+			return 0
+		}
+		return sum(*c)
+	}
+	switch r := result.(type) {
+	case *dynamodb.PutItemOutput:
+		return 0, one(r.ConsumedCapacity)
+	case *dynamodb.UpdateItemOutput:
+		return 0, one(r.ConsumedCapacity)
+	case *dynamodb.DeleteItemOutput:
+		return 0, one(r.ConsumedCapacity)
+	case *dynamodb.BatchWriteItemOutput:
+		return 0, sum(r.ConsumedCapacity...)
+	case *dynamodb.TransactWriteItemsOutput:
+		return 0, sum(r.ConsumedCapacity...)
+	case *dynamodb.GetItemOutput:
+		return one(r.ConsumedCapacity), 0
+	case *dynamodb.QueryOutput:
+		return one(r.ConsumedCapacity), 0
+	case *dynamodb.ScanOutput:
+		return one(r.ConsumedCapacity), 0
+	case *dynamodb.BatchGetItemOutput:
+		return sum(r.ConsumedCapacity...), 0
+	case *dynamodb.TransactGetItemsOutput:
+		return sum(r.ConsumedCapacity...), 0
+	}
+	return 0, 0
+}
+
+// transactionUnits are a transaction's write units: per table, what the
+// engine reports but at least the two units per item DynamoDB bills for a
+// transactional write of an item up to 1 KB, plus the reported index units.
+// DynamoDB Local reports two units per table however many items a
+// transaction writes; against DynamoDB the floor changes nothing.
+func transactionUnits(in *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput) float64 {
+	items := map[string]int{}
+	for _, it := range in.TransactItems {
+		switch {
+		case it.Put != nil:
+			items[aws.ToString(it.Put.TableName)]++
+		case it.Update != nil:
+			items[aws.ToString(it.Update.TableName)]++
+		case it.Delete != nil:
+			items[aws.ToString(it.Delete.TableName)]++
+		}
+	}
+	var n float64
+	for _, c := range out.ConsumedCapacity {
+		table := aws.ToFloat64(c.CapacityUnits)
+		if c.Table != nil {
+			table = aws.ToFloat64(c.Table.CapacityUnits)
+		}
+		n += max(table, 2*float64(items[aws.ToString(c.TableName)]))
+		for _, idx := range c.GlobalSecondaryIndexes {
+			n += aws.ToFloat64(idx.CapacityUnits)
+		}
+	}
+	return n
+}

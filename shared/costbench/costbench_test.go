@@ -1,0 +1,116 @@
+package costbench_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/accounting"
+	"github.com/sas-go/sas/shared/awsclient"
+	"github.com/sas-go/sas/shared/costbench"
+	"github.com/sas-go/sas/shared/emulator/emulatortest"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+var motoURL, ddbURL string
+
+func TestMain(m *testing.M) { os.Exit(emulatortest.MainWithMotoAndDynamoDBLocal(m, &motoURL, &ddbURL)) }
+
+// The meter counts each request under the function that made it, and the
+// units DynamoDB reports: a transactional write costs two units per item.
+func TestMeterCountsRequestsAndReportedUnits(t *testing.T) {
+	ctx := context.Background()
+	meter := accounting.New()
+	c, err := awsclient.Load(ctx, awsclient.Options{Endpoint: motoURL, DynamoDBEndpoint: ddbURL, Emulated: true,
+		APIOptions: []func(*middleware.Stack) error{meter.AddTo}})
+	require.NoError(t, err)
+	table := "meter-" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+	_, err = c.DynamoDB.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: &table, BillingMode: ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("PK"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("PK"), KeyType: ddbtypes.KeyTypeHash}}})
+	require.NoError(t, err)
+	q, err := c.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(table)})
+	require.NoError(t, err)
+	meter.Reset()
+
+	fn := accounting.WithFunction(ctx, "fn")
+	item := func(pk string) map[string]ddbtypes.AttributeValue {
+		return map[string]ddbtypes.AttributeValue{"PK": &ddbtypes.AttributeValueMemberS{Value: pk}}
+	}
+	_, err = c.DynamoDB.PutItem(fn, &dynamodb.PutItemInput{TableName: &table, Item: item("a")})
+	require.NoError(t, err)
+	_, err = c.DynamoDB.TransactWriteItems(fn, &dynamodb.TransactWriteItemsInput{TransactItems: []ddbtypes.TransactWriteItem{
+		{Put: &ddbtypes.Put{TableName: &table, Item: item("b")}}, {Put: &ddbtypes.Put{TableName: &table, Item: item("c")}}}})
+	require.NoError(t, err)
+	_, err = c.DynamoDB.GetItem(fn, &dynamodb.GetItemInput{TableName: &table, Key: item("a"), ConsistentRead: aws.Bool(true)})
+	require.NoError(t, err)
+	_, err = c.SQS.ReceiveMessage(fn, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, WaitTimeSeconds: 0})
+	require.NoError(t, err)
+	_, err = c.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String("x")})
+	require.NoError(t, err)
+
+	key := func(fn, service, op string) accounting.Key {
+		return accounting.Key{Function: fn, Service: service, Operation: op}
+	}
+	got := meter.Snapshot()
+	require.Equal(t, accounting.Usage{Requests: 1, WriteUnits: 1}, got[key("fn", "DynamoDB", "PutItem")])
+	require.Equal(t, accounting.Usage{Requests: 1, WriteUnits: 4}, got[key("fn", "DynamoDB", "TransactWriteItems")])
+	require.Equal(t, accounting.Usage{Requests: 1, ReadUnits: 1}, got[key("fn", "DynamoDB", "GetItem")])
+	require.Equal(t, int64(1), got[key("fn", "SQS", accounting.EmptyReceive)].Requests)
+	require.Equal(t, int64(1), got[key("", "SQS", "SendMessage")].Requests, "untagged requests are counted apart")
+	require.Len(t, got, 5)
+}
+
+// A small bench run, as CI runs it: every order processed, the requests per
+// order what the design says, and the figures printed.
+func TestBenchSmallRun(t *testing.T) {
+	p := costbench.DefaultPlan(10)
+	p.BatchSizes = []int{10}
+	p.Endpoint, p.DynamoDBEndpoint = motoURL, ddbURL
+	p.Timeout = 2 * time.Minute
+	res, err := costbench.Execute(context.Background(), p, nil)
+	require.NoError(t, err)
+	require.Len(t, res.Runs, 2)
+	for _, r := range res.Runs {
+		steps := map[string]int{workflow.SingleWorkflow: 1, workflow.OrderWorkflow: 3}[r.Workflow]
+		require.Equal(t, steps, r.Steps)
+		require.InDelta(t, 0.1, r.Requests["producer SQS SendMessageBatch"], 1e-9, "ten orders per send")
+		require.InDelta(t, 1, r.Requests["submission DynamoDB TransactWriteItems"], 1e-9, "one submission each")
+		require.InDelta(t, float64(steps), r.Requests["scheduler DynamoDB TransactWriteItems"], 1e-9, "one completion per step")
+		require.InDelta(t, float64(steps), r.Requests["scheduler DynamoDB UpdateItem"], 1e-9, "one claim per step")
+		require.GreaterOrEqual(t, r.PerOrder.WriteUnits, 4.0*(1+float64(steps)), "transactions cost two units per item")
+		require.Greater(t, r.Cost.Total, 0.0)
+		require.Equal(t, steps+2, r.SFN.Transitions)
+		require.Greater(t, r.SFN.Standard.Total, r.Cost.Total)
+	}
+	var text, svg, js bytes.Buffer
+	res.Print(&text)
+	t.Log("\n" + text.String())
+	require.NoError(t, res.SVG(&svg))
+	dec := xml.NewDecoder(&svg)
+	for {
+		_, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err, "the chart is well-formed SVG")
+	}
+	require.NoError(t, json.NewEncoder(&js).Encode(res))
+	var back costbench.Result
+	require.NoError(t, json.Unmarshal(js.Bytes(), &back))
+	require.Equal(t, res.Runs[0].Cost, back.Runs[0].Cost)
+}

@@ -1,0 +1,95 @@
+// Package costbench measures what an order costs: it runs orders through the
+// local stack with every AWS request counted (shared/accounting), prices the
+// counts at us-east-1 list prices, and sets them beside Step Functions
+// running the same flow.
+package costbench
+
+import "math"
+
+// Prices are us-east-1 list prices in dollars, no free tier.
+type Prices struct {
+	SQSRequest         float64 // per request (each 64 KB of payload counts as one)
+	LambdaRequest      float64 // per invocation
+	LambdaGBSecond     float64 // arm64
+	DynamoDBWriteUnit  float64 // on demand
+	DynamoDBReadUnit   float64 // on demand
+	SNSPublish         float64
+	SFNTransition      float64 // Step Functions Standard, per state transition
+	SFNExpressRequest  float64 // Step Functions Express, per execution
+	SFNExpressGBSecond float64 // Express duration, first tier; billed per 100 ms, 64 MB minimum
+}
+
+// ListPrices are the prices the bench uses (../shared/ENVIRONMENT.md, and
+// aws.amazon.com/sns/pricing and /step-functions/pricing for SNS and Express).
+var ListPrices = Prices{
+	SQSRequest:         0.40e-6,
+	LambdaRequest:      0.20e-6,
+	LambdaGBSecond:     0.0000133334,
+	DynamoDBWriteUnit:  0.625e-6,
+	DynamoDBReadUnit:   0.125e-6,
+	SNSPublish:         0.50e-6,
+	SFNTransition:      25e-6,
+	SFNExpressRequest:  1e-6,
+	SFNExpressGBSecond: 0.00001667,
+}
+
+// PerOrder is what one order used, on average.
+type PerOrder struct {
+	SQSRequests       float64 `json:"sqsRequests"`
+	LambdaInvocations float64 `json:"lambdaInvocations"`
+	LambdaGBSeconds   float64 `json:"lambdaGBSeconds"`
+	ReadUnits         float64 `json:"dynamodbReadUnits"`
+	WriteUnits        float64 `json:"dynamodbWriteUnits"`
+	SNSPublishes      float64 `json:"snsPublishes"`
+}
+
+// Cost is the dollars per million orders, by service.
+type Cost struct {
+	SQS      float64 `json:"sqs"`
+	Lambda   float64 `json:"lambda"`
+	DynamoDB float64 `json:"dynamodb"`
+	SNS      float64 `json:"sns"`
+	SFN      float64 `json:"stepFunctions,omitempty"`
+	Total    float64 `json:"total"`
+}
+
+// PerMillion prices u for a million orders.
+func (p Prices) PerMillion(u PerOrder) Cost {
+	c := Cost{
+		SQS:      1e6 * u.SQSRequests * p.SQSRequest,
+		Lambda:   1e6 * (u.LambdaInvocations*p.LambdaRequest + u.LambdaGBSeconds*p.LambdaGBSecond),
+		DynamoDB: 1e6 * (u.WriteUnits*p.DynamoDBWriteUnit + u.ReadUnits*p.DynamoDBReadUnit),
+		SNS:      1e6 * u.SNSPublishes * p.SNSPublish,
+	}
+	c.Total = c.SQS + c.Lambda + c.DynamoDB + c.SNS
+	return c
+}
+
+// StepFunctions prices the same flow on Step Functions, generously to it: a
+// state machine "store the order (DynamoDB PutItem) → one Task per step
+// (invoking the same agent Lambda, one message each) → Succeed". Counted:
+// its transitions (Standard) or execution and duration (Express), the agents'
+// Lambda invocations and time as measured here, and the order's one write
+// unit. Not counted: how orders reach it (a queue and a starter), and
+// the status notifications; both would add to its bill.
+type StepFunctions struct {
+	Transitions int     `json:"transitions"` // per order: 1 + steps + 1
+	Standard    Cost    `json:"standard"`
+	Express     Cost    `json:"express"`
+	ExpressMs   float64 `json:"expressBilledMs"` // per execution, rounded up to 100 ms
+}
+
+// SFN prices steps agent calls taking agentSeconds in all (per order) on Step
+// Functions Standard and Express.
+func (p Prices) SFN(steps int, agentSeconds float64) StepFunctions {
+	agents := PerOrder{LambdaInvocations: float64(steps), WriteUnits: 1,
+		LambdaGBSeconds: agentSeconds * AgentMemoryGB}
+	base := p.PerMillion(agents)
+	s := StepFunctions{Transitions: steps + 2, Standard: base, Express: base}
+	s.Standard.SFN = 1e6 * float64(s.Transitions) * p.SFNTransition
+	s.Standard.Total += s.Standard.SFN
+	s.ExpressMs = math.Ceil(agentSeconds*10) * 100
+	s.Express.SFN = 1e6 * (p.SFNExpressRequest + s.ExpressMs/1000*0.0625*p.SFNExpressGBSecond)
+	s.Express.Total += s.Express.SFN
+	return s
+}

@@ -1,0 +1,150 @@
+package costbench
+
+import (
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Print writes the result as tables: per order, and per million orders.
+func (r Result) Print(w io.Writer) {
+	fmt.Fprintf(w, "Cost per order, measured from every AWS request of %d orders per run (us-east-1 list prices)\n\n", r.Orders)
+	fmt.Fprintf(w, "%-8s %5s %6s %9s %9s %9s %9s %9s | %9s %9s %9s | %9s %9s %7s\n",
+		"workflow", "batch", "fill", "SQS req", "Lambda", "GB-s", "DDB RRU", "DDB WRU",
+		"$/M SQS", "$/M λ", "$/M DDB", "$/M total", "SFN Std", "ratio")
+	for _, run := range r.Runs {
+		u, c := run.PerOrder, run.Cost
+		fmt.Fprintf(w, "%-8s %5d %6.1f %9.2f %9.2f %9.5f %9.2f %9.2f | %9.2f %9.2f %9.2f | %9.2f %9.2f %6.1fx\n",
+			run.Workflow, run.BatchSize, run.MeanBatch, u.SQSRequests, u.LambdaInvocations, u.LambdaGBSeconds,
+			u.ReadUnits, u.WriteUnits, c.SQS, c.Lambda, c.DynamoDB, c.Total, run.SFN.Standard.Total, run.Ratio)
+	}
+	fmt.Fprintln(w)
+	for _, run := range r.Runs {
+		if run.BatchSize != slices.Max(r.batchSizes()) {
+			continue
+		}
+		fmt.Fprintf(w, "%s workflow (%d step(s)), batch %d: $%.2f per million orders; Step Functions Standard $%.2f (%d transitions), Express $%.2f\n",
+			run.Workflow, run.Steps, run.BatchSize, run.Cost.Total, run.SFN.Standard.Total, run.SFN.Transitions, run.SFN.Express.Total)
+		keys := make([]string, 0, len(run.Requests))
+		for k := range run.Requests {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			line := fmt.Sprintf("    %-58s %6.2f per order", k, run.Requests[k])
+			if units, ok := run.Units[k]; ok {
+				line += fmt.Sprintf(", %5.2f capacity units", units)
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+func (r Result) batchSizes() []int {
+	var out []int
+	for _, run := range r.Runs {
+		if !slices.Contains(out, run.BatchSize) {
+			out = append(out, run.BatchSize)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (r Result) workflows() []string {
+	var out []string
+	for _, run := range r.Runs {
+		if !slices.Contains(out, run.Workflow) {
+			out = append(out, run.Workflow)
+		}
+	}
+	return out
+}
+
+// SVG draws the cost per million orders against the batch size, one line per
+// workflow, with Step Functions Standard and Express for the same flows.
+func (r Result) SVG(w io.Writer) error {
+	const W, H, left, right, top, bottom = 760.0, 440.0, 70.0, 230.0, 40.0, 50.0
+	sizes, flows := r.batchSizes(), r.workflows()
+	if len(sizes) == 0 {
+		return fmt.Errorf("no runs to chart")
+	}
+	maxY := 0.0
+	for _, run := range r.Runs {
+		maxY = max(maxY, run.Cost.Total, run.SFN.Standard.Total)
+	}
+	maxY = niceCeil(maxY)
+	x := func(b int) float64 {
+		if len(sizes) == 1 {
+			return left
+		}
+		i := slices.Index(sizes, b)
+		return left + float64(i)*(W-left-right)/float64(len(sizes)-1)
+	}
+	y := func(v float64) float64 { return H - bottom - v/maxY*(H-top-bottom) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", W, H)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(&b, `<text x="%.0f" y="22" font-size="15">Cost per million orders (USD, us-east-1) by SQS batch size</text>`+"\n", left)
+	for i := 0; i <= 5; i++ {
+		v := maxY * float64(i) / 5
+		fmt.Fprintf(&b, `<line x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%.0f" y="%.1f" text-anchor="end">$%g</text>`+"\n",
+			left, W-right, y(v), y(v), left-6, y(v)+4, math.Round(v*100)/100)
+	}
+	for _, s := range sizes {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle">%d</text>`+"\n", x(s), H-bottom+18, s)
+	}
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">messages per Lambda invocation (batch size)</text>`+"\n", (left+W-right)/2, H-12)
+	colors := []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd"}
+	legend := 0
+	key := func(color, dash, label string) {
+		ly := top + 10 + float64(legend)*20
+		fmt.Fprintf(&b, `<line x1="%.0f" x2="%.0f" y1="%.0f" y2="%.0f" stroke="%s" stroke-width="2" stroke-dasharray="%s"/><text x="%.0f" y="%.0f">%s</text>`+"\n",
+			W-right+12, W-right+40, ly, ly, color, dash, W-right+46, ly+4, html.EscapeString(label))
+		legend++
+	}
+	for i, wf := range flows {
+		color := colors[i%len(colors)]
+		var pts []string
+		var std, exp float64
+		for _, run := range r.Runs {
+			if run.Workflow == wf {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(run.BatchSize), y(run.Cost.Total)))
+				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>$%.2f</title></circle>`+"\n",
+					x(run.BatchSize), y(run.Cost.Total), color, run.Cost.Total)
+				std, exp = run.SFN.Standard.Total, run.SFN.Express.Total
+			}
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", color, strings.Join(pts, " "))
+		for _, l := range []struct {
+			v    float64
+			dash string
+		}{{std, "8 4"}, {exp, "2 3"}} {
+			fmt.Fprintf(&b, `<line x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="%s"/>`+"\n",
+				left, W-right, y(l.v), y(l.v), color, l.dash)
+		}
+		key(color, "", fmt.Sprintf("this product, %s", wf))
+		key(color, "8 4", fmt.Sprintf("SFN Standard, %s ($%.0f)", wf, std))
+		key(color, "2 3", fmt.Sprintf("SFN Express, %s ($%.2f)", wf, exp))
+	}
+	b.WriteString("</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// niceCeil rounds v up to 1, 2 or 5 times a power of ten.
+func niceCeil(v float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if v <= m*p {
+			return m * p
+		}
+	}
+	return 10 * p
+}

@@ -1,0 +1,206 @@
+package costbench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sas-go/sas/shared/accounting"
+	"github.com/sas-go/sas/shared/localrun"
+	"github.com/sas-go/sas/shared/remotesim"
+	"github.com/sas-go/sas/shared/topology"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Memory of each kind of function, in GB, as the stack deploys them.
+const (
+	CoordinatorMemoryGB = topology.CoordinatorMemoryMB / 1024.0
+	AgentMemoryGB       = topology.AgentMemoryMB / 1024.0
+)
+
+// Producer is the function name the orders' sends are counted under: the
+// client's requests, part of what an order costs.
+const Producer = "producer"
+
+// Plan is what to measure.
+type Plan struct {
+	Orders     int      // per run
+	Workflows  []string // workflow.SingleWorkflow, workflow.OrderWorkflow
+	BatchSizes []int    // event source mapping batch sizes, 1..10
+	Endpoint   string   // SQS and SNS (moto_server)
+	// DynamoDBEndpoint is a DynamoDB engine that reports consumed capacity
+	// (DynamoDB Local, LocalStack, AWS); moto reports a flat 1 per request.
+	DynamoDBEndpoint string
+	Timeout          time.Duration // per run
+	Prices           Prices
+}
+
+// DefaultPlan measures n orders of both workflows at batch sizes 1, 2, 5, 10.
+func DefaultPlan(n int) Plan {
+	return Plan{Orders: n, Workflows: []string{workflow.SingleWorkflow, workflow.OrderWorkflow},
+		BatchSizes: []int{1, 2, 5, 10}, Timeout: 5 * time.Minute, Prices: ListPrices}
+}
+
+// Run is one measured run: one workflow at one batch size.
+type Run struct {
+	Workflow  string  `json:"workflow"`
+	Steps     int     `json:"steps"`
+	BatchSize int     `json:"batchSize"`
+	Orders    int     `json:"orders"`
+	Seconds   float64 `json:"seconds"`
+	// MeanBatch is the messages per invocation actually delivered.
+	MeanBatch float64       `json:"meanBatch"`
+	PerOrder  PerOrder      `json:"perOrder"`
+	Cost      Cost          `json:"costPerMillion"`
+	SFN       StepFunctions `json:"stepFunctions"`
+	// Ratio is Step Functions Standard's cost over this run's.
+	Ratio float64 `json:"ratioToStandard"`
+	// Requests are the counted requests per order, "function service operation".
+	Requests map[string]float64 `json:"requestsPerOrder"`
+	// Units are the DynamoDB capacity units per order, by the same key.
+	Units map[string]float64 `json:"dynamodbUnitsPerOrder"`
+	// Fixed are costs that do not follow the orders: the Supervisor's sweeps
+	// and the pollers' empty receives, here per minute of this run.
+	IdleReceivesPerMinute float64 `json:"idleReceivesPerMinute"`
+}
+
+// Result is every run of a plan.
+type Result struct {
+	Orders int   `json:"orders"`
+	Runs   []Run `json:"runs"`
+}
+
+var seq atomic.Int64
+
+// Execute runs the plan; progress, if set, hears about each run.
+func Execute(ctx context.Context, p Plan, progress func(string)) (Result, error) {
+	res := Result{Orders: p.Orders}
+	for _, wf := range p.Workflows {
+		for _, b := range p.BatchSizes {
+			if progress != nil {
+				progress(fmt.Sprintf("%s workflow, batch size %d: %d orders", wf, b, p.Orders))
+			}
+			r, err := measure(ctx, p, wf, b)
+			if err != nil {
+				return res, fmt.Errorf("%s workflow, batch size %d: %w", wf, b, err)
+			}
+			res.Runs = append(res.Runs, r)
+		}
+	}
+	return res, nil
+}
+
+func measure(ctx context.Context, p Plan, wf string, batch int) (Run, error) {
+	sim := remotesim.New(1)
+	srv, err := sim.Start("127.0.0.1:0")
+	if err != nil {
+		return Run{}, err
+	}
+	defer srv.Close()
+	settings := workflow.DefaultSettings()
+	settings.Workflow = wf
+	def, err := workflow.For(settings)
+	if err != nil {
+		return Run{}, err
+	}
+	meter := accounting.New()
+	stack, err := localrun.New(ctx, localrun.Options{
+		Endpoint: p.Endpoint, DynamoDBEndpoint: p.DynamoDBEndpoint, Meter: meter, BatchSize: batch,
+		Prefix:   fmt.Sprintf("bench%d-%d", time.Now().UnixNano()%1e6, seq.Add(1)),
+		Settings: settings, RemoteURL: srv.URL,
+		// Lambda polls each queue with at least five pollers; two are
+		// enough here and keep the local batches full.
+		Pollers: 2, SupervisorEvery: time.Second,
+	})
+	if err != nil {
+		return Run{}, err
+	}
+	meter.Reset() // provisioning is not an order's cost
+
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = stack.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+
+	ids := make([]string, p.Orders)
+	bodies := make([]string, p.Orders)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("bench-%s-%d-%05d", wf, batch, i)
+		bodies[i] = localrun.DemoOrder(ids[i], i).JSON()
+	}
+	start := time.Now()
+	if err := stack.SendOrders(accounting.WithFunction(ctx, Producer), bodies...); err != nil {
+		return Run{}, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, p.Timeout)
+	defer cancel()
+	tasks, err := stack.WaitEnded(wctx, ids, 100*time.Millisecond, nil)
+	if err != nil {
+		return Run{}, err
+	}
+	elapsed := time.Since(start)
+	stop()
+	<-done
+	for id, t := range tasks {
+		if t.State != workflow.Processed {
+			return Run{}, fmt.Errorf("order %s ended %s with no fault injected", id, t.State)
+		}
+	}
+	return tally(p, def, batch, elapsed, meter.Snapshot(), stack), nil
+}
+
+func tally(p Plan, def workflow.Definition, batch int, elapsed time.Duration, counts map[accounting.Key]accounting.Usage,
+	stack *localrun.Stack) Run {
+	n := float64(p.Orders)
+	r := Run{Workflow: def.Name, Steps: len(def.Steps), BatchSize: batch, Orders: p.Orders, Seconds: elapsed.Seconds(),
+		Requests: map[string]float64{}, Units: map[string]float64{}}
+	var u PerOrder
+	for k, c := range counts {
+		switch {
+		case k.Function == "" || k.Function == "supervisor":
+			continue // the bench's own reads; the Supervisor's fixed schedule
+		case k.Operation == accounting.EmptyReceive:
+			r.IdleReceivesPerMinute += float64(c.Requests) / elapsed.Minutes()
+			continue
+		}
+		r.Requests[k.Function+" "+k.Service+" "+k.Operation] += float64(c.Requests) / n
+		switch k.Service {
+		case "SQS":
+			u.SQSRequests += float64(c.Requests) / n
+		case "SNS":
+			u.SNSPublishes += float64(c.Requests) / n
+		case "DynamoDB":
+			r.Units[k.Function+" "+k.Service+" "+k.Operation] += (c.ReadUnits + c.WriteUnits) / n
+			u.ReadUnits += c.ReadUnits / n
+			u.WriteUnits += c.WriteUnits / n
+		}
+	}
+	var msgs, invocations int
+	agentSeconds := 0.0
+	for fn, s := range stack.Stats.Snapshot() {
+		if fn == "supervisor" {
+			continue
+		}
+		mem := CoordinatorMemoryGB
+		if strings.HasPrefix(fn, "agent-") {
+			mem = AgentMemoryGB
+			agentSeconds += s.HandlerTime.Seconds() / n
+		}
+		u.LambdaInvocations += float64(s.Invocations) / n
+		u.LambdaGBSeconds += s.HandlerTime.Seconds() * mem / n
+		msgs += s.Messages
+		invocations += s.Invocations
+	}
+	if invocations > 0 {
+		r.MeanBatch = float64(msgs) / float64(invocations)
+	}
+	r.PerOrder = u
+	r.Cost = p.Prices.PerMillion(u)
+	r.SFN = p.Prices.SFN(len(def.Steps), agentSeconds)
+	if r.Cost.Total > 0 {
+		r.Ratio = r.SFN.Standard.Total / r.Cost.Total
+	}
+	return r
+}
