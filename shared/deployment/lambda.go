@@ -18,7 +18,7 @@ func FromLambdaEnv(ctx context.Context) (*Deployment, error) {
 	if err != nil {
 		return nil, err
 	}
-	clients, err := awsclient.Load(ctx, awsclient.Options{})
+	clients, err := awsclient.FromLambdaEnv()
 	if err != nil {
 		return nil, err
 	}
