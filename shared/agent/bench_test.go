@@ -1,0 +1,61 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sas-go/sas/shared/agent"
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/resilience"
+)
+
+// The agent's own work per message: decode the request, check the deadline
+// and breaker, encode the reply. The remote answers at once; the queue only
+// encodes.
+type instantRemote struct{}
+
+func (instantRemote) Apply(_ context.Context, action, key string, _ []byte) ([]byte, error) {
+	return []byte(`{"action":"` + action + `","key":"` + key + `"}`), nil
+}
+
+type encodeSender struct{}
+
+func (encodeSender) SendJSON(_ context.Context, _ string, v any, _ time.Duration) error {
+	_, err := json.Marshal(v)
+	return err
+}
+
+// Reject fails: a benchmark message that is rejected is a broken benchmark.
+func (encodeSender) Reject(_ context.Context, _, _, _, reason string) error {
+	return errors.New("rejected: " + reason)
+}
+
+func BenchmarkAgentPerMessage(b *testing.B) {
+	h := agent.New(agent.Config{Name: "payment", ResponseQueueURL: "q", DLQURL: "dlq"}, instantRemote{},
+		&resilience.Breaker{Threshold: 100, Cooldown: time.Second}, encodeSender{}, metrics.New(io.Discard, "agent"),
+		slog.New(slog.DiscardHandler))
+	completeBy := time.Now().Add(time.Hour).UnixMilli()
+	ev := events.SQSEvent{Records: make([]events.SQSMessage, 10)}
+	for i := range ev.Records {
+		ev.Records[i] = events.SQSMessage{MessageId: fmt.Sprint(i), Body: fmt.Sprintf(`{"orderId":"o-%d","step":1,`+
+			`"stepName":"charge-payment","attempt":1,"completeBy":%d,"idempotencyKey":"o-%d/charge-payment",`+
+			`"payload":{"orderId":"o-%d","customerId":"c-1","items":[{"sku":"SKU-1","quantity":2,"unitPriceCents":499}]}}`,
+			i, completeBy, i, i)}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := h.Handle(context.Background(), ev)
+		if err != nil || len(resp.BatchItemFailures) > 0 {
+			b.Fatalf("handle: %v %v", err, resp)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ev.Records)), "ns/msg")
+}

@@ -1,0 +1,85 @@
+package scheduler_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sas-go/sas/shared/alert"
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/scheduler"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// The benchmarks measure the handler's own work per message (decode, decide,
+// encode); the store and the queues do nothing but encode what they are given.
+type nopStore struct{ def workflow.Definition }
+
+func (s nopStore) Claim(_ context.Context, orderID string, r workflow.Ref, owner string, now time.Time) (statestore.Step, error) {
+	a, _ := s.def.Action(r)
+	return statestore.Step{OrderID: orderID, Index: r.Index, Undo: r.Undo, Name: a.Name, Agent: a.Agent, Round: 1,
+		Attempt: 1, LockedBy: owner, CompleteBy: now.Add(a.Timeout), State: workflow.Processing,
+		Payload: `{"orderId":"` + orderID + `","customerId":"c-1","items":[{"sku":"SKU-1","quantity":2,"unitPriceCents":499}]}`}, nil
+}
+func (nopStore) Complete(context.Context, statestore.Completion) error              { return nil }
+func (nopStore) Fail(context.Context, statestore.Failure, int) error                { return nil }
+func (nopStore) MarkAlerted(context.Context, string, workflow.Ref, time.Time) error { return nil }
+
+type encodeSender struct{}
+
+func (encodeSender) SendJSON(_ context.Context, _ string, v any, _ time.Duration) error {
+	_, err := json.Marshal(v)
+	return err
+}
+
+// Reject fails: a benchmark message that is rejected is a broken benchmark.
+func (encodeSender) Reject(_ context.Context, _, _, _, reason string) error {
+	return errors.New("rejected: " + reason)
+}
+
+type nopAlerter struct{}
+
+func (nopAlerter) StepFailed(context.Context, alert.Failure) error { return nil }
+
+func BenchmarkSchedulerPerMessage(b *testing.B) {
+	def := workflow.Orders(workflow.DefaultSettings())
+	m := metrics.New(io.Discard, "scheduler")
+	log := slog.New(slog.DiscardHandler)
+	queues := map[string]string{}
+	for _, a := range def.Agents() {
+		queues[a] = "q-" + a
+	}
+	h, err := scheduler.New(scheduler.Config{Workflow: def, AgentQueues: queues, DLQURL: "dlq", InstanceID: "sched"},
+		nopStore{def}, encodeSender{}, nopAlerter{}, notify.New(encodeSender{}, nil, m, log), m, log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		"start": `{"kind":"schedule","orderId":"o-%d","step":1}`,
+		"reply": `{"kind":"reply","orderId":"o-%d","step":1,"stepName":"charge-payment","attempt":1,"ok":true,"result":{"id":"x"}}`,
+	} {
+		b.Run(name, func(b *testing.B) {
+			ev := events.SQSEvent{Records: make([]events.SQSMessage, 10)}
+			for i := range ev.Records {
+				ev.Records[i] = events.SQSMessage{MessageId: fmt.Sprint(i), Body: fmt.Sprintf(body, i)}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := h.Handle(context.Background(), ev)
+				if err != nil || len(resp.BatchItemFailures) > 0 {
+					b.Fatalf("handle: %v %v", err, resp)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ev.Records)), "ns/msg")
+		})
+	}
+}

@@ -1,0 +1,66 @@
+package supervisor_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/sas-go/sas/shared/alert"
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/supervisor"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// The Supervisor's own work per overdue record: decide (recover or give up),
+// encode the Scheduler's message. The store returns ten overdue steps and
+// accepts every write; the queue only encodes.
+type overdueStore struct{ due []statestore.Step }
+
+func (s overdueStore) Overdue(context.Context, time.Time, int) ([]statestore.Step, error) { return s.due, nil }
+func (overdueStore) Requeue(context.Context, statestore.Step, int, string, time.Time, time.Time) error {
+	return nil
+}
+func (overdueStore) GiveUp(context.Context, statestore.Step, int, string, time.Time, time.Time, time.Time) error {
+	return nil
+}
+func (overdueStore) MarkAlerted(context.Context, string, workflow.Ref, time.Time) error { return nil }
+
+type encodeSender struct{}
+
+func (encodeSender) SendJSON(_ context.Context, _ string, v any, _ time.Duration) error {
+	_, err := json.Marshal(v)
+	return err
+}
+func (encodeSender) Reject(context.Context, string, string, string, string) error { return nil }
+
+type nopAlerter struct{}
+
+func (nopAlerter) StepFailed(context.Context, alert.Failure) error { return nil }
+
+func BenchmarkSupervisorPerOverdueRecord(b *testing.B) {
+	now := time.Now()
+	var due []statestore.Step
+	for i := range 10 {
+		due = append(due, statestore.Step{OrderID: fmt.Sprintf("o-%d", i), Index: 1, Name: "charge-payment", Agent: "payment",
+			State: workflow.Processing, Attempt: 1, LockedBy: "sched", CompleteBy: now.Add(-time.Second), Timeout: 20 * time.Second,
+			MaxFailures: 3, RetryBackoff: 5 * time.Second, Version: 3, Round: 1, DueAt: now.Add(-time.Second)})
+	}
+	m := metrics.New(io.Discard, "supervisor")
+	log := slog.New(slog.DiscardHandler)
+	s := supervisor.New(supervisor.Config{SchedulerQueueURL: "q", PickupTimeout: time.Minute}, overdueStore{due}, encodeSender{},
+		nopAlerter{}, notify.New(encodeSender{}, nil, m, log), m, log)
+	b.ReportAllocs()
+	for b.Loop() {
+		rep, err := s.Sweep(context.Background())
+		if err != nil || rep.Recovered != len(due) {
+			b.Fatalf("sweep: %v %+v", err, rep)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(due)), "ns/record")
+}
