@@ -46,7 +46,8 @@ func DefaultPlan(seed uint64, orders int) Plan {
 		Schedulers: 2, Supervisors: 2, SupervisorEvery: 500 * time.Millisecond,
 		Settings: workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 6, RetryBackoff: 500 * time.Millisecond,
 			PickupTimeout: 5 * time.Second},
-		Timeout: 10 * time.Minute,
+		// Room for a slow machine: a 10,000-order run takes about an hour.
+		Timeout: 10*time.Minute + time.Duration(orders)*500*time.Millisecond,
 	}
 }
 
