@@ -22,7 +22,9 @@ import (
 // accepts every write; the queue only encodes.
 type overdueStore struct{ due []statestore.Step }
 
-func (s overdueStore) Overdue(context.Context, time.Time, int) ([]statestore.Step, error) { return s.due, nil }
+func (s overdueStore) Overdue(context.Context, time.Time, int) ([]statestore.Step, error) {
+	return s.due, nil
+}
 func (overdueStore) Requeue(context.Context, statestore.Step, int, string, time.Time, time.Time) error {
 	return nil
 }
