@@ -89,9 +89,15 @@ func TestBenchSmallRun(t *testing.T) {
 		steps := map[string]int{workflow.SingleWorkflow: 1, workflow.OrderWorkflow: 3}[r.Workflow]
 		require.Equal(t, steps, r.Steps)
 		require.InDelta(t, 0.1, r.Requests["producer SQS SendMessageBatch"], 1e-9, "ten orders per send")
-		require.InDelta(t, 1, r.Requests["submission DynamoDB TransactWriteItems"], 1e-9, "one submission each")
-		require.InDelta(t, float64(steps), r.Requests["scheduler DynamoDB TransactWriteItems"], 1e-9, "one completion per step")
-		require.InDelta(t, float64(steps), r.Requests["scheduler DynamoDB UpdateItem"], 1e-9, "one claim per step")
+		// At least once each; SQS (and moto more often) may deliver a message
+		// twice, and the duplicate's write is a request too.
+		between := func(v, lo float64, what string) {
+			require.GreaterOrEqual(t, v, lo, what)
+			require.Less(t, v, 1.5*lo, what)
+		}
+		between(r.Requests["submission DynamoDB TransactWriteItems"], 1, "one submission each")
+		between(r.Requests["scheduler DynamoDB TransactWriteItems"], float64(steps), "one completion per step")
+		between(r.Requests["scheduler DynamoDB UpdateItem"], float64(steps), "one claim per step")
 		require.GreaterOrEqual(t, r.PerOrder.WriteUnits, 4.0*(1+float64(steps)), "transactions cost two units per item")
 		require.Greater(t, r.Cost.Total, 0.0)
 		require.Equal(t, steps+2, r.SFN.Transitions)

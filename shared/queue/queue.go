@@ -15,6 +15,7 @@ import (
 // API is the part of the SQS client the sender uses.
 type API interface {
 	SendMessage(context.Context, *sqs.SendMessageInput, ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	BatchAPI
 }
 
 // Sender sends JSON messages.
@@ -23,17 +24,25 @@ type Sender struct{ api API }
 // NewSender returns a sender over an SQS client.
 func NewSender(api API) *Sender { return &Sender{api: api} }
 
+// NewBuffer returns a buffer that sends through the same client (see
+// WithBuffer).
+func (s *Sender) NewBuffer() *Buffer { return &Buffer{api: s.api} }
+
 // SendJSON sends v, JSON-encoded, to the queue, delivered after delay
-// (rounded up to whole seconds, at most 15 minutes).
+// (rounded up to whole seconds, at most 15 minutes). With a context from
+// WithBuffer, the message waits in the buffer until it is flushed.
 func (s *Sender) SendJSON(ctx context.Context, queueURL string, v any, delay time.Duration) error {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode message for %s: %w", queueURL, err)
 	}
-	secs := int32((delay + time.Second - 1) / time.Second)
+	secs := min(max(int32((delay+time.Second-1)/time.Second), 0), 900)
+	if b, owner := bufferOf(ctx); b != nil {
+		b.add(owner, queueURL, string(body), secs)
+		return nil
+	}
 	_, err = s.api.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body)),
-		DelaySeconds: min(max(secs, 0), 900),
+		QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body)), DelaySeconds: secs,
 	})
 	if err != nil {
 		return fmt.Errorf("send to %s: %w", queueURL, err)

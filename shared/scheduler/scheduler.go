@@ -76,7 +76,8 @@ func New(cfg Config, store Store, send Sender, alerts Alerter, n *notify.Notifie
 		return nil, errors.New("scheduler: empty instance id")
 	}
 	return &Handler{cfg: cfg, store: store, send: send, alerts: alerts, notify: n, metrics: m, log: log, Now: time.Now,
-		batch: &sqsbatch.Processor{Name: "scheduler", DLQURL: cfg.DLQURL, Rejecter: send, Metrics: m, Log: log}}, nil
+		batch: &sqsbatch.Processor{Name: "scheduler", DLQURL: cfg.DLQURL, Rejecter: send, Metrics: m, Log: log,
+			Buffer: sqsbatch.BufferingOf(send)}}, nil
 }
 
 // Handle processes a batch from the scheduler queue or an agent response queue.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/queue"
 )
 
 // RecordFunc handles one record. Return an error wrapping a
@@ -25,6 +26,19 @@ type Rejecter interface {
 	Reject(ctx context.Context, dlqURL, body, source, reason string) error
 }
 
+// Buffering is what the records' sender (a *queue.Sender) implements so that
+// the sends of one batch go out together: ten messages per request instead
+// of one.
+type Buffering interface {
+	NewBuffer() *queue.Buffer
+}
+
+// BufferingOf returns send as Buffering if it can buffer, else nil.
+func BufferingOf(send any) Buffering {
+	b, _ := send.(Buffering)
+	return b
+}
+
 // Processor runs a RecordFunc over batches.
 type Processor struct {
 	Name     string // the function's name, for logs
@@ -34,30 +48,60 @@ type Processor struct {
 	Log      *slog.Logger
 	// Parallel bounds how many records run at once (default 10).
 	Parallel int
+	// Buffer, if set, holds the records' sends until every record ran, then
+	// sends them in batches. Only for quick records: a slow record would hold
+	// back the others' messages.
+	Buffer Buffering
 }
 
-// Handle runs fn over every record and returns the records to retry.
+// Handle runs fn over every record and returns the records to retry. With a
+// Buffer, the messages the records send are sent after all of them ran, in
+// batches; a record whose message could not be sent is retried, and a record
+// that failed sends nothing.
 func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent, fn RecordFunc) events.SQSEventResponse {
 	var (
 		mu     sync.Mutex
-		failed []events.SQSBatchItemFailure
+		failed = map[string]bool{}
 		wg     sync.WaitGroup
 		sem    = make(chan struct{}, max(p.Parallel, 10))
+		buf    *queue.Buffer
 	)
+	if p.Buffer != nil {
+		buf = p.Buffer.NewBuffer()
+	}
 	for _, rec := range ev.Records {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if !p.one(ctx, rec, fn) {
+			rctx := ctx
+			if buf != nil {
+				rctx = queue.WithBuffer(ctx, buf, rec.MessageId)
+			}
+			if !p.one(rctx, rec, fn) {
 				mu.Lock()
-				failed = append(failed, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+				failed[rec.MessageId] = true
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	return events.SQSEventResponse{BatchItemFailures: failed}
+	if buf != nil && buf.Len() > 0 {
+		unsent, err := buf.Flush(ctx, failed)
+		if err != nil {
+			p.Log.Warn("messages not sent; their records will be retried", "records", len(unsent), "err", err)
+		}
+		for id := range unsent {
+			failed[id] = true
+		}
+	}
+	var out []events.SQSBatchItemFailure
+	for _, rec := range ev.Records { // in the batch's order
+		if failed[rec.MessageId] {
+			out = append(out, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+		}
+	}
+	return events.SQSEventResponse{BatchItemFailures: out}
 }
 
 // one handles a record and reports whether it is done (processed or rejected).

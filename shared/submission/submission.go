@@ -56,7 +56,8 @@ type Handler struct {
 // New builds the handler.
 func New(cfg Config, store Store, send Sender, n *notify.Notifier, m *metrics.Emitter, log *slog.Logger) *Handler {
 	return &Handler{cfg: cfg, store: store, send: send, notify: n, metrics: m, log: log, Now: time.Now,
-		batch: &sqsbatch.Processor{Name: "submission", DLQURL: cfg.DLQURL, Rejecter: send, Metrics: m, Log: log}}
+		batch: &sqsbatch.Processor{Name: "submission", DLQURL: cfg.DLQURL, Rejecter: send, Metrics: m, Log: log,
+			Buffer: sqsbatch.BufferingOf(send)}}
 }
 
 // Handle processes a batch from the orders queue.

@@ -1,0 +1,117 @@
+package sqsbatch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/queue"
+	"github.com/sas-go/sas/shared/sqsbatch"
+)
+
+// recordingSQS records the requests and refuses the bodies it is told to.
+type recordingSQS struct {
+	mu      sync.Mutex
+	singles int
+	batches [][]string
+	refuse  func(body string) bool
+}
+
+func (r *recordingSQS) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.singles++
+	return &sqs.SendMessageOutput{}, nil
+}
+
+func (r *recordingSQS) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var bodies []string
+	out := &sqs.SendMessageBatchOutput{}
+	for _, e := range in.Entries {
+		bodies = append(bodies, aws.ToString(e.MessageBody))
+		if r.refuse != nil && r.refuse(aws.ToString(e.MessageBody)) {
+			out.Failed = append(out.Failed, types.BatchResultErrorEntry{Id: e.Id, Message: aws.String("refused")})
+		}
+	}
+	r.batches = append(r.batches, bodies)
+	return out, nil
+}
+
+func batchOf(n int) events.SQSEvent {
+	ev := events.SQSEvent{}
+	for i := range n {
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprintf("m%d", i), Body: fmt.Sprint(i)})
+	}
+	return ev
+}
+
+// Each record sends two messages to two queues; with a buffer the twelve
+// sends of six records go out in two requests, and a record whose message
+// was refused, or whose work failed, is retried and sends nothing.
+func TestBufferedSendsGoOutInBatches(t *testing.T) {
+	api := &recordingSQS{refuse: func(body string) bool { return body == `"a-3"` }}
+	send := queue.NewSender(api)
+	p := &sqsbatch.Processor{Name: "t", Rejecter: send, Metrics: metrics.New(io.Discard, "t"),
+		Log: slog.New(slog.DiscardHandler), Buffer: sqsbatch.BufferingOf(send)}
+	resp := p.Handle(context.Background(), batchOf(6), func(ctx context.Context, rec events.SQSMessage) error {
+		if err := send.SendJSON(ctx, "qa", "a-"+rec.Body, 0); err != nil {
+			return err
+		}
+		if err := send.SendJSON(ctx, "qb", "b-"+rec.Body, 0); err != nil {
+			return err
+		}
+		if rec.Body == "5" {
+			return errors.New("the store is down")
+		}
+		return nil
+	})
+	require.Zero(t, api.singles)
+	require.Len(t, api.batches, 2, "one request per queue")
+	for _, b := range api.batches {
+		require.Len(t, b, 5, "record 5 failed: its messages are not sent")
+		require.NotContains(t, strings.Join(b, ","), "-5")
+	}
+	require.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: "m3"}, {ItemIdentifier: "m5"}}, resp.BatchItemFailures)
+}
+
+// Without a buffer each send is its own request, as before.
+func TestUnbufferedSendsGoOutAtOnce(t *testing.T) {
+	api := &recordingSQS{}
+	send := queue.NewSender(api)
+	p := &sqsbatch.Processor{Name: "t", Rejecter: send, Metrics: metrics.New(io.Discard, "t"), Log: slog.New(slog.DiscardHandler)}
+	resp := p.Handle(context.Background(), batchOf(3), func(ctx context.Context, rec events.SQSMessage) error {
+		return send.SendJSON(ctx, "qa", rec.Body, 0)
+	})
+	require.Empty(t, resp.BatchItemFailures)
+	require.Equal(t, 3, api.singles)
+	require.Empty(t, api.batches)
+}
+
+// More than ten messages for one queue take more than one request.
+func TestBufferSplitsAtTen(t *testing.T) {
+	api := &recordingSQS{}
+	send := queue.NewSender(api)
+	buf := send.NewBuffer()
+	for i := range 23 {
+		require.NoError(t, send.SendJSON(queue.WithBuffer(context.Background(), buf, fmt.Sprint(i)), "q", i, 0))
+	}
+	failed, err := buf.Flush(context.Background(), nil)
+	require.NoError(t, err)
+	require.Empty(t, failed)
+	require.Len(t, api.batches, 3)
+	require.Len(t, api.batches[2], 3)
+}
