@@ -62,7 +62,8 @@ func New(cfg Config, remote Remote, breaker *resilience.Breaker, send Sender, m 
 	}
 	return &Handler{cfg: cfg, remote: remote, breaker: breaker, send: send, metrics: m, log: log,
 		Now: time.Now, Sleep: sleep,
-		batch: &sqsbatch.Processor{Name: "agent-" + cfg.Name, DLQURL: cfg.DLQURL, Rejecter: send, Metrics: m, Log: log}}
+		batch: &sqsbatch.Processor{Name: "agent-" + cfg.Name, DLQURL: cfg.DLQURL, Rejecter: send, Metrics: m, Log: log,
+			Buffer: sqsbatch.BufferingOf(send)}}
 }
 
 // Handle processes a batch from the agent's request queue.

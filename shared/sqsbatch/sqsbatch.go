@@ -8,7 +8,9 @@ package sqsbatch
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -48,10 +50,12 @@ type Processor struct {
 	Log      *slog.Logger
 	// Parallel bounds how many records run at once (default 10).
 	Parallel int
-	// Buffer, if set, holds the records' sends until every record ran, then
-	// sends them in batches. Only for quick records: a slow record would hold
-	// back the others' messages.
+	// Buffer, if set, holds the records' sends and sends them in batches:
+	// every FlushEvery while records run, and when the last one is done.
 	Buffer Buffering
+	// FlushEvery bounds how long a buffered message waits (default 50ms), so a
+	// slow record does not hold back the others' messages.
+	FlushEvery time.Duration
 }
 
 // Handle runs fn over every record and returns the records to retry. With a
@@ -66,8 +70,41 @@ func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent, fn RecordFun
 		sem    = make(chan struct{}, max(p.Parallel, 10))
 		buf    *queue.Buffer
 	)
+	flushed := make(chan struct{})
+	stopFlush := make(chan struct{})
 	if p.Buffer != nil {
 		buf = p.Buffer.NewBuffer()
+		go func() { // while records run: a message waits FlushEvery at most
+			defer close(flushed)
+			every := p.FlushEvery
+			if every <= 0 {
+				every = 50 * time.Millisecond
+			}
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				select {
+				case <-stopFlush:
+					return
+				case <-t.C:
+				}
+				if buf.Len() == 0 {
+					continue
+				}
+				mu.Lock()
+				skip := maps.Clone(failed)
+				mu.Unlock()
+				unsent, err := buf.Flush(ctx, skip)
+				if err != nil {
+					p.Log.Warn("messages not sent; their records will be retried", "records", len(unsent), "err", err)
+				}
+				mu.Lock()
+				maps.Copy(failed, unsent)
+				mu.Unlock()
+			}
+		}()
+	} else {
+		close(flushed)
 	}
 	for _, rec := range ev.Records {
 		wg.Add(1)
@@ -86,6 +123,8 @@ func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent, fn RecordFun
 		}()
 	}
 	wg.Wait()
+	close(stopFlush)
+	<-flushed
 	if buf != nil && buf.Len() > 0 {
 		unsent, err := buf.Flush(ctx, failed)
 		if err != nil {

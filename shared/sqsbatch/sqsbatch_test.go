@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -114,4 +115,31 @@ func TestBufferSplitsAtTen(t *testing.T) {
 	require.Empty(t, failed)
 	require.Len(t, api.batches, 3)
 	require.Len(t, api.batches[2], 3)
+}
+
+// A slow record does not hold back a quick one's message: buffered messages
+// go out every FlushEvery while records run.
+func TestBufferedSendsDoNotWaitForASlowRecord(t *testing.T) {
+	api := &recordingSQS{}
+	send := queue.NewSender(api)
+	p := &sqsbatch.Processor{Name: "t", Rejecter: send, Metrics: metrics.New(io.Discard, "t"),
+		Log: slog.New(slog.DiscardHandler), Buffer: sqsbatch.BufferingOf(send), FlushEvery: 10 * time.Millisecond}
+	resp := p.Handle(context.Background(), batchOf(2), func(ctx context.Context, rec events.SQSMessage) error {
+		if rec.Body == "0" {
+			return send.SendJSON(ctx, "q", "quick", 0)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) { // the slow record waits for the quick one's message to be sent
+			api.mu.Lock()
+			sent := len(api.batches)
+			api.mu.Unlock()
+			if sent > 0 {
+				return send.SendJSON(ctx, "q", "slow", 0)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return errors.New("the quick record's message was held back")
+	})
+	require.Empty(t, resp.BatchItemFailures)
+	require.Equal(t, [][]string{{`"quick"`}, {`"slow"`}}, api.batches)
 }
