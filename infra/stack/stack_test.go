@@ -347,8 +347,10 @@ func TestConfigRefusesBadContext(t *testing.T) {
 		stack.CtxStepTimeout:    "must leave the agents' 30s function timeout 5s",
 		stack.CtxSupervisorRate: "a whole number of minutes",
 		stack.CtxMaxFailures:    "context maxFailures",
+		stack.CtxWorkflow:       `context workflow: unknown workflow "saga"`,
 	} {
-		bad := map[string]any{stack.CtxStepTimeout: "1m", stack.CtxSupervisorRate: "0", stack.CtxMaxFailures: "many"}
+		bad := map[string]any{stack.CtxStepTimeout: "1m", stack.CtxSupervisorRate: "0", stack.CtxMaxFailures: "many",
+			stack.CtxWorkflow: "saga"}
 		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{ctx: bad[ctx]}})
 		_, err := stack.Config(app)
 		require.ErrorContains(t, err, want, ctx)
@@ -359,4 +361,11 @@ func TestConfigRefusesBadContext(t *testing.T) {
 	require.Equal(t, 10*time.Second, p.Settings.StepTimeout)
 	require.Equal(t, 5*time.Minute, p.SupervisorRate)
 	require.Equal(t, "sas", p.Topology.Prefix, "default prefix")
+	require.Equal(t, []string{"inventory", "payment", "shipping"}, p.Topology.Agents, "the order workflow by default")
+
+	app = awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxWorkflow: "single"}})
+	p, err = stack.Config(app)
+	require.NoError(t, err)
+	require.Equal(t, []string{"payment"}, p.Topology.Agents, "one agent for the one-step workflow")
+	require.Equal(t, "single", p.Settings.Workflow)
 }
