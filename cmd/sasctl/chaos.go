@@ -31,7 +31,7 @@ func chaosCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&p.Schedulers, "schedulers", p.Schedulers, "scheduler instances")
 	fs.IntVar(&p.Supervisors, "supervisors", p.Supervisors, "supervisor instances")
 	fs.DurationVar(&p.SupervisorEvery, "supervisor-every", p.SupervisorEvery, "each supervisor's schedule")
-	fs.DurationVar(&p.Timeout, "timeout", p.Timeout, "give up waiting for the orders to end")
+	fs.DurationVar(&p.Timeout, "timeout", 0, "give up waiting for the orders to end (default: 10m plus 0.5s per order)")
 	fs.IntVar(&p.InFlight, "in-flight", p.InFlight, "at most this many orders sent but not ended (0: send all at once)")
 	runDir := fs.String("run-dir", ".run", "where logs go")
 	output := fs.String("output", "text", "text or json")
@@ -44,6 +44,9 @@ func chaosCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if p.Orders < 1 || *output != "text" && *output != "json" {
 		fmt.Fprintln(stderr, "sasctl chaos: --orders must be at least 1 and --output text or json")
 		return 2
+	}
+	if p.Timeout <= 0 {
+		p.Timeout = chaos.DefaultPlan(p.Seed, p.Orders).Timeout // it grows with the orders
 	}
 	if err := os.MkdirAll(*runDir, 0o755); err != nil {
 		return fail(stderr, "chaos", &globals{}, err)
