@@ -55,16 +55,13 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return fail(stderr, "bench", &globals{}, err)
 		}
 	}
-	p.Endpoint = os.Getenv("AWS_ENDPOINT_URL")
-	if p.Endpoint == "" {
-		moto, err := emulator.StartMoto(ctx, *runDir)
-		if err != nil {
-			fmt.Fprintln(stderr, "sasctl bench:", err)
-			return 2
-		}
-		defer moto.Stop()
-		p.Endpoint = moto.Endpoint
+	endpoint, stop, err := localEndpoint(ctx, *runDir)
+	if err != nil {
+		fmt.Fprintln(stderr, "sasctl bench:", err)
+		return 2
 	}
+	defer stop()
+	p.Endpoint = endpoint
 	// moto reports a flat unit per DynamoDB request; DynamoDB Local reports
 	// what DynamoDB would bill. An AWS_ENDPOINT_URL (LocalStack) is used as is.
 	p.DynamoDBEndpoint = os.Getenv("AWS_ENDPOINT_URL")

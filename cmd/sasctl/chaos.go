@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/sas-go/sas/shared/chaos"
-	"github.com/sas-go/sas/shared/emulator"
 	"github.com/sas-go/sas/shared/localrun"
 )
 
@@ -51,16 +50,12 @@ func chaosCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err := os.MkdirAll(*runDir, 0o755); err != nil {
 		return fail(stderr, "chaos", &globals{}, err)
 	}
-	endpoint := os.Getenv("AWS_ENDPOINT_URL")
-	if endpoint == "" {
-		moto, err := emulator.StartMoto(ctx, *runDir)
-		if err != nil {
-			fmt.Fprintln(stderr, "sasctl chaos:", err)
-			return 2
-		}
-		defer moto.Stop()
-		endpoint = moto.Endpoint
+	endpoint, stop, err := localEndpoint(ctx, *runDir)
+	if err != nil {
+		fmt.Fprintln(stderr, "sasctl chaos:", err)
+		return 2
 	}
+	defer stop()
 	logPath := filepath.Join(*runDir, "chaos.log")
 	logs, err := os.Create(logPath)
 	if err != nil {

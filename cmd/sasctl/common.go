@@ -15,6 +15,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sas-go/sas/shared/awsclient"
+	"github.com/sas-go/sas/shared/emulator"
 	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
@@ -100,4 +101,18 @@ func one(fs *flag.FlagSet, what string, stderr io.Writer) (string, bool) {
 		return "", false
 	}
 	return fs.Arg(0), true
+}
+
+// localEndpoint is the emulator a local command runs against: the one
+// AWS_ENDPOINT_URL names, or a moto_server it starts (logs in runDir); stop
+// stops what it started.
+func localEndpoint(ctx context.Context, runDir string) (endpoint string, stop func(), err error) {
+	if e := os.Getenv("AWS_ENDPOINT_URL"); e != "" {
+		return e, func() {}, nil
+	}
+	moto, err := emulator.StartMoto(ctx, runDir)
+	if err != nil {
+		return "", nil, err
+	}
+	return moto.Endpoint, func() { _ = moto.Stop() }, nil
 }

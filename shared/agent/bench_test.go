@@ -2,8 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/queue/queuetest"
 	"github.com/sas-go/sas/shared/resilience"
 )
 
@@ -26,21 +25,9 @@ func (instantRemote) Apply(_ context.Context, action, key string, _ []byte) ([]b
 	return []byte(`{"action":"` + action + `","key":"` + key + `"}`), nil
 }
 
-type encodeSender struct{}
-
-func (encodeSender) SendJSON(_ context.Context, _ string, v any, _ time.Duration) error {
-	_, err := json.Marshal(v)
-	return err
-}
-
-// Reject fails: a benchmark message that is rejected is a broken benchmark.
-func (encodeSender) Reject(_ context.Context, _, _, _, reason string) error {
-	return errors.New("rejected: " + reason)
-}
-
 func BenchmarkAgentPerMessage(b *testing.B) {
 	h := agent.New(agent.Config{Name: "payment", ResponseQueueURL: "q", DLQURL: "dlq"}, instantRemote{},
-		&resilience.Breaker{Threshold: 100, Cooldown: time.Second}, encodeSender{}, metrics.New(io.Discard, "agent"),
+		&resilience.Breaker{Threshold: 100, Cooldown: time.Second}, queuetest.EncodeOnly{}, metrics.New(io.Discard, "agent"),
 		slog.New(slog.DiscardHandler))
 	completeBy := time.Now().Add(time.Hour).UnixMilli()
 	ev := events.SQSEvent{Records: make([]events.SQSMessage, 10)}

@@ -2,8 +2,6 @@ package scheduler_test
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +13,7 @@ import (
 	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/queue/queuetest"
 	"github.com/sas-go/sas/shared/scheduler"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -34,18 +33,6 @@ func (nopStore) Complete(context.Context, statestore.Completion) error          
 func (nopStore) Fail(context.Context, statestore.Failure, int) error                { return nil }
 func (nopStore) MarkAlerted(context.Context, string, workflow.Ref, time.Time) error { return nil }
 
-type encodeSender struct{}
-
-func (encodeSender) SendJSON(_ context.Context, _ string, v any, _ time.Duration) error {
-	_, err := json.Marshal(v)
-	return err
-}
-
-// Reject fails: a benchmark message that is rejected is a broken benchmark.
-func (encodeSender) Reject(_ context.Context, _, _, _, reason string) error {
-	return errors.New("rejected: " + reason)
-}
-
 type nopAlerter struct{}
 
 func (nopAlerter) StepFailed(context.Context, alert.Failure) error { return nil }
@@ -59,7 +46,7 @@ func BenchmarkSchedulerPerMessage(b *testing.B) {
 		queues[a] = "q-" + a
 	}
 	h, err := scheduler.New(scheduler.Config{Workflow: def, AgentQueues: queues, DLQURL: "dlq", InstanceID: "sched"},
-		nopStore{def}, encodeSender{}, nopAlerter{}, notify.New(encodeSender{}, nil, m, log), m, log)
+		nopStore{def}, queuetest.EncodeOnly{}, nopAlerter{}, notify.New(queuetest.EncodeOnly{}, nil, m, log), m, log)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,18 +2,16 @@ package submission_test
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/queue/queuetest"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/submission"
 	"github.com/sas-go/sas/shared/workflow"
@@ -27,18 +25,6 @@ type nopStore struct{}
 
 func (nopStore) Submit(context.Context, statestore.Submission) (bool, error) { return true, nil }
 
-type encodeSender struct{}
-
-func (encodeSender) SendJSON(_ context.Context, _ string, v any, _ time.Duration) error {
-	_, err := json.Marshal(v)
-	return err
-}
-
-// Reject fails: a benchmark message that is rejected is a broken benchmark.
-func (encodeSender) Reject(_ context.Context, _, _, _, reason string) error {
-	return errors.New("rejected: " + reason)
-}
-
 func BenchmarkSubmissionPerMessage(b *testing.B) {
 	for _, wf := range []string{workflow.SingleWorkflow, workflow.OrderWorkflow} {
 		b.Run(wf, func(b *testing.B) {
@@ -47,8 +33,8 @@ func BenchmarkSubmissionPerMessage(b *testing.B) {
 			def, _ := workflow.For(s)
 			m := metrics.New(io.Discard, "submission")
 			log := slog.New(slog.DiscardHandler)
-			h := submission.New(submission.Config{Workflow: def, SchedulerQueueURL: "q", DLQURL: "dlq"}, nopStore{}, encodeSender{},
-				notify.New(encodeSender{}, nil, m, log), m, log)
+			h := submission.New(submission.Config{Workflow: def, SchedulerQueueURL: "q", DLQURL: "dlq"}, nopStore{}, queuetest.EncodeOnly{},
+				notify.New(queuetest.EncodeOnly{}, nil, m, log), m, log)
 			ev := events.SQSEvent{Records: make([]events.SQSMessage, 10)}
 			for i := range ev.Records {
 				ev.Records[i] = events.SQSMessage{MessageId: fmt.Sprint(i), Body: fmt.Sprintf(

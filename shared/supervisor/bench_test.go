@@ -2,7 +2,6 @@ package supervisor_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/queue/queuetest"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/supervisor"
 	"github.com/sas-go/sas/shared/workflow"
@@ -33,14 +33,6 @@ func (overdueStore) GiveUp(context.Context, statestore.Step, int, string, time.T
 }
 func (overdueStore) MarkAlerted(context.Context, string, workflow.Ref, time.Time) error { return nil }
 
-type encodeSender struct{}
-
-func (encodeSender) SendJSON(_ context.Context, _ string, v any, _ time.Duration) error {
-	_, err := json.Marshal(v)
-	return err
-}
-func (encodeSender) Reject(context.Context, string, string, string, string) error { return nil }
-
 type nopAlerter struct{}
 
 func (nopAlerter) StepFailed(context.Context, alert.Failure) error { return nil }
@@ -55,8 +47,8 @@ func BenchmarkSupervisorPerOverdueRecord(b *testing.B) {
 	}
 	m := metrics.New(io.Discard, "supervisor")
 	log := slog.New(slog.DiscardHandler)
-	s := supervisor.New(supervisor.Config{SchedulerQueueURL: "q", PickupTimeout: time.Minute}, overdueStore{due}, encodeSender{},
-		nopAlerter{}, notify.New(encodeSender{}, nil, m, log), m, log)
+	s := supervisor.New(supervisor.Config{SchedulerQueueURL: "q", PickupTimeout: time.Minute}, overdueStore{due}, queuetest.EncodeOnly{},
+		nopAlerter{}, notify.New(queuetest.EncodeOnly{}, nil, m, log), m, log)
 	b.ReportAllocs()
 	for b.Loop() {
 		rep, err := s.Sweep(context.Background())
