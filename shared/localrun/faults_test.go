@@ -36,7 +36,10 @@ func TestTransientRemoteErrorsAbsorbedByAgent(t *testing.T) {
 		}
 	}
 	require.Positive(t, e.sim.Stats().Transient)
-	require.EqualValues(t, e.sim.Stats().Transient, e.stack.Tally.Sum(metrics.AgentRetries), "one retry per transient error")
+	// Every transient error was retried; AgentRetries also counts the waits
+	// while the circuit breaker is open (five failures in a row open it, which
+	// a 30% error rate does now and then).
+	require.GreaterOrEqual(t, e.stack.Tally.Sum(metrics.AgentRetries), float64(e.sim.Stats().Transient), "a retry per transient error")
 	require.Zero(t, e.stack.Tally.Sum(metrics.SupervisorRecoveries))
 	e.requireEffectsOnce(ids)
 }

@@ -27,7 +27,7 @@ const (
 	StepsClaimed         = "StepsClaimed"         // claims won by a scheduler
 	NothingToClaim       = "NothingToClaim"       // schedule messages dropped: the record was not claimable
 	StaleReplies         = "StaleReplies"         // replies fenced off by the attempt check
-	AgentRetries         = "AgentRetries"         // remote calls retried by an agent
+	AgentRetries         = "AgentRetries"         // an agent waiting to retry a remote call (after a transient fault, or while its breaker is open)
 	AgentDeadlineExpired = "AgentDeadlineExpired" // agent attempts abandoned at CompleteBy
 	SupervisorRecoveries = "SupervisorRecoveries" // overdue steps sent back to Pending
 )
