@@ -65,11 +65,6 @@ func FunctionOf(ctx context.Context) string {
 	return fn
 }
 
-// Attach adds the counting middleware to every client built from cfg.
-func (m *Meter) Attach(cfg *aws.Config) {
-	cfg.APIOptions = append(cfg.APIOptions, m.AddTo)
-}
-
 // AddTo adds the counting middleware to one client's stack (an APIOptions
 // function).
 func (m *Meter) AddTo(stack *middleware.Stack) error {

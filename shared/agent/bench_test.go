@@ -8,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/sas-go/sas/shared/agent"
+	"github.com/sas-go/sas/shared/handlerbench"
 	"github.com/sas-go/sas/shared/metrics"
-	"github.com/sas-go/sas/shared/queue/queuetest"
 	"github.com/sas-go/sas/shared/resilience"
 )
 
@@ -27,22 +25,15 @@ func (instantRemote) Apply(_ context.Context, action, key string, _ []byte) ([]b
 
 func BenchmarkAgentPerMessage(b *testing.B) {
 	h := agent.New(agent.Config{Name: "payment", ResponseQueueURL: "q", DLQURL: "dlq"}, instantRemote{},
-		&resilience.Breaker{Threshold: 100, Cooldown: time.Second}, queuetest.EncodeOnly{}, metrics.New(io.Discard, "agent"),
+		&resilience.Breaker{Threshold: 100, Cooldown: time.Second}, handlerbench.EncodeOnly{}, metrics.New(io.Discard, "agent"),
 		slog.New(slog.DiscardHandler))
 	completeBy := time.Now().Add(time.Hour).UnixMilli()
-	ev := events.SQSEvent{Records: make([]events.SQSMessage, 10)}
-	for i := range ev.Records {
-		ev.Records[i] = events.SQSMessage{MessageId: fmt.Sprint(i), Body: fmt.Sprintf(`{"orderId":"o-%d","step":1,`+
+	var bodies []string
+	for i := range 10 {
+		bodies = append(bodies, fmt.Sprintf(`{"orderId":"o-%d","step":1,`+
 			`"stepName":"charge-payment","attempt":1,"completeBy":%d,"idempotencyKey":"o-%d/charge-payment",`+
 			`"payload":{"orderId":"o-%d","customerId":"c-1","items":[{"sku":"SKU-1","quantity":2,"unitPriceCents":499}]}}`,
-			i, completeBy, i, i)}
+			i, completeBy, i, i))
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		resp, err := h.Handle(context.Background(), ev)
-		if err != nil || len(resp.BatchItemFailures) > 0 {
-			b.Fatalf("handle: %v %v", err, resp)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ev.Records)), "ns/msg")
+	handlerbench.Run(b, h.Handle, handlerbench.Batch(bodies...))
 }

@@ -94,8 +94,8 @@ func FromLambdaEnv() (*Clients, error) {
 	}
 	cfg := aws.Config{
 		Region: region,
-		Credentials: aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(
-			os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), os.Getenv("AWS_SESSION_TOKEN"))),
+		Credentials: credentials.NewStaticCredentialsProvider(
+			os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), os.Getenv("AWS_SESSION_TOKEN")),
 		HTTPClient: awshttp.NewBuildableClient(),
 	}
 	endpoint := func(service string) *string {

@@ -22,8 +22,12 @@ func (r Result) Print(w io.Writer) {
 			u.ReadUnits, u.WriteUnits, c.SQS, c.Lambda, c.DynamoDB, c.Total, run.SFN.Standard.Total, run.Ratio)
 	}
 	fmt.Fprintln(w)
+	if len(r.Runs) == 0 {
+		return
+	}
+	largest := slices.Max(r.batchSizes())
 	for _, run := range r.Runs {
-		if run.BatchSize != slices.Max(r.batchSizes()) {
+		if run.BatchSize != largest {
 			continue
 		}
 		fmt.Fprintf(w, "%s workflow (%d step(s)), batch %d: $%.2f per million orders; Step Functions Standard $%.2f (%d transitions), Express $%.2f\n",

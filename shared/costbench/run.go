@@ -61,8 +61,8 @@ type Run struct {
 	Requests map[string]float64 `json:"requestsPerOrder"`
 	// Units are the DynamoDB capacity units per order, by the same key.
 	Units map[string]float64 `json:"dynamodbUnitsPerOrder"`
-	// Fixed are costs that do not follow the orders: the Supervisor's sweeps
-	// and the pollers' empty receives, here per minute of this run.
+	// IdleReceivesPerMinute are the pollers' empty receives, a fixed cost
+	// (it follows the time the queues are polled, not the orders).
 	IdleReceivesPerMinute float64 `json:"idleReceivesPerMinute"`
 }
 

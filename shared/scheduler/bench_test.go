@@ -8,12 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/sas-go/sas/shared/alert"
+	"github.com/sas-go/sas/shared/handlerbench"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
-	"github.com/sas-go/sas/shared/queue/queuetest"
 	"github.com/sas-go/sas/shared/scheduler"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -46,7 +44,7 @@ func BenchmarkSchedulerPerMessage(b *testing.B) {
 		queues[a] = "q-" + a
 	}
 	h, err := scheduler.New(scheduler.Config{Workflow: def, AgentQueues: queues, DLQURL: "dlq", InstanceID: "sched"},
-		nopStore{def}, queuetest.EncodeOnly{}, nopAlerter{}, notify.New(queuetest.EncodeOnly{}, nil, m, log), m, log)
+		nopStore{def}, handlerbench.EncodeOnly{}, nopAlerter{}, notify.New(handlerbench.EncodeOnly{}, nil, m, log), m, log)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -55,18 +53,11 @@ func BenchmarkSchedulerPerMessage(b *testing.B) {
 		"reply": `{"kind":"reply","orderId":"o-%d","step":1,"stepName":"charge-payment","attempt":1,"ok":true,"result":{"id":"x"}}`,
 	} {
 		b.Run(name, func(b *testing.B) {
-			ev := events.SQSEvent{Records: make([]events.SQSMessage, 10)}
-			for i := range ev.Records {
-				ev.Records[i] = events.SQSMessage{MessageId: fmt.Sprint(i), Body: fmt.Sprintf(body, i)}
+			var bodies []string
+			for i := range 10 {
+				bodies = append(bodies, fmt.Sprintf(body, i))
 			}
-			b.ReportAllocs()
-			for b.Loop() {
-				resp, err := h.Handle(context.Background(), ev)
-				if err != nil || len(resp.BatchItemFailures) > 0 {
-					b.Fatalf("handle: %v %v", err, resp)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ev.Records)), "ns/msg")
+			handlerbench.Run(b, h.Handle, handlerbench.Batch(bodies...))
 		})
 	}
 }

@@ -179,11 +179,7 @@ func (h *Handler) complete(ctx context.Context, r message.AgentReply) error {
 func (h *Handler) fail(ctx context.Context, r message.AgentReply) error {
 	now := h.Now()
 	ref := r.Ref()
-	undoFrom := -1
-	if !ref.Undo {
-		undoFrom = h.cfg.Workflow.UndoFrom(ref.Index)
-	}
-	after := workflow.AfterRefusal(ref.Undo, undoFrom)
+	after := workflow.AfterRefusal(ref.Undo, h.cfg.Workflow.UndoFrom(ref.Index))
 	f := statestore.Failure{OrderID: r.OrderID, Ref: ref, After: after, Reason: r.Error,
 		AlertDue: now.Add(h.cfg.Workflow.PickupTimeout), UndoDue: now.Add(h.cfg.Workflow.PickupTimeout), Now: now}
 	err := h.store.Fail(ctx, f, r.Attempt)

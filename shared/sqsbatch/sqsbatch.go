@@ -59,52 +59,20 @@ type Processor struct {
 }
 
 // Handle runs fn over every record and returns the records to retry. With a
-// Buffer, the messages the records send are sent after all of them ran, in
-// batches; a record whose message could not be sent is retried, and a record
-// that failed sends nothing.
+// Buffer, the messages the records send go out in batches, every FlushEvery
+// while records run and once more when all have run; a record whose message
+// could not be sent is retried, and a record that failed sends nothing more.
 func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent, fn RecordFunc) events.SQSEventResponse {
 	var (
-		mu     sync.Mutex
-		failed = map[string]bool{}
+		failed failures
 		wg     sync.WaitGroup
 		sem    = make(chan struct{}, max(p.Parallel, 10))
 		buf    *queue.Buffer
 	)
-	flushed := make(chan struct{})
-	stopFlush := make(chan struct{})
+	stopFlushing := func() {}
 	if p.Buffer != nil {
 		buf = p.Buffer.NewBuffer()
-		go func() { // while records run: a message waits FlushEvery at most
-			defer close(flushed)
-			every := p.FlushEvery
-			if every <= 0 {
-				every = 50 * time.Millisecond
-			}
-			t := time.NewTicker(every)
-			defer t.Stop()
-			for {
-				select {
-				case <-stopFlush:
-					return
-				case <-t.C:
-				}
-				if buf.Len() == 0 {
-					continue
-				}
-				mu.Lock()
-				skip := maps.Clone(failed)
-				mu.Unlock()
-				unsent, err := buf.Flush(ctx, skip)
-				if err != nil {
-					p.Log.Warn("messages not sent; their records will be retried", "records", len(unsent), "err", err)
-				}
-				mu.Lock()
-				maps.Copy(failed, unsent)
-				mu.Unlock()
-			}
-		}()
-	} else {
-		close(flushed)
+		stopFlushing = p.flushWhileRunning(ctx, buf, &failed)
 	}
 	for _, rec := range ev.Records {
 		wg.Add(1)
@@ -116,31 +84,87 @@ func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent, fn RecordFun
 				rctx = queue.WithBuffer(ctx, buf, rec.MessageId)
 			}
 			if !p.one(rctx, rec, fn) {
-				mu.Lock()
-				failed[rec.MessageId] = true
-				mu.Unlock()
+				failed.add(map[string]bool{rec.MessageId: true})
 			}
 		}()
 	}
 	wg.Wait()
-	close(stopFlush)
-	<-flushed
-	if buf != nil && buf.Len() > 0 {
-		unsent, err := buf.Flush(ctx, failed)
-		if err != nil {
-			p.Log.Warn("messages not sent; their records will be retried", "records", len(unsent), "err", err)
-		}
-		for id := range unsent {
-			failed[id] = true
-		}
+	if buf != nil {
+		stopFlushing()
+		p.flush(ctx, buf, &failed)
 	}
 	var out []events.SQSBatchItemFailure
 	for _, rec := range ev.Records { // in the batch's order
-		if failed[rec.MessageId] {
+		if failed.has(rec.MessageId) {
 			out = append(out, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 		}
 	}
 	return events.SQSEventResponse{BatchItemFailures: out}
+}
+
+// failures are the records to retry; safe for concurrent use.
+type failures struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+func (f *failures) add(ids map[string]bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ids == nil {
+		f.ids = map[string]bool{}
+	}
+	maps.Copy(f.ids, ids)
+}
+
+func (f *failures) has(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ids[id]
+}
+
+func (f *failures) snapshot() map[string]bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.ids)
+}
+
+// flush sends what buf holds, but for the records that failed, and marks the
+// records whose messages were not sent.
+func (p *Processor) flush(ctx context.Context, buf *queue.Buffer, failed *failures) {
+	if buf.Len() == 0 {
+		return
+	}
+	unsent, err := buf.Flush(ctx, failed.snapshot())
+	if err != nil {
+		p.Log.Warn("messages not sent; their records will be retried", "records", len(unsent), "err", err)
+	}
+	failed.add(unsent)
+}
+
+// flushWhileRunning flushes buf every FlushEvery (default 50 ms) until the
+// returned stop is called, so a slow record does not hold the others'
+// messages back; stop returns once the flusher has.
+func (p *Processor) flushWhileRunning(ctx context.Context, buf *queue.Buffer, failed *failures) (stop func()) {
+	every := p.FlushEvery
+	if every <= 0 {
+		every = 50 * time.Millisecond
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				p.flush(ctx, buf, failed)
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
 }
 
 // one handles a record and reports whether it is done (processed or rejected).

@@ -28,6 +28,7 @@ type recordingSQS struct {
 	singles int
 	batches [][]string
 	refuse  func(body string) bool
+	down    bool // every SendMessageBatch fails
 }
 
 func (r *recordingSQS) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
@@ -40,6 +41,9 @@ func (r *recordingSQS) SendMessage(_ context.Context, in *sqs.SendMessageInput, 
 func (r *recordingSQS) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.down {
+		return nil, errors.New("SQS is unreachable")
+	}
 	var bodies []string
 	out := &sqs.SendMessageBatchOutput{}
 	for _, e := range in.Entries {
@@ -142,4 +146,20 @@ func TestBufferedSendsDoNotWaitForASlowRecord(t *testing.T) {
 	})
 	require.Empty(t, resp.BatchItemFailures)
 	require.Equal(t, [][]string{{`"quick"`}, {`"slow"`}}, api.batches)
+}
+
+// When SQS refuses the whole request, every record whose message was in it
+// is retried.
+func TestBufferedSendsThatFailWholeRetryTheirRecords(t *testing.T) {
+	api := &recordingSQS{down: true}
+	send := queue.NewSender(api)
+	p := &sqsbatch.Processor{Name: "t", Rejecter: send, Metrics: metrics.New(io.Discard, "t"),
+		Log: slog.New(slog.DiscardHandler), Buffer: sqsbatch.BufferingOf(send)}
+	resp := p.Handle(context.Background(), batchOf(3), func(ctx context.Context, rec events.SQSMessage) error {
+		if rec.Body == "1" {
+			return nil // sends nothing: nothing to retry
+		}
+		return send.SendJSON(ctx, "q", rec.Body, 0)
+	})
+	require.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: "m0"}, {ItemIdentifier: "m2"}}, resp.BatchItemFailures)
 }

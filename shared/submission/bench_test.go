@@ -7,11 +7,9 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/aws/aws-lambda-go/events"
-
+	"github.com/sas-go/sas/shared/handlerbench"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
-	"github.com/sas-go/sas/shared/queue/queuetest"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/submission"
 	"github.com/sas-go/sas/shared/workflow"
@@ -33,22 +31,14 @@ func BenchmarkSubmissionPerMessage(b *testing.B) {
 			def, _ := workflow.For(s)
 			m := metrics.New(io.Discard, "submission")
 			log := slog.New(slog.DiscardHandler)
-			h := submission.New(submission.Config{Workflow: def, SchedulerQueueURL: "q", DLQURL: "dlq"}, nopStore{}, queuetest.EncodeOnly{},
-				notify.New(queuetest.EncodeOnly{}, nil, m, log), m, log)
-			ev := events.SQSEvent{Records: make([]events.SQSMessage, 10)}
-			for i := range ev.Records {
-				ev.Records[i] = events.SQSMessage{MessageId: fmt.Sprint(i), Body: fmt.Sprintf(
-					`{"orderId":"o-%d","customerId":"c-1","items":[{"sku":"SKU-1","quantity":2,"unitPriceCents":499}]}`, i)}
+			h := submission.New(submission.Config{Workflow: def, SchedulerQueueURL: "q", DLQURL: "dlq"}, nopStore{}, handlerbench.EncodeOnly{},
+				notify.New(handlerbench.EncodeOnly{}, nil, m, log), m, log)
+			var bodies []string
+			for i := range 10 {
+				bodies = append(bodies, fmt.Sprintf(
+					`{"orderId":"o-%d","customerId":"c-1","items":[{"sku":"SKU-1","quantity":2,"unitPriceCents":499}]}`, i))
 			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				resp, err := h.Handle(context.Background(), ev)
-				if err != nil || len(resp.BatchItemFailures) > 0 {
-					b.Fatalf("handle: %v %v", err, resp)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ev.Records)), "ns/msg")
+			handlerbench.Run(b, h.Handle, handlerbench.Batch(bodies...))
 		})
 	}
 }

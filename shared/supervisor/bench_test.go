@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/sas-go/sas/shared/alert"
+	"github.com/sas-go/sas/shared/handlerbench"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
-	"github.com/sas-go/sas/shared/queue/queuetest"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/supervisor"
 	"github.com/sas-go/sas/shared/workflow"
@@ -47,8 +47,8 @@ func BenchmarkSupervisorPerOverdueRecord(b *testing.B) {
 	}
 	m := metrics.New(io.Discard, "supervisor")
 	log := slog.New(slog.DiscardHandler)
-	s := supervisor.New(supervisor.Config{SchedulerQueueURL: "q", PickupTimeout: time.Minute}, overdueStore{due}, queuetest.EncodeOnly{},
-		nopAlerter{}, notify.New(queuetest.EncodeOnly{}, nil, m, log), m, log)
+	s := supervisor.New(supervisor.Config{SchedulerQueueURL: "q", PickupTimeout: time.Minute}, overdueStore{due}, handlerbench.EncodeOnly{},
+		nopAlerter{}, notify.New(handlerbench.EncodeOnly{}, nil, m, log), m, log)
 	b.ReportAllocs()
 	for b.Loop() {
 		rep, err := s.Sweep(context.Background())
