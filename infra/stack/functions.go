@@ -91,7 +91,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 		allow: []awsiam.PolicyStatement{
 			statement([]string{"dynamodb:Query"}, []*string{awscdk.Fn_Join(jsii.String(""),
 				&[]*string{stateARN, jsii.String("/index/" + topology.DeadlineIndex)})}),
-			statement([]string{"dynamodb:UpdateItem"}, []*string{stateARN}),
+			statement([]string{"dynamodb:BatchGetItem", "dynamodb:UpdateItem"}, []*string{stateARN}),
 			send(arn(t.SchedulerQueue().Name)),
 			statement([]string{"sns:Publish"}, []*string{r.Alerts.TopicArn()}),
 		}})

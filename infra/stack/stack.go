@@ -9,7 +9,6 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
 )
 
@@ -53,11 +52,10 @@ func resources(st awscdk.Stack, p Props) *Resources {
 	r := &Resources{Orders: table("OrdersTable", t.OrdersTable(), false), State: table("StateTable", t.StateTable(), true),
 		Queues: map[string]awssqs.Queue{}}
 	r.State.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
-		IndexName:        jsii.String(topology.DeadlineIndex),
-		PartitionKey:     &awsdynamodb.Attribute{Name: jsii.String(topology.KeyDueShard), Type: awsdynamodb.AttributeType_STRING},
-		SortKey:          &awsdynamodb.Attribute{Name: jsii.String(topology.KeyDueAt), Type: awsdynamodb.AttributeType_NUMBER},
-		ProjectionType:   awsdynamodb.ProjectionType_INCLUDE,
-		NonKeyAttributes: jsii.Strings(statestore.IndexedAttributes...),
+		IndexName:      jsii.String(topology.DeadlineIndex),
+		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(topology.KeyDueShard), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:        &awsdynamodb.Attribute{Name: jsii.String(topology.KeyDueAt), Type: awsdynamodb.AttributeType_NUMBER},
+		ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY, // see statestore.Store.Overdue
 	})
 	for _, q := range t.Queues() {
 		dlq := awssqs.NewQueue(st, jsii.String(q.DLQName), &awssqs.QueueProps{

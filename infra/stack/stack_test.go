@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/infra/stack"
-	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
 )
 
@@ -188,8 +187,7 @@ func TestTables(t *testing.T) {
 		map[string]any{"AttributeName": "DueAt", "KeyType": "RANGE"},
 	}, gsi["KeySchema"])
 	proj := gsi["Projection"].(map[string]any)
-	require.Equal(t, "INCLUDE", proj["ProjectionType"])
-	require.Len(t, proj["NonKeyAttributes"], len(statestore.IndexedAttributes))
+	require.Equal(t, "KEYS_ONLY", proj["ProjectionType"], "no index write when a record changes")
 }
 
 func TestSupervisorScheduleAndConcurrency(t *testing.T) {
@@ -236,7 +234,7 @@ func TestAlarmsNotifyTheAlarmTopic(t *testing.T) {
 var expected = map[string][]string{
 	"Submission":     {"dynamodb:PutItem", "sqs:SendMessage"},
 	"Scheduler":      {"dynamodb:UpdateItem", "sns:Publish", "sqs:SendMessage"},
-	"Supervisor":     {"dynamodb:Query", "dynamodb:UpdateItem", "sns:Publish", "sqs:SendMessage"},
+	"Supervisor":     {"dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem", "sns:Publish", "sqs:SendMessage"},
 	"AgentInventory": {"sqs:SendMessage"},
 	"AgentPayment":   {"sqs:SendMessage"},
 	"AgentShipping":  {"sqs:SendMessage"},

@@ -96,9 +96,9 @@ func TestBenchSmallRun(t *testing.T) {
 			require.Less(t, v, 1.5*lo, what)
 		}
 		between(r.Requests["submission DynamoDB TransactWriteItems"], 1, "one submission each")
-		between(r.Requests["scheduler DynamoDB TransactWriteItems"], float64(steps), "one completion per step")
-		between(r.Requests["scheduler DynamoDB UpdateItem"], float64(steps), "one claim per step")
-		require.GreaterOrEqual(t, r.PerOrder.WriteUnits, 4.0*(1+float64(steps)), "transactions cost two units per item")
+		between(r.Requests["scheduler DynamoDB UpdateItem"], 2*float64(steps), "one claim and one completion per step")
+		require.Zero(t, r.Requests["scheduler DynamoDB TransactWriteItems"], "a step's and its task's change are one item's")
+		require.GreaterOrEqual(t, r.PerOrder.WriteUnits, 4+2*float64(steps), "submission: two items at two units each")
 		require.Greater(t, r.Cost.Total, 0.0)
 		require.Equal(t, steps+2, r.SFN.Transitions)
 		require.Greater(t, r.SFN.Standard.Total, r.Cost.Total)

@@ -19,7 +19,6 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sas-go/sas/shared/awsclient"
-	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
 )
 
@@ -109,10 +108,9 @@ func StateTableInput(t topology.Topology) *dynamodb.CreateTableInput {
 			KeySchema: []ddbtypes.KeySchemaElement{
 				keyEl(topology.KeyDueShard, ddbtypes.KeyTypeHash), keyEl(topology.KeyDueAt, ddbtypes.KeyTypeRange),
 			},
-			Projection: &ddbtypes.Projection{
-				ProjectionType:   ddbtypes.ProjectionTypeInclude,
-				NonKeyAttributes: statestore.IndexedAttributes,
-			},
+			// Keys only: a claim or a record's transition writes no index entry;
+			// the Supervisor reads the orders it finds due.
+			Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeKeysOnly},
 		}},
 	}
 }

@@ -39,7 +39,7 @@ func (s *Store) ListTasks(ctx context.Context, state workflow.State, limit int, 
 			return nil, "", fmt.Errorf("list tasks: %w", err)
 		}
 		for i, item := range page.Items {
-			var it taskItem
+			var it stateItem
 			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 				return nil, "", fmt.Errorf("decode task: %w", err)
 			}
@@ -112,19 +112,11 @@ func (s *Store) ScanAll(ctx context.Context) (map[string]Task, map[string][]Step
 			return nil, nil, fmt.Errorf("scan state: %w", err)
 		}
 		for _, item := range page.Items {
-			if sk, _ := item["SK"].(*types.AttributeValueMemberS); sk != nil && sk.Value == taskSK {
-				var it taskItem
-				if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-					return nil, nil, fmt.Errorf("decode task: %w", err)
-				}
-				tasks[it.OrderID] = it.task()
-				continue
-			}
-			var it stepItem
+			var it stateItem
 			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-				return nil, nil, fmt.Errorf("decode record: %w", err)
+				return nil, nil, fmt.Errorf("decode state item: %w", err)
 			}
-			steps[it.OrderID] = append(steps[it.OrderID], it.step())
+			tasks[it.OrderID], steps[it.OrderID] = it.task(), it.steps()
 		}
 	}
 	return tasks, steps, nil

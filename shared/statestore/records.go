@@ -6,6 +6,8 @@ package statestore
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sas-go/sas/shared/workflow"
@@ -44,11 +46,11 @@ type Step struct {
 	FailureCount int
 	LockedBy     string
 	CompleteBy   time.Time // zero when not claimed
-	DueAt        time.Time // zero when no work is due (not in the deadline index)
+	DueAt        time.Time // the record's deadline: zero when no work of it is due
 	LastError    string
 	Payload      string // the order, as the Agent receives it
 	Alerted      bool
-	Version      int // incremented by every write; the supervisor's fence
+	Version      int // the order's state item's, incremented by every write: the supervisor's fence
 	ClaimedAt    time.Time
 	UpdatedAt    time.Time
 	Events       []string // the record's history, oldest first: "RFC3339 event"
@@ -89,30 +91,38 @@ func (s Step) Ref() workflow.Ref { return workflow.Ref{Index: s.Index, Undo: s.U
 // Key identifies the record in log lines.
 func (s Step) Key() string { return fmt.Sprintf("%s/%s(%s)", s.OrderID, sortKey(s.Ref()), s.Name) }
 
-// taskItem and stepItem are the records as stored; times are Unix milliseconds.
-type taskItem struct {
-	OrderID      string `dynamodbav:"OrderID"`
-	SK           string `dynamodbav:"SK"`
-	Workflow     string `dynamodbav:"Workflow"`
-	ProcessState string `dynamodbav:"ProcessState"`
-	StepCount    int    `dynamodbav:"StepCount"`
-	Round        int    `dynamodbav:"Round"`
-	ReplyQueue   string `dynamodbav:"ReplyQueue,omitempty"`
-	LastError    string `dynamodbav:"LastError,omitempty"`
-	CreatedAt    int64  `dynamodbav:"CreatedAt"`
-	UpdatedAt    int64  `dynamodbav:"UpdatedAt"`
-	CompletedAt  int64  `dynamodbav:"CompletedAt,omitempty"`
+// stateItem is an order's live state as stored: ONE item per order, the task
+// with its records (steps and undo actions) inside, so that a step's
+// transition and the task's are one conditional write. Times are Unix
+// milliseconds. DueShard and DueAt are the order's key in the sparse deadline
+// index: when the Supervisor must look next (see Overdue).
+type stateItem struct {
+	OrderID      string             `dynamodbav:"OrderID"`
+	SK           string             `dynamodbav:"SK"`
+	Workflow     string             `dynamodbav:"Workflow"`
+	ProcessState string             `dynamodbav:"ProcessState"`
+	StepCount    int                `dynamodbav:"StepCount"`
+	Round        int                `dynamodbav:"Round"`
+	ReplyQueue   string             `dynamodbav:"ReplyQueue,omitempty"`
+	LastError    string             `dynamodbav:"LastError,omitempty"`
+	Payload      string             `dynamodbav:"Payload,omitempty"`
+	Version      int                `dynamodbav:"Version"`
+	DueShard     string             `dynamodbav:"DueShard,omitempty"`
+	DueAt        int64              `dynamodbav:"DueAt,omitempty"`
+	Unalerted    []string           `dynamodbav:"Unalerted,stringset,omitempty"` // records in Error not yet alerted
+	CreatedAt    int64              `dynamodbav:"CreatedAt"`
+	UpdatedAt    int64              `dynamodbav:"UpdatedAt"`
+	CompletedAt  int64              `dynamodbav:"CompletedAt,omitempty"`
+	Recs         map[string]recItem `dynamodbav:"Recs"` // by sortKey
 }
 
-type stepItem struct {
-	OrderID        string   `dynamodbav:"OrderID"`
-	SK             string   `dynamodbav:"SK"`
+// recItem is one record inside the state item.
+type recItem struct {
 	StepIndex      int      `dynamodbav:"StepIndex"`
 	Undo           bool     `dynamodbav:"Undo,omitempty"`
 	UndoFrom       int      `dynamodbav:"UndoFrom"`
 	HasUndo        bool     `dynamodbav:"HasUndo,omitempty"`
 	Round          int      `dynamodbav:"Round"`
-	ReplyQueue     string   `dynamodbav:"ReplyQueue,omitempty"`
 	StepName       string   `dynamodbav:"StepName"`
 	Agent          string   `dynamodbav:"Agent"`
 	TimeoutMs      int64    `dynamodbav:"TimeoutMs"`
@@ -123,15 +133,12 @@ type stepItem struct {
 	FailureCount   int      `dynamodbav:"FailureCount"`
 	LockedBy       string   `dynamodbav:"LockedBy,omitempty"`
 	CompleteBy     int64    `dynamodbav:"CompleteBy,omitempty"`
-	DueShard       string   `dynamodbav:"DueShard,omitempty"`
-	DueAt          int64    `dynamodbav:"DueAt,omitempty"`
+	DueAt          int64    `dynamodbav:"DueAt,omitempty"` // the record's own deadline
 	LastError      string   `dynamodbav:"LastError,omitempty"`
-	Payload        string   `dynamodbav:"Payload,omitempty"`
+	StepResult     string   `dynamodbav:"StepResult,omitempty"`
 	Alerted        bool     `dynamodbav:"Alerted,omitempty"`
-	Version        int      `dynamodbav:"Version"`
-	CreatedAt      int64    `dynamodbav:"CreatedAt"`
 	ClaimedAt      int64    `dynamodbav:"ClaimedAt,omitempty"`
-	UpdatedAt      int64    `dynamodbav:"UpdatedAt"`
+	UpdatedAt      int64    `dynamodbav:"UpdatedAt,omitempty"`
 	Events         []string `dynamodbav:"Events,omitempty"`
 }
 
@@ -159,26 +166,49 @@ func fromMs(v int64) time.Time {
 	return time.UnixMilli(v)
 }
 
-func (it taskItem) task() Task {
+func (it stateItem) task() Task {
 	return Task{OrderID: it.OrderID, Workflow: it.Workflow, State: workflow.State(it.ProcessState),
 		StepCount: it.StepCount, Round: it.Round, ReplyQueue: it.ReplyQueue, LastError: it.LastError, CreatedAt: fromMs(it.CreatedAt),
 		UpdatedAt: fromMs(it.UpdatedAt), CompletedAt: fromMs(it.CompletedAt)}
 }
 
-func (it stepItem) step() Step {
-	return Step{OrderID: it.OrderID, Index: it.StepIndex, Undo: it.Undo, UndoFrom: it.UndoFrom, HasUndo: it.HasUndo, Round: it.Round,
-		ReplyQueue: it.ReplyQueue, Name: it.StepName, Agent: it.Agent,
-		Timeout: time.Duration(it.TimeoutMs) * time.Millisecond, MaxFailures: it.MaxFailures,
-		RetryBackoff: time.Duration(it.RetryBackoffMs) * time.Millisecond,
-		State:        workflow.State(it.ProcessState), Attempt: it.Attempt, FailureCount: it.FailureCount,
-		LockedBy: it.LockedBy, CompleteBy: fromMs(it.CompleteBy), DueAt: fromMs(it.DueAt),
-		LastError: it.LastError, Payload: it.Payload, Alerted: it.Alerted, Version: it.Version,
-		ClaimedAt: fromMs(it.ClaimedAt), UpdatedAt: fromMs(it.UpdatedAt), Events: it.Events}
+// step is the record named sk as a Step; Version is the item's.
+func (it stateItem) step(sk string) Step {
+	r := it.Recs[sk]
+	return Step{OrderID: it.OrderID, Index: r.StepIndex, Undo: r.Undo, UndoFrom: r.UndoFrom, HasUndo: r.HasUndo, Round: r.Round,
+		ReplyQueue: it.ReplyQueue, Name: r.StepName, Agent: r.Agent,
+		Timeout: time.Duration(r.TimeoutMs) * time.Millisecond, MaxFailures: r.MaxFailures,
+		RetryBackoff: time.Duration(r.RetryBackoffMs) * time.Millisecond,
+		State:        workflow.State(r.ProcessState), Attempt: r.Attempt, FailureCount: r.FailureCount,
+		LockedBy: r.LockedBy, CompleteBy: fromMs(r.CompleteBy), DueAt: fromMs(r.DueAt),
+		LastError: r.LastError, Payload: it.Payload, Alerted: r.Alerted, Version: it.Version,
+		ClaimedAt: fromMs(r.ClaimedAt), UpdatedAt: fromMs(r.UpdatedAt), Events: r.Events}
 }
 
-// shardOf spreads deadline-index entries over n partitions.
-func shardOf(orderID string, r workflow.Ref, n int) string {
+// steps are the item's records, steps first then undo actions, each by index.
+func (it stateItem) steps() []Step {
+	out := make([]Step, 0, len(it.Recs))
+	for sk := range it.Recs {
+		out = append(out, it.step(sk))
+	}
+	slices.SortFunc(out, func(a, b Step) int { return strings.Compare(sortKey(a.Ref()), sortKey(b.Ref())) })
+	return out
+}
+
+// nextDue is the earliest deadline of the item's records (zero if none has one).
+func (it stateItem) nextDue() int64 {
+	var due int64
+	for _, r := range it.Recs {
+		if r.DueAt != 0 && (due == 0 || r.DueAt < due) {
+			due = r.DueAt
+		}
+	}
+	return due
+}
+
+// shardOf spreads the orders' deadline-index entries over n partitions.
+func shardOf(orderID string, n int) string {
 	h := fnv.New32a()
-	fmt.Fprintf(h, "%s/%s", orderID, sortKey(r))
+	h.Write([]byte(orderID))
 	return fmt.Sprint(h.Sum32() % uint32(n))
 }

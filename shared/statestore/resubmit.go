@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sas-go/sas/shared/workflow"
@@ -44,93 +48,82 @@ type Resubmission struct {
 //
 // step, if not empty, must name the record in Error. Attempt numbers keep
 // counting, so a late reply of an earlier attempt stays fenced off. It is one
-// transaction, conditional on the task being as read.
+// write, conditional on the order being as read.
 func (s *Store) Resubmit(ctx context.Context, orderID, step string, pickup time.Duration, now time.Time) (Resubmission, error) {
-	task, recs, err := s.Load(ctx, orderID)
+	it, err := s.item(ctx, orderID)
 	if err != nil {
 		return Resubmission{}, err
 	}
-	var failed *Step
-	for i := range recs {
+	task := it.task()
+	var failed string // the sort key of the record to run again
+	for _, r := range it.steps() {
 		// In a Failed task the step that failed; in a CompensationFailed one,
 		// the undo, or if no undo failed, the pivot step.
-		r := &recs[i]
 		if r.State != workflow.Error || (r.Undo && task.State != workflow.CompensationFailed) {
 			continue
 		}
-		if failed == nil || r.Undo {
-			failed = r
+		if failed == "" || r.Undo {
+			failed = sortKey(r.Ref())
 		}
 	}
 	switch {
 	case task.State != workflow.Failed && task.State != workflow.CompensationFailed:
 		return Resubmission{}, &NotResubmittableError{fmt.Sprintf("order %s is %s; only Failed or CompensationFailed orders can be resubmitted", orderID, task.State)}
-	case failed == nil:
+	case failed == "":
 		return Resubmission{}, &NotResubmittableError{fmt.Sprintf("order %s is %s but no step is in Error", orderID, task.State)}
-	case step != "" && step != failed.Name:
-		return Resubmission{}, &NotResubmittableError{fmt.Sprintf("order %s: step %q is not the one that failed (%s)", orderID, step, failed.Name)}
+	case step != "" && step != it.Recs[failed].StepName:
+		return Resubmission{}, &NotResubmittableError{fmt.Sprintf("order %s: step %q is not the one that failed (%s)", orderID, step, it.Recs[failed].StepName)}
 	}
-	var items []types.TransactWriteItem
-	res := Resubmission{Ref: failed.Ref(), Step: failed.Name, Round: task.Round}
-	if task.State == workflow.CompensationFailed {
-		to := workflow.Compensating
-		if !failed.Undo {
-			to = workflow.Pending // the pivot step runs again
-		}
-		items = append(items, s.resetTask(task, to, task.Round, now),
-			s.resetRecord(orderID, *failed, task.Round, true, pickup, now))
-	} else {
+	read := it.Version
+	ready := []string{failed}
+	res := Resubmission{Ref: it.step(failed).Ref(), Step: it.Recs[failed].StepName, Round: task.Round}
+	it.ProcessState = string(workflow.Compensating)
+	if !it.Recs[failed].Undo {
+		it.ProcessState = string(workflow.Pending) // the pivot step runs again
+	}
+	if task.State == workflow.Failed {
 		res.Round++
-		items = append(items, s.resetTask(task, workflow.Pending, res.Round, now))
-		for _, r := range recs {
-			if r.Ref() == (workflow.Ref{}) {
-				res.Ref, res.Step = r.Ref(), r.Name // a new round starts at the first step
-			}
-		}
-		for _, r := range recs {
-			items = append(items, s.resetRecord(orderID, r, res.Round, r.Ref() == res.Ref, pickup, now))
-		}
+		first := sortKey(workflow.Ref{}) // a new round starts at the first step
+		res.Ref, res.Step, ready = workflow.Ref{}, it.Recs[first].StepName, slices.Collect(maps.Keys(it.Recs))
+		it.ProcessState = string(workflow.Pending)
 	}
-	if err := s.transact(ctx, items, "resubmit "+orderID); errors.Is(err, ErrStale) {
+	due := ms(now.Add(pickup))
+	for _, sk := range ready {
+		r := it.Recs[sk]
+		r.ProcessState, r.FailureCount, r.Round = string(workflow.Pending), 0, res.Round
+		r.LockedBy, r.CompleteBy, r.LastError, r.Alerted, r.StepResult, r.DueAt = "", 0, "", false, "", 0
+		if sortKey(res.Ref) == sk {
+			r.DueAt = due
+		}
+		r.UpdatedAt = ms(now)
+		r.Events = append(r.Events, event(now, "resubmitted by the operator (round %d)", res.Round))
+		it.Recs[sk] = r
+	}
+	it.Round, it.Version, it.UpdatedAt, it.CompletedAt, it.LastError = res.Round, it.Version+1, ms(now), 0, ""
+	it.Unalerted = slices.DeleteFunc(it.Unalerted, func(sk string) bool { return it.Recs[sk].ProcessState != string(workflow.Error) })
+	it.DueShard, it.DueAt = shardOf(orderID, s.shards), due
+	if err := s.replace(ctx, it, read); errors.Is(err, ErrStale) {
 		return res, &NotResubmittableError{fmt.Sprintf("order %s changed while being resubmitted; look again", orderID)}
 	} else if err != nil {
-		return res, err
+		return res, fmt.Errorf("resubmit %s: %w", orderID, err)
 	}
 	return res, nil
 }
 
-func (s *Store) resetTask(t Task, to workflow.State, round int, now time.Time) types.TransactWriteItem {
-	return types.TransactWriteItem{Update: &types.Update{
-		TableName: &s.state, Key: key(t.OrderID, taskSK),
-		ConditionExpression: aws.String("ProcessState = :from AND Round = :round"),
-		UpdateExpression:    aws.String("SET ProcessState = :to, Round = :newRound, UpdatedAt = :now REMOVE CompletedAt, LastError"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":from": str(string(t.State)), ":round": num(int64(t.Round)), ":to": str(string(to)),
-			":newRound": num(int64(round)), ":now": num(ms(now)),
-		},
-	}}
-}
-
-// resetRecord puts a record back to Pending in round, ready (due after pickup)
-// or waiting.
-func (s *Store) resetRecord(orderID string, r Step, round int, ready bool, pickup time.Duration, now time.Time) types.TransactWriteItem {
-	vals := eventValues(map[string]types.AttributeValue{
-		":pending": str(string(workflow.Pending)), ":zero": num(0), ":round": num(int64(round)),
-		":version": num(int64(r.Version)), ":one": num(1), ":now": num(ms(now)),
-	}, now, "resubmitted by the operator (round %d)", round)
-	expr := "SET ProcessState = :pending, FailureCount = :zero, Round = :round, Version = Version + :one, UpdatedAt = :now, " + appendEvent
-	remove := " REMOVE LockedBy, CompleteBy, LastError, Alerted, StepResult"
-	if ready {
-		expr += ", DueShard = :shard, DueAt = :due"
-		vals[":shard"] = str(shardOf(orderID, r.Ref(), s.shards))
-		vals[":due"] = num(ms(now.Add(pickup)))
-	} else {
-		remove += ", DueShard, DueAt"
+// replace writes the whole state item, on the condition that it is still at
+// Version read; ErrStale if not.
+func (s *Store) replace(ctx context.Context, it stateItem, read int) error {
+	av, err := attributevalue.MarshalMap(it)
+	if err != nil {
+		return fmt.Errorf("encode state of %s: %w", it.OrderID, err)
 	}
-	return types.TransactWriteItem{Update: &types.Update{
-		TableName: &s.state, Key: key(orderID, sortKey(r.Ref())),
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: &s.state, Item: av,
 		ConditionExpression:       aws.String("Version = :version"),
-		UpdateExpression:          aws.String(expr + remove),
-		ExpressionAttributeValues: vals,
-	}}
+		ExpressionAttributeValues: map[string]types.AttributeValue{":version": num(int64(read))},
+	})
+	if isConditionFailed(err) {
+		return ErrStale
+	}
+	return err
 }

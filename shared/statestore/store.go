@@ -26,6 +26,7 @@ var ErrStale = errors.New("stale: record changed since it was read")
 type API interface {
 	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 	BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
@@ -76,42 +77,31 @@ func cancelled(err error) ([]string, bool) {
 	return codes, true
 }
 
-// Load returns the task and its steps, read consistently.
+// Load returns the task and its records, read consistently.
 func (s *Store) Load(ctx context.Context, orderID string) (Task, []Step, error) {
-	var task Task
-	var steps []Step
-	found := false
-	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
-		TableName:                 &s.state,
-		ConsistentRead:            aws.Bool(true),
-		KeyConditionExpression:    aws.String("OrderID = :id"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(orderID)},
+	it, err := s.item(ctx, orderID)
+	if err != nil {
+		return Task{}, nil, err
+	}
+	return it.task(), it.steps(), nil
+}
+
+// item reads an order's state item consistently.
+func (s *Store) item(ctx context.Context, orderID string) (stateItem, error) {
+	var it stateItem
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &s.state, ConsistentRead: aws.Bool(true), Key: key(orderID, taskSK),
 	})
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
-		if err != nil {
-			return task, nil, fmt.Errorf("load order %s: %w", orderID, err)
-		}
-		for _, item := range out.Items {
-			if sk, _ := item[topology.KeySort].(*types.AttributeValueMemberS); sk != nil && sk.Value == taskSK {
-				var it taskItem
-				if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-					return task, nil, fmt.Errorf("decode task %s: %w", orderID, err)
-				}
-				task, found = it.task(), true
-				continue
-			}
-			var it stepItem
-			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-				return task, nil, fmt.Errorf("decode step of %s: %w", orderID, err)
-			}
-			steps = append(steps, it.step())
-		}
+	if err != nil {
+		return it, fmt.Errorf("load order %s: %w", orderID, err)
 	}
-	if !found {
-		return task, nil, fmt.Errorf("load order %s: %w", orderID, ErrNotFound)
+	if out.Item == nil {
+		return it, fmt.Errorf("load order %s: %w", orderID, ErrNotFound)
 	}
-	return task, steps, nil
+	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
+		return it, fmt.Errorf("decode order %s: %w", orderID, err)
+	}
+	return it, nil
 }
 
 // ErrNotFound means no task record exists for the order.
@@ -120,24 +110,38 @@ var ErrNotFound = errors.New("order not found")
 // Tasks returns the task records of the given orders (missing ones are absent
 // from the map), with eventually consistent batched reads.
 func (s *Store) Tasks(ctx context.Context, orderIDs []string) (map[string]Task, error) {
-	out := make(map[string]Task, len(orderIDs))
+	items, err := s.items(ctx, orderIDs, false)
+	if err != nil {
+		return nil, fmt.Errorf("batch get tasks: %w", err)
+	}
+	out := make(map[string]Task, len(items))
+	for id, it := range items {
+		out[id] = it.task()
+	}
+	return out, nil
+}
+
+// items reads the state items of the given orders in batches of 100 (missing
+// ones are absent from the map).
+func (s *Store) items(ctx context.Context, orderIDs []string, consistent bool) (map[string]stateItem, error) {
+	out := make(map[string]stateItem, len(orderIDs))
 	for start := 0; start < len(orderIDs); start += 100 {
 		keys := make([]map[string]types.AttributeValue, 0, 100)
 		for _, id := range orderIDs[start:min(start+100, len(orderIDs))] {
 			keys = append(keys, key(id, taskSK))
 		}
-		req := map[string]types.KeysAndAttributes{s.state: {Keys: keys}}
+		req := map[string]types.KeysAndAttributes{s.state: {Keys: keys, ConsistentRead: aws.Bool(consistent)}}
 		for len(req) > 0 {
 			res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
 			if err != nil {
-				return nil, fmt.Errorf("batch get tasks: %w", err)
+				return nil, err
 			}
 			for _, item := range res.Responses[s.state] {
-				var it taskItem
+				var it stateItem
 				if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-					return nil, fmt.Errorf("decode task: %w", err)
+					return nil, fmt.Errorf("decode state item: %w", err)
 				}
-				out[it.OrderID] = it.task()
+				out[it.OrderID] = it
 			}
 			req = res.UnprocessedKeys
 		}

@@ -24,10 +24,11 @@ type Submission struct {
 	Now        time.Time
 }
 
-// Submit inserts, in one transaction, the order, the task record, one Pending
-// record per step and one per undo action; the first step is ready (in the
-// deadline index with the pickup deadline). It reports created=false, with no
-// error, when the OrderID already exists: a duplicate is an idempotent success.
+// Submit inserts, in one transaction, the order and its state item: the task
+// with one Pending record per step and one per undo action; the first step is
+// ready (due at the pickup deadline, which puts the order in the deadline
+// index). It reports created=false, with no error, when the OrderID already
+// exists: a duplicate is an idempotent success.
 func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err error) {
 	now := ms(sub.Now)
 	notExists := aws.String("attribute_not_exists(OrderID)")
@@ -36,26 +37,20 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 		"Order":             str(sub.Order),
 		"ReceivedAt":        num(now),
 	}
-	task, err := attributevalue.MarshalMap(taskItem{
+	due := ms(sub.Now.Add(sub.Workflow.PickupTimeout))
+	state, err := attributevalue.MarshalMap(stateItem{
 		OrderID: sub.OrderID, SK: taskSK, Workflow: sub.Workflow.Name, ReplyQueue: sub.ReplyQueue,
-		ProcessState: string(workflow.Pending), StepCount: len(sub.Workflow.Steps), Round: 1,
-		CreatedAt: now, UpdatedAt: now,
+		ProcessState: string(workflow.Pending), StepCount: len(sub.Workflow.Steps), Round: 1, Payload: sub.Order,
+		DueShard: shardOf(sub.OrderID, s.shards), DueAt: due, CreatedAt: now, UpdatedAt: now,
+		Recs: records(sub, due),
 	})
 	if err != nil {
-		return false, fmt.Errorf("encode task %s: %w", sub.OrderID, err)
+		return false, fmt.Errorf("encode state of %s: %w", sub.OrderID, err)
 	}
-	items := []types.TransactWriteItem{
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{TableName: &s.orders, Item: orderItem, ConditionExpression: notExists}},
-		{Put: &types.Put{TableName: &s.state, Item: task, ConditionExpression: notExists}},
-	}
-	for _, it := range s.records(sub) {
-		av, err := attributevalue.MarshalMap(it)
-		if err != nil {
-			return false, fmt.Errorf("encode %s of %s: %w", it.SK, sub.OrderID, err)
-		}
-		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.state, Item: av, ConditionExpression: notExists}})
-	}
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		{Put: &types.Put{TableName: &s.state, Item: state, ConditionExpression: notExists}},
+	}})
 	if codes, ok := cancelled(err); ok && slices.Contains(codes, "ConditionalCheckFailed") {
 		return false, nil
 	}
@@ -65,32 +60,31 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 	return true, nil
 }
 
-// records are the step and undo records of a new task.
-func (s *Store) records(sub Submission) []stepItem {
-	now := ms(sub.Now)
-	rec := func(r workflow.Ref, a workflow.Action, undoFrom int) stepItem {
-		return stepItem{
-			OrderID: sub.OrderID, SK: sortKey(r), StepIndex: r.Index, Undo: r.Undo, UndoFrom: undoFrom, Round: 1,
-			ReplyQueue: sub.ReplyQueue, StepName: a.Name, Agent: a.Agent, TimeoutMs: a.Timeout.Milliseconds(),
+// records are the step and undo records of a new task; the first step is
+// ready, due at due.
+func records(sub Submission, due int64) map[string]recItem {
+	rec := func(r workflow.Ref, a workflow.Action, undoFrom int) recItem {
+		return recItem{
+			StepIndex: r.Index, Undo: r.Undo, UndoFrom: undoFrom, Round: 1,
+			StepName: a.Name, Agent: a.Agent, TimeoutMs: a.Timeout.Milliseconds(),
 			MaxFailures: a.MaxFailures, RetryBackoffMs: a.RetryBackoff.Milliseconds(),
-			ProcessState: string(workflow.Pending), Payload: sub.Order, CreatedAt: now, UpdatedAt: now,
+			ProcessState: string(workflow.Pending),
 		}
 	}
-	var out []stepItem
+	out := map[string]recItem{}
 	for i, st := range sub.Workflow.Steps {
-		it := rec(workflow.Ref{Index: i}, st.Action, sub.Workflow.UndoFrom(i))
+		ref := workflow.Ref{Index: i}
+		it := rec(ref, st.Action, sub.Workflow.UndoFrom(i))
 		it.HasUndo = st.Undo != nil
 		if i == 0 {
-			it.DueShard = shardOf(sub.OrderID, it.ref(), s.shards)
-			it.DueAt = ms(sub.Now.Add(sub.Workflow.PickupTimeout))
+			it.DueAt, it.UpdatedAt = due, ms(sub.Now)
 			it.Events = []string{event(sub.Now, "received; ready")}
 		}
-		out = append(out, it)
+		out[sortKey(ref)] = it
 		if st.Undo != nil {
-			out = append(out, rec(workflow.Ref{Index: i, Undo: true}, *st.Undo, -1))
+			u := workflow.Ref{Index: i, Undo: true}
+			out[sortKey(u)] = rec(u, *st.Undo, -1)
 		}
 	}
 	return out
 }
-
-func (it stepItem) ref() workflow.Ref { return workflow.Ref{Index: it.StepIndex, Undo: it.Undo} }

@@ -101,6 +101,8 @@ func Run(t *testing.T, newStore func(t *testing.T) *statestore.Store) {
 		"ResubmitCompensationFailedRetriesUndo": resubmitUndo,
 		"ResubmitRefusesOtherStates":            resubmitRefused,
 		"ListTasksPagesByState":                 listTasks,
+		"OrderFoundDueEarlyMovesOn":             dueEarly,
+		"EndLeavesIndexOnlyOnceAlerted":         endUnalerted,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -267,10 +269,11 @@ func overdue(t *testing.T, s *statestore.Store) {
 	require.Empty(t, got, "nothing due yet")
 	got, err = s.Overdue(ctx, t0.Add(11*time.Second), 100)
 	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"o-0", "o-1"}, ids(got), "claims past CompleteBy; not the finished one")
+	require.Empty(t, got, "a claim does not move the order in the index: the supervisor looks at the pickup deadline")
 	got, err = s.Overdue(ctx, t0.Add(61*time.Second), 100)
 	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"o-0", "o-1", "o-3", "o-4", "o-5"}, ids(got), "and Pending past pickup")
+	require.ElementsMatch(t, []string{"o-0", "o-1", "o-3", "o-4", "o-5"}, ids(got),
+		"claims past CompleteBy and Pending past pickup; not the finished one")
 	for _, st := range got {
 		require.NotZero(t, st.MaxFailures, "the index carries what the supervisor needs")
 	}
@@ -627,4 +630,59 @@ func listTasks(t *testing.T, s *statestore.Store) {
 	require.Equal(t, map[workflow.State]int{workflow.Failed: 3, workflow.Pending: 4}, counts)
 	_, _, err = s.ListTasks(ctx, "", 1, "garbage!")
 	require.ErrorContains(t, err, "bad page token")
+}
+
+// dueEarly: the index is not moved by a claim or a step made ready, so the
+// supervisor may find an order due whose records are not: it moves the order
+// on to its earliest record deadline, and returns nothing for it.
+func dueEarly(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 2)
+	_, err := s.Claim(ctx, "o-1", step0, "sched", t0.Add(55*time.Second)) // CompleteBy t0+65s
+	require.NoError(t, err)
+	got, err := s.Overdue(ctx, t0.Add(61*time.Second), 10)
+	require.NoError(t, err)
+	require.Empty(t, got, "due at the pickup deadline, but the step still has time")
+	got, err = s.Overdue(ctx, t0.Add(66*time.Second), 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"o-1"}, ids(got), "moved on to CompleteBy, found then")
+	require.Equal(t, workflow.Processing, got[0].State)
+
+	// Completed in time: the next step is ready, due a minute after; the order
+	// comes due early again and moves on to that.
+	c := done("o-1", step0, 1, &step1, "")
+	c.NextDueAt, c.Now = t0.Add(2*time.Minute), t0.Add(62*time.Second)
+	require.NoError(t, s.Complete(ctx, c))
+	got, err = s.Overdue(ctx, t0.Add(90*time.Second), 10)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	got, err = s.Overdue(ctx, t0.Add(121*time.Second), 10)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, step1, got[0].Ref(), "the ready step, past its pickup deadline")
+}
+
+// endUnalerted: an order whose Error alert is not confirmed stays in the
+// index when its last record completes, so the supervisor still alerts.
+func endUnalerted(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 2, 1)
+	st, err := s.Claim(ctx, "o-1", step1, "sched", t0)
+	require.NoError(t, err)
+	require.NoError(t, s.Fail(ctx, failure("o-1", step1, 0, "declined"), st.Attempt)) // the alert is then lost
+	u0, err := s.Claim(ctx, "o-1", undo0, "sched", t0)
+	require.NoError(t, err)
+	require.NoError(t, s.Complete(ctx, done("o-1", undo0, u0.Attempt, nil, workflow.Failed)))
+	task, _ := state(t, s)
+	require.Equal(t, workflow.Failed, task.State)
+	got, err := s.Overdue(ctx, t0.Add(time.Hour), 10)
+	require.NoError(t, err)
+	require.Len(t, got, 1, "the unalerted Error is still due")
+	require.Equal(t, step1, got[0].Ref())
+	require.Equal(t, "declined", got[0].LastError)
+	require.NoError(t, s.MarkAlerted(ctx, "o-1", step1, t0.Add(time.Hour)))
+	got, err = s.Overdue(ctx, t0.Add(time.Hour), 10)
+	require.NoError(t, err)
+	require.Empty(t, got, "alerted: nothing due, and the order leaves the index")
+	require.ErrorIs(t, s.Complete(ctx, done("o-1", undo0, u0.Attempt, nil, workflow.Failed)), statestore.ErrStale, "a duplicate")
 }

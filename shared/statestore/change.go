@@ -1,0 +1,103 @@
+package statestore
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// change builds one conditional UpdateItem of an order's state item: a
+// record's transition and the task's are one atomic write. Every change
+// increments the item's Version.
+type change struct {
+	set, remove, add, del, cond []string
+	names                       map[string]string
+	vals                        map[string]types.AttributeValue
+	now                         time.Time
+}
+
+func newChange(now time.Time) *change {
+	return &change{
+		set:   []string{"Version = Version + :one"},
+		names: map[string]string{},
+		vals:  map[string]types.AttributeValue{":one": num(1), ":now": num(ms(now))},
+		now:   now,
+	}
+}
+
+// rec names record r in the expressions as #alias and returns its path.
+func (c *change) rec(alias string, r workflow.Ref) string {
+	c.names["#"+alias] = sortKey(r)
+	return "Recs.#" + alias
+}
+
+// val adds the value :name and returns its placeholder.
+func (c *change) val(name string, v types.AttributeValue) string {
+	c.vals[":"+name] = v
+	return ":" + name
+}
+
+// when adds a condition; %[1]s in it is path.
+func (c *change) when(format string, path string) *change {
+	c.cond = append(c.cond, fmt.Sprintf(format, path))
+	return c
+}
+
+// event appends a line to the history of the record at path (alias as in rec).
+func (c *change) event(path, alias, format string, args ...any) {
+	c.vals[":noEvents"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
+	c.vals[":ev"+alias] = &types.AttributeValueMemberL{Value: []types.AttributeValue{str(event(c.now, format, args...))}}
+	c.set = append(c.set, fmt.Sprintf("%[1]s.Events = list_append(if_not_exists(%[1]s.Events, :noEvents), :ev%[2]s)", path, alias),
+		path+".UpdatedAt = :now")
+}
+
+// index puts the order in the deadline index, due at due.
+func (c *change) index(orderID string, shards int, due time.Time) {
+	c.set = append(c.set, "DueShard = "+c.val("shard", str(shardOf(orderID, shards))), "DueAt = "+c.val("due", num(ms(due))))
+}
+
+// task moves the task from one state to another (the condition), with
+// lastError if not empty; an end state also sets CompletedAt.
+func (c *change) task(from, to workflow.State, lastError string) {
+	c.cond = append(c.cond, "ProcessState = "+c.val("from", str(string(from))))
+	c.set = append(c.set, "ProcessState = "+c.val("to", str(string(to))), "UpdatedAt = :now")
+	if to.Ended() {
+		c.set = append(c.set, "CompletedAt = :now")
+	}
+	if lastError != "" {
+		c.set = append(c.set, "LastError = "+c.val("taskError", str(lastError)))
+	}
+}
+
+func (c *change) input(table, orderID string) *dynamodb.UpdateItemInput {
+	expr := "SET " + strings.Join(c.set, ", ")
+	for _, clause := range []struct {
+		verb  string
+		parts []string
+	}{{"REMOVE", c.remove}, {"ADD", c.add}, {"DELETE", c.del}} {
+		if len(clause.parts) > 0 {
+			expr += " " + clause.verb + " " + strings.Join(clause.parts, ", ")
+		}
+	}
+	in := &dynamodb.UpdateItemInput{
+		TableName: &table, Key: key(orderID, taskSK),
+		UpdateExpression:          aws.String(expr),
+		ExpressionAttributeValues: c.vals,
+	}
+	if len(c.names) > 0 {
+		in.ExpressionAttributeNames = c.names
+	}
+	if len(c.cond) > 0 {
+		in.ConditionExpression = aws.String(strings.Join(c.cond, " AND "))
+	}
+	if !strings.Contains(expr+aws.ToString(in.ConditionExpression), ":now") {
+		delete(c.vals, ":now") // DynamoDB refuses a value no expression uses
+	}
+	return in
+}
