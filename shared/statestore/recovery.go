@@ -108,8 +108,7 @@ func (s *Store) Requeue(ctx context.Context, read Step, failureCount int, reason
 	ch.remove = append(ch.remove, p+".LockedBy", p+".CompleteBy")
 	ch.event(p, "r", "recovered by the supervisor (failure %d): %s", failureCount, reason)
 	ch.index(read.OrderID, s.shards, dueAt)
-	err := s.update(ctx, read.OrderID, ch, "requeue "+read.Key())
-	return err
+	return s.update(ctx, read.OrderID, ch, "requeue "+read.Key())
 }
 
 // Overdue returns up to limit records whose deadline is at or before now.

@@ -9,8 +9,9 @@ import (
 	"time"
 )
 
-// DeadlineIndex is the sparse global secondary index of the state table: only
-// records with work due (a deadline) carry its keys, DueShard and DueAt.
+// DeadlineIndex is the sparse, keys-only global secondary index of the state
+// table: only orders with work in flight or an alert unconfirmed carry its
+// keys, DueShard and DueAt (when the Supervisor must look next).
 const DeadlineIndex = "Deadlines"
 
 // Attribute names of the tables' keys.
