@@ -14,15 +14,21 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-var endpoint string
+var endpoint, dynamodbEndpoint string
 
-func TestMain(m *testing.M) { os.Exit(emulatortest.MainWithMoto(m, &endpoint)) }
+// moto for SQS and SNS, DynamoDB Local (AWS's engine, many requests at once)
+// for the state store: moto serves one request at a time.
+func TestMain(m *testing.M) {
+	os.Exit(emulatortest.MainWithMotoAndDynamoDBLocal(m, &endpoint, &dynamodbEndpoint))
+}
 
 // TestChaosRunKeepsEveryInvariant is the seeded chaos run CI makes on every
 // build: every fault the design names, at once, and every invariant checked.
 func TestChaosRunKeepsEveryInvariant(t *testing.T) {
 	var logs bytes.Buffer
-	res, err := chaos.Run(context.Background(), chaos.DefaultPlan(20261121, 200), endpoint, &logs, nil)
+	plan := chaos.DefaultPlan(20261121, 200)
+	plan.DynamoDBEndpoint = dynamodbEndpoint
+	res, err := chaos.Run(context.Background(), plan, endpoint, &logs, nil)
 	var table bytes.Buffer
 	res.Print(&table)
 	t.Logf("\n%s", table.String())

@@ -30,6 +30,9 @@ type Plan struct {
 	SupervisorEvery         time.Duration // each supervisor's schedule
 	Settings                workflow.Settings
 	Timeout                 time.Duration // give up waiting for the orders to end
+	// DynamoDBEndpoint is a separate DynamoDB engine (DynamoDB Local) for the
+	// state store, if any; otherwise DynamoDB is the endpoint's.
+	DynamoDBEndpoint string
 	// InFlight caps the orders sent but not ended (0: send all at once), so a
 	// long run keeps the emulator's queues short.
 	InFlight int

@@ -65,7 +65,7 @@ func TestLostAlertIsSentByTheSupervisor(t *testing.T) {
 
 	// A supervisor that cannot publish either reports the failure and leaves
 	// the record due.
-	later := now.Add(wf.PickupTimeout + time.Second)
+	later := time.Now().Add(wf.PickupTimeout + time.Second) // past the alert's due time, whenever the scheduler wrote it
 	failing := supervisor.New(supervisor.Config{SchedulerQueueURL: "unused", PickupTimeout: wf.PickupTimeout},
 		store, queue.NewSender(d.Clients.SQS), broken, quiet, metrics.New(tally, "supervisor"), discard)
 	failing.Now = func() time.Time { return later }

@@ -27,9 +27,14 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-var motoEndpoint string
+var motoEndpoint, dynamodbEndpoint string
 
-func TestMain(m *testing.M) { os.Exit(emulatortest.MainWithMoto(m, &motoEndpoint)) }
+// moto for SQS and SNS, DynamoDB Local (AWS's engine, many requests at once)
+// for the state store: moto serves one request at a time, and these tests run
+// in parallel.
+func TestMain(m *testing.M) {
+	os.Exit(emulatortest.MainWithMotoAndDynamoDBLocal(m, &motoEndpoint, &dynamodbEndpoint))
+}
 
 var prefixSeq atomic.Int64
 
@@ -61,7 +66,7 @@ func newEnv(t *testing.T, faults remotesim.Faults, tweak func(*localrun.Options)
 	t.Cleanup(func() { _ = srv.Close() })
 	logs := &syncBuffer{}
 	o := localrun.Options{
-		Endpoint: motoEndpoint, Prefix: fmt.Sprintf("it%d-%d", time.Now().UnixNano()%1e6, prefixSeq.Add(1)),
+		Endpoint: motoEndpoint, DynamoDBEndpoint: dynamodbEndpoint, Prefix: fmt.Sprintf("it%d-%d", time.Now().UnixNano()%1e6, prefixSeq.Add(1)),
 		Settings: fastSettings(), RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second,
 		SupervisorEvery: 200 * time.Millisecond,
 		Log:             slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

@@ -49,7 +49,7 @@ func TestTwoSupervisorsRecoverEachStepOnce(t *testing.T) {
 	const n = 10
 	ids := e.orders(n)
 	ctx := context.Background()
-	e.eventually("every first attempt overdue", 30*time.Second, func() bool {
+	e.eventually("every first attempt overdue", 60*time.Second, func() bool {
 		due, err := e.stack.Store.Overdue(ctx, time.Now(), 100)
 		require.NoError(t, err)
 		processing := 0

@@ -65,13 +65,18 @@ func MainWithMoto(m *testing.M, endpoint *string) int {
 }
 
 // MainWithMotoAndDynamoDBLocal is a TestMain body for tests that need both:
-// moto (or AWS_ENDPOINT_URL) for SQS and SNS, DynamoDB Local for DynamoDB.
+// moto for SQS and SNS, DynamoDB Local for DynamoDB. With AWS_ENDPOINT_URL
+// set (LocalStack), that one endpoint serves everything and *dynamodb is "".
 func MainWithMotoAndDynamoDBLocal(m *testing.M, moto, dynamodb *string) int {
 	p, err := Moto(context.Background())
 	if err != nil {
 		return Fail(err)
 	}
 	defer p.Stop()
+	if os.Getenv("AWS_ENDPOINT_URL") != "" {
+		*moto = p.Endpoint
+		return m.Run()
+	}
 	d, err := DynamoDBLocal(context.Background())
 	if err != nil {
 		return Fail(err)
