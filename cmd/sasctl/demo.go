@@ -23,7 +23,7 @@ type demoFlags struct {
 	latency, timeout, supervisorRate time.Duration
 	settings                         workflow.Settings
 	seed                             uint64
-	runDir                           string
+	runDir, cacheDir                 string
 }
 
 func parseDemo(args []string, stderr io.Writer) (demoFlags, error) {
@@ -45,6 +45,7 @@ func parseDemo(args []string, stderr io.Writer) (demoFlags, error) {
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up waiting after this long")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the simulator's random faults")
 	fs.StringVar(&f.runDir, "run-dir", ".run", "where logs go")
+	fs.StringVar(&f.cacheDir, "cache-dir", ".cache", "where DynamoDB Local is installed on first use")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -81,10 +82,12 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func runDemo(ctx context.Context, f demoFlags, out io.Writer) error {
-	if err := os.MkdirAll(f.runDir, 0o755); err != nil {
-		return err
+	for _, dir := range []string{f.runDir, f.cacheDir} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
 	}
-	endpoint := os.Getenv("AWS_ENDPOINT_URL")
+	endpoint, dynamodbEndpoint := os.Getenv("AWS_ENDPOINT_URL"), ""
 	if endpoint == "" {
 		moto, err := emulator.StartMoto(ctx, f.runDir)
 		if err != nil {
@@ -93,6 +96,15 @@ func runDemo(ctx context.Context, f demoFlags, out io.Writer) error {
 		defer moto.Stop()
 		endpoint = moto.Endpoint
 		fmt.Fprintf(out, "moto_server started on %s (pid %d, log %s)\n", endpoint, moto.PID(), moto.LogPath)
+		// moto serves one request at a time; DynamoDB Local, AWS's own
+		// engine, serves the state store many at once.
+		ddb, err := emulator.StartDynamoDBLocal(ctx, f.cacheDir, f.runDir)
+		if err != nil {
+			return err
+		}
+		defer ddb.Stop()
+		dynamodbEndpoint = ddb.Endpoint
+		fmt.Fprintf(out, "DynamoDB Local started on %s (pid %d, log %s)\n", dynamodbEndpoint, ddb.PID(), ddb.LogPath)
 	} else {
 		fmt.Fprintf(out, "using the emulator at AWS_ENDPOINT_URL=%s\n", endpoint)
 	}
@@ -113,7 +125,7 @@ func runDemo(ctx context.Context, f demoFlags, out io.Writer) error {
 	}
 	defer logf.Close()
 	stack, err := localrun.New(ctx, localrun.Options{
-		Endpoint: endpoint, Prefix: "sas-demo", Settings: f.settings, RemoteURL: srv.URL,
+		Endpoint: endpoint, DynamoDBEndpoint: dynamodbEndpoint, Prefix: "sas-demo", Settings: f.settings, RemoteURL: srv.URL,
 		SupervisorEvery: f.supervisorRate, Log: slog.New(slog.NewJSONHandler(logf, nil)), Metrics: logf,
 	})
 	if err != nil {
