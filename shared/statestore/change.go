@@ -26,7 +26,7 @@ func newChange(now time.Time) *change {
 	return &change{
 		set:   []string{"Version = Version + :one"},
 		names: map[string]string{},
-		vals:  map[string]types.AttributeValue{":one": num(1), ":now": num(ms(now))},
+		vals:  map[string]types.AttributeValue{":one": num(1)},
 		now:   now,
 	}
 }
@@ -43,10 +43,15 @@ func (c *change) val(name string, v types.AttributeValue) string {
 	return ":" + name
 }
 
+// at is the placeholder of the change's time.
+func (c *change) at() string {
+	c.vals[":now"] = num(ms(c.now))
+	return ":now"
+}
+
 // when adds a condition; %[1]s in it is path.
-func (c *change) when(format string, path string) *change {
+func (c *change) when(format string, path string) {
 	c.cond = append(c.cond, fmt.Sprintf(format, path))
-	return c
 }
 
 // event appends a line to the history of the record at path (alias as in rec).
@@ -54,7 +59,7 @@ func (c *change) event(path, alias, format string, args ...any) {
 	c.vals[":noEvents"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
 	c.vals[":ev"+alias] = &types.AttributeValueMemberL{Value: []types.AttributeValue{str(event(c.now, format, args...))}}
 	c.set = append(c.set, fmt.Sprintf("%[1]s.Events = list_append(if_not_exists(%[1]s.Events, :noEvents), :ev%[2]s)", path, alias),
-		path+".UpdatedAt = :now")
+		path+".UpdatedAt = "+c.at())
 }
 
 // index puts the order in the deadline index, due at due.
@@ -66,9 +71,9 @@ func (c *change) index(orderID string, shards int, due time.Time) {
 // lastError if not empty; an end state also sets CompletedAt.
 func (c *change) task(from, to workflow.State, lastError string) {
 	c.cond = append(c.cond, "ProcessState = "+c.val("from", str(string(from))))
-	c.set = append(c.set, "ProcessState = "+c.val("to", str(string(to))), "UpdatedAt = :now")
+	c.set = append(c.set, "ProcessState = "+c.val("to", str(string(to))), "UpdatedAt = "+c.at())
 	if to.Ended() {
-		c.set = append(c.set, "CompletedAt = :now")
+		c.set = append(c.set, "CompletedAt = "+c.at())
 	}
 	if lastError != "" {
 		c.set = append(c.set, "LastError = "+c.val("taskError", str(lastError)))
@@ -95,9 +100,6 @@ func (c *change) input(table, orderID string) *dynamodb.UpdateItemInput {
 	}
 	if len(c.cond) > 0 {
 		in.ConditionExpression = aws.String(strings.Join(c.cond, " AND "))
-	}
-	if !strings.Contains(expr+aws.ToString(in.ConditionExpression), ":now") {
-		delete(c.vals, ":now") // DynamoDB refuses a value no expression uses
 	}
 	return in
 }

@@ -101,6 +101,9 @@ func (s *Store) Resubmit(ctx context.Context, orderID, step string, pickup time.
 	}
 	it.Round, it.Version, it.UpdatedAt, it.CompletedAt, it.LastError = res.Round, it.Version+1, ms(now), 0, ""
 	it.Unalerted = slices.DeleteFunc(it.Unalerted, func(sk string) bool { return it.Recs[sk].ProcessState != string(workflow.Error) })
+	if len(it.Unalerted) == 0 {
+		it.Unalerted = nil // absent, not an empty (NULL) attribute: an ending completion checks attribute_not_exists
+	}
 	it.DueShard, it.DueAt = shardOf(orderID, s.shards), due
 	if err := s.replace(ctx, it, read); errors.Is(err, ErrStale) {
 		return res, &NotResubmittableError{fmt.Sprintf("order %s changed while being resubmitted; look again", orderID)}

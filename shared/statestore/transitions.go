@@ -2,6 +2,7 @@ package statestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -23,8 +24,8 @@ func (s *Store) Claim(ctx context.Context, orderID string, r workflow.Ref, owner
 	c.when("%[1]s.ProcessState = :pending AND attribute_not_exists(%[1]s.LockedBy) AND attribute_exists(%[1]s.DueAt)", p)
 	c.val("pending", str(string(workflow.Pending)))
 	c.set = append(c.set, p+".ProcessState = "+c.val("processing", str(string(workflow.Processing))),
-		p+".LockedBy = "+c.val("owner", str(owner)), p+".CompleteBy = :now + "+p+".TimeoutMs",
-		p+".DueAt = :now + "+p+".TimeoutMs", p+".Attempt = "+p+".Attempt + :one", p+".ClaimedAt = :now")
+		p+".LockedBy = "+c.val("owner", str(owner)), p+".CompleteBy = "+c.at()+" + "+p+".TimeoutMs",
+		p+".DueAt = "+c.at()+" + "+p+".TimeoutMs", p+".Attempt = "+p+".Attempt + :one", p+".ClaimedAt = "+c.at())
 	c.event(p, "r", "claimed by %s", owner)
 	in := c.input(s.state, orderID)
 	in.ReturnValues = types.ReturnValueAllNew
@@ -84,13 +85,37 @@ func (s *Store) Complete(ctx context.Context, c Completion) error {
 		return ch
 	}
 	what := fmt.Sprintf("complete %s/%s attempt %d", c.OrderID, sortKey(c.Ref), c.Attempt)
-	err := s.update(ctx, c.OrderID, build(true), what)
-	if err == ErrStale && c.Next == nil {
-		// Either stale, or an Error of this order is not alerted yet: then
-		// the order stays in the index, for the Supervisor to alert.
-		err = s.update(ctx, c.OrderID, build(false), what)
+	if c.Next != nil {
+		return s.update(ctx, c.OrderID, build(false), what)
 	}
-	return err
+	in := build(true).input(s.state, c.OrderID)
+	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	_, err := s.db.UpdateItem(ctx, in)
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &ccf):
+		return fmt.Errorf("%s: %w", what, err)
+	case !alertPending(ccf.Item, c):
+		return ErrStale // a stale or duplicate reply: one write, refused
+	}
+	// The reply is current, but an Error of this order is not alerted yet:
+	// the order stays in the index, for the Supervisor to alert.
+	return s.update(ctx, c.OrderID, build(false), what)
+}
+
+// alertPending reports whether old, the order as a refused ending completion
+// found it, still awaits an alert while the reply is current; when old is
+// missing or unreadable it says true, and the retry's own condition decides.
+func alertPending(old map[string]types.AttributeValue, c Completion) bool {
+	var it stateItem
+	if old == nil || attributevalue.UnmarshalMap(old, &it) != nil {
+		return true
+	}
+	_, unalerted := old["Unalerted"] // as the refused condition saw it
+	r := it.Recs[sortKey(c.Ref)]
+	return unalerted && r.ProcessState == string(workflow.Processing) && r.Attempt == c.Attempt
 }
 
 // taskFrom is the state a task is in while r runs.
@@ -102,8 +127,9 @@ func taskFrom(r workflow.Ref) workflow.State {
 }
 
 // makeReady adds to ch making waiting Pending record r ready, due at due. The
-// order's index entry does not move: it is due no later than the record
-// before, and the Supervisor moves it on when it comes early.
+// order's index entry does not move: the Supervisor reads the order when the
+// entry comes due and then recovers r if it is overdue, or moves the entry
+// on to r's deadline.
 func (s *Store) makeReady(ch *change, r workflow.Ref, due time.Time) {
 	n := ch.rec("n", r)
 	ch.when("%[1]s.ProcessState = :pending AND attribute_not_exists(%[1]s.DueAt)", n)

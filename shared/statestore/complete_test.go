@@ -1,0 +1,120 @@
+package statestore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/smithy-go/middleware"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/accounting"
+	"github.com/sas-go/sas/shared/awsclient"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/statestore/storetest"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// A duplicate of the reply that ended an order is refused in one write, and
+// a current reply that ends an order whose alert is unconfirmed takes two (the
+// second keeps the order in the index): counted from the requests made.
+func TestEndingCompletionWrites(t *testing.T) {
+	for name, c := range engines {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			meter := accounting.New()
+			metered, err := awsclient.Load(ctx, awsclient.Options{Endpoint: aws.ToString(c.Config.BaseEndpoint),
+				Emulated: true, APIOptions: []func(*middleware.Stack) error{meter.AddTo}})
+			require.NoError(t, err)
+			s := storetest.NewStore(t, metered.DynamoDB)
+			def := workflow.Orders(workflow.DefaultSettings())
+			now := time.Now()
+			submit := func(id string) {
+				_, err := s.Submit(ctx, statestore.Submission{OrderID: id, Order: "{}", Workflow: def, Now: now})
+				require.NoError(t, err)
+			}
+			updates := func() int64 {
+				var n int64
+				for k, u := range meter.Snapshot() {
+					if k.Operation == "UpdateItem" {
+						n += u.Requests
+					}
+				}
+				return n
+			}
+			end := func(id string, r workflow.Ref, attempt int, state workflow.State) error {
+				return s.Complete(ctx, statestore.Completion{OrderID: id, Ref: r, Attempt: attempt, End: state, Now: now})
+			}
+
+			// runToEnd runs the three steps; the last completion's writes are counted.
+			runToEnd := func(id string) (lastAttempt int, writes int64) {
+				for i := range 3 {
+					r := workflow.Ref{Index: i}
+					st, err := s.Claim(ctx, id, r, "sched", now)
+					require.NoError(t, err)
+					if i < 2 {
+						next := workflow.Ref{Index: i + 1}
+						require.NoError(t, s.Complete(ctx, statestore.Completion{OrderID: id, Ref: r, Attempt: st.Attempt,
+							Next: &next, NextDueAt: now, Now: now}))
+						continue
+					}
+					before := updates()
+					require.NoError(t, end(id, r, st.Attempt, workflow.Processed))
+					return st.Attempt, updates() - before
+				}
+				return 0, 0
+			}
+
+			// Processed, then the same reply again.
+			submit("o-dup")
+			attempt, writes := runToEnd("o-dup")
+			require.Equal(t, int64(1), writes, "the final reply: one write")
+			before := updates()
+			require.ErrorIs(t, end("o-dup", workflow.Ref{Index: 2}, attempt, workflow.Processed), statestore.ErrStale)
+			require.Equal(t, int64(1), updates()-before, "a duplicate final reply: one refused write")
+
+			// Refused at the first step, its alert not yet confirmed, resubmitted (the
+			// record runs again, so no alert is owed for it) and run to the end: the
+			// order leaves the index in one write.
+			submit("o-again")
+			st, err := s.Claim(ctx, "o-again", workflow.Ref{}, "sched", now)
+			require.NoError(t, err)
+			require.NoError(t, s.Fail(ctx, statestore.Failure{OrderID: "o-again", Ref: workflow.Ref{},
+				After: workflow.AfterRefusal(false, -1), Reason: "declined", AlertDue: now, Now: now}, st.Attempt))
+			_, err = s.Resubmit(ctx, "o-again", "", time.Minute, now)
+			require.NoError(t, err)
+			_, writes = runToEnd("o-again")
+			require.Equal(t, int64(1), writes, "a resubmitted order's final reply: one write")
+
+			// Failed with its alert unconfirmed, then the last undo's reply.
+			submit("o-unalerted")
+			st, err = s.Claim(ctx, "o-unalerted", workflow.Ref{}, "sched", now)
+			require.NoError(t, err)
+			next := workflow.Ref{Index: 1}
+			require.NoError(t, s.Complete(ctx, statestore.Completion{OrderID: "o-unalerted", Ref: workflow.Ref{},
+				Attempt: st.Attempt, Next: &next, NextDueAt: now, Now: now}))
+			st, err = s.Claim(ctx, "o-unalerted", next, "sched", now)
+			require.NoError(t, err)
+			require.NoError(t, s.Fail(ctx, statestore.Failure{OrderID: "o-unalerted", Ref: next,
+				After: workflow.AfterRefusal(false, 0), Reason: "declined", AlertDue: now, UndoDue: now, Now: now}, st.Attempt))
+			undo := workflow.Ref{Index: 0, Undo: true}
+			u, err := s.Claim(ctx, "o-unalerted", undo, "sched", now)
+			require.NoError(t, err)
+			before = updates()
+			require.NoError(t, end("o-unalerted", undo, u.Attempt, workflow.Failed))
+			require.Equal(t, int64(2), updates()-before, "refused while the alert is due, then written keeping the index entry")
+			due, err := s.Overdue(ctx, now.Add(time.Second), 10)
+			require.NoError(t, err)
+			require.Equal(t, []string{"o-unalerted"}, orderIDs(due), "still due for its alert")
+		})
+	}
+}
+
+func orderIDs(steps []statestore.Step) []string {
+	var out []string
+	for _, st := range steps {
+		out = append(out, st.OrderID)
+	}
+	return out
+}
