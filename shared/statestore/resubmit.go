@@ -48,8 +48,26 @@ type Resubmission struct {
 //
 // step, if not empty, must name the record in Error. Attempt numbers keep
 // counting, so a late reply of an earlier attempt stays fenced off. It is one
-// write, conditional on the order being as read.
+// write, conditional on the order being as read. An order that ended a moment
+// ago still takes the Supervisor's bookkeeping writes (its alert confirmed, its
+// index entry removed): if one lands between the read and the write, the order
+// is read and checked again, up to resubmitTries times.
 func (s *Store) Resubmit(ctx context.Context, orderID, step string, pickup time.Duration, now time.Time) (Resubmission, error) {
+	for range resubmitTries {
+		res, err := s.resubmit(ctx, orderID, step, pickup, now)
+		if !errors.Is(err, ErrStale) {
+			return res, err
+		}
+	}
+	return Resubmission{}, &NotResubmittableError{fmt.Sprintf("order %s changed each of the %d times it was read to be resubmitted; look again", orderID, resubmitTries)}
+}
+
+// resubmitTries bounds Resubmit's read-check-write rounds.
+const resubmitTries = 5
+
+// resubmit is one round of Resubmit: ErrStale if the order changed after it
+// was read.
+func (s *Store) resubmit(ctx context.Context, orderID, step string, pickup time.Duration, now time.Time) (Resubmission, error) {
 	it, err := s.item(ctx, orderID)
 	if err != nil {
 		return Resubmission{}, err
@@ -106,7 +124,7 @@ func (s *Store) Resubmit(ctx context.Context, orderID, step string, pickup time.
 	}
 	it.DueShard, it.DueAt = shardOf(orderID, s.shards), due
 	if err := s.replace(ctx, it, read); errors.Is(err, ErrStale) {
-		return res, &NotResubmittableError{fmt.Sprintf("order %s changed while being resubmitted; look again", orderID)}
+		return res, err
 	} else if err != nil {
 		return res, fmt.Errorf("resubmit %s: %w", orderID, err)
 	}

@@ -26,10 +26,18 @@ var tableSeq atomic.Int64
 // NewStore creates fresh tables on db for one test and returns a store on them.
 func NewStore(t *testing.T, db *dynamodb.Client) *statestore.Store {
 	t.Helper()
+	topo := NewTables(t, db)
+	return statestore.New(db, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
+}
+
+// NewTables creates fresh tables on db for one test, for a store built on a
+// client the test wraps.
+func NewTables(t *testing.T, db *dynamodb.Client) topology.Topology {
+	t.Helper()
 	topo := topology.Default(fmt.Sprintf("conf%d-%d", time.Now().UnixNano()%1e6, tableSeq.Add(1)), "svc")
 	topo.DeadlineShards = 3
 	require.NoError(t, provision.EnsureTables(context.Background(), db, topo))
-	return statestore.New(db, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
+	return topo
 }
 
 // def is a workflow of n steps; every step but the last has an undo action.
