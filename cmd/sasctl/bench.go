@@ -25,6 +25,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	workflows := fs.String("workflows", strings.Join(p.Workflows, ","), "workflows to measure: single, order")
 	batches := fs.String("batch-sizes", "1,2,5,10", "event source mapping batch sizes, 1 to 10")
 	fs.DurationVar(&p.Timeout, "timeout", p.Timeout, "give up on a run after this long")
+	fs.DurationVar(&p.BatchWindow, "batch-window", p.BatchWindow, "event source mapping batching window, 0 to 5m (whole seconds)")
 	runDir := fs.String("run-dir", ".run", "where emulator logs go")
 	cacheDir := fs.String("cache-dir", ".cache", "where DynamoDB Local is installed")
 	jsonPath := fs.String("json", ".run/bench.json", "write the result as JSON here (\"\" for none)")
@@ -46,6 +47,10 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		p.BatchSizes = append(p.BatchSizes, n)
 	}
+	if p.BatchWindow < 0 || p.BatchWindow > 5*time.Minute || p.BatchWindow%time.Second != 0 {
+		fmt.Fprintf(stderr, "sasctl bench: --batch-window %s: want whole seconds from 0 to 5m\n", p.BatchWindow)
+		return 2
+	}
 	if p.Orders < 1 || *output != "text" && *output != "json" {
 		fmt.Fprintln(stderr, "sasctl bench: --orders must be at least 1 and --output text or json")
 		return 2
@@ -63,7 +68,9 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer stop()
 	p.Endpoint = endpoint
 	// moto reports a flat unit per DynamoDB request; DynamoDB Local reports
-	// what DynamoDB would bill. An AWS_ENDPOINT_URL (LocalStack) is used as is.
+	// the units per table and index (the meter prices them as DynamoDB bills,
+	// see accounting.NewForDynamoDBLocal). An AWS_ENDPOINT_URL (LocalStack,
+	// which runs DynamoDB Local) is used as is.
 	p.DynamoDBEndpoint = os.Getenv("AWS_ENDPOINT_URL")
 	if p.DynamoDBEndpoint == "" {
 		fmt.Fprintln(stderr, "starting DynamoDB Local (installed into", *cacheDir, "on first use)")

@@ -49,6 +49,7 @@ const (
 	CtxReplyQueuePrefixes = "allowedReplyQueuePrefixes"
 	CtxRemoteBaseURL      = "remoteBaseUrl"
 	CtxAssetDir           = "assetDir"
+	CtxBatchWindow        = "batchWindowSeconds"
 )
 
 // Config reads the props from the app's context (cdk.json or -c key=value).
@@ -100,6 +101,13 @@ func Config(app awscdk.App) (Props, error) {
 		if p.Settings.MaxFailures, err = strconv.Atoi(v); err != nil {
 			return p, fmt.Errorf("context %s=%q: %w", CtxMaxFailures, v, err)
 		}
+	}
+	if v := get(CtxBatchWindow); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return p, fmt.Errorf("context %s=%q: a whole number of seconds, 0 to 300", CtxBatchWindow, v)
+		}
+		p.Topology.BatchWindow = time.Duration(n) * time.Second // Validate checks the range
 	}
 	if v := get(CtxSupervisorRate); v != "" {
 		n, err := strconv.Atoi(v)

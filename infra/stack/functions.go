@@ -3,6 +3,7 @@ package stack
 import (
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
@@ -56,7 +57,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 			statement([]string{"dynamodb:PutItem"}, []*string{r.Orders.TableArn(), stateARN}),
 			send(arn(t.SchedulerQueue().Name), arn(t.OrdersQueue().DLQName)),
 		}})
-	consume(f.Submission, r.Queues[t.OrdersQueue().Name], 1, 50)
+	consume(f.Submission, r.Queues[t.OrdersQueue().Name], t.BatchWindow, 50)
 
 	agentQueues := []*string{arn(t.SchedulerQueue().DLQName)}
 	for _, a := range t.Agents {
@@ -68,9 +69,9 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 			send(agentQueues...),
 			statement([]string{"sns:Publish"}, []*string{r.Alerts.TopicArn()}),
 		}})
-	consume(f.Scheduler, r.Queues[t.SchedulerQueue().Name], 0, 50)
+	consume(f.Scheduler, r.Queues[t.SchedulerQueue().Name], t.BatchWindow, 50)
 	for _, a := range t.Agents {
-		consume(f.Scheduler, r.Queues[t.AgentResponses(a).Name], 0, 50)
+		consume(f.Scheduler, r.Queues[t.AgentResponses(a).Name], t.BatchWindow, 50)
 	}
 
 	for _, a := range t.Agents {
@@ -82,7 +83,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 			allow: []awsiam.PolicyStatement{
 				statement([]string{"sqs:SendMessage"}, []*string{arn(t.AgentResponses(a).Name), arn(t.AgentRequests(a).DLQName)}),
 			}})
-		consume(fn, r.Queues[t.AgentRequests(a).Name], 0, 20) // protects the remote service
+		consume(fn, r.Queues[t.AgentRequests(a).Name], t.BatchWindow, 20) // protects the remote service
 		f.Agents[a] = fn
 	}
 
@@ -171,14 +172,13 @@ func function(st awscdk.Stack, p Props, spec fnSpec) awslambda.Function {
 }
 
 // consume wires a queue to a function: batches of 10, partial batch failures,
-// a batching window (seconds; 0 on the latency-critical hops) and a cap on
-// concurrency.
-func consume(fn awslambda.Function, q awssqs.Queue, windowSeconds, maxConcurrency float64) {
+// the deployment's batching window and a cap on concurrency.
+func consume(fn awslambda.Function, q awssqs.Queue, window time.Duration, maxConcurrency float64) {
 	props := &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize: jsii.Number(10), ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: jsii.Number(maxConcurrency),
 	}
-	if windowSeconds > 0 {
-		props.MaxBatchingWindow = awscdk.Duration_Seconds(jsii.Number(windowSeconds))
+	if window > 0 {
+		props.MaxBatchingWindow = awscdk.Duration_Seconds(jsii.Number(window.Seconds()))
 	}
 	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(q, props))
 }

@@ -127,17 +127,14 @@ func TestFunctionsAreGoOnGraviton(t *testing.T) {
 func TestEventSourceMappings(t *testing.T) {
 	esms := resources("AWS::Lambda::EventSourceMapping")
 	require.Len(t, esms, 8, "orders, scheduler, 3 response and 3 request queues")
-	windows := 0
 	for id, e := range esms {
 		require.EqualValues(t, 10, e["BatchSize"], id)
 		require.Equal(t, []any{"ReportBatchItemFailures"}, e["FunctionResponseTypes"], id)
 		sc := e["ScalingConfig"].(map[string]any)
 		require.Contains(t, []any{20.0, 50.0}, sc["MaximumConcurrency"], id)
-		if e["MaximumBatchingWindowInSeconds"] != nil {
-			windows++
-		}
+		require.EqualValues(t, topology.DefaultBatchWindow.Seconds(), e["MaximumBatchingWindowInSeconds"],
+			"%s waits the default window to fill its batch", id)
 	}
-	require.Equal(t, 1, windows, "only the orders queue waits to fill batches")
 }
 
 func TestQueuesHaveDLQsVisibilityAndEncryption(t *testing.T) {
@@ -346,18 +343,23 @@ func TestConfigRefusesBadContext(t *testing.T) {
 		stack.CtxSupervisorRate: "a whole number of minutes",
 		stack.CtxMaxFailures:    "context maxFailures",
 		stack.CtxWorkflow:       `context workflow: unknown workflow "saga"`,
+		stack.CtxBatchWindow:    "topology: batch window 6m0s: whole seconds from 0 to 5m",
 	} {
 		bad := map[string]any{stack.CtxStepTimeout: "1m", stack.CtxSupervisorRate: "0", stack.CtxMaxFailures: "many",
-			stack.CtxWorkflow: "saga"}
+			stack.CtxWorkflow: "saga", stack.CtxBatchWindow: "360"}
 		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{ctx: bad[ctx]}})
 		_, err := stack.Config(app)
 		require.ErrorContains(t, err, want, ctx)
 	}
-	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxStepTimeout: "10s", stack.CtxSupervisorRate: "5"}})
+	_, err := stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxBatchWindow: "1.5"}}))
+	require.ErrorContains(t, err, "context batchWindowSeconds=\"1.5\": a whole number of seconds")
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxStepTimeout: "10s", stack.CtxSupervisorRate: "5",
+		stack.CtxBatchWindow: "0"}})
 	p, err := stack.Config(app)
 	require.NoError(t, err)
 	require.Equal(t, 10*time.Second, p.Settings.StepTimeout)
 	require.Equal(t, 5*time.Minute, p.SupervisorRate)
+	require.Zero(t, p.Topology.BatchWindow, "no batching window")
 	require.Equal(t, "sas", p.Topology.Prefix, "default prefix")
 	require.Equal(t, []string{"inventory", "payment", "shipping"}, p.Topology.Agents, "the order workflow by default")
 

@@ -1,9 +1,13 @@
 // Package accounting counts the AWS requests a process makes, by the function
 // that made them, the service and the operation, with the DynamoDB read and
-// write units each request consumed as DynamoDB itself reports them
-// (ReturnConsumedCapacity TOTAL, set on every DynamoDB request by the same
+// write units each request consumed as the engine reports them
+// (ReturnConsumedCapacity, set on every DynamoDB request by the same
 // middleware). It is how `sasctl bench` measures cost: from the requests made,
 // not from a formula.
+//
+// Where an emulator's report of a transaction differs from what DynamoDB
+// bills for it, the meter counts what DynamoDB bills and keeps the report
+// beside it (Usage.ReportedWriteUnits); see transactionUnits.
 package accounting
 
 import (
@@ -35,22 +39,35 @@ type Key struct {
 type Usage struct {
 	Requests   int64
 	ReadUnits  float64 // DynamoDB read capacity units, as reported
-	WriteUnits float64 // DynamoDB write capacity units, as reported (indexes included)
+	WriteUnits float64 // DynamoDB write capacity units, as DynamoDB bills them (indexes included)
+	// ReportedWriteUnits are the write units as the engine reported them;
+	// they differ from WriteUnits only for transactions (transactionUnits).
+	ReportedWriteUnits float64
 }
 
 // Add returns the sum of u and o.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{Requests: u.Requests + o.Requests, ReadUnits: u.ReadUnits + o.ReadUnits, WriteUnits: u.WriteUnits + o.WriteUnits}
+	return Usage{Requests: u.Requests + o.Requests, ReadUnits: u.ReadUnits + o.ReadUnits, WriteUnits: u.WriteUnits + o.WriteUnits,
+		ReportedWriteUnits: u.ReportedWriteUnits + o.ReportedWriteUnits}
 }
 
 // Meter counts requests; safe for concurrent use.
 type Meter struct {
 	mu sync.Mutex
 	by map[Key]Usage
+	// local: the requests reach DynamoDB Local, which reports an index
+	// write inside a transaction at twice what DynamoDB bills for it.
+	local bool
 }
 
-// New returns an empty meter.
+// New returns an empty meter for requests to DynamoDB itself, or to an
+// engine whose capacity reports match DynamoDB's bill.
 func New() *Meter { return &Meter{by: map[Key]Usage{}} }
+
+// NewForDynamoDBLocal returns an empty meter for requests to DynamoDB Local
+// (or LocalStack, which runs it): it bills an index write inside a
+// transaction at the standard rate, half what DynamoDB Local reports.
+func NewForDynamoDBLocal() *Meter { return &Meter{by: map[Key]Usage{}, local: true} }
 
 type fnKey struct{}
 
@@ -79,8 +96,9 @@ func (m *Meter) AddTo(stack *middleware.Stack) error {
 					k.Operation = EmptyReceive
 				}
 				u.ReadUnits, u.WriteUnits = consumed(out.Result)
+				u.ReportedWriteUnits = u.WriteUnits
 				if t, ok := in.Parameters.(*dynamodb.TransactWriteItemsInput); ok {
-					u.WriteUnits = transactionUnits(t, out.Result.(*dynamodb.TransactWriteItemsOutput))
+					u.WriteUnits = transactionUnits(t, out.Result.(*dynamodb.TransactWriteItemsOutput), m.local)
 				}
 			}
 			u.Requests = 1 // a failed request is billed too
@@ -177,12 +195,20 @@ func consumed(result any) (read, write float64) {
 	return 0, 0
 }
 
-// transactionUnits are a transaction's write units: per table, what the
-// engine reports but at least the two units per item DynamoDB bills for a
-// transactional write of an item up to 1 KB, plus the reported index units.
-// DynamoDB Local reports two units per table however many items a
-// transaction writes; against DynamoDB the floor changes nothing.
-func transactionUnits(in *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput) float64 {
+// transactionUnits are the write units DynamoDB bills for a transaction,
+// from the engine's report per table and index:
+//   - per table, what the engine reports but at least the two units per item
+//     DynamoDB bills for a transactional write of an item up to 1 KB.
+//     DynamoDB Local reports two units per table however many items a
+//     transaction writes; against DynamoDB the floor changes nothing.
+//   - per index, what the engine reports; from DynamoDB Local (local), half
+//     of it. DynamoDB doubles a transaction's writes of its items (prepare
+//     and commit), and an index write inside a transaction costs what the
+//     same write costs outside one, as measured against DynamoDB by the
+//     dynoxide emulator's maintainers (github.com/nubo-db/dynoxide/pull/188).
+//     DynamoDB Local reports the index write doubled too: 2 units inside a
+//     transaction for the keys-only entry it reports at 1 outside one.
+func transactionUnits(in *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput, local bool) float64 {
 	items := map[string]int{}
 	for _, it := range in.TransactItems {
 		switch {
@@ -202,7 +228,11 @@ func transactionUnits(in *dynamodb.TransactWriteItemsInput, out *dynamodb.Transa
 		}
 		n += max(table, 2*float64(items[aws.ToString(c.TableName)]))
 		for _, idx := range c.GlobalSecondaryIndexes {
-			n += aws.ToFloat64(idx.CapacityUnits)
+			units := aws.ToFloat64(idx.CapacityUnits)
+			if local {
+				units /= 2
+			}
+			n += units
 		}
 	}
 	return n

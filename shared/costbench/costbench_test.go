@@ -67,12 +67,66 @@ func TestMeterCountsRequestsAndReportedUnits(t *testing.T) {
 		return accounting.Key{Function: fn, Service: service, Operation: op}
 	}
 	got := meter.Snapshot()
-	require.Equal(t, accounting.Usage{Requests: 1, WriteUnits: 1}, got[key("fn", "DynamoDB", "PutItem")])
-	require.Equal(t, accounting.Usage{Requests: 1, WriteUnits: 4}, got[key("fn", "DynamoDB", "TransactWriteItems")])
+	require.Equal(t, accounting.Usage{Requests: 1, WriteUnits: 1, ReportedWriteUnits: 1}, got[key("fn", "DynamoDB", "PutItem")])
+	require.Equal(t, accounting.Usage{Requests: 1, WriteUnits: 4, ReportedWriteUnits: 2}, got[key("fn", "DynamoDB", "TransactWriteItems")],
+		"DynamoDB Local reports 2 for the table's two items; DynamoDB bills 2 each")
 	require.Equal(t, accounting.Usage{Requests: 1, ReadUnits: 1}, got[key("fn", "DynamoDB", "GetItem")])
 	require.Equal(t, int64(1), got[key("fn", "SQS", accounting.EmptyReceive)].Requests)
 	require.Equal(t, int64(1), got[key("", "SQS", "SendMessage")].Requests, "untagged requests are counted apart")
 	require.Len(t, got, 5)
+}
+
+// An index write inside a transaction: DynamoDB Local reports it at twice
+// the units it reports outside one; the meter for DynamoDB Local bills it at
+// the standard rate, as DynamoDB does, and keeps the report beside it.
+func TestMeterBillsATransactionsIndexWriteAtTheStandardRate(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name           string
+		meter          *accounting.Meter
+		billed, putGSI float64
+	}{
+		{"as reported", accounting.New(), 2 + 2 + 2, 1},
+		{"DynamoDB Local", accounting.NewForDynamoDBLocal(), 2 + 2 + 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := awsclient.Load(ctx, awsclient.Options{Endpoint: motoURL, DynamoDBEndpoint: ddbURL, Emulated: true,
+				APIOptions: []func(*middleware.Stack) error{tc.meter.AddTo}})
+			require.NoError(t, err)
+			table := "meteridx-" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+			str := func(n string) ddbtypes.AttributeDefinition {
+				return ddbtypes.AttributeDefinition{AttributeName: aws.String(n), AttributeType: ddbtypes.ScalarAttributeTypeS}
+			}
+			hash := func(n string) []ddbtypes.KeySchemaElement {
+				return []ddbtypes.KeySchemaElement{{AttributeName: aws.String(n), KeyType: ddbtypes.KeyTypeHash}}
+			}
+			_, err = c.DynamoDB.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: &table, BillingMode: ddbtypes.BillingModePayPerRequest,
+				AttributeDefinitions: []ddbtypes.AttributeDefinition{str("PK"), str("Due")}, KeySchema: hash("PK"),
+				GlobalSecondaryIndexes: []ddbtypes.GlobalSecondaryIndex{{IndexName: aws.String("ByDue"), KeySchema: hash("Due"),
+					Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeKeysOnly}}}})
+			require.NoError(t, err)
+			tc.meter.Reset()
+			item := func(pk string, indexed bool) map[string]ddbtypes.AttributeValue {
+				it := map[string]ddbtypes.AttributeValue{"PK": &ddbtypes.AttributeValueMemberS{Value: pk}}
+				if indexed {
+					it["Due"] = &ddbtypes.AttributeValueMemberS{Value: "soon"}
+				}
+				return it
+			}
+			_, err = c.DynamoDB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []ddbtypes.TransactWriteItem{
+				{Put: &ddbtypes.Put{TableName: &table, Item: item("a", true)}}, {Put: &ddbtypes.Put{TableName: &table, Item: item("b", false)}}}})
+			require.NoError(t, err)
+			_, err = c.DynamoDB.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: item("c", true)})
+			require.NoError(t, err)
+			got := tc.meter.Snapshot()
+			tx := got[accounting.Key{Service: "DynamoDB", Operation: "TransactWriteItems"}]
+			require.Equal(t, tc.billed, tx.WriteUnits, "two items at two units, and the index entry")
+			require.Equal(t, 6.0, tx.ReportedWriteUnits, "DynamoDB Local reports the index entry at 2 in a transaction")
+			put := got[accounting.Key{Service: "DynamoDB", Operation: "PutItem"}]
+			require.Equal(t, accounting.Usage{Requests: 1, WriteUnits: 1 + tc.putGSI, ReportedWriteUnits: 1 + tc.putGSI}, put,
+				"and at 1 outside one")
+		})
+	}
 }
 
 // A small bench run, as CI runs it: every order processed, the requests per
@@ -99,6 +153,7 @@ func TestBenchSmallRun(t *testing.T) {
 		between(r.Requests["scheduler DynamoDB UpdateItem"], 2*float64(steps), "one claim and one completion per step")
 		require.Zero(t, r.Requests["scheduler DynamoDB TransactWriteItems"], "a step's and its task's change are one item's")
 		require.GreaterOrEqual(t, r.PerOrder.WriteUnits, 4+2*float64(steps), "submission: two items at two units each")
+		between(r.PerOrder.ReportedWriteUnits-r.PerOrder.WriteUnits, 1, "the submission's index entry: reported at 2, billed at 1")
 		require.Greater(t, r.Cost.Total, 0.0)
 		require.Equal(t, steps+2, r.SFN.Transitions)
 		require.Greater(t, r.SFN.Standard.Total, r.Cost.Total)

@@ -39,8 +39,11 @@ type PerOrder struct {
 	LambdaInvocations float64 `json:"lambdaInvocations"`
 	LambdaGBSeconds   float64 `json:"lambdaGBSeconds"`
 	ReadUnits         float64 `json:"dynamodbReadUnits"`
-	WriteUnits        float64 `json:"dynamodbWriteUnits"`
-	SNSPublishes      float64 `json:"snsPublishes"`
+	WriteUnits        float64 `json:"dynamodbWriteUnits"` // as DynamoDB bills them
+	// ReportedWriteUnits are the write units as DynamoDB Local reported
+	// them (accounting.Usage.ReportedWriteUnits); not priced.
+	ReportedWriteUnits float64 `json:"dynamodbWriteUnitsReported"`
+	SNSPublishes       float64 `json:"snsPublishes"`
 }
 
 // Cost is the dollars per million orders, by service.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -11,7 +12,8 @@ import (
 
 // Print writes the result as tables: per order, and per million orders.
 func (r Result) Print(w io.Writer) {
-	fmt.Fprintf(w, "Cost per order, measured from every AWS request of %d orders per run (us-east-1 list prices)\n\n", r.Orders)
+	fmt.Fprintf(w, "Cost per order, measured from every AWS request of %d orders per run (us-east-1 list prices),\n"+
+		"batching window %gs\n\n", r.Orders, r.BatchWindowSeconds)
 	fmt.Fprintf(w, "%-8s %5s %6s %9s %9s %9s %9s %9s | %9s %9s %9s | %9s %9s %7s\n",
 		"workflow", "batch", "fill", "SQS req", "Lambda", "GB-s", "DDB RRU", "DDB WRU",
 		"$/M SQS", "$/M λ", "$/M DDB", "$/M total", "SFN Std", "ratio")
@@ -43,6 +45,16 @@ func (r Result) Print(w io.Writer) {
 				line += fmt.Sprintf(", %5.2f capacity units", units)
 			}
 			fmt.Fprintln(w, line)
+		}
+		fns := slices.Sorted(maps.Keys(run.Functions))
+		for _, fn := range fns {
+			f := run.Functions[fn]
+			fmt.Fprintf(w, "    %-58s %6.2f per order, %4.1f messages and %5.1f ms each, %.5f GB-s per order\n",
+				"λ "+fn, f.InvocationsPerOrder, f.MessagesPerInvocation, f.MsPerInvocation, f.GBSecondsPerOrder)
+		}
+		if u := run.PerOrder; math.Abs(u.ReportedWriteUnits-u.WriteUnits) > 1e-9 {
+			fmt.Fprintf(w, "    DynamoDB Local reported %.2f write units per order, DynamoDB bills %.2f: it bills an index\n"+
+				"    write inside a transaction at the standard rate, where DynamoDB Local reports it doubled\n", u.ReportedWriteUnits, u.WriteUnits)
 		}
 	}
 }

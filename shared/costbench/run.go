@@ -30,17 +30,21 @@ type Plan struct {
 	Workflows  []string // workflow.SingleWorkflow, workflow.OrderWorkflow
 	BatchSizes []int    // event source mapping batch sizes, 1..10
 	Endpoint   string   // SQS and SNS (moto_server)
-	// DynamoDBEndpoint is a DynamoDB engine that reports consumed capacity
-	// (DynamoDB Local, LocalStack, AWS); moto reports a flat 1 per request.
+	// DynamoDBEndpoint is DynamoDB Local, or LocalStack (which runs it): an
+	// engine that reports consumed capacity per table and index, read with
+	// accounting.NewForDynamoDBLocal. moto reports a flat 1 per request.
 	DynamoDBEndpoint string
 	Timeout          time.Duration // per run
-	Prices           Prices
+	// BatchWindow is the event source mappings' batching window (zero:
+	// none); a deployment's by default.
+	BatchWindow time.Duration
+	Prices      Prices
 }
 
 // DefaultPlan measures n orders of both workflows at batch sizes 1, 2, 5, 10.
 func DefaultPlan(n int) Plan {
 	return Plan{Orders: n, Workflows: []string{workflow.SingleWorkflow, workflow.OrderWorkflow},
-		BatchSizes: []int{1, 2, 5, 10}, Timeout: 5 * time.Minute, Prices: ListPrices}
+		BatchSizes: []int{1, 2, 5, 10}, Timeout: 5 * time.Minute, Prices: ListPrices, BatchWindow: topology.DefaultBatchWindow}
 }
 
 // Run is one measured run: one workflow at one batch size.
@@ -64,19 +68,30 @@ type Run struct {
 	// IdleReceivesPerMinute are the pollers' empty receives, a fixed cost
 	// (it follows the time the queues are polled, not the orders).
 	IdleReceivesPerMinute float64 `json:"idleReceivesPerMinute"`
+	// Functions are the Lambda figures by function (the Supervisor apart).
+	Functions map[string]FunctionUse `json:"functions"`
+}
+
+// FunctionUse is one function's share of a run's Lambda figures.
+type FunctionUse struct {
+	InvocationsPerOrder   float64 `json:"invocationsPerOrder"`
+	MessagesPerInvocation float64 `json:"messagesPerInvocation"`
+	MsPerInvocation       float64 `json:"msPerInvocation"` // handler time, against the local emulators
+	GBSecondsPerOrder     float64 `json:"gbSecondsPerOrder"`
 }
 
 // Result is every run of a plan.
 type Result struct {
-	Orders int   `json:"orders"`
-	Runs   []Run `json:"runs"`
+	Orders             int     `json:"orders"`
+	BatchWindowSeconds float64 `json:"batchWindowSeconds"` // every event source mapping's
+	Runs               []Run   `json:"runs"`
 }
 
 var seq atomic.Int64
 
 // Execute runs the plan; progress, if set, hears about each run.
 func Execute(ctx context.Context, p Plan, progress func(string)) (Result, error) {
-	res := Result{Orders: p.Orders}
+	res := Result{Orders: p.Orders, BatchWindowSeconds: p.BatchWindow.Seconds()}
 	for _, wf := range p.Workflows {
 		for _, b := range p.BatchSizes {
 			if progress != nil {
@@ -105,14 +120,14 @@ func measure(ctx context.Context, p Plan, wf string, batch int) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
-	meter := accounting.New()
+	meter := accounting.NewForDynamoDBLocal() // the state store is on DynamoDB Local, or LocalStack's
 	stack, err := localrun.New(ctx, localrun.Options{
 		Endpoint: p.Endpoint, DynamoDBEndpoint: p.DynamoDBEndpoint, Meter: meter, BatchSize: batch,
 		Prefix:   fmt.Sprintf("bench%d-%d", time.Now().UnixNano()%1e6, seq.Add(1)),
 		Settings: settings, RemoteURL: srv.URL,
 		// Lambda polls each queue with at least five pollers; two are
 		// enough here and keep the local batches full.
-		Pollers: 2, SupervisorEvery: time.Second,
+		Pollers: 2, SupervisorEvery: time.Second, BatchWindow: p.BatchWindow,
 	})
 	if err != nil {
 		return Run{}, err
@@ -175,6 +190,7 @@ func tally(p Plan, def workflow.Definition, batch int, elapsed time.Duration, co
 			r.Units[k.Function+" "+k.Service+" "+k.Operation] += (c.ReadUnits + c.WriteUnits) / n
 			u.ReadUnits += c.ReadUnits / n
 			u.WriteUnits += c.WriteUnits / n
+			u.ReportedWriteUnits += c.ReportedWriteUnits / n
 		}
 	}
 	var msgs, invocations int
@@ -190,6 +206,15 @@ func tally(p Plan, def workflow.Definition, batch int, elapsed time.Duration, co
 		}
 		u.LambdaInvocations += float64(s.Invocations) / n
 		u.LambdaGBSeconds += s.HandlerTime.Seconds() * mem / n
+		if s.Invocations > 0 {
+			if r.Functions == nil {
+				r.Functions = map[string]FunctionUse{}
+			}
+			r.Functions[fn] = FunctionUse{InvocationsPerOrder: float64(s.Invocations) / n,
+				MessagesPerInvocation: float64(s.Messages) / float64(s.Invocations),
+				MsPerInvocation:       s.HandlerTime.Seconds() * 1000 / float64(s.Invocations),
+				GBSecondsPerOrder:     s.HandlerTime.Seconds() * mem / n}
+		}
 		msgs += s.Messages
 		invocations += s.Invocations
 	}

@@ -14,7 +14,7 @@ func (s *Stack) Runner() (*runner.Runner, error) {
 	d, t, o := s.Deployment, s.Topology(), s.Opts
 	src := func(fn, queue string, h runner.Handler) runner.Source {
 		return runner.Source{Function: fn, QueueURL: s.QueueURL(queue), QueueARN: s.Resources.QueueARNs[queue],
-			Handler: h, Pollers: o.Pollers, Timeout: t.FunctionTimeout, BatchSize: o.BatchSize}
+			Handler: h, Pollers: o.Pollers, Timeout: t.FunctionTimeout, BatchSize: o.BatchSize, Window: o.BatchWindow}
 	}
 	r := &runner.Runner{SQS: d.Clients.SQS, Faults: o.Faults, Log: o.Log, Stats: s.Stats, DelayFor: o.DelayFor}
 	sub := d.Submission()

@@ -46,6 +46,7 @@ type Options struct {
 	Supervisors     int           // supervisor instances (default 1)
 	SupervisorEvery time.Duration // the scheduled rule's rate (default 1s)
 	Pollers         int           // pollers per queue and function instance (default 2)
+	BatchWindow     time.Duration // each event source mapping's batching window (default none; a deployment's is topology.DefaultBatchWindow)
 	AgentBackoff    resilience.Backoff
 	// AllowedReplyQueues are the URL prefixes an order's replyQueue may have
 	// (default: the queues named <prefix>-client-…, see ClientQueuePrefix).

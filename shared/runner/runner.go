@@ -34,12 +34,16 @@ type Handler func(ctx context.Context, ev events.SQSEvent) (events.SQSEventRespo
 
 // Source is one event source mapping: a queue and the function it invokes.
 type Source struct {
-	Function    string // the function's name, for stats and logs
-	QueueURL    string
-	QueueARN    string
-	Handler     Handler
-	BatchSize   int           // 1..10 (default 10)
-	Wait        time.Duration // long-poll wait (default 1s)
+	Function  string // the function's name, for stats and logs
+	QueueURL  string
+	QueueARN  string
+	Handler   Handler
+	BatchSize int           // 1..10 (default 10)
+	Wait      time.Duration // long-poll wait (default 1s)
+	// Window is the batching window (MaximumBatchingWindowInSeconds): after
+	// the first message, receive until the batch is full or Window passed.
+	// Zero invokes with what the first receive returned.
+	Window      time.Duration
 	Pollers     int           // concurrent pollers, like Lambda's concurrency (default 2)
 	Timeout     time.Duration // the function's timeout (default 30s)
 	Region      string
@@ -157,9 +161,38 @@ func (r *Runner) poll(ctx context.Context, src Source) {
 			continue
 		}
 		if len(out.Messages) > 0 {
-			r.deliver(ctx, src, out.Messages)
+			r.deliver(ctx, src, r.gather(ctx, src, out.Messages))
 		}
 	}
+}
+
+// gather fills a batch within the source's batching window, counted from
+// the first receive. A receive waits at most a second past the window
+// (WaitTimeSeconds is whole seconds); none is cut short, so no message is
+// left hidden by a receive whose answer was dropped.
+func (r *Runner) gather(ctx context.Context, src Source, msgs []types.Message) []types.Message {
+	end := time.Now().Add(src.Window)
+	for len(msgs) < src.BatchSize && ctx.Err() == nil {
+		left := time.Until(end)
+		if left <= 0 {
+			break
+		}
+		out, err := r.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl:                    aws.String(src.QueueURL),
+			MaxNumberOfMessages:         int32(src.BatchSize - len(msgs)),
+			WaitTimeSeconds:             int32(min((left+time.Second-1)/time.Second, 20)), // SQS's most
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+			MessageAttributeNames:       []string{"All"},
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				r.Log.Warn("receive failed while filling a batch; invoking with what there is", "function", src.Function, "err", err)
+			}
+			break
+		}
+		msgs = append(msgs, out.Messages...)
+	}
+	return msgs
 }
 
 // deliver invokes the function with a batch, applies faults, and deletes

@@ -248,3 +248,62 @@ func TestDelayedMessagesComeBack(t *testing.T) {
 	}
 	require.Equal(t, 25, r.Stats.Snapshot()["fn"].FaultsInjected["delayed"])
 }
+
+// receiveHook tells when a receive returned messages.
+type receiveHook struct {
+	runner.API
+	got chan int
+}
+
+func (h receiveHook) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	out, err := h.API.ReceiveMessage(ctx, in, opts...)
+	if err == nil && len(out.Messages) > 0 {
+		h.got <- len(out.Messages)
+	}
+	return out, err
+}
+
+// With a batching window, messages that arrive after the first receive join
+// its batch, up to the batch size, and a full batch is invoked at once (the
+// minute's window is not waited out); without one, the first receive's
+// messages are invoked by themselves.
+func TestBatchingWindowFillsTheBatch(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		window time.Duration
+	}{{"window", time.Minute}, {"none", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, url, arn, _ := queue(t, "rt-window-"+tc.name, 5)
+			batches := make(chan int, 10)
+			handler := func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+				batches <- len(ev.Records)
+				return events.SQSEventResponse{}, nil
+			}
+			hook := receiveHook{API: clients().SQS, got: make(chan int, 10)}
+			r := &runner.Runner{SQS: hook, Log: slog.New(slog.DiscardHandler), Sources: []runner.Source{{
+				Function: "fn", QueueURL: url, QueueARN: arn, Handler: handler, Pollers: 1, BatchSize: 7, Window: tc.window}}}
+			send(t, url, "a", "b", "c")
+			start(t, r)
+			next := func(c chan int, what string) int {
+				select {
+				case n := <-c:
+					return n
+				case <-time.After(30 * time.Second):
+					require.FailNow(t, "timed out waiting for "+what)
+					return 0
+				}
+			}
+			first := next(hook.got, "the first receive") // one to three of a, b, c
+			send(t, url, "d", "e", "f", "g")
+			if tc.window > 0 {
+				require.Equal(t, 7, next(batches, "the batch"), "all seven in one invocation")
+				return
+			}
+			require.Equal(t, first, next(batches, "the first batch"), "invoked with what the first receive returned")
+			for n := first; n < 7; n += next(batches, "the rest") {
+			}
+		})
+	}
+}

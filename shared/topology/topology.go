@@ -60,7 +60,18 @@ type Topology struct {
 	FunctionTimeout   time.Duration // each queue-driven function's timeout
 	VisibilityTimeout time.Duration // 0: six times FunctionTimeout
 	MaxReceiveCount   int           // receives before SQS moves a message to its DLQ
+	// BatchWindow is every event source mapping's batching window
+	// (MaximumBatchingWindowInSeconds: whole seconds, at most 5 minutes):
+	// Lambda waits up to this long to fill a batch of 10 before it invokes.
+	// Fuller batches cost fewer invocations and SQS requests; each hop can
+	// wait this long when traffic is light. Zero invokes at once.
+	BatchWindow time.Duration
 }
+
+// DefaultBatchWindow is the batching window a deployment has unless
+// configured: a second per hop, for batches about half as many (see the
+// README's Cost section).
+const DefaultBatchWindow = time.Second
 
 // Default returns the topology used when nothing is configured.
 func Default(prefix string, agents ...string) Topology {
@@ -70,6 +81,7 @@ func Default(prefix string, agents ...string) Topology {
 		DeadlineShards:  4,
 		FunctionTimeout: 30 * time.Second,
 		MaxReceiveCount: 5,
+		BatchWindow:     DefaultBatchWindow,
 	}
 }
 
@@ -86,6 +98,8 @@ func (t Topology) Validate() error {
 		return fmt.Errorf("topology: function timeout must be positive")
 	case t.MaxReceiveCount < 1:
 		return fmt.Errorf("topology: max receive count must be >= 1")
+	case t.BatchWindow < 0 || t.BatchWindow > 5*time.Minute || t.BatchWindow%time.Second != 0:
+		return fmt.Errorf("topology: batch window %s: whole seconds from 0 to 5m", t.BatchWindow)
 	}
 	return nil
 }
