@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 )
 
 var (
+	queueSeq    atomic.Int64
 	endpoint    string
 	clientsOnce sync.Once
 	shared      *awsclient.Clients
@@ -47,8 +49,15 @@ func clients() *awsclient.Clients {
 // queue provisions a one-agent topology with a short visibility timeout and
 // returns the orders queue and its DLQ URLs.
 func queue(t *testing.T, prefix string, maxReceives int) (q topology.Queue, url, arn, dlq string) {
-	topo := topology.Default(prefix, "svc")
-	topo.VisibilityTimeout, topo.MaxReceiveCount = time.Second, maxReceives
+	return queueHiding(t, prefix, maxReceives, time.Second)
+}
+
+// queueHiding is queue with the given visibility timeout. Each call makes new
+// queues: a receive cut short when an earlier run stopped may still take the
+// messages of a queue it polled (moto answers it after the client left).
+func queueHiding(t *testing.T, prefix string, maxReceives int, visibility time.Duration) (q topology.Queue, url, arn, dlq string) {
+	topo := topology.Default(fmt.Sprintf("%s-%d", prefix, queueSeq.Add(1)), "svc")
+	topo.VisibilityTimeout, topo.MaxReceiveCount = visibility, maxReceives
 	res, err := provision.Ensure(context.Background(), clients(), topo)
 	require.NoError(t, err)
 	q = topo.OrdersQueue()
@@ -207,7 +216,10 @@ func TestProvisionIsIdempotent(t *testing.T) {
 
 func TestDelayedMessagesComeBack(t *testing.T) {
 	t.Parallel()
-	_, url, arn, _ := queue(t, "rt-delay", 5)
+	// Hidden for a minute once received, so that on a loaded machine a
+	// delivered message is deleted before SQS would deliver it again; a
+	// delayed one comes back after DelayFor whatever the queue's timeout.
+	_, url, arn, _ := queueHiding(t, "rt-delay", 5, time.Minute)
 	var mu sync.Mutex
 	seen := map[string]int{}
 	delayed := map[string]bool{}
