@@ -21,6 +21,7 @@ type demoFlags struct {
 	orders, malformed                int
 	transient, stall, permanent      float64
 	latency, timeout, supervisorRate time.Duration
+	batchWindow                      time.Duration
 	settings                         workflow.Settings
 	seed                             uint64
 	runDir, cacheDir                 string
@@ -44,6 +45,7 @@ func parseDemo(args []string, stderr io.Writer) (demoFlags, error) {
 	fs.DurationVar(&f.supervisorRate, "supervisor-every", time.Second, "the supervisor's schedule")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up waiting after this long")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the simulator's random faults")
+	fs.DurationVar(&f.batchWindow, "batch-window", 0, "event source mappings' batching window, whole seconds (a deployment's is 1s)")
 	fs.StringVar(&f.runDir, "run-dir", ".run", "where logs go")
 	fs.StringVar(&f.cacheDir, "cache-dir", ".cache", "where DynamoDB Local is installed on first use")
 	if err := fs.Parse(args); err != nil {
@@ -56,6 +58,8 @@ func parseDemo(args []string, stderr io.Writer) (demoFlags, error) {
 		return f, errors.New("--malformed must be >= 0")
 	case !share(f.transient) || !share(f.stall) || !share(f.permanent):
 		return f, errors.New("--transient, --stall and --permanent are shares between 0 and 1")
+	case f.batchWindow < 0 || f.batchWindow > 5*time.Minute || f.batchWindow%time.Second != 0:
+		return f, errors.New("--batch-window must be whole seconds from 0 to 5m")
 	}
 	return f, f.settings.Validate()
 }
@@ -127,6 +131,7 @@ func runDemo(ctx context.Context, f demoFlags, out io.Writer) error {
 	stack, err := localrun.New(ctx, localrun.Options{
 		Endpoint: endpoint, DynamoDBEndpoint: dynamodbEndpoint, Prefix: "sas-demo", Settings: f.settings, RemoteURL: srv.URL,
 		SupervisorEvery: f.supervisorRate, Log: slog.New(slog.NewJSONHandler(logf, nil)), Metrics: logf,
+		BatchWindow: f.batchWindow,
 	})
 	if err != nil {
 		return err
