@@ -146,13 +146,7 @@ func (r *Runner) tick(ctx context.Context, t Ticker) {
 
 func (r *Runner) poll(ctx context.Context, src Source) {
 	for ctx.Err() == nil {
-		out, err := r.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:                    aws.String(src.QueueURL),
-			MaxNumberOfMessages:         int32(src.BatchSize),
-			WaitTimeSeconds:             int32(max(src.Wait/time.Second, 1)),
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-			MessageAttributeNames:       []string{"All"},
-		})
+		out, err := r.receive(ctx, src, src.BatchSize, max(src.Wait, time.Second))
 		if err != nil {
 			if ctx.Err() == nil {
 				r.Log.Warn("receive failed", "function", src.Function, "err", err)
@@ -177,13 +171,8 @@ func (r *Runner) gather(ctx context.Context, src Source, msgs []types.Message) [
 		if left <= 0 {
 			break
 		}
-		out, err := r.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:                    aws.String(src.QueueURL),
-			MaxNumberOfMessages:         int32(src.BatchSize - len(msgs)),
-			WaitTimeSeconds:             int32(min((left+time.Second-1)/time.Second, 20)), // SQS's most
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-			MessageAttributeNames:       []string{"All"},
-		})
+		wait := min((left + time.Second - 1).Truncate(time.Second), 20*time.Second) // whole seconds, SQS's most 20
+		out, err := r.receive(ctx, src, src.BatchSize-len(msgs), wait)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.Log.Warn("receive failed while filling a batch; invoking with what there is", "function", src.Function, "err", err)
@@ -193,6 +182,18 @@ func (r *Runner) gather(ctx context.Context, src Source, msgs []types.Message) [
 		msgs = append(msgs, out.Messages...)
 	}
 	return msgs
+}
+
+// receive asks for up to n messages, long-polling for wait (whole seconds,
+// rounded down).
+func (r *Runner) receive(ctx context.Context, src Source, n int, wait time.Duration) (*sqs.ReceiveMessageOutput, error) {
+	return r.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(src.QueueURL),
+		MaxNumberOfMessages:         int32(n),
+		WaitTimeSeconds:             int32(wait / time.Second),
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		MessageAttributeNames:       []string{"All"},
+	})
 }
 
 // deliver invokes the function with a batch, applies faults, and deletes
