@@ -205,7 +205,9 @@ func consumed(result any) (read, write float64) {
 //     of it. DynamoDB doubles a transaction's writes of its items (prepare
 //     and commit), and an index write inside a transaction costs what the
 //     same write costs outside one, as measured against DynamoDB by the
-//     dynoxide emulator's maintainers (github.com/nubo-db/dynoxide/pull/188).
+//     dynoxide emulator's maintainers (github.com/nubo-db/dynoxide/pull/188);
+//     AWS's guide has a transaction's changes reach the indexes after it
+//     completes.
 //     DynamoDB Local reports the index write doubled too: 2 units inside a
 //     transaction for the keys-only entry it reports at 1 outside one.
 func transactionUnits(in *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput, local bool) float64 {
