@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"github.com/sas-go/sas/shared/costbench"
-	"github.com/sas-go/sas/shared/emulator"
 )
 
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -67,21 +67,16 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	defer stop()
 	p.Endpoint = endpoint
-	// moto reports a flat unit per DynamoDB request; DynamoDB Local reports
-	// the units per table and index (the meter prices them as DynamoDB bills,
-	// see accounting.NewForDynamoDBLocal). An AWS_ENDPOINT_URL (LocalStack,
-	// which runs DynamoDB Local) is used as is.
-	p.DynamoDBEndpoint = os.Getenv("AWS_ENDPOINT_URL")
-	if p.DynamoDBEndpoint == "" {
-		fmt.Fprintln(stderr, "starting DynamoDB Local (installed into", *cacheDir, "on first use)")
-		ddb, err := emulator.StartDynamoDBLocal(ctx, *cacheDir, *runDir)
-		if err != nil {
-			fmt.Fprintln(stderr, "sasctl bench:", err)
-			return 2
-		}
-		defer ddb.Stop()
-		p.DynamoDBEndpoint = ddb.Endpoint
+	// DynamoDB Local reports the units per table and index (the meter prices
+	// them as DynamoDB bills, see accounting.NewForDynamoDBLocal). An
+	// AWS_ENDPOINT_URL (LocalStack, which runs DynamoDB Local) serves it all.
+	ddb, stopDDB, err := localDynamoDB(ctx, *cacheDir, *runDir, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "sasctl bench:", err)
+		return 2
 	}
+	defer stopDDB()
+	p.DynamoDBEndpoint = cmp.Or(ddb, endpoint)
 	start := time.Now()
 	res, err := costbench.Execute(ctx, p, func(s string) {
 		fmt.Fprintf(stderr, "  %6.0fs  %s\n", time.Since(start).Seconds(), s)

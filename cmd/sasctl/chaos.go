@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -32,7 +33,9 @@ func chaosCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.DurationVar(&p.SupervisorEvery, "supervisor-every", p.SupervisorEvery, "each supervisor's schedule")
 	fs.DurationVar(&p.Timeout, "timeout", 0, "give up waiting for the orders to end (default: 10m plus 0.5s per order)")
 	fs.IntVar(&p.InFlight, "in-flight", p.InFlight, "at most this many orders sent but not ended (0: send all at once)")
+	fs.DurationVar(&p.BatchWindow, "batch-window", p.BatchWindow, "event source mappings' batching window, whole seconds from 0 to 5m")
 	runDir := fs.String("run-dir", ".run", "where logs go")
+	cacheDir := fs.String("cache-dir", ".cache", "where DynamoDB Local is installed on first use")
 	output := fs.String("output", "text", "text or json")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -44,11 +47,17 @@ func chaosCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "sasctl chaos: --orders must be at least 1 and --output text or json")
 		return 2
 	}
+	if p.BatchWindow < 0 || p.BatchWindow > 5*time.Minute || p.BatchWindow%time.Second != 0 {
+		fmt.Fprintf(stderr, "sasctl chaos: --batch-window %s: want whole seconds from 0 to 5m\n", p.BatchWindow)
+		return 2
+	}
 	if p.Timeout <= 0 {
 		p.Timeout = chaos.DefaultPlan(p.Seed, p.Orders).Timeout // it grows with the orders
 	}
-	if err := os.MkdirAll(*runDir, 0o755); err != nil {
-		return fail(stderr, "chaos", &globals{}, err)
+	for _, dir := range []string{*runDir, *cacheDir} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fail(stderr, "chaos", &globals{}, err)
+		}
 	}
 	endpoint, stop, err := localEndpoint(ctx, *runDir)
 	if err != nil {
@@ -56,13 +65,21 @@ func chaosCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	defer stop()
+	ddb, stopDDB, err := localDynamoDB(ctx, *cacheDir, *runDir, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "sasctl chaos:", err)
+		return 2
+	}
+	defer stopDDB()
+	p.DynamoDBEndpoint = ddb
 	logPath := filepath.Join(*runDir, "chaos.log")
 	logs, err := os.Create(logPath)
 	if err != nil {
 		return fail(stderr, "chaos", &globals{}, err)
 	}
 	defer logs.Close()
-	fmt.Fprintf(stderr, "chaos run: %d orders, seed %d, against %s; handler logs in %s\n", p.Orders, p.Seed, endpoint, logPath)
+	fmt.Fprintf(stderr, "chaos run: %d orders, seed %d, batching window %s, against %s (state store: %s); handler logs in %s\n",
+		p.Orders, p.Seed, p.BatchWindow, endpoint, cmp.Or(ddb, endpoint), logPath)
 	start, last := time.Now(), time.Time{}
 	res, err := chaos.Run(ctx, p, endpoint, logs, func(c localrun.Counts) {
 		if time.Since(last) >= 5*time.Second {

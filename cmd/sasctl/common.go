@@ -116,3 +116,20 @@ func localEndpoint(ctx context.Context, runDir string) (endpoint string, stop fu
 	}
 	return moto.Endpoint, func() { _ = moto.Stop() }, nil
 }
+
+// localDynamoDB starts DynamoDB Local for the state store (installed into
+// cacheDir on first use), unless AWS_ENDPOINT_URL names an emulator that
+// serves everything: then endpoint is "". moto reports a flat unit per
+// DynamoDB request and serves one request at a time; DynamoDB Local, AWS's
+// own engine, reports capacity and serves many.
+func localDynamoDB(ctx context.Context, cacheDir, runDir string, stderr io.Writer) (endpoint string, stop func(), err error) {
+	if os.Getenv("AWS_ENDPOINT_URL") != "" {
+		return "", func() {}, nil
+	}
+	fmt.Fprintln(stderr, "starting DynamoDB Local (installed into", cacheDir, "on first use)")
+	ddb, err := emulator.StartDynamoDBLocal(ctx, cacheDir, runDir)
+	if err != nil {
+		return "", nil, err
+	}
+	return ddb.Endpoint, func() { _ = ddb.Stop() }, nil
+}

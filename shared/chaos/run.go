@@ -53,7 +53,7 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 		Endpoint: endpoint, DynamoDBEndpoint: p.DynamoDBEndpoint, Prefix: fmt.Sprintf("chaos%d-%d", p.Seed, start.UnixNano()%1e6), Settings: p.Settings,
 		RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second, Schedulers: p.Schedulers, Supervisors: p.Supervisors,
 		SupervisorEvery: p.SupervisorEvery, Faults: inj.Message, DelayFor: p.DelayFor, Crash: inj.Crash,
-		Log: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: logs,
+		Log: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: logs, BatchWindow: p.BatchWindow,
 	})
 	if err != nil {
 		return res, err
