@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sas-go/sas/shared/costbench"
+	"github.com/sas-go/sas/shared/topology"
 )
 
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -47,8 +48,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		p.BatchSizes = append(p.BatchSizes, n)
 	}
-	if p.BatchWindow < 0 || p.BatchWindow > 5*time.Minute || p.BatchWindow%time.Second != 0 {
-		fmt.Fprintf(stderr, "sasctl bench: --batch-window %s: want whole seconds from 0 to 5m\n", p.BatchWindow)
+	if err := topology.CheckBatchWindow(p.BatchWindow); err != nil {
+		fmt.Fprintln(stderr, "sasctl bench: --batch-window", err)
 		return 2
 	}
 	if p.Orders < 1 || *output != "text" && *output != "json" {

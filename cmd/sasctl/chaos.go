@@ -13,6 +13,7 @@ import (
 
 	"github.com/sas-go/sas/shared/chaos"
 	"github.com/sas-go/sas/shared/localrun"
+	"github.com/sas-go/sas/shared/topology"
 )
 
 func chaosCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -51,8 +52,8 @@ func chaosCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "sasctl chaos: --orders must be at least 1 and --output text or json")
 		return 2
 	}
-	if p.BatchWindow < 0 || p.BatchWindow > 5*time.Minute || p.BatchWindow%time.Second != 0 {
-		fmt.Fprintf(stderr, "sasctl chaos: --batch-window %s: want whole seconds from 0 to 5m\n", p.BatchWindow)
+	if err := topology.CheckBatchWindow(p.BatchWindow); err != nil {
+		fmt.Fprintln(stderr, "sasctl chaos: --batch-window", err)
 		return 2
 	}
 	if p.Timeout <= 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/sas-go/sas/shared/emulator"
 	"github.com/sas-go/sas/shared/localrun"
 	"github.com/sas-go/sas/shared/remotesim"
+	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -58,8 +59,8 @@ func parseDemo(args []string, stderr io.Writer) (demoFlags, error) {
 		return f, errors.New("--malformed must be >= 0")
 	case !share(f.transient) || !share(f.stall) || !share(f.permanent):
 		return f, errors.New("--transient, --stall and --permanent are shares between 0 and 1")
-	case f.batchWindow < 0 || f.batchWindow > 5*time.Minute || f.batchWindow%time.Second != 0:
-		return f, errors.New("--batch-window must be whole seconds from 0 to 5m")
+	case topology.CheckBatchWindow(f.batchWindow) != nil:
+		return f, fmt.Errorf("--batch-window %w", topology.CheckBatchWindow(f.batchWindow))
 	}
 	return f, f.settings.Validate()
 }

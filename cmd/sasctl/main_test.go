@@ -31,11 +31,11 @@ func TestUsageAndUnknownCommand(t *testing.T) {
 
 func TestDemoRejectsBadFlags(t *testing.T) {
 	for args, want := range map[string][]string{
-		"--orders must be 1..100000":                        {"demo", "--orders", "0"},
-		"shares between 0 and 1":                            {"demo", "--transient", "1.5"},
-		"failure threshold":                                 {"demo", "--max-failures", "0"},
-		"flag provided but not defined":                     {"demo", "--bogus"},
-		"--batch-window must be whole seconds from 0 to 5m": {"demo", "--batch-window", "1500ms"},
+		"--orders must be 1..100000":                            {"demo", "--orders", "0"},
+		"shares between 0 and 1":                                {"demo", "--transient", "1.5"},
+		"failure threshold":                                     {"demo", "--max-failures", "0"},
+		"flag provided but not defined":                         {"demo", "--bogus"},
+		"--batch-window 1.5s is not whole seconds from 0 to 5m": {"demo", "--batch-window", "1500ms"},
 	} {
 		code, _, stderr := sasctl(t, want...)
 		require.Equal(t, 2, code, args)
@@ -48,9 +48,9 @@ func TestDemoRejectsBadFlags(t *testing.T) {
 
 func TestBenchRejectsBadFlags(t *testing.T) {
 	for want, args := range map[string][]string{
-		`batch size "11": want a whole number from 1 to 10`:     {"bench", "--batch-sizes", "5,11"},
-		"--batch-window 500ms: want whole seconds from 0 to 5m": {"bench", "--batch-window", "500ms"},
-		"--orders must be at least 1":                           {"bench", "--orders", "0"},
+		`batch size "11": want a whole number from 1 to 10`:                    {"bench", "--batch-sizes", "5,11"},
+		"sasctl bench: --batch-window 500ms is not whole seconds from 0 to 5m": {"bench", "--batch-window", "500ms"},
+		"--orders must be at least 1":                                          {"bench", "--orders", "0"},
 	} {
 		code, _, stderr := sasctl(t, args...)
 		require.Equal(t, 2, code, want)

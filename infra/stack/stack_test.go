@@ -343,7 +343,7 @@ func TestConfigRefusesBadContext(t *testing.T) {
 		stack.CtxSupervisorRate: "a whole number of minutes",
 		stack.CtxMaxFailures:    "context maxFailures",
 		stack.CtxWorkflow:       `context workflow: unknown workflow "saga"`,
-		stack.CtxBatchWindow:    "topology: batch window 6m0s: whole seconds from 0 to 5m",
+		stack.CtxBatchWindow:    "topology: batch window 6m0s is not whole seconds from 0 to 5m",
 	} {
 		bad := map[string]any{stack.CtxStepTimeout: "1m", stack.CtxSupervisorRate: "0", stack.CtxMaxFailures: "many",
 			stack.CtxWorkflow: "saga", stack.CtxBatchWindow: "360"}

@@ -195,6 +195,7 @@ func tally(p Plan, def workflow.Definition, batch int, elapsed time.Duration, co
 	}
 	var msgs, invocations int
 	agentSeconds := 0.0
+	r.Functions = map[string]FunctionUse{}
 	for fn, s := range stack.Stats.Snapshot() {
 		if fn == "supervisor" {
 			continue
@@ -207,9 +208,6 @@ func tally(p Plan, def workflow.Definition, batch int, elapsed time.Duration, co
 		u.LambdaInvocations += float64(s.Invocations) / n
 		u.LambdaGBSeconds += s.HandlerTime.Seconds() * mem / n
 		if s.Invocations > 0 {
-			if r.Functions == nil {
-				r.Functions = map[string]FunctionUse{}
-			}
 			r.Functions[fn] = FunctionUse{InvocationsPerOrder: float64(s.Invocations) / n,
 				MessagesPerInvocation: float64(s.Messages) / float64(s.Invocations),
 				MsPerInvocation:       s.HandlerTime.Seconds() * 1000 / float64(s.Invocations),

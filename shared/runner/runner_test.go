@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -220,17 +221,9 @@ func TestDelayedMessagesComeBack(t *testing.T) {
 	// delivered message is deleted before SQS would deliver it again; a
 	// delayed one comes back after DelayFor whatever the queue's timeout.
 	_, url, arn, _ := queueHiding(t, "rt-delay", 5, time.Minute)
-	var mu sync.Mutex
-	seen := map[string]int{}
+	var mu sync.Mutex // guards delayed
 	delayed := map[string]bool{}
-	handler := func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, r := range ev.Records {
-			seen[r.Body]++
-		}
-		return events.SQSEventResponse{}, nil
-	}
+	seen := &bodyCounts{}
 	r := &runner.Runner{SQS: clients().SQS, Log: slog.New(slog.DiscardHandler), DelayFor: time.Second,
 		Faults: func(_ string, m types.Message) runner.Action {
 			mu.Lock()
@@ -241,24 +234,43 @@ func TestDelayedMessagesComeBack(t *testing.T) {
 			}
 			return runner.Deliver
 		},
-		Sources: []runner.Source{{Function: "fn", QueueURL: url, QueueARN: arn, Handler: handler, Pollers: 2}}}
+		Sources: []runner.Source{{Function: "fn", QueueURL: url, QueueARN: arn, Handler: seen.handle, Pollers: 2}}}
 	var bodies []string
 	for i := range 25 {
 		bodies = append(bodies, fmt.Sprintf("m-%d", i))
 	}
 	send(t, url, bodies...)
 	start(t, r)
-	waitFor(t, "every delayed message delivered once", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(seen) == len(bodies)
-	})
-	mu.Lock()
-	defer mu.Unlock()
+	waitFor(t, "every delayed message delivered once", func() bool { return len(seen.snapshot()) == len(bodies) })
+	got := seen.snapshot()
 	for _, b := range bodies {
-		require.Equal(t, 1, seen[b], b)
+		require.Equal(t, 1, got[b], b)
 	}
 	require.Equal(t, 25, r.Stats.Snapshot()["fn"].FaultsInjected["delayed"])
+}
+
+// bodyCounts is a handler that counts the deliveries of each message body.
+type bodyCounts struct {
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func (b *bodyCounts) handle(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.seen == nil {
+		b.seen = map[string]int{}
+	}
+	for _, r := range ev.Records {
+		b.seen[r.Body]++
+	}
+	return events.SQSEventResponse{}, nil
+}
+
+func (b *bodyCounts) snapshot() map[string]int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return maps.Clone(b.seen)
 }
 
 // receiveHook tells when a receive returned messages.
@@ -318,4 +330,53 @@ func TestBatchingWindowFillsTheBatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failingGather fails the receive that follows each receive that returned
+// messages: the batching window's second receive.
+type failingGather struct {
+	runner.API
+	mu     sync.Mutex
+	armed  bool
+	failed int
+}
+
+func (f *failingGather) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	f.mu.Lock()
+	if f.armed {
+		f.armed = false
+		f.failed++
+		f.mu.Unlock()
+		return nil, errors.New("injected: receive failed")
+	}
+	f.mu.Unlock()
+	out, err := f.API.ReceiveMessage(ctx, in, opts...)
+	if err == nil && len(out.Messages) > 0 {
+		f.mu.Lock()
+		f.armed = true
+		f.mu.Unlock()
+	}
+	return out, err
+}
+
+// A receive that fails while a batch fills does not lose the messages already
+// received, nor wait out the window: the function is invoked with them.
+func TestBatchingWindowReceiveFailureInvokesWithWhatThereIs(t *testing.T) {
+	t.Parallel()
+	_, url, arn, _ := queueHiding(t, "rt-window-fail", 5, time.Minute) // no redelivery on a loaded machine
+	seen := &bodyCounts{}
+	hook := &failingGather{API: clients().SQS}
+	r := &runner.Runner{SQS: hook, Log: slog.New(slog.DiscardHandler), Sources: []runner.Source{{
+		Function: "fn", QueueURL: url, QueueARN: arn, Handler: seen.handle, Pollers: 1, BatchSize: 7, Window: time.Minute}}}
+	send(t, url, "a", "b", "c")
+	start(t, r)
+	deadline := time.Now().Add(30 * time.Second) // half the window: it must not be waited out
+	for len(seen.snapshot()) < 3 {
+		require.True(t, time.Now().Before(deadline), "the received messages were not invoked before the window ended")
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1}, seen.snapshot(), "each invoked once")
+	hook.mu.Lock()
+	defer hook.mu.Unlock()
+	require.Positive(t, hook.failed, "a receive while filling a batch failed")
 }

@@ -185,7 +185,7 @@ func (s *Store) moveOn(ctx context.Context, it stateItem, now time.Time) error {
 	} else {
 		ch.remove = append(ch.remove, "DueShard", "DueAt")
 	}
-	if err := s.update(ctx, it.OrderID, ch, "move on "+it.OrderID); err != nil && err != ErrStale {
+	if err := s.update(ctx, it.OrderID, ch, "move on "+it.OrderID); err != nil && !errors.Is(err, ErrStale) {
 		return err
 	}
 	return nil

@@ -1,9 +1,9 @@
 // Package supervisor is the Supervisor handler: on each scheduled run it reads
 // the orders due from the sparse deadline index, and their overdue records,
-// and, with a conditional
-// write on what it read, sends each back to Pending with a growing backoff, or
-// at the failure threshold marks it Error and alerts. It knows nothing of the
-// business steps; several supervisors may run at once.
+// and, with a conditional write on what it read, sends each overdue record
+// back to Pending with a growing backoff, or at the failure threshold marks it
+// Error and alerts. It knows nothing of the business steps; several
+// supervisors may run at once.
 package supervisor
 
 import (

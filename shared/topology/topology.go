@@ -73,6 +73,15 @@ type Topology struct {
 // README's Cost section).
 const DefaultBatchWindow = time.Second
 
+// CheckBatchWindow says why d cannot be a batching window: Lambda takes
+// whole seconds from 0 to 5 minutes.
+func CheckBatchWindow(d time.Duration) error {
+	if d < 0 || d > 5*time.Minute || d%time.Second != 0 {
+		return fmt.Errorf("%s is not whole seconds from 0 to 5m", d)
+	}
+	return nil
+}
+
 // Default returns the topology used when nothing is configured.
 func Default(prefix string, agents ...string) Topology {
 	return Topology{
@@ -98,8 +107,8 @@ func (t Topology) Validate() error {
 		return fmt.Errorf("topology: function timeout must be positive")
 	case t.MaxReceiveCount < 1:
 		return fmt.Errorf("topology: max receive count must be >= 1")
-	case t.BatchWindow < 0 || t.BatchWindow > 5*time.Minute || t.BatchWindow%time.Second != 0:
-		return fmt.Errorf("topology: batch window %s: whole seconds from 0 to 5m", t.BatchWindow)
+	case CheckBatchWindow(t.BatchWindow) != nil:
+		return fmt.Errorf("topology: batch window %w", CheckBatchWindow(t.BatchWindow))
 	}
 	return nil
 }
