@@ -1,5 +1,6 @@
 // Command agent is an Agent Lambda: it wraps the remote service named by
-// SAS_AGENT_NAME, reading its request queue and replying on its response queue.
+// SAS_AGENT_NAME, claiming the steps its request queue names and replying on
+// its response queue.
 package main
 
 import (
@@ -21,5 +22,5 @@ func main() {
 	if name == "" || d.Config.RemoteBaseURL == "" {
 		log.Fatalf("agent: SAS_AGENT_NAME and %s must be set", deployment.EnvRemoteBaseURL)
 	}
-	lambda.Start(d.Agent(name).Handle)
+	lambda.Start(d.Agent(name, deployment.InstanceID("agent-"+name)).Handle)
 }

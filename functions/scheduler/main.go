@@ -1,5 +1,5 @@
 // Command scheduler is the Scheduler Lambda: scheduler queue and agent
-// response queues → claims, agent requests and completions.
+// response queues → agent requests, completions and compensation.
 package main
 
 import (
@@ -16,7 +16,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("scheduler: %v", err)
 	}
-	h, err := d.Scheduler(deployment.InstanceID("scheduler"))
+	h, err := d.Scheduler()
 	if err != nil {
 		log.Fatalf("scheduler: %v", err)
 	}

@@ -1,7 +1,8 @@
-// Package agent is the Agent handler: it wraps the calls to one remote
-// service with retries (exponential backoff and jitter), a circuit breaker and
-// an idempotency key, all bounded by the step's CompleteBy, and replies on its
-// response queue.
+// Package agent is the Agent handler: it claims the ready step a request
+// names (the claim starts the attempt and its clock, CompleteBy), wraps the
+// calls to one remote service with retries (exponential backoff and jitter),
+// a circuit breaker and an idempotency key, all bounded by CompleteBy, and
+// replies on its response queue.
 package agent
 
 import (
@@ -17,6 +18,8 @@ import (
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/sqsbatch"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // errDeadline means CompleteBy passed before the remote call succeeded.
@@ -28,9 +31,15 @@ type Sender interface {
 	Reject(ctx context.Context, dlqURL, body, source, reason string) error
 }
 
+// Store is the part of the state store an Agent uses: the claim.
+type Store interface {
+	Claim(ctx context.Context, c statestore.Claim) (statestore.Step, error)
+}
+
 // Config is what an Agent needs to know of its deployment.
 type Config struct {
 	Name             string // the agent (remote service) name
+	InstanceID       string // this instance's name in the records it claims (LockedBy)
 	ResponseQueueURL string
 	DLQURL           string // its request queue's DLQ
 	Backoff          resilience.Backoff
@@ -39,11 +48,22 @@ type Config struct {
 	Margin time.Duration
 }
 
+// Deps are what an Agent calls.
+type Deps struct {
+	Remote  Remote
+	Breaker *resilience.Breaker
+	Store   Store
+	Send    Sender
+	Metrics *metrics.Emitter
+	Log     *slog.Logger
+}
+
 // Handler is the Agent Lambda handler.
 type Handler struct {
 	cfg     Config
 	remote  Remote
 	breaker *resilience.Breaker
+	store   Store
 	send    Sender
 	metrics *metrics.Emitter
 	log     *slog.Logger
@@ -56,14 +76,14 @@ type Handler struct {
 }
 
 // New builds the handler.
-func New(cfg Config, remote Remote, breaker *resilience.Breaker, send Sender, m *metrics.Emitter, log *slog.Logger) *Handler {
+func New(cfg Config, d Deps) *Handler {
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = 10 * time.Second
 	}
-	return &Handler{cfg: cfg, remote: remote, breaker: breaker, send: send, metrics: m, log: log,
-		Now: time.Now, Sleep: sleep,
-		batch: &sqsbatch.Processor{Name: "agent-" + cfg.Name, DLQURL: cfg.DLQURL, Rejecter: send, Metrics: m, Log: log,
-			Buffer: sqsbatch.BufferingOf(send)}}
+	return &Handler{cfg: cfg, remote: d.Remote, breaker: d.Breaker, store: d.Store, send: d.Send, metrics: d.Metrics,
+		log: d.Log, Now: time.Now, Sleep: sleep,
+		batch: &sqsbatch.Processor{Name: "agent-" + cfg.Name, DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics,
+			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send)}}
 }
 
 // Handle processes a batch from the agent's request queue.
@@ -76,43 +96,74 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if err != nil {
 		return err
 	}
-	deadline := req.Deadline().Add(-h.cfg.Margin)
-	if !h.Now().Before(deadline) {
-		h.expired(req, "request arrived after CompleteBy")
-		return nil
+	st, err := h.claim(ctx, req)
+	if err != nil || st == nil {
+		return err
 	}
-	result, err := h.call(ctx, req, deadline)
+	if h.Crash != nil {
+		h.Crash("agent.after-claim") // the attempt runs out at CompleteBy; the Supervisor recovers it
+	}
+	deadline := st.CompleteBy.Add(-h.cfg.Margin)
+	result, err := h.call(ctx, st, deadline)
 	if h.Crash != nil {
 		h.Crash("agent.after-call")
 	}
-	reply := message.AgentReply{Kind: message.KindReply, OrderID: req.OrderID, Step: req.Step, Undo: req.Undo,
-		StepName: req.StepName, Attempt: req.Attempt, ReplyTo: req.ReplyTo, Round: req.Round}
+	reply := message.AgentReply{Kind: message.KindReply, OrderID: st.OrderID, Step: st.Index, Undo: st.Undo,
+		StepName: st.Name, Attempt: st.Attempt, ReplyTo: st.ReplyQueue, Round: st.Round}
 	switch {
 	case err == nil:
 		reply.OK, reply.Result = true, resultJSON(result)
 	case IsPermanent(err):
 		reply.Error = err.Error()
-		h.log.Warn("non-transient remote fault; replying with the error", "order_id", req.OrderID, "err", err)
+		h.log.Warn("non-transient remote fault; replying with the error", "order_id", st.OrderID, "err", err)
 	case errors.Is(err, errDeadline):
-		h.expired(req, err.Error())
+		h.expired(st, err.Error())
 		return nil // send nothing: the Supervisor recovers the step
 	default:
 		return err // the function itself is out of time: SQS retries the request
 	}
+	// If this send is lost, the attempt is overdue at CompleteBy and the
+	// Supervisor recovers it.
 	return h.send.SendJSON(ctx, h.cfg.ResponseQueueURL, reply, 0)
+}
+
+// claim starts an attempt of the record the request names. It returns nil,
+// and no error, when there is nothing to run: a duplicate or late request,
+// the record claimed already, done, or gone.
+func (h *Handler) claim(ctx context.Context, req message.AgentRequest) (*statestore.Step, error) {
+	now := h.Now()
+	st, err := h.store.Claim(ctx, statestore.Claim{OrderID: req.OrderID, Ref: req.Ref(), Agent: h.cfg.Name,
+		Owner: h.cfg.InstanceID, Now: now})
+	switch {
+	case errors.Is(err, statestore.ErrNotClaimable):
+		h.metrics.Count(metrics.NothingToClaim, 1, map[string]any{"OrderID": req.OrderID, "Step": req.Step, "Undo": req.Undo})
+		h.log.Debug("request dropped: nothing claimable (a duplicate, a late request, or no such order or step)",
+			"order_id", req.OrderID, "step", req.Step, "undo", req.Undo)
+		return nil, nil
+	case errors.Is(err, statestore.ErrWrongAgent):
+		return nil, message.Invalid("request routed to agent %q: %v", h.cfg.Name, err)
+	case err != nil:
+		return nil, err
+	}
+	h.metrics.Count(metrics.StepsClaimed, 1, map[string]any{"OrderID": st.OrderID, "Step": st.Name, "Attempt": st.Attempt})
+	if !st.ReadyAt.IsZero() {
+		h.metrics.Duration(metrics.QueueWait, max(st.ClaimedAt.Sub(st.ReadyAt), 0),
+			map[string]any{"OrderID": st.OrderID, "Step": st.Name})
+	}
+	return &st, nil
 }
 
 // call runs the remote call with retries until it succeeds, fails
 // permanently, or the deadline (CompleteBy less the margin) comes.
-func (h *Handler) call(ctx context.Context, req message.AgentRequest, deadline time.Time) ([]byte, error) {
+func (h *Handler) call(ctx context.Context, st *statestore.Step, deadline time.Time) ([]byte, error) {
 	for n := 0; ; n++ {
 		if err := h.breaker.Allow(); err == nil {
-			res, err := h.try(ctx, req, deadline)
+			res, err := h.try(ctx, st, deadline)
 			h.breaker.Record(err != nil && !IsPermanent(err))
 			if err == nil || IsPermanent(err) {
 				return res, err
 			}
-			h.log.Debug("transient remote fault", "order_id", req.OrderID, "attempt", req.Attempt, "try", n, "err", err)
+			h.log.Debug("transient remote fault", "order_id", st.OrderID, "attempt", st.Attempt, "try", n, "err", err)
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -121,26 +172,26 @@ func (h *Handler) call(ctx context.Context, req message.AgentRequest, deadline t
 		if !h.Now().Add(wait).Before(deadline) {
 			return nil, errDeadline
 		}
-		h.metrics.Count(metrics.AgentRetries, 1, map[string]any{"OrderID": req.OrderID, "Try": n + 1})
+		h.metrics.Count(metrics.AgentRetries, 1, map[string]any{"OrderID": st.OrderID, "Try": n + 1})
 		if err := h.Sleep(ctx, wait); err != nil {
 			return nil, err
 		}
 	}
 }
 
-func (h *Handler) try(ctx context.Context, req message.AgentRequest, deadline time.Time) ([]byte, error) {
+func (h *Handler) try(ctx context.Context, st *statestore.Step, deadline time.Time) ([]byte, error) {
 	limit := h.Now().Add(h.cfg.CallTimeout)
 	if deadline.Before(limit) {
 		limit = deadline
 	}
 	cctx, cancel := context.WithDeadline(ctx, limit)
 	defer cancel()
-	return h.remote.Apply(cctx, req.StepName, req.IdempotencyKey, req.Payload)
+	return h.remote.Apply(cctx, st.Name, workflow.IdempotencyKey(st.OrderID, st.Name, st.Round), []byte(st.Payload))
 }
 
-func (h *Handler) expired(req message.AgentRequest, why string) {
-	h.metrics.Count(metrics.AgentDeadlineExpired, 1, map[string]any{"OrderID": req.OrderID, "Attempt": req.Attempt})
-	h.log.Warn("attempt abandoned; no reply sent", "order_id", req.OrderID, "attempt", req.Attempt, "why", why)
+func (h *Handler) expired(st *statestore.Step, why string) {
+	h.metrics.Count(metrics.AgentDeadlineExpired, 1, map[string]any{"OrderID": st.OrderID, "Attempt": st.Attempt})
+	h.log.Warn("attempt abandoned; no reply sent", "order_id", st.OrderID, "attempt", st.Attempt, "why", why)
 }
 
 // resultJSON keeps a JSON result as is and quotes anything else.

@@ -3,6 +3,8 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -17,6 +19,8 @@ import (
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/remotesim"
 	"github.com/sas-go/sas/shared/resilience"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // sent records what the agent sent (its SQS side is covered by the
@@ -41,11 +45,30 @@ func (s *sent) Reject(_ context.Context, _, body, _, reason string) error {
 	return nil
 }
 
+// claims stands in for the state store's claim (its conditional write is
+// tested against both DynamoDB engines by storetest): each request gets
+// attempt 3 of its step, CompleteBy timeout after the claim, unless refused.
+type claims struct {
+	timeout  time.Duration
+	readyAgo time.Duration // how long the step had been ready when claimed
+	refuse   map[string]error
+}
+
+func (c *claims) Claim(_ context.Context, cl statestore.Claim) (statestore.Step, error) {
+	if err := c.refuse[cl.OrderID]; err != nil {
+		return statestore.Step{}, err
+	}
+	return statestore.Step{OrderID: cl.OrderID, Index: cl.Ref.Index, Undo: cl.Ref.Undo, Name: "reserve", Agent: cl.Agent,
+		Attempt: 3, Round: 1, State: workflow.Processing, LockedBy: cl.Owner, ClaimedAt: cl.Now, ReadyAt: cl.Now.Add(-c.readyAgo),
+		CompleteBy: cl.Now.Add(c.timeout), Payload: `{"orderId":"` + cl.OrderID + `"}`}, nil
+}
+
 type fixture struct {
-	h     *agent.Handler
-	sim   *remotesim.Simulator
-	out   *sent
-	tally *metrics.Tally
+	h      *agent.Handler
+	sim    *remotesim.Simulator
+	out    *sent
+	claims *claims
+	tally  *metrics.Tally
 }
 
 func newFixture(t *testing.T, f remotesim.Faults) *fixture {
@@ -55,24 +78,24 @@ func newFixture(t *testing.T, f remotesim.Faults) *fixture {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
 	out, tally := &sent{}, metrics.NewTally()
-	h := agent.New(agent.Config{Name: "inventory", Backoff: resilience.Backoff{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond},
-		CallTimeout: time.Second},
-		&agent.HTTPRemote{Base: srv.URL, Service: "inventory", Client: http.DefaultClient},
-		&resilience.Breaker{Threshold: 100, Cooldown: time.Second}, out, metrics.New(tally, "agent"),
-		slog.New(slog.DiscardHandler))
-	return &fixture{h: h, sim: sim, out: out, tally: tally}
+	c := &claims{timeout: 10 * time.Second, refuse: map[string]error{}}
+	h := agent.New(agent.Config{Name: "inventory", InstanceID: "agent-inventory/test",
+		Backoff: resilience.Backoff{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}, CallTimeout: time.Second},
+		agent.Deps{Remote: &agent.HTTPRemote{Base: srv.URL, Service: "inventory", Client: http.DefaultClient},
+			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: c, Send: out,
+			Metrics: metrics.New(tally, "agent"), Log: slog.New(slog.DiscardHandler)})
+	return &fixture{h: h, sim: sim, out: out, claims: c, tally: tally}
 }
 
-func request(orderID string, completeBy time.Time) events.SQSEvent {
-	b, _ := json.Marshal(message.AgentRequest{OrderID: orderID, Step: 0, StepName: "reserve", Attempt: 3,
-		CompleteBy: completeBy.UnixMilli(), IdempotencyKey: orderID + "/reserve", Payload: []byte(`{"orderId":"` + orderID + `"}`)})
+func request(orderID string) events.SQSEvent {
+	b, _ := json.Marshal(message.AgentRequest{OrderID: orderID, Step: 0, StepName: "reserve"})
 	return events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-" + orderID, Body: string(b)}}}
 }
 
 func TestAgentRetriesTransientFaultsThenReplies(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, remotesim.Faults{TransientRate: 0.6})
-	resp, err := f.h.Handle(context.Background(), request("o-1", time.Now().Add(10*time.Second)))
+	resp, err := f.h.Handle(context.Background(), request("o-1"))
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
 	require.Len(t, f.out.replies, 1)
@@ -87,7 +110,7 @@ func TestAgentRetriesTransientFaultsThenReplies(t *testing.T) {
 func TestAgentRepliesPermanentFaultAtOnce(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, remotesim.Faults{PermanentOrders: []string{"o-1"}})
-	_, err := f.h.Handle(context.Background(), request("o-1", time.Now().Add(10*time.Second)))
+	_, err := f.h.Handle(context.Background(), request("o-1"))
 	require.NoError(t, err)
 	require.Len(t, f.out.replies, 1)
 	require.False(t, f.out.replies[0].OK)
@@ -98,8 +121,9 @@ func TestAgentRepliesPermanentFaultAtOnce(t *testing.T) {
 func TestAgentSendsNothingPastCompleteBy(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, remotesim.Faults{StallFirst: 1000})
+	f.claims.timeout = 300 * time.Millisecond
 	start := time.Now()
-	resp, err := f.h.Handle(context.Background(), request("o-1", start.Add(300*time.Millisecond)))
+	resp, err := f.h.Handle(context.Background(), request("o-1"))
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures, "done with the message: the supervisor takes over")
 	require.Empty(t, f.out.replies, "not even an error")
@@ -107,19 +131,55 @@ func TestAgentSendsNothingPastCompleteBy(t *testing.T) {
 	require.EqualValues(t, 1, f.tally.Sum(metrics.AgentDeadlineExpired))
 }
 
-func TestAgentDropsARequestThatArrivesLate(t *testing.T) {
+func TestAgentRunsNothingItCannotClaim(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, remotesim.Faults{})
-	_, err := f.h.Handle(context.Background(), request("o-1", time.Now().Add(-time.Second)))
+	f.claims.refuse["o-1"] = statestore.ErrNotClaimable
+	resp, err := f.h.Handle(context.Background(), request("o-1"))
 	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures, "a duplicate or late request is done with")
 	require.Empty(t, f.out.replies)
 	require.Zero(t, f.sim.Stats().Calls, "the remote is not called")
+	require.EqualValues(t, 1, f.tally.Sum(metrics.NothingToClaim))
+}
+
+func TestAgentRejectsARequestForAnotherAgent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{})
+	f.claims.refuse["o-1"] = fmt.Errorf("o-1/STEP#000 is \"payment\"'s: %w", statestore.ErrWrongAgent)
+	_, err := f.h.Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.Len(t, f.out.rejected, 1, "to the DLQ, with the reason: a routing error is an operator's")
+	require.Contains(t, f.out.rejected[0], "another agent")
+	require.Zero(t, f.sim.Stats().Calls)
+}
+
+func TestAgentRetriesWhenTheClaimCannotBeWritten(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{})
+	f.claims.refuse["o-1"] = errors.New("throttled")
+	resp, err := f.h.Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.Len(t, resp.BatchItemFailures, 1, "SQS delivers it again")
+	require.Zero(t, f.sim.Stats().Calls)
+}
+
+func TestAgentReportsTheQueueWaitOfWhatItClaims(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{})
+	f.claims.readyAgo = 4 * time.Second
+	_, err := f.h.Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.EqualValues(t, 4000, f.tally.Sum(metrics.QueueWait), "ready to claimed, in milliseconds")
+	lines := f.tally.Lines(metrics.QueueWait)
+	require.Len(t, lines, 1)
+	require.Equal(t, "o-1", lines[0]["OrderID"])
 }
 
 func TestAgentWaitsOutAnOpenBreaker(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, remotesim.Faults{Outages: []remotesim.Window{{From: time.Now(), To: time.Now().Add(300 * time.Millisecond)}}})
-	_, err := f.h.Handle(context.Background(), request("o-1", time.Now().Add(10*time.Second)))
+	_, err := f.h.Handle(context.Background(), request("o-1"))
 	require.NoError(t, err)
 	require.Len(t, f.out.replies, 1)
 	require.True(t, f.out.replies[0].OK, "succeeds once the outage ends")
@@ -128,7 +188,7 @@ func TestAgentWaitsOutAnOpenBreaker(t *testing.T) {
 func TestAgentRejectsAMalformedRequest(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, remotesim.Faults{})
-	ev := request("o-1", time.Now().Add(10*time.Second))
+	ev := request("o-1")
 	ev.Records = append(ev.Records, events.SQSMessage{MessageId: "bad", Body: `{"orderId":"o-2"}`})
 	resp, err := f.h.Handle(context.Background(), ev)
 	require.NoError(t, err)

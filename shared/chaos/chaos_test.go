@@ -40,7 +40,7 @@ func TestChaosRunKeepsEveryInvariant(t *testing.T) {
 	// The chaos happened: every kind of fault was injected.
 	kinds := strings.Join(keys(res.Faults), "\n")
 	for _, k := range []string{"message dropped", "message delayed", "message delivered twice",
-		"handler killed at submission.after-commit", "handler killed at scheduler.after-claim",
+		"handler killed at submission.after-commit", "handler killed at agent.after-claim",
 		"handler killed at scheduler.after-complete", "handler killed at agent.after-call",
 		"remote transient error", "remote call hung", "remote call slowed past CompleteBy", "remote refused for good"} {
 		require.Contains(t, kinds, k)

@@ -93,7 +93,7 @@ func consistent(def workflow.Definition, t statestore.Task, recs []statestore.St
 		if st.Undo != nil {
 			undid = applied[st.Undo.Name+round]
 		}
-		timedOut := r.GaveUp()
+		timedOut := r.GaveUp() && r.Attempt > 0 // a step never claimed did nothing: as a refusal
 		switch {
 		case t.State == workflow.Processed && (did != 1 || undid != 0):
 			return fmt.Sprintf("Processed but %s applied %d times, undone %d times", st.Name, did, undid)

@@ -18,8 +18,12 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		return statestore.Task{OrderID: id, State: s, Round: 1}
 	}
 	step := func(id string, i int, s workflow.State, failures int) statestore.Step {
-		return statestore.Step{OrderID: id, Index: i, Name: def.Steps[i].Name, State: s, FailureCount: failures,
+		st := statestore.Step{OrderID: id, Index: i, Name: def.Steps[i].Name, State: s, FailureCount: failures,
 			MaxFailures: 3, Attempt: failures + 1, Alerted: s == workflow.Error}
+		if s == workflow.Error {
+			st.Cause = workflow.TimedOut
+		}
+		return st
 	}
 	effect := func(id, action string) remotesim.Effect {
 		return remotesim.Effect{OrderID: id, Action: action, Key: id + "/" + action}

@@ -36,6 +36,9 @@ type Plan struct {
 	// InFlight caps the orders sent but not ended (0: send all at once), so a
 	// long run keeps the emulator's queues short.
 	InFlight int
+	// Throttle caps functions' pace (localrun.Options.Throttle): a burst
+	// plan makes a backlog with it.
+	Throttle map[string]time.Duration
 	// BatchWindow is the event source mappings' batching window. None by
 	// default: the plan's timeouts are seconds (a 3 s step timeout, a 5 s
 	// pickup deadline), and a deployment's 1 s a hop would be a third of
@@ -58,6 +61,13 @@ func DefaultPlan(seed uint64, orders int) Plan {
 		// Room for a slow machine: a 10,000-order run takes about an hour.
 		Timeout: 10*time.Minute + time.Duration(orders)*500*time.Millisecond,
 	}
+}
+
+// NoFaults switches every injected fault off: a burst plan measures waiting
+// alone.
+func (p *Plan) NoFaults() {
+	p.Drop, p.Delay, p.Duplicate, p.Crash = 0, 0, 0, 0
+	p.Transient, p.Stall, p.Slow, p.Permanent, p.UndoFailure, p.Outage = 0, 0, 0, 0, 0, 0
 }
 
 // faults are the remote simulator's knobs for the plan, by service or action.

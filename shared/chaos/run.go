@@ -19,17 +19,25 @@ import (
 
 // Result is what a chaos run did and found.
 type Result struct {
-	Seed          uint64                 `json:"seed"`
-	Orders        int                    `json:"orders"`
-	Faults        map[string]int         `json:"faults"`
-	AgentRetries  int                    `json:"agentRetries"`
-	Recoveries    int                    `json:"supervisorRecoveries"`
-	Compensations int                    `json:"compensations"` // undo actions completed
-	StaleReplies  int                    `json:"staleReplies"`  // replies fenced off
-	EndStates     map[workflow.State]int `json:"endStates"`
-	Violations    Violations             `json:"violations"`
-	DeadLetters   map[string]int         `json:"deadLetters"` // messages left in each DLQ
-	Drain         time.Duration          `json:"drainNanos"`
+	Seed         uint64         `json:"seed"`
+	Orders       int            `json:"orders"`
+	Faults       map[string]int `json:"faults"`
+	AgentRetries int            `json:"agentRetries"`
+	Recoveries   int            `json:"supervisorRecoveries"` // attempts that did not complete, retried
+	Resent       int            `json:"messagesResent"`       // ready steps found unclaimed, their message re-sent
+	Held         int            `json:"waitsHeld"`            // waits a backlog explained: nothing sent
+	Expired      int            `json:"deadlinesPassed"`      // orders failed by their deadline
+	QueueWaitMax time.Duration  `json:"queueWaitMaxNanos"`    // the longest a step waited from ready to claimed
+	// MessagesPerOrder are the messages delivered from each work queue per
+	// order (by the queue's name without the run's prefix): duplicates and
+	// re-sends included.
+	MessagesPerOrder map[string]float64     `json:"messagesPerOrder"`
+	Compensations    int                    `json:"compensations"` // undo actions completed
+	StaleReplies     int                    `json:"staleReplies"`  // replies fenced off
+	EndStates        map[workflow.State]int `json:"endStates"`
+	Violations       Violations             `json:"violations"`
+	DeadLetters      map[string]int         `json:"deadLetters"` // messages left in each DLQ
+	Drain            time.Duration          `json:"drainNanos"`
 }
 
 // Run sends the plan's orders through a local stack on the emulator at
@@ -53,7 +61,7 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 		Endpoint: endpoint, DynamoDBEndpoint: p.DynamoDBEndpoint, Prefix: fmt.Sprintf("chaos%d-%d", p.Seed, start.UnixNano()%1e6), Settings: p.Settings,
 		RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second, Schedulers: p.Schedulers, Supervisors: p.Supervisors,
 		SupervisorEvery: p.SupervisorEvery, Faults: inj.Message, DelayFor: p.DelayFor, Crash: inj.Crash,
-		Log: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: logs, BatchWindow: p.BatchWindow,
+		Log: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: logs, BatchWindow: p.BatchWindow, Throttle: p.Throttle,
 	})
 	if err != nil {
 		return res, err
@@ -103,10 +111,7 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 		"remote call slowed past CompleteBy": st.Slow, "remote refused for good": st.Permanent} {
 		res.Faults[k] = v
 	}
-	t := stack.Tally
-	res.AgentRetries = int(t.Sum(metrics.AgentRetries))
-	res.Recoveries = int(t.Sum(metrics.SupervisorRecoveries))
-	res.StaleReplies = int(t.Sum(metrics.StaleReplies))
+	res.count(stack)
 	for _, recs := range records {
 		for _, r := range recs {
 			if r.Undo && r.State == workflow.Processed {
@@ -118,6 +123,23 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 		return res, waitErr
 	}
 	return res, nil
+}
+
+// count reads what the run's handlers counted.
+func (r *Result) count(stack *localrun.Stack) {
+	t := stack.Tally
+	r.AgentRetries = int(t.Sum(metrics.AgentRetries))
+	r.Recoveries = int(t.Sum(metrics.SupervisorRecoveries))
+	r.Resent = int(t.Sum(metrics.MessagesResent))
+	r.Held = int(t.Sum(metrics.WaitsHeld))
+	r.Expired = int(t.Sum(metrics.DeadlinesPassed))
+	r.StaleReplies = int(t.Sum(metrics.StaleReplies))
+	r.QueueWaitMax = time.Duration(t.Max(metrics.QueueWait)) * time.Millisecond
+	r.MessagesPerOrder = map[string]float64{}
+	prefix := stack.Topology().Prefix + "-"
+	for q, n := range stack.Stats.Deliveries() {
+		r.MessagesPerOrder[strings.TrimPrefix(q, prefix)] = float64(n) / float64(r.Orders)
+	}
 }
 
 func unalerted(records map[string][]statestore.Step) int {
@@ -210,7 +232,14 @@ func (r Result) Print(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	row("agent retries", r.AgentRetries)
-	row("supervisor recoveries", r.Recoveries)
+	row("attempts recovered (not completed in time)", r.Recoveries)
+	row("lost messages re-sent (a step not claimed)", r.Resent)
+	row("waits held back (a queue backlogged)", r.Held)
+	row("orders failed by their deadline", r.Expired)
+	row("longest queue wait (ready to claimed)", r.QueueWaitMax.Round(time.Millisecond))
+	for _, q := range slices.Sorted(maps.Keys(r.MessagesPerOrder)) {
+		row("messages per order: "+q, fmt.Sprintf("%.3f", r.MessagesPerOrder[q]))
+	}
 	row("undo actions completed (compensations)", r.Compensations)
 	row("stale replies fenced off", r.StaleReplies)
 	for _, q := range slices.Sorted(maps.Keys(r.DeadLetters)) {

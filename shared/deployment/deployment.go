@@ -37,6 +37,10 @@ type Config struct {
 	AllowedReplyQueues notify.Allowed
 	AgentBackoff       resilience.Backoff
 	Breaker            BreakerConfig
+	// BacklogDepth is how many messages waiting make a queue backlogged: the
+	// Supervisor then neither re-sends into it nor judges an attempt whose
+	// reply may be in it (0: supervisor.DefaultBacklogDepth).
+	BacklogDepth int
 }
 
 // BreakerConfig configures each Agent's circuit breaker.
@@ -68,6 +72,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Settings.Validate(); err != nil {
 		return err
+	}
+	if c.BacklogDepth < 0 {
+		return fmt.Errorf("deployment: backlog depth must not be negative, not %d", c.BacklogDepth)
 	}
 	return c.Workflow().Validate(c.Topology.Agents)
 }
@@ -105,23 +112,28 @@ func (d *Deployment) Submission() *submission.Handler {
 	}, d.Store(), queue.NewSender(d.Clients.SQS), d.notifier(m, log), m, log)
 }
 
-// Scheduler builds a Scheduler handler whose claims carry instanceID.
-func (d *Deployment) Scheduler(instanceID string) (*scheduler.Handler, error) {
-	t := d.Config.Topology
-	agents := map[string]string{}
-	for _, a := range t.Agents {
-		agents[a] = d.Config.QueueURL(t.AgentRequests(a).Name)
-	}
-	m, log := d.emitter("scheduler"), d.Log.With("function", "scheduler", "instance", instanceID)
+// Scheduler builds a Scheduler handler.
+func (d *Deployment) Scheduler() (*scheduler.Handler, error) {
+	m, log := d.emitter("scheduler"), d.Log.With("function", "scheduler")
 	return scheduler.New(scheduler.Config{
-		Workflow: d.Config.Workflow(), AgentQueues: agents, InstanceID: instanceID,
-		DLQURL: d.Config.QueueURL(t.SchedulerQueue().DLQName),
-	}, d.Store(), queue.NewSender(d.Clients.SQS), alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m),
-		d.notifier(m, log), m, log)
+		Workflow: d.Config.Workflow(), AgentQueues: d.agentRequestQueues(),
+		DLQURL: d.Config.QueueURL(d.Config.Topology.SchedulerQueue().DLQName),
+	}, scheduler.Deps{Store: d.Store(), Send: queue.NewSender(d.Clients.SQS),
+		Alerts: alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), Notify: d.notifier(m, log), Metrics: m, Log: log})
 }
 
-// Agent builds the Agent handler of the named remote service.
-func (d *Deployment) Agent(name string) *agent.Handler {
+func (d *Deployment) agentRequestQueues() map[string]string {
+	t := d.Config.Topology
+	out := map[string]string{}
+	for _, a := range t.Agents {
+		out[a] = d.Config.QueueURL(t.AgentRequests(a).Name)
+	}
+	return out
+}
+
+// Agent builds the Agent handler of the named remote service, whose claims
+// carry instanceID.
+func (d *Deployment) Agent(name, instanceID string) *agent.Handler {
 	t := d.Config.Topology
 	fn := "agent-" + name
 	b := d.Config.Breaker
@@ -137,21 +149,32 @@ func (d *Deployment) Agent(name string) *agent.Handler {
 		client = &http.Client{}
 	}
 	return agent.New(agent.Config{
-		Name: name, ResponseQueueURL: d.Config.QueueURL(t.AgentResponses(name).Name),
+		Name: name, InstanceID: instanceID, ResponseQueueURL: d.Config.QueueURL(t.AgentResponses(name).Name),
 		DLQURL: d.Config.QueueURL(t.AgentRequests(name).DLQName), Backoff: backoff,
 		CallTimeout: 10 * time.Second, Margin: 100 * time.Millisecond,
-	}, &agent.HTTPRemote{Base: d.Config.RemoteBaseURL, Service: name, Client: client},
-		&resilience.Breaker{Threshold: b.Threshold, Cooldown: b.Cooldown},
-		queue.NewSender(d.Clients.SQS), d.emitter(fn), d.Log.With("function", fn))
+	}, agent.Deps{Remote: &agent.HTTPRemote{Base: d.Config.RemoteBaseURL, Service: name, Client: client},
+		Breaker: &resilience.Breaker{Threshold: b.Threshold, Cooldown: b.Cooldown}, Store: d.Store(),
+		Send: queue.NewSender(d.Clients.SQS), Metrics: d.emitter(fn), Log: d.Log.With("function", fn, "instance", instanceID)})
 }
 
 // Supervisor builds the Supervisor handler.
 func (d *Deployment) Supervisor(instanceID string) *supervisor.Supervisor {
+	return supervisor.New(d.SupervisorParts(instanceID))
+}
+
+// SupervisorParts are the configuration and dependencies Supervisor builds
+// the handler from (a test may wrap one).
+func (d *Deployment) SupervisorParts(instanceID string) (supervisor.Config, supervisor.Deps) {
 	t := d.Config.Topology
 	m, log := d.emitter("supervisor"), d.Log.With("function", "supervisor", "instance", instanceID)
-	return supervisor.New(supervisor.Config{
-		SchedulerQueueURL: d.Config.QueueURL(t.SchedulerQueue().Name),
-		PickupTimeout:     d.Config.Settings.PickupTimeout,
-	}, d.Store(), queue.NewSender(d.Clients.SQS), alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m),
-		d.notifier(m, log), m, log)
+	agents := map[string]supervisor.AgentQueues{}
+	for _, a := range t.Agents {
+		agents[a] = supervisor.AgentQueues{Requests: d.Config.QueueURL(t.AgentRequests(a).Name),
+			Responses: d.Config.QueueURL(t.AgentResponses(a).Name)}
+	}
+	return supervisor.Config{
+			SchedulerQueueURL: d.Config.QueueURL(t.SchedulerQueue().Name), AgentQueues: agents,
+			PickupTimeout: d.Config.Settings.PickupTimeout, BacklogDepth: d.Config.BacklogDepth,
+		}, supervisor.Deps{Store: d.Store(), Queues: queue.NewSender(d.Clients.SQS),
+			Alerts: alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), Notify: d.notifier(m, log), Metrics: m, Log: log}
 }

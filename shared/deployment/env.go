@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sas-go/sas/shared/supervisor"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -22,7 +23,9 @@ const (
 	EnvMaxFailures   = "SAS_MAX_FAILURES"
 	EnvRetryBackoff  = "SAS_RETRY_BACKOFF"
 	EnvPickupTimeout = "SAS_PICKUP_TIMEOUT"
-	EnvWorkflow      = "SAS_WORKFLOW" // "order" (default) or "single"
+	EnvOrderDeadline = "SAS_ORDER_DEADLINE" // Go duration: an order not ended by then fails
+	EnvBacklogDepth  = "SAS_BACKLOG_DEPTH"  // messages waiting that make a queue backlogged (supervisor)
+	EnvWorkflow      = "SAS_WORKFLOW"       // "order" (default) or "single"
 	// EnvAllowedReplyQueues is a comma-separated list of queue URL prefixes
 	// an order's replyQueue may start with (none: no reply queues).
 	EnvAllowedReplyQueues = "SAS_ALLOWED_REPLY_QUEUES"
@@ -44,6 +47,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		AlertTopicARN: getenv(EnvAlertTopicARN),
 		Settings:      workflow.DefaultSettings(),
 		RemoteBaseURL: strings.TrimSuffix(getenv(EnvRemoteBaseURL), "/"),
+		BacklogDepth:  supervisor.DefaultBacklogDepth,
 	}
 	if v := getenv(EnvAllowedReplyQueues); v != "" {
 		c.AllowedReplyQueues = strings.Split(v, ",")
@@ -56,16 +60,19 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	for name, dst := range map[string]*time.Duration{EnvStepTimeout: &c.Settings.StepTimeout,
-		EnvRetryBackoff: &c.Settings.RetryBackoff, EnvPickupTimeout: &c.Settings.PickupTimeout} {
+		EnvRetryBackoff: &c.Settings.RetryBackoff, EnvPickupTimeout: &c.Settings.PickupTimeout,
+		EnvOrderDeadline: &c.Settings.OrderDeadline} {
 		if v := getenv(name); v != "" {
 			if *dst, err = time.ParseDuration(v); err != nil {
 				return c, fmt.Errorf("%s=%q: %w", name, v, err)
 			}
 		}
 	}
-	if v := getenv(EnvMaxFailures); v != "" {
-		if c.Settings.MaxFailures, err = strconv.Atoi(v); err != nil {
-			return c, fmt.Errorf("%s=%q: %w", EnvMaxFailures, v, err)
+	for name, dst := range map[string]*int{EnvMaxFailures: &c.Settings.MaxFailures, EnvBacklogDepth: &c.BacklogDepth} {
+		if v := getenv(name); v != "" {
+			if *dst, err = strconv.Atoi(v); err != nil {
+				return c, fmt.Errorf("%s=%q: %w", name, v, err)
+			}
 		}
 	}
 	return c, c.Validate()
@@ -79,6 +86,7 @@ func (c Config) Env() map[string]string {
 		EnvAlertTopicARN: c.AlertTopicARN, EnvRemoteBaseURL: c.RemoteBaseURL,
 		EnvStepTimeout: c.Settings.StepTimeout.String(), EnvMaxFailures: strconv.Itoa(c.Settings.MaxFailures),
 		EnvRetryBackoff: c.Settings.RetryBackoff.String(), EnvPickupTimeout: c.Settings.PickupTimeout.String(),
+		EnvOrderDeadline: c.Settings.OrderDeadline.String(), EnvBacklogDepth: strconv.Itoa(c.BacklogDepth),
 		EnvAllowedReplyQueues: strings.Join(c.AllowedReplyQueues, ","),
 	}
 	if c.Settings.Workflow != "" {

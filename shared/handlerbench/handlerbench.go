@@ -29,6 +29,9 @@ func (EncodeOnly) Reject(_ context.Context, _, _, _, reason string) error {
 	return errors.New("rejected: " + reason)
 }
 
+// Depth says every queue is empty.
+func (EncodeOnly) Depth(context.Context, string) (int, error) { return 0, nil }
+
 // Handler is an SQS-triggered handler.
 type Handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
 

@@ -41,7 +41,8 @@ func TestLostAlertIsSentByTheSupervisor(t *testing.T) {
 	now := time.Now()
 	_, err := store.Submit(ctx, statestore.Submission{OrderID: "o-alert", Order: localrun.DemoOrder("o-alert", 1).JSON(), Workflow: wf, Now: now})
 	require.NoError(t, err)
-	_, err = store.Claim(ctx, "o-alert", workflow.Ref{}, "scheduler/test", now)
+	_, err = store.Claim(ctx, statestore.Claim{OrderID: "o-alert", Ref: workflow.Ref{}, Agent: workflow.InventoryAgent,
+		Owner: "agent-inventory/test", Now: now})
 	require.NoError(t, err)
 
 	// The scheduler records the permanent failure, but its alert is lost.
@@ -49,9 +50,10 @@ func TestLostAlertIsSentByTheSupervisor(t *testing.T) {
 	tally := metrics.NewTally()
 	discard := slog.New(slog.DiscardHandler)
 	quiet := notify.New(queue.NewSender(d.Clients.SQS), nil, metrics.New(tally, "scheduler"), discard)
-	sched, err := scheduler.New(scheduler.Config{Workflow: wf, InstanceID: "scheduler/test",
+	sched, err := scheduler.New(scheduler.Config{Workflow: wf,
 		AgentQueues: map[string]string{workflow.InventoryAgent: "unused", workflow.PaymentAgent: "unused", workflow.ShippingAgent: "unused"}},
-		store, queue.NewSender(d.Clients.SQS), broken, quiet, metrics.New(tally, "scheduler"), discard)
+		scheduler.Deps{Store: store, Send: queue.NewSender(d.Clients.SQS), Alerts: broken, Notify: quiet,
+			Metrics: metrics.New(tally, "scheduler"), Log: discard})
 	require.NoError(t, err)
 	reply, _ := json.Marshal(message.AgentReply{Kind: message.KindReply, OrderID: "o-alert", StepName: "reserve-inventory",
 		Attempt: 1, Error: "card declined"})
@@ -67,7 +69,8 @@ func TestLostAlertIsSentByTheSupervisor(t *testing.T) {
 	// the record due.
 	later := time.Now().Add(wf.PickupTimeout + time.Second) // past the alert's due time, whenever the scheduler wrote it
 	failing := supervisor.New(supervisor.Config{SchedulerQueueURL: "unused", PickupTimeout: wf.PickupTimeout},
-		store, queue.NewSender(d.Clients.SQS), broken, quiet, metrics.New(tally, "supervisor"), discard)
+		supervisor.Deps{Store: store, Queues: queue.NewSender(d.Clients.SQS), Alerts: broken, Notify: quiet,
+			Metrics: metrics.New(tally, "supervisor"), Log: discard})
 	failing.Now = func() time.Time { return later }
 	_, err = failing.Sweep(ctx)
 	require.ErrorContains(t, err, "SNS unavailable")

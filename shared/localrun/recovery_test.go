@@ -2,7 +2,7 @@ package localrun_test
 
 import (
 	"context"
-	"log/slog"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -10,12 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/chaos"
 	"github.com/sas-go/sas/shared/localrun"
 	"github.com/sas-go/sas/shared/metrics"
-	"github.com/sas-go/sas/shared/notify"
-	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/remotesim"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/supervisor"
@@ -69,13 +66,9 @@ func TestTwoSupervisorsRecoverEachStepOnce(t *testing.T) {
 	reports := make([]supervisor.Report, 2)
 	var wg sync.WaitGroup
 	for i := range 2 {
-		m := metrics.New(tally, "supervisor")
-		sup := supervisor.New(supervisor.Config{
-			SchedulerQueueURL: e.stack.QueueURL(e.stack.Topology().SchedulerQueue().Name),
-			PickupTimeout:     d.Config.Settings.PickupTimeout,
-		}, barrierStore{e.stack.Store, &read}, queue.NewSender(d.Clients.SQS),
-			alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), notify.New(queue.NewSender(d.Clients.SQS), nil, m, slog.New(slog.DiscardHandler)),
-			m, slog.New(slog.DiscardHandler))
+		cfg, deps := d.SupervisorParts(fmt.Sprintf("supervisor/%d", i))
+		deps.Store, deps.Metrics = barrierStore{e.stack.Store, &read}, metrics.New(tally, "supervisor")
+		sup := supervisor.New(cfg, deps)
 		wg.Go(func() {
 			var err error
 			reports[i], err = sup.Sweep(ctx)
@@ -102,22 +95,22 @@ func TestTwoSupervisorsRecoverEachStepOnce(t *testing.T) {
 	tasks := e.waitEnded(ids)
 	for _, id := range ids {
 		require.Equal(t, workflow.Processed, tasks[id].State)
-		// Every failure is a recovery: of an attempt that did not complete
-		// (the stalled first one, or one cut off by the restart), or of a
-		// pickup the stopped runner missed, which counts no attempt.
+		// Every failure is the recovery of an attempt that did not complete
+		// (the stalled first one, or one cut off by the restart); a pickup the
+		// stopped runner missed is a wait, no failure.
 		st := e.step(id, 0)
-		var timedOut, missed int
+		timedOut := 0
 		for _, ev := range st.Events {
-			switch {
-			case strings.Contains(ev, "recovered by the supervisor") && strings.Contains(ev, "not completed by"):
+			if strings.Contains(ev, "recovered by the supervisor") {
+				require.Contains(t, ev, "not completed by", "%s: only an attempt fails", id)
 				timedOut++
-			case strings.Contains(ev, "recovered by the supervisor") && strings.Contains(ev, "not claimed by"):
-				missed++
 			}
 		}
 		require.GreaterOrEqual(t, timedOut, 1, "%s: the stalled first attempt was recovered: %q", id, st.Events)
-		require.Equal(t, st.Attempt-1, timedOut, "%s: every attempt but the last timed out: %q", id, st.Events)
-		require.Equal(t, st.FailureCount, timedOut+missed, "%s: every failure counted once: %q", id, st.Events)
+		// The last attempt completed; so may the one before it, if its reply
+		// came after its recovery and before another claim.
+		require.Contains(t, []int{st.Attempt - 1, st.Attempt}, timedOut, "%s: %q", id, st.Events)
+		require.Equal(t, st.FailureCount, timedOut, "%s: every failure counted once: %q", id, st.Events)
 	}
 	e.requireEffectsOnce(ids)
 }

@@ -3,6 +3,7 @@ package localrun
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/runner"
@@ -12,35 +13,44 @@ import (
 // a restarted process would have.
 func (s *Stack) Runner() (*runner.Runner, error) {
 	d, t, o := s.Deployment, s.Topology(), s.Opts
-	src := func(fn, queue string, h runner.Handler) runner.Source {
-		return runner.Source{Function: fn, QueueURL: s.QueueURL(queue), QueueARN: s.Resources.QueueARNs[queue],
-			Handler: h, Pollers: o.Pollers, Timeout: t.FunctionTimeout, BatchSize: o.BatchSize, Window: o.BatchWindow}
+	capacity := map[string]*runner.Capacity{}
+	for fn, per := range o.Throttle {
+		capacity[fn] = runner.NewCapacity(per)
 	}
 	r := &runner.Runner{SQS: d.Clients.SQS, Faults: o.Faults, Log: o.Log, Stats: s.Stats, DelayFor: o.DelayFor}
+	add := func(fn, queue string, h runner.Handler, pollers int) {
+		if slices.Contains(o.Stopped, fn) {
+			return
+		}
+		r.Sources = append(r.Sources, runner.Source{Function: fn, QueueURL: s.QueueURL(queue),
+			QueueARN: s.Resources.QueueARNs[queue], Handler: h, Pollers: pollers, Timeout: t.FunctionTimeout,
+			BatchSize: o.BatchSize, Window: o.BatchWindow, Capacity: capacity[fn]})
+	}
 	sub := d.Submission()
 	sub.Crash = o.Crash
-	r.Sources = append(r.Sources, src("submission", t.OrdersQueue().Name, sub.Handle))
+	add("submission", t.OrdersQueue().Name, sub.Handle, o.Pollers)
 	for range o.Schedulers {
-		h, err := d.Scheduler(deployment.InstanceID("scheduler"))
+		h, err := d.Scheduler()
 		if err != nil {
 			return nil, err
 		}
 		h.Crash = o.Crash
-		r.Sources = append(r.Sources, src("scheduler", t.SchedulerQueue().Name, h.Handle))
+		add("scheduler", t.SchedulerQueue().Name, h.Handle, o.Pollers)
 		for _, a := range t.Agents {
-			r.Sources = append(r.Sources, src("scheduler", t.AgentResponses(a).Name, h.Handle))
+			add("scheduler", t.AgentResponses(a).Name, h.Handle, o.Pollers)
 		}
 	}
 	for _, a := range t.Agents {
 		// An agent's batch waits for its slowest remote call (up to the step
 		// timeout); Lambda would run more copies meanwhile, so poll wider.
-		ah := d.Agent(a)
+		ah := d.Agent(a, deployment.InstanceID("agent-"+a))
 		ah.Crash = o.Crash
-		as := src("agent-"+a, t.AgentRequests(a).Name, ah.Handle)
-		as.Pollers *= 4
-		r.Sources = append(r.Sources, as)
+		add("agent-"+a, t.AgentRequests(a).Name, ah.Handle, o.Pollers*4)
 	}
 	for range o.Supervisors {
+		if slices.Contains(o.Stopped, "supervisor") {
+			break
+		}
 		sup := d.Supervisor(deployment.InstanceID("supervisor"))
 		sup.Crash = o.Crash
 		r.Tickers = append(r.Tickers, runner.Ticker{Function: "supervisor", Every: o.SupervisorEvery,

@@ -51,11 +51,17 @@ type Options struct {
 	// AllowedReplyQueues are the URL prefixes an order's replyQueue may have
 	// (default: the queues named <prefix>-client-…, see ClientQueuePrefix).
 	AllowedReplyQueues []string
-	Faults             runner.Faults
-	DelayFor           time.Duration      // how long a Delay fault hides a message
-	Crash              func(point string) // crash hook set on every handler (chaos tests)
-	Log                *slog.Logger       // handler logs (default: discarded)
-	Metrics            io.Writer          // EMF lines, besides the stack's own tally
+	// Throttle caps functions' pace, by function name ("scheduler",
+	// "agent-payment"): each message takes this long of the function's one
+	// invocation at a time, as a function at its maximum concurrency.
+	Throttle map[string]time.Duration
+	// Stopped functions are not run at all (their queues fill up).
+	Stopped  []string
+	Faults   runner.Faults
+	DelayFor time.Duration      // how long a Delay fault hides a message
+	Crash    func(point string) // crash hook set on every handler (chaos tests)
+	Log      *slog.Logger       // handler logs (default: discarded)
+	Metrics  io.Writer          // EMF lines, besides the stack's own tally
 }
 
 // Stack is a provisioned local deployment.

@@ -52,8 +52,8 @@ func FuzzDecodeSchedulerMessage(f *testing.F) {
 }
 
 func FuzzDecodeAgentRequest(f *testing.F) {
-	for _, s := range []string{`{"orderId":"o","step":0,"stepName":"s","attempt":1,"completeBy":1,"idempotencyKey":"k","payload":{}}`,
-		`{"orderId":"o","step":0,"stepName":"s","attempt":1,"completeBy":1,"idempotencyKey":"k","payload":null}`, `{}`, `[`} {
+	for _, s := range []string{`{"orderId":"o","step":0,"stepName":"s"}`,
+		`{"orderId":"o","step":2,"undo":true,"stepName":"s"}`, `{"orderId":"o","step":0,"stepName":"s","attempt":1}`, `{}`, `[`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {

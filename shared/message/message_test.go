@@ -83,17 +83,15 @@ func TestDecodeSchedulerMessage(t *testing.T) {
 
 func TestDecodeAgentRequest(t *testing.T) {
 	t.Parallel()
-	ok := `{"orderId":"o-1","step":0,"stepName":"s","attempt":1,"completeBy":1800000000000,"idempotencyKey":"o-1/s","payload":{"orderId":"o-1"}}`
+	ok := `{"orderId":"o-1","step":1,"undo":true,"stepName":"s"}`
 	r, err := message.DecodeAgentRequest(ok)
 	require.NoError(t, err)
-	require.Equal(t, int64(1800000000000), r.Deadline().UnixMilli())
+	require.Equal(t, workflow.Ref{Index: 1, Undo: true}, r.Ref())
 	bad := map[string]string{
-		strings.Replace(ok, `"attempt":1`, `"attempt":0`, 1):       "attempt 0",
-		strings.Replace(ok, `"completeBy":1800000000000,`, ``, 1):  "completeBy missing",
-		strings.Replace(ok, `"idempotencyKey":"o-1/s",`, ``, 1):    "idempotencyKey missing",
-		strings.Replace(ok, `,"payload":{"orderId":"o-1"}`, ``, 1): "payload missing",
-		strings.Replace(ok, `"stepName":"s",`, ``, 1):              "stepName",
-		strings.Replace(ok, `"o-1","step"`, `"","step"`, 1):        "bad orderId",
+		strings.Replace(ok, `"step":1`, `"step":-1`, 1):           "step >= 0",
+		strings.Replace(ok, `"stepName":"s"`, `"stepName":""`, 1): "stepName",
+		strings.Replace(ok, `"o-1","step"`, `"","step"`, 1):       "bad orderId",
+		strings.Replace(ok, `}`, `,"attempt":1}`, 1):              `unknown field "attempt"`,
 	}
 	for body, want := range bad {
 		_, err := message.DecodeAgentRequest(body)

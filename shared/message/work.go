@@ -2,7 +2,6 @@ package message
 
 import (
 	"encoding/json"
-	"time"
 
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -34,22 +33,20 @@ func NewSchedule(orderID string, r workflow.Ref) Schedule {
 // Ref is the record the message is about.
 func (s Schedule) Ref() workflow.Ref { return workflow.Ref{Index: s.Step, Undo: s.Undo} }
 
-// AgentRequest asks an Agent to run one attempt of a step.
+// AgentRequest asks an Agent to claim a ready step (or a step's undo action)
+// of an order and run an attempt of it. It carries no attempt and no
+// deadline: the Agent's claim starts the attempt (Attempt + 1, CompleteBy),
+// so the time the request waited in a queue never counts against it, and a
+// request the claim refuses (a duplicate, a late one) runs nothing.
 type AgentRequest struct {
-	OrderID        string          `json:"orderId"`
-	Step           int             `json:"step"`
-	Undo           bool            `json:"undo,omitempty"`
-	StepName       string          `json:"stepName"` // the action the remote service runs
-	Attempt        int             `json:"attempt"`
-	CompleteBy     int64           `json:"completeBy"` // Unix milliseconds
-	IdempotencyKey string          `json:"idempotencyKey"`
-	Payload        json.RawMessage `json:"payload"`
-	ReplyTo        string          `json:"replyTo,omitempty"` // the order's status queue, echoed in the reply
-	Round          int             `json:"round,omitempty"`   // echoed in the reply
+	OrderID  string `json:"orderId"`
+	Step     int    `json:"step"`
+	Undo     bool   `json:"undo,omitempty"`
+	StepName string `json:"stepName"` // the action, for logs; the claimed record is the authority
 }
 
-// Deadline is CompleteBy as a time.
-func (r AgentRequest) Deadline() time.Time { return time.UnixMilli(r.CompleteBy) }
+// Ref is the record the request is about.
+func (r AgentRequest) Ref() workflow.Ref { return workflow.Ref{Index: r.Step, Undo: r.Undo} }
 
 // AgentReply is an Agent's answer for one attempt of a step.
 type AgentReply struct {
@@ -80,14 +77,6 @@ func DecodeAgentRequest(body string) (AgentRequest, error) {
 		return r, Invalid("agent request: bad orderId %q", truncate(r.OrderID))
 	case r.Step < 0 || r.StepName == "":
 		return r, Invalid("agent request for %s: needs step >= 0 and stepName", r.OrderID)
-	case r.Attempt < 1:
-		return r, Invalid("agent request for %s: attempt %d must be >= 1", r.OrderID, r.Attempt)
-	case r.CompleteBy <= 0:
-		return r, Invalid("agent request for %s: completeBy missing", r.OrderID)
-	case r.IdempotencyKey == "":
-		return r, Invalid("agent request for %s: idempotencyKey missing", r.OrderID)
-	case len(r.Payload) == 0:
-		return r, Invalid("agent request for %s: payload missing", r.OrderID)
 	}
 	return r, nil
 }

@@ -29,7 +29,11 @@ const (
 	StaleReplies         = "StaleReplies"         // replies fenced off by the attempt check
 	AgentRetries         = "AgentRetries"         // an agent waiting to retry a remote call (after a transient fault, or while its breaker is open)
 	AgentDeadlineExpired = "AgentDeadlineExpired" // agent attempts abandoned at CompleteBy
-	SupervisorRecoveries = "SupervisorRecoveries" // overdue steps sent back to Pending
+	SupervisorRecoveries = "SupervisorRecoveries" // attempts not completed by CompleteBy, sent back to Pending
+	MessagesResent       = "MessagesResent"       // ready steps found unclaimed with no backlog: their message re-sent
+	WaitsHeld            = "WaitsHeld"            // waits a queue's backlog explains: nothing sent, looked at again later
+	DeadlinesPassed      = "DeadlinesPassed"      // orders failed by their deadline
+	QueueWait            = "QueueWait"            // milliseconds from a step ready to claimed (alarmed on)
 )
 
 // Emitter writes EMF lines; safe for concurrent use.
@@ -49,6 +53,15 @@ func New(w io.Writer, function string) *Emitter {
 // Count emits one metric with the given value; props are extra searchable
 // properties of the log line (such as OrderID), not dimensions.
 func (e *Emitter) Count(name string, value float64, props map[string]any) {
+	e.emit(name, "Count", value, props)
+}
+
+// Duration emits one metric of d, in milliseconds.
+func (e *Emitter) Duration(name string, d time.Duration, props map[string]any) {
+	e.emit(name, "Milliseconds", float64(d.Milliseconds()), props)
+}
+
+func (e *Emitter) emit(name, unit string, value float64, props map[string]any) {
 	if e == nil {
 		return
 	}
@@ -58,7 +71,7 @@ func (e *Emitter) Count(name string, value float64, props map[string]any) {
 			"CloudWatchMetrics": []map[string]any{{
 				"Namespace":  Namespace,
 				"Dimensions": [][]string{{"Function"}},
-				"Metrics":    []map[string]string{{"Name": name, "Unit": "Count"}},
+				"Metrics":    []map[string]string{{"Name": name, "Unit": unit}},
 			}},
 		},
 		"Function": e.function,

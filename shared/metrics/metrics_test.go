@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"testing"
 	"time"
 
@@ -48,4 +49,20 @@ func TestNilEmitterIsANoOp(t *testing.T) {
 	t.Parallel()
 	var e *metrics.Emitter
 	e.Count(metrics.StepErrors, 1, nil)
+}
+
+func TestDurationIsEmittedInMillisecondsAndItsMaxKept(t *testing.T) {
+	t.Parallel()
+	tally := metrics.NewTally()
+	var buf bytes.Buffer
+	e := metrics.New(io.MultiWriter(tally, &buf), "agent-payment")
+	e.Duration(metrics.QueueWait, 1500*time.Millisecond, map[string]any{"OrderID": "o-1"})
+	e.Duration(metrics.QueueWait, 250*time.Millisecond, nil)
+	var line map[string]any
+	require.NoError(t, json.Unmarshal(bytes.SplitN(buf.Bytes(), []byte("\n"), 2)[0], &line))
+	dir := line["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
+	require.Equal(t, "Milliseconds", dir["Metrics"].([]any)[0].(map[string]any)["Unit"])
+	require.EqualValues(t, 1500, line[metrics.QueueWait])
+	require.EqualValues(t, 1500, tally.Max(metrics.QueueWait))
+	require.EqualValues(t, 1750, tally.Sum(metrics.QueueWait))
 }

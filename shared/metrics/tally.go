@@ -14,11 +14,12 @@ type Tally struct {
 	mu      sync.Mutex
 	partial []byte
 	sums    map[string]float64
+	maxes   map[string]float64
 	lines   []map[string]any
 }
 
 // NewTally returns an empty tally.
-func NewTally() *Tally { return &Tally{sums: map[string]float64{}} }
+func NewTally() *Tally { return &Tally{sums: map[string]float64{}, maxes: map[string]float64{}} }
 
 // Write consumes EMF lines.
 func (t *Tally) Write(p []byte) (int, error) {
@@ -49,6 +50,7 @@ func (t *Tally) add(line []byte) {
 			name, _ := x.(map[string]any)["Name"].(string)
 			if v, ok := m[name].(float64); ok {
 				t.sums[name] += v
+				t.maxes[name] = max(t.maxes[name], v)
 			}
 		}
 	}
@@ -60,6 +62,13 @@ func (t *Tally) Sum(name string) float64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.sums[name]
+}
+
+// Max is the largest value of the named metric so far (0 if none).
+func (t *Tally) Max(name string) float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.maxes[name]
 }
 
 // Lines returns the EMF lines that emitted the named metric.

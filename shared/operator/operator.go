@@ -61,6 +61,28 @@ func (o *Operator) QueueURL(ctx context.Context, name string) (string, error) {
 	return o.urls[name], nil
 }
 
+// QueueDepths are the messages waiting on each work queue a step's message
+// goes through (the scheduler queue and each agent's request and response
+// queues), by queue name.
+func (o *Operator) QueueDepths(ctx context.Context) (map[string]int, error) {
+	t := o.Topology
+	names := []string{t.SchedulerQueue().Name}
+	for _, a := range t.Agents {
+		names = append(names, t.AgentRequests(a).Name, t.AgentResponses(a).Name)
+	}
+	out := map[string]int{}
+	for _, name := range names {
+		url, err := o.QueueURL(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if out[name], err = queue.NewSender(o.sqs).Depth(ctx, url); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // Resubmitted says what a resubmission did.
 type Resubmitted struct {
 	OrderID string `json:"orderId"`

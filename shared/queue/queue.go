@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,6 +16,7 @@ import (
 // API is the part of the SQS client the sender uses.
 type API interface {
 	SendMessage(context.Context, *sqs.SendMessageInput, ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 	BatchAPI
 }
 
@@ -67,4 +69,19 @@ func (s *Sender) Reject(ctx context.Context, dlqURL, body, source, reason string
 		return fmt.Errorf("reject to %s: %w", dlqURL, err)
 	}
 	return nil
+}
+
+// Depth is how many messages wait on the queue for a consumer: SQS's
+// ApproximateNumberOfMessages (visible; neither in flight nor delayed).
+func (s *Sender) Depth(ctx context.Context, queueURL string) (int, error) {
+	out, err := s.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages}})
+	if err != nil {
+		return 0, fmt.Errorf("depth of %s: %w", queueURL, err)
+	}
+	n, err := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
+	if err != nil {
+		return 0, fmt.Errorf("depth of %s: %w", queueURL, err)
+	}
+	return n, nil
 }

@@ -43,9 +43,12 @@ type Source struct {
 	// Window is the batching window (MaximumBatchingWindowInSeconds): after
 	// the first message, receive until the batch is full or Window passed.
 	// Zero invokes with what the first receive returned.
-	Window      time.Duration
-	Pollers     int           // concurrent pollers, like Lambda's concurrency (default 2)
-	Timeout     time.Duration // the function's timeout (default 30s)
+	Window  time.Duration
+	Pollers int           // concurrent pollers, like Lambda's concurrency (default 2)
+	Timeout time.Duration // the function's timeout (default 30s)
+	// Capacity, if set, caps the function's pace across all its sources, as
+	// a function at its maximum concurrency: messages wait in their queues.
+	Capacity    *Capacity
 	Region      string
 	Description string
 }
@@ -145,6 +148,10 @@ func (r *Runner) tick(ctx context.Context, t Ticker) {
 }
 
 func (r *Runner) poll(ctx context.Context, src Source) {
+	if src.Capacity != nil {
+		r.pollAtCapacity(ctx, src)
+		return
+	}
 	for ctx.Err() == nil {
 		out, err := r.receive(ctx, src, src.BatchSize, max(src.Wait, time.Second))
 		if err != nil {
@@ -272,6 +279,7 @@ func (r *Runner) invoke(ctx context.Context, src Source, msgs []types.Message) (
 	start := time.Now()
 	resp, err := callHandler(ictx, src.Handler, ev)
 	r.Stats.invoked(src.Function, time.Since(start), len(msgs), err != nil)
+	r.Stats.delivered(queueName(src.QueueURL), len(msgs))
 	if err != nil {
 		if ctx.Err() == nil {
 			r.Log.Error("invocation failed; the whole batch will be retried", "function", src.Function, "err", err)

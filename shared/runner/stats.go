@@ -16,14 +16,31 @@ type FunctionStats struct {
 	FaultsInjected map[string]int
 }
 
-// Stats count invocations by function; safe for concurrent use.
+// Stats count invocations by function, and messages delivered by queue;
+// safe for concurrent use.
 type Stats struct {
-	mu sync.Mutex
-	by map[string]*FunctionStats
+	mu      sync.Mutex
+	by      map[string]*FunctionStats
+	byQueue map[string]int
 }
 
 // NewStats returns empty stats.
-func NewStats() *Stats { return &Stats{by: map[string]*FunctionStats{}} }
+func NewStats() *Stats { return &Stats{by: map[string]*FunctionStats{}, byQueue: map[string]int{}} }
+
+func (s *Stats) delivered(queue string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.byQueue[queue] += n
+}
+
+// Deliveries returns the messages delivered to a function from each queue,
+// by queue name, a second delivery of one message (SQS's or a fault's)
+// included.
+func (s *Stats) Deliveries() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.byQueue)
+}
 
 func (s *Stats) get(fn string) *FunctionStats {
 	f := s.by[fn]

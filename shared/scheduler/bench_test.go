@@ -19,16 +19,10 @@ import (
 
 // The benchmarks measure the handler's own work per message (decode, decide,
 // encode); the store and the queues do nothing but encode what they are given.
-type nopStore struct{ def workflow.Definition }
+type nopStore struct{}
 
-func (s nopStore) Claim(_ context.Context, orderID string, r workflow.Ref, owner string, now time.Time) (statestore.Step, error) {
-	a, _ := s.def.Action(r)
-	return statestore.Step{OrderID: orderID, Index: r.Index, Undo: r.Undo, Name: a.Name, Agent: a.Agent, Round: 1,
-		Attempt: 1, LockedBy: owner, CompleteBy: now.Add(a.Timeout), State: workflow.Processing,
-		Payload: `{"orderId":"` + orderID + `","customerId":"c-1","items":[{"sku":"SKU-1","quantity":2,"unitPriceCents":499}]}`}, nil
-}
 func (nopStore) Complete(context.Context, statestore.Completion) error              { return nil }
-func (nopStore) Fail(context.Context, statestore.Failure, int) error                { return nil }
+func (nopStore) Fail(context.Context, statestore.Failure, int, int) error           { return nil }
 func (nopStore) MarkAlerted(context.Context, string, workflow.Ref, time.Time) error { return nil }
 
 type nopAlerter struct{}
@@ -43,8 +37,9 @@ func BenchmarkSchedulerPerMessage(b *testing.B) {
 	for _, a := range def.Agents() {
 		queues[a] = "q-" + a
 	}
-	h, err := scheduler.New(scheduler.Config{Workflow: def, AgentQueues: queues, DLQURL: "dlq", InstanceID: "sched"},
-		nopStore{def}, handlerbench.EncodeOnly{}, nopAlerter{}, notify.New(handlerbench.EncodeOnly{}, nil, m, log), m, log)
+	h, err := scheduler.New(scheduler.Config{Workflow: def, AgentQueues: queues, DLQURL: "dlq"},
+		scheduler.Deps{Store: nopStore{}, Send: handlerbench.EncodeOnly{}, Alerts: nopAlerter{},
+			Notify: notify.New(handlerbench.EncodeOnly{}, nil, m, log), Metrics: m, Log: log})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,7 +1,8 @@
-// Package scheduler is the Scheduler handler: it claims ready steps (and undo
-// actions) and asks their Agents to run them, and records the Agents'
-// replies, fenced by the attempt, moving the task on to its next step, to its
-// compensation, or to its end; it posts the order's status notifications.
+// Package scheduler is the Scheduler handler: it sends each ready step (and
+// undo action) to its Agent, whose claim starts the attempt, and records the
+// Agents' replies, fenced by the attempt, moving the task on to its next step,
+// to its compensation, or to its end; it posts the order's status
+// notifications.
 package scheduler
 
 import (
@@ -24,9 +25,8 @@ import (
 
 // Store is the part of the state store the Scheduler uses.
 type Store interface {
-	Claim(ctx context.Context, orderID string, r workflow.Ref, owner string, now time.Time) (statestore.Step, error)
 	Complete(ctx context.Context, c statestore.Completion) error
-	Fail(ctx context.Context, f statestore.Failure, attempt int) error
+	Fail(ctx context.Context, f statestore.Failure, attempt, round int) error
 	MarkAlerted(ctx context.Context, orderID string, r workflow.Ref, now time.Time) error
 }
 
@@ -46,7 +46,16 @@ type Config struct {
 	Workflow    workflow.Definition
 	AgentQueues map[string]string // agent name → its request queue URL
 	DLQURL      string            // the scheduler queue's DLQ, for rejected messages
-	InstanceID  string            // this instance's LockedBy value
+}
+
+// Deps are what the Scheduler calls.
+type Deps struct {
+	Store   Store
+	Send    Sender
+	Alerts  Alerter
+	Notify  *notify.Notifier
+	Metrics *metrics.Emitter
+	Log     *slog.Logger
 }
 
 // Handler is the Scheduler Lambda handler.
@@ -66,18 +75,16 @@ type Handler struct {
 }
 
 // New builds the handler; it fails if an agent of the workflow has no queue.
-func New(cfg Config, store Store, send Sender, alerts Alerter, n *notify.Notifier, m *metrics.Emitter, log *slog.Logger) (*Handler, error) {
+func New(cfg Config, d Deps) (*Handler, error) {
 	for _, a := range cfg.Workflow.Agents() {
 		if cfg.AgentQueues[a] == "" {
 			return nil, fmt.Errorf("scheduler: no request queue configured for agent %q", a)
 		}
 	}
-	if cfg.InstanceID == "" {
-		return nil, errors.New("scheduler: empty instance id")
-	}
-	return &Handler{cfg: cfg, store: store, send: send, alerts: alerts, notify: n, metrics: m, log: log, Now: time.Now,
-		batch: &sqsbatch.Processor{Name: "scheduler", DLQURL: cfg.DLQURL, Rejecter: send, Metrics: m, Log: log,
-			Buffer: sqsbatch.BufferingOf(send)}}, nil
+	return &Handler{cfg: cfg, store: d.Store, send: d.Send, alerts: d.Alerts, notify: d.Notify, metrics: d.Metrics,
+		log: d.Log, Now: time.Now,
+		batch: &sqsbatch.Processor{Name: "scheduler", DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics, Log: d.Log,
+			Buffer: sqsbatch.BufferingOf(d.Send)}}, nil
 }
 
 // Handle processes a batch from the scheduler queue or an agent response queue.
@@ -115,36 +122,22 @@ func describe(r workflow.Ref) string {
 	return fmt.Sprintf("step %d", r.Index)
 }
 
-// start claims a ready record and sends its Agent the request.
+// start sends a ready record's Agent the request to claim and run it. It
+// writes nothing: the Agent's claim is the attempt's start, so the time the
+// request waits in the agent's queue is queue wait, never held against it.
 func (h *Handler) start(ctx context.Context, orderID string, r workflow.Ref) error {
-	st, err := h.store.Claim(ctx, orderID, r, h.cfg.InstanceID, h.Now())
-	if errors.Is(err, statestore.ErrNotClaimable) {
-		// A duplicate, a late message, or an order or step that does not exist:
-		// dropped on purpose, counted.
-		h.metrics.Count(metrics.NothingToClaim, 1, map[string]any{"OrderID": orderID, "Step": r.Index, "Undo": r.Undo})
-		h.log.Debug("schedule dropped: nothing claimable (a duplicate, a late message, or no such order or step)",
-			"order_id", orderID, "step", r.Index, "undo", r.Undo)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	crash(h.Crash, "scheduler.after-claim")
-	h.metrics.Count(metrics.StepsClaimed, 1, map[string]any{"OrderID": orderID, "Step": st.Name, "Attempt": st.Attempt})
-	req := message.AgentRequest{
-		OrderID: orderID, Step: r.Index, Undo: r.Undo, StepName: st.Name, Attempt: st.Attempt,
-		CompleteBy: st.CompleteBy.UnixMilli(), IdempotencyKey: workflow.IdempotencyKey(orderID, st.Name, st.Round),
-		Payload: []byte(st.Payload), ReplyTo: st.ReplyQueue, Round: st.Round,
-	}
-	// If this send is lost the claim times out and the Supervisor recovers it.
-	return h.send.SendJSON(ctx, h.cfg.AgentQueues[st.Agent], req, 0)
+	a, _ := h.cfg.Workflow.Action(r) // checked by the caller
+	req := message.AgentRequest{OrderID: orderID, Step: r.Index, Undo: r.Undo, StepName: a.Name}
+	// If this send is lost, the ready record's pickup deadline brings the
+	// Supervisor, which sends it again.
+	return h.send.SendJSON(ctx, h.cfg.AgentQueues[a.Agent], req, 0)
 }
 
 func (h *Handler) complete(ctx context.Context, r message.AgentReply) error {
 	now := h.Now()
 	ref := r.Ref()
 	next, more, end := h.cfg.Workflow.Next(ref)
-	c := statestore.Completion{OrderID: r.OrderID, Ref: ref, Attempt: r.Attempt, Result: string(r.Result),
+	c := statestore.Completion{OrderID: r.OrderID, Ref: ref, Attempt: r.Attempt, Round: r.Round, Result: string(r.Result),
 		End: end, Now: now}
 	if more {
 		c.Next, c.NextDueAt = &next, now.Add(h.cfg.Workflow.PickupTimeout)
@@ -169,7 +162,6 @@ func (h *Handler) complete(ctx context.Context, r message.AgentReply) error {
 	}
 	h.notify.Post(ctx, ev)
 	if more {
-		// If this start is lost, the ready record's pickup deadline brings the Supervisor.
 		return h.start(ctx, r.OrderID, next)
 	}
 	h.notify.Ended(ctx, r.OrderID, r.ReplyTo, round, end, "", now)
@@ -181,8 +173,8 @@ func (h *Handler) fail(ctx context.Context, r message.AgentReply) error {
 	ref := r.Ref()
 	after := workflow.AfterRefusal(ref.Undo, h.cfg.Workflow.UndoFrom(ref.Index))
 	f := statestore.Failure{OrderID: r.OrderID, Ref: ref, After: after, Reason: r.Error,
-		AlertDue: now.Add(h.cfg.Workflow.PickupTimeout), UndoDue: now.Add(h.cfg.Workflow.PickupTimeout), Now: now}
-	err := h.store.Fail(ctx, f, r.Attempt)
+		Due: now.Add(h.cfg.Workflow.PickupTimeout), Now: now}
+	err := h.store.Fail(ctx, f, r.Attempt, r.Round)
 	if errors.Is(err, statestore.ErrStale) {
 		h.stale(r)
 		return nil

@@ -31,6 +31,10 @@ type recordingSQS struct {
 	down    bool // every SendMessageBatch fails
 }
 
+func (r *recordingSQS) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	return nil, errors.New("not recorded")
+}
+
 func (r *recordingSQS) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -67,6 +67,13 @@ func (c *change) index(orderID string, shards int, due time.Time) {
 	c.set = append(c.set, "DueShard = "+c.val("shard", str(shardOf(orderID, shards))), "DueAt = "+c.val("due", num(ms(due))))
 }
 
+// indexAfter puts the order read in the deadline index, due at due for the
+// record read, or earlier if another of its records (or the order's
+// deadline) is due earlier.
+func (c *change) indexAfter(read Step, shards int, due time.Time) {
+	c.index(read.OrderID, shards, fromMs(earliest(ms(due), read.othersDue)))
+}
+
 // task moves the task from one state to another (the condition), with
 // lastError if not empty; an end state also sets CompletedAt.
 func (c *change) task(from, to workflow.State, lastError string) {

@@ -43,24 +43,24 @@ func TestEndingCompletionWrites(t *testing.T) {
 				}
 				return n
 			}
-			end := func(id string, r workflow.Ref, attempt int, state workflow.State) error {
-				return s.Complete(ctx, statestore.Completion{OrderID: id, Ref: r, Attempt: attempt, End: state, Now: now})
+			end := func(id string, r workflow.Ref, attempt, round int, state workflow.State) error {
+				return s.Complete(ctx, statestore.Completion{OrderID: id, Ref: r, Attempt: attempt, Round: round, End: state, Now: now})
 			}
 
 			// runToEnd runs the three steps; the last completion's writes are counted.
 			runToEnd := func(id string) (lastAttempt int, writes int64) {
 				for i := range 3 {
 					r := workflow.Ref{Index: i}
-					st, err := s.Claim(ctx, id, r, "sched", now)
+					st, err := claimOrder(ctx, s, id, r, "sched", now)
 					require.NoError(t, err)
 					if i < 2 {
 						next := workflow.Ref{Index: i + 1}
 						require.NoError(t, s.Complete(ctx, statestore.Completion{OrderID: id, Ref: r, Attempt: st.Attempt,
-							Next: &next, NextDueAt: now, Now: now}))
+							Round: st.Round, Next: &next, NextDueAt: now, Now: now}))
 						continue
 					}
 					before := updates()
-					require.NoError(t, end(id, r, st.Attempt, workflow.Processed))
+					require.NoError(t, end(id, r, st.Attempt, st.Round, workflow.Processed))
 					return st.Attempt, updates() - before
 				}
 				return 0, 0
@@ -71,17 +71,17 @@ func TestEndingCompletionWrites(t *testing.T) {
 			attempt, writes := runToEnd("o-dup")
 			require.Equal(t, int64(1), writes, "the final reply: one write")
 			before := updates()
-			require.ErrorIs(t, end("o-dup", workflow.Ref{Index: 2}, attempt, workflow.Processed), statestore.ErrStale)
+			require.ErrorIs(t, end("o-dup", workflow.Ref{Index: 2}, attempt, 1, workflow.Processed), statestore.ErrStale)
 			require.Equal(t, int64(1), updates()-before, "a duplicate final reply: one refused write")
 
 			// Refused at the first step, its alert not yet confirmed, resubmitted (the
 			// record runs again, so no alert is owed for it) and run to the end: the
 			// order leaves the index in one write.
 			submit("o-again")
-			st, err := s.Claim(ctx, "o-again", workflow.Ref{}, "sched", now)
+			st, err := claimOrder(ctx, s, "o-again", workflow.Ref{}, "sched", now)
 			require.NoError(t, err)
 			require.NoError(t, s.Fail(ctx, statestore.Failure{OrderID: "o-again", Ref: workflow.Ref{},
-				After: workflow.AfterRefusal(false, -1), Reason: "declined", AlertDue: now, Now: now}, st.Attempt))
+				After: workflow.AfterRefusal(false, -1), Reason: "declined", Due: now, Now: now}, st.Attempt, 1))
 			_, err = s.Resubmit(ctx, "o-again", "", time.Minute, now)
 			require.NoError(t, err)
 			_, writes = runToEnd("o-again")
@@ -89,20 +89,20 @@ func TestEndingCompletionWrites(t *testing.T) {
 
 			// Failed with its alert unconfirmed, then the last undo's reply.
 			submit("o-unalerted")
-			st, err = s.Claim(ctx, "o-unalerted", workflow.Ref{}, "sched", now)
+			st, err = claimOrder(ctx, s, "o-unalerted", workflow.Ref{}, "sched", now)
 			require.NoError(t, err)
 			next := workflow.Ref{Index: 1}
 			require.NoError(t, s.Complete(ctx, statestore.Completion{OrderID: "o-unalerted", Ref: workflow.Ref{},
 				Attempt: st.Attempt, Next: &next, NextDueAt: now, Now: now}))
-			st, err = s.Claim(ctx, "o-unalerted", next, "sched", now)
+			st, err = claimOrder(ctx, s, "o-unalerted", next, "sched", now)
 			require.NoError(t, err)
 			require.NoError(t, s.Fail(ctx, statestore.Failure{OrderID: "o-unalerted", Ref: next,
-				After: workflow.AfterRefusal(false, 0), Reason: "declined", AlertDue: now, UndoDue: now, Now: now}, st.Attempt))
+				After: workflow.AfterRefusal(false, 0), Reason: "declined", Due: now, Now: now}, st.Attempt, 1))
 			undo := workflow.Ref{Index: 0, Undo: true}
-			u, err := s.Claim(ctx, "o-unalerted", undo, "sched", now)
+			u, err := claimOrder(ctx, s, "o-unalerted", undo, "sched", now)
 			require.NoError(t, err)
 			before = updates()
-			require.NoError(t, end("o-unalerted", undo, u.Attempt, workflow.Failed))
+			require.NoError(t, end("o-unalerted", undo, u.Attempt, 1, workflow.Failed))
 			require.Equal(t, int64(2), updates()-before, "refused while the alert is due, then written keeping the index entry")
 			due, err := s.Overdue(ctx, now.Add(time.Second), 10)
 			require.NoError(t, err)
@@ -117,4 +117,11 @@ func orderIDs(steps []statestore.Step) []string {
 		out = append(out, st.OrderID)
 	}
 	return out
+}
+
+// claimOrder claims record r of an order of the default order workflow as
+// the record's own agent would.
+func claimOrder(ctx context.Context, s *statestore.Store, orderID string, r workflow.Ref, owner string, now time.Time) (statestore.Step, error) {
+	a, _ := workflow.Orders(workflow.DefaultSettings()).Action(r)
+	return s.Claim(ctx, statestore.Claim{OrderID: orderID, Ref: r, Agent: a.Agent, Owner: owner, Now: now})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -60,24 +61,55 @@ func (s *Store) ListTasks(ctx context.Context, state workflow.State, limit int, 
 
 // CountTasks counts the task records by state (a scan of the state table).
 func (s *Store) CountTasks(ctx context.Context) (map[workflow.State]int, error) {
-	out := map[workflow.State]int{}
+	c, err := s.Census(ctx, time.Now())
+	return c.ByState, err
+}
+
+// Census is the orders by state and the steps at work: ready and waiting for
+// a claim (their message in a queue), or claimed (an attempt running).
+type Census struct {
+	ByState     map[workflow.State]int
+	Waiting     int           // ready records not claimed yet
+	Running     int           // claimed records
+	LongestWait time.Duration // how long the longest-waiting ready record has waited
+}
+
+// Census counts the orders by state and their records at work, as of now (a
+// scan of the state table: DynamoDB bills a scan by the items read, whatever
+// it projects, so reading the records costs no more than the states).
+func (s *Store) Census(ctx context.Context, now time.Time) (Census, error) {
+	c := Census{ByState: map[workflow.State]int{}}
 	p := dynamodb.NewScanPaginator(s.db, &dynamodb.ScanInput{
 		TableName: &s.state, FilterExpression: aws.String("SK = :task"),
-		ProjectionExpression:      aws.String("ProcessState"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":task": str(taskSK)},
 	})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("count tasks: %w", err)
+			return c, fmt.Errorf("count tasks: %w", err)
 		}
 		for _, item := range page.Items {
-			if v, ok := item["ProcessState"].(*types.AttributeValueMemberS); ok {
-				out[workflow.State(v.Value)]++
+			var it stateItem
+			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+				return c, fmt.Errorf("decode task: %w", err)
 			}
+			c.add(it, now)
 		}
 	}
-	return out, nil
+	return c, nil
+}
+
+func (c *Census) add(it stateItem, now time.Time) {
+	c.ByState[workflow.State(it.ProcessState)]++
+	for _, r := range it.Recs {
+		switch {
+		case r.ProcessState == string(workflow.Processing):
+			c.Running++
+		case r.ProcessState == string(workflow.Pending) && r.DueAt != 0 && r.ReadyAt != 0:
+			c.Waiting++
+			c.LongestWait = max(c.LongestWait, now.Sub(fromMs(r.ReadyAt)))
+		}
+	}
 }
 
 // A page token is the OrderID of the last task returned.

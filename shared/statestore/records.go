@@ -45,15 +45,24 @@ type Step struct {
 	Attempt      int
 	FailureCount int
 	LockedBy     string
-	CompleteBy   time.Time // zero when not claimed
-	DueAt        time.Time // the record's deadline: zero when no work of it is due
-	LastError    string
-	Payload      string // the order, as the Agent receives it
-	Alerted      bool
-	Version      int // the order's state item's, incremented by every write: the supervisor's fence
-	ClaimedAt    time.Time
-	UpdatedAt    time.Time
-	Events       []string // the record's history, oldest first: "RFC3339 event"
+	CompleteBy   time.Time      // zero when not claimed
+	DueAt        time.Time      // the record's deadline: zero when no work of it is due
+	ReadyAt      time.Time      // when it was last made ready (queue wait runs from here to its claim)
+	Waits        int            // times the Supervisor found it waiting (unclaimed, or its reply queued) in this state
+	Cause        workflow.Cause // why it is in Error
+	// Deadline is the order's deadline while the task runs its steps, and
+	// its compensation's once it compensates; zero for a record the task's
+	// phase does not run.
+	Deadline  time.Time
+	LastError string
+	Payload   string // the order, as the Agent receives it
+	Alerted   bool
+	Version   int // the order's state item's, incremented by every write: the supervisor's fence
+	ClaimedAt time.Time
+	UpdatedAt time.Time
+	Events    []string // the record's history, oldest first: "RFC3339 event"
+
+	othersDue int64 // when the order's other records, and its deadline, are due (0: never): a write's index floor
 }
 
 // Definition is the action this record runs.
@@ -62,12 +71,10 @@ func (s Step) Definition() workflow.Action {
 		MaxFailures: s.MaxFailures, RetryBackoff: s.RetryBackoff}
 }
 
-// GaveUp reports whether the Supervisor gave up on this record after it timed
-// out (a give-up sets FailureCount to MaxFailures), as opposed to a
-// non-transient error reply.
-func (s Step) GaveUp() bool {
-	return s.State == workflow.Error && s.MaxFailures > 0 && s.FailureCount >= s.MaxFailures
-}
+// GaveUp reports whether the Supervisor gave up on this record (its attempts
+// timed out, or the order's deadline passed), as opposed to its remote
+// refusing it.
+func (s Step) GaveUp() bool { return s.State == workflow.Error && s.Cause.GaveUp() }
 
 // AfterGiveUp is what follows giving up on this record after it timed out
 // (workflow.AfterGiveUp): for a step with an undo, its own undo first; for a
@@ -109,6 +116,8 @@ type stateItem struct {
 	Version      int                `dynamodbav:"Version"`
 	DueShard     string             `dynamodbav:"DueShard,omitempty"`
 	DueAt        int64              `dynamodbav:"DueAt,omitempty"`
+	DeadlineAt   int64              `dynamodbav:"DeadlineAt,omitempty"`          // the round's deadline
+	DeadlineMs   int64              `dynamodbav:"DeadlineMs,omitempty"`          // the workflow's order deadline, for later rounds
 	Unalerted    []string           `dynamodbav:"Unalerted,stringset,omitempty"` // records in Error not yet alerted
 	CreatedAt    int64              `dynamodbav:"CreatedAt"`
 	UpdatedAt    int64              `dynamodbav:"UpdatedAt"`
@@ -134,6 +143,9 @@ type recItem struct {
 	LockedBy       string   `dynamodbav:"LockedBy,omitempty"`
 	CompleteBy     int64    `dynamodbav:"CompleteBy,omitempty"`
 	DueAt          int64    `dynamodbav:"DueAt,omitempty"` // the record's own deadline
+	ReadyAt        int64    `dynamodbav:"ReadyAt,omitempty"`
+	Waits          int      `dynamodbav:"Waits,omitempty"`
+	Cause          string   `dynamodbav:"Cause,omitempty"`
 	LastError      string   `dynamodbav:"LastError,omitempty"`
 	StepResult     string   `dynamodbav:"StepResult,omitempty"`
 	Alerted        bool     `dynamodbav:"Alerted,omitempty"`
@@ -175,7 +187,12 @@ func (it stateItem) task() Task {
 // step is the record named sk as a Step; Version is the item's.
 func (it stateItem) step(sk string) Step {
 	r := it.Recs[sk]
-	return Step{OrderID: it.OrderID, Index: r.StepIndex, Undo: r.Undo, UndoFrom: r.UndoFrom, HasUndo: r.HasUndo, Round: r.Round,
+	var deadline time.Time
+	if it.deadlineCovers(r) {
+		deadline = fromMs(it.DeadlineAt)
+	}
+	return Step{Deadline: deadline, ReadyAt: fromMs(r.ReadyAt), Waits: r.Waits, Cause: workflow.Cause(r.Cause),
+		othersDue: it.dueBesides(sk), OrderID: it.OrderID, Index: r.StepIndex, Undo: r.Undo, UndoFrom: r.UndoFrom, HasUndo: r.HasUndo, Round: r.Round,
 		ReplyQueue: it.ReplyQueue, Name: r.StepName, Agent: r.Agent,
 		Timeout: time.Duration(r.TimeoutMs) * time.Millisecond, MaxFailures: r.MaxFailures,
 		RetryBackoff: time.Duration(r.RetryBackoffMs) * time.Millisecond,
@@ -195,15 +212,38 @@ func (it stateItem) steps() []Step {
 	return out
 }
 
-// nextDue is the earliest deadline of the item's records (zero if none has one).
-func (it stateItem) nextDue() int64 {
+// nextDue is when the Supervisor must look at the order next: its records'
+// earliest deadline, or the order's deadline while it runs forward (zero:
+// never).
+func (it stateItem) nextDue() int64 { return it.dueBesides("") }
+
+// deadlineCovers reports whether the order's deadline bounds record r: a
+// step while the task runs forward, an undo action while it compensates.
+func (it stateItem) deadlineCovers(r recItem) bool {
+	return it.ProcessState == string(taskFrom(workflow.Ref{Undo: r.Undo}))
+}
+
+// dueBesides is nextDue leaving record sk out. The order's deadline counts
+// while a record it covers is at work (ready or claimed).
+func (it stateItem) dueBesides(sk string) int64 {
 	var due int64
-	for _, r := range it.Recs {
-		if r.DueAt != 0 && (due == 0 || r.DueAt < due) {
-			due = r.DueAt
+	for k, r := range it.Recs {
+		if r.DueAt != 0 && it.deadlineCovers(r) {
+			due = earliest(due, it.DeadlineAt)
+		}
+		if k != sk {
+			due = earliest(due, r.DueAt)
 		}
 	}
 	return due
+}
+
+// earliest is the earlier of two Unix-millisecond times, zero meaning never.
+func earliest(a, b int64) int64 {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // shardOf spreads the orders' deadline-index entries over n partitions.

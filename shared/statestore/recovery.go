@@ -20,58 +20,72 @@ type Failure struct {
 	OrderID string
 	Ref     workflow.Ref
 	// After is what follows: the undo action to start and the task's state.
-	After    workflow.Aftermath
-	Reason   string
-	AlertDue time.Time // the record stays due until MarkAlerted; if the alert is lost, the supervisor sends it
-	UndoDue  time.Time // the first undo action's pickup deadline
-	Now      time.Time
+	After  workflow.Aftermath
+	Cause  workflow.Cause
+	Reason string
+	// Due is when the alert, and the first undo action's pickup, are due: the
+	// record stays due until MarkAlerted; if the alert or the undo's message
+	// is lost, the Supervisor comes then.
+	Due time.Time
+	Now time.Time
 }
 
-// Fail records a non-transient error reply of the record's current attempt.
-// In one write: the record becomes Error and the task moves to f.After:
-// Compensating (its first undo action made ready), or it ends Failed or
-// CompensationFailed. The order is due at f.AlertDue until MarkAlerted.
-func (s *Store) Fail(ctx context.Context, f Failure, attempt int) error {
+// Fail records a non-transient error reply of the record's latest attempt
+// (fenced as a completion is, see current). In one write: the record becomes
+// Error and the task moves to f.After: Compensating (its first undo action
+// made ready), or it ends Failed or CompensationFailed. The order is due at
+// f.Due until MarkAlerted.
+func (s *Store) Fail(ctx context.Context, f Failure, attempt, round int) error {
 	ch := newChange(f.Now)
 	p := ch.rec("r", f.Ref)
-	ch.when("%[1]s.ProcessState = :processing AND %[1]s.Attempt = :attempt", p)
-	ch.val("processing", str(string(workflow.Processing)))
-	ch.val("attempt", num(int64(attempt)))
+	current(ch, p, attempt, round)
+	f.Cause = workflow.Refused
 	return s.markError(ctx, ch, p, f, -1)
 }
 
-// GiveUp does what Fail does for a record the supervisor found overdue at its
-// failure threshold, on the condition that the order is still as it read it
-// (same Version). What follows comes from the record itself (AfterGiveUp: a
-// timed-out step is undone too, a pivot is left to the operator): the
-// supervisor knows nothing of the workflow.
-func (s *Store) GiveUp(ctx context.Context, read Step, failureCount int, reason string, alertDue, undoDue, now time.Time) error {
-	f := Failure{OrderID: read.OrderID, Ref: read.Ref(), After: read.AfterGiveUp(), Reason: reason,
-		AlertDue: alertDue, UndoDue: undoDue, Now: now}
-	ch := newChange(now)
+// GiveUp is the Supervisor failing a record for good.
+type GiveUp struct {
+	Read         Step // the record as read: the write is conditional on its Version
+	FailureCount int  // the record's FailureCount from now on
+	Cause        workflow.Cause
+	Reason       string
+	Due          time.Time // as Failure.Due
+	Now          time.Time
+}
+
+// GiveUp does what Fail does for a record the Supervisor found overdue at its
+// failure threshold or past the order's deadline, on the condition that the
+// order is still as it read it (same Version). What follows comes from the
+// record itself (AfterGiveUp: a timed-out step is undone too, a pivot is left
+// to the operator): the Supervisor knows nothing of the workflow.
+func (s *Store) GiveUp(ctx context.Context, g GiveUp) error {
+	f := Failure{OrderID: g.Read.OrderID, Ref: g.Read.Ref(), After: g.Read.AfterGiveUp(), Cause: g.Cause,
+		Reason: g.Reason, Due: g.Due, Now: g.Now}
+	ch := newChange(g.Now)
 	p := ch.rec("r", f.Ref)
-	ch.cond = append(ch.cond, "Version = "+ch.val("version", num(int64(read.Version))))
-	return s.markError(ctx, ch, p, f, failureCount)
+	ch.cond = append(ch.cond, "Version = "+ch.val("version", num(int64(g.Read.Version))))
+	return s.markError(ctx, ch, p, f, g.FailureCount)
 }
 
 func (s *Store) markError(ctx context.Context, ch *change, p string, f Failure, failureCount int) error {
 	ch.set = append(ch.set, p+".ProcessState = "+ch.val("error", str(string(workflow.Error))),
-		p+".LastError = "+ch.val("reason", str(f.Reason)), p+".DueAt = "+ch.val("alertDue", num(ms(f.AlertDue))))
+		p+".LastError = "+ch.val("reason", str(f.Reason)), p+".DueAt = "+ch.val("alertDue", num(ms(f.Due))),
+		p+".Cause = "+ch.val("cause", str(string(f.Cause))))
 	if failureCount >= 0 {
 		ch.set = append(ch.set, p+".FailureCount = "+ch.val("fc", num(int64(failureCount))))
 	}
-	ch.remove = append(ch.remove, p+".LockedBy")
+	ch.remove = append(ch.remove, p+".LockedBy", p+".Waits")
 	ch.add = append(ch.add, "Unalerted "+ch.val("sk", &types.AttributeValueMemberSS{Value: []string{sortKey(f.Ref)}}))
 	ch.event(p, "r", "failed for good: %s", f.Reason)
 	ch.task(taskFrom(f.Ref), f.After.Next, fmt.Sprintf("%s: %s", sortKey(f.Ref), f.Reason))
-	due := f.AlertDue
-	if f.After.Next == workflow.Compensating {
-		s.makeReady(ch, workflow.Ref{Index: f.After.UndoFrom, Undo: true}, f.UndoDue)
-		if f.UndoDue.Before(due) {
-			due = f.UndoDue
-		}
+	if f.After.Next == workflow.Compensating && !f.Ref.Undo {
+		// Compensation starts, with as long as the order had.
+		ch.set = append(ch.set, "DeadlineAt = DeadlineMs + "+ch.at())
 	}
-	ch.index(f.OrderID, s.shards, due)
+	if f.After.Next == workflow.Compensating {
+		s.makeReady(ch, workflow.Ref{Index: f.After.UndoFrom, Undo: true}, f.Due)
+	}
+	ch.index(f.OrderID, s.shards, f.Due)
 	return s.update(ctx, f.OrderID, ch, fmt.Sprintf("mark %s/%s Error", f.OrderID, sortKey(f.Ref)))
 }
 
@@ -95,35 +109,115 @@ func (s *Store) MarkAlerted(ctx context.Context, orderID string, r workflow.Ref,
 	return nil
 }
 
-// Requeue puts an overdue record (the order still as read: same Version) back
-// to Pending with its new FailureCount, no claim, and a new pickup deadline
-// dueAt, which is also the order's in the index.
-func (s *Store) Requeue(ctx context.Context, read Step, failureCount int, reason string, dueAt, now time.Time) error {
-	ch := newChange(now)
-	p := ch.rec("r", read.Ref())
-	ch.cond = append(ch.cond, "Version = "+ch.val("version", num(int64(read.Version))))
-	ch.set = append(ch.set, p+".ProcessState = "+ch.val("pending", str(string(workflow.Pending))),
-		p+".FailureCount = "+ch.val("fc", num(int64(failureCount))), p+".LastError = "+ch.val("reason", str(reason)),
-		p+".DueAt = "+ch.val("recDue", num(ms(dueAt))))
-	ch.remove = append(ch.remove, p+".LockedBy", p+".CompleteBy")
-	ch.event(p, "r", "recovered by the supervisor (failure %d): %s", failureCount, reason)
-	ch.index(read.OrderID, s.shards, dueAt)
-	return s.update(ctx, read.OrderID, ch, "requeue "+read.Key())
+// Retry is the Supervisor sending an attempt that did not complete back to
+// Pending.
+type Retry struct {
+	Read         Step // the record as read: the write is conditional on its Version
+	FailureCount int
+	Reason       string
+	ReadyAt      time.Time // when its message is delivered again (after the backoff)
+	Due          time.Time // when the Supervisor looks again if it is not claimed
+	Now          time.Time
 }
 
-// Overdue returns up to limit records whose deadline is at or before now.
+// Requeue puts an overdue claimed record (the order still as read: same
+// Version) back to Pending with its new FailureCount and no claim, ready
+// from r.ReadyAt and due at r.Due.
+func (s *Store) Requeue(ctx context.Context, r Retry) error {
+	ch := newChange(r.Now)
+	p := ch.rec("r", r.Read.Ref())
+	ch.cond = append(ch.cond, "Version = "+ch.val("version", num(int64(r.Read.Version))))
+	ch.set = append(ch.set, p+".ProcessState = "+ch.val("pending", str(string(workflow.Pending))),
+		p+".FailureCount = "+ch.val("fc", num(int64(r.FailureCount))), p+".LastError = "+ch.val("reason", str(r.Reason)),
+		p+".DueAt = "+ch.val("recDue", num(ms(r.Due))), p+".ReadyAt = "+ch.val("readyAt", num(ms(r.ReadyAt))))
+	ch.remove = append(ch.remove, p+".LockedBy", p+".CompleteBy", p+".Waits")
+	ch.event(p, "r", "recovered by the supervisor (failure %d): %s", r.FailureCount, r.Reason)
+	ch.indexAfter(r.Read, s.shards, r.Due)
+	return s.update(ctx, r.Read.OrderID, ch, "requeue "+r.Read.Key())
+}
+
+// Wait is the Supervisor finding a record waiting: a ready record not yet
+// claimed (its message re-sent, or held back for a backlog), or a claimed one
+// whose reply may be waiting in a backlogged queue. It is not a failure.
+type Wait struct {
+	Read   Step // the record as read: the write is conditional on its Version
+	Resent bool // its message was re-sent (else held back)
+	Reason string
+	Due    time.Time // when the Supervisor looks again
+	Now    time.Time
+}
+
+// Waited records a Wait: Waits + 1 and a later deadline, in the record's
+// history and nothing else (no FailureCount, no attempt).
+func (s *Store) Waited(ctx context.Context, w Wait) error {
+	ch := newChange(w.Now)
+	p := ch.rec("r", w.Read.Ref())
+	ch.cond = append(ch.cond, "Version = "+ch.val("version", num(int64(w.Read.Version))))
+	ch.set = append(ch.set, p+".Waits = "+ch.val("waits", num(int64(w.Read.Waits+1))),
+		p+".DueAt = "+ch.val("recDue", num(ms(w.Due))))
+	ch.event(p, "r", "%s", w.Reason)
+	ch.indexAfter(w.Read, s.shards, w.Due)
+	return s.update(ctx, w.Read.OrderID, ch, "record the wait of "+w.Read.Key())
+}
+
+// Overdue returns up to limit records whose deadline is at or before now,
+// and the records at work of orders whose own deadline passed.
 //
 // It queries every shard of the sparse deadline index for the orders due (the
 // index holds only orders with work in flight or an alert unconfirmed, so its
 // cost follows the overdue work, not the table), then reads those orders
 // consistently. An order's index entry is when the Supervisor must look next,
 // which may be before its records' deadlines: the writes of the hot path do
-// not move it (a claim, a step made ready), to save the index writes. So an
-// order found due with no record overdue is moved on in the index to its
-// earliest record deadline, or leaves it if none has one (a conditional
-// write on the Version read). Every write made on what this returns is
-// conditional on the Version read too.
+// not move it (a claim, a step made ready) unless they set an earlier one, to
+// save the index writes. So an order found due with no record overdue is
+// moved on in the index to its earliest record deadline (or its own
+// deadline), or leaves it if none has one (a conditional write on the Version
+// read). Every write made on what this returns is conditional on the Version
+// read too.
 func (s *Store) Overdue(ctx context.Context, now time.Time, limit int) ([]Step, error) {
+	ids, err := s.dueOrders(ctx, now, limit)
+	if err != nil {
+		return nil, err
+	}
+	items, err := s.items(ctx, ids, true)
+	if err != nil {
+		return nil, fmt.Errorf("read overdue orders: %w", err)
+	}
+	var out []Step
+	var errs []error
+	for _, id := range ids {
+		it, ok := items[id]
+		if !ok || it.DueAt == 0 || it.DueAt > ms(now) {
+			continue // moved on since the index was read
+		}
+		var due []Step
+		for _, st := range it.steps() {
+			if overdue(st, now) {
+				due = append(due, st)
+			}
+		}
+		if len(due) == 0 {
+			if err := s.moveOn(ctx, it, now); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		out = append(out, due...)
+	}
+	return out, errors.Join(errs...)
+}
+
+// overdue reports whether the Supervisor must act on st now: its own
+// deadline passed, or it is at work and the order's deadline passed.
+func overdue(st Step, now time.Time) bool {
+	if st.DueAt.IsZero() {
+		return false
+	}
+	return !st.DueAt.After(now) || (!st.Deadline.IsZero() && !st.Deadline.After(now))
+}
+
+// dueOrders queries every shard of the deadline index for up to limit orders
+// due at now.
+func (s *Store) dueOrders(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	var ids []string
 	for shard := 0; shard < s.shards && len(ids) < limit; shard++ {
 		p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
@@ -147,35 +241,11 @@ func (s *Store) Overdue(ctx context.Context, now time.Time, limit int) ([]Step, 
 			}
 		}
 	}
-	items, err := s.items(ctx, ids, true)
-	if err != nil {
-		return nil, fmt.Errorf("read overdue orders: %w", err)
-	}
-	var out []Step
-	var errs []error
-	for _, id := range ids {
-		it, ok := items[id]
-		if !ok || it.DueAt == 0 || it.DueAt > ms(now) {
-			continue // moved on since the index was read
-		}
-		var due []Step
-		for _, st := range it.steps() {
-			if !st.DueAt.IsZero() && !st.DueAt.After(now) {
-				due = append(due, st)
-			}
-		}
-		if len(due) == 0 {
-			if err := s.moveOn(ctx, it, now); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		out = append(out, due...)
-	}
-	return out, errors.Join(errs...)
+	return ids, nil
 }
 
 // moveOn moves an order found due early on in the deadline index, to its
-// earliest record deadline, or out of the index if no record has one. Lost to
+// next due time, or out of the index if nothing of it is due. Lost to
 // another write, it changes nothing: the order stays due and is read again.
 func (s *Store) moveOn(ctx context.Context, it stateItem, now time.Time) error {
 	ch := newChange(now)

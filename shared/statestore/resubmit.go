@@ -110,8 +110,9 @@ func (s *Store) resubmit(ctx context.Context, orderID, step string, pickup time.
 		r := it.Recs[sk]
 		r.ProcessState, r.FailureCount, r.Round = string(workflow.Pending), 0, res.Round
 		r.LockedBy, r.CompleteBy, r.LastError, r.Alerted, r.StepResult, r.DueAt = "", 0, "", false, "", 0
+		r.ReadyAt, r.Waits, r.Cause = 0, 0, ""
 		if sortKey(res.Ref) == sk {
-			r.DueAt = due
+			r.DueAt, r.ReadyAt = due, ms(now)
 		}
 		r.UpdatedAt = ms(now)
 		r.Events = append(r.Events, event(now, "resubmitted by the operator (round %d)", res.Round))
@@ -122,7 +123,10 @@ func (s *Store) resubmit(ctx context.Context, orderID, step string, pickup time.
 	if len(it.Unalerted) == 0 {
 		it.Unalerted = nil // absent, not an empty (NULL) attribute: an ending completion checks attribute_not_exists
 	}
-	it.DueShard, it.DueAt = shardOf(orderID, s.shards), due
+	it.DeadlineAt = ms(now) + it.DeadlineMs // at work again (forward or compensating): a new deadline
+	// In the index by the earlier of the pickup deadline and the step's
+	// timeout, as Submit puts a new order.
+	it.DueShard, it.DueAt = shardOf(orderID, s.shards), min(due, ms(now)+it.Recs[sortKey(res.Ref)].TimeoutMs)
 	if err := s.replace(ctx, it, read); errors.Is(err, ErrStale) {
 		return res, err
 	} else if err != nil {

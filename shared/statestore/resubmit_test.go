@@ -47,10 +47,10 @@ func TestResubmitRacesTheSupervisor(t *testing.T) {
 				_, err := s.Submit(ctx, statestore.Submission{OrderID: id, Order: "{}",
 					Workflow: workflow.Orders(workflow.DefaultSettings()), Now: now})
 				require.NoError(t, err)
-				st, err := s.Claim(ctx, id, workflow.Ref{}, "sched", now)
+				st, err := claimOrder(ctx, s, id, workflow.Ref{}, "sched", now)
 				require.NoError(t, err)
 				require.NoError(t, s.Fail(ctx, statestore.Failure{OrderID: id, Ref: workflow.Ref{},
-					After: workflow.AfterRefusal(false, -1), Reason: "declined", AlertDue: now, Now: now}, st.Attempt))
+					After: workflow.AfterRefusal(false, -1), Reason: "declined", Due: now, Now: now}, st.Attempt, 1))
 			}
 
 			fail("o-race")

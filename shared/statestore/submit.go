@@ -25,10 +25,12 @@ type Submission struct {
 }
 
 // Submit inserts, in one transaction, the order and its state item: the task
-// with one Pending record per step and one per undo action; the first step is
-// ready (due at the pickup deadline, which puts the order in the deadline
-// index). It reports created=false, with no error, when the OrderID already
-// exists: a duplicate is an idempotent success.
+// with one Pending record per step and one per undo action, and the order's
+// deadline; the first step is ready (due at the pickup deadline). The order
+// enters the deadline index at the earlier of the pickup deadline and the
+// first step's timeout, so that an attempt claimed at once and hung is found
+// at its CompleteBy. It reports created=false, with no error, when the
+// OrderID already exists: a duplicate is an idempotent success.
 func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err error) {
 	now := ms(sub.Now)
 	notExists := aws.String("attribute_not_exists(OrderID)")
@@ -37,11 +39,14 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 		"Order":             str(sub.Order),
 		"ReceivedAt":        num(now),
 	}
-	due := ms(sub.Now.Add(sub.Workflow.PickupTimeout))
+	wf := sub.Workflow
+	due := ms(sub.Now.Add(wf.PickupTimeout))
+	look := ms(sub.Now.Add(min(wf.PickupTimeout, wf.Steps[0].Timeout)))
 	state, err := attributevalue.MarshalMap(stateItem{
-		OrderID: sub.OrderID, SK: taskSK, Workflow: sub.Workflow.Name, ReplyQueue: sub.ReplyQueue,
-		ProcessState: string(workflow.Pending), StepCount: len(sub.Workflow.Steps), Round: 1, Payload: sub.Order,
-		DueShard: shardOf(sub.OrderID, s.shards), DueAt: due, CreatedAt: now, UpdatedAt: now,
+		OrderID: sub.OrderID, SK: taskSK, Workflow: wf.Name, ReplyQueue: sub.ReplyQueue,
+		ProcessState: string(workflow.Pending), StepCount: len(wf.Steps), Round: 1, Payload: sub.Order,
+		DueShard: shardOf(sub.OrderID, s.shards), DueAt: look, CreatedAt: now, UpdatedAt: now,
+		DeadlineAt: ms(sub.Now.Add(wf.Deadline)), DeadlineMs: wf.Deadline.Milliseconds(),
 		Recs: records(sub, due),
 	})
 	if err != nil {
@@ -77,7 +82,7 @@ func records(sub Submission, due int64) map[string]recItem {
 		it := rec(ref, st.Action, sub.Workflow.UndoFrom(i))
 		it.HasUndo = st.Undo != nil
 		if i == 0 {
-			it.DueAt, it.UpdatedAt = due, ms(sub.Now)
+			it.DueAt, it.ReadyAt, it.UpdatedAt = due, ms(sub.Now), ms(sub.Now)
 			it.Events = []string{event(sub.Now, "received; ready")}
 		}
 		out[sortKey(ref)] = it

@@ -80,7 +80,7 @@ func submitClaim(ctx context.Context, s *statestore.Store, def workflow.Definiti
 	if _, err := s.Submit(ctx, statestore.Submission{OrderID: id, Order: `{"orderId":"` + id + `"}`, Workflow: def, Now: at}); err != nil {
 		return err
 	}
-	_, err := s.Claim(ctx, id, workflow.Ref{}, "sched", at)
+	_, err := s.Claim(ctx, statestore.Claim{OrderID: id, Ref: workflow.Ref{}, Agent: def.Steps[0].Agent, Owner: "agent", Now: at})
 	return err
 }
 

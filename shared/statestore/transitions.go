@@ -6,41 +6,82 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// Claim takes a ready Pending record for owner: LockedBy = owner, Processing,
-// Attempt + 1, CompleteBy = now + the action's timeout (also the record's
-// deadline). The condition makes the claim exclusive. The order's entry in
-// the deadline index does not move: the Supervisor looks at the pickup
-// deadline, and then at CompleteBy if the step still runs (see Overdue). It
-// returns the claimed record, or ErrNotClaimable.
-func (s *Store) Claim(ctx context.Context, orderID string, r workflow.Ref, owner string, now time.Time) (Step, error) {
-	c := newChange(now)
-	p := c.rec("r", r)
-	c.when("%[1]s.ProcessState = :pending AND attribute_not_exists(%[1]s.LockedBy) AND attribute_exists(%[1]s.DueAt)", p)
-	c.val("pending", str(string(workflow.Pending)))
-	c.set = append(c.set, p+".ProcessState = "+c.val("processing", str(string(workflow.Processing))),
-		p+".LockedBy = "+c.val("owner", str(owner)), p+".CompleteBy = "+c.at()+" + "+p+".TimeoutMs",
-		p+".DueAt = "+c.at()+" + "+p+".TimeoutMs", p+".Attempt = "+p+".Attempt + :one", p+".ClaimedAt = "+c.at())
-	c.event(p, "r", "claimed by %s", owner)
-	in := c.input(s.state, orderID)
+// Claim is an Agent taking a ready record: the start of an attempt.
+type Claim struct {
+	OrderID string
+	Ref     workflow.Ref
+	Agent   string // the claiming agent: a record is claimed only by its own agent
+	Owner   string // the claimant, kept in LockedBy
+	Now     time.Time
+}
+
+// Claim takes a ready Pending record for c.Owner: LockedBy = owner,
+// Processing, Attempt + 1, CompleteBy = now + the action's timeout (also the
+// record's deadline). The condition makes the claim exclusive; the time the
+// record waited since it became ready (ReadyAt) was queue wait, never counted
+// against it. It returns the claimed record, ErrNotClaimable, or, for a ready
+// record of another agent, ErrWrongAgent.
+//
+// The order's entry in the deadline index is not moved by a claim (an index
+// write per step), unless it is later than the new CompleteBy: then it is
+// pulled in, so a hung attempt is found at CompleteBy.
+func (s *Store) Claim(ctx context.Context, c Claim) (Step, error) {
+	ch := newChange(c.Now)
+	p := ch.rec("r", c.Ref)
+	ch.when("%[1]s.ProcessState = :pending AND attribute_not_exists(%[1]s.LockedBy) AND attribute_exists(%[1]s.DueAt) AND %[1]s.#agent = :agent", p)
+	ch.names["#agent"] = "Agent" // a reserved word
+	ch.val("pending", str(string(workflow.Pending)))
+	ch.val("agent", str(c.Agent))
+	ch.set = append(ch.set, p+".ProcessState = "+ch.val("processing", str(string(workflow.Processing))),
+		p+".LockedBy = "+ch.val("owner", str(c.Owner)), p+".CompleteBy = "+ch.at()+" + "+p+".TimeoutMs",
+		p+".DueAt = "+ch.at()+" + "+p+".TimeoutMs", p+".Attempt = "+p+".Attempt + :one", p+".ClaimedAt = "+ch.at())
+	ch.remove = append(ch.remove, p+".Waits")
+	ch.event(p, "r", "claimed by %s", c.Owner)
+	in := ch.input(s.state, c.OrderID)
 	in.ReturnValues = types.ReturnValueAllNew
+	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	out, err := s.db.UpdateItem(ctx, in)
-	if isConditionFailed(err) {
-		return Step{}, ErrNotClaimable
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return Step{}, notClaimable(ccf.Item, c)
 	}
 	if err != nil {
-		return Step{}, fmt.Errorf("claim %s/%s: %w", orderID, sortKey(r), err)
+		return Step{}, fmt.Errorf("claim %s/%s: %w", c.OrderID, sortKey(c.Ref), err)
 	}
 	var it stateItem
 	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
-		return Step{}, fmt.Errorf("decode claimed %s/%s: %w", orderID, sortKey(r), err)
+		return Step{}, fmt.Errorf("decode claimed %s/%s: %w", c.OrderID, sortKey(c.Ref), err)
 	}
-	return it.step(sortKey(r)), nil
+	st := it.step(sortKey(c.Ref))
+	if err := s.pullIn(ctx, it, ms(st.CompleteBy)); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// ErrWrongAgent means the record is ready but belongs to another agent: the
+// request was routed to the wrong queue.
+var ErrWrongAgent = errors.New("record belongs to another agent")
+
+// notClaimable says why a claim was refused, from the record as it was.
+func notClaimable(old map[string]types.AttributeValue, c Claim) error {
+	var it stateItem
+	if old == nil || attributevalue.UnmarshalMap(old, &it) != nil {
+		return ErrNotClaimable
+	}
+	r, ok := it.Recs[sortKey(c.Ref)]
+	if ok && r.Agent != c.Agent && r.ProcessState == string(workflow.Pending) && r.DueAt != 0 && r.LockedBy == "" {
+		return fmt.Errorf("%s/%s is %q's (%s), not %q's: %w", c.OrderID, sortKey(c.Ref), r.Agent, r.StepName, c.Agent, ErrWrongAgent)
+	}
+	return ErrNotClaimable
 }
 
 // Completion is a successful reply to record.
@@ -48,6 +89,7 @@ type Completion struct {
 	OrderID string
 	Ref     workflow.Ref
 	Attempt int
+	Round   int // the round the attempt ran in (0 for 1)
 	Result  string
 	// Next is the record to make ready, due at NextDueAt; when nil the task
 	// ends in state End.
@@ -58,20 +100,18 @@ type Completion struct {
 }
 
 // Complete marks the record Processed if, and only if, the reply is from its
-// current attempt (fencing), and in the same write makes the next record
-// ready or ends the task (the order then leaves the deadline index, unless an
-// Error alert is still unconfirmed). A stale or duplicate reply gets ErrStale
-// and changes nothing.
+// latest attempt (fencing, see current), and in the same write makes the next
+// record ready or ends the task (the order then leaves the deadline index,
+// unless an Error alert is still unconfirmed). A stale or duplicate reply gets
+// ErrStale and changes nothing.
 func (s *Store) Complete(ctx context.Context, c Completion) error {
 	build := func(leaveIndex bool) *change {
 		ch := newChange(c.Now)
 		p := ch.rec("r", c.Ref)
-		ch.when("%[1]s.ProcessState = :processing AND %[1]s.Attempt = :attempt", p)
-		ch.val("processing", str(string(workflow.Processing)))
-		ch.val("attempt", num(int64(c.Attempt)))
+		current(ch, p, c.Attempt, c.Round)
 		ch.set = append(ch.set, p+".ProcessState = "+ch.val("processed", str(string(workflow.Processed))),
 			p+".StepResult = "+ch.val("result", str(c.Result)))
-		ch.remove = append(ch.remove, p+".LockedBy", p+".DueAt")
+		ch.remove = append(ch.remove, p+".LockedBy", p+".DueAt", p+".Waits")
 		ch.event(p, "r", "processed (attempt %d)", c.Attempt)
 		if c.Next != nil {
 			s.makeReady(ch, *c.Next, c.NextDueAt)
@@ -86,7 +126,7 @@ func (s *Store) Complete(ctx context.Context, c Completion) error {
 	}
 	what := fmt.Sprintf("complete %s/%s attempt %d", c.OrderID, sortKey(c.Ref), c.Attempt)
 	if c.Next != nil {
-		return s.update(ctx, c.OrderID, build(false), what)
+		return s.updatePullingIn(ctx, c.OrderID, build(false), what, ms(c.NextDueAt))
 	}
 	in := build(true).input(s.state, c.OrderID)
 	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
@@ -105,6 +145,26 @@ func (s *Store) Complete(ctx context.Context, c Completion) error {
 	return s.update(ctx, c.OrderID, build(false), what)
 }
 
+// current adds the fence of a reply to the record at path: it is from the
+// record's latest attempt in its round, and the record is either still
+// claimed by it, or waiting to be claimed again, the Supervisor having found
+// the attempt overdue while its reply waited in a queue. The reply of a
+// latest attempt is the record's outcome as long as no later attempt began.
+func current(ch *change, p string, attempt, round int) {
+	ch.when("%[1]s.Attempt = :attempt AND %[1]s.Round = :round AND "+
+		"(%[1]s.ProcessState = :processing OR (%[1]s.ProcessState = :pending AND attribute_exists(%[1]s.DueAt)))", p)
+	ch.val("attempt", num(int64(attempt)))
+	ch.val("round", num(int64(max(round, 1))))
+	ch.val("processing", str(string(workflow.Processing)))
+	ch.val("pending", str(string(workflow.Pending)))
+}
+
+// isCurrent is current, read from a record.
+func isCurrent(r recItem, attempt, round int) bool {
+	return r.Attempt == attempt && r.Round == max(round, 1) &&
+		(r.ProcessState == string(workflow.Processing) || (r.ProcessState == string(workflow.Pending) && r.DueAt != 0))
+}
+
 // alertPending reports whether old, the order as a refused ending completion
 // found it, still awaits an alert while the reply is current; when old is
 // missing or unreadable it says true, and the retry's own condition decides.
@@ -114,8 +174,7 @@ func alertPending(old map[string]types.AttributeValue, c Completion) bool {
 		return true
 	}
 	_, unalerted := old["Unalerted"] // as the refused condition saw it
-	r := it.Recs[sortKey(c.Ref)]
-	return unalerted && r.ProcessState == string(workflow.Processing) && r.Attempt == c.Attempt
+	return unalerted && isCurrent(it.Recs[sortKey(c.Ref)], c.Attempt, c.Round)
 }
 
 // taskFrom is the state a task is in while r runs.
@@ -126,15 +185,17 @@ func taskFrom(r workflow.Ref) workflow.State {
 	return workflow.Pending
 }
 
-// makeReady adds to ch making waiting Pending record r ready, due at due. The
-// order's index entry does not move: the Supervisor reads the order when the
-// entry comes due and then recovers r if it is overdue, or moves the entry
-// on to r's deadline.
+// makeReady adds to ch making waiting Pending record r ready (from now), due
+// at due. The order's index entry does not move: the Supervisor reads the
+// order when the entry comes due and then recovers r if it is overdue, or
+// moves the entry on to r's deadline (a writer that sets an earlier deadline
+// than the entry pulls it in: see pullIn).
 func (s *Store) makeReady(ch *change, r workflow.Ref, due time.Time) {
 	n := ch.rec("n", r)
 	ch.when("%[1]s.ProcessState = :pending AND attribute_not_exists(%[1]s.DueAt)", n)
 	ch.val("pending", str(string(workflow.Pending)))
-	ch.set = append(ch.set, n+".DueAt = "+ch.val("nextDue", num(ms(due))))
+	ch.set = append(ch.set, n+".DueAt = "+ch.val("nextDue", num(ms(due))), n+".ReadyAt = "+ch.at())
+	ch.remove = append(ch.remove, n+".Waits")
 	ch.event(n, "n", "ready")
 }
 
@@ -146,6 +207,47 @@ func (s *Store) update(ctx context.Context, orderID string, ch *change, what str
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// updatePullingIn runs the change, then pulls the order's index entry in to
+// due if the written order's is later.
+func (s *Store) updatePullingIn(ctx context.Context, orderID string, ch *change, what string, due int64) error {
+	in := ch.input(s.state, orderID)
+	in.ReturnValues = types.ReturnValueAllNew
+	out, err := s.db.UpdateItem(ctx, in)
+	if isConditionFailed(err) {
+		return ErrStale
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	var it stateItem
+	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
+		return fmt.Errorf("decode %s: %w", orderID, err)
+	}
+	return s.pullIn(ctx, it, due)
+}
+
+// pullIn moves the order's index entry earlier, to due, if it (as the write
+// just made returned it) is later: the Supervisor moves an entry on to the
+// next deadline it knows of, and a claim or a completion may then set an
+// earlier one. It does not bump the Version: it only moves a look earlier,
+// and a Supervisor that read the order before writes on what it read.
+// Losing this write (a crash) only delays the Supervisor's look.
+func (s *Store) pullIn(ctx context.Context, it stateItem, due int64) error {
+	if it.DueAt == 0 || it.DueAt <= due || due == 0 {
+		return nil
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.state, Key: key(it.OrderID, taskSK),
+		UpdateExpression:          aws.String("SET DueAt = :due"),
+		ConditionExpression:       aws.String("DueAt > :due"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":due": num(due)},
+	})
+	if err != nil && !isConditionFailed(err) {
+		return fmt.Errorf("pull in the index entry of %s: %w", it.OrderID, err)
 	}
 	return nil
 }

@@ -17,20 +17,18 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// The Supervisor's own work per overdue record: decide (recover or give up),
-// encode the Scheduler's message. The store returns ten overdue steps and
+// The Supervisor's own work per overdue record: read its response queue's
+// depth (none waiting), decide (recover or give up), encode the Scheduler's
+// message. The store returns ten overdue steps and
 // accepts every write; the queue only encodes.
 type overdueStore struct{ due []statestore.Step }
 
 func (s overdueStore) Overdue(context.Context, time.Time, int) ([]statestore.Step, error) {
 	return s.due, nil
 }
-func (overdueStore) Requeue(context.Context, statestore.Step, int, string, time.Time, time.Time) error {
-	return nil
-}
-func (overdueStore) GiveUp(context.Context, statestore.Step, int, string, time.Time, time.Time, time.Time) error {
-	return nil
-}
+func (overdueStore) Waited(context.Context, statestore.Wait) error                      { return nil }
+func (overdueStore) Requeue(context.Context, statestore.Retry) error                    { return nil }
+func (overdueStore) GiveUp(context.Context, statestore.GiveUp) error                    { return nil }
 func (overdueStore) MarkAlerted(context.Context, string, workflow.Ref, time.Time) error { return nil }
 
 type nopAlerter struct{}
@@ -47,8 +45,10 @@ func BenchmarkSupervisorPerOverdueRecord(b *testing.B) {
 	}
 	m := metrics.New(io.Discard, "supervisor")
 	log := slog.New(slog.DiscardHandler)
-	s := supervisor.New(supervisor.Config{SchedulerQueueURL: "q", PickupTimeout: time.Minute}, overdueStore{due}, handlerbench.EncodeOnly{},
-		nopAlerter{}, notify.New(handlerbench.EncodeOnly{}, nil, m, log), m, log)
+	s := supervisor.New(supervisor.Config{SchedulerQueueURL: "q", PickupTimeout: time.Minute,
+		AgentQueues: map[string]supervisor.AgentQueues{"payment": {Requests: "req", Responses: "resp"}}},
+		supervisor.Deps{Store: overdueStore{due}, Queues: handlerbench.EncodeOnly{}, Alerts: nopAlerter{},
+			Notify: notify.New(handlerbench.EncodeOnly{}, nil, m, log), Metrics: m, Log: log})
 	b.ReportAllocs()
 	for b.Loop() {
 		rep, err := s.Sweep(context.Background())

@@ -11,7 +11,19 @@ type Settings struct {
 	StepTimeout   time.Duration // CompleteBy = claim + StepTimeout
 	MaxFailures   int           // supervisor recoveries before a step is an Error
 	RetryBackoff  time.Duration // base of the supervisor's growing backoff
-	PickupTimeout time.Duration // a ready step not claimed by then is recovered
+	PickupTimeout time.Duration // a ready step not claimed by then is looked at: its message may be lost
+	OrderDeadline time.Duration // an order not ended by then fails for good (0: DefaultOrderDeadline)
+}
+
+// DefaultOrderDeadline bounds an order's run when the settings do not.
+const DefaultOrderDeadline = 24 * time.Hour
+
+// deadline is the order deadline the settings give.
+func (s Settings) deadline() time.Duration {
+	if s.OrderDeadline == 0 {
+		return DefaultOrderDeadline
+	}
+	return s.OrderDeadline
 }
 
 // DefaultSettings are the values used when the deployment sets none.
@@ -21,6 +33,7 @@ func DefaultSettings() Settings {
 		MaxFailures:   3,
 		RetryBackoff:  5 * time.Second,
 		PickupTimeout: time.Minute,
+		OrderDeadline: DefaultOrderDeadline,
 	}
 }
 
@@ -46,6 +59,7 @@ func Orders(s Settings) Definition {
 	return Definition{
 		Name:          "order",
 		PickupTimeout: s.PickupTimeout,
+		Deadline:      s.deadline(),
 		Steps: []Step{
 			{Action: act("reserve-inventory", InventoryAgent), Undo: &release},
 			{Action: act("charge-payment", PaymentAgent), Undo: &refund},
@@ -67,6 +81,7 @@ func Single(s Settings) Definition {
 	return Definition{
 		Name:          SingleWorkflow,
 		PickupTimeout: s.PickupTimeout,
+		Deadline:      s.deadline(),
 		Steps: []Step{{Action: Action{Name: "charge-payment", Agent: PaymentAgent, Timeout: s.StepTimeout,
 			MaxFailures: s.MaxFailures, RetryBackoff: s.RetryBackoff}}},
 	}

@@ -2,25 +2,85 @@ package workflow
 
 import "time"
 
-// MaxRecoveryDelay caps the supervisor's backoff; it is also the longest delay
-// an SQS message can carry.
+// MaxRecoveryDelay caps the supervisor's backoffs and its intervals between
+// looks at a waiting record; it is also the longest delay an SQS message can
+// carry.
 const MaxRecoveryDelay = 15 * time.Minute
 
-// Recovery is the supervisor's decision for a step whose deadline passed.
-type Recovery struct {
-	GiveUp       bool          // the threshold is reached: Error, alert
-	FailureCount int           // the step's FailureCount after this recovery
-	Delay        time.Duration // how long to wait before scheduling again (when !GiveUp)
+// The Supervisor keeps three clocks apart (Temporal's vocabulary):
+//
+//   - queue wait, from ready to claimed: the record's message waits in the
+//     scheduler queue or its agent's request queue, or was lost. Never a
+//     failure: the Supervisor re-sends the message at growing intervals, and
+//     holds back while a queue it may wait in is backlogged;
+//   - an attempt, from claimed to completed, judged by its CompleteBy: an
+//     attempt not completed by then failed (FailureCount + 1, retried after a
+//     growing backoff, or at the threshold Error), unless its reply may be
+//     waiting in a backlogged response queue;
+//   - the order's deadline: past it the order fails for good. It is the one
+//     clock that fails an order without a fault seen.
+
+// Found is what the Supervisor knows of a record it found due.
+type Found struct {
+	Action       Action
+	State        State // Pending: ready, not claimed; Processing: claimed
+	FailureCount int
+	Waits        int  // how many times it was found waiting before, in this state
+	PastDeadline bool // the order's deadline passed (forward steps only)
+	// Backlogged: a queue the record's message (Pending) or its reply
+	// (Processing) may be waiting in holds a backlog.
+	Backlogged bool
 }
 
-// DecideRecovery returns what the supervisor does with an overdue step that
-// has failed failureCount times before. FailureCount never passes MaxFailures.
-func DecideRecovery(s Action, failureCount int) Recovery {
-	n := failureCount + 1
-	if n >= s.MaxFailures {
-		return Recovery{GiveUp: true, FailureCount: s.MaxFailures}
+// Verdict is what the Supervisor does with a record found due.
+type Verdict int
+
+// The verdicts, from the mildest.
+const (
+	Resend Verdict = iota // not claimed, no backlog to explain it: re-send its message (a lost one is repaired)
+	Hold                  // a backlog explains the wait: send nothing, look again later
+	Retry                 // the attempt failed: FailureCount + 1, ready again after a backoff
+	GiveUp                // the threshold or the order's deadline is reached: Error, alert, compensation
+)
+
+// Decision is the Supervisor's decision for a record found due.
+type Decision struct {
+	Verdict      Verdict
+	FailureCount int           // the record's FailureCount after the decision
+	After        time.Duration // Resend, Hold: when to look again; Retry: the backoff before it is ready
+}
+
+// Decide returns what the Supervisor does with a record found due; pickup is
+// the deployment's pickup timeout, the unit of its intervals between looks.
+// FailureCount never passes MaxFailures, and only an attempt that did not
+// complete adds to it.
+func Decide(f Found, pickup time.Duration) Decision {
+	switch {
+	case f.PastDeadline:
+		return Decision{Verdict: GiveUp, FailureCount: f.FailureCount}
+	case f.State == Pending && f.Backlogged:
+		return Decision{Verdict: Hold, FailureCount: f.FailureCount, After: WaitInterval(pickup, f.Waits+1)}
+	case f.State == Pending:
+		return Decision{Verdict: Resend, FailureCount: f.FailureCount, After: WaitInterval(pickup, f.Waits+1)}
+	case f.Backlogged:
+		// The reply may be in the queue: look again a pickup timeout later,
+		// so the attempt is judged soon after the backlog clears.
+		return Decision{Verdict: Hold, FailureCount: f.FailureCount, After: pickup}
 	}
-	return Recovery{FailureCount: n, Delay: RecoveryDelay(s.RetryBackoff, n)}
+	n := f.FailureCount + 1
+	if n >= f.Action.MaxFailures {
+		return Decision{Verdict: GiveUp, FailureCount: f.Action.MaxFailures}
+	}
+	return Decision{Verdict: Retry, FailureCount: n, After: RecoveryDelay(f.Action.RetryBackoff, n)}
+}
+
+// WaitInterval is how long the Supervisor leaves a ready record that it has
+// found unclaimed waits times: pickup doubled each time, capped at
+// MaxRecoveryDelay. So it looks at p, 3p, 7p, 15p… after the record became
+// ready, and re-sends its message at most once per look: a few duplicates
+// per step, however long the wait.
+func WaitInterval(pickup time.Duration, waits int) time.Duration {
+	return RecoveryDelay(pickup, waits+1)
 }
 
 // RecoveryDelay is base doubled for each earlier failure, capped at

@@ -70,26 +70,27 @@ func AfterRefusal(undo bool, undoFrom int) Aftermath {
 	}
 }
 
-// AfterGiveUp is the aftermath of a record given up on after timing out. Its
-// outcome is unknown: the remote may have applied it and the reply been lost.
+// AfterGiveUp is the aftermath of a record given up on (its attempts timed
+// out, or the order's deadline passed). Its outcome may be unknown: the
+// remote may have applied it and the reply been lost.
 //   - an undo action: the task ends CompensationFailed;
+//   - a step never claimed (no attempt): it did nothing; as a refusal;
 //   - a step with an undo action: its own undo runs first (undo actions are
 //     idempotent and accept "nothing to undo"), then the earlier ones;
 //   - a step without an undo action that ran (a pivot): its effect may have
 //     happened and nothing can undo it, and undoing the earlier steps would be
 //     as wrong as leaving them (a refund for an order that shipped). Nothing
 //     is undone; the task ends CompensationFailed and the operator, told so,
-//     checks the remote and resubmits the step (same idempotency key);
-//   - a step that never ran: as a refusal.
+//     checks the remote and resubmits the step (same idempotency key).
 func AfterGiveUp(undo, hasUndo, ran bool, index, undoFrom int) Aftermath {
 	switch {
 	case undo:
 		return AfterRefusal(true, -1)
+	case !ran:
+		return AfterRefusal(false, undoFrom)
 	case hasUndo:
 		return Aftermath{UndoFrom: index, Next: Compensating}
-	case ran:
-		return Aftermath{UndoFrom: -1, Next: CompensationFailed}
 	default:
-		return AfterRefusal(false, undoFrom)
+		return Aftermath{UndoFrom: -1, Next: CompensationFailed}
 	}
 }

@@ -26,6 +26,20 @@ const (
 	CompensationFailed State = "CompensationFailed" // an undo action failed for good too
 )
 
+// Cause is why a record failed for good.
+type Cause string
+
+// The causes of an Error record.
+const (
+	Refused  Cause = "refused"   // its remote service refused it for good (a non-transient error reply)
+	TimedOut Cause = "timed-out" // its attempts did not complete, up to the failure threshold
+	Expired  Cause = "expired"   // the order's deadline passed while it waited or ran
+)
+
+// GaveUp reports whether the Supervisor gave up on the record (its outcome
+// may be unknown), as opposed to the remote refusing it.
+func (c Cause) GaveUp() bool { return c == TimedOut || c == Expired }
+
 // Ended reports whether a task in state s needs no more work.
 func (s State) Ended() bool { return s == Processed || s == Failed || s == CompensationFailed }
 
@@ -47,9 +61,15 @@ type Step struct {
 
 // Definition is an ordered list of steps run one after another.
 type Definition struct {
-	Name          string
-	Steps         []Step
-	PickupTimeout time.Duration // how long a ready Pending step may wait for a claim
+	Name  string
+	Steps []Step
+	// PickupTimeout is how long a ready step waits for a claim before the
+	// Supervisor first looks for a lost message (waiting is never a failure).
+	PickupTimeout time.Duration
+	// Deadline bounds an order's run (each round's): past it, the order
+	// fails for good, whatever it was waiting for. Its compensation, once
+	// started, has as long again.
+	Deadline time.Duration
 }
 
 // Validate checks the definition against the agents the deployment runs.
@@ -62,6 +82,9 @@ func (d Definition) Validate(agents []string) error {
 	}
 	if d.PickupTimeout <= 0 {
 		return fmt.Errorf("workflow %q: pickup timeout must be positive", d.Name)
+	}
+	if d.Deadline <= 0 {
+		return fmt.Errorf("workflow %q: order deadline must be positive", d.Name)
 	}
 	known := make(map[string]bool, len(agents))
 	for _, a := range agents {

@@ -37,6 +37,7 @@ func TestValidateRejectsBadDefinitions(t *testing.T) {
 		"no name":               {func(d *workflow.Definition) { d.Name = "" }, "no name"},
 		"unnamed step":          {func(d *workflow.Definition) { d.Steps[0].Name = "" }, "has no name"},
 		"no pickup":             {func(d *workflow.Definition) { d.PickupTimeout = 0 }, "pickup timeout"},
+		"no deadline":           {func(d *workflow.Definition) { d.Deadline = 0 }, "order deadline"},
 		"negative backoff":      {func(d *workflow.Definition) { d.Steps[0].RetryBackoff = -1 }, "negative retry backoff"},
 	}
 	for name, c := range cases {
@@ -55,17 +56,66 @@ func TestValidateRejectsBadDefinitions(t *testing.T) {
 	}
 }
 
-func TestDecideRecoveryRetriesBelowThresholdThenGivesUp(t *testing.T) {
+func TestDecideRetriesAnAttemptBelowThresholdThenGivesUp(t *testing.T) {
 	t.Parallel()
-	s := workflow.Action{MaxFailures: 3, RetryBackoff: time.Second}
-	r := workflow.DecideRecovery(s, 0)
-	require.Equal(t, workflow.Recovery{FailureCount: 1, Delay: time.Second}, r)
-	r = workflow.DecideRecovery(s, 1)
-	require.Equal(t, workflow.Recovery{FailureCount: 2, Delay: 2 * time.Second}, r)
-	r = workflow.DecideRecovery(s, 2)
-	require.Equal(t, workflow.Recovery{GiveUp: true, FailureCount: 3}, r)
-	r = workflow.DecideRecovery(s, 7) // however it got there, never past the threshold
-	require.Equal(t, workflow.Recovery{GiveUp: true, FailureCount: 3}, r)
+	a := workflow.Action{MaxFailures: 3, RetryBackoff: time.Second}
+	decide := func(failures int) workflow.Decision {
+		return workflow.Decide(workflow.Found{Action: a, State: workflow.Processing, FailureCount: failures}, time.Minute)
+	}
+	require.Equal(t, workflow.Decision{Verdict: workflow.Retry, FailureCount: 1, After: time.Second}, decide(0))
+	require.Equal(t, workflow.Decision{Verdict: workflow.Retry, FailureCount: 2, After: 2 * time.Second}, decide(1))
+	require.Equal(t, workflow.Decision{Verdict: workflow.GiveUp, FailureCount: 3}, decide(2))
+	// however it got there, never past the threshold
+	require.Equal(t, workflow.Decision{Verdict: workflow.GiveUp, FailureCount: 3}, decide(7))
+}
+
+func TestDecideNeverCountsQueueWaitAsAFailure(t *testing.T) {
+	t.Parallel()
+	a := workflow.Action{MaxFailures: 1, RetryBackoff: time.Second} // one failure would give up
+	for waits := range 20 {
+		for _, backlogged := range []bool{false, true} {
+			d := workflow.Decide(workflow.Found{Action: a, State: workflow.Pending, Waits: waits, Backlogged: backlogged}, time.Second)
+			require.Zero(t, d.FailureCount, "waits %d", waits)
+			require.Contains(t, []workflow.Verdict{workflow.Resend, workflow.Hold}, d.Verdict)
+			require.Equal(t, backlogged, d.Verdict == workflow.Hold, "a backlog holds the re-send back")
+			require.Equal(t, workflow.WaitInterval(time.Second, waits+1), d.After)
+		}
+	}
+}
+
+func TestDecideHoldsAnAttemptWhoseReplyMayBeQueued(t *testing.T) {
+	t.Parallel()
+	a := workflow.Action{MaxFailures: 1}
+	d := workflow.Decide(workflow.Found{Action: a, State: workflow.Processing, Backlogged: true}, 7*time.Second)
+	require.Equal(t, workflow.Decision{Verdict: workflow.Hold, After: 7 * time.Second}, d,
+		"judged again one pickup timeout later, not after a growing wait")
+}
+
+func TestDecideGivesUpPastTheOrderDeadlineWhateverItWaitsFor(t *testing.T) {
+	t.Parallel()
+	a := workflow.Action{MaxFailures: 5}
+	for _, st := range []workflow.State{workflow.Pending, workflow.Processing} {
+		for _, backlogged := range []bool{false, true} {
+			d := workflow.Decide(workflow.Found{Action: a, State: st, FailureCount: 2, PastDeadline: true,
+				Backlogged: backlogged}, time.Second)
+			require.Equal(t, workflow.Decision{Verdict: workflow.GiveUp, FailureCount: 2}, d, "%s backlogged=%v", st, backlogged)
+		}
+	}
+}
+
+func TestWaitIntervalDoublesFromThePickupTimeoutAndCaps(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, time.Second, workflow.WaitInterval(time.Second, 0))
+	require.Equal(t, 2*time.Second, workflow.WaitInterval(time.Second, 1))
+	require.Equal(t, 8*time.Second, workflow.WaitInterval(time.Second, 3))
+	require.Equal(t, workflow.MaxRecoveryDelay, workflow.WaitInterval(time.Minute, 60))
+}
+
+func TestCauseSaysWhetherTheSupervisorGaveUp(t *testing.T) {
+	t.Parallel()
+	require.False(t, workflow.Refused.GaveUp())
+	require.True(t, workflow.TimedOut.GaveUp())
+	require.True(t, workflow.Expired.GaveUp())
 }
 
 func TestRecoveryDelayDoublesAndCaps(t *testing.T) {
@@ -158,6 +208,7 @@ func TestAftermathOfAFailure(t *testing.T) {
 		"timed-out step with undo":      {workflow.AfterGiveUp(false, true, true, 2, 1), comp(2)},
 		"timed-out step without undo":   {workflow.AfterGiveUp(false, false, true, 2, 1), workflow.Aftermath{UndoFrom: -1, Next: workflow.CompensationFailed}},
 		"never-run step without undo":   {workflow.AfterGiveUp(false, false, false, 2, 1), comp(1)},
+		"never-run step with an undo":   {workflow.AfterGiveUp(false, true, false, 2, 1), comp(1)},
 		"never-run first step, no undo": {workflow.AfterGiveUp(false, false, false, 0, -1), workflow.Aftermath{UndoFrom: -1, Next: workflow.Failed}},
 		"timed-out undo":                {workflow.AfterGiveUp(true, false, true, 1, -1), workflow.Aftermath{UndoFrom: -1, Next: workflow.CompensationFailed}},
 	} {

@@ -7,6 +7,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,7 +43,7 @@ func NewTables(t *testing.T, db *dynamodb.Client) topology.Topology {
 
 // def is a workflow of n steps; every step but the last has an undo action.
 func def(steps int) workflow.Definition {
-	d := workflow.Definition{Name: "test", PickupTimeout: time.Minute}
+	d := workflow.Definition{Name: "test", PickupTimeout: time.Minute, Deadline: 24 * time.Hour}
 	act := func(name string) workflow.Action {
 		return workflow.Action{Name: name, Agent: "svc", Timeout: 10 * time.Second, MaxFailures: 3, RetryBackoff: time.Second}
 	}
@@ -72,10 +73,15 @@ func done(orderID string, r workflow.Ref, attempt int, next *workflow.Ref, end w
 
 func failure(orderID string, r workflow.Ref, undoFrom int, why string) statestore.Failure {
 	return statestore.Failure{OrderID: orderID, Ref: r, After: workflow.AfterRefusal(r.Undo, undoFrom), Reason: why,
-		AlertDue: t0, UndoDue: t0.Add(time.Minute), Now: t0}
+		Due: t0, Now: t0}
 }
 
 var t0 = time.UnixMilli(1_800_000_000_000)
+
+// claim claims r for owner as the suite's one agent, "svc", would.
+func claim(ctx context.Context, s *statestore.Store, orderID string, r workflow.Ref, owner string, now time.Time) (statestore.Step, error) {
+	return s.Claim(ctx, statestore.Claim{OrderID: orderID, Ref: r, Agent: "svc", Owner: owner, Now: now})
+}
 
 func submit(t *testing.T, s *statestore.Store, id string, steps int) {
 	t.Helper()
@@ -112,6 +118,7 @@ func Run(t *testing.T, newStore func(t *testing.T) *statestore.Store) {
 		"OrderFoundDueEarlyMovesOn":             dueEarly,
 		"EndLeavesIndexOnlyOnceAlerted":         endUnalerted,
 	}
+	maps.Copy(tests, clockTests)
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -154,7 +161,7 @@ func submitWrites(t *testing.T, s *statestore.Store) {
 func duplicateSubmit(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submit(t, s, "o-1", 1)
-	_, err := s.Claim(ctx, "o-1", step0, "sched-a", t0)
+	_, err := claim(ctx, s, "o-1", step0, "sched-a", t0)
 	require.NoError(t, err)
 	created, err := s.Submit(ctx, statestore.Submission{OrderID: "o-1", Order: `{"other":true}`, Workflow: def(1), Now: t0.Add(time.Hour)})
 	require.NoError(t, err)
@@ -195,7 +202,7 @@ func claimExclusive(t *testing.T, s *statestore.Store) {
 		go func() {
 			defer wg.Done()
 			<-start
-			st, err := s.Claim(ctx, "o-1", step0, fmt.Sprintf("sched-%d", i), t0)
+			st, err := claim(ctx, s, "o-1", step0, fmt.Sprintf("sched-%d", i), t0)
 			if err == nil {
 				wins.Add(1)
 				require.Equal(t, 1, st.Attempt)
@@ -220,16 +227,16 @@ func claimExclusive(t *testing.T, s *statestore.Store) {
 func claimNotReady(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submit(t, s, "o-1", 2)
-	_, err := s.Claim(ctx, "o-1", step1, "sched", t0)
+	_, err := claim(ctx, s, "o-1", step1, "sched", t0)
 	require.ErrorIs(t, err, statestore.ErrNotClaimable, "second step waits for the first")
-	_, err = s.Claim(ctx, "missing", step0, "sched", t0)
+	_, err = claim(ctx, s, "missing", step0, "sched", t0)
 	require.ErrorIs(t, err, statestore.ErrNotClaimable)
 }
 
 func completeFenced(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submit(t, s, "o-1", 1)
-	st, err := s.Claim(ctx, "o-1", step0, "sched", t0)
+	st, err := claim(ctx, s, "o-1", step0, "sched", t0)
 	require.NoError(t, err)
 	c := done("o-1", step0, st.Attempt+1, nil, workflow.Processed)
 	require.ErrorIs(t, s.Complete(ctx, c), statestore.ErrStale, "a reply of another attempt")
@@ -250,13 +257,13 @@ func completeFenced(t *testing.T, s *statestore.Store) {
 func completeNext(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submit(t, s, "o-1", 2)
-	st, err := s.Claim(ctx, "o-1", step0, "sched", t0)
+	st, err := claim(ctx, s, "o-1", step0, "sched", t0)
 	require.NoError(t, err)
 	require.NoError(t, s.Complete(ctx, done("o-1", step0, st.Attempt, &step1, "")))
 	task, steps, _ := s.Load(ctx, "o-1")
 	require.Equal(t, workflow.Pending, task.State, "task goes on")
 	require.Equal(t, t0.Add(time.Minute), steps[1].DueAt)
-	st2, err := s.Claim(ctx, "o-1", step1, "sched", t0)
+	st2, err := claim(ctx, s, "o-1", step1, "sched", t0)
 	require.NoError(t, err)
 	require.Equal(t, 1, st2.Attempt)
 }
@@ -268,7 +275,7 @@ func overdue(t *testing.T, s *statestore.Store) {
 	}
 	// o-0, o-1 claimed (deadline t0+10s); o-2 claimed and completed.
 	for i := range 3 {
-		_, err := s.Claim(ctx, fmt.Sprintf("o-%d", i), step0, "sched", t0)
+		_, err := claim(ctx, s, fmt.Sprintf("o-%d", i), step0, "sched", t0)
 		require.NoError(t, err)
 	}
 	require.NoError(t, s.Complete(ctx, done("o-2", step0, 1, nil, workflow.Processed)))
@@ -277,7 +284,8 @@ func overdue(t *testing.T, s *statestore.Store) {
 	require.Empty(t, got, "nothing due yet")
 	got, err = s.Overdue(ctx, t0.Add(11*time.Second), 100)
 	require.NoError(t, err)
-	require.Empty(t, got, "a claim does not move the order in the index: the supervisor looks at the pickup deadline")
+	require.ElementsMatch(t, []string{"o-0", "o-1"}, ids(got),
+		"an order enters the index by its first step's timeout: a hung attempt is found at its CompleteBy")
 	got, err = s.Overdue(ctx, t0.Add(61*time.Second), 100)
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"o-0", "o-1", "o-3", "o-4", "o-5"}, ids(got),
@@ -285,7 +293,7 @@ func overdue(t *testing.T, s *statestore.Store) {
 	for _, st := range got {
 		require.NotZero(t, st.MaxFailures, "the index carries what the supervisor needs")
 	}
-	require.NoError(t, s.Fail(ctx, failure("o-0", step0, -1, "declined"), 1))
+	require.NoError(t, s.Fail(ctx, failure("o-0", step0, -1, "declined"), 1, 1))
 	got, err = s.Overdue(ctx, t0, 100)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
@@ -306,7 +314,7 @@ func ids(steps []statestore.Step) []string {
 func requeue(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submit(t, s, "o-1", 1)
-	_, err := s.Claim(ctx, "o-1", step0, "sched", t0)
+	_, err := claim(ctx, s, "o-1", step0, "sched", t0)
 	require.NoError(t, err)
 	got, err := s.Overdue(ctx, t0.Add(time.Hour), 10)
 	require.NoError(t, err)
@@ -318,7 +326,8 @@ func requeue(t *testing.T, s *statestore.Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := s.Requeue(ctx, read, read.FailureCount+1, "timed out", t0.Add(2*time.Hour), t0.Add(time.Hour))
+			err := s.Requeue(ctx, statestore.Retry{Read: read, FailureCount: read.FailureCount + 1, Reason: "timed out",
+				ReadyAt: t0.Add(time.Hour), Due: t0.Add(2 * time.Hour), Now: t0.Add(time.Hour)})
 			if err == nil {
 				wins.Add(1)
 				return
@@ -335,9 +344,9 @@ func requeue(t *testing.T, s *statestore.Store) {
 	require.Empty(t, st.LockedBy)
 	require.True(t, st.CompleteBy.IsZero())
 	require.Equal(t, "timed out", st.LastError)
-	// The old attempt's reply is now stale, and the step can be claimed again.
-	require.ErrorIs(t, s.Complete(ctx, done("o-1", step0, 1, nil, workflow.Processed)), statestore.ErrStale)
-	st2, err := s.Claim(ctx, "o-1", step0, "sched-b", t0.Add(time.Hour))
+	// The step can be claimed again, and then the old attempt's reply is stale
+	// (before, it was still the latest: see LateReplyCompletesARequeuedRecord).
+	st2, err := claim(ctx, s, "o-1", step0, "sched-b", t0.Add(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, 2, st2.Attempt)
 	require.ErrorIs(t, s.Complete(ctx, done("o-1", step0, 1, nil, workflow.Processed)), statestore.ErrStale)
@@ -347,13 +356,13 @@ func requeue(t *testing.T, s *statestore.Store) {
 func giveUp(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submit(t, s, "o-1", 1)
-	_, err := s.Claim(ctx, "o-1", step0, "sched", t0)
+	_, err := claim(ctx, s, "o-1", step0, "sched", t0)
 	require.NoError(t, err)
 	got, _ := s.Overdue(ctx, t0.Add(time.Hour), 10)
 	require.Len(t, got, 1)
 	now := t0.Add(time.Hour)
-	require.NoError(t, s.GiveUp(ctx, got[0], 3, "timed out 3 times", now.Add(time.Minute), now, now))
-	require.ErrorIs(t, s.GiveUp(ctx, got[0], 3, "again", now, now, now), statestore.ErrStale)
+	require.NoError(t, s.GiveUp(ctx, statestore.GiveUp{Read: got[0], FailureCount: 3, Cause: workflow.TimedOut, Reason: "timed out 3 times", Due: now, Now: now}))
+	require.ErrorIs(t, s.GiveUp(ctx, statestore.GiveUp{Read: got[0], FailureCount: 3, Cause: workflow.TimedOut, Reason: "again", Due: now, Now: now}), statestore.ErrStale)
 	task, steps, _ := s.Load(ctx, "o-1")
 	require.Equal(t, workflow.CompensationFailed, task.State, "a lone step without an undo timed out: it may have taken effect, the operator decides")
 	require.Contains(t, task.LastError, "timed out 3 times")
@@ -374,12 +383,12 @@ func giveUp(t *testing.T, s *statestore.Store) {
 func failFenced(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submit(t, s, "o-1", 1)
-	st, err := s.Claim(ctx, "o-1", step0, "sched", t0)
+	st, err := claim(ctx, s, "o-1", step0, "sched", t0)
 	require.NoError(t, err)
 	f := failure("o-1", step0, -1, "declined")
-	require.ErrorIs(t, s.Fail(ctx, f, st.Attempt+1), statestore.ErrStale)
-	require.NoError(t, s.Fail(ctx, f, st.Attempt))
-	require.ErrorIs(t, s.Fail(ctx, f, st.Attempt), statestore.ErrStale)
+	require.ErrorIs(t, s.Fail(ctx, f, st.Attempt+1, 1), statestore.ErrStale)
+	require.NoError(t, s.Fail(ctx, f, st.Attempt, 1))
+	require.ErrorIs(t, s.Fail(ctx, f, st.Attempt, 1), statestore.ErrStale)
 	task, steps, _ := s.Load(ctx, "o-1")
 	require.Equal(t, workflow.Failed, task.State)
 	require.Equal(t, "declined", steps[0].LastError)
@@ -407,7 +416,7 @@ func runTo(t *testing.T, s *statestore.Store, steps, n int) {
 	submit(t, s, "o-1", steps)
 	for i := range n {
 		r := workflow.Ref{Index: i}
-		st, err := s.Claim(ctx, "o-1", r, "sched", t0)
+		st, err := claim(ctx, s, "o-1", r, "sched", t0)
 		require.NoError(t, err)
 		next := workflow.Ref{Index: i + 1}
 		require.NoError(t, s.Complete(ctx, done("o-1", r, st.Attempt, &next, "")))
@@ -428,29 +437,29 @@ func state(t *testing.T, s *statestore.Store) (statestore.Task, map[workflow.Ref
 func failureStartsCompensation(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	runTo(t, s, 3, 2)
-	st, err := s.Claim(ctx, "o-1", step2, "sched", t0)
+	st, err := claim(ctx, s, "o-1", step2, "sched", t0)
 	require.NoError(t, err)
-	require.NoError(t, s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt))
+	require.NoError(t, s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt, 1))
 	task, recs := state(t, s)
 	require.Equal(t, workflow.Compensating, task.State)
 	require.Equal(t, workflow.Error, recs[step2].State)
-	require.Equal(t, t0.Add(time.Minute), recs[undo1].DueAt, "the latest undo is ready")
+	require.Equal(t, t0, recs[undo1].DueAt, "the latest undo is ready")
 	require.True(t, recs[undo0].DueAt.IsZero(), "the earlier one waits its turn")
-	_, err = s.Claim(ctx, "o-1", undo0, "sched", t0)
+	_, err = claim(ctx, s, "o-1", undo0, "sched", t0)
 	require.ErrorIs(t, err, statestore.ErrNotClaimable)
-	_, err = s.Claim(ctx, "o-1", undo1, "sched", t0)
+	_, err = claim(ctx, s, "o-1", undo1, "sched", t0)
 	require.NoError(t, err)
 }
 
 func undoChainEndsFailed(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	runTo(t, s, 3, 2)
-	st, _ := s.Claim(ctx, "o-1", step2, "sched", t0)
-	require.NoError(t, s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt))
-	u1, err := s.Claim(ctx, "o-1", undo1, "sched", t0)
+	st, _ := claim(ctx, s, "o-1", step2, "sched", t0)
+	require.NoError(t, s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt, 1))
+	u1, err := claim(ctx, s, "o-1", undo1, "sched", t0)
 	require.NoError(t, err)
 	require.NoError(t, s.Complete(ctx, done("o-1", undo1, u1.Attempt, &undo0, "")))
-	u0, err := s.Claim(ctx, "o-1", undo0, "sched", t0)
+	u0, err := claim(ctx, s, "o-1", undo0, "sched", t0)
 	require.NoError(t, err)
 	require.ErrorIs(t, s.Complete(ctx, done("o-1", undo0, u0.Attempt+1, nil, workflow.Failed)), statestore.ErrStale)
 	require.NoError(t, s.Complete(ctx, done("o-1", undo0, u0.Attempt, nil, workflow.Failed)))
@@ -464,11 +473,11 @@ func undoChainEndsFailed(t *testing.T, s *statestore.Store) {
 func undoFailure(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	runTo(t, s, 3, 2)
-	st, _ := s.Claim(ctx, "o-1", step2, "sched", t0)
-	require.NoError(t, s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt))
-	u1, err := s.Claim(ctx, "o-1", undo1, "sched", t0)
+	st, _ := claim(ctx, s, "o-1", step2, "sched", t0)
+	require.NoError(t, s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt, 1))
+	u1, err := claim(ctx, s, "o-1", undo1, "sched", t0)
 	require.NoError(t, err)
-	require.NoError(t, s.Fail(ctx, failure("o-1", undo1, -1, "refund refused"), u1.Attempt))
+	require.NoError(t, s.Fail(ctx, failure("o-1", undo1, -1, "refund refused"), u1.Attempt, 1))
 	task, recs := state(t, s)
 	require.Equal(t, workflow.CompensationFailed, task.State)
 	require.Contains(t, task.LastError, "UNDO#001: refund refused", "the operator sees which undo did not happen")
@@ -479,7 +488,7 @@ func undoFailure(t *testing.T, s *statestore.Store) {
 func giveUpCompensates(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	runTo(t, s, 3, 1)
-	_, err := s.Claim(ctx, "o-1", step1, "sched", t0)
+	_, err := claim(ctx, s, "o-1", step1, "sched", t0)
 	require.NoError(t, err)
 	due, err := s.Overdue(ctx, t0.Add(time.Hour), 10)
 	require.NoError(t, err)
@@ -489,7 +498,7 @@ func giveUpCompensates(t *testing.T, s *statestore.Store) {
 	require.Equal(t, workflow.Aftermath{UndoFrom: 1, Next: workflow.Compensating}, due[0].AfterGiveUp(),
 		"a timed-out step may have taken effect: its own undo first")
 	now := t0.Add(time.Hour)
-	require.NoError(t, s.GiveUp(ctx, due[0], 3, "timed out", now, now.Add(time.Minute), now))
+	require.NoError(t, s.GiveUp(ctx, statestore.GiveUp{Read: due[0], FailureCount: 3, Cause: workflow.TimedOut, Reason: "timed out", Due: now.Add(time.Minute), Now: now}))
 	task, recs := state(t, s)
 	require.Equal(t, workflow.Compensating, task.State)
 	require.Equal(t, now.Add(time.Minute), recs[undo1].DueAt)
@@ -504,7 +513,7 @@ func giveUpCompensates(t *testing.T, s *statestore.Store) {
 func giveUpPivot(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	runTo(t, s, 3, 2)
-	_, err := s.Claim(ctx, "o-1", step2, "sched", t0)
+	_, err := claim(ctx, s, "o-1", step2, "sched", t0)
 	require.NoError(t, err)
 	now := t0.Add(time.Hour)
 	due, err := s.Overdue(ctx, now, 10)
@@ -512,7 +521,7 @@ func giveUpPivot(t *testing.T, s *statestore.Store) {
 	require.Len(t, due, 1)
 	require.False(t, due[0].HasUndo)
 	require.Equal(t, workflow.Aftermath{UndoFrom: -1, Next: workflow.CompensationFailed}, due[0].AfterGiveUp())
-	require.NoError(t, s.GiveUp(ctx, due[0], 3, "timed out", now, now.Add(time.Minute), now))
+	require.NoError(t, s.GiveUp(ctx, statestore.GiveUp{Read: due[0], FailureCount: 3, Cause: workflow.TimedOut, Reason: "timed out", Due: now.Add(time.Minute), Now: now}))
 	task, recs := state(t, s)
 	require.Equal(t, workflow.CompensationFailed, task.State, "ended: the operator decides")
 	require.False(t, task.CompletedAt.IsZero())
@@ -534,7 +543,7 @@ func giveUpPivot(t *testing.T, s *statestore.Store) {
 	require.True(t, task.CompletedAt.IsZero())
 	require.Equal(t, workflow.Pending, recs[step2].State)
 	require.Zero(t, recs[step2].FailureCount)
-	again, err := s.Claim(ctx, "o-1", step2, "sched", now)
+	again, err := claim(ctx, s, "o-1", step2, "sched", now)
 	require.NoError(t, err)
 	require.Equal(t, 2, again.Attempt, "attempts keep counting (fencing)")
 	require.NoError(t, s.Complete(ctx, done("o-1", step2, again.Attempt, nil, workflow.Processed)))
@@ -545,9 +554,9 @@ func giveUpPivot(t *testing.T, s *statestore.Store) {
 func resubmitFailed(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	runTo(t, s, 2, 1)
-	st, _ := s.Claim(ctx, "o-1", step1, "sched", t0)
-	require.NoError(t, s.Fail(ctx, failure("o-1", step1, 0, "declined"), st.Attempt))
-	u0, _ := s.Claim(ctx, "o-1", undo0, "sched", t0)
+	st, _ := claim(ctx, s, "o-1", step1, "sched", t0)
+	require.NoError(t, s.Fail(ctx, failure("o-1", step1, 0, "declined"), st.Attempt, 1))
+	u0, _ := claim(ctx, s, "o-1", undo0, "sched", t0)
 	require.NoError(t, s.Complete(ctx, done("o-1", undo0, u0.Attempt, nil, workflow.Failed)))
 
 	_, err := s.Resubmit(ctx, "o-1", "s0", time.Minute, t0)
@@ -565,7 +574,7 @@ func resubmitFailed(t *testing.T, s *statestore.Store) {
 		require.Equal(t, 2, rec.Round)
 		require.Equal(t, ref == step0, !rec.DueAt.IsZero(), "only the first step is ready")
 	}
-	again, err := s.Claim(ctx, "o-1", step0, "sched", t0)
+	again, err := claim(ctx, s, "o-1", step0, "sched", t0)
 	require.NoError(t, err)
 	require.Equal(t, 2, again.Attempt, "attempts keep counting across rounds (fencing)")
 	require.ErrorIs(t, s.Complete(ctx, done("o-1", step0, 1, &step1, "")), statestore.ErrStale, "round 1's reply is stale")
@@ -575,10 +584,10 @@ func resubmitFailed(t *testing.T, s *statestore.Store) {
 func resubmitUndo(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	runTo(t, s, 3, 2)
-	st, _ := s.Claim(ctx, "o-1", step2, "sched", t0)
-	require.NoError(t, s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt))
-	u1, _ := s.Claim(ctx, "o-1", undo1, "sched", t0)
-	require.NoError(t, s.Fail(ctx, failure("o-1", undo1, -1, "refund refused"), u1.Attempt))
+	st, _ := claim(ctx, s, "o-1", step2, "sched", t0)
+	require.NoError(t, s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt, 1))
+	u1, _ := claim(ctx, s, "o-1", undo1, "sched", t0)
+	require.NoError(t, s.Fail(ctx, failure("o-1", undo1, -1, "refund refused"), u1.Attempt, 1))
 	r, err := s.Resubmit(ctx, "o-1", "", time.Minute, t0)
 	require.NoError(t, err)
 	require.Equal(t, statestore.Resubmission{Ref: undo1, Step: "undo-s1", Round: 1}, r)
@@ -588,7 +597,7 @@ func resubmitUndo(t *testing.T, s *statestore.Store) {
 	require.Equal(t, workflow.Pending, recs[undo1].State)
 	require.Equal(t, workflow.Error, recs[step2].State, "the failed step stays failed")
 	require.Equal(t, workflow.Processed, recs[step0].State)
-	_, err = s.Claim(ctx, "o-1", undo1, "sched", t0)
+	_, err = claim(ctx, s, "o-1", undo1, "sched", t0)
 	require.NoError(t, err)
 }
 
@@ -608,9 +617,9 @@ func listTasks(t *testing.T, s *statestore.Store) {
 		submit(t, s, fmt.Sprintf("o-%d", i), 1)
 	}
 	for _, id := range []string{"o-1", "o-4", "o-6"} {
-		st, err := s.Claim(ctx, id, step0, "sched", t0)
+		st, err := claim(ctx, s, id, step0, "sched", t0)
 		require.NoError(t, err)
-		require.NoError(t, s.Fail(ctx, failure(id, step0, -1, "declined"), st.Attempt))
+		require.NoError(t, s.Fail(ctx, failure(id, step0, -1, "declined"), st.Attempt, 1))
 	}
 	var got []string
 	token := ""
@@ -646,7 +655,7 @@ func listTasks(t *testing.T, s *statestore.Store) {
 func dueEarly(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submit(t, s, "o-1", 2)
-	_, err := s.Claim(ctx, "o-1", step0, "sched", t0.Add(55*time.Second)) // CompleteBy t0+65s
+	_, err := claim(ctx, s, "o-1", step0, "sched", t0.Add(55*time.Second)) // CompleteBy t0+65s
 	require.NoError(t, err)
 	got, err := s.Overdue(ctx, t0.Add(61*time.Second), 10)
 	require.NoError(t, err)
@@ -675,10 +684,10 @@ func dueEarly(t *testing.T, s *statestore.Store) {
 func endUnalerted(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	runTo(t, s, 2, 1)
-	st, err := s.Claim(ctx, "o-1", step1, "sched", t0)
+	st, err := claim(ctx, s, "o-1", step1, "sched", t0)
 	require.NoError(t, err)
-	require.NoError(t, s.Fail(ctx, failure("o-1", step1, 0, "declined"), st.Attempt)) // the alert is then lost
-	u0, err := s.Claim(ctx, "o-1", undo0, "sched", t0)
+	require.NoError(t, s.Fail(ctx, failure("o-1", step1, 0, "declined"), st.Attempt, 1)) // the alert is then lost
+	u0, err := claim(ctx, s, "o-1", undo0, "sched", t0)
 	require.NoError(t, err)
 	require.NoError(t, s.Complete(ctx, done("o-1", undo0, u0.Attempt, nil, workflow.Failed)))
 	task, _ := state(t, s)

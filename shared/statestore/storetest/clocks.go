@@ -1,0 +1,250 @@
+package storetest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// clockTests are the cases of the three clocks: queue wait (never a
+// failure), an attempt's CompleteBy, and the order's deadline.
+var clockTests = map[string]func(*testing.T, *statestore.Store){
+	"WaitingIsNoFailure":                  waitingIsNoFailure,
+	"WaitedIsConditionalOnVersionRead":    waitedRace,
+	"ClaimPullsTheIndexInToCompleteBy":    claimPullsIndexIn,
+	"ClaimRefusesAnotherAgentsRecord":     claimWrongAgent,
+	"OrderDeadlineMakesTheWorkingStepDue": deadlineDue,
+	"CompensationHasItsOwnDeadline":       compensationDeadline,
+	"LateReplyCompletesARequeuedRecord":   lateReplyOfLatestAttempt,
+	"ResubmitGivesANewDeadline":           resubmitNewDeadline,
+	"CensusCountsTheStepsAtWork":          census,
+}
+
+func overdueAt(t *testing.T, s *statestore.Store, at time.Time) []statestore.Step {
+	t.Helper()
+	due, err := s.Overdue(context.Background(), at, 10)
+	require.NoError(t, err)
+	return due
+}
+
+// waitingIsNoFailure: a ready record found unclaimed is waited on, again and
+// again, and never gains a failure; the order stays in the index at the new
+// look, and a claim still takes it.
+func waitingIsNoFailure(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 2)
+	require.Empty(t, overdueAt(t, s, t0.Add(59*time.Second)), "not before the pickup deadline")
+	at := t0.Add(time.Minute)
+	for i := range 4 {
+		due := overdueAt(t, s, at)
+		require.Len(t, due, 1, "look %d", i)
+		require.Equal(t, workflow.Pending, due[0].State)
+		require.Equal(t, i, due[0].Waits)
+		require.Equal(t, t0, due[0].ReadyAt, "ready since submission")
+		next := at.Add(workflow.WaitInterval(time.Minute, i+1))
+		require.NoError(t, s.Waited(ctx, statestore.Wait{Read: due[0], Resent: i%2 == 0, Reason: "not claimed yet",
+			Due: next, Now: at}))
+		require.Empty(t, overdueAt(t, s, next.Add(-time.Millisecond)), "not looked at before the new due time")
+		at = next
+	}
+	_, recs := state(t, s)
+	require.Zero(t, recs[step0].FailureCount, "waiting is not failing")
+	require.Equal(t, 4, recs[step0].Waits)
+	require.Equal(t, workflow.Pending, recs[step0].State)
+	st, err := claim(ctx, s, "o-1", step0, "agent-a", at)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Attempt)
+	require.Zero(t, st.Waits, "a claim starts the attempt afresh")
+	require.Equal(t, at.Add(10*time.Second), st.CompleteBy)
+}
+
+// waitedRace: of several supervisors recording the same wait, one wins.
+func waitedRace(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 1)
+	at := t0.Add(time.Minute)
+	read := overdueAt(t, s, at)
+	require.Len(t, read, 1)
+	var wins, stale int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			err := s.Waited(ctx, statestore.Wait{Read: read[0], Resent: true, Reason: "re-sent", Due: at.Add(time.Hour), Now: at})
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				wins++
+			} else {
+				require.ErrorIs(t, err, statestore.ErrStale)
+				stale++
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, 1, wins)
+	require.Equal(t, 3, stale)
+	_, recs := state(t, s)
+	require.Equal(t, 1, recs[step0].Waits)
+}
+
+// claimPullsIndexIn: after long waits moved the order's look far out, a claim
+// pulls it in to the attempt's CompleteBy, so a hung attempt is found then.
+func claimPullsIndexIn(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 1)
+	at := t0.Add(time.Minute)
+	read := overdueAt(t, s, at)
+	require.Len(t, read, 1)
+	require.NoError(t, s.Waited(ctx, statestore.Wait{Read: read[0], Reason: "held back", Due: at.Add(15 * time.Minute), Now: at}))
+	st, err := claim(ctx, s, "o-1", step0, "agent-a", at.Add(time.Second))
+	require.NoError(t, err)
+	due := overdueAt(t, s, st.CompleteBy)
+	require.Len(t, due, 1, "found at its CompleteBy, not at the wait's look 15 minutes out")
+	require.Equal(t, workflow.Processing, due[0].State)
+}
+
+func claimWrongAgent(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 1)
+	_, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step0, Agent: "other", Owner: "x", Now: t0})
+	require.ErrorIs(t, err, statestore.ErrWrongAgent)
+	require.ErrorContains(t, err, `"svc"`)
+	_, recs := state(t, s)
+	require.Equal(t, workflow.Pending, recs[step0].State, "nothing changed")
+	_, err = claim(ctx, s, "o-1", step0, "agent-a", t0)
+	require.NoError(t, err)
+	_, err = s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step0, Agent: "other", Owner: "x", Now: t0})
+	require.ErrorIs(t, err, statestore.ErrNotClaimable, "claimed already: not a routing error")
+}
+
+// deadlineDue: past the order's deadline its working step is due whatever
+// its own deadline, and a give-up for it fails the order (never run: nothing
+// of it to undo, the earlier steps are undone).
+func deadlineDue(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 2, 1) // step 0 done, step 1 ready
+	read := overdueAt(t, s, t0.Add(time.Minute))
+	require.Len(t, read, 1)
+	require.Equal(t, t0.Add(24*time.Hour), read[0].Deadline)
+	far := t0.Add(30 * time.Hour)
+	require.NoError(t, s.Waited(ctx, statestore.Wait{Read: read[0], Reason: "held back", Due: far, Now: t0.Add(time.Minute)}))
+	end := t0.Add(24 * time.Hour)
+	require.Empty(t, overdueAt(t, s, end.Add(-time.Millisecond)))
+	due := overdueAt(t, s, end)
+	require.Len(t, due, 1, "due at the order's deadline, before its own")
+	require.Equal(t, step1, due[0].Ref())
+	require.NoError(t, s.GiveUp(ctx, statestore.GiveUp{Read: due[0], FailureCount: due[0].FailureCount, Cause: workflow.Expired,
+		Reason: "order deadline passed", Due: end.Add(time.Minute), Now: end}))
+	task, recs := state(t, s)
+	require.Equal(t, workflow.Compensating, task.State)
+	require.Equal(t, workflow.Expired, recs[step1].Cause)
+	require.True(t, recs[step1].GaveUp())
+	require.Zero(t, recs[step1].FailureCount, "no failure was seen")
+	require.Equal(t, workflow.Aftermath{UndoFrom: 0, Next: workflow.Compensating}, recs[step1].AfterError(),
+		"never ran and has no undo: the earlier step is undone")
+	require.False(t, recs[undo0].DueAt.IsZero(), "the undo is ready")
+}
+
+// compensationDeadline: compensation, once started, has as long as the order
+// had: an undo action that can never be claimed is due by then, and fails
+// the compensation for good (the operator is told which undo did not run).
+func compensationDeadline(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 2, 1)
+	st, err := claim(ctx, s, "o-1", step1, "agent-a", t0)
+	require.NoError(t, err)
+	failed := t0.Add(20 * time.Hour)
+	f := failure("o-1", step1, 0, "declined")
+	f.Now, f.Due = failed, failed
+	require.NoError(t, s.Fail(ctx, f, st.Attempt, 1))
+	require.NoError(t, s.MarkAlerted(ctx, "o-1", step1, failed))
+	read := overdueAt(t, s, failed)
+	require.Len(t, read, 1)
+	require.Equal(t, undo0, read[0].Ref())
+	require.Equal(t, failed.Add(24*time.Hour), read[0].Deadline, "its own deadline, from when it started")
+	require.NoError(t, s.Waited(ctx, statestore.Wait{Read: read[0], Reason: "held back", Due: failed.Add(48 * time.Hour), Now: failed}))
+	require.Empty(t, overdueAt(t, s, t0.Add(25*time.Hour)), "the order's own deadline no longer counts")
+	due := overdueAt(t, s, failed.Add(24*time.Hour))
+	require.Len(t, due, 1)
+	require.NoError(t, s.GiveUp(ctx, statestore.GiveUp{Read: due[0], Cause: workflow.Expired, Reason: "deadline passed",
+		Due: failed.Add(25 * time.Hour), Now: failed.Add(24 * time.Hour)}))
+	task, _ := state(t, s)
+	require.Equal(t, workflow.CompensationFailed, task.State)
+}
+
+// lateReplyOfLatestAttempt: the Supervisor sent an overdue attempt back to
+// Pending (its reply was in a queue); the reply of that attempt, the latest,
+// still completes the record, until a later attempt is claimed.
+func lateReplyOfLatestAttempt(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 2)
+	submit(t, s, "o-2", 2)
+	for _, id := range []string{"o-1", "o-2"} {
+		_, err := claim(ctx, s, id, step0, "agent-a", t0)
+		require.NoError(t, err)
+	}
+	at := t0.Add(time.Minute)
+	for _, st := range overdueAt(t, s, at) {
+		require.NoError(t, s.Requeue(ctx, statestore.Retry{Read: st, FailureCount: 1, Reason: "attempt 1 not completed",
+			ReadyAt: at, Due: at.Add(time.Minute), Now: at}))
+	}
+	require.ErrorIs(t, s.Complete(ctx, statestore.Completion{OrderID: "o-1", Ref: step0, Attempt: 1, Round: 2,
+		Next: &step1, NextDueAt: at.Add(time.Minute), Now: at}), statestore.ErrStale, "another round's reply")
+	require.NoError(t, s.Complete(ctx, done("o-1", step0, 1, &step1, "")), "the latest attempt's reply")
+	_, recs := state(t, s)
+	require.Equal(t, workflow.Processed, recs[step0].State)
+	require.False(t, recs[step1].DueAt.IsZero(), "the next step is ready")
+	_, err := claim(ctx, s, "o-1", step0, "agent-a", at)
+	require.ErrorIs(t, err, statestore.ErrNotClaimable, "the re-sent request finds nothing to claim")
+
+	again, err := claim(ctx, s, "o-2", step0, "agent-b", at)
+	require.NoError(t, err)
+	require.Equal(t, 2, again.Attempt)
+	require.ErrorIs(t, s.Complete(ctx, done("o-2", step0, 1, &step1, "")), statestore.ErrStale,
+		"once a later attempt began, the earlier one's reply changes nothing")
+	require.ErrorIs(t, s.Fail(ctx, failure("o-2", step0, -1, "late refusal"), 1, 1), statestore.ErrStale)
+	require.NoError(t, s.Complete(ctx, done("o-2", step0, 2, &step1, "")))
+}
+
+func resubmitNewDeadline(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 1)
+	st, err := claim(ctx, s, "o-1", step0, "agent-a", t0)
+	require.NoError(t, err)
+	require.NoError(t, s.Fail(ctx, failure("o-1", step0, -1, "declined"), st.Attempt, 1))
+	later := t0.Add(72 * time.Hour)
+	_, err = s.Resubmit(ctx, "o-1", "", time.Minute, later)
+	require.NoError(t, err)
+	_, recs := state(t, s)
+	require.Equal(t, later.Add(24*time.Hour), recs[step0].Deadline, "a new round, a new deadline")
+	require.Equal(t, later, recs[step0].ReadyAt)
+	require.Empty(t, recs[step0].Cause)
+	require.Len(t, overdueAt(t, s, later.Add(time.Minute)), 1, "due by its pickup deadline")
+}
+
+// census: the orders by state, their ready steps waiting for a claim (and
+// the longest wait) and their claimed ones.
+func census(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 2)
+	submit(t, s, "o-2", 1)
+	created, err := s.Submit(ctx, statestore.Submission{OrderID: "o-3", Order: `{"orderId":"o-3"}`, Workflow: def(1),
+		Now: t0.Add(30 * time.Second)})
+	require.NoError(t, err)
+	require.True(t, created)
+	_, err = claim(ctx, s, "o-2", step0, "agent-a", t0)
+	require.NoError(t, err)
+	c, err := s.Census(ctx, t0.Add(time.Minute))
+	require.NoError(t, err)
+	require.Equal(t, map[workflow.State]int{workflow.Pending: 3}, c.ByState)
+	require.Equal(t, 2, c.Waiting)
+	require.Equal(t, 1, c.Running)
+	require.Equal(t, time.Minute, c.LongestWait, "o-1's first step, ready since t0")
+}

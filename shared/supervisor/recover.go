@@ -1,0 +1,215 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sas-go/sas/shared/alert"
+	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+func (s *Supervisor) handle(ctx context.Context, st statestore.Step, now time.Time, d *depths) (outcome, error) {
+	switch st.State {
+	case workflow.Error:
+		if st.Alerted {
+			return none, nil
+		}
+		return alerted, s.alert(ctx, st, st.LastError, now) // the Scheduler's alert was lost
+	case workflow.Pending, workflow.Processing:
+	default:
+		return none, nil
+	}
+	f := workflow.Found{Action: st.Definition(), State: st.State, FailureCount: st.FailureCount, Waits: st.Waits,
+		PastDeadline: !st.Deadline.IsZero() && !now.Before(st.Deadline)}
+	var backlog string
+	if !f.PastDeadline {
+		backlog = s.backlog(ctx, st, d)
+		f.Backlogged = backlog != ""
+	}
+	dec := workflow.Decide(f, s.cfg.PickupTimeout)
+	switch dec.Verdict {
+	case workflow.Resend, workflow.Hold:
+		return s.wait(ctx, st, dec, backlog, now)
+	case workflow.Retry:
+		return s.retry(ctx, st, dec, now)
+	}
+	if f.PastDeadline {
+		return s.giveUp(ctx, st, dec.FailureCount, workflow.Expired,
+			fmt.Sprintf("order deadline %s passed: %s", stamp(st.Deadline), waitingFor(st)), now)
+	}
+	return s.giveUp(ctx, st, dec.FailureCount, workflow.TimedOut,
+		fmt.Sprintf("failure threshold %d reached: %s", st.MaxFailures, waitingFor(st)), now)
+}
+
+// waitingFor says what the record was doing when its clock ran out.
+func waitingFor(st statestore.Step) string {
+	if st.State == workflow.Processing {
+		return fmt.Sprintf("attempt %d (%s) not completed by %s", st.Attempt, st.LockedBy, stamp(st.CompleteBy))
+	}
+	return fmt.Sprintf("not claimed since it was ready at %s", stamp(st.ReadyAt))
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// wait records a wait that is no failure: a ready step whose message is
+// re-sent (or held back for a backlog), or an attempt whose reply may be
+// queued.
+func (s *Supervisor) wait(ctx context.Context, st statestore.Step, dec workflow.Decision, backlog string, now time.Time) (outcome, error) {
+	resend := dec.Verdict == workflow.Resend
+	var reason string
+	switch {
+	case resend:
+		reason = fmt.Sprintf("not claimed yet (ready at %s): its message sent again", stamp(st.ReadyAt))
+	case st.State == workflow.Pending:
+		reason = fmt.Sprintf("not claimed yet (ready at %s): waiting, %s", stamp(st.ReadyAt), backlog)
+	default:
+		reason = fmt.Sprintf("attempt %d not completed by %s: its reply may be waiting, %s", st.Attempt,
+			stamp(st.CompleteBy), backlog)
+	}
+	err := s.d.Store.Waited(ctx, statestore.Wait{Read: st, Resent: resend, Reason: reason, Due: now.Add(dec.After), Now: now})
+	if errors.Is(err, statestore.ErrStale) {
+		return lost, nil
+	}
+	if err != nil {
+		return none, err
+	}
+	props := map[string]any{"OrderID": st.OrderID, "Step": st.Name, "Waits": st.Waits + 1}
+	if !resend {
+		s.d.Metrics.Count(metrics.WaitsHeld, 1, props)
+		return held, nil
+	}
+	s.crash("supervisor.after-wait")
+	s.d.Metrics.Count(metrics.MessagesResent, 1, props)
+	s.d.Log.Info("ready step not claimed; its message sent again", "order_id", st.OrderID, "step", st.Name,
+		"ready_at", st.ReadyAt, "waits", st.Waits+1)
+	// If this send is lost, the next look sends it again.
+	return resent, s.d.Queues.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID, st.Ref()), 0)
+}
+
+// retry sends an attempt that did not complete back to Pending, ready again
+// after the decision's backoff.
+func (s *Supervisor) retry(ctx context.Context, st statestore.Step, dec workflow.Decision, now time.Time) (outcome, error) {
+	reason := waitingFor(st)
+	readyAt := now.Add(dec.After)
+	err := s.d.Store.Requeue(ctx, statestore.Retry{Read: st, FailureCount: dec.FailureCount, Reason: reason,
+		ReadyAt: readyAt, Due: readyAt.Add(s.cfg.PickupTimeout), Now: now})
+	if errors.Is(err, statestore.ErrStale) {
+		return lost, nil
+	}
+	if err != nil {
+		return none, err
+	}
+	s.crash("supervisor.after-requeue")
+	s.d.Metrics.Count(metrics.SupervisorRecoveries, 1, map[string]any{"OrderID": st.OrderID, "Step": st.Name,
+		"FailureCount": dec.FailureCount})
+	s.d.Log.Info("overdue attempt sent back to Pending", "order_id", st.OrderID, "step", st.Name,
+		"failure_count", dec.FailureCount, "delay", dec.After, "reason", reason)
+	// If this send is lost, the new pickup deadline brings us back.
+	return recovered, s.d.Queues.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID, st.Ref()), dec.After)
+}
+
+// giveUp marks the record Error (for a step, starting compensation, as the
+// record itself says), alerts, tells the order's caller and the Scheduler.
+func (s *Supervisor) giveUp(ctx context.Context, st statestore.Step, failureCount int, cause workflow.Cause, reason string, now time.Time) (outcome, error) {
+	after := st.AfterGiveUp()
+	err := s.d.Store.GiveUp(ctx, statestore.GiveUp{Read: st, FailureCount: failureCount, Cause: cause, Reason: reason,
+		Due: now.Add(s.cfg.PickupTimeout), Now: now})
+	if errors.Is(err, statestore.ErrStale) {
+		return lost, nil
+	}
+	if err != nil {
+		return none, err
+	}
+	s.crash("supervisor.after-give-up")
+	st.FailureCount, st.State, st.Cause = failureCount, workflow.Error, cause // as written
+	o := gaveUp
+	if cause == workflow.Expired {
+		o = expired
+		s.d.Metrics.Count(metrics.DeadlinesPassed, 1, map[string]any{"OrderID": st.OrderID, "Step": st.Name})
+	}
+	s.d.Notify.Failed(ctx, notify.Event{OrderID: st.OrderID, ReplyQueue: st.ReplyQueue, Round: st.Round, Index: st.Index,
+		Step: st.Name, Error: reason, At: now}, st.Undo, after.Next)
+	aerr := s.alert(ctx, st, reason, now)
+	if after.Next == workflow.Compensating {
+		// If this send is lost, the undo's pickup deadline brings us back.
+		if err := s.d.Queues.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID,
+			workflow.Ref{Index: after.UndoFrom, Undo: true}), 0); err != nil {
+			return o, errors.Join(aerr, err)
+		}
+	}
+	return o, aerr
+}
+
+func (s *Supervisor) alert(ctx context.Context, st statestore.Step, reason string, now time.Time) error {
+	s.d.Log.Error("step failed for good", "order_id", st.OrderID, "step", st.Name, "reason", reason)
+	err := s.d.Alerts.StepFailed(ctx, alert.Failure{OrderID: st.OrderID, Step: st.Index, StepName: st.Name, Undo: st.Undo,
+		Attempt: st.Attempt, FailureCount: st.FailureCount, LastError: reason,
+		Compensation: alert.CompensationOf(st.Undo, st.AfterError()), DetectedBy: "supervisor", At: now})
+	if err != nil {
+		return err // still due: the next run alerts
+	}
+	return s.d.Store.MarkAlerted(ctx, st.OrderID, st.Ref(), now)
+}
+
+// backlog says which queue that the record's message (a ready step) or its
+// reply (a claimed one) may be waiting in is backlogged, or "" if none is. A
+// depth it cannot read counts as no backlog for a ready step (a re-sent
+// message costs only a refused claim) and as a backlog for a claimed one (an
+// attempt is not failed on a guess).
+func (s *Supervisor) backlog(ctx context.Context, st statestore.Step, d *depths) string {
+	aq := s.cfg.AgentQueues[st.Agent]
+	urls := []string{aq.Responses}
+	if st.State == workflow.Pending {
+		urls = []string{s.cfg.SchedulerQueueURL, aq.Requests}
+	}
+	for _, u := range urls {
+		if u == "" {
+			continue
+		}
+		n, err := d.depth(ctx, u)
+		switch {
+		case err != nil && st.State == workflow.Processing:
+			s.d.Log.Warn("queue depth unknown; the attempt is judged later", "queue", u, "err", err)
+			return "the depth of " + queueName(u) + " unknown"
+		case err == nil && n >= s.cfg.BacklogDepth:
+			return fmt.Sprintf("%s holds %d messages", queueName(u), n)
+		}
+	}
+	return ""
+}
+
+func queueName(url string) string { return url[strings.LastIndex(url, "/")+1:] }
+
+// depths reads each queue's depth once per sweep.
+type depths struct {
+	queues Queues
+	mu     sync.Mutex
+	seen   map[string]depthRead
+}
+
+type depthRead struct {
+	n   int
+	err error
+}
+
+func (d *depths) depth(ctx context.Context, url string) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if r, ok := d.seen[url]; ok {
+		return r.n, r.err
+	}
+	n, err := d.queues.Depth(ctx, url)
+	if d.seen == nil {
+		d.seen = map[string]depthRead{}
+	}
+	d.seen[url] = depthRead{n, err}
+	return n, err
+}
