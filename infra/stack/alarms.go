@@ -24,15 +24,28 @@ func emf(name, function string) awscloudwatch.Metric {
 // emfSum adds a metric over the functions that emit it.
 func emfSum(label, name string, functions ...string) awscloudwatch.MathExpression {
 	using := map[string]awscloudwatch.IMetric{}
-	expr := ""
+	var terms []string
 	for i, fn := range functions {
 		id := fmt.Sprintf("%s_%d", strings.ToLower(name), i) // unique within a graph
 		using[id] = emf(name, fn)
-		if expr != "" {
-			expr += " + "
-		}
-		expr += "FILL(" + id + ", 0)"
+		terms = append(terms, "FILL("+id+", 0)")
 	}
+	return mathExpr(label, strings.Join(terms, " + "), using)
+}
+
+// emfMax is the largest value of a metric over the functions that emit it.
+func emfMax(label, name string, functions ...string) awscloudwatch.MathExpression {
+	using := map[string]awscloudwatch.IMetric{}
+	var ids []string
+	for i, fn := range functions {
+		id := fmt.Sprintf("%s_max_%d", strings.ToLower(name), i)
+		using[id] = emf(name, fn).With(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum")})
+		ids = append(ids, "FILL("+id+", 0)")
+	}
+	return mathExpr(label, "MAX(["+strings.Join(ids, ", ")+"])", using)
+}
+
+func mathExpr(label, expr string, using map[string]awscloudwatch.IMetric) awscloudwatch.MathExpression {
 	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 		Expression: jsii.String(expr), UsingMetrics: &using, Label: jsii.String(label),
 		Period: awscdk.Duration_Minutes(jsii.Number(1)),
@@ -54,6 +67,9 @@ func alarms(st awscdk.Stack, p Props, r *Resources, f *Functions) {
 		emfSum("StepErrors", metrics.StepErrors, "scheduler", "supervisor"), 1)
 	alarm("CompensationFailedAlarm", "An undo action failed for good: an order's work is not fully undone.",
 		emfSum("CompensationFailures", metrics.CompensationFailures, "scheduler", "supervisor"), 1)
+	alarm("QueueWaitAlarm", fmt.Sprintf("A step waited over %s from ready to claimed: a queue is backlogged (no order fails for it; "+
+		"its deadline bounds it). Give the Scheduler or the Agent more concurrency, or slow the producers.", p.QueueWaitAlarm),
+		emfMax("QueueWait", metrics.QueueWait, agentFunctions(p)...), float64(p.QueueWaitAlarm.Milliseconds()))
 	alarm("SupervisorErrorsAlarm", "The Supervisor failed: overdue work is not being recovered.",
 		f.Supervisor.MetricErrors(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5))}), 1)
 	for _, q := range p.Topology.Queues() {
@@ -71,10 +87,7 @@ func dashboard(st awscdk.Stack, p Props, f *Functions) {
 	graph := func(title string, ms ...awscloudwatch.IMetric) awscloudwatch.IWidget {
 		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Left: &ms, Width: jsii.Number(12)})
 	}
-	var agents []string
-	for _, a := range p.Topology.Agents {
-		agents = append(agents, "agent-"+a)
-	}
+	agents := agentFunctions(p)
 	d := awscloudwatch.NewDashboard(st, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
 		DashboardName: jsii.String(p.Topology.Prefix + "-orders"),
 	})
@@ -86,8 +99,15 @@ func dashboard(st awscdk.Stack, p Props, f *Functions) {
 			emfSum("compensation failed", metrics.CompensationFailures, "scheduler", "supervisor")),
 		graph("Retries and recoveries",
 			emfSum("agent retries", metrics.AgentRetries, agents...),
-			emfSum("supervisor recoveries", metrics.SupervisorRecoveries, "supervisor"),
+			emfSum("attempts recovered (timed out)", metrics.SupervisorRecoveries, "supervisor"),
 			emfSum("attempts abandoned at CompleteBy", metrics.AgentDeadlineExpired, agents...)),
+	)
+	d.AddWidgets(
+		graph("Queue wait, ready to claimed (ms, max)", emfMax("queue wait", metrics.QueueWait, agents...)),
+		graph("Waiting, not failing",
+			emfSum("messages re-sent (lost?)", metrics.MessagesResent, "supervisor"),
+			emfSum("waits held back (backlog)", metrics.WaitsHeld, "supervisor"),
+			emfSum("orders past their deadline", metrics.DeadlinesPassed, "supervisor")),
 	)
 	d.AddWidgets(
 		graph("Errors",
@@ -96,4 +116,13 @@ func dashboard(st awscdk.Stack, p Props, f *Functions) {
 			emfSum("stale replies", metrics.StaleReplies, "scheduler"),
 			f.Supervisor.MetricErrors(nil)),
 	)
+}
+
+// agentFunctions are the agents' function names, as their metrics carry them.
+func agentFunctions(p Props) []string {
+	var out []string
+	for _, a := range p.Topology.Agents {
+		out = append(out, "agent-"+a)
+	}
+	return out
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 
+	"github.com/sas-go/sas/shared/supervisor"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -34,6 +35,11 @@ type Props struct {
 	AssetDir string
 	// OldestMessageAlarm is the age of a work queue's oldest message that alarms.
 	OldestMessageAlarm time.Duration
+	// QueueWaitAlarm is the queue wait (a step ready to claimed) that alarms.
+	QueueWaitAlarm time.Duration
+	// BacklogDepth is how many messages waiting make a queue backlogged for
+	// the Supervisor (deployment.Config.BacklogDepth).
+	BacklogDepth int
 }
 
 // The context keys, with their defaults in Config.
@@ -44,6 +50,9 @@ const (
 	CtxMaxFailures        = "maxFailures"
 	CtxRetryBackoff       = "retryBackoff"
 	CtxPickupTimeout      = "pickupTimeout"
+	CtxOrderDeadline      = "orderDeadline"
+	CtxBacklogDepth       = "backlogDepth"
+	CtxQueueWaitAlarm     = "queueWaitAlarm"
 	CtxSupervisorRate     = "supervisorRateMinutes"
 	CtxAlarmEmail         = "alarmEmail"
 	CtxReplyQueuePrefixes = "allowedReplyQueuePrefixes"
@@ -79,6 +88,8 @@ func Config(app awscdk.App) (Props, error) {
 		RemoteBaseURL:      get(CtxRemoteBaseURL),
 		AssetDir:           get(CtxAssetDir),
 		OldestMessageAlarm: 5 * time.Minute,
+		QueueWaitAlarm:     5 * time.Minute,
+		BacklogDepth:       supervisor.DefaultBacklogDepth,
 	}
 	if p.RemoteBaseURL == "" {
 		p.RemoteBaseURL = "https://remote.example.invalid"
@@ -90,16 +101,19 @@ func Config(app awscdk.App) (Props, error) {
 		p.ReplyQueuePrefixes = strings.Split(v, ",")
 	}
 	for k, dst := range map[string]*time.Duration{CtxStepTimeout: &p.Settings.StepTimeout,
-		CtxRetryBackoff: &p.Settings.RetryBackoff, CtxPickupTimeout: &p.Settings.PickupTimeout} {
+		CtxRetryBackoff: &p.Settings.RetryBackoff, CtxPickupTimeout: &p.Settings.PickupTimeout,
+		CtxOrderDeadline: &p.Settings.OrderDeadline, CtxQueueWaitAlarm: &p.QueueWaitAlarm} {
 		if v := get(k); v != "" {
 			if *dst, err = time.ParseDuration(v); err != nil {
 				return p, fmt.Errorf("context %s=%q: %w", k, v, err)
 			}
 		}
 	}
-	if v := get(CtxMaxFailures); v != "" {
-		if p.Settings.MaxFailures, err = strconv.Atoi(v); err != nil {
-			return p, fmt.Errorf("context %s=%q: %w", CtxMaxFailures, v, err)
+	for k, dst := range map[string]*int{CtxMaxFailures: &p.Settings.MaxFailures, CtxBacklogDepth: &p.BacklogDepth} {
+		if v := get(k); v != "" {
+			if *dst, err = strconv.Atoi(v); err != nil {
+				return p, fmt.Errorf("context %s=%q: %w", k, v, err)
+			}
 		}
 	}
 	if v := get(CtxBatchWindow); v != "" {
@@ -137,6 +151,12 @@ func (p Props) Validate() error {
 	}
 	if p.SupervisorRate < time.Minute || p.SupervisorRate%time.Minute != 0 {
 		return fmt.Errorf("the supervisor's rate must be whole minutes, not %s", p.SupervisorRate)
+	}
+	if p.BacklogDepth < 1 {
+		return fmt.Errorf("backlogDepth must be at least 1 message, not %d", p.BacklogDepth)
+	}
+	if p.QueueWaitAlarm < time.Minute {
+		return fmt.Errorf("queueWaitAlarm must be at least 1m, not %s", p.QueueWaitAlarm)
 	}
 	return nil
 }

@@ -81,12 +81,17 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 		}
 		fn := function(st, p, fnSpec{id: "Agent" + title(a), asset: "agent", memory: agentMemory, env: aenv,
 			allow: []awsiam.PolicyStatement{
+				statement([]string{"dynamodb:UpdateItem"}, []*string{stateARN}), // the claim that starts an attempt
 				statement([]string{"sqs:SendMessage"}, []*string{arn(t.AgentResponses(a).Name), arn(t.AgentRequests(a).DLQName)}),
 			}})
 		consume(fn, r.Queues[t.AgentRequests(a).Name], t.BatchWindow, 20) // protects the remote service
 		f.Agents[a] = fn
 	}
 
+	waitQueues := []*string{arn(t.SchedulerQueue().Name)}
+	for _, a := range t.Agents {
+		waitQueues = append(waitQueues, arn(t.AgentRequests(a).Name), arn(t.AgentResponses(a).Name))
+	}
 	f.Supervisor = function(st, p, fnSpec{id: "Supervisor", asset: "supervisor", memory: coordinatorMemory, env: env,
 		reserved: 1, // one sweep at a time is enough for a minute's schedule; several would be safe
 		allow: []awsiam.PolicyStatement{
@@ -94,6 +99,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 				&[]*string{stateARN, jsii.String("/index/" + topology.DeadlineIndex)})}),
 			statement([]string{"dynamodb:BatchGetItem", "dynamodb:UpdateItem"}, []*string{stateARN}),
 			send(arn(t.SchedulerQueue().Name)),
+			statement([]string{"sqs:GetQueueAttributes"}, waitQueues), // is a queue backlogged?
 			statement([]string{"sns:Publish"}, []*string{r.Alerts.TopicArn()}),
 		}})
 	rule := awsevents.NewRule(st, jsii.String("SupervisorSchedule"), &awsevents.RuleProps{
@@ -111,7 +117,7 @@ func environment(p Props, r *Resources) map[string]*string {
 		replies = append(replies, base+"/"+prefix)
 	}
 	c := deployment.Config{Topology: p.Topology, QueueURLBase: base, AlertTopicARN: *r.Alerts.TopicArn(),
-		Settings: p.Settings, RemoteBaseURL: p.RemoteBaseURL, AllowedReplyQueues: replies}
+		Settings: p.Settings, RemoteBaseURL: p.RemoteBaseURL, AllowedReplyQueues: replies, BacklogDepth: p.BacklogDepth}
 	out := map[string]*string{}
 	for k, v := range c.Env() {
 		out[k] = jsii.String(v)

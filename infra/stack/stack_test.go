@@ -208,7 +208,7 @@ func TestSupervisorScheduleAndConcurrency(t *testing.T) {
 
 func TestAlarmsNotifyTheAlarmTopic(t *testing.T) {
 	alarms := resources("AWS::CloudWatch::Alarm")
-	require.Len(t, alarms, 3+2*8, "step errors, compensation failures, supervisor errors; per queue: DLQ not empty, oldest message")
+	require.Len(t, alarms, 4+2*8, "step errors, compensation failures, queue wait, supervisor errors; per queue: DLQ not empty, oldest message")
 	var names []string
 	for id, a := range alarms {
 		names = append(names, id)
@@ -218,6 +218,10 @@ func TestAlarmsNotifyTheAlarmTopic(t *testing.T) {
 	b, _ := json.Marshal(tmpl)
 	require.Contains(t, string(b), `"Namespace":"SchedulerAgentSupervisor"`, "the EMF metric is alarmed on")
 	require.True(t, slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "StepErrorsAlarm") }))
+	wait := alarms[names[slices.IndexFunc(names, func(n string) bool { return strings.HasPrefix(n, "QueueWaitAlarm") })]]
+	require.EqualValues(t, 5*60*1000, wait["Threshold"], "five minutes from ready to claimed, in milliseconds")
+	require.Contains(t, fmt.Sprint(wait["Metrics"]), `QueueWait`)
+	require.Contains(t, fmt.Sprint(wait["Metrics"]), `MAX([`, "the longest wait of any agent's claims")
 	subs := resources("AWS::SNS::Subscription")
 	require.Len(t, subs, 2, "the alarm email on both topics")
 	for _, s := range subs {
@@ -231,10 +235,10 @@ func TestAlarmsNotifyTheAlarmTopic(t *testing.T) {
 var expected = map[string][]string{
 	"Submission":     {"dynamodb:PutItem", "sqs:SendMessage"},
 	"Scheduler":      {"dynamodb:UpdateItem", "sns:Publish", "sqs:SendMessage"},
-	"Supervisor":     {"dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem", "sns:Publish", "sqs:SendMessage"},
-	"AgentInventory": {"sqs:SendMessage"},
-	"AgentPayment":   {"sqs:SendMessage"},
-	"AgentShipping":  {"sqs:SendMessage"},
+	"Supervisor":     {"dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem", "sns:Publish", "sqs:GetQueueAttributes", "sqs:SendMessage"},
+	"AgentInventory": {"dynamodb:UpdateItem", "sqs:SendMessage"},
+	"AgentPayment":   {"dynamodb:UpdateItem", "sqs:SendMessage"},
+	"AgentShipping":  {"dynamodb:UpdateItem", "sqs:SendMessage"},
 }
 
 var consume = []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
@@ -305,6 +309,8 @@ func TestFunctionsAreConfiguredWithTheTopology(t *testing.T) {
 		require.Equal(t, "shop", env["SAS_PREFIX"], id)
 		require.Equal(t, "inventory,payment,shipping", env["SAS_AGENTS"], id)
 		require.Equal(t, props.Settings.StepTimeout.String(), env["SAS_STEP_TIMEOUT"], id)
+		require.Equal(t, "24h0m0s", env["SAS_ORDER_DEADLINE"], id)
+		require.Equal(t, "10", env["SAS_BACKLOG_DEPTH"], id)
 		require.Contains(t, fmt.Sprint(env["SAS_QUEUE_URL_BASE"]), "https://sqs.${AWS::Region}.${AWS::URLSuffix}/${AWS::AccountId}")
 		require.Contains(t, fmt.Sprint(env["SAS_ALLOWED_REPLY_QUEUES"]), "/shop-client-")
 		require.Contains(t, fmt.Sprint(env["SAS_ALERT_TOPIC_ARN"]), "AlertTopic")
@@ -344,9 +350,13 @@ func TestConfigRefusesBadContext(t *testing.T) {
 		stack.CtxMaxFailures:    "context maxFailures",
 		stack.CtxWorkflow:       `context workflow: unknown workflow "saga"`,
 		stack.CtxBatchWindow:    "topology: batch window 6m0s is not whole seconds from 0 to 5m",
+		stack.CtxOrderDeadline:  `context orderDeadline="a day"`,
+		stack.CtxBacklogDepth:   "backlogDepth must be at least 1 message",
+		stack.CtxQueueWaitAlarm: "queueWaitAlarm must be at least 1m",
 	} {
 		bad := map[string]any{stack.CtxStepTimeout: "1m", stack.CtxSupervisorRate: "0", stack.CtxMaxFailures: "many",
-			stack.CtxWorkflow: "saga", stack.CtxBatchWindow: "360"}
+			stack.CtxWorkflow: "saga", stack.CtxBatchWindow: "360", stack.CtxOrderDeadline: "a day", stack.CtxBacklogDepth: "0",
+			stack.CtxQueueWaitAlarm: "30s"}
 		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{ctx: bad[ctx]}})
 		_, err := stack.Config(app)
 		require.ErrorContains(t, err, want, ctx)
@@ -354,9 +364,12 @@ func TestConfigRefusesBadContext(t *testing.T) {
 	_, err := stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxBatchWindow: "1.5"}}))
 	require.ErrorContains(t, err, "context batchWindowSeconds=\"1.5\": a whole number of seconds")
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxStepTimeout: "10s", stack.CtxSupervisorRate: "5",
-		stack.CtxBatchWindow: "0"}})
+		stack.CtxBatchWindow: "0", stack.CtxOrderDeadline: "2h", stack.CtxBacklogDepth: "50", stack.CtxQueueWaitAlarm: "15m"}})
 	p, err := stack.Config(app)
 	require.NoError(t, err)
+	require.Equal(t, 2*time.Hour, p.Settings.OrderDeadline)
+	require.Equal(t, 50, p.BacklogDepth)
+	require.Equal(t, 15*time.Minute, p.QueueWaitAlarm)
 	require.Equal(t, 10*time.Second, p.Settings.StepTimeout)
 	require.Equal(t, 5*time.Minute, p.SupervisorRate)
 	require.Zero(t, p.Topology.BatchWindow, "no batching window")
