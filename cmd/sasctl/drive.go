@@ -75,6 +75,7 @@ type summary struct {
 	processed, failed, compFailed  int
 	lost, pending                  int
 	malformed, retries, recoveries int
+	resent, held                   int
 	alerts, inbox, effects, twice  int
 	undone                         int
 	p50, p95, elapsed              time.Duration
@@ -104,6 +105,7 @@ func summarize(ctx context.Context, stack *localrun.Stack, sim *remotesim.Simula
 	}
 	s.retries = int(t.Sum(metrics.AgentRetries))
 	s.recoveries = int(t.Sum(metrics.SupervisorRecoveries))
+	s.resent, s.held = int(t.Sum(metrics.MessagesResent)), int(t.Sum(metrics.WaitsHeld))
 	s.alerts = int(t.Sum(metrics.AlertsPublished))
 	if a, err := stack.Alerts(ctx); err == nil {
 		s.inbox = len(a)
@@ -135,7 +137,8 @@ func (s summary) print(out io.Writer, f demoFlags) {
 	row("Lost", s.lost, lostNote(s.lost))
 	row("Malformed rejected", s.malformed, "sent to "+s.dlq+" with their reasons")
 	row("Agent retries", s.retries, "transient faults absorbed by the agent")
-	row("Supervisor recoveries", s.recoveries, "overdue steps sent back to Pending")
+	row("Attempts recovered", s.recoveries, "not completed by CompleteBy: sent back to Pending by the supervisor")
+	row("Messages re-sent", s.resent, fmt.Sprintf("ready steps not claimed in time (no failure); %d waits held for a backlog", s.held))
 	row("Remote effects", s.effects, fmt.Sprintf("%d of them undo actions; %d applied twice", s.undone, s.twice))
 	row("Latency p50 / p95", fmt.Sprintf("%.2fs", s.p50.Seconds()), fmt.Sprintf("/ %.2fs (submission to end state)", s.p95.Seconds()))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -160,11 +161,10 @@ func watch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	tty := isTerminal(stdout) && g.output == "text"
 	for {
-		counts, err := op.Store.CountTasks(ctx)
+		snap, err := takeSnapshot(ctx, op)
 		if err != nil {
 			return fail(stderr, "watch", &g, err)
 		}
-		snap := snapshot(counts)
 		emit(stdout, &g, snap, func() {
 			if tty {
 				fmt.Fprint(stdout, "\r\033[K")
@@ -196,6 +196,23 @@ type watchSnapshot struct {
 	Total    int            `json:"total"`
 	InFlight int            `json:"inFlight"`
 	ByState  map[string]int `json:"byState"`
+	// Waiting are the ready steps not claimed yet, Running the claimed ones;
+	// LongestWait (seconds) is how long the longest-waiting one has waited.
+	Waiting     int            `json:"waitingSteps"`
+	Running     int            `json:"runningSteps"`
+	LongestWait float64        `json:"longestWaitSeconds"`
+	Queues      map[string]int `json:"queueDepths"` // messages waiting, by work queue
+}
+
+func takeSnapshot(ctx context.Context, op *operator.Operator) (watchSnapshot, error) {
+	c, err := op.Store.Census(ctx, time.Now())
+	if err != nil {
+		return watchSnapshot{}, err
+	}
+	s := snapshot(c.ByState)
+	s.Waiting, s.Running, s.LongestWait = c.Waiting, c.Running, c.LongestWait.Round(100*time.Millisecond).Seconds()
+	s.Queues, err = op.QueueDepths(ctx)
+	return s, err
 }
 
 func snapshot(counts map[workflow.State]int) watchSnapshot {
@@ -230,6 +247,17 @@ func (s watchSnapshot) line() string {
 	for _, k := range extra {
 		parts = append(parts, fmt.Sprintf("%s %d", k, s.ByState[k]))
 	}
-	return fmt.Sprintf("[%s%s] %d orders, %d in flight | %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled),
-		s.Total, s.InFlight, strings.Join(parts, ", "))
+	line := fmt.Sprintf("[%s%s] %d orders, %d in flight | %s | steps: %d waiting for a claim (longest %gs), %d running",
+		strings.Repeat("#", filled), strings.Repeat(".", width-filled), s.Total, s.InFlight, strings.Join(parts, ", "),
+		s.Waiting, s.LongestWait, s.Running)
+	var queued []string
+	for _, q := range slices.Sorted(maps.Keys(s.Queues)) {
+		if s.Queues[q] > 0 {
+			queued = append(queued, fmt.Sprintf("%s %d", q, s.Queues[q]))
+		}
+	}
+	if len(queued) > 0 {
+		line += " | queued: " + strings.Join(queued, ", ")
+	}
+	return line
 }

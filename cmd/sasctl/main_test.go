@@ -58,6 +58,20 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 	}
 }
 
+func TestChaosRejectsBadFlags(t *testing.T) {
+	for want, args := range map[string][]string{
+		`"scheduler" is not function=duration`:              {"chaos", "--throttle", "scheduler"},
+		`"agent-payment=-1s" is not function=duration`:      {"chaos", "--throttle", "scheduler=20ms,agent-payment=-1s"},
+		"--batch-window 1.5s is not whole seconds":          {"chaos", "--batch-window", "1500ms"},
+		"--orders must be at least 1":                       {"chaos", "--orders", "0"},
+		`workflow "order": order deadline must be positive`: {"chaos", "--order-deadline", "-1h"},
+	} {
+		code, _, stderr := sasctl(t, args...)
+		require.Equal(t, 2, code, want)
+		require.Contains(t, stderr, want)
+	}
+}
+
 func TestDemoSaysWhatToInstallWithoutMoto(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL", "")
 	t.Setenv("PATH", t.TempDir())

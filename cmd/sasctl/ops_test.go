@@ -208,14 +208,17 @@ func TestWatchCountsByState(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Contains(t, lines[len(lines)-1], "4 orders, 0 in flight | Pending 0, Compensating 0, Processed 4")
 	require.Contains(t, lines[len(lines)-1], "[##############################]")
+	require.Contains(t, lines[len(lines)-1], "steps: 0 waiting for a claim (longest 0s), 0 running")
 	code, out, _ = d.ctl("", "watch", "--once", "--output", "json")
 	require.Zero(t, code)
 	var snap struct {
 		Total, InFlight int
 		ByState         map[string]int
+		QueueDepths     map[string]int
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &snap))
 	require.Equal(t, 4, snap.Total)
+	require.Len(t, snap.QueueDepths, 7, "the scheduler queue and each agent's request and response queues")
 	require.Equal(t, 4, snap.ByState["Processed"])
 }
 
