@@ -33,6 +33,7 @@ func TestChaosRunKeepsEveryInvariant(t *testing.T) {
 	res.Print(&table)
 	t.Logf("\n%s", table.String())
 	require.NoError(t, err)
+	require.True(t, res.Checked)
 	require.Zero(t, res.Violations.Count(), "invariants broken:\n%s", table.String())
 	ended := res.EndStates[workflow.Processed] + res.EndStates[workflow.Failed] + res.EndStates[workflow.CompensationFailed]
 	require.Equal(t, 200, ended)

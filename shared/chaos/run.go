@@ -38,6 +38,7 @@ type Result struct {
 	Violations       Violations             `json:"violations"`
 	DeadLetters      map[string]int         `json:"deadLetters"` // messages left in each DLQ
 	Drain            time.Duration          `json:"drainNanos"`
+	Checked          bool                   `json:"checked"` // the invariants were checked (the run was not cut short first)
 }
 
 // Run sends the plan's orders through a local stack on the emulator at
@@ -105,6 +106,7 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 		}
 	}
 	res.Violations, res.EndStates = Check(workflow.Orders(p.Settings), ids, tasks, records, sim.Ledger())
+	res.Checked = true
 	res.Faults = inj.Counts()
 	st := sim.Stats()
 	for k, v := range map[string]int{"remote transient error": st.Transient, "remote call hung": st.Stalled,
@@ -176,20 +178,37 @@ func awaitAlerts(ctx context.Context, stack *localrun.Stack, p Plan) (map[string
 }
 
 // drive sends the orders, at most p.InFlight unended at a time, and waits
-// until all ended. Ends are counted from the end-of-order metrics (cheap);
-// every ten seconds, and before returning, the task records confirm them (a
-// crash can lose an end's metric, never the end itself).
+// until all ended. Ends are counted from the end-of-order metrics (cheap),
+// and every ten seconds, and before returning, from the task records: a
+// handler killed between an order's last write and its metric loses the
+// metric, never the end, and an end counted only from metrics would leave a
+// phantom in flight for good, shrinking the window until nothing is sent.
 func drive(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, progress func(localrun.Counts)) error {
 	window := p.InFlight
 	if window <= 0 {
 		window = len(ids)
 	}
-	ended := func() int {
+	fromMetrics := func() int {
 		t := stack.Tally
 		return int(t.Sum(metrics.OrdersProcessed) + t.Sum(metrics.OrdersCompensated) + t.Sum(metrics.CompensationFailures))
 	}
-	sent, lastCount, lastProgress := 0, time.Now(), time.Now()
+	sent, confirmed, lastCount, lastProgress := 0, 0, time.Time{}, time.Now()
+	ended := func() int { return max(confirmed, fromMetrics()) }
 	for {
+		if time.Since(lastCount) > 10*time.Second || (sent == len(ids) && ended() >= len(ids)) {
+			lastCount, lastProgress = time.Now(), time.Now()
+			c, _, err := stack.Count(ctx, ids[:sent])
+			if err == nil {
+				confirmed = c.Ended()
+				c.Total, c.Missing = len(ids), c.Missing+len(ids)-sent
+				if progress != nil {
+					progress(c)
+				}
+				if sent == len(ids) && c.Ended() == c.Total {
+					return nil
+				}
+			}
+		}
 		if n := min(len(ids)-sent, window-(sent-ended())); n > 0 {
 			var bodies []string
 			for i := sent; i < sent+n; i++ {
@@ -200,17 +219,7 @@ func drive(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, pro
 			}
 			sent += n
 		}
-		switch {
-		case sent == len(ids) && (ended() >= len(ids) || time.Since(lastCount) > 10*time.Second):
-			lastCount, lastProgress = time.Now(), time.Now()
-			c, _, err := stack.Count(ctx, ids)
-			if err == nil && progress != nil {
-				progress(c)
-			}
-			if err == nil && c.Ended() == c.Total {
-				return nil
-			}
-		case progress != nil && time.Since(lastProgress) > 5*time.Second:
+		if progress != nil && time.Since(lastProgress) > 5*time.Second {
 			lastProgress = time.Now()
 			progress(localrun.Counts{Total: len(ids), Processed: ended(), Running: sent - ended(), Missing: len(ids) - sent})
 		}
@@ -247,6 +256,10 @@ func (r Result) Print(w io.Writer) {
 	}
 	for _, s := range []workflow.State{workflow.Processed, workflow.Failed, workflow.CompensationFailed} {
 		row("ended "+string(s), r.EndStates[s])
+	}
+	if !r.Checked {
+		fmt.Fprintln(w, "\nThe run was cut short before the invariants were checked.")
+		return
 	}
 	v := r.Violations
 	row("orders lost", len(v.Lost))
