@@ -22,5 +22,5 @@ func main() {
 	if name == "" || d.Config.RemoteBaseURL == "" {
 		log.Fatalf("agent: SAS_AGENT_NAME and %s must be set", deployment.EnvRemoteBaseURL)
 	}
-	lambda.Start(d.Agent(name, deployment.InstanceID("agent-"+name)).Handle)
+	lambda.Start(d.Agent(name, deployment.InstanceID()).Handle)
 }

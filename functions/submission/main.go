@@ -15,5 +15,9 @@ func main() {
 	if err != nil {
 		log.Fatalf("submission: %v", err)
 	}
-	lambda.Start(d.Submission().Handle)
+	h, err := d.Submission()
+	if err != nil {
+		log.Fatalf("submission: %v", err)
+	}
+	lambda.Start(h.Handle)
 }

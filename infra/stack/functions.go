@@ -17,6 +17,7 @@ import (
 
 	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/topology"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // Functions are the stack's Lambda functions.
@@ -52,10 +53,12 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 	stateARN := r.State.TableArn()
 	f := &Functions{Agents: map[string]awslambda.Function{}}
 
+	def, _ := workflow.For(p.Settings) // Validate checked it
+	first := def.Steps[0].Agent
 	f.Submission = function(st, p, fnSpec{id: "Submission", asset: "submission", memory: coordinatorMemory, env: env,
 		allow: []awsiam.PolicyStatement{
 			statement([]string{"dynamodb:PutItem"}, []*string{r.Orders.TableArn(), stateARN}),
-			send(arn(t.SchedulerQueue().Name), arn(t.OrdersQueue().DLQName)),
+			send(arn(t.AgentRequests(first).Name), arn(t.OrdersQueue().DLQName)), // it dispatches the first step
 		}})
 	consume(f.Submission, r.Queues[t.OrdersQueue().Name], t.BatchWindow, 50)
 
@@ -81,7 +84,8 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 		}
 		fn := function(st, p, fnSpec{id: "Agent" + title(a), asset: "agent", memory: agentMemory, env: aenv,
 			allow: []awsiam.PolicyStatement{
-				statement([]string{"dynamodb:UpdateItem"}, []*string{stateARN}), // the claim that starts an attempt
+				statement([]string{"dynamodb:UpdateItem"}, []*string{stateARN}),         // the claim that starts an attempt
+				statement([]string{"dynamodb:GetItem"}, []*string{r.Orders.TableArn()}), // the order, for a request without it
 				statement([]string{"sqs:SendMessage"}, []*string{arn(t.AgentResponses(a).Name), arn(t.AgentRequests(a).DLQName)}),
 			}})
 		consume(fn, r.Queues[t.AgentRequests(a).Name], t.BatchWindow, 20) // protects the remote service

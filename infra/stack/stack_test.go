@@ -236,9 +236,9 @@ var expected = map[string][]string{
 	"Submission":     {"dynamodb:PutItem", "sqs:SendMessage"},
 	"Scheduler":      {"dynamodb:UpdateItem", "sns:Publish", "sqs:SendMessage"},
 	"Supervisor":     {"dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem", "sns:Publish", "sqs:GetQueueAttributes", "sqs:SendMessage"},
-	"AgentInventory": {"dynamodb:UpdateItem", "sqs:SendMessage"},
-	"AgentPayment":   {"dynamodb:UpdateItem", "sqs:SendMessage"},
-	"AgentShipping":  {"dynamodb:UpdateItem", "sqs:SendMessage"},
+	"AgentInventory": {"dynamodb:GetItem", "dynamodb:UpdateItem", "sqs:SendMessage"},
+	"AgentPayment":   {"dynamodb:GetItem", "dynamodb:UpdateItem", "sqs:SendMessage"},
+	"AgentShipping":  {"dynamodb:GetItem", "dynamodb:UpdateItem", "sqs:SendMessage"},
 }
 
 var consume = []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}

@@ -31,9 +31,17 @@ type Sender interface {
 	Reject(ctx context.Context, dlqURL, body, source, reason string) error
 }
 
-// Store is the part of the state store an Agent uses: the claim.
+// ReplyFlush is how long an Agent holds the replies of a batch's quick
+// calls for the slow ones: the batch's replies go out in one request if its
+// calls end within it, and a slow call delays the others' replies at most
+// this long.
+const ReplyFlush = 250 * time.Millisecond
+
+// Store is the part of the state store an Agent uses: the claim, and the
+// order, for a request that does not carry it.
 type Store interface {
 	Claim(ctx context.Context, c statestore.Claim) (statestore.Step, error)
+	Order(ctx context.Context, orderID string) (string, error)
 }
 
 // Config is what an Agent needs to know of its deployment.
@@ -83,7 +91,7 @@ func New(cfg Config, d Deps) *Handler {
 	return &Handler{cfg: cfg, remote: d.Remote, breaker: d.Breaker, store: d.Store, send: d.Send, metrics: d.Metrics,
 		log: d.Log, Now: time.Now, Sleep: sleep,
 		batch: &sqsbatch.Processor{Name: "agent-" + cfg.Name, DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics,
-			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send)}}
+			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), FlushEvery: ReplyFlush}}
 }
 
 // Handle processes a batch from the agent's request queue.
@@ -103,13 +111,21 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if h.Crash != nil {
 		h.Crash("agent.after-claim") // the attempt runs out at CompleteBy; the Supervisor recovers it
 	}
+	payload := req.Payload
+	if len(payload) == 0 {
+		order, err := h.store.Order(ctx, st.OrderID) // a re-sent message carries no order
+		if err != nil {
+			return err // SQS delivers it again; the claim is this attempt's already
+		}
+		payload = json.RawMessage(order)
+	}
 	deadline := st.CompleteBy.Add(-h.cfg.Margin)
-	result, err := h.call(ctx, st, deadline)
+	result, err := h.call(ctx, st, payload, deadline)
 	if h.Crash != nil {
 		h.Crash("agent.after-call")
 	}
 	reply := message.AgentReply{Kind: message.KindReply, OrderID: st.OrderID, Step: st.Index, Undo: st.Undo,
-		StepName: st.Name, Attempt: st.Attempt, ReplyTo: st.ReplyQueue, Round: st.Round}
+		StepName: st.Name, Attempt: st.Attempt, ReplyTo: st.ReplyQueue, Round: st.Round, Payload: payload}
 	switch {
 	case err == nil:
 		reply.OK, reply.Result = true, resultJSON(result)
@@ -155,10 +171,10 @@ func (h *Handler) claim(ctx context.Context, req message.AgentRequest) (*statest
 
 // call runs the remote call with retries until it succeeds, fails
 // permanently, or the deadline (CompleteBy less the margin) comes.
-func (h *Handler) call(ctx context.Context, st *statestore.Step, deadline time.Time) ([]byte, error) {
+func (h *Handler) call(ctx context.Context, st *statestore.Step, payload []byte, deadline time.Time) ([]byte, error) {
 	for n := 0; ; n++ {
 		if err := h.breaker.Allow(); err == nil {
-			res, err := h.try(ctx, st, deadline)
+			res, err := h.try(ctx, st, payload, deadline)
 			h.breaker.Record(err != nil && !IsPermanent(err))
 			if err == nil || IsPermanent(err) {
 				return res, err
@@ -179,14 +195,14 @@ func (h *Handler) call(ctx context.Context, st *statestore.Step, deadline time.T
 	}
 }
 
-func (h *Handler) try(ctx context.Context, st *statestore.Step, deadline time.Time) ([]byte, error) {
+func (h *Handler) try(ctx context.Context, st *statestore.Step, payload []byte, deadline time.Time) ([]byte, error) {
 	limit := h.Now().Add(h.cfg.CallTimeout)
 	if deadline.Before(limit) {
 		limit = deadline
 	}
 	cctx, cancel := context.WithDeadline(ctx, limit)
 	defer cancel()
-	return h.remote.Apply(cctx, st.Name, workflow.IdempotencyKey(st.OrderID, st.Name, st.Round), []byte(st.Payload))
+	return h.remote.Apply(cctx, st.Name, workflow.IdempotencyKey(st.OrderID, st.Name, st.Round), payload)
 }
 
 func (h *Handler) expired(st *statestore.Step, why string) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,6 +53,7 @@ type claims struct {
 	timeout  time.Duration
 	readyAgo time.Duration // how long the step had been ready when claimed
 	refuse   map[string]error
+	reads    atomic.Int32 // orders read: for requests that carry none
 }
 
 func (c *claims) Claim(_ context.Context, cl statestore.Claim) (statestore.Step, error) {
@@ -60,7 +62,12 @@ func (c *claims) Claim(_ context.Context, cl statestore.Claim) (statestore.Step,
 	}
 	return statestore.Step{OrderID: cl.OrderID, Index: cl.Ref.Index, Undo: cl.Ref.Undo, Name: "reserve", Agent: cl.Agent,
 		Attempt: 3, Round: 1, State: workflow.Processing, LockedBy: cl.Owner, ClaimedAt: cl.Now, ReadyAt: cl.Now.Add(-c.readyAgo),
-		CompleteBy: cl.Now.Add(c.timeout), Payload: `{"orderId":"` + cl.OrderID + `"}`}, nil
+		CompleteBy: cl.Now.Add(c.timeout)}, nil
+}
+
+func (c *claims) Order(_ context.Context, orderID string) (string, error) {
+	c.reads.Add(1)
+	return `{"orderId":"` + orderID + `","from":"orders table"}`, nil
 }
 
 type fixture struct {
@@ -87,8 +94,10 @@ func newFixture(t *testing.T, f remotesim.Faults) *fixture {
 	return &fixture{h: h, sim: sim, out: out, claims: c, tally: tally}
 }
 
+// request asks for step 0 of the order, carrying the order.
 func request(orderID string) events.SQSEvent {
-	b, _ := json.Marshal(message.AgentRequest{OrderID: orderID, Step: 0, StepName: "reserve"})
+	b, _ := json.Marshal(message.AgentRequest{OrderID: orderID, Step: 0, StepName: "reserve",
+		Payload: json.RawMessage(`{"orderId":"` + orderID + `"}`)})
 	return events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-" + orderID, Body: string(b)}}}
 }
 
@@ -105,6 +114,21 @@ func TestAgentRetriesTransientFaultsThenReplies(t *testing.T) {
 	require.EqualValues(t, f.sim.Stats().Transient, f.tally.Sum(metrics.AgentRetries))
 	require.Len(t, f.sim.Ledger(), 1)
 	require.Equal(t, "o-1/reserve", f.sim.Ledger()[0].Key)
+}
+
+func TestAgentReadsTheOrderWhenTheRequestCarriesNone(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{})
+	b, _ := json.Marshal(message.AgentRequest{OrderID: "o-9", Step: 0, StepName: "reserve"}) // as the Supervisor re-sends it
+	_, err := f.h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m", Body: string(b)}}})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, f.claims.reads.Load())
+	require.Len(t, f.out.replies, 1)
+	require.JSONEq(t, `{"orderId":"o-9","from":"orders table"}`, string(f.out.replies[0].Payload),
+		"the reply carries the order on, for the next request")
+	_, err = f.h.Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.EqualValues(t, 1, f.claims.reads.Load(), "a request with the order needs no read")
 }
 
 func TestAgentRepliesPermanentFaultAtOnce(t *testing.T) {

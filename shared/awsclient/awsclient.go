@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/logging"
 	"github.com/aws/smithy-go/middleware"
 )
 
@@ -66,6 +68,7 @@ func Load(ctx context.Context, o Options) (*Clients, error) {
 		return nil, fmt.Errorf("load AWS config: %w", err)
 	}
 	cfg.APIOptions = append(cfg.APIOptions, o.APIOptions...)
+	cfg.Logger = quietLogger{cfg.Logger}
 	return &Clients{
 		Config: cfg,
 		DynamoDB: dynamodb.NewFromConfig(cfg, func(d *dynamodb.Options) {
@@ -79,6 +82,18 @@ func Load(ctx context.Context, o Options) (*Clients, error) {
 		SQS: sqs.NewFromConfig(cfg),
 		SNS: sns.NewFromConfig(cfg),
 	}, nil
+}
+
+// quietLogger passes the SDK's log lines on but one: its warning that the
+// body of a request cut short could not be drained, which every long poll
+// cancelled when a local run stops would print.
+type quietLogger struct{ logging.Logger }
+
+// Logf implements logging.Logger.
+func (l quietLogger) Logf(c logging.Classification, format string, v ...any) {
+	if !strings.HasPrefix(format, "failed to discard remaining HTTP response body") {
+		l.Logger.Logf(c, format, v...)
+	}
 }
 
 // FromLambdaEnv builds the clients inside a Lambda function, from what the

@@ -161,9 +161,27 @@ func TestBenchSmallRun(t *testing.T) {
 		require.Zero(t, r.Requests["scheduler DynamoDB TransactWriteItems"], "a step's and its task's change are one item's")
 		require.GreaterOrEqual(t, r.PerOrder.WriteUnits, 4+2*float64(steps), "submission: two items at two units each")
 		between(r.PerOrder.ReportedWriteUnits-r.PerOrder.WriteUnits, 1, "the submission's index entry: reported at 2, billed at 1")
+		if steps == 1 {
+			require.Zero(t, r.Requests["scheduler SQS SendMessageBatch"],
+				"the first step goes from Submission to its Agent: a one-step order's Scheduler only records its reply")
+		}
+		require.Positive(t, r.LatencyP50)
 		require.Greater(t, r.Cost.Total, 0.0)
+		require.Less(t, r.CoordinatorsAt128MB, r.Cost.Total)
 		require.Equal(t, steps+2, r.SFN.Transitions)
 		require.Greater(t, r.SFN.Standard.Total, r.Cost.Total)
+	}
+	for wf, steps := range map[string]int{workflow.SingleWorkflow: 1, workflow.OrderWorkflow: 3} {
+		stages := res.Stages[wf]
+		require.Len(t, stages, 1+2*steps, "the submission, then a claim and a completion per step")
+		units := 0.0
+		for _, st := range stages {
+			require.Less(t, st.ItemBytes, 1024, "%s %s: the item stays under a KB, so each write is one unit", wf, st.Write)
+			units += st.WriteUnits
+		}
+		require.Equal(t, 5.0, stages[0].WriteUnits, "order and state item, two units each in a transaction, and the index entry")
+		require.Equal(t, 2.0, stages[len(stages)-1].WriteUnits, "the last completion, and the order leaving the index")
+		require.Equal(t, float64(6+2*steps), units, "5 to submit, 1 per claim and per completion, 1 to leave the index")
 	}
 	var text, svg, js bytes.Buffer
 	res.Print(&text)

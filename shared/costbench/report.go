@@ -14,19 +14,23 @@ import (
 func (r Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "Cost per order, measured from every AWS request of %d orders per run (us-east-1 list prices),\n"+
 		"batching window %gs\n\n", r.Orders, r.BatchWindowSeconds)
-	fmt.Fprintf(w, "%-8s %5s %6s %9s %9s %9s %9s %9s | %9s %9s %9s | %9s %9s %7s\n",
+	fmt.Fprintf(w, "%-8s %5s %6s %9s %9s %9s %9s %9s | %9s %9s %9s | %9s %9s %7s | %7s %9s\n",
 		"workflow", "batch", "fill", "SQS req", "Lambda", "GB-s", "DDB RRU", "DDB WRU",
-		"$/M SQS", "$/M λ", "$/M DDB", "$/M total", "SFN Std", "ratio")
+		"$/M SQS", "$/M λ", "$/M DDB", "$/M total", "SFN Std", "ratio", "p50", "@128MB")
 	for _, run := range r.Runs {
 		u, c := run.PerOrder, run.Cost
-		fmt.Fprintf(w, "%-8s %5d %6.1f %9.2f %9.2f %9.5f %9.2f %9.2f | %9.2f %9.2f %9.2f | %9.2f %9.2f %6.1fx\n",
+		fmt.Fprintf(w, "%-8s %5d %6.1f %9.2f %9.2f %9.5f %9.2f %9.2f | %9.2f %9.2f %9.2f | %9.2f %9.2f %6.1fx | %6.2fs %9.2f\n",
 			run.Workflow, run.BatchSize, run.MeanBatch, u.SQSRequests, u.LambdaInvocations, u.LambdaGBSeconds,
-			u.ReadUnits, u.WriteUnits, c.SQS, c.Lambda, c.DynamoDB, c.Total, run.SFN.Standard.Total, run.Ratio)
+			u.ReadUnits, u.WriteUnits, c.SQS, c.Lambda, c.DynamoDB, c.Total, run.SFN.Standard.Total, run.Ratio,
+			run.LatencyP50, run.CoordinatorsAt128MB)
 	}
+	fmt.Fprintln(w, "(p50: submission to end, the median order; @128MB: $/M total with Submission and Scheduler at 128 MB,\n"+
+		"were their handler time to hold: a floor, as Lambda gives less CPU to less memory)")
 	fmt.Fprintln(w)
 	if len(r.Runs) == 0 {
 		return
 	}
+	r.printStages(w)
 	largest := slices.Max(r.batchSizes())
 	for _, run := range r.Runs {
 		if run.BatchSize != largest {
@@ -163,4 +167,19 @@ func niceCeil(v float64) float64 {
 		}
 	}
 	return 10 * p
+}
+
+// printStages writes each workflow's state item size and write units after
+// each write of an order's life.
+func (r Result) printStages(w io.Writer) {
+	for _, wf := range slices.Sorted(maps.Keys(r.Stages)) {
+		fmt.Fprintf(w, "%s workflow, one order's state item after each write (a write is billed a unit per started KB\n"+
+			"of the larger of the item before and after it; an index entry written or removed is a unit more):\n", wf)
+		total := 0.0
+		for _, st := range r.Stages[wf] {
+			fmt.Fprintf(w, "    %-72s %5d bytes %5.1f write units\n", st.Write, st.ItemBytes, st.WriteUnits)
+			total += st.WriteUnits
+		}
+		fmt.Fprintf(w, "    %-72s %11s %5.1f write units\n\n", "in all", "", total)
+	}
 }

@@ -1,8 +1,10 @@
 package costbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/sas-go/sas/shared/accounting"
 	"github.com/sas-go/sas/shared/localrun"
 	"github.com/sas-go/sas/shared/remotesim"
+	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -55,10 +58,13 @@ type Run struct {
 	Orders    int     `json:"orders"`
 	Seconds   float64 `json:"seconds"`
 	// MeanBatch is the messages per invocation actually delivered.
-	MeanBatch float64       `json:"meanBatch"`
-	PerOrder  PerOrder      `json:"perOrder"`
-	Cost      Cost          `json:"costPerMillion"`
-	SFN       StepFunctions `json:"stepFunctions"`
+	MeanBatch float64 `json:"meanBatch"`
+	// LatencyP50 is the median time from an order's submission to its end,
+	// in seconds: what the batching window costs in waiting.
+	LatencyP50 float64       `json:"latencyP50Seconds"`
+	PerOrder   PerOrder      `json:"perOrder"`
+	Cost       Cost          `json:"costPerMillion"`
+	SFN        StepFunctions `json:"stepFunctions"`
 	// Ratio is Step Functions Standard's cost over this run's.
 	Ratio float64 `json:"ratioToStandard"`
 	// Requests are the counted requests per order, "function service operation".
@@ -70,6 +76,11 @@ type Run struct {
 	IdleReceivesPerMinute float64 `json:"idleReceivesPerMinute"`
 	// Functions are the Lambda figures by function (the Supervisor apart).
 	Functions map[string]FunctionUse `json:"functions"`
+	// CoordinatorsAt128MB is the cost per million with Submission and the
+	// Scheduler at 128 MB instead of 256, were their handler time to hold
+	// (they mostly wait on DynamoDB and SQS; Lambda gives less CPU below
+	// 1,769 MB, so it is a floor, not a measurement).
+	CoordinatorsAt128MB float64 `json:"costPerMillionCoordinatorsAt128MB"`
 }
 
 // FunctionUse is one function's share of a run's Lambda figures.
@@ -85,14 +96,25 @@ type Result struct {
 	Orders             int     `json:"orders"`
 	BatchWindowSeconds float64 `json:"batchWindowSeconds"` // every event source mapping's
 	Runs               []Run   `json:"runs"`
+	// Stages are, by workflow, one order's state item after each write of
+	// its life and what each write cost (Lifecycle).
+	Stages map[string][]Stage `json:"stages"`
 }
 
 var seq atomic.Int64
 
 // Execute runs the plan; progress, if set, hears about each run.
 func Execute(ctx context.Context, p Plan, progress func(string)) (Result, error) {
-	res := Result{Orders: p.Orders, BatchWindowSeconds: p.BatchWindow.Seconds()}
+	res := Result{Orders: p.Orders, BatchWindowSeconds: p.BatchWindow.Seconds(), Stages: map[string][]Stage{}}
 	for _, wf := range p.Workflows {
+		def, err := workflow.For(workflow.Settings{Workflow: wf, StepTimeout: 20 * time.Second, MaxFailures: 3,
+			RetryBackoff: 5 * time.Second, PickupTimeout: time.Minute})
+		if err != nil {
+			return res, err
+		}
+		if res.Stages[wf], err = Lifecycle(ctx, cmp.Or(p.DynamoDBEndpoint, p.Endpoint), def); err != nil {
+			return res, fmt.Errorf("%s workflow's lifecycle: %w", wf, err)
+		}
 		for _, b := range p.BatchSizes {
 			if progress != nil {
 				progress(fmt.Sprintf("%s workflow, batch size %d: %d orders", wf, b, p.Orders))
@@ -126,8 +148,10 @@ func measure(ctx context.Context, p Plan, wf string, batch int) (Run, error) {
 		Prefix:   fmt.Sprintf("bench%d-%d", time.Now().UnixNano()%1e6, seq.Add(1)),
 		Settings: settings, RemoteURL: srv.URL,
 		// Lambda polls each queue with at least five pollers; two are
-		// enough here and keep the local batches full.
-		Pollers: 2, SupervisorEvery: time.Second, BatchWindow: p.BatchWindow,
+		// enough here and keep the local batches full. The same for the
+		// agents' queues: the simulator answers at once, so no agent batch
+		// waits on a slow call.
+		Pollers: 2, AgentPollers: 2, SupervisorEvery: time.Second, BatchWindow: p.BatchWindow,
 	})
 	if err != nil {
 		return Run{}, err
@@ -163,7 +187,22 @@ func measure(ctx context.Context, p Plan, wf string, batch int) (Run, error) {
 			return Run{}, fmt.Errorf("order %s ended %s with no fault injected", id, t.State)
 		}
 	}
-	return tally(p, def, batch, elapsed, meter.Snapshot(), stack), nil
+	r := tally(p, def, batch, elapsed, meter.Snapshot(), stack)
+	r.LatencyP50 = medianLatency(tasks).Seconds()
+	return r, nil
+}
+
+// medianLatency is the median time from submission to end of the tasks.
+func medianLatency(tasks map[string]statestore.Task) time.Duration {
+	var lat []time.Duration
+	for _, t := range tasks {
+		lat = append(lat, t.CompletedAt.Sub(t.CreatedAt))
+	}
+	if len(lat) == 0 {
+		return 0
+	}
+	slices.Sort(lat)
+	return lat[len(lat)/2]
 }
 
 func tally(p Plan, def workflow.Definition, batch int, elapsed time.Duration, counts map[accounting.Key]accounting.Usage,
@@ -221,6 +260,13 @@ func tally(p Plan, def workflow.Definition, batch int, elapsed time.Duration, co
 	}
 	r.PerOrder = u
 	r.Cost = p.Prices.PerMillion(u)
+	lighter := u
+	for fn, f := range r.Functions {
+		if !strings.HasPrefix(fn, "agent-") {
+			lighter.LambdaGBSeconds -= f.GBSecondsPerOrder / 2
+		}
+	}
+	r.CoordinatorsAt128MB = p.Prices.PerMillion(lighter).Total
 	r.SFN = p.Prices.SFN(len(def.Steps), agentSeconds)
 	if r.Cost.Total > 0 {
 		r.Ratio = r.SFN.Standard.Total / r.Cost.Total

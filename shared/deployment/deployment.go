@@ -101,15 +101,15 @@ func (d *Deployment) Store() *statestore.Store {
 }
 
 // Submission builds the Submission handler.
-func (d *Deployment) Submission() *submission.Handler {
+func (d *Deployment) Submission() (*submission.Handler, error) {
 	t := d.Config.Topology
 	m, log := d.emitter("submission"), d.Log.With("function", "submission")
 	return submission.New(submission.Config{
 		Workflow:           d.Config.Workflow(),
-		SchedulerQueueURL:  d.Config.QueueURL(t.SchedulerQueue().Name),
+		AgentQueues:        d.agentRequestQueues(),
 		DLQURL:             d.Config.QueueURL(t.OrdersQueue().DLQName),
 		AllowedReplyQueues: d.Config.AllowedReplyQueues,
-	}, d.Store(), queue.NewSender(d.Clients.SQS), d.notifier(m, log), m, log)
+	}, submission.Deps{Store: d.Store(), Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log})
 }
 
 // Scheduler builds a Scheduler handler.

@@ -3,6 +3,7 @@ package deployment
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
 	"os"
@@ -26,13 +27,16 @@ func FromLambdaEnv(ctx context.Context) (*Deployment, error) {
 		Log: slog.New(slog.NewJSONHandler(os.Stderr, nil))}, nil
 }
 
-// InstanceID names this execution environment in LockedBy: the Lambda log
-// stream (one per environment) when there is one, else a random id.
-func InstanceID(function string) string {
+// InstanceID names this execution environment, short (it is kept in
+// every record an Agent claims, and DynamoDB bills its bytes): 12 hex digits
+// of a hash of the Lambda log stream (one per environment) when there is
+// one, else random.
+func InstanceID() string {
 	if s := os.Getenv("AWS_LAMBDA_LOG_STREAM_NAME"); s != "" {
-		return function + "/" + s
+		sum := sha256.Sum256([]byte(s))
+		return hex.EncodeToString(sum[:6])
 	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	return function + "/" + hex.EncodeToString(b)
+	return hex.EncodeToString(b)
 }

@@ -81,7 +81,7 @@ func TestUndoFailingForGoodEndsCompensationFailed(t *testing.T) {
 	e.order("o-cf", q)
 	tasks := e.waitEnded([]string{"o-cf"})
 	require.Equal(t, workflow.CompensationFailed, tasks["o-cf"].State)
-	require.Contains(t, tasks["o-cf"].LastError, "UNDO#001", "which undo did not happen")
+	require.Contains(t, tasks["o-cf"].LastError, "refund-payment (undo)", "which undo did not happen")
 	e.requireLedger("o-cf", "reserve-inventory", "charge-payment")
 	recs := e.records("o-cf")
 	require.Equal(t, workflow.Error, recs[workflow.Ref{Index: 1, Undo: true}].State)

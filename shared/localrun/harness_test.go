@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/emulator/emulatortest"
@@ -174,6 +175,21 @@ func (e *env) requireEffectsOnce(ids []string) {
 	e.t.Helper()
 	for _, id := range ids {
 		e.requireLedger(id, forward...)
+	}
+}
+
+// send sends bodies to a queue of the stack, ten per request.
+func (e *env) send(queue string, bodies ...string) {
+	e.t.Helper()
+	url := e.stack.QueueURL(queue)
+	for start := 0; start < len(bodies); start += 10 {
+		var entries []types.SendMessageBatchRequestEntry
+		for i, b := range bodies[start:min(start+10, len(bodies))] {
+			entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String(b)})
+		}
+		_, err := e.stack.Deployment.Clients.SQS.SendMessageBatch(context.Background(),
+			&sqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries})
+		require.NoError(e.t, err)
 	}
 }
 

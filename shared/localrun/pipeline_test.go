@@ -25,7 +25,9 @@ func TestHappyPathThreeSteps(t *testing.T) {
 			require.Equal(t, workflow.Processed, st.State)
 			require.Equal(t, 1, st.Attempt)
 			require.Zero(t, st.FailureCount)
-			require.Empty(t, st.LockedBy)
+			require.Regexp(t, `^[0-9a-f]{12}$`, st.LockedBy, "the agent instance that ran it")
+			require.False(t, st.DoneAt.Before(st.ClaimedAt))
+			require.Empty(t, st.Incidents, "a happy path writes no history: the record's times tell it")
 		}
 		for _, u := range []workflow.Ref{{Index: 0, Undo: true}, {Index: 1, Undo: true}} {
 			require.Equal(t, workflow.Pending, recs[u].State, "no undo ran")

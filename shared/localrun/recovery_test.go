@@ -100,17 +100,17 @@ func TestTwoSupervisorsRecoverEachStepOnce(t *testing.T) {
 		// stopped runner missed is a wait, no failure.
 		st := e.step(id, 0)
 		timedOut := 0
-		for _, ev := range st.Events {
-			if strings.Contains(ev, "recovered by the supervisor") {
-				require.Contains(t, ev, "not completed by", "%s: only an attempt fails", id)
+		for _, ev := range st.Incidents {
+			if strings.Contains(ev.What, "recovered by the supervisor") {
+				require.Contains(t, ev.What, "not completed by", "%s: only an attempt fails", id)
 				timedOut++
 			}
 		}
-		require.GreaterOrEqual(t, timedOut, 1, "%s: the stalled first attempt was recovered: %q", id, st.Events)
+		require.GreaterOrEqual(t, timedOut, 1, "%s: the stalled first attempt was recovered: %q", id, st.Incidents)
 		// The last attempt completed; so may the one before it, if its reply
 		// came after its recovery and before another claim.
-		require.Contains(t, []int{st.Attempt - 1, st.Attempt}, timedOut, "%s: %q", id, st.Events)
-		require.Equal(t, st.FailureCount, timedOut, "%s: every failure counted once: %q", id, st.Events)
+		require.Contains(t, []int{st.Attempt - 1, st.Attempt}, timedOut, "%s: %q", id, st.Incidents)
+		require.Equal(t, st.FailureCount, timedOut, "%s: every failure counted once: %q", id, st.Incidents)
 	}
 	e.requireEffectsOnce(ids)
 }

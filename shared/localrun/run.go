@@ -26,7 +26,10 @@ func (s *Stack) Runner() (*runner.Runner, error) {
 			QueueARN: s.Resources.QueueARNs[queue], Handler: h, Pollers: pollers, Timeout: t.FunctionTimeout,
 			BatchSize: o.BatchSize, Window: o.BatchWindow, Capacity: capacity[fn]})
 	}
-	sub := d.Submission()
+	sub, err := d.Submission()
+	if err != nil {
+		return nil, err
+	}
 	sub.Crash = o.Crash
 	add("submission", t.OrdersQueue().Name, sub.Handle, o.Pollers)
 	for range o.Schedulers {
@@ -41,17 +44,15 @@ func (s *Stack) Runner() (*runner.Runner, error) {
 		}
 	}
 	for _, a := range t.Agents {
-		// An agent's batch waits for its slowest remote call (up to the step
-		// timeout); Lambda would run more copies meanwhile, so poll wider.
-		ah := d.Agent(a, deployment.InstanceID("agent-"+a))
+		ah := d.Agent(a, deployment.InstanceID())
 		ah.Crash = o.Crash
-		add("agent-"+a, t.AgentRequests(a).Name, ah.Handle, o.Pollers*4)
+		add("agent-"+a, t.AgentRequests(a).Name, ah.Handle, o.AgentPollers)
 	}
 	for range o.Supervisors {
 		if slices.Contains(o.Stopped, "supervisor") {
 			break
 		}
-		sup := d.Supervisor(deployment.InstanceID("supervisor"))
+		sup := d.Supervisor(deployment.InstanceID())
 		sup.Crash = o.Crash
 		r.Tickers = append(r.Tickers, runner.Ticker{Function: "supervisor", Every: o.SupervisorEvery,
 			Run: func(ctx context.Context) error { _, err := sup.Sweep(ctx); return err }})

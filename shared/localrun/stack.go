@@ -46,8 +46,12 @@ type Options struct {
 	Supervisors     int           // supervisor instances (default 1)
 	SupervisorEvery time.Duration // the scheduled rule's rate (default 1s)
 	Pollers         int           // pollers per queue and function instance (default 2)
-	BatchWindow     time.Duration // each event source mapping's batching window (default none; a deployment's is topology.DefaultBatchWindow)
-	AgentBackoff    resilience.Backoff
+	// AgentPollers are each agent queue's pollers (default 4×Pollers: an
+	// agent's batch waits for its slowest remote call, up to the step
+	// timeout, and Lambda would run more copies meanwhile).
+	AgentPollers int
+	BatchWindow  time.Duration // each event source mapping's batching window (default none; a deployment's is topology.DefaultBatchWindow)
+	AgentBackoff resilience.Backoff
 	// AllowedReplyQueues are the URL prefixes an order's replyQueue may have
 	// (default: the queues named <prefix>-client-…, see ClientQueuePrefix).
 	AllowedReplyQueues []string
@@ -133,6 +137,9 @@ func (o Options) withDefaults() Options {
 		o.VisibilityTimeout = 30 * time.Second
 	}
 	o.Schedulers, o.Supervisors, o.Pollers = max(o.Schedulers, 1), max(o.Supervisors, 1), max(o.Pollers, 2)
+	if o.AgentPollers <= 0 {
+		o.AgentPollers = 4 * o.Pollers
+	}
 	if o.SupervisorEvery <= 0 {
 		o.SupervisorEvery = time.Second
 	}

@@ -23,6 +23,9 @@ type Schedule struct {
 	OrderID string `json:"orderId"`
 	Step    int    `json:"step"`
 	Undo    bool   `json:"undo,omitempty"`
+	// Payload is the order, when the sender has it (Submission does; the
+	// Supervisor does not): it rides to the Agent, which otherwise reads it.
+	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
 // NewSchedule builds a Schedule message.
@@ -43,6 +46,9 @@ type AgentRequest struct {
 	Step     int    `json:"step"`
 	Undo     bool   `json:"undo,omitempty"`
 	StepName string `json:"stepName"` // the action, for logs; the claimed record is the authority
+	// Payload is the order, if the Scheduler had it; an Agent reads the
+	// orders table for a request without one.
+	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
 // Ref is the record the request is about.
@@ -61,6 +67,7 @@ type AgentReply struct {
 	Result   json.RawMessage `json:"result,omitempty"`
 	ReplyTo  string          `json:"replyTo,omitempty"`
 	Round    int             `json:"round,omitempty"`
+	Payload  json.RawMessage `json:"payload,omitempty"` // the order, echoed for the Scheduler's next request
 }
 
 // Ref is the record the reply is about.

@@ -34,6 +34,7 @@ const (
 	WaitsHeld            = "WaitsHeld"            // waits a queue's backlog explains: nothing sent, looked at again later
 	DeadlinesPassed      = "DeadlinesPassed"      // orders failed by their deadline
 	QueueWait            = "QueueWait"            // milliseconds from a step ready to claimed (alarmed on)
+	ReplyWait            = "ReplyWait"            // milliseconds an Agent's reply waited for the Scheduler
 )
 
 // Emitter writes EMF lines; safe for concurrent use.

@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sas-go/sas/shared/statestore"
@@ -45,13 +44,8 @@ func (o *Operator) Status(ctx context.Context, orderID string) (Status, error) {
 	})
 	s := Status{Task: task, Records: recs}
 	for _, r := range recs {
-		for _, e := range r.Events {
-			at, what, _ := strings.Cut(e, " ")
-			t, err := time.Parse(time.RFC3339Nano, at)
-			if err != nil {
-				continue
-			}
-			s.Timeline = append(s.Timeline, Event{At: t, Record: r.Name, What: what})
+		for _, e := range r.History() {
+			s.Timeline = append(s.Timeline, Event{At: e.At, Record: r.Name, What: e.What})
 		}
 	}
 	slices.SortStableFunc(s.Timeline, func(a, b Event) int { return a.At.Compare(b.At) })

@@ -7,14 +7,17 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sas-go/sas/shared/alert"
+	"github.com/sas-go/sas/shared/dispatch"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
@@ -60,15 +63,16 @@ type Deps struct {
 
 // Handler is the Scheduler Lambda handler.
 type Handler struct {
-	cfg     Config
-	store   Store
-	send    Sender
-	alerts  Alerter
-	notify  *notify.Notifier
-	metrics *metrics.Emitter
-	log     *slog.Logger
-	batch   *sqsbatch.Processor
-	Now     func() time.Time
+	cfg      Config
+	store    Store
+	send     Sender
+	alerts   Alerter
+	notify   *notify.Notifier
+	metrics  *metrics.Emitter
+	log      *slog.Logger
+	batch    *sqsbatch.Processor
+	dispatch dispatch.Dispatcher
+	Now      func() time.Time
 	// Crash, if set, is called at each crash point (after a write, before the
 	// send that follows it); a chaos test makes it panic there. Nil in production.
 	Crash func(point string)
@@ -76,15 +80,14 @@ type Handler struct {
 
 // New builds the handler; it fails if an agent of the workflow has no queue.
 func New(cfg Config, d Deps) (*Handler, error) {
-	for _, a := range cfg.Workflow.Agents() {
-		if cfg.AgentQueues[a] == "" {
-			return nil, fmt.Errorf("scheduler: no request queue configured for agent %q", a)
-		}
+	dispatch := dispatch.Dispatcher{Workflow: cfg.Workflow, AgentQueues: cfg.AgentQueues, Send: d.Send}
+	if err := dispatch.Check(); err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	return &Handler{cfg: cfg, store: d.Store, send: d.Send, alerts: d.Alerts, notify: d.Notify, metrics: d.Metrics,
-		log: d.Log, Now: time.Now,
+		log: d.Log, Now: time.Now, dispatch: dispatch,
 		batch: &sqsbatch.Processor{Name: "scheduler", DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics, Log: d.Log,
-			Buffer: sqsbatch.BufferingOf(d.Send)}}, nil
+			Buffer: sqsbatch.BufferingOf(d.Send), OnceAtEnd: true}}, nil
 }
 
 // Handle processes a batch from the scheduler queue or an agent response queue.
@@ -102,17 +105,30 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		if _, ok := h.cfg.Workflow.Action(m.Ref()); !ok {
 			return message.Invalid("schedule for %s: %s is not in workflow %q", m.OrderID, describe(m.Ref()), h.cfg.Workflow.Name)
 		}
-		return h.start(ctx, m.OrderID, m.Ref())
+		return h.start(ctx, m.OrderID, m.Ref(), m.Payload)
 	case message.AgentReply:
 		if _, ok := h.cfg.Workflow.Action(m.Ref()); !ok {
 			return message.Invalid("reply for %s: %s is not in workflow %q", m.OrderID, describe(m.Ref()), h.cfg.Workflow.Name)
 		}
+		h.replyWait(rec, m)
 		if m.OK {
 			return h.complete(ctx, m)
 		}
 		return h.fail(ctx, m)
 	}
 	return fmt.Errorf("scheduler: unhandled message %T", msg)
+}
+
+// replyWait reports how long a reply waited in its response queue, from
+// the message's SentTimestamp (SQS sets it; Lambda passes it on): the queue
+// wait of the Scheduler's own backlog.
+func (h *Handler) replyWait(rec events.SQSMessage, r message.AgentReply) {
+	sent, err := strconv.ParseInt(rec.Attributes["SentTimestamp"], 10, 64)
+	if err != nil {
+		return
+	}
+	h.metrics.Duration(metrics.ReplyWait, max(h.Now().Sub(time.UnixMilli(sent)), 0),
+		map[string]any{"OrderID": r.OrderID, "Step": r.StepName})
 }
 
 func describe(r workflow.Ref) string {
@@ -122,23 +138,16 @@ func describe(r workflow.Ref) string {
 	return fmt.Sprintf("step %d", r.Index)
 }
 
-// start sends a ready record's Agent the request to claim and run it. It
-// writes nothing: the Agent's claim is the attempt's start, so the time the
-// request waits in the agent's queue is queue wait, never held against it.
-func (h *Handler) start(ctx context.Context, orderID string, r workflow.Ref) error {
-	a, _ := h.cfg.Workflow.Action(r) // checked by the caller
-	req := message.AgentRequest{OrderID: orderID, Step: r.Index, Undo: r.Undo, StepName: a.Name}
-	// If this send is lost, the ready record's pickup deadline brings the
-	// Supervisor, which sends it again.
-	return h.send.SendJSON(ctx, h.cfg.AgentQueues[a.Agent], req, 0)
+// start sends a ready record's Agent the request to claim and run it.
+func (h *Handler) start(ctx context.Context, orderID string, r workflow.Ref, payload json.RawMessage) error {
+	return h.dispatch.Start(ctx, orderID, r, payload)
 }
 
 func (h *Handler) complete(ctx context.Context, r message.AgentReply) error {
 	now := h.Now()
 	ref := r.Ref()
 	next, more, end := h.cfg.Workflow.Next(ref)
-	c := statestore.Completion{OrderID: r.OrderID, Ref: ref, Attempt: r.Attempt, Round: r.Round, Result: string(r.Result),
-		End: end, Now: now}
+	c := statestore.Completion{OrderID: r.OrderID, Ref: ref, Attempt: r.Attempt, Round: r.Round, End: end, Now: now}
 	if more {
 		c.Next, c.NextDueAt = &next, now.Add(h.cfg.Workflow.PickupTimeout)
 	}
@@ -162,7 +171,7 @@ func (h *Handler) complete(ctx context.Context, r message.AgentReply) error {
 	}
 	h.notify.Post(ctx, ev)
 	if more {
-		return h.start(ctx, r.OrderID, next)
+		return h.start(ctx, r.OrderID, next, r.Payload)
 	}
 	h.notify.Ended(ctx, r.OrderID, r.ReplyTo, round, end, "", now)
 	return nil
@@ -172,7 +181,7 @@ func (h *Handler) fail(ctx context.Context, r message.AgentReply) error {
 	now := h.Now()
 	ref := r.Ref()
 	after := workflow.AfterRefusal(ref.Undo, h.cfg.Workflow.UndoFrom(ref.Index))
-	f := statestore.Failure{OrderID: r.OrderID, Ref: ref, After: after, Reason: r.Error,
+	f := statestore.Failure{OrderID: r.OrderID, Ref: ref, Name: r.StepName, After: after, Reason: r.Error,
 		Due: now.Add(h.cfg.Workflow.PickupTimeout), Now: now}
 	err := h.store.Fail(ctx, f, r.Attempt, r.Round)
 	if errors.Is(err, statestore.ErrStale) {
@@ -195,7 +204,7 @@ func (h *Handler) fail(ctx context.Context, r message.AgentReply) error {
 		return err
 	}
 	if after.Next == workflow.Compensating {
-		return h.start(ctx, r.OrderID, workflow.Ref{Index: after.UndoFrom, Undo: true})
+		return h.start(ctx, r.OrderID, workflow.Ref{Index: after.UndoFrom, Undo: true}, r.Payload)
 	}
 	return nil
 }

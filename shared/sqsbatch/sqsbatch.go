@@ -54,8 +54,12 @@ type Processor struct {
 	// every FlushEvery while records run, and when the last one is done.
 	Buffer Buffering
 	// FlushEvery bounds how long a buffered message waits (default 50ms), so a
-	// slow record does not hold back the others' messages.
+	// slow record does not hold back the others' messages. A handler whose
+	// records are all quick (a write and a send) sets OnceAtEnd instead: one
+	// request per queue per invocation.
 	FlushEvery time.Duration
+	// OnceAtEnd sends the buffered messages only when every record has run.
+	OnceAtEnd bool
 }
 
 // Handle runs fn over every record and returns the records to retry. With a
@@ -72,7 +76,9 @@ func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent, fn RecordFun
 	stopFlushing := func() {}
 	if p.Buffer != nil {
 		buf = p.Buffer.NewBuffer()
-		stopFlushing = p.flushWhileRunning(ctx, buf, &failed)
+		if !p.OnceAtEnd {
+			stopFlushing = p.flushWhileRunning(ctx, buf, &failed)
+		}
 	}
 	for _, rec := range ev.Records {
 		wg.Add(1)

@@ -23,18 +23,20 @@ type change struct {
 }
 
 func newChange(now time.Time) *change {
-	return &change{
-		set:   []string{"Version = Version + :one"},
+	c := &change{
+		set:   []string{"V = V + :one"},
 		names: map[string]string{},
 		vals:  map[string]types.AttributeValue{":one": num(1)},
 		now:   now,
 	}
+	c.set = append(c.set, "U = "+c.at())
+	return c
 }
 
 // rec names record r in the expressions as #alias and returns its path.
 func (c *change) rec(alias string, r workflow.Ref) string {
 	c.names["#"+alias] = sortKey(r)
-	return "Recs.#" + alias
+	return "R.#" + alias
 }
 
 // val adds the value :name and returns its placeholder.
@@ -54,12 +56,13 @@ func (c *change) when(format string, path string) {
 	c.cond = append(c.cond, fmt.Sprintf(format, path))
 }
 
-// event appends a line to the history of the record at path (alias as in rec).
-func (c *change) event(path, alias, format string, args ...any) {
-	c.vals[":noEvents"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
-	c.vals[":ev"+alias] = &types.AttributeValueMemberL{Value: []types.AttributeValue{str(event(c.now, format, args...))}}
-	c.set = append(c.set, fmt.Sprintf("%[1]s.Events = list_append(if_not_exists(%[1]s.Events, :noEvents), :ev%[2]s)", path, alias),
-		path+".UpdatedAt = "+c.at())
+// incident appends a line to the incidents of the record at path (alias as
+// in rec): something besides being made ready, claimed and done, which the
+// record's own times tell.
+func (c *change) incident(path, alias, format string, args ...any) {
+	c.vals[":none"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
+	c.vals[":ev"+alias] = &types.AttributeValueMemberL{Value: []types.AttributeValue{str(incident(c.now, format, args...))}}
+	c.set = append(c.set, fmt.Sprintf("%[1]s.ev = list_append(if_not_exists(%[1]s.ev, :none), :ev%[2]s)", path, alias))
 }
 
 // index puts the order in the deadline index, due at due.
@@ -77,13 +80,13 @@ func (c *change) indexAfter(read Step, shards int, due time.Time) {
 // task moves the task from one state to another (the condition), with
 // lastError if not empty; an end state also sets CompletedAt.
 func (c *change) task(from, to workflow.State, lastError string) {
-	c.cond = append(c.cond, "ProcessState = "+c.val("from", str(string(from))))
-	c.set = append(c.set, "ProcessState = "+c.val("to", str(string(to))), "UpdatedAt = "+c.at())
+	c.cond = append(c.cond, "St = "+c.val("from", str(string(from))))
+	c.set = append(c.set, "St = "+c.val("to", str(string(to))))
 	if to.Ended() {
-		c.set = append(c.set, "CompletedAt = "+c.at())
+		c.set = append(c.set, "E = "+c.at())
 	}
 	if lastError != "" {
-		c.set = append(c.set, "LastError = "+c.val("taskError", str(lastError)))
+		c.set = append(c.set, "Err = "+c.val("taskError", str(lastError)))
 	}
 }
 

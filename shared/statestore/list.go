@@ -27,7 +27,7 @@ func (s *Store) ListTasks(ctx context.Context, state workflow.State, limit int, 
 	filter := "SK = :task"
 	vals := map[string]types.AttributeValue{":task": str(taskSK)}
 	if state != "" {
-		filter += " AND ProcessState = :state"
+		filter += " AND St = :state"
 		vals[":state"] = str(string(state))
 	}
 	var out []Task
@@ -100,12 +100,12 @@ func (s *Store) Census(ctx context.Context, now time.Time) (Census, error) {
 }
 
 func (c *Census) add(it stateItem, now time.Time) {
-	c.ByState[workflow.State(it.ProcessState)]++
+	c.ByState[workflow.State(it.State)]++
 	for _, r := range it.Recs {
 		switch {
-		case r.ProcessState == string(workflow.Processing):
+		case r.State == string(workflow.Processing):
 			c.Running++
-		case r.ProcessState == string(workflow.Pending) && r.DueAt != 0 && r.ReadyAt != 0:
+		case r.State == string(workflow.Pending) && r.DueAt != 0 && r.ReadyAt != 0:
 			c.Waiting++
 			c.LongestWait = max(c.LongestWait, now.Sub(fromMs(r.ReadyAt)))
 		}

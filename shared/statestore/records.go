@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,25 +45,58 @@ type Step struct {
 	State        workflow.State
 	Attempt      int
 	FailureCount int
-	LockedBy     string
-	CompleteBy   time.Time      // zero when not claimed
-	DueAt        time.Time      // the record's deadline: zero when no work of it is due
-	ReadyAt      time.Time      // when it was last made ready (queue wait runs from here to its claim)
-	Waits        int            // times the Supervisor found it waiting (unclaimed, or its reply queued) in this state
-	Cause        workflow.Cause // why it is in Error
+	// LockedBy is the claimant of the current attempt while it runs, and of
+	// the last attempt once it ended (who ran it).
+	LockedBy   string
+	CompleteBy time.Time      // zero when not claimed
+	DueAt      time.Time      // the record's deadline: zero when no work of it is due
+	ReadyAt    time.Time      // when it was last made ready (queue wait runs from here to its claim)
+	ClaimedAt  time.Time      // when its latest attempt was claimed
+	DoneAt     time.Time      // when it was Processed or failed for good
+	Waits      int            // times the Supervisor found it waiting (unclaimed, or its reply queued)
+	Resent     int            // of those, times it sent its message again
+	Cause      workflow.Cause // why it is in Error
 	// Deadline is the order's deadline while the task runs its steps, and
 	// its compensation's once it compensates; zero for a record the task's
 	// phase does not run.
 	Deadline  time.Time
 	LastError string
-	Payload   string // the order, as the Agent receives it
 	Alerted   bool
-	Version   int // the order's state item's, incremented by every write: the supervisor's fence
-	ClaimedAt time.Time
-	UpdatedAt time.Time
-	Events    []string // the record's history, oldest first: "RFC3339 event"
+	Version   int     // the order's state item's, incremented by every write: the supervisor's fence
+	Incidents []Event // what happened besides ready, claimed and done: recoveries, failures, alerts, resubmissions
 
 	othersDue int64 // when the order's other records, and its deadline, are due (0: never): a write's index floor
+}
+
+// Event is one line of a record's history.
+type Event struct {
+	At   time.Time `json:"at"`
+	What string    `json:"what"`
+}
+
+// History is the record's timeline, oldest first: when it was made ready,
+// claimed and done (from the record's times, which every record carries),
+// and its incidents (written only when one happens, to keep the item small).
+func (s Step) History() []Event {
+	var out []Event
+	add := func(at time.Time, what string) {
+		if !at.IsZero() {
+			out = append(out, Event{At: at, What: what})
+		}
+	}
+	add(s.ReadyAt, "ready")
+	if s.Attempt > 0 {
+		add(s.ClaimedAt, fmt.Sprintf("attempt %d claimed by %s/%s", s.Attempt, s.Agent, s.LockedBy))
+	}
+	switch s.State {
+	case workflow.Processed:
+		add(s.DoneAt, fmt.Sprintf("processed (attempt %d)", s.Attempt))
+	case workflow.Error:
+		add(s.DoneAt, fmt.Sprintf("failed for good (%s)", s.Cause))
+	}
+	out = append(out, s.Incidents...)
+	slices.SortStableFunc(out, func(a, b Event) int { return a.At.Compare(b.At) })
+	return out
 }
 
 // Definition is the action this record runs.
@@ -100,73 +134,94 @@ func (s Step) Key() string { return fmt.Sprintf("%s/%s(%s)", s.OrderID, sortKey(
 
 // stateItem is an order's live state as stored: ONE item per order, the task
 // with its records (steps and undo actions) inside, so that a step's
-// transition and the task's are one conditional write. Times are Unix
-// milliseconds. DueShard and DueAt are the order's key in the sparse deadline
-// index: when the Supervisor must look next (see Overdue).
+// transition and the task's are one conditional write. DynamoDB bills each
+// write a unit per started KB of the item, attribute names included, so the
+// names are short (this struct is their table) and the item holds no more
+// than the work needs: not the order (it is in the orders table, and travels
+// in the messages), no result, and no history but the incidents. Times are
+// Unix milliseconds. DueShard and DueAt are the order's key in the sparse
+// deadline index: when the Supervisor must look next (see Overdue).
 type stateItem struct {
-	OrderID      string             `dynamodbav:"OrderID"`
-	SK           string             `dynamodbav:"SK"`
-	Workflow     string             `dynamodbav:"Workflow"`
-	ProcessState string             `dynamodbav:"ProcessState"`
-	StepCount    int                `dynamodbav:"StepCount"`
-	Round        int                `dynamodbav:"Round"`
-	ReplyQueue   string             `dynamodbav:"ReplyQueue,omitempty"`
-	LastError    string             `dynamodbav:"LastError,omitempty"`
-	Payload      string             `dynamodbav:"Payload,omitempty"`
-	Version      int                `dynamodbav:"Version"`
-	DueShard     string             `dynamodbav:"DueShard,omitempty"`
-	DueAt        int64              `dynamodbav:"DueAt,omitempty"`
-	DeadlineAt   int64              `dynamodbav:"DeadlineAt,omitempty"`          // the round's deadline
-	DeadlineMs   int64              `dynamodbav:"DeadlineMs,omitempty"`          // the workflow's order deadline, for later rounds
-	Unalerted    []string           `dynamodbav:"Unalerted,stringset,omitempty"` // records in Error not yet alerted
-	CreatedAt    int64              `dynamodbav:"CreatedAt"`
-	UpdatedAt    int64              `dynamodbav:"UpdatedAt"`
-	CompletedAt  int64              `dynamodbav:"CompletedAt,omitempty"`
-	Recs         map[string]recItem `dynamodbav:"Recs"` // by sortKey
+	OrderID     string             `dynamodbav:"OrderID"`
+	SK          string             `dynamodbav:"SK"`
+	Workflow    string             `dynamodbav:"Wf"`
+	State       string             `dynamodbav:"St"` // the task's ProcessState
+	Round       int                `dynamodbav:"Rd"`
+	ReplyQueue  string             `dynamodbav:"Rq,omitempty"`
+	LastError   string             `dynamodbav:"Err,omitempty"`
+	Version     int                `dynamodbav:"V"`
+	DueShard    string             `dynamodbav:"DueShard,omitempty"`
+	DueAt       int64              `dynamodbav:"DueAt,omitempty"`
+	DeadlineAt  int64              `dynamodbav:"Dl,omitempty"`   // the round's deadline, then its compensation's
+	DeadlineMs  int64              `dynamodbav:"DlMs,omitempty"` // the workflow's order deadline, for later rounds
+	Unalerted   []string           `dynamodbav:"Ua,stringset,omitempty"`
+	CreatedAt   int64              `dynamodbav:"C"`
+	UpdatedAt   int64              `dynamodbav:"U"`
+	CompletedAt int64              `dynamodbav:"E,omitempty"`
+	Recs        map[string]recItem `dynamodbav:"R"` // by sortKey
 }
 
-// recItem is one record inside the state item.
+// recItem is one record inside the state item. The first group is the
+// action it runs (from the workflow, so that the Supervisor needs no
+// workflow), the second its state.
 type recItem struct {
-	StepIndex      int      `dynamodbav:"StepIndex"`
-	Undo           bool     `dynamodbav:"Undo,omitempty"`
-	UndoFrom       int      `dynamodbav:"UndoFrom"`
-	HasUndo        bool     `dynamodbav:"HasUndo,omitempty"`
-	Round          int      `dynamodbav:"Round"`
-	StepName       string   `dynamodbav:"StepName"`
-	Agent          string   `dynamodbav:"Agent"`
-	TimeoutMs      int64    `dynamodbav:"TimeoutMs"`
-	MaxFailures    int      `dynamodbav:"MaxFailures"`
-	RetryBackoffMs int64    `dynamodbav:"RetryBackoffMs"`
-	ProcessState   string   `dynamodbav:"ProcessState"`
-	Attempt        int      `dynamodbav:"Attempt"`
-	FailureCount   int      `dynamodbav:"FailureCount"`
-	LockedBy       string   `dynamodbav:"LockedBy,omitempty"`
-	CompleteBy     int64    `dynamodbav:"CompleteBy,omitempty"`
-	DueAt          int64    `dynamodbav:"DueAt,omitempty"` // the record's own deadline
-	ReadyAt        int64    `dynamodbav:"ReadyAt,omitempty"`
-	Waits          int      `dynamodbav:"Waits,omitempty"`
-	Cause          string   `dynamodbav:"Cause,omitempty"`
-	LastError      string   `dynamodbav:"LastError,omitempty"`
-	StepResult     string   `dynamodbav:"StepResult,omitempty"`
-	Alerted        bool     `dynamodbav:"Alerted,omitempty"`
-	ClaimedAt      int64    `dynamodbav:"ClaimedAt,omitempty"`
-	UpdatedAt      int64    `dynamodbav:"UpdatedAt,omitempty"`
-	Events         []string `dynamodbav:"Events,omitempty"`
+	Name        string `dynamodbav:"n"`
+	Agent       string `dynamodbav:"a"`
+	TimeoutMs   int64  `dynamodbav:"t"`
+	MaxFailures int    `dynamodbav:"m"`
+	BackoffMs   int64  `dynamodbav:"b,omitempty"`
+	UndoFrom    int    `dynamodbav:"f"`
+	HasUndo     bool   `dynamodbav:"h,omitempty"`
+
+	State        string   `dynamodbav:"s"` // ProcessState
+	Round        int      `dynamodbav:"r"`
+	Attempt      int      `dynamodbav:"k,omitempty"` // (AT is a reserved word)
+	FailureCount int      `dynamodbav:"fc,omitempty"`
+	LockedBy     string   `dynamodbav:"lk,omitempty"`
+	CompleteBy   int64    `dynamodbav:"cb,omitempty"`
+	DueAt        int64    `dynamodbav:"d,omitempty"` // the record's own deadline
+	ReadyAt      int64    `dynamodbav:"ra,omitempty"`
+	ClaimedAt    int64    `dynamodbav:"ca,omitempty"`
+	DoneAt       int64    `dynamodbav:"dn,omitempty"`
+	Waits        int      `dynamodbav:"w,omitempty"`
+	Resent       int      `dynamodbav:"rs,omitempty"`
+	Cause        string   `dynamodbav:"c,omitempty"`
+	LastError    string   `dynamodbav:"e,omitempty"`
+	Alerted      bool     `dynamodbav:"al,omitempty"`
+	Incidents    []string `dynamodbav:"ev,omitempty"` // "<Unix ms, base 36> <what>"
 }
 
 const taskSK = "TASK"
 
-// sortKey is a record's SK: STEP#000 for a step, UNDO#000 for its undo action.
+// sortKey is a record's key in the item's map: s0, s1… for steps, u0, u1…
+// for their undo actions.
 func sortKey(r workflow.Ref) string {
 	if r.Undo {
-		return fmt.Sprintf("UNDO#%03d", r.Index)
+		return "u" + strconv.Itoa(r.Index)
 	}
-	return fmt.Sprintf("STEP#%03d", r.Index)
+	return "s" + strconv.Itoa(r.Index)
 }
 
-// event is one line of a record's history.
-func event(now time.Time, format string, args ...any) string {
-	return now.UTC().Format(time.RFC3339Nano) + " " + fmt.Sprintf(format, args...)
+// refOf is the record a sort key names.
+func refOf(sk string) workflow.Ref {
+	i, _ := strconv.Atoi(sk[1:])
+	return workflow.Ref{Index: i, Undo: strings.HasPrefix(sk, "u")}
+}
+
+// incident is one line of a record's incidents, at now.
+func incident(now time.Time, format string, args ...any) string {
+	return strconv.FormatInt(ms(now), 36) + " " + fmt.Sprintf(format, args...)
+}
+
+// parseIncident reads an incident line back (a line it cannot read keeps
+// its text, at the zero time).
+func parseIncident(line string) Event {
+	at, what, _ := strings.Cut(line, " ")
+	v, err := strconv.ParseInt(at, 36, 64)
+	if err != nil {
+		return Event{What: line}
+	}
+	return Event{At: time.UnixMilli(v), What: what}
 }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
@@ -179,27 +234,37 @@ func fromMs(v int64) time.Time {
 }
 
 func (it stateItem) task() Task {
-	return Task{OrderID: it.OrderID, Workflow: it.Workflow, State: workflow.State(it.ProcessState),
-		StepCount: it.StepCount, Round: it.Round, ReplyQueue: it.ReplyQueue, LastError: it.LastError, CreatedAt: fromMs(it.CreatedAt),
+	steps := 0
+	for sk := range it.Recs {
+		if !refOf(sk).Undo {
+			steps++
+		}
+	}
+	return Task{OrderID: it.OrderID, Workflow: it.Workflow, State: workflow.State(it.State),
+		StepCount: steps, Round: it.Round, ReplyQueue: it.ReplyQueue, LastError: it.LastError, CreatedAt: fromMs(it.CreatedAt),
 		UpdatedAt: fromMs(it.UpdatedAt), CompletedAt: fromMs(it.CompletedAt)}
 }
 
 // step is the record named sk as a Step; Version is the item's.
 func (it stateItem) step(sk string) Step {
-	r := it.Recs[sk]
+	r, ref := it.Recs[sk], refOf(sk)
 	var deadline time.Time
-	if it.deadlineCovers(r) {
+	if it.deadlineCovers(ref) {
 		deadline = fromMs(it.DeadlineAt)
 	}
-	return Step{Deadline: deadline, ReadyAt: fromMs(r.ReadyAt), Waits: r.Waits, Cause: workflow.Cause(r.Cause),
-		othersDue: it.dueBesides(sk), OrderID: it.OrderID, Index: r.StepIndex, Undo: r.Undo, UndoFrom: r.UndoFrom, HasUndo: r.HasUndo, Round: r.Round,
-		ReplyQueue: it.ReplyQueue, Name: r.StepName, Agent: r.Agent,
+	incidents := make([]Event, 0, len(r.Incidents))
+	for _, line := range r.Incidents {
+		incidents = append(incidents, parseIncident(line))
+	}
+	return Step{OrderID: it.OrderID, Index: ref.Index, Undo: ref.Undo, UndoFrom: r.UndoFrom, HasUndo: r.HasUndo,
+		Round: r.Round, ReplyQueue: it.ReplyQueue, Name: r.Name, Agent: r.Agent,
 		Timeout: time.Duration(r.TimeoutMs) * time.Millisecond, MaxFailures: r.MaxFailures,
-		RetryBackoff: time.Duration(r.RetryBackoffMs) * time.Millisecond,
-		State:        workflow.State(r.ProcessState), Attempt: r.Attempt, FailureCount: r.FailureCount,
-		LockedBy: r.LockedBy, CompleteBy: fromMs(r.CompleteBy), DueAt: fromMs(r.DueAt),
-		LastError: r.LastError, Payload: it.Payload, Alerted: r.Alerted, Version: it.Version,
-		ClaimedAt: fromMs(r.ClaimedAt), UpdatedAt: fromMs(r.UpdatedAt), Events: r.Events}
+		RetryBackoff: time.Duration(r.BackoffMs) * time.Millisecond,
+		State:        workflow.State(r.State), Attempt: r.Attempt, FailureCount: r.FailureCount,
+		LockedBy: r.LockedBy, CompleteBy: fromMs(r.CompleteBy), DueAt: fromMs(r.DueAt), ReadyAt: fromMs(r.ReadyAt),
+		ClaimedAt: fromMs(r.ClaimedAt), DoneAt: fromMs(r.DoneAt), Waits: r.Waits, Resent: r.Resent,
+		Cause: workflow.Cause(r.Cause), Deadline: deadline, LastError: r.LastError, Alerted: r.Alerted,
+		Version: it.Version, Incidents: incidents, othersDue: it.dueBesides(sk)}
 }
 
 // steps are the item's records, steps first then undo actions, each by index.
@@ -208,19 +273,28 @@ func (it stateItem) steps() []Step {
 	for sk := range it.Recs {
 		out = append(out, it.step(sk))
 	}
-	slices.SortFunc(out, func(a, b Step) int { return strings.Compare(sortKey(a.Ref()), sortKey(b.Ref())) })
+	slices.SortFunc(out, func(a, b Step) int {
+		switch {
+		case a.Undo == b.Undo:
+			return a.Index - b.Index
+		case a.Undo:
+			return 1
+		default:
+			return -1
+		}
+	})
 	return out
 }
 
 // nextDue is when the Supervisor must look at the order next: its records'
-// earliest deadline, or the order's deadline while it runs forward (zero:
-// never).
+// earliest deadline, or the order's deadline while a record it covers is at
+// work (zero: never).
 func (it stateItem) nextDue() int64 { return it.dueBesides("") }
 
 // deadlineCovers reports whether the order's deadline bounds record r: a
 // step while the task runs forward, an undo action while it compensates.
-func (it stateItem) deadlineCovers(r recItem) bool {
-	return it.ProcessState == string(taskFrom(workflow.Ref{Undo: r.Undo}))
+func (it stateItem) deadlineCovers(r workflow.Ref) bool {
+	return it.State == string(taskFrom(r))
 }
 
 // dueBesides is nextDue leaving record sk out. The order's deadline counts
@@ -228,7 +302,7 @@ func (it stateItem) deadlineCovers(r recItem) bool {
 func (it stateItem) dueBesides(sk string) int64 {
 	var due int64
 	for k, r := range it.Recs {
-		if r.DueAt != 0 && it.deadlineCovers(r) {
+		if r.DueAt != 0 && it.deadlineCovers(refOf(k)) {
 			due = earliest(due, it.DeadlineAt)
 		}
 		if k != sk {
@@ -238,17 +312,17 @@ func (it stateItem) dueBesides(sk string) int64 {
 	return due
 }
 
+// shardOf spreads the orders' deadline-index entries over n partitions.
+func shardOf(orderID string, n int) string {
+	h := fnv.New32a()
+	h.Write([]byte(orderID))
+	return strconv.FormatUint(uint64(h.Sum32()%uint32(n)), 10)
+}
+
 // earliest is the earlier of two Unix-millisecond times, zero meaning never.
 func earliest(a, b int64) int64 {
 	if a == 0 || (b != 0 && b < a) {
 		return b
 	}
 	return a
-}
-
-// shardOf spreads the orders' deadline-index entries over n partitions.
-func shardOf(orderID string, n int) string {
-	h := fnv.New32a()
-	h.Write([]byte(orderID))
-	return fmt.Sprint(h.Sum32() % uint32(n))
 }

@@ -19,6 +19,7 @@ import (
 type Failure struct {
 	OrderID string
 	Ref     workflow.Ref
+	Name    string // the step's or undo action's, for the task's last error
 	// After is what follows: the undo action to start and the task's state.
 	After  workflow.Aftermath
 	Cause  workflow.Cause
@@ -59,34 +60,44 @@ type GiveUp struct {
 // record itself (AfterGiveUp: a timed-out step is undone too, a pivot is left
 // to the operator): the Supervisor knows nothing of the workflow.
 func (s *Store) GiveUp(ctx context.Context, g GiveUp) error {
-	f := Failure{OrderID: g.Read.OrderID, Ref: g.Read.Ref(), After: g.Read.AfterGiveUp(), Cause: g.Cause,
+	f := Failure{OrderID: g.Read.OrderID, Ref: g.Read.Ref(), Name: g.Read.Name, After: g.Read.AfterGiveUp(), Cause: g.Cause,
 		Reason: g.Reason, Due: g.Due, Now: g.Now}
 	ch := newChange(g.Now)
 	p := ch.rec("r", f.Ref)
-	ch.cond = append(ch.cond, "Version = "+ch.val("version", num(int64(g.Read.Version))))
+	ch.cond = append(ch.cond, "V = "+ch.val("version", num(int64(g.Read.Version))))
 	return s.markError(ctx, ch, p, f, g.FailureCount)
 }
 
 func (s *Store) markError(ctx context.Context, ch *change, p string, f Failure, failureCount int) error {
-	ch.set = append(ch.set, p+".ProcessState = "+ch.val("error", str(string(workflow.Error))),
-		p+".LastError = "+ch.val("reason", str(f.Reason)), p+".DueAt = "+ch.val("alertDue", num(ms(f.Due))),
-		p+".Cause = "+ch.val("cause", str(string(f.Cause))))
+	ch.set = append(ch.set, p+".s = "+ch.val("error", str(string(workflow.Error))),
+		p+".e = "+ch.val("reason", str(f.Reason)), p+".d = "+ch.val("alertDue", num(ms(f.Due))),
+		p+".c = "+ch.val("cause", str(string(f.Cause))), p+".dn = "+ch.at())
 	if failureCount >= 0 {
-		ch.set = append(ch.set, p+".FailureCount = "+ch.val("fc", num(int64(failureCount))))
+		ch.set = append(ch.set, p+".fc = "+ch.val("fc", num(int64(failureCount))))
 	}
-	ch.remove = append(ch.remove, p+".LockedBy", p+".Waits")
-	ch.add = append(ch.add, "Unalerted "+ch.val("sk", &types.AttributeValueMemberSS{Value: []string{sortKey(f.Ref)}}))
-	ch.event(p, "r", "failed for good: %s", f.Reason)
-	ch.task(taskFrom(f.Ref), f.After.Next, fmt.Sprintf("%s: %s", sortKey(f.Ref), f.Reason))
+	ch.add = append(ch.add, "Ua "+ch.val("sk", &types.AttributeValueMemberSS{Value: []string{sortKey(f.Ref)}}))
+	ch.task(taskFrom(f.Ref), f.After.Next, fmt.Sprintf("%s: %s", label(f.Name, f.Ref), f.Reason))
 	if f.After.Next == workflow.Compensating && !f.Ref.Undo {
 		// Compensation starts, with as long as the order had.
-		ch.set = append(ch.set, "DeadlineAt = DeadlineMs + "+ch.at())
+		ch.set = append(ch.set, "Dl = DlMs + "+ch.at())
 	}
 	if f.After.Next == workflow.Compensating {
 		s.makeReady(ch, workflow.Ref{Index: f.After.UndoFrom, Undo: true}, f.Due)
 	}
 	ch.index(f.OrderID, s.shards, f.Due)
 	return s.update(ctx, f.OrderID, ch, fmt.Sprintf("mark %s/%s Error", f.OrderID, sortKey(f.Ref)))
+}
+
+// label names a record for people: its action's name, "(undo)" for an
+// undo action.
+func label(name string, r workflow.Ref) string {
+	if name == "" {
+		name = sortKey(r)
+	}
+	if r.Undo {
+		return name + " (undo)"
+	}
+	return name
 }
 
 // MarkAlerted records that the record's Error alert was sent: it has no
@@ -96,12 +107,12 @@ func (s *Store) markError(ctx context.Context, ch *change, p string, f Failure, 
 func (s *Store) MarkAlerted(ctx context.Context, orderID string, r workflow.Ref, now time.Time) error {
 	ch := newChange(now)
 	p := ch.rec("r", r)
-	ch.when("%[1]s.ProcessState = :error AND attribute_exists(%[1]s.DueAt)", p)
+	ch.when("%[1]s.s = :error AND attribute_exists(%[1]s.d)", p)
 	ch.val("error", str(string(workflow.Error)))
-	ch.set = append(ch.set, p+".Alerted = "+ch.val("true", &types.AttributeValueMemberBOOL{Value: true}))
-	ch.remove = append(ch.remove, p+".DueAt")
-	ch.del = append(ch.del, "Unalerted "+ch.val("sk", &types.AttributeValueMemberSS{Value: []string{sortKey(r)}}))
-	ch.event(p, "r", "operator alerted")
+	ch.set = append(ch.set, p+".al = "+ch.val("true", &types.AttributeValueMemberBOOL{Value: true}))
+	ch.remove = append(ch.remove, p+".d")
+	ch.del = append(ch.del, "Ua "+ch.val("sk", &types.AttributeValueMemberSS{Value: []string{sortKey(r)}}))
+	ch.incident(p, "r", "operator alerted")
 	_, err := s.db.UpdateItem(ctx, ch.input(s.state, orderID))
 	if err != nil && !isConditionFailed(err) {
 		return fmt.Errorf("mark %s/%s alerted: %w", orderID, sortKey(r), err)
@@ -126,12 +137,12 @@ type Retry struct {
 func (s *Store) Requeue(ctx context.Context, r Retry) error {
 	ch := newChange(r.Now)
 	p := ch.rec("r", r.Read.Ref())
-	ch.cond = append(ch.cond, "Version = "+ch.val("version", num(int64(r.Read.Version))))
-	ch.set = append(ch.set, p+".ProcessState = "+ch.val("pending", str(string(workflow.Pending))),
-		p+".FailureCount = "+ch.val("fc", num(int64(r.FailureCount))), p+".LastError = "+ch.val("reason", str(r.Reason)),
-		p+".DueAt = "+ch.val("recDue", num(ms(r.Due))), p+".ReadyAt = "+ch.val("readyAt", num(ms(r.ReadyAt))))
-	ch.remove = append(ch.remove, p+".LockedBy", p+".CompleteBy", p+".Waits")
-	ch.event(p, "r", "recovered by the supervisor (failure %d): %s", r.FailureCount, r.Reason)
+	ch.cond = append(ch.cond, "V = "+ch.val("version", num(int64(r.Read.Version))))
+	ch.set = append(ch.set, p+".s = "+ch.val("pending", str(string(workflow.Pending))),
+		p+".fc = "+ch.val("fc", num(int64(r.FailureCount))), p+".e = "+ch.val("reason", str(r.Reason)),
+		p+".d = "+ch.val("recDue", num(ms(r.Due))), p+".ra = "+ch.val("readyAt", num(ms(r.ReadyAt))))
+	ch.remove = append(ch.remove, p+".lk", p+".cb")
+	ch.incident(p, "r", "recovered by the supervisor (failure %d): %s", r.FailureCount, r.Reason)
 	ch.indexAfter(r.Read, s.shards, r.Due)
 	return s.update(ctx, r.Read.OrderID, ch, "requeue "+r.Read.Key())
 }
@@ -140,22 +151,25 @@ func (s *Store) Requeue(ctx context.Context, r Retry) error {
 // claimed (its message re-sent, or held back for a backlog), or a claimed one
 // whose reply may be waiting in a backlogged queue. It is not a failure.
 type Wait struct {
-	Read   Step // the record as read: the write is conditional on its Version
-	Resent bool // its message was re-sent (else held back)
-	Reason string
+	Read   Step      // the record as read: the write is conditional on its Version
+	Resent bool      // its message was re-sent (else held back)
 	Due    time.Time // when the Supervisor looks again
 	Now    time.Time
 }
 
-// Waited records a Wait: Waits + 1 and a later deadline, in the record's
-// history and nothing else (no FailureCount, no attempt).
+// Waited records a Wait: Waits + 1 (and Resent + 1 if its message was
+// re-sent) and a later deadline, and nothing else (no FailureCount, no
+// attempt, no line in its incidents: a long wait is many looks, and each line
+// would grow every later write; the Supervisor logs why).
 func (s *Store) Waited(ctx context.Context, w Wait) error {
 	ch := newChange(w.Now)
 	p := ch.rec("r", w.Read.Ref())
-	ch.cond = append(ch.cond, "Version = "+ch.val("version", num(int64(w.Read.Version))))
-	ch.set = append(ch.set, p+".Waits = "+ch.val("waits", num(int64(w.Read.Waits+1))),
-		p+".DueAt = "+ch.val("recDue", num(ms(w.Due))))
-	ch.event(p, "r", "%s", w.Reason)
+	ch.cond = append(ch.cond, "V = "+ch.val("version", num(int64(w.Read.Version))))
+	ch.set = append(ch.set, p+".w = "+ch.val("waits", num(int64(w.Read.Waits+1))),
+		p+".d = "+ch.val("recDue", num(ms(w.Due))))
+	if w.Resent {
+		ch.set = append(ch.set, p+".rs = "+ch.val("resent", num(int64(w.Read.Resent+1))))
+	}
 	ch.indexAfter(w.Read, s.shards, w.Due)
 	return s.update(ctx, w.Read.OrderID, ch, "record the wait of "+w.Read.Key())
 }
@@ -249,7 +263,7 @@ func (s *Store) dueOrders(ctx context.Context, now time.Time, limit int) ([]stri
 // another write, it changes nothing: the order stays due and is read again.
 func (s *Store) moveOn(ctx context.Context, it stateItem, now time.Time) error {
 	ch := newChange(now)
-	ch.cond = append(ch.cond, "Version = "+ch.val("version", num(int64(it.Version))))
+	ch.cond = append(ch.cond, "V = "+ch.val("version", num(int64(it.Version))))
 	if next := it.nextDue(); next != 0 {
 		ch.index(it.OrderID, s.shards, fromMs(next))
 	} else {

@@ -89,37 +89,36 @@ func (s *Store) resubmit(ctx context.Context, orderID, step string, pickup time.
 		return Resubmission{}, &NotResubmittableError{fmt.Sprintf("order %s is %s; only Failed or CompensationFailed orders can be resubmitted", orderID, task.State)}
 	case failed == "":
 		return Resubmission{}, &NotResubmittableError{fmt.Sprintf("order %s is %s but no step is in Error", orderID, task.State)}
-	case step != "" && step != it.Recs[failed].StepName:
-		return Resubmission{}, &NotResubmittableError{fmt.Sprintf("order %s: step %q is not the one that failed (%s)", orderID, step, it.Recs[failed].StepName)}
+	case step != "" && step != it.Recs[failed].Name:
+		return Resubmission{}, &NotResubmittableError{fmt.Sprintf("order %s: step %q is not the one that failed (%s)", orderID, step, it.Recs[failed].Name)}
 	}
 	read := it.Version
 	ready := []string{failed}
-	res := Resubmission{Ref: it.step(failed).Ref(), Step: it.Recs[failed].StepName, Round: task.Round}
-	it.ProcessState = string(workflow.Compensating)
-	if !it.Recs[failed].Undo {
-		it.ProcessState = string(workflow.Pending) // the pivot step runs again
+	res := Resubmission{Ref: it.step(failed).Ref(), Step: it.Recs[failed].Name, Round: task.Round}
+	it.State = string(workflow.Compensating)
+	if !refOf(failed).Undo {
+		it.State = string(workflow.Pending) // the pivot step runs again
 	}
 	if task.State == workflow.Failed {
 		res.Round++
 		first := sortKey(workflow.Ref{}) // a new round starts at the first step
-		res.Ref, res.Step, ready = workflow.Ref{}, it.Recs[first].StepName, slices.Collect(maps.Keys(it.Recs))
-		it.ProcessState = string(workflow.Pending)
+		res.Ref, res.Step, ready = workflow.Ref{}, it.Recs[first].Name, slices.Collect(maps.Keys(it.Recs))
+		it.State = string(workflow.Pending)
 	}
 	due := ms(now.Add(pickup))
 	for _, sk := range ready {
 		r := it.Recs[sk]
-		r.ProcessState, r.FailureCount, r.Round = string(workflow.Pending), 0, res.Round
-		r.LockedBy, r.CompleteBy, r.LastError, r.Alerted, r.StepResult, r.DueAt = "", 0, "", false, "", 0
-		r.ReadyAt, r.Waits, r.Cause = 0, 0, ""
+		r.State, r.FailureCount, r.Round = string(workflow.Pending), 0, res.Round
+		r.LockedBy, r.CompleteBy, r.LastError, r.Alerted, r.DueAt = "", 0, "", false, 0
+		r.ReadyAt, r.ClaimedAt, r.DoneAt, r.Cause = 0, 0, 0, ""
 		if sortKey(res.Ref) == sk {
 			r.DueAt, r.ReadyAt = due, ms(now)
 		}
-		r.UpdatedAt = ms(now)
-		r.Events = append(r.Events, event(now, "resubmitted by the operator (round %d)", res.Round))
+		r.Incidents = append(r.Incidents, incident(now, "resubmitted by the operator (round %d)", res.Round))
 		it.Recs[sk] = r
 	}
 	it.Round, it.Version, it.UpdatedAt, it.CompletedAt, it.LastError = res.Round, it.Version+1, ms(now), 0, ""
-	it.Unalerted = slices.DeleteFunc(it.Unalerted, func(sk string) bool { return it.Recs[sk].ProcessState != string(workflow.Error) })
+	it.Unalerted = slices.DeleteFunc(it.Unalerted, func(sk string) bool { return it.Recs[sk].State != string(workflow.Error) })
 	if len(it.Unalerted) == 0 {
 		it.Unalerted = nil // absent, not an empty (NULL) attribute: an ending completion checks attribute_not_exists
 	}
@@ -144,7 +143,7 @@ func (s *Store) replace(ctx context.Context, it stateItem, read int) error {
 	}
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: &s.state, Item: av,
-		ConditionExpression:       aws.String("Version = :version"),
+		ConditionExpression:       aws.String("V = :version"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":version": num(int64(read))},
 	})
 	if isConditionFailed(err) {

@@ -76,7 +76,7 @@ func TestResubmitRacesTheSupervisor(t *testing.T) {
 					Key: map[string]types.AttributeValue{
 						topology.KeyOrderID: &types.AttributeValueMemberS{Value: "o-churn"},
 						topology.KeySort:    &types.AttributeValueMemberS{Value: "TASK"}},
-					UpdateExpression:          aws.String("ADD Version :one"),
+					UpdateExpression:          aws.String("ADD V :one"), // the Version
 					ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}}})
 				require.NoError(t, err)
 			}

@@ -168,3 +168,19 @@ func (s *Store) Order(ctx context.Context, orderID string) (string, error) {
 	}
 	return body.Value, nil
 }
+
+// ItemBytes is the size of an order's state item as DynamoDB counts it for
+// capacity (ItemSize), read consistently: what the next write of it is
+// billed by, a unit per started KB.
+func (s *Store) ItemBytes(ctx context.Context, orderID string) (int, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &s.state, ConsistentRead: aws.Bool(true), Key: key(orderID, taskSK),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read order %s: %w", orderID, err)
+	}
+	if out.Item == nil {
+		return 0, fmt.Errorf("read order %s: %w", orderID, ErrNotFound)
+	}
+	return ItemSize(out.Item), nil
+}

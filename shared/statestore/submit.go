@@ -44,7 +44,7 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 	look := ms(sub.Now.Add(min(wf.PickupTimeout, wf.Steps[0].Timeout)))
 	state, err := attributevalue.MarshalMap(stateItem{
 		OrderID: sub.OrderID, SK: taskSK, Workflow: wf.Name, ReplyQueue: sub.ReplyQueue,
-		ProcessState: string(workflow.Pending), StepCount: len(wf.Steps), Round: 1, Payload: sub.Order,
+		State: string(workflow.Pending), Round: 1,
 		DueShard: shardOf(sub.OrderID, s.shards), DueAt: look, CreatedAt: now, UpdatedAt: now,
 		DeadlineAt: ms(sub.Now.Add(wf.Deadline)), DeadlineMs: wf.Deadline.Milliseconds(),
 		Recs: records(sub, due),
@@ -70,10 +70,9 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 func records(sub Submission, due int64) map[string]recItem {
 	rec := func(r workflow.Ref, a workflow.Action, undoFrom int) recItem {
 		return recItem{
-			StepIndex: r.Index, Undo: r.Undo, UndoFrom: undoFrom, Round: 1,
-			StepName: a.Name, Agent: a.Agent, TimeoutMs: a.Timeout.Milliseconds(),
-			MaxFailures: a.MaxFailures, RetryBackoffMs: a.RetryBackoff.Milliseconds(),
-			ProcessState: string(workflow.Pending),
+			UndoFrom: undoFrom, Round: 1, Name: a.Name, Agent: a.Agent, TimeoutMs: a.Timeout.Milliseconds(),
+			MaxFailures: a.MaxFailures, BackoffMs: a.RetryBackoff.Milliseconds(),
+			State: string(workflow.Pending),
 		}
 	}
 	out := map[string]recItem{}
@@ -82,8 +81,7 @@ func records(sub Submission, due int64) map[string]recItem {
 		it := rec(ref, st.Action, sub.Workflow.UndoFrom(i))
 		it.HasUndo = st.Undo != nil
 		if i == 0 {
-			it.DueAt, it.ReadyAt, it.UpdatedAt = due, ms(sub.Now), ms(sub.Now)
-			it.Events = []string{event(sub.Now, "received; ready")}
+			it.DueAt, it.ReadyAt = due, ms(sub.Now)
 		}
 		out[sortKey(ref)] = it
 		if st.Undo != nil {

@@ -36,15 +36,13 @@ type Claim struct {
 func (s *Store) Claim(ctx context.Context, c Claim) (Step, error) {
 	ch := newChange(c.Now)
 	p := ch.rec("r", c.Ref)
-	ch.when("%[1]s.ProcessState = :pending AND attribute_not_exists(%[1]s.LockedBy) AND attribute_exists(%[1]s.DueAt) AND %[1]s.#agent = :agent", p)
-	ch.names["#agent"] = "Agent" // a reserved word
+	ch.when("%[1]s.s = :pending AND attribute_not_exists(%[1]s.lk) AND attribute_exists(%[1]s.d) AND %[1]s.a = :agent", p)
 	ch.val("pending", str(string(workflow.Pending)))
 	ch.val("agent", str(c.Agent))
-	ch.set = append(ch.set, p+".ProcessState = "+ch.val("processing", str(string(workflow.Processing))),
-		p+".LockedBy = "+ch.val("owner", str(c.Owner)), p+".CompleteBy = "+ch.at()+" + "+p+".TimeoutMs",
-		p+".DueAt = "+ch.at()+" + "+p+".TimeoutMs", p+".Attempt = "+p+".Attempt + :one", p+".ClaimedAt = "+ch.at())
-	ch.remove = append(ch.remove, p+".Waits")
-	ch.event(p, "r", "claimed by %s", c.Owner)
+	ch.set = append(ch.set, p+".s = "+ch.val("processing", str(string(workflow.Processing))),
+		p+".lk = "+ch.val("owner", str(c.Owner)), p+".cb = "+ch.at()+" + "+p+".t",
+		p+".d = "+ch.at()+" + "+p+".t", p+".k = if_not_exists("+p+".k, :zero) + :one", p+".ca = "+ch.at())
+	ch.val("zero", num(0))
 	in := ch.input(s.state, c.OrderID)
 	in.ReturnValues = types.ReturnValueAllNew
 	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
@@ -78,8 +76,8 @@ func notClaimable(old map[string]types.AttributeValue, c Claim) error {
 		return ErrNotClaimable
 	}
 	r, ok := it.Recs[sortKey(c.Ref)]
-	if ok && r.Agent != c.Agent && r.ProcessState == string(workflow.Pending) && r.DueAt != 0 && r.LockedBy == "" {
-		return fmt.Errorf("%s/%s is %q's (%s), not %q's: %w", c.OrderID, sortKey(c.Ref), r.Agent, r.StepName, c.Agent, ErrWrongAgent)
+	if ok && r.Agent != c.Agent && r.State == string(workflow.Pending) && r.DueAt != 0 && r.LockedBy == "" {
+		return fmt.Errorf("%s/%s is %q's (%s), not %q's: %w", c.OrderID, sortKey(c.Ref), r.Agent, r.Name, c.Agent, ErrWrongAgent)
 	}
 	return ErrNotClaimable
 }
@@ -90,7 +88,6 @@ type Completion struct {
 	Ref     workflow.Ref
 	Attempt int
 	Round   int // the round the attempt ran in (0 for 1)
-	Result  string
 	// Next is the record to make ready, due at NextDueAt; when nil the task
 	// ends in state End.
 	Next      *workflow.Ref
@@ -109,17 +106,15 @@ func (s *Store) Complete(ctx context.Context, c Completion) error {
 		ch := newChange(c.Now)
 		p := ch.rec("r", c.Ref)
 		current(ch, p, c.Attempt, c.Round)
-		ch.set = append(ch.set, p+".ProcessState = "+ch.val("processed", str(string(workflow.Processed))),
-			p+".StepResult = "+ch.val("result", str(c.Result)))
-		ch.remove = append(ch.remove, p+".LockedBy", p+".DueAt", p+".Waits")
-		ch.event(p, "r", "processed (attempt %d)", c.Attempt)
+		ch.set = append(ch.set, p+".s = "+ch.val("processed", str(string(workflow.Processed))), p+".dn = "+ch.at())
+		ch.remove = append(ch.remove, p+".d")
 		if c.Next != nil {
 			s.makeReady(ch, *c.Next, c.NextDueAt)
 			return ch
 		}
 		ch.task(taskFrom(c.Ref), c.End, "")
 		if leaveIndex {
-			ch.cond = append(ch.cond, "attribute_not_exists(Unalerted)")
+			ch.cond = append(ch.cond, "attribute_not_exists(Ua)")
 			ch.remove = append(ch.remove, "DueShard", "DueAt")
 		}
 		return ch
@@ -151,8 +146,8 @@ func (s *Store) Complete(ctx context.Context, c Completion) error {
 // the attempt overdue while its reply waited in a queue. The reply of a
 // latest attempt is the record's outcome as long as no later attempt began.
 func current(ch *change, p string, attempt, round int) {
-	ch.when("%[1]s.Attempt = :attempt AND %[1]s.Round = :round AND "+
-		"(%[1]s.ProcessState = :processing OR (%[1]s.ProcessState = :pending AND attribute_exists(%[1]s.DueAt)))", p)
+	ch.when("%[1]s.k = :attempt AND %[1]s.r = :round AND "+
+		"(%[1]s.s = :processing OR (%[1]s.s = :pending AND attribute_exists(%[1]s.d)))", p)
 	ch.val("attempt", num(int64(attempt)))
 	ch.val("round", num(int64(max(round, 1))))
 	ch.val("processing", str(string(workflow.Processing)))
@@ -162,7 +157,7 @@ func current(ch *change, p string, attempt, round int) {
 // isCurrent is current, read from a record.
 func isCurrent(r recItem, attempt, round int) bool {
 	return r.Attempt == attempt && r.Round == max(round, 1) &&
-		(r.ProcessState == string(workflow.Processing) || (r.ProcessState == string(workflow.Pending) && r.DueAt != 0))
+		(r.State == string(workflow.Processing) || (r.State == string(workflow.Pending) && r.DueAt != 0))
 }
 
 // alertPending reports whether old, the order as a refused ending completion
@@ -173,7 +168,7 @@ func alertPending(old map[string]types.AttributeValue, c Completion) bool {
 	if old == nil || attributevalue.UnmarshalMap(old, &it) != nil {
 		return true
 	}
-	_, unalerted := old["Unalerted"] // as the refused condition saw it
+	_, unalerted := old["Ua"] // as the refused condition saw it
 	return unalerted && isCurrent(it.Recs[sortKey(c.Ref)], c.Attempt, c.Round)
 }
 
@@ -192,11 +187,9 @@ func taskFrom(r workflow.Ref) workflow.State {
 // than the entry pulls it in: see pullIn).
 func (s *Store) makeReady(ch *change, r workflow.Ref, due time.Time) {
 	n := ch.rec("n", r)
-	ch.when("%[1]s.ProcessState = :pending AND attribute_not_exists(%[1]s.DueAt)", n)
+	ch.when("%[1]s.s = :pending AND attribute_not_exists(%[1]s.d)", n)
 	ch.val("pending", str(string(workflow.Pending)))
-	ch.set = append(ch.set, n+".DueAt = "+ch.val("nextDue", num(ms(due))), n+".ReadyAt = "+ch.at())
-	ch.remove = append(ch.remove, n+".Waits")
-	ch.event(n, "n", "ready")
+	ch.set = append(ch.set, n+".d = "+ch.val("nextDue", num(ms(due))), n+".ra = "+ch.at())
 }
 
 // update runs the change; a failed condition is ErrStale.

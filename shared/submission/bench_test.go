@@ -31,8 +31,16 @@ func BenchmarkSubmissionPerMessage(b *testing.B) {
 			def, _ := workflow.For(s)
 			m := metrics.New(io.Discard, "submission")
 			log := slog.New(slog.DiscardHandler)
-			h := submission.New(submission.Config{Workflow: def, SchedulerQueueURL: "q", DLQURL: "dlq"}, nopStore{}, handlerbench.EncodeOnly{},
-				notify.New(handlerbench.EncodeOnly{}, nil, m, log), m, log)
+			queues := map[string]string{}
+			for _, a := range def.Agents() {
+				queues[a] = "q-" + a
+			}
+			h, err := submission.New(submission.Config{Workflow: def, AgentQueues: queues, DLQURL: "dlq"},
+				submission.Deps{Store: nopStore{}, Send: handlerbench.EncodeOnly{},
+					Notify: notify.New(handlerbench.EncodeOnly{}, nil, m, log), Metrics: m, Log: log})
+			if err != nil {
+				b.Fatal(err)
+			}
 			var bodies []string
 			for i := range 10 {
 				bodies = append(bodies, fmt.Sprintf(

@@ -1,15 +1,19 @@
 // Package submission is the Submission handler: it validates orders from the
 // orders queue, stores each with its task and step records in one
-// transaction, and tells the Scheduler.
+// transaction, and sends the first step's request to its Agent (the
+// Scheduler's dispatch, done where the order is stored: one hop less).
 package submission
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sas-go/sas/shared/dispatch"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
@@ -32,32 +36,47 @@ type Sender interface {
 // Config is what Submission needs to know of its deployment.
 type Config struct {
 	Workflow           workflow.Definition
-	SchedulerQueueURL  string
-	DLQURL             string         // the orders queue's DLQ, for rejected orders
-	AllowedReplyQueues notify.Allowed // URL prefixes an order's replyQueue may start with
+	AgentQueues        map[string]string // agent name → its request queue URL
+	DLQURL             string            // the orders queue's DLQ, for rejected orders
+	AllowedReplyQueues notify.Allowed    // URL prefixes an order's replyQueue may start with
 }
 
 // Handler is the Submission Lambda handler.
 type Handler struct {
-	cfg     Config
-	store   Store
-	send    Sender
-	notify  *notify.Notifier
-	metrics *metrics.Emitter
-	log     *slog.Logger
-	batch   *sqsbatch.Processor
-	Now     func() time.Time
+	cfg      Config
+	store    Store
+	send     Sender
+	notify   *notify.Notifier
+	metrics  *metrics.Emitter
+	log      *slog.Logger
+	batch    *sqsbatch.Processor
+	dispatch dispatch.Dispatcher
+	Now      func() time.Time
 	// Crash, if set, is called at each crash point (after a write, before the
 	// send that follows it); a chaos test makes it panic there, as a killed
 	// invocation would stop. Nil in production.
 	Crash func(point string)
 }
 
-// New builds the handler.
-func New(cfg Config, store Store, send Sender, n *notify.Notifier, m *metrics.Emitter, log *slog.Logger) *Handler {
-	return &Handler{cfg: cfg, store: store, send: send, notify: n, metrics: m, log: log, Now: time.Now,
-		batch: &sqsbatch.Processor{Name: "submission", DLQURL: cfg.DLQURL, Rejecter: send, Metrics: m, Log: log,
-			Buffer: sqsbatch.BufferingOf(send)}}
+// Deps are what Submission calls.
+type Deps struct {
+	Store   Store
+	Send    Sender
+	Notify  *notify.Notifier
+	Metrics *metrics.Emitter
+	Log     *slog.Logger
+}
+
+// New builds the handler; it fails if an agent of the workflow has no queue.
+func New(cfg Config, d Deps) (*Handler, error) {
+	dispatch := dispatch.Dispatcher{Workflow: cfg.Workflow, AgentQueues: cfg.AgentQueues, Send: d.Send}
+	if err := dispatch.Check(); err != nil {
+		return nil, fmt.Errorf("submission: %w", err)
+	}
+	return &Handler{cfg: cfg, store: d.Store, send: d.Send, notify: d.Notify, metrics: d.Metrics, log: d.Log,
+		Now: time.Now, dispatch: dispatch,
+		batch: &sqsbatch.Processor{Name: "submission", DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics,
+			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), OnceAtEnd: true}}, nil
 }
 
 // Handle processes a batch from the orders queue.
@@ -88,13 +107,13 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		h.notify.Post(ctx, notify.Event{OrderID: o.OrderID, ReplyQueue: o.ReplyQueue, Round: 1,
 			Event: workflow.EventReceived, State: workflow.Pending, At: now})
 	} else {
-		// Tell the Scheduler again all the same: if the first delivery died
-		// between its transaction and this send, this finishes its work. A
-		// claim is conditional, so an extra message changes nothing.
+		// Send the first step's request again all the same: if the first
+		// delivery died between its transaction and this send, this finishes
+		// its work. A claim is conditional, so an extra request runs nothing.
 		h.metrics.Count(metrics.DuplicateOrders, 1, map[string]any{"OrderID": o.OrderID})
 		h.log.Info("duplicate order ignored", "order_id", o.OrderID)
 	}
-	return h.send.SendJSON(ctx, h.cfg.SchedulerQueueURL, message.NewSchedule(o.OrderID, workflow.Ref{}), 0)
+	return h.dispatch.Start(ctx, o.OrderID, workflow.Ref{}, json.RawMessage(o.JSON()))
 }
 
 func crash(f func(string), point string) {

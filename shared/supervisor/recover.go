@@ -27,7 +27,8 @@ func (s *Supervisor) handle(ctx context.Context, st statestore.Step, now time.Ti
 	default:
 		return none, nil
 	}
-	f := workflow.Found{Action: st.Definition(), State: st.State, FailureCount: st.FailureCount, Waits: st.Waits,
+	f := workflow.Found{Action: st.Definition(), State: st.State, FailureCount: st.FailureCount,
+		Waited: now.Sub(st.ReadyAt), Overdue: now.Sub(st.CompleteBy),
 		PastDeadline: !st.Deadline.IsZero() && !now.Before(st.Deadline)}
 	var backlog string
 	if !f.PastDeadline {
@@ -61,35 +62,27 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // wait records a wait that is no failure: a ready step whose message is
 // re-sent (or held back for a backlog), or an attempt whose reply may be
-// queued.
+// queued. The record keeps only counts; the log says why.
 func (s *Supervisor) wait(ctx context.Context, st statestore.Step, dec workflow.Decision, backlog string, now time.Time) (outcome, error) {
 	resend := dec.Verdict == workflow.Resend
-	var reason string
-	switch {
-	case resend:
-		reason = fmt.Sprintf("not claimed yet (ready at %s): its message sent again", stamp(st.ReadyAt))
-	case st.State == workflow.Pending:
-		reason = fmt.Sprintf("not claimed yet (ready at %s): waiting, %s", stamp(st.ReadyAt), backlog)
-	default:
-		reason = fmt.Sprintf("attempt %d not completed by %s: its reply may be waiting, %s", st.Attempt,
-			stamp(st.CompleteBy), backlog)
-	}
-	err := s.d.Store.Waited(ctx, statestore.Wait{Read: st, Resent: resend, Reason: reason, Due: now.Add(dec.After), Now: now})
+	err := s.d.Store.Waited(ctx, statestore.Wait{Read: st, Resent: resend, Due: now.Add(dec.After), Now: now})
 	if errors.Is(err, statestore.ErrStale) {
 		return lost, nil
 	}
 	if err != nil {
 		return none, err
 	}
-	props := map[string]any{"OrderID": st.OrderID, "Step": st.Name, "Waits": st.Waits + 1}
+	props := map[string]any{"OrderID": st.OrderID, "Step": st.Name, "Waits": st.Waits + 1, "State": string(st.State)}
+	log := []any{"order_id", st.OrderID, "step", st.Name, "state", st.State, "ready_at", st.ReadyAt,
+		"waits", st.Waits + 1, "look_again_in", dec.After}
 	if !resend {
 		s.d.Metrics.Count(metrics.WaitsHeld, 1, props)
+		s.d.Log.Info("waiting step held back: a queue it may wait in is backlogged", append(log, "backlog", backlog)...)
 		return held, nil
 	}
 	s.crash("supervisor.after-wait")
 	s.d.Metrics.Count(metrics.MessagesResent, 1, props)
-	s.d.Log.Info("ready step not claimed; its message sent again", "order_id", st.OrderID, "step", st.Name,
-		"ready_at", st.ReadyAt, "waits", st.Waits+1)
+	s.d.Log.Info("ready step not claimed and no backlog: its message sent again", log...)
 	// If this send is lost, the next look sends it again.
 	return resent, s.d.Queues.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID, st.Ref()), 0)
 }
@@ -109,7 +102,7 @@ func (s *Supervisor) retry(ctx context.Context, st statestore.Step, dec workflow
 	}
 	s.crash("supervisor.after-requeue")
 	s.d.Metrics.Count(metrics.SupervisorRecoveries, 1, map[string]any{"OrderID": st.OrderID, "Step": st.Name,
-		"FailureCount": dec.FailureCount})
+		"FailureCount": dec.FailureCount, "OverdueMs": now.Sub(st.CompleteBy).Milliseconds()})
 	s.d.Log.Info("overdue attempt sent back to Pending", "order_id", st.OrderID, "step", st.Name,
 		"failure_count", dec.FailureCount, "delay", dec.After, "reason", reason)
 	// If this send is lost, the new pickup deadline brings us back.
@@ -159,27 +152,33 @@ func (s *Supervisor) alert(ctx context.Context, st statestore.Step, reason strin
 	return s.d.Store.MarkAlerted(ctx, st.OrderID, st.Ref(), now)
 }
 
-// backlog says which queue that the record's message (a ready step) or its
-// reply (a claimed one) may be waiting in is backlogged, or "" if none is. A
-// depth it cannot read counts as no backlog for a ready step (a re-sent
+// backlog says which queue explains the record's wait, or "" if none does:
+//   - a ready step's message may wait in the scheduler queue or its agent's
+//     request queue; either holding BacklogDepth messages is a backlog (below
+//     that, a consumer takes the message within a poll, so a step still
+//     unclaimed past its pickup timeout has likely lost it);
+//   - a claimed step's reply, sent and not yet taken, is a message waiting in
+//     its agent's response queue: while that queue holds any, the attempt is
+//     not judged (once it holds none, the reply, if any was sent, was taken).
+//
+// A depth it cannot read counts as no backlog for a ready step (a re-sent
 // message costs only a refused claim) and as a backlog for a claimed one (an
 // attempt is not failed on a guess).
 func (s *Supervisor) backlog(ctx context.Context, st statestore.Step, d *depths) string {
 	aq := s.cfg.AgentQueues[st.Agent]
-	urls := []string{aq.Responses}
-	if st.State == workflow.Pending {
-		urls = []string{s.cfg.SchedulerQueueURL, aq.Requests}
-	}
-	for _, u := range urls {
-		if u == "" {
-			continue
-		}
-		n, err := d.depth(ctx, u)
+	if st.State == workflow.Processing {
+		n, err := d.depth(ctx, aq.Responses)
 		switch {
-		case err != nil && st.State == workflow.Processing:
-			s.d.Log.Warn("queue depth unknown; the attempt is judged later", "queue", u, "err", err)
-			return "the depth of " + queueName(u) + " unknown"
-		case err == nil && n >= s.cfg.BacklogDepth:
+		case err != nil:
+			s.d.Log.Warn("queue depth unknown; the attempt is judged later", "queue", aq.Responses, "err", err)
+			return "the depth of " + queueName(aq.Responses) + " unknown"
+		case n > 0:
+			return fmt.Sprintf("%s holds %d messages", queueName(aq.Responses), n)
+		}
+		return ""
+	}
+	for _, u := range []string{s.cfg.SchedulerQueueURL, aq.Requests} {
+		if n, err := d.depth(ctx, u); err == nil && n >= s.cfg.BacklogDepth {
 			return fmt.Sprintf("%s holds %d messages", queueName(u), n)
 		}
 	}

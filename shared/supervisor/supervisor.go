@@ -67,8 +67,10 @@ type Config struct {
 	// response queue.
 	AgentQueues   map[string]AgentQueues
 	PickupTimeout time.Duration // the unit of the intervals between looks at a waiting step
-	// BacklogDepth is how many visible messages make a queue backlogged
-	// (default DefaultBacklogDepth).
+	// BacklogDepth is how many visible messages make the scheduler queue or
+	// an agent's request queue backlogged for a ready step's message (default
+	// DefaultBacklogDepth). A response queue holding any message holds back
+	// the judgement of an attempt whose reply may be in it.
 	BacklogDepth int
 	BatchLimit   int // most records handled per run (default 500)
 	Parallel     int // records handled at once (default 8)

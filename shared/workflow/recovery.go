@@ -25,8 +25,9 @@ type Found struct {
 	Action       Action
 	State        State // Pending: ready, not claimed; Processing: claimed
 	FailureCount int
-	Waits        int  // how many times it was found waiting before, in this state
-	PastDeadline bool // the order's deadline passed (forward steps only)
+	Waited       time.Duration // how long it has been ready (Pending)
+	Overdue      time.Duration // how long past its CompleteBy it is (Processing)
+	PastDeadline bool          // the order's deadline passed
 	// Backlogged: a queue the record's message (Pending) or its reply
 	// (Processing) may be waiting in holds a backlog.
 	Backlogged bool
@@ -59,13 +60,14 @@ func Decide(f Found, pickup time.Duration) Decision {
 	case f.PastDeadline:
 		return Decision{Verdict: GiveUp, FailureCount: f.FailureCount}
 	case f.State == Pending && f.Backlogged:
-		return Decision{Verdict: Hold, FailureCount: f.FailureCount, After: WaitInterval(pickup, f.Waits+1)}
+		return Decision{Verdict: Hold, FailureCount: f.FailureCount, After: WaitInterval(pickup, f.Waited)}
 	case f.State == Pending:
-		return Decision{Verdict: Resend, FailureCount: f.FailureCount, After: WaitInterval(pickup, f.Waits+1)}
+		return Decision{Verdict: Resend, FailureCount: f.FailureCount, After: WaitInterval(pickup, f.Waited)}
 	case f.Backlogged:
-		// The reply may be in the queue: look again a pickup timeout later,
-		// so the attempt is judged soon after the backlog clears.
-		return Decision{Verdict: Hold, FailureCount: f.FailureCount, After: pickup}
+		// Its reply may be in the queue: look again after as long as it has
+		// been overdue, so a long backlog costs a handful of looks, and an
+		// attempt that did hang is judged soon after the backlog clears.
+		return Decision{Verdict: Hold, FailureCount: f.FailureCount, After: WaitInterval(pickup, f.Overdue)}
 	}
 	n := f.FailureCount + 1
 	if n >= f.Action.MaxFailures {
@@ -74,13 +76,13 @@ func Decide(f Found, pickup time.Duration) Decision {
 	return Decision{Verdict: Retry, FailureCount: n, After: RecoveryDelay(f.Action.RetryBackoff, n)}
 }
 
-// WaitInterval is how long the Supervisor leaves a ready record that it has
-// found unclaimed waits times: pickup doubled each time, capped at
-// MaxRecoveryDelay. So it looks at p, 3p, 7p, 15p… after the record became
+// WaitInterval is how long the Supervisor leaves a ready record it found
+// unclaimed, having waited so far: as long again (at least pickup, at most
+// MaxRecoveryDelay). So it looks at p, 2p, 4p, 8p… after the record became
 // ready, and re-sends its message at most once per look: a few duplicates
 // per step, however long the wait.
-func WaitInterval(pickup time.Duration, waits int) time.Duration {
-	return RecoveryDelay(pickup, waits+1)
+func WaitInterval(pickup, waited time.Duration) time.Duration {
+	return min(max(pickup, waited), MaxRecoveryDelay)
 }
 
 // RecoveryDelay is base doubled for each earlier failure, capped at

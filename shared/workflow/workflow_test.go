@@ -72,13 +72,13 @@ func TestDecideRetriesAnAttemptBelowThresholdThenGivesUp(t *testing.T) {
 func TestDecideNeverCountsQueueWaitAsAFailure(t *testing.T) {
 	t.Parallel()
 	a := workflow.Action{MaxFailures: 1, RetryBackoff: time.Second} // one failure would give up
-	for waits := range 20 {
+	for waited := time.Second; waited < 48*time.Hour; waited *= 2 {
 		for _, backlogged := range []bool{false, true} {
-			d := workflow.Decide(workflow.Found{Action: a, State: workflow.Pending, Waits: waits, Backlogged: backlogged}, time.Second)
-			require.Zero(t, d.FailureCount, "waits %d", waits)
+			d := workflow.Decide(workflow.Found{Action: a, State: workflow.Pending, Waited: waited, Backlogged: backlogged}, time.Second)
+			require.Zero(t, d.FailureCount, "waited %s", waited)
 			require.Contains(t, []workflow.Verdict{workflow.Resend, workflow.Hold}, d.Verdict)
 			require.Equal(t, backlogged, d.Verdict == workflow.Hold, "a backlog holds the re-send back")
-			require.Equal(t, workflow.WaitInterval(time.Second, waits+1), d.After)
+			require.Equal(t, workflow.WaitInterval(time.Second, waited), d.After)
 		}
 	}
 }
@@ -87,8 +87,9 @@ func TestDecideHoldsAnAttemptWhoseReplyMayBeQueued(t *testing.T) {
 	t.Parallel()
 	a := workflow.Action{MaxFailures: 1}
 	d := workflow.Decide(workflow.Found{Action: a, State: workflow.Processing, Backlogged: true}, 7*time.Second)
-	require.Equal(t, workflow.Decision{Verdict: workflow.Hold, After: 7 * time.Second}, d,
-		"judged again one pickup timeout later, not after a growing wait")
+	require.Equal(t, workflow.Decision{Verdict: workflow.Hold, After: 7 * time.Second}, d, "judged again a pickup timeout later")
+	d = workflow.Decide(workflow.Found{Action: a, State: workflow.Processing, Backlogged: true, Overdue: time.Minute}, 7*time.Second)
+	require.Equal(t, workflow.Decision{Verdict: workflow.Hold, After: time.Minute}, d, "or as long again as it has been overdue")
 }
 
 func TestDecideGivesUpPastTheOrderDeadlineWhateverItWaitsFor(t *testing.T) {
@@ -103,12 +104,17 @@ func TestDecideGivesUpPastTheOrderDeadlineWhateverItWaitsFor(t *testing.T) {
 	}
 }
 
-func TestWaitIntervalDoublesFromThePickupTimeoutAndCaps(t *testing.T) {
+func TestWaitIntervalDoublesTheWaitAndCaps(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, time.Second, workflow.WaitInterval(time.Second, 0))
-	require.Equal(t, 2*time.Second, workflow.WaitInterval(time.Second, 1))
-	require.Equal(t, 8*time.Second, workflow.WaitInterval(time.Second, 3))
-	require.Equal(t, workflow.MaxRecoveryDelay, workflow.WaitInterval(time.Minute, 60))
+	require.Equal(t, time.Second, workflow.WaitInterval(time.Second, 0), "at least the pickup timeout")
+	require.Equal(t, 3*time.Second, workflow.WaitInterval(time.Second, 3*time.Second), "as long again")
+	looks, at := 0, time.Second // the first look, at the pickup timeout
+	for at < time.Hour {
+		at += workflow.WaitInterval(time.Second, at)
+		looks++
+	}
+	require.Less(t, looks, 20, "an hour's wait is a handful of looks: %d", looks)
+	require.Equal(t, workflow.MaxRecoveryDelay, workflow.WaitInterval(time.Minute, 5*time.Hour))
 }
 
 func TestCauseSaysWhetherTheSupervisorGaveUp(t *testing.T) {

@@ -47,8 +47,8 @@ func waitingIsNoFailure(t *testing.T, s *statestore.Store) {
 		require.Equal(t, workflow.Pending, due[0].State)
 		require.Equal(t, i, due[0].Waits)
 		require.Equal(t, t0, due[0].ReadyAt, "ready since submission")
-		next := at.Add(workflow.WaitInterval(time.Minute, i+1))
-		require.NoError(t, s.Waited(ctx, statestore.Wait{Read: due[0], Resent: i%2 == 0, Reason: "not claimed yet",
+		next := at.Add(workflow.WaitInterval(time.Minute, at.Sub(t0)))
+		require.NoError(t, s.Waited(ctx, statestore.Wait{Read: due[0], Resent: i%2 == 0,
 			Due: next, Now: at}))
 		require.Empty(t, overdueAt(t, s, next.Add(-time.Millisecond)), "not looked at before the new due time")
 		at = next
@@ -56,11 +56,12 @@ func waitingIsNoFailure(t *testing.T, s *statestore.Store) {
 	_, recs := state(t, s)
 	require.Zero(t, recs[step0].FailureCount, "waiting is not failing")
 	require.Equal(t, 4, recs[step0].Waits)
+	require.Equal(t, 2, recs[step0].Resent, "the looks that re-sent its message")
+	require.Empty(t, recs[step0].Incidents, "a wait is counted, not written down")
 	require.Equal(t, workflow.Pending, recs[step0].State)
 	st, err := claim(ctx, s, "o-1", step0, "agent-a", at)
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Attempt)
-	require.Zero(t, st.Waits, "a claim starts the attempt afresh")
 	require.Equal(t, at.Add(10*time.Second), st.CompleteBy)
 }
 
@@ -76,7 +77,7 @@ func waitedRace(t *testing.T, s *statestore.Store) {
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			err := s.Waited(ctx, statestore.Wait{Read: read[0], Resent: true, Reason: "re-sent", Due: at.Add(time.Hour), Now: at})
+			err := s.Waited(ctx, statestore.Wait{Read: read[0], Resent: true, Due: at.Add(time.Hour), Now: at})
 			mu.Lock()
 			defer mu.Unlock()
 			if err == nil {
@@ -102,7 +103,7 @@ func claimPullsIndexIn(t *testing.T, s *statestore.Store) {
 	at := t0.Add(time.Minute)
 	read := overdueAt(t, s, at)
 	require.Len(t, read, 1)
-	require.NoError(t, s.Waited(ctx, statestore.Wait{Read: read[0], Reason: "held back", Due: at.Add(15 * time.Minute), Now: at}))
+	require.NoError(t, s.Waited(ctx, statestore.Wait{Read: read[0], Due: at.Add(15 * time.Minute), Now: at}))
 	st, err := claim(ctx, s, "o-1", step0, "agent-a", at.Add(time.Second))
 	require.NoError(t, err)
 	due := overdueAt(t, s, st.CompleteBy)
@@ -134,7 +135,7 @@ func deadlineDue(t *testing.T, s *statestore.Store) {
 	require.Len(t, read, 1)
 	require.Equal(t, t0.Add(24*time.Hour), read[0].Deadline)
 	far := t0.Add(30 * time.Hour)
-	require.NoError(t, s.Waited(ctx, statestore.Wait{Read: read[0], Reason: "held back", Due: far, Now: t0.Add(time.Minute)}))
+	require.NoError(t, s.Waited(ctx, statestore.Wait{Read: read[0], Due: far, Now: t0.Add(time.Minute)}))
 	end := t0.Add(24 * time.Hour)
 	require.Empty(t, overdueAt(t, s, end.Add(-time.Millisecond)))
 	due := overdueAt(t, s, end)
@@ -169,11 +170,11 @@ func compensationDeadline(t *testing.T, s *statestore.Store) {
 	require.Len(t, read, 1)
 	require.Equal(t, undo0, read[0].Ref())
 	require.Equal(t, failed.Add(24*time.Hour), read[0].Deadline, "its own deadline, from when it started")
-	require.NoError(t, s.Waited(ctx, statestore.Wait{Read: read[0], Reason: "held back", Due: failed.Add(48 * time.Hour), Now: failed}))
+	require.NoError(t, s.Waited(ctx, statestore.Wait{Read: read[0], Due: failed.Add(48 * time.Hour), Now: failed}))
 	require.Empty(t, overdueAt(t, s, t0.Add(25*time.Hour)), "the order's own deadline no longer counts")
 	due := overdueAt(t, s, failed.Add(24*time.Hour))
 	require.Len(t, due, 1)
-	require.NoError(t, s.GiveUp(ctx, statestore.GiveUp{Read: due[0], Cause: workflow.Expired, Reason: "deadline passed",
+	require.NoError(t, s.GiveUp(ctx, statestore.GiveUp{Read: due[0], Cause: workflow.Expired,
 		Due: failed.Add(25 * time.Hour), Now: failed.Add(24 * time.Hour)}))
 	task, _ := state(t, s)
 	require.Equal(t, workflow.CompensationFailed, task.State)
@@ -192,7 +193,7 @@ func lateReplyOfLatestAttempt(t *testing.T, s *statestore.Store) {
 	}
 	at := t0.Add(time.Minute)
 	for _, st := range overdueAt(t, s, at) {
-		require.NoError(t, s.Requeue(ctx, statestore.Retry{Read: st, FailureCount: 1, Reason: "attempt 1 not completed",
+		require.NoError(t, s.Requeue(ctx, statestore.Retry{Read: st, FailureCount: 1,
 			ReadyAt: at, Due: at.Add(time.Minute), Now: at}))
 	}
 	require.ErrorIs(t, s.Complete(ctx, statestore.Completion{OrderID: "o-1", Ref: step0, Attempt: 1, Round: 2,

@@ -72,8 +72,12 @@ func done(orderID string, r workflow.Ref, attempt int, next *workflow.Ref, end w
 }
 
 func failure(orderID string, r workflow.Ref, undoFrom int, why string) statestore.Failure {
-	return statestore.Failure{OrderID: orderID, Ref: r, After: workflow.AfterRefusal(r.Undo, undoFrom), Reason: why,
-		Due: t0, Now: t0}
+	name := fmt.Sprintf("s%d", r.Index)
+	if r.Undo {
+		name = "undo-" + name
+	}
+	return statestore.Failure{OrderID: orderID, Ref: r, Name: name, After: workflow.AfterRefusal(r.Undo, undoFrom),
+		Reason: why, Due: t0, Now: t0}
 }
 
 var t0 = time.UnixMilli(1_800_000_000_000)
@@ -141,8 +145,8 @@ func submitWrites(t *testing.T, s *statestore.Store) {
 	require.Equal(t, -1, steps[0].UndoFrom, "nothing before the first step")
 	require.Equal(t, 0, steps[1].UndoFrom)
 	require.Equal(t, 1, task.Round)
-	require.Len(t, steps[0].Events, 1)
-	require.Contains(t, steps[0].Events[0], "received; ready")
+	require.Equal(t, []statestore.Event{{At: t0, What: "ready"}}, steps[0].History(), "told by its times: no incident stored")
+	require.Empty(t, steps[0].Incidents)
 	for i, st := range steps[:2] {
 		require.Equal(t, i, st.Index)
 		require.Equal(t, workflow.Pending, st.State)
@@ -206,7 +210,7 @@ func claimExclusive(t *testing.T, s *statestore.Store) {
 			if err == nil {
 				wins.Add(1)
 				require.Equal(t, 1, st.Attempt)
-				require.Equal(t, `{"orderId":"o-1"}`, st.Payload)
+				require.Equal(t, fmt.Sprintf("sched-%d", i), st.LockedBy)
 				return
 			}
 			require.ErrorIs(t, err, statestore.ErrNotClaimable)
@@ -249,7 +253,8 @@ func completeFenced(t *testing.T, s *statestore.Store) {
 	task, steps, _ = s.Load(ctx, "o-1")
 	require.Equal(t, workflow.Processed, steps[0].State)
 	require.True(t, steps[0].DueAt.IsZero(), "left the deadline index")
-	require.Empty(t, steps[0].LockedBy)
+	require.Equal(t, "sched", steps[0].LockedBy, "who ran it")
+	require.Equal(t, t0.Add(time.Second), steps[0].DoneAt)
 	require.Equal(t, workflow.Processed, task.State)
 	require.Equal(t, t0.Add(time.Second), task.CompletedAt)
 }
@@ -480,7 +485,7 @@ func undoFailure(t *testing.T, s *statestore.Store) {
 	require.NoError(t, s.Fail(ctx, failure("o-1", undo1, -1, "refund refused"), u1.Attempt, 1))
 	task, recs := state(t, s)
 	require.Equal(t, workflow.CompensationFailed, task.State)
-	require.Contains(t, task.LastError, "UNDO#001: refund refused", "the operator sees which undo did not happen")
+	require.Contains(t, task.LastError, "undo-s1 (undo): refund refused", "the operator sees which undo did not happen")
 	require.Equal(t, workflow.Error, recs[undo1].State)
 	require.Equal(t, workflow.Pending, recs[undo0].State, "not run")
 }
@@ -525,7 +530,7 @@ func giveUpPivot(t *testing.T, s *statestore.Store) {
 	task, recs := state(t, s)
 	require.Equal(t, workflow.CompensationFailed, task.State, "ended: the operator decides")
 	require.False(t, task.CompletedAt.IsZero())
-	require.Contains(t, task.LastError, "STEP#002: timed out")
+	require.Contains(t, task.LastError, "s2: timed out")
 	require.Equal(t, workflow.Error, recs[step2].State)
 	require.True(t, recs[step2].GaveUp())
 	require.Equal(t, workflow.CompensationFailed, recs[step2].AfterError().Next, "read back the same for a late alert")
@@ -578,7 +583,7 @@ func resubmitFailed(t *testing.T, s *statestore.Store) {
 	require.NoError(t, err)
 	require.Equal(t, 2, again.Attempt, "attempts keep counting across rounds (fencing)")
 	require.ErrorIs(t, s.Complete(ctx, done("o-1", step0, 1, &step1, "")), statestore.ErrStale, "round 1's reply is stale")
-	require.Contains(t, again.Events[len(again.Events)-2], "resubmitted by the operator (round 2)")
+	require.Contains(t, again.Incidents[len(again.Incidents)-1].What, "resubmitted by the operator (round 2)")
 }
 
 func resubmitUndo(t *testing.T, s *statestore.Store) {

@@ -1,0 +1,57 @@
+// Package dispatch starts work: it sends a ready step's (or undo action's)
+// request to its Agent's queue. It writes nothing, the Agent's claim starts
+// the attempt, so the time a request waits in the queue is queue wait. The
+// Scheduler dispatches each step after the one before it; Submission
+// dispatches an order's first step where it stores the order, a hop sooner.
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Sender sends queue messages.
+type Sender interface {
+	SendJSON(ctx context.Context, queueURL string, v any, delay time.Duration) error
+}
+
+// Dispatcher sends requests for one workflow's records.
+type Dispatcher struct {
+	Workflow    workflow.Definition
+	AgentQueues map[string]string // agent name → its request queue URL
+	Send        Sender
+}
+
+// Check says which agent of the workflow has no queue, if any.
+func (d Dispatcher) Check() error {
+	for _, a := range d.Workflow.Agents() {
+		if d.AgentQueues[a] == "" {
+			return fmt.Errorf("no request queue configured for agent %q", a)
+		}
+	}
+	return nil
+}
+
+// Start sends the request for record r of the order to its Agent, carrying
+// the order if the caller has it. If the send is lost, the ready record's
+// pickup deadline brings the Supervisor, which has it sent again.
+func (d Dispatcher) Start(ctx context.Context, orderID string, r workflow.Ref, payload json.RawMessage) error {
+	a, ok := d.Workflow.Action(r)
+	if !ok {
+		return message.Invalid("%s is not in workflow %q", describe(r), d.Workflow.Name)
+	}
+	req := message.AgentRequest{OrderID: orderID, Step: r.Index, Undo: r.Undo, StepName: a.Name, Payload: payload}
+	return d.Send.SendJSON(ctx, d.AgentQueues[a.Agent], req, 0)
+}
+
+func describe(r workflow.Ref) string {
+	if r.Undo {
+		return fmt.Sprintf("the undo of step %d", r.Index)
+	}
+	return fmt.Sprintf("step %d", r.Index)
+}

@@ -1,0 +1,55 @@
+package statestore
+
+import (
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// ItemSize is an item's size as DynamoDB counts it for capacity units (its
+// "item sizes and formats" rules): attribute names and values, a number at
+// one byte per two significant digits plus one, a list or map at three
+// bytes plus one per element. A write is billed a unit per started KB of the
+// larger of the item before and after it.
+func ItemSize(item map[string]types.AttributeValue) int {
+	n := 0
+	for name, v := range item {
+		n += len(name) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v types.AttributeValue) int {
+	switch x := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(x.Value)
+	case *types.AttributeValueMemberN:
+		return numberSize(x.Value)
+	case *types.AttributeValueMemberB:
+		return len(x.Value)
+	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return 1
+	case *types.AttributeValueMemberSS:
+		return sum(x.Value, func(s string) int { return len(s) })
+	case *types.AttributeValueMemberNS:
+		return sum(x.Value, numberSize)
+	case *types.AttributeValueMemberL:
+		return 3 + sum(x.Value, func(e types.AttributeValue) int { return 1 + valueSize(e) })
+	case *types.AttributeValueMemberM:
+		return 3 + len(x.Value) + ItemSize(x.Value)
+	}
+	return 0
+}
+
+func numberSize(s string) int {
+	digits := strings.Trim(strings.NewReplacer("-", "", ".", "").Replace(s), "0")
+	return (len(digits)+1)/2 + 1
+}
+
+func sum[T any](xs []T, f func(T) int) int {
+	n := 0
+	for _, x := range xs {
+		n += f(x)
+	}
+	return n
+}
