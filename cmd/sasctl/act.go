@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/user"
 
 	"github.com/sas-go/sas/shared/statestore"
 )
@@ -39,6 +40,41 @@ func resubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stdout, "order %s resubmitted: %s is Pending again (round %d); the Scheduler was told\n", res.OrderID, what, res.Round)
 	})
 	return 0
+}
+
+func cancel(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var g globals
+	fs := newFlags("cancel", stderr, &g)
+	reason := fs.String("reason", "", "why, kept with the order and shown by status")
+	if code := parse(fs, args, &g, stderr); code >= 0 {
+		return code
+	}
+	id, ok := one(fs, "ORDER id", stderr)
+	if !ok {
+		return 2
+	}
+	op, err := connect(ctx, &g)
+	if err != nil {
+		return fail(stderr, "cancel", &g, err)
+	}
+	res, err := op.Cancel(ctx, id, operatorName(), *reason)
+	if errors.Is(err, statestore.ErrNotFound) {
+		return fail(stderr, "cancel", &g, fmt.Errorf("order %s not found", id))
+	}
+	if err != nil {
+		return fail(stderr, "cancel", &g, err)
+	}
+	emit(stdout, &g, res, func() { fmt.Fprintf(stdout, "order %s: %s\n", res.OrderID, res.What) })
+	return 0
+}
+
+// operatorName says who runs sasctl, for the records it writes.
+func operatorName() string {
+	name := "sasctl"
+	if u, err := user.Current(); err == nil {
+		name += " (" + u.Username + ")"
+	}
+	return name
 }
 
 func redrive(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -38,6 +38,7 @@ func chaosFlagSet(p *chaos.Plan, f *chaosFlags, stderr io.Writer) *flag.FlagSet 
 	fs.Float64Var(&p.Transient, "transient", p.Transient, "share of remote calls answered 503")
 	fs.Float64Var(&p.Permanent, "permanent", p.Permanent, "share of remote actions refused for good")
 	fs.Float64Var(&p.UndoFailure, "undo-failure", p.UndoFailure, "share of undo actions refused for good")
+	fs.Float64Var(&p.Cancel, "cancel", p.Cancel, "share of orders a cancel message is sent for, at a random point")
 	fs.BoolVar(&f.noFaults, "no-faults", false, "inject no fault at all (a burst plan: with --throttle, waiting alone)")
 	fs.Var(throttleValue{&p.Throttle}, "throttle", "cap functions' pace, e.g. scheduler=20ms,agent-payment=50ms: each "+
 		"message takes that long of the function's one invocation at a time (a function at its maximum concurrency)")

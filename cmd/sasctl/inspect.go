@@ -55,6 +55,13 @@ func printStatus(out io.Writer, s operator.Status) {
 	if t.LastError != "" {
 		fmt.Fprintf(out, "  last error: %s\n", t.LastError)
 	}
+	if t.CancelledBy != "" {
+		fmt.Fprintf(out, "  cancel asked by %s at %s", t.CancelledBy, t.CancelledAt.UTC().Format(time.RFC3339))
+		if t.CancelReason != "" {
+			fmt.Fprintf(out, ": %s", t.CancelReason)
+		}
+		fmt.Fprintln(out)
+	}
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tKIND\tSTATE\tATTEMPTS\tFAILURES\tCOMPLETE BY\tDUE\tLAST ERROR")
@@ -82,7 +89,8 @@ func short(s string, n int) string {
 	return s
 }
 
-var taskStates = []workflow.State{workflow.Pending, workflow.Compensating, workflow.Processed, workflow.Failed, workflow.CompensationFailed}
+var taskStates = []workflow.State{workflow.Pending, workflow.Compensating, workflow.Processed, workflow.Failed,
+	workflow.CompensationFailed, workflow.Cancelled}
 
 func parseState(s string) (workflow.State, error) {
 	if s == "" {
@@ -103,7 +111,7 @@ func parseState(s string) (workflow.State, error) {
 func list(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var g globals
 	fs := newFlags("list", stderr, &g)
-	stateFlag := fs.String("state", "", "only orders in this state (Pending, Compensating, Processed, Failed, CompensationFailed)")
+	stateFlag := fs.String("state", "", "only orders in this state (Pending, Compensating, Processed, Failed, CompensationFailed, Cancelled)")
 	limit := fs.Int("limit", 50, "orders per page")
 	next := fs.String("next", "", "the page token a previous list printed")
 	if code := parse(fs, args, &g, stderr); code >= 0 {

@@ -28,6 +28,7 @@ commands:
   list      list orders, by --state, paged
   watch     live counts of orders by state
   resubmit  put a Failed or CompensationFailed order back to work
+  cancel    cancel an order: what has not started does not, what completed is undone
   redrive   move messages from a dead-letter queue back to its queue
   chaos     run orders through the local stack with every fault injected,
             check every invariant; non-zero exit if one broke
@@ -62,6 +63,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return watch(ctx, args[1:], stdout, stderr)
 	case "resubmit":
 		return resubmit(ctx, args[1:], stdout, stderr)
+	case "cancel":
+		return cancel(ctx, args[1:], stdout, stderr)
 	case "redrive":
 		return redrive(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":

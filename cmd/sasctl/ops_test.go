@@ -360,3 +360,44 @@ func TestUnknownDeploymentSaysSo(t *testing.T) {
 func changeVisibility(url string, handle *string) *sqs.ChangeMessageVisibilityInput {
 	return &sqs.ChangeMessageVisibilityInput{QueueUrl: &url, ReceiptHandle: handle, VisibilityTimeout: 0}
 }
+
+func TestCancelFromTheCLI(t *testing.T) {
+	t.Parallel()
+	d := newDeployment(t)
+	d.sim.SetFaults(workflow.PaymentAgent+"/charge-payment", remotesim.Faults{Latency: 2 * time.Second})
+	code, _, _ := d.ctl(orderJSON("o-cx"), "submit", "-")
+	require.Zero(t, code)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, recs, err := d.stack.Store.Load(context.Background(), "o-cx")
+		if err == nil && recs[1].State == workflow.Processing {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the charge never ran")
+		time.Sleep(50 * time.Millisecond)
+	}
+	code, out, errs := d.ctl("", "cancel", "--reason", "wrong size", "o-cx")
+	require.Zero(t, code, errs)
+	require.Contains(t, out, "order o-cx: a step is running: its outcome is awaited, then the completed steps are undone")
+	d.waitEnded("o-cx")
+	code, out, _ = d.ctl("", "status", "o-cx")
+	require.Zero(t, code)
+	require.Contains(t, out, "Order o-cx: Cancelled")
+	require.Regexp(t, `cancel asked by sasctl( \(.+\))? at \S+: wrong size`, out)
+	require.Regexp(t, `refund-payment\s+undo\s+Processed`, out)
+
+	code, _, errs = d.ctl("", "cancel", "o-cx")
+	require.Zero(t, code, "asking again is no error: %s", errs)
+	code, _, _ = d.ctl(orderJSON("o-ok"), "submit", "-")
+	require.Zero(t, code)
+	d.waitEnded("o-ok")
+	code, _, errs = d.ctl("", "cancel", "o-ok")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "order o-ok cannot be cancelled: the order is Processed: there is nothing to cancel")
+	code, _, errs = d.ctl("", "cancel", "o-none")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "order o-none not found")
+	code, out, _ = d.ctl("", "list", "--state", "cancelled")
+	require.Zero(t, code)
+	require.Contains(t, out, "o-cx")
+}

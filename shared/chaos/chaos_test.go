@@ -35,7 +35,8 @@ func TestChaosRunKeepsEveryInvariant(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Checked)
 	require.Zero(t, res.Violations.Count(), "invariants broken:\n%s", table.String())
-	ended := res.EndStates[workflow.Processed] + res.EndStates[workflow.Failed] + res.EndStates[workflow.CompensationFailed]
+	ended := res.EndStates[workflow.Processed] + res.EndStates[workflow.Failed] + res.EndStates[workflow.CompensationFailed] +
+		res.EndStates[workflow.Cancelled]
 	require.Equal(t, 200, ended)
 
 	// The chaos happened: every kind of fault was injected.
@@ -43,13 +44,15 @@ func TestChaosRunKeepsEveryInvariant(t *testing.T) {
 	for _, k := range []string{"message dropped", "message delayed", "message delivered twice",
 		"handler killed at submission.after-commit", "handler killed at agent.after-claim",
 		"handler killed at scheduler.after-complete", "handler killed at agent.after-call",
-		"remote transient error", "remote call hung", "remote call slowed past CompleteBy", "remote refused for good"} {
+		"remote transient error", "remote call hung", "remote call slowed past CompleteBy", "remote refused for good",
+		"order cancelled (a cancel message sent)"} {
 		require.Contains(t, kinds, k)
 	}
 	require.Positive(t, res.Recoveries)
 	require.Positive(t, res.Compensations)
 	require.Positive(t, res.StaleReplies)
 	require.Positive(t, res.EndStates[workflow.Failed])
+	require.Positive(t, res.EndStates[workflow.Cancelled], "some cancels landed before the point of no return")
 }
 
 func keys(m map[string]int) []string {

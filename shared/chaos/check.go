@@ -74,10 +74,10 @@ func Check(def workflow.Definition, ids []string, tasks map[string]statestore.Ta
 
 // consistent compares an ended task's records with the effects of its last
 // round. A Processed order has every step's effect once and no undo. A Failed
-// order has, for each completed step, its effect and its undo once; a step
-// that timed out for good may or may not have taken effect, so its undo ran
-// either way (a step without an undo must not have taken effect); a step that
-// never ran has nothing.
+// or Cancelled order has, for each completed step, its effect and its undo
+// once; a step that timed out for good may or may not have taken effect, so
+// its undo ran either way (a step without an undo must not have taken
+// effect); a step that never ran has nothing.
 func consistent(def workflow.Definition, t statestore.Task, recs []statestore.Step, applied map[string]int) string {
 	if !t.State.Ended() || t.State == workflow.CompensationFailed {
 		return "" // an operator's case: the alert says which undo did not happen
@@ -99,7 +99,7 @@ func consistent(def workflow.Definition, t statestore.Task, recs []statestore.St
 			return fmt.Sprintf("Processed but %s applied %d times, undone %d times", st.Name, did, undid)
 		case t.State == workflow.Processed:
 		case r.State == workflow.Processed && (did != 1 || undid != boolInt(st.Undo != nil)):
-			return fmt.Sprintf("Failed but completed step %s applied %d times, undone %d times", st.Name, did, undid)
+			return fmt.Sprintf("%s but completed step %s applied %d times, undone %d times", t.State, st.Name, did, undid)
 		case timedOut && st.Undo != nil && undid != 1:
 			return fmt.Sprintf("step %s timed out for good but its undo ran %d times", st.Name, undid)
 		case timedOut && st.Undo == nil && did != 0:

@@ -25,6 +25,10 @@ type Plan struct {
 	Permanent   float64       // share of actions refused for good
 	UndoFailure float64       // share of undo actions refused for good
 	Outage      time.Duration // the payment service is down this long, starting 2 s in
+	// Cancel is the share of orders a cancel message is sent for, at a
+	// random point up to CancelWithin after the order.
+	Cancel       float64
+	CancelWithin time.Duration
 	// Several schedulers and supervisors at once.
 	Schedulers, Supervisors int
 	SupervisorEvery         time.Duration // each supervisor's schedule
@@ -55,6 +59,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 		Crash:     0.03,
 		Transient: 0.10, Stall: 0.02, Slow: 0.02, SlowBy: 5 * time.Second,
 		Permanent: 0.02, UndoFailure: 0.10, Outage: 4 * time.Second,
+		Cancel: 0.05, CancelWithin: 4 * time.Second,
 		Schedulers: 2, Supervisors: 2, SupervisorEvery: 500 * time.Millisecond,
 		Settings: workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 6, RetryBackoff: 500 * time.Millisecond,
 			PickupTimeout: 5 * time.Second},
@@ -67,7 +72,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 // alone.
 func (p *Plan) NoFaults() {
 	p.Drop, p.Delay, p.Duplicate, p.Crash = 0, 0, 0, 0
-	p.Transient, p.Stall, p.Slow, p.Permanent, p.UndoFailure, p.Outage = 0, 0, 0, 0, 0, 0
+	p.Transient, p.Stall, p.Slow, p.Permanent, p.UndoFailure, p.Outage, p.Cancel = 0, 0, 0, 0, 0, 0, 0
 }
 
 // faults are the remote simulator's knobs for the plan, by service or action.

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sas-go/sas/shared/localrun"
@@ -78,7 +79,9 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 	}
 	wctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
-	waitErr := drive(wctx, stack, p, ids, progress)
+	cancels := &canceller{stack: stack, plan: p}
+	waitErr := drive(wctx, stack, p, ids, cancels, progress)
+	cancels.wait()
 	res.Drain = time.Since(start)
 	stop()
 	<-done
@@ -108,6 +111,7 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 	res.Violations, res.EndStates = Check(workflow.Orders(p.Settings), ids, tasks, records, sim.Ledger())
 	res.Checked = true
 	res.Faults = inj.Counts()
+	res.Faults["order cancelled (a cancel message sent)"] = cancels.sent
 	st := sim.Stats()
 	for k, v := range map[string]int{"remote transient error": st.Transient, "remote call hung": st.Stalled,
 		"remote call slowed past CompleteBy": st.Slow, "remote refused for good": st.Permanent} {
@@ -183,7 +187,8 @@ func awaitAlerts(ctx context.Context, stack *localrun.Stack, p Plan) (map[string
 // handler killed between an order's last write and its metric loses the
 // metric, never the end, and an end counted only from metrics would leave a
 // phantom in flight for good, shrinking the window until nothing is sent.
-func drive(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, progress func(localrun.Counts)) error {
+func drive(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, cancels *canceller,
+	progress func(localrun.Counts)) error {
 	window := p.InFlight
 	if window <= 0 {
 		window = len(ids)
@@ -217,6 +222,7 @@ func drive(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, pro
 			if err := stack.SendOrders(ctx, bodies...); err != nil {
 				return err
 			}
+			cancels.schedule(ctx, ids[sent:sent+n])
 			sent += n
 		}
 		if progress != nil && time.Since(lastProgress) > 5*time.Second {
@@ -230,6 +236,40 @@ func drive(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, pro
 		}
 	}
 }
+
+// canceller sends the plan's cancel messages, each at its random point.
+type canceller struct {
+	stack *localrun.Stack
+	plan  Plan
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	sent  int
+}
+
+// schedule sends, for the plan's share of the orders, a cancel at a point up to
+// CancelWithin after now.
+func (c *canceller) schedule(ctx context.Context, ids []string) {
+	for _, id := range ids {
+		if remotesim.Mix(c.plan.Seed, "cancel", id) >= c.plan.Cancel {
+			continue
+		}
+		at := time.Duration(remotesim.Mix(c.plan.Seed, "cancel-at", id) * float64(c.plan.CancelWithin))
+		c.wg.Go(func() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(at):
+			}
+			if c.stack.SendOrders(ctx, `{"kind":"cancel","orderId":"`+id+`","reason":"chaos"}`) == nil {
+				c.mu.Lock()
+				c.sent++
+				c.mu.Unlock()
+			}
+		})
+	}
+}
+
+func (c *canceller) wait() { c.wg.Wait() }
 
 // Print writes the result as a table.
 func (r Result) Print(w io.Writer) {
@@ -254,7 +294,7 @@ func (r Result) Print(w io.Writer) {
 	for _, q := range slices.Sorted(maps.Keys(r.DeadLetters)) {
 		row("messages left in "+q, r.DeadLetters[q])
 	}
-	for _, s := range []workflow.State{workflow.Processed, workflow.Failed, workflow.CompensationFailed} {
+	for _, s := range []workflow.State{workflow.Processed, workflow.Failed, workflow.Cancelled, workflow.CompensationFailed} {
 		row("ended "+string(s), r.EndStates[s])
 	}
 	if !r.Checked {

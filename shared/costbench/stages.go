@@ -61,7 +61,7 @@ func Lifecycle(ctx context.Context, endpoint string, def workflow.Definition) ([
 		} else {
 			c.End, what = end, "scheduler: complete "+st.Name+", end the order (leaves the index)"
 		}
-		w.do(what, func() error { return s.Complete(ctx, c) })
+		w.do(what, func() error { _, err := s.Complete(ctx, c); return err })
 	}
 	return w.stages, w.err
 }

@@ -175,6 +175,9 @@ func (d *Deployment) SupervisorParts(instanceID string) (supervisor.Config, supe
 	return supervisor.Config{
 			SchedulerQueueURL: d.Config.QueueURL(t.SchedulerQueue().Name), AgentQueues: agents,
 			PickupTimeout: d.Config.Settings.PickupTimeout, BacklogDepth: d.Config.BacklogDepth,
+			// A consumer holds a message at most its function's timeout,
+			// and never past the queue's visibility timeout.
+			InFlightGrace: min(t.FunctionTimeout, t.SchedulerQueue().VisibilityTimeout),
 		}, supervisor.Deps{Store: d.Store(), Queues: queue.NewSender(d.Clients.SQS),
 			Alerts: alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), Notify: d.notifier(m, log), Metrics: m, Log: log}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sas-go/sas/shared/queue"
 )
 
 // EncodeOnly sends nothing: it encodes each message as the real sender does,
@@ -30,7 +32,7 @@ func (EncodeOnly) Reject(_ context.Context, _, _, _, reason string) error {
 }
 
 // Depth says every queue is empty.
-func (EncodeOnly) Depth(context.Context, string) (int, error) { return 0, nil }
+func (EncodeOnly) Depth(context.Context, string) (queue.Depth, error) { return queue.Depth{}, nil }
 
 // Handler is an SQS-triggered handler.
 type Handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)

@@ -43,11 +43,11 @@ func DemoOrder(id string, i int) message.Order {
 
 // Counts are the orders of a set by the state of their task.
 type Counts struct {
-	Total, Running, Compensating, Processed, Failed, CompensationFailed, Missing int
+	Total, Running, Compensating, Processed, Failed, CompensationFailed, Cancelled, Missing int
 }
 
 // Ended is how many orders reached an end state.
-func (c Counts) Ended() int { return c.Processed + c.Failed + c.CompensationFailed }
+func (c Counts) Ended() int { return c.Processed + c.Failed + c.CompensationFailed + c.Cancelled }
 
 // Count reads the task records of the orders.
 func (s *Stack) Count(ctx context.Context, ids []string) (Counts, map[string]statestore.Task, error) {
@@ -73,6 +73,8 @@ func CountTasks(ids []string, tasks map[string]statestore.Task) Counts {
 			c.Failed++
 		case t.State == workflow.CompensationFailed:
 			c.CompensationFailed++
+		case t.State == workflow.Cancelled:
+			c.Cancelled++
 		case t.State == workflow.Compensating:
 			c.Compensating++
 		default:

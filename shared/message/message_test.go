@@ -99,3 +99,24 @@ func TestDecodeAgentRequest(t *testing.T) {
 		require.ErrorContains(t, err, want, body)
 	}
 }
+
+func TestDecodeOrdersMessage(t *testing.T) {
+	t.Parallel()
+	m, err := message.DecodeOrdersMessage(`{"kind":"cancel","orderId":"o-1","reason":"customer asked"}`)
+	require.NoError(t, err)
+	require.Equal(t, message.Cancel{Kind: "cancel", OrderID: "o-1", Reason: "customer asked"}, m)
+	m, err = message.DecodeOrdersMessage(`{"orderId":"o-2","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":5}]}`)
+	require.NoError(t, err)
+	require.IsType(t, message.Order{}, m)
+	for body, want := range map[string]string{
+		`{"kind":"refund","orderId":"o-1"}`:                                             `unknown kind "refund"`,
+		`{"kind":"cancel","orderId":""}`:                                                `cancel: bad orderId`,
+		`{"kind":"cancel","orderId":"o-1","why":"x"}`:                                   `unknown field "why"`,
+		`{"kind":"cancel","orderId":"o-1","reason":"` + strings.Repeat("x", 600) + `"}`: "over 512",
+		`{"kind":null,"orderId":"o-1"}`:                                                 `unknown field "kind"`,
+	} {
+		_, err := message.DecodeOrdersMessage(body)
+		require.True(t, message.IsInvalid(err), body)
+		require.ErrorContains(t, err, want, body)
+	}
+}

@@ -83,3 +83,41 @@ func truncate(s string) string {
 	}
 	return s
 }
+
+// KindCancel marks a cancel message on the orders queue.
+const KindCancel = "cancel"
+
+// Cancel asks, on the orders queue, for an order's cancellation.
+type Cancel struct {
+	Kind    string `json:"kind"` // KindCancel
+	OrderID string `json:"orderId"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// MaxReasonBytes bounds a cancel's reason.
+const MaxReasonBytes = 512
+
+// DecodeOrdersMessage parses a body from the orders queue: an Order, or a
+// Cancel (with "kind":"cancel"; an order has no kind).
+func DecodeOrdersMessage(body string) (any, error) {
+	var head struct {
+		Kind *string `json:"kind"`
+	}
+	if len(body) <= MaxOrderBytes && json.Unmarshal([]byte(body), &head) == nil && head.Kind != nil {
+		if *head.Kind != KindCancel {
+			return nil, Invalid("unknown kind %q on the orders queue (an order has no kind; a cancel is %q)", truncate(*head.Kind), KindCancel)
+		}
+		var c Cancel
+		if err := decodeStrict(body, MaxOrderBytes, &c); err != nil {
+			return nil, err
+		}
+		switch {
+		case !idPattern.MatchString(c.OrderID):
+			return nil, Invalid("cancel: bad orderId %q", truncate(c.OrderID))
+		case len(c.Reason) > MaxReasonBytes:
+			return nil, Invalid("cancel of %s: reason is %d bytes, over %d", c.OrderID, len(c.Reason), MaxReasonBytes)
+		}
+		return c, nil
+	}
+	return DecodeOrder(body)
+}

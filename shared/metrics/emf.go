@@ -23,6 +23,9 @@ const (
 	OrdersProcessed      = "OrdersProcessed"      // tasks that ended Processed
 	OrdersCompensated    = "OrdersCompensated"    // tasks that ended Failed, their work undone
 	CompensationFailures = "CompensationFailures" // tasks that ended CompensationFailed
+	OrdersCancelled      = "OrdersCancelled"      // tasks that ended Cancelled, their work undone
+	CancelsRequested     = "CancelsRequested"     // cancels accepted (or asked again)
+	ConflictingOrders    = "ConflictingOrders"    // OrderIDs resent with other content, rejected
 	NotificationsFailed  = "NotificationsFailed"  // status messages that could not be sent
 	StepsClaimed         = "StepsClaimed"         // claims won by a scheduler
 	NothingToClaim       = "NothingToClaim"       // schedule messages dropped: the record was not claimable

@@ -82,7 +82,8 @@ func (n *Notifier) Post(ctx context.Context, e Event) {
 }
 
 // Ended counts a task's end in its metric and posts it: processed,
-// compensated (Failed, its work undone) or compensation-failed.
+// compensated (Failed, its work undone), cancelled (its work undone) or
+// compensation-failed.
 func (n *Notifier) Ended(ctx context.Context, orderID, replyTo string, round int, end workflow.State, why string, now time.Time) {
 	e := Event{OrderID: orderID, ReplyQueue: replyTo, Round: round, State: end, Error: why, At: now}
 	name := metrics.CompensationFailures
@@ -91,6 +92,8 @@ func (n *Notifier) Ended(ctx context.Context, orderID, replyTo string, round int
 		e.Event, name = workflow.EventProcessed, metrics.OrdersProcessed
 	case workflow.Failed:
 		e.Event, name = workflow.EventCompensated, metrics.OrdersCompensated
+	case workflow.Cancelled:
+		e.Event, name = workflow.EventCancelled, metrics.OrdersCancelled
 	default:
 		e.Event = workflow.EventCompensationFailed
 	}
@@ -110,5 +113,15 @@ func (n *Notifier) Failed(ctx context.Context, e Event, undo bool, next workflow
 	}
 	if next.Ended() {
 		n.Ended(ctx, e.OrderID, e.ReplyQueue, e.Round, next, e.Error, e.At)
+	}
+}
+
+// CancelAccepted tells the order's caller its cancel was accepted, and the
+// order's end if the cancel ended it at once (nothing had run).
+func (n *Notifier) CancelAccepted(ctx context.Context, e Event, state workflow.State) {
+	e.Event, e.State = workflow.EventCancelRequested, state
+	n.Post(ctx, e)
+	if state == workflow.Cancelled {
+		n.Ended(ctx, e.OrderID, e.ReplyQueue, e.Round, state, "", e.At)
 	}
 }

@@ -7,6 +7,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
@@ -76,9 +78,11 @@ func (o *Operator) QueueDepths(ctx context.Context) (map[string]int, error) {
 		if err != nil {
 			return nil, err
 		}
-		if out[name], err = queue.NewSender(o.sqs).Depth(ctx, url); err != nil {
+		d, err := queue.NewSender(o.sqs).Depth(ctx, url)
+		if err != nil {
 			return nil, err
 		}
+		out[name] = d.Visible
 	}
 	return out, nil
 }
@@ -108,4 +112,59 @@ func (o *Operator) Resubmit(ctx context.Context, orderID, step string) (Resubmit
 		return Resubmitted{}, err
 	}
 	return Resubmitted{OrderID: orderID, Step: res.Step, Undo: res.Ref.Undo, Round: res.Round}, nil
+}
+
+// Cancelled says what a cancel did.
+type Cancelled struct {
+	OrderID string         `json:"orderId"`
+	State   workflow.State `json:"state"` // the order's, after the cancel
+	// What is what happens now, in words.
+	What string `json:"what"`
+}
+
+// Cancel cancels an order (statestore.Store.Cancel) for by: a ready step
+// does not run and the completed steps are undone (the first undo action's
+// message goes to the Scheduler), or the running step's outcome is awaited
+// and then undone; the order's caller is told. A refusal is a
+// *statestore.NotCancellableError with the reason.
+func (o *Operator) Cancel(ctx context.Context, orderID, by, reason string) (Cancelled, error) {
+	now := o.Now()
+	res, err := o.Store.Cancel(ctx, statestore.CancelRequest{OrderID: orderID, By: by, Reason: reason,
+		Pickup: o.PickupTimeout, Now: now})
+	if err != nil {
+		return Cancelled{}, err
+	}
+	out := Cancelled{OrderID: orderID, State: res.State, What: cancelWhat(res)}
+	if res.Verdict == workflow.CancelRepeated {
+		return out, nil
+	}
+	// The reply queue was checked against the deployment's list when the
+	// order was accepted.
+	n := notify.New(queue.NewSender(o.sqs), notify.Allowed{res.ReplyQueue}, nil, slog.New(slog.DiscardHandler))
+	n.CancelAccepted(ctx, notify.Event{OrderID: orderID, ReplyQueue: res.ReplyQueue, Round: res.Round, At: now}, res.State)
+	if res.Undo == nil {
+		return out, nil
+	}
+	url, err := o.QueueURL(ctx, o.Topology.SchedulerQueue().Name)
+	if err != nil {
+		return out, err
+	}
+	// If this message is lost, the undo's pickup deadline brings the Supervisor.
+	return out, queue.NewSender(o.sqs).SendJSON(ctx, url, message.NewSchedule(orderID, *res.Undo), 0)
+}
+
+// cancelWhat says in words what a cancel does now.
+func cancelWhat(res statestore.Cancellation) string {
+	switch {
+	case res.Verdict == workflow.CancelRepeated:
+		return "its cancellation was asked before: nothing more to do"
+	case res.Verdict == workflow.CancelCompensates:
+		return "it is already undoing its work after a failure; it will end Failed"
+	case res.Verdict == workflow.CancelAwaits:
+		return "a step is running: its outcome is awaited, then the completed steps are undone and it ends Cancelled"
+	case res.State == workflow.Cancelled:
+		return fmt.Sprintf("step %s will not run; nothing had completed: it ended Cancelled", res.Stopped)
+	default:
+		return fmt.Sprintf("step %s will not run; the completed steps are being undone, then it ends Cancelled", res.Stopped)
+	}
 }

@@ -71,17 +71,30 @@ func (s *Sender) Reject(ctx context.Context, dlqURL, body, source, reason string
 	return nil
 }
 
-// Depth is how many messages wait on the queue for a consumer: SQS's
-// ApproximateNumberOfMessages (visible; neither in flight nor delayed).
-func (s *Sender) Depth(ctx context.Context, queueURL string) (int, error) {
+// Depth is how many messages a queue holds: waiting for a consumer
+// (visible), and in a consumer's hands (in flight).
+type Depth struct {
+	Visible  int
+	InFlight int
+}
+
+// Depth reads SQS's ApproximateNumberOfMessages (visible; not delayed) and
+// ApproximateNumberOfMessagesNotVisible (in flight).
+func (s *Sender) Depth(ctx context.Context, queueURL string) (Depth, error) {
+	visible, inFlight := types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible
 	out, err := s.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL),
-		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages}})
+		AttributeNames: []types.QueueAttributeName{visible, inFlight}})
 	if err != nil {
-		return 0, fmt.Errorf("depth of %s: %w", queueURL, err)
+		return Depth{}, fmt.Errorf("depth of %s: %w", queueURL, err)
 	}
-	n, err := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
-	if err != nil {
-		return 0, fmt.Errorf("depth of %s: %w", queueURL, err)
+	var d Depth
+	for _, a := range []struct {
+		name types.QueueAttributeName
+		dst  *int
+	}{{visible, &d.Visible}, {inFlight, &d.InFlight}} {
+		if *a.dst, err = strconv.Atoi(out.Attributes[string(a.name)]); err != nil {
+			return Depth{}, fmt.Errorf("depth of %s: %s: %w", queueURL, a.name, err)
+		}
 	}
-	return n, nil
+	return d, nil
 }

@@ -21,8 +21,15 @@ import (
 // encode); the store and the queues do nothing but encode what they are given.
 type nopStore struct{}
 
-func (nopStore) Complete(context.Context, statestore.Completion) error              { return nil }
-func (nopStore) Fail(context.Context, statestore.Failure, int, int) error           { return nil }
+func (nopStore) Complete(context.Context, statestore.Completion) (workflow.State, error) {
+	return "", nil
+}
+func (nopStore) CompleteCancelled(context.Context, statestore.Completion, *workflow.Ref, time.Time) (workflow.State, error) {
+	return "", nil
+}
+func (nopStore) Fail(context.Context, statestore.Failure, int, int) (workflow.State, error) {
+	return "", nil
+}
 func (nopStore) MarkAlerted(context.Context, string, workflow.Ref, time.Time) error { return nil }
 
 type nopAlerter struct{}

@@ -28,8 +28,9 @@ import (
 
 // Store is the part of the state store the Scheduler uses.
 type Store interface {
-	Complete(ctx context.Context, c statestore.Completion) error
-	Fail(ctx context.Context, f statestore.Failure, attempt, round int) error
+	Complete(ctx context.Context, c statestore.Completion) (workflow.State, error)
+	CompleteCancelled(ctx context.Context, c statestore.Completion, undo *workflow.Ref, due time.Time) (workflow.State, error)
+	Fail(ctx context.Context, f statestore.Failure, attempt, round int) (workflow.State, error)
 	MarkAlerted(ctx context.Context, orderID string, r workflow.Ref, now time.Time) error
 }
 
@@ -151,7 +152,10 @@ func (h *Handler) complete(ctx context.Context, r message.AgentReply) error {
 	if more {
 		c.Next, c.NextDueAt = &next, now.Add(h.cfg.Workflow.PickupTimeout)
 	}
-	err := h.store.Complete(ctx, c)
+	state, err := h.store.Complete(ctx, c)
+	if errors.Is(err, statestore.ErrCancelling) {
+		return h.completeCancelled(ctx, r, c)
+	}
 	if errors.Is(err, statestore.ErrStale) {
 		h.stale(r)
 		return nil
@@ -167,14 +171,42 @@ func (h *Handler) complete(ctx context.Context, r message.AgentReply) error {
 		ev.Event, ev.State = workflow.EventUndoDone, workflow.Compensating
 	}
 	if !more {
-		ev.State = end
+		ev.State = state // an order being cancelled ends Cancelled where its undoing would end Failed
 	}
 	h.notify.Post(ctx, ev)
 	if more {
 		return h.start(ctx, r.OrderID, next, r.Payload)
 	}
-	h.notify.Ended(ctx, r.OrderID, r.ReplyTo, round, end, "", now)
+	h.notify.Ended(ctx, r.OrderID, r.ReplyTo, round, state, "", now)
 	return nil
+}
+
+// completeCancelled records a step's reply while its order is being
+// cancelled: the step is done, and its undoing starts (its own undo action
+// first, if it has one), or the order ends Cancelled.
+func (h *Handler) completeCancelled(ctx context.Context, r message.AgentReply, c statestore.Completion) error {
+	var undo *workflow.Ref
+	if _, ok := h.cfg.Workflow.Action(workflow.Ref{Index: r.Step, Undo: true}); ok {
+		undo = &workflow.Ref{Index: r.Step, Undo: true}
+	} else if j := h.cfg.Workflow.UndoFrom(r.Step); j >= 0 {
+		undo = &workflow.Ref{Index: j, Undo: true}
+	}
+	state, err := h.store.CompleteCancelled(ctx, c, undo, c.Now.Add(h.cfg.Workflow.PickupTimeout))
+	if errors.Is(err, statestore.ErrStale) {
+		h.stale(r)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	crash(h.Crash, "scheduler.after-complete")
+	h.notify.Post(ctx, notify.Event{OrderID: r.OrderID, ReplyQueue: r.ReplyTo, Round: roundOf(r), Event: workflow.EventStepDone,
+		Index: r.Step, Step: r.StepName, State: state, At: c.Now})
+	if undo == nil {
+		h.notify.Ended(ctx, r.OrderID, r.ReplyTo, roundOf(r), state, "", c.Now)
+		return nil
+	}
+	return h.start(ctx, r.OrderID, *undo, r.Payload)
 }
 
 func (h *Handler) fail(ctx context.Context, r message.AgentReply) error {
@@ -183,7 +215,7 @@ func (h *Handler) fail(ctx context.Context, r message.AgentReply) error {
 	after := workflow.AfterRefusal(ref.Undo, h.cfg.Workflow.UndoFrom(ref.Index))
 	f := statestore.Failure{OrderID: r.OrderID, Ref: ref, Name: r.StepName, After: after, Reason: r.Error,
 		Due: now.Add(h.cfg.Workflow.PickupTimeout), Now: now}
-	err := h.store.Fail(ctx, f, r.Attempt, r.Round)
+	state, err := h.store.Fail(ctx, f, r.Attempt, r.Round)
 	if errors.Is(err, statestore.ErrStale) {
 		h.stale(r)
 		return nil
@@ -194,7 +226,7 @@ func (h *Handler) fail(ctx context.Context, r message.AgentReply) error {
 	crash(h.Crash, "scheduler.after-fail")
 	h.log.Error("failed with a non-transient error", "order_id", r.OrderID, "step", r.StepName, "undo", ref.Undo, "err", r.Error)
 	h.notify.Failed(ctx, notify.Event{OrderID: r.OrderID, ReplyQueue: r.ReplyTo, Round: roundOf(r), Index: ref.Index,
-		Step: r.StepName, Error: r.Error, At: now}, ref.Undo, after.Next)
+		Step: r.StepName, Error: r.Error, At: now}, ref.Undo, state)
 	a := alert.Failure{OrderID: r.OrderID, Step: r.Step, StepName: r.StepName, Undo: ref.Undo, Attempt: r.Attempt,
 		LastError: r.Error, Compensation: alert.CompensationOf(ref.Undo, after), DetectedBy: "scheduler", At: now}
 	if err := h.alerts.StepFailed(ctx, a); err != nil {

@@ -79,9 +79,16 @@ func (c *change) indexAfter(read Step, shards int, due time.Time) {
 
 // task moves the task from one state to another (the condition), with
 // lastError if not empty; an end state also sets CompletedAt.
+//
+// A task that would end Failed ends as its Ea says instead, if set: an order
+// being cancelled ends Cancelled, its work undone, in the same write.
 func (c *change) task(from, to workflow.State, lastError string) {
 	c.cond = append(c.cond, "St = "+c.val("from", str(string(from))))
-	c.set = append(c.set, "St = "+c.val("to", str(string(to))))
+	if to == workflow.Failed {
+		c.set = append(c.set, "St = if_not_exists(Ea, "+c.val("to", str(string(to)))+")")
+	} else {
+		c.set = append(c.set, "St = "+c.val("to", str(string(to))))
+	}
 	if to.Ended() {
 		c.set = append(c.set, "E = "+c.at())
 	}

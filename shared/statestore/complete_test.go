@@ -44,7 +44,7 @@ func TestEndingCompletionWrites(t *testing.T) {
 				return n
 			}
 			end := func(id string, r workflow.Ref, attempt, round int, state workflow.State) error {
-				return s.Complete(ctx, statestore.Completion{OrderID: id, Ref: r, Attempt: attempt, Round: round, End: state, Now: now})
+				return errOf(s.Complete(ctx, statestore.Completion{OrderID: id, Ref: r, Attempt: attempt, Round: round, End: state, Now: now}))
 			}
 
 			// runToEnd runs the three steps; the last completion's writes are counted.
@@ -55,8 +55,8 @@ func TestEndingCompletionWrites(t *testing.T) {
 					require.NoError(t, err)
 					if i < 2 {
 						next := workflow.Ref{Index: i + 1}
-						require.NoError(t, s.Complete(ctx, statestore.Completion{OrderID: id, Ref: r, Attempt: st.Attempt,
-							Round: st.Round, Next: &next, NextDueAt: now, Now: now}))
+						require.NoError(t, errOf(s.Complete(ctx, statestore.Completion{OrderID: id, Ref: r, Attempt: st.Attempt,
+							Round: st.Round, Next: &next, NextDueAt: now, Now: now})))
 						continue
 					}
 					before := updates()
@@ -80,8 +80,8 @@ func TestEndingCompletionWrites(t *testing.T) {
 			submit("o-again")
 			st, err := claimOrder(ctx, s, "o-again", workflow.Ref{}, "sched", now)
 			require.NoError(t, err)
-			require.NoError(t, s.Fail(ctx, statestore.Failure{OrderID: "o-again", Ref: workflow.Ref{},
-				After: workflow.AfterRefusal(false, -1), Reason: "declined", Due: now, Now: now}, st.Attempt, 1))
+			require.NoError(t, errOf(s.Fail(ctx, statestore.Failure{OrderID: "o-again", Ref: workflow.Ref{},
+				After: workflow.AfterRefusal(false, -1), Reason: "declined", Due: now, Now: now}, st.Attempt, 1)))
 			_, err = s.Resubmit(ctx, "o-again", "", time.Minute, now)
 			require.NoError(t, err)
 			_, writes = runToEnd("o-again")
@@ -92,12 +92,12 @@ func TestEndingCompletionWrites(t *testing.T) {
 			st, err = claimOrder(ctx, s, "o-unalerted", workflow.Ref{}, "sched", now)
 			require.NoError(t, err)
 			next := workflow.Ref{Index: 1}
-			require.NoError(t, s.Complete(ctx, statestore.Completion{OrderID: "o-unalerted", Ref: workflow.Ref{},
-				Attempt: st.Attempt, Next: &next, NextDueAt: now, Now: now}))
+			require.NoError(t, errOf(s.Complete(ctx, statestore.Completion{OrderID: "o-unalerted", Ref: workflow.Ref{},
+				Attempt: st.Attempt, Next: &next, NextDueAt: now, Now: now})))
 			st, err = claimOrder(ctx, s, "o-unalerted", next, "sched", now)
 			require.NoError(t, err)
-			require.NoError(t, s.Fail(ctx, statestore.Failure{OrderID: "o-unalerted", Ref: next,
-				After: workflow.AfterRefusal(false, 0), Reason: "declined", Due: now, Now: now}, st.Attempt, 1))
+			require.NoError(t, errOf(s.Fail(ctx, statestore.Failure{OrderID: "o-unalerted", Ref: next,
+				After: workflow.AfterRefusal(false, 0), Reason: "declined", Due: now, Now: now}, st.Attempt, 1)))
 			undo := workflow.Ref{Index: 0, Undo: true}
 			u, err := claimOrder(ctx, s, "o-unalerted", undo, "sched", now)
 			require.NoError(t, err)
@@ -125,3 +125,6 @@ func claimOrder(ctx context.Context, s *statestore.Store, orderID string, r work
 	a, _ := workflow.Orders(workflow.DefaultSettings()).Action(r)
 	return s.Claim(ctx, statestore.Claim{OrderID: orderID, Ref: r, Agent: a.Agent, Owner: owner, Now: now})
 }
+
+// errOf is the error of a write that also says the task's state.
+func errOf(_ workflow.State, err error) error { return err }

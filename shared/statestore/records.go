@@ -26,6 +26,11 @@ type Task struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	CompletedAt time.Time // zero until the task ends
+	// CancelledBy, if set, asked for the order's cancellation, at
+	// CancelledAt, for CancelReason.
+	CancelledBy  string
+	CancelledAt  time.Time
+	CancelReason string
 }
 
 // Step is the record of one step of one order, or of a step's undo action.
@@ -62,8 +67,11 @@ type Step struct {
 	Deadline  time.Time
 	LastError string
 	Alerted   bool
-	Version   int     // the order's state item's, incremented by every write: the supervisor's fence
-	Incidents []Event // what happened besides ready, claimed and done: recoveries, failures, alerts, resubmissions
+	// Cancelling: the order's cancellation was asked for and it still runs
+	// forward (a step is awaited): nothing starts again.
+	Cancelling bool
+	Version    int     // the order's state item's, incremented by every write: the supervisor's fence
+	Incidents  []Event // what happened besides ready, claimed and done: recoveries, failures, alerts, resubmissions
 
 	othersDue int64 // when the order's other records, and its deadline, are due (0: never): a write's index floor
 }
@@ -155,6 +163,10 @@ type stateItem struct {
 	DeadlineAt  int64              `dynamodbav:"Dl,omitempty"`   // the round's deadline, then its compensation's
 	DeadlineMs  int64              `dynamodbav:"DlMs,omitempty"` // the workflow's order deadline, for later rounds
 	Unalerted   []string           `dynamodbav:"Ua,stringset,omitempty"`
+	CxBy        string             `dynamodbav:"CxBy,omitempty"`  // who asked for the order's cancellation
+	CxAt        int64              `dynamodbav:"CxAt,omitempty"`  // when
+	CxWhy       string             `dynamodbav:"CxWhy,omitempty"` // and why
+	EndAs       string             `dynamodbav:"Ea,omitempty"`    // the end of an undoing that would end Failed: Cancelled
 	CreatedAt   int64              `dynamodbav:"C"`
 	UpdatedAt   int64              `dynamodbav:"U"`
 	CompletedAt int64              `dynamodbav:"E,omitempty"`
@@ -242,7 +254,8 @@ func (it stateItem) task() Task {
 	}
 	return Task{OrderID: it.OrderID, Workflow: it.Workflow, State: workflow.State(it.State),
 		StepCount: steps, Round: it.Round, ReplyQueue: it.ReplyQueue, LastError: it.LastError, CreatedAt: fromMs(it.CreatedAt),
-		UpdatedAt: fromMs(it.UpdatedAt), CompletedAt: fromMs(it.CompletedAt)}
+		UpdatedAt: fromMs(it.UpdatedAt), CompletedAt: fromMs(it.CompletedAt),
+		CancelledBy: it.CxBy, CancelledAt: fromMs(it.CxAt), CancelReason: it.CxWhy}
 }
 
 // step is the record named sk as a Step; Version is the item's.
@@ -264,7 +277,8 @@ func (it stateItem) step(sk string) Step {
 		LockedBy: r.LockedBy, CompleteBy: fromMs(r.CompleteBy), DueAt: fromMs(r.DueAt), ReadyAt: fromMs(r.ReadyAt),
 		ClaimedAt: fromMs(r.ClaimedAt), DoneAt: fromMs(r.DoneAt), Waits: r.Waits, Resent: r.Resent,
 		Cause: workflow.Cause(r.Cause), Deadline: deadline, LastError: r.LastError, Alerted: r.Alerted,
-		Version: it.Version, Incidents: incidents, othersDue: it.dueBesides(sk)}
+		Cancelling: it.CxBy != "" && it.State == string(workflow.Pending),
+		Version:    it.Version, Incidents: incidents, othersDue: it.dueBesides(sk)}
 }
 
 // steps are the item's records, steps first then undo actions, each by index.

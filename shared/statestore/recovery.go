@@ -35,8 +35,8 @@ type Failure struct {
 // (fenced as a completion is, see current). In one write: the record becomes
 // Error and the task moves to f.After: Compensating (its first undo action
 // made ready), or it ends Failed or CompensationFailed. The order is due at
-// f.Due until MarkAlerted.
-func (s *Store) Fail(ctx context.Context, f Failure, attempt, round int) error {
+// f.Due until MarkAlerted. It returns the task's state after the write.
+func (s *Store) Fail(ctx context.Context, f Failure, attempt, round int) (workflow.State, error) {
 	ch := newChange(f.Now)
 	p := ch.rec("r", f.Ref)
 	current(ch, p, attempt, round)
@@ -59,7 +59,7 @@ type GiveUp struct {
 // order is still as it read it (same Version). What follows comes from the
 // record itself (AfterGiveUp: a timed-out step is undone too, a pivot is left
 // to the operator): the Supervisor knows nothing of the workflow.
-func (s *Store) GiveUp(ctx context.Context, g GiveUp) error {
+func (s *Store) GiveUp(ctx context.Context, g GiveUp) (workflow.State, error) {
 	f := Failure{OrderID: g.Read.OrderID, Ref: g.Read.Ref(), Name: g.Read.Name, After: g.Read.AfterGiveUp(), Cause: g.Cause,
 		Reason: g.Reason, Due: g.Due, Now: g.Now}
 	ch := newChange(g.Now)
@@ -68,7 +68,7 @@ func (s *Store) GiveUp(ctx context.Context, g GiveUp) error {
 	return s.markError(ctx, ch, p, f, g.FailureCount)
 }
 
-func (s *Store) markError(ctx context.Context, ch *change, p string, f Failure, failureCount int) error {
+func (s *Store) markError(ctx context.Context, ch *change, p string, f Failure, failureCount int) (workflow.State, error) {
 	ch.set = append(ch.set, p+".s = "+ch.val("error", str(string(workflow.Error))),
 		p+".e = "+ch.val("reason", str(f.Reason)), p+".d = "+ch.val("alertDue", num(ms(f.Due))),
 		p+".c = "+ch.val("cause", str(string(f.Cause))), p+".dn = "+ch.at())
@@ -85,7 +85,7 @@ func (s *Store) markError(ctx context.Context, ch *change, p string, f Failure, 
 		s.makeReady(ch, workflow.Ref{Index: f.After.UndoFrom, Undo: true}, f.Due)
 	}
 	ch.index(f.OrderID, s.shards, f.Due)
-	return s.update(ctx, f.OrderID, ch, fmt.Sprintf("mark %s/%s Error", f.OrderID, sortKey(f.Ref)))
+	return s.updateState(ctx, f.OrderID, ch, fmt.Sprintf("mark %s/%s Error", f.OrderID, sortKey(f.Ref)))
 }
 
 // label names a record for people: its action's name, "(undo)" for an

@@ -49,8 +49,8 @@ func TestResubmitRacesTheSupervisor(t *testing.T) {
 				require.NoError(t, err)
 				st, err := claimOrder(ctx, s, id, workflow.Ref{}, "sched", now)
 				require.NoError(t, err)
-				require.NoError(t, s.Fail(ctx, statestore.Failure{OrderID: id, Ref: workflow.Ref{},
-					After: workflow.AfterRefusal(false, -1), Reason: "declined", Due: now, Now: now}, st.Attempt, 1))
+				require.NoError(t, errOf(s.Fail(ctx, statestore.Failure{OrderID: id, Ref: workflow.Ref{},
+					After: workflow.AfterRefusal(false, -1), Reason: "declined", Due: now, Now: now}, st.Attempt, 1)))
 			}
 
 			fail("o-race")

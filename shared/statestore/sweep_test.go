@@ -50,7 +50,7 @@ func newSweepFixture(tb testing.TB, finished int) sweepFixture {
 
 	// One real order run to the end; its items are the template of the rest.
 	require.NoError(tb, submitClaim(ctx, store, def, "tpl", t0))
-	require.NoError(tb, store.Complete(ctx, statestore.Completion{OrderID: "tpl", Ref: one, Attempt: 1, End: workflow.Processed, Now: t0}))
+	require.NoError(tb, errOf(store.Complete(ctx, statestore.Completion{OrderID: "tpl", Ref: one, Attempt: 1, End: workflow.Processed, Now: t0})))
 	var tpl []map[string]types.AttributeValue
 	for _, table := range []string{topo.OrdersTable(), topo.StateTable()} {
 		out, err := c.DynamoDB.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table)})

@@ -96,48 +96,82 @@ type Completion struct {
 	Now       time.Time
 }
 
+// ErrCancelling means the reply is current but its order is being
+// cancelled: what comes next is the undoing (CompleteCancelled), not the
+// next step.
+var ErrCancelling = errors.New("the order is being cancelled")
+
 // Complete marks the record Processed if, and only if, the reply is from its
 // latest attempt (fencing, see current), and in the same write makes the next
 // record ready or ends the task (the order then leaves the deadline index,
-// unless an Error alert is still unconfirmed). A stale or duplicate reply gets
-// ErrStale and changes nothing.
-func (s *Store) Complete(ctx context.Context, c Completion) error {
-	build := func(leaveIndex bool) *change {
-		ch := newChange(c.Now)
-		p := ch.rec("r", c.Ref)
-		current(ch, p, c.Attempt, c.Round)
-		ch.set = append(ch.set, p+".s = "+ch.val("processed", str(string(workflow.Processed))), p+".dn = "+ch.at())
-		ch.remove = append(ch.remove, p+".d")
-		if c.Next != nil {
-			s.makeReady(ch, *c.Next, c.NextDueAt)
-			return ch
+// unless an Error alert is still unconfirmed). It returns the task's state
+// after the write. A stale or duplicate reply gets ErrStale and changes
+// nothing; a step's reply while the order is being cancelled gets
+// ErrCancelling.
+func (s *Store) Complete(ctx context.Context, c Completion) (workflow.State, error) {
+	st, err := s.completeOnce(ctx, c, c.Next == nil)
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return st, err
+	}
+	var old stateItem
+	if ccf.Item == nil || attributevalue.UnmarshalMap(ccf.Item, &old) != nil {
+		return "", ErrStale
+	}
+	current := isCurrent(old.Recs[sortKey(c.Ref)], c.Attempt, c.Round)
+	switch {
+	case current && old.CxBy != "" && !c.Ref.Undo:
+		return "", ErrCancelling
+	case current && c.Next == nil && len(old.Unalerted) > 0:
+		// An Error of this order is not alerted yet: the order stays in
+		// the index, for the Supervisor to alert.
+		st, err = s.completeOnce(ctx, c, false)
+		if isConditionFailed(err) {
+			return "", ErrStale
 		}
+		return st, err
+	}
+	return "", ErrStale // a stale or duplicate reply: one write, refused
+}
+
+// completeOnce is one try of Complete; a refused condition is returned as
+// the ConditionalCheckFailedException, with the item as it was.
+func (s *Store) completeOnce(ctx context.Context, c Completion, leaveIndex bool) (workflow.State, error) {
+	ch := newChange(c.Now)
+	p := ch.rec("r", c.Ref)
+	current(ch, p, c.Attempt, c.Round)
+	if !c.Ref.Undo {
+		ch.cond = append(ch.cond, "attribute_not_exists(CxBy)")
+	}
+	ch.set = append(ch.set, p+".s = "+ch.val("processed", str(string(workflow.Processed))), p+".dn = "+ch.at())
+	ch.remove = append(ch.remove, p+".d")
+	if c.Next != nil {
+		s.makeReady(ch, *c.Next, c.NextDueAt)
+	} else {
 		ch.task(taskFrom(c.Ref), c.End, "")
 		if leaveIndex {
 			ch.cond = append(ch.cond, "attribute_not_exists(Ua)")
 			ch.remove = append(ch.remove, "DueShard", "DueAt")
 		}
-		return ch
 	}
-	what := fmt.Sprintf("complete %s/%s attempt %d", c.OrderID, sortKey(c.Ref), c.Attempt)
-	if c.Next != nil {
-		return s.updatePullingIn(ctx, c.OrderID, build(false), what, ms(c.NextDueAt))
-	}
-	in := build(true).input(s.state, c.OrderID)
+	in := ch.input(s.state, c.OrderID)
+	in.ReturnValues = types.ReturnValueAllNew
 	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-	_, err := s.db.UpdateItem(ctx, in)
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		return nil
-	case !errors.As(err, &ccf):
-		return fmt.Errorf("%s: %w", what, err)
-	case !alertPending(ccf.Item, c):
-		return ErrStale // a stale or duplicate reply: one write, refused
+	out, err := s.db.UpdateItem(ctx, in)
+	if err != nil {
+		if isConditionFailed(err) {
+			return "", err
+		}
+		return "", fmt.Errorf("complete %s/%s attempt %d: %w", c.OrderID, sortKey(c.Ref), c.Attempt, err)
 	}
-	// The reply is current, but an Error of this order is not alerted yet:
-	// the order stays in the index, for the Supervisor to alert.
-	return s.update(ctx, c.OrderID, build(false), what)
+	var it stateItem
+	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
+		return "", fmt.Errorf("decode %s: %w", c.OrderID, err)
+	}
+	if c.Next != nil {
+		return workflow.State(it.State), s.pullIn(ctx, it, ms(c.NextDueAt))
+	}
+	return workflow.State(it.State), nil
 }
 
 // current adds the fence of a reply to the record at path: it is from the
@@ -158,18 +192,6 @@ func current(ch *change, p string, attempt, round int) {
 func isCurrent(r recItem, attempt, round int) bool {
 	return r.Attempt == attempt && r.Round == max(round, 1) &&
 		(r.State == string(workflow.Processing) || (r.State == string(workflow.Pending) && r.DueAt != 0))
-}
-
-// alertPending reports whether old, the order as a refused ending completion
-// found it, still awaits an alert while the reply is current; when old is
-// missing or unreadable it says true, and the retry's own condition decides.
-func alertPending(old map[string]types.AttributeValue, c Completion) bool {
-	var it stateItem
-	if old == nil || attributevalue.UnmarshalMap(old, &it) != nil {
-		return true
-	}
-	_, unalerted := old["Ua"] // as the refused condition saw it
-	return unalerted && isCurrent(it.Recs[sortKey(c.Ref)], c.Attempt, c.Round)
 }
 
 // taskFrom is the state a task is in while r runs.
@@ -194,33 +216,27 @@ func (s *Store) makeReady(ch *change, r workflow.Ref, due time.Time) {
 
 // update runs the change; a failed condition is ErrStale.
 func (s *Store) update(ctx context.Context, orderID string, ch *change, what string) error {
-	_, err := s.db.UpdateItem(ctx, ch.input(s.state, orderID))
-	if isConditionFailed(err) {
-		return ErrStale
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
+	_, err := s.updateState(ctx, orderID, ch, what)
+	return err
 }
 
-// updatePullingIn runs the change, then pulls the order's index entry in to
-// due if the written order's is later.
-func (s *Store) updatePullingIn(ctx context.Context, orderID string, ch *change, what string, due int64) error {
+// updateState runs the change and returns the task's state if the change
+// set it ("" if not); a failed condition is ErrStale.
+func (s *Store) updateState(ctx context.Context, orderID string, ch *change, what string) (workflow.State, error) {
 	in := ch.input(s.state, orderID)
-	in.ReturnValues = types.ReturnValueAllNew
+	in.ReturnValues = types.ReturnValueUpdatedNew
 	out, err := s.db.UpdateItem(ctx, in)
 	if isConditionFailed(err) {
-		return ErrStale
+		return "", ErrStale
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
-	var it stateItem
-	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
-		return fmt.Errorf("decode %s: %w", orderID, err)
+	st, _ := out.Attributes["St"].(*types.AttributeValueMemberS)
+	if st == nil {
+		return "", nil
 	}
-	return s.pullIn(ctx, it, due)
+	return workflow.State(st.Value), nil
 }
 
 // pullIn moves the order's index entry earlier, to due, if it (as the write

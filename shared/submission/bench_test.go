@@ -22,6 +22,10 @@ import (
 type nopStore struct{}
 
 func (nopStore) Submit(context.Context, statestore.Submission) (bool, error) { return true, nil }
+func (nopStore) Order(context.Context, string) (string, error)               { return "", nil }
+func (nopStore) Cancel(context.Context, statestore.CancelRequest) (statestore.Cancellation, error) {
+	return statestore.Cancellation{}, nil
+}
 
 func BenchmarkSubmissionPerMessage(b *testing.B) {
 	for _, wf := range []string{workflow.SingleWorkflow, workflow.OrderWorkflow} {

@@ -25,6 +25,8 @@ import (
 // Store is the part of the state store Submission uses.
 type Store interface {
 	Submit(ctx context.Context, sub statestore.Submission) (bool, error)
+	Order(ctx context.Context, orderID string) (string, error)
+	Cancel(ctx context.Context, c statestore.CancelRequest) (statestore.Cancellation, error)
 }
 
 // Sender sends queue messages.
@@ -85,10 +87,17 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 }
 
 func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
-	o, err := message.DecodeOrder(rec.Body)
+	m, err := message.DecodeOrdersMessage(rec.Body)
 	if err != nil {
 		return err
 	}
+	if c, ok := m.(message.Cancel); ok {
+		return h.cancel(ctx, rec, c)
+	}
+	return h.accept(ctx, m.(message.Order))
+}
+
+func (h *Handler) accept(ctx context.Context, o message.Order) error {
 	if o.ReplyQueue != "" {
 		if err := h.cfg.AllowedReplyQueues.Check(o.ReplyQueue); err != nil {
 			return message.Invalid("order %s: %v", o.OrderID, err)
@@ -106,6 +115,8 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		h.log.Info("order accepted", "order_id", o.OrderID)
 		h.notify.Post(ctx, notify.Event{OrderID: o.OrderID, ReplyQueue: o.ReplyQueue, Round: 1,
 			Event: workflow.EventReceived, State: workflow.Pending, At: now})
+	} else if err := h.sameAsStored(ctx, o, now); err != nil {
+		return err
 	} else {
 		// Send the first step's request again all the same: if the first
 		// delivery died between its transaction and this send, this finishes
@@ -114,6 +125,23 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		h.log.Info("duplicate order ignored", "order_id", o.OrderID)
 	}
 	return h.dispatch.Start(ctx, o.OrderID, workflow.Ref{}, json.RawMessage(o.JSON()))
+}
+
+// sameAsStored checks that a resent OrderID carries the content first
+// accepted: a resend with other content is a conflict, rejected to the DLQ
+// with the reason, counted, and its sender told (never dropped in silence).
+func (h *Handler) sameAsStored(ctx context.Context, o message.Order, now time.Time) error {
+	stored, err := h.store.Order(ctx, o.OrderID)
+	if err != nil || stored == o.JSON() {
+		return err
+	}
+	reason := fmt.Sprintf("orderId %s was already accepted with different content", o.OrderID)
+	h.metrics.Count(metrics.ConflictingOrders, 1, map[string]any{"OrderID": o.OrderID})
+	if o.ReplyQueue != "" {
+		h.notify.Post(ctx, notify.Event{OrderID: o.OrderID, ReplyQueue: o.ReplyQueue, Round: 1,
+			Event: workflow.EventRejected, Error: reason, At: now})
+	}
+	return message.Invalid("%s", reason)
 }
 
 func crash(f func(string), point string) {

@@ -26,9 +26,11 @@ type overdueStore struct{ due []statestore.Step }
 func (s overdueStore) Overdue(context.Context, time.Time, int) ([]statestore.Step, error) {
 	return s.due, nil
 }
-func (overdueStore) Waited(context.Context, statestore.Wait) error                      { return nil }
-func (overdueStore) Requeue(context.Context, statestore.Retry) error                    { return nil }
-func (overdueStore) GiveUp(context.Context, statestore.GiveUp) error                    { return nil }
+func (overdueStore) Waited(context.Context, statestore.Wait) error   { return nil }
+func (overdueStore) Requeue(context.Context, statestore.Retry) error { return nil }
+func (overdueStore) GiveUp(context.Context, statestore.GiveUp) (workflow.State, error) {
+	return "", nil
+}
 func (overdueStore) MarkAlerted(context.Context, string, workflow.Ref, time.Time) error { return nil }
 
 type nopAlerter struct{}

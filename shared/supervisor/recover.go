@@ -12,6 +12,7 @@ import (
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -28,11 +29,11 @@ func (s *Supervisor) handle(ctx context.Context, st statestore.Step, now time.Ti
 		return none, nil
 	}
 	f := workflow.Found{Action: st.Definition(), State: st.State, FailureCount: st.FailureCount,
-		Waited: now.Sub(st.ReadyAt), Overdue: now.Sub(st.CompleteBy),
+		Waited: now.Sub(st.ReadyAt), Overdue: now.Sub(st.CompleteBy), Cancelled: st.Cancelling,
 		PastDeadline: !st.Deadline.IsZero() && !now.Before(st.Deadline)}
 	var backlog string
 	if !f.PastDeadline {
-		backlog = s.backlog(ctx, st, d)
+		backlog = s.backlog(ctx, st, now, d)
 		f.Backlogged = backlog != ""
 	}
 	dec := workflow.Decide(f, s.cfg.PickupTimeout)
@@ -42,9 +43,13 @@ func (s *Supervisor) handle(ctx context.Context, st statestore.Step, now time.Ti
 	case workflow.Retry:
 		return s.retry(ctx, st, dec, now)
 	}
-	if f.PastDeadline {
+	switch {
+	case f.PastDeadline:
 		return s.giveUp(ctx, st, dec.FailureCount, workflow.Expired,
 			fmt.Sprintf("order deadline %s passed: %s", stamp(st.Deadline), waitingFor(st)), now)
+	case st.Cancelling:
+		return s.giveUp(ctx, st, dec.FailureCount, workflow.TimedOut,
+			fmt.Sprintf("the order is being cancelled: %s", waitingFor(st)), now)
 	}
 	return s.giveUp(ctx, st, dec.FailureCount, workflow.TimedOut,
 		fmt.Sprintf("failure threshold %d reached: %s", st.MaxFailures, waitingFor(st)), now)
@@ -113,7 +118,7 @@ func (s *Supervisor) retry(ctx context.Context, st statestore.Step, dec workflow
 // record itself says), alerts, tells the order's caller and the Scheduler.
 func (s *Supervisor) giveUp(ctx context.Context, st statestore.Step, failureCount int, cause workflow.Cause, reason string, now time.Time) (outcome, error) {
 	after := st.AfterGiveUp()
-	err := s.d.Store.GiveUp(ctx, statestore.GiveUp{Read: st, FailureCount: failureCount, Cause: cause, Reason: reason,
+	state, err := s.d.Store.GiveUp(ctx, statestore.GiveUp{Read: st, FailureCount: failureCount, Cause: cause, Reason: reason,
 		Due: now.Add(s.cfg.PickupTimeout), Now: now})
 	if errors.Is(err, statestore.ErrStale) {
 		return lost, nil
@@ -129,7 +134,7 @@ func (s *Supervisor) giveUp(ctx context.Context, st statestore.Step, failureCoun
 		s.d.Metrics.Count(metrics.DeadlinesPassed, 1, map[string]any{"OrderID": st.OrderID, "Step": st.Name})
 	}
 	s.d.Notify.Failed(ctx, notify.Event{OrderID: st.OrderID, ReplyQueue: st.ReplyQueue, Round: st.Round, Index: st.Index,
-		Step: st.Name, Error: reason, At: now}, st.Undo, after.Next)
+		Step: st.Name, Error: reason, At: now}, st.Undo, state)
 	aerr := s.alert(ctx, st, reason, now)
 	if after.Next == workflow.Compensating {
 		// If this send is lost, the undo's pickup deadline brings us back.
@@ -159,12 +164,14 @@ func (s *Supervisor) alert(ctx context.Context, st statestore.Step, reason strin
 //     unclaimed past its pickup timeout has likely lost it);
 //   - a claimed step's reply, sent and not yet taken, is a message waiting in
 //     its agent's response queue: while that queue holds any, the attempt is
-//     not judged (once it holds none, the reply, if any was sent, was taken).
+//     not judged; nor while it has one in a consumer's hands and the attempt
+//     is overdue by less than a consumer may hold one (InFlightGrace). Once
+//     it holds none, the reply, if any was sent, was taken.
 //
 // A depth it cannot read counts as no backlog for a ready step (a re-sent
 // message costs only a refused claim) and as a backlog for a claimed one (an
 // attempt is not failed on a guess).
-func (s *Supervisor) backlog(ctx context.Context, st statestore.Step, d *depths) string {
+func (s *Supervisor) backlog(ctx context.Context, st statestore.Step, now time.Time, d *depths) string {
 	aq := s.cfg.AgentQueues[st.Agent]
 	if st.State == workflow.Processing {
 		n, err := d.depth(ctx, aq.Responses)
@@ -172,14 +179,16 @@ func (s *Supervisor) backlog(ctx context.Context, st statestore.Step, d *depths)
 		case err != nil:
 			s.d.Log.Warn("queue depth unknown; the attempt is judged later", "queue", aq.Responses, "err", err)
 			return "the depth of " + queueName(aq.Responses) + " unknown"
-		case n > 0:
-			return fmt.Sprintf("%s holds %d messages", queueName(aq.Responses), n)
+		case n.Visible > 0:
+			return fmt.Sprintf("%s holds %d messages", queueName(aq.Responses), n.Visible)
+		case n.InFlight > 0 && now.Sub(st.CompleteBy) < s.cfg.InFlightGrace:
+			return fmt.Sprintf("%s has %d messages in a consumer's hands", queueName(aq.Responses), n.InFlight)
 		}
 		return ""
 	}
 	for _, u := range []string{s.cfg.SchedulerQueueURL, aq.Requests} {
-		if n, err := d.depth(ctx, u); err == nil && n >= s.cfg.BacklogDepth {
-			return fmt.Sprintf("%s holds %d messages", queueName(u), n)
+		if n, err := d.depth(ctx, u); err == nil && n.Visible >= s.cfg.BacklogDepth {
+			return fmt.Sprintf("%s holds %d messages", queueName(u), n.Visible)
 		}
 	}
 	return ""
@@ -195,11 +204,11 @@ type depths struct {
 }
 
 type depthRead struct {
-	n   int
+	n   queue.Depth
 	err error
 }
 
-func (d *depths) depth(ctx context.Context, url string) (int, error) {
+func (d *depths) depth(ctx context.Context, url string) (queue.Depth, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if r, ok := d.seen[url]; ok {

@@ -28,6 +28,7 @@ import (
 	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -37,14 +38,14 @@ type Store interface {
 	Overdue(ctx context.Context, now time.Time, limit int) ([]statestore.Step, error)
 	Waited(ctx context.Context, w statestore.Wait) error
 	Requeue(ctx context.Context, r statestore.Retry) error
-	GiveUp(ctx context.Context, g statestore.GiveUp) error
+	GiveUp(ctx context.Context, g statestore.GiveUp) (workflow.State, error)
 	MarkAlerted(ctx context.Context, orderID string, r workflow.Ref, now time.Time) error
 }
 
 // Queues sends messages and tells how many wait on a queue.
 type Queues interface {
 	SendJSON(ctx context.Context, queueURL string, v any, delay time.Duration) error
-	Depth(ctx context.Context, queueURL string) (int, error)
+	Depth(ctx context.Context, queueURL string) (queue.Depth, error)
 }
 
 // Alerter tells the operator a step failed for good.
@@ -72,8 +73,12 @@ type Config struct {
 	// DefaultBacklogDepth). A response queue holding any message holds back
 	// the judgement of an attempt whose reply may be in it.
 	BacklogDepth int
-	BatchLimit   int // most records handled per run (default 500)
-	Parallel     int // records handled at once (default 8)
+	// InFlightGrace is how long a consumer may hold a message (the
+	// function's timeout): an attempt whose response queue has a message in
+	// flight is not judged until it is overdue by this much.
+	InFlightGrace time.Duration
+	BatchLimit    int // most records handled per run (default 500)
+	Parallel      int // records handled at once (default 8)
 }
 
 // Deps are what the Supervisor calls.

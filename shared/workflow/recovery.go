@@ -2,6 +2,12 @@ package workflow
 
 import "time"
 
+// MaxReplyWait is the longest an attempt past its CompleteBy is held because
+// its reply may be waiting in a backlogged response queue; past it, the
+// attempt is judged (a reply that still comes completes the step as long as
+// no later attempt was claimed).
+const MaxReplyWait = 15 * time.Minute
+
 // MaxRecoveryDelay caps the supervisor's backoffs and its intervals between
 // looks at a waiting record; it is also the longest delay an SQS message can
 // carry.
@@ -28,6 +34,7 @@ type Found struct {
 	Waited       time.Duration // how long it has been ready (Pending)
 	Overdue      time.Duration // how long past its CompleteBy it is (Processing)
 	PastDeadline bool          // the order's deadline passed
+	Cancelled    bool          // the order is being cancelled: nothing starts again
 	// Backlogged: a queue the record's message (Pending) or its reply
 	// (Processing) may be waiting in holds a backlog.
 	Backlogged bool
@@ -63,11 +70,17 @@ func Decide(f Found, pickup time.Duration) Decision {
 		return Decision{Verdict: Hold, FailureCount: f.FailureCount, After: WaitInterval(pickup, f.Waited)}
 	case f.State == Pending:
 		return Decision{Verdict: Resend, FailureCount: f.FailureCount, After: WaitInterval(pickup, f.Waited)}
-	case f.Backlogged:
+	case f.Cancelled && !(f.State == Processing && f.Backlogged):
+		// Nothing starts again: an attempt that did not complete is given
+		// up on (its outcome unknown, its own undo runs), a ready step never
+		// runs (the earlier ones are undone).
+		return Decision{Verdict: GiveUp, FailureCount: f.FailureCount}
+	case f.Backlogged && f.Overdue < MaxReplyWait:
 		// Its reply may be in the queue: look again after as long as it has
-		// been overdue, so a long backlog costs a handful of looks, and an
-		// attempt that did hang is judged soon after the backlog clears.
-		return Decision{Verdict: Hold, FailureCount: f.FailureCount, After: WaitInterval(pickup, f.Overdue)}
+		// been overdue, up to four pickup timeouts, so a long backlog costs a
+		// few looks and an attempt that did hang is judged soon after the
+		// queue clears. Past MaxReplyWait it is judged however busy the queue.
+		return Decision{Verdict: Hold, FailureCount: f.FailureCount, After: min(WaitInterval(pickup, f.Overdue), 4*pickup)}
 	}
 	n := f.FailureCount + 1
 	if n >= f.Action.MaxFailures {

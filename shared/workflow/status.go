@@ -12,6 +12,10 @@ const (
 	EventUndoDone           Event = "undo-done"
 	EventCompensated        Event = "compensated"
 	EventCompensationFailed Event = "compensation-failed"
+	EventCancelRequested    Event = "cancel-requested" // accepted: nothing new starts
+	EventCancelRefused      Event = "cancel-refused"   // refused, with the reason
+	EventCancelled          Event = "cancelled"        // ended Cancelled, the completed steps undone
+	EventRejected           Event = "rejected"         // a resend of the OrderID with other content, refused
 )
 
 // Seq is the sequence number of an event of a round: the same event always
@@ -31,9 +35,17 @@ func Seq(round int, e Event, index int) int {
 		return base + 1001
 	case EventUndoDone:
 		return base + 2000 + (999 - index) // undos run from the last step back
+	case EventCancelRequested:
+		return base + 1500
+	case EventCancelRefused:
+		return base + 1501
 	case EventCompensated:
 		return base + 3000
-	default: // EventCompensationFailed
+	case EventCompensationFailed:
 		return base + 3001
+	case EventCancelled:
+		return base + 3002
+	default: // EventRejected: about another message than the order's
+		return base + 9999
 	}
 }

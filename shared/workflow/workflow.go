@@ -24,6 +24,7 @@ const (
 	Compensating       State = "Compensating"
 	Failed             State = "Failed"             // a step failed for good; the completed steps were undone
 	CompensationFailed State = "CompensationFailed" // an undo action failed for good too
+	Cancelled          State = "Cancelled"          // cancelled: nothing more ran, the completed steps were undone
 )
 
 // Cause is why a record failed for good.
@@ -41,7 +42,9 @@ const (
 func (c Cause) GaveUp() bool { return c == TimedOut || c == Expired }
 
 // Ended reports whether a task in state s needs no more work.
-func (s State) Ended() bool { return s == Processed || s == Failed || s == CompensationFailed }
+func (s State) Ended() bool {
+	return s == Processed || s == Failed || s == CompensationFailed || s == Cancelled
+}
 
 // Action is one call to one remote service through its Agent.
 type Action struct {

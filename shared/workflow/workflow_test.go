@@ -88,8 +88,13 @@ func TestDecideHoldsAnAttemptWhoseReplyMayBeQueued(t *testing.T) {
 	a := workflow.Action{MaxFailures: 1}
 	d := workflow.Decide(workflow.Found{Action: a, State: workflow.Processing, Backlogged: true}, 7*time.Second)
 	require.Equal(t, workflow.Decision{Verdict: workflow.Hold, After: 7 * time.Second}, d, "judged again a pickup timeout later")
-	d = workflow.Decide(workflow.Found{Action: a, State: workflow.Processing, Backlogged: true, Overdue: time.Minute}, 7*time.Second)
-	require.Equal(t, workflow.Decision{Verdict: workflow.Hold, After: time.Minute}, d, "or as long again as it has been overdue")
+	d = workflow.Decide(workflow.Found{Action: a, State: workflow.Processing, Backlogged: true, Overdue: 20 * time.Second}, 7*time.Second)
+	require.Equal(t, workflow.Decision{Verdict: workflow.Hold, After: 20 * time.Second}, d, "or as long again as it has been overdue")
+	d = workflow.Decide(workflow.Found{Action: a, State: workflow.Processing, Backlogged: true, Overdue: time.Hour}, 7*time.Second)
+	require.Equal(t, workflow.Verdict(workflow.GiveUp), d.Verdict, "past MaxReplyWait it is judged")
+	d = workflow.Decide(workflow.Found{Action: workflow.Action{MaxFailures: 3}, State: workflow.Processing, Backlogged: true,
+		Overdue: 10 * time.Minute}, 7*time.Second)
+	require.Equal(t, workflow.Decision{Verdict: workflow.Hold, After: 28 * time.Second}, d, "at most four pickup timeouts")
 }
 
 func TestDecideGivesUpPastTheOrderDeadlineWhateverItWaitsFor(t *testing.T) {
@@ -236,4 +241,46 @@ func TestWorkflowsByName(t *testing.T) {
 	require.NoError(t, s.Validate())
 	s.Workflow = "saga"
 	require.EqualError(t, s.Validate(), `unknown workflow "saga" (want "order" or "single")`)
+}
+
+func TestDecideGivesUpOnACancelledOrdersOverdueWork(t *testing.T) {
+	t.Parallel()
+	a := workflow.Action{MaxFailures: 5}
+	d := workflow.Decide(workflow.Found{Action: a, State: workflow.Processing, FailureCount: 1, Cancelled: true}, time.Second)
+	require.Equal(t, workflow.Decision{Verdict: workflow.GiveUp, FailureCount: 1}, d, "not retried: nothing starts again")
+	d = workflow.Decide(workflow.Found{Action: a, State: workflow.Processing, Cancelled: true, Backlogged: true}, time.Second)
+	require.Equal(t, workflow.Hold, d.Verdict, "its reply may still come: the outcome decides what to undo")
+}
+
+func TestDecideCancel(t *testing.T) {
+	t.Parallel()
+	def := workflow.Orders(workflow.DefaultSettings())
+	phase := func(i int, st workflow.State, ready bool) workflow.Phase {
+		return workflow.Phase{Ref: workflow.Ref{Index: i}, State: st, Ready: ready, HasUndo: def.Steps[i].Undo != nil,
+			Name: def.Steps[i].Name}
+	}
+	ready0 := []workflow.Phase{phase(0, workflow.Pending, true), phase(1, workflow.Pending, false), phase(2, workflow.Pending, false)}
+	running1 := []workflow.Phase{phase(0, workflow.Processed, false), phase(1, workflow.Processing, false), phase(2, workflow.Pending, false)}
+	shipping := []workflow.Phase{phase(0, workflow.Processed, false), phase(1, workflow.Processed, false), phase(2, workflow.Processing, false)}
+	cases := map[string]struct {
+		task  workflow.State
+		asked bool
+		recs  []workflow.Phase
+		want  workflow.CancelDecision
+	}{
+		"before the first claim": {workflow.Pending, false, ready0, workflow.CancelDecision{Verdict: workflow.CancelStops, Stop: workflow.Ref{}}},
+		"while a step runs":      {workflow.Pending, false, running1, workflow.CancelDecision{Verdict: workflow.CancelAwaits}},
+		"twice":                  {workflow.Pending, true, running1, workflow.CancelDecision{Verdict: workflow.CancelRepeated}},
+		"once cancelled":         {workflow.Cancelled, true, nil, workflow.CancelDecision{Verdict: workflow.CancelRepeated}},
+		"while compensating":     {workflow.Compensating, false, nil, workflow.CancelDecision{Verdict: workflow.CancelCompensates}},
+		"ended": {workflow.Processed, false, nil, workflow.CancelDecision{Verdict: workflow.CancelRefused,
+			Reason: "the order is Processed: there is nothing to cancel"}},
+		"past the point of no return": {workflow.Pending, false, shipping, workflow.CancelDecision{Verdict: workflow.CancelRefused,
+			Reason: "step create-shipment has run, or is running, and cannot be undone: the order can no longer be cancelled"}},
+	}
+	for name, c := range cases {
+		require.Equal(t, c.want, workflow.DecideCancel(c.task, c.asked, c.recs), name)
+	}
+	require.True(t, workflow.Cancelled.Ended())
+	require.Less(t, workflow.Seq(1, workflow.EventUndoDone, 0), workflow.Seq(1, workflow.EventCancelled, 0))
 }

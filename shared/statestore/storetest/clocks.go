@@ -141,8 +141,8 @@ func deadlineDue(t *testing.T, s *statestore.Store) {
 	due := overdueAt(t, s, end)
 	require.Len(t, due, 1, "due at the order's deadline, before its own")
 	require.Equal(t, step1, due[0].Ref())
-	require.NoError(t, s.GiveUp(ctx, statestore.GiveUp{Read: due[0], FailureCount: due[0].FailureCount, Cause: workflow.Expired,
-		Reason: "order deadline passed", Due: end.Add(time.Minute), Now: end}))
+	require.NoError(t, errOf(s.GiveUp(ctx, statestore.GiveUp{Read: due[0], FailureCount: due[0].FailureCount, Cause: workflow.Expired,
+		Reason: "order deadline passed", Due: end.Add(time.Minute), Now: end})))
 	task, recs := state(t, s)
 	require.Equal(t, workflow.Compensating, task.State)
 	require.Equal(t, workflow.Expired, recs[step1].Cause)
@@ -164,7 +164,7 @@ func compensationDeadline(t *testing.T, s *statestore.Store) {
 	failed := t0.Add(20 * time.Hour)
 	f := failure("o-1", step1, 0, "declined")
 	f.Now, f.Due = failed, failed
-	require.NoError(t, s.Fail(ctx, f, st.Attempt, 1))
+	require.NoError(t, errOf(s.Fail(ctx, f, st.Attempt, 1)))
 	require.NoError(t, s.MarkAlerted(ctx, "o-1", step1, failed))
 	read := overdueAt(t, s, failed)
 	require.Len(t, read, 1)
@@ -174,8 +174,8 @@ func compensationDeadline(t *testing.T, s *statestore.Store) {
 	require.Empty(t, overdueAt(t, s, t0.Add(25*time.Hour)), "the order's own deadline no longer counts")
 	due := overdueAt(t, s, failed.Add(24*time.Hour))
 	require.Len(t, due, 1)
-	require.NoError(t, s.GiveUp(ctx, statestore.GiveUp{Read: due[0], Cause: workflow.Expired,
-		Due: failed.Add(25 * time.Hour), Now: failed.Add(24 * time.Hour)}))
+	require.NoError(t, errOf(s.GiveUp(ctx, statestore.GiveUp{Read: due[0], Cause: workflow.Expired,
+		Due: failed.Add(25 * time.Hour), Now: failed.Add(24 * time.Hour)})))
 	task, _ := state(t, s)
 	require.Equal(t, workflow.CompensationFailed, task.State)
 }
@@ -196,9 +196,9 @@ func lateReplyOfLatestAttempt(t *testing.T, s *statestore.Store) {
 		require.NoError(t, s.Requeue(ctx, statestore.Retry{Read: st, FailureCount: 1,
 			ReadyAt: at, Due: at.Add(time.Minute), Now: at}))
 	}
-	require.ErrorIs(t, s.Complete(ctx, statestore.Completion{OrderID: "o-1", Ref: step0, Attempt: 1, Round: 2,
-		Next: &step1, NextDueAt: at.Add(time.Minute), Now: at}), statestore.ErrStale, "another round's reply")
-	require.NoError(t, s.Complete(ctx, done("o-1", step0, 1, &step1, "")), "the latest attempt's reply")
+	require.ErrorIs(t, errOf(s.Complete(ctx, statestore.Completion{OrderID: "o-1", Ref: step0, Attempt: 1, Round: 2,
+		Next: &step1, NextDueAt: at.Add(time.Minute), Now: at})), statestore.ErrStale, "another round's reply")
+	require.NoError(t, errOf(s.Complete(ctx, done("o-1", step0, 1, &step1, ""))), "the latest attempt's reply")
 	_, recs := state(t, s)
 	require.Equal(t, workflow.Processed, recs[step0].State)
 	require.False(t, recs[step1].DueAt.IsZero(), "the next step is ready")
@@ -208,10 +208,10 @@ func lateReplyOfLatestAttempt(t *testing.T, s *statestore.Store) {
 	again, err := claim(ctx, s, "o-2", step0, "agent-b", at)
 	require.NoError(t, err)
 	require.Equal(t, 2, again.Attempt)
-	require.ErrorIs(t, s.Complete(ctx, done("o-2", step0, 1, &step1, "")), statestore.ErrStale,
+	require.ErrorIs(t, errOf(s.Complete(ctx, done("o-2", step0, 1, &step1, ""))), statestore.ErrStale,
 		"once a later attempt began, the earlier one's reply changes nothing")
-	require.ErrorIs(t, s.Fail(ctx, failure("o-2", step0, -1, "late refusal"), 1, 1), statestore.ErrStale)
-	require.NoError(t, s.Complete(ctx, done("o-2", step0, 2, &step1, "")))
+	require.ErrorIs(t, errOf(s.Fail(ctx, failure("o-2", step0, -1, "late refusal"), 1, 1)), statestore.ErrStale)
+	require.NoError(t, errOf(s.Complete(ctx, done("o-2", step0, 2, &step1, ""))))
 }
 
 func resubmitNewDeadline(t *testing.T, s *statestore.Store) {
@@ -219,7 +219,7 @@ func resubmitNewDeadline(t *testing.T, s *statestore.Store) {
 	submit(t, s, "o-1", 1)
 	st, err := claim(ctx, s, "o-1", step0, "agent-a", t0)
 	require.NoError(t, err)
-	require.NoError(t, s.Fail(ctx, failure("o-1", step0, -1, "declined"), st.Attempt, 1))
+	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", step0, -1, "declined"), st.Attempt, 1)))
 	later := t0.Add(72 * time.Hour)
 	_, err = s.Resubmit(ctx, "o-1", "", time.Minute, later)
 	require.NoError(t, err)

@@ -82,6 +82,9 @@ func failure(orderID string, r workflow.Ref, undoFrom int, why string) statestor
 
 var t0 = time.UnixMilli(1_800_000_000_000)
 
+// errOf is the error of a write that also says the task's state.
+func errOf(_ workflow.State, err error) error { return err }
+
 // claim claims r for owner as the suite's one agent, "svc", would.
 func claim(ctx context.Context, s *statestore.Store, orderID string, r workflow.Ref, owner string, now time.Time) (statestore.Step, error) {
 	return s.Claim(ctx, statestore.Claim{OrderID: orderID, Ref: r, Agent: "svc", Owner: owner, Now: now})
@@ -123,6 +126,7 @@ func Run(t *testing.T, newStore func(t *testing.T) *statestore.Store) {
 		"EndLeavesIndexOnlyOnceAlerted":         endUnalerted,
 	}
 	maps.Copy(tests, clockTests)
+	maps.Copy(tests, cancelTests)
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -243,13 +247,13 @@ func completeFenced(t *testing.T, s *statestore.Store) {
 	st, err := claim(ctx, s, "o-1", step0, "sched", t0)
 	require.NoError(t, err)
 	c := done("o-1", step0, st.Attempt+1, nil, workflow.Processed)
-	require.ErrorIs(t, s.Complete(ctx, c), statestore.ErrStale, "a reply of another attempt")
+	require.ErrorIs(t, errOf(s.Complete(ctx, c)), statestore.ErrStale, "a reply of another attempt")
 	task, steps, _ := s.Load(ctx, "o-1")
 	require.Equal(t, workflow.Processing, steps[0].State)
 	require.Equal(t, workflow.Pending, task.State)
 	c.Attempt, c.Now = st.Attempt, t0.Add(time.Second)
-	require.NoError(t, s.Complete(ctx, c))
-	require.ErrorIs(t, s.Complete(ctx, c), statestore.ErrStale, "a duplicate reply")
+	require.NoError(t, errOf(s.Complete(ctx, c)))
+	require.ErrorIs(t, errOf(s.Complete(ctx, c)), statestore.ErrStale, "a duplicate reply")
 	task, steps, _ = s.Load(ctx, "o-1")
 	require.Equal(t, workflow.Processed, steps[0].State)
 	require.True(t, steps[0].DueAt.IsZero(), "left the deadline index")
@@ -264,7 +268,7 @@ func completeNext(t *testing.T, s *statestore.Store) {
 	submit(t, s, "o-1", 2)
 	st, err := claim(ctx, s, "o-1", step0, "sched", t0)
 	require.NoError(t, err)
-	require.NoError(t, s.Complete(ctx, done("o-1", step0, st.Attempt, &step1, "")))
+	require.NoError(t, errOf(s.Complete(ctx, done("o-1", step0, st.Attempt, &step1, ""))))
 	task, steps, _ := s.Load(ctx, "o-1")
 	require.Equal(t, workflow.Pending, task.State, "task goes on")
 	require.Equal(t, t0.Add(time.Minute), steps[1].DueAt)
@@ -283,7 +287,7 @@ func overdue(t *testing.T, s *statestore.Store) {
 		_, err := claim(ctx, s, fmt.Sprintf("o-%d", i), step0, "sched", t0)
 		require.NoError(t, err)
 	}
-	require.NoError(t, s.Complete(ctx, done("o-2", step0, 1, nil, workflow.Processed)))
+	require.NoError(t, errOf(s.Complete(ctx, done("o-2", step0, 1, nil, workflow.Processed))))
 	got, err := s.Overdue(ctx, t0.Add(5*time.Second), 100)
 	require.NoError(t, err)
 	require.Empty(t, got, "nothing due yet")
@@ -298,7 +302,7 @@ func overdue(t *testing.T, s *statestore.Store) {
 	for _, st := range got {
 		require.NotZero(t, st.MaxFailures, "the index carries what the supervisor needs")
 	}
-	require.NoError(t, s.Fail(ctx, failure("o-0", step0, -1, "declined"), 1, 1))
+	require.NoError(t, errOf(s.Fail(ctx, failure("o-0", step0, -1, "declined"), 1, 1)))
 	got, err = s.Overdue(ctx, t0, 100)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
@@ -354,8 +358,8 @@ func requeue(t *testing.T, s *statestore.Store) {
 	st2, err := claim(ctx, s, "o-1", step0, "sched-b", t0.Add(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, 2, st2.Attempt)
-	require.ErrorIs(t, s.Complete(ctx, done("o-1", step0, 1, nil, workflow.Processed)), statestore.ErrStale)
-	require.NoError(t, s.Complete(ctx, done("o-1", step0, 2, nil, workflow.Processed)))
+	require.ErrorIs(t, errOf(s.Complete(ctx, done("o-1", step0, 1, nil, workflow.Processed))), statestore.ErrStale)
+	require.NoError(t, errOf(s.Complete(ctx, done("o-1", step0, 2, nil, workflow.Processed))))
 }
 
 func giveUp(t *testing.T, s *statestore.Store) {
@@ -366,8 +370,8 @@ func giveUp(t *testing.T, s *statestore.Store) {
 	got, _ := s.Overdue(ctx, t0.Add(time.Hour), 10)
 	require.Len(t, got, 1)
 	now := t0.Add(time.Hour)
-	require.NoError(t, s.GiveUp(ctx, statestore.GiveUp{Read: got[0], FailureCount: 3, Cause: workflow.TimedOut, Reason: "timed out 3 times", Due: now, Now: now}))
-	require.ErrorIs(t, s.GiveUp(ctx, statestore.GiveUp{Read: got[0], FailureCount: 3, Cause: workflow.TimedOut, Reason: "again", Due: now, Now: now}), statestore.ErrStale)
+	require.NoError(t, errOf(s.GiveUp(ctx, statestore.GiveUp{Read: got[0], FailureCount: 3, Cause: workflow.TimedOut, Reason: "timed out 3 times", Due: now, Now: now})))
+	require.ErrorIs(t, errOf(s.GiveUp(ctx, statestore.GiveUp{Read: got[0], FailureCount: 3, Cause: workflow.TimedOut, Reason: "again", Due: now, Now: now})), statestore.ErrStale)
 	task, steps, _ := s.Load(ctx, "o-1")
 	require.Equal(t, workflow.CompensationFailed, task.State, "a lone step without an undo timed out: it may have taken effect, the operator decides")
 	require.Contains(t, task.LastError, "timed out 3 times")
@@ -391,9 +395,9 @@ func failFenced(t *testing.T, s *statestore.Store) {
 	st, err := claim(ctx, s, "o-1", step0, "sched", t0)
 	require.NoError(t, err)
 	f := failure("o-1", step0, -1, "declined")
-	require.ErrorIs(t, s.Fail(ctx, f, st.Attempt+1, 1), statestore.ErrStale)
-	require.NoError(t, s.Fail(ctx, f, st.Attempt, 1))
-	require.ErrorIs(t, s.Fail(ctx, f, st.Attempt, 1), statestore.ErrStale)
+	require.ErrorIs(t, errOf(s.Fail(ctx, f, st.Attempt+1, 1)), statestore.ErrStale)
+	require.NoError(t, errOf(s.Fail(ctx, f, st.Attempt, 1)))
+	require.ErrorIs(t, errOf(s.Fail(ctx, f, st.Attempt, 1)), statestore.ErrStale)
 	task, steps, _ := s.Load(ctx, "o-1")
 	require.Equal(t, workflow.Failed, task.State)
 	require.Equal(t, "declined", steps[0].LastError)
@@ -424,7 +428,7 @@ func runTo(t *testing.T, s *statestore.Store, steps, n int) {
 		st, err := claim(ctx, s, "o-1", r, "sched", t0)
 		require.NoError(t, err)
 		next := workflow.Ref{Index: i + 1}
-		require.NoError(t, s.Complete(ctx, done("o-1", r, st.Attempt, &next, "")))
+		require.NoError(t, errOf(s.Complete(ctx, done("o-1", r, st.Attempt, &next, ""))))
 	}
 }
 
@@ -444,7 +448,7 @@ func failureStartsCompensation(t *testing.T, s *statestore.Store) {
 	runTo(t, s, 3, 2)
 	st, err := claim(ctx, s, "o-1", step2, "sched", t0)
 	require.NoError(t, err)
-	require.NoError(t, s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt, 1))
+	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt, 1)))
 	task, recs := state(t, s)
 	require.Equal(t, workflow.Compensating, task.State)
 	require.Equal(t, workflow.Error, recs[step2].State)
@@ -460,14 +464,14 @@ func undoChainEndsFailed(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	runTo(t, s, 3, 2)
 	st, _ := claim(ctx, s, "o-1", step2, "sched", t0)
-	require.NoError(t, s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt, 1))
+	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt, 1)))
 	u1, err := claim(ctx, s, "o-1", undo1, "sched", t0)
 	require.NoError(t, err)
-	require.NoError(t, s.Complete(ctx, done("o-1", undo1, u1.Attempt, &undo0, "")))
+	require.NoError(t, errOf(s.Complete(ctx, done("o-1", undo1, u1.Attempt, &undo0, ""))))
 	u0, err := claim(ctx, s, "o-1", undo0, "sched", t0)
 	require.NoError(t, err)
-	require.ErrorIs(t, s.Complete(ctx, done("o-1", undo0, u0.Attempt+1, nil, workflow.Failed)), statestore.ErrStale)
-	require.NoError(t, s.Complete(ctx, done("o-1", undo0, u0.Attempt, nil, workflow.Failed)))
+	require.ErrorIs(t, errOf(s.Complete(ctx, done("o-1", undo0, u0.Attempt+1, nil, workflow.Failed))), statestore.ErrStale)
+	require.NoError(t, errOf(s.Complete(ctx, done("o-1", undo0, u0.Attempt, nil, workflow.Failed))))
 	task, recs := state(t, s)
 	require.Equal(t, workflow.Failed, task.State, "work undone")
 	require.False(t, task.CompletedAt.IsZero())
@@ -479,10 +483,10 @@ func undoFailure(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	runTo(t, s, 3, 2)
 	st, _ := claim(ctx, s, "o-1", step2, "sched", t0)
-	require.NoError(t, s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt, 1))
+	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt, 1)))
 	u1, err := claim(ctx, s, "o-1", undo1, "sched", t0)
 	require.NoError(t, err)
-	require.NoError(t, s.Fail(ctx, failure("o-1", undo1, -1, "refund refused"), u1.Attempt, 1))
+	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", undo1, -1, "refund refused"), u1.Attempt, 1)))
 	task, recs := state(t, s)
 	require.Equal(t, workflow.CompensationFailed, task.State)
 	require.Contains(t, task.LastError, "undo-s1 (undo): refund refused", "the operator sees which undo did not happen")
@@ -503,7 +507,7 @@ func giveUpCompensates(t *testing.T, s *statestore.Store) {
 	require.Equal(t, workflow.Aftermath{UndoFrom: 1, Next: workflow.Compensating}, due[0].AfterGiveUp(),
 		"a timed-out step may have taken effect: its own undo first")
 	now := t0.Add(time.Hour)
-	require.NoError(t, s.GiveUp(ctx, statestore.GiveUp{Read: due[0], FailureCount: 3, Cause: workflow.TimedOut, Reason: "timed out", Due: now.Add(time.Minute), Now: now}))
+	require.NoError(t, errOf(s.GiveUp(ctx, statestore.GiveUp{Read: due[0], FailureCount: 3, Cause: workflow.TimedOut, Reason: "timed out", Due: now.Add(time.Minute), Now: now})))
 	task, recs := state(t, s)
 	require.Equal(t, workflow.Compensating, task.State)
 	require.Equal(t, now.Add(time.Minute), recs[undo1].DueAt)
@@ -526,7 +530,7 @@ func giveUpPivot(t *testing.T, s *statestore.Store) {
 	require.Len(t, due, 1)
 	require.False(t, due[0].HasUndo)
 	require.Equal(t, workflow.Aftermath{UndoFrom: -1, Next: workflow.CompensationFailed}, due[0].AfterGiveUp())
-	require.NoError(t, s.GiveUp(ctx, statestore.GiveUp{Read: due[0], FailureCount: 3, Cause: workflow.TimedOut, Reason: "timed out", Due: now.Add(time.Minute), Now: now}))
+	require.NoError(t, errOf(s.GiveUp(ctx, statestore.GiveUp{Read: due[0], FailureCount: 3, Cause: workflow.TimedOut, Reason: "timed out", Due: now.Add(time.Minute), Now: now})))
 	task, recs := state(t, s)
 	require.Equal(t, workflow.CompensationFailed, task.State, "ended: the operator decides")
 	require.False(t, task.CompletedAt.IsZero())
@@ -551,7 +555,7 @@ func giveUpPivot(t *testing.T, s *statestore.Store) {
 	again, err := claim(ctx, s, "o-1", step2, "sched", now)
 	require.NoError(t, err)
 	require.Equal(t, 2, again.Attempt, "attempts keep counting (fencing)")
-	require.NoError(t, s.Complete(ctx, done("o-1", step2, again.Attempt, nil, workflow.Processed)))
+	require.NoError(t, errOf(s.Complete(ctx, done("o-1", step2, again.Attempt, nil, workflow.Processed))))
 	task, _ = state(t, s)
 	require.Equal(t, workflow.Processed, task.State)
 }
@@ -560,9 +564,9 @@ func resubmitFailed(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	runTo(t, s, 2, 1)
 	st, _ := claim(ctx, s, "o-1", step1, "sched", t0)
-	require.NoError(t, s.Fail(ctx, failure("o-1", step1, 0, "declined"), st.Attempt, 1))
+	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", step1, 0, "declined"), st.Attempt, 1)))
 	u0, _ := claim(ctx, s, "o-1", undo0, "sched", t0)
-	require.NoError(t, s.Complete(ctx, done("o-1", undo0, u0.Attempt, nil, workflow.Failed)))
+	require.NoError(t, errOf(s.Complete(ctx, done("o-1", undo0, u0.Attempt, nil, workflow.Failed))))
 
 	_, err := s.Resubmit(ctx, "o-1", "s0", time.Minute, t0)
 	require.ErrorContains(t, err, `step "s0" is not the one that failed (s1)`)
@@ -582,7 +586,7 @@ func resubmitFailed(t *testing.T, s *statestore.Store) {
 	again, err := claim(ctx, s, "o-1", step0, "sched", t0)
 	require.NoError(t, err)
 	require.Equal(t, 2, again.Attempt, "attempts keep counting across rounds (fencing)")
-	require.ErrorIs(t, s.Complete(ctx, done("o-1", step0, 1, &step1, "")), statestore.ErrStale, "round 1's reply is stale")
+	require.ErrorIs(t, errOf(s.Complete(ctx, done("o-1", step0, 1, &step1, ""))), statestore.ErrStale, "round 1's reply is stale")
 	require.Contains(t, again.Incidents[len(again.Incidents)-1].What, "resubmitted by the operator (round 2)")
 }
 
@@ -590,9 +594,9 @@ func resubmitUndo(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	runTo(t, s, 3, 2)
 	st, _ := claim(ctx, s, "o-1", step2, "sched", t0)
-	require.NoError(t, s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt, 1))
+	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt, 1)))
 	u1, _ := claim(ctx, s, "o-1", undo1, "sched", t0)
-	require.NoError(t, s.Fail(ctx, failure("o-1", undo1, -1, "refund refused"), u1.Attempt, 1))
+	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", undo1, -1, "refund refused"), u1.Attempt, 1)))
 	r, err := s.Resubmit(ctx, "o-1", "", time.Minute, t0)
 	require.NoError(t, err)
 	require.Equal(t, statestore.Resubmission{Ref: undo1, Step: "undo-s1", Round: 1}, r)
@@ -624,7 +628,7 @@ func listTasks(t *testing.T, s *statestore.Store) {
 	for _, id := range []string{"o-1", "o-4", "o-6"} {
 		st, err := claim(ctx, s, id, step0, "sched", t0)
 		require.NoError(t, err)
-		require.NoError(t, s.Fail(ctx, failure(id, step0, -1, "declined"), st.Attempt, 1))
+		require.NoError(t, errOf(s.Fail(ctx, failure(id, step0, -1, "declined"), st.Attempt, 1)))
 	}
 	var got []string
 	token := ""
@@ -674,7 +678,7 @@ func dueEarly(t *testing.T, s *statestore.Store) {
 	// comes due early again and moves on to that.
 	c := done("o-1", step0, 1, &step1, "")
 	c.NextDueAt, c.Now = t0.Add(2*time.Minute), t0.Add(62*time.Second)
-	require.NoError(t, s.Complete(ctx, c))
+	require.NoError(t, errOf(s.Complete(ctx, c)))
 	got, err = s.Overdue(ctx, t0.Add(90*time.Second), 10)
 	require.NoError(t, err)
 	require.Empty(t, got)
@@ -691,10 +695,10 @@ func endUnalerted(t *testing.T, s *statestore.Store) {
 	runTo(t, s, 2, 1)
 	st, err := claim(ctx, s, "o-1", step1, "sched", t0)
 	require.NoError(t, err)
-	require.NoError(t, s.Fail(ctx, failure("o-1", step1, 0, "declined"), st.Attempt, 1)) // the alert is then lost
+	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", step1, 0, "declined"), st.Attempt, 1))) // the alert is then lost
 	u0, err := claim(ctx, s, "o-1", undo0, "sched", t0)
 	require.NoError(t, err)
-	require.NoError(t, s.Complete(ctx, done("o-1", undo0, u0.Attempt, nil, workflow.Failed)))
+	require.NoError(t, errOf(s.Complete(ctx, done("o-1", undo0, u0.Attempt, nil, workflow.Failed))))
 	task, _ := state(t, s)
 	require.Equal(t, workflow.Failed, task.State)
 	got, err := s.Overdue(ctx, t0.Add(time.Hour), 10)
@@ -706,5 +710,5 @@ func endUnalerted(t *testing.T, s *statestore.Store) {
 	got, err = s.Overdue(ctx, t0.Add(time.Hour), 10)
 	require.NoError(t, err)
 	require.Empty(t, got, "alerted: nothing due, and the order leaves the index")
-	require.ErrorIs(t, s.Complete(ctx, done("o-1", undo0, u0.Attempt, nil, workflow.Failed)), statestore.ErrStale, "a duplicate")
+	require.ErrorIs(t, errOf(s.Complete(ctx, done("o-1", undo0, u0.Attempt, nil, workflow.Failed))), statestore.ErrStale, "a duplicate")
 }

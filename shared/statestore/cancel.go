@@ -1,0 +1,150 @@
+package statestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// NotCancellableError says why an order cannot be cancelled.
+type NotCancellableError struct{ Reason string }
+
+// Error says why.
+func (e *NotCancellableError) Error() string { return e.Reason }
+
+// IsNotCancellable reports whether err is a *NotCancellableError.
+func IsNotCancellable(err error) bool {
+	var e *NotCancellableError
+	return errors.As(err, &e)
+}
+
+// CancelRequest asks for an order's cancellation.
+type CancelRequest struct {
+	OrderID string
+	By      string        // who asks: an operator, or the orders queue's sender
+	Reason  string        // why, if they said
+	Pickup  time.Duration // an undo action made ready is due this long after now
+	Now     time.Time
+}
+
+// Cancellation is what a cancel did.
+type Cancellation struct {
+	Verdict workflow.CancelVerdict
+	State   workflow.State // the task's, after the cancel
+	Stopped string         // the step that will not run (CancelStops)
+	// Undo, if set, is the undo action made ready: the caller has it sent
+	// to its Agent.
+	Undo       *workflow.Ref
+	ReplyQueue string
+	Round      int
+}
+
+// Cancel cancels an order (workflow.DecideCancel): a ready step does not
+// run, and the completed steps are undone in reverse order (or, with none,
+// the task ends Cancelled at once); a running step's outcome is awaited, and
+// then undone; an order already compensating after a failure has the
+// request noted, and ends Failed. Asking again is no error. It is one write,
+// conditional on the order being as read, re-read up to cancelTries times if
+// another write lands between. A refusal is a *NotCancellableError.
+func (s *Store) Cancel(ctx context.Context, c CancelRequest) (Cancellation, error) {
+	for range cancelTries {
+		res, err := s.cancel(ctx, c)
+		if !errors.Is(err, ErrStale) {
+			return res, err
+		}
+	}
+	return Cancellation{}, &NotCancellableError{fmt.Sprintf("order %s changed each of the %d times it was read to be cancelled; ask again", c.OrderID, cancelTries)}
+}
+
+const cancelTries = 5
+
+func (s *Store) cancel(ctx context.Context, c CancelRequest) (Cancellation, error) {
+	it, err := s.item(ctx, c.OrderID)
+	if err != nil {
+		return Cancellation{}, err
+	}
+	d := workflow.DecideCancel(workflow.State(it.State), it.CxBy != "", it.phases())
+	res := Cancellation{Verdict: d.Verdict, State: workflow.State(it.State), ReplyQueue: it.ReplyQueue, Round: it.Round}
+	ch := newChange(c.Now)
+	ch.cond = append(ch.cond, "V = "+ch.val("version", num(int64(it.Version))))
+	ch.set = append(ch.set, "CxBy = "+ch.val("by", str(c.By)), "CxAt = "+ch.at())
+	if c.Reason != "" {
+		ch.set = append(ch.set, "CxWhy = "+ch.val("why", str(c.Reason)))
+	}
+	switch d.Verdict {
+	case workflow.CancelRefused:
+		return res, &NotCancellableError{fmt.Sprintf("order %s cannot be cancelled: %s", c.OrderID, d.Reason)}
+	case workflow.CancelRepeated:
+		return res, nil
+	case workflow.CancelCompensates:
+		// Noted; the undoing under way ends the order Failed.
+	case workflow.CancelAwaits:
+		ch.set = append(ch.set, "Ea = "+ch.val("endAs", str(string(workflow.Cancelled))))
+	case workflow.CancelStops:
+		s.stop(ch, it, d.Stop, c, &res)
+	}
+	if err := s.update(ctx, c.OrderID, ch, "cancel "+c.OrderID); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// stop adds to ch the cancel of a ready step that has not run: it is no
+// longer ready, and the completed steps' undoing starts (or, with nothing to
+// undo, the task ends Cancelled and leaves the index).
+func (s *Store) stop(ch *change, it stateItem, stop workflow.Ref, c CancelRequest, res *Cancellation) {
+	r := it.Recs[sortKey(stop)]
+	p := ch.rec("r", stop)
+	ch.remove = append(ch.remove, p+".d")
+	ch.incident(p, "r", "cancelled before it ran, by %s", c.By)
+	res.Stopped = r.Name
+	if r.UndoFrom < 0 {
+		ch.task(workflow.Pending, workflow.Cancelled, "")
+		ch.remove = append(ch.remove, "DueShard", "DueAt")
+		res.State = workflow.Cancelled
+		return
+	}
+	undo := workflow.Ref{Index: r.UndoFrom, Undo: true}
+	ch.task(workflow.Pending, workflow.Compensating, "")
+	ch.set = append(ch.set, "Ea = "+ch.val("endAs", str(string(workflow.Cancelled))), "Dl = DlMs + "+ch.at())
+	s.makeReady(ch, undo, c.Now.Add(c.Pickup))
+	ch.index(it.OrderID, s.shards, c.Now.Add(c.Pickup))
+	res.State, res.Undo = workflow.Compensating, &undo
+}
+
+// phases are the item's records as a cancel sees them.
+func (it stateItem) phases() []workflow.Phase {
+	var out []workflow.Phase
+	for sk, r := range it.Recs {
+		out = append(out, workflow.Phase{Ref: refOf(sk), State: workflow.State(r.State), Ready: r.DueAt != 0,
+			HasUndo: r.HasUndo, Name: r.Name})
+	}
+	return out
+}
+
+// CompleteCancelled records the reply of a step whose order is being
+// cancelled (Complete said ErrCancelling): fenced as Complete is, the step
+// is Processed and, in the same write, the undoing starts from undo (the
+// step's own undo action, or the latest earlier one), or, with nothing to
+// undo, the task ends Cancelled. It returns the task's state after.
+func (s *Store) CompleteCancelled(ctx context.Context, c Completion, undo *workflow.Ref, due time.Time) (workflow.State, error) {
+	ch := newChange(c.Now)
+	p := ch.rec("r", c.Ref)
+	current(ch, p, c.Attempt, c.Round)
+	ch.cond = append(ch.cond, "attribute_exists(CxBy)")
+	ch.set = append(ch.set, p+".s = "+ch.val("processed", str(string(workflow.Processed))), p+".dn = "+ch.at())
+	ch.remove = append(ch.remove, p+".d")
+	if undo == nil {
+		ch.task(workflow.Pending, workflow.Cancelled, "")
+		ch.remove = append(ch.remove, "DueShard", "DueAt")
+	} else {
+		ch.task(workflow.Pending, workflow.Compensating, "")
+		ch.set = append(ch.set, "Dl = DlMs + "+ch.at())
+		s.makeReady(ch, *undo, due)
+		ch.index(c.OrderID, s.shards, due)
+	}
+	return s.updateState(ctx, c.OrderID, ch, fmt.Sprintf("complete %s/%s of a cancelled order", c.OrderID, sortKey(c.Ref)))
+}

@@ -1,0 +1,204 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// cancelTests are the cases of an order's cancellation.
+var cancelTests = map[string]func(*testing.T, *statestore.Store){
+	"CancelBeforeAnyStepRanEndsIt":           cancelAtOnce,
+	"CancelStopsTheReadyStepAndUndoes":       cancelStops,
+	"CancelAwaitsTheRunningStep":             cancelAwaits,
+	"CancelRacesACompletingStep":             cancelRace,
+	"CancelRefusesAnEndedOrderOrAPivot":      cancelRefused,
+	"CancelWhileCompensatingEndsFailed":      cancelWhileCompensating,
+	"CancelOfARefusedStepStillEndsCancelled": cancelThenRefusal,
+}
+
+func cancelReq(id string, at time.Time) statestore.CancelRequest {
+	return statestore.CancelRequest{OrderID: id, By: "ops", Reason: "customer asked", Pickup: time.Minute, Now: at}
+}
+
+// finishUndo claims and completes an undo action, returning the task's
+// state after.
+func finishUndo(t *testing.T, s *statestore.Store, id string, u workflow.Ref) workflow.State {
+	t.Helper()
+	ctx := context.Background()
+	st, err := claim(ctx, s, id, u, "agent-u", t0)
+	require.NoError(t, err)
+	next, more, end := def(3).Next(u)
+	c := statestore.Completion{OrderID: id, Ref: u, Attempt: st.Attempt, End: end, Now: t0}
+	if more {
+		c.Next, c.NextDueAt = &next, t0.Add(time.Minute)
+	}
+	state, err := s.Complete(ctx, c)
+	require.NoError(t, err)
+	return state
+}
+
+func cancelAtOnce(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 3)
+	res, err := s.Cancel(ctx, cancelReq("o-1", t0))
+	require.NoError(t, err)
+	require.Equal(t, workflow.CancelStops, res.Verdict)
+	require.Equal(t, workflow.Cancelled, res.State, "nothing ran: nothing to undo")
+	require.Nil(t, res.Undo)
+	task, recs := state(t, s)
+	require.Equal(t, workflow.Cancelled, task.State)
+	require.Equal(t, "ops", task.CancelledBy)
+	require.Equal(t, "customer asked", task.CancelReason)
+	require.False(t, task.CompletedAt.IsZero())
+	require.True(t, recs[step0].DueAt.IsZero())
+	_, err = claim(ctx, s, "o-1", step0, "agent-a", t0)
+	require.ErrorIs(t, err, statestore.ErrNotClaimable, "a request still in the queue runs nothing")
+	require.Empty(t, overdueAt(t, s, t0.Add(48*time.Hour)), "it left the index")
+	again, err := s.Cancel(ctx, cancelReq("o-1", t0))
+	require.NoError(t, err, "asking twice is no error")
+	require.Equal(t, workflow.CancelRepeated, again.Verdict)
+}
+
+func cancelStops(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 3, 2) // steps 0 and 1 done, step 2 ready
+	res, err := s.Cancel(ctx, cancelReq("o-1", t0))
+	require.NoError(t, err)
+	require.Equal(t, "s2", res.Stopped)
+	require.Equal(t, &undo1, res.Undo, "the latest completed step's undo first")
+	task, recs := state(t, s)
+	require.Equal(t, workflow.Compensating, task.State)
+	require.True(t, recs[step2].DueAt.IsZero(), "the stopped step is no longer ready")
+	require.Contains(t, recs[step2].Incidents[0].What, "cancelled before it ran, by ops")
+	require.Equal(t, workflow.Compensating, finishUndo(t, s, "o-1", undo1))
+	require.Equal(t, workflow.Cancelled, finishUndo(t, s, "o-1", undo0), "undone, the order ends Cancelled, not Failed")
+}
+
+func cancelAwaits(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 3, 1)
+	st, err := claim(ctx, s, "o-1", step1, "agent-a", t0)
+	require.NoError(t, err)
+	res, err := s.Cancel(ctx, cancelReq("o-1", t0))
+	require.NoError(t, err)
+	require.Equal(t, workflow.CancelAwaits, res.Verdict)
+	require.Equal(t, workflow.Pending, res.State)
+	_, err = s.Complete(ctx, done("o-1", step1, st.Attempt, &step2, ""))
+	require.ErrorIs(t, err, statestore.ErrCancelling, "the running step's reply does not start the next")
+	got, err := s.CompleteCancelled(ctx, done("o-1", step1, st.Attempt, nil, ""), &undo1, t0.Add(time.Minute))
+	require.NoError(t, err)
+	require.Equal(t, workflow.Compensating, got)
+	_, recs := state(t, s)
+	require.Equal(t, workflow.Processed, recs[step1].State)
+	require.True(t, recs[step2].DueAt.IsZero(), "the next step never became ready")
+	require.Equal(t, workflow.Compensating, finishUndo(t, s, "o-1", undo1), "its own undo first")
+	require.Equal(t, workflow.Cancelled, finishUndo(t, s, "o-1", undo0))
+}
+
+// cancelRace: a cancel and the running step's reply land at once, in either
+// order; either way the next step never runs, the completed steps' undoing
+// starts once, and the order ends Cancelled.
+func cancelRace(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	for i := range 6 {
+		id := fmt.Sprintf("o-race-%d", i)
+		submitAs(t, s, id, 3)
+		st, err := claim(ctx, s, id, step0, "agent-a", t0)
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		var res statestore.Cancellation
+		var undoByReply *workflow.Ref
+		wg.Go(func() {
+			var err error
+			res, err = s.Cancel(ctx, cancelReq(id, t0))
+			require.NoError(t, err)
+		})
+		wg.Go(func() {
+			_, err := s.Complete(ctx, done(id, step0, st.Attempt, &step1, ""))
+			if err == nil {
+				return
+			}
+			require.ErrorIs(t, err, statestore.ErrCancelling)
+			_, err = s.CompleteCancelled(ctx, done(id, step0, st.Attempt, nil, ""), &undo0, t0.Add(time.Minute))
+			require.NoError(t, err)
+			undoByReply = &undo0
+		})
+		wg.Wait()
+		require.True(t, (res.Undo == nil) != (undoByReply == nil), "one of the two starts the undoing: %+v %v", res, undoByReply)
+		task, recs, err := s.Load(ctx, id)
+		require.NoError(t, err)
+		byRef := map[workflow.Ref]statestore.Step{}
+		for _, r := range recs {
+			byRef[r.Ref()] = r
+		}
+		require.Equal(t, workflow.Compensating, task.State)
+		require.Equal(t, workflow.Processed, byRef[step0].State)
+		require.True(t, byRef[step1].DueAt.IsZero() && byRef[step1].Attempt == 0, "the next step never runs")
+		require.False(t, byRef[undo0].DueAt.IsZero(), "its undo is ready")
+	}
+}
+
+func submitAs(t *testing.T, s *statestore.Store, id string, steps int) {
+	t.Helper()
+	created, err := s.Submit(context.Background(), statestore.Submission{OrderID: id, Order: `{"orderId":"` + id + `"}`,
+		Workflow: def(steps), Now: t0})
+	require.NoError(t, err)
+	require.True(t, created)
+}
+
+func cancelRefused(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 3, 2)
+	st, err := claim(ctx, s, "o-1", step2, "agent-a", t0) // s2 has no undo: a pivot
+	require.NoError(t, err)
+	_, err = s.Cancel(ctx, cancelReq("o-1", t0))
+	require.True(t, statestore.IsNotCancellable(err))
+	require.ErrorContains(t, err, "step s2 has run, or is running, and cannot be undone")
+	require.NoError(t, errOf(s.Complete(ctx, done("o-1", step2, st.Attempt, nil, workflow.Processed))))
+	_, err = s.Cancel(ctx, cancelReq("o-1", t0))
+	require.ErrorContains(t, err, "the order is Processed: there is nothing to cancel")
+	task, _ := state(t, s)
+	require.Equal(t, workflow.Processed, task.State)
+	require.Empty(t, task.CancelledBy, "a refusal writes nothing")
+	_, err = s.Cancel(ctx, cancelReq("o-none", t0))
+	require.ErrorIs(t, err, statestore.ErrNotFound)
+}
+
+func cancelWhileCompensating(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 3, 1)
+	st, err := claim(ctx, s, "o-1", step1, "agent-a", t0)
+	require.NoError(t, err)
+	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", step1, 0, "declined"), st.Attempt, 1)))
+	res, err := s.Cancel(ctx, cancelReq("o-1", t0))
+	require.NoError(t, err)
+	require.Equal(t, workflow.CancelCompensates, res.Verdict)
+	require.Nil(t, res.Undo, "the undoing is under way already")
+	task, _ := state(t, s)
+	require.Equal(t, "ops", task.CancelledBy, "noted")
+	require.Equal(t, workflow.Failed, finishUndo(t, s, "o-1", undo0), "a failure happened first: it ends Failed")
+}
+
+// cancelThenRefusal: a cancel awaits the running step, which its remote
+// refuses: the failure is recorded (and alerted) as any, and the order,
+// its work undone, ends Cancelled, as asked.
+func cancelThenRefusal(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 3, 1)
+	st, err := claim(ctx, s, "o-1", step1, "agent-a", t0)
+	require.NoError(t, err)
+	_, err = s.Cancel(ctx, cancelReq("o-1", t0))
+	require.NoError(t, err)
+	got, err := s.Fail(ctx, failure("o-1", step1, 0, "declined"), st.Attempt, 1)
+	require.NoError(t, err)
+	require.Equal(t, workflow.Compensating, got)
+	require.Equal(t, workflow.Cancelled, finishUndo(t, s, "o-1", undo0))
+}
