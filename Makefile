@@ -1,7 +1,10 @@
 # Scheduler-Agent-Supervisor on AWS serverless, in Go.
 SHELL := /bin/bash
-FUNCTIONS := submission scheduler agent supervisor
+# Every folder of functions/ is a Lambda: the four of the pipeline and the Go agents.
+FUNCTIONS := $(notdir $(wildcard functions/*))
 DEMO_FLAGS ?=
+# The workflow files make run loads (comma-separated).
+WORKFLOWS ?= shared/workflow/examples/order.yaml
 # CDK context for synth/diff/deploy/destroy, e.g. CONTEXT="-c alarmEmail=ops@example.com -c prefix=shop"
 CONTEXT ?=
 
@@ -22,7 +25,7 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 run: ## run the pipeline locally (embedded moto_server unless AWS_ENDPOINT_URL is set) on a demo batch
-	go run ./cmd/sasctl demo $(DEMO_FLAGS)
+	go run ./cmd/sasctl demo --workflows $(WORKFLOWS) $(DEMO_FLAGS)
 
 test: ## everything: gofmt, vet, arm64 builds, unit, conformance, integration and infra tests
 	.ci/test

@@ -66,7 +66,7 @@ func checkPlan(p chaos.Plan, f chaosFlags) error {
 	if err := topology.CheckBatchWindow(p.BatchWindow); err != nil {
 		return fmt.Errorf("--batch-window %w", err)
 	}
-	return workflow.Orders(p.Settings).Validate(workflow.OrderAgents)
+	return p.Settings.Validate()
 }
 
 func chaosCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -27,6 +27,7 @@ type globals struct {
 	prefix   string
 	output   string
 	pickup   time.Duration
+	agents   string
 }
 
 // newFlags returns a command's flag set with the common flags on it.
@@ -40,7 +41,12 @@ func newFlags(name string, stderr io.Writer, g *globals) *flag.FlagSet {
 	fs.StringVar(&g.endpoint, "endpoint", "", "AWS endpoint (an emulator); default: the SDK's own settings, such as AWS_ENDPOINT_URL")
 	fs.StringVar(&g.prefix, "prefix", prefix, "the deployment's resource prefix ($SAS_PREFIX)")
 	fs.StringVar(&g.output, "output", "text", "text or json")
-	fs.DurationVar(&g.pickup, "pickup-timeout", workflow.DefaultSettings().PickupTimeout, "a resubmitted step's pickup deadline")
+	fs.DurationVar(&g.pickup, "pickup-timeout", workflow.DefaultPickupTimeout, "a resubmitted step's pickup deadline, for an order stored without its workflow's")
+	agents := os.Getenv("SAS_AGENTS")
+	if agents == "" {
+		agents = strings.Join(workflow.MustExample(workflow.OrderWorkflow).Agents(), ",")
+	}
+	fs.StringVar(&g.agents, "agents", agents, "the deployment's agents, comma-separated ($SAS_AGENTS; default the order workflow's)")
 	return fs
 }
 
@@ -67,7 +73,7 @@ func connect(ctx context.Context, g *globals) (*operator.Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	op := operator.New(c, topology.Default(g.prefix, workflow.OrderAgents...))
+	op := operator.New(c, topology.Default(g.prefix, strings.Split(g.agents, ",")...))
 	op.PickupTimeout = g.pickup
 	return op, nil
 }

@@ -26,6 +26,7 @@ type demoFlags struct {
 	settings                         workflow.Settings
 	seed                             uint64
 	runDir, cacheDir                 string
+	workflows                        listFlag
 }
 
 func parseDemo(args []string, stderr io.Writer) (demoFlags, error) {
@@ -48,6 +49,7 @@ func parseDemo(args []string, stderr io.Writer) (demoFlags, error) {
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up waiting after this long")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the simulator's random faults")
 	fs.DurationVar(&f.batchWindow, "batch-window", 0, "event source mappings' batching window, whole seconds (a deployment's is 1s)")
+	fs.Var(&f.workflows, "workflows", "workflow files to run, comma-separated or repeated; orders name none, so run the first (default: the example order workflow)")
 	fs.StringVar(&f.runDir, "run-dir", ".run", "where logs go")
 	fs.StringVar(&f.cacheDir, "cache-dir", ".cache", "where DynamoDB Local is installed on first use")
 	if err := fs.Parse(args); err != nil {
@@ -88,6 +90,10 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func runDemo(ctx context.Context, f demoFlags, out io.Writer) error {
+	var o localrun.Options
+	if err := loadWorkflows(&o, f.workflows); err != nil {
+		return err // before anything starts
+	}
 	for _, dir := range []string{f.runDir, f.cacheDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
@@ -130,14 +136,17 @@ func runDemo(ctx context.Context, f demoFlags, out io.Writer) error {
 		return err
 	}
 	defer logf.Close()
-	stack, err := localrun.New(ctx, localrun.Options{
+	o = localrun.Options{
 		Endpoint: endpoint, DynamoDBEndpoint: dynamodbEndpoint, Prefix: "sas-demo", Settings: f.settings, RemoteURL: srv.URL,
 		SupervisorEvery: f.supervisorRate, Log: slog.New(slog.NewJSONHandler(logf, nil)), Metrics: logf,
-		BatchWindow: f.batchWindow,
-	})
+		BatchWindow: f.batchWindow, Workflows: o.Workflows,
+	}
+	stack, err := localrun.New(ctx, o)
 	if err != nil {
 		return err
 	}
+	def := stack.Deployment.Config.Workflows.Default()
+	fmt.Fprintf(out, "workflow %s v%s (%s): %d steps\n", def.Name, def.Version, def.File, len(def.Steps))
 	fmt.Fprintf(out, "resources ready (tables %s, %s; %d queues with DLQs; topic %s); handler logs in %s\n",
 		stack.Topology().OrdersTable(), stack.Topology().StateTable(), len(stack.Topology().Queues()),
 		stack.Topology().AlertTopic(), logPath)

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -85,12 +87,24 @@ func TestDemoSaysWhatToInstallWithoutMoto(t *testing.T) {
 func TestDemoRunsABatchToTheEnd(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL", "")
 	code, stdout, stderr := sasctl(t, "demo", "--orders", "12", "--malformed", "3", "--transient", "0.2",
-		"--stall", "0", "--permanent", "0", "--run-dir", t.TempDir())
+		"--stall", "0", "--permanent", "0", "--run-dir", t.TempDir(), "--workflows", "../../shared/workflow/examples/order.yaml")
 	require.Zero(t, code, stderr)
+	require.Regexp(t, `workflow order v[0-9a-f]{8} \(\.\./\.\./shared/workflow/examples/order\.yaml\): 3 steps`, stdout)
 	require.Contains(t, stdout, "moto_server started on http://127.0.0.1:")
 	require.Regexp(t, regexp.MustCompile(`Processed\s+12`), stdout)
 	require.Regexp(t, regexp.MustCompile(`Lost\s+0\s+none lost`), stdout)
 	require.Regexp(t, regexp.MustCompile(`Malformed rejected\s+3`), stdout)
 	require.Regexp(t, regexp.MustCompile(`Remote effects\s+36\s+0 of them undo actions; 0 applied twice`), stdout)
 	require.Contains(t, stdout, "12/12 ended")
+}
+
+// A broken workflow file stops the demo before anything starts, with the
+// file's problems, each at its line.
+func TestDemoRefusesABrokenWorkflowFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "broken.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("name: broken\nsteps:\n  - name: a\n    agent: nobody\n"), 0o600))
+	code, stdout, stderr := sasctl(t, "demo", "--run-dir", t.TempDir(), "--workflows", path)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, path+":4: steps[0].agent: ")
+	require.NotContains(t, stdout, "started", "nothing started")
 }

@@ -109,7 +109,7 @@ func TestSubmitFromAFileStdinAndGenerate(t *testing.T) {
 func TestStatusOfACompensatedOrder(t *testing.T) {
 	t.Parallel()
 	d := newDeployment(t)
-	d.sim.SetFaults(workflow.ShippingAgent, remotesim.Faults{PermanentOrders: []string{"o-st"}})
+	d.sim.SetFaults("shipping", remotesim.Faults{PermanentOrders: []string{"o-st"}})
 	code, _, _ := d.ctl(orderJSON("o-st"), "submit", "-")
 	require.Zero(t, code)
 	d.waitEnded("o-st")
@@ -150,7 +150,7 @@ func TestStatusOfACompensatedOrder(t *testing.T) {
 func TestListByStateAndPaging(t *testing.T) {
 	t.Parallel()
 	d := newDeployment(t)
-	d.sim.SetFaults(workflow.InventoryAgent, remotesim.Faults{PermanentOrders: []string{"o-l2", "o-l3"}})
+	d.sim.SetFaults("inventory", remotesim.Faults{PermanentOrders: []string{"o-l2", "o-l3"}})
 	for _, id := range []string{"o-l1", "o-l2", "o-l3"} {
 		code, _, _ := d.ctl(orderJSON(id), "submit", "-")
 		require.Zero(t, code)
@@ -227,7 +227,7 @@ func TestWatchCountsByState(t *testing.T) {
 func TestResubmitAfterTheFaultIsCleared(t *testing.T) {
 	t.Parallel()
 	d := newDeployment(t)
-	d.sim.SetFaults(workflow.PaymentAgent, remotesim.Faults{PermanentOrders: []string{"o-rs"}})
+	d.sim.SetFaults("payment", remotesim.Faults{PermanentOrders: []string{"o-rs"}})
 	for _, id := range []string{"o-rs", "o-ok"} {
 		code, _, _ := d.ctl(orderJSON(id), "submit", "-")
 		require.Zero(t, code)
@@ -244,7 +244,7 @@ func TestResubmitAfterTheFaultIsCleared(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errs, "order o-missing not found")
 
-	d.sim.SetFaults(workflow.PaymentAgent, remotesim.Faults{}) // the operator fixed the cause
+	d.sim.SetFaults("payment", remotesim.Faults{}) // the operator fixed the cause
 	code, out, _ := d.ctl("", "resubmit", "o-rs")
 	require.Zero(t, code)
 	require.Equal(t, "order o-rs resubmitted: step reserve-inventory is Pending again (round 2); the Scheduler was told\n", out)
@@ -287,7 +287,7 @@ func (d *deployment) keys(id string) []string {
 func TestResubmitAPivotStepThatTimedOut(t *testing.T) {
 	t.Parallel()
 	d := newDeployment(t)
-	d.sim.SetFaults(workflow.ShippingAgent, remotesim.Faults{LostReplyOrders: []string{"o-piv"}})
+	d.sim.SetFaults("shipping", remotesim.Faults{LostReplyOrders: []string{"o-piv"}})
 	code, _, _ := d.ctl(orderJSON("o-piv"), "submit", "-")
 	require.Zero(t, code)
 	d.waitEnded("o-piv")
@@ -297,7 +297,7 @@ func TestResubmitAPivotStepThatTimedOut(t *testing.T) {
 	require.Equal(t, []string{"o-piv/reserve-inventory", "o-piv/charge-payment", "o-piv/create-shipment"}, d.keys("o-piv"),
 		"shipped, and nothing undone")
 
-	d.sim.SetFaults(workflow.ShippingAgent, remotesim.Faults{})
+	d.sim.SetFaults("shipping", remotesim.Faults{})
 	code, out, _ := d.ctl("", "resubmit", "o-piv")
 	require.Zero(t, code)
 	require.Equal(t, "order o-piv resubmitted: step create-shipment is Pending again (round 1); the Scheduler was told\n", out)
@@ -364,7 +364,7 @@ func changeVisibility(url string, handle *string) *sqs.ChangeMessageVisibilityIn
 func TestCancelFromTheCLI(t *testing.T) {
 	t.Parallel()
 	d := newDeployment(t)
-	d.sim.SetFaults(workflow.PaymentAgent+"/charge-payment", remotesim.Faults{Latency: 2 * time.Second})
+	d.sim.SetFaults("payment"+"/charge-payment", remotesim.Faults{Latency: 2 * time.Second})
 	code, _, _ := d.ctl(orderJSON("o-cx"), "submit", "-")
 	require.Zero(t, code)
 	deadline := time.Now().Add(30 * time.Second)

@@ -6,13 +6,17 @@
 package stack
 
 import (
+	"cmp"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 
+	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/supervisor"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
@@ -21,7 +25,17 @@ import (
 // Props configure the stack; Config reads them from CDK context.
 type Props struct {
 	Topology topology.Topology
-	Settings workflow.Settings
+	// WorkflowFiles are the workflow files deployed (none: the example order
+	// workflow, built into the functions); Workflows are the workflows they
+	// hold, with Settings' overrides.
+	WorkflowFiles []string
+	Workflows     workflow.Set
+	Settings      workflow.Settings
+	// AgentVars are the values of each agent's ${NAME}s, read at synth,
+	// by agent: its function's environment has them.
+	AgentVars map[string]map[string]string
+	// Agents are the agents' declarations with their ${NAME}s filled.
+	Agents map[string]workflow.Agent
 	// SupervisorRate is how often the Supervisor runs (whole minutes).
 	SupervisorRate time.Duration
 	// AlarmEmail, if set, is subscribed to the alarm and alert topics.
@@ -29,8 +43,6 @@ type Props struct {
 	// ReplyQueuePrefixes are the queue-name prefixes orders may name as their
 	// reply queue (in this account and region); none: no reply queues.
 	ReplyQueuePrefixes []string
-	// RemoteBaseURL is the remote services' base URL the Agents call.
-	RemoteBaseURL string
 	// AssetDir holds build/<function>/bootstrap (make build).
 	AssetDir string
 	// OldestMessageAlarm is the age of a work queue's oldest message that alarms.
@@ -45,7 +57,7 @@ type Props struct {
 // The context keys, with their defaults in Config.
 const (
 	CtxPrefix             = "prefix"
-	CtxWorkflow           = "workflow"
+	CtxWorkflows          = "workflows"
 	CtxStepTimeout        = "stepTimeout"
 	CtxMaxFailures        = "maxFailures"
 	CtxRetryBackoff       = "retryBackoff"
@@ -74,26 +86,16 @@ func Config(app awscdk.App) (Props, error) {
 	if prefix == "" {
 		prefix = "sas"
 	}
-	settings := workflow.DefaultSettings()
-	settings.Workflow = get(CtxWorkflow)
-	def, err := workflow.For(settings)
-	if err != nil {
-		return Props{}, fmt.Errorf("context %s: %w", CtxWorkflow, err)
-	}
 	p := Props{
-		Topology:           topology.Default(prefix, def.Agents()...),
-		Settings:           settings,
+		Topology:           topology.Default(prefix),
 		SupervisorRate:     time.Minute,
 		AlarmEmail:         get(CtxAlarmEmail),
-		RemoteBaseURL:      get(CtxRemoteBaseURL),
 		AssetDir:           get(CtxAssetDir),
 		OldestMessageAlarm: 5 * time.Minute,
 		QueueWaitAlarm:     5 * time.Minute,
 		BacklogDepth:       supervisor.DefaultBacklogDepth,
 	}
-	if p.RemoteBaseURL == "" {
-		p.RemoteBaseURL = "https://remote.example.invalid"
-	}
+	var err error
 	if p.AssetDir == "" {
 		p.AssetDir = "build"
 	}
@@ -130,24 +132,78 @@ func Config(app awscdk.App) (Props, error) {
 		}
 		p.SupervisorRate = time.Duration(n) * time.Minute
 	}
+	if err := p.loadWorkflows(get(CtxWorkflows), get(CtxRemoteBaseURL), os.Getenv); err != nil {
+		return p, err
+	}
 	return p, p.Validate()
 }
+
+// loadWorkflows loads the workflow files (comma-separated; none: the
+// example order workflow) and reads each agent's ${NAME}s: remoteBase fills
+// ${SAS_REMOTE_BASE_URL}, the synth's environment the others. A name not set
+// is an error here, not at the function's cold start.
+func (p *Props) loadWorkflows(files, remoteBase string, getenv func(string) string) error {
+	if files != "" {
+		p.WorkflowFiles = strings.Split(files, ",")
+	}
+	set, err := deployment.LoadWorkflows(p.WorkflowFiles, "", p.Topology.FunctionTimeout-deployment.StepTimeoutMargin)
+	if err != nil {
+		return fmt.Errorf("context %s:\n%w", CtxWorkflows, err)
+	}
+	p.Workflows = set.With(p.Settings)
+	p.Topology.Agents = set.Agents()
+	lookup := func(name string) string {
+		switch {
+		case name == deployment.EnvRemoteBaseURL:
+			return cmp.Or(remoteBase, getenv(name), "https://remote.example.invalid")
+		case lambdaSets[name]: // the function's own, whatever the synth's
+			return cmp.Or(getenv(name), "${AWS::Region}")
+		}
+		return getenv(name)
+	}
+	resolved, err := p.Workflows.Resolve(lookup)
+	if err != nil {
+		return fmt.Errorf("workflow files need these set when you synth (context %s fills ${%s}):\n%w",
+			CtxRemoteBaseURL, deployment.EnvRemoteBaseURL, err)
+	}
+	p.AgentVars, p.Agents = map[string]map[string]string{}, map[string]workflow.Agent{}
+	for _, name := range p.Topology.Agents {
+		p.Agents[name], _ = resolved.Agent(name)
+		if err := checkSigV4(p.Agents[name]); err != nil {
+			return fmt.Errorf("context %s: %w", CtxWorkflows, err)
+		}
+		a, _ := p.Workflows.Agent(name)
+		vars := map[string]string{}
+		for _, v := range a.Vars() {
+			if !lambdaSets[v] {
+				vars[v] = lookup(v)
+			}
+		}
+		p.AgentVars[name] = vars
+	}
+	return nil
+}
+
+// lambdaSets are the variables Lambda sets in every function (and refuses
+// to be given).
+var lambdaSets = map[string]bool{"AWS_REGION": true, "AWS_DEFAULT_REGION": true}
 
 // Validate checks the props make a deployable stack.
 func (p Props) Validate() error {
 	if err := p.Topology.Validate(); err != nil {
 		return err
 	}
-	def, err := workflow.For(p.Settings)
-	if err != nil {
+	if err := p.Settings.Validate(); err != nil {
 		return err
 	}
-	if err := def.Validate(p.Topology.Agents); err != nil {
+	if err := p.Workflows.Validate(p.Topology.Agents); err != nil {
 		return err
 	}
-	if p.Settings.StepTimeout > p.Topology.FunctionTimeout-5*time.Second {
-		return fmt.Errorf("stepTimeout %s must leave the agents' %s function timeout 5s to reply",
-			p.Settings.StepTimeout, p.Topology.FunctionTimeout)
+	if err := deployment.CheckStepTimeouts(p.Workflows, p.Topology.FunctionTimeout); err != nil {
+		return fmt.Errorf("%w (context %s overrides every step's)", err, CtxStepTimeout)
+	}
+	if err := checkBaseNames(p.WorkflowFiles); err != nil {
+		return err
 	}
 	if p.SupervisorRate < time.Minute || p.SupervisorRate%time.Minute != 0 {
 		return fmt.Errorf("the supervisor's rate must be whole minutes, not %s", p.SupervisorRate)
@@ -157,6 +213,20 @@ func (p Props) Validate() error {
 	}
 	if p.QueueWaitAlarm < time.Minute {
 		return fmt.Errorf("queueWaitAlarm must be at least 1m, not %s", p.QueueWaitAlarm)
+	}
+	return nil
+}
+
+// checkBaseNames refuses two workflow files of one name: the functions
+// find them by name, in one folder.
+func checkBaseNames(files []string) error {
+	seen := map[string]string{}
+	for _, f := range files {
+		b := filepath.Base(f)
+		if o, ok := seen[b]; ok {
+			return fmt.Errorf("context %s: %s and %s have the same file name", CtxWorkflows, o, f)
+		}
+		seen[b] = f
 	}
 	return nil
 }

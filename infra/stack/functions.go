@@ -2,6 +2,7 @@ package stack
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/sas-go/sas/shared/agentmain"
 	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
@@ -41,11 +43,13 @@ type fnSpec struct {
 	env       map[string]*string
 	allow     []awsiam.PolicyStatement
 	reserved  float64 // reserved concurrency; 0: none
+	layer     awslambda.ILayerVersion
 }
 
 func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 	t := p.Topology
-	env := environment(p, r)
+	layer, files := workflowLayer(st, p)
+	env := environment(p, r, files)
 	arn := func(name string) *string { return r.Queues[name].QueueArn() }
 	send := func(resources ...*string) awsiam.PolicyStatement {
 		return statement([]string{"sqs:SendMessage"}, append(resources, replyQueueARNs(p)...))
@@ -53,12 +57,15 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 	stateARN := r.State.TableArn()
 	f := &Functions{Agents: map[string]awslambda.Function{}}
 
-	def, _ := workflow.For(p.Settings) // Validate checked it
-	first := def.Steps[0].Agent
-	f.Submission = function(st, p, fnSpec{id: "Submission", asset: "submission", memory: coordinatorMemory, env: env,
+	starts := []*string{arn(t.OrdersQueue().DLQName)}
+	for _, a := range submissionAgents(p.Workflows) {
+		starts = append(starts, arn(t.AgentRequests(a).Name))
+	}
+	f.Submission = function(st, p, fnSpec{id: "Submission", asset: "submission", memory: coordinatorMemory, env: env, layer: layer,
 		allow: []awsiam.PolicyStatement{
-			statement([]string{"dynamodb:PutItem"}, []*string{r.Orders.TableArn(), stateARN}),
-			send(arn(t.AgentRequests(first).Name), arn(t.OrdersQueue().DLQName)), // it dispatches the first step
+			statement([]string{"dynamodb:PutItem", "dynamodb:GetItem"}, []*string{r.Orders.TableArn(), stateARN}), // an order, and a resent one's check
+			statement([]string{"dynamodb:UpdateItem"}, []*string{stateARN}),                                       // a cancel
+			send(starts...), // it dispatches the first step, and a cancel's first undo
 		}})
 	consume(f.Submission, r.Queues[t.OrdersQueue().Name], t.BatchWindow, 50)
 
@@ -66,9 +73,9 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 	for _, a := range t.Agents {
 		agentQueues = append(agentQueues, arn(t.AgentRequests(a).Name))
 	}
-	f.Scheduler = function(st, p, fnSpec{id: "Scheduler", asset: "scheduler", memory: coordinatorMemory, env: env,
+	f.Scheduler = function(st, p, fnSpec{id: "Scheduler", asset: "scheduler", memory: coordinatorMemory, env: env, layer: layer,
 		allow: []awsiam.PolicyStatement{
-			statement([]string{"dynamodb:UpdateItem"}, []*string{stateARN}),
+			statement([]string{"dynamodb:UpdateItem", "dynamodb:GetItem"}, []*string{stateARN}), // GetItem: an order of an older workflow version
 			send(agentQueues...),
 			statement([]string{"sns:Publish"}, []*string{r.Alerts.TopicArn()}),
 		}})
@@ -78,25 +85,14 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 	}
 
 	for _, a := range t.Agents {
-		aenv := map[string]*string{"SAS_AGENT_NAME": jsii.String(a)}
-		for k, v := range env {
-			aenv[k] = v
-		}
-		fn := function(st, p, fnSpec{id: "Agent" + title(a), asset: "agent", memory: agentMemory, env: aenv,
-			allow: []awsiam.PolicyStatement{
-				statement([]string{"dynamodb:UpdateItem"}, []*string{stateARN}),         // the claim that starts an attempt
-				statement([]string{"dynamodb:GetItem"}, []*string{r.Orders.TableArn()}), // the order, for a request without it
-				statement([]string{"sqs:SendMessage"}, []*string{arn(t.AgentResponses(a).Name), arn(t.AgentRequests(a).DLQName)}),
-			}})
-		consume(fn, r.Queues[t.AgentRequests(a).Name], t.BatchWindow, 20) // protects the remote service
-		f.Agents[a] = fn
+		f.Agents[a] = agentFunction(st, p, r, a, env, layer)
 	}
 
 	waitQueues := []*string{arn(t.SchedulerQueue().Name)}
 	for _, a := range t.Agents {
 		waitQueues = append(waitQueues, arn(t.AgentRequests(a).Name), arn(t.AgentResponses(a).Name))
 	}
-	f.Supervisor = function(st, p, fnSpec{id: "Supervisor", asset: "supervisor", memory: coordinatorMemory, env: env,
+	f.Supervisor = function(st, p, fnSpec{id: "Supervisor", asset: "supervisor", memory: coordinatorMemory, env: env, layer: layer,
 		reserved: 1, // one sweep at a time is enough for a minute's schedule; several would be safe
 		allow: []awsiam.PolicyStatement{
 			statement([]string{"dynamodb:Query"}, []*string{awscdk.Fn_Join(jsii.String(""),
@@ -113,15 +109,66 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 	return f
 }
 
+// agentFunction is the Agent function of agent a: the HTTP agent, or a
+// custom agent's own code (build/<agent>), allowed its claims, its replies,
+// and its own credentials only.
+func agentFunction(st awscdk.Stack, p Props, r *Resources, a string, env map[string]*string, layer awslambda.ILayerVersion) awslambda.Function {
+	t := p.Topology
+	arn := func(name string) *string { return r.Queues[name].QueueArn() }
+	aenv := map[string]*string{agentmain.EnvAgentName: jsii.String(a)}
+	for k, v := range env {
+		aenv[k] = v
+	}
+	for k, v := range p.AgentVars[a] {
+		aenv[k] = jsii.String(v)
+	}
+	spec := p.Agents[a]
+	asset := "agent"
+	if spec.Custom {
+		asset = a
+	}
+	allow := []awsiam.PolicyStatement{
+		statement([]string{"dynamodb:UpdateItem"}, []*string{r.State.TableArn()}), // the claim that starts an attempt
+		statement([]string{"dynamodb:GetItem"}, []*string{r.Orders.TableArn()}),   // the order, for a request without it
+		statement([]string{"sqs:SendMessage"}, []*string{arn(t.AgentResponses(a).Name), arn(t.AgentRequests(a).DLQName)}),
+	}
+	if s := credentialStatement(spec); s != nil {
+		allow = append(allow, s)
+	}
+	fn := function(st, p, fnSpec{id: "Agent" + title(a), asset: asset, memory: agentMemory, env: aenv, allow: allow, layer: layer})
+	consume(fn, r.Queues[t.AgentRequests(a).Name], t.BatchWindow, 20) // protects the remote service
+	return fn
+}
+
+// submissionAgents are the agents Submission sends to: each workflow's
+// first step's, and every undo action's (a cancel's first undo).
+func submissionAgents(set workflow.Set) []string {
+	var out []string
+	add := func(a string) {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	for _, d := range set.Definitions() {
+		add(d.Steps[0].Agent)
+		for _, st := range d.Steps {
+			if st.Undo != nil {
+				add(st.Undo.Agent)
+			}
+		}
+	}
+	return out
+}
+
 // environment is what every function reads (shared/deployment.FromEnv).
-func environment(p Props, r *Resources) map[string]*string {
+func environment(p Props, r *Resources, files []string) map[string]*string {
 	base := *queueURLBase()
 	var replies []string
 	for _, prefix := range p.ReplyQueuePrefixes {
 		replies = append(replies, base+"/"+prefix)
 	}
 	c := deployment.Config{Topology: p.Topology, QueueURLBase: base, AlertTopicARN: *r.Alerts.TopicArn(),
-		Settings: p.Settings, RemoteBaseURL: p.RemoteBaseURL, AllowedReplyQueues: replies, BacklogDepth: p.BacklogDepth}
+		WorkflowFiles: files, Settings: p.Settings, AllowedReplyQueues: replies, BacklogDepth: p.BacklogDepth}
 	out := map[string]*string{}
 	for k, v := range c.Env() {
 		out[k] = jsii.String(v)
@@ -169,6 +216,9 @@ func function(st awscdk.Stack, p Props, spec fnSpec) awslambda.Function {
 	}
 	if spec.reserved > 0 {
 		props.ReservedConcurrentExecutions = jsii.Number(spec.reserved)
+	}
+	if spec.layer != nil {
+		props.Layers = &[]awslambda.ILayerVersion{spec.layer}
 	}
 	fn := awslambda.NewFunction(st, jsii.String(spec.id), props)
 	// CDK makes the function depend on its role and the role's policy; the

@@ -71,7 +71,7 @@ func TestMain(m *testing.M) {
 
 // ensureAssets builds the Lambda assets if make build has not.
 func ensureAssets(root string) error {
-	for _, fn := range []string{"submission", "scheduler", "agent", "supervisor"} {
+	for _, fn := range []string{"submission", "scheduler", "agent", "supervisor", "loyalty"} {
 		if _, err := os.Stat(filepath.Join(root, "build", fn, "bootstrap")); err != nil {
 			cmd := exec.Command("make", "build")
 			cmd.Dir = root
@@ -233,8 +233,8 @@ func TestAlarmsNotifyTheAlarmTopic(t *testing.T) {
 
 // expected is what each function's role may do (besides writing its logs).
 var expected = map[string][]string{
-	"Submission":     {"dynamodb:PutItem", "sqs:SendMessage"},
-	"Scheduler":      {"dynamodb:UpdateItem", "sns:Publish", "sqs:SendMessage"},
+	"Submission":     {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "sqs:SendMessage"},
+	"Scheduler":      {"dynamodb:GetItem", "dynamodb:UpdateItem", "sns:Publish", "sqs:SendMessage"},
 	"Supervisor":     {"dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem", "sns:Publish", "sqs:GetQueueAttributes", "sqs:SendMessage"},
 	"AgentInventory": {"dynamodb:GetItem", "dynamodb:UpdateItem", "sqs:SendMessage"},
 	"AgentPayment":   {"dynamodb:GetItem", "dynamodb:UpdateItem", "sqs:SendMessage"},
@@ -308,8 +308,8 @@ func TestFunctionsAreConfiguredWithTheTopology(t *testing.T) {
 		env := f["Environment"].(map[string]any)["Variables"].(map[string]any)
 		require.Equal(t, "shop", env["SAS_PREFIX"], id)
 		require.Equal(t, "inventory,payment,shipping", env["SAS_AGENTS"], id)
-		require.Equal(t, props.Settings.StepTimeout.String(), env["SAS_STEP_TIMEOUT"], id)
-		require.Equal(t, "24h0m0s", env["SAS_ORDER_DEADLINE"], id)
+		require.Nil(t, env["SAS_STEP_TIMEOUT"], "%s: no override: the workflow's own", id)
+		require.Nil(t, env["SAS_WORKFLOWS"], "%s: no file: the example order workflow, built in", id)
 		require.Equal(t, "10", env["SAS_BACKLOG_DEPTH"], id)
 		require.Contains(t, fmt.Sprint(env["SAS_QUEUE_URL_BASE"]), "https://sqs.${AWS::Region}.${AWS::URLSuffix}/${AWS::AccountId}")
 		require.Contains(t, fmt.Sprint(env["SAS_ALLOWED_REPLY_QUEUES"]), "/shop-client-")
@@ -324,7 +324,12 @@ func TestFunctionsAreConfiguredWithTheTopology(t *testing.T) {
 	}
 }
 
-func TestNoUnsuppressedNagFindings(t *testing.T) {
+func TestNoUnsuppressedNagFindings(t *testing.T) { requireNagClean(t, notes) }
+
+// requireNagClean asserts cdk-nag's AwsSolutions pack found nothing that is
+// not suppressed with its reason.
+func requireNagClean(t *testing.T, notes assertions.Annotations) {
+	t.Helper()
 	jsiiOK(t, func() {
 		errs := notes.FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))
 		warns := notes.FindWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))
@@ -345,17 +350,17 @@ func TestCfnLintIsClean(t *testing.T) {
 
 func TestConfigRefusesBadContext(t *testing.T) {
 	for ctx, want := range map[string]string{
-		stack.CtxStepTimeout:    "must leave the agents' 30s function timeout 5s",
+		stack.CtxStepTimeout:    `workflow "order": step "reserve-inventory"'s timeout 1m0s is longer than its agent function allows (25s: its timeout 30s less 5s) (context stepTimeout overrides every step's)`,
 		stack.CtxSupervisorRate: "a whole number of minutes",
 		stack.CtxMaxFailures:    "context maxFailures",
-		stack.CtxWorkflow:       `context workflow: unknown workflow "saga"`,
+		stack.CtxWorkflows:      "context workflows:\nworkflow file: open saga.yaml: no such file or directory",
 		stack.CtxBatchWindow:    "topology: batch window 6m0s is not whole seconds from 0 to 5m",
 		stack.CtxOrderDeadline:  `context orderDeadline="a day"`,
 		stack.CtxBacklogDepth:   "backlogDepth must be at least 1 message",
 		stack.CtxQueueWaitAlarm: "queueWaitAlarm must be at least 1m",
 	} {
 		bad := map[string]any{stack.CtxStepTimeout: "1m", stack.CtxSupervisorRate: "0", stack.CtxMaxFailures: "many",
-			stack.CtxWorkflow: "saga", stack.CtxBatchWindow: "360", stack.CtxOrderDeadline: "a day", stack.CtxBacklogDepth: "0",
+			stack.CtxWorkflows: "saga.yaml", stack.CtxBatchWindow: "360", stack.CtxOrderDeadline: "a day", stack.CtxBacklogDepth: "0",
 			stack.CtxQueueWaitAlarm: "30s"}
 		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{ctx: bad[ctx]}})
 		_, err := stack.Config(app)
@@ -376,9 +381,9 @@ func TestConfigRefusesBadContext(t *testing.T) {
 	require.Equal(t, "sas", p.Topology.Prefix, "default prefix")
 	require.Equal(t, []string{"inventory", "payment", "shipping"}, p.Topology.Agents, "the order workflow by default")
 
-	app = awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxWorkflow: "single"}})
+	app = awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxWorkflows: "../../shared/workflow/examples/single.yaml"}})
 	p, err = stack.Config(app)
 	require.NoError(t, err)
 	require.Equal(t, []string{"payment"}, p.Topology.Agents, "one agent for the one-step workflow")
-	require.Equal(t, "single", p.Settings.Workflow)
+	require.Equal(t, []string{"single"}, p.Workflows.Names())
 }

@@ -125,7 +125,8 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		h.Crash("agent.after-call")
 	}
 	reply := message.AgentReply{Kind: message.KindReply, OrderID: st.OrderID, Step: st.Index, Undo: st.Undo,
-		StepName: st.Name, Attempt: st.Attempt, ReplyTo: st.ReplyQueue, Round: st.Round, Payload: payload}
+		StepName: st.Name, Attempt: st.Attempt, ReplyTo: st.ReplyQueue, Round: st.Round,
+		Workflow: st.Workflow, Version: st.WfVersion, Payload: payload}
 	switch {
 	case err == nil:
 		reply.OK, reply.Result = true, resultJSON(result)
@@ -202,7 +203,7 @@ func (h *Handler) try(ctx context.Context, st *statestore.Step, payload []byte, 
 	}
 	cctx, cancel := context.WithDeadline(ctx, limit)
 	defer cancel()
-	return h.remote.Apply(cctx, st.Name, workflow.IdempotencyKey(st.OrderID, st.Name, st.Round), payload)
+	return h.remote.Apply(cctx, st.Definition().DoName(), workflow.IdempotencyKey(st.OrderID, st.Name, st.Round), payload)
 }
 
 func (h *Handler) expired(st *statestore.Step, why string) {

@@ -88,7 +88,7 @@ func newFixture(t *testing.T, f remotesim.Faults) *fixture {
 	c := &claims{timeout: 10 * time.Second, refuse: map[string]error{}}
 	h := agent.New(agent.Config{Name: "inventory", InstanceID: "agent-inventory/test",
 		Backoff: resilience.Backoff{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}, CallTimeout: time.Second},
-		agent.Deps{Remote: &agent.HTTPRemote{Base: srv.URL, Service: "inventory", Client: http.DefaultClient},
+		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL + "/v1/services/inventory", Service: "inventory", Client: http.DefaultClient},
 			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: c, Send: out,
 			Metrics: metrics.New(tally, "agent"), Log: slog.New(slog.DiscardHandler)})
 	return &fixture{h: h, sim: sim, out: out, claims: c, tally: tally}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 )
 
 // PermanentError is a remote fault that no retry will fix (a 4xx-like answer).
@@ -27,46 +29,100 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &pe)
 }
 
-// Remote is the one remote service an Agent wraps.
+// Remote is the one remote service an Agent wraps. An Agent written in Go
+// (an agent its workflow file marks custom: true) is a Remote and a one-line
+// main; see functions/loyalty.
 type Remote interface {
-	// Apply asks the service to run action (a step or an undo) with the
-	// payload, applying its effect once for key.
+	// Apply asks the service to run action (a step's or an undo's) with the
+	// payload (the order's JSON), applying its effect once for key: every
+	// attempt of one action of one order in one round has the same key.
+	// A *PermanentError refuses the step for good (its completed
+	// predecessors are undone); any other error is transient and retried
+	// until the step's CompleteBy.
 	Apply(ctx context.Context, action, key string, payload []byte) ([]byte, error)
 }
 
-// HTTPRemote calls a remote service over HTTP: POST {Base}/v1/services/{Service}/{action}
-// with an Idempotency-Key header.
-type HTTPRemote struct {
-	Base    string
-	Service string
-	Client  *http.Client
+// Authorizer puts an Agent's credentials on a request to its service.
+type Authorizer interface {
+	// Authorize adds the credentials to req, whose body is body.
+	Authorize(ctx context.Context, req *http.Request, body []byte) error
+	// Refresh reads the credentials again (the service refused them: they
+	// may have been rotated). It reports false if it read nothing new.
+	Refresh(ctx context.Context) bool
+	// Redact removes the credentials from text (an answer that echoes them).
+	Redact(text string) string
 }
 
-// Apply implements Remote. 2xx is success; 408, 429 and 5xx are transient;
-// other 4xx are permanent.
+// HTTPRemote calls a remote service over HTTP: POST {Endpoint}/{action},
+// the order as the body, with an Idempotency-Key header and the agent's
+// credentials, if it has any.
+type HTTPRemote struct {
+	Endpoint string // the base URL actions are POSTed under
+	Service  string // the agent's name, for errors
+	// Transient are the HTTP statuses worth retrying (nil: 408, 429 and
+	// 5xx); any other non-2xx status refuses the step for good.
+	Transient []int
+	Auth      Authorizer // nil: none
+	Client    *http.Client
+}
+
+// Apply implements Remote. 2xx is success; a transient status is retried;
+// other statuses are permanent. A 401 or 403 has the credentials read again
+// and the call made once more; refused again, it is transient (the service
+// did not refuse the step: it did not know the caller), so the order waits
+// rather than being undone for a credential that an operator can fix.
 func (r *HTTPRemote) Apply(ctx context.Context, action, key string, payload []byte) ([]byte, error) {
-	u := r.Base + "/v1/services/" + url.PathEscape(r.Service) + "/" + url.PathEscape(action)
+	s, body, err := r.post(ctx, action, key, payload)
+	if err == nil && (s == http.StatusUnauthorized || s == http.StatusForbidden) && r.Auth != nil && r.Auth.Refresh(ctx) {
+		s, body, err = r.post(ctx, action, key, payload)
+	}
+	if err != nil {
+		return nil, err
+	}
+	text := string(bytes.TrimSpace(body))
+	if r.Auth != nil {
+		text = r.Auth.Redact(text)
+	}
+	switch {
+	case s >= 200 && s < 300:
+		return body, nil
+	case r.Auth != nil && (s == http.StatusUnauthorized || s == http.StatusForbidden):
+		return nil, fmt.Errorf("%s refused the agent's credentials (HTTP %d), read again: %s", r.Service, s, text)
+	case r.transient(s):
+		return nil, fmt.Errorf("%s answered HTTP %d (transient): %s", r.Service, s, text)
+	default:
+		return nil, &PermanentError{Status: s, Body: text}
+	}
+}
+
+func (r *HTTPRemote) post(ctx context.Context, action, key string, payload []byte) (int, []byte, error) {
+	u := strings.TrimSuffix(r.Endpoint, "/") + "/" + url.PathEscape(action)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(payload))
 	if err != nil {
-		return nil, fmt.Errorf("build request to %s: %w", r.Service, err)
+		return 0, nil, fmt.Errorf("build request to %s: %w", r.Service, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
+	if r.Auth != nil {
+		if err := r.Auth.Authorize(ctx, req, payload); err != nil {
+			return 0, nil, fmt.Errorf("credentials for %s: %w", r.Service, err)
+		}
+	}
 	resp, err := r.Client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("call %s: %w", r.Service, err)
+		return 0, nil, fmt.Errorf("call %s: %w", r.Service, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64*1024))
 	if err != nil {
-		return nil, fmt.Errorf("read %s answer: %w", r.Service, err)
+		return 0, nil, fmt.Errorf("read %s answer: %w", r.Service, err)
 	}
-	switch s := resp.StatusCode; {
-	case s >= 200 && s < 300:
-		return body, nil
-	case s == http.StatusRequestTimeout || s == http.StatusTooManyRequests || s >= 500:
-		return nil, fmt.Errorf("%s answered HTTP %d (transient): %s", r.Service, s, bytes.TrimSpace(body))
-	default:
-		return nil, &PermanentError{Status: s, Body: string(bytes.TrimSpace(body))}
+	return resp.StatusCode, body, nil
+}
+
+func (r *HTTPRemote) transient(status int) bool {
+	if r.Transient != nil {
+		return slices.Contains(r.Transient, status)
 	}
+	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
 }

@@ -13,7 +13,7 @@ import (
 // The checker must catch each broken invariant, or a green chaos run means
 // nothing: one order breaks each, one keeps them all.
 func TestCheckFindsEachBrokenInvariant(t *testing.T) {
-	def := workflow.Orders(workflow.DefaultSettings())
+	def := workflow.Orders(workflow.Settings{})
 	task := func(id string, s workflow.State) statestore.Task {
 		return statestore.Task{OrderID: id, State: s, Round: 1}
 	}

@@ -85,11 +85,11 @@ func (p Plan) faults(start time.Time) map[string]remotesim.Faults {
 	}
 	undo := base
 	undo.PermanentRate = p.UndoFailure
-	out := map[string]remotesim.Faults{"": base, workflow.PaymentAgent: payment}
+	out := map[string]remotesim.Faults{"": base, paymentAgent: payment} // the outage is the payment service's
 	for _, st := range workflow.Orders(p.Settings).Steps {
 		if st.Undo != nil {
 			u := undo
-			if st.Undo.Agent == workflow.PaymentAgent {
+			if st.Undo.Agent == paymentAgent {
 				u.Outages = payment.Outages
 			}
 			out[st.Undo.Agent+"/"+st.Undo.Name] = u
@@ -97,3 +97,7 @@ func (p Plan) faults(start time.Time) map[string]remotesim.Faults {
 	}
 	return out
 }
+
+// paymentAgent is the order workflow's agent whose service the plan's
+// outage takes down.
+const paymentAgent = "payment"

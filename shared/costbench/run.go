@@ -107,8 +107,7 @@ var seq atomic.Int64
 func Execute(ctx context.Context, p Plan, progress func(string)) (Result, error) {
 	res := Result{Orders: p.Orders, BatchWindowSeconds: p.BatchWindow.Seconds(), Stages: map[string][]Stage{}}
 	for _, wf := range p.Workflows {
-		def, err := workflow.For(workflow.Settings{Workflow: wf, StepTimeout: 20 * time.Second, MaxFailures: 3,
-			RetryBackoff: 5 * time.Second, PickupTimeout: time.Minute})
+		def, err := workflow.Example(wf)
 		if err != nil {
 			return res, err
 		}
@@ -136,17 +135,15 @@ func measure(ctx context.Context, p Plan, wf string, batch int) (Run, error) {
 		return Run{}, err
 	}
 	defer srv.Close()
-	settings := workflow.DefaultSettings()
-	settings.Workflow = wf
-	def, err := workflow.For(settings)
+	def, err := workflow.Example(wf)
 	if err != nil {
 		return Run{}, err
 	}
 	meter := accounting.NewForDynamoDBLocal() // the state store is on DynamoDB Local, or LocalStack's
 	stack, err := localrun.New(ctx, localrun.Options{
 		Endpoint: p.Endpoint, DynamoDBEndpoint: p.DynamoDBEndpoint, Meter: meter, BatchSize: batch,
-		Prefix:   fmt.Sprintf("bench%d-%d", time.Now().UnixNano()%1e6, seq.Add(1)),
-		Settings: settings, RemoteURL: srv.URL,
+		Prefix:    fmt.Sprintf("bench%d-%d", time.Now().UnixNano()%1e6, seq.Add(1)),
+		Workflows: workflow.MustSet(def), RemoteURL: srv.URL,
 		// Lambda polls each queue with at least five pollers; two are
 		// enough here and keep the local batches full. The same for the
 		// agents' queues: the simulator answers at once, so no agent batch

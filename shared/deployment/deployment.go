@@ -5,6 +5,7 @@
 package deployment
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,8 +32,12 @@ type Config struct {
 	Topology      topology.Topology
 	QueueURLBase  string // queue URL = QueueURLBase + "/" + name
 	AlertTopicARN string
+	// WorkflowFiles are the workflow files a deployed function loads (none:
+	// the example order workflow); Workflows are the workflows loaded, with
+	// Settings' overrides, their ${NAME}s filled.
+	WorkflowFiles []string
+	Workflows     workflow.Set
 	Settings      workflow.Settings
-	RemoteBaseURL string // the remote services' base URL (agents only)
 	// AllowedReplyQueues are the URL prefixes an order's replyQueue may have.
 	AllowedReplyQueues notify.Allowed
 	AgentBackoff       resilience.Backoff
@@ -49,15 +54,13 @@ type BreakerConfig struct {
 	Cooldown  time.Duration
 }
 
-// Workflow is the workflow the deployment runs (Settings.Workflow; Validate
-// rejects an unknown name, which falls back to the order workflow here).
-func (c Config) Workflow() workflow.Definition {
-	d, err := workflow.For(c.Settings)
-	if err != nil {
-		return workflow.Orders(c.Settings)
-	}
-	return d
-}
+// StepTimeoutMargin is the part of an agent function's timeout a step's
+// cannot take: the time to claim, and to reply after CompleteBy.
+const StepTimeoutMargin = 5 * time.Second
+
+// MaxStepTimeout is the longest step timeout the topology's agent
+// functions allow.
+func (c Config) MaxStepTimeout() time.Duration { return c.Topology.FunctionTimeout - StepTimeoutMargin }
 
 // QueueURL is the URL of the named queue.
 func (c Config) QueueURL(name string) string { return c.QueueURLBase + "/" + name }
@@ -76,7 +79,27 @@ func (c Config) Validate() error {
 	if c.BacklogDepth < 0 {
 		return fmt.Errorf("deployment: backlog depth must not be negative, not %d", c.BacklogDepth)
 	}
-	return c.Workflow().Validate(c.Topology.Agents)
+	if err := c.Workflows.Validate(c.Topology.Agents); err != nil {
+		return err
+	}
+	return CheckStepTimeouts(c.Workflows, c.Topology.FunctionTimeout)
+}
+
+// CheckStepTimeouts says which step of the workflows has a timeout longer
+// than an agent function of timeout fn allows, if any.
+func CheckStepTimeouts(set workflow.Set, fn time.Duration) error {
+	limit := fn - StepTimeoutMargin
+	for _, d := range set.Definitions() {
+		for _, st := range d.Steps {
+			for _, a := range []*workflow.Action{&st.Action, st.Undo} {
+				if a != nil && a.Timeout > limit {
+					return fmt.Errorf("workflow %q: step %q's timeout %s is longer than its agent function allows (%s: its timeout %s less %s)",
+						d.Name, a.Name, a.Timeout, limit, fn, StepTimeoutMargin)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // Deployment builds handlers over one configuration and set of clients.
@@ -86,6 +109,14 @@ type Deployment struct {
 	Log     *slog.Logger
 	Metrics io.Writer // where EMF lines go (stdout in Lambda)
 	HTTP    *http.Client
+	// Auth gives an HTTP agent the credentials its declaration names (nil:
+	// an agent that declares some cannot be built). The agent function sets
+	// it (shared/agentauth): the others do not link the clients it needs.
+	Auth func(ctx context.Context, a workflow.Agent) (agent.Authorizer, error)
+	// Remotes are the Agents written in Go, by agent name (custom: true).
+	Remotes map[string]agent.Remote
+	// Vars fill the ${NAME}s of an agent's declaration (nil: os.Getenv).
+	Vars workflow.Vars
 }
 
 func (d *Deployment) emitter(fn string) *metrics.Emitter { return metrics.New(d.Metrics, fn) }
@@ -105,7 +136,7 @@ func (d *Deployment) Submission() (*submission.Handler, error) {
 	t := d.Config.Topology
 	m, log := d.emitter("submission"), d.Log.With("function", "submission")
 	return submission.New(submission.Config{
-		Workflow:           d.Config.Workflow(),
+		Workflows:          d.Config.Workflows,
 		AgentQueues:        d.agentRequestQueues(),
 		DLQURL:             d.Config.QueueURL(t.OrdersQueue().DLQName),
 		AllowedReplyQueues: d.Config.AllowedReplyQueues,
@@ -116,7 +147,7 @@ func (d *Deployment) Submission() (*submission.Handler, error) {
 func (d *Deployment) Scheduler() (*scheduler.Handler, error) {
 	m, log := d.emitter("scheduler"), d.Log.With("function", "scheduler")
 	return scheduler.New(scheduler.Config{
-		Workflow: d.Config.Workflow(), AgentQueues: d.agentRequestQueues(),
+		Workflows: d.Config.Workflows, AgentQueues: d.agentRequestQueues(),
 		DLQURL: d.Config.QueueURL(d.Config.Topology.SchedulerQueue().DLQName),
 	}, scheduler.Deps{Store: d.Store(), Send: queue.NewSender(d.Clients.SQS),
 		Alerts: alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), Notify: d.notifier(m, log), Metrics: m, Log: log})
@@ -132,8 +163,17 @@ func (d *Deployment) agentRequestQueues() map[string]string {
 }
 
 // Agent builds the Agent handler of the named remote service, whose claims
-// carry instanceID.
-func (d *Deployment) Agent(name, instanceID string) *agent.Handler {
+// carry instanceID: an HTTP agent calls the endpoint its workflow file
+// declares, with its credentials; a custom one runs the Go code in Remotes.
+func (d *Deployment) Agent(ctx context.Context, name, instanceID string) (*agent.Handler, error) {
+	spec, err := d.Config.Workflows.ResolveAgent(name, d.Vars)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", name, err)
+	}
+	remote, err := d.remote(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
 	t := d.Config.Topology
 	fn := "agent-" + name
 	b := d.Config.Breaker
@@ -144,17 +184,41 @@ func (d *Deployment) Agent(name, instanceID string) *agent.Handler {
 	if backoff.Base <= 0 {
 		backoff = resilience.Backoff{Base: 50 * time.Millisecond, Max: 2 * time.Second}
 	}
+	return agent.New(agent.Config{
+		Name: name, InstanceID: instanceID, ResponseQueueURL: d.Config.QueueURL(t.AgentResponses(name).Name),
+		DLQURL: d.Config.QueueURL(t.AgentRequests(name).DLQName), Backoff: backoff,
+		CallTimeout: spec.Timeout, Margin: 100 * time.Millisecond,
+	}, agent.Deps{Remote: remote,
+		Breaker: &resilience.Breaker{Threshold: b.Threshold, Cooldown: b.Cooldown}, Store: d.Store(),
+		Send: queue.NewSender(d.Clients.SQS), Metrics: d.emitter(fn), Log: d.Log.With("function", fn, "instance", instanceID)}), nil
+}
+
+// remote is how the agent reaches its service.
+func (d *Deployment) remote(ctx context.Context, spec workflow.Agent) (agent.Remote, error) {
+	if spec.Custom {
+		r, ok := d.Remotes[spec.Name]
+		if !ok {
+			return nil, fmt.Errorf("agent %q is custom (Go code) but this program does not have it: deploy functions/%s", spec.Name, spec.Name)
+		}
+		return r, nil
+	}
 	client := d.HTTP
 	if client == nil {
 		client = &http.Client{}
 	}
-	return agent.New(agent.Config{
-		Name: name, InstanceID: instanceID, ResponseQueueURL: d.Config.QueueURL(t.AgentResponses(name).Name),
-		DLQURL: d.Config.QueueURL(t.AgentRequests(name).DLQName), Backoff: backoff,
-		CallTimeout: 10 * time.Second, Margin: 100 * time.Millisecond,
-	}, agent.Deps{Remote: &agent.HTTPRemote{Base: d.Config.RemoteBaseURL, Service: name, Client: client},
-		Breaker: &resilience.Breaker{Threshold: b.Threshold, Cooldown: b.Cooldown}, Store: d.Store(),
-		Send: queue.NewSender(d.Clients.SQS), Metrics: d.emitter(fn), Log: d.Log.With("function", fn, "instance", instanceID)})
+	r := &agent.HTTPRemote{Endpoint: spec.Endpoint, Service: spec.Name, Transient: spec.Transient, Client: client}
+	if spec.Auth == nil {
+		return r, nil
+	}
+	if d.Auth == nil {
+		return nil, fmt.Errorf("agent %q declares auth, but this program reads no credentials", spec.Name)
+	}
+	auth, err := d.Auth(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	r.Auth = auth
+	return r, nil
 }
 
 // Supervisor builds the Supervisor handler.
@@ -174,7 +238,7 @@ func (d *Deployment) SupervisorParts(instanceID string) (supervisor.Config, supe
 	}
 	return supervisor.Config{
 			SchedulerQueueURL: d.Config.QueueURL(t.SchedulerQueue().Name), AgentQueues: agents,
-			PickupTimeout: d.Config.Settings.PickupTimeout, BacklogDepth: d.Config.BacklogDepth,
+			PickupTimeout: d.Config.Workflows.Default().PickupTimeout, BacklogDepth: d.Config.BacklogDepth,
 			// A consumer holds a message at most its function's timeout,
 			// and never past the queue's visibility timeout.
 			InFlightGrace: min(t.FunctionTimeout, t.SchedulerQueue().VisibilityTimeout),

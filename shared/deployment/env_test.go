@@ -1,27 +1,48 @@
 package deployment_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/deployment"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func base() map[string]string {
+	return map[string]string{deployment.EnvPrefix: "p", deployment.EnvQueueURLBase: "u", deployment.EnvAlertTopicARN: "a"}
+}
+
+func with(m map[string]string, kv ...string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
 
 func TestFromEnvDefaultsAndRoundTrip(t *testing.T) {
 	t.Parallel()
 	c, err := deployment.FromEnv(env(map[string]string{
 		deployment.EnvPrefix: "shop", deployment.EnvQueueURLBase: "https://sqs.example/123/",
 		deployment.EnvAlertTopicARN: "arn:aws:sns:us-east-1:000000000000:shop-alerts",
-		deployment.EnvStepTimeout:   "45s", deployment.EnvMaxFailures: "4",
+		deployment.EnvStepTimeout:   "15s", deployment.EnvMaxFailures: "4",
 	}))
 	require.NoError(t, err)
-	require.Equal(t, 45*time.Second, c.Settings.StepTimeout)
-	require.Equal(t, 4, c.Settings.MaxFailures)
-	require.Equal(t, time.Minute, c.Settings.PickupTimeout, "default")
+	order := c.Workflows.Default()
+	require.Equal(t, "order", order.Name, "the example order workflow when no file is named")
+	require.Equal(t, 15*time.Second, order.Steps[1].Timeout, "overridden")
+	require.Equal(t, 4, order.Steps[0].Undo.MaxFailures)
+	require.Equal(t, time.Minute, order.PickupTimeout, "as the file says")
+	require.Equal(t, []string{"inventory", "payment", "shipping"}, c.Topology.Agents, "the workflows' agents")
 	require.Equal(t, "https://sqs.example/123/shop-scheduler", c.QueueURL(c.Topology.SchedulerQueue().Name))
 	back, err := deployment.FromEnv(env(c.Env()))
 	require.NoError(t, err)
@@ -32,37 +53,44 @@ func TestFromEnvSaysWhatIsWrong(t *testing.T) {
 	t.Parallel()
 	_, err := deployment.FromEnv(env(nil))
 	require.ErrorContains(t, err, "SAS_PREFIX is not set")
-	base := map[string]string{deployment.EnvPrefix: "p", deployment.EnvQueueURLBase: "u", deployment.EnvAlertTopicARN: "a"}
 	for k, v := range map[string]string{deployment.EnvStepTimeout: "soon", deployment.EnvMaxFailures: "three",
 		deployment.EnvShards: "x"} {
-		m := map[string]string{k: v}
-		for bk, bv := range base {
-			m[bk] = bv
-		}
-		_, err := deployment.FromEnv(env(m))
+		_, err := deployment.FromEnv(env(with(base(), k, v)))
 		require.ErrorContains(t, err, k)
 	}
 	_, err = deployment.FromEnv(env(map[string]string{deployment.EnvPrefix: "p"}))
 	require.ErrorContains(t, err, "queue URL base")
-	m := map[string]string{deployment.EnvMaxFailures: "0"}
-	for bk, bv := range base {
-		m[bk] = bv
-	}
-	_, err = deployment.FromEnv(env(m))
-	require.ErrorContains(t, err, "failure threshold")
+	_, err = deployment.FromEnv(env(with(base(), deployment.EnvMaxFailures, "-1")))
+	require.ErrorContains(t, err, "max failures must not be negative")
+	_, err = deployment.FromEnv(env(with(base(), deployment.EnvStepTimeout, "40s")))
+	require.ErrorContains(t, err, `step "reserve-inventory"'s timeout 40s is longer than its agent function allows (25s: its timeout 30s less 5s)`)
+	_, err = deployment.FromEnv(env(with(base(), deployment.EnvAgents, "payment")))
+	require.ErrorContains(t, err, `unknown agent "inventory"`, "a topology without an agent a workflow calls")
 }
 
-func TestFromEnvChoosesTheWorkflow(t *testing.T) {
+func TestFromEnvLoadsTheWorkflowFiles(t *testing.T) {
 	t.Parallel()
-	base := map[string]string{deployment.EnvPrefix: "p", deployment.EnvQueueURLBase: "u", deployment.EnvAlertTopicARN: "a",
-		deployment.EnvAgents: "payment", deployment.EnvWorkflow: "single"}
-	c, err := deployment.FromEnv(env(base))
+	root := t.TempDir()
+	for _, name := range []string{"single", "fulfilment"} {
+		b, err := workflow.ExampleFile(name)
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Join(root, "workflows"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(root, "workflows", name+".yaml"), b, 0o600))
+	}
+	m := with(base(), deployment.EnvWorkflows, "workflows/single.yaml,workflows/fulfilment.yaml", "LAMBDA_TASK_ROOT", root)
+	c, err := deployment.FromEnv(env(m))
 	require.NoError(t, err)
-	require.Len(t, c.Workflow().Steps, 1)
-	back, err := deployment.FromEnv(env(c.Env()))
+	require.Equal(t, []string{"single", "fulfilment"}, c.Workflows.Names())
+	require.Equal(t, []string{"payment", "warehouse", "billing", "loyalty", "courier"}, c.Topology.Agents)
+	back, err := deployment.FromEnv(env(with(c.Env(), "LAMBDA_TASK_ROOT", root)))
 	require.NoError(t, err)
 	require.Equal(t, c, back)
-	base[deployment.EnvWorkflow] = "saga"
-	_, err = deployment.FromEnv(env(base))
-	require.ErrorContains(t, err, `unknown workflow "saga"`)
+
+	_, err = deployment.FromEnv(env(with(m, deployment.EnvWorkflows, "workflows/none.yaml")))
+	require.ErrorContains(t, err, "none.yaml: no such file")
+	require.NoError(t, os.WriteFile(filepath.Join(root, "workflows", "slow.yaml"),
+		[]byte("name: slow\nagents: {a: {endpoint: 'http://a'}}\nsteps: [{name: s, agent: a, timeout: 1m}]\n"), 0o600))
+	_, err = deployment.FromEnv(env(with(m, deployment.EnvWorkflows, "workflows/slow.yaml")))
+	require.EqualError(t, err, filepath.Join(root, "workflows", "slow.yaml")+
+		`:3: steps[0].timeout: step "s"'s timeout 1m0s is longer than its agent function allows (25s: its timeout less the time to reply)`)
 }

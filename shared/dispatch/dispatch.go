@@ -20,16 +20,15 @@ type Sender interface {
 	SendJSON(ctx context.Context, queueURL string, v any, delay time.Duration) error
 }
 
-// Dispatcher sends requests for one workflow's records.
+// Dispatcher sends requests to the Agents' queues.
 type Dispatcher struct {
-	Workflow    workflow.Definition
 	AgentQueues map[string]string // agent name → its request queue URL
 	Send        Sender
 }
 
-// Check says which agent of the workflow has no queue, if any.
-func (d Dispatcher) Check() error {
-	for _, a := range d.Workflow.Agents() {
+// Check says which agent of the workflows has no queue, if any.
+func (d Dispatcher) Check(workflows workflow.Set) error {
+	for _, a := range workflows.Agents() {
 		if d.AgentQueues[a] == "" {
 			return fmt.Errorf("no request queue configured for agent %q", a)
 		}
@@ -37,16 +36,22 @@ func (d Dispatcher) Check() error {
 	return nil
 }
 
-// Start sends the request for record r of the order to its Agent, carrying
-// the order if the caller has it. If the send is lost, the ready record's
-// pickup deadline brings the Supervisor, which has it sent again.
-func (d Dispatcher) Start(ctx context.Context, orderID string, r workflow.Ref, payload json.RawMessage) error {
-	a, ok := d.Workflow.Action(r)
+// Start sends the request for record r of the order, which runs workflow
+// def, to its Agent, carrying the order if the caller has it. If the send is
+// lost, the ready record's pickup deadline brings the Supervisor, which has
+// it sent again.
+func (d Dispatcher) Start(ctx context.Context, def workflow.Definition, orderID string, r workflow.Ref, payload json.RawMessage) error {
+	a, ok := def.Action(r)
 	if !ok {
-		return message.Invalid("%s is not in workflow %q", describe(r), d.Workflow.Name)
+		return message.Invalid("%s is not in workflow %q", describe(r), def.Name)
 	}
-	req := message.AgentRequest{OrderID: orderID, Step: r.Index, Undo: r.Undo, StepName: a.Name, Payload: payload}
-	return d.Send.SendJSON(ctx, d.AgentQueues[a.Agent], req, 0)
+	url := d.AgentQueues[a.Agent]
+	if url == "" {
+		return message.Invalid("workflow %q: %s calls agent %q, which this deployment does not run", def.Name, describe(r), a.Agent)
+	}
+	req := message.AgentRequest{OrderID: orderID, Step: r.Index, Undo: r.Undo, StepName: a.Name, Action: a.Do,
+		Workflow: def.Name, Version: def.Version, Payload: payload}
+	return d.Send.SendJSON(ctx, url, req, 0)
 }
 
 func describe(r workflow.Ref) string {

@@ -37,11 +37,11 @@ func TestLostAlertIsSentByTheSupervisor(t *testing.T) {
 	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) { o.SupervisorEvery = time.Hour })
 	ctx := context.Background()
 	d, store := e.stack.Deployment, e.stack.Store
-	wf := d.Config.Workflow()
+	wf := d.Config.Workflows.Default()
 	now := time.Now()
 	_, err := store.Submit(ctx, statestore.Submission{OrderID: "o-alert", Order: localrun.DemoOrder("o-alert", 1).JSON(), Workflow: wf, Now: now})
 	require.NoError(t, err)
-	_, err = store.Claim(ctx, statestore.Claim{OrderID: "o-alert", Ref: workflow.Ref{}, Agent: workflow.InventoryAgent,
+	_, err = store.Claim(ctx, statestore.Claim{OrderID: "o-alert", Ref: workflow.Ref{}, Agent: "inventory",
 		Owner: "agent-inventory/test", Now: now})
 	require.NoError(t, err)
 
@@ -50,8 +50,8 @@ func TestLostAlertIsSentByTheSupervisor(t *testing.T) {
 	tally := metrics.NewTally()
 	discard := slog.New(slog.DiscardHandler)
 	quiet := notify.New(queue.NewSender(d.Clients.SQS), nil, metrics.New(tally, "scheduler"), discard)
-	sched, err := scheduler.New(scheduler.Config{Workflow: wf,
-		AgentQueues: map[string]string{workflow.InventoryAgent: "unused", workflow.PaymentAgent: "unused", workflow.ShippingAgent: "unused"}},
+	sched, err := scheduler.New(scheduler.Config{Workflows: workflow.MustSet(wf),
+		AgentQueues: map[string]string{"inventory": "unused", "payment": "unused", "shipping": "unused"}},
 		scheduler.Deps{Store: store, Send: queue.NewSender(d.Clients.SQS), Alerts: broken, Notify: quiet,
 			Metrics: metrics.New(tally, "scheduler"), Log: discard})
 	require.NoError(t, err)

@@ -28,7 +28,7 @@ type badInput struct {
 
 func badInputs(t topology.Topology) []badInput {
 	orders, sched := t.OrdersQueue(), t.SchedulerQueue()
-	req, resp := t.AgentRequests(workflow.InventoryAgent), t.AgentResponses(workflow.InventoryAgent)
+	req, resp := t.AgentRequests("inventory"), t.AgentResponses("inventory")
 	good := `{"orderId":"%s","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":100}]%s}`
 	order := func(name, body, reason string) badInput {
 		return badInput{name: name, queue: orders.Name, body: body, dlq: orders.DLQName, reason: reason}
@@ -88,7 +88,7 @@ func TestBadInputNeverBlocksGoodInput(t *testing.T) {
 	ids := e.orders(10)
 	e.waitEnded(ids[:1])
 	inputs = append(inputs, badInput{name: "forged reply for another attempt",
-		queue: e.stack.Topology().AgentResponses(workflow.InventoryAgent).Name, dropMetric: metrics.StaleReplies,
+		queue: e.stack.Topology().AgentResponses("inventory").Name, dropMetric: metrics.StaleReplies,
 		body: fmt.Sprintf(`{"kind":"reply","orderId":"%s","step":0,"stepName":"reserve-inventory","attempt":7,"ok":false,"error":"forged"}`, ids[0])})
 
 	// Every bad input goes out between good orders, in the same batches.

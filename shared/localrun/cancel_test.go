@@ -57,7 +57,7 @@ func (e *env) waitState(id string, st workflow.State) {
 func TestCancelBeforeTheFirstClaim(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
-		o.Stopped = []string{"agent-" + workflow.InventoryAgent} // the first step waits
+		o.Stopped = []string{"agent-" + "inventory"} // the first step waits
 	})
 	q := e.orderTold("o-early")
 	e.eventually("the order stored", 30*time.Second, func() bool {
@@ -81,7 +81,7 @@ func TestCancelBeforeTheFirstClaim(t *testing.T) {
 func TestCancelWhileAStepRuns(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{}, patient)
-	e.sim.SetFaults(workflow.PaymentAgent+"/charge-payment", remotesim.Faults{Latency: 2 * time.Second})
+	e.sim.SetFaults("payment"+"/charge-payment", remotesim.Faults{Latency: 2 * time.Second})
 	q := e.orderTold("o-mid")
 	e.eventually("the charge running", 30*time.Second, func() bool {
 		_, recs, err := e.stack.Store.Load(context.Background(), "o-mid")
@@ -107,8 +107,8 @@ func TestCancelWhileAStepRuns(t *testing.T) {
 func TestCancelWhileCompensating(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{}, patient)
-	e.sim.SetFaults(workflow.ShippingAgent, remotesim.Faults{PermanentOrders: []string{"o-comp"}})
-	e.sim.SetFaults(workflow.PaymentAgent+"/refund-payment", remotesim.Faults{Latency: 2 * time.Second})
+	e.sim.SetFaults("shipping", remotesim.Faults{PermanentOrders: []string{"o-comp"}})
+	e.sim.SetFaults("payment"+"/refund-payment", remotesim.Faults{Latency: 2 * time.Second})
 	e.orderTold("o-comp")
 	e.waitState("o-comp", workflow.Compensating)
 	res, err := e.operatorOf().Cancel(context.Background(), "o-comp", "test operator", "changed my mind")

@@ -49,7 +49,7 @@ func TestStatusMessagesOfAProcessedOrder(t *testing.T) {
 func TestFailureAtStepThreeUndoesStepsTwoAndOneInReverse(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{}, nil)
-	e.sim.SetFaults(workflow.ShippingAgent, remotesim.Faults{PermanentOrders: []string{"o-comp"}})
+	e.sim.SetFaults("shipping", remotesim.Faults{PermanentOrders: []string{"o-comp"}})
 	q := e.clientQueue("comp")
 	e.order("o-comp", q)
 	tasks := e.waitEnded([]string{"o-comp"})
@@ -75,8 +75,8 @@ func TestFailureAtStepThreeUndoesStepsTwoAndOneInReverse(t *testing.T) {
 func TestUndoFailingForGoodEndsCompensationFailed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{}, nil)
-	e.sim.SetFaults(workflow.ShippingAgent, remotesim.Faults{PermanentOrders: []string{"o-cf"}})
-	e.sim.SetFaults(workflow.PaymentAgent+"/refund-payment", remotesim.Faults{PermanentOrders: []string{"o-cf"}})
+	e.sim.SetFaults("shipping", remotesim.Faults{PermanentOrders: []string{"o-cf"}})
+	e.sim.SetFaults("payment"+"/refund-payment", remotesim.Faults{PermanentOrders: []string{"o-cf"}})
 	q := e.clientQueue("cf")
 	e.order("o-cf", q)
 	tasks := e.waitEnded([]string{"o-cf"})
@@ -110,7 +110,7 @@ func TestUndoFailingForGoodEndsCompensationFailed(t *testing.T) {
 func TestThresholdAtAStepWithoutUndoLeavesItToTheOperator(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) { o.Settings.MaxFailures = 1 })
-	e.sim.SetFaults(workflow.ShippingAgent, remotesim.Faults{StallOrders: []string{"o-sup"}})
+	e.sim.SetFaults("shipping", remotesim.Faults{StallOrders: []string{"o-sup"}})
 	q := e.clientQueue("sup")
 	e.order("o-sup", q)
 	tasks := e.waitEnded([]string{"o-sup"})
@@ -131,7 +131,7 @@ func TestThresholdAtAStepWithoutUndoLeavesItToTheOperator(t *testing.T) {
 func TestThresholdAtAStepWithUndoCompensatesThroughTheSupervisor(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) { o.Settings.MaxFailures = 1 })
-	e.sim.SetFaults(workflow.PaymentAgent+"/charge-payment", remotesim.Faults{LostReplyOrders: []string{"o-pay"}})
+	e.sim.SetFaults("payment"+"/charge-payment", remotesim.Faults{LostReplyOrders: []string{"o-pay"}})
 	q := e.clientQueue("pay")
 	e.order("o-pay", q)
 	tasks := e.waitEnded([]string{"o-pay"})

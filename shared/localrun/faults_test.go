@@ -49,7 +49,7 @@ func TestAgentNeverRepliesSupervisorRetries(t *testing.T) {
 	// Every reservation's first call hangs: the agent gives up at CompleteBy
 	// and sends nothing; the supervisor must notice and retry.
 	e := newEnv(t, remotesim.Faults{}, nil)
-	e.sim.SetFaults(workflow.InventoryAgent, remotesim.Faults{StallFirst: 1})
+	e.sim.SetFaults("inventory", remotesim.Faults{StallFirst: 1})
 	ids := e.orders(5)
 	tasks := e.waitEnded(ids)
 	failures := 0
@@ -73,7 +73,7 @@ func TestLateReplyOfOldAttemptIgnored(t *testing.T) {
 	// The first two calls hang, so attempt 2 is in flight when attempt 1's
 	// late replies (a success and a failure) arrive.
 	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) { o.Settings.MaxFailures = 5 })
-	e.sim.SetFaults(workflow.InventoryAgent, remotesim.Faults{StallFirst: 2})
+	e.sim.SetFaults("inventory", remotesim.Faults{StallFirst: 2})
 	ids := e.orders(1)
 	id := ids[0]
 	e.eventually("attempt 2 in flight", 30*time.Second, func() bool {
@@ -81,7 +81,7 @@ func TestLateReplyOfOldAttemptIgnored(t *testing.T) {
 		return err == nil && steps[0].Attempt == 2 && steps[0].State == workflow.Processing
 	})
 	send := queue.NewSender(e.stack.Deployment.Clients.SQS)
-	replies := e.stack.QueueURL(e.stack.Topology().AgentResponses(workflow.InventoryAgent).Name)
+	replies := e.stack.QueueURL(e.stack.Topology().AgentResponses("inventory").Name)
 	ctx := context.Background()
 	late := message.AgentReply{Kind: message.KindReply, OrderID: id, Step: 0, StepName: "reserve-inventory", Attempt: 1}
 	ok, failed := late, late
@@ -131,7 +131,7 @@ func TestEveryMessageDeliveredTwice(t *testing.T) {
 func TestThresholdReachedErrorMetricAndAlert(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) { o.Settings.MaxFailures = 2 })
-	e.sim.SetFaults(workflow.InventoryAgent+"/reserve-inventory", remotesim.Faults{StallOrders: []string{"order-000"}})
+	e.sim.SetFaults("inventory"+"/reserve-inventory", remotesim.Faults{StallOrders: []string{"order-000"}})
 	ids := e.orders(3)
 	tasks := e.waitEnded(ids)
 	require.Equal(t, workflow.Failed, tasks["order-000"].State)
@@ -160,7 +160,7 @@ func TestThresholdReachedErrorMetricAndAlert(t *testing.T) {
 func TestPermanentFaultRepliedAsError(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{}, nil)
-	e.sim.SetFaults(workflow.InventoryAgent, remotesim.Faults{PermanentOrders: []string{"order-001"}})
+	e.sim.SetFaults("inventory", remotesim.Faults{PermanentOrders: []string{"order-001"}})
 	ids := e.orders(3)
 	tasks := e.waitEnded(ids)
 	require.Equal(t, workflow.Failed, tasks["order-001"].State)
@@ -269,7 +269,7 @@ func TestLostFirstRequestSupervisorRepairs(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	dropped := map[string]bool{}
-	agent := "agent-" + workflow.InventoryAgent
+	agent := "agent-" + "inventory"
 	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
 		// Room for the re-sent message to be claimed in time on a loaded machine.
 		o.Settings.PickupTimeout = 5 * time.Second

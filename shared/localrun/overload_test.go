@@ -114,11 +114,11 @@ func TestBurstOnAThrottledAgentFailsNothing(t *testing.T) {
 	base := runBurst(t, nil)
 	slow := runBurst(t, func(o *localrun.Options) {
 		o.Settings.StepTimeout = 3 * time.Second
-		o.Throttle = map[string]time.Duration{"agent-" + workflow.PaymentAgent: 50 * time.Millisecond}
+		o.Throttle = map[string]time.Duration{"agent-" + "payment": 50 * time.Millisecond}
 	})
 	wait := time.Duration(slow.e.stack.Tally.Max(metrics.QueueWait)) * time.Millisecond
-	req := slow.e.stack.Topology().AgentRequests(workflow.PaymentAgent).Name
-	baseReq := base.e.stack.Topology().AgentRequests(workflow.PaymentAgent).Name
+	req := slow.e.stack.Topology().AgentRequests("payment").Name
+	baseReq := base.e.stack.Topology().AgentRequests("payment").Name
 	t.Logf("payment-request messages per order: %.3f with the backlog, %.3f without; longest queue wait %s "+
 		"(step timeout 3s); waits held back %v, messages re-sent %v", slow.perOrder(req), base.perOrder(baseReq), wait,
 		slow.e.stack.Tally.Sum(metrics.WaitsHeld), slow.e.stack.Tally.Sum(metrics.MessagesResent))
@@ -140,7 +140,7 @@ func TestAReplyWaitingBehindABacklogIsNotAFailure(t *testing.T) {
 		o.Settings.PickupTimeout = 500 * time.Millisecond
 		o.Throttle = map[string]time.Duration{"scheduler": 100 * time.Millisecond}
 	})
-	e.sim.SetFaults(workflow.InventoryAgent, remotesim.Faults{Latency: 500 * time.Millisecond})
+	e.sim.SetFaults("inventory", remotesim.Faults{Latency: 500 * time.Millisecond})
 	ids := e.orders(1)
 	e.eventually("the first step claimed", 30*time.Second, func() bool {
 		_, recs, err := e.stack.Store.Load(context.Background(), ids[0])
@@ -150,7 +150,7 @@ func TestAReplyWaitingBehindABacklogIsNotAFailure(t *testing.T) {
 	for i := range 60 {
 		junk = append(junk, fmt.Sprintf(`{"kind":"reply","orderId":"gone-%d","step":0,"stepName":"reserve-inventory","attempt":1,"ok":true}`, i))
 	}
-	e.send(e.stack.Topology().AgentResponses(workflow.InventoryAgent).Name, junk...)
+	e.send(e.stack.Topology().AgentResponses("inventory").Name, junk...)
 	tasks := e.waitEnded(ids)
 	require.Equal(t, workflow.Processed, tasks[ids[0]].State)
 	st := e.step(ids[0], 0)
@@ -177,7 +177,7 @@ func TestHungAttemptIsRecoveredAtItsCompleteBy(t *testing.T) {
 		o.Settings.PickupTimeout = 10 * time.Minute
 		o.Settings.StepTimeout = timeout
 	})
-	e.sim.SetFaults(workflow.InventoryAgent, remotesim.Faults{StallFirst: 1})
+	e.sim.SetFaults("inventory", remotesim.Faults{StallFirst: 1})
 	ids := e.orders(3)
 	tasks := e.waitEnded(ids)
 	for _, id := range ids {
@@ -207,7 +207,7 @@ func TestOrderDeadlineFailsAnOrderThatCanNeverBeClaimed(t *testing.T) {
 	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
 		o.Settings.PickupTimeout = 500 * time.Millisecond
 		o.Settings.OrderDeadline = 6 * time.Second
-		o.Stopped = []string{"agent-" + workflow.PaymentAgent}
+		o.Stopped = []string{"agent-" + "payment"}
 	})
 	ids := e.orders(3)
 	tasks := e.waitEnded(ids)

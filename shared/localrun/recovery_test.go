@@ -43,7 +43,7 @@ func TestTwoSupervisorsRecoverEachStepOnce(t *testing.T) {
 		// them, so the order is not given up on. The race is what is tested.
 		o.Settings.MaxFailures = 10
 	})
-	e.sim.SetFaults(workflow.InventoryAgent, remotesim.Faults{StallFirst: 1})
+	e.sim.SetFaults("inventory", remotesim.Faults{StallFirst: 1})
 	const n = 10
 	ids := e.orders(n)
 	ctx := context.Background()
@@ -137,7 +137,7 @@ func TestRunnerKilledAndRestartedEveryOrderEnds(t *testing.T) {
 	// an order may run out of retries and end Failed with its work undone.
 	tasks, records, err := e.stack.Store.ScanAll(ctx)
 	require.NoError(t, err)
-	v, ends := chaos.Check(e.stack.Deployment.Config.Workflow(), ids, tasks, records, e.sim.Ledger())
+	v, ends := chaos.Check(e.stack.Deployment.Config.Workflows.Default(), ids, tasks, records, e.sim.Ledger())
 	require.Zero(t, v.Count(), "%+v", v)
 	require.Zero(t, ends[workflow.CompensationFailed])
 	require.Greater(t, ends[workflow.Processed], len(ids)/2, "most orders went through")

@@ -11,7 +11,7 @@ import (
 
 // Runner builds a runner with fresh handler instances (new instance ids), as
 // a restarted process would have.
-func (s *Stack) Runner() (*runner.Runner, error) {
+func (s *Stack) Runner(ctx context.Context) (*runner.Runner, error) {
 	d, t, o := s.Deployment, s.Topology(), s.Opts
 	capacity := map[string]*runner.Capacity{}
 	for fn, per := range o.Throttle {
@@ -44,7 +44,10 @@ func (s *Stack) Runner() (*runner.Runner, error) {
 		}
 	}
 	for _, a := range t.Agents {
-		ah := d.Agent(a, deployment.InstanceID())
+		ah, err := d.Agent(ctx, a, deployment.InstanceID())
+		if err != nil {
+			return nil, err
+		}
 		ah.Crash = o.Crash
 		add("agent-"+a, t.AgentRequests(a).Name, ah.Handle, o.AgentPollers)
 	}
@@ -62,7 +65,7 @@ func (s *Stack) Runner() (*runner.Runner, error) {
 
 // Run runs the pipeline until ctx ends.
 func (s *Stack) Run(ctx context.Context) error {
-	r, err := s.Runner()
+	r, err := s.Runner(ctx)
 	if err != nil {
 		return fmt.Errorf("local runner: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -18,6 +19,8 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sas-go/sas/shared/accounting"
+	"github.com/sas-go/sas/shared/agent"
+	"github.com/sas-go/sas/shared/agentauth"
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/metrics"
@@ -31,13 +34,23 @@ import (
 
 // Options configure a local stack.
 type Options struct {
-	Endpoint          string            // the emulator; "" lets the SDK read AWS_ENDPOINT_URL
-	DynamoDBEndpoint  string            // a separate DynamoDB emulator (e.g. DynamoDB Local), if any
-	Meter             *accounting.Meter // counts every AWS request by function, if set
-	BatchSize         int               // messages per invocation, like an event source mapping's (default 10)
-	Prefix            string            // resource name prefix (default "sas")
-	Settings          workflow.Settings
-	RemoteURL         string        // the remote simulator's base URL
+	Endpoint         string            // the emulator; "" lets the SDK read AWS_ENDPOINT_URL
+	DynamoDBEndpoint string            // a separate DynamoDB emulator (e.g. DynamoDB Local), if any
+	Meter            *accounting.Meter // counts every AWS request by function, if set
+	BatchSize        int               // messages per invocation, like an event source mapping's (default 10)
+	Prefix           string            // resource name prefix (default "sas")
+	// Workflows are the workflows the stack runs (default: the example
+	// order workflow), with Settings' overrides.
+	Workflows workflow.Set
+	Settings  workflow.Settings
+	// RemoteURL is the remote simulator's base URL: it fills
+	// ${SAS_REMOTE_BASE_URL} in the workflows' agent declarations; Vars fill
+	// the others (a name not in Vars is read from the environment).
+	RemoteURL string
+	Vars      map[string]string
+	// Remotes are the Agents written in Go (custom: true), by agent name.
+	Remotes map[string]agent.Remote
+
 	VisibilityTimeout time.Duration // of every queue (default 30s)
 	// DeadlineShards partitions the deadline index (default 1: an emulator's
 	// index query walks the whole table, once per shard).
@@ -90,11 +103,8 @@ func New(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	def, err := workflow.For(o.Settings)
-	if err != nil {
-		return nil, err
-	}
-	topo := topology.Default(o.Prefix, def.Agents()...)
+	set := o.Workflows.With(o.Settings)
+	topo := topology.Default(o.Prefix, set.Agents()...)
 	topo.VisibilityTimeout = o.VisibilityTimeout
 	topo.DeadlineShards = max(o.DeadlineShards, 1)
 	res, err := provision.Ensure(ctx, clients, topo)
@@ -104,7 +114,7 @@ func New(ctx context.Context, o Options) (*Stack, error) {
 	ordersURL := res.URL(topo.OrdersQueue().Name)
 	cfg := deployment.Config{
 		Topology: topo, QueueURLBase: strings.TrimSuffix(ordersURL, "/"+topo.OrdersQueue().Name),
-		AlertTopicARN: res.TopicARN, Settings: o.Settings, RemoteBaseURL: o.RemoteURL, AgentBackoff: o.AgentBackoff,
+		AlertTopicARN: res.TopicARN, Workflows: set, Settings: o.Settings, AgentBackoff: o.AgentBackoff,
 		AllowedReplyQueues: o.AllowedReplyQueues,
 	}
 	if len(cfg.AllowedReplyQueues) == 0 {
@@ -118,7 +128,8 @@ func New(ctx context.Context, o Options) (*Stack, error) {
 	if o.Metrics != nil {
 		w = io.MultiWriter(tally, metrics.Locked(o.Metrics))
 	}
-	d := &deployment.Deployment{Config: cfg, Clients: clients, Log: o.Log, Metrics: w}
+	d := &deployment.Deployment{Config: cfg, Clients: clients, Log: o.Log, Metrics: w, Remotes: o.Remotes,
+		Vars: o.vars(), Auth: localAuth(clients)}
 	s := &Stack{Opts: o, Deployment: d, Resources: res, Store: d.Store(), Tally: tally, Stats: runner.NewStats()}
 	if s.AlertInbox, err = s.subscribeInbox(ctx); err != nil {
 		return nil, err
@@ -130,8 +141,8 @@ func (o Options) withDefaults() Options {
 	if o.Prefix == "" {
 		o.Prefix = "sas"
 	}
-	if o.Settings == (workflow.Settings{}) {
-		o.Settings = workflow.DefaultSettings()
+	if o.Workflows.IsZero() {
+		o.Workflows = workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow))
 	}
 	if o.VisibilityTimeout <= 0 {
 		o.VisibilityTimeout = 30 * time.Second
@@ -181,3 +192,25 @@ func (s *Stack) QueueURL(name string) string { return s.Deployment.Config.QueueU
 
 // Topology is the stack's resource description.
 func (s *Stack) Topology() topology.Topology { return s.Deployment.Config.Topology }
+
+// vars fill the workflows' ${NAME}s: Vars, the simulator's URL, the environment.
+func (o Options) vars() workflow.Vars {
+	return func(name string) string {
+		if v, ok := o.Vars[name]; ok {
+			return v
+		}
+		if name == deployment.EnvRemoteBaseURL && o.RemoteURL != "" {
+			return o.RemoteURL
+		}
+		return os.Getenv(name)
+	}
+}
+
+// localAuth reads agents' credentials from the emulator, as a deployed
+// Agent reads them from Secrets Manager and SSM.
+func localAuth(c *awsclient.Clients) func(context.Context, workflow.Agent) (agent.Authorizer, error) {
+	clients := agentauth.NewClients(c.Config)
+	return func(ctx context.Context, a workflow.Agent) (agent.Authorizer, error) {
+		return agentauth.For(ctx, clients, a)
+	}
+}

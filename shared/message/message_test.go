@@ -53,7 +53,7 @@ func TestDecodeSchedulerMessage(t *testing.T) {
 	t.Parallel()
 	m, err := message.DecodeSchedulerMessage(`{"kind":"schedule","orderId":"o-1","step":0}`)
 	require.NoError(t, err)
-	require.Equal(t, message.NewSchedule("o-1", workflow.Ref{}), m)
+	require.Equal(t, message.NewSchedule("o-1", workflow.Ref{}, "", ""), m)
 	m, err = message.DecodeSchedulerMessage(`{"kind":"reply","orderId":"o-1","step":1,"undo":true,"stepName":"s","attempt":2,"ok":true,"result":{"a":1},"round":2}`)
 	require.NoError(t, err)
 	r := m.(message.AgentReply)

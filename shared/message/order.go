@@ -16,7 +16,10 @@ const (
 	MaxCents    = 100_000_000_00 // one hundred million in the currency's major unit
 )
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$`)
+var (
+	idPattern       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$`)
+	workflowPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
+)
 
 // Order is an e-commerce order as sent to the orders queue.
 type Order struct {
@@ -26,6 +29,9 @@ type Order struct {
 	// ReplyQueue, if set, is the SQS queue URL where status notifications go;
 	// the deployment decides which queues may be named.
 	ReplyQueue string `json:"replyQueue,omitempty"`
+	// Workflow names the workflow that runs the order (none: the
+	// deployment's default); one the deployment does not run is rejected.
+	Workflow string `json:"workflow,omitempty"`
 }
 
 // Item is one line of an order.
@@ -54,6 +60,9 @@ func (o Order) Validate() error {
 	}
 	if len(o.Items) == 0 || len(o.Items) > MaxItems {
 		return Invalid("order %s: needs 1 to %d items, has %d", o.OrderID, MaxItems, len(o.Items))
+	}
+	if o.Workflow != "" && !workflowPattern.MatchString(o.Workflow) {
+		return Invalid("order %s: workflow %q is not a workflow's name", o.OrderID, truncate(o.Workflow))
 	}
 	if len(o.ReplyQueue) > 512 || strings.ContainsAny(o.ReplyQueue, " \t\n") {
 		return Invalid("order %s: replyQueue is not a queue URL", o.OrderID)

@@ -23,14 +23,20 @@ type Schedule struct {
 	OrderID string `json:"orderId"`
 	Step    int    `json:"step"`
 	Undo    bool   `json:"undo,omitempty"`
+	// Workflow and Version name the definition the order runs (none: the
+	// deployment's default); a version the deployment no longer has is read
+	// back from the order's records.
+	Workflow string `json:"workflow,omitempty"`
+	Version  string `json:"version,omitempty"`
 	// Payload is the order, when the sender has it (Submission does; the
 	// Supervisor does not): it rides to the Agent, which otherwise reads it.
 	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
-// NewSchedule builds a Schedule message.
-func NewSchedule(orderID string, r workflow.Ref) Schedule {
-	return Schedule{Kind: KindSchedule, OrderID: orderID, Step: r.Index, Undo: r.Undo}
+// NewSchedule builds a Schedule message for record r of an order running
+// version version of workflow wf.
+func NewSchedule(orderID string, r workflow.Ref, wf, version string) Schedule {
+	return Schedule{Kind: KindSchedule, OrderID: orderID, Step: r.Index, Undo: r.Undo, Workflow: wf, Version: version}
 }
 
 // Ref is the record the message is about.
@@ -45,7 +51,12 @@ type AgentRequest struct {
 	OrderID  string `json:"orderId"`
 	Step     int    `json:"step"`
 	Undo     bool   `json:"undo,omitempty"`
-	StepName string `json:"stepName"` // the action, for logs; the claimed record is the authority
+	StepName string `json:"stepName"`         // for logs; the claimed record is the authority
+	Action   string `json:"action,omitempty"` // the service's action, when not StepName
+	// Workflow and Version name the definition the order runs; the Agent
+	// echoes them in its reply, for the Scheduler.
+	Workflow string `json:"workflow,omitempty"`
+	Version  string `json:"version,omitempty"`
 	// Payload is the order, if the Scheduler had it; an Agent reads the
 	// orders table for a request without one.
 	Payload json.RawMessage `json:"payload,omitempty"`
@@ -67,6 +78,8 @@ type AgentReply struct {
 	Result   json.RawMessage `json:"result,omitempty"`
 	ReplyTo  string          `json:"replyTo,omitempty"`
 	Round    int             `json:"round,omitempty"`
+	Workflow string          `json:"workflow,omitempty"` // the order's workflow and version, echoed from the request
+	Version  string          `json:"version,omitempty"`
 	Payload  json.RawMessage `json:"payload,omitempty"` // the order, echoed for the Scheduler's next request
 }
 

@@ -27,7 +27,8 @@ import (
 type Operator struct {
 	Store    *statestore.Store
 	Topology topology.Topology
-	// PickupTimeout is a resubmitted step's pickup deadline.
+	// PickupTimeout is a resubmitted step's pickup deadline, for an order
+	// stored before its workflow's was kept.
 	PickupTimeout time.Duration
 	Now           func() time.Time
 
@@ -41,7 +42,7 @@ func New(c *awsclient.Clients, t topology.Topology) *Operator {
 	return &Operator{
 		Store:         statestore.New(c.DynamoDB, t.OrdersTable(), t.StateTable(), t.DeadlineShards),
 		Topology:      t,
-		PickupTimeout: workflow.DefaultSettings().PickupTimeout,
+		PickupTimeout: workflow.DefaultPickupTimeout,
 		Now:           time.Now,
 		sqs:           c.SQS,
 		urls:          map[string]string{},
@@ -108,7 +109,7 @@ func (o *Operator) Resubmit(ctx context.Context, orderID, step string) (Resubmit
 		return Resubmitted{}, err
 	}
 	// If this message is lost, the step's pickup deadline brings the Supervisor.
-	if err := queue.NewSender(o.sqs).SendJSON(ctx, url, message.NewSchedule(orderID, res.Ref), 0); err != nil {
+	if err := queue.NewSender(o.sqs).SendJSON(ctx, url, message.NewSchedule(orderID, res.Ref, res.Workflow, res.WfVersion), 0); err != nil {
 		return Resubmitted{}, err
 	}
 	return Resubmitted{OrderID: orderID, Step: res.Step, Undo: res.Ref.Undo, Round: res.Round}, nil
@@ -150,7 +151,7 @@ func (o *Operator) Cancel(ctx context.Context, orderID, by, reason string) (Canc
 		return out, err
 	}
 	// If this message is lost, the undo's pickup deadline brings the Supervisor.
-	return out, queue.NewSender(o.sqs).SendJSON(ctx, url, message.NewSchedule(orderID, *res.Undo), 0)
+	return out, queue.NewSender(o.sqs).SendJSON(ctx, url, message.NewSchedule(orderID, *res.Undo, res.Workflow, res.WfVersion), 0)
 }
 
 // cancelWhat says in words what a cancel does now.

@@ -26,6 +26,15 @@ func (s *Simulator) apply(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "need a body and an Idempotency-Key header", http.StatusBadRequest)
 		return
 	}
+	if g := s.guardOf(service); g != nil {
+		if err := g(r, body); err != nil {
+			s.mu.Lock()
+			s.stats.Unauthorized++
+			s.mu.Unlock()
+			http.Error(w, service+": unauthorized: "+err.Error(), http.StatusUnauthorized)
+			return
+		}
+	}
 	var order struct {
 		OrderID string `json:"orderId"`
 	}

@@ -51,6 +51,7 @@ type Effect struct {
 // Stats count the calls by answer.
 type Stats struct {
 	Calls, Applied, Replayed, Transient, Permanent, Stalled, Slow int
+	Unauthorized                                                  int // calls refused (401) for their credentials
 }
 
 // Simulator is the remote services' state. Safe for concurrent use.
@@ -62,6 +63,7 @@ type Simulator struct {
 	ledger map[string]*Effect
 	calls  map[string]int // by service/key
 	stats  Stats
+	guards map[string]Guard // by service
 }
 
 // New returns a simulator whose random choices follow seed.

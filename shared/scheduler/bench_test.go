@@ -21,6 +21,9 @@ import (
 // encode); the store and the queues do nothing but encode what they are given.
 type nopStore struct{}
 
+func (nopStore) Definition(context.Context, string) (workflow.Definition, error) {
+	return workflow.Definition{}, statestore.ErrNotFound
+}
 func (nopStore) Complete(context.Context, statestore.Completion) (workflow.State, error) {
 	return "", nil
 }
@@ -37,14 +40,14 @@ type nopAlerter struct{}
 func (nopAlerter) StepFailed(context.Context, alert.Failure) error { return nil }
 
 func BenchmarkSchedulerPerMessage(b *testing.B) {
-	def := workflow.Orders(workflow.DefaultSettings())
+	def := workflow.Orders(workflow.Settings{})
 	m := metrics.New(io.Discard, "scheduler")
 	log := slog.New(slog.DiscardHandler)
 	queues := map[string]string{}
 	for _, a := range def.Agents() {
 		queues[a] = "q-" + a
 	}
-	h, err := scheduler.New(scheduler.Config{Workflow: def, AgentQueues: queues, DLQURL: "dlq"},
+	h, err := scheduler.New(scheduler.Config{Workflows: workflow.MustSet(def), AgentQueues: queues, DLQURL: "dlq"},
 		scheduler.Deps{Store: nopStore{}, Send: handlerbench.EncodeOnly{}, Alerts: nopAlerter{},
 			Notify: notify.New(handlerbench.EncodeOnly{}, nil, m, log), Metrics: m, Log: log})
 	if err != nil {

@@ -32,6 +32,7 @@ type Store interface {
 	CompleteCancelled(ctx context.Context, c statestore.Completion, undo *workflow.Ref, due time.Time) (workflow.State, error)
 	Fail(ctx context.Context, f statestore.Failure, attempt, round int) (workflow.State, error)
 	MarkAlerted(ctx context.Context, orderID string, r workflow.Ref, now time.Time) error
+	dispatch.DefinitionReader
 }
 
 // Sender sends queue messages.
@@ -47,7 +48,7 @@ type Alerter interface {
 
 // Config is what the Scheduler needs to know of its deployment.
 type Config struct {
-	Workflow    workflow.Definition
+	Workflows   workflow.Set      // the workflows the deployment runs (an order of another version reads its own back)
 	AgentQueues map[string]string // agent name → its request queue URL
 	DLQURL      string            // the scheduler queue's DLQ, for rejected messages
 }
@@ -73,20 +74,24 @@ type Handler struct {
 	log      *slog.Logger
 	batch    *sqsbatch.Processor
 	dispatch dispatch.Dispatcher
+	catalog  *dispatch.Catalog
 	Now      func() time.Time
 	// Crash, if set, is called at each crash point (after a write, before the
 	// send that follows it); a chaos test makes it panic there. Nil in production.
 	Crash func(point string)
 }
 
-// New builds the handler; it fails if an agent of the workflow has no queue.
+// New builds the handler; it fails if an agent of the workflows has no queue.
 func New(cfg Config, d Deps) (*Handler, error) {
-	dispatch := dispatch.Dispatcher{Workflow: cfg.Workflow, AgentQueues: cfg.AgentQueues, Send: d.Send}
-	if err := dispatch.Check(); err != nil {
+	if cfg.Workflows.IsZero() {
+		return nil, fmt.Errorf("scheduler: no workflow")
+	}
+	disp := dispatch.Dispatcher{AgentQueues: cfg.AgentQueues, Send: d.Send}
+	if err := disp.Check(cfg.Workflows); err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	return &Handler{cfg: cfg, store: d.Store, send: d.Send, alerts: d.Alerts, notify: d.Notify, metrics: d.Metrics,
-		log: d.Log, Now: time.Now, dispatch: dispatch,
+		log: d.Log, Now: time.Now, dispatch: disp, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store},
 		batch: &sqsbatch.Processor{Name: "scheduler", DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics, Log: d.Log,
 			Buffer: sqsbatch.BufferingOf(d.Send), OnceAtEnd: true}}, nil
 }
@@ -103,19 +108,21 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	}
 	switch m := msg.(type) {
 	case message.Schedule:
-		if _, ok := h.cfg.Workflow.Action(m.Ref()); !ok {
-			return message.Invalid("schedule for %s: %s is not in workflow %q", m.OrderID, describe(m.Ref()), h.cfg.Workflow.Name)
+		def, err := h.definition(ctx, "schedule", m.OrderID, m.Workflow, m.Version, m.Ref())
+		if err != nil {
+			return err
 		}
-		return h.start(ctx, m.OrderID, m.Ref(), m.Payload)
+		return h.start(ctx, def, m.OrderID, m.Ref(), m.Payload)
 	case message.AgentReply:
-		if _, ok := h.cfg.Workflow.Action(m.Ref()); !ok {
-			return message.Invalid("reply for %s: %s is not in workflow %q", m.OrderID, describe(m.Ref()), h.cfg.Workflow.Name)
+		def, err := h.definition(ctx, "reply", m.OrderID, m.Workflow, m.Version, m.Ref())
+		if err != nil {
+			return err
 		}
 		h.replyWait(rec, m)
 		if m.OK {
-			return h.complete(ctx, m)
+			return h.complete(ctx, def, m)
 		}
-		return h.fail(ctx, m)
+		return h.fail(ctx, def, m)
 	}
 	return fmt.Errorf("scheduler: unhandled message %T", msg)
 }
@@ -132,6 +139,18 @@ func (h *Handler) replyWait(rec events.SQSMessage, r message.AgentReply) {
 		map[string]any{"OrderID": r.OrderID, "Step": r.StepName})
 }
 
+// definition is the workflow the order runs, which must have record r.
+func (h *Handler) definition(ctx context.Context, what, orderID, name, version string, r workflow.Ref) (workflow.Definition, error) {
+	def, err := h.catalog.For(ctx, orderID, name, version)
+	if err != nil {
+		return def, err
+	}
+	if _, ok := def.Action(r); !ok {
+		return def, message.Invalid("%s for %s: %s is not in workflow %q", what, orderID, describe(r), def.Name)
+	}
+	return def, nil
+}
+
 func describe(r workflow.Ref) string {
 	if r.Undo {
 		return fmt.Sprintf("the undo of step %d", r.Index)
@@ -140,21 +159,21 @@ func describe(r workflow.Ref) string {
 }
 
 // start sends a ready record's Agent the request to claim and run it.
-func (h *Handler) start(ctx context.Context, orderID string, r workflow.Ref, payload json.RawMessage) error {
-	return h.dispatch.Start(ctx, orderID, r, payload)
+func (h *Handler) start(ctx context.Context, def workflow.Definition, orderID string, r workflow.Ref, payload json.RawMessage) error {
+	return h.dispatch.Start(ctx, def, orderID, r, payload)
 }
 
-func (h *Handler) complete(ctx context.Context, r message.AgentReply) error {
+func (h *Handler) complete(ctx context.Context, def workflow.Definition, r message.AgentReply) error {
 	now := h.Now()
 	ref := r.Ref()
-	next, more, end := h.cfg.Workflow.Next(ref)
+	next, more, end := def.Next(ref)
 	c := statestore.Completion{OrderID: r.OrderID, Ref: ref, Attempt: r.Attempt, Round: r.Round, End: end, Now: now}
 	if more {
-		c.Next, c.NextDueAt = &next, now.Add(h.cfg.Workflow.PickupTimeout)
+		c.Next, c.NextDueAt = &next, now.Add(def.PickupTimeout)
 	}
 	state, err := h.store.Complete(ctx, c)
 	if errors.Is(err, statestore.ErrCancelling) {
-		return h.completeCancelled(ctx, r, c)
+		return h.completeCancelled(ctx, def, r, c)
 	}
 	if errors.Is(err, statestore.ErrStale) {
 		h.stale(r)
@@ -175,7 +194,7 @@ func (h *Handler) complete(ctx context.Context, r message.AgentReply) error {
 	}
 	h.notify.Post(ctx, ev)
 	if more {
-		return h.start(ctx, r.OrderID, next, r.Payload)
+		return h.start(ctx, def, r.OrderID, next, r.Payload)
 	}
 	h.notify.Ended(ctx, r.OrderID, r.ReplyTo, round, state, "", now)
 	return nil
@@ -184,14 +203,14 @@ func (h *Handler) complete(ctx context.Context, r message.AgentReply) error {
 // completeCancelled records a step's reply while its order is being
 // cancelled: the step is done, and its undoing starts (its own undo action
 // first, if it has one), or the order ends Cancelled.
-func (h *Handler) completeCancelled(ctx context.Context, r message.AgentReply, c statestore.Completion) error {
+func (h *Handler) completeCancelled(ctx context.Context, def workflow.Definition, r message.AgentReply, c statestore.Completion) error {
 	var undo *workflow.Ref
-	if _, ok := h.cfg.Workflow.Action(workflow.Ref{Index: r.Step, Undo: true}); ok {
+	if _, ok := def.Action(workflow.Ref{Index: r.Step, Undo: true}); ok {
 		undo = &workflow.Ref{Index: r.Step, Undo: true}
-	} else if j := h.cfg.Workflow.UndoFrom(r.Step); j >= 0 {
+	} else if j := def.UndoFrom(r.Step); j >= 0 {
 		undo = &workflow.Ref{Index: j, Undo: true}
 	}
-	state, err := h.store.CompleteCancelled(ctx, c, undo, c.Now.Add(h.cfg.Workflow.PickupTimeout))
+	state, err := h.store.CompleteCancelled(ctx, c, undo, c.Now.Add(def.PickupTimeout))
 	if errors.Is(err, statestore.ErrStale) {
 		h.stale(r)
 		return nil
@@ -206,15 +225,15 @@ func (h *Handler) completeCancelled(ctx context.Context, r message.AgentReply, c
 		h.notify.Ended(ctx, r.OrderID, r.ReplyTo, roundOf(r), state, "", c.Now)
 		return nil
 	}
-	return h.start(ctx, r.OrderID, *undo, r.Payload)
+	return h.start(ctx, def, r.OrderID, *undo, r.Payload)
 }
 
-func (h *Handler) fail(ctx context.Context, r message.AgentReply) error {
+func (h *Handler) fail(ctx context.Context, def workflow.Definition, r message.AgentReply) error {
 	now := h.Now()
 	ref := r.Ref()
-	after := workflow.AfterRefusal(ref.Undo, h.cfg.Workflow.UndoFrom(ref.Index))
+	after := workflow.AfterRefusal(ref.Undo, def.UndoFrom(ref.Index))
 	f := statestore.Failure{OrderID: r.OrderID, Ref: ref, Name: r.StepName, After: after, Reason: r.Error,
-		Due: now.Add(h.cfg.Workflow.PickupTimeout), Now: now}
+		Due: now.Add(def.PickupTimeout), Now: now}
 	state, err := h.store.Fail(ctx, f, r.Attempt, r.Round)
 	if errors.Is(err, statestore.ErrStale) {
 		h.stale(r)
@@ -236,7 +255,7 @@ func (h *Handler) fail(ctx context.Context, r message.AgentReply) error {
 		return err
 	}
 	if after.Next == workflow.Compensating {
-		return h.start(ctx, r.OrderID, workflow.Ref{Index: after.UndoFrom, Undo: true}, r.Payload)
+		return h.start(ctx, def, r.OrderID, workflow.Ref{Index: after.UndoFrom, Undo: true}, r.Payload)
 	}
 	return nil
 }

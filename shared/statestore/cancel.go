@@ -26,7 +26,7 @@ type CancelRequest struct {
 	OrderID string
 	By      string        // who asks: an operator, or the orders queue's sender
 	Reason  string        // why, if they said
-	Pickup  time.Duration // an undo action made ready is due this long after now
+	Pickup  time.Duration // an undo action made ready is due this long after now (if the order has no pickup timeout stored)
 	Now     time.Time
 }
 
@@ -40,6 +40,8 @@ type Cancellation struct {
 	Undo       *workflow.Ref
 	ReplyQueue string
 	Round      int
+	Workflow   string // the order's workflow, and its version
+	WfVersion  string
 }
 
 // Cancel cancels an order (workflow.DecideCancel): a ready step does not
@@ -67,7 +69,8 @@ func (s *Store) cancel(ctx context.Context, c CancelRequest) (Cancellation, erro
 		return Cancellation{}, err
 	}
 	d := workflow.DecideCancel(workflow.State(it.State), it.CxBy != "", it.phases())
-	res := Cancellation{Verdict: d.Verdict, State: workflow.State(it.State), ReplyQueue: it.ReplyQueue, Round: it.Round}
+	res := Cancellation{Verdict: d.Verdict, State: workflow.State(it.State), ReplyQueue: it.ReplyQueue, Round: it.Round,
+		Workflow: it.Workflow, WfVersion: it.WfVersion}
 	ch := newChange(c.Now)
 	ch.cond = append(ch.cond, "V = "+ch.val("version", num(int64(it.Version))))
 	ch.set = append(ch.set, "CxBy = "+ch.val("by", str(c.By)), "CxAt = "+ch.at())
@@ -110,8 +113,9 @@ func (s *Store) stop(ch *change, it stateItem, stop workflow.Ref, c CancelReques
 	undo := workflow.Ref{Index: r.UndoFrom, Undo: true}
 	ch.task(workflow.Pending, workflow.Compensating, "")
 	ch.set = append(ch.set, "Ea = "+ch.val("endAs", str(string(workflow.Cancelled))), "Dl = DlMs + "+ch.at())
-	s.makeReady(ch, undo, c.Now.Add(c.Pickup))
-	ch.index(it.OrderID, s.shards, c.Now.Add(c.Pickup))
+	due := c.Now.Add(it.pickup(c.Pickup))
+	s.makeReady(ch, undo, due)
+	ch.index(it.OrderID, s.shards, due)
 	res.State, res.Undo = workflow.Compensating, &undo
 }
 

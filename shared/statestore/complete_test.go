@@ -28,7 +28,7 @@ func TestEndingCompletionWrites(t *testing.T) {
 				Emulated: true, APIOptions: []func(*middleware.Stack) error{meter.AddTo}})
 			require.NoError(t, err)
 			s := storetest.NewStore(t, metered.DynamoDB)
-			def := workflow.Orders(workflow.DefaultSettings())
+			def := workflow.Orders(workflow.Settings{})
 			now := time.Now()
 			submit := func(id string) {
 				_, err := s.Submit(ctx, statestore.Submission{OrderID: id, Order: "{}", Workflow: def, Now: now})
@@ -122,7 +122,7 @@ func orderIDs(steps []statestore.Step) []string {
 // claimOrder claims record r of an order of the default order workflow as
 // the record's own agent would.
 func claimOrder(ctx context.Context, s *statestore.Store, orderID string, r workflow.Ref, owner string, now time.Time) (statestore.Step, error) {
-	a, _ := workflow.Orders(workflow.DefaultSettings()).Action(r)
+	a, _ := workflow.Orders(workflow.Settings{}).Action(r)
 	return s.Claim(ctx, statestore.Claim{OrderID: orderID, Ref: r, Agent: a.Agent, Owner: owner, Now: now})
 }
 

@@ -18,6 +18,7 @@ import (
 type Task struct {
 	OrderID     string
 	Workflow    string
+	Version     string // the workflow's version the order runs (its records carry the steps)
 	State       workflow.State
 	StepCount   int
 	Round       int    // 1, then one more for each resubmission of a failed task
@@ -44,6 +45,7 @@ type Step struct {
 	ReplyQueue   string
 	Name         string
 	Agent        string
+	Do           string // the action the Agent asks its service for ("": Name)
 	Timeout      time.Duration
 	MaxFailures  int
 	RetryBackoff time.Duration
@@ -70,8 +72,11 @@ type Step struct {
 	// Cancelling: the order's cancellation was asked for and it still runs
 	// forward (a step is awaited): nothing starts again.
 	Cancelling bool
-	Version    int     // the order's state item's, incremented by every write: the supervisor's fence
-	Incidents  []Event // what happened besides ready, claimed and done: recoveries, failures, alerts, resubmissions
+	Workflow   string        // the order's workflow, and its version
+	WfVersion  string        //
+	Pickup     time.Duration // the workflow's pickup timeout (0 for an order stored before it was kept)
+	Version    int           // the order's state item's, incremented by every write: the supervisor's fence
+	Incidents  []Event       // what happened besides ready, claimed and done: recoveries, failures, alerts, resubmissions
 
 	othersDue int64 // when the order's other records, and its deadline, are due (0: never): a write's index floor
 }
@@ -109,7 +114,7 @@ func (s Step) History() []Event {
 
 // Definition is the action this record runs.
 func (s Step) Definition() workflow.Action {
-	return workflow.Action{Name: s.Name, Agent: s.Agent, Timeout: s.Timeout,
+	return workflow.Action{Name: s.Name, Agent: s.Agent, Do: s.Do, Timeout: s.Timeout,
 		MaxFailures: s.MaxFailures, RetryBackoff: s.RetryBackoff}
 }
 
@@ -153,7 +158,9 @@ type stateItem struct {
 	OrderID     string             `dynamodbav:"OrderID"`
 	SK          string             `dynamodbav:"SK"`
 	Workflow    string             `dynamodbav:"Wf"`
-	State       string             `dynamodbav:"St"` // the task's ProcessState
+	WfVersion   string             `dynamodbav:"Wv,omitempty"`
+	PickupMs    int64              `dynamodbav:"Pk,omitempty"` // the workflow's pickup timeout
+	State       string             `dynamodbav:"St"`           // the task's ProcessState
 	Round       int                `dynamodbav:"Rd"`
 	ReplyQueue  string             `dynamodbav:"Rq,omitempty"`
 	LastError   string             `dynamodbav:"Err,omitempty"`
@@ -179,6 +186,7 @@ type stateItem struct {
 type recItem struct {
 	Name        string `dynamodbav:"n"`
 	Agent       string `dynamodbav:"a"`
+	Do          string `dynamodbav:"do,omitempty"` // the service's action, when not Name
 	TimeoutMs   int64  `dynamodbav:"t"`
 	MaxFailures int    `dynamodbav:"m"`
 	BackoffMs   int64  `dynamodbav:"b,omitempty"`
@@ -252,7 +260,7 @@ func (it stateItem) task() Task {
 			steps++
 		}
 	}
-	return Task{OrderID: it.OrderID, Workflow: it.Workflow, State: workflow.State(it.State),
+	return Task{OrderID: it.OrderID, Workflow: it.Workflow, Version: it.WfVersion, State: workflow.State(it.State),
 		StepCount: steps, Round: it.Round, ReplyQueue: it.ReplyQueue, LastError: it.LastError, CreatedAt: fromMs(it.CreatedAt),
 		UpdatedAt: fromMs(it.UpdatedAt), CompletedAt: fromMs(it.CompletedAt),
 		CancelledBy: it.CxBy, CancelledAt: fromMs(it.CxAt), CancelReason: it.CxWhy}
@@ -270,7 +278,7 @@ func (it stateItem) step(sk string) Step {
 		incidents = append(incidents, parseIncident(line))
 	}
 	return Step{OrderID: it.OrderID, Index: ref.Index, Undo: ref.Undo, UndoFrom: r.UndoFrom, HasUndo: r.HasUndo,
-		Round: r.Round, ReplyQueue: it.ReplyQueue, Name: r.Name, Agent: r.Agent,
+		Round: r.Round, ReplyQueue: it.ReplyQueue, Name: r.Name, Agent: r.Agent, Do: r.Do,
 		Timeout: time.Duration(r.TimeoutMs) * time.Millisecond, MaxFailures: r.MaxFailures,
 		RetryBackoff: time.Duration(r.BackoffMs) * time.Millisecond,
 		State:        workflow.State(r.State), Attempt: r.Attempt, FailureCount: r.FailureCount,
@@ -278,7 +286,8 @@ func (it stateItem) step(sk string) Step {
 		ClaimedAt: fromMs(r.ClaimedAt), DoneAt: fromMs(r.DoneAt), Waits: r.Waits, Resent: r.Resent,
 		Cause: workflow.Cause(r.Cause), Deadline: deadline, LastError: r.LastError, Alerted: r.Alerted,
 		Cancelling: it.CxBy != "" && it.State == string(workflow.Pending),
-		Version:    it.Version, Incidents: incidents, othersDue: it.dueBesides(sk)}
+		Workflow:   it.Workflow, WfVersion: it.WfVersion, Pickup: time.Duration(it.PickupMs) * time.Millisecond,
+		Version: it.Version, Incidents: incidents, othersDue: it.dueBesides(sk)}
 }
 
 // steps are the item's records, steps first then undo actions, each by index.

@@ -30,9 +30,11 @@ func IsNotResubmittable(err error) bool {
 
 // Resubmission is what a resubmission made ready.
 type Resubmission struct {
-	Ref   workflow.Ref // the record the Scheduler must be told about
-	Step  string       // its name
-	Round int          // the task's round from now on
+	Ref       workflow.Ref // the record the Scheduler must be told about
+	Step      string       // its name
+	Round     int          // the task's round from now on
+	Workflow  string       // the order's workflow, and its version
+	WfVersion string
 }
 
 // Resubmit puts a task that ended badly back to work after the operator fixed
@@ -94,7 +96,8 @@ func (s *Store) resubmit(ctx context.Context, orderID, step string, pickup time.
 	}
 	read := it.Version
 	ready := []string{failed}
-	res := Resubmission{Ref: it.step(failed).Ref(), Step: it.Recs[failed].Name, Round: task.Round}
+	res := Resubmission{Ref: it.step(failed).Ref(), Step: it.Recs[failed].Name, Round: task.Round,
+		Workflow: it.Workflow, WfVersion: it.WfVersion}
 	it.State = string(workflow.Compensating)
 	if !refOf(failed).Undo {
 		it.State = string(workflow.Pending) // the pivot step runs again
@@ -105,7 +108,7 @@ func (s *Store) resubmit(ctx context.Context, orderID, step string, pickup time.
 		res.Ref, res.Step, ready = workflow.Ref{}, it.Recs[first].Name, slices.Collect(maps.Keys(it.Recs))
 		it.State = string(workflow.Pending)
 	}
-	due := ms(now.Add(pickup))
+	due := ms(now.Add(it.pickup(pickup)))
 	for _, sk := range ready {
 		r := it.Recs[sk]
 		r.State, r.FailureCount, r.Round = string(workflow.Pending), 0, res.Round

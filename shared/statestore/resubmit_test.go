@@ -45,7 +45,7 @@ func TestResubmitRacesTheSupervisor(t *testing.T) {
 			now := time.Now()
 			fail := func(id string) {
 				_, err := s.Submit(ctx, statestore.Submission{OrderID: id, Order: "{}",
-					Workflow: workflow.Orders(workflow.DefaultSettings()), Now: now})
+					Workflow: workflow.Orders(workflow.Settings{}), Now: now})
 				require.NoError(t, err)
 				st, err := claimOrder(ctx, s, id, workflow.Ref{}, "sched", now)
 				require.NoError(t, err)

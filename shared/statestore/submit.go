@@ -43,8 +43,9 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 	due := ms(sub.Now.Add(wf.PickupTimeout))
 	look := ms(sub.Now.Add(min(wf.PickupTimeout, wf.Steps[0].Timeout)))
 	state, err := attributevalue.MarshalMap(stateItem{
-		OrderID: sub.OrderID, SK: taskSK, Workflow: wf.Name, ReplyQueue: sub.ReplyQueue,
-		State: string(workflow.Pending), Round: 1,
+		OrderID: sub.OrderID, SK: taskSK, Workflow: wf.Name, WfVersion: wf.Version, PickupMs: wf.PickupTimeout.Milliseconds(),
+		ReplyQueue: sub.ReplyQueue,
+		State:      string(workflow.Pending), Round: 1,
 		DueShard: shardOf(sub.OrderID, s.shards), DueAt: look, CreatedAt: now, UpdatedAt: now,
 		DeadlineAt: ms(sub.Now.Add(wf.Deadline)), DeadlineMs: wf.Deadline.Milliseconds(),
 		Recs: records(sub, due),
@@ -70,7 +71,7 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 func records(sub Submission, due int64) map[string]recItem {
 	rec := func(r workflow.Ref, a workflow.Action, undoFrom int) recItem {
 		return recItem{
-			UndoFrom: undoFrom, Round: 1, Name: a.Name, Agent: a.Agent, TimeoutMs: a.Timeout.Milliseconds(),
+			UndoFrom: undoFrom, Round: 1, Name: a.Name, Agent: a.Agent, Do: a.Do, TimeoutMs: a.Timeout.Milliseconds(),
 			MaxFailures: a.MaxFailures, BackoffMs: a.RetryBackoff.Milliseconds(),
 			State: string(workflow.Pending),
 		}

@@ -42,9 +42,7 @@ func newSweepFixture(tb testing.TB, finished int) sweepFixture {
 	topo := topology.Default(fmt.Sprintf("sweep%d-%d", time.Now().UnixNano()%1e6, finished), "payment")
 	require.NoError(tb, provision.EnsureTables(ctx, c.DynamoDB, topo))
 	store := statestore.New(c.DynamoDB, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
-	s := workflow.DefaultSettings()
-	s.Workflow = workflow.SingleWorkflow
-	def, _ := workflow.For(s)
+	def := workflow.Single(workflow.Settings{})
 	t0 := time.Now().Add(-time.Hour)
 	one := workflow.Ref{}
 

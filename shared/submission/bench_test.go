@@ -22,7 +22,10 @@ import (
 type nopStore struct{}
 
 func (nopStore) Submit(context.Context, statestore.Submission) (bool, error) { return true, nil }
-func (nopStore) Order(context.Context, string) (string, error)               { return "", nil }
+func (nopStore) Definition(context.Context, string) (workflow.Definition, error) {
+	return workflow.Definition{}, statestore.ErrNotFound
+}
+func (nopStore) Order(context.Context, string) (string, error) { return "", nil }
 func (nopStore) Cancel(context.Context, statestore.CancelRequest) (statestore.Cancellation, error) {
 	return statestore.Cancellation{}, nil
 }
@@ -30,16 +33,14 @@ func (nopStore) Cancel(context.Context, statestore.CancelRequest) (statestore.Ca
 func BenchmarkSubmissionPerMessage(b *testing.B) {
 	for _, wf := range []string{workflow.SingleWorkflow, workflow.OrderWorkflow} {
 		b.Run(wf, func(b *testing.B) {
-			s := workflow.DefaultSettings()
-			s.Workflow = wf
-			def, _ := workflow.For(s)
+			def := workflow.MustExample(wf)
 			m := metrics.New(io.Discard, "submission")
 			log := slog.New(slog.DiscardHandler)
 			queues := map[string]string{}
 			for _, a := range def.Agents() {
 				queues[a] = "q-" + a
 			}
-			h, err := submission.New(submission.Config{Workflow: def, AgentQueues: queues, DLQURL: "dlq"},
+			h, err := submission.New(submission.Config{Workflows: workflow.MustSet(def), AgentQueues: queues, DLQURL: "dlq"},
 				submission.Deps{Store: nopStore{}, Send: handlerbench.EncodeOnly{},
 					Notify: notify.New(handlerbench.EncodeOnly{}, nil, m, log), Metrics: m, Log: log})
 			if err != nil {

@@ -27,7 +27,7 @@ const cancelReceives = 3
 func (h *Handler) cancel(ctx context.Context, rec events.SQSMessage, c message.Cancel) error {
 	now := h.Now()
 	res, err := h.store.Cancel(ctx, statestore.CancelRequest{OrderID: c.OrderID, By: cancelledBy(rec), Reason: c.Reason,
-		Pickup: h.cfg.Workflow.PickupTimeout, Now: now})
+		Pickup: h.cfg.Workflows.Default().PickupTimeout, Now: now})
 	switch {
 	case errors.Is(err, statestore.ErrNotFound):
 		if n, _ := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"]); n < cancelReceives {
@@ -47,8 +47,12 @@ func (h *Handler) cancel(ctx context.Context, rec events.SQSMessage, c message.C
 		h.notify.CancelAccepted(ctx, notify.Event{OrderID: c.OrderID, ReplyQueue: res.ReplyQueue, Round: res.Round, At: now}, res.State)
 	}
 	if res.Undo != nil {
+		def, err := h.catalog.For(ctx, c.OrderID, res.Workflow, res.WfVersion)
+		if err != nil {
+			return err
+		}
 		// If this send is lost, the undo's pickup deadline brings the Supervisor.
-		return h.dispatch.Start(ctx, c.OrderID, *res.Undo, nil) // the Agent reads the order
+		return h.dispatch.Start(ctx, def, c.OrderID, *res.Undo, nil) // the Agent reads the order
 	}
 	return nil
 }

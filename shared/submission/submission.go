@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -27,6 +28,7 @@ type Store interface {
 	Submit(ctx context.Context, sub statestore.Submission) (bool, error)
 	Order(ctx context.Context, orderID string) (string, error)
 	Cancel(ctx context.Context, c statestore.CancelRequest) (statestore.Cancellation, error)
+	dispatch.DefinitionReader
 }
 
 // Sender sends queue messages.
@@ -37,7 +39,7 @@ type Sender interface {
 
 // Config is what Submission needs to know of its deployment.
 type Config struct {
-	Workflow           workflow.Definition
+	Workflows          workflow.Set      // an order names one of these, or runs the first
 	AgentQueues        map[string]string // agent name → its request queue URL
 	DLQURL             string            // the orders queue's DLQ, for rejected orders
 	AllowedReplyQueues notify.Allowed    // URL prefixes an order's replyQueue may start with
@@ -53,6 +55,7 @@ type Handler struct {
 	log      *slog.Logger
 	batch    *sqsbatch.Processor
 	dispatch dispatch.Dispatcher
+	catalog  *dispatch.Catalog
 	Now      func() time.Time
 	// Crash, if set, is called at each crash point (after a write, before the
 	// send that follows it); a chaos test makes it panic there, as a killed
@@ -69,14 +72,17 @@ type Deps struct {
 	Log     *slog.Logger
 }
 
-// New builds the handler; it fails if an agent of the workflow has no queue.
+// New builds the handler; it fails if an agent of the workflows has no queue.
 func New(cfg Config, d Deps) (*Handler, error) {
-	dispatch := dispatch.Dispatcher{Workflow: cfg.Workflow, AgentQueues: cfg.AgentQueues, Send: d.Send}
-	if err := dispatch.Check(); err != nil {
+	if cfg.Workflows.IsZero() {
+		return nil, fmt.Errorf("submission: no workflow")
+	}
+	disp := dispatch.Dispatcher{AgentQueues: cfg.AgentQueues, Send: d.Send}
+	if err := disp.Check(cfg.Workflows); err != nil {
 		return nil, fmt.Errorf("submission: %w", err)
 	}
 	return &Handler{cfg: cfg, store: d.Store, send: d.Send, notify: d.Notify, metrics: d.Metrics, log: d.Log,
-		Now: time.Now, dispatch: dispatch,
+		Now: time.Now, dispatch: disp, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store},
 		batch: &sqsbatch.Processor{Name: "submission", DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics,
 			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), OnceAtEnd: true}}, nil
 }
@@ -103,9 +109,14 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 			return message.Invalid("order %s: %v", o.OrderID, err)
 		}
 	}
+	def, ok := h.cfg.Workflows.Get(o.Workflow)
+	if !ok {
+		return message.Invalid("order %s: workflow %q is not one this deployment runs (%s)", o.OrderID, o.Workflow,
+			strings.Join(h.cfg.Workflows.Names(), ", "))
+	}
 	now := h.Now()
 	created, err := h.store.Submit(ctx, statestore.Submission{
-		OrderID: o.OrderID, Order: o.JSON(), ReplyQueue: o.ReplyQueue, Workflow: h.cfg.Workflow, Now: now})
+		OrderID: o.OrderID, Order: o.JSON(), ReplyQueue: o.ReplyQueue, Workflow: def, Now: now})
 	if err != nil {
 		return err
 	}
@@ -124,7 +135,7 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 		h.metrics.Count(metrics.DuplicateOrders, 1, map[string]any{"OrderID": o.OrderID})
 		h.log.Info("duplicate order ignored", "order_id", o.OrderID)
 	}
-	return h.dispatch.Start(ctx, o.OrderID, workflow.Ref{}, json.RawMessage(o.JSON()))
+	return h.dispatch.Start(ctx, def, o.OrderID, workflow.Ref{}, json.RawMessage(o.JSON()))
 }
 
 // sameAsStored checks that a resent OrderID carries the content first

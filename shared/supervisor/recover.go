@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,7 +37,7 @@ func (s *Supervisor) handle(ctx context.Context, st statestore.Step, now time.Ti
 		backlog = s.backlog(ctx, st, now, d)
 		f.Backlogged = backlog != ""
 	}
-	dec := workflow.Decide(f, s.cfg.PickupTimeout)
+	dec := workflow.Decide(f, s.pickup(st))
 	switch dec.Verdict {
 	case workflow.Resend, workflow.Hold:
 		return s.wait(ctx, st, dec, backlog, now)
@@ -89,7 +90,7 @@ func (s *Supervisor) wait(ctx context.Context, st statestore.Step, dec workflow.
 	s.d.Metrics.Count(metrics.MessagesResent, 1, props)
 	s.d.Log.Info("ready step not claimed and no backlog: its message sent again", log...)
 	// If this send is lost, the next look sends it again.
-	return resent, s.d.Queues.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID, st.Ref()), 0)
+	return resent, s.d.Queues.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID, st.Ref(), st.Workflow, st.WfVersion), 0)
 }
 
 // retry sends an attempt that did not complete back to Pending, ready again
@@ -98,7 +99,7 @@ func (s *Supervisor) retry(ctx context.Context, st statestore.Step, dec workflow
 	reason := waitingFor(st)
 	readyAt := now.Add(dec.After)
 	err := s.d.Store.Requeue(ctx, statestore.Retry{Read: st, FailureCount: dec.FailureCount, Reason: reason,
-		ReadyAt: readyAt, Due: readyAt.Add(s.cfg.PickupTimeout), Now: now})
+		ReadyAt: readyAt, Due: readyAt.Add(s.pickup(st)), Now: now})
 	if errors.Is(err, statestore.ErrStale) {
 		return lost, nil
 	}
@@ -111,7 +112,7 @@ func (s *Supervisor) retry(ctx context.Context, st statestore.Step, dec workflow
 	s.d.Log.Info("overdue attempt sent back to Pending", "order_id", st.OrderID, "step", st.Name,
 		"failure_count", dec.FailureCount, "delay", dec.After, "reason", reason)
 	// If this send is lost, the new pickup deadline brings us back.
-	return recovered, s.d.Queues.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID, st.Ref()), dec.After)
+	return recovered, s.d.Queues.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID, st.Ref(), st.Workflow, st.WfVersion), dec.After)
 }
 
 // giveUp marks the record Error (for a step, starting compensation, as the
@@ -119,7 +120,7 @@ func (s *Supervisor) retry(ctx context.Context, st statestore.Step, dec workflow
 func (s *Supervisor) giveUp(ctx context.Context, st statestore.Step, failureCount int, cause workflow.Cause, reason string, now time.Time) (outcome, error) {
 	after := st.AfterGiveUp()
 	state, err := s.d.Store.GiveUp(ctx, statestore.GiveUp{Read: st, FailureCount: failureCount, Cause: cause, Reason: reason,
-		Due: now.Add(s.cfg.PickupTimeout), Now: now})
+		Due: now.Add(s.pickup(st)), Now: now})
 	if errors.Is(err, statestore.ErrStale) {
 		return lost, nil
 	}
@@ -139,7 +140,7 @@ func (s *Supervisor) giveUp(ctx context.Context, st statestore.Step, failureCoun
 	if after.Next == workflow.Compensating {
 		// If this send is lost, the undo's pickup deadline brings us back.
 		if err := s.d.Queues.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID,
-			workflow.Ref{Index: after.UndoFrom, Undo: true}), 0); err != nil {
+			workflow.Ref{Index: after.UndoFrom, Undo: true}, st.Workflow, st.WfVersion), 0); err != nil {
 			return o, errors.Join(aerr, err)
 		}
 	}
@@ -220,4 +221,10 @@ func (d *depths) depth(ctx context.Context, url string) (queue.Depth, error) {
 	}
 	d.seen[url] = depthRead{n, err}
 	return n, err
+}
+
+// pickup is the pickup timeout of the record's workflow (the configured one
+// for an order stored before it was kept).
+func (s *Supervisor) pickup(st statestore.Step) time.Duration {
+	return cmp.Or(st.Pickup, s.cfg.PickupTimeout)
 }

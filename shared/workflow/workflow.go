@@ -50,6 +50,7 @@ func (s State) Ended() bool {
 type Action struct {
 	Name         string        // unique within the workflow; part of the idempotency key
 	Agent        string        // the remote service whose Agent runs it
+	Do           string        `json:",omitempty"` // the action the Agent asks its service for ("": Name)
 	Timeout      time.Duration // CompleteBy = claim time + Timeout
 	MaxFailures  int           // supervisor recoveries allowed before it is an Error
 	RetryBackoff time.Duration // base delay before a recovered action is scheduled again
@@ -64,8 +65,11 @@ type Step struct {
 
 // Definition is an ordered list of steps run one after another.
 type Definition struct {
-	Name  string
-	Steps []Step
+	Name string
+	// Version is a hash of what the definition runs (ParseFile sets it): the
+	// same steps, timeouts and deadlines, the same version.
+	Version string
+	Steps   []Step
 	// PickupTimeout is how long a ready step waits for a claim before the
 	// Supervisor first looks for a lost message (waiting is never a failure).
 	PickupTimeout time.Duration
@@ -73,6 +77,47 @@ type Definition struct {
 	// fails for good, whatever it was waiting for. Its compensation, once
 	// started, has as long again.
 	Deadline time.Duration
+	// AgentSpecs are the remote services the steps call, by name.
+	AgentSpecs map[string]Agent `json:"-"`
+	// File is the file the definition was read from, if any.
+	File  string  `json:"-"`
+	lines lineMap // where each field of File is
+}
+
+// Agent is one remote service: how its Agent reaches it.
+type Agent struct {
+	Name      string
+	Endpoint  string        // the base URL its actions are POSTed under ("" for a custom agent)
+	Timeout   time.Duration // one HTTP call's
+	Transient []int         // HTTP statuses retried (nil: 408, 429 and 5xx)
+	Auth      *Auth         // nil: none
+	Custom    bool          // an Agent written in Go, deployed from functions/<name>
+}
+
+// Auth is how an Agent proves itself to its service: a header whose value
+// is a secret (Secrets Manager) or a SecureString parameter (SSM), or an
+// AWS SigV4 signature with the function's role.
+type Auth struct {
+	Header    string // the header the secret goes in: Authorization, X-Api-Key
+	Prefix    string // put before the secret: "Bearer "
+	Secret    string // a Secrets Manager secret's name or ARN
+	Parameter string // an SSM SecureString parameter's name
+	SigV4     *SigV4
+}
+
+// SigV4 signs the requests for an IAM-authorised endpoint.
+type SigV4 struct {
+	Service  string // execute-api (API Gateway), lambda (function URLs)
+	Region   string
+	Resource string // the ARN the function's role may invoke (the stack's IAM statement)
+}
+
+// DoName is the action the Agent asks its service for.
+func (a Action) DoName() string {
+	if a.Do != "" {
+		return a.Do
+	}
+	return a.Name
 }
 
 // Validate checks the definition against the agents the deployment runs.

@@ -9,14 +9,17 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
+// orderAgents are the example order workflow's agents.
+var orderAgents = []string{"inventory", "payment", "shipping"}
+
 func valid() workflow.Definition {
-	return workflow.Orders(workflow.DefaultSettings())
+	return workflow.Orders(workflow.Settings{})
 }
 
 func TestValidateAcceptsTheDefaultWorkflow(t *testing.T) {
 	t.Parallel()
-	require.NoError(t, valid().Validate(workflow.OrderAgents))
-	require.Equal(t, workflow.OrderAgents, valid().Agents())
+	require.NoError(t, valid().Validate(orderAgents))
+	require.Equal(t, orderAgents, valid().Agents())
 }
 
 func TestValidateRejectsBadDefinitions(t *testing.T) {
@@ -50,7 +53,7 @@ func TestValidateRejectsBadDefinitions(t *testing.T) {
 				}
 			}
 			c.edit(&d)
-			err := d.Validate(workflow.OrderAgents)
+			err := d.Validate(orderAgents)
 			require.ErrorContains(t, err, c.want)
 		})
 	}
@@ -227,22 +230,6 @@ func TestAftermathOfAFailure(t *testing.T) {
 	}
 }
 
-func TestWorkflowsByName(t *testing.T) {
-	s := workflow.DefaultSettings()
-	d, err := workflow.For(s)
-	require.NoError(t, err)
-	require.Equal(t, "order", d.Name, "the order workflow by default")
-	s.Workflow = workflow.SingleWorkflow
-	d, err = workflow.For(s)
-	require.NoError(t, err)
-	require.Len(t, d.Steps, 1)
-	require.Nil(t, d.Steps[0].Undo)
-	require.Equal(t, []string{workflow.PaymentAgent}, d.Agents())
-	require.NoError(t, s.Validate())
-	s.Workflow = "saga"
-	require.EqualError(t, s.Validate(), `unknown workflow "saga" (want "order" or "single")`)
-}
-
 func TestDecideGivesUpOnACancelledOrdersOverdueWork(t *testing.T) {
 	t.Parallel()
 	a := workflow.Action{MaxFailures: 5}
@@ -254,7 +241,7 @@ func TestDecideGivesUpOnACancelledOrdersOverdueWork(t *testing.T) {
 
 func TestDecideCancel(t *testing.T) {
 	t.Parallel()
-	def := workflow.Orders(workflow.DefaultSettings())
+	def := workflow.Orders(workflow.Settings{})
 	phase := func(i int, st workflow.State, ready bool) workflow.Phase {
 		return workflow.Phase{Ref: workflow.Ref{Index: i}, State: st, Ready: ready, HasUndo: def.Steps[i].Undo != nil,
 			Name: def.Steps[i].Name}

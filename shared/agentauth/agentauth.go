@@ -1,0 +1,195 @@
+// Package agentauth gives an Agent the credentials its workflow file
+// declares for its service: a header whose value is a Secrets Manager secret
+// or an SSM SecureString parameter (read at cold start, cached, read again
+// when the service refuses it), or a SigV4 signature with the function's
+// role. A credential's value never leaves the Authorizer: not in an error,
+// a log line, a reply or the state store.
+package agentauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/sas-go/sas/shared/agent"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Clients reach where credentials are kept.
+type Clients struct {
+	Secrets *secretsmanager.Client
+	AWS     aws.Config // the function's role: SSM, and SigV4
+}
+
+// NewClients makes the clients from an SDK configuration.
+func NewClients(cfg aws.Config) Clients {
+	return Clients{Secrets: secretsmanager.NewFromConfig(cfg), AWS: cfg}
+}
+
+// For returns the Authorizer of an agent (nil for an agent without auth),
+// its header's value read once now: a secret that cannot be read fails the
+// cold start, with the secret's name and never its value.
+func For(ctx context.Context, c Clients, a workflow.Agent) (agent.Authorizer, error) {
+	switch {
+	case a.Auth == nil:
+		return nil, nil
+	case a.Auth.SigV4 != nil:
+		return &SigV4{Credentials: c.AWS.Credentials, Service: a.Auth.SigV4.Service, Region: a.Auth.SigV4.Region}, nil
+	}
+	h := &Header{Name: a.Auth.Header, Prefix: a.Auth.Prefix}
+	switch {
+	case a.Auth.Secret != "":
+		h.Read, h.Source = secretReader(c.Secrets, a.Auth.Secret), "secret "+a.Auth.Secret
+	case a.Auth.Parameter != "":
+		h.Read, h.Source = parameterReader(c.AWS, a.Auth.Parameter), "parameter "+a.Auth.Parameter
+	default:
+		return nil, fmt.Errorf("agent %s: auth names no secret, parameter or sigv4", a.Name)
+	}
+	if _, err := h.value(ctx); err != nil {
+		return nil, fmt.Errorf("agent %s: %w", a.Name, err)
+	}
+	return h, nil
+}
+
+func secretReader(c *secretsmanager.Client, id string) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		out, err := c.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &id})
+		if err != nil {
+			return "", err
+		}
+		return aws.ToString(out.SecretString), nil
+	}
+}
+
+// RefreshEvery bounds how often a refused credential is read again, across
+// an instance's calls.
+const RefreshEvery = 10 * time.Second
+
+// Header puts a kept secret in a header: Authorization: Bearer <token>,
+// X-Api-Key: <key>.
+type Header struct {
+	Name   string // the header
+	Prefix string // put before the value
+	Source string // where the value is kept, for errors: "secret prod/warehouse"
+	Read   func(ctx context.Context) (string, error)
+	Now    func() time.Time // default time.Now
+
+	mu     sync.Mutex
+	cached string
+	readAt time.Time
+}
+
+// Authorize implements agent.Authorizer.
+func (h *Header) Authorize(ctx context.Context, req *http.Request, _ []byte) error {
+	v, err := h.value(ctx)
+	if err != nil {
+		return err
+	}
+	req.Header.Set(h.Name, h.Prefix+v)
+	return nil
+}
+
+// value is the cached value, read if there is none.
+func (h *Header) value(ctx context.Context) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cached != "" {
+		return h.cached, nil
+	}
+	return h.read(ctx)
+}
+
+// read reads the value; h.mu is held. Its error names the source only: an
+// SDK error carries no secret.
+func (h *Header) read(ctx context.Context) (string, error) {
+	v, err := h.Read(ctx)
+	h.readAt = h.now()
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", h.Source, err)
+	}
+	if v == "" {
+		return "", fmt.Errorf("read %s: it is empty", h.Source)
+	}
+	h.cached = v
+	return v, nil
+}
+
+// Refresh implements agent.Authorizer: the value is read again, unless it
+// was read less than RefreshEvery ago.
+func (h *Header) Refresh(ctx context.Context) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.now().Sub(h.readAt) < RefreshEvery {
+		return false
+	}
+	old := h.cached
+	v, err := h.read(ctx)
+	return err == nil && v != old
+}
+
+// Redact implements agent.Authorizer.
+func (h *Header) Redact(text string) string {
+	h.mu.Lock()
+	v := h.cached
+	h.mu.Unlock()
+	if v == "" {
+		return text
+	}
+	return strings.ReplaceAll(text, v, "[redacted]")
+}
+
+func (h *Header) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
+// SigV4 signs requests with the function's role, for IAM-authorised
+// endpoints: API Gateway (service execute-api) and Lambda function URLs
+// (service lambda).
+type SigV4 struct {
+	Credentials aws.CredentialsProvider
+	Service     string
+	Region      string
+	Signer      *v4.Signer       // default v4.NewSigner()
+	Now         func() time.Time // default time.Now
+}
+
+// Authorize implements agent.Authorizer.
+func (s *SigV4) Authorize(ctx context.Context, req *http.Request, body []byte) error {
+	if s.Credentials == nil {
+		return fmt.Errorf("sigv4 for %s: no AWS credentials", s.Service)
+	}
+	creds, err := s.Credentials.Retrieve(ctx)
+	if err != nil {
+		return fmt.Errorf("sigv4 for %s: %w", s.Service, err)
+	}
+	sum := sha256.Sum256(body)
+	hash := hex.EncodeToString(sum[:])
+	req.Header.Set("X-Amz-Content-Sha256", hash)
+	signer, now := s.Signer, time.Now
+	if signer == nil {
+		signer = v4.NewSigner()
+	}
+	if s.Now != nil {
+		now = s.Now
+	}
+	return signer.SignHTTP(ctx, creds, req, hash, s.Service, s.Region, now())
+}
+
+// Refresh implements agent.Authorizer: the SDK renews the role's
+// credentials itself.
+func (s *SigV4) Refresh(context.Context) bool { return false }
+
+// Redact implements agent.Authorizer: a signature is no secret.
+func (s *SigV4) Redact(text string) string { return text }

@@ -1,0 +1,215 @@
+package workflow
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// The file a team writes: a workflow, YAML or JSON (JSON is read as YAML),
+// against workflow.schema.json. ParseFile turns it into a Definition or
+// says every problem it has, each with its line and field.
+
+// fileSpec is a workflow file as written.
+type fileSpec struct {
+	Name          string               `yaml:"name"`
+	Deadline      duration             `yaml:"deadline"`
+	PickupTimeout duration             `yaml:"pickupTimeout"`
+	Defaults      actionSpec           `yaml:"defaults"`
+	Agents        map[string]agentSpec `yaml:"agents"`
+	Steps         []stepSpec           `yaml:"steps"`
+}
+
+// actionSpec is a step or an undo action as written; Defaults is one too.
+type actionSpec struct {
+	Name         string   `yaml:"name"`
+	Agent        string   `yaml:"agent"`
+	Action       string   `yaml:"action"`
+	Timeout      duration `yaml:"timeout"`
+	MaxFailures  int      `yaml:"maxFailures"`
+	RetryBackoff duration `yaml:"retryBackoff"`
+}
+
+type stepSpec struct {
+	actionSpec `yaml:",inline"`
+	Undo       *actionSpec `yaml:"undo"`
+}
+
+type agentSpec struct {
+	Endpoint  string    `yaml:"endpoint"`
+	Timeout   duration  `yaml:"timeout"`
+	Transient []int     `yaml:"transient"`
+	Auth      *authSpec `yaml:"auth"`
+	Custom    bool      `yaml:"custom"`
+}
+
+type authSpec struct {
+	Header    string     `yaml:"header"`
+	Prefix    string     `yaml:"prefix"`
+	Secret    string     `yaml:"secret"`
+	Parameter string     `yaml:"parameter"`
+	SigV4     *sigV4Spec `yaml:"sigv4"`
+}
+
+type sigV4Spec struct {
+	Service  string `yaml:"service"`
+	Region   string `yaml:"region"`
+	Resource string `yaml:"resource"`
+}
+
+// duration is a Go duration as written: "30s", "24h".
+type duration struct {
+	time.Duration
+	set bool
+}
+
+// UnmarshalYAML reads a duration.
+func (d *duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || n.Kind != yaml.ScalarNode {
+		// A TypeError lets the decoder go on and report the file's other problems.
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: column %d: %q is not a duration like 30s, 5m or 24h",
+			n.Line, n.Column, n.Value)}}
+	}
+	d.Duration, d.set = v, true
+	return nil
+}
+
+// Problem is one thing wrong with a workflow file.
+type Problem struct {
+	File  string
+	Line  int    // 0 when no line applies
+	Field string // the path of the field, as steps[1].timeout
+	What  string
+}
+
+func (p Problem) String() string {
+	where := p.File
+	if p.Line > 0 {
+		where += fmt.Sprintf(":%d", p.Line)
+	}
+	if p.Field != "" {
+		return where + ": " + p.Field + ": " + p.What
+	}
+	return where + ": " + p.What
+}
+
+// Problems is every problem of a workflow file (or files).
+type Problems []Problem
+
+func (ps Problems) Error() string {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// AsProblems returns err's problems, or nil if it has none.
+func AsProblems(err error) Problems {
+	var ps Problems
+	if errors.As(err, &ps) {
+		return ps
+	}
+	return nil
+}
+
+// Vars fills the ${NAME}s of agent declarations (Resolve): os.Getenv, or a
+// map's lookup.
+type Vars func(name string) string
+
+// Options say how to read workflow files.
+type Options struct {
+	// MaxStepTimeout, if set, is the longest step timeout an agent function
+	// allows: its own timeout less the time it needs to reply.
+	MaxStepTimeout time.Duration
+}
+
+// LoadFile reads and parses a workflow file.
+func LoadFile(path string, o Options) (Definition, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Definition{}, fmt.Errorf("workflow file: %w", err)
+	}
+	return ParseFile(path, data, o)
+}
+
+// ParseFile parses a workflow file (YAML or JSON) named name and validates
+// it. The error is Problems: every problem, each with its line and field.
+// The ${NAME}s of its agent declarations stay as written, for Resolve.
+func ParseFile(name string, data []byte, o Options) (Definition, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return Definition{}, Problems{{File: name, Line: yamlLine(err), What: yamlMessage(err)}}
+	}
+	var spec fileSpec
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	lines := fieldLines(&root)
+	if err := dec.Decode(&spec); err != nil && !errors.Is(err, io.EOF) { // an empty file is a spec with nothing in it
+		return Definition{}, decodeProblems(name, err, lines)
+	}
+	def, ps := spec.definition(o)
+	def.File, def.lines = name, lines
+	for i := range ps {
+		ps[i].File, ps[i].Line = name, lines.of(ps[i].Field)
+	}
+	slices.SortStableFunc(ps, func(a, b Problem) int { return a.Line - b.Line })
+	if len(ps) > 0 {
+		return def, ps
+	}
+	return def, nil
+}
+
+var yamlLineRE = regexp.MustCompile(`line (\d+):? ?`)
+
+// yamlLine is the line a YAML error names (0 if none).
+func yamlLine(err error) int {
+	var n int
+	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+		fmt.Sscan(m[1], &n)
+	}
+	return n
+}
+
+func yamlMessage(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	return yamlLineRE.ReplaceAllString(strings.TrimPrefix(msg, "unmarshal errors:\n  "), "") // the line goes in front
+}
+
+// decodeProblems turns the decoder's errors (an unknown field, a wrong type,
+// a bad duration) into Problems, one per line it lists, each with its field
+// where the file says which.
+func decodeProblems(name string, err error, lines lineMap) Problems {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return Problems{{File: name, Line: yamlLine(err), What: strings.TrimSpace(yamlMessage(err))}}
+	}
+	var ps Problems
+	for _, e := range te.Errors {
+		p := Problem{File: name, Line: yamlLine(fmt.Errorf("%s", e)), What: strings.TrimSpace(yamlLineRE.ReplaceAllString(e, ""))}
+		if m := columnRE.FindStringSubmatch(p.What); m != nil {
+			col, _ := strconv.Atoi(m[1])
+			p.Field, p.What = lines.value(p.Line, col), strings.TrimPrefix(p.What, m[0])
+		}
+		if m := unknownFieldRE.FindStringSubmatch(p.What); m != nil {
+			p.Field, p.What = lines.key(p.Line, m[1]), "unknown field "+m[1]
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+var (
+	unknownFieldRE = regexp.MustCompile(`field (\S+) not found in type \S+`)
+	columnRE       = regexp.MustCompile(`^column (\d+): `)
+)

@@ -1,0 +1,256 @@
+package workflow_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// schema compiles the JSON Schema published beside the examples.
+func schema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	f, err := os.Open("workflow.schema.json")
+	require.NoError(t, err)
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	require.NoError(t, c.AddResource("workflow.schema.json", doc))
+	s, err := c.Compile("workflow.schema.json")
+	require.NoError(t, err)
+	return s
+}
+
+// instance reads a YAML workflow file as the JSON value the schema checks.
+func instance(t *testing.T, data []byte) any {
+	t.Helper()
+	var v any
+	require.NoError(t, yaml.Unmarshal(data, &v))
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	require.NoError(t, err)
+	return inst
+}
+
+func TestExamplesParseAndMatchTheSchema(t *testing.T) {
+	t.Parallel()
+	s := schema(t)
+	require.ElementsMatch(t, []string{"order", "single", "fulfilment"}, workflow.Examples())
+	for _, name := range workflow.Examples() {
+		data, err := workflow.ExampleFile(name)
+		require.NoError(t, err)
+		d, err := workflow.ParseFile(name+".yaml", data, workflow.Options{MaxStepTimeout: 25 * time.Second})
+		require.NoError(t, err, name)
+		require.Equal(t, name, d.Name)
+		require.Len(t, d.Version, 8, "a short hash")
+		require.NoError(t, d.Validate(d.Agents()), name)
+		require.NoError(t, s.Validate(instance(t, data)), name)
+	}
+}
+
+func TestTheOrderExampleIsTheOrderWorkflow(t *testing.T) {
+	t.Parallel()
+	d := workflow.MustExample("order")
+	require.Equal(t, []string{"inventory", "payment", "shipping"}, d.Agents())
+	require.Equal(t, 24*time.Hour, d.Deadline)
+	require.Equal(t, time.Minute, d.PickupTimeout)
+	require.Equal(t, "release-inventory", d.Steps[0].Undo.Name)
+	require.Equal(t, "inventory", d.Steps[0].Undo.Agent, "an undo's agent defaults to its step's")
+	require.Equal(t, 20*time.Second, d.Steps[2].Timeout, "from defaults")
+	require.Nil(t, d.Steps[2].Undo)
+	require.Equal(t, "${SAS_REMOTE_BASE_URL}/v1/services/payment", d.AgentSpecs["payment"].Endpoint, "kept for Resolve")
+	require.Equal(t, []string{"SAS_REMOTE_BASE_URL"}, d.Vars())
+}
+
+func TestTheFulfilmentExampleDeclaresEachAgentsAuth(t *testing.T) {
+	t.Parallel()
+	d := workflow.MustExample("fulfilment")
+	require.Equal(t, []string{"warehouse", "billing", "loyalty", "courier"}, d.Agents())
+	require.Equal(t, "picks", d.Steps[0].DoName())
+	require.Equal(t, "invoice", d.Steps[1].DoName(), "the action defaults to the step's name")
+	require.Equal(t, 10*time.Second, d.Steps[1].Timeout)
+	wh := d.AgentSpecs["warehouse"]
+	require.Equal(t, 5*time.Second, wh.Timeout)
+	require.Equal(t, []int{409, 429, 500, 502, 503, 504}, wh.Transient)
+	require.Equal(t, "X-Api-Key", wh.Auth.Header)
+	require.Equal(t, "Bearer ", d.AgentSpecs["billing"].Auth.Prefix)
+	require.True(t, d.AgentSpecs["loyalty"].Custom)
+	require.Equal(t, "execute-api", d.AgentSpecs["courier"].Auth.SigV4.Service)
+
+	vars := map[string]string{"WAREHOUSE_URL": "https://wh.example.com/api", "WAREHOUSE_SECRET": "prod/warehouse",
+		"BILLING_URL": "https://billing.example.com", "BILLING_TOKEN_PARAMETER": "/prod/billing/token",
+		"COURIER_URL": "https://abc.execute-api.eu-west-1.amazonaws.com/prod", "AWS_REGION": "eu-west-1",
+		"COURIER_API_ARN": "arn:aws:execute-api:eu-west-1:111111111111:abc/prod/POST/*"}
+	r, err := d.Resolve(func(k string) string { return vars[k] })
+	require.NoError(t, err)
+	require.Equal(t, "https://wh.example.com/api", r.AgentSpecs["warehouse"].Endpoint)
+	require.Equal(t, "prod/warehouse", r.AgentSpecs["warehouse"].Auth.Secret)
+	require.Equal(t, "eu-west-1", r.AgentSpecs["courier"].Auth.SigV4.Region)
+	require.Equal(t, "${WAREHOUSE_URL}", d.AgentSpecs["warehouse"].Endpoint, "Resolve copies; the definition keeps its ${NAME}s")
+	require.Equal(t, d.Version, r.Version, "where the services are is not what the workflow runs")
+
+	delete(vars, "WAREHOUSE_SECRET")
+	vars["BILLING_URL"] = "billing.example.com"
+	_, err = d.Resolve(func(k string) string { return vars[k] })
+	require.Equal(t, []string{
+		`examples/fulfilment.yaml:22: agents.billing.endpoint: "billing.example.com" is not an http(s) URL`,
+		`examples/fulfilment.yaml:20: agents.warehouse.auth.secret: ${WAREHOUSE_SECRET} is not set`,
+	}, problems(err))
+}
+
+// problems are an error's problems as text, one each.
+func problems(err error) []string {
+	var out []string
+	for _, p := range workflow.AsProblems(err) {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+const broken = `name: Shop Orders
+deadline: 2 days
+agents:
+  inventory:
+    endpoint: http://inventory.internal
+  payment:
+    endpoint: ftp://payment
+    transient: [503, 200]
+  vault:
+    endpoint: http://vault.internal
+    auth:
+      header: X-Api-Key
+      secret: vault-key
+      parameter: /vault/key
+steps:
+  - name: reserve
+    agent: inventory
+    timeout: 1h
+    undo:
+      name: release
+  - name: charge
+    agent: payments
+    timeout: 10s
+    retries: 3
+  - name: reserve
+    agent: inventory
+  - name: ship
+    agent: inventory
+    timeout: 30s
+    undo:
+      name: charge
+`
+
+func TestParseFileReportsEveryProblemWithItsLine(t *testing.T) {
+	t.Parallel()
+	_, err := workflow.ParseFile("shop.yaml", []byte(broken), workflow.Options{})
+	require.Equal(t, []string{`shop.yaml:2: deadline: "2 days" is not a duration like 30s, 5m or 24h`,
+		"shop.yaml:24: steps[1].retries: unknown field retries"}, problems(err),
+		"the decoder's problems first: a file it cannot read is not checked further")
+
+	fixed := strings.Replace(strings.Replace(broken, "2 days", "48h", 1), "    retries: 3\n", "", 1)
+	_, err = workflow.ParseFile("shop.yaml", []byte(fixed), workflow.Options{MaxStepTimeout: 15 * time.Minute})
+	require.Equal(t, []string{
+		`shop.yaml:1: name: "Shop Orders": a workflow's name is 1-40 lower-case letters, digits or -, starting with a letter`,
+		`shop.yaml:6: agents.payment: agent "payment" is declared but no step or undo action calls it`,
+		`shop.yaml:7: agents.payment.endpoint: "ftp://payment" is not an http(s) URL`,
+		`shop.yaml:8: agents.payment.transient[1]: 200 is not an HTTP error status (400-599)`,
+		`shop.yaml:9: agents.vault: agent "vault" is declared but no step or undo action calls it`,
+		`shop.yaml:11: agents.vault.auth: say one of secret (Secrets Manager), parameter (SSM SecureString) or sigv4`,
+		`shop.yaml:18: steps[0].timeout: step "reserve"'s timeout 1h0m0s is longer than its agent function allows (15m0s: its timeout less the time to reply)`,
+		`shop.yaml:19: steps[0].undo.timeout: step "release" has no timeout (set it, or defaults.timeout)`,
+		`shop.yaml:22: steps[1].agent: unknown agent "payments": declare it under agents`,
+		`shop.yaml:24: steps[2].name: duplicate step "reserve": every step and undo action needs its own name`,
+		`shop.yaml:24: steps[2].timeout: step "reserve" has no timeout (set it, or defaults.timeout)`,
+		`shop.yaml:29: steps[3].undo.timeout: step "charge" has no timeout (set it, or defaults.timeout)`,
+		`shop.yaml:30: steps[3].undo.name: duplicate step "charge": every step and undo action needs its own name`,
+	}, problems(err))
+	require.Error(t, schema(t).Validate(instance(t, []byte(fixed))), "the schema refuses it too")
+}
+
+func TestParseFileRefusesWhatIsNotAWorkflow(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]struct{ text, want string }{
+		"bad yaml":  {"name: a\nsteps: [\n", "x.yaml:2: did not find expected node content"},
+		"a list":    {"- name: a\n", "x.yaml:1: cannot unmarshal !!seq into workflow.fileSpec"},
+		"empty":     {"", "x.yaml: name: \"\": a workflow's name is 1-40 lower-case letters, digits or -, starting with a letter"},
+		"json":      {`{"name": "j", "agents": {"a": {"endpoint": "http://a"}}, "steps": [{"name": "s", "agent": "a", "timeout": "5"}]}`, `x.yaml:1: steps[0].timeout: "5" is not a duration like 30s, 5m or 24h`},
+		"no steps":  {"name: a\nagents: {}\n", "x.yaml: steps: a workflow needs at least one step"},
+		"neg pick":  {"name: a\npickupTimeout: -1s\nagents: {a: {endpoint: 'http://a'}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: pickupTimeout: must be positive, not -1s"},
+		"no agent":  {"name: a\nagents: {a: {timeout: 1s}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: agents.a.endpoint: an HTTP agent needs an endpoint (the base URL its actions are POSTed under), or custom: true"},
+		"custom ep": {"name: a\nagents: {a: {custom: true, endpoint: 'http://a'}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: agents.a: a custom agent (Go code) has no endpoint or auth"},
+	} {
+		_, err := workflow.ParseFile("x.yaml", []byte(c.text), workflow.Options{})
+		require.Contains(t, problems(err), c.want, name)
+	}
+}
+
+func TestSetRunsSeveralWorkflowsSharingAgents(t *testing.T) {
+	t.Parallel()
+	order, single := workflow.MustExample("order"), workflow.MustExample("single")
+	s, err := workflow.NewSet(order, single)
+	require.NoError(t, err)
+	require.Equal(t, "order", s.Default().Name)
+	require.Equal(t, []string{"order", "single"}, s.Names())
+	require.Equal(t, []string{"inventory", "payment", "shipping"}, s.Agents())
+	d, ok := s.Get("")
+	require.True(t, ok)
+	require.Equal(t, "order", d.Name)
+	_, ok = s.Version("single", single.Version)
+	require.True(t, ok)
+	_, ok = s.Version("single", "00000000")
+	require.False(t, ok, "another version of it is not in the set")
+	_, ok = s.Get("saga")
+	require.False(t, ok)
+
+	faster := s.With(workflow.Settings{StepTimeout: 3 * time.Second})
+	fd, _ := faster.Get("order")
+	require.Equal(t, 3*time.Second, fd.Steps[2].Timeout)
+	require.NotEqual(t, order.Version, fd.Version, "another timeout, another version")
+	require.Equal(t, 20*time.Second, order.Steps[2].Timeout, "With copies")
+
+	other := []byte(strings.Replace(string(must(workflow.ExampleFile("single"))), "name: single", "name: refund", 1))
+	other = []byte(strings.Replace(string(other), "${SAS_REMOTE_BASE_URL}/v1/services/payment", "https://pay.example.com", 1))
+	refund, err := workflow.ParseFile("refund.yaml", other, workflow.Options{})
+	require.NoError(t, err)
+	_, err = workflow.NewSet(order, refund)
+	require.Equal(t, []string{`refund.yaml:10: agents.payment: agent "payment" is declared differently in examples/order.yaml: one service, one declaration`},
+		problems(err))
+	_, err = workflow.NewSet(order, order)
+	require.Equal(t, []string{`examples/order.yaml:4: name: workflow "order" is also defined in examples/order.yaml`}, problems(err))
+}
+
+func TestLoadFilesGathersEveryFilesProblems(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good, bad := dir+"/order.yaml", dir+"/bad.yaml"
+	require.NoError(t, os.WriteFile(good, must(workflow.ExampleFile("order")), 0o600))
+	require.NoError(t, os.WriteFile(bad, []byte("name: bad\nagents: {a: {endpoint: 'http://a'}}\nsteps: [{name: s, agent: b}]\n"), 0o600))
+	s, err := workflow.LoadFiles([]string{good}, workflow.Options{})
+	require.NoError(t, err)
+	require.Equal(t, "order", s.Default().Name)
+	_, err = workflow.LoadFiles([]string{good, bad, dir + "/missing.yaml"}, workflow.Options{})
+	require.ErrorContains(t, err, "missing.yaml: no such file")
+	_, err = workflow.LoadFiles([]string{good, bad}, workflow.Options{})
+	require.Equal(t, []string{
+		bad + `:2: agents.a: agent "a" is declared but no step or undo action calls it`,
+		bad + `:3: steps[0].agent: unknown agent "b": declare it under agents`,
+		bad + `:3: steps[0].timeout: step "s" has no timeout (set it, or defaults.timeout)`,
+	}, problems(err))
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -1,0 +1,196 @@
+package workflow
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+)
+
+// Defaults of a workflow file's optional fields.
+const (
+	DefaultPickupTimeout = time.Minute
+	DefaultMaxFailures   = 3
+	DefaultAgentTimeout  = 10 * time.Second
+)
+
+var (
+	workflowNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
+	agentNameRE    = regexp.MustCompile(`^[a-z][a-z0-9-]{0,24}$`) // part of queue, function and role names
+	actionNameRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+)
+
+// specReader turns a fileSpec into a Definition, gathering problems.
+type specReader struct {
+	f    fileSpec
+	opts Options
+	ps   Problems
+	used map[string]bool // agents some action calls
+	seen map[string]bool // action names
+}
+
+func (r *specReader) add(field, format string, args ...any) {
+	r.ps = append(r.ps, Problem{Field: field, What: fmt.Sprintf(format, args...)})
+}
+
+func (f fileSpec) definition(o Options) (Definition, Problems) {
+	r := &specReader{f: f, opts: o, used: map[string]bool{}, seen: map[string]bool{}}
+	d := Definition{Name: f.Name, Deadline: f.Deadline.Duration, PickupTimeout: f.PickupTimeout.Duration,
+		AgentSpecs: map[string]Agent{}}
+	if !workflowNameRE.MatchString(f.Name) {
+		r.add("name", "%q: a workflow's name is 1-40 lower-case letters, digits or -, starting with a letter", f.Name)
+	}
+	d.Deadline = r.positive("deadline", f.Deadline, DefaultOrderDeadline)
+	d.PickupTimeout = r.positive("pickupTimeout", f.PickupTimeout, DefaultPickupTimeout)
+	for _, name := range sortedKeys(f.Agents) {
+		d.AgentSpecs[name] = r.agent(name, f.Agents[name])
+	}
+	if len(f.Steps) == 0 {
+		r.add("steps", "a workflow needs at least one step")
+	}
+	for i, s := range f.Steps {
+		d.Steps = append(d.Steps, r.step(i, s))
+	}
+	for _, name := range sortedKeys(f.Agents) {
+		if !r.used[name] {
+			r.add("agents."+name, "agent %q is declared but no step or undo action calls it", name)
+		}
+	}
+	d.Version = d.version()
+	return d, r.ps
+}
+
+func (r *specReader) positive(field string, d duration, def time.Duration) time.Duration {
+	switch {
+	case !d.set:
+		return def
+	case d.Duration <= 0:
+		r.add(field, "must be positive, not %s", d.Duration)
+	}
+	return d.Duration
+}
+
+func (r *specReader) step(i int, s stepSpec) Step {
+	path := fmt.Sprintf("steps[%d]", i)
+	st := Step{Action: r.action(path, s.actionSpec, "")}
+	if s.Undo != nil {
+		u := r.action(path+".undo", *s.Undo, st.Agent)
+		st.Undo = &u
+	}
+	return st
+}
+
+// action reads a step or undo action, the file's defaults filling what it
+// leaves out (an undo's agent defaults to its step's).
+func (r *specReader) action(path string, a actionSpec, agent string) Action {
+	def := r.f.Defaults
+	out := Action{Name: a.Name, Agent: cmp.Or(a.Agent, agent), Do: a.Action,
+		Timeout: cmp.Or(a.Timeout.Duration, def.Timeout.Duration), MaxFailures: cmp.Or(a.MaxFailures, def.MaxFailures, DefaultMaxFailures),
+		RetryBackoff: cmp.Or(a.RetryBackoff.Duration, def.RetryBackoff.Duration)}
+	switch {
+	case !actionNameRE.MatchString(a.Name):
+		r.add(path+".name", "%q: a name is 1-64 letters, digits or _.- (it is part of the idempotency key)", a.Name)
+	case r.seen[a.Name]:
+		r.add(path+".name", "duplicate step %q: every step and undo action needs its own name", a.Name)
+	}
+	r.seen[a.Name] = true
+	if _, ok := r.f.Agents[out.Agent]; !ok {
+		r.add(path+".agent", "unknown agent %q: declare it under agents", out.Agent)
+	}
+	r.used[out.Agent] = true
+	switch {
+	case out.Timeout <= 0:
+		r.add(path+".timeout", "step %q has no timeout (set it, or defaults.timeout)", a.Name)
+	case r.opts.MaxStepTimeout > 0 && out.Timeout > r.opts.MaxStepTimeout:
+		r.add(path+".timeout", "step %q's timeout %s is longer than its agent function allows (%s: its timeout less the time to reply)",
+			a.Name, out.Timeout, r.opts.MaxStepTimeout)
+	}
+	if out.MaxFailures < 1 {
+		r.add(path+".maxFailures", "step %q needs a failure threshold of at least 1", a.Name)
+	}
+	if out.RetryBackoff < 0 {
+		r.add(path+".retryBackoff", "step %q has a negative retry backoff", a.Name)
+	}
+	return out
+}
+
+func (r *specReader) agent(name string, a agentSpec) Agent {
+	path := "agents." + name
+	out := Agent{Name: name, Timeout: cmp.Or(a.Timeout.Duration, DefaultAgentTimeout), Transient: a.Transient, Custom: a.Custom}
+	if !agentNameRE.MatchString(name) {
+		r.add(path, "%q: an agent's name is 1-25 lower-case letters, digits or -, starting with a letter", name)
+	}
+	for i, c := range a.Transient {
+		if c < 400 || c > 599 {
+			r.add(fmt.Sprintf("%s.transient[%d]", path, i), "%d is not an HTTP error status (400-599)", c)
+		}
+	}
+	if a.Custom {
+		if a.Endpoint != "" || a.Auth != nil {
+			r.add(path, "a custom agent (Go code) has no endpoint or auth")
+		}
+		return out
+	}
+	out.Endpoint = r.endpoint(path+".endpoint", a.Endpoint)
+	if a.Auth != nil {
+		out.Auth = r.auth(path+".auth", *a.Auth)
+	}
+	return out
+}
+
+// endpoint checks an endpoint as written; one with ${NAME}s is checked
+// once Resolve fills them.
+func (r *specReader) endpoint(path, raw string) string {
+	if raw == "" {
+		r.add(path, "an HTTP agent needs an endpoint (the base URL its actions are POSTed under), or custom: true")
+	} else if what := checkURL(raw); what != "" {
+		r.add(path, "%s", what)
+	}
+	return raw
+}
+
+func (r *specReader) auth(path string, a authSpec) *Auth {
+	out := &Auth{Header: a.Header, Prefix: a.Prefix, Secret: a.Secret, Parameter: a.Parameter}
+	n := 0
+	for _, set := range []bool{a.Secret != "", a.Parameter != "", a.SigV4 != nil} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case n != 1:
+		r.add(path, "say one of secret (Secrets Manager), parameter (SSM SecureString) or sigv4")
+	case a.SigV4 != nil && (a.SigV4.Service == "" || a.SigV4.Region == ""):
+		r.add(path+".sigv4", "sigv4 needs a service (execute-api, lambda) and a region")
+	case a.SigV4 != nil:
+		out.SigV4 = &SigV4{Service: a.SigV4.Service, Region: a.SigV4.Region, Resource: a.SigV4.Resource}
+	case a.Header == "":
+		r.add(path+".header", "the header the secret goes in (Authorization, X-Api-Key)")
+	}
+	return out
+}
+
+// version is a short hash of what the definition runs: the same steps,
+// timeouts and deadlines, the same version.
+func (d Definition) version() string {
+	b, _ := json.Marshal(struct {
+		Name             string
+		Steps            []Step
+		Pickup, Deadline time.Duration
+	}{d.Name, d.Steps, d.PickupTimeout, d.Deadline})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:4])
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
