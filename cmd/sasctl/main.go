@@ -23,6 +23,8 @@ const usage = `usage: sasctl <command> [flags]
 commands:
   demo      run the pipeline locally (embedded moto_server unless AWS_ENDPOINT_URL
             is set) on a demo batch with faults switched on, with a summary
+  workflow  validate workflow files as a deployment loads them, or show one's steps, undo
+            chain and agents (--mermaid: a flowchart); no deployment, so no --endpoint
   submit    send orders from a file, stdin (-), or --generate N
   status    show an order: its task, each step and undo action, its timeline
   list      list orders, by --state, paged
@@ -49,6 +51,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "demo":
 		return demo(ctx, args[1:], stdout, stderr)
+	case "workflow":
+		return workflowCmd(args[1:], stdout, stderr)
 	case "chaos":
 		return chaosCmd(ctx, args[1:], stdout, stderr)
 	case "bench":

@@ -155,14 +155,23 @@ func ParseFile(name string, data []byte, o Options) (Definition, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	lines := fieldLines(&root)
+	var decoded Problems
 	if err := dec.Decode(&spec); err != nil && !errors.Is(err, io.EOF) { // an empty file is a spec with nothing in it
-		return Definition{}, decodeProblems(name, err, lines)
+		decoded = decodeProblems(name, err, lines)
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return Definition{}, decoded
+		}
+		// The decoder went on past the fields it refused: check the rest too.
 	}
 	def, ps := spec.definition(o)
 	def.File, def.lines = name, lines
 	for i := range ps {
 		ps[i].File, ps[i].Line = name, lines.of(ps[i].Field)
 	}
+	ps = append(decoded, slices.DeleteFunc(ps, func(p Problem) bool {
+		return slices.ContainsFunc(decoded, func(d Problem) bool { return d.Field == p.Field })
+	})...)
 	slices.SortStableFunc(ps, func(a, b Problem) int { return a.Line - b.Line })
 	if len(ps) > 0 {
 		return def, ps

@@ -153,9 +153,22 @@ steps:
 func TestParseFileReportsEveryProblemWithItsLine(t *testing.T) {
 	t.Parallel()
 	_, err := workflow.ParseFile("shop.yaml", []byte(broken), workflow.Options{})
-	require.Equal(t, []string{`shop.yaml:2: deadline: "2 days" is not a duration like 30s, 5m or 24h`,
-		"shop.yaml:24: steps[1].retries: unknown field retries"}, problems(err),
-		"the decoder's problems first: a file it cannot read is not checked further")
+	require.Equal(t, []string{
+		`shop.yaml:1: name: "Shop Orders": a workflow's name is 1-40 lower-case letters, digits or -, starting with a letter`,
+		`shop.yaml:2: deadline: "2 days" is not a duration like 30s, 5m or 24h`,
+		`shop.yaml:6: agents.payment: agent "payment" is declared but no step or undo action calls it`,
+		`shop.yaml:7: agents.payment.endpoint: "ftp://payment" is not an http(s) URL`,
+		`shop.yaml:8: agents.payment.transient[1]: 200 is not an HTTP error status (400-599)`,
+		`shop.yaml:9: agents.vault: agent "vault" is declared but no step or undo action calls it`,
+		`shop.yaml:11: agents.vault.auth: say one of secret (Secrets Manager), parameter (SSM SecureString) or sigv4`,
+		`shop.yaml:19: steps[0].undo.timeout: step "release" has no timeout (set it, or defaults.timeout)`,
+		`shop.yaml:22: steps[1].agent: unknown agent "payments": declare it under agents`,
+		`shop.yaml:24: steps[1].retries: unknown field retries`,
+		`shop.yaml:25: steps[2].name: duplicate step "reserve": every step and undo action needs its own name`,
+		`shop.yaml:25: steps[2].timeout: step "reserve" has no timeout (set it, or defaults.timeout)`,
+		`shop.yaml:30: steps[3].undo.timeout: step "charge" has no timeout (set it, or defaults.timeout)`,
+		`shop.yaml:31: steps[3].undo.name: duplicate step "charge": every step and undo action needs its own name`,
+	}, problems(err), "the decoder's problems (a bad duration, an unknown field) and every other one, in one pass")
 
 	fixed := strings.Replace(strings.Replace(broken, "2 days", "48h", 1), "    retries: 3\n", "", 1)
 	_, err = workflow.ParseFile("shop.yaml", []byte(fixed), workflow.Options{MaxStepTimeout: 15 * time.Minute})

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const wfExamplesDir = "../../shared/workflow/examples"
+
+func exampleFile(name string) string { return filepath.Join(wfExamplesDir, name+".yaml") }
+
+// writeWorkflow writes a workflow file into a fresh directory.
+func writeWorkflow(t *testing.T, name, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+	return path
+}
+
+// outLines are out's lines, without the empty last one.
+func outLines(out string) []string { return strings.Split(strings.TrimSuffix(out, "\n"), "\n") }
+
+// requireRow requires a line of out whose space-separated fields are want.
+func requireRow(t *testing.T, out string, want ...string) {
+	t.Helper()
+	for _, l := range outLines(out) {
+		if strings.Join(strings.Fields(l), " ") == strings.Join(want, " ") {
+			return
+		}
+	}
+	require.Failf(t, "no such row", "want a row %q in\n%s", want, out)
+}
+
+func TestWorkflowValidateExamples(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := sasctl(t, "workflow", "validate", exampleFile("order"), exampleFile("single"), exampleFile("fulfilment"))
+	require.Zero(t, code, stderr)
+	require.Empty(t, stderr)
+	out := outLines(stdout)
+	require.Len(t, out, 7, stdout)
+	require.Regexp(t, `^\.\./\.\./shared/workflow/examples/order\.yaml: workflow order v[0-9a-f]{8}, 3 steps \(2 with an undo action\), agents inventory, payment, shipping$`, out[0])
+	require.Equal(t, "  needs at deploy: SAS_REMOTE_BASE_URL", out[1])
+	require.Regexp(t, `examples/single\.yaml: workflow single v[0-9a-f]{8}, 1 step \(0 with an undo action\), agents payment$`, out[2])
+	require.Regexp(t, `examples/fulfilment\.yaml: workflow fulfilment v[0-9a-f]{8}, 4 steps \(3 with an undo action\), agents warehouse, billing, loyalty, courier$`, out[4])
+	require.Equal(t, "  needs at deploy: AWS_REGION, BILLING_TOKEN_PARAMETER, BILLING_URL, COURIER_API_ARN, COURIER_URL, WAREHOUSE_SECRET, WAREHOUSE_URL", out[5])
+	require.Equal(t, "3 workflows valid together; the default (an order naming none) is order", out[6])
+}
+
+// brokenSteps has an unknown agent, a duplicate step name and a step with
+// no timeout and no default.
+const brokenSteps = `name: broken
+deadline: 24h
+agents:
+  payment:
+    endpoint: https://pay.example.com
+steps:
+  - name: charge
+    agent: payment
+    timeout: 10s
+  - name: charge
+    agent: payment
+    timeout: 10s
+  - name: ship
+    agent: shipping
+    timeout: 5s
+  - name: notify
+    agent: payment
+`
+
+// brokenFields has an unknown field and a bad duration. (A file the
+// decoder rejects is not checked further: its other problems show once
+// these are fixed.)
+const brokenFields = `name: fields
+deadline: 24h
+agents:
+  payment:
+    endpoint: https://pay.example.com
+    colour: blue
+steps:
+  - name: charge
+    agent: payment
+    timeout: ten seconds
+`
+
+func TestWorkflowValidateReportsEveryProblemWithLineAndField(t *testing.T) {
+	t.Parallel()
+	steps, fields := writeWorkflow(t, "steps.yaml", brokenSteps), writeWorkflow(t, "fields.yaml", brokenFields)
+	code, stdout, stderr := sasctl(t, "workflow", "validate", steps, fields, exampleFile("order"))
+	require.Equal(t, 1, code)
+	require.Empty(t, stdout)
+	require.Equal(t, []string{
+		steps + `:10: steps[1].name: duplicate step "charge": every step and undo action needs its own name`,
+		steps + `:14: steps[2].agent: unknown agent "shipping": declare it under agents`,
+		steps + `:16: steps[3].timeout: step "notify" has no timeout (set it, or defaults.timeout)`,
+		fields + `:6: agents.payment.colour: unknown field colour`,
+		fields + `:10: steps[0].timeout: "ten seconds" is not a duration like 30s, 5m or 24h`,
+		"sasctl workflow validate: 5 problems",
+	}, outLines(stderr))
+}
+
+func TestWorkflowValidateJSON(t *testing.T) {
+	t.Parallel()
+	fields := writeWorkflow(t, "fields.yaml", brokenFields)
+	code, stdout, _ := sasctl(t, "workflow", "validate", "--output", "json", fields)
+	require.Equal(t, 1, code)
+	var r validateReport
+	require.NoError(t, json.Unmarshal([]byte(stdout), &r))
+	require.False(t, r.Valid)
+	require.Equal(t, []problemView{
+		{File: fields, Line: 6, Field: "agents.payment.colour", Problem: "unknown field colour"},
+		{File: fields, Line: 10, Field: "steps[0].timeout", Problem: `"ten seconds" is not a duration like 30s, 5m or 24h`},
+	}, r.Problems)
+}
+
+func TestWorkflowValidateAcrossFiles(t *testing.T) {
+	t.Parallel()
+	single, err := os.ReadFile(exampleFile("single"))
+	require.NoError(t, err)
+	sameName := writeWorkflow(t, "same-name.yaml", strings.Replace(string(single), "name: single", "name: order", 1))
+	otherPayment := writeWorkflow(t, "other-payment.yaml", strings.Replace(string(single), "/v1/services/payment", "/v2/payment", 1))
+	code, stdout, stderr := sasctl(t, "workflow", "validate", exampleFile("order"), sameName, otherPayment)
+	require.Equal(t, 1, code)
+	require.Empty(t, stdout)
+	require.Equal(t, []string{
+		sameName + `:3: name: workflow "order" is also defined in ` + exampleFile("order"),
+		otherPayment + `:10: agents.payment: agent "payment" is declared differently in ` + exampleFile("order") +
+			": one service, one declaration",
+		"sasctl workflow validate: 2 problems",
+	}, outLines(stderr))
+}
+
+func TestWorkflowValidateChecksStepTimeoutsAgainstTheFunctionTimeout(t *testing.T) {
+	t.Parallel()
+	code, _, stderr := sasctl(t, "workflow", "validate", "--function-timeout", "20s", exampleFile("single"))
+	require.Equal(t, 1, code)
+	require.Equal(t, []string{
+		exampleFile("single") + `:13: steps[0].timeout: step "charge-payment"'s timeout 20s is longer than its agent function allows (15s: its timeout less the time to reply)`,
+		"sasctl workflow validate: 1 problem",
+	}, outLines(stderr))
+}
+
+func TestWorkflowMissingFileIsNamed(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "nope.yaml")
+	for _, sub := range []string{"validate", "show"} {
+		code, stdout, stderr := sasctl(t, "workflow", sub, missing)
+		require.Equal(t, 1, code, sub)
+		require.Empty(t, stdout, sub)
+		require.Equal(t, "sasctl workflow "+sub+": workflow file: open "+missing+": no such file or directory\n", stderr)
+	}
+}
+
+func TestWorkflowShowOrder(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := sasctl(t, "workflow", "show", exampleFile("order"))
+	require.Zero(t, code, stderr)
+	require.Regexp(t, `^workflow order v[0-9a-f]{8} \(`, stdout)
+	require.Contains(t, stdout, "deadline 24h (as long again for its undo actions), pickup timeout 1m\n")
+	requireRow(t, stdout, "#", "KIND", "NAME", "AGENT", "ACTION", "TIMEOUT", "MAX", "FAILURES", "RETRY", "BACKOFF")
+	requireRow(t, stdout, "1", "step", "reserve-inventory", "inventory", "reserve-inventory", "20s", "3", "5s")
+	requireRow(t, stdout, "undo", "release-inventory", "inventory", "release-inventory", "20s", "3", "5s")
+	requireRow(t, stdout, "2", "step", "charge-payment", "payment", "charge-payment", "20s", "3", "5s")
+	requireRow(t, stdout, "undo", "refund-payment", "payment", "refund-payment", "20s", "3", "5s")
+	requireRow(t, stdout, "3", "step", "create-shipment", "shipping", "create-shipment", "20s", "3", "5s")
+	requireRow(t, stdout, "undo", "-")
+	require.Contains(t, stdout, ": refund-payment → release-inventory → Failed\n")
+	requireRow(t, stdout, "inventory", "http", "${SAS_REMOTE_BASE_URL}/v1/services/inventory", "10s", "408,429,5xx", "(default)", "none")
+	require.Contains(t, stdout, "\nneeds at deploy: SAS_REMOTE_BASE_URL\n")
+}
+
+func TestWorkflowShowAgentsAuthWithoutSecrets(t *testing.T) {
+	t.Setenv("WAREHOUSE_SECRET", "s3cr3t") // never resolved: printed as written
+	code, stdout, stderr := sasctl(t, "workflow", "show", exampleFile("fulfilment"))
+	require.Zero(t, code, stderr)
+	requireRow(t, stdout, "1", "step", "pick-items", "warehouse", "picks", "15s", "4", "2s")
+	requireRow(t, stdout, "undo", "credit-invoice", "billing", "credit-invoice", "15s", "4", "2s")
+	requireRow(t, stdout, "warehouse", "http", "${WAREHOUSE_URL}", "5s", "409,429,500,502,503,504",
+		"header", "X-Api-Key", "from", "secret", "${WAREHOUSE_SECRET}")
+	require.Contains(t, stdout, `header Authorization ("Bearer " + value) from parameter ${BILLING_TOKEN_PARAMETER}`)
+	requireRow(t, stdout, "loyalty", "custom", "-", "-", "-", "Go", "code", "in", "functions/loyalty")
+	require.Contains(t, stdout, "sigv4 execute-api in ${AWS_REGION}, resource ${COURIER_API_ARN}")
+	require.NotContains(t, stdout, "s3cr3t")
+}
+
+func TestWorkflowShowMermaid(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := sasctl(t, "workflow", "show", exampleFile("order"), "--mermaid") // flags may follow the file
+	require.Zero(t, code, stderr)
+	out := outLines(stdout)
+	require.Equal(t, "flowchart LR", out[0])
+	for _, want := range []string{
+		`  s1["reserve-inventory<br/>inventory"]`,
+		`  u1["release-inventory<br/>inventory"]`,
+		"  s1 --> s2",
+		"  s2 --> s3",
+		"  s3 --> processed",
+		"  s1 -. undo .-> u1",
+		"  s2 -. undo .-> u2",
+		"  u2 --> u1",
+		"  u1 --> failed",
+	} {
+		require.Contains(t, out, want)
+	}
+	require.NotContains(t, stdout, "u3")
+	code, stdout, _ = sasctl(t, "workflow", "show", "--mermaid", exampleFile("fulfilment"))
+	require.Zero(t, code)
+	require.Contains(t, outLines(stdout), `  s1["pick-items<br/>warehouse: picks"]`)
+	require.Contains(t, outLines(stdout), "  u3 --> u2")
+	code, stdout, _ = sasctl(t, "workflow", "show", "--mermaid", "--", exampleFile("single"))
+	require.Zero(t, code)
+	require.Equal(t, []string{"flowchart LR", `  s1["charge-payment<br/>payment"]`, `  processed(["Processed"])`,
+		"  s1 --> processed"}, outLines(stdout)) // no undo action: no Failed
+}
+
+func TestWorkflowShowJSON(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := sasctl(t, "workflow", "show", "--output", "json", exampleFile("fulfilment"))
+	require.Zero(t, code, stderr)
+	var v showView
+	require.NoError(t, json.Unmarshal([]byte(stdout), &v))
+	require.Equal(t, "48h", v.Deadline)
+	require.Len(t, v.Steps, 4)
+	require.Equal(t, "restock-items", v.Steps[0].Undo.Name)
+	require.Nil(t, v.Steps[3].Undo)
+	require.Equal(t, "${BILLING_TOKEN_PARAMETER}", v.Agents[1].Auth.Parameter)
+}
+
+func TestWorkflowUsage(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"workflow"}, {"workflow", "lint"}, {"workflow", "validate"}, {"workflow", "show"},
+		{"workflow", "show", "a.yaml", "b.yaml"}, {"workflow", "show", "--bogus", "a.yaml"},
+		{"workflow", "validate", "--output", "yaml", "a.yaml"}, {"workflow", "show", "--mermaid", "--output", "json", "a.yaml"},
+	} {
+		code, stdout, stderr := sasctl(t, args...)
+		require.Equal(t, 2, code, args)
+		require.Empty(t, stdout, args)
+		require.Contains(t, stderr, "sasctl workflow", args)
+	}
+	_, _, stderr := sasctl(t, "workflow", "lint")
+	require.Contains(t, stderr, `unknown subcommand "lint"`)
+	require.Contains(t, stderr, "validate FILE...")
+	code, _, stderr := sasctl(t, "workflow", "validate", "-h")
+	require.Zero(t, code)
+	require.Contains(t, stderr, "-function-timeout")
+	code, stdout, _ := sasctl(t, "help")
+	require.Zero(t, code)
+	require.Contains(t, stdout, "workflow  validate")
+}
