@@ -10,8 +10,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -66,26 +68,42 @@ func secretReader(c *secretsmanager.Client, id string) func(context.Context) (st
 		if err != nil {
 			return "", err
 		}
+		if out.SecretString == nil && len(out.SecretBinary) > 0 {
+			return "", errors.New("it is a binary secret: a header needs a SecretString")
+		}
 		return aws.ToString(out.SecretString), nil
 	}
 }
 
-// RefreshEvery bounds how often a refused credential is read again, across
-// an instance's calls.
-const RefreshEvery = 10 * time.Second
+// DefaultRefreshEvery is how often, at most, a Header whose RefreshEvery is
+// zero reads a refused credential again, across an instance's calls.
+const DefaultRefreshEvery = 10 * time.Second
+
+// keepRetired is how many values a Header still redacts after a rotation
+// replaced them: a call made with the old value may answer after the new
+// one was read, and Secrets Manager keeps the previous version valid.
+const keepRetired = 3
 
 // Header puts a kept secret in a header: Authorization: Bearer <token>,
-// X-Api-Key: <key>.
+// X-Api-Key: <key>. Its methods are safe for concurrent use; its fields
+// are set before it is shared and not changed after.
 type Header struct {
 	Name   string // the header
 	Prefix string // put before the value
 	Source string // where the value is kept, for errors: "secret prod/warehouse"
-	Read   func(ctx context.Context) (string, error)
-	Now    func() time.Time // default time.Now
+	// Read reads the value from where it is kept. Its error must not hold
+	// the value (an SDK's error does not).
+	Read func(ctx context.Context) (string, error)
+	// RefreshEvery bounds how often Refresh reads the value again: a
+	// Refresh less than RefreshEvery after the last read (the cold start's
+	// included) reads nothing. Zero means DefaultRefreshEvery.
+	RefreshEvery time.Duration
+	Now          func() time.Time // default time.Now
 
-	mu     sync.Mutex
-	cached string
-	readAt time.Time
+	mu      sync.Mutex
+	cached  string
+	retired []string // values read before cached, newest last, for Redact
+	readAt  time.Time
 }
 
 // Authorize implements agent.Authorizer.
@@ -119,16 +137,27 @@ func (h *Header) read(ctx context.Context) (string, error) {
 	if v == "" {
 		return "", fmt.Errorf("read %s: it is empty", h.Source)
 	}
+	if h.cached != "" && h.cached != v {
+		h.retired = append(h.retired, h.cached)
+		if len(h.retired) > keepRetired {
+			h.retired = h.retired[len(h.retired)-keepRetired:]
+		}
+	}
 	h.cached = v
 	return v, nil
 }
 
 // Refresh implements agent.Authorizer: the value is read again, unless it
-// was read less than RefreshEvery ago.
+// was read less than RefreshEvery ago. It reports whether it read a value
+// other than the cached one; a failed read keeps the cached value.
 func (h *Header) Refresh(ctx context.Context) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.now().Sub(h.readAt) < RefreshEvery {
+	every := h.RefreshEvery
+	if every <= 0 {
+		every = DefaultRefreshEvery
+	}
+	if h.now().Sub(h.readAt) < every {
 		return false
 	}
 	old := h.cached
@@ -136,15 +165,20 @@ func (h *Header) Refresh(ctx context.Context) bool {
 	return err == nil && v != old
 }
 
-// Redact implements agent.Authorizer.
+// Redact implements agent.Authorizer: the value, and the few it replaced
+// when it was rotated, become [redacted].
 func (h *Header) Redact(text string) string {
 	h.mu.Lock()
-	v := h.cached
+	values := append([]string{h.cached}, h.retired...)
 	h.mu.Unlock()
-	if v == "" {
-		return text
+	// The longest first: a value inside another is not left half replaced.
+	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
+	for _, v := range values {
+		if v != "" {
+			text = strings.ReplaceAll(text, v, "[redacted]")
+		}
 	}
-	return strings.ReplaceAll(text, v, "[redacted]")
+	return text
 }
 
 func (h *Header) now() time.Time {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -82,8 +83,14 @@ func parameterValue(resp *http.Response) (string, error) {
 // ssmEndpoint is the configuration's endpoint (an emulator's), or the
 // region's.
 func ssmEndpoint(cfg aws.Config) string {
+	if v := os.Getenv("AWS_ENDPOINT_URL_SSM"); v != "" {
+		return strings.TrimSuffix(v, "/") + "/"
+	}
 	if cfg.BaseEndpoint != nil && *cfg.BaseEndpoint != "" {
 		return strings.TrimSuffix(*cfg.BaseEndpoint, "/") + "/"
+	}
+	if strings.HasPrefix(cfg.Region, "cn-") {
+		return "https://ssm." + cfg.Region + ".amazonaws.com.cn/"
 	}
 	return "https://ssm." + cfg.Region + ".amazonaws.com/"
 }

@@ -113,14 +113,19 @@ func FromLambdaEnv() (*Clients, error) {
 			os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), os.Getenv("AWS_SESSION_TOKEN")),
 		HTTPClient: awshttp.NewBuildableClient(),
 	}
-	endpoint := func(service string) *string {
-		for _, k := range []string{"AWS_ENDPOINT_URL_" + service, "AWS_ENDPOINT_URL"} {
+	endpoint := func(service string) *string { // "": every service's
+		keys := []string{"AWS_ENDPOINT_URL"}
+		if service != "" {
+			keys = append([]string{"AWS_ENDPOINT_URL_" + service}, keys...)
+		}
+		for _, k := range keys {
 			if v := os.Getenv(k); v != "" {
 				return aws.String(v)
 			}
 		}
 		return nil
 	}
+	cfg.BaseEndpoint = endpoint("") // the other clients made from Config (Secrets Manager, SSM)
 	return &Clients{
 		Config:   cfg,
 		DynamoDB: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = endpoint("DYNAMODB") }),

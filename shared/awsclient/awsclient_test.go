@@ -26,6 +26,8 @@ func TestFromLambdaEnvReadsTheRuntimeEnvironment(t *testing.T) {
 	require.Equal(t, "token", creds.SessionToken)
 	require.Equal(t, "http://127.0.0.1:8000", aws.ToString(c.DynamoDB.Options().BaseEndpoint), "the service's own endpoint first")
 	require.Equal(t, "http://127.0.0.1:4566", aws.ToString(c.SQS.Options().BaseEndpoint))
+	require.Equal(t, "http://127.0.0.1:4566", aws.ToString(c.Config.BaseEndpoint),
+		"clients made from Config (an agent's Secrets Manager and SSM) reach the emulator too")
 
 	t.Setenv("AWS_REGION", "")
 	_, err = awsclient.FromLambdaEnv()
