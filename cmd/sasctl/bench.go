@@ -18,89 +18,117 @@ import (
 	"github.com/sas-go/sas/shared/topology"
 )
 
-func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// benchFlags are sasctl bench's flags.
+type benchFlags struct {
+	plan                                  costbench.Plan
+	runDir, cacheDir, jsonPath, chartPath string
+	output                                string
+}
+
+func parseBench(args []string, stderr io.Writer) (benchFlags, error) {
 	fs := flag.NewFlagSet("sasctl bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	p := costbench.DefaultPlan(200)
+	f := benchFlags{plan: costbench.DefaultPlan(200)}
+	p := &f.plan
 	fs.IntVar(&p.Orders, "orders", p.Orders, "orders per run (one run per workflow and batch size)")
 	workflows := fs.String("workflows", strings.Join(p.Workflows, ","), "workflows to measure: single, order")
 	batches := fs.String("batch-sizes", "1,2,5,10", "event source mapping batch sizes, 1 to 10")
 	fs.DurationVar(&p.Timeout, "timeout", p.Timeout, "give up on a run after this long")
 	fs.DurationVar(&p.BatchWindow, "batch-window", p.BatchWindow, "event source mapping batching window, 0 to 5m (whole seconds)")
-	runDir := fs.String("run-dir", ".run", "where emulator logs go")
-	cacheDir := fs.String("cache-dir", ".cache", "where DynamoDB Local is installed")
-	jsonPath := fs.String("json", ".run/bench.json", "write the result as JSON here (\"\" for none)")
-	chartPath := fs.String("chart", ".run/bench.svg", "write the chart (SVG) here (\"\" for none)")
-	output := fs.String("output", "text", "text or json (on stdout)")
+	fs.StringVar(&f.runDir, "run-dir", ".run", "where emulator logs go")
+	fs.StringVar(&f.cacheDir, "cache-dir", ".cache", "where DynamoDB Local is installed")
+	fs.StringVar(&f.jsonPath, "json", ".run/bench.json", "write the result as JSON here (\"\" for none)")
+	fs.StringVar(&f.chartPath, "chart", ".run/bench.svg", "write the chart (SVG) here (\"\" for none)")
+	fs.StringVar(&f.output, "output", "text", "text or json (on stdout)")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+		return f, err
 	}
 	p.Workflows = strings.Split(*workflows, ",")
-	p.BatchSizes = nil
-	for _, s := range strings.Split(*batches, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 || n > 10 {
-			fmt.Fprintf(stderr, "sasctl bench: batch size %q: want a whole number from 1 to 10\n", s)
-			return 2
-		}
-		p.BatchSizes = append(p.BatchSizes, n)
+	var err error
+	if p.BatchSizes, err = batchSizes(*batches); err != nil {
+		return f, err
 	}
 	if err := topology.CheckBatchWindow(p.BatchWindow); err != nil {
-		fmt.Fprintln(stderr, "sasctl bench: --batch-window", err)
+		return f, fmt.Errorf("--batch-window %w", err)
+	}
+	if p.Orders < 1 || f.output != "text" && f.output != "json" {
+		return f, errors.New("--orders must be at least 1 and --output text or json")
+	}
+	return f, nil
+}
+
+// batchSizes parses --batch-sizes.
+func batchSizes(list string) ([]int, error) {
+	var sizes []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 10 {
+			return nil, fmt.Errorf("batch size %q: want a whole number from 1 to 10", s)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
+}
+
+func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f, err := parseBench(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "sasctl bench:", err)
 		return 2
 	}
-	if p.Orders < 1 || *output != "text" && *output != "json" {
-		fmt.Fprintln(stderr, "sasctl bench: --orders must be at least 1 and --output text or json")
-		return 2
-	}
-	for _, dir := range []string{*runDir, *cacheDir} {
+	for _, dir := range []string{f.runDir, f.cacheDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fail(stderr, "bench", &globals{}, err)
 		}
 	}
-	endpoint, stop, err := localEndpoint(ctx, *runDir)
+	endpoint, stop, err := localEndpoint(ctx, f.runDir, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "sasctl bench:", err)
 		return 2
 	}
 	defer stop()
-	p.Endpoint = endpoint
+	f.plan.Endpoint = endpoint
 	// DynamoDB Local reports the units per table and index (the meter prices
 	// them as DynamoDB bills, see accounting.NewForDynamoDBLocal). An
 	// AWS_ENDPOINT_URL (LocalStack, which runs DynamoDB Local) serves it all.
-	ddb, stopDDB, err := localDynamoDB(ctx, *cacheDir, *runDir, stderr)
+	ddb, stopDDB, err := localDynamoDB(ctx, f.cacheDir, f.runDir, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "sasctl bench:", err)
 		return 2
 	}
 	defer stopDDB()
-	p.DynamoDBEndpoint = cmp.Or(ddb, endpoint)
+	f.plan.DynamoDBEndpoint = cmp.Or(ddb, endpoint)
+	return runBench(ctx, f, stdout, stderr)
+}
+
+// runBench runs the plan and writes its results.
+func runBench(ctx context.Context, f benchFlags, stdout, stderr io.Writer) int {
 	start := time.Now()
-	res, err := costbench.Execute(ctx, p, func(s string) {
+	res, err := costbench.Execute(ctx, f.plan, func(s string) {
 		fmt.Fprintf(stderr, "  %6.0fs  %s\n", time.Since(start).Seconds(), s)
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "sasctl bench:", err)
 		return 1
 	}
-	if err := writeFile(*jsonPath, func(w io.Writer) error {
+	if err := writeFile(f.jsonPath, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}); err != nil {
 		return fail(stderr, "bench", &globals{}, err)
 	}
-	if err := writeFile(*chartPath, res.SVG); err != nil {
+	if err := writeFile(f.chartPath, res.SVG); err != nil {
 		return fail(stderr, "bench", &globals{}, err)
 	}
-	emit(stdout, &globals{output: *output}, res, func() {
+	emit(stdout, &globals{output: f.output}, res, func() {
 		res.Print(stdout)
-		for _, f := range []string{*jsonPath, *chartPath} {
-			if f != "" {
-				fmt.Fprintln(stdout, "wrote", f)
+		for _, path := range []string{f.jsonPath, f.chartPath} {
+			if path != "" {
+				fmt.Fprintln(stdout, "wrote", path)
 			}
 		}
 	})

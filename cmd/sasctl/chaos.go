@@ -97,7 +97,7 @@ func runChaos(ctx context.Context, p chaos.Plan, f chaosFlags, stdout, stderr io
 			return fail(stderr, "chaos", &globals{}, err)
 		}
 	}
-	endpoint, stop, err := localEndpoint(ctx, f.runDir)
+	endpoint, stop, err := localEndpoint(ctx, f.runDir, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "sasctl chaos:", err)
 		return 2

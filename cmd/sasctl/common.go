@@ -111,15 +111,17 @@ func one(fs *flag.FlagSet, what string, stderr io.Writer) (string, bool) {
 
 // localEndpoint is the emulator a local command runs against: the one
 // AWS_ENDPOINT_URL names, or a moto_server it starts (logs in runDir); stop
-// stops what it started.
-func localEndpoint(ctx context.Context, runDir string) (endpoint string, stop func(), err error) {
+// stops what it started. It says which on out.
+func localEndpoint(ctx context.Context, runDir string, out io.Writer) (endpoint string, stop func(), err error) {
 	if e := os.Getenv("AWS_ENDPOINT_URL"); e != "" {
+		fmt.Fprintf(out, "using the emulator at AWS_ENDPOINT_URL=%s\n", e)
 		return e, func() {}, nil
 	}
 	moto, err := emulator.StartMoto(ctx, runDir)
 	if err != nil {
 		return "", nil, err
 	}
+	fmt.Fprintf(out, "moto_server started on %s (pid %d, log %s)\n", moto.Endpoint, moto.PID(), moto.LogPath)
 	return moto.Endpoint, func() { _ = moto.Stop() }, nil
 }
 
@@ -128,14 +130,14 @@ func localEndpoint(ctx context.Context, runDir string) (endpoint string, stop fu
 // serves everything: then endpoint is "". moto reports a flat unit per
 // DynamoDB request and serves one request at a time; DynamoDB Local, AWS's
 // own engine, reports capacity and serves many.
-func localDynamoDB(ctx context.Context, cacheDir, runDir string, stderr io.Writer) (endpoint string, stop func(), err error) {
+func localDynamoDB(ctx context.Context, cacheDir, runDir string, out io.Writer) (endpoint string, stop func(), err error) {
 	if os.Getenv("AWS_ENDPOINT_URL") != "" {
 		return "", func() {}, nil
 	}
-	fmt.Fprintln(stderr, "starting DynamoDB Local (installed into", cacheDir, "on first use)")
 	ddb, err := emulator.StartDynamoDBLocal(ctx, cacheDir, runDir)
 	if err != nil {
 		return "", nil, err
 	}
+	fmt.Fprintf(out, "DynamoDB Local started on %s (pid %d, log %s)\n", ddb.Endpoint, ddb.PID(), ddb.LogPath)
 	return ddb.Endpoint, func() { _ = ddb.Stop() }, nil
 }

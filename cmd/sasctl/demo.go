@@ -41,7 +41,7 @@ func parseDemo(args []string, stderr io.Writer) (demoFlags, error) {
 	fs.Float64Var(&f.permanent, "permanent", 0.02, "share of orders the remote refuses for good (422)")
 	fs.DurationVar(&f.latency, "latency", 20*time.Millisecond, "latency of every remote call")
 	fs.DurationVar(&f.settings.StepTimeout, "step-timeout", f.settings.StepTimeout, "step timeout (CompleteBy = claim + this)")
-	fs.IntVar(&f.settings.MaxFailures, "max-failures", f.settings.MaxFailures, "attempts that do not complete before a step is an Error")
+	fs.IntVar(&f.settings.MaxFailures, "max-failures", f.settings.MaxFailures, "attempts that do not complete before a step is an Error (0: the workflow's)")
 	fs.DurationVar(&f.settings.RetryBackoff, "retry-backoff", f.settings.RetryBackoff, "base of the supervisor's growing backoff")
 	fs.DurationVar(&f.settings.PickupTimeout, "pickup-timeout", f.settings.PickupTimeout, "a ready step not claimed by then has its message re-sent (never a failure)")
 	fs.DurationVar(&f.settings.OrderDeadline, "order-deadline", workflow.DefaultOrderDeadline, "an order not ended by then fails for good")
@@ -99,27 +99,18 @@ func runDemo(ctx context.Context, f demoFlags, out io.Writer) error {
 			return err
 		}
 	}
-	endpoint, dynamodbEndpoint := os.Getenv("AWS_ENDPOINT_URL"), ""
-	if endpoint == "" {
-		moto, err := emulator.StartMoto(ctx, f.runDir)
-		if err != nil {
-			return err
-		}
-		defer moto.Stop()
-		endpoint = moto.Endpoint
-		fmt.Fprintf(out, "moto_server started on %s (pid %d, log %s)\n", endpoint, moto.PID(), moto.LogPath)
-		// moto serves one request at a time; DynamoDB Local, AWS's own
-		// engine, serves the state store many at once.
-		ddb, err := emulator.StartDynamoDBLocal(ctx, f.cacheDir, f.runDir)
-		if err != nil {
-			return err
-		}
-		defer ddb.Stop()
-		dynamodbEndpoint = ddb.Endpoint
-		fmt.Fprintf(out, "DynamoDB Local started on %s (pid %d, log %s)\n", dynamodbEndpoint, ddb.PID(), ddb.LogPath)
-	} else {
-		fmt.Fprintf(out, "using the emulator at AWS_ENDPOINT_URL=%s\n", endpoint)
+	endpoint, stop, err := localEndpoint(ctx, f.runDir, out)
+	if err != nil {
+		return err
 	}
+	defer stop()
+	// moto serves one request at a time; DynamoDB Local, AWS's own engine,
+	// serves the state store many at once.
+	dynamodbEndpoint, stopDDB, err := localDynamoDB(ctx, f.cacheDir, f.runDir, out)
+	if err != nil {
+		return err
+	}
+	defer stopDDB()
 
 	sim := remotesim.New(f.seed)
 	sim.SetFaults("", remotesim.Faults{Latency: f.latency, TransientRate: f.transient, StallRate: f.stall, PermanentRate: f.permanent})
@@ -130,31 +121,34 @@ func runDemo(ctx context.Context, f demoFlags, out io.Writer) error {
 	defer srv.Close()
 	fmt.Fprintf(out, "remote simulator on %s (seed %d)\n", srv.URL, f.seed)
 
-	logPath := filepath.Join(f.runDir, "handlers.log")
-	logf, err := os.Create(logPath)
+	logf, err := os.Create(filepath.Join(f.runDir, "handlers.log"))
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	o = localrun.Options{
-		Endpoint: endpoint, DynamoDBEndpoint: dynamodbEndpoint, Prefix: "sas-demo", Settings: f.settings, RemoteURL: srv.URL,
-		SupervisorEvery: f.supervisorRate, Log: slog.New(slog.NewJSONHandler(logf, nil)), Metrics: logf,
-		BatchWindow: f.batchWindow, Workflows: o.Workflows,
-	}
-	stack, err := localrun.New(ctx, o)
+	o.Endpoint, o.DynamoDBEndpoint, o.RemoteURL = endpoint, dynamodbEndpoint, srv.URL
+	stack, err := demoStack(ctx, o, f, logf, out)
 	if err != nil {
 		return err
 	}
-	def := stack.Deployment.Config.Workflows.Default()
-	fmt.Fprintf(out, "workflow %s v%s (%s): %d steps\n", def.Name, def.Version, def.File, len(def.Steps))
-	fmt.Fprintf(out, "resources ready (tables %s, %s; %d queues with DLQs; topic %s); handler logs in %s\n",
-		stack.Topology().OrdersTable(), stack.Topology().StateTable(), len(stack.Topology().Queues()),
-		stack.Topology().AlertTopic(), logPath)
-
-	runCtx, stopRunner := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = stack.Run(runCtx) }()
-	defer func() { stopRunner(); <-done }()
+	defer stack.Start(ctx)()
 
 	return drive(ctx, stack, sim, f, out)
+}
+
+// demoStack provisions the demo's stack with o's endpoints and workflows,
+// its handlers logging to logf, and says what it made.
+func demoStack(ctx context.Context, o localrun.Options, f demoFlags, logf *os.File, out io.Writer) (*localrun.Stack, error) {
+	o.Prefix, o.Settings, o.SupervisorEvery, o.BatchWindow = "sas-demo", f.settings, f.supervisorRate, f.batchWindow
+	o.Log, o.Metrics = slog.New(slog.NewJSONHandler(logf, nil)), logf
+	stack, err := localrun.New(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	def := stack.Deployment.Config.Workflows.Default()
+	fmt.Fprintf(out, "workflow %s v%s (%s): %d steps\n", def.Name, def.Version, def.File, len(def.Steps))
+	t := stack.Topology()
+	fmt.Fprintf(out, "resources ready (tables %s, %s; %d queues with DLQs; topic %s); handler logs in %s\n",
+		t.OrdersTable(), t.StateTable(), len(t.Queues()), t.AlertTopic(), logf.Name())
+	return stack, nil
 }

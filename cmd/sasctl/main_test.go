@@ -35,7 +35,7 @@ func TestDemoRejectsBadFlags(t *testing.T) {
 	for args, want := range map[string][]string{
 		"--orders must be 1..100000":                            {"demo", "--orders", "0"},
 		"shares between 0 and 1":                                {"demo", "--transient", "1.5"},
-		"failure threshold":                                     {"demo", "--max-failures", "0"},
+		"max failures must not be negative":                     {"demo", "--max-failures", "-1"},
 		"flag provided but not defined":                         {"demo", "--bogus"},
 		"--batch-window 1.5s is not whole seconds from 0 to 5m": {"demo", "--batch-window", "1500ms"},
 	} {
@@ -62,11 +62,11 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 
 func TestChaosRejectsBadFlags(t *testing.T) {
 	for want, args := range map[string][]string{
-		`"scheduler" is not function=duration`:              {"chaos", "--throttle", "scheduler"},
-		`"agent-payment=-1s" is not function=duration`:      {"chaos", "--throttle", "scheduler=20ms,agent-payment=-1s"},
-		"--batch-window 1.5s is not whole seconds":          {"chaos", "--batch-window", "1500ms"},
-		"--orders must be at least 1":                       {"chaos", "--orders", "0"},
-		`workflow "order": order deadline must be positive`: {"chaos", "--order-deadline", "-1h"},
+		`"scheduler" is not function=duration`:         {"chaos", "--throttle", "scheduler"},
+		`"agent-payment=-1s" is not function=duration`: {"chaos", "--throttle", "scheduler=20ms,agent-payment=-1s"},
+		"--batch-window 1.5s is not whole seconds":     {"chaos", "--batch-window", "1500ms"},
+		"--orders must be at least 1":                  {"chaos", "--orders", "0"},
+		"order deadline must not be negative":          {"chaos", "--order-deadline", "-1h"},
 	} {
 		code, _, stderr := sasctl(t, args...)
 		require.Equal(t, 2, code, want)

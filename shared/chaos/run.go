@@ -68,11 +68,24 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 	if err != nil {
 		return res, err
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = stack.Run(runCtx) }()
-	defer func() { stop(); <-done }()
+	ids, cancels, waitErr := runOrders(ctx, stack, p, &res, progress)
+	res.Faults = inj.Counts()
+	res.Faults["order cancelled (a cancel message sent)"] = cancels.sent
+	if err := res.check(ctx, stack, sim, p, ids, waitErr == nil); err != nil {
+		return res, err
+	}
+	if waitErr != nil && res.Violations.Count() == 0 {
+		return res, waitErr
+	}
+	return res, nil
+}
 
+// runOrders runs the stack while it drives the plan's orders, and stops it
+// when they ended (or the plan's timeout passed); res.Drain is how long
+// they took.
+func runOrders(ctx context.Context, stack *localrun.Stack, p Plan, res *Result, progress func(localrun.Counts)) ([]string, *canceller, error) {
+	start := time.Now()
+	defer stack.Start(ctx)()
 	ids := make([]string, p.Orders)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("chaos-%d-%05d", p.Seed, i)
@@ -80,55 +93,60 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 	wctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
 	cancels := &canceller{stack: stack, plan: p}
-	waitErr := drive(wctx, stack, p, ids, cancels, progress)
+	err := drive(wctx, stack, p, ids, cancels, progress)
 	cancels.wait()
 	res.Drain = time.Since(start)
-	stop()
-	<-done
+	return ids, cancels, err
+}
 
-	res.DeadLetters = map[string]int{}
-	for _, q := range stack.Topology().Queues() {
-		msgs, err := stack.Peek(ctx, stack.QueueURL(q.DLQName))
-		if err != nil {
-			return res, err
-		}
-		if len(msgs) > 0 {
-			res.DeadLetters[q.DLQName] = len(msgs)
-		}
+// check reads the end of the run (the DLQs, every order's state, the
+// simulator's ledger) and checks the invariants on it.
+func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesim.Simulator, p Plan, ids []string, ended bool) error {
+	if err := r.countDeadLetters(ctx, stack); err != nil {
+		return err
 	}
 	tasks, records, err := stack.Store.ScanAll(ctx)
 	if err != nil {
-		return res, err
+		return err
 	}
-	if unalerted(records) > 0 && waitErr == nil {
+	if unalerted(records) > 0 && ended {
 		// An order ends in the same write that marks its record Error; the
 		// alert follows (or the next sweep sends it). Give it that sweep.
-		tasks, records, err = awaitAlerts(ctx, stack, p)
-		if err != nil {
-			return res, err
+		if tasks, records, err = awaitAlerts(ctx, stack, p); err != nil {
+			return err
 		}
 	}
-	res.Violations, res.EndStates = Check(workflow.Orders(p.Settings), ids, tasks, records, sim.Ledger())
-	res.Checked = true
-	res.Faults = inj.Counts()
-	res.Faults["order cancelled (a cancel message sent)"] = cancels.sent
+	r.Violations, r.EndStates = Check(workflow.Orders(p.Settings), ids, tasks, records, sim.Ledger())
+	r.Checked = true
 	st := sim.Stats()
 	for k, v := range map[string]int{"remote transient error": st.Transient, "remote call hung": st.Stalled,
 		"remote call slowed past CompleteBy": st.Slow, "remote refused for good": st.Permanent} {
-		res.Faults[k] = v
+		r.Faults[k] = v
 	}
-	res.count(stack)
+	r.count(stack)
 	for _, recs := range records {
-		for _, r := range recs {
-			if r.Undo && r.State == workflow.Processed {
-				res.Compensations++
+		for _, rec := range recs {
+			if rec.Undo && rec.State == workflow.Processed {
+				r.Compensations++
 			}
 		}
 	}
-	if waitErr != nil && res.Violations.Count() == 0 {
-		return res, waitErr
+	return nil
+}
+
+// countDeadLetters counts what each DLQ holds.
+func (r *Result) countDeadLetters(ctx context.Context, stack *localrun.Stack) error {
+	r.DeadLetters = map[string]int{}
+	for _, q := range stack.Topology().Queues() {
+		msgs, err := stack.Peek(ctx, stack.QueueURL(q.DLQName))
+		if err != nil {
+			return err
+		}
+		if len(msgs) > 0 {
+			r.DeadLetters[q.DLQName] = len(msgs)
+		}
 	}
-	return res, nil
+	return nil
 }
 
 // count reads what the run's handlers counted.
@@ -163,10 +181,7 @@ func unalerted(records map[string][]statestore.Step) int {
 // awaitAlerts runs the stack again until every Error record's alert is
 // confirmed, or for a few supervisor periods (then Check reports them).
 func awaitAlerts(ctx context.Context, stack *localrun.Stack, p Plan) (map[string]statestore.Task, map[string][]statestore.Step, error) {
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = stack.Run(runCtx) }()
-	defer func() { stop(); <-done }()
+	defer stack.Start(ctx)()
 	deadline := time.Now().Add(p.Settings.PickupTimeout + 30*time.Second)
 	for {
 		tasks, records, err := stack.Store.ScanAll(ctx)

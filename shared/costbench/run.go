@@ -12,6 +12,7 @@ import (
 	"github.com/sas-go/sas/shared/accounting"
 	"github.com/sas-go/sas/shared/localrun"
 	"github.com/sas-go/sas/shared/remotesim"
+	"github.com/sas-go/sas/shared/runner"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
@@ -155,10 +156,8 @@ func measure(ctx context.Context, p Plan, wf string, batch int) (Run, error) {
 	}
 	meter.Reset() // provisioning is not an order's cost
 
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = stack.Run(runCtx) }()
-	defer func() { stop(); <-done }()
+	stop := stack.Start(ctx)
+	defer stop()
 
 	ids := make([]string, p.Orders)
 	bodies := make([]string, p.Orders)
@@ -177,8 +176,7 @@ func measure(ctx context.Context, p Plan, wf string, batch int) (Run, error) {
 		return Run{}, err
 	}
 	elapsed := time.Since(start)
-	stop()
-	<-done
+	stop() // the handlers' counts are final
 	for id, t := range tasks {
 		if t.State != workflow.Processed {
 			return Run{}, fmt.Errorf("order %s ended %s with no fault injected", id, t.State)
@@ -204,9 +202,30 @@ func medianLatency(tasks map[string]statestore.Task) time.Duration {
 
 func tally(p Plan, def workflow.Definition, batch int, elapsed time.Duration, counts map[accounting.Key]accounting.Usage,
 	stack *localrun.Stack) Run {
-	n := float64(p.Orders)
 	r := Run{Workflow: def.Name, Steps: len(def.Steps), BatchSize: batch, Orders: p.Orders, Seconds: elapsed.Seconds(),
 		Requests: map[string]float64{}, Units: map[string]float64{}}
+	u := r.countRequests(counts, elapsed)
+	agentSeconds := r.countLambda(&u, stack.Stats.Snapshot())
+	r.PerOrder = u
+	r.Cost = p.Prices.PerMillion(u)
+	lighter := u
+	for fn, f := range r.Functions {
+		if !strings.HasPrefix(fn, "agent-") {
+			lighter.LambdaGBSeconds -= f.GBSecondsPerOrder / 2
+		}
+	}
+	r.CoordinatorsAt128MB = p.Prices.PerMillion(lighter).Total
+	r.SFN = p.Prices.SFN(len(def.Steps), agentSeconds)
+	if r.Cost.Total > 0 {
+		r.Ratio = r.SFN.Standard.Total / r.Cost.Total
+	}
+	return r
+}
+
+// countRequests adds up the counted AWS requests and DynamoDB units per
+// order, by service and by function and operation.
+func (r *Run) countRequests(counts map[accounting.Key]accounting.Usage, elapsed time.Duration) PerOrder {
+	n := float64(r.Orders)
 	var u PerOrder
 	for k, c := range counts {
 		switch {
@@ -229,10 +248,16 @@ func tally(p Plan, def workflow.Definition, batch int, elapsed time.Duration, co
 			u.ReportedWriteUnits += c.ReportedWriteUnits / n
 		}
 	}
+	return u
+}
+
+// countLambda adds the functions' invocations and GB-seconds per order to u
+// and r.Functions, and returns the agents' seconds per order.
+func (r *Run) countLambda(u *PerOrder, stats map[string]runner.FunctionStats) (agentSeconds float64) {
+	n := float64(r.Orders)
 	var msgs, invocations int
-	agentSeconds := 0.0
 	r.Functions = map[string]FunctionUse{}
-	for fn, s := range stack.Stats.Snapshot() {
+	for fn, s := range stats {
 		if fn == "supervisor" {
 			continue
 		}
@@ -255,18 +280,5 @@ func tally(p Plan, def workflow.Definition, batch int, elapsed time.Duration, co
 	if invocations > 0 {
 		r.MeanBatch = float64(msgs) / float64(invocations)
 	}
-	r.PerOrder = u
-	r.Cost = p.Prices.PerMillion(u)
-	lighter := u
-	for fn, f := range r.Functions {
-		if !strings.HasPrefix(fn, "agent-") {
-			lighter.LambdaGBSeconds -= f.GBSecondsPerOrder / 2
-		}
-	}
-	r.CoordinatorsAt128MB = p.Prices.PerMillion(lighter).Total
-	r.SFN = p.Prices.SFN(len(def.Steps), agentSeconds)
-	if r.Cost.Total > 0 {
-		r.Ratio = r.SFN.Standard.Total / r.Cost.Total
-	}
-	return r
+	return agentSeconds
 }

@@ -90,11 +90,7 @@ func newEnv(t *testing.T, faults remotesim.Faults, tweak func(*localrun.Options)
 
 // start runs a fresh runner (new handler instances).
 func (e *env) start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = e.stack.Run(ctx) }()
-	var once sync.Once
-	e.stop = func() { once.Do(func() { cancel(); <-done }) }
+	e.stop = e.stack.Start(context.Background())
 }
 
 // orders sends n well-formed orders and returns their ids.

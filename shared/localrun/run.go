@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/runner"
@@ -70,4 +71,14 @@ func (s *Stack) Run(ctx context.Context) error {
 		return fmt.Errorf("local runner: %w", err)
 	}
 	return r.Run(ctx)
+}
+
+// Start runs the pipeline in the background (Run) until stop is called or
+// ctx ends; stop returns once the runner has, and may be called again.
+func (s *Stack) Start(ctx context.Context) (stop func()) {
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(runCtx) }()
+	var once sync.Once
+	return func() { once.Do(func() { cancel(); <-done }) }
 }

@@ -75,24 +75,9 @@ func (s *Store) resubmit(ctx context.Context, orderID, step string, pickup time.
 		return Resubmission{}, err
 	}
 	task := it.task()
-	var failed string // the sort key of the record to run again
-	for _, r := range it.steps() {
-		// In a Failed task the step that failed; in a CompensationFailed one,
-		// the undo, or if no undo failed, the pivot step.
-		if r.State != workflow.Error || (r.Undo && task.State != workflow.CompensationFailed) {
-			continue
-		}
-		if failed == "" || r.Undo {
-			failed = sortKey(r.Ref())
-		}
-	}
-	switch {
-	case task.State != workflow.Failed && task.State != workflow.CompensationFailed:
-		return Resubmission{}, &NotResubmittableError{fmt.Sprintf("order %s is %s; only Failed or CompensationFailed orders can be resubmitted", orderID, task.State)}
-	case failed == "":
-		return Resubmission{}, &NotResubmittableError{fmt.Sprintf("order %s is %s but no step is in Error", orderID, task.State)}
-	case step != "" && step != it.Recs[failed].Name:
-		return Resubmission{}, &NotResubmittableError{fmt.Sprintf("order %s: step %q is not the one that failed (%s)", orderID, step, it.Recs[failed].Name)}
+	failed := failedRecord(it, task.State)
+	if err := resubmittable(it, task.State, failed, step); err != nil {
+		return Resubmission{}, err
 	}
 	read := it.Version
 	ready := []string{failed}
@@ -109,6 +94,51 @@ func (s *Store) resubmit(ctx context.Context, orderID, step string, pickup time.
 		it.State = string(workflow.Pending)
 	}
 	due := ms(now.Add(it.pickup(pickup)))
+	it.reset(ready, res, due, now)
+	// In the index by the earlier of the pickup deadline and the step's
+	// timeout, as Submit puts a new order.
+	it.DueShard, it.DueAt = shardOf(orderID, s.shards), min(due, ms(now)+it.Recs[sortKey(res.Ref)].TimeoutMs)
+	if err := s.replace(ctx, it, read); errors.Is(err, ErrStale) {
+		return res, err
+	} else if err != nil {
+		return res, fmt.Errorf("resubmit %s: %w", orderID, err)
+	}
+	return res, nil
+}
+
+// failedRecord is the sort key of the record to run again: in a Failed task
+// the step that failed; in a CompensationFailed one, the undo, or if no undo
+// failed, the pivot step ("" if none is in Error).
+func failedRecord(it stateItem, state workflow.State) string {
+	var failed string
+	for _, r := range it.steps() {
+		if r.State != workflow.Error || (r.Undo && state != workflow.CompensationFailed) {
+			continue
+		}
+		if failed == "" || r.Undo {
+			failed = sortKey(r.Ref())
+		}
+	}
+	return failed
+}
+
+// resubmittable says why an order cannot be resubmitted (at step, if
+// named), or nil.
+func resubmittable(it stateItem, state workflow.State, failed, step string) error {
+	switch {
+	case state != workflow.Failed && state != workflow.CompensationFailed:
+		return &NotResubmittableError{fmt.Sprintf("order %s is %s; only Failed or CompensationFailed orders can be resubmitted", it.OrderID, state)}
+	case failed == "":
+		return &NotResubmittableError{fmt.Sprintf("order %s is %s but no step is in Error", it.OrderID, state)}
+	case step != "" && step != it.Recs[failed].Name:
+		return &NotResubmittableError{fmt.Sprintf("order %s: step %q is not the one that failed (%s)", it.OrderID, step, it.Recs[failed].Name)}
+	}
+	return nil
+}
+
+// reset puts the ready records back to Pending for res's round (the one to
+// run first due by due) and the task at work again, with a new deadline.
+func (it *stateItem) reset(ready []string, res Resubmission, due int64, now time.Time) {
 	for _, sk := range ready {
 		r := it.Recs[sk]
 		r.State, r.FailureCount, r.Round = string(workflow.Pending), 0, res.Round
@@ -126,15 +156,6 @@ func (s *Store) resubmit(ctx context.Context, orderID, step string, pickup time.
 		it.Unalerted = nil // absent, not an empty (NULL) attribute: an ending completion checks attribute_not_exists
 	}
 	it.DeadlineAt = ms(now) + it.DeadlineMs // at work again (forward or compensating): a new deadline
-	// In the index by the earlier of the pickup deadline and the step's
-	// timeout, as Submit puts a new order.
-	it.DueShard, it.DueAt = shardOf(orderID, s.shards), min(due, ms(now)+it.Recs[sortKey(res.Ref)].TimeoutMs)
-	if err := s.replace(ctx, it, read); errors.Is(err, ErrStale) {
-		return res, err
-	} else if err != nil {
-		return res, fmt.Errorf("resubmit %s: %w", orderID, err)
-	}
-	return res, nil
 }
 
 // replace writes the whole state item, on the condition that it is still at
