@@ -24,19 +24,25 @@ type fileSpec struct {
 	Name          string               `yaml:"name"`
 	Deadline      duration             `yaml:"deadline"`
 	PickupTimeout duration             `yaml:"pickupTimeout"`
-	Defaults      actionSpec           `yaml:"defaults"`
+	Defaults      limitsSpec           `yaml:"defaults"`
 	Agents        map[string]agentSpec `yaml:"agents"`
 	Steps         []stepSpec           `yaml:"steps"`
 }
 
-// actionSpec is a step or an undo action as written; Defaults is one too.
-type actionSpec struct {
-	Name         string   `yaml:"name"`
-	Agent        string   `yaml:"agent"`
-	Action       string   `yaml:"action"`
+// limitsSpec is what a step or an undo action may leave to the file's
+// defaults.
+type limitsSpec struct {
 	Timeout      duration `yaml:"timeout"`
 	MaxFailures  int      `yaml:"maxFailures"`
 	RetryBackoff duration `yaml:"retryBackoff"`
+}
+
+// actionSpec is a step or an undo action as written.
+type actionSpec struct {
+	Name       string `yaml:"name"`
+	Agent      string `yaml:"agent"`
+	Action     string `yaml:"action"`
+	limitsSpec `yaml:",inline"`
 }
 
 type stepSpec struct {

@@ -198,6 +198,7 @@ func TestParseFileRefusesWhatIsNotAWorkflow(t *testing.T) {
 		"empty":     {"", "x.yaml: name: \"\": a workflow's name is 1-40 lower-case letters, digits or -, starting with a letter"},
 		"json":      {`{"name": "j", "agents": {"a": {"endpoint": "http://a"}}, "steps": [{"name": "s", "agent": "a", "timeout": "5"}]}`, `x.yaml:1: steps[0].timeout: "5" is not a duration like 30s, 5m or 24h`},
 		"no steps":  {"name: a\nagents: {}\n", "x.yaml: steps: a workflow needs at least one step"},
+		"defaults":  {"name: a\ndefaults: {name: x, timeout: 1s}\nagents: {a: {endpoint: 'http://a'}}\nsteps: [{name: s, agent: a}]\n", "x.yaml:2: defaults.name: unknown field name"},
 		"neg pick":  {"name: a\npickupTimeout: -1s\nagents: {a: {endpoint: 'http://a'}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: pickupTimeout: must be positive, not -1s"},
 		"no agent":  {"name: a\nagents: {a: {timeout: 1s}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: agents.a.endpoint: an HTTP agent needs an endpoint (the base URL its actions are POSTed under), or custom: true"},
 		"custom ep": {"name: a\nagents: {a: {custom: true, endpoint: 'http://a'}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: agents.a: a custom agent (Go code) has no endpoint or auth"},
