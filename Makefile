@@ -3,8 +3,11 @@ SHELL := /bin/bash
 # Every folder of functions/ is a Lambda: the four of the pipeline and the Go agents.
 FUNCTIONS := $(notdir $(wildcard functions/*))
 DEMO_FLAGS ?=
-# The workflow files make run loads (comma-separated).
+# The workflow files make run loads and synth/deploy deploy (comma-separated,
+# relative to this folder).
 WORKFLOWS ?= shared/workflow/examples/order.yaml
+comma := ,
+WF_CONTEXT = -c workflows=$(subst $() ,$(comma),$(abspath $(subst $(comma), ,$(WORKFLOWS))))
 # CDK context for synth/diff/deploy/destroy, e.g. CONTEXT="-c alarmEmail=ops@example.com -c prefix=shop"
 CONTEXT ?=
 
@@ -27,6 +30,11 @@ help: ## list the targets
 run: ## run the pipeline locally (embedded moto_server unless AWS_ENDPOINT_URL is set) on a demo batch
 	go run ./cmd/sasctl demo --workflows $(WORKFLOWS) $(DEMO_FLAGS)
 
+.PHONY: dev
+dev: ## run the pipeline locally until Ctrl-C, with the web console; prints the lines to paste (flags: DEV_FLAGS)
+	go build -o build/sasctl ./cmd/sasctl
+	build/sasctl dev --workflows $(WORKFLOWS) $(DEV_FLAGS)
+
 test: ## everything: gofmt, vet, arm64 builds, unit, conformance, integration and infra tests
 	.ci/test
 
@@ -42,13 +50,13 @@ bootstrap: $(CDK) ## once per AWS account and region: the CDK's staging resource
 	cd infra && $(CDK) bootstrap $(CONTEXT)
 
 synth: build $(CDK) ## the CloudFormation template, in cdk.out
-	cd infra && $(CDK) synth --quiet $(CONTEXT)
+	cd infra && $(CDK) synth --quiet $(WF_CONTEXT) $(CONTEXT)
 
 diff: build $(CDK) ## what deploy would change in your AWS account
-	cd infra && $(CDK) diff $(CONTEXT)
+	cd infra && $(CDK) diff $(WF_CONTEXT) $(CONTEXT)
 
 deploy: build $(CDK) ## deploy to the AWS account and region of your credentials
-	cd infra && $(CDK) deploy $(CONTEXT)
+	cd infra && $(CDK) deploy $(WF_CONTEXT) $(CONTEXT)
 
 destroy: $(CDK) ## remove the stack (the tables are retained: they hold orders)
 	cd infra && $(CDK) destroy $(CONTEXT)
@@ -61,7 +69,7 @@ localstack-down: ## stop LocalStack
 
 localstack-deploy: build $(CDK) ## bootstrap and deploy the stack into LocalStack with cdklocal
 	cd infra && $(LOCAL_ENV) $(CDKLOCAL) bootstrap aws://000000000000/us-east-1 $(CONTEXT)
-	cd infra && $(LOCAL_ENV) $(CDKLOCAL) deploy --require-approval never $(CONTEXT)
+	cd infra && $(LOCAL_ENV) $(CDKLOCAL) deploy --require-approval never $(WF_CONTEXT) $(CONTEXT)
 
 itest: ## the integration suite against whatever AWS_ENDPOINT_URL names (LocalStack by default)
 	AWS_ENDPOINT_URL=$${AWS_ENDPOINT_URL:-$(LOCALSTACK)} go test -count=1 ./shared/localrun/... ./shared/runner/... ./cmd/sasctl/...

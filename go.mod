@@ -14,6 +14,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/secretsmanager v1.50.9
 	github.com/aws/aws-sdk-go-v2/service/sns v1.47.8
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.52.9
+	github.com/aws/aws-sdk-go-v2/service/ssm v1.81.3
 	github.com/aws/constructs-go/constructs/v10 v10.6.0
 	github.com/aws/jsii-runtime-go v1.139.0
 	github.com/aws/smithy-go v1.28.8
@@ -36,7 +37,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/internal/endpoint-discovery v1.13.9 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/presigned-url v1.14.9 // indirect
 	github.com/aws/aws-sdk-go-v2/service/signin v1.12.2 // indirect
-	github.com/aws/aws-sdk-go-v2/service/ssm v1.81.3 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.2 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.2 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sts v1.51.7 // indirect

@@ -23,8 +23,10 @@ const usage = `usage: sasctl <command> [flags]
 commands:
   demo      run the pipeline locally (embedded moto_server unless AWS_ENDPOINT_URL
             is set) on a demo batch with faults switched on, with a summary
-  workflow  validate workflow files as a deployment loads them, or show one's steps, undo
-            chain and agents (--mermaid: a flowchart); no deployment, so no --endpoint
+  dev       run the pipeline locally until Ctrl-C: moto_server, DynamoDB Local (its tables
+            kept in .run/), the remote simulator and the console; prints the lines to
+            paste to use it with your own tools; sasctl dev faults changes its faults
+  console   serve the web console on 127.0.0.1 for the deployment the flags name
   submit    send orders from a file, stdin (-), or --generate N
   status    show an order: its task, each step and undo action, its timeline
   list      list orders, by --state, paged
@@ -37,8 +39,10 @@ commands:
   bench     count every AWS request of N orders (single-step and three-step,
             by batch size), price them, compare with Step Functions; writes
             JSON and an SVG chart
+  workflow  validate workflow files as a deployment loads them, or show one's steps, undo
+            chain and agents (--mermaid: a flowchart); no deployment, so no --endpoint
 
-Every command but demo, chaos and bench takes --endpoint, --prefix and --output text|json;
+Every command but demo, dev, chaos and bench takes --endpoint, --prefix and --output text|json;
 sasctl <command> -h lists its flags.
 `
 
@@ -51,12 +55,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "demo":
 		return demo(ctx, args[1:], stdout, stderr)
-	case "workflow":
-		return workflowCmd(args[1:], stdout, stderr)
+	case "dev":
+		return dev(ctx, args[1:], stdout, stderr)
+	case "console":
+		return consoleCmd(ctx, args[1:], stdout, stderr)
 	case "chaos":
 		return chaosCmd(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return benchCmd(ctx, args[1:], stdout, stderr)
+	case "workflow":
+		return workflowCmd(args[1:], stdout, stderr)
 	case "submit":
 		return submit(ctx, args[1:], stdin, stdout, stderr)
 	case "status":

@@ -29,6 +29,12 @@ var installMu sync.Mutex
 // built with gcc turns its wildcard bind into a loopback bind; the listener is
 // checked before the process is returned.
 func StartDynamoDBLocal(ctx context.Context, cacheDir, logDir string) (*Process, error) {
+	return startDynamoDBLocal(ctx, cacheDir, logDir, 0, "-inMemory")
+}
+
+// startDynamoDBLocal starts DynamoDB Local on 127.0.0.1:port (0: a free
+// port) with storage (-inMemory, or -dbPath DIR) as StartDynamoDBLocal says.
+func startDynamoDBLocal(ctx context.Context, cacheDir, logDir string, port int, storage ...string) (*Process, error) {
 	jarDir, err := installDynamoDBLocal(ctx, cacheDir)
 	if err != nil {
 		return nil, err
@@ -37,14 +43,15 @@ func StartDynamoDBLocal(ctx context.Context, cacheDir, logDir string) (*Process,
 	if err != nil {
 		return nil, err
 	}
-	port, err := FreePort()
+	port, err = portFor(port)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("DynamoDB Local: %w", err)
 	}
-	cmd := exec.Command("java", "-Djava.net.preferIPv4Stack=true",
-		"-Djava.library.path="+filepath.Join(jarDir, "DynamoDBLocal_lib"),
-		"-jar", filepath.Join(jarDir, "DynamoDBLocal.jar"),
-		"-inMemory", "-sharedDb", "-port", strconv.Itoa(port), "-disableTelemetry")
+	args := []string{"-Djava.net.preferIPv4Stack=true",
+		"-Djava.library.path=" + filepath.Join(jarDir, "DynamoDBLocal_lib"),
+		"-jar", filepath.Join(jarDir, "DynamoDBLocal.jar")}
+	args = append(append(args, storage...), "-sharedDb", "-port", strconv.Itoa(port), "-disableTelemetry")
+	cmd := exec.Command("java", args...)
 	cmd.Env = append(os.Environ(), "LD_PRELOAD="+shim)
 	endpoint := fmt.Sprintf("http://127.0.0.1:%d", port)
 	p, err := start(ctx, "DynamoDB Local", cmd, endpoint, filepath.Join(logDir, "dynamodb-local.log"), time.Minute)

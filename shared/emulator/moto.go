@@ -24,6 +24,12 @@ var motoLauncher []byte
 // launcher that makes its DynamoDB conditional writes atomic (see
 // motoserve/serve.py); its log goes to logDir/moto.log.
 func StartMoto(ctx context.Context, logDir string) (*Process, error) {
+	return StartMotoOn(ctx, logDir, 0)
+}
+
+// StartMotoOn starts moto's server as StartMoto does, on 127.0.0.1:port (0:
+// a free port); a port already taken is an error, never another server.
+func StartMotoOn(ctx context.Context, logDir string, port int) (*Process, error) {
 	if _, err := exec.LookPath("moto_server"); err != nil {
 		return nil, ErrMotoMissing
 	}
@@ -41,9 +47,9 @@ func StartMoto(ctx context.Context, logDir string) (*Process, error) {
 	if err := os.WriteFile(launcher, motoLauncher, 0o644); err != nil {
 		return nil, fmt.Errorf("write moto launcher: %w", err)
 	}
-	port, err := FreePort()
+	port, err = portFor(port)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("moto_server: %w", err)
 	}
 	cmd := exec.Command(python, launcher, "127.0.0.1", strconv.Itoa(port))
 	endpoint := fmt.Sprintf("http://127.0.0.1:%d", port)

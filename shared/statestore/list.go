@@ -128,7 +128,7 @@ func decodeToken(token string) (map[string]types.AttributeValue, error) {
 		err = json.Unmarshal(b, &v)
 	}
 	if err != nil || v["o"] == "" {
-		return nil, fmt.Errorf("bad page token %q", token)
+		return nil, fmt.Errorf("%w %q", ErrBadPageToken, token)
 	}
 	return key(v["o"], taskSK), nil
 }

@@ -128,6 +128,7 @@ func Run(t *testing.T, newStore func(t *testing.T) *statestore.Store) {
 	maps.Copy(tests, clockTests)
 	maps.Copy(tests, cancelTests)
 	maps.Copy(tests, definitionTests)
+	maps.Copy(tests, inFlightTests)
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

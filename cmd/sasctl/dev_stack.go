@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sas-go/sas/shared/console"
+	"github.com/sas-go/sas/shared/emulator"
+	"github.com/sas-go/sas/shared/localrun"
+	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/remotesim"
+	"github.com/sas-go/sas/shared/topology"
+)
+
+// devRun is a running `sasctl dev`: what it started, to stop in reverse.
+type devRun struct {
+	flags devFlags
+	out   io.Writer
+	stops []func()
+	state devState
+	sim   *remotesim.Simulator
+	stack *localrun.Stack
+}
+
+// stop stops what start started, last first, and says so.
+func (d *devRun) stop() {
+	for i := len(d.stops) - 1; i >= 0; i-- {
+		d.stops[i]()
+	}
+	d.stops = nil
+}
+
+// later registers a stop.
+func (d *devRun) later(f func()) { d.stops = append(d.stops, f) }
+
+// start starts the emulators (unless AWS_ENDPOINT_URL names one), the remote
+// simulator, the local stack and its runner, the console and the control
+// endpoint, and prints what a user pastes to talk to it.
+func (d *devRun) start(ctx context.Context) error {
+	f := d.flags
+	o := localrun.Options{Prefix: f.prefix, Settings: f.settings, SupervisorEvery: f.supervisorEvery,
+		DeadlineShards: topology.Default(f.prefix).DeadlineShards} // sasctl's operator reads every shard of the default
+	if err := loadWorkflows(&o, f.workflows); err != nil {
+		return err
+	}
+	if err := d.claimRunDir(); err != nil {
+		return err
+	}
+	if err := d.emulators(ctx, &o); err != nil {
+		return err
+	}
+	if err := d.simulator(&o); err != nil {
+		return err
+	}
+	if err := d.deploy(ctx, o); err != nil {
+		return err
+	}
+	if err := d.serve(); err != nil {
+		return err
+	}
+	d.printEnv()
+	return nil
+}
+
+// emulators starts moto_server and DynamoDB Local (its tables kept in the
+// run folder), or uses the emulator AWS_ENDPOINT_URL names.
+func (d *devRun) emulators(ctx context.Context, o *localrun.Options) error {
+	f := d.flags
+	if e := os.Getenv("AWS_ENDPOINT_URL"); e != "" {
+		if err := answers(ctx, e); err != nil {
+			return fmt.Errorf("nothing answers at AWS_ENDPOINT_URL=%s (%w): start that emulator, or unset AWS_ENDPOINT_URL "+
+				"(and AWS_ENDPOINT_URL_DYNAMODB) to let sasctl dev start its own", e, err)
+		}
+		d.state.Endpoint, d.state.DynamoDBEndpoint = e, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
+		fmt.Fprintf(d.out, "using the emulator at AWS_ENDPOINT_URL=%s (what survives a restart is up to it)\n", e)
+		return nil
+	}
+	moto, err := emulator.StartMotoOn(ctx, f.runDir, f.motoPort)
+	if err != nil {
+		return err
+	}
+	d.process(moto)
+	fmt.Fprintf(d.out, "moto_server started on %s (pid %d, log %s)\n", moto.Endpoint, moto.PID(), moto.LogPath)
+	dbDir := filepath.Join(f.runDir, "dynamodb")
+	fmt.Fprintln(d.out, "starting DynamoDB Local (installed into", f.cacheDir, "on first use)")
+	ddb, err := emulator.StartDynamoDBLocalPersistent(ctx, f.cacheDir, f.runDir, dbDir, f.dynamodbPort)
+	if err != nil {
+		return err
+	}
+	d.process(ddb)
+	fmt.Fprintf(d.out, "DynamoDB Local started on %s (pid %d, tables in %s, log %s)\n", ddb.Endpoint, ddb.PID(),
+		filepath.Join(dbDir, emulator.DynamoDBLocalFile), ddb.LogPath)
+	d.state.Endpoint, d.state.DynamoDBEndpoint = moto.Endpoint, ddb.Endpoint
+	o.Endpoint, o.DynamoDBEndpoint = moto.Endpoint, ddb.Endpoint
+	return nil
+}
+
+// answers checks that an HTTP server answers at url, whatever it says.
+func answers(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
+
+// process records a started emulator, to stop by its PID.
+func (d *devRun) process(p *emulator.Process) {
+	if d.state.Processes == nil {
+		d.state.Processes = map[string]int{}
+	}
+	d.state.Processes[p.Name] = p.PID()
+	d.later(func() {
+		_ = p.Stop()
+		fmt.Fprintf(d.out, "stopped %s (pid %d)\n", p.Name, p.PID())
+	})
+}
+
+// simulator starts the remote simulator on loopback.
+func (d *devRun) simulator(o *localrun.Options) error {
+	sim, err := newSim(d.flags)
+	if err != nil {
+		return err
+	}
+	srv, err := sim.Start("127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	d.later(func() { _ = srv.Close(); fmt.Fprintln(d.out, "stopped the remote simulator") })
+	d.sim, o.RemoteURL = sim, srv.URL
+	fmt.Fprintf(d.out, "remote simulator on %s (faults: %s; change them with sasctl dev faults, or in the console)\n",
+		srv.URL, sim.AllFaults()[""].Describe(time.Now()))
+	return nil
+}
+
+// deploy provisions the topology (a restart finds its tables again) and
+// starts the local runner, the Supervisor's ticker included.
+func (d *devRun) deploy(ctx context.Context, o localrun.Options) error {
+	logPath := filepath.Join(d.flags.runDir, "handlers.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return fmt.Errorf("handler log: %w", err)
+	}
+	d.later(func() { _ = logf.Close() })
+	o.Log, o.Metrics = slog.New(slog.NewJSONHandler(logf, nil)), logf
+	if d.stack, err = localrun.New(ctx, o); err != nil {
+		return err
+	}
+	if err := d.sayResources(ctx, logPath); err != nil {
+		return err
+	}
+	r, err := d.stack.Runner(ctx) // a handler that cannot be built stops sasctl dev here
+	if err != nil {
+		return fmt.Errorf("local runner: %w", err)
+	}
+	d.background("the local runner", func(ctx context.Context) error {
+		if err := r.Run(ctx); !errors.Is(err, context.Canceled) {
+			return err
+		}
+		return nil
+	})
+	return nil
+}
+
+// sayResources says what was provisioned, and whether the tables held the
+// orders of an earlier run.
+func (d *devRun) sayResources(ctx context.Context, logPath string) error {
+	kept, _, err := d.stack.Store.ListTasks(ctx, "", 1, "")
+	if err != nil {
+		return fmt.Errorf("read the state table: %w", err)
+	}
+	tables := "new"
+	if len(kept) > 0 {
+		tables = "found again, with the orders of an earlier run"
+	}
+	where := "moto keeps them in memory: a restart recreates them empty"
+	if len(d.state.Processes) == 0 {
+		where = "kept by the emulator at AWS_ENDPOINT_URL"
+	}
+	t := d.stack.Topology()
+	fmt.Fprintf(d.out, "resources ready: tables %s, %s (%s); %d queues with DLQs and topic %s (%s); handler logs in %s\n",
+		t.OrdersTable(), t.StateTable(), tables, len(t.Queues()), t.AlertTopic(), where, logPath)
+	return nil
+}
+
+// serve starts the console and the control endpoint, and writes dev.json.
+func (d *devRun) serve() error {
+	op := operator.New(d.stack.Deployment.Clients, d.stack.Topology())
+	if p := d.flags.settings.PickupTimeout; p > 0 {
+		op.PickupTimeout = p
+	}
+	c, err := console.New(console.Config{Operator: op, Faults: d.sim, Who: operatorName() + " in the console"})
+	if err != nil {
+		return err
+	}
+	l, err := console.Listen(d.flags.listen)
+	if err != nil {
+		return err
+	}
+	d.state.Console = console.URL(l)
+	d.background("the console", func(ctx context.Context) error { return c.Serve(ctx, l) })
+	return d.control()
+}
+
+// background runs serve until stop, which waits for it.
+func (d *devRun) background(name string, serve func(context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx) }()
+	d.later(func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintf(d.out, "%s: %v\n", name, err)
+		}
+		fmt.Fprintln(d.out, "stopped", name)
+	})
+}
+
+// printEnv prints, one a line, what a user pastes into a shell to talk to
+// the stack with their own tools and sasctl, then where things are.
+func (d *devRun) printEnv() {
+	w, t := d.out, d.stack.Topology()
+	fmt.Fprintln(w, "paste these lines into another shell; then the AWS CLI, boto3, the SDKs and every sasctl command use this stack:")
+	for _, kv := range d.exports() {
+		fmt.Fprintf(w, "export %s=%s\n", kv[0], kv[1])
+	}
+	fmt.Fprintf(w, "orders queue: %s\n", d.stack.QueueURL(t.OrdersQueue().Name))
+	fmt.Fprintf(w, "orders table: %s\nstate table: %s\n", t.OrdersTable(), t.StateTable())
+	fmt.Fprintf(w, "alert inbox: %s\n", d.stack.AlertInbox)
+	fmt.Fprintf(w, "faults: sasctl dev faults --run-dir %s ... (its control endpoint and token are in %s)\n",
+		d.flags.runDir, devStatePath(d.flags.runDir))
+	fmt.Fprintf(w, "console: %s\n", d.state.Console)
+}
+
+// exports are the environment variables a user's shell needs, in order:
+// the SDKs' endpoint, region and dummy credentials, then what sasctl's
+// defaults read (the prefix, the agents) and the orders queue's URL.
+func (d *devRun) exports() [][2]string {
+	t := d.stack.Topology()
+	region := d.stack.Deployment.Clients.Config.Region
+	out := [][2]string{{"AWS_ENDPOINT_URL", d.state.Endpoint}}
+	if d.state.DynamoDBEndpoint != "" {
+		out = append(out, [2]string{"AWS_ENDPOINT_URL_DYNAMODB", d.state.DynamoDBEndpoint})
+	}
+	return append(out, [][2]string{{"AWS_REGION", region}, {"AWS_DEFAULT_REGION", region},
+		{"AWS_ACCESS_KEY_ID", "test"}, {"AWS_SECRET_ACCESS_KEY", "test"},
+		{"SAS_PREFIX", t.Prefix}, {"SAS_AGENTS", strings.Join(t.Agents, ",")},
+		{"SAS_ORDERS_QUEUE_URL", d.stack.QueueURL(t.OrdersQueue().Name)}}...)
+}

@@ -1,0 +1,155 @@
+package console_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/localrun"
+	"github.com/sas-go/sas/shared/remotesim"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// browser starts a headless Chromium (Debian's chromium) with the flags that
+// keep it off the network, and returns a context that drives it.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium is not installed (.ci/tools installs it): ", err)
+		}
+		t.Skip("chromium is not installed: apt-get install chromium (.ci/tools does)")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1360, 1000),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(func() { cancelCtx(); cancelAlloc() })
+	// The browser lives as long as the context of the first call: no
+	// timeout on that one; the steps after it are bounded.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")), "start chromium")
+	tctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	t.Cleanup(cancel)
+	return tctx
+}
+
+// The console in a real browser: an order refused for good is found in the
+// Failed list, its page shows its graph, and once the fault is cleared its
+// resubmission through the button and the confirmation brings it to
+// Processed; the alert of its failure is on the alerts page.
+func TestConsoleInABrowserResubmitsAFailedOrder(t *testing.T) {
+	p := thePipeline(t)
+	base := serve(t, p, nil)
+	p.sim.SetFaults("shipping", remotesim.Faults{PermanentOrders: []string{"web-fail"}})
+	var bodies []string
+	for i, id := range []string{"web-fail", "web-ok-1", "web-ok-2"} {
+		bodies = append(bodies, localrun.DemoOrder(id, i).JSON())
+	}
+	require.NoError(t, p.stack.SendOrders(t.Context(), bodies...))
+	p.waitState(t, "web-fail", workflow.Failed)
+	p.sim.SetFaults("shipping", remotesim.Faults{})
+
+	ctx := browser(t)
+	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+	steps(t, ctx, "open the list, then the failed order",
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(css(`#orders`)),
+		chromedp.Click(css(`a[data-tab="Failed"]`)),
+		chromedp.WaitVisible(css(`tr[data-order="web-fail"] a`)),
+		chromedp.Click(css(`tr[data-order="web-fail"] a`)),
+		chromedp.WaitVisible(css(`#graph g[data-name="create-shipment"][data-state="Error"]`)),
+		chromedp.WaitVisible(css(`#graph g[data-name="refund-payment"][data-state="Processed"]`)),
+	)
+	lastError, err := chromedp.Run(ctx, chromedp.Text(css(`#last-error`)))
+	require.NoError(t, err)
+	require.Contains(t, lastError, "shipping refuses create-shipment for order web-fail")
+	failedShot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+
+	steps(t, ctx, "resubmit it",
+		chromedp.Click(css(`#resubmit`)),
+		chromedp.WaitVisible(css(`#confirm`)),
+		chromedp.Click(css(`#confirm`)),
+		chromedp.WaitVisible(css(`#flash`)),
+	)
+	flash, err := chromedp.Run(ctx, chromedp.Text(css(`#flash`)))
+	require.NoError(t, err)
+	require.Contains(t, flash, "Resubmitted: step reserve-inventory is Pending again (round 2)", "a Failed order runs again from its first step")
+	// The page refreshes itself until the order ends.
+	steps(t, ctx, "see it reach Processed",
+		chromedp.WaitVisible(css(`#task-state[data-state="Processed"]`)),
+		chromedp.WaitVisible(css(`#graph g[data-name="create-shipment"][data-state="Processed"]`)),
+	)
+	doneShot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	saveScreenshots(t, failedShot, doneShot)
+	// The failure's alert was received, and shows with its last error.
+	steps(t, ctx, "see its alert",
+		chromedp.Click(css(`header nav a[href="/alerts"]`)),
+		chromedp.WaitVisible(css(`#alerts a[href="/orders/web-fail"]`)),
+	)
+	alerts, err := chromedp.Run(ctx, chromedp.Text(css(`#alerts`)))
+	require.NoError(t, err)
+	require.Contains(t, alerts, "shipping refuses create-shipment for order web-fail")
+}
+
+// steps runs the browser's actions; if one fails, the test fails with the
+// page it was on, and a screenshot of it in .run/console-failure.png.
+func steps(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	err := chromedp.Do(ctx, actions...)
+	if err == nil {
+		return
+	}
+	location, _ := chromedp.Run(ctx, chromedp.Location())
+	if shot, serr := chromedp.Run(ctx, chromedp.FullScreenshot(90)); serr == nil {
+		path := filepath.Join(moduleRoot(t), ".run", "console-failure.png")
+		if os.MkdirAll(filepath.Dir(path), 0o755) == nil && os.WriteFile(path, shot, 0o644) == nil {
+			t.Logf("the page when it failed: %s", path)
+		}
+	}
+	t.Fatalf("%s, at %s: %v", what, location, err)
+}
+
+// saveScreenshots writes the failed order's page to .run/console.png (and its
+// page once Processed beside it), and the same image to docs/console.png for
+// the README when that is missing or SAS_UPDATE_SCREENSHOT=1: the pages show
+// times, so a new image at every run would change a committed file.
+func saveScreenshots(t *testing.T, failed, done []byte) {
+	t.Helper()
+	root := moduleRoot(t)
+	run := filepath.Join(root, ".run")
+	require.NoError(t, os.MkdirAll(run, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(run, "console.png"), failed, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(run, "console-processed.png"), done, 0o644))
+	t.Logf("screenshots: %s, %s", filepath.Join(run, "console.png"), filepath.Join(run, "console-processed.png"))
+	docs := filepath.Join(root, "docs", "console.png")
+	if _, err := os.Stat(docs); err == nil && os.Getenv("SAS_UPDATE_SCREENSHOT") != "1" {
+		return
+	}
+	require.NoError(t, os.WriteFile(docs, failed, 0o644))
+	t.Logf("README screenshot: %s", docs)
+}
+
+func moduleRoot(t *testing.T) string {
+	dir, err := os.Getwd()
+	require.NoError(t, err)
+	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+	}
+	t.Fatal("no go.mod above ", dir)
+	return ""
+}

@@ -1,0 +1,258 @@
+package console_test
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/smithy-go/middleware"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/accounting"
+	"github.com/sas-go/sas/shared/awsclient"
+	"github.com/sas-go/sas/shared/console"
+	"github.com/sas-go/sas/shared/localrun"
+	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/remotesim"
+)
+
+var tokenRE = regexp.MustCompile(`name="token" value="([0-9a-f]+)"`)
+
+// token reads the process's token from a page with a form, as a browser
+// would have it.
+func token(t *testing.T, base string) string {
+	t.Helper()
+	code, body := get(t, base+"/dlq/orders/redrive")
+	require.Equal(t, http.StatusOK, code, body)
+	m := tokenRE.FindStringSubmatch(body)
+	require.NotNil(t, m, "a confirmation page embeds the token")
+	return m[1]
+}
+
+// post sends a form with the given headers and returns the status and body.
+func post(t *testing.T, target string, form url.Values, headers map[string]string) (int, string, http.Header) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, target, strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := noRedirect.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+func TestBadInputGetsAClearAnswer(t *testing.T) {
+	p := thePipeline(t)
+	base := serve(t, p, nil)
+	for path, want := range map[string]struct {
+		code int
+		says string
+	}{
+		"/orders/no-such-order":          {404, `There is no order &#34;no-such-order&#34;`},
+		"/orders/%3Cscript%3Ex":          {404, `&lt;script&gt;x`},
+		"/?state=Failed&next=garbage":    {400, `bad page token &#34;garbage&#34;`},
+		"/?state=inflight&next=e30x!":    {400, `bad page token`},
+		"/?state=Exploded":               {400, `Unknown list &#34;Exploded&#34;`},
+		"/orders/no-such-order/resubmit": {404, `There is no order`},
+		"/orders/no-such-order/explode":  {404, `An order has no action &#34;explode&#34;`},
+		"/dlq/nowhere/redrive":           {404, `There is no queue &#34;nowhere&#34;`},
+		"/faults":                        {404, `faults are changed only under`},
+		"/nothing/here":                  {404, `There is no page /nothing/here`},
+		"/static/console.js":             {200, `data-live`},
+		"/?state=Processed":              {200, `What a refresh costs`},
+		"/alerts":                        {200, p.op.AlertInboxName()},
+		"/dlq":                           {200, p.op.Topology.OrdersQueue().DLQName},
+	} {
+		code, body := get(t, base+path)
+		require.Equal(t, want.code, code, "%s: %s", path, body)
+		require.Contains(t, body, want.says, path)
+		require.NotContains(t, body, "<script>x", path)
+	}
+}
+
+func TestActionsNeedTheTokenAndTheConsolesOrigin(t *testing.T) {
+	p := thePipeline(t)
+	base := serve(t, p, nil)
+	tok := token(t, base)
+	target := base + "/orders/no-such-order/cancel"
+	good := url.Values{"token": {tok}}
+	for name, c := range map[string]struct {
+		form    url.Values
+		headers map[string]string
+		code    int
+		says    string
+	}{
+		"no token":          {url.Values{}, map[string]string{"Origin": base}, 403, "Bad or missing token"},
+		"another token":     {url.Values{"token": {strings.Repeat("0", len(tok))}}, map[string]string{"Origin": base}, 403, "Bad or missing token"},
+		"cross-origin":      {good, map[string]string{"Origin": "http://evil.example"}, 403, "Refused a cross-origin request: it came from http://evil.example"},
+		"null origin":       {good, map[string]string{"Origin": "null"}, 403, "cross-origin"},
+		"foreign referer":   {good, map[string]string{"Referer": "http://evil.example/page"}, 403, "its Referer is not a page of this console"},
+		"neither header":    {good, nil, 403, "neither an Origin nor a Referer"},
+		"same origin":       {good, map[string]string{"Origin": base}, 404, "There is no order"},
+		"same-site referer": {good, map[string]string{"Referer": base + "/orders/no-such-order/cancel"}, 404, "There is no order"},
+	} {
+		code, body, _ := post(t, target, c.form, c.headers)
+		require.Equal(t, c.code, code, "%s: %s", name, body)
+		require.Contains(t, body, c.says, name)
+	}
+}
+
+func TestOnlyItsOwnAddressIsServed(t *testing.T) {
+	p := thePipeline(t)
+	base := serve(t, p, nil)
+	req, err := http.NewRequest(http.MethodGet, base+"/", nil)
+	require.NoError(t, err)
+	req.Host = "rebound.example:80" // a page whose name was rebound to 127.0.0.1
+	resp, err := noRedirect.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+
+	for _, addr := range []string{"0.0.0.0:0", ":0", "192.168.1.10:8080", "[::]:0"} {
+		_, err := console.Listen(addr)
+		require.ErrorContains(t, err, "127.0.0.1 only", addr)
+	}
+	l, err := console.Listen("localhost:0")
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(console.URL(l), "http://127.0.0.1:"))
+	require.NoError(t, l.Close())
+}
+
+func TestDeadLettersShowTheirReasonAndRedrive(t *testing.T) {
+	p := thePipeline(t)
+	base := serve(t, p, nil)
+	require.NoError(t, p.stack.SendOrders(t.Context(), `{"orderId":"dlq-1","items":[]}`))
+	require.Eventually(t, func() bool {
+		_, body := get(t, base+"/dlq")
+		return strings.Contains(body, `customerId &#34;&#34; must be`)
+	}, 60*time.Second, 200*time.Millisecond, "the rejected order shows in the orders DLQ with its reason")
+	_, body := get(t, base+"/dlq")
+	require.Contains(t, body, `{&#34;orderId&#34;:&#34;dlq-1&#34;,&#34;items&#34;:[]}`)
+
+	code, _, h := post(t, base+"/dlq/orders/redrive", url.Values{"token": {token(t, base)}}, map[string]string{"Origin": base})
+	require.Equal(t, http.StatusSeeOther, code)
+	code, body = get(t, base+h.Get("Location"))
+	require.Equal(t, http.StatusOK, code)
+	require.Regexp(t, `Moved [1-9]\d* messages from \S+-orders-dlq to \S+-orders`, body)
+}
+
+func TestFaultsCanBeChangedFromTheConsole(t *testing.T) {
+	p := thePipeline(t)
+	sim := remotesim.New(1) // not the pipeline's: these faults change nothing else
+	base := serve(t, p, sim)
+	form := url.Values{"token": {token(t, base)}, "transient": {"30%"}, "latency": {"200ms"},
+		"outage-service": {"payment"}, "outage-for": {"2m"}}
+	code, body, h := post(t, base+"/faults", form, map[string]string{"Origin": base})
+	require.Equal(t, http.StatusSeeOther, code, body)
+	require.Equal(t, 0.3, sim.AllFaults()[""].TransientRate)
+	require.Len(t, sim.AllFaults()["payment"].Outages, 1)
+	_, body = get(t, base+h.Get("Location"))
+	require.Contains(t, body, "Faults changed.")
+	require.Contains(t, body, "30% transient 503s, 200ms latency")
+
+	form = url.Values{"token": {token(t, base)}, "transient": {"lots"}}
+	code, body, _ = post(t, base+"/faults", form, map[string]string{"Origin": base})
+	require.Equal(t, http.StatusBadRequest, code)
+	require.Contains(t, body, "transient: &#34;lots&#34; is not a number")
+
+	form = url.Values{"token": {token(t, base)}, "clear": {"1"}}
+	code, _, _ = post(t, base+"/faults", form, map[string]string{"Origin": base})
+	require.Equal(t, http.StatusSeeOther, code)
+	require.Empty(t, sim.AllFaults())
+}
+
+func TestInFlightOrdersAreListedAndTheirPageShowsTheGraph(t *testing.T) {
+	p := thePipeline(t)
+	base := serve(t, p, nil)
+	p.sim.SetFaults("inventory/reserve-inventory", remotesim.Faults{StallOrders: []string{"inflight-1"}})
+	t.Cleanup(func() { p.sim.SetFaults("inventory/reserve-inventory", remotesim.Faults{}) })
+	require.NoError(t, p.stack.SendOrders(t.Context(), `{"orderId":"inflight-1","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":100}]}`))
+	require.Eventually(t, func() bool {
+		_, body := get(t, base+"/?partial=1")
+		return strings.Contains(body, `data-order="inflight-1"`)
+	}, 60*time.Second, 200*time.Millisecond, "listed in flight, from the index")
+	code, body := get(t, base+"/orders/inflight-1")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `data-live="1"`, "an order in flight refreshes")
+	require.Contains(t, body, `data-name="reserve-inventory"`)
+	require.Contains(t, body, `<g class="box st-Pending idle" data-name="create-shipment" data-state="Pending">`)
+	require.Contains(t, body, `id="cancel"`)
+
+	code, body, h := post(t, base+"/orders/inflight-1/cancel", url.Values{"token": {token(t, base)}, "reason": {"test"}},
+		map[string]string{"Origin": base})
+	require.Equal(t, http.StatusSeeOther, code, body)
+	_, body = get(t, base+h.Get("Location"))
+	require.Contains(t, body, "Cancel accepted:")
+	require.Contains(t, body, "console-test")
+	p.sim.SetFaults("inventory/reserve-inventory", remotesim.Faults{})
+	require.Eventually(t, func() bool {
+		task, _, err := p.stack.Store.Load(t.Context(), "inflight-1")
+		return err == nil && task.State.Ended()
+	}, 90*time.Second, 200*time.Millisecond, "the cancelled order ends")
+}
+
+// The live list of orders in flight, refreshed every few seconds, reads the
+// deadline index and the orders listed, never the whole table: only opening a
+// list scans (for the ended states' counts), at most once every CensusEvery.
+func TestLiveRefreshReadsTheIndexNotTheTable(t *testing.T) {
+	p := thePipeline(t)
+	meter := accounting.NewForDynamoDBLocal()
+	c, err := awsclient.Load(t.Context(), awsclient.Options{Endpoint: motoEndpoint, DynamoDBEndpoint: dynamodbEndpoint,
+		Emulated: true, APIOptions: []func(*middleware.Stack) error{meter.AddTo}})
+	require.NoError(t, err)
+	metered := &pipeline{stack: p.stack, sim: p.sim, op: operator.New(c, p.stack.Topology())}
+	base := serve(t, metered, nil)
+	ids := []string{"cost-1", "cost-2", "cost-3"}
+	p.sim.SetFaults("inventory/reserve-inventory", remotesim.Faults{StallOrders: ids}) // they stay in flight
+	t.Cleanup(func() { p.sim.SetFaults("inventory/reserve-inventory", remotesim.Faults{}) })
+	for i, id := range ids {
+		require.NoError(t, p.stack.SendOrders(t.Context(), localrun.DemoOrder(id, i).JSON()))
+	}
+	require.Eventually(t, func() bool {
+		_, body := get(t, base+"/?partial=1")
+		return strings.Contains(body, `data-order="cost-3"`) && strings.Contains(body, `data-order="cost-1"`)
+	}, 60*time.Second, 200*time.Millisecond, "listed in flight")
+	meter.Reset()
+
+	code, body := get(t, base+"/")
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = get(t, base+"/?state=Failed")
+	require.Equal(t, http.StatusOK, code, body)
+	// The Failed list scans for its page; the counts scan once for both.
+	require.Equal(t, int64(2), calls(meter, "Scan"), "opening two lists counts once")
+	meter.Reset()
+	for range 5 {
+		code, body = get(t, base+"/?partial=1")
+		require.Equal(t, http.StatusOK, code, body)
+	}
+	require.Zero(t, calls(meter, "Scan"), "a live refresh never scans")
+	shards := int64(p.stack.Topology().DeadlineShards)
+	require.GreaterOrEqual(t, calls(meter, "Query"), 5*shards, "it counts and lists from the index, shard by shard")
+	require.Equal(t, int64(5), calls(meter, "BatchGetItem"), "then reads the orders listed, at once")
+	var units float64
+	for k, u := range meter.Snapshot() {
+		units += u.ReadUnits
+		t.Logf("5 refreshes: %s %s: %d requests, %.1f read units", k.Service, k.Operation, u.Requests, u.ReadUnits)
+	}
+	t.Logf("a refresh of the in-flight list: %.1f read units", units/5)
+}
+
+// calls is how many requests of the operation the meter counted.
+func calls(m *accounting.Meter, op string) int64 {
+	var n int64
+	for k, u := range m.Snapshot() {
+		if k.Operation == op {
+			n += u.Requests
+		}
+	}
+	return n
+}

@@ -1,0 +1,130 @@
+package console
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// graph is an order's workflow laid out for an SVG: the steps left to right
+// with arrows in the order they run, each undo action under its step, and
+// arrows back from right to left in the order the undo actions run.
+type graph struct {
+	W, H  int
+	Boxes []box
+	Edges []edge
+}
+
+// box is one record: a step or an undo action.
+type box struct {
+	X, Y, W, H int
+	Name       string
+	State      workflow.State
+	Class      string // st-<State>, and "idle" for a record never made ready
+	Undo       bool
+	Tip        string // its last error, on hover
+	Lines      []line
+}
+
+// line is a line of text inside a box.
+type line struct {
+	X, Y int
+	Text string
+	Bold bool
+}
+
+// edge is an arrow (or, with Plain, a line) between two boxes.
+type edge struct {
+	X1, Y1, X2, Y2 int
+	Class          string
+	Plain          bool
+}
+
+const (
+	boxW, boxH   = 200, 86
+	gapX, margin = 56, 16
+	stepY        = 16
+	undoY        = stepY + boxH + 56
+)
+
+// layout places the records: steps (by index), and undo actions under the
+// steps they undo.
+func layout(recs []statestore.Step) graph {
+	var steps []statestore.Step
+	undos := map[int]statestore.Step{}
+	for _, r := range recs {
+		if r.Undo {
+			undos[r.Index] = r
+		} else {
+			steps = append(steps, r)
+		}
+	}
+	slices.SortFunc(steps, func(a, b statestore.Step) int { return a.Index - b.Index })
+	g := graph{W: 2*margin + len(steps)*boxW + max(len(steps)-1, 0)*gapX, H: stepY + boxH + 24}
+	if len(undos) > 0 {
+		g.H = undoY + boxH + 24
+	}
+	prevUndo := -1
+	for col, st := range steps {
+		g.Boxes = append(g.Boxes, newBox(st, colX(col), stepY))
+		if col > 0 {
+			g.Edges = append(g.Edges, edge{X1: colX(col-1) + boxW, Y1: stepY + boxH/2, X2: colX(col) - 4, Y2: stepY + boxH/2, Class: "forward"})
+		}
+		if u, ok := undos[st.Index]; ok {
+			g.addUndo(u, col, prevUndo)
+			prevUndo = col
+		}
+	}
+	return g
+}
+
+// colX is the left edge of a column's boxes.
+func colX(col int) int { return margin + col*(boxW+gapX) }
+
+// addUndo places an undo action under its step's column, linked to it, with
+// an arrow to the undo action that runs after it (the one of the previous
+// column that has one, prev; -1 for none).
+func (g *graph) addUndo(u statestore.Step, col, prev int) {
+	x := colX(col)
+	g.Boxes = append(g.Boxes, newBox(u, x, undoY))
+	g.Edges = append(g.Edges, edge{X1: x + boxW/2, Y1: stepY + boxH, X2: x + boxW/2, Y2: undoY, Class: "undoes", Plain: true})
+	if prev >= 0 {
+		// Undo actions run right to left: this one, then the one before.
+		g.Edges = append(g.Edges, edge{X1: x, Y1: undoY + boxH/2, X2: colX(prev) + boxW + 4, Y2: undoY + boxH/2, Class: "back"})
+	}
+}
+
+func newBox(r statestore.Step, x, y int) box {
+	b := box{X: x, Y: y, W: boxW, H: boxH, Name: r.Name, State: r.State, Undo: r.Undo, Tip: r.LastError,
+		Class: "st-" + string(r.State)}
+	if r.State == workflow.Pending && r.ReadyAt.IsZero() && r.Attempt == 0 {
+		b.Class += " idle"
+	}
+	kind := "step"
+	if r.Undo {
+		kind = "undo"
+	}
+	completeBy := "-"
+	if !r.CompleteBy.IsZero() {
+		completeBy = r.CompleteBy.UTC().Format("15:04:05.000")
+	}
+	texts := []string{
+		short(r.Name, 26),
+		fmt.Sprintf("%s · %s · %s", kind, r.Agent, r.State),
+		fmt.Sprintf("attempt %d · failures %d/%d", r.Attempt, r.FailureCount, r.MaxFailures),
+		"CompleteBy " + completeBy,
+	}
+	for i, t := range texts {
+		b.Lines = append(b.Lines, line{X: x + 10, Y: y + 21 + i*18, Text: t, Bold: i == 0})
+	}
+	return b
+}
+
+func short(s string, n int) string {
+	if len([]rune(s)) > n {
+		return string([]rune(s)[:n-1]) + "…"
+	}
+	return s
+}

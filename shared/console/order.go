@@ -1,0 +1,163 @@
+package console
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// orderView is an order's page.
+type orderView struct {
+	operator.Status
+	Path        string // the order's page
+	Graph       graph
+	Messages    []statusMessage
+	Ended       bool
+	CanResubmit bool
+	CanCancel   bool
+}
+
+func (s *Server) order(w http.ResponseWriter, r *http.Request) {
+	st, ok := s.status(w, r)
+	if !ok {
+		return
+	}
+	v := orderView{Status: st, Path: orderPath(st.Task.OrderID), Graph: layout(st.Records), Messages: statusMessages(st),
+		Ended:       st.Task.State.Ended(),
+		CanResubmit: st.Task.State == workflow.Failed || st.Task.State == workflow.CompensationFailed,
+		CanCancel:   !st.Task.State.Ended() && st.Task.CancelledBy == ""}
+	s.render(w, r, http.StatusOK, "order", view{Title: "Order " + st.Task.OrderID, Nav: "orders", Data: v})
+}
+
+// status reads the order the path names, or writes the error page.
+func (s *Server) status(w http.ResponseWriter, r *http.Request) (operator.Status, bool) {
+	id := r.PathValue("id")
+	st, err := s.op.Status(r.Context(), id)
+	if errors.Is(err, statestore.ErrNotFound) {
+		s.fail(w, r, http.StatusNotFound, "No such order", fmt.Sprintf("There is no order %q in this deployment (%s).",
+			id, s.op.Topology.StateTable()))
+		return st, false
+	}
+	if err != nil {
+		s.failErr(w, r, "read order "+id, err)
+		return st, false
+	}
+	return st, true
+}
+
+func orderPath(id string) string { return "/orders/" + url.PathEscape(id) }
+
+// confirmView is a confirmation page: what the action will do, and the
+// form that does it.
+type confirmView struct {
+	Heading string
+	Detail  string
+	Action  string // the form's target
+	Button  string
+	Back    string
+	Reason  bool // ask for a reason
+}
+
+// confirmations say what an action will do to the order, in words.
+func confirmation(action string, st operator.Status) (heading, detail, button string, ok bool) {
+	id := st.Task.OrderID
+	switch action {
+	case "resubmit":
+		detail = "Only a Failed or CompensationFailed order can be resubmitted; this one is " + string(st.Task.State) + "."
+		switch st.Task.State {
+		case workflow.Failed:
+			detail = "Its completed steps were undone, so it runs again from its first step in a new round " +
+				"(new idempotency keys), and the Scheduler is told."
+		case workflow.CompensationFailed:
+			detail = fmt.Sprintf("Its record in Error (%s) runs again with its failure count reset, and the Scheduler is told: "+
+				"a failed undo action is retried and compensation goes on; a step without an undo action that timed out "+
+				"runs again with the same idempotency key.", inError(st))
+		}
+		return "Resubmit order " + id + "?", detail, "Resubmit", true
+	case "cancel":
+		return "Cancel order " + id + "?", "What has not started will not; a step that is running is awaited; " +
+				"the steps that completed are undone in reverse order, and the order ends Cancelled. This cannot be taken back.",
+			"Cancel the order", true
+	}
+	return "", "", "", false
+}
+
+func inError(st operator.Status) string {
+	for _, rec := range st.Records {
+		if rec.State == workflow.Error {
+			return rec.Name
+		}
+	}
+	return "none"
+}
+
+func (s *Server) confirmOrder(w http.ResponseWriter, r *http.Request) {
+	action := r.PathValue("action")
+	if _, _, _, ok := confirmation(action, operator.Status{}); !ok {
+		s.fail(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("An order has no action %q (resubmit, cancel).", action))
+		return
+	}
+	st, ok := s.status(w, r)
+	if !ok {
+		return
+	}
+	heading, detail, button, _ := confirmation(action, st)
+	id := st.Task.OrderID
+	v := confirmView{Heading: heading, Detail: detail, Button: button, Action: orderPath(id) + "/" + action,
+		Back: orderPath(id), Reason: action == "cancel"}
+	s.render(w, r, http.StatusOK, "confirm", view{Title: v.Heading, Nav: "orders", Data: v})
+}
+
+// actOnOrder takes a confirmed action (the form of confirmOrder's page),
+// then redirects to the order's page with the result.
+func (s *Server) actOnOrder(w http.ResponseWriter, r *http.Request) {
+	id, action := r.PathValue("id"), r.PathValue("action")
+	result, err := s.act(r, id, action)
+	switch {
+	case errors.Is(err, errNoAction):
+		s.fail(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("An order has no action %q (resubmit, cancel).", action))
+	case errors.Is(err, statestore.ErrNotFound):
+		s.fail(w, r, http.StatusNotFound, "No such order", fmt.Sprintf("There is no order %q in this deployment.", id))
+	case statestore.IsNotResubmittable(err) || statestore.IsNotCancellable(err):
+		s.fail(w, r, http.StatusConflict, "Refused", fmt.Sprintf("Order %s: %s.", id, err))
+	case err != nil:
+		s.failErr(w, r, action+" order "+id, err)
+	default:
+		s.census.forget()
+		s.redirect(w, r, orderPath(id), result)
+	}
+}
+
+// errNoAction means the path names no action an order has.
+var errNoAction = errors.New("no such action")
+
+// act resubmits or cancels the order with sasctl's operator code, and says
+// what it did.
+func (s *Server) act(r *http.Request, id, action string) (string, error) {
+	switch action {
+	case "resubmit":
+		res, err := s.op.Resubmit(r.Context(), id, "")
+		if err != nil {
+			return "", err
+		}
+		what := "step " + res.Step
+		if res.Undo {
+			what = "undo action " + res.Step
+		}
+		return fmt.Sprintf("Resubmitted: %s is Pending again (round %d); the Scheduler was told.", what, res.Round), nil
+	case "cancel":
+		reason := strings.TrimSpace(r.PostFormValue("reason"))
+		res, err := s.op.Cancel(r.Context(), id, s.cfg.Who, short(reason, 200))
+		if err != nil {
+			return "", err
+		}
+		return "Cancel accepted: " + res.What + ".", nil
+	}
+	return "", errNoAction
+}
