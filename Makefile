@@ -72,7 +72,7 @@ localstack-deploy: build $(CDK) ## bootstrap and deploy the stack into LocalStac
 	cd infra && $(LOCAL_ENV) $(CDKLOCAL) deploy --require-approval never $(WF_CONTEXT) $(CONTEXT)
 
 itest: ## the integration suite against whatever AWS_ENDPOINT_URL names (LocalStack by default)
-	AWS_ENDPOINT_URL=$${AWS_ENDPOINT_URL:-$(LOCALSTACK)} go test -count=1 ./shared/localrun/... ./shared/runner/... ./cmd/sasctl/...
+	AWS_ENDPOINT_URL=$${AWS_ENDPOINT_URL:-$(LOCALSTACK)} go test -count=1 ./shared/devkit/localrun/... ./shared/devkit/runner/... ./cmd/sasctl/...
 
 clean: ## remove build outputs, caches and run logs
 	rm -rf build .run .cache .cdk cdk.out

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sas-go/sas/shared/costbench"
+	"github.com/sas-go/sas/shared/devkit/costbench"
 	"github.com/sas-go/sas/shared/topology"
 )
 

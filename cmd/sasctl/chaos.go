@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sas-go/sas/shared/chaos"
-	"github.com/sas-go/sas/shared/localrun"
+	"github.com/sas-go/sas/shared/devkit/chaos"
+	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )

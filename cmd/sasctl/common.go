@@ -15,7 +15,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sas-go/sas/shared/awsclient"
-	"github.com/sas-go/sas/shared/emulator"
+	"github.com/sas-go/sas/shared/devkit/emulator"
 	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"

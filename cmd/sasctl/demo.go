@@ -11,9 +11,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sas-go/sas/shared/emulator"
-	"github.com/sas-go/sas/shared/localrun"
-	"github.com/sas-go/sas/shared/remotesim"
+	"github.com/sas-go/sas/shared/devkit/emulator"
+	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/sas-go/sas/shared/console"
-	"github.com/sas-go/sas/shared/emulator"
-	"github.com/sas-go/sas/shared/remotesim"
+	"github.com/sas-go/sas/shared/devkit/emulator"
+	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/workflow"
 )
 

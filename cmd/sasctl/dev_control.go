@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sas-go/sas/shared/remotesim"
+	"github.com/sas-go/sas/shared/devkit/remotesim"
 )
 
 // devState is what a running `sasctl dev` writes to <run-dir>/dev.json (mode

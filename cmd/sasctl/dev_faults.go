@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sas-go/sas/shared/remotesim"
+	"github.com/sas-go/sas/shared/devkit/remotesim"
 )
 
 // faultFlags are the flags that change the remote simulator's faults.

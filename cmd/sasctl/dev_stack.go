@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/sas-go/sas/shared/console"
-	"github.com/sas-go/sas/shared/emulator"
-	"github.com/sas-go/sas/shared/localrun"
+	"github.com/sas-go/sas/shared/devkit/emulator"
+	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/operator"
-	"github.com/sas-go/sas/shared/remotesim"
 	"github.com/sas-go/sas/shared/topology"
 )
 

@@ -22,7 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sas-go/sas/shared/emulator/emulatortest"
+	"github.com/sas-go/sas/shared/devkit/emulator/emulatortest"
 )
 
 // devProcess is a `sasctl dev` a test started as a real subprocess.

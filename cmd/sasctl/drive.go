@@ -12,9 +12,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/sas-go/sas/shared/localrun"
+	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/metrics"
-	"github.com/sas-go/sas/shared/remotesim"
 	"github.com/sas-go/sas/shared/statestore"
 )
 

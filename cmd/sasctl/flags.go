@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sas-go/sas/shared/localrun"
+	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/workflow"
 )
 

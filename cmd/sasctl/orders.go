@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sas-go/sas/shared/localrun"
+	"github.com/sas-go/sas/shared/devkit/localrun"
 )
 
 func submit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sas-go/sas/shared/localrun"
+	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/metrics"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/awsclient"
-	"github.com/sas-go/sas/shared/emulator/emulatortest"
+	"github.com/sas-go/sas/shared/devkit/emulator/emulatortest"
 	"github.com/sas-go/sas/shared/topology"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sas-go/sas/shared/agent"
-	"github.com/sas-go/sas/shared/handlerbench"
+	"github.com/sas-go/sas/shared/devkit/handlerbench"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/resilience"
 )

@@ -28,8 +28,8 @@ import (
 	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/agentauth"
 	"github.com/sas-go/sas/shared/awsclient"
-	"github.com/sas-go/sas/shared/emulator/emulatortest"
-	"github.com/sas-go/sas/shared/remotesim"
+	"github.com/sas-go/sas/shared/devkit/emulator/emulatortest"
+	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/workflow"
 )
 

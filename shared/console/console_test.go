@@ -12,12 +12,12 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sas-go/sas/shared/accounting"
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/console"
-	"github.com/sas-go/sas/shared/localrun"
+	"github.com/sas-go/sas/shared/devkit/accounting"
+	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/operator"
-	"github.com/sas-go/sas/shared/remotesim"
 )
 
 var tokenRE = regexp.MustCompile(`name="token" value="([0-9a-f]+)"`)

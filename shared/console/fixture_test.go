@@ -15,10 +15,10 @@ import (
 
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/console"
-	"github.com/sas-go/sas/shared/emulator/emulatortest"
-	"github.com/sas-go/sas/shared/localrun"
+	"github.com/sas-go/sas/shared/devkit/emulator/emulatortest"
+	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/operator"
-	"github.com/sas-go/sas/shared/remotesim"
 	"github.com/sas-go/sas/shared/workflow"
 )
 

@@ -9,10 +9,10 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sas-go/sas/shared/accounting"
 	"github.com/sas-go/sas/shared/awsclient"
+	"github.com/sas-go/sas/shared/devkit/accounting"
+	"github.com/sas-go/sas/shared/devkit/storetest"
 	"github.com/sas-go/sas/shared/statestore"
-	"github.com/sas-go/sas/shared/statestore/storetest"
 	"github.com/sas-go/sas/shared/workflow"
 )
 

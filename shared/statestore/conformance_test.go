@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/sas-go/sas/shared/awsclient"
-	"github.com/sas-go/sas/shared/emulator"
-	"github.com/sas-go/sas/shared/emulator/emulatortest"
+	"github.com/sas-go/sas/shared/devkit/emulator"
+	"github.com/sas-go/sas/shared/devkit/emulator/emulatortest"
+	"github.com/sas-go/sas/shared/devkit/storetest"
 	"github.com/sas-go/sas/shared/statestore"
-	"github.com/sas-go/sas/shared/statestore/storetest"
 )
 
 var engines = map[string]*awsclient.Clients{}

@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sas-go/sas/shared/devkit/storetest"
 	"github.com/sas-go/sas/shared/statestore"
-	"github.com/sas-go/sas/shared/statestore/storetest"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )

@@ -15,9 +15,9 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sas-go/sas/shared/accounting"
 	"github.com/sas-go/sas/shared/awsclient"
-	"github.com/sas-go/sas/shared/provision"
+	"github.com/sas-go/sas/shared/devkit/accounting"
+	"github.com/sas-go/sas/shared/devkit/provision"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/sas-go/sas/shared/handlerbench"
+	"github.com/sas-go/sas/shared/devkit/handlerbench"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/statestore"

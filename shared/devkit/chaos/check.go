@@ -1,0 +1,129 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Violations are the orders that broke each invariant.
+type Violations struct {
+	Lost          []string `json:"lost"`          // 1: accepted but no task
+	NotEnded      []string `json:"notEnded"`      // 1: task not in an end state
+	AppliedTwice  []string `json:"appliedTwice"`  // 5: an effect applied more than once
+	Inconsistent  []string `json:"inconsistent"`  // the effects do not match the end state
+	OverThreshold []string `json:"overThreshold"` // 4: FailureCount past MaxFailures
+	Unalerted     []string `json:"unalerted"`     // 1, 4: an Error record whose alert was never confirmed
+}
+
+// Count is the number of violations.
+func (v Violations) Count() int {
+	return len(v.Lost) + len(v.NotEnded) + len(v.AppliedTwice) + len(v.Inconsistent) + len(v.OverThreshold) + len(v.Unalerted)
+}
+
+// Check checks the invariants over the submitted orders, from every record
+// of the state table and the remote services' ledger.
+func Check(def workflow.Definition, ids []string, tasks map[string]statestore.Task,
+	records map[string][]statestore.Step, ledger []remotesim.Effect) (Violations, map[workflow.State]int) {
+	var v Violations
+	ends := map[workflow.State]int{}
+	effects := map[string]map[string]int{} // order → action/round → times applied
+	for _, e := range ledger {
+		if effects[e.OrderID] == nil {
+			effects[e.OrderID] = map[string]int{}
+		}
+		effects[e.OrderID][e.Action+"/r"+strconv.Itoa(roundOf(e.Key))]++
+	}
+	for _, id := range ids {
+		t, ok := tasks[id]
+		switch {
+		case !ok:
+			v.Lost = append(v.Lost, id)
+			continue
+		case !t.State.Ended():
+			v.NotEnded = append(v.NotEnded, id)
+		}
+		ends[t.State]++
+		for k, n := range effects[id] {
+			if n > 1 {
+				v.AppliedTwice = append(v.AppliedTwice, id+" "+k)
+			}
+		}
+		for _, r := range records[id] {
+			if r.FailureCount > r.MaxFailures {
+				v.OverThreshold = append(v.OverThreshold, fmt.Sprintf("%s %s %d/%d", id, r.Name, r.FailureCount, r.MaxFailures))
+			}
+			if r.State == workflow.Error && !r.Alerted {
+				v.Unalerted = append(v.Unalerted, id+" "+r.Name)
+			}
+		}
+		if why := consistent(def, t, records[id], effects[id]); why != "" {
+			v.Inconsistent = append(v.Inconsistent, id+": "+why)
+		}
+	}
+	for _, l := range [][]string{v.Lost, v.NotEnded, v.AppliedTwice, v.Inconsistent, v.OverThreshold, v.Unalerted} {
+		slices.Sort(l)
+	}
+	return v, ends
+}
+
+// consistent compares an ended task's records with the effects of its last
+// round. A Processed order has every step's effect once and no undo. A Failed
+// or Cancelled order has, for each completed step, its effect and its undo
+// once; a step that timed out for good may or may not have taken effect, so
+// its undo ran either way (a step without an undo must not have taken
+// effect); a step that never ran has nothing.
+func consistent(def workflow.Definition, t statestore.Task, recs []statestore.Step, applied map[string]int) string {
+	if !t.State.Ended() || t.State == workflow.CompensationFailed {
+		return "" // an operator's case: the alert says which undo did not happen
+	}
+	rec := map[workflow.Ref]statestore.Step{}
+	for _, r := range recs {
+		rec[r.Ref()] = r
+	}
+	round := "/r" + strconv.Itoa(t.Round)
+	for i, st := range def.Steps {
+		r := rec[workflow.Ref{Index: i}]
+		did, undid := applied[st.Name+round], 0
+		if st.Undo != nil {
+			undid = applied[st.Undo.Name+round]
+		}
+		timedOut := r.GaveUp() && r.Attempt > 0 // a step never claimed did nothing: as a refusal
+		switch {
+		case t.State == workflow.Processed && (did != 1 || undid != 0):
+			return fmt.Sprintf("Processed but %s applied %d times, undone %d times", st.Name, did, undid)
+		case t.State == workflow.Processed:
+		case r.State == workflow.Processed && (did != 1 || undid != boolInt(st.Undo != nil)):
+			return fmt.Sprintf("%s but completed step %s applied %d times, undone %d times", t.State, st.Name, did, undid)
+		case timedOut && st.Undo != nil && undid != 1:
+			return fmt.Sprintf("step %s timed out for good but its undo ran %d times", st.Name, undid)
+		case timedOut && st.Undo == nil && did != 0:
+			return fmt.Sprintf("step %s timed out for good, took effect and has no undo", st.Name)
+		case !timedOut && r.State != workflow.Processed && (did != 0 || undid != 0):
+			return fmt.Sprintf("step %s is %s but was applied %d times, undone %d times", st.Name, r.State, did, undid)
+		}
+	}
+	return ""
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// roundOf reads the round from an idempotency key (workflow.IdempotencyKey).
+func roundOf(key string) int {
+	if i := strings.LastIndex(key, "/r"); i >= 0 {
+		if n, err := strconv.Atoi(key[i+2:]); err == nil {
+			return n
+		}
+	}
+	return 1
+}

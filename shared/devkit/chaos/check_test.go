@@ -1,0 +1,72 @@
+package chaos
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// The checker must catch each broken invariant, or a green chaos run means
+// nothing: one order breaks each, one keeps them all.
+func TestCheckFindsEachBrokenInvariant(t *testing.T) {
+	def := workflow.Orders(workflow.Settings{})
+	task := func(id string, s workflow.State) statestore.Task {
+		return statestore.Task{OrderID: id, State: s, Round: 1}
+	}
+	step := func(id string, i int, s workflow.State, failures int) statestore.Step {
+		st := statestore.Step{OrderID: id, Index: i, Name: def.Steps[i].Name, State: s, FailureCount: failures,
+			MaxFailures: 3, Attempt: failures + 1, Alerted: s == workflow.Error}
+		if s == workflow.Error {
+			st.Cause = workflow.TimedOut
+		}
+		return st
+	}
+	effect := func(id, action string) remotesim.Effect {
+		return remotesim.Effect{OrderID: id, Action: action, Key: id + "/" + action}
+	}
+	processed := func(id string) []statestore.Step {
+		return []statestore.Step{step(id, 0, workflow.Processed, 0), step(id, 1, workflow.Processed, 0),
+			step(id, 2, workflow.Processed, 0)}
+	}
+	tasks := map[string]statestore.Task{
+		"o-ok": task("o-ok", workflow.Processed), "o-run": task("o-run", workflow.Pending),
+		"o-twice": task("o-twice", workflow.Processed), "o-refunded": task("o-refunded", workflow.Failed),
+		"o-over": task("o-over", workflow.Processed), "o-quiet": task("o-quiet", workflow.CompensationFailed),
+	}
+	over := processed("o-over")
+	over[1].FailureCount = 4
+	quiet := processed("o-quiet")
+	quiet[2] = step("o-quiet", 2, workflow.Error, 3)
+	quiet[2].Alerted = false
+	records := map[string][]statestore.Step{
+		"o-ok": processed("o-ok"), "o-run": {step("o-run", 0, workflow.Processing, 0)},
+		"o-twice": processed("o-twice"), "o-over": over, "o-quiet": quiet,
+		"o-refunded": {step("o-refunded", 0, workflow.Processed, 0), step("o-refunded", 1, workflow.Processed, 0),
+			step("o-refunded", 2, workflow.Error, 3)},
+	}
+	var ledger []remotesim.Effect
+	for _, id := range []string{"o-ok", "o-twice", "o-over", "o-refunded", "o-quiet"} {
+		for _, a := range []string{"reserve-inventory", "charge-payment", "create-shipment"} {
+			ledger = append(ledger, effect(id, a))
+		}
+	}
+	ledger = append(ledger, effect("o-twice", "charge-payment"),
+		effect("o-refunded", "refund-payment"), effect("o-refunded", "release-inventory"))
+
+	ids := []string{"o-ok", "o-lost", "o-run", "o-twice", "o-refunded", "o-over", "o-quiet"}
+	v, ends := Check(def, ids, tasks, records, ledger)
+	require.Equal(t, []string{"o-lost"}, v.Lost)
+	require.Equal(t, []string{"o-run"}, v.NotEnded)
+	require.Equal(t, []string{"o-twice charge-payment/r1"}, v.AppliedTwice)
+	require.Equal(t, []string{"o-refunded: step create-shipment timed out for good, took effect and has no undo",
+		"o-twice: Processed but charge-payment applied 2 times, undone 0 times"}, v.Inconsistent)
+	require.Equal(t, []string{"o-over charge-payment 4/3"}, v.OverThreshold)
+	require.Equal(t, []string{"o-quiet create-shipment"}, v.Unalerted)
+	require.Equal(t, 7, v.Count())
+	require.Equal(t, 3, ends[workflow.Processed])
+	require.Equal(t, 1, ends[workflow.CompensationFailed], "an operator's case, alerted or not, is an end")
+}

@@ -1,0 +1,96 @@
+// Package chaos runs orders through the local stack while injecting every
+// fault the design names, then checks the design's invariants from the state
+// store and the remote simulator's ledger. sasctl chaos and the chaos test run
+// it; a seed chooses the faults so a failing run can be replayed.
+package chaos
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/devkit/runner"
+)
+
+// Crashed is what an injected crash panics with.
+type Crashed struct{ Point string }
+
+func (c Crashed) String() string { return "injected crash at " + c.Point }
+
+// Injector decides the faults: for each delivery (drop, delay, duplicate)
+// from the seed, the message body and how many times that body was delivered
+// before (a re-sent message often has the same body as the lost one, and must
+// not share its fate), so the same run of messages gets the same faults; for
+// each crash point from a seeded sequence.
+type Injector struct {
+	plan       Plan
+	mu         sync.Mutex
+	rng        *rand.Rand
+	seen       map[string]int
+	deliveries map[string]int // by function and body
+}
+
+// NewInjector returns the injector of a plan.
+func NewInjector(p Plan) *Injector {
+	return &Injector{plan: p, rng: rand.New(rand.NewPCG(p.Seed, 0xc4a05)), seen: map[string]int{},
+		deliveries: map[string]int{}}
+}
+
+func (in *Injector) count(kind string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.seen[kind]++
+}
+
+// Counts returns the faults injected so far, by kind.
+func (in *Injector) Counts() map[string]int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return maps.Clone(in.seen)
+}
+
+// share maps (seed, parts) to [0,1).
+func (in *Injector) share(parts ...string) float64 { return remotesim.Mix(in.plan.Seed, parts...) }
+
+// Message is the runner's Faults hook. Orders are never dropped before
+// Submission first sees them: durability starts when SQS accepts the order.
+func (in *Injector) Message(function string, m types.Message) runner.Action {
+	in.mu.Lock()
+	key := function + "\x00" + aws.ToString(m.Body)
+	in.deliveries[key]++
+	n := in.deliveries[key]
+	in.mu.Unlock()
+	x := in.share(function, aws.ToString(m.Body), fmt.Sprint(n))
+	p := in.plan
+	switch {
+	case x < p.Drop && function != "submission":
+		in.count("message dropped (" + function + ")")
+		return runner.Drop
+	case x < p.Drop+p.Delay:
+		in.count("message delayed (" + function + ")")
+		return runner.Delay
+	case x < p.Drop+p.Delay+p.Duplicate:
+		in.count("message delivered twice (" + function + ")")
+		return runner.Duplicate
+	}
+	return runner.Deliver
+}
+
+// Crash is the handlers' crash hook: it panics at a crash point with the
+// plan's probability, stopping that piece of work as a killed invocation would.
+func (in *Injector) Crash(point string) {
+	in.mu.Lock()
+	hit := in.rng.Float64() < in.plan.Crash
+	if hit {
+		in.seen["handler killed at "+point]++
+	}
+	in.mu.Unlock()
+	if hit {
+		panic(Crashed{Point: point})
+	}
+}

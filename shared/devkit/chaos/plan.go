@@ -1,0 +1,103 @@
+package chaos
+
+import (
+	"time"
+
+	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Plan is a chaos run: how many orders, and how often each fault strikes.
+type Plan struct {
+	Seed   uint64
+	Orders int
+	// On every queue, per delivery (no drop before Submission first sees an order).
+	Drop, Delay, Duplicate float64
+	DelayFor               time.Duration
+	// Crash is the chance a handler is killed at each crash point it reaches:
+	// after each write, before the send that follows.
+	Crash float64
+	// The remote services.
+	Transient   float64       // share of calls answered 503
+	Stall       float64       // share of actions whose first call hangs (the agent never replies)
+	Slow        float64       // share of calls slowed by SlowBy
+	SlowBy      time.Duration // more than the step timeout: the reply comes after CompleteBy
+	Permanent   float64       // share of actions refused for good
+	UndoFailure float64       // share of undo actions refused for good
+	Outage      time.Duration // the payment service is down this long, starting 2 s in
+	// Cancel is the share of orders a cancel message is sent for, at a
+	// random point up to CancelWithin after the order.
+	Cancel       float64
+	CancelWithin time.Duration
+	// Several schedulers and supervisors at once.
+	Schedulers, Supervisors int
+	SupervisorEvery         time.Duration // each supervisor's schedule
+	Settings                workflow.Settings
+	Timeout                 time.Duration // give up waiting for the orders to end
+	// DynamoDBEndpoint is a separate DynamoDB engine (DynamoDB Local) for the
+	// state store, if any; otherwise DynamoDB is the endpoint's.
+	DynamoDBEndpoint string
+	// InFlight caps the orders sent but not ended (0: send all at once), so a
+	// long run keeps the emulator's queues short.
+	InFlight int
+	// Throttle caps functions' pace (localrun.Options.Throttle): a burst
+	// plan makes a backlog with it.
+	Throttle map[string]time.Duration
+	// BatchWindow is the event source mappings' batching window. None by
+	// default: the plan's timeouts are seconds (a 3 s step timeout, a 5 s
+	// pickup deadline), and a deployment's 1 s a hop would be a third of
+	// them; with it, 200 orders took 146 s, not 84, and recoveries
+	// quadrupled, every invariant still held.
+	BatchWindow time.Duration
+}
+
+// DefaultPlan is every fault switched on at a rate a few hundred orders show.
+func DefaultPlan(seed uint64, orders int) Plan {
+	return Plan{
+		Seed: seed, Orders: orders,
+		Drop: 0.02, Delay: 0.03, Duplicate: 0.03, DelayFor: 4 * time.Second,
+		Crash:     0.03,
+		Transient: 0.10, Stall: 0.02, Slow: 0.02, SlowBy: 5 * time.Second,
+		Permanent: 0.02, UndoFailure: 0.10, Outage: 4 * time.Second,
+		Cancel: 0.05, CancelWithin: 4 * time.Second,
+		Schedulers: 2, Supervisors: 2, SupervisorEvery: 500 * time.Millisecond,
+		Settings: workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 6, RetryBackoff: 500 * time.Millisecond,
+			PickupTimeout: 5 * time.Second},
+		// Room for a slow machine: a 10,000-order run takes about an hour.
+		Timeout: 10*time.Minute + time.Duration(orders)*500*time.Millisecond,
+	}
+}
+
+// NoFaults switches every injected fault off: a burst plan measures waiting
+// alone.
+func (p *Plan) NoFaults() {
+	p.Drop, p.Delay, p.Duplicate, p.Crash = 0, 0, 0, 0
+	p.Transient, p.Stall, p.Slow, p.Permanent, p.UndoFailure, p.Outage, p.Cancel = 0, 0, 0, 0, 0, 0, 0
+}
+
+// faults are the remote simulator's knobs for the plan, by service or action.
+func (p Plan) faults(start time.Time) map[string]remotesim.Faults {
+	base := remotesim.Faults{Latency: 10 * time.Millisecond, TransientRate: p.Transient, StallRate: p.Stall,
+		SlowRate: p.Slow, SlowLatency: p.SlowBy, PermanentRate: p.Permanent}
+	payment := base
+	if p.Outage > 0 {
+		payment.Outages = []remotesim.Window{{From: start.Add(2 * time.Second), To: start.Add(2*time.Second + p.Outage)}}
+	}
+	undo := base
+	undo.PermanentRate = p.UndoFailure
+	out := map[string]remotesim.Faults{"": base, paymentAgent: payment} // the outage is the payment service's
+	for _, st := range workflow.Orders(p.Settings).Steps {
+		if st.Undo != nil {
+			u := undo
+			if st.Undo.Agent == paymentAgent {
+				u.Outages = payment.Outages
+			}
+			out[st.Undo.Agent+"/"+st.Undo.Name] = u
+		}
+	}
+	return out
+}
+
+// paymentAgent is the order workflow's agent whose service the plan's
+// outage takes down.
+const paymentAgent = "payment"

@@ -1,0 +1,337 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Result is what a chaos run did and found.
+type Result struct {
+	Seed         uint64         `json:"seed"`
+	Orders       int            `json:"orders"`
+	Faults       map[string]int `json:"faults"`
+	AgentRetries int            `json:"agentRetries"`
+	Recoveries   int            `json:"supervisorRecoveries"` // attempts that did not complete, retried
+	Resent       int            `json:"messagesResent"`       // ready steps found unclaimed, their message re-sent
+	Held         int            `json:"waitsHeld"`            // waits a backlog explained: nothing sent
+	Expired      int            `json:"deadlinesPassed"`      // orders failed by their deadline
+	QueueWaitMax time.Duration  `json:"queueWaitMaxNanos"`    // the longest a step waited from ready to claimed
+	// MessagesPerOrder are the messages delivered from each work queue per
+	// order (by the queue's name without the run's prefix): duplicates and
+	// re-sends included.
+	MessagesPerOrder map[string]float64     `json:"messagesPerOrder"`
+	Compensations    int                    `json:"compensations"` // undo actions completed
+	StaleReplies     int                    `json:"staleReplies"`  // replies fenced off
+	EndStates        map[workflow.State]int `json:"endStates"`
+	Violations       Violations             `json:"violations"`
+	DeadLetters      map[string]int         `json:"deadLetters"` // messages left in each DLQ
+	Drain            time.Duration          `json:"drainNanos"`
+	Checked          bool                   `json:"checked"` // the invariants were checked (the run was not cut short first)
+}
+
+// Run sends the plan's orders through a local stack on the emulator at
+// endpoint with every fault injected, waits for them to end (or the plan's
+// timeout), and checks the invariants. Handler logs go to logs.
+func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress func(localrun.Counts)) (Result, error) {
+	res := Result{Seed: p.Seed, Orders: p.Orders}
+	start := time.Now()
+	sim := remotesim.New(p.Seed)
+	for k, f := range p.faults(start) {
+		sim.SetFaults(k, f)
+	}
+	srv, err := sim.Start("127.0.0.1:0")
+	if err != nil {
+		return res, err
+	}
+	defer srv.Close()
+	inj := NewInjector(p)
+	logs = metrics.Locked(logs) // shared by every handler's logger and emitter
+	stack, err := localrun.New(ctx, localrun.Options{
+		Endpoint: endpoint, DynamoDBEndpoint: p.DynamoDBEndpoint, Prefix: fmt.Sprintf("chaos%d-%d", p.Seed, start.UnixNano()%1e6), Settings: p.Settings,
+		RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second, Schedulers: p.Schedulers, Supervisors: p.Supervisors,
+		SupervisorEvery: p.SupervisorEvery, Faults: inj.Message, DelayFor: p.DelayFor, Crash: inj.Crash,
+		Log: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: logs, BatchWindow: p.BatchWindow, Throttle: p.Throttle,
+	})
+	if err != nil {
+		return res, err
+	}
+	ids, cancels, waitErr := runOrders(ctx, stack, p, &res, progress)
+	res.Faults = inj.Counts()
+	res.Faults["order cancelled (a cancel message sent)"] = cancels.sent
+	if err := res.check(ctx, stack, sim, p, ids, waitErr == nil); err != nil {
+		return res, err
+	}
+	if waitErr != nil && res.Violations.Count() == 0 {
+		return res, waitErr
+	}
+	return res, nil
+}
+
+// runOrders runs the stack while it drives the plan's orders, and stops it
+// when they ended (or the plan's timeout passed); res.Drain is how long
+// they took.
+func runOrders(ctx context.Context, stack *localrun.Stack, p Plan, res *Result, progress func(localrun.Counts)) ([]string, *canceller, error) {
+	start := time.Now()
+	defer stack.Start(ctx)()
+	ids := make([]string, p.Orders)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("chaos-%d-%05d", p.Seed, i)
+	}
+	wctx, cancel := context.WithTimeout(ctx, p.Timeout)
+	defer cancel()
+	cancels := &canceller{stack: stack, plan: p}
+	err := drive(wctx, stack, p, ids, cancels, progress)
+	cancels.wait()
+	res.Drain = time.Since(start)
+	return ids, cancels, err
+}
+
+// check reads the end of the run (the DLQs, every order's state, the
+// simulator's ledger) and checks the invariants on it.
+func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesim.Simulator, p Plan, ids []string, ended bool) error {
+	if err := r.countDeadLetters(ctx, stack); err != nil {
+		return err
+	}
+	tasks, records, err := stack.Store.ScanAll(ctx)
+	if err != nil {
+		return err
+	}
+	if unalerted(records) > 0 && ended {
+		// An order ends in the same write that marks its record Error; the
+		// alert follows (or the next sweep sends it). Give it that sweep.
+		if tasks, records, err = awaitAlerts(ctx, stack, p); err != nil {
+			return err
+		}
+	}
+	r.Violations, r.EndStates = Check(workflow.Orders(p.Settings), ids, tasks, records, sim.Ledger())
+	r.Checked = true
+	st := sim.Stats()
+	for k, v := range map[string]int{"remote transient error": st.Transient, "remote call hung": st.Stalled,
+		"remote call slowed past CompleteBy": st.Slow, "remote refused for good": st.Permanent} {
+		r.Faults[k] = v
+	}
+	r.count(stack)
+	for _, recs := range records {
+		for _, rec := range recs {
+			if rec.Undo && rec.State == workflow.Processed {
+				r.Compensations++
+			}
+		}
+	}
+	return nil
+}
+
+// countDeadLetters counts what each DLQ holds.
+func (r *Result) countDeadLetters(ctx context.Context, stack *localrun.Stack) error {
+	r.DeadLetters = map[string]int{}
+	for _, q := range stack.Topology().Queues() {
+		msgs, err := stack.Peek(ctx, stack.QueueURL(q.DLQName))
+		if err != nil {
+			return err
+		}
+		if len(msgs) > 0 {
+			r.DeadLetters[q.DLQName] = len(msgs)
+		}
+	}
+	return nil
+}
+
+// count reads what the run's handlers counted.
+func (r *Result) count(stack *localrun.Stack) {
+	t := stack.Tally
+	r.AgentRetries = int(t.Sum(metrics.AgentRetries))
+	r.Recoveries = int(t.Sum(metrics.SupervisorRecoveries))
+	r.Resent = int(t.Sum(metrics.MessagesResent))
+	r.Held = int(t.Sum(metrics.WaitsHeld))
+	r.Expired = int(t.Sum(metrics.DeadlinesPassed))
+	r.StaleReplies = int(t.Sum(metrics.StaleReplies))
+	r.QueueWaitMax = time.Duration(t.Max(metrics.QueueWait)) * time.Millisecond
+	r.MessagesPerOrder = map[string]float64{}
+	prefix := stack.Topology().Prefix + "-"
+	for q, n := range stack.Stats.Deliveries() {
+		r.MessagesPerOrder[strings.TrimPrefix(q, prefix)] = float64(n) / float64(r.Orders)
+	}
+}
+
+func unalerted(records map[string][]statestore.Step) int {
+	n := 0
+	for _, recs := range records {
+		for _, r := range recs {
+			if r.State == workflow.Error && !r.Alerted {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// awaitAlerts runs the stack again until every Error record's alert is
+// confirmed, or for a few supervisor periods (then Check reports them).
+func awaitAlerts(ctx context.Context, stack *localrun.Stack, p Plan) (map[string]statestore.Task, map[string][]statestore.Step, error) {
+	defer stack.Start(ctx)()
+	deadline := time.Now().Add(p.Settings.PickupTimeout + 30*time.Second)
+	for {
+		tasks, records, err := stack.Store.ScanAll(ctx)
+		if err != nil || unalerted(records) == 0 || time.Now().After(deadline) {
+			return tasks, records, err
+		}
+		select {
+		case <-ctx.Done():
+			return tasks, records, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// drive sends the orders, at most p.InFlight unended at a time, and waits
+// until all ended. Ends are counted from the end-of-order metrics (cheap),
+// and every ten seconds, and before returning, from the task records: a
+// handler killed between an order's last write and its metric loses the
+// metric, never the end, and an end counted only from metrics would leave a
+// phantom in flight for good, shrinking the window until nothing is sent.
+func drive(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, cancels *canceller,
+	progress func(localrun.Counts)) error {
+	window := p.InFlight
+	if window <= 0 {
+		window = len(ids)
+	}
+	fromMetrics := func() int {
+		t := stack.Tally
+		return int(t.Sum(metrics.OrdersProcessed) + t.Sum(metrics.OrdersCompensated) + t.Sum(metrics.CompensationFailures))
+	}
+	sent, confirmed, lastCount, lastProgress := 0, 0, time.Time{}, time.Now()
+	ended := func() int { return max(confirmed, fromMetrics()) }
+	for {
+		if time.Since(lastCount) > 10*time.Second || (sent == len(ids) && ended() >= len(ids)) {
+			lastCount, lastProgress = time.Now(), time.Now()
+			c, _, err := stack.Count(ctx, ids[:sent])
+			if err == nil {
+				confirmed = c.Ended()
+				c.Total, c.Missing = len(ids), c.Missing+len(ids)-sent
+				if progress != nil {
+					progress(c)
+				}
+				if sent == len(ids) && c.Ended() == c.Total {
+					return nil
+				}
+			}
+		}
+		if n := min(len(ids)-sent, window-(sent-ended())); n > 0 {
+			var bodies []string
+			for i := sent; i < sent+n; i++ {
+				bodies = append(bodies, localrun.DemoOrder(ids[i], i).JSON())
+			}
+			if err := stack.SendOrders(ctx, bodies...); err != nil {
+				return err
+			}
+			cancels.schedule(ctx, ids[sent:sent+n])
+			sent += n
+		}
+		if progress != nil && time.Since(lastProgress) > 5*time.Second {
+			lastProgress = time.Now()
+			progress(localrun.Counts{Total: len(ids), Processed: ended(), Running: sent - ended(), Missing: len(ids) - sent})
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("orders not all ended: %w", ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// canceller sends the plan's cancel messages, each at its random point.
+type canceller struct {
+	stack *localrun.Stack
+	plan  Plan
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	sent  int
+}
+
+// schedule sends, for the plan's share of the orders, a cancel at a point up to
+// CancelWithin after now.
+func (c *canceller) schedule(ctx context.Context, ids []string) {
+	for _, id := range ids {
+		if remotesim.Mix(c.plan.Seed, "cancel", id) >= c.plan.Cancel {
+			continue
+		}
+		at := time.Duration(remotesim.Mix(c.plan.Seed, "cancel-at", id) * float64(c.plan.CancelWithin))
+		c.wg.Go(func() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(at):
+			}
+			if c.stack.SendOrders(ctx, `{"kind":"cancel","orderId":"`+id+`","reason":"chaos"}`) == nil {
+				c.mu.Lock()
+				c.sent++
+				c.mu.Unlock()
+			}
+		})
+	}
+}
+
+func (c *canceller) wait() { c.wg.Wait() }
+
+// Print writes the result as a table.
+func (r Result) Print(w io.Writer) {
+	row := func(k string, v any) { fmt.Fprintf(w, "  %-46s %8v\n", k, v) }
+	fmt.Fprintf(w, "Chaos run: %d orders, seed %d, drained in %.1fs\n\n", r.Orders, r.Seed, r.Drain.Seconds())
+	fmt.Fprintln(w, "  faults injected")
+	for _, k := range slices.Sorted(maps.Keys(r.Faults)) {
+		row("  "+k, r.Faults[k])
+	}
+	fmt.Fprintln(w)
+	row("agent retries", r.AgentRetries)
+	row("attempts recovered (not completed in time)", r.Recoveries)
+	row("lost messages re-sent (a step not claimed)", r.Resent)
+	row("waits held back (a queue backlogged)", r.Held)
+	row("orders failed by their deadline", r.Expired)
+	row("longest queue wait (ready to claimed)", r.QueueWaitMax.Round(time.Millisecond))
+	for _, q := range slices.Sorted(maps.Keys(r.MessagesPerOrder)) {
+		row("messages per order: "+q, fmt.Sprintf("%.3f", r.MessagesPerOrder[q]))
+	}
+	row("undo actions completed (compensations)", r.Compensations)
+	row("stale replies fenced off", r.StaleReplies)
+	for _, q := range slices.Sorted(maps.Keys(r.DeadLetters)) {
+		row("messages left in "+q, r.DeadLetters[q])
+	}
+	for _, s := range []workflow.State{workflow.Processed, workflow.Failed, workflow.Cancelled, workflow.CompensationFailed} {
+		row("ended "+string(s), r.EndStates[s])
+	}
+	if !r.Checked {
+		fmt.Fprintln(w, "\nThe run was cut short before the invariants were checked.")
+		return
+	}
+	v := r.Violations
+	row("orders lost", len(v.Lost))
+	row("orders not ended", len(v.NotEnded))
+	row("step effects applied twice", len(v.AppliedTwice))
+	row("effects inconsistent with the end state", len(v.Inconsistent))
+	row("failure counts past the threshold", len(v.OverThreshold))
+	row("Error records never alerted", len(v.Unalerted))
+	if v.Count() == 0 {
+		fmt.Fprintln(w, "\nEvery invariant held.")
+		return
+	}
+	fmt.Fprintln(w, "\nINVARIANTS BROKEN:")
+	for name, ids := range map[string][]string{"lost": v.Lost, "not ended": v.NotEnded, "applied twice": v.AppliedTwice,
+		"inconsistent": v.Inconsistent, "over threshold": v.OverThreshold, "never alerted": v.Unalerted} {
+		if len(ids) > 0 {
+			fmt.Fprintf(w, "  %s: %s\n", name, strings.Join(ids, ", "))
+		}
+	}
+}

@@ -1,0 +1,202 @@
+package costbench_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/awsclient"
+	"github.com/sas-go/sas/shared/devkit/accounting"
+	"github.com/sas-go/sas/shared/devkit/costbench"
+	"github.com/sas-go/sas/shared/devkit/emulator/emulatortest"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+var motoURL, ddbURL string
+
+func TestMain(m *testing.M) { os.Exit(emulatortest.MainWithMotoAndDynamoDBLocal(m, &motoURL, &ddbURL)) }
+
+// The meter counts each request under the function that made it, and the
+// units DynamoDB reports: a transactional write costs two units per item.
+func TestMeterCountsRequestsAndReportedUnits(t *testing.T) {
+	ctx := context.Background()
+	meter := accounting.New()
+	c, err := awsclient.Load(ctx, awsclient.Options{Endpoint: motoURL, DynamoDBEndpoint: ddbURL, Emulated: true,
+		APIOptions: []func(*middleware.Stack) error{meter.AddTo}})
+	require.NoError(t, err)
+	table := "meter-" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+	_, err = c.DynamoDB.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: &table, BillingMode: ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("PK"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("PK"), KeyType: ddbtypes.KeyTypeHash}}})
+	require.NoError(t, err)
+	q, err := c.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(table)})
+	require.NoError(t, err)
+	meter.Reset()
+
+	fn := accounting.WithFunction(ctx, "fn")
+	item := func(pk string) map[string]ddbtypes.AttributeValue {
+		return map[string]ddbtypes.AttributeValue{"PK": &ddbtypes.AttributeValueMemberS{Value: pk}}
+	}
+	_, err = c.DynamoDB.PutItem(fn, &dynamodb.PutItemInput{TableName: &table, Item: item("a")})
+	require.NoError(t, err)
+	_, err = c.DynamoDB.TransactWriteItems(fn, &dynamodb.TransactWriteItemsInput{TransactItems: []ddbtypes.TransactWriteItem{
+		{Put: &ddbtypes.Put{TableName: &table, Item: item("b")}}, {Put: &ddbtypes.Put{TableName: &table, Item: item("c")}}}})
+	require.NoError(t, err)
+	_, err = c.DynamoDB.GetItem(fn, &dynamodb.GetItemInput{TableName: &table, Key: item("a"), ConsistentRead: aws.Bool(true)})
+	require.NoError(t, err)
+	_, err = c.SQS.ReceiveMessage(fn, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, WaitTimeSeconds: 0})
+	require.NoError(t, err)
+	_, err = c.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String("x")})
+	require.NoError(t, err)
+
+	key := func(fn, service, op string) accounting.Key {
+		return accounting.Key{Function: fn, Service: service, Operation: op}
+	}
+	got := meter.Snapshot()
+	require.Equal(t, accounting.Usage{Requests: 1, WriteUnits: 1, ReportedWriteUnits: 1}, got[key("fn", "DynamoDB", "PutItem")])
+	require.Equal(t, accounting.Usage{Requests: 1, WriteUnits: 4, ReportedWriteUnits: 2}, got[key("fn", "DynamoDB", "TransactWriteItems")],
+		"DynamoDB Local reports 2 for the table's two items; DynamoDB bills 2 each")
+	require.Equal(t, accounting.Usage{Requests: 1, ReadUnits: 1}, got[key("fn", "DynamoDB", "GetItem")])
+	require.Equal(t, int64(1), got[key("fn", "SQS", accounting.EmptyReceive)].Requests)
+	require.Equal(t, int64(1), got[key("", "SQS", "SendMessage")].Requests, "untagged requests are counted apart")
+	require.Len(t, got, 5)
+}
+
+// An index write inside a transaction: DynamoDB Local reports it at twice
+// the units it reports outside one; the meter for DynamoDB Local bills it at
+// the standard rate, as DynamoDB does, and keeps the report beside it.
+func TestMeterBillsATransactionsIndexWriteAtTheStandardRate(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		meter  *accounting.Meter
+		billed float64
+	}{
+		{"as reported", accounting.New(), 2 + 2 + 2},
+		{"DynamoDB Local", accounting.NewForDynamoDBLocal(), 2 + 2 + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := awsclient.Load(ctx, awsclient.Options{Endpoint: motoURL, DynamoDBEndpoint: ddbURL, Emulated: true,
+				APIOptions: []func(*middleware.Stack) error{tc.meter.AddTo}})
+			require.NoError(t, err)
+			table := "meteridx-" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+			str := func(n string) ddbtypes.AttributeDefinition {
+				return ddbtypes.AttributeDefinition{AttributeName: aws.String(n), AttributeType: ddbtypes.ScalarAttributeTypeS}
+			}
+			hash := func(n string) []ddbtypes.KeySchemaElement {
+				return []ddbtypes.KeySchemaElement{{AttributeName: aws.String(n), KeyType: ddbtypes.KeyTypeHash}}
+			}
+			_, err = c.DynamoDB.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: &table, BillingMode: ddbtypes.BillingModePayPerRequest,
+				AttributeDefinitions: []ddbtypes.AttributeDefinition{str("PK"), str("Due")}, KeySchema: hash("PK"),
+				GlobalSecondaryIndexes: []ddbtypes.GlobalSecondaryIndex{{IndexName: aws.String("ByDue"), KeySchema: hash("Due"),
+					Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeKeysOnly}}}})
+			require.NoError(t, err)
+			tc.meter.Reset()
+			item := func(pk string, indexed bool) map[string]ddbtypes.AttributeValue {
+				it := map[string]ddbtypes.AttributeValue{"PK": &ddbtypes.AttributeValueMemberS{Value: pk}}
+				if indexed {
+					it["Due"] = &ddbtypes.AttributeValueMemberS{Value: "soon"}
+				}
+				return it
+			}
+			_, err = c.DynamoDB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []ddbtypes.TransactWriteItem{
+				{Put: &ddbtypes.Put{TableName: &table, Item: item("a", true)}}, {Put: &ddbtypes.Put{TableName: &table, Item: item("b", false)}}}})
+			require.NoError(t, err)
+			_, err = c.DynamoDB.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: item("c", true)})
+			require.NoError(t, err)
+			got := tc.meter.Snapshot()
+			tx := got[accounting.Key{Service: "DynamoDB", Operation: "TransactWriteItems"}]
+			require.Equal(t, tc.billed, tx.WriteUnits, "two items at two units, and the index entry")
+			require.Equal(t, 6.0, tx.ReportedWriteUnits, "DynamoDB Local reports the index entry at 2 in a transaction")
+			put := got[accounting.Key{Service: "DynamoDB", Operation: "PutItem"}]
+			require.Equal(t, accounting.Usage{Requests: 1, WriteUnits: 1 + 1, ReportedWriteUnits: 1 + 1}, put,
+				"the item, and the index entry at 1 outside a transaction")
+		})
+	}
+}
+
+// A small bench run, as CI runs it: every order processed, the requests per
+// order what the design says, and the figures printed.
+func TestBenchSmallRun(t *testing.T) {
+	p := costbench.DefaultPlan(10)
+	p.BatchSizes = []int{10}
+	p.Endpoint, p.DynamoDBEndpoint = motoURL, ddbURL
+	p.Timeout = 2 * time.Minute
+	res, err := costbench.Execute(context.Background(), p, nil)
+	require.NoError(t, err)
+	require.Len(t, res.Runs, 2)
+	for _, r := range res.Runs {
+		steps := map[string]int{workflow.SingleWorkflow: 1, workflow.OrderWorkflow: 3}[r.Workflow]
+		require.Equal(t, steps, r.Steps)
+		require.InDelta(t, 0.1, r.Requests["producer SQS SendMessageBatch"], 1e-9, "ten orders per send")
+		// At least once each; SQS (and moto more often) may deliver a message
+		// twice, and the duplicate's write is a request too.
+		between := func(v, lo float64, what string) {
+			require.GreaterOrEqual(t, v, lo, what)
+			require.Less(t, v, 1.5*lo, what)
+		}
+		between(r.Requests["submission DynamoDB TransactWriteItems"], 1, "one submission each")
+		between(r.Requests["scheduler DynamoDB UpdateItem"], float64(steps), "one completion per step")
+		claims := 0.0
+		for k, v := range r.Requests {
+			if strings.HasPrefix(k, "agent-") && strings.HasSuffix(k, " DynamoDB UpdateItem") {
+				claims += v
+			}
+		}
+		between(claims, float64(steps), "one claim per step, by its agent")
+		require.Zero(t, r.Requests["scheduler DynamoDB TransactWriteItems"], "a step's and its task's change are one item's")
+		require.GreaterOrEqual(t, r.PerOrder.WriteUnits, 4+2*float64(steps), "submission: two items at two units each")
+		between(r.PerOrder.ReportedWriteUnits-r.PerOrder.WriteUnits, 1, "the submission's index entry: reported at 2, billed at 1")
+		if steps == 1 {
+			require.Zero(t, r.Requests["scheduler SQS SendMessageBatch"],
+				"the first step goes from Submission to its Agent: a one-step order's Scheduler only records its reply")
+		}
+		require.Positive(t, r.LatencyP50)
+		require.Greater(t, r.Cost.Total, 0.0)
+		require.Less(t, r.CoordinatorsAt128MB, r.Cost.Total)
+		require.Equal(t, steps+2, r.SFN.Transitions)
+		require.Greater(t, r.SFN.Standard.Total, r.Cost.Total)
+	}
+	for wf, steps := range map[string]int{workflow.SingleWorkflow: 1, workflow.OrderWorkflow: 3} {
+		stages := res.Stages[wf]
+		require.Len(t, stages, 1+2*steps, "the submission, then a claim and a completion per step")
+		units := 0.0
+		for _, st := range stages {
+			require.Less(t, st.ItemBytes, 1024, "%s %s: the item stays under a KB, so each write is one unit", wf, st.Write)
+			units += st.WriteUnits
+		}
+		require.Equal(t, 5.0, stages[0].WriteUnits, "order and state item, two units each in a transaction, and the index entry")
+		require.Equal(t, 2.0, stages[len(stages)-1].WriteUnits, "the last completion, and the order leaving the index")
+		require.Equal(t, float64(6+2*steps), units, "5 to submit, 1 per claim and per completion, 1 to leave the index")
+	}
+	var text, svg, js bytes.Buffer
+	res.Print(&text)
+	t.Log("\n" + text.String())
+	require.NoError(t, res.SVG(&svg))
+	dec := xml.NewDecoder(&svg)
+	for {
+		_, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err, "the chart is well-formed SVG")
+	}
+	require.NoError(t, json.NewEncoder(&js).Encode(res))
+	var back costbench.Result
+	require.NoError(t, json.Unmarshal(js.Bytes(), &back))
+	require.Equal(t, res.Runs[0].Cost, back.Runs[0].Cost)
+}

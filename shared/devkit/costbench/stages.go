@@ -1,0 +1,100 @@
+package costbench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/sas-go/sas/shared/awsclient"
+	"github.com/sas-go/sas/shared/devkit/accounting"
+	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/devkit/provision"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/topology"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Stage is an order's state item after one write of its life.
+type Stage struct {
+	Write      string  `json:"write"`      // who wrote what
+	ItemBytes  int     `json:"itemBytes"`  // the item after it, as DynamoDB sizes it for capacity
+	WriteUnits float64 `json:"writeUnits"` // what the write was billed, index entries included
+}
+
+// Lifecycle walks one order of the workflow through the state store on the
+// DynamoDB engine at endpoint, the happy path, with the very writes the
+// handlers make, and says what each one cost and left behind. It is where
+// the money for DynamoDB goes: a write is billed a unit per started KB of the
+// larger of the item before and after it.
+func Lifecycle(ctx context.Context, endpoint string, def workflow.Definition) ([]Stage, error) {
+	meter := accounting.NewForDynamoDBLocal()
+	c, err := awsclient.Load(ctx, awsclient.Options{Endpoint: endpoint, Emulated: true,
+		APIOptions: []func(*middleware.Stack) error{meter.AddTo}})
+	if err != nil {
+		return nil, err
+	}
+	topo := topology.Default(fmt.Sprintf("stages%d-%d", time.Now().UnixNano()%1e6, seq.Add(1)), def.Agents()...)
+	if err := provision.EnsureTables(ctx, c.DynamoDB, topo); err != nil {
+		return nil, err
+	}
+	s := statestore.New(c.DynamoDB, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
+	w := &walk{ctx: ctx, s: s, meter: meter, id: "stages-1", now: time.Now()}
+	w.do("Submission: TransactWriteItems (order, state item, index entry)", func() error {
+		_, err := s.Submit(ctx, statestore.Submission{OrderID: w.id, Order: localrun.DemoOrder(w.id, 1).JSON(),
+			Workflow: def, Now: w.now})
+		return err
+	})
+	for i, st := range def.Steps {
+		ref := workflow.Ref{Index: i}
+		var claimed statestore.Step
+		w.do(fmt.Sprintf("agent-%s: claim %s", st.Agent, st.Name), func() (err error) {
+			claimed, err = s.Claim(ctx, statestore.Claim{OrderID: w.id, Ref: ref, Agent: st.Agent,
+				Owner: "3fa9c2d1e0b4", Now: w.now})
+			return err
+		})
+		c := statestore.Completion{OrderID: w.id, Ref: ref, Attempt: claimed.Attempt, Round: 1, Now: w.now}
+		what := "scheduler: complete " + st.Name + ", make the next step ready"
+		if next, more, end := def.Next(ref); more {
+			c.Next, c.NextDueAt = &next, w.now.Add(def.PickupTimeout)
+		} else {
+			c.End, what = end, "scheduler: complete "+st.Name+", end the order (leaves the index)"
+		}
+		w.do(what, func() error { _, err := s.Complete(ctx, c); return err })
+	}
+	return w.stages, w.err
+}
+
+// walk runs one order's writes, recording each.
+type walk struct {
+	ctx    context.Context
+	s      *statestore.Store
+	meter  *accounting.Meter
+	id     string
+	now    time.Time
+	stages []Stage
+	err    error
+}
+
+func (w *walk) do(what string, write func() error) {
+	if w.err != nil {
+		return
+	}
+	w.now = w.now.Add(100 * time.Millisecond)
+	w.meter.Reset()
+	if w.err = write(); w.err != nil {
+		w.err = fmt.Errorf("%s: %w", what, w.err)
+		return
+	}
+	var units float64
+	for _, u := range w.meter.Snapshot() {
+		units += u.WriteUnits
+	}
+	size, err := w.s.ItemBytes(w.ctx, w.id)
+	if err != nil {
+		w.err = err
+		return
+	}
+	w.stages = append(w.stages, Stage{Write: what, ItemBytes: size, WriteUnits: units})
+}

@@ -1,0 +1,93 @@
+// Package emulatortest starts the emulators for a test binary's TestMain,
+// with logs and caches in the module's .cache folder.
+package emulatortest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sas-go/sas/shared/devkit/emulator"
+)
+
+// CacheDir is where installed emulators and logs go: $SAS_CACHE_DIR, or
+// .cache at the module root (Go skips dot folders).
+func CacheDir() string {
+	if d := os.Getenv("SAS_CACHE_DIR"); d != "" {
+		return d
+	}
+	dir, _ := os.Getwd()
+	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return filepath.Join(d, ".cache")
+		}
+	}
+	return filepath.Join(os.TempDir(), "sas-cache")
+}
+
+func logDir() string {
+	d, err := os.MkdirTemp(filepath.Join(CacheDir()), "logs-")
+	if err != nil {
+		return os.TempDir()
+	}
+	return d
+}
+
+// Moto starts moto_server for a test binary, unless AWS_ENDPOINT_URL names
+// an emulator already running (such as LocalStack, for make itest): then the
+// tests use that one and leave it running.
+func Moto(ctx context.Context) (*emulator.Process, error) {
+	if e := os.Getenv("AWS_ENDPOINT_URL"); e != "" {
+		return emulator.External("AWS_ENDPOINT_URL", e), nil
+	}
+	_ = os.MkdirAll(CacheDir(), 0o755)
+	return emulator.StartMoto(ctx, logDir())
+}
+
+// DynamoDBLocal starts DynamoDB Local for a test binary.
+func DynamoDBLocal(ctx context.Context) (*emulator.Process, error) {
+	_ = os.MkdirAll(CacheDir(), 0o755)
+	return emulator.StartDynamoDBLocal(ctx, CacheDir(), logDir())
+}
+
+// MainWithMoto is a TestMain body: it starts moto (or uses AWS_ENDPOINT_URL),
+// sets *endpoint, runs the tests and stops moto; it returns the exit code.
+func MainWithMoto(m *testing.M, endpoint *string) int {
+	p, err := Moto(context.Background())
+	if err != nil {
+		return Fail(err)
+	}
+	defer p.Stop()
+	*endpoint = p.Endpoint
+	return m.Run()
+}
+
+// MainWithMotoAndDynamoDBLocal is a TestMain body for tests that need both:
+// moto for SQS and SNS, DynamoDB Local for DynamoDB. With AWS_ENDPOINT_URL
+// set (LocalStack), that one endpoint serves everything and *dynamodb is "".
+func MainWithMotoAndDynamoDBLocal(m *testing.M, moto, dynamodb *string) int {
+	p, err := Moto(context.Background())
+	if err != nil {
+		return Fail(err)
+	}
+	defer p.Stop()
+	if os.Getenv("AWS_ENDPOINT_URL") != "" {
+		*moto = p.Endpoint
+		return m.Run()
+	}
+	d, err := DynamoDBLocal(context.Background())
+	if err != nil {
+		return Fail(err)
+	}
+	defer d.Stop()
+	*moto, *dynamodb = p.Endpoint, d.Endpoint
+	return m.Run()
+}
+
+// Fail prints why the emulators could not start and returns an exit code.
+func Fail(err error) int {
+	fmt.Fprintln(os.Stderr, "test set-up:", err)
+	return 1
+}

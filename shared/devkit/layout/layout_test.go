@@ -1,0 +1,126 @@
+package layout_test
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/sas-go/sas"
+
+// root is the module's directory.
+func root(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	require.NoError(t, err)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		require.NotEqual(t, dir, parent, "no go.mod above the test")
+		dir = parent
+	}
+}
+
+type pkg struct {
+	ImportPath string
+	Deps       []string
+}
+
+// packages lists the module's packages with what their code (not their
+// tests) imports, directly or not.
+func packages(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json=ImportPath,Deps", "./...")
+	cmd.Dir = root(t)
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list")
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// tooling is the local tooling: the CLI, and what makes the emulated
+// pipeline (shared/devkit). Everything else is the product, deployed.
+func tooling(path string) bool {
+	return strings.HasPrefix(path, module+"/shared/devkit/") || strings.HasPrefix(path, module+"/cmd/")
+}
+
+// The product (the functions, shared/ outside devkit, infra) never imports
+// the tooling: what is deployed does not depend on the emulators, the
+// simulator or the benches.
+func TestTheProductNeverImportsTheTooling(t *testing.T) {
+	pkgs := packages(t)
+	require.Greater(t, len(pkgs), 20)
+	var product, devkit int
+	for _, p := range pkgs {
+		if tooling(p.ImportPath) {
+			devkit++
+			continue
+		}
+		product++
+		for _, d := range p.Deps {
+			require.False(t, tooling(d), "%s imports %s: the product must not depend on the tooling", p.ImportPath, d)
+		}
+	}
+	require.Positive(t, devkit, "the tooling is under shared/devkit")
+	require.Positive(t, product)
+}
+
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)|<img[^>]+src="([^"]+)"`)
+
+// Every relative link of the README and the docs resolves to a file of the
+// repository.
+func TestEveryRelativeLinkOfTheDocsResolves(t *testing.T) {
+	dir := root(t)
+	cmd := exec.Command("git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	require.NoError(t, err, "git ls-files")
+	files := strings.Fields(string(out))
+	require.Contains(t, files, "README.md")
+	links := 0
+	for _, f := range files {
+		text, err := os.ReadFile(filepath.Join(dir, f))
+		if os.IsNotExist(err) {
+			continue // deleted in the work tree
+		}
+		require.NoError(t, err)
+		for _, m := range mdLink.FindAllStringSubmatch(string(text), -1) {
+			target := m[1] + m[2]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") || strings.HasPrefix(target, "#") {
+				continue
+			}
+			target, _, _ = strings.Cut(target, "#")
+			path := filepath.Join(dir, filepath.Dir(f), target)
+			_, err := os.Stat(path)
+			require.NoError(t, err, "%s links to %s, which does not exist", f, m[0])
+			links++
+		}
+	}
+	require.Greater(t, links, 10, "the docs link to the code and to each other")
+}
+
+// The README stays short: depth goes to docs/.
+func TestTheReadmeIsShort(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join(root(t), "README.md"))
+	require.NoError(t, err)
+	require.Less(t, strings.Count(string(text), "\n"), 400)
+}

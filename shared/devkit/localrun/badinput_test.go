@@ -1,0 +1,158 @@
+package localrun_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/topology"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// badInput is a malformed message, the queue it is sent to, and its fate:
+// rejected to a DLQ with a reason, or dropped on purpose and counted.
+type badInput struct {
+	name, queue, body string
+	dlq, reason       string // rejected: the DLQ and a piece of the RejectReason
+	dropMetric        string // or dropped on purpose: the metric that counts it
+}
+
+func badInputs(t topology.Topology) []badInput {
+	orders, sched := t.OrdersQueue(), t.SchedulerQueue()
+	req, resp := t.AgentRequests("inventory"), t.AgentResponses("inventory")
+	good := `{"orderId":"%s","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":100}]%s}`
+	order := func(name, body, reason string) badInput {
+		return badInput{name: name, queue: orders.Name, body: body, dlq: orders.DLQName, reason: reason}
+	}
+	toSched := func(name, body, reason string) badInput {
+		return badInput{name: name, queue: sched.Name, body: body, dlq: sched.DLQName, reason: reason}
+	}
+	reply := func(name, body, reason string) badInput {
+		return badInput{name: name, queue: resp.Name, body: body, dlq: sched.DLQName, reason: reason}
+	}
+	request := func(name, body, reason string) badInput {
+		return badInput{name: name, queue: req.Name, body: body, dlq: req.DLQName, reason: reason}
+	}
+	return []badInput{
+		order("truncated JSON", `{"orderId":"b1",`, "bad JSON"),
+		order("an array", `[1,2]`, "bad JSON"),
+		order("null", `null`, "orderId"),
+		order("trailing data", fmt.Sprintf(good, "b2", "")+` {}`, "data after the object"),
+		order("wrong type", `{"orderId":"b3","customerId":"c","items":[{"sku":"A","quantity":"one","unitPriceCents":1}]}`, "must be int"),
+		order("missing orderId", `{"customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":1}]}`, "orderId"),
+		order("missing customerId", `{"orderId":"b4","items":[{"sku":"A","quantity":1,"unitPriceCents":1}]}`, "customerId"),
+		order("unknown field", fmt.Sprintf(good, "b5", `,"discount":99`), `unknown field "discount"`),
+		order("absurd quantity", `{"orderId":"b6","customerId":"c","items":[{"sku":"A","quantity":1000000,"unitPriceCents":1}]}`, "quantity 1000000 is outside"),
+		order("negative price", `{"orderId":"b7","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":-5}]}`, "unitPriceCents -5"),
+		order("no items", `{"orderId":"b8","customerId":"c","items":[]}`, "needs 1 to 100 items"),
+		order("too many items", `{"orderId":"b9","customerId":"c","items":[`+strings.TrimSuffix(strings.Repeat(`{"sku":"A","quantity":1,"unitPriceCents":1},`, 101), ",")+`]}`, "has 101"),
+		order("bad orderId", fmt.Sprintf(good, "has space", ""), "orderId"),
+		order("oversized", fmt.Sprintf(good, "b10", `,"note":"`+strings.Repeat("x", 40_000)+`"`), "over the 32768-byte limit"),
+		order("disallowed reply queue", fmt.Sprintf(good, "b11", `,"replyQueue":"https://sqs.example/1/elsewhere"`), "is not allowed"),
+		toSched("unknown kind", `{"kind":"launch","orderId":"x"}`, `unknown kind "launch"`),
+		toSched("not JSON", `schedule please`, "bad JSON"),
+		toSched("negative step", `{"kind":"schedule","orderId":"x","step":-1}`, "bad orderId"),
+		toSched("step not in the workflow", `{"kind":"schedule","orderId":"x","step":7}`, "step 7 is not in workflow"),
+		toSched("undo of a step without one", `{"kind":"schedule","orderId":"x","step":2,"undo":true}`, "the undo of step 2 is not in workflow"),
+		toSched("schedule with an unknown field", `{"kind":"schedule","orderId":"x","step":0,"priority":1}`, `unknown field "priority"`),
+		{name: "schedule for an order that does not exist", queue: sched.Name, body: `{"kind":"schedule","orderId":"ghost","step":0}`, dropMetric: metrics.NothingToClaim},
+		reply("reply not ok without an error", `{"kind":"reply","orderId":"x","step":0,"stepName":"s","attempt":1,"ok":false}`, "no error given"),
+		reply("reply with attempt 0", `{"kind":"reply","orderId":"x","step":0,"stepName":"s","attempt":0,"ok":true}`, "attempt 0"),
+		reply("reply with a wrong type", `{"kind":"reply","orderId":"x","step":"zero","stepName":"s","attempt":1,"ok":true}`, "must be int"),
+		reply("reply for a step not in the workflow", `{"kind":"reply","orderId":"x","step":9,"stepName":"s","attempt":1,"ok":true}`, "step 9 is not in workflow"),
+		{name: "reply for an order that does not exist", queue: resp.Name, body: `{"kind":"reply","orderId":"ghost","step":0,"stepName":"reserve-inventory","attempt":1,"ok":true}`, dropMetric: metrics.StaleReplies},
+		request("request carrying an attempt", `{"orderId":"x","step":0,"stepName":"s","attempt":1}`, `unknown field "attempt"`),
+		request("request without a step name", `{"orderId":"x","step":0}`, "stepName"),
+		request("request with a negative step", `{"orderId":"x","step":-2,"stepName":"s"}`, "step >= 0"),
+		{name: "request for an order that does not exist", queue: req.Name, body: `{"orderId":"ghost","step":0,"stepName":"reserve-inventory"}`, dropMetric: metrics.NothingToClaim},
+	}
+}
+
+func TestBadInputNeverBlocksGoodInput(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{}, patient)
+	ctx := context.Background()
+	inputs := badInputs(e.stack.Topology())
+	require.GreaterOrEqual(t, len(inputs), 25)
+
+	// A forged reply for another attempt of a live order: fenced off.
+	ids := e.orders(10)
+	e.waitEnded(ids[:1])
+	inputs = append(inputs, badInput{name: "forged reply for another attempt",
+		queue: e.stack.Topology().AgentResponses("inventory").Name, dropMetric: metrics.StaleReplies,
+		body: fmt.Sprintf(`{"kind":"reply","orderId":"%s","step":0,"stepName":"reserve-inventory","attempt":7,"ok":false,"error":"forged"}`, ids[0])})
+
+	// Every bad input goes out between good orders, in the same batches.
+	send := func(queue, body string) {
+		url := e.stack.QueueURL(queue)
+		_, err := e.stack.Deployment.Clients.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(body)})
+		require.NoError(t, err)
+	}
+	var more []string
+	drops := map[string]int{}
+	for i, in := range inputs {
+		send(in.queue, in.body)
+		id := fmt.Sprintf("after-bad-%02d", i)
+		more = append(more, id)
+		require.NoError(t, e.stack.SendOrders(ctx, localrun.DemoOrder(id, i).JSON()))
+		if in.dropMetric != "" {
+			drops[in.dropMetric]++
+		}
+	}
+	tasks := e.waitEnded(append(ids, more...))
+	for id, task := range tasks {
+		require.Equal(t, workflow.Processed, task.State, "good order %s untouched", id)
+	}
+	e.requireEffectsOnce(append(ids, more...))
+	require.Equal(t, workflow.Processed, e.step(ids[0], 0).State, "the forged failure changed nothing")
+
+	// Each rejected input is in its DLQ, as sent, with its reason.
+	wanted := map[string]map[string]string{} // dlq → body → reason
+	for _, in := range inputs {
+		if in.dlq != "" {
+			if wanted[in.dlq] == nil {
+				wanted[in.dlq] = map[string]string{}
+			}
+			wanted[in.dlq][in.body] = in.reason
+		}
+	}
+	for dlq, bodies := range wanted {
+		got := map[string]string{}
+		e.eventually("rejections in "+dlq, 30*time.Second, func() bool {
+			msgs, err := e.stack.Peek(ctx, e.stack.QueueURL(dlq))
+			require.NoError(t, err)
+			for _, m := range msgs {
+				got[aws.ToString(m.Body)] = aws.ToString(m.MessageAttributes["RejectReason"].StringValue)
+			}
+			return len(got) >= len(bodies)
+		})
+		for body, reason := range bodies {
+			require.Contains(t, got, body, "rejected to %s", dlq)
+			require.Contains(t, got[body], reason, body[:min(len(body), 60)])
+		}
+		require.Len(t, got, len(bodies), "nothing else in %s", dlq)
+	}
+	// Each input dropped on purpose was counted (and logged).
+	for name, n := range drops {
+		require.GreaterOrEqual(t, e.stack.Tally.Sum(name), float64(n), name)
+	}
+	rejected := 0
+	for _, b := range wanted {
+		rejected += len(b)
+	}
+	require.GreaterOrEqual(t, int(e.stack.Tally.Sum(metrics.MalformedMessages)), rejected)
+	logs := e.logs.Tail(4 << 20)
+	require.Contains(t, logs, "message rejected to the DLQ")
+	require.Contains(t, logs, "request dropped: nothing claimable")
+	require.Contains(t, logs, "reply of an attempt that is not current ignored")
+	require.NotContains(t, logs, "panicked", "no handler crashed")
+}

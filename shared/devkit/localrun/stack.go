@@ -1,0 +1,216 @@
+// Package localrun assembles the whole pipeline on local AWS emulators: it
+// provisions the topology, composes the same handlers the Lambda mains run,
+// and drives them with the local runner. `make run` and the integration tests
+// both use it.
+package localrun
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sas-go/sas/shared/agent"
+	"github.com/sas-go/sas/shared/agentauth"
+	"github.com/sas-go/sas/shared/awsclient"
+	"github.com/sas-go/sas/shared/deployment"
+	"github.com/sas-go/sas/shared/devkit/accounting"
+	"github.com/sas-go/sas/shared/devkit/provision"
+	"github.com/sas-go/sas/shared/devkit/runner"
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/resilience"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/topology"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Options configure a local stack.
+type Options struct {
+	Endpoint         string            // the emulator; "" lets the SDK read AWS_ENDPOINT_URL
+	DynamoDBEndpoint string            // a separate DynamoDB emulator (e.g. DynamoDB Local), if any
+	Meter            *accounting.Meter // counts every AWS request by function, if set
+	BatchSize        int               // messages per invocation, like an event source mapping's (default 10)
+	Prefix           string            // resource name prefix (default "sas")
+	// Workflows are the workflows the stack runs (default: the example
+	// order workflow), with Settings' overrides.
+	Workflows workflow.Set
+	Settings  workflow.Settings
+	// RemoteURL is the remote simulator's base URL: it fills
+	// ${SAS_REMOTE_BASE_URL} in the workflows' agent declarations; Vars fill
+	// the others (a name not in Vars is read from the environment).
+	RemoteURL string
+	Vars      map[string]string
+	// Remotes are the Agents written in Go (custom: true), by agent name.
+	Remotes map[string]agent.Remote
+
+	VisibilityTimeout time.Duration // of every queue (default 30s)
+	// DeadlineShards partitions the deadline index (default 1: an emulator's
+	// index query walks the whole table, once per shard).
+	DeadlineShards  int
+	Schedulers      int           // scheduler instances (default 1)
+	Supervisors     int           // supervisor instances (default 1)
+	SupervisorEvery time.Duration // the scheduled rule's rate (default 1s)
+	Pollers         int           // pollers per queue and function instance (default 2)
+	// AgentPollers are each agent queue's pollers (default 4×Pollers: an
+	// agent's batch waits for its slowest remote call, up to the step
+	// timeout, and Lambda would run more copies meanwhile).
+	AgentPollers int
+	BatchWindow  time.Duration // each event source mapping's batching window (default none; a deployment's is topology.DefaultBatchWindow)
+	AgentBackoff resilience.Backoff
+	// AllowedReplyQueues are the URL prefixes an order's replyQueue may have
+	// (default: the queues named <prefix>-client-…, see ClientQueuePrefix).
+	AllowedReplyQueues []string
+	// Throttle caps functions' pace, by function name ("scheduler",
+	// "agent-payment"): each message takes this long of the function's one
+	// invocation at a time, as a function at its maximum concurrency.
+	Throttle map[string]time.Duration
+	// Stopped functions are not run at all (their queues fill up).
+	Stopped  []string
+	Faults   runner.Faults
+	DelayFor time.Duration      // how long a Delay fault hides a message
+	Crash    func(point string) // crash hook set on every handler (chaos tests)
+	Log      *slog.Logger       // handler logs (default: discarded)
+	Metrics  io.Writer          // EMF lines, besides the stack's own tally
+}
+
+// Stack is a provisioned local deployment.
+type Stack struct {
+	Opts       Options
+	Deployment *deployment.Deployment
+	Resources  *provision.Resources
+	Store      *statestore.Store
+	Tally      *metrics.Tally // every EMF metric the handlers emitted
+	Stats      *runner.Stats  // invocations by function, across runner restarts
+	AlertInbox string         // a queue subscribed to the alert topic
+}
+
+// New provisions the resources (idempotently) and composes the handlers.
+func New(ctx context.Context, o Options) (*Stack, error) {
+	o = o.withDefaults()
+	copts := awsclient.Options{Endpoint: o.Endpoint, DynamoDBEndpoint: o.DynamoDBEndpoint, Emulated: true}
+	if o.Meter != nil {
+		copts.APIOptions = append(copts.APIOptions, o.Meter.AddTo)
+	}
+	clients, err := awsclient.Load(ctx, copts)
+	if err != nil {
+		return nil, err
+	}
+	set := o.Workflows.With(o.Settings)
+	topo := topology.Default(o.Prefix, set.Agents()...)
+	topo.VisibilityTimeout = o.VisibilityTimeout
+	topo.DeadlineShards = max(o.DeadlineShards, 1)
+	res, err := provision.Ensure(ctx, clients, topo)
+	if err != nil {
+		return nil, fmt.Errorf("provision: %w", err)
+	}
+	ordersURL := res.URL(topo.OrdersQueue().Name)
+	cfg := deployment.Config{
+		Topology: topo, QueueURLBase: strings.TrimSuffix(ordersURL, "/"+topo.OrdersQueue().Name),
+		AlertTopicARN: res.TopicARN, Workflows: set, Settings: o.Settings, AgentBackoff: o.AgentBackoff,
+		AllowedReplyQueues: o.AllowedReplyQueues,
+	}
+	if len(cfg.AllowedReplyQueues) == 0 {
+		cfg.AllowedReplyQueues = []string{cfg.QueueURL(ClientQueuePrefix(o.Prefix))}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	tally := metrics.NewTally()
+	var w io.Writer = tally
+	if o.Metrics != nil {
+		w = io.MultiWriter(tally, metrics.Locked(o.Metrics))
+	}
+	d := &deployment.Deployment{Config: cfg, Clients: clients, Log: o.Log, Metrics: w, Remotes: o.Remotes,
+		Vars: o.vars(), Auth: localAuth(clients)}
+	s := &Stack{Opts: o, Deployment: d, Resources: res, Store: d.Store(), Tally: tally, Stats: runner.NewStats()}
+	if s.AlertInbox, err = s.subscribeInbox(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Prefix == "" {
+		o.Prefix = "sas"
+	}
+	if o.Workflows.IsZero() {
+		o.Workflows = workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow))
+	}
+	if o.VisibilityTimeout <= 0 {
+		o.VisibilityTimeout = 30 * time.Second
+	}
+	o.Schedulers, o.Supervisors, o.Pollers = max(o.Schedulers, 1), max(o.Supervisors, 1), max(o.Pollers, 2)
+	if o.AgentPollers <= 0 {
+		o.AgentPollers = 4 * o.Pollers
+	}
+	if o.SupervisorEvery <= 0 {
+		o.SupervisorEvery = time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// subscribeInbox creates a queue subscribed to the alert topic, where a
+// local operator (or a test) reads the failure events.
+func (s *Stack) subscribeInbox(ctx context.Context) (string, error) {
+	c := s.Deployment.Clients
+	name := s.Opts.Prefix + "-alerts-inbox"
+	q, err := c.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+	if err != nil {
+		return "", fmt.Errorf("create alert inbox: %w", err)
+	}
+	a, err := c.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: q.QueueUrl,
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	if err != nil {
+		return "", fmt.Errorf("alert inbox ARN: %w", err)
+	}
+	_, err = c.SNS.Subscribe(ctx, &sns.SubscribeInput{TopicArn: aws.String(s.Resources.TopicARN),
+		Protocol: aws.String("sqs"), Endpoint: aws.String(a.Attributes["QueueArn"]),
+		Attributes: map[string]string{"RawMessageDelivery": "true"}})
+	if err != nil {
+		return "", fmt.Errorf("subscribe alert inbox: %w", err)
+	}
+	return aws.ToString(q.QueueUrl), nil
+}
+
+// ClientQueuePrefix is the name prefix of the reply queues a local stack
+// allows by default.
+func ClientQueuePrefix(prefix string) string { return prefix + "-client-" }
+
+// QueueURL returns the URL of a queue of the topology.
+func (s *Stack) QueueURL(name string) string { return s.Deployment.Config.QueueURL(name) }
+
+// Topology is the stack's resource description.
+func (s *Stack) Topology() topology.Topology { return s.Deployment.Config.Topology }
+
+// vars fill the workflows' ${NAME}s: Vars, the simulator's URL, the environment.
+func (o Options) vars() workflow.Vars {
+	return func(name string) string {
+		if v, ok := o.Vars[name]; ok {
+			return v
+		}
+		if name == deployment.EnvRemoteBaseURL && o.RemoteURL != "" {
+			return o.RemoteURL
+		}
+		return os.Getenv(name)
+	}
+}
+
+// localAuth reads agents' credentials from the emulator, as a deployed
+// Agent reads them from Secrets Manager and SSM.
+func localAuth(c *awsclient.Clients) func(context.Context, workflow.Agent) (agent.Authorizer, error) {
+	clients := agentauth.NewClients(c.Config)
+	return func(ctx context.Context, a workflow.Agent) (agent.Authorizer, error) {
+		return agentauth.For(ctx, clients, a)
+	}
+}

@@ -1,0 +1,90 @@
+package remotesim_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/devkit/remotesim"
+)
+
+func call(t *testing.T, url, key, order string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/services/inventory/apply", bytes.NewBufferString(`{"orderId":"`+order+`"}`))
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := (&http.Client{Timeout: 500 * time.Millisecond}).Do(req)
+	if err != nil {
+		return 0 // timed out (a stall)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func start(t *testing.T, f remotesim.Faults) (*remotesim.Simulator, string) {
+	sim := remotesim.New(1)
+	sim.SetFaults("", f)
+	srv, err := sim.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	return sim, srv.URL
+}
+
+func TestSimulatorAppliesEachKeyOnce(t *testing.T) {
+	t.Parallel()
+	sim, url := start(t, remotesim.Faults{})
+	require.Equal(t, 200, call(t, url, "o-1/s", "o-1"))
+	require.Equal(t, 200, call(t, url, "o-1/s", "o-1"), "a replay answers as before")
+	require.Equal(t, 200, call(t, url, "o-2/s", "o-2"))
+	l := sim.Ledger()
+	require.Len(t, l, 2)
+	require.Equal(t, "o-1", l[0].OrderID)
+	require.Equal(t, 2, l[0].Calls)
+	require.Equal(t, remotesim.Stats{Calls: 3, Applied: 2, Replayed: 1}, sim.Stats())
+}
+
+func TestSimulatorFaults(t *testing.T) {
+	t.Parallel()
+	sim, url := start(t, remotesim.Faults{PermanentOrders: []string{"o-p"}, StallFirst: 1})
+	require.Equal(t, 0, call(t, url, "o-1/s", "o-1"), "first call stalls")
+	require.Equal(t, 200, call(t, url, "o-1/s", "o-1"))
+	call(t, url, "o-p/s", "o-p")
+	require.Equal(t, 422, call(t, url, "o-p/s", "o-p"), "permanent, every time")
+	require.Len(t, sim.Ledger(), 1)
+
+	sim.SetFaults("", remotesim.Faults{Outages: []remotesim.Window{{From: time.Now().Add(-time.Minute), To: time.Now().Add(time.Minute)}}})
+	require.Equal(t, 503, call(t, url, "o-2/s", "o-2"), "inside an outage")
+	sim.SetFaults("", remotesim.Faults{TransientRate: 1})
+	require.Equal(t, 503, call(t, url, "o-2/s", "o-2"))
+
+	sim.SetFaults("", remotesim.Faults{LostReplyOrders: []string{"o-l"}})
+	require.Equal(t, 0, call(t, url, "o-l/s", "o-l"), "applied, but the reply never comes")
+	require.Equal(t, 0, call(t, url, "o-l/s", "o-l"), "nor for a retry")
+	require.Len(t, sim.Ledger(), 2, "the effect happened, once")
+	sim.SetFaults("", remotesim.Faults{})
+	require.Equal(t, 200, call(t, url, "o-l/s", "o-l"), "the replay answers once the fault is gone")
+	require.Len(t, sim.Ledger(), 2)
+}
+
+func TestSimulatorHTTPKnobsAndLedger(t *testing.T) {
+	t.Parallel()
+	_, url := start(t, remotesim.Faults{})
+	body, _ := json.Marshal(remotesim.Faults{PermanentRate: 1})
+	req, _ := http.NewRequest(http.MethodPut, url+"/v1/services/inventory/faults", bytes.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	require.Equal(t, 422, call(t, url, "o-1/s", "o-1"))
+
+	resp, err = http.Get(url + "/v1/ledger")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var l []remotesim.Effect
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&l))
+	require.Empty(t, l)
+	require.Equal(t, 400, call(t, url, "", "o-1"), "an idempotency key is required")
+}
