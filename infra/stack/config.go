@@ -95,47 +95,55 @@ func Config(app awscdk.App) (Props, error) {
 		QueueWaitAlarm:     5 * time.Minute,
 		BacklogDepth:       supervisor.DefaultBacklogDepth,
 	}
-	var err error
 	if p.AssetDir == "" {
 		p.AssetDir = "build"
 	}
 	if v := get(CtxReplyQueuePrefixes); v != "" {
 		p.ReplyQueuePrefixes = strings.Split(v, ",")
 	}
+	if err := p.readKnobs(get); err != nil {
+		return p, err
+	}
+	if err := p.loadWorkflows(get(CtxWorkflows), get(CtxRemoteBaseURL), os.Getenv); err != nil {
+		return p, err
+	}
+	return p, p.Validate()
+}
+
+// readKnobs reads the context's durations and numbers into p.
+func (p *Props) readKnobs(get func(string) string) error {
+	var err error
 	for k, dst := range map[string]*time.Duration{CtxStepTimeout: &p.Settings.StepTimeout,
 		CtxRetryBackoff: &p.Settings.RetryBackoff, CtxPickupTimeout: &p.Settings.PickupTimeout,
 		CtxOrderDeadline: &p.Settings.OrderDeadline, CtxQueueWaitAlarm: &p.QueueWaitAlarm} {
 		if v := get(k); v != "" {
 			if *dst, err = time.ParseDuration(v); err != nil {
-				return p, fmt.Errorf("context %s=%q: %w", k, v, err)
+				return fmt.Errorf("context %s=%q: %w", k, v, err)
 			}
 		}
 	}
 	for k, dst := range map[string]*int{CtxMaxFailures: &p.Settings.MaxFailures, CtxBacklogDepth: &p.BacklogDepth} {
 		if v := get(k); v != "" {
 			if *dst, err = strconv.Atoi(v); err != nil {
-				return p, fmt.Errorf("context %s=%q: %w", k, v, err)
+				return fmt.Errorf("context %s=%q: %w", k, v, err)
 			}
 		}
 	}
 	if v := get(CtxBatchWindow); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return p, fmt.Errorf("context %s=%q: a whole number of seconds, 0 to 300", CtxBatchWindow, v)
+			return fmt.Errorf("context %s=%q: a whole number of seconds, 0 to 300", CtxBatchWindow, v)
 		}
 		p.Topology.BatchWindow = time.Duration(n) * time.Second // Validate checks the range
 	}
 	if v := get(CtxSupervisorRate); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return p, fmt.Errorf("context %s=%q: a whole number of minutes, at least 1", CtxSupervisorRate, v)
+			return fmt.Errorf("context %s=%q: a whole number of minutes, at least 1", CtxSupervisorRate, v)
 		}
 		p.SupervisorRate = time.Duration(n) * time.Minute
 	}
-	if err := p.loadWorkflows(get(CtxWorkflows), get(CtxRemoteBaseURL), os.Getenv); err != nil {
-		return p, err
-	}
-	return p, p.Validate()
+	return nil
 }
 
 // loadWorkflows loads the workflow files (comma-separated; none: the
