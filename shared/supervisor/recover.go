@@ -165,9 +165,12 @@ func (s *Supervisor) alert(ctx context.Context, st statestore.Step, reason strin
 //     unclaimed past its pickup timeout has likely lost it);
 //   - a claimed step's reply, sent and not yet taken, is a message waiting in
 //     its agent's response queue: while that queue holds any, the attempt is
-//     not judged; nor while it has one in a consumer's hands and the attempt
-//     is overdue by less than a consumer may hold one (InFlightGrace). Once
-//     it holds none, the reply, if any was sent, was taken.
+//     not judged; nor while it has one in a consumer's hands and a consumer
+//     may have taken the reply less than InFlightGrace ago: since the
+//     attempt's CompleteBy, or, for an attempt held for such a backlog, since
+//     this look was due (the reply may have left the visible backlog just
+//     now). Once it holds none, the reply, if any was sent, was taken.
+//     Decide bounds the holds by MaxReplyWait.
 //
 // A depth it cannot read counts as no backlog for a ready step (a re-sent
 // message costs only a refused claim) and as a backlog for a claimed one (an
@@ -182,7 +185,7 @@ func (s *Supervisor) backlog(ctx context.Context, st statestore.Step, now time.T
 			return "the depth of " + queueName(aq.Responses) + " unknown"
 		case n.Visible > 0:
 			return fmt.Sprintf("%s holds %d messages", queueName(aq.Responses), n.Visible)
-		case n.InFlight > 0 && now.Sub(st.CompleteBy) < s.cfg.InFlightGrace:
+		case n.InFlight > 0 && now.Sub(maxTime(st.CompleteBy, st.DueAt)) < s.cfg.InFlightGrace:
 			return fmt.Sprintf("%s has %d messages in a consumer's hands", queueName(aq.Responses), n.InFlight)
 		}
 		return ""
@@ -193,6 +196,14 @@ func (s *Supervisor) backlog(ctx context.Context, st statestore.Step, now time.T
 		}
 	}
 	return ""
+}
+
+// maxTime is the later of a and b.
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func queueName(url string) string { return url[strings.LastIndex(url, "/")+1:] }
