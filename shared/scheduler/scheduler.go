@@ -185,7 +185,7 @@ func (h *Handler) complete(ctx context.Context, def workflow.Definition, r messa
 	crash(h.Crash, "scheduler.after-complete")
 	round := roundOf(r)
 	ev := notify.Event{OrderID: r.OrderID, ReplyQueue: r.ReplyTo, Round: round, Event: workflow.EventStepDone,
-		Index: r.Step, Step: r.StepName, State: workflow.Pending, At: now}
+		Index: r.Step, Step: r.StepName, State: workflow.Pending, Result: r.Result, At: now}
 	if ref.Undo {
 		ev.Event, ev.State = workflow.EventUndoDone, workflow.Compensating
 	}
@@ -220,7 +220,7 @@ func (h *Handler) completeCancelled(ctx context.Context, def workflow.Definition
 	}
 	crash(h.Crash, "scheduler.after-complete")
 	h.notify.Post(ctx, notify.Event{OrderID: r.OrderID, ReplyQueue: r.ReplyTo, Round: roundOf(r), Event: workflow.EventStepDone,
-		Index: r.Step, Step: r.StepName, State: state, At: c.Now})
+		Index: r.Step, Step: r.StepName, State: state, Result: r.Result, At: c.Now})
 	if undo == nil {
 		h.notify.Ended(ctx, r.OrderID, r.ReplyTo, roundOf(r), state, "", c.Now)
 		return nil

@@ -2,6 +2,7 @@ package localrun_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -44,6 +45,13 @@ func TestStatusMessagesOfAProcessedOrder(t *testing.T) {
 		require.Equal(t, "o-happy", st.OrderID)
 		require.Equal(t, 1, st.Round)
 	}
+	for i, action := range forward {
+		var answer struct{ Action, Key string }
+		require.NoError(t, json.Unmarshal(sts[i+1].Result, &answer), "step-done carries the service's answer")
+		require.Equal(t, action, answer.Action)
+		require.Equal(t, "o-happy/"+action, answer.Key)
+	}
+	require.Empty(t, sts[0].Result, "only a step done has a result")
 }
 
 func TestFailureAtStepThreeUndoesStepsTwoAndOneInReverse(t *testing.T) {
