@@ -16,6 +16,9 @@ func suppressions(st awscdk.Stack, r *Resources) {
 			}}, jsii.Bool(true))
 		}
 	}
+	cdknag.NagSuppressions_AddResourceSuppressions(r.AlertInbox, &[]*cdknag.NagPackSuppression{{
+		Id: jsii.String("AwsSolutions-SQS3"), Reason: jsii.String("The alert inbox is read by the operator, never consumed by a function: nothing to dead-letter."),
+	}}, jsii.Bool(true))
 	for _, t := range []awscdk.Resource{r.Alerts, r.Alarms} {
 		cdknag.NagSuppressions_AddResourceSuppressions(t, &[]*cdknag.NagPackSuppression{{
 			Id: jsii.String("AwsSolutions-SNS2"),

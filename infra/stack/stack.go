@@ -17,6 +17,7 @@ type Resources struct {
 	Orders, State awsdynamodb.Table
 	Queues        map[string]awssqs.Queue // work queues and DLQs, by name
 	Alerts        awssns.Topic            // per-order failure events (the functions publish)
+	AlertInbox    awssqs.Queue            // subscribed to Alerts: what the operator reads
 	Alarms        awssns.Topic            // CloudWatch alarm actions
 }
 
@@ -77,6 +78,13 @@ func resources(st awscdk.Stack, p Props) *Resources {
 		return tp
 	}
 	r.Alerts = topic("AlertTopic", t.AlertTopic())
+	// The alerts sent, kept 14 days for the operator (the console reads them).
+	r.AlertInbox = awssqs.NewQueue(st, jsii.String("AlertInbox"), &awssqs.QueueProps{
+		QueueName: jsii.String(t.AlertInbox()), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+	})
+	r.Alerts.AddSubscription(awssnssubscriptions.NewSqsSubscription(r.AlertInbox,
+		&awssnssubscriptions.SqsSubscriptionProps{RawMessageDelivery: jsii.Bool(true)}))
 	r.Alarms = topic("AlarmTopic", t.Prefix+"-alarms")
 	return r
 }

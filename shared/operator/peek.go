@@ -134,8 +134,9 @@ func deadLetter(m types.Message) DeadLetter {
 // go to the alert topic's subscribers only.
 var ErrNoAlertInbox = errors.New("no alert inbox queue")
 
-// AlertInboxName is the queue a local stack subscribes to the alert topic.
-func (o *Operator) AlertInboxName() string { return o.Topology.Prefix + "-alerts-inbox" }
+// AlertInboxName is the queue subscribed to the alert topic (a local stack
+// and the CDK stack make it).
+func (o *Operator) AlertInboxName() string { return o.Topology.AlertInbox() }
 
 // Alerts reads up to max failure events from the alert inbox queue without
 // consuming them (Peek, up to the messages it holds), newest first;

@@ -122,6 +122,10 @@ func (t Topology) StateTable() string { return t.Prefix + "-state" }
 // AlertTopic receives a per-order failure event for every Error.
 func (t Topology) AlertTopic() string { return t.Prefix + "-alerts" }
 
+// AlertInbox is a queue subscribed to the alert topic, where an operator
+// (the console, a test) reads the alerts sent.
+func (t Topology) AlertInbox() string { return t.Prefix + "-alerts-inbox" }
+
 func (t Topology) queue(name string, c Consumer, agent string) Queue {
 	vis := t.VisibilityTimeout
 	if vis == 0 {

@@ -164,7 +164,7 @@ func (o Options) withDefaults() Options {
 // local operator (or a test) reads the failure events.
 func (s *Stack) subscribeInbox(ctx context.Context) (string, error) {
 	c := s.Deployment.Clients
-	name := s.Opts.Prefix + "-alerts-inbox"
+	name := s.Topology().AlertInbox()
 	q, err := c.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
 	if err != nil {
 		return "", fmt.Errorf("create alert inbox: %w", err)
