@@ -85,6 +85,9 @@ func (r *HTTPRemote) Apply(ctx context.Context, action, key string, payload []by
 	}
 	switch {
 	case s >= 200 && s < 300:
+		if r.Auth != nil { // a service that echoes the credential does not pass it on
+			return []byte(r.Auth.Redact(string(body))), nil
+		}
 		return body, nil
 	case r.Auth != nil && (s == http.StatusUnauthorized || s == http.StatusForbidden):
 		return nil, fmt.Errorf("%s refused the agent's credentials (HTTP %d), read again: %s", r.Service, s, text)
@@ -108,7 +111,12 @@ func (r *HTTPRemote) post(ctx context.Context, action, key string, payload []byt
 			return 0, nil, fmt.Errorf("credentials for %s: %w", r.Service, err)
 		}
 	}
-	resp, err := r.Client.Do(req)
+	// A redirect is not followed: Go would carry a header credential
+	// (X-Api-Key) to the other host, and turn a 301-303 POST into a GET. The
+	// 3xx is answered as it is: a refusal unless listed as transient.
+	c := *r.Client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, nil, fmt.Errorf("call %s: %w", r.Service, err)
 	}

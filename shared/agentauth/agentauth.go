@@ -134,6 +134,9 @@ func (h *Header) read(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", h.Source, err)
 	}
+	// A value stored from a file often ends in a newline, which no header
+	// may carry: the credential is the text around it.
+	v = strings.TrimSpace(v)
 	if v == "" {
 		return "", fmt.Errorf("read %s: it is empty", h.Source)
 	}

@@ -547,3 +547,41 @@ func TestSigV4SignsVerifiably(t *testing.T) {
 	req := httptest.NewRequest(http.MethodPost, "http://fn.test/", nil)
 	require.EqualError(t, none.Authorize(context.Background(), req, nil), "sigv4 for lambda: no AWS credentials")
 }
+
+// The credential stays with its service: a redirect to another host is not
+// followed (it would carry X-Api-Key there) but answered as a refusal, and
+// an answer that echoes the credential is passed on redacted. A secret
+// stored with a trailing newline is the text before it.
+func TestTheCredentialNeverLeavesItsService(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	id := s.secret("echo-key", "echo-v1\n")
+	h := header(t, s.clients, workflow.Auth{Header: "X-Api-Key", Secret: id})
+
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		_, _ = io.WriteString(w, `{"got":"`+r.Header.Get("X-Api-Key")+`"}`)
+	}))
+	t.Cleanup(other.Close)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, other.URL+"/picks", http.StatusTemporaryRedirect)
+			return
+		}
+		require.Equal(t, "echo-v1", r.Header.Get("X-Api-Key"), "the stored value without its newline")
+		_, _ = io.WriteString(w, `{"echo":"`+r.Header.Get("X-Api-Key")+`"}`)
+	}))
+	t.Cleanup(srv.Close)
+	remote := &agent.HTTPRemote{Endpoint: srv.URL, Service: "warehouse", Auth: h, Client: srv.Client()}
+	ctx := context.Background()
+
+	out, err := remote.Apply(ctx, "picks", "k-1", []byte(`{}`))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"echo":"[redacted]"}`, string(out), "the answer goes on to the caller's reply queue")
+
+	_, err = remote.Apply(ctx, "moved", "k-2", []byte(`{}`))
+	require.True(t, agent.IsPermanent(err), "a redirect is a refusal: %v", err)
+	require.Contains(t, err.Error(), "307")
+	require.Zero(t, elsewhere.Load(), "nothing reached the other host")
+}
