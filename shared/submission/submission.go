@@ -7,6 +7,7 @@ package submission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -109,10 +110,9 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 			return message.Invalid("order %s: %v", o.OrderID, err)
 		}
 	}
-	def, ok := h.cfg.Workflows.Get(o.Workflow)
-	if !ok {
-		return message.Invalid("order %s: workflow %q is not one this deployment runs (%s)", o.OrderID, o.Workflow,
-			strings.Join(h.cfg.Workflows.Names(), ", "))
+	def, err := h.definition(ctx, o)
+	if err != nil {
+		return err
 	}
 	now := h.Now()
 	created, err := h.store.Submit(ctx, statestore.Submission{
@@ -134,8 +134,27 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 		// its work. A claim is conditional, so an extra request runs nothing.
 		h.metrics.Count(metrics.DuplicateOrders, 1, map[string]any{"OrderID": o.OrderID})
 		h.log.Info("duplicate order ignored", "order_id", o.OrderID)
+		// It runs the definition it was accepted with, whatever runs now.
+		if def, err = h.store.Definition(ctx, o.OrderID); err != nil {
+			return err
+		}
 	}
 	return h.dispatch.Start(ctx, def, o.OrderID, workflow.Ref{}, json.RawMessage(o.JSON()))
+}
+
+// definition is the workflow an order names (none: the default). A name
+// this deployment does not run is refused, unless the order was accepted
+// before it stopped running it: then a resend runs what it started with.
+func (h *Handler) definition(ctx context.Context, o message.Order) (workflow.Definition, error) {
+	if def, ok := h.cfg.Workflows.Get(o.Workflow); ok {
+		return def, nil
+	}
+	def, err := h.store.Definition(ctx, o.OrderID)
+	if errors.Is(err, statestore.ErrNotFound) {
+		return def, message.Invalid("order %s: workflow %q is not one this deployment runs (%s)", o.OrderID, o.Workflow,
+			strings.Join(h.cfg.Workflows.Names(), ", "))
+	}
+	return def, err
 }
 
 // sameAsStored checks that a resent OrderID carries the content first

@@ -19,6 +19,7 @@ import (
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -199,4 +200,35 @@ func TestOrderInFlightKeepsItsWorkflowVersion(t *testing.T) {
 	require.Equal(t, workflow.Processed, tasks["order-new"].State)
 	e.requireLedger("order-000", forward...)
 	e.requireLedger("order-new", append(forward, "send-invoice")...)
+}
+
+// An order resent after its workflow left the deployment is the same order:
+// an idempotent success that runs what it started with (not a rejection),
+// while a new order naming that workflow is refused.
+func TestAResendOutlivesItsWorkflow(t *testing.T) {
+	t.Parallel()
+	both := workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow), workflow.MustExample(workflow.SingleWorkflow))
+	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) { patient(o); o.Workflows = both })
+	single := localrun.DemoOrder("s-1", 1)
+	single.Workflow = workflow.SingleWorkflow
+	require.NoError(t, e.stack.SendOrders(context.Background(), single.JSON()))
+	require.Equal(t, workflow.Processed, e.waitEnded([]string{"s-1"})["s-1"].State)
+	e.stop()
+
+	o := e.stack.Opts
+	o.Workflows = workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow)) // single is gone
+	var err error
+	e.stack, err = localrun.New(context.Background(), o)
+	require.NoError(t, err)
+	e.start()
+	other := single
+	other.OrderID = "s-2"
+	require.NoError(t, e.stack.SendOrders(context.Background(), single.JSON(), other.JSON()))
+	reason := e.rejection(e.stack.Topology().OrdersQueue().DLQName, `"orderId":"s-2"`)
+	require.Contains(t, reason, `workflow "single" is not one this deployment runs (order)`)
+	e.eventually("the resend counted a duplicate", 30*time.Second, func() bool {
+		return e.stack.Tally.Sum(metrics.DuplicateOrders) >= 1
+	})
+	require.Equal(t, 1, strings.Count(e.logs.Tail(1<<30), "message rejected to the DLQ"), "only the new order was refused")
+	e.requireLedger("s-1", "charge-payment")
 }
