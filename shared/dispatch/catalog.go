@@ -54,6 +54,9 @@ func (c *Catalog) For(ctx context.Context, orderID, name, version string) (workf
 	if d.PickupTimeout <= 0 { // stored before the pickup timeout was kept
 		d.PickupTimeout = workflow.DefaultPickupTimeout
 	}
+	if version == "" {
+		return d, nil // no version to share it by: each order's own, read each time
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.read == nil || len(c.read) >= maxRead {
