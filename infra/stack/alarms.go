@@ -88,14 +88,18 @@ func dashboard(st awscdk.Stack, p Props, f *Functions) {
 		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Left: &ms, Width: jsii.Number(12)})
 	}
 	agents := agentFunctions(p)
+	// An order's end is counted by whoever recorded it: an Agent (its last
+	// step or undo done), the Supervisor (a give-up), or the Scheduler (a
+	// reply from an Agent of an earlier version).
+	enders := append([]string{"scheduler", "supervisor"}, agents...)
 	d := awscloudwatch.NewDashboard(st, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
 		DashboardName: jsii.String(p.Topology.Prefix + "-orders"),
 	})
 	d.AddWidgets(
 		graph("Orders by outcome",
 			emfSum("accepted", metrics.OrdersAccepted, "submission"),
-			emfSum("processed", metrics.OrdersProcessed, "scheduler"),
-			emfSum("failed, work undone", metrics.OrdersCompensated, "scheduler", "supervisor"),
+			emfSum("processed", metrics.OrdersProcessed, enders...),
+			emfSum("failed, work undone", metrics.OrdersCompensated, enders...),
 			emfSum("compensation failed", metrics.CompensationFailures, "scheduler", "supervisor")),
 		graph("Retries and recoveries",
 			emfSum("agent retries", metrics.AgentRetries, agents...),
@@ -113,7 +117,7 @@ func dashboard(st awscdk.Stack, p Props, f *Functions) {
 		graph("Errors",
 			emfSum("steps failed for good", metrics.StepErrors, "scheduler", "supervisor"),
 			emfSum("malformed messages", metrics.MalformedMessages, append([]string{"submission", "scheduler"}, agents...)...),
-			emfSum("stale replies", metrics.StaleReplies, "scheduler"),
+			emfSum("stale outcomes", metrics.StaleReplies, append([]string{"scheduler"}, agents...)...),
 			f.Supervisor.MetricErrors(nil)),
 	)
 }

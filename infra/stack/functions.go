@@ -128,8 +128,10 @@ func agentFunction(st awscdk.Stack, p Props, r *Resources, a string, env map[str
 		asset = a
 	}
 	allow := []awsiam.PolicyStatement{
-		statement([]string{"dynamodb:UpdateItem"}, []*string{r.State.TableArn()}), // the claim that starts an attempt
-		statement([]string{"dynamodb:GetItem"}, []*string{r.Orders.TableArn()}),   // the order, for a request without it
+		// The claim that starts an attempt and the record of its outcome; the
+		// definition an order of an older workflow version runs.
+		statement([]string{"dynamodb:UpdateItem", "dynamodb:GetItem"}, []*string{r.State.TableArn()}),
+		statement([]string{"dynamodb:GetItem"}, []*string{r.Orders.TableArn()}), // the order, for a request without it
 		statement([]string{"sqs:SendMessage"}, []*string{arn(t.AgentResponses(a).Name), arn(t.AgentRequests(a).DLQName)}),
 	}
 	if s := credentialStatement(spec); s != nil {

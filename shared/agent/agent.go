@@ -1,8 +1,9 @@
 // Package agent is the Agent handler: it claims the ready step a request
 // names (the claim starts the attempt and its clock, CompleteBy), wraps the
 // calls to one remote service with retries (exponential backoff and jitter),
-// a circuit breaker and an idempotency key, all bounded by CompleteBy, and
-// replies on its response queue.
+// a circuit breaker and an idempotency key, all bounded by CompleteBy,
+// records the outcome in the order's state (shared/outcome) and replies on
+// its response queue, so that the Scheduler starts what follows.
 package agent
 
 import (
@@ -14,8 +15,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sas-go/sas/shared/dispatch"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/sqsbatch"
 	"github.com/sas-go/sas/shared/statestore"
@@ -37,17 +41,22 @@ type Sender interface {
 // this long.
 const ReplyFlush = 250 * time.Millisecond
 
-// Store is the part of the state store an Agent uses: the claim, and the
-// order, for a request that does not carry it.
+// Store is the part of the state store an Agent uses: the claim, the
+// order (for a request that does not carry it), the outcome's record, and
+// the definition of an order of a workflow version the deployment no longer
+// runs.
 type Store interface {
 	Claim(ctx context.Context, c statestore.Claim) (statestore.Step, error)
 	Order(ctx context.Context, orderID string) (string, error)
+	outcome.Store
+	dispatch.DefinitionReader
 }
 
 // Config is what an Agent needs to know of its deployment.
 type Config struct {
-	Name             string // the agent (remote service) name
-	InstanceID       string // this instance's name in the records it claims (LockedBy)
+	Workflows        workflow.Set // the deployment's: what follows an outcome
+	Name             string       // the agent (remote service) name
+	InstanceID       string       // this instance's name in the records it claims (LockedBy)
 	ResponseQueueURL string
 	DLQURL           string // its request queue's DLQ
 	Backoff          resilience.Backoff
@@ -76,6 +85,7 @@ type Handler struct {
 	metrics *metrics.Emitter
 	log     *slog.Logger
 	batch   *sqsbatch.Processor
+	catalog *dispatch.Catalog
 	Now     func() time.Time
 	Sleep   func(ctx context.Context, d time.Duration) error
 	// Crash, if set, is called after the remote call and before the reply; a
@@ -89,7 +99,7 @@ func New(cfg Config, d Deps) *Handler {
 		cfg.CallTimeout = 10 * time.Second
 	}
 	return &Handler{cfg: cfg, remote: d.Remote, breaker: d.Breaker, store: d.Store, send: d.Send, metrics: d.Metrics,
-		log: d.Log, Now: time.Now, Sleep: sleep,
+		log: d.Log, Now: time.Now, Sleep: sleep, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store},
 		batch: &sqsbatch.Processor{Name: "agent-" + cfg.Name, DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics,
 			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), FlushEvery: ReplyFlush}}
 }
@@ -111,6 +121,10 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if h.Crash != nil {
 		h.Crash("agent.after-claim") // the attempt runs out at CompleteBy; the Supervisor recovers it
 	}
+	def, err := h.catalog.For(ctx, st.OrderID, st.Workflow, st.WfVersion)
+	if err != nil {
+		return err // SQS delivers it again, or it is rejected; the claim runs out at CompleteBy
+	}
 	payload := req.Payload
 	if len(payload) == 0 {
 		order, err := h.store.Order(ctx, st.OrderID) // a re-sent message carries no order
@@ -122,25 +136,57 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	deadline := st.CompleteBy.Add(-h.cfg.Margin)
 	result, err := h.call(ctx, st, payload, deadline)
 	if h.Crash != nil {
-		h.Crash("agent.after-call")
+		h.Crash("agent.after-call") // the outcome is not recorded: the Supervisor recovers the attempt at CompleteBy
 	}
-	reply := message.AgentReply{Kind: message.KindReply, OrderID: st.OrderID, Step: st.Index, Undo: st.Undo,
-		StepName: st.Name, Attempt: st.Attempt, ReplyTo: st.ReplyQueue, Round: st.Round,
-		Workflow: st.Workflow, Version: st.WfVersion, Payload: payload}
+	a := outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(), Name: st.Name, Attempt: st.Attempt, Round: st.Round}
 	switch {
 	case err == nil:
-		reply.OK, reply.Result = true, resultJSON(result)
 	case IsPermanent(err):
-		reply.Error = err.Error()
-		h.log.Warn("non-transient remote fault; replying with the error", "order_id", st.OrderID, "err", err)
+		a.Refusal = err.Error()
+		h.log.Warn("non-transient remote fault; recorded as a refusal", "order_id", st.OrderID, "err", err)
 	case errors.Is(err, errDeadline):
 		h.expired(st, err.Error())
-		return nil // send nothing: the Supervisor recovers the step
+		return nil // record and send nothing: the Supervisor recovers the step
 	default:
 		return err // the function itself is out of time: SQS retries the request
 	}
-	// If this send is lost, the attempt is overdue at CompleteBy and the
-	// Supervisor recovers it.
+	return h.recordOutcome(ctx, def, st, a, result, payload)
+}
+
+// recordOutcome writes the attempt's outcome and what follows it in the order's
+// state, then replies, so that the Scheduler starts what was made ready and
+// tells the order's caller. An attempt that is no longer current records
+// nothing and replies nothing.
+func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st *statestore.Step, a outcome.Attempt, result []byte, payload json.RawMessage) error {
+	a.Now = h.Now()
+	rec, err := outcome.Recorder{Store: h.store}.Record(ctx, def, a)
+	if err != nil {
+		// Not recorded: SQS delivers the request again, and its claim is
+		// refused; the Supervisor recovers the attempt at its CompleteBy
+		// (the idempotency key makes the next attempt safe).
+		return err
+	}
+	if rec.Stale {
+		h.metrics.Count(metrics.StaleReplies, 1, map[string]any{"OrderID": st.OrderID, "Attempt": st.Attempt})
+		h.log.Info("outcome of an attempt that is no longer current: nothing recorded", "order_id", st.OrderID,
+			"step", st.Name, "attempt", st.Attempt)
+		return nil
+	}
+	if rec.State.Ended() {
+		notify.CountEnd(h.metrics, st.OrderID, rec.State) // here, once: the reply may be delivered twice
+	}
+	if h.Crash != nil {
+		h.Crash("agent.after-record") // recorded: what it made ready waits for its pickup deadline
+	}
+	reply := message.AgentReply{Kind: message.KindReply, OrderID: st.OrderID, Step: st.Index, Undo: st.Undo,
+		StepName: st.Name, Attempt: st.Attempt, ReplyTo: st.ReplyQueue, Round: st.Round,
+		Workflow: st.Workflow, Version: st.WfVersion, Payload: payload,
+		OK: a.Refusal == "", Error: a.Refusal, Recorded: true, State: string(rec.State), Ready: message.Starts(rec.Ready)}
+	if reply.OK {
+		reply.Result = resultJSON(result)
+	}
+	// If this send is lost, what the outcome made ready is found unclaimed
+	// at its pickup deadline, and the Supervisor sends it again.
 	return h.send.SendJSON(ctx, h.cfg.ResponseQueueURL, reply, 0)
 }
 

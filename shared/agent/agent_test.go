@@ -54,13 +54,44 @@ type claims struct {
 	readyAgo time.Duration // how long the step had been ready when claimed
 	refuse   map[string]error
 	reads    atomic.Int32 // orders read: for requests that carry none
+	// Outcomes: stale makes every record refused as not current; recorded
+	// lists the completions and failures written.
+	stale    bool
+	mu       sync.Mutex
+	recorded []string
+}
+
+func (c *claims) record(what string) (workflow.State, error) {
+	if c.stale {
+		return "", statestore.ErrStale
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.recorded = append(c.recorded, what)
+	return workflow.Pending, nil
+}
+
+func (c *claims) Complete(_ context.Context, cp statestore.Completion) (workflow.State, error) {
+	return c.record(fmt.Sprintf("complete %s attempt %d, next %v", cp.OrderID, cp.Attempt, *cp.Next))
+}
+
+func (c *claims) CompleteCancelled(context.Context, statestore.Completion, *workflow.Ref, time.Time) (workflow.State, error) {
+	return c.record("complete cancelled")
+}
+
+func (c *claims) Fail(_ context.Context, f statestore.Failure, attempt, _ int) (workflow.State, error) {
+	return c.record(fmt.Sprintf("fail %s attempt %d: %s", f.OrderID, attempt, f.Reason))
+}
+
+func (c *claims) Definition(context.Context, string) (workflow.Definition, error) {
+	return workflow.Definition{}, statestore.ErrNotFound
 }
 
 func (c *claims) Claim(_ context.Context, cl statestore.Claim) (statestore.Step, error) {
 	if err := c.refuse[cl.OrderID]; err != nil {
 		return statestore.Step{}, err
 	}
-	return statestore.Step{OrderID: cl.OrderID, Index: cl.Ref.Index, Undo: cl.Ref.Undo, Name: "reserve", Agent: cl.Agent,
+	return statestore.Step{OrderID: cl.OrderID, Index: cl.Ref.Index, Undo: cl.Ref.Undo, Name: "reserve", Agent: cl.Agent, Workflow: "order",
 		Attempt: 3, Round: 1, State: workflow.Processing, LockedBy: cl.Owner, ClaimedAt: cl.Now, ReadyAt: cl.Now.Add(-c.readyAgo),
 		CompleteBy: cl.Now.Add(c.timeout)}, nil
 }
@@ -86,7 +117,7 @@ func newFixture(t *testing.T, f remotesim.Faults) *fixture {
 	t.Cleanup(func() { _ = srv.Close() })
 	out, tally := &sent{}, metrics.NewTally()
 	c := &claims{timeout: 10 * time.Second, refuse: map[string]error{}}
-	h := agent.New(agent.Config{Name: "inventory", InstanceID: "agent-inventory/test",
+	h := agent.New(agent.Config{Workflows: workflow.MustSet(workflow.Orders(workflow.Settings{})), Name: "inventory", InstanceID: "agent-inventory/test",
 		Backoff: resilience.Backoff{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}, CallTimeout: time.Second},
 		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL + "/v1/services/inventory", Service: "inventory", Client: http.DefaultClient},
 			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: c, Send: out,
@@ -116,6 +147,35 @@ func TestAgentRetriesTransientFaultsThenReplies(t *testing.T) {
 	require.Equal(t, "o-1/reserve", f.sim.Ledger()[0].Key)
 }
 
+// The Agent records the outcome, and with it the order's next move, before
+// it replies: the reply says what was made ready, for the Scheduler to start.
+func TestAgentRecordsTheOutcomeBeforeItReplies(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{})
+	_, err := f.h.Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"complete o-1 attempt 3, next {1 false}"}, f.claims.recorded)
+	require.Len(t, f.out.replies, 1)
+	r := f.out.replies[0]
+	require.True(t, r.Recorded)
+	require.Equal(t, "Pending", r.State)
+	require.Equal(t, []message.Start{{Step: 1}}, r.Ready, "the next step, for the Scheduler to start")
+}
+
+// An attempt that is no longer current (the Supervisor recovered it and
+// another was claimed) records nothing and replies nothing: fencing.
+func TestAgentRepliesNothingForAnAttemptNoLongerCurrent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{})
+	f.claims.stale = true
+	resp, err := f.h.Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Empty(t, f.out.replies)
+	require.EqualValues(t, 1, f.tally.Sum(metrics.StaleReplies))
+	require.Len(t, f.sim.Ledger(), 1, "the service was called: its idempotency key keeps a repeat from applying twice")
+}
+
 func TestAgentReadsTheOrderWhenTheRequestCarriesNone(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, remotesim.Faults{})
@@ -140,6 +200,8 @@ func TestAgentRepliesPermanentFaultAtOnce(t *testing.T) {
 	require.False(t, f.out.replies[0].OK)
 	require.Contains(t, f.out.replies[0].Error, "HTTP 422")
 	require.Equal(t, 1, f.sim.Stats().Calls, "not retried")
+	require.Len(t, f.claims.recorded, 1)
+	require.Contains(t, f.claims.recorded[0], "fail o-1 attempt 3: ", "recorded as a refusal before the reply")
 }
 
 func TestAgentSendsNothingPastCompleteBy(t *testing.T) {
@@ -151,6 +213,7 @@ func TestAgentSendsNothingPastCompleteBy(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures, "done with the message: the supervisor takes over")
 	require.Empty(t, f.out.replies, "not even an error")
+	require.Empty(t, f.claims.recorded, "nothing recorded: the Supervisor recovers the attempt")
 	require.Less(t, time.Since(start), 5*time.Second, "bounded by CompleteBy")
 	require.EqualValues(t, 1, f.tally.Sum(metrics.AgentDeadlineExpired))
 }

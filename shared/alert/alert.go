@@ -24,17 +24,20 @@ type API interface {
 
 // Failure is the event published for a step that became Error.
 type Failure struct {
-	Event        string    `json:"event"` // "StepFailed"
-	OrderID      string    `json:"orderId"`
-	Step         int       `json:"step"`
-	StepName     string    `json:"stepName"`
-	Undo         bool      `json:"undo,omitempty"` // an undo action failed: its work was not undone
-	Compensation string    `json:"compensation"`   // what happens to the order's completed work
-	Attempt      int       `json:"attempt"`
-	FailureCount int       `json:"failureCount"`
-	LastError    string    `json:"lastError"`
-	DetectedBy   string    `json:"detectedBy"` // "scheduler" or "supervisor"
-	At           time.Time `json:"at"`
+	Event        string `json:"event"` // "StepFailed"
+	OrderID      string `json:"orderId"`
+	Step         int    `json:"step"`
+	StepName     string `json:"stepName"`
+	Undo         bool   `json:"undo,omitempty"` // an undo action failed: its work was not undone
+	Compensation string `json:"compensation"`   // what happens to the order's completed work
+	// OrderState is the order's state after the failure: Compensating,
+	// Failed (nothing to undo) or CompensationFailed (the operator must act).
+	OrderState   workflow.State `json:"orderState"`
+	Attempt      int            `json:"attempt"`
+	FailureCount int            `json:"failureCount"`
+	LastError    string         `json:"lastError"`
+	DetectedBy   string         `json:"detectedBy"` // "scheduler" or "supervisor"
+	At           time.Time      `json:"at"`
 }
 
 // Alerter emits the metric and publishes the event.
@@ -49,12 +52,18 @@ func New(api API, topicARN string, m *metrics.Emitter) *Alerter {
 	return &Alerter{api: api, topicARN: topicARN, metrics: m}
 }
 
-// StepFailed emits the StepErrors metric and publishes f. Delivery is at
-// least once: a caller that retries after an error may publish twice.
+// StepFailed emits the StepErrors metric (and CompensationFailures, when the
+// failure left the order CompensationFailed: every such end is alerted, so
+// it is counted here, beside the alarm's other source) and publishes f.
+// Delivery is at least once: a caller that retries after an error may
+// publish twice.
 func (a *Alerter) StepFailed(ctx context.Context, f Failure) error {
 	f.Event = "StepFailed"
 	props := map[string]any{"OrderID": f.OrderID, "Step": f.StepName, "LastError": f.LastError}
 	a.metrics.Count(metrics.StepErrors, 1, props)
+	if f.OrderState == workflow.CompensationFailed {
+		a.metrics.Count(metrics.CompensationFailures, 1, map[string]any{"OrderID": f.OrderID})
+	}
 	body, _ := json.Marshal(f) // plain values only
 	_, err := a.api.Publish(ctx, &sns.PublishInput{
 		TopicArn: aws.String(a.topicARN),

@@ -43,8 +43,8 @@ type Config struct {
 	AgentBackoff       resilience.Backoff
 	Breaker            BreakerConfig
 	// BacklogDepth is how many messages waiting make a queue backlogged: the
-	// Supervisor then neither re-sends into it nor judges an attempt whose
-	// reply may be in it (0: supervisor.DefaultBacklogDepth).
+	// Supervisor then does not re-send a ready step's start into it (0:
+	// supervisor.DefaultBacklogDepth).
 	BacklogDepth int
 }
 
@@ -185,7 +185,7 @@ func (d *Deployment) Agent(ctx context.Context, name, instanceID string) (*agent
 		backoff = resilience.Backoff{Base: 50 * time.Millisecond, Max: 2 * time.Second}
 	}
 	return agent.New(agent.Config{
-		Name: name, InstanceID: instanceID, ResponseQueueURL: d.Config.QueueURL(t.AgentResponses(name).Name),
+		Workflows: d.Config.Workflows, Name: name, InstanceID: instanceID, ResponseQueueURL: d.Config.QueueURL(t.AgentResponses(name).Name),
 		DLQURL: d.Config.QueueURL(t.AgentRequests(name).DLQName), Backoff: backoff,
 		CallTimeout: spec.Timeout, Margin: 100 * time.Millisecond,
 	}, agent.Deps{Remote: remote,
@@ -239,9 +239,6 @@ func (d *Deployment) SupervisorParts(instanceID string) (supervisor.Config, supe
 	return supervisor.Config{
 			SchedulerQueueURL: d.Config.QueueURL(t.SchedulerQueue().Name), AgentQueues: agents,
 			PickupTimeout: d.Config.Workflows.Default().PickupTimeout, BacklogDepth: d.Config.BacklogDepth,
-			// A consumer holds a message at most its function's timeout,
-			// and never past the queue's visibility timeout.
-			InFlightGrace: min(t.FunctionTimeout, t.SchedulerQueue().VisibilityTimeout),
 		}, supervisor.Deps{Store: d.Store(), Queues: queue.NewSender(d.Clients.SQS),
 			Alerts: alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), Notify: d.notifier(m, log), Metrics: m, Log: log}
 }

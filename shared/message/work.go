@@ -81,6 +81,32 @@ type AgentReply struct {
 	Workflow string          `json:"workflow,omitempty"` // the order's workflow and version, echoed from the request
 	Version  string          `json:"version,omitempty"`
 	Payload  json.RawMessage `json:"payload,omitempty"` // the order, echoed for the Scheduler's next request
+	// Recorded: the Agent recorded this outcome in the order's state before
+	// it replied (every Agent of this version does): State is the task's
+	// state after it, and Ready the records it made ready, which the
+	// Scheduler starts. A reply without it (from an Agent of an earlier
+	// version) the Scheduler records itself.
+	Recorded bool    `json:"recorded,omitempty"`
+	State    string  `json:"state,omitempty"`
+	Ready    []Start `json:"ready,omitempty"`
+}
+
+// Start names a record to start: a step, or a step's undo action.
+type Start struct {
+	Step int  `json:"step"`
+	Undo bool `json:"undo,omitempty"`
+}
+
+// Ref is the record s names.
+func (s Start) Ref() workflow.Ref { return workflow.Ref{Index: s.Step, Undo: s.Undo} }
+
+// Starts names the records refs.
+func Starts(refs []workflow.Ref) []Start {
+	out := make([]Start, 0, len(refs))
+	for _, r := range refs {
+		out = append(out, Start{Step: r.Index, Undo: r.Undo})
+	}
+	return out
 }
 
 // Ref is the record the reply is about.
@@ -134,8 +160,29 @@ func DecodeSchedulerMessage(body string) (any, error) {
 		if !r.OK && r.Error == "" {
 			return nil, Invalid("reply for %s: not ok but no error given", r.OrderID)
 		}
-		return r, nil
+		return r, r.checkRecorded()
 	default:
 		return nil, Invalid("unknown kind %q (want %q or %q)", truncate(head.Kind), KindSchedule, KindReply)
 	}
+}
+
+// checkRecorded checks what a recorded reply says followed it.
+func (r AgentReply) checkRecorded() error {
+	if !r.Recorded {
+		if r.State != "" || len(r.Ready) > 0 {
+			return Invalid("reply for %s: state and ready come only with recorded", r.OrderID)
+		}
+		return nil
+	}
+	switch st := workflow.State(r.State); st {
+	case workflow.Pending, workflow.Compensating, workflow.Processed, workflow.Failed, workflow.CompensationFailed, workflow.Cancelled:
+	default:
+		return Invalid("reply for %s: state %q is not a task's state", r.OrderID, truncate(r.State))
+	}
+	for _, s := range r.Ready {
+		if s.Step < 0 {
+			return Invalid("reply for %s: ready step %d", r.OrderID, s.Step)
+		}
+	}
+	return nil
 }

@@ -29,7 +29,7 @@ const (
 	NotificationsFailed  = "NotificationsFailed"  // status messages that could not be sent
 	StepsClaimed         = "StepsClaimed"         // claims won by a scheduler
 	NothingToClaim       = "NothingToClaim"       // schedule messages dropped: the record was not claimable
-	StaleReplies         = "StaleReplies"         // replies fenced off by the attempt check
+	StaleReplies         = "StaleReplies"         // outcomes of an attempt no longer current, fenced off (nothing recorded)
 	AgentRetries         = "AgentRetries"         // an agent waiting to retry a remote call (after a transient fault, or while its breaker is open)
 	AgentDeadlineExpired = "AgentDeadlineExpired" // agent attempts abandoned at CompleteBy
 	SupervisorRecoveries = "SupervisorRecoveries" // attempts not completed by CompleteBy, sent back to Pending

@@ -83,38 +83,64 @@ func (n *Notifier) Post(ctx context.Context, e Event) {
 	}
 }
 
-// Ended counts a task's end in its metric and posts it: processed,
-// compensated (Failed, its work undone), cancelled (its work undone) or
-// compensation-failed.
+// Ended counts a task's end in its metric (CountEnd) and posts it: for the
+// writer whose conditional write ended the task.
 func (n *Notifier) Ended(ctx context.Context, orderID, replyTo string, round int, end workflow.State, why string, now time.Time) {
+	CountEnd(n.metrics, orderID, end)
+	n.PostEnded(ctx, orderID, replyTo, round, end, why, now)
+}
+
+// PostEnded posts a task's end, without counting it: for the Scheduler, which
+// tells of an end its Agent recorded and counted, from a reply that may come
+// twice. The events: processed, compensated (Failed, its work undone),
+// cancelled (its work undone) or compensation-failed.
+func (n *Notifier) PostEnded(ctx context.Context, orderID, replyTo string, round int, end workflow.State, why string, now time.Time) {
 	e := Event{OrderID: orderID, ReplyQueue: replyTo, Round: round, State: end, Error: why, At: now}
-	name := metrics.CompensationFailures
 	switch end {
 	case workflow.Processed:
-		e.Event, name = workflow.EventProcessed, metrics.OrdersProcessed
+		e.Event = workflow.EventProcessed
 	case workflow.Failed:
-		e.Event, name = workflow.EventCompensated, metrics.OrdersCompensated
+		e.Event = workflow.EventCompensated
 	case workflow.Cancelled:
-		e.Event, name = workflow.EventCancelled, metrics.OrdersCancelled
+		e.Event = workflow.EventCancelled
 	default:
 		e.Event = workflow.EventCompensationFailed
 	}
-	n.metrics.Count(name, 1, map[string]any{"OrderID": orderID})
 	n.log.Info("order ended", "order_id", orderID, "state", end)
 	n.Post(ctx, e)
+}
+
+// CountEnd counts a task's end in its metric (OrdersProcessed,
+// OrdersCompensated or OrdersCancelled), once: the writer whose conditional
+// write ended the task counts it. A CompensationFailed end is counted with
+// the alert that reports it (alert.Alerter.StepFailed): every one is alerted.
+func CountEnd(m *metrics.Emitter, orderID string, end workflow.State) {
+	var name string
+	switch end {
+	case workflow.Processed:
+		name = metrics.OrdersProcessed
+	case workflow.Failed:
+		name = metrics.OrdersCompensated
+	case workflow.Cancelled:
+		name = metrics.OrdersCancelled
+	default:
+		return
+	}
+	m.Count(name, 1, map[string]any{"OrderID": orderID})
 }
 
 // Failed announces that a record failed for good (e has the order, the step
 // and the error) and the task is now next: for a step, "failed", then the
 // task's end if it ended (nothing to undo, or a pivot left to the operator);
-// for an undo action, the end in CompensationFailed.
+// for an undo action, the end in CompensationFailed. It counts nothing: the
+// writer that failed the record counts an end (CountEnd).
 func (n *Notifier) Failed(ctx context.Context, e Event, undo bool, next workflow.State) {
 	if !undo {
 		e.Event, e.State = workflow.EventFailed, next
 		n.Post(ctx, e)
 	}
 	if next.Ended() {
-		n.Ended(ctx, e.OrderID, e.ReplyQueue, e.Round, next, e.Error, e.At)
+		n.PostEnded(ctx, e.OrderID, e.ReplyQueue, e.Round, next, e.Error, e.At)
 	}
 }
 

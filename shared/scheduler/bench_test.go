@@ -34,6 +34,7 @@ func (nopStore) Fail(context.Context, statestore.Failure, int, int) (workflow.St
 	return "", nil
 }
 func (nopStore) MarkAlerted(context.Context, string, workflow.Ref, time.Time) error { return nil }
+func (nopStore) AlertPending(context.Context, string, workflow.Ref) (bool, error)   { return true, nil }
 
 type nopAlerter struct{}
 
@@ -55,7 +56,8 @@ func BenchmarkSchedulerPerMessage(b *testing.B) {
 	}
 	for name, body := range map[string]string{
 		"start": `{"kind":"schedule","orderId":"o-%d","step":1}`,
-		"reply": `{"kind":"reply","orderId":"o-%d","step":1,"stepName":"charge-payment","attempt":1,"ok":true,"result":{"id":"x"}}`,
+		"reply": `{"kind":"reply","orderId":"o-%d","step":1,"stepName":"charge-payment","attempt":1,"ok":true,"result":{"id":"x"},` +
+			`"recorded":true,"state":"Pending","ready":[{"step":2}]}`,
 	} {
 		b.Run(name, func(b *testing.B) {
 			var bodies []string

@@ -1,14 +1,13 @@
 // Package scheduler is the Scheduler handler: it sends each ready step (and
-// undo action) to its Agent, whose claim starts the attempt, and records the
-// Agents' replies, fenced by the attempt, moving the task on to its next step,
-// to its compensation, or to its end; it posts the order's status
-// notifications.
+// undo action) to its Agent, whose claim starts the attempt; on an Agent's
+// reply (whose outcome the Agent recorded, and with it the task's next move:
+// shared/outcome) it starts what the outcome made ready, posts the order's
+// status notifications and alerts on a refusal.
 package scheduler
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -21,17 +20,17 @@ import (
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/sqsbatch"
-	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// Store is the part of the state store the Scheduler uses.
+// Store is the part of the state store the Scheduler uses: the alert's
+// record, and the outcome of a reply an Agent did not record.
 type Store interface {
-	Complete(ctx context.Context, c statestore.Completion) (workflow.State, error)
-	CompleteCancelled(ctx context.Context, c statestore.Completion, undo *workflow.Ref, due time.Time) (workflow.State, error)
-	Fail(ctx context.Context, f statestore.Failure, attempt, round int) (workflow.State, error)
+	AlertPending(ctx context.Context, orderID string, r workflow.Ref) (bool, error)
 	MarkAlerted(ctx context.Context, orderID string, r workflow.Ref, now time.Time) error
+	outcome.Store
 	dispatch.DefinitionReader
 }
 
@@ -119,10 +118,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 			return err
 		}
 		h.replyWait(rec, m)
-		if m.OK {
-			return h.complete(ctx, def, m)
-		}
-		return h.fail(ctx, def, m)
+		return h.reply(ctx, def, m)
 	}
 	return fmt.Errorf("scheduler: unhandled message %T", msg)
 }
@@ -163,101 +159,76 @@ func (h *Handler) start(ctx context.Context, def workflow.Definition, orderID st
 	return h.dispatch.Start(ctx, def, orderID, r, payload)
 }
 
-func (h *Handler) complete(ctx context.Context, def workflow.Definition, r message.AgentReply) error {
-	now := h.Now()
-	ref := r.Ref()
-	next, more, end := def.Next(ref)
-	c := statestore.Completion{OrderID: r.OrderID, Ref: ref, Attempt: r.Attempt, Round: r.Round, End: end, Now: now}
-	if more {
-		c.Next, c.NextDueAt = &next, now.Add(def.PickupTimeout)
+// reply carries out what follows a reply: the records its outcome made ready
+// are started, the order's caller is told, and a refusal is alerted. The
+// Agent recorded the outcome before it replied; a reply it did not record
+// (from an Agent of an earlier version) is recorded here first.
+func (h *Handler) reply(ctx context.Context, def workflow.Definition, r message.AgentReply) error {
+	if !r.Recorded {
+		rec, err := outcome.Recorder{Store: h.store}.Record(ctx, def, outcome.Attempt{OrderID: r.OrderID, Ref: r.Ref(),
+			Name: r.StepName, Attempt: r.Attempt, Round: r.Round, Refusal: r.Error, Now: h.Now()})
+		if err != nil {
+			return err
+		}
+		if rec.Stale {
+			h.stale(r)
+			return nil
+		}
+		if rec.State.Ended() {
+			notify.CountEnd(h.metrics, r.OrderID, rec.State)
+		}
+		crash(h.Crash, "scheduler.after-record")
+		r.State, r.Ready = string(rec.State), message.Starts(rec.Ready)
 	}
-	state, err := h.store.Complete(ctx, c)
-	if errors.Is(err, statestore.ErrCancelling) {
-		return h.completeCancelled(ctx, def, r, c)
-	}
-	if errors.Is(err, statestore.ErrStale) {
-		h.stale(r)
-		return nil
-	}
-	if err != nil {
+	if r.OK {
+		h.done(ctx, r)
+	} else if err := h.refused(ctx, def, r); err != nil {
 		return err
 	}
-	crash(h.Crash, "scheduler.after-complete")
-	round := roundOf(r)
-	ev := notify.Event{OrderID: r.OrderID, ReplyQueue: r.ReplyTo, Round: round, Event: workflow.EventStepDone,
-		Index: r.Step, Step: r.StepName, State: workflow.Pending, Result: r.Result, At: now}
-	if ref.Undo {
-		ev.Event, ev.State = workflow.EventUndoDone, workflow.Compensating
+	for _, s := range r.Ready {
+		if err := h.start(ctx, def, r.OrderID, s.Ref(), r.Payload); err != nil {
+			return err
+		}
 	}
-	if !more {
-		ev.State = state // an order being cancelled ends Cancelled where its undoing would end Failed
-	}
-	h.notify.Post(ctx, ev)
-	if more {
-		return h.start(ctx, def, r.OrderID, next, r.Payload)
-	}
-	h.notify.Ended(ctx, r.OrderID, r.ReplyTo, round, state, "", now)
 	return nil
 }
 
-// completeCancelled records a step's reply while its order is being
-// cancelled: the step is done, and its undoing starts (its own undo action
-// first, if it has one), or the order ends Cancelled.
-func (h *Handler) completeCancelled(ctx context.Context, def workflow.Definition, r message.AgentReply, c statestore.Completion) error {
-	var undo *workflow.Ref
-	if _, ok := def.Action(workflow.Ref{Index: r.Step, Undo: true}); ok {
-		undo = &workflow.Ref{Index: r.Step, Undo: true}
-	} else if j := def.UndoFrom(r.Step); j >= 0 {
-		undo = &workflow.Ref{Index: j, Undo: true}
+// done tells the order's caller a step or undo action is done, and, if the
+// order ended with it, how it ended.
+func (h *Handler) done(ctx context.Context, r message.AgentReply) {
+	now, state, round := h.Now(), workflow.State(r.State), roundOf(r)
+	ev := notify.Event{OrderID: r.OrderID, ReplyQueue: r.ReplyTo, Round: round, Event: workflow.EventStepDone,
+		Index: r.Step, Step: r.StepName, State: state, Result: r.Result, At: now}
+	if r.Undo {
+		ev.Event = workflow.EventUndoDone
 	}
-	state, err := h.store.CompleteCancelled(ctx, c, undo, c.Now.Add(def.PickupTimeout))
-	if errors.Is(err, statestore.ErrStale) {
-		h.stale(r)
-		return nil
+	h.notify.Post(ctx, ev)
+	if state.Ended() {
+		h.notify.PostEnded(ctx, r.OrderID, r.ReplyTo, round, state, "", now) // its recorder counted the end
 	}
-	if err != nil {
-		return err
-	}
-	crash(h.Crash, "scheduler.after-complete")
-	h.notify.Post(ctx, notify.Event{OrderID: r.OrderID, ReplyQueue: r.ReplyTo, Round: roundOf(r), Event: workflow.EventStepDone,
-		Index: r.Step, Step: r.StepName, State: state, Result: r.Result, At: c.Now})
-	if undo == nil {
-		h.notify.Ended(ctx, r.OrderID, r.ReplyTo, roundOf(r), state, "", c.Now)
-		return nil
-	}
-	return h.start(ctx, def, r.OrderID, *undo, r.Payload)
 }
 
-func (h *Handler) fail(ctx context.Context, def workflow.Definition, r message.AgentReply) error {
-	now := h.Now()
-	ref := r.Ref()
+// refused tells the order's caller and the operator that a record was
+// refused for good by its service. The alert goes once: a reply delivered
+// again finds it sent (if the send fails, the record stays due and the
+// Supervisor sends it).
+func (h *Handler) refused(ctx context.Context, def workflow.Definition, r message.AgentReply) error {
+	now, ref := h.Now(), r.Ref()
 	after := workflow.AfterRefusal(ref.Undo, def.UndoFrom(ref.Index))
-	f := statestore.Failure{OrderID: r.OrderID, Ref: ref, Name: r.StepName, After: after, Reason: r.Error,
-		Due: now.Add(def.PickupTimeout), Now: now}
-	state, err := h.store.Fail(ctx, f, r.Attempt, r.Round)
-	if errors.Is(err, statestore.ErrStale) {
-		h.stale(r)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	crash(h.Crash, "scheduler.after-fail")
 	h.log.Error("failed with a non-transient error", "order_id", r.OrderID, "step", r.StepName, "undo", ref.Undo, "err", r.Error)
 	h.notify.Failed(ctx, notify.Event{OrderID: r.OrderID, ReplyQueue: r.ReplyTo, Round: roundOf(r), Index: ref.Index,
-		Step: r.StepName, Error: r.Error, At: now}, ref.Undo, state)
+		Step: r.StepName, Error: r.Error, At: now}, ref.Undo, workflow.State(r.State))
+	if pending, err := h.store.AlertPending(ctx, r.OrderID, ref); err != nil || !pending {
+		return err
+	}
 	a := alert.Failure{OrderID: r.OrderID, Step: r.Step, StepName: r.StepName, Undo: ref.Undo, Attempt: r.Attempt,
-		LastError: r.Error, Compensation: alert.CompensationOf(ref.Undo, after), DetectedBy: "scheduler", At: now}
+		LastError: r.Error, Compensation: alert.CompensationOf(ref.Undo, after), OrderState: after.Next, DetectedBy: "scheduler", At: now}
 	if err := h.alerts.StepFailed(ctx, a); err != nil {
 		// The record stays in the deadline index: the Supervisor will alert.
 		h.log.Warn("alert not sent; the supervisor will send it", "order_id", r.OrderID, "err", err)
-	} else if err := h.store.MarkAlerted(ctx, r.OrderID, ref, now); err != nil {
-		return err
+		return nil
 	}
-	if after.Next == workflow.Compensating {
-		return h.start(ctx, def, r.OrderID, workflow.Ref{Index: after.UndoFrom, Undo: true}, r.Payload)
-	}
-	return nil
+	return h.store.MarkAlerted(ctx, r.OrderID, ref, now)
 }
 
 func (h *Handler) stale(r message.AgentReply) {

@@ -72,11 +72,16 @@ type Step struct {
 	// Cancelling: the order's cancellation was asked for and it still runs
 	// forward (a step is awaited): nothing starts again.
 	Cancelling bool
-	Workflow   string        // the order's workflow, and its version
-	WfVersion  string        //
-	Pickup     time.Duration // the workflow's pickup timeout (0 for an order stored before it was kept)
-	Version    int           // the order's state item's, incremented by every write: the supervisor's fence
-	Incidents  []Event       // what happened besides ready, claimed and done: recoveries, failures, alerts, resubmissions
+	// ReadiedBy is the agent whose recorded outcome made this ready record
+	// ready (the record done last before it became ready): its reply, in
+	// that agent's response queue, carries the record's start. "" when
+	// nothing before it was done (Submission started it).
+	ReadiedBy string
+	Workflow  string        // the order's workflow, and its version
+	WfVersion string        //
+	Pickup    time.Duration // the workflow's pickup timeout (0 for an order stored before it was kept)
+	Version   int           // the order's state item's, incremented by every write: the supervisor's fence
+	Incidents []Event       // what happened besides ready, claimed and done: recoveries, failures, alerts, resubmissions
 
 	othersDue int64 // when the order's other records, and its deadline, are due (0: never): a write's index floor
 }
@@ -285,8 +290,8 @@ func (it stateItem) step(sk string) Step {
 		LockedBy: r.LockedBy, CompleteBy: fromMs(r.CompleteBy), DueAt: fromMs(r.DueAt), ReadyAt: fromMs(r.ReadyAt),
 		ClaimedAt: fromMs(r.ClaimedAt), DoneAt: fromMs(r.DoneAt), Waits: r.Waits, Resent: r.Resent,
 		Cause: workflow.Cause(r.Cause), Deadline: deadline, LastError: r.LastError, Alerted: r.Alerted,
-		Cancelling: it.CxBy != "" && it.State == string(workflow.Pending),
-		Workflow:   it.Workflow, WfVersion: it.WfVersion, Pickup: time.Duration(it.PickupMs) * time.Millisecond,
+		Cancelling: it.CxBy != "" && it.State == string(workflow.Pending), ReadiedBy: it.readiedBy(sk),
+		Workflow: it.Workflow, WfVersion: it.WfVersion, Pickup: time.Duration(it.PickupMs) * time.Millisecond,
 		Version: it.Version, Incidents: incidents, othersDue: it.dueBesides(sk)}
 }
 
@@ -307,6 +312,23 @@ func (it stateItem) steps() []Step {
 		}
 	})
 	return out
+}
+
+// readiedBy is the agent of the record done last before record sk became
+// ready ("" if none, or sk is not ready).
+func (it stateItem) readiedBy(sk string) string {
+	r := it.Recs[sk]
+	if r.ReadyAt == 0 || r.DueAt == 0 {
+		return ""
+	}
+	var by string
+	var at int64
+	for k, o := range it.Recs {
+		if k != sk && o.DoneAt != 0 && o.DoneAt <= r.ReadyAt && o.DoneAt >= at {
+			by, at = o.Agent, o.DoneAt
+		}
+	}
+	return by
 }
 
 // nextDue is when the Supervisor must look at the order next: its records'

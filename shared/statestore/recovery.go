@@ -120,6 +120,18 @@ func (s *Store) MarkAlerted(ctx context.Context, orderID string, r workflow.Ref,
 	return nil
 }
 
+// AlertPending reports whether record r of the order failed for good and its
+// alert is not yet recorded as sent (read consistently): a reply delivered
+// twice is alerted once.
+func (s *Store) AlertPending(ctx context.Context, orderID string, r workflow.Ref) (bool, error) {
+	it, err := s.item(ctx, orderID)
+	if err != nil {
+		return false, err
+	}
+	rec, ok := it.Recs[sortKey(r)]
+	return ok && rec.State == string(workflow.Error) && !rec.Alerted && rec.DueAt != 0, nil
+}
+
 // Retry is the Supervisor sending an attempt that did not complete back to
 // Pending.
 type Retry struct {

@@ -12,42 +12,42 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// depthsOf answers every queue with one depth.
-type depthsOf queue.Depth
+// depthsOf answers each queue with its depth (none: empty).
+type depthsOf map[string]queue.Depth
 
 func (d depthsOf) SendJSON(context.Context, string, any, time.Duration) error { return nil }
-func (d depthsOf) Depth(context.Context, string) (queue.Depth, error)         { return queue.Depth(d), nil }
+func (d depthsOf) Depth(_ context.Context, u string) (queue.Depth, error)     { return d[u], nil }
 
-// An attempt past its CompleteBy whose agent's response queue has a message
-// in a consumer's hands is held while that message may be its reply: within
-// InFlightGrace of CompleteBy, or, once it was held for a visible backlog,
-// within InFlightGrace of the look that found it due (the reply may have
-// just left the backlog for a slow consumer). Otherwise it is judged.
-func TestAReplyInAConsumersHandsHoldsTheJudgement(t *testing.T) {
+// A ready step's wait is explained by a backlog in any queue its start may
+// wait in: the scheduler queue, its agent's request queue, or the response
+// queue of the agent whose outcome made it ready. A claimed step's is never:
+// its Agent records the outcome before replying, so a busy response queue
+// holds no outcome of it.
+func TestABacklogExplainsOnlyAReadyStepsWait(t *testing.T) {
 	t.Parallel()
-	grace := 5 * time.Second
-	s := &Supervisor{cfg: Config{InFlightGrace: grace, BacklogDepth: 10,
-		AgentQueues: map[string]AgentQueues{"a": {Requests: "q/a-requests", Responses: "q/a-responses"}}}}
-	completeBy := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	claimed := statestore.Step{Agent: "a", State: workflow.Processing, CompleteBy: completeBy, DueAt: completeBy}
-	held := claimed
-	held.DueAt, held.Waits = completeBy.Add(12*time.Second), 3 // looked at again 12 s later
-	inFlight, visible, empty := depthsOf{InFlight: 1}, depthsOf{Visible: 70}, depthsOf{}
+	s := &Supervisor{cfg: Config{BacklogDepth: 10, SchedulerQueueURL: "q/scheduler", AgentQueues: map[string]AgentQueues{
+		"a": {Requests: "q/a-requests", Responses: "q/a-responses"},
+		"b": {Requests: "q/b-requests", Responses: "q/b-responses"}}}}
+	ready := statestore.Step{Agent: "b", State: workflow.Pending, ReadiedBy: "a"}
+	first := statestore.Step{Agent: "a", State: workflow.Pending} // Submission started it
+	claimed := statestore.Step{Agent: "b", State: workflow.Processing}
+	deep := queue.Depth{Visible: 10}
 	for _, c := range []struct {
-		name string
-		st   statestore.Step
-		now  time.Time
-		q    depthsOf
-		held bool
+		name      string
+		st        statestore.Step
+		q         depthsOf
+		explained bool
 	}{
-		{"in flight, just overdue", claimed, completeBy.Add(time.Second), inFlight, true},
-		{"in flight, overdue past the grace", claimed, completeBy.Add(10 * time.Second), inFlight, false},
-		{"held before, in flight at the next look", held, held.DueAt.Add(500 * time.Millisecond), inFlight, true},
-		{"held before, in flight long after the look", held, held.DueAt.Add(10 * time.Second), inFlight, false},
-		{"held before, the queue empty", held, held.DueAt.Add(500 * time.Millisecond), empty, false},
-		{"a visible backlog", claimed, completeBy.Add(time.Hour), visible, true},
+		{"ready, every queue below the depth", ready, depthsOf{"q/a-responses": {Visible: 9, InFlight: 50}}, false},
+		{"ready, the scheduler queue deep", ready, depthsOf{"q/scheduler": deep}, true},
+		{"ready, its request queue deep", ready, depthsOf{"q/b-requests": deep}, true},
+		{"ready, the readying agent's replies deep", ready, depthsOf{"q/a-responses": deep}, true},
+		{"ready, another agent's replies deep", ready, depthsOf{"q/b-responses": deep}, false},
+		{"first step, no reply carries it", first, depthsOf{"q/a-responses": deep}, false},
+		{"claimed, every queue deep", claimed, depthsOf{"q/scheduler": deep, "q/b-requests": deep, "q/b-responses": deep,
+			"q/a-responses": deep}, false},
 	} {
-		why := s.backlog(context.Background(), c.st, c.now, &depths{queues: c.q})
-		require.Equal(t, c.held, why != "", "%s: %q", c.name, why)
+		why := s.backlog(context.Background(), c.st, &depths{queues: c.q})
+		require.Equal(t, c.explained, why != "", "%s: %q", c.name, why)
 	}
 }

@@ -34,7 +34,7 @@ func (s *Supervisor) handle(ctx context.Context, st statestore.Step, now time.Ti
 		PastDeadline: !st.Deadline.IsZero() && !now.Before(st.Deadline)}
 	var backlog string
 	if !f.PastDeadline {
-		backlog = s.backlog(ctx, st, now, d)
+		backlog = s.backlog(ctx, st, d)
 		f.Backlogged = backlog != ""
 	}
 	dec := workflow.Decide(f, s.pickup(st))
@@ -134,6 +134,9 @@ func (s *Supervisor) giveUp(ctx context.Context, st statestore.Step, failureCoun
 		o = expired
 		s.d.Metrics.Count(metrics.DeadlinesPassed, 1, map[string]any{"OrderID": st.OrderID, "Step": st.Name})
 	}
+	if state.Ended() {
+		notify.CountEnd(s.d.Metrics, st.OrderID, state)
+	}
 	s.d.Notify.Failed(ctx, notify.Event{OrderID: st.OrderID, ReplyQueue: st.ReplyQueue, Round: st.Round, Index: st.Index,
 		Step: st.Name, Error: reason, At: now}, st.Undo, state)
 	aerr := s.alert(ctx, st, reason, now)
@@ -151,59 +154,39 @@ func (s *Supervisor) alert(ctx context.Context, st statestore.Step, reason strin
 	s.d.Log.Error("step failed for good", "order_id", st.OrderID, "step", st.Name, "reason", reason)
 	err := s.d.Alerts.StepFailed(ctx, alert.Failure{OrderID: st.OrderID, Step: st.Index, StepName: st.Name, Undo: st.Undo,
 		Attempt: st.Attempt, FailureCount: st.FailureCount, LastError: reason,
-		Compensation: alert.CompensationOf(st.Undo, st.AfterError()), DetectedBy: "supervisor", At: now})
+		Compensation: alert.CompensationOf(st.Undo, st.AfterError()), OrderState: st.AfterError().Next, DetectedBy: "supervisor", At: now})
 	if err != nil {
 		return err // still due: the next run alerts
 	}
 	return s.d.Store.MarkAlerted(ctx, st.OrderID, st.Ref(), now)
 }
 
-// backlog says which queue explains the record's wait, or "" if none does:
-//   - a ready step's message may wait in the scheduler queue or its agent's
-//     request queue; either holding BacklogDepth messages is a backlog (below
-//     that, a consumer takes the message within a poll, so a step still
-//     unclaimed past its pickup timeout has likely lost it);
-//   - a claimed step's reply, sent and not yet taken, is a message waiting in
-//     its agent's response queue: while that queue holds any, the attempt is
-//     not judged; nor while it has one in a consumer's hands and a consumer
-//     may have taken the reply less than InFlightGrace ago: since the
-//     attempt's CompleteBy, or, for an attempt held for such a backlog, since
-//     this look was due (the reply may have left the visible backlog just
-//     now). Once it holds none, the reply, if any was sent, was taken.
-//     Decide bounds the holds by MaxReplyWait.
+// backlog says which queue explains a ready record's wait, or "" if none
+// does. The message that starts it may wait in the scheduler queue (a
+// re-send), its agent's request queue, or the response queue of the agent
+// whose outcome made it ready (the reply the Scheduler starts it from);
+// any of them holding BacklogDepth visible messages is a backlog. Below
+// that, a consumer takes the message within a poll, so a record still
+// unclaimed past its pickup deadline has likely lost it. A depth it cannot
+// read counts as no backlog: a re-sent message costs only a refused claim.
 //
-// A depth it cannot read counts as no backlog for a ready step (a re-sent
-// message costs only a refused claim) and as a backlog for a claimed one (an
-// attempt is not failed on a guess).
-func (s *Supervisor) backlog(ctx context.Context, st statestore.Step, now time.Time, d *depths) string {
-	aq := s.cfg.AgentQueues[st.Agent]
-	if st.State == workflow.Processing {
-		n, err := d.depth(ctx, aq.Responses)
-		switch {
-		case err != nil:
-			s.d.Log.Warn("queue depth unknown; the attempt is judged later", "queue", aq.Responses, "err", err)
-			return "the depth of " + queueName(aq.Responses) + " unknown"
-		case n.Visible > 0:
-			return fmt.Sprintf("%s holds %d messages", queueName(aq.Responses), n.Visible)
-		case n.InFlight > 0 && now.Sub(maxTime(st.CompleteBy, st.DueAt)) < s.cfg.InFlightGrace:
-			return fmt.Sprintf("%s has %d messages in a consumer's hands", queueName(aq.Responses), n.InFlight)
-		}
+// A claimed record needs no such look: its Agent records the outcome before
+// replying, so no outcome of an attempt waits in a queue unrecorded, and an
+// attempt past its CompleteBy is judged then.
+func (s *Supervisor) backlog(ctx context.Context, st statestore.Step, d *depths) string {
+	if st.State != workflow.Pending {
 		return ""
 	}
-	for _, u := range []string{s.cfg.SchedulerQueueURL, aq.Requests} {
-		if n, err := d.depth(ctx, u); err == nil && n.Visible >= s.cfg.BacklogDepth {
+	queues := []string{s.cfg.SchedulerQueueURL, s.cfg.AgentQueues[st.Agent].Requests}
+	if st.ReadiedBy != "" {
+		queues = append(queues, s.cfg.AgentQueues[st.ReadiedBy].Responses)
+	}
+	for _, u := range queues {
+		if n, err := d.depth(ctx, u); u != "" && err == nil && n.Visible >= s.cfg.BacklogDepth {
 			return fmt.Sprintf("%s holds %d messages", queueName(u), n.Visible)
 		}
 	}
 	return ""
-}
-
-// maxTime is the later of a and b.
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 func queueName(url string) string { return url[strings.LastIndex(url, "/")+1:] }

@@ -7,8 +7,8 @@
 //     while a queue it may wait in is backlogged;
 //   - an attempt not completed by its CompleteBy failed: FailureCount + 1 and
 //     back to Pending after a growing backoff, or at the threshold Error, an
-//     alert and compensation (unless its reply may be waiting in a backlogged
-//     response queue);
+//     alert and compensation (its Agent records the outcome before replying,
+//     so no outcome of it can be waiting in a queue);
 //   - an order past its deadline fails for good.
 //
 // It knows nothing of the business steps (each record says what it runs and
@@ -63,22 +63,16 @@ const DefaultBacklogDepth = 10
 // Config is what the Supervisor needs to know of its deployment.
 type Config struct {
 	SchedulerQueueURL string
-	// AgentQueues, by agent: a ready step's message may wait in the scheduler
-	// queue or its agent's request queue, an attempt's reply in its agent's
-	// response queue.
+	// AgentQueues, by agent: a ready step's start may wait in the scheduler
+	// queue, its agent's request queue, or the response queue of the agent
+	// whose outcome made it ready.
 	AgentQueues   map[string]AgentQueues
 	PickupTimeout time.Duration // the unit of the intervals between looks at a waiting step
-	// BacklogDepth is how many visible messages make the scheduler queue or
-	// an agent's request queue backlogged for a ready step's message (default
-	// DefaultBacklogDepth). A response queue holding any message holds back
-	// the judgement of an attempt whose reply may be in it.
+	// BacklogDepth is how many visible messages make a queue backlogged for
+	// a ready step's start (default DefaultBacklogDepth).
 	BacklogDepth int
-	// InFlightGrace is how long a consumer may hold a message (the
-	// function's timeout): an attempt whose response queue has a message in
-	// flight is not judged until it is overdue by this much.
-	InFlightGrace time.Duration
-	BatchLimit    int // most records handled per run (default 500)
-	Parallel      int // records handled at once (default 8)
+	BatchLimit   int // most records handled per run (default 500)
+	Parallel     int // records handled at once (default 8)
 }
 
 // Deps are what the Supervisor calls.

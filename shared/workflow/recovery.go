@@ -2,12 +2,6 @@ package workflow
 
 import "time"
 
-// MaxReplyWait is the longest an attempt past its CompleteBy is held because
-// its reply may be waiting in a backlogged response queue; past it, the
-// attempt is judged (a reply that still comes completes the step as long as
-// no later attempt was claimed).
-const MaxReplyWait = 15 * time.Minute
-
 // MaxRecoveryDelay caps the supervisor's backoffs and its intervals between
 // looks at a waiting record; it is also the longest delay an SQS message can
 // carry.
@@ -21,8 +15,8 @@ const MaxRecoveryDelay = 15 * time.Minute
 //     holds back while a queue it may wait in is backlogged;
 //   - an attempt, from claimed to completed, judged by its CompleteBy: an
 //     attempt not completed by then failed (FailureCount + 1, retried after a
-//     growing backoff, or at the threshold Error), unless its reply may be
-//     waiting in a backlogged response queue;
+//     growing backoff, or at the threshold Error). Its Agent records its
+//     outcome before replying, so no outcome of it can be waiting in a queue;
 //   - the order's deadline: past it the order fails for good. It is the one
 //     clock that fails an order without a fault seen.
 
@@ -35,8 +29,8 @@ type Found struct {
 	Overdue      time.Duration // how long past its CompleteBy it is (Processing)
 	PastDeadline bool          // the order's deadline passed
 	Cancelled    bool          // the order is being cancelled: nothing starts again
-	// Backlogged: a queue the record's message (Pending) or its reply
-	// (Processing) may be waiting in holds a backlog.
+	// Backlogged: a queue the message that starts the ready record
+	// (Pending) may be waiting in holds a backlog.
 	Backlogged bool
 }
 
@@ -70,17 +64,10 @@ func Decide(f Found, pickup time.Duration) Decision {
 		return Decision{Verdict: Hold, FailureCount: f.FailureCount, After: WaitInterval(pickup, f.Waited)}
 	case f.State == Pending:
 		return Decision{Verdict: Resend, FailureCount: f.FailureCount, After: WaitInterval(pickup, f.Waited)}
-	case f.Cancelled && !(f.State == Processing && f.Backlogged):
+	case f.Cancelled:
 		// Nothing starts again: an attempt that did not complete is given
-		// up on (its outcome unknown, its own undo runs), a ready step never
-		// runs (the earlier ones are undone).
+		// up on (its outcome unknown, its own undo runs).
 		return Decision{Verdict: GiveUp, FailureCount: f.FailureCount}
-	case f.Backlogged && f.Overdue < MaxReplyWait:
-		// Its reply may be in the queue: look again after as long as it has
-		// been overdue, up to four pickup timeouts, so a long backlog costs a
-		// few looks and an attempt that did hang is judged soon after the
-		// queue clears. Past MaxReplyWait it is judged however busy the queue.
-		return Decision{Verdict: Hold, FailureCount: f.FailureCount, After: min(WaitInterval(pickup, f.Overdue), 4*pickup)}
 	}
 	n := f.FailureCount + 1
 	if n >= f.Action.MaxFailures {

@@ -86,18 +86,16 @@ func TestDecideNeverCountsQueueWaitAsAFailure(t *testing.T) {
 	}
 }
 
-func TestDecideHoldsAnAttemptWhoseReplyMayBeQueued(t *testing.T) {
+// An attempt past its CompleteBy is judged then, whatever the queues hold:
+// its Agent records the outcome before it replies, so a reply still in a
+// queue means a recorded outcome, never a claimed record.
+func TestDecideJudgesAnOverdueAttemptWhateverTheQueuesHold(t *testing.T) {
 	t.Parallel()
-	a := workflow.Action{MaxFailures: 1}
-	d := workflow.Decide(workflow.Found{Action: a, State: workflow.Processing, Backlogged: true}, 7*time.Second)
-	require.Equal(t, workflow.Decision{Verdict: workflow.Hold, After: 7 * time.Second}, d, "judged again a pickup timeout later")
-	d = workflow.Decide(workflow.Found{Action: a, State: workflow.Processing, Backlogged: true, Overdue: 20 * time.Second}, 7*time.Second)
-	require.Equal(t, workflow.Decision{Verdict: workflow.Hold, After: 20 * time.Second}, d, "or as long again as it has been overdue")
-	d = workflow.Decide(workflow.Found{Action: a, State: workflow.Processing, Backlogged: true, Overdue: time.Hour}, 7*time.Second)
-	require.Equal(t, workflow.Verdict(workflow.GiveUp), d.Verdict, "past MaxReplyWait it is judged")
-	d = workflow.Decide(workflow.Found{Action: workflow.Action{MaxFailures: 3}, State: workflow.Processing, Backlogged: true,
-		Overdue: 10 * time.Minute}, 7*time.Second)
-	require.Equal(t, workflow.Decision{Verdict: workflow.Hold, After: 28 * time.Second}, d, "at most four pickup timeouts")
+	a := workflow.Action{MaxFailures: 3, RetryBackoff: time.Second}
+	for _, backlogged := range []bool{false, true} {
+		d := workflow.Decide(workflow.Found{Action: a, State: workflow.Processing, Backlogged: backlogged}, 7*time.Second)
+		require.Equal(t, workflow.Decision{Verdict: workflow.Retry, FailureCount: 1, After: time.Second}, d)
+	}
 }
 
 func TestDecideGivesUpPastTheOrderDeadlineWhateverItWaitsFor(t *testing.T) {
@@ -236,7 +234,7 @@ func TestDecideGivesUpOnACancelledOrdersOverdueWork(t *testing.T) {
 	d := workflow.Decide(workflow.Found{Action: a, State: workflow.Processing, FailureCount: 1, Cancelled: true}, time.Second)
 	require.Equal(t, workflow.Decision{Verdict: workflow.GiveUp, FailureCount: 1}, d, "not retried: nothing starts again")
 	d = workflow.Decide(workflow.Found{Action: a, State: workflow.Processing, Cancelled: true, Backlogged: true}, time.Second)
-	require.Equal(t, workflow.Hold, d.Verdict, "its reply may still come: the outcome decides what to undo")
+	require.Equal(t, workflow.GiveUp, d.Verdict, "an unrecorded outcome is in no queue: a backlog changes nothing")
 }
 
 func TestDecideCancel(t *testing.T) {

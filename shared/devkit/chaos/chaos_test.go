@@ -43,14 +43,14 @@ func TestChaosRunKeepsEveryInvariant(t *testing.T) {
 	kinds := strings.Join(keys(res.Faults), "\n")
 	for _, k := range []string{"message dropped", "message delayed", "message delivered twice",
 		"handler killed at submission.after-commit", "handler killed at agent.after-claim",
-		"handler killed at scheduler.after-complete", "handler killed at agent.after-call",
+		"handler killed at agent.after-record", "handler killed at agent.after-call",
 		"remote transient error", "remote call hung", "remote call slowed past CompleteBy", "remote refused for good",
-		"order cancelled (a cancel message sent)"} {
+		"order cancelled (a cancel message sent)", "agent paused before recording its outcome"} {
 		require.Contains(t, kinds, k)
 	}
 	require.Positive(t, res.Recoveries)
 	require.Positive(t, res.Compensations)
-	require.Positive(t, res.StaleReplies)
+	require.Positive(t, res.StaleReplies, "a paused Agent's outcome, after the next attempt was claimed, fenced off")
 	require.Positive(t, res.EndStates[workflow.Failed])
 	require.Positive(t, res.EndStates[workflow.Cancelled], "some cancels landed before the point of no return")
 }

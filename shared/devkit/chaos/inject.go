@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -81,16 +82,29 @@ func (in *Injector) Message(function string, m types.Message) runner.Action {
 	return runner.Deliver
 }
 
+// pausePoint is where an Agent may be paused: its service answered, its
+// outcome not yet recorded.
+const pausePoint = "agent.after-call"
+
 // Crash is the handlers' crash hook: it panics at a crash point with the
-// plan's probability, stopping that piece of work as a killed invocation would.
+// plan's probability, stopping that piece of work as a killed invocation
+// would; at pausePoint it may instead hold the Agent for the plan's PauseFor,
+// so that its outcome comes after its attempt's CompleteBy.
 func (in *Injector) Crash(point string) {
 	in.mu.Lock()
-	hit := in.rng.Float64() < in.plan.Crash
-	if hit {
+	x := in.rng.Float64()
+	hit, pause := x < in.plan.Crash, point == pausePoint && x >= in.plan.Crash && x < in.plan.Crash+in.plan.Pause
+	switch {
+	case hit:
 		in.seen["handler killed at "+point]++
+	case pause:
+		in.seen["agent paused before recording its outcome"]++
 	}
 	in.mu.Unlock()
 	if hit {
 		panic(Crashed{Point: point})
+	}
+	if pause {
+		time.Sleep(in.plan.PauseFor)
 	}
 }

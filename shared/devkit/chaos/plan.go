@@ -17,6 +17,12 @@ type Plan struct {
 	// Crash is the chance a handler is killed at each crash point it reaches:
 	// after each write, before the send that follows.
 	Crash float64
+	// Pause is the chance an Agent stops for PauseFor between its service's
+	// answer and the record of it (a GC pause, a slow network): longer than
+	// the step timeout, so the outcome comes after the attempt was recovered,
+	// often after the next attempt was claimed, and the fence refuses it.
+	Pause    float64
+	PauseFor time.Duration
 	// The remote services.
 	Transient   float64       // share of calls answered 503
 	Stall       float64       // share of actions whose first call hangs (the agent never replies)
@@ -56,7 +62,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 	return Plan{
 		Seed: seed, Orders: orders,
 		Drop: 0.02, Delay: 0.03, Duplicate: 0.03, DelayFor: 4 * time.Second,
-		Crash:     0.03,
+		Crash: 0.03, Pause: 0.02, PauseFor: 6 * time.Second,
 		Transient: 0.10, Stall: 0.02, Slow: 0.02, SlowBy: 5 * time.Second,
 		Permanent: 0.02, UndoFailure: 0.10, Outage: 4 * time.Second,
 		Cancel: 0.05, CancelWithin: 4 * time.Second,
@@ -71,7 +77,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 // NoFaults switches every injected fault off: a burst plan measures waiting
 // alone.
 func (p *Plan) NoFaults() {
-	p.Drop, p.Delay, p.Duplicate, p.Crash = 0, 0, 0, 0
+	p.Drop, p.Delay, p.Duplicate, p.Crash, p.Pause = 0, 0, 0, 0, 0
 	p.Transient, p.Stall, p.Slow, p.Permanent, p.UndoFailure, p.Outage, p.Cancel = 0, 0, 0, 0, 0, 0, 0
 }
 

@@ -34,7 +34,7 @@ type Result struct {
 	// re-sends included.
 	MessagesPerOrder map[string]float64     `json:"messagesPerOrder"`
 	Compensations    int                    `json:"compensations"` // undo actions completed
-	StaleReplies     int                    `json:"staleReplies"`  // replies fenced off
+	StaleReplies     int                    `json:"staleReplies"`  // outcomes of attempts no longer current, fenced off
 	EndStates        map[workflow.State]int `json:"endStates"`
 	Violations       Violations             `json:"violations"`
 	DeadLetters      map[string]int         `json:"deadLetters"` // messages left in each DLQ
@@ -305,7 +305,7 @@ func (r Result) Print(w io.Writer) {
 		row("messages per order: "+q, fmt.Sprintf("%.3f", r.MessagesPerOrder[q]))
 	}
 	row("undo actions completed (compensations)", r.Compensations)
-	row("stale replies fenced off", r.StaleReplies)
+	row("stale outcomes fenced off", r.StaleReplies)
 	for _, q := range slices.Sorted(maps.Keys(r.DeadLetters)) {
 		row("messages left in "+q, r.DeadLetters[q])
 	}

@@ -55,11 +55,11 @@ func Lifecycle(ctx context.Context, endpoint string, def workflow.Definition) ([
 			return err
 		})
 		c := statestore.Completion{OrderID: w.id, Ref: ref, Attempt: claimed.Attempt, Round: 1, Now: w.now}
-		what := "scheduler: complete " + st.Name + ", make the next step ready"
+		what := "agent-" + st.Agent + ": record " + st.Name + " done, make the next step ready"
 		if next, more, end := def.Next(ref); more {
 			c.Next, c.NextDueAt = &next, w.now.Add(def.PickupTimeout)
 		} else {
-			c.End, what = end, "scheduler: complete "+st.Name+", end the order (leaves the index)"
+			c.End, what = end, "agent-"+st.Agent+": record "+st.Name+" done, end the order (leaves the index)"
 		}
 		w.do(what, func() error { _, err := s.Complete(ctx, c); return err })
 	}
