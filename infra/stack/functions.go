@@ -57,14 +57,15 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 	stateARN := r.State.TableArn()
 	f := &Functions{Agents: map[string]awslambda.Function{}}
 
-	starts := []*string{arn(t.OrdersQueue().DLQName)}
+	starts := []*string{arn(t.OrdersQueue().DLQName), arn(t.SchedulerQueue().Name)} // an event's recorded outcome goes to the Scheduler
 	for _, a := range submissionAgents(p.Workflows) {
 		starts = append(starts, arn(t.AgentRequests(a).Name))
 	}
 	f.Submission = function(st, p, fnSpec{id: "Submission", asset: "submission", memory: coordinatorMemory, env: env, layer: layer,
 		allow: []awsiam.PolicyStatement{
 			statement([]string{"dynamodb:PutItem", "dynamodb:GetItem"}, []*string{r.Orders.TableArn(), stateARN}), // an order, and a resent one's check
-			statement([]string{"dynamodb:UpdateItem"}, []*string{stateARN}),                                       // a cancel
+			// A cancel; an event recorded (its data a result) or kept; a first step that waits armed.
+			statement([]string{"dynamodb:UpdateItem", "dynamodb:Query"}, []*string{stateARN}),
 			send(starts...), // it dispatches the first step, and a cancel's first undo
 		}})
 	consume(f.Submission, r.Queues[t.OrdersQueue().Name], t.BatchWindow, 50)
@@ -75,7 +76,10 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 	}
 	f.Scheduler = function(st, p, fnSpec{id: "Scheduler", asset: "scheduler", memory: coordinatorMemory, env: env, layer: layer,
 		allow: []awsiam.PolicyStatement{
-			statement([]string{"dynamodb:UpdateItem", "dynamodb:GetItem"}, []*string{stateARN}), // GetItem: an order of an older workflow version
+			// GetItem: an order of an older workflow version, an event's state; Query:
+			// a timer's until over the results; PutItem: an event's data kept.
+			statement([]string{"dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"}, []*string{stateARN}),
+			statement([]string{"dynamodb:GetItem"}, []*string{r.Orders.TableArn()}), // the order, for a timer's until
 			send(agentQueues...),
 			statement([]string{"sns:Publish"}, []*string{r.Alerts.TopicArn()}),
 		}})
@@ -128,9 +132,10 @@ func agentFunction(st awscdk.Stack, p Props, r *Resources, a string, env map[str
 		asset = a
 	}
 	allow := []awsiam.PolicyStatement{
-		// The claim that starts an attempt and the record of its outcome; the
-		// definition an order of an older workflow version runs.
-		statement([]string{"dynamodb:UpdateItem", "dynamodb:GetItem"}, []*string{r.State.TableArn()}),
+		// The claim that starts an attempt, the step's document (the results
+		// before it), its result and the record of its outcome; the definition
+		// an order of an older workflow version runs.
+		statement([]string{"dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"}, []*string{r.State.TableArn()}),
 		statement([]string{"dynamodb:GetItem"}, []*string{r.Orders.TableArn()}), // the order, for a request without it
 		statement([]string{"sqs:SendMessage"}, []*string{arn(t.AgentResponses(a).Name), arn(t.AgentRequests(a).DLQName)}),
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -18,7 +19,6 @@ import (
 	"github.com/sas-go/sas/shared/dispatch"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
-	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/sqsbatch"
@@ -42,12 +42,13 @@ type Sender interface {
 const ReplyFlush = 250 * time.Millisecond
 
 // Store is the part of the state store an Agent uses: the claim, the
-// order (for a request that does not carry it), the outcome's record, and
-// the definition of an order of a workflow version the deployment no longer
-// runs.
+// order (for a request that does not carry it) and the step's document, the
+// outcome's record, and the definition of an order of a workflow version the
+// deployment no longer runs.
 type Store interface {
 	Claim(ctx context.Context, c statestore.Claim) (statestore.Step, error)
 	Order(ctx context.Context, orderID string) (string, error)
+	Document(ctx context.Context, st statestore.Step, order json.RawMessage) (workflow.Document, error)
 	outcome.Store
 	dispatch.DefinitionReader
 }
@@ -114,32 +115,56 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if err != nil {
 		return err
 	}
-	st, err := h.claim(ctx, req)
+	def, err := h.catalog.For(ctx, req.OrderID, req.Workflow, req.Version)
+	if err != nil {
+		return err // SQS delivers it again, or it is rejected
+	}
+	action, ok := def.Action(req.Ref())
+	if !ok || action.Agent != h.cfg.Name {
+		return message.Invalid("request for %s: %s is not an action of agent %q in workflow %q", req.OrderID, req.StepName, h.cfg.Name, def.Name)
+	}
+	var nonce string
+	if action.Async {
+		nonce = newNonce()
+	}
+	st, err := h.claim(ctx, req, nonce)
 	if err != nil || st == nil {
 		return err
 	}
 	if h.Crash != nil {
 		h.Crash("agent.after-claim") // the attempt runs out at CompleteBy; the Supervisor recovers it
 	}
-	def, err := h.catalog.For(ctx, st.OrderID, st.Workflow, st.WfVersion)
-	if err != nil {
-		return err // SQS delivers it again, or it is rejected; the claim runs out at CompleteBy
+	order, input, err := h.input(ctx, st, action, req.Payload)
+	var perr *PermanentError
+	if errors.As(err, &perr) { // the step cannot be given what it needs: refused, it ran nothing
+		return h.recordOutcome(ctx, def, st, outcome.Attempt{Refusal: err.Error()}, nil, order)
 	}
-	payload := req.Payload
-	if len(payload) == 0 {
-		order, err := h.store.Order(ctx, st.OrderID) // a re-sent message carries no order
-		if err != nil {
-			return err // SQS delivers it again; the claim is this attempt's already
-		}
-		payload = json.RawMessage(order)
+	if err != nil {
+		return err // SQS delivers it again; the claim is this attempt's already
 	}
 	deadline := st.CompleteBy.Add(-h.cfg.Margin)
-	result, err := h.call(ctx, st, payload, deadline)
+	if action.Async {
+		ctx, deadline = h.asyncCall(ctx, st, nonce, deadline)
+	}
+	result, err := h.call(ctx, st, input, deadline)
 	if h.Crash != nil {
 		h.Crash("agent.after-call") // the outcome is not recorded: the Supervisor recovers the attempt at CompleteBy
 	}
-	a := outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(), Name: st.Name, Attempt: st.Attempt, Round: st.Round}
+	var a outcome.Attempt
 	switch {
+	case err == nil && action.Async:
+		h.log.Info("async call accepted: the service answers with an event carrying the token", "order_id", st.OrderID,
+			"step", st.Name, "attempt", st.Attempt, "complete_by", st.CompleteBy)
+		return nil // its callback records the outcome; by CompleteBy, or the Supervisor recovers the attempt
+	case err == nil && len(result) > def.Limit() && st.Undo:
+		// An undo took effect: its answer, which nothing after it reads,
+		// is not kept rather than failing the compensation.
+		h.log.Warn("an undo's result over the limit: not kept", "order_id", st.OrderID, "step", st.Name, "bytes", len(result))
+		result = nil
+	case err == nil && len(result) > def.Limit():
+		a.Refusal, a.Ran = fmt.Sprintf("%s answered %d bytes, over workflow %s's %d-byte result limit (resultLimit)",
+			st.Agent, len(result), def.Name, def.Limit()), true
+		h.log.Warn("result over the limit; recorded as a failure", "order_id", st.OrderID, "step", st.Name, "bytes", len(result))
 	case err == nil:
 	case IsPermanent(err):
 		a.Refusal = err.Error()
@@ -150,53 +175,41 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	default:
 		return err // the function itself is out of time: SQS retries the request
 	}
-	return h.recordOutcome(ctx, def, st, a, result, payload)
+	return h.recordOutcome(ctx, def, st, a, result, order)
 }
 
-// recordOutcome writes the attempt's outcome and what follows it in the order's
-// state, then replies, so that the Scheduler starts what was made ready and
-// tells the order's caller. An attempt that is no longer current records
-// nothing and replies nothing.
-func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st *statestore.Step, a outcome.Attempt, result []byte, payload json.RawMessage) error {
-	a.Now = h.Now()
-	rec, err := outcome.Recorder{Store: h.store}.Record(ctx, def, a)
+// input is the order (from the request, or the orders table for a re-sent
+// request) and what the action's service receives: the step's document
+// (the order, the results of the records done before it), or what the
+// action's input expression makes of it. An expression that fails on the
+// document is a *PermanentError: no retry changes it.
+func (h *Handler) input(ctx context.Context, st *statestore.Step, a workflow.Action, payload json.RawMessage) (json.RawMessage, json.RawMessage, error) {
+	order := payload
+	if len(order) == 0 {
+		o, err := h.store.Order(ctx, st.OrderID)
+		if err != nil {
+			return nil, nil, err
+		}
+		order = json.RawMessage(o)
+	}
+	doc, err := h.store.Document(ctx, *st, order)
 	if err != nil {
-		// Not recorded: SQS delivers the request again, and its claim is
-		// refused; the Supervisor recovers the attempt at its CompleteBy
-		// (the idempotency key makes the next attempt safe).
-		return err
+		return order, nil, err
 	}
-	if rec.Stale {
-		h.metrics.Count(metrics.StaleReplies, 1, map[string]any{"OrderID": st.OrderID, "Attempt": st.Attempt})
-		h.log.Info("outcome of an attempt that is no longer current: nothing recorded", "order_id", st.OrderID,
-			"step", st.Name, "attempt", st.Attempt)
-		return nil
+	in, err := a.InputFor(doc)
+	if err != nil {
+		return order, nil, &PermanentError{Status: 0, Body: fmt.Sprintf("%s's input: %v", st.Name, err)}
 	}
-	if rec.State.Ended() {
-		notify.CountEnd(h.metrics, st.OrderID, rec.State) // here, once: the reply may be delivered twice
-	}
-	if h.Crash != nil {
-		h.Crash("agent.after-record") // recorded: what it made ready waits for its pickup deadline
-	}
-	reply := message.AgentReply{Kind: message.KindReply, OrderID: st.OrderID, Step: st.Index, Undo: st.Undo,
-		StepName: st.Name, Attempt: st.Attempt, ReplyTo: st.ReplyQueue, Round: st.Round,
-		Workflow: st.Workflow, Version: st.WfVersion, Payload: payload,
-		OK: a.Refusal == "", Error: a.Refusal, Recorded: true, State: string(rec.State), Ready: message.Starts(rec.Ready)}
-	if reply.OK {
-		reply.Result = resultJSON(result)
-	}
-	// If this send is lost, what the outcome made ready is found unclaimed
-	// at its pickup deadline, and the Supervisor sends it again.
-	return h.send.SendJSON(ctx, h.cfg.ResponseQueueURL, reply, 0)
+	return order, in, nil
 }
 
 // claim starts an attempt of the record the request names. It returns nil,
 // and no error, when there is nothing to run: a duplicate or late request,
 // the record claimed already, done, or gone.
-func (h *Handler) claim(ctx context.Context, req message.AgentRequest) (*statestore.Step, error) {
+func (h *Handler) claim(ctx context.Context, req message.AgentRequest, nonce string) (*statestore.Step, error) {
 	now := h.Now()
 	st, err := h.store.Claim(ctx, statestore.Claim{OrderID: req.OrderID, Ref: req.Ref(), Agent: h.cfg.Name,
-		Owner: h.cfg.InstanceID, Now: now})
+		Owner: h.cfg.InstanceID, Token: nonce, Now: now})
 	switch {
 	case errors.Is(err, statestore.ErrNotClaimable):
 		h.metrics.Count(metrics.NothingToClaim, 1, map[string]any{"OrderID": req.OrderID, "Step": req.Step, "Undo": req.Undo})
@@ -214,68 +227,4 @@ func (h *Handler) claim(ctx context.Context, req message.AgentRequest) (*statest
 			map[string]any{"OrderID": st.OrderID, "Step": st.Name})
 	}
 	return &st, nil
-}
-
-// call runs the remote call with retries until it succeeds, fails
-// permanently, or the deadline (CompleteBy less the margin) comes.
-func (h *Handler) call(ctx context.Context, st *statestore.Step, payload []byte, deadline time.Time) ([]byte, error) {
-	for n := 0; ; n++ {
-		if err := h.breaker.Allow(); err == nil {
-			res, err := h.try(ctx, st, payload, deadline)
-			h.breaker.Record(err != nil && !IsPermanent(err))
-			if err == nil || IsPermanent(err) {
-				return res, err
-			}
-			h.log.Debug("transient remote fault", "order_id", st.OrderID, "attempt", st.Attempt, "try", n, "err", err)
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		wait := h.cfg.Backoff.Delay(n)
-		if !h.Now().Add(wait).Before(deadline) {
-			return nil, errDeadline
-		}
-		h.metrics.Count(metrics.AgentRetries, 1, map[string]any{"OrderID": st.OrderID, "Try": n + 1})
-		if err := h.Sleep(ctx, wait); err != nil {
-			return nil, err
-		}
-	}
-}
-
-func (h *Handler) try(ctx context.Context, st *statestore.Step, payload []byte, deadline time.Time) ([]byte, error) {
-	limit := h.Now().Add(h.cfg.CallTimeout)
-	if deadline.Before(limit) {
-		limit = deadline
-	}
-	cctx, cancel := context.WithDeadline(ctx, limit)
-	defer cancel()
-	return h.remote.Apply(cctx, st.Definition().DoName(), workflow.IdempotencyKey(st.OrderID, st.Name, st.Round), payload)
-}
-
-func (h *Handler) expired(st *statestore.Step, why string) {
-	h.metrics.Count(metrics.AgentDeadlineExpired, 1, map[string]any{"OrderID": st.OrderID, "Attempt": st.Attempt})
-	h.log.Warn("attempt abandoned; no reply sent", "order_id", st.OrderID, "attempt", st.Attempt, "why", why)
-}
-
-// resultJSON keeps a JSON result as is and quotes anything else.
-func resultJSON(b []byte) json.RawMessage {
-	if len(b) == 0 {
-		return nil
-	}
-	if json.Valid(b) {
-		return b
-	}
-	q, _ := json.Marshal(string(b))
-	return q
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

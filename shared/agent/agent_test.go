@@ -50,10 +50,11 @@ func (s *sent) Reject(_ context.Context, _, body, _, reason string) error {
 // tested against both DynamoDB engines by storetest): each request gets
 // attempt 3 of its step, CompleteBy timeout after the claim, unless refused.
 type claims struct {
-	timeout  time.Duration
-	readyAgo time.Duration // how long the step had been ready when claimed
-	refuse   map[string]error
-	reads    atomic.Int32 // orders read: for requests that carry none
+	agent.Store // what the tests do not reach: nil
+	timeout     time.Duration
+	readyAgo    time.Duration // how long the step had been ready when claimed
+	refuse      map[string]error
+	reads       atomic.Int32 // orders read: for requests that carry none
 	// Outcomes: stale makes every record refused as not current; recorded
 	// lists the completions and failures written.
 	stale    bool
@@ -71,16 +72,25 @@ func (c *claims) record(what string) (workflow.State, error) {
 	return workflow.Pending, nil
 }
 
-func (c *claims) Complete(_ context.Context, cp statestore.Completion) (workflow.State, error) {
-	return c.record(fmt.Sprintf("complete %s attempt %d, next %v", cp.OrderID, cp.Attempt, *cp.Next))
+func (c *claims) Finish(_ context.Context, cp statestore.Completion) (statestore.Done, error) {
+	st, err := c.record(fmt.Sprintf("complete %s attempt %d, next %v", cp.OrderID, cp.Attempt, *cp.Next))
+	return statestore.Done{State: st, Round: 1}, err
 }
 
-func (c *claims) CompleteCancelled(context.Context, statestore.Completion, *workflow.Ref, time.Time) (workflow.State, error) {
-	return c.record("complete cancelled")
+func (c *claims) FailFor(_ context.Context, f statestore.Failure, attempt, _ int) (statestore.Done, error) {
+	st, err := c.record(fmt.Sprintf("fail %s attempt %d: %s", f.OrderID, attempt, f.Reason))
+	return statestore.Done{State: st, Round: 1}, err
 }
 
-func (c *claims) Fail(_ context.Context, f statestore.Failure, attempt, _ int) (workflow.State, error) {
-	return c.record(fmt.Sprintf("fail %s attempt %d: %s", f.OrderID, attempt, f.Reason))
+func (c *claims) Document(_ context.Context, _ statestore.Step, order json.RawMessage) (workflow.Document, error) {
+	return workflow.Document{Order: order}, nil
+}
+
+func (c *claims) PutResult(context.Context, statestore.Result) error {
+	if c.stale {
+		return statestore.ErrStale
+	}
+	return nil
 }
 
 func (c *claims) Definition(context.Context, string) (workflow.Definition, error) {

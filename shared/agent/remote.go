@@ -34,8 +34,10 @@ func IsPermanent(err error) bool {
 // main; see functions/loyalty.
 type Remote interface {
 	// Apply asks the service to run action (a step's or an undo's) with the
-	// payload (the order's JSON), applying its effect once for key: every
-	// attempt of one action of one order in one round has the same key.
+	// payload (its input: by default the step's document, the order and the
+	// results before it, as JSON), applying its effect once for key: every
+	// attempt of one action of one order in one round has the same key. An
+	// async step's service takes CallbackToken(ctx) and answers later.
 	// A *PermanentError refuses the step for good (its completed
 	// predecessors are undone); any other error is transient and retried
 	// until the step's CompleteBy.
@@ -106,6 +108,9 @@ func (r *HTTPRemote) post(ctx context.Context, action, key string, payload []byt
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
+	if t := CallbackToken(ctx); t != "" {
+		req.Header.Set("X-Callback-Token", t) // an async step's: its answer comes later, with it
+	}
 	if r.Auth != nil {
 		if err := r.Auth.Authorize(ctx, req, payload); err != nil {
 			return 0, nil, fmt.Errorf("credentials for %s: %w", r.Service, err)

@@ -86,13 +86,17 @@ func (c Config) Validate() error {
 }
 
 // CheckStepTimeouts says which step of the workflows has a timeout longer
-// than an agent function of timeout fn allows, if any.
+// than an agent function of timeout fn allows, if any. A wait, a timer and
+// an async step's callback are not bounded by a function.
 func CheckStepTimeouts(set workflow.Set, fn time.Duration) error {
 	limit := fn - StepTimeoutMargin
 	for _, d := range set.Definitions() {
 		for _, st := range d.Steps {
+			if st.Kind() != workflow.KindAgent {
+				continue
+			}
 			for _, a := range []*workflow.Action{&st.Action, st.Undo} {
-				if a != nil && a.Timeout > limit {
+				if a != nil && !a.Async && a.Timeout > limit {
 					return fmt.Errorf("workflow %q: step %q's timeout %s is longer than its agent function allows (%s: its timeout %s less %s)",
 						d.Name, a.Name, a.Timeout, limit, fn, StepTimeoutMargin)
 				}
@@ -138,6 +142,7 @@ func (d *Deployment) Submission() (*submission.Handler, error) {
 	return submission.New(submission.Config{
 		Workflows:          d.Config.Workflows,
 		AgentQueues:        d.agentRequestQueues(),
+		SchedulerQueueURL:  d.Config.QueueURL(t.SchedulerQueue().Name),
 		DLQURL:             d.Config.QueueURL(t.OrdersQueue().DLQName),
 		AllowedReplyQueues: d.Config.AllowedReplyQueues,
 	}, submission.Deps{Store: d.Store(), Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log})

@@ -106,15 +106,24 @@ type Cancel struct {
 // MaxReasonBytes bounds a cancel's reason.
 const MaxReasonBytes = 512
 
-// DecodeOrdersMessage parses a body from the orders queue: an Order, or a
-// Cancel (with "kind":"cancel"; an order has no kind).
+// DecodeOrdersMessage parses a body from the orders queue: an Order, a
+// Cancel (with "kind":"cancel") or an Event ("kind":"event"); an order has
+// no kind.
 func DecodeOrdersMessage(body string) (any, error) {
 	var head struct {
 		Kind *string `json:"kind"`
 	}
+	if len(body) <= MaxEventBytes && json.Unmarshal([]byte(body), &head) == nil && head.Kind != nil && *head.Kind == KindEvent {
+		var e Event
+		if err := decodeStrict(body, MaxEventBytes, &e); err != nil {
+			return nil, err
+		}
+		return e, e.Validate()
+	}
 	if len(body) <= MaxOrderBytes && json.Unmarshal([]byte(body), &head) == nil && head.Kind != nil {
 		if *head.Kind != KindCancel {
-			return nil, Invalid("unknown kind %q on the orders queue (an order has no kind; a cancel is %q)", truncate(*head.Kind), KindCancel)
+			return nil, Invalid("unknown kind %q on the orders queue (an order has no kind; a cancel is %q, an event %q)",
+				truncate(*head.Kind), KindCancel, KindEvent)
 		}
 		var c Cancel
 		if err := decodeStrict(body, MaxOrderBytes, &c); err != nil {

@@ -31,6 +31,10 @@ type Schedule struct {
 	// Payload is the order, when the sender has it (Submission does; the
 	// Supervisor does not): it rides to the Agent, which otherwise reads it.
 	Payload json.RawMessage `json:"payload,omitempty"`
+	// Wake: the record is a wait or a timer the Supervisor found due and
+	// marked woken: the Scheduler completes it (a timer's time came; a wait
+	// that goes on at its timeout) and starts what follows.
+	Wake bool `json:"wake,omitempty"`
 }
 
 // NewSchedule builds a Schedule message for record r of an order running
@@ -72,7 +76,7 @@ type AgentReply struct {
 	Step     int             `json:"step"`
 	Undo     bool            `json:"undo,omitempty"`
 	StepName string          `json:"stepName"`
-	Attempt  int             `json:"attempt"`
+	Attempt  int             `json:"attempt"` // 0 for a wait, which has no attempts (recorded only)
 	OK       bool            `json:"ok"`
 	Error    string          `json:"error,omitempty"` // set when !OK: a non-transient fault
 	Result   json.RawMessage `json:"result,omitempty"`
@@ -154,7 +158,7 @@ func DecodeSchedulerMessage(body string) (any, error) {
 		if err := decodeStrict(body, MaxWorkBytes, &r); err != nil {
 			return nil, err
 		}
-		if !idPattern.MatchString(r.OrderID) || r.Step < 0 || r.Attempt < 1 {
+		if !idPattern.MatchString(r.OrderID) || r.Step < 0 || r.Attempt < 0 || (r.Attempt == 0 && !r.Recorded) {
 			return nil, Invalid("reply: bad orderId %q, step %d or attempt %d", truncate(r.OrderID), r.Step, r.Attempt)
 		}
 		if !r.OK && r.Error == "" {

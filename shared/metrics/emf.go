@@ -38,6 +38,8 @@ const (
 	DeadlinesPassed      = "DeadlinesPassed"      // orders failed by their deadline
 	QueueWait            = "QueueWait"            // milliseconds from a step ready to claimed (alarmed on)
 	ReplyWait            = "ReplyWait"            // milliseconds an Agent's reply waited for the Scheduler
+	EventsReceived       = "EventsReceived"       // events taken: a wait completed, kept for one, or an async callback
+	EventsRefused        = "EventsRefused"        // events no order can take, rejected to the DLQ
 )
 
 // Emitter writes EMF lines; safe for concurrent use.

@@ -22,9 +22,12 @@ import (
 
 // Store is the part of the state store that records outcomes.
 type Store interface {
-	Complete(ctx context.Context, c statestore.Completion) (workflow.State, error)
-	CompleteCancelled(ctx context.Context, c statestore.Completion, undo *workflow.Ref, due time.Time) (workflow.State, error)
-	Fail(ctx context.Context, f statestore.Failure, attempt, round int) (workflow.State, error)
+	Finish(ctx context.Context, c statestore.Completion) (statestore.Done, error)
+	FinishCancelled(ctx context.Context, c statestore.Completion, undo *workflow.Ref, due time.Time) (statestore.Done, error)
+	FailFor(ctx context.Context, f statestore.Failure, attempt, round int) (statestore.Done, error)
+	PutResult(ctx context.Context, r statestore.Result) error
+	EventState(ctx context.Context, orderID string, r workflow.Ref, event string) (statestore.EventState, error)
+	KeepEvent(ctx context.Context, orderID string, read statestore.EventState, event, eventID string, now time.Time) error
 }
 
 // Attempt is the outcome of one attempt of a record.
@@ -37,7 +40,14 @@ type Attempt struct {
 	// Refusal, if set, is the service's non-transient refusal; empty: the
 	// service applied the action.
 	Refusal string
-	Now     time.Time
+	// ResultBytes > 0: its result was stored (statestore.PutResult).
+	ResultBytes int
+	// Token is an async attempt's nonce, for its callback.
+	Token string
+	// Ran: the action took effect though the outcome is a failure (its
+	// answer was over the result limit): its own undo runs too.
+	Ran bool
+	Now time.Time
 }
 
 // Recorded is what recording an outcome did.
@@ -46,6 +56,9 @@ type Recorded struct {
 	// already had its outcome): nothing was written, nothing follows.
 	Stale bool
 	State workflow.State // the task's state after the write
+	// ReplyQueue and Round are the order's, for its status notifications.
+	ReplyQueue string
+	Round      int
 	// Ready are the records made ready, which the caller has started.
 	Ready []workflow.Ref
 	// After is, for a refusal, what follows it (the alert says so).
@@ -76,19 +89,27 @@ func (r Recorder) Record(ctx context.Context, def workflow.Definition, a Attempt
 }
 
 func (r Recorder) complete(ctx context.Context, def workflow.Definition, a Attempt) (Recorded, error) {
-	next, more, end := def.Next(a.Ref)
-	c := statestore.Completion{OrderID: a.OrderID, Ref: a.Ref, Attempt: a.Attempt, Round: a.Round, End: end, Now: a.Now}
+	return r.finish(ctx, def, statestore.Completion{OrderID: a.OrderID, Ref: a.Ref, Attempt: a.Attempt, Round: a.Round,
+		Token: a.Token, ResultBytes: a.ResultBytes, Now: a.Now})
+}
+
+// finish completes the record c names, fenced as c says, and in the same
+// write makes the next record ready or ends the order; while the order is
+// being cancelled, it starts the undoing instead.
+func (r Recorder) finish(ctx context.Context, def workflow.Definition, c statestore.Completion) (Recorded, error) {
+	next, more, end := def.Next(c.Ref)
+	c.End = end
 	if more {
-		c.Next, c.NextDueAt = &next, a.Now.Add(def.PickupTimeout)
+		c.Next, c.NextDueAt = &next, c.Now.Add(def.PickupTimeout)
 	}
-	state, err := r.Store.Complete(ctx, c)
+	d, err := r.Store.Finish(ctx, c)
 	if errors.Is(err, statestore.ErrCancelling) {
 		return r.completeCancelled(ctx, def, c)
 	}
 	if err != nil {
 		return Recorded{}, err
 	}
-	rec := Recorded{State: state}
+	rec := Recorded{State: d.State, ReplyQueue: d.ReplyQueue, Round: d.Round}
 	if more {
 		rec.Ready = []workflow.Ref{next}
 	}
@@ -105,11 +126,11 @@ func (r Recorder) completeCancelled(ctx context.Context, def workflow.Definition
 	} else if j := def.UndoFrom(c.Ref.Index); j >= 0 {
 		undo = &workflow.Ref{Index: j, Undo: true}
 	}
-	state, err := r.Store.CompleteCancelled(ctx, c, undo, c.Now.Add(def.PickupTimeout))
+	d, err := r.Store.FinishCancelled(ctx, c, undo, c.Now.Add(def.PickupTimeout))
 	if err != nil {
 		return Recorded{}, err
 	}
-	rec := Recorded{State: state}
+	rec := Recorded{State: d.State, ReplyQueue: d.ReplyQueue, Round: d.Round}
 	if undo != nil {
 		rec.Ready = []workflow.Ref{*undo}
 	}
@@ -118,13 +139,20 @@ func (r Recorder) completeCancelled(ctx context.Context, def workflow.Definition
 
 func (r Recorder) refuse(ctx context.Context, def workflow.Definition, a Attempt) (Recorded, error) {
 	after := workflow.AfterRefusal(a.Ref.Undo, def.UndoFrom(a.Ref.Index))
-	f := statestore.Failure{OrderID: a.OrderID, Ref: a.Ref, Name: a.Name, After: after, Reason: a.Refusal,
+	if a.Ran {
+		_, hasUndo := def.Action(workflow.Ref{Index: a.Ref.Index, Undo: true})
+		after = workflow.AfterGiveUp(a.Ref.Undo, hasUndo && !a.Ref.Undo, true, a.Ref.Index, def.UndoFrom(a.Ref.Index))
+	}
+	f := statestore.Failure{OrderID: a.OrderID, Ref: a.Ref, Name: a.Name, After: after, Reason: a.Refusal, Token: a.Token,
 		Due: a.Now.Add(def.PickupTimeout), Now: a.Now}
-	state, err := r.Store.Fail(ctx, f, a.Attempt, a.Round)
+	if a.Ran {
+		f.Cause = workflow.Oversized
+	}
+	d, err := r.Store.FailFor(ctx, f, a.Attempt, a.Round)
 	if err != nil {
 		return Recorded{}, err
 	}
-	rec := Recorded{State: state, After: after}
+	rec := Recorded{State: d.State, ReplyQueue: d.ReplyQueue, Round: d.Round, After: after}
 	if after.Next == workflow.Compensating {
 		rec.Ready = []workflow.Ref{{Index: after.UndoFrom, Undo: true}}
 	}

@@ -135,12 +135,18 @@ func (it stateItem) phases() []workflow.Phase {
 // step's own undo action, or the latest earlier one), or, with nothing to
 // undo, the task ends Cancelled. It returns the task's state after.
 func (s *Store) CompleteCancelled(ctx context.Context, c Completion, undo *workflow.Ref, due time.Time) (workflow.State, error) {
+	d, err := s.FinishCancelled(ctx, c, undo, due)
+	return d.State, err
+}
+
+// FinishCancelled is CompleteCancelled, returning the order as the write
+// left it.
+func (s *Store) FinishCancelled(ctx context.Context, c Completion, undo *workflow.Ref, due time.Time) (Done, error) {
 	ch := newChange(c.Now)
 	p := ch.rec("r", c.Ref)
-	current(ch, p, c.Attempt, c.Round)
+	c.fence(ch, p)
 	ch.cond = append(ch.cond, "attribute_exists(CxBy)")
-	ch.set = append(ch.set, p+".s = "+ch.val("processed", str(string(workflow.Processed))), p+".dn = "+ch.at())
-	ch.remove = append(ch.remove, p+".d")
+	c.done(ch, p)
 	if undo == nil {
 		ch.task(workflow.Pending, workflow.Cancelled, "")
 		ch.remove = append(ch.remove, "DueShard", "DueAt")
@@ -150,5 +156,5 @@ func (s *Store) CompleteCancelled(ctx context.Context, c Completion, undo *workf
 		s.makeReady(ch, *undo, due)
 		ch.index(c.OrderID, s.shards, due)
 	}
-	return s.updateState(ctx, c.OrderID, ch, fmt.Sprintf("complete %s/%s of a cancelled order", c.OrderID, sortKey(c.Ref)))
+	return s.updateDone(ctx, c.OrderID, ch, fmt.Sprintf("complete %s/%s of a cancelled order", c.OrderID, sortKey(c.Ref)))
 }

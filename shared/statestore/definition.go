@@ -2,24 +2,79 @@ package statestore
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// Definition reads back the workflow an order runs from its state item:
-// each record holds its action (name, agent, service action, timeout,
-// threshold, backoff), the item the workflow's name, version, pickup timeout
-// and deadline. An order keeps the definition it started with, whatever the
-// deployment runs now: the Scheduler reads it for an order whose version the
-// deployment no longer has. An order stored before the pickup timeout was
-// kept has none (PickupTimeout 0).
+// Definition reads back the workflow an order runs: the definition stored
+// for its workflow's version when its first order was submitted, or, for an
+// order stored before definitions were, what its state item holds (each
+// record its action: name, agent, service action, timeout, threshold,
+// backoff; the item the workflow's name, version, pickup timeout and
+// deadline). An order keeps the definition it started with, whatever the
+// deployment runs now: the Scheduler and the Agents read it for an order
+// whose version the deployment no longer has. An order stored before the
+// pickup timeout was kept has none (PickupTimeout 0).
 func (s *Store) Definition(ctx context.Context, orderID string) (workflow.Definition, error) {
 	it, err := s.item(ctx, orderID)
 	if err != nil {
 		return workflow.Definition{}, err
 	}
+	if d, ok, err := s.storedDefinition(ctx, it.Workflow, it.WfVersion); err != nil || ok {
+		return d, err
+	}
 	return it.definition(), nil
+}
+
+// definitionKey is the state table key of a workflow version's definition
+// ("#" is in no OrderID).
+func definitionKey(name, version string) map[string]types.AttributeValue {
+	return key("wf#"+name+"@"+version, "DEF")
+}
+
+// PutDefinition stores a workflow version's definition, once: Submit calls
+// it before the first order of a version this process submits.
+func (s *Store) PutDefinition(ctx context.Context, d workflow.Definition) error {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("encode workflow %s %s: %w", d.Name, d.Version, err)
+	}
+	item := definitionKey(d.Name, d.Version)
+	item["Def"] = str(string(b))
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.state, Item: item,
+		ConditionExpression: aws.String("attribute_not_exists(OrderID)")})
+	if err != nil && !isConditionFailed(err) {
+		return fmt.Errorf("store workflow %s %s: %w", d.Name, d.Version, err)
+	}
+	s.defined.Store(d.Name+"@"+d.Version, true)
+	return nil
+}
+
+// storedDefinition reads a workflow version's stored definition.
+func (s *Store) storedDefinition(ctx context.Context, name, version string) (workflow.Definition, bool, error) {
+	if version == "" {
+		return workflow.Definition{}, false, nil
+	}
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.state, Key: definitionKey(name, version)})
+	if err != nil {
+		return workflow.Definition{}, false, fmt.Errorf("read workflow %s %s: %w", name, version, err)
+	}
+	v, _ := out.Item["Def"].(*types.AttributeValueMemberS)
+	if v == nil {
+		return workflow.Definition{}, false, nil
+	}
+	var d workflow.Definition
+	if err := json.Unmarshal([]byte(v.Value), &d); err != nil {
+		return d, false, fmt.Errorf("decode workflow %s %s: %w", name, version, err)
+	}
+	return d, true, d.Compile()
 }
 
 func (it stateItem) definition() workflow.Definition {

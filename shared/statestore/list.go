@@ -69,8 +69,9 @@ func (s *Store) CountTasks(ctx context.Context) (map[workflow.State]int, error) 
 // a claim (their message in a queue), or claimed (an attempt running).
 type Census struct {
 	ByState     map[workflow.State]int
-	Waiting     int           // ready records not claimed yet
+	Waiting     int           // ready records not claimed (or, a wait or timer, not armed) yet
 	Running     int           // claimed records
+	Parked      int           // waits and timers armed: waiting for an event or a time, costing nothing
 	LongestWait time.Duration // how long the longest-waiting ready record has waited
 }
 
@@ -105,6 +106,8 @@ func (c *Census) add(it stateItem, now time.Time) {
 		switch {
 		case r.State == string(workflow.Processing):
 			c.Running++
+		case r.State == string(workflow.Pending) && r.DueAt != 0 && r.Armed != 0:
+			c.Parked++
 		case r.State == string(workflow.Pending) && r.DueAt != 0 && r.ReadyAt != 0:
 			c.Waiting++
 			c.LongestWait = max(c.LongestWait, now.Sub(fromMs(r.ReadyAt)))
@@ -137,7 +140,9 @@ func decodeToken(token string) (map[string]types.AttributeValue, error) {
 // for checks over a whole run (a test's or the chaos run's), not a hot path.
 func (s *Store) ScanAll(ctx context.Context) (map[string]Task, map[string][]Step, error) {
 	tasks, steps := map[string]Task{}, map[string][]Step{}
-	p := dynamodb.NewScanPaginator(s.db, &dynamodb.ScanInput{TableName: &s.state, ConsistentRead: aws.Bool(true)})
+	p := dynamodb.NewScanPaginator(s.db, &dynamodb.ScanInput{TableName: &s.state, ConsistentRead: aws.Bool(true),
+		FilterExpression:          aws.String("SK = :task"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":task": str(taskSK)}})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {

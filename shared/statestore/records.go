@@ -32,6 +32,8 @@ type Task struct {
 	CancelledBy  string
 	CancelledAt  time.Time
 	CancelReason string
+	// Events are the round's events received, by name: their eventId.
+	Events map[string]string
 }
 
 // Step is the record of one step of one order, or of a step's undo action.
@@ -72,6 +74,21 @@ type Step struct {
 	// Cancelling: the order's cancellation was asked for and it still runs
 	// forward (a step is awaited): nothing starts again.
 	Cancelling bool
+	// Kind is what the record does: call its agent, wait for an event, or
+	// sleep. A wait or a timer is parked once Armed: due at its timeout or
+	// its wake time, with nothing circulating meanwhile.
+	Kind     workflow.Kind
+	Armed    time.Time // when a ready wait or timer was armed (zero: not yet)
+	Woken    time.Time // when the Supervisor found its time passed and had it woken
+	Continue bool      // a wait whose timeout lets the order go on
+	Event    string    // the event a wait waits for
+	// EventKept: the event this wait waits for was received (before the
+	// order reached the wait, or while its delivery was lost): it is due now.
+	EventKept bool
+	Async     bool   // an agent step whose service answers later, with the attempt's token
+	Token     string // the current async attempt's token nonce
+	// HasResult: the record's result is stored (Store.Results).
+	HasResult bool
 	// ReadiedBy is the agent whose recorded outcome made this ready record
 	// ready (the record done last before it became ready): its reply, in
 	// that agent's response queue, carries the record's start. "" when
@@ -83,7 +100,8 @@ type Step struct {
 	Version   int           // the order's state item's, incremented by every write: the supervisor's fence
 	Incidents []Event       // what happened besides ready, claimed and done: recoveries, failures, alerts, resubmissions
 
-	othersDue int64 // when the order's other records, and its deadline, are due (0: never): a write's index floor
+	othersDue int64          // when the order's other records, and its deadline, are due (0: never): a write's index floor
+	done      []workflow.Ref // the records done in the round with a result stored (Document reads them)
 }
 
 // Event is one line of a record's history.
@@ -138,7 +156,7 @@ func (s Step) AfterGiveUp() workflow.Aftermath {
 // AfterError is what followed this Error record's failure, read back from the
 // record (for an alert sent late): a give-up or a refusal.
 func (s Step) AfterError() workflow.Aftermath {
-	if s.GaveUp() {
+	if s.GaveUp() || s.Cause == workflow.Oversized {
 		return s.AfterGiveUp()
 	}
 	return workflow.AfterRefusal(s.Undo, s.UndoFrom)
@@ -179,6 +197,7 @@ type stateItem struct {
 	CxAt        int64              `dynamodbav:"CxAt,omitempty"`  // when
 	CxWhy       string             `dynamodbav:"CxWhy,omitempty"` // and why
 	EndAs       string             `dynamodbav:"Ea,omitempty"`    // the end of an undoing that would end Failed: Cancelled
+	Events      map[string]string  `dynamodbav:"Evt,omitempty"`   // the round's events received, by name: their eventId
 	CreatedAt   int64              `dynamodbav:"C"`
 	UpdatedAt   int64              `dynamodbav:"U"`
 	CompletedAt int64              `dynamodbav:"E,omitempty"`
@@ -214,6 +233,15 @@ type recItem struct {
 	LastError    string   `dynamodbav:"e,omitempty"`
 	Alerted      bool     `dynamodbav:"al,omitempty"`
 	Incidents    []string `dynamodbav:"ev,omitempty"` // "<Unix ms, base 36> <what>"
+
+	Kind     string `dynamodbav:"ki,omitempty"` // "" an agent's, "event" a wait, "timer"
+	Event    string `dynamodbav:"wn,omitempty"` // the event a wait waits for
+	Continue bool   `dynamodbav:"oc,omitempty"` // a wait whose timeout lets the order go on
+	Async    bool   `dynamodbav:"as,omitempty"` // its service answers later, with a token
+	Token    string `dynamodbav:"tk,omitempty"` // the current async attempt's token nonce
+	Armed    int64  `dynamodbav:"wa,omitempty"` // when a ready wait or timer was armed
+	Woken    int64  `dynamodbav:"wk,omitempty"` // when the Supervisor found its time passed and woke it
+	Result   int    `dynamodbav:"o,omitempty"`  // the bytes of its stored result (0: none)
 }
 
 const taskSK = "TASK"
@@ -268,7 +296,7 @@ func (it stateItem) task() Task {
 	return Task{OrderID: it.OrderID, Workflow: it.Workflow, Version: it.WfVersion, State: workflow.State(it.State),
 		StepCount: steps, Round: it.Round, ReplyQueue: it.ReplyQueue, LastError: it.LastError, CreatedAt: fromMs(it.CreatedAt),
 		UpdatedAt: fromMs(it.UpdatedAt), CompletedAt: fromMs(it.CompletedAt),
-		CancelledBy: it.CxBy, CancelledAt: fromMs(it.CxAt), CancelReason: it.CxWhy}
+		CancelledBy: it.CxBy, CancelledAt: fromMs(it.CxAt), CancelReason: it.CxWhy, Events: it.Events}
 }
 
 // step is the record named sk as a Step; Version is the item's.
@@ -291,6 +319,9 @@ func (it stateItem) step(sk string) Step {
 		ClaimedAt: fromMs(r.ClaimedAt), DoneAt: fromMs(r.DoneAt), Waits: r.Waits, Resent: r.Resent,
 		Cause: workflow.Cause(r.Cause), Deadline: deadline, LastError: r.LastError, Alerted: r.Alerted,
 		Cancelling: it.CxBy != "" && it.State == string(workflow.Pending), ReadiedBy: it.readiedBy(sk),
+		Kind: workflow.Kind(r.Kind), Armed: fromMs(r.Armed), Woken: fromMs(r.Woken), Continue: r.Continue, Event: r.Event,
+		EventKept: r.Event != "" && it.Events[r.Event] != "" && r.State == string(workflow.Pending) && r.DueAt != 0, Async: r.Async, Token: r.Token,
+		HasResult: r.Result > 0, done: it.withResults(),
 		Workflow: it.Workflow, WfVersion: it.WfVersion, Pickup: time.Duration(it.PickupMs) * time.Millisecond,
 		Version: it.Version, Incidents: incidents, othersDue: it.dueBesides(sk)}
 }
@@ -311,6 +342,17 @@ func (it stateItem) steps() []Step {
 			return -1
 		}
 	})
+	return out
+}
+
+// withResults are the records done in the item's round with a result stored.
+func (it stateItem) withResults() []workflow.Ref {
+	var out []workflow.Ref
+	for k, r := range it.Recs {
+		if r.Result > 0 && r.State == string(workflow.Processed) && r.Round == it.Round {
+			out = append(out, refOf(k))
+		}
+	}
 	return out
 }
 

@@ -24,6 +24,7 @@ type Failure struct {
 	After  workflow.Aftermath
 	Cause  workflow.Cause
 	Reason string
+	Token  string // for an async attempt's callback: its token nonce
 	// Due is when the alert, and the first undo action's pickup, are due: the
 	// record stays due until MarkAlerted; if the alert or the undo's message
 	// is lost, the Supervisor comes then.
@@ -37,10 +38,18 @@ type Failure struct {
 // made ready), or it ends Failed or CompensationFailed. The order is due at
 // f.Due until MarkAlerted. It returns the task's state after the write.
 func (s *Store) Fail(ctx context.Context, f Failure, attempt, round int) (workflow.State, error) {
+	d, err := s.FailFor(ctx, f, attempt, round)
+	return d.State, err
+}
+
+// FailFor is Fail, returning the order as the write left it.
+func (s *Store) FailFor(ctx context.Context, f Failure, attempt, round int) (Done, error) {
 	ch := newChange(f.Now)
 	p := ch.rec("r", f.Ref)
-	current(ch, p, attempt, round)
-	f.Cause = workflow.Refused
+	Completion{Attempt: attempt, Round: round, Token: f.Token}.fence(ch, p)
+	if f.Cause == "" {
+		f.Cause = workflow.Refused
+	}
 	return s.markError(ctx, ch, p, f, -1)
 }
 
@@ -65,10 +74,11 @@ func (s *Store) GiveUp(ctx context.Context, g GiveUp) (workflow.State, error) {
 	ch := newChange(g.Now)
 	p := ch.rec("r", f.Ref)
 	ch.cond = append(ch.cond, "V = "+ch.val("version", num(int64(g.Read.Version))))
-	return s.markError(ctx, ch, p, f, g.FailureCount)
+	d, err := s.markError(ctx, ch, p, f, g.FailureCount)
+	return d.State, err
 }
 
-func (s *Store) markError(ctx context.Context, ch *change, p string, f Failure, failureCount int) (workflow.State, error) {
+func (s *Store) markError(ctx context.Context, ch *change, p string, f Failure, failureCount int) (Done, error) {
 	ch.set = append(ch.set, p+".s = "+ch.val("error", str(string(workflow.Error))),
 		p+".e = "+ch.val("reason", str(f.Reason)), p+".d = "+ch.val("alertDue", num(ms(f.Due))),
 		p+".c = "+ch.val("cause", str(string(f.Cause))), p+".dn = "+ch.at())
@@ -85,7 +95,7 @@ func (s *Store) markError(ctx context.Context, ch *change, p string, f Failure, 
 		s.makeReady(ch, workflow.Ref{Index: f.After.UndoFrom, Undo: true}, f.Due)
 	}
 	ch.index(f.OrderID, s.shards, f.Due)
-	return s.updateState(ctx, f.OrderID, ch, fmt.Sprintf("mark %s/%s Error", f.OrderID, sortKey(f.Ref)))
+	return s.updateDone(ctx, f.OrderID, ch, fmt.Sprintf("mark %s/%s Error", f.OrderID, sortKey(f.Ref)))
 }
 
 // label names a record for people: its action's name, "(undo)" for an
@@ -153,7 +163,7 @@ func (s *Store) Requeue(ctx context.Context, r Retry) error {
 	ch.set = append(ch.set, p+".s = "+ch.val("pending", str(string(workflow.Pending))),
 		p+".fc = "+ch.val("fc", num(int64(r.FailureCount))), p+".e = "+ch.val("reason", str(r.Reason)),
 		p+".d = "+ch.val("recDue", num(ms(r.Due))), p+".ra = "+ch.val("readyAt", num(ms(r.ReadyAt))))
-	ch.remove = append(ch.remove, p+".lk", p+".cb")
+	ch.remove = append(ch.remove, p+".lk", p+".cb", p+".tk") // a recovered attempt's token is refused from now on
 	ch.incident(p, "r", "recovered by the supervisor (failure %d): %s", r.FailureCount, r.Reason)
 	ch.indexAfter(r.Read, s.shards, r.Due)
 	return s.update(ctx, r.Read.OrderID, ch, "requeue "+r.Read.Key())
@@ -163,10 +173,13 @@ func (s *Store) Requeue(ctx context.Context, r Retry) error {
 // claimed (its message re-sent, or held back for a backlog), or a claimed one
 // whose reply may be waiting in a backlogged queue. It is not a failure.
 type Wait struct {
-	Read   Step      // the record as read: the write is conditional on its Version
-	Resent bool      // its message was re-sent (else held back)
-	Due    time.Time // when the Supervisor looks again
-	Now    time.Time
+	Read   Step // the record as read: the write is conditional on its Version
+	Resent bool // its message was re-sent (else held back)
+	// Woken: a parked record whose time passed, its wake sent to the
+	// Scheduler (which completes only a record so marked).
+	Woken bool
+	Due   time.Time // when the Supervisor looks again
+	Now   time.Time
 }
 
 // Waited records a Wait: Waits + 1 (and Resent + 1 if its message was
@@ -181,6 +194,9 @@ func (s *Store) Waited(ctx context.Context, w Wait) error {
 		p+".d = "+ch.val("recDue", num(ms(w.Due))))
 	if w.Resent {
 		ch.set = append(ch.set, p+".rs = "+ch.val("resent", num(int64(w.Read.Resent+1))))
+	}
+	if w.Woken && w.Read.Woken.IsZero() {
+		ch.set = append(ch.set, p+".wk = "+ch.at())
 	}
 	ch.indexAfter(w.Read, s.shards, w.Due)
 	return s.update(ctx, w.Read.OrderID, ch, "record the wait of "+w.Read.Key())
@@ -233,12 +249,13 @@ func (s *Store) Overdue(ctx context.Context, now time.Time, limit int) ([]Step, 
 }
 
 // overdue reports whether the Supervisor must act on st now: its own
-// deadline passed, or it is at work and the order's deadline passed.
+// deadline passed, or it is at work and the order's deadline passed, or it
+// is a wait whose event was kept and not delivered (its start was lost).
 func overdue(st Step, now time.Time) bool {
 	if st.DueAt.IsZero() {
 		return false
 	}
-	return !st.DueAt.After(now) || (!st.Deadline.IsZero() && !st.Deadline.After(now))
+	return !st.DueAt.After(now) || (!st.Deadline.IsZero() && !st.Deadline.After(now)) || (st.EventKept && !st.Armed.IsZero())
 }
 
 // dueOrders queries every shard of the deadline index for up to limit orders

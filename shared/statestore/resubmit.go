@@ -144,11 +144,15 @@ func (it *stateItem) reset(ready []string, res Resubmission, due int64, now time
 		r.State, r.FailureCount, r.Round = string(workflow.Pending), 0, res.Round
 		r.LockedBy, r.CompleteBy, r.LastError, r.Alerted, r.DueAt = "", 0, "", false, 0
 		r.ReadyAt, r.ClaimedAt, r.DoneAt, r.Cause = 0, 0, 0, ""
+		r.Armed, r.Woken, r.Token, r.Result = 0, 0, "", 0
 		if sortKey(res.Ref) == sk {
 			r.DueAt, r.ReadyAt = due, ms(now)
 		}
 		r.Incidents = append(r.Incidents, incident(now, "resubmitted by the operator (round %d)", res.Round))
 		it.Recs[sk] = r
+	}
+	if res.Round != it.Round && it.Events != nil {
+		it.Events = map[string]string{} // a new round waits for its own events
 	}
 	it.Round, it.Version, it.UpdatedAt, it.CompletedAt, it.LastError = res.Round, it.Version+1, ms(now), 0, ""
 	it.Unalerted = slices.DeleteFunc(it.Unalerted, func(sk string) bool { return it.Recs[sk].State != string(workflow.Error) })
@@ -164,6 +168,9 @@ func (s *Store) replace(ctx context.Context, it stateItem, read int) error {
 	av, err := attributevalue.MarshalMap(it)
 	if err != nil {
 		return fmt.Errorf("encode state of %s: %w", it.OrderID, err)
+	}
+	if it.Events != nil && len(it.Events) == 0 {
+		av["Evt"] = emptyMap()
 	}
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: &s.state, Item: av,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -35,10 +36,11 @@ type API interface {
 
 // Store reads and writes the orders table and the state table.
 type Store struct {
-	db     API
-	orders string
-	state  string
-	shards int
+	db      API
+	orders  string
+	state   string
+	shards  int
+	defined sync.Map // the workflow versions whose definition this process stored
 }
 
 // New returns a store over the given tables; shards is the number of

@@ -32,6 +32,9 @@ type Submission struct {
 // at its CompleteBy. It reports created=false, with no error, when the
 // OrderID already exists: a duplicate is an idempotent success.
 func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err error) {
+	if err := s.definitionOnce(ctx, sub.Workflow); err != nil {
+		return false, err
+	}
 	now := ms(sub.Now)
 	notExists := aws.String("attribute_not_exists(OrderID)")
 	orderItem := map[string]types.AttributeValue{
@@ -53,6 +56,9 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 	if err != nil {
 		return false, fmt.Errorf("encode state of %s: %w", sub.OrderID, err)
 	}
+	if waits(wf) {
+		state["Evt"] = emptyMap() // where the round's events are kept (a nested SET needs its map)
+	}
 	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{TableName: &s.orders, Item: orderItem, ConditionExpression: notExists}},
 		{Put: &types.Put{TableName: &s.state, Item: state, ConditionExpression: notExists}},
@@ -64,6 +70,24 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 		return false, fmt.Errorf("submit order %s: %w", sub.OrderID, err)
 	}
 	return true, nil
+}
+
+// definitionOnce stores the workflow version's definition the first time
+// this process submits an order of it (Definition reads it back).
+func (s *Store) definitionOnce(ctx context.Context, d workflow.Definition) error {
+	if _, done := s.defined.Load(d.Name + "@" + d.Version); done {
+		return nil
+	}
+	return s.PutDefinition(ctx, d)
+}
+
+// waits reports whether a workflow waits for an event.
+func waits(d workflow.Definition) bool {
+	return slices.ContainsFunc(d.Steps, func(st workflow.Step) bool { return st.Wait != nil })
+}
+
+func emptyMap() types.AttributeValue {
+	return &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}}
 }
 
 // records are the step and undo records of a new task; the first step is
@@ -80,7 +104,10 @@ func records(sub Submission, due int64) map[string]recItem {
 	for i, st := range sub.Workflow.Steps {
 		ref := workflow.Ref{Index: i}
 		it := rec(ref, st.Action, sub.Workflow.UndoFrom(i))
-		it.HasUndo = st.Undo != nil
+		it.HasUndo, it.Kind, it.Async = st.Undo != nil, string(st.Kind()), st.Async
+		if st.Wait != nil {
+			it.Continue, it.Event = st.Wait.Continue, st.Wait.Event
+		}
 		if i == 0 {
 			it.DueAt, it.ReadyAt = due, ms(sub.Now)
 		}

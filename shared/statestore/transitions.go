@@ -20,7 +20,10 @@ type Claim struct {
 	Ref     workflow.Ref
 	Agent   string // the claiming agent: a record is claimed only by its own agent
 	Owner   string // the claimant, kept in LockedBy
-	Now     time.Time
+	// Token, for an async step, is the attempt's token nonce: its
+	// service's callback must carry it.
+	Token string
+	Now   time.Time
 }
 
 // Claim takes a ready Pending record for c.Owner: LockedBy = owner,
@@ -43,6 +46,9 @@ func (s *Store) Claim(ctx context.Context, c Claim) (Step, error) {
 		p+".lk = "+ch.val("owner", str(c.Owner)), p+".cb = "+ch.at()+" + "+p+".t",
 		p+".d = "+ch.at()+" + "+p+".t", p+".k = if_not_exists("+p+".k, :zero) + :one", p+".ca = "+ch.at())
 	ch.val("zero", num(0))
+	if c.Token != "" {
+		ch.set = append(ch.set, p+".tk = "+ch.val("token", str(c.Token)))
+	}
 	in := ch.input(s.state, c.OrderID)
 	in.ReturnValues = types.ReturnValueAllNew
 	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
@@ -82,18 +88,68 @@ func notClaimable(old map[string]types.AttributeValue, c Claim) error {
 	return ErrNotClaimable
 }
 
-// Completion is a successful reply to record.
+// Completion is a record done: an attempt's success, an event a wait
+// received, a timer woken.
 type Completion struct {
 	OrderID string
 	Ref     workflow.Ref
 	Attempt int
 	Round   int // the round the attempt ran in (0 for 1)
+	// Token, for an async attempt's callback: the nonce its claim stored
+	// (a token is refused once its attempt was recovered).
+	Token string
+	// Parked, for a wait or a timer: the record is fenced by its being
+	// parked (ready, of this kind), not by an attempt. Due: only once the
+	// Supervisor found its time passed (a timer woken, a wait's timeout let
+	// go on).
+	Parked workflow.Kind
+	Due    bool
+	// Event, for a wait: the event received, recorded in the same write
+	// (the round's Events[name] = EventID).
+	Event, EventID string
+	// ResultBytes > 0: the record's result is stored (PutResult).
+	ResultBytes int
 	// Next is the record to make ready, due at NextDueAt; when nil the task
 	// ends in state End.
 	Next      *workflow.Ref
 	NextDueAt time.Time
 	End       workflow.State
 	Now       time.Time
+}
+
+// fence adds the condition that the completion is the record's to make:
+// its latest attempt's (and token's), or, for a parked record, its being
+// parked.
+func (c Completion) fence(ch *change, p string) {
+	if c.Parked == "" {
+		current(ch, p, c.Attempt, c.Round)
+		if c.Token != "" {
+			ch.when("%[1]s.tk = :token", p)
+			ch.val("token", str(c.Token))
+		}
+		return
+	}
+	ch.when("%[1]s.s = :pending AND attribute_exists(%[1]s.d) AND %[1]s.ki = :kind", p)
+	ch.val("pending", str(string(workflow.Pending)))
+	ch.val("kind", str(string(c.Parked)))
+	if c.Due {
+		ch.when("(attribute_exists(%[1]s.wk) OR %[1]s.d <= :now)", p)
+		ch.at()
+	}
+	if c.Event != "" {
+		ch.names["#ev"] = c.Event
+		ch.cond = append(ch.cond, "(attribute_not_exists(Evt.#ev) OR Evt.#ev = :eid)")
+		ch.set = append(ch.set, "Evt.#ev = "+ch.val("eid", str(c.EventID)))
+	}
+}
+
+// done adds marking the record at p Processed (with its result's mark).
+func (c Completion) done(ch *change, p string) {
+	ch.set = append(ch.set, p+".s = "+ch.val("processed", str(string(workflow.Processed))), p+".dn = "+ch.at())
+	if c.ResultBytes > 0 {
+		ch.set = append(ch.set, p+".o = "+ch.val("resultBytes", num(int64(c.ResultBytes))))
+	}
+	ch.remove = append(ch.remove, p+".d", p+".tk")
 }
 
 // ErrCancelling means the reply is current but its order is being
@@ -109,42 +165,58 @@ var ErrCancelling = errors.New("the order is being cancelled")
 // nothing; a step's reply while the order is being cancelled gets
 // ErrCancelling.
 func (s *Store) Complete(ctx context.Context, c Completion) (workflow.State, error) {
-	st, err := s.completeOnce(ctx, c, c.Next == nil)
+	d, err := s.Finish(ctx, c)
+	return d.State, err
+}
+
+// Done is the order as a completion left it: what the order's caller is told.
+type Done struct {
+	State      workflow.State // the task's
+	ReplyQueue string
+	Round      int
+}
+
+// Finish is Complete, returning the order as the write left it.
+func (s *Store) Finish(ctx context.Context, c Completion) (Done, error) {
+	d, err := s.completeOnce(ctx, c, c.Next == nil)
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
-		return st, err
+		return d, err
 	}
 	var old stateItem
 	if ccf.Item == nil || attributevalue.UnmarshalMap(ccf.Item, &old) != nil {
-		return "", ErrStale
+		return Done{}, ErrStale
 	}
-	current := isCurrent(old.Recs[sortKey(c.Ref)], c.Attempt, c.Round)
+	current := c.isCurrent(old)
 	switch {
 	case current && old.CxBy != "" && !c.Ref.Undo:
-		return "", ErrCancelling
+		return Done{}, ErrCancelling
 	case current && c.Next == nil && len(old.Unalerted) > 0:
 		// An Error of this order is not alerted yet: the order stays in
 		// the index, for the Supervisor to alert.
-		st, err = s.completeOnce(ctx, c, false)
+		d, err = s.completeOnce(ctx, c, false)
 		if isConditionFailed(err) {
-			return "", ErrStale
+			return Done{}, ErrStale
 		}
-		return st, err
+		return d, err
 	}
-	return "", ErrStale // a stale or duplicate reply: one write, refused
+	return Done{}, ErrStale // a stale or duplicate reply: one write, refused
+}
+
+func doneOf(it stateItem) Done {
+	return Done{State: workflow.State(it.State), ReplyQueue: it.ReplyQueue, Round: it.Round}
 }
 
 // completeOnce is one try of Complete; a refused condition is returned as
 // the ConditionalCheckFailedException, with the item as it was.
-func (s *Store) completeOnce(ctx context.Context, c Completion, leaveIndex bool) (workflow.State, error) {
+func (s *Store) completeOnce(ctx context.Context, c Completion, leaveIndex bool) (Done, error) {
 	ch := newChange(c.Now)
 	p := ch.rec("r", c.Ref)
-	current(ch, p, c.Attempt, c.Round)
+	c.fence(ch, p)
 	if !c.Ref.Undo {
 		ch.cond = append(ch.cond, "attribute_not_exists(CxBy)")
 	}
-	ch.set = append(ch.set, p+".s = "+ch.val("processed", str(string(workflow.Processed))), p+".dn = "+ch.at())
-	ch.remove = append(ch.remove, p+".d")
+	c.done(ch, p)
 	if c.Next != nil {
 		s.makeReady(ch, *c.Next, c.NextDueAt)
 	} else {
@@ -160,18 +232,18 @@ func (s *Store) completeOnce(ctx context.Context, c Completion, leaveIndex bool)
 	out, err := s.db.UpdateItem(ctx, in)
 	if err != nil {
 		if isConditionFailed(err) {
-			return "", err
+			return Done{}, err
 		}
-		return "", fmt.Errorf("complete %s/%s attempt %d: %w", c.OrderID, sortKey(c.Ref), c.Attempt, err)
+		return Done{}, fmt.Errorf("complete %s/%s attempt %d: %w", c.OrderID, sortKey(c.Ref), c.Attempt, err)
 	}
 	var it stateItem
 	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
-		return "", fmt.Errorf("decode %s: %w", c.OrderID, err)
+		return Done{}, fmt.Errorf("decode %s: %w", c.OrderID, err)
 	}
 	if c.Next != nil {
-		return workflow.State(it.State), s.pullIn(ctx, it, ms(c.NextDueAt))
+		return doneOf(it), s.pullIn(ctx, it, ms(c.NextDueAt))
 	}
-	return workflow.State(it.State), nil
+	return doneOf(it), nil
 }
 
 // current adds the fence of a reply to the record at path: it is from the
@@ -188,9 +260,14 @@ func current(ch *change, p string, attempt, round int) {
 	ch.val("pending", str(string(workflow.Pending)))
 }
 
-// isCurrent is current, read from a record.
-func isCurrent(r recItem, attempt, round int) bool {
-	return r.Attempt == attempt && r.Round == max(round, 1) &&
+// isCurrent is the completion's fence, read from the item as it was.
+func (c Completion) isCurrent(it stateItem) bool {
+	r := it.Recs[sortKey(c.Ref)]
+	if c.Parked != "" {
+		return r.State == string(workflow.Pending) && r.DueAt != 0 && r.Kind == string(c.Parked) &&
+			(!c.Due || r.Woken != 0 || r.DueAt <= ms(c.Now)) && (c.Event == "" || it.Events[c.Event] == "" || it.Events[c.Event] == c.EventID)
+	}
+	return r.Attempt == c.Attempt && r.Round == max(c.Round, 1) && (c.Token == "" || r.Token == c.Token) &&
 		(r.State == string(workflow.Processing) || (r.State == string(workflow.Pending) && r.DueAt != 0))
 }
 
@@ -216,27 +293,33 @@ func (s *Store) makeReady(ch *change, r workflow.Ref, due time.Time) {
 
 // update runs the change; a failed condition is ErrStale.
 func (s *Store) update(ctx context.Context, orderID string, ch *change, what string) error {
-	_, err := s.updateState(ctx, orderID, ch, what)
-	return err
-}
-
-// updateState runs the change and returns the task's state if the change
-// set it ("" if not); a failed condition is ErrStale.
-func (s *Store) updateState(ctx context.Context, orderID string, ch *change, what string) (workflow.State, error) {
-	in := ch.input(s.state, orderID)
-	in.ReturnValues = types.ReturnValueUpdatedNew
-	out, err := s.db.UpdateItem(ctx, in)
+	_, err := s.db.UpdateItem(ctx, ch.input(s.state, orderID))
 	if isConditionFailed(err) {
-		return "", ErrStale
+		return ErrStale
 	}
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", what, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	st, _ := out.Attributes["St"].(*types.AttributeValueMemberS)
-	if st == nil {
-		return "", nil
+	return nil
+}
+
+// updateDone runs the change and returns the order as it left it; a failed
+// condition is ErrStale.
+func (s *Store) updateDone(ctx context.Context, orderID string, ch *change, what string) (Done, error) {
+	in := ch.input(s.state, orderID)
+	in.ReturnValues = types.ReturnValueAllNew
+	out, err := s.db.UpdateItem(ctx, in)
+	if isConditionFailed(err) {
+		return Done{}, ErrStale
 	}
-	return workflow.State(st.Value), nil
+	if err != nil {
+		return Done{}, fmt.Errorf("%s: %w", what, err)
+	}
+	var it stateItem
+	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
+		return Done{}, fmt.Errorf("decode %s: %w", orderID, err)
+	}
+	return doneOf(it), nil
 }
 
 // pullIn moves the order's index entry earlier, to due, if it (as the write

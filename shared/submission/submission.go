@@ -19,16 +19,19 @@ import (
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/sqsbatch"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// Store is the part of the state store Submission uses.
+// Store is the part of the state store Submission uses: orders, cancels,
+// events (recorded like outcomes), and the start of a first step that waits.
 type Store interface {
 	Submit(ctx context.Context, sub statestore.Submission) (bool, error)
-	Order(ctx context.Context, orderID string) (string, error)
 	Cancel(ctx context.Context, c statestore.CancelRequest) (statestore.Cancellation, error)
+	outcome.Store
+	outcome.StartStore
 	dispatch.DefinitionReader
 }
 
@@ -42,6 +45,7 @@ type Sender interface {
 type Config struct {
 	Workflows          workflow.Set      // an order names one of these, or runs the first
 	AgentQueues        map[string]string // agent name → its request queue URL
+	SchedulerQueueURL  string            // where an event's recorded outcome goes, for the Scheduler to follow
 	DLQURL             string            // the orders queue's DLQ, for rejected orders
 	AllowedReplyQueues notify.Allowed    // URL prefixes an order's replyQueue may start with
 }
@@ -98,8 +102,11 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if err != nil {
 		return err
 	}
-	if c, ok := m.(message.Cancel); ok {
-		return h.cancel(ctx, rec, c)
+	switch m := m.(type) {
+	case message.Cancel:
+		return h.cancel(ctx, rec, m)
+	case message.Event:
+		return h.event(ctx, rec, m)
 	}
 	return h.accept(ctx, m.(message.Order))
 }
@@ -139,7 +146,15 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 			return err
 		}
 	}
-	return h.dispatch.Start(ctx, def, o.OrderID, workflow.Ref{}, json.RawMessage(o.JSON()))
+	// The first step: its request to its Agent, or, a wait or a timer, armed.
+	starter := outcome.Starter{Dispatch: h.dispatch, Store: h.store, Recorder: outcome.Recorder{Store: h.store}, Now: h.Now, Log: h.log}
+	done, err := starter.Start(ctx, def, o.OrderID, []workflow.Ref{{}}, json.RawMessage(o.JSON()))
+	for _, c := range done { // a timer at once, or a kept event: the Scheduler follows it
+		if err := h.follow(ctx, def, o.OrderID, c.Ref, c.Name, 0, "", c.Recorded); err != nil {
+			return err
+		}
+	}
+	return err
 }
 
 // definition is the workflow an order names (none: the default). A name

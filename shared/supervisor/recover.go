@@ -32,8 +32,11 @@ func (s *Supervisor) handle(ctx context.Context, st statestore.Step, now time.Ti
 	f := workflow.Found{Action: st.Definition(), State: st.State, FailureCount: st.FailureCount,
 		Waited: now.Sub(st.ReadyAt), Overdue: now.Sub(st.CompleteBy), Cancelled: st.Cancelling,
 		PastDeadline: !st.Deadline.IsZero() && !now.Before(st.Deadline)}
+	if st.State == workflow.Pending && !st.Armed.IsZero() {
+		f.Parked, f.Continue, f.EventKept = st.Kind, st.Continue, st.EventKept
+	}
 	var backlog string
-	if !f.PastDeadline {
+	if !f.PastDeadline && f.Parked == "" {
 		backlog = s.backlog(ctx, st, d)
 		f.Backlogged = backlog != ""
 	}
@@ -43,6 +46,8 @@ func (s *Supervisor) handle(ctx context.Context, st statestore.Step, now time.Ti
 		return s.wait(ctx, st, dec, backlog, now)
 	case workflow.Retry:
 		return s.retry(ctx, st, dec, now)
+	case workflow.Wake:
+		return s.wake(ctx, st, dec, now)
 	}
 	switch {
 	case f.PastDeadline:
@@ -51,6 +56,8 @@ func (s *Supervisor) handle(ctx context.Context, st statestore.Step, now time.Ti
 	case st.Cancelling:
 		return s.giveUp(ctx, st, dec.FailureCount, workflow.TimedOut,
 			fmt.Sprintf("the order is being cancelled: %s", waitingFor(st)), now)
+	case f.Parked == workflow.KindEvent:
+		return s.giveUp(ctx, st, dec.FailureCount, workflow.TimedOut, waitingFor(st), now)
 	}
 	return s.giveUp(ctx, st, dec.FailureCount, workflow.TimedOut,
 		fmt.Sprintf("failure threshold %d reached: %s", st.MaxFailures, waitingFor(st)), now)
@@ -58,6 +65,14 @@ func (s *Supervisor) handle(ctx context.Context, st statestore.Step, now time.Ti
 
 // waitingFor says what the record was doing when its clock ran out.
 func waitingFor(st statestore.Step) string {
+	switch {
+	case st.Kind == workflow.KindEvent && !st.Armed.IsZero():
+		return fmt.Sprintf("no event by its timeout %s (waiting since %s)", stamp(st.DueAt), stamp(st.Armed))
+	case st.Kind == workflow.KindTimer && !st.Armed.IsZero():
+		return fmt.Sprintf("sleeping until %s", stamp(st.DueAt))
+	case st.Async && st.State == workflow.Processing:
+		return fmt.Sprintf("attempt %d (%s): no callback by %s", st.Attempt, st.LockedBy, stamp(st.CompleteBy))
+	}
 	if st.State == workflow.Processing {
 		return fmt.Sprintf("attempt %d (%s) not completed by %s", st.Attempt, st.LockedBy, stamp(st.CompleteBy))
 	}
@@ -91,6 +106,24 @@ func (s *Supervisor) wait(ctx context.Context, st statestore.Step, dec workflow.
 	s.d.Log.Info("ready step not claimed and no backlog: its message sent again", log...)
 	// If this send is lost, the next look sends it again.
 	return resent, s.d.Queues.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID, st.Ref(), st.Workflow, st.WfVersion), 0)
+}
+
+// wake marks a parked record whose time came woken (and due again a pickup
+// timeout later, in case the wake is lost) and has the Scheduler complete it.
+func (s *Supervisor) wake(ctx context.Context, st statestore.Step, dec workflow.Decision, now time.Time) (outcome, error) {
+	err := s.d.Store.Waited(ctx, statestore.Wait{Read: st, Woken: true, Due: now.Add(dec.After), Now: now})
+	if errors.Is(err, statestore.ErrStale) {
+		return lost, nil
+	}
+	if err != nil {
+		return none, err
+	}
+	s.crash("supervisor.after-wake")
+	s.d.Log.Info("parked step due: woken", "order_id", st.OrderID, "step", st.Name, "kind", st.Kind, "due", st.DueAt)
+	m := message.NewSchedule(st.OrderID, st.Ref(), st.Workflow, st.WfVersion)
+	m.Wake = true
+	// If this send is lost, the next look (a pickup timeout later) sends it again.
+	return woken, s.d.Queues.SendJSON(ctx, s.cfg.SchedulerQueueURL, m, 0)
 }
 
 // retry sends an attempt that did not complete back to Pending, ready again

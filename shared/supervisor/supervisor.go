@@ -94,6 +94,7 @@ type Report struct {
 	GaveUp    int `json:"gaveUp"`
 	Expired   int `json:"expired"` // of GaveUp, by the order's deadline
 	Alerted   int `json:"alerted"`
+	Woken     int `json:"woken"`     // waits and timers whose time came
 	Lost      int `json:"lostRaces"` // another supervisor (or the scheduler) changed the record first
 }
 
@@ -165,7 +166,7 @@ func (s *Supervisor) Sweep(ctx context.Context) (Report, error) {
 	}
 	if rep.Overdue > 0 {
 		s.d.Log.Info("supervisor sweep", "overdue", rep.Overdue, "resent", rep.Resent, "held", rep.Held,
-			"recovered", rep.Recovered, "gave_up", rep.GaveUp, "expired", rep.Expired, "alerted", rep.Alerted,
+			"recovered", rep.Recovered, "gave_up", rep.GaveUp, "expired", rep.Expired, "alerted", rep.Alerted, "woken", rep.Woken,
 			"lost_races", rep.Lost)
 	}
 	if len(errs) > 0 {
@@ -185,6 +186,7 @@ const (
 	expired
 	alerted
 	lost
+	woken
 )
 
 func (r *Report) add(o outcome) {
@@ -205,6 +207,8 @@ func (r *Report) add(o outcome) {
 		r.Alerted++
 	case lost:
 		r.Lost++
+	case woken:
+		r.Woken++
 	}
 }
 

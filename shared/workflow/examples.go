@@ -104,7 +104,11 @@ func (d Definition) With(s Settings) Definition {
 		return a
 	}
 	for i, st := range d.Steps {
-		out.Steps[i] = Step{Action: set(st.Action)}
+		out.Steps[i] = st
+		if st.Kind() != KindAgent {
+			continue // a wait or a timer has no attempts
+		}
+		out.Steps[i].Action = set(st.Action)
 		if st.Undo != nil {
 			u := set(*st.Undo)
 			out.Steps[i].Undo = &u

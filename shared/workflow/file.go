@@ -24,6 +24,7 @@ type fileSpec struct {
 	Name          string               `yaml:"name"`
 	Deadline      duration             `yaml:"deadline"`
 	PickupTimeout duration             `yaml:"pickupTimeout"`
+	ResultLimit   byteSize             `yaml:"resultLimit"`
 	Defaults      limitsSpec           `yaml:"defaults"`
 	Agents        map[string]agentSpec `yaml:"agents"`
 	Steps         []stepSpec           `yaml:"steps"`
@@ -42,12 +43,23 @@ type actionSpec struct {
 	Name       string `yaml:"name"`
 	Agent      string `yaml:"agent"`
 	Action     string `yaml:"action"`
+	Input      string `yaml:"input"` // jq over the step's document
 	limitsSpec `yaml:",inline"`
 }
 
 type stepSpec struct {
 	actionSpec `yaml:",inline"`
+	Async      bool        `yaml:"async"`
 	Undo       *actionSpec `yaml:"undo"`
+	Wait       *waitSpec   `yaml:"wait"`
+	Sleep      duration    `yaml:"sleep"`
+	Until      string      `yaml:"until"` // jq over the step's document: an RFC 3339 time or Unix seconds
+}
+
+type waitSpec struct {
+	Event     string   `yaml:"event"`
+	Timeout   duration `yaml:"timeout"`
+	OnTimeout string   `yaml:"onTimeout"` // fail (the default) or continue
 }
 
 type agentSpec struct {
@@ -87,6 +99,32 @@ func (d *duration) UnmarshalYAML(n *yaml.Node) error {
 			n.Line, n.Column, n.Value)}}
 	}
 	d.Duration, d.set = v, true
+	return nil
+}
+
+// byteSize is a size as written: 4096, "4KB" or "4KiB" (both 1024 bytes a
+// kilobyte).
+type byteSize struct {
+	n   int
+	set bool
+}
+
+// UnmarshalYAML reads a size.
+func (b *byteSize) UnmarshalYAML(n *yaml.Node) error {
+	v := strings.TrimSpace(n.Value)
+	unit := 1
+	for _, suffix := range []string{"KiB", "KB", "kB"} {
+		if strings.HasSuffix(v, suffix) {
+			v, unit = strings.TrimSpace(strings.TrimSuffix(v, suffix)), 1024
+			break
+		}
+	}
+	k, err := strconv.Atoi(v)
+	if err != nil || n.Kind != yaml.ScalarNode {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: column %d: %q is not a size like 4096 or 4KB",
+			n.Line, n.Column, n.Value)}}
+	}
+	b.n, b.set = k*unit, true
 	return nil
 }
 

@@ -32,6 +32,12 @@ type Found struct {
 	// Backlogged: a queue the message that starts the ready record
 	// (Pending) may be waiting in holds a backlog.
 	Backlogged bool
+	// Parked: a wait or a timer armed by the Scheduler, due now: a timer's
+	// time came, or a wait's timeout passed (Continue: the order goes on).
+	Parked   Kind
+	Continue bool
+	// EventKept: the wait's event was received but its delivery lost.
+	EventKept bool
 }
 
 // Verdict is what the Supervisor does with a record found due.
@@ -43,6 +49,7 @@ const (
 	Hold                  // a backlog explains the wait: send nothing, look again later
 	Retry                 // the attempt failed: FailureCount + 1, ready again after a backoff
 	GiveUp                // the threshold or the order's deadline is reached: Error, alert, compensation
+	Wake                  // a timer's time came, or a wait that goes on timed out: the Scheduler completes it
 )
 
 // Decision is the Supervisor's decision for a record found due.
@@ -60,6 +67,11 @@ func Decide(f Found, pickup time.Duration) Decision {
 	switch {
 	case f.PastDeadline:
 		return Decision{Verdict: GiveUp, FailureCount: f.FailureCount}
+	case f.Parked == KindTimer || (f.Parked == KindEvent && (f.Continue || f.EventKept)):
+		// Wake it, and look again a pickup timeout later in case the wake is lost.
+		return Decision{Verdict: Wake, FailureCount: f.FailureCount, After: pickup}
+	case f.Parked == KindEvent:
+		return Decision{Verdict: GiveUp, FailureCount: f.FailureCount} // no event by its timeout
 	case f.State == Pending && f.Backlogged:
 		return Decision{Verdict: Hold, FailureCount: f.FailureCount, After: WaitInterval(pickup, f.Waited)}
 	case f.State == Pending:

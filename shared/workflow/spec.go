@@ -26,11 +26,12 @@ var (
 
 // specReader turns a fileSpec into a Definition, gathering problems.
 type specReader struct {
-	f    fileSpec
-	opts Options
-	ps   Problems
-	used map[string]bool // agents some action calls
-	seen map[string]bool // action names
+	f      fileSpec
+	opts   Options
+	ps     Problems
+	used   map[string]bool // agents some action calls
+	seen   map[string]bool // action names
+	events map[string]bool // events some step waits for
 }
 
 func (r *specReader) add(field, format string, args ...any) {
@@ -38,7 +39,7 @@ func (r *specReader) add(field, format string, args ...any) {
 }
 
 func (f fileSpec) definition(o Options) (Definition, Problems) {
-	r := &specReader{f: f, opts: o, used: map[string]bool{}, seen: map[string]bool{}}
+	r := &specReader{f: f, opts: o, used: map[string]bool{}, seen: map[string]bool{}, events: map[string]bool{}}
 	d := Definition{Name: f.Name, Deadline: f.Deadline.Duration, PickupTimeout: f.PickupTimeout.Duration,
 		AgentSpecs: map[string]Agent{}}
 	if !workflowNameRE.MatchString(f.Name) {
@@ -46,6 +47,12 @@ func (f fileSpec) definition(o Options) (Definition, Problems) {
 	}
 	d.Deadline = r.positive("deadline", f.Deadline, DefaultOrderDeadline)
 	d.PickupTimeout = r.positive("pickupTimeout", f.PickupTimeout, DefaultPickupTimeout)
+	if f.ResultLimit.set {
+		if f.ResultLimit.n < 1 || f.ResultLimit.n > MaxResultLimit {
+			r.add("resultLimit", "%d bytes: a result limit is 1 byte to %dKB", f.ResultLimit.n, MaxResultLimit>>10)
+		}
+		d.ResultLimit = f.ResultLimit.n
+	}
 	for _, name := range sortedKeys(f.Agents) {
 		d.AgentSpecs[name] = r.agent(name, f.Agents[name])
 	}
@@ -76,19 +83,24 @@ func (r *specReader) positive(field string, d duration, def time.Duration) time.
 
 func (r *specReader) step(i int, s stepSpec) Step {
 	path := fmt.Sprintf("steps[%d]", i)
-	st := Step{Action: r.action(path, s.actionSpec, "")}
+	if s.Wait != nil || s.Sleep.set || s.Until != "" {
+		return r.parked(path, s)
+	}
+	st := Step{Action: r.action(path, s.actionSpec, "", s.Async)}
 	if s.Undo != nil {
-		u := r.action(path+".undo", *s.Undo, st.Agent)
+		u := r.action(path+".undo", *s.Undo, st.Agent, false)
 		st.Undo = &u
 	}
 	return st
 }
 
 // action reads a step or undo action, the file's defaults filling what it
-// leaves out (an undo's agent defaults to its step's).
-func (r *specReader) action(path string, a actionSpec, agent string) Action {
+// leaves out (an undo's agent defaults to its step's). An async action's
+// timeout bounds the wait for its service's callback, not its agent
+// function's run.
+func (r *specReader) action(path string, a actionSpec, agent string, async bool) Action {
 	def := r.f.Defaults
-	out := Action{Name: a.Name, Agent: cmp.Or(a.Agent, agent), Do: a.Action,
+	out := Action{Name: a.Name, Agent: cmp.Or(a.Agent, agent), Do: a.Action, Async: async,
 		Timeout: cmp.Or(a.Timeout.Duration, def.Timeout.Duration), MaxFailures: cmp.Or(a.MaxFailures, def.MaxFailures, DefaultMaxFailures),
 		RetryBackoff: cmp.Or(a.RetryBackoff.Duration, def.RetryBackoff.Duration)}
 	switch {
@@ -105,7 +117,7 @@ func (r *specReader) action(path string, a actionSpec, agent string) Action {
 	switch {
 	case out.Timeout <= 0:
 		r.add(path+".timeout", "step %q has no timeout (set it, or defaults.timeout)", a.Name)
-	case r.opts.MaxStepTimeout > 0 && out.Timeout > r.opts.MaxStepTimeout:
+	case !async && r.opts.MaxStepTimeout > 0 && out.Timeout > r.opts.MaxStepTimeout:
 		r.add(path+".timeout", "step %q's timeout %s is longer than its agent function allows (%s: its timeout less the time to reply)",
 			a.Name, out.Timeout, r.opts.MaxStepTimeout)
 	}
@@ -114,6 +126,13 @@ func (r *specReader) action(path string, a actionSpec, agent string) Action {
 	}
 	if out.RetryBackoff < 0 {
 		r.add(path+".retryBackoff", "step %q has a negative retry backoff", a.Name)
+	}
+	if a.Input != "" {
+		code, err := compileJQ(a.Input)
+		if err != nil {
+			r.add(path+".input", "%v", err)
+		}
+		out.Input, out.input = a.Input, code
 	}
 	return out
 }
@@ -181,7 +200,8 @@ func (d Definition) version() string {
 		Name             string
 		Steps            []Step
 		Pickup, Deadline time.Duration
-	}{d.Name, d.Steps, d.PickupTimeout, d.Deadline})
+		ResultLimit      int `json:",omitempty"`
+	}{d.Name, d.Steps, d.PickupTimeout, d.Deadline, d.ResultLimit})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:4])
 }
@@ -193,4 +213,81 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+var eventNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
+
+// parked reads a step that calls no agent: a wait for an event, or a timer.
+func (r *specReader) parked(path string, s stepSpec) Step {
+	st := Step{Action: Action{Name: s.Name, MaxFailures: 1}}
+	switch {
+	case !actionNameRE.MatchString(s.Name):
+		r.add(path+".name", "%q: a name is 1-64 letters, digits or _.- (it is part of the idempotency key)", s.Name)
+	case r.seen[s.Name]:
+		r.add(path+".name", "duplicate step %q: every step and undo action needs its own name", s.Name)
+	}
+	r.seen[s.Name] = true
+	kinds := 0
+	for _, set := range []bool{s.Wait != nil, s.Sleep.set, s.Until != ""} {
+		if set {
+			kinds++
+		}
+	}
+	if kinds > 1 {
+		r.add(path, "step %q: say one of wait, sleep or until", s.Name)
+	}
+	for field, set := range map[string]bool{"agent": s.Agent != "", "action": s.Action != "", "input": s.Input != "",
+		"async": s.Async, "undo": s.Undo != nil, "timeout": s.Timeout.set, "maxFailures": s.MaxFailures != 0,
+		"retryBackoff": s.RetryBackoff.set} {
+		if set {
+			r.add(path+"."+field, "step %q waits or sleeps: it calls no agent, so it has no %s", s.Name, field)
+		}
+	}
+	switch {
+	case s.Wait != nil:
+		st.Wait = r.wait(path+".wait", *s.Wait)
+		st.Timeout = st.Wait.Timeout
+	case s.Sleep.set:
+		if s.Sleep.Duration <= 0 {
+			r.add(path+".sleep", "must be positive, not %s", s.Sleep.Duration)
+		}
+		st.Sleep = &Sleep{For: s.Sleep.Duration}
+	default:
+		code, err := compileJQ(s.Until)
+		if err != nil {
+			r.add(path+".until", "%v", err)
+		}
+		st.Sleep = &Sleep{Until: s.Until, until: code}
+	}
+	return st
+}
+
+func (r *specReader) wait(path string, w waitSpec) *Wait {
+	out := &Wait{Event: w.Event, Timeout: w.Timeout.Duration}
+	switch {
+	case !eventNameRE.MatchString(w.Event):
+		r.add(path+".event", "%q: an event's name is 1-64 letters, digits or _.-, starting with a letter", w.Event)
+	case r.events[w.Event]:
+		r.add(path+".event", "event %q is waited for by another step: each event is waited for once", w.Event)
+	}
+	r.events[w.Event] = true
+	deadline := r.f.Deadline.Duration
+	if !r.f.Deadline.set {
+		deadline = DefaultOrderDeadline
+	}
+	switch {
+	case w.Timeout.set && w.Timeout.Duration <= 0:
+		r.add(path+".timeout", "must be positive, not %s", w.Timeout.Duration)
+	case w.Timeout.Duration > deadline:
+		r.add(path+".timeout", "%s is longer than the order's deadline (%s), which would fail the order first: raise deadline",
+			w.Timeout.Duration, deadline)
+	}
+	switch w.OnTimeout {
+	case "", "fail":
+	case "continue":
+		out.Continue = true
+	default:
+		r.add(path+".onTimeout", "%q: say fail (the default: the step fails for good) or continue", w.OnTimeout)
+	}
+	return out
 }

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/itchyny/gojq"
 )
 
 // State is the ProcessState of a task or step record.
@@ -35,6 +37,9 @@ const (
 	Refused  Cause = "refused"   // its remote service refused it for good (a non-transient error reply)
 	TimedOut Cause = "timed-out" // its attempts did not complete, up to the failure threshold
 	Expired  Cause = "expired"   // the order's deadline passed while it waited or ran
+	// Oversized: its service answered (the effect happened) with a result
+	// over the workflow's limit: it is undone like a step given up on.
+	Oversized Cause = "oversized"
 )
 
 // GaveUp reports whether the Supervisor gave up on the record (its outcome
@@ -54,13 +59,23 @@ type Action struct {
 	Timeout      time.Duration // CompleteBy = claim time + Timeout
 	MaxFailures  int           // supervisor recoveries allowed before it is an Error
 	RetryBackoff time.Duration // base delay before a recovered action is scheduled again
+	// Input, if set, is a jq expression over the action's Document: what
+	// its service receives (none: the document itself).
+	Input string `json:",omitempty"`
+	// Async: the service accepts the call and answers later, with an event
+	// carrying the attempt's token; Timeout bounds the whole wait.
+	Async bool `json:",omitempty"`
+	input *gojq.Code
 }
 
 // Step is an action of the workflow and, optionally, the action that undoes
-// it when a later step fails for good.
+// it when a later step fails for good; or, instead of an action, a wait for
+// an event or a timer (Kind).
 type Step struct {
 	Action
-	Undo *Action
+	Undo  *Action
+	Wait  *Wait  `json:",omitempty"`
+	Sleep *Sleep `json:",omitempty"`
 }
 
 // Definition is an ordered list of steps run one after another.
@@ -77,6 +92,9 @@ type Definition struct {
 	// fails for good, whatever it was waiting for. Its compensation, once
 	// started, has as long again.
 	Deadline time.Duration
+	// ResultLimit is the most bytes a step's result may have (0: the
+	// default, DefaultResultLimit); a larger answer fails the step for good.
+	ResultLimit int `json:",omitempty"`
 	// AgentSpecs are the remote services the steps call, by name.
 	AgentSpecs map[string]Agent `json:"-"`
 	// File is the file the definition was read from, if any.
@@ -140,6 +158,13 @@ func (d Definition) Validate(agents []string) error {
 	}
 	seen := map[string]bool{}
 	for i, s := range d.Steps {
+		if s.Kind() != KindAgent {
+			if seen[s.Name] || s.Name == "" {
+				return fmt.Errorf("workflow %q: step %d needs a name of its own", d.Name, i)
+			}
+			seen[s.Name] = true
+			continue
+		}
 		if err := s.Action.validate(d.Name, fmt.Sprintf("step %d", i), known, seen); err != nil {
 			return err
 		}
@@ -176,7 +201,7 @@ func (d Definition) Agents() []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(a string) {
-		if !seen[a] {
+		if a != "" && !seen[a] {
 			seen[a] = true
 			out = append(out, a)
 		}

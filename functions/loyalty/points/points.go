@@ -34,10 +34,13 @@ type Result struct {
 // does not know, is refused for good (*agent.PermanentError): no retry
 // would change the answer.
 func (Service) Apply(_ context.Context, action, key string, payload []byte) ([]byte, error) {
-	var o message.Order
-	if err := json.Unmarshal(payload, &o); err != nil {
-		return nil, &agent.PermanentError{Status: 400, Body: fmt.Sprintf("loyalty: the order is not JSON: %v", err)}
+	var doc struct { // the step's document: the order and the results before it
+		Order message.Order `json:"order"`
 	}
+	if err := json.Unmarshal(payload, &doc); err != nil {
+		return nil, &agent.PermanentError{Status: 400, Body: fmt.Sprintf("loyalty: the step's document is not JSON: %v", err)}
+	}
+	o := doc.Order
 	n := earned(o)
 	switch action {
 	case Award:

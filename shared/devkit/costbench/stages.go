@@ -40,6 +40,12 @@ func Lifecycle(ctx context.Context, endpoint string, def workflow.Definition) ([
 		return nil, err
 	}
 	s := statestore.New(c.DynamoDB, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
+	// The workflow version's definition is stored once per version (by the
+	// first Submission of a process): not an order's write.
+	if err := s.PutDefinition(ctx, def); err != nil {
+		return nil, err
+	}
+	meter.Reset()
 	w := &walk{ctx: ctx, s: s, meter: meter, id: "stages-1", now: time.Now()}
 	w.do("Submission: TransactWriteItems (order, state item, index entry)", func() error {
 		_, err := s.Submit(ctx, statestore.Submission{OrderID: w.id, Order: localrun.DemoOrder(w.id, 1).JSON(),

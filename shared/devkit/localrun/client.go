@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sas-go/sas/shared/alert"
+	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -136,4 +137,27 @@ func (s *Stack) Alerts(ctx context.Context) ([]alert.Failure, error) {
 		}
 	}
 	return out, err
+}
+
+// Signal sends an event to an order on the orders queue, as a client (or
+// sasctl signal) does.
+func (s *Stack) Signal(ctx context.Context, e message.Event) error {
+	e.Kind = message.KindEvent
+	b, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encode event: %w", err)
+	}
+	return s.SendOrders(ctx, string(b))
+}
+
+// Callbacks has a remote simulator's async services answer through the
+// orders queue: each answer an event carrying the call's token, as a real
+// async service's would be.
+func (s *Stack) Callbacks(log func(err error)) func(remotesim.Callback) {
+	return func(c remotesim.Callback) {
+		err := s.Signal(context.Background(), message.Event{OrderID: c.OrderID, Token: c.Token, Data: c.Answer})
+		if err != nil && log != nil {
+			log(fmt.Errorf("callback of %s: %w", c.OrderID, err))
+		}
+	}
 }

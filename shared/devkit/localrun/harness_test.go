@@ -77,6 +77,7 @@ func newEnv(t *testing.T, faults remotesim.Faults, tweak func(*localrun.Options)
 	}
 	stack, err := localrun.New(context.Background(), o)
 	require.NoError(t, err)
+	sim.OnCallback(stack.Callbacks(func(err error) { fmt.Fprintln(logs, err) })) // async services answer with events
 	e := &env{t: t, stack: stack, sim: sim, logs: logs}
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -31,12 +31,14 @@ type recorder struct {
 }
 
 func (r *recorder) Apply(ctx context.Context, action, key string, payload []byte) ([]byte, error) {
-	var o struct {
-		OrderID string `json:"orderId"`
+	var doc struct { // the step's document
+		Order struct {
+			OrderID string `json:"orderId"`
+		} `json:"order"`
 	}
-	_ = json.Unmarshal(payload, &o)
+	_ = json.Unmarshal(payload, &doc)
 	r.mu.Lock()
-	r.calls = append(r.calls, o.OrderID+"/"+action)
+	r.calls = append(r.calls, doc.Order.OrderID+"/"+action)
 	r.mu.Unlock()
 	return points.Service{}.Apply(ctx, action, key, payload)
 }

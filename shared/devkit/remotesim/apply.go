@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -35,10 +36,8 @@ func (s *Simulator) apply(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var order struct {
-		OrderID string `json:"orderId"`
-	}
-	_ = json.Unmarshal(body, &order)
+	orderID, _, _ := strings.Cut(key, "/") // a key is the order's id, the action's name and the round
+	token := r.Header.Get("X-Callback-Token")
 
 	s.mu.Lock()
 	f := s.faultsOf(service, action)
@@ -57,19 +56,60 @@ func (s *Simulator) apply(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	v, effect := s.decide(service, action, key, order.OrderID, f, time.Now())
+	v, effect := s.decide(service, action, key, orderID, f, time.Now())
+	if v == apply && effect.Input == nil {
+		effect.Input = json.RawMessage(body)
+	}
+	callback := s.callback
 	s.mu.Unlock()
-	switch v {
-	case apply, replay:
+	switch {
+	case (v == apply || v == replay || v == stall) && token != "":
+		w.WriteHeader(http.StatusAccepted) // async: the answer comes with the callback
+		if v != stall && callback != nil {
+			answer := answerOf(effect, f)
+			time.AfterFunc(f.CallbackDelay, func() { callback(Callback{OrderID: orderID, Token: token, Answer: answer}) })
+		}
+	case v == apply || v == replay:
+		if f.NoResult {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"service":%q,"action":%q,"key":%q,"appliedAt":%q}`, service, action, key, effect.AppliedAt.Format(time.RFC3339Nano))
-	case transient:
+		_, _ = w.Write(answerOf(effect, f))
+	case v == transient:
 		http.Error(w, service+" temporarily unavailable", http.StatusServiceUnavailable)
-	case permanent:
-		http.Error(w, service+" refuses "+action+" for order "+order.OrderID, http.StatusUnprocessableEntity)
-	case stall:
+	case v == permanent:
+		http.Error(w, service+" refuses "+action+" for order "+orderID, http.StatusUnprocessableEntity)
+	case v == stall:
 		<-r.Context().Done() // hang until the caller gives up
 	}
+}
+
+// answerOf is what the service answers an applied call: the effect, padded
+// with order lines to about f.ResultBytes of JSON (a realistic answer:
+// deflating it gains what a real one would).
+func answerOf(e *Effect, f Faults) json.RawMessage {
+	type line struct {
+		SKU      string `json:"sku"`
+		Quantity int    `json:"quantity"`
+		Cents    int    `json:"unitPriceCents"`
+		Location string `json:"location"`
+	}
+	a := struct {
+		Service   string `json:"service"`
+		Action    string `json:"action"`
+		Key       string `json:"key"`
+		AppliedAt string `json:"appliedAt"`
+		Lines     []line `json:"lines,omitempty"`
+	}{e.Service, e.Action, e.Key, e.AppliedAt.Format(time.RFC3339Nano), nil}
+	b, _ := json.Marshal(a)
+	for i := 0; len(b) < f.ResultBytes; i++ {
+		h := Mix(uint64(i), e.Key)
+		a.Lines = append(a.Lines, line{SKU: fmt.Sprintf("SKU-%05d", int(h*1e5)), Quantity: 1 + int(h*7),
+			Cents: 99 + int(h*99_900), Location: fmt.Sprintf("aisle-%02d/bin-%03d", int(h*40), int(h*997)%1000)})
+		b, _ = json.Marshal(a)
+	}
+	return b
 }
 
 // decide picks the answer to one call and applies the effect; s.mu is held.

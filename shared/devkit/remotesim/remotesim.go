@@ -30,6 +30,14 @@ type Faults struct {
 	LostReplyOrders []string      `json:"lostReplyOrders"` // orders whose calls take effect, then hang (the reply is lost)
 	SlowRate        float64       `json:"slowRate"`        // share of calls that take SlowLatency more
 	SlowLatency     time.Duration `json:"slowLatency"`
+	// The answers: ResultBytes pads each answer to about that many bytes
+	// of JSON (0: a small one); NoResult answers 204 with no body.
+	ResultBytes int  `json:"resultBytes,omitempty"`
+	NoResult    bool `json:"noResult,omitempty"`
+	// CallbackDelay is how long an async call (one carrying an
+	// X-Callback-Token header, answered 202) takes to call back with its
+	// answer; a LostReplyOrders order's never does.
+	CallbackDelay time.Duration `json:"callbackDelay,omitempty"`
 }
 
 // Window is a span of wall-clock time.
@@ -46,6 +54,16 @@ type Effect struct {
 	OrderID   string    `json:"orderId"`
 	AppliedAt time.Time `json:"appliedAt"`
 	Calls     int       `json:"calls"` // calls made with this key, replays included
+	// Input is what the first applied call carried.
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
+// Callback is an async call's answer, for the pipeline: an event carrying
+// the call's token.
+type Callback struct {
+	OrderID string
+	Token   string
+	Answer  json.RawMessage
 }
 
 // Stats count the calls by answer.
@@ -64,6 +82,16 @@ type Simulator struct {
 	calls  map[string]int // by service/key
 	stats  Stats
 	guards map[string]Guard // by service
+	// callback takes async calls' answers (OnCallback); nil: none is sent.
+	callback func(Callback)
+}
+
+// OnCallback sets where async calls' answers go (the local stack sends each
+// to the orders queue as an event).
+func (s *Simulator) OnCallback(f func(Callback)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.callback = f
 }
 
 // New returns a simulator whose random choices follow seed.

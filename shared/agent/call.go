@@ -1,0 +1,108 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// call runs the remote call with retries until it succeeds, fails
+// permanently, or the deadline (CompleteBy less the margin) comes.
+func (h *Handler) call(ctx context.Context, st *statestore.Step, payload []byte, deadline time.Time) ([]byte, error) {
+	for n := 0; ; n++ {
+		if err := h.breaker.Allow(); err == nil {
+			res, err := h.try(ctx, st, payload, deadline)
+			h.breaker.Record(err != nil && !IsPermanent(err))
+			if err == nil || IsPermanent(err) {
+				return res, err
+			}
+			h.log.Debug("transient remote fault", "order_id", st.OrderID, "attempt", st.Attempt, "try", n, "err", err)
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		wait := h.cfg.Backoff.Delay(n)
+		if !h.Now().Add(wait).Before(deadline) {
+			return nil, errDeadline
+		}
+		h.metrics.Count(metrics.AgentRetries, 1, map[string]any{"OrderID": st.OrderID, "Try": n + 1})
+		if err := h.Sleep(ctx, wait); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (h *Handler) try(ctx context.Context, st *statestore.Step, payload []byte, deadline time.Time) ([]byte, error) {
+	limit := h.Now().Add(h.cfg.CallTimeout)
+	if deadline.Before(limit) {
+		limit = deadline
+	}
+	cctx, cancel := context.WithDeadline(ctx, limit)
+	defer cancel()
+	return h.remote.Apply(cctx, st.Definition().DoName(), workflow.IdempotencyKey(st.OrderID, st.Name, st.Round), payload)
+}
+
+func (h *Handler) expired(st *statestore.Step, why string) {
+	h.metrics.Count(metrics.AgentDeadlineExpired, 1, map[string]any{"OrderID": st.OrderID, "Attempt": st.Attempt})
+	h.log.Warn("attempt abandoned; no reply sent", "order_id", st.OrderID, "attempt", st.Attempt, "why", why)
+}
+
+// resultJSON keeps a JSON result as is and quotes anything else.
+func resultJSON(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	if json.Valid(b) {
+		return b
+	}
+	q, _ := json.Marshal(string(b))
+	return q
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// tokenKey carries an async attempt's token to its Remote.
+type tokenKey struct{}
+
+// CallbackToken is the token of the async attempt whose call ctx is ("":
+// none): an HTTP agent sends it in the X-Callback-Token header, and a Go
+// agent hands it to its service, which answers later with an event carrying
+// it ({"kind":"event","orderId":...,"token":...,"data":...}).
+func CallbackToken(ctx context.Context) string {
+	t, _ := ctx.Value(tokenKey{}).(string)
+	return t
+}
+
+// asyncCall is the context and deadline of an async attempt's call: it
+// carries the attempt's token, and its retries end with the function's own
+// time (the callback may take until CompleteBy; the call may not).
+func (h *Handler) asyncCall(ctx context.Context, st *statestore.Step, nonce string, deadline time.Time) (context.Context, time.Time) {
+	tok := outcome.Token{OrderID: st.OrderID, Ref: st.Ref(), Round: st.Round, Attempt: st.Attempt, Nonce: nonce}
+	if d, ok := ctx.Deadline(); ok && d.Add(-h.cfg.Margin).Before(deadline) {
+		deadline = d.Add(-h.cfg.Margin)
+	}
+	return context.WithValue(ctx, tokenKey{}, tok.String()), deadline
+}
+
+// newNonce is an async attempt's token nonce: 16 random hex digits.
+func newNonce() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // crypto/rand never fails on supported platforms
+	return hex.EncodeToString(b)
+}

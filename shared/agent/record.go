@@ -1,0 +1,71 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// recordOutcome writes the attempt's outcome and what follows it in the order's
+// state, then replies, so that the Scheduler starts what was made ready and
+// tells the order's caller. An attempt that is no longer current records
+// nothing and replies nothing.
+func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st *statestore.Step, a outcome.Attempt, result []byte, payload json.RawMessage) error {
+	a.OrderID, a.Ref, a.Name, a.Attempt, a.Round, a.Now = st.OrderID, st.Ref(), st.Name, st.Attempt, st.Round, h.Now()
+	if a.Refusal == "" && len(result) > 0 {
+		// The result first: once the outcome is recorded, what follows may
+		// read it. A later attempt's result there means this one is stale.
+		err := h.store.PutResult(ctx, statestore.Result{OrderID: st.OrderID, Ref: st.Ref(), Name: st.Name, Round: st.Round,
+			Attempt: st.Attempt, JSON: resultJSON(result), Now: a.Now})
+		if errors.Is(err, statestore.ErrStale) {
+			h.stale(st)
+			return nil
+		}
+		if err != nil {
+			return err // not recorded: as below
+		}
+		a.ResultBytes = len(result)
+	}
+	rec, err := outcome.Recorder{Store: h.store}.Record(ctx, def, a)
+	if err != nil {
+		// Not recorded: SQS delivers the request again, and its claim is
+		// refused; the Supervisor recovers the attempt at its CompleteBy
+		// (the idempotency key makes the next attempt safe).
+		return err
+	}
+	if rec.Stale {
+		h.stale(st)
+		return nil
+	}
+	if rec.State.Ended() {
+		notify.CountEnd(h.metrics, st.OrderID, rec.State) // here, once: the reply may be delivered twice
+	}
+	if h.Crash != nil {
+		h.Crash("agent.after-record") // recorded: what it made ready waits for its pickup deadline
+	}
+	reply := message.AgentReply{Kind: message.KindReply, OrderID: st.OrderID, Step: st.Index, Undo: st.Undo,
+		StepName: st.Name, Attempt: st.Attempt, ReplyTo: st.ReplyQueue, Round: st.Round,
+		Workflow: st.Workflow, Version: st.WfVersion, Payload: payload,
+		OK: a.Refusal == "", Error: a.Refusal, Recorded: true, State: string(rec.State), Ready: message.Starts(rec.Ready)}
+	if reply.OK {
+		reply.Result = resultJSON(result)
+	}
+	// If this send is lost, what the outcome made ready is found unclaimed
+	// at its pickup deadline, and the Supervisor sends it again.
+	return h.send.SendJSON(ctx, h.cfg.ResponseQueueURL, reply, 0)
+}
+
+// stale counts an outcome of an attempt no longer current: nothing recorded,
+// nothing replied.
+func (h *Handler) stale(st *statestore.Step) {
+	h.metrics.Count(metrics.StaleReplies, 1, map[string]any{"OrderID": st.OrderID, "Attempt": st.Attempt})
+	h.log.Info("outcome of an attempt that is no longer current: nothing recorded", "order_id", st.OrderID,
+		"step", st.Name, "attempt", st.Attempt)
+}

@@ -1,0 +1,345 @@
+package localrun_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// running sets the stack's workflows from YAML texts (the first the default).
+func running(t *testing.T, files ...string) func(*localrun.Options) {
+	var defs []workflow.Definition
+	for i, f := range files {
+		d, err := workflow.ParseFile(fmt.Sprintf("test-%d.yaml", i), []byte(f), workflow.Options{})
+		require.NoError(t, err)
+		defs = append(defs, d)
+	}
+	return func(o *localrun.Options) { o.Workflows = workflow.MustSet(defs...) }
+}
+
+// approval is the example approval workflow with a wait timeout of its own.
+func approval(timeout, onTimeout string) string {
+	b, _ := workflow.ExampleFile("approval")
+	s := strings.Replace(string(b), "timeout: 72h", "timeout: "+timeout, 1)
+	if onTimeout != "" {
+		s = strings.Replace(s, "event: approved", "event: approved\n      onTimeout: "+onTimeout, 1)
+	}
+	return s
+}
+
+// parked waits until the order's step i is armed: parked, waiting for its
+// event or its time.
+func (e *env) parked(id string, i int) {
+	e.t.Helper()
+	e.eventually(fmt.Sprintf("%s step %d parked", id, i), 60*time.Second, func() bool {
+		_, recs, err := e.stack.Store.Load(context.Background(), id)
+		return err == nil && !recs[i].Armed.IsZero() && recs[i].State == workflow.Pending
+	})
+}
+
+// signal sends an event to an order.
+func (e *env) signal(id, event, eventID, data string) {
+	e.t.Helper()
+	ev := message.Event{OrderID: id, Event: event, EventID: eventID}
+	if data != "" {
+		ev.Data = json.RawMessage(data)
+	}
+	require.NoError(e.t, e.stack.Signal(context.Background(), ev))
+}
+
+// input is what a service got for the order's action (its first applied call).
+func (e *env) input(id, action string) map[string]any {
+	e.t.Helper()
+	for _, eff := range e.sim.Ledger() {
+		if eff.OrderID == id && eff.Action == action {
+			var v map[string]any
+			require.NoError(e.t, json.Unmarshal(eff.Input, &v))
+			return v
+		}
+	}
+	e.t.Fatalf("%s: no %s applied", id, action)
+	return nil
+}
+
+// sweeps waits until the Supervisor has swept n more times: time passing,
+// measured by the pipeline's own clock.
+func (e *env) sweeps(n int) {
+	e.t.Helper()
+	from := e.stack.Stats.Snapshot()["supervisor"].Invocations
+	e.eventually(fmt.Sprintf("%d supervisor sweeps", n), 60*time.Second, func() bool {
+		return e.stack.Stats.Snapshot()["supervisor"].Invocations >= from+n
+	})
+}
+
+// An order waits for a person's approval at no cost: once its wait is
+// armed, no message circulates and no handler runs for it while the
+// Supervisor keeps sweeping. The event's data becomes the wait's result, and
+// the next step's input expression picks from it what is charged.
+func TestAnOrderWaitsForItsApprovalAndChargesWhatWasApproved(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{}, running(t, approval("1h", "")))
+	e.order("o-ok", "")
+	e.parked("o-ok", 1)
+	before := e.stack.Stats.Deliveries()
+	e.sweeps(5)
+	require.Equal(t, before, e.stack.Stats.Deliveries(), "parked: nothing circulates while it waits")
+	e.signal("o-ok", "approved", "e-1", `{"amountCents":1998,"by":"ana"}`)
+	tasks := e.waitEnded([]string{"o-ok"})
+	require.Equal(t, workflow.Processed, tasks["o-ok"].State)
+	e.requireLedger("o-ok", "reserve-inventory", "charge-payment")
+	in := e.input("o-ok", "charge-payment")
+	require.EqualValues(t, 1998, in["amountCents"], "the approval's data, through the step's input expression")
+	require.Equal(t, "ana", in["approvedBy"])
+	require.Equal(t, "o-ok", in["orderId"])
+	res, err := e.stack.Store.Results(context.Background(), "o-ok", 1)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"amountCents":1998,"by":"ana"}`, string(res[workflow.Ref{Index: 1}].JSON))
+	require.Contains(t, string(res[workflow.Ref{Index: 2}].JSON), `"action":"charge-payment"`, "the service's answer kept")
+	require.EqualValues(t, 1, e.stack.Tally.Sum(metrics.EventsReceived))
+}
+
+// An event that arrives before the order reaches its wait is kept, and the
+// wait takes it when it is armed (as Temporal keeps a signal).
+func TestAnEventBeforeTheWaitIsKept(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{}, running(t, approval("1h", "")))
+	e.sim.SetFaults("inventory", remotesim.Faults{Latency: 2 * time.Second}) // the event overtakes the first step
+	e.order("o-early", "")
+	e.eventually("the order stored", 30*time.Second, func() bool {
+		_, _, err := e.stack.Store.Load(context.Background(), "o-early")
+		return err == nil
+	})
+	e.signal("o-early", "approved", "e-early", `{"amountCents":500,"by":"bo"}`)
+	e.eventually("the event kept", 30*time.Second, func() bool {
+		task, _, err := e.stack.Store.Load(context.Background(), "o-early")
+		return err == nil && task.Events["approved"] == "e-early"
+	})
+	require.Equal(t, workflow.Pending, e.step("o-early", 1).State, "kept: the order has not reached the wait")
+	tasks := e.waitEnded([]string{"o-early"})
+	require.Equal(t, workflow.Processed, tasks["o-early"].State)
+	require.EqualValues(t, 500, e.input("o-early", "charge-payment")["amountCents"])
+}
+
+// An event is taken once: a repeat of its eventId is a no-op; one the order
+// cannot take goes to the orders DLQ with the reason, never dropped in
+// silence: another eventId for an event received, an event the workflow
+// never waits for, an event for an order that ended or does not exist.
+func TestEventsTheOrderCannotTakeAreRejectedWithTheReason(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{}, running(t, approval("1h", "")))
+	dlq := e.stack.Topology().OrdersQueue().DLQName
+	e.order("o-ev", "")
+	e.parked("o-ev", 1)
+	e.signal("o-ev", "shipped", "e-x", "")
+	require.Contains(t, e.rejection(dlq, `"event":"shipped"`), `workflow approval waits for no event "shipped"`)
+	e.signal("o-ev", "approved", "e-1", `{"amountCents":100,"by":"cy"}`)
+	e.waitEnded([]string{"o-ev"})
+	e.signal("o-ev", "approved", "e-1", `{"amountCents":100,"by":"cy"}`) // a repeat: no-op
+	e.signal("o-ev", "approved", "e-2", `{"amountCents":9,"by":"cy"}`)
+	require.Contains(t, e.rejection(dlq, `"eventId":"e-2"`), "order o-ev is Processed: it waits for nothing")
+	e.signal("o-none", "approved", "e-3", "")
+	require.Contains(t, e.rejection(dlq, `"orderId":"o-none"`), "no such order")
+	msgs, err := e.stack.Peek(context.Background(), e.stack.QueueURL(dlq))
+	require.NoError(t, err)
+	for _, m := range msgs {
+		require.NotContains(t, *m.Body, `"eventId":"e-1"`, "a repeat of an event taken is no error")
+	}
+	require.EqualValues(t, 100, e.input("o-ev", "charge-payment")["amountCents"], "the first event's data, not a later one's")
+}
+
+// No approval by the wait's timeout: the step fails for good (alerted, the
+// reserved stock released); with onTimeout: continue the order goes on with
+// the wait's result null.
+func TestAWaitTimesOutIntoFailureOrOn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{}, running(t, approval("2s", "")))
+	e.order("o-late", "")
+	tasks := e.waitEnded([]string{"o-late"})
+	require.Equal(t, workflow.Failed, tasks["o-late"].State, "its completed step undone")
+	wait := e.step("o-late", 1)
+	require.Equal(t, workflow.Error, wait.State)
+	require.Equal(t, workflow.TimedOut, wait.Cause)
+	require.Contains(t, wait.LastError, "no event by its timeout")
+	e.requireLedger("o-late", "reserve-inventory", "release-inventory")
+	require.Len(t, e.alerts(1), 1)
+
+	on := newEnv(t, remotesim.Faults{}, running(t, approval("2s", "continue")))
+	on.order("o-on", "")
+	tasks = on.waitEnded([]string{"o-on"})
+	require.Equal(t, workflow.Processed, tasks["o-on"].State, "it went on without the approval")
+	in := on.input("o-on", "charge-payment")
+	require.Nil(t, in["amountCents"], "the wait's result is null")
+}
+
+// A timer parks the order for its time, then the order goes on: a few
+// writes in all (made ready, armed, woken, done), not one per look.
+func TestATimerSleepsThenGoesOn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{}, running(t, `name: nap
+agents:
+  inventory: {endpoint: "${SAS_REMOTE_BASE_URL}/v1/services/inventory"}
+  payment: {endpoint: "${SAS_REMOTE_BASE_URL}/v1/services/payment"}
+defaults: {timeout: 3s}
+steps:
+  - name: reserve-inventory
+    agent: inventory
+  - name: cool-off
+    sleep: 3s
+  - name: charge-payment
+    agent: payment
+`))
+	e.order("o-nap", "")
+	e.parked("o-nap", 1)
+	tasks := e.waitEnded([]string{"o-nap"})
+	require.Equal(t, workflow.Processed, tasks["o-nap"].State)
+	nap := e.step("o-nap", 1)
+	require.GreaterOrEqual(t, nap.DoneAt.Sub(nap.Armed), 3*time.Second, "it slept its time")
+	require.LessOrEqual(t, nap.Waits, 2, "the Supervisor looked at it once or twice, not once per sweep")
+	charge := e.step("o-nap", 2)
+	require.False(t, charge.ClaimedAt.Before(nap.DoneAt), "the next step ran after it")
+}
+
+// asyncFlow is a workflow whose payment step's service answers later.
+const asyncFlow = `name: async
+agents:
+  inventory: {endpoint: "${SAS_REMOTE_BASE_URL}/v1/services/inventory"}
+  payment: {endpoint: "${SAS_REMOTE_BASE_URL}/v1/services/payment"}
+defaults: {timeout: 4s, maxFailures: 3}
+steps:
+  - name: reserve-inventory
+    agent: inventory
+    undo: {name: release-inventory}
+  - name: charge-payment
+    agent: payment
+    async: true
+    timeout: 6s
+`
+
+// An async step's service accepts the call and answers later with an event
+// carrying the attempt's token: its answer is the step's result. A token is
+// single-use.
+func TestAnAsyncStepIsCompletedByItsCallback(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{}, running(t, asyncFlow))
+	e.sim.SetFaults("payment", remotesim.Faults{CallbackDelay: time.Second})
+	e.order("o-async", "")
+	tasks := e.waitEnded([]string{"o-async"})
+	require.Equal(t, workflow.Processed, tasks["o-async"].State)
+	charge := e.step("o-async", 1)
+	require.Equal(t, 1, charge.Attempt)
+	require.Zero(t, charge.FailureCount)
+	res, err := e.stack.Store.Results(context.Background(), "o-async", 1)
+	require.NoError(t, err)
+	require.Contains(t, string(res[workflow.Ref{Index: 1}].JSON), `"action":"charge-payment"`, "the callback's answer is its result")
+	require.EqualValues(t, 1, e.stack.Tally.Sum(metrics.EventsReceived))
+}
+
+// A callback that never comes: the attempt is recovered at its CompleteBy
+// and tried again with a new token; the service then answers. The first
+// attempt's token, arriving late, is refused with the reason.
+func TestALostCallbackIsRecoveredAndItsTokenRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{}, running(t, asyncFlow))
+	var first message.Event
+	e.sim.OnCallback(func(c remotesim.Callback) {
+		if first.Token == "" {
+			first = message.Event{OrderID: c.OrderID, Token: c.Token, Data: c.Answer} // lost, for now
+			return
+		}
+		e.stack.Callbacks(nil)(c)
+	})
+	e.order("o-lost", "")
+	tasks := e.waitEnded([]string{"o-lost"})
+	require.Equal(t, workflow.Processed, tasks["o-lost"].State)
+	charge := e.step("o-lost", 1)
+	require.Equal(t, 2, charge.Attempt)
+	require.Equal(t, 1, charge.FailureCount, "no callback by CompleteBy: the attempt failed")
+	require.Contains(t, charge.Incidents[0].What, "no callback by")
+	require.NoError(t, e.stack.Signal(context.Background(), first))
+	reason := e.rejection(e.stack.Topology().OrdersQueue().DLQName, first.Token)
+	require.Contains(t, reason, "attempt 1 of charge-payment is no longer current")
+	e.requireLedger("o-lost", "reserve-inventory", "charge-payment")
+}
+
+// A waiting order can be cancelled (its wait stops, its completed steps are
+// undone) and is failed by its deadline like any other.
+func TestAWaitingOrderIsCancelledOrExpires(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{}, running(t, approval("1h", "")))
+	e.order("o-cx", "")
+	e.parked("o-cx", 1)
+	e.cancelMessage("o-cx")
+	tasks := e.waitEnded([]string{"o-cx"})
+	require.Equal(t, workflow.Cancelled, tasks["o-cx"].State)
+	e.requireLedger("o-cx", "reserve-inventory", "release-inventory")
+
+	x := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
+		running(t, approval("1h", ""))(o)
+		o.Settings.OrderDeadline = 3 * time.Second
+	})
+	x.order("o-dl", "")
+	tasks = x.waitEnded([]string{"o-dl"})
+	require.Equal(t, workflow.Failed, tasks["o-dl"].State)
+	require.Equal(t, workflow.Expired, x.step("o-dl", 1).Cause, "the deadline, the one clock that fails a waiting order")
+}
+
+// resultFlow passes results on: the charge is given the reservation's
+// answer, and the refund, when the shipment is refused, the charge's.
+const resultFlow = `name: results
+resultLimit: 2KB
+agents:
+  inventory: {endpoint: "${SAS_REMOTE_BASE_URL}/v1/services/inventory"}
+  payment: {endpoint: "${SAS_REMOTE_BASE_URL}/v1/services/payment"}
+  shipping: {endpoint: "${SAS_REMOTE_BASE_URL}/v1/services/shipping"}
+defaults: {timeout: 4s}
+steps:
+  - name: reserve-inventory
+    agent: inventory
+    undo: {name: release-inventory}
+  - name: charge-payment
+    agent: payment
+    input: '{order: .order.orderId, reservedAt: .results["reserve-inventory"].appliedAt}'
+    undo: {name: refund-payment}
+  - name: create-shipment
+    agent: shipping
+`
+
+// Results flow to the steps after them and to an undo, and a result over
+// the workflow's limit fails its step for good, with a reason naming the
+// sizes (its own undo runs: its service applied it; an undo's oversized
+// answer is not kept, and fails nothing).
+func TestResultsFlowOnAndAnOversizedOneFailsItsStep(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{}, running(t, resultFlow))
+	e.sim.SetFaults("shipping", remotesim.Faults{PermanentOrders: []string{"o-ship"}})
+	e.order("o-ship", "")
+	tasks := e.waitEnded([]string{"o-ship"})
+	require.Equal(t, workflow.Failed, tasks["o-ship"].State)
+	reserved := e.input("o-ship", "charge-payment")
+	require.NotEmpty(t, reserved["reservedAt"], "the reservation's answer, through the charge's input")
+	refund := e.input("o-ship", "refund-payment")
+	require.Equal(t, "charge-payment", refund["result"].(map[string]any)["action"], "the refund is given the charge's answer")
+	e.requireLedger("o-ship", "reserve-inventory", "charge-payment", "refund-payment", "release-inventory")
+
+	e.sim.SetFaults("payment", remotesim.Faults{ResultBytes: 3000})
+	e.order("o-big", "")
+	tasks = e.waitEnded([]string{"o-big"})
+	require.Equal(t, workflow.Failed, tasks["o-big"].State)
+	charge := e.step("o-big", 1)
+	require.Equal(t, workflow.Oversized, charge.Cause)
+	require.Contains(t, charge.LastError, "over workflow results's 2048-byte result limit")
+	require.Equal(t, workflow.Processed, e.records("o-big")[workflow.Ref{Index: 1, Undo: true}].State,
+		"the refund's answer was as large: not kept, and the refund done")
+	e.requireLedger("o-big", "reserve-inventory", "charge-payment", "refund-payment", "release-inventory")
+}

@@ -1,0 +1,209 @@
+package outcome
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Event is an event sent to an order (a message on the orders queue, or
+// sasctl signal): to the step that waits for it by name, or, with a token,
+// to an async step's attempt (its service's callback).
+type Event struct {
+	OrderID string
+	Name    string // the event a wait waits for
+	EventID string // a repeat of one eventId is a no-op
+	Token   string // an async attempt's callback
+	Data    json.RawMessage
+	Error   string // a callback's refusal: the step fails for good
+	Now     time.Time
+}
+
+// Delivered is what an event did.
+type Delivered struct {
+	Recorded
+	Ref  workflow.Ref // the record it completes (or will)
+	Name string       // that record's action
+	// Kept: the order does not wait for the event yet; the wait takes it
+	// when the order reaches it. Repeat: the event was taken before.
+	Kept, Repeat bool
+}
+
+// Refused says why an event cannot be taken: the reason goes with it to the
+// dead-letter queue.
+type Refused struct{ Reason string }
+
+func (e *Refused) Error() string { return e.Reason }
+
+// IsRefused reports whether err refuses an event for good.
+func IsRefused(err error) bool {
+	var r *Refused
+	return errors.As(err, &r) || statestore.IsEventRefused(err)
+}
+
+// eventTries bounds the read-decide-write rounds of an event that meets
+// other writes of its order.
+const eventTries = 5
+
+// Event takes an event for an order running def: completes the wait for it
+// (its data the step's result) and moves the order on, or keeps it for the
+// wait, or, with a token, records the async attempt's outcome.
+func (r Recorder) Event(ctx context.Context, def workflow.Definition, e Event) (Delivered, error) {
+	if len(e.Data) > def.Limit() {
+		return Delivered{}, &Refused{fmt.Sprintf("event for order %s: its data is %d bytes, over workflow %s's %d-byte result limit",
+			e.OrderID, len(e.Data), def.Name, def.Limit())}
+	}
+	if e.Token != "" {
+		return r.callback(ctx, def, e)
+	}
+	i, ok := def.WaitFor(e.Name)
+	if !ok {
+		return Delivered{}, &Refused{fmt.Sprintf("workflow %s waits for no event %q", def.Name, e.Name)}
+	}
+	d := Delivered{Ref: workflow.Ref{Index: i}, Name: def.Steps[i].Name}
+	for range eventTries {
+		st, err := r.Store.EventState(ctx, e.OrderID, d.Ref, e.Name)
+		if err != nil {
+			return d, err
+		}
+		switch {
+		case st.Received == e.EventID:
+			d.Repeat = true
+			return d, nil
+		case st.Received != "":
+			return d, &Refused{fmt.Sprintf("order %s already received event %q (eventId %s)", e.OrderID, e.Name, st.Received)}
+		}
+		data := e.Data
+		if len(data) == 0 {
+			data = json.RawMessage("null")
+		}
+		err = r.Store.PutResult(ctx, statestore.Result{OrderID: e.OrderID, Ref: d.Ref, Name: d.Name, Round: st.Round,
+			EventID: e.EventID, JSON: data, Now: e.Now})
+		if errors.Is(err, statestore.ErrStale) {
+			return d, &Refused{fmt.Sprintf("order %s is taking another event %q", e.OrderID, e.Name)}
+		}
+		if err != nil {
+			return d, err
+		}
+		if st.Waiting {
+			d.Recorded, err = r.finish(ctx, def, statestore.Completion{OrderID: e.OrderID, Ref: d.Ref, Round: st.Round,
+				Parked: workflow.KindEvent, Event: e.Name, EventID: e.EventID, ResultBytes: len(data), Now: e.Now})
+		} else {
+			d.Kept, err = true, r.Store.KeepEvent(ctx, e.OrderID, st, e.Name, e.EventID, e.Now)
+		}
+		if !errors.Is(err, statestore.ErrStale) {
+			return d, err
+		}
+	}
+	return d, fmt.Errorf("event %s for order %s: the order changed each of %d times it was read; tried again", e.Name, e.OrderID, eventTries)
+}
+
+// Wake completes a parked record the Supervisor found due (marked woken):
+// a timer whose time came; a wait whose timeout lets the order go on (its
+// result null), or whose event was kept (its data the result).
+func (r Recorder) Wake(ctx context.Context, def workflow.Definition, orderID string, ref workflow.Ref, now time.Time) (Recorded, error) {
+	if ref.Undo || ref.Index >= len(def.Steps) || def.Steps[ref.Index].Kind() == workflow.KindAgent {
+		return Recorded{Stale: true}, nil
+	}
+	st := def.Steps[ref.Index]
+	c := statestore.Completion{OrderID: orderID, Ref: ref, Parked: st.Kind(), Due: true, Now: now}
+	if st.Wait != nil {
+		es, err := r.Store.EventState(ctx, orderID, ref, st.Wait.Event)
+		if statestore.IsEventRefused(err) {
+			return Recorded{Stale: true}, nil
+		}
+		if err != nil {
+			return Recorded{}, err
+		}
+		if es.Received != "" { // its event came: its data was stored when it was kept
+			c.Event, c.EventID, c.ResultBytes, c.Due = st.Wait.Event, es.Received, 1, false
+		}
+	}
+	rec, err := r.finish(ctx, def, c)
+	if errors.Is(err, statestore.ErrStale) {
+		return Recorded{Stale: true}, nil
+	}
+	return rec, err
+}
+
+// callback records an async attempt's outcome from its service's event,
+// fenced by the attempt and the token's nonce: a token is single-use, and
+// refused once its attempt was recovered or the order ended.
+func (r Recorder) callback(ctx context.Context, def workflow.Definition, e Event) (Delivered, error) {
+	t, err := ParseToken(e.Token)
+	if err != nil || t.OrderID != e.OrderID {
+		return Delivered{}, &Refused{fmt.Sprintf("event for order %s: its token is not one this pipeline gave (%v)", e.OrderID, err)}
+	}
+	a, ok := def.Action(t.Ref)
+	if !ok {
+		return Delivered{}, &Refused{fmt.Sprintf("event for order %s: its token names no step of workflow %s", e.OrderID, def.Name)}
+	}
+	d := Delivered{Ref: t.Ref, Name: a.Name}
+	at := Attempt{OrderID: e.OrderID, Ref: t.Ref, Name: a.Name, Attempt: t.Attempt, Round: t.Round, Token: t.Nonce,
+		Refusal: e.Error, Now: e.Now}
+	if e.Error == "" && len(e.Data) > 0 {
+		err := r.Store.PutResult(ctx, statestore.Result{OrderID: e.OrderID, Ref: t.Ref, Name: a.Name, Round: t.Round,
+			Attempt: t.Attempt, JSON: e.Data, Now: e.Now})
+		if errors.Is(err, statestore.ErrStale) {
+			return d, &Refused{fmt.Sprintf("event for order %s: the token's attempt %d of %s is no longer current", e.OrderID, t.Attempt, a.Name)}
+		}
+		if err != nil {
+			return d, err
+		}
+		at.ResultBytes = len(e.Data)
+	}
+	d.Recorded, err = r.Record(ctx, def, at)
+	if err == nil && d.Stale {
+		return d, &Refused{fmt.Sprintf("event for order %s: the token of attempt %d of %s was used, or its attempt recovered, or the order ended",
+			e.OrderID, t.Attempt, a.Name)}
+	}
+	return d, err
+}
+
+// Token names one async attempt: its service's callback carries it back.
+type Token struct {
+	OrderID string
+	Ref     workflow.Ref
+	Round   int
+	Attempt int
+	Nonce   string // stored with the claim: only the current attempt's token is taken
+}
+
+// String encodes the token.
+func (t Token) String() string {
+	b, _ := json.Marshal([]any{t.OrderID, t.Ref.Index, t.Ref.Undo, t.Round, t.Attempt, t.Nonce})
+	return "sas1." + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// ParseToken decodes a token String made.
+func ParseToken(s string) (Token, error) {
+	var t Token
+	body, ok := strings.CutPrefix(s, "sas1.")
+	if !ok || len(s) > 512 {
+		return t, errors.New("not a sas1 token")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil {
+		return t, fmt.Errorf("token: %w", err)
+	}
+	var parts []json.RawMessage
+	if err := json.Unmarshal(b, &parts); err != nil || len(parts) != 6 {
+		return t, errors.New("token: not six fields")
+	}
+	for i, dst := range []any{&t.OrderID, &t.Ref.Index, &t.Ref.Undo, &t.Round, &t.Attempt, &t.Nonce} {
+		if err := json.Unmarshal(parts[i], dst); err != nil {
+			return t, fmt.Errorf("token field %d: %w", i, err)
+		}
+	}
+	if t.OrderID == "" || t.Nonce == "" || t.Attempt < 1 || t.Ref.Index < 0 {
+		return t, errors.New("token: incomplete")
+	}
+	return t, nil
+}

@@ -1,0 +1,115 @@
+package statestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// A wait for an event and a timer are parked records: made ready like any
+// step (due at a pickup deadline, in case the start is lost), then armed by
+// the Scheduler in one write, due at the wait's timeout or the timer's wake
+// time. While parked, nothing runs and nothing circulates: the order's
+// deadline-index entry says when the Supervisor looks next. The Supervisor
+// marks a timer whose time came (and a wait that times out into going on)
+// woken and has the Scheduler complete it; an event completes a wait
+// (Complete with Parked and Event), or, arriving before the order reached
+// the wait, is kept in the order's Events until it does.
+
+// Arm parks a ready, unarmed wait or timer until due (for a wait with no
+// timeout: the order's deadline). It returns the record armed and the
+// round's events received so far (a kept event completes the wait at once).
+// A record not ready, already armed, or of another kind gets ErrStale.
+func (s *Store) Arm(ctx context.Context, orderID string, r workflow.Ref, kind workflow.Kind, due, now time.Time) (Step, map[string]string, error) {
+	ch := newChange(now)
+	p := ch.rec("r", r)
+	ch.when("%[1]s.s = :pending AND attribute_exists(%[1]s.d) AND attribute_not_exists(%[1]s.wa) AND %[1]s.ki = :kind", p)
+	ch.val("pending", str(string(workflow.Pending)))
+	ch.val("kind", str(string(kind)))
+	ch.set = append(ch.set, p+".wa = "+ch.at())
+	if !due.IsZero() {
+		ch.set = append(ch.set, p+".d = "+ch.val("due", num(ms(due))))
+	} else {
+		ch.set = append(ch.set, p+".d = Dl")
+	}
+	in := ch.input(s.state, orderID)
+	in.ReturnValues = types.ReturnValueAllNew
+	out, err := s.db.UpdateItem(ctx, in)
+	if isConditionFailed(err) {
+		return Step{}, nil, ErrStale
+	}
+	if err != nil {
+		return Step{}, nil, fmt.Errorf("arm %s/%s: %w", orderID, sortKey(r), err)
+	}
+	var it stateItem
+	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
+		return Step{}, nil, fmt.Errorf("decode armed %s/%s: %w", orderID, sortKey(r), err)
+	}
+	return it.step(sortKey(r)), it.Events, nil
+}
+
+// ErrEventRefused says why an event cannot be taken: the order ended, no
+// step of it waits for the event, or the round already received it under
+// another eventId.
+type ErrEventRefused struct{ Reason string }
+
+func (e *ErrEventRefused) Error() string { return e.Reason }
+
+// IsEventRefused reports whether err is an *ErrEventRefused.
+func IsEventRefused(err error) bool {
+	var e *ErrEventRefused
+	return errors.As(err, &e)
+}
+
+// EventState is where an order stands for an event it is sent.
+type EventState struct {
+	Round     int
+	Workflow  string // the order's workflow and its version
+	WfVersion string
+	// Waiting: the wait record is ready (or armed): the event completes it.
+	Waiting bool
+	// Received is the eventId the round already took for the event ("":
+	// none).
+	Received string
+	Version  int // the item's: KeepEvent is conditional on it
+}
+
+// EventState reads where the order stands for an event of the wait at r.
+func (s *Store) EventState(ctx context.Context, orderID string, r workflow.Ref, event string) (EventState, error) {
+	it, err := s.item(ctx, orderID)
+	if err != nil {
+		return EventState{}, err
+	}
+	st := EventState{Round: it.Round, Workflow: it.Workflow, WfVersion: it.WfVersion, Received: it.Events[event], Version: it.Version}
+	rec, ok := it.Recs[sortKey(r)]
+	switch {
+	case workflow.State(it.State).Ended():
+		return st, &ErrEventRefused{fmt.Sprintf("order %s is %s: it waits for nothing", orderID, it.State)}
+	case it.State == string(workflow.Compensating) || it.CxBy != "":
+		return st, &ErrEventRefused{fmt.Sprintf("order %s is being undone (%s): it waits for nothing", orderID, it.State)}
+	case !ok || rec.Kind != string(workflow.KindEvent):
+		return st, &ErrEventRefused{fmt.Sprintf("order %s's workflow waits for no event %q", orderID, event)}
+	case rec.State != string(workflow.Pending) && st.Received == "":
+		return st, &ErrEventRefused{fmt.Sprintf("order %s no longer waits for %q: its step %s is %s", orderID, event, rec.Name, rec.State)}
+	}
+	st.Waiting = rec.State == string(workflow.Pending) && rec.DueAt != 0
+	return st, nil
+}
+
+// KeepEvent keeps an event the order does not wait for yet (its wait record
+// not ready), for the wait to take when the order reaches it. It is
+// conditional on the order being as read (Version): a wait made ready
+// meanwhile gets ErrStale, and the caller delivers the event instead.
+func (s *Store) KeepEvent(ctx context.Context, orderID string, read EventState, event, eventID string, now time.Time) error {
+	ch := newChange(now)
+	ch.cond = append(ch.cond, "V = "+ch.val("version", num(int64(read.Version))))
+	ch.names["#ev"] = event
+	ch.set = append(ch.set, "Evt.#ev = "+ch.val("eid", str(eventID)))
+	return s.update(ctx, orderID, ch, fmt.Sprintf("keep event %s of %s", event, orderID))
+}

@@ -1,0 +1,172 @@
+package statestore
+
+import (
+	"bytes"
+	"compress/flate"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// A record's result (its service's answer, a Go agent's return value, an
+// event's data) is kept in an item of its own beside the order's state item,
+// written once, by the one who has it, before the outcome is recorded: the
+// hot state item, which every transition rewrites, only marks that a result
+// exists (so a linear order whose steps answer nothing writes nothing more,
+// and readers read only when there is something to read).
+
+// Result is one record's result.
+type Result struct {
+	OrderID string
+	Ref     workflow.Ref
+	Name    string // the record's action, its name in a step's document
+	Round   int
+	Attempt int    // the attempt that produced it (0: an event's data)
+	EventID string // the event that carried it, if any
+	JSON    json.RawMessage
+	Now     time.Time
+}
+
+// resultItem is a result as stored: key OrderID + "R#" and the record's key.
+// A JSON large enough that deflating it saves a write unit is kept
+// deflated.
+type resultItem struct {
+	OrderID string `dynamodbav:"OrderID"`
+	SK      string `dynamodbav:"SK"`
+	Name    string `dynamodbav:"n"`
+	Round   int    `dynamodbav:"Rd"`
+	Attempt int    `dynamodbav:"k,omitempty"`
+	EventID string `dynamodbav:"eid,omitempty"`
+	Text    string `dynamodbav:"v,omitempty"`
+	Zipped  []byte `dynamodbav:"z,omitempty"`
+	At      int64  `dynamodbav:"C"`
+}
+
+const resultPrefix = "R#"
+
+// deflateFrom is the size from which a result is deflated: below it, the
+// item is within one write unit whatever it holds.
+const deflateFrom = 768
+
+// PutResult stores a record's result, unless a later attempt's (or, for an
+// event's data, another event's of the same round) is there: then ErrStale.
+// A result stored by an attempt whose outcome is then refused as stale is
+// overwritten by the attempt that completes the record.
+func (s *Store) PutResult(ctx context.Context, r Result) error {
+	it := resultItem{OrderID: r.OrderID, SK: resultPrefix + sortKey(r.Ref), Name: r.Name, Round: max(r.Round, 1),
+		Attempt: r.Attempt, EventID: r.EventID, At: ms(r.Now)}
+	if len(r.JSON) >= deflateFrom {
+		it.Zipped = deflate(r.JSON)
+	}
+	if it.Zipped == nil || len(it.Zipped) >= len(r.JSON) {
+		it.Zipped, it.Text = nil, string(r.JSON)
+	}
+	item, err := attributevalue.MarshalMap(it)
+	if err != nil {
+		return fmt.Errorf("encode the result of %s/%s: %w", r.OrderID, sortKey(r.Ref), err)
+	}
+	cond := "attribute_not_exists(SK) OR Rd < :rd OR (Rd = :rd AND k <= :k)"
+	vals := map[string]types.AttributeValue{":rd": num(int64(it.Round))}
+	if r.EventID != "" {
+		cond = "attribute_not_exists(SK) OR Rd < :rd OR eid = :eid"
+		vals[":eid"] = str(r.EventID)
+	} else {
+		vals[":k"] = num(int64(r.Attempt))
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.state, Item: item,
+		ConditionExpression: aws.String(cond), ExpressionAttributeValues: vals})
+	if isConditionFailed(err) {
+		return ErrStale
+	}
+	if err != nil {
+		return fmt.Errorf("store the result of %s/%s: %w", r.OrderID, sortKey(r.Ref), err)
+	}
+	return nil
+}
+
+// Results returns the results stored for the order's round, by record, read
+// consistently: those of records not done too (a stale attempt's, an early
+// event's), for the caller to keep what its records say is done.
+func (s *Store) Results(ctx context.Context, orderID string, round int) (map[workflow.Ref]Result, error) {
+	out := map[workflow.Ref]Result{}
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
+		TableName: &s.state, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression:    aws.String("OrderID = :id AND begins_with(SK, :r)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(orderID), ":r": str(resultPrefix)},
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read the results of %s: %w", orderID, err)
+		}
+		for _, item := range page.Items {
+			var it resultItem
+			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+				return nil, fmt.Errorf("decode a result of %s: %w", orderID, err)
+			}
+			if it.Round != max(round, 1) {
+				continue
+			}
+			r, err := it.result()
+			if err != nil {
+				return nil, err
+			}
+			out[r.Ref] = r
+		}
+	}
+	return out, nil
+}
+
+func (it resultItem) result() (Result, error) {
+	r := Result{OrderID: it.OrderID, Ref: refOf(it.SK[len(resultPrefix):]), Name: it.Name, Round: it.Round,
+		Attempt: it.Attempt, EventID: it.EventID, JSON: json.RawMessage(it.Text), Now: fromMs(it.At)}
+	if it.Zipped != nil {
+		b, err := io.ReadAll(flate.NewReader(bytes.NewReader(it.Zipped)))
+		if err != nil {
+			return r, fmt.Errorf("inflate the result of %s/%s: %w", it.OrderID, it.SK, err)
+		}
+		r.JSON = b
+	}
+	return r, nil
+}
+
+func deflate(b []byte) []byte {
+	var buf bytes.Buffer
+	w, _ := flate.NewWriter(&buf, flate.BestCompression) // a valid level: no error
+	_, _ = w.Write(b)
+	_ = w.Close()
+	return buf.Bytes()
+}
+
+// Document is the document of record r of an order whose state item is it
+// (read as of the claim): the order, and the results of the records done in
+// the round, by name; for an undo action, its step's result too. It reads
+// the results only if some record done has one.
+func (s *Store) Document(ctx context.Context, st Step, order json.RawMessage) (workflow.Document, error) {
+	doc := workflow.Document{Order: order, Results: map[string]json.RawMessage{}}
+	if len(st.done) == 0 {
+		return doc, nil
+	}
+	results, err := s.Results(ctx, st.OrderID, st.Round)
+	if err != nil {
+		return doc, err
+	}
+	for _, ref := range st.done {
+		if r, ok := results[ref]; ok {
+			doc.Results[r.Name] = r.JSON
+			if st.Undo && ref == (workflow.Ref{Index: st.Index}) {
+				doc.Result = r.JSON
+			}
+		}
+	}
+	return doc, nil
+}

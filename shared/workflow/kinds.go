@@ -1,0 +1,221 @@
+package workflow
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/itchyny/gojq"
+)
+
+// Kind is what a step does.
+type Kind string
+
+// The kinds of step: an agent calls its service; an event wait parks the
+// order until an event arrives (or its timeout); a timer parks it until a
+// time. A parked order costs nothing while it waits: no Lambda runs and no
+// message circulates; its deadline-index entry says when to look.
+const (
+	KindAgent Kind = ""
+	KindEvent Kind = "event"
+	KindTimer Kind = "timer"
+)
+
+// Wait is a step that waits for an event: a message on the orders queue
+// ({"kind":"event","orderId":...,"event":NAME,...}) whose data becomes the
+// step's result.
+type Wait struct {
+	Event string
+	// Timeout bounds the wait from when the step became ready (0: the
+	// order's deadline does).
+	Timeout time.Duration `json:",omitempty"`
+	// Continue: at the timeout the order goes on (the step's result null)
+	// rather than failing for good.
+	Continue bool `json:",omitempty"`
+}
+
+// Sleep is a timer step: the order goes on after For, or at the time Until
+// (a jq expression over the step's document) gives.
+type Sleep struct {
+	For   time.Duration `json:",omitempty"`
+	Until string        `json:",omitempty"`
+	until *gojq.Code
+}
+
+// Kind is what the step does.
+func (s Step) Kind() Kind {
+	switch {
+	case s.Wait != nil:
+		return KindEvent
+	case s.Sleep != nil:
+		return KindTimer
+	default:
+		return KindAgent
+	}
+}
+
+// DefaultResultLimit and MaxResultLimit bound what a step's result may
+// weigh (a workflow's resultLimit sets its own, up to the maximum).
+const (
+	DefaultResultLimit = 4 << 10
+	MaxResultLimit     = 64 << 10
+)
+
+// Limit is the most bytes a step's result may have in this workflow.
+func (d Definition) Limit() int {
+	if d.ResultLimit > 0 {
+		return d.ResultLimit
+	}
+	return DefaultResultLimit
+}
+
+// Document is what a step's input is computed from: the order, and the
+// results of the records done before it, by name; for an undo action, its
+// own step's result too.
+type Document struct {
+	Order   json.RawMessage            `json:"order"`
+	Results map[string]json.RawMessage `json:"results"`
+	Result  json.RawMessage            `json:"result,omitempty"` // an undo's step's
+}
+
+// InputFor is what the action's service receives for doc: the document
+// itself, or what the action's input expression makes of it.
+func (a Action) InputFor(doc Document) (json.RawMessage, error) {
+	if doc.Results == nil {
+		doc.Results = map[string]json.RawMessage{}
+	}
+	b, err := json.Marshal(doc)
+	if err != nil || a.Input == "" {
+		return b, err
+	}
+	code, err := a.code()
+	if err != nil {
+		return nil, err
+	}
+	return evalJSON(code, b, fmt.Sprintf("%s's input", a.Name))
+}
+
+// code is the compiled input expression (compiled on first use for a
+// definition read back from a store).
+func (a Action) code() (*gojq.Code, error) {
+	if a.input != nil {
+		return a.input, nil
+	}
+	return compileJQ(a.Input)
+}
+
+// When is when a timer step made ready at readyAt ends, for its document.
+func (s Sleep) When(readyAt time.Time, doc Document) (time.Time, error) {
+	if s.Until == "" {
+		return readyAt.Add(s.For), nil
+	}
+	code := s.until
+	if code == nil {
+		var err error
+		if code, err = compileJQ(s.Until); err != nil {
+			return time.Time{}, err
+		}
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return time.Time{}, err
+	}
+	out, err := evalJSON(code, b, "until")
+	if err != nil {
+		return time.Time{}, err
+	}
+	return parseTime(out)
+}
+
+// parseTime reads a time a jq expression gave: an RFC 3339 string, or Unix
+// seconds.
+func parseTime(v json.RawMessage) (time.Time, error) {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("until: %q is not an RFC 3339 time", s)
+		}
+		return t, nil
+	}
+	var f float64
+	if err := json.Unmarshal(v, &f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return time.Time{}, fmt.Errorf("until: %s is neither an RFC 3339 time nor Unix seconds", v)
+	}
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(frac*1e9)), nil
+}
+
+// compileJQ compiles a jq expression.
+func compileJQ(src string) (*gojq.Code, error) {
+	q, err := gojq.Parse(src)
+	if err != nil {
+		return nil, fmt.Errorf("jq: %w", err)
+	}
+	code, err := gojq.Compile(q)
+	if err != nil {
+		return nil, fmt.Errorf("jq: %w", err)
+	}
+	return code, nil
+}
+
+// evalJSON runs code over the JSON document b and returns its one value.
+func evalJSON(code *gojq.Code, b []byte, what string) (json.RawMessage, error) {
+	var in any
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, err
+	}
+	iter := code.Run(in)
+	v, ok := iter.Next()
+	if !ok {
+		return nil, fmt.Errorf("%s: the expression gave no value", what)
+	}
+	if err, isErr := v.(error); isErr {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if _, more := iter.Next(); more {
+		return nil, fmt.Errorf("%s: the expression gave more than one value", what)
+	}
+	out, err := gojq.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}
+
+// Compile compiles the definition's expressions (ParseFile does; a
+// definition decoded from JSON needs it).
+func (d *Definition) Compile() error {
+	for i := range d.Steps {
+		st := &d.Steps[i]
+		for _, a := range []*Action{&st.Action, st.Undo} {
+			if a == nil || a.Input == "" {
+				continue
+			}
+			code, err := compileJQ(a.Input)
+			if err != nil {
+				return fmt.Errorf("workflow %q: %s's input: %w", d.Name, a.Name, err)
+			}
+			a.input = code
+		}
+		if st.Sleep != nil && st.Sleep.Until != "" {
+			code, err := compileJQ(st.Sleep.Until)
+			if err != nil {
+				return fmt.Errorf("workflow %q: %s's until: %w", d.Name, st.Name, err)
+			}
+			st.Sleep.until = code
+		}
+	}
+	return nil
+}
+
+// WaitFor returns the step that waits for the named event, if any.
+func (d Definition) WaitFor(event string) (int, bool) {
+	for i, st := range d.Steps {
+		if st.Wait != nil && st.Wait.Event == event {
+			return i, true
+		}
+	}
+	return -1, false
+}
