@@ -33,6 +33,7 @@ func parseBench(args []string, stderr io.Writer) (benchFlags, error) {
 	fs.IntVar(&p.Orders, "orders", p.Orders, "orders per run (one run per workflow and batch size)")
 	workflows := fs.String("workflows", strings.Join(p.Workflows, ","), "workflows to measure: single, order")
 	batches := fs.String("batch-sizes", "1,2,5,10", "event source mapping batch sizes, 1 to 10")
+	results := fs.String("result-bytes", "0", "sizes of the services' answers, each kept as its step's result (0: none), e.g. 0,1024")
 	fs.DurationVar(&p.Timeout, "timeout", p.Timeout, "give up on a run after this long")
 	fs.DurationVar(&p.BatchWindow, "batch-window", p.BatchWindow, "event source mapping batching window, 0 to 5m (whole seconds)")
 	fs.StringVar(&f.runDir, "run-dir", ".run", "where emulator logs go")
@@ -48,6 +49,13 @@ func parseBench(args []string, stderr io.Writer) (benchFlags, error) {
 	if p.BatchSizes, err = batchSizes(*batches); err != nil {
 		return f, err
 	}
+	for _, v := range strings.Split(*results, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 || n > workflowMaxResult {
+			return f, fmt.Errorf("result size %q: want bytes from 0 to %d", v, workflowMaxResult)
+		}
+		p.ResultBytes = append(p.ResultBytes, n)
+	}
 	if err := topology.CheckBatchWindow(p.BatchWindow); err != nil {
 		return f, fmt.Errorf("--batch-window %w", err)
 	}
@@ -56,6 +64,10 @@ func parseBench(args []string, stderr io.Writer) (benchFlags, error) {
 	}
 	return f, nil
 }
+
+// workflowMaxResult is the largest answer a bench may ask for: the default
+// result limit (the example workflows set none).
+const workflowMaxResult = 4096
 
 // batchSizes parses --batch-sizes.
 func batchSizes(list string) ([]int, error) {

@@ -14,13 +14,13 @@ import (
 func (r Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "Cost per order, measured from every AWS request of %d orders per run (us-east-1 list prices),\n"+
 		"batching window %gs\n\n", r.Orders, r.BatchWindowSeconds)
-	fmt.Fprintf(w, "%-8s %5s %6s %9s %9s %9s %9s %9s | %9s %9s %9s | %9s %9s %7s | %7s %9s\n",
-		"workflow", "batch", "fill", "SQS req", "Lambda", "GB-s", "DDB RRU", "DDB WRU",
+	fmt.Fprintf(w, "%-8s %7s %5s %6s %9s %9s %9s %9s %9s | %9s %9s %9s | %9s %9s %7s | %7s %9s\n",
+		"workflow", "results", "batch", "fill", "SQS req", "Lambda", "GB-s", "DDB RRU", "DDB WRU",
 		"$/M SQS", "$/M λ", "$/M DDB", "$/M total", "SFN Std", "ratio", "p50", "@128MB")
 	for _, run := range r.Runs {
 		u, c := run.PerOrder, run.Cost
-		fmt.Fprintf(w, "%-8s %5d %6.1f %9.2f %9.2f %9.5f %9.2f %9.2f | %9.2f %9.2f %9.2f | %9.2f %9.2f %6.1fx | %6.2fs %9.2f\n",
-			run.Workflow, run.BatchSize, run.MeanBatch, u.SQSRequests, u.LambdaInvocations, u.LambdaGBSeconds,
+		fmt.Fprintf(w, "%-8s %7s %5d %6.1f %9.2f %9.2f %9.5f %9.2f %9.2f | %9.2f %9.2f %9.2f | %9.2f %9.2f %6.1fx | %6.2fs %9.2f\n",
+			run.Workflow, resultsLabel(run.ResultBytes), run.BatchSize, run.MeanBatch, u.SQSRequests, u.LambdaInvocations, u.LambdaGBSeconds,
 			u.ReadUnits, u.WriteUnits, c.SQS, c.Lambda, c.DynamoDB, c.Total, run.SFN.Standard.Total, run.Ratio,
 			run.LatencyP50, run.CoordinatorsAt128MB)
 	}
@@ -36,8 +36,8 @@ func (r Result) Print(w io.Writer) {
 		if run.BatchSize != largest {
 			continue
 		}
-		fmt.Fprintf(w, "%s workflow (%d step(s)), batch %d: $%.2f per million orders; Step Functions Standard $%.2f (%d transitions), Express $%.2f\n",
-			run.Workflow, run.Steps, run.BatchSize, run.Cost.Total, run.SFN.Standard.Total, run.SFN.Transitions, run.SFN.Express.Total)
+		fmt.Fprintf(w, "%s workflow (%d step(s)), batch %d, %s: $%.2f per million orders; Step Functions Standard $%.2f (%d transitions), Express $%.2f\n",
+			run.Workflow, run.Steps, run.BatchSize, answers(run.ResultBytes), run.Cost.Total, run.SFN.Standard.Total, run.SFN.Transitions, run.SFN.Express.Total)
 		keys := make([]string, 0, len(run.Requests))
 		for k := range run.Requests {
 			keys = append(keys, k)
@@ -182,4 +182,12 @@ func (r Result) printStages(w io.Writer) {
 		}
 		fmt.Fprintf(w, "    %-72s %11s %5.1f write units\n\n", "in all", "", total)
 	}
+}
+
+// resultsLabel is a run's answers in the table: "-" for none, else bytes.
+func resultsLabel(b int) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%dB", b)
 }

@@ -33,6 +33,10 @@ type Plan struct {
 	Orders     int      // per run
 	Workflows  []string // workflow.SingleWorkflow, workflow.OrderWorkflow
 	BatchSizes []int    // event source mapping batch sizes, 1..10
+	// ResultBytes are the sizes of the services' answers to measure with:
+	// 0 answers nothing (the steps keep no result), n about n bytes of
+	// JSON, kept as each step's result (default: 0).
+	ResultBytes []int
 	Endpoint   string   // SQS and SNS (moto_server)
 	// DynamoDBEndpoint is DynamoDB Local, or LocalStack (which runs it): an
 	// engine that reports consumed capacity per table and index, read with
@@ -56,6 +60,9 @@ type Run struct {
 	Workflow  string  `json:"workflow"`
 	Steps     int     `json:"steps"`
 	BatchSize int     `json:"batchSize"`
+	// ResultBytes is about how much each step's service answered (0:
+	// nothing), each answer kept as the step's result.
+	ResultBytes int `json:"resultBytes"`
 	Orders    int     `json:"orders"`
 	Seconds   float64 `json:"seconds"`
 	// MeanBatch is the messages per invocation actually delivered.
@@ -115,22 +122,37 @@ func Execute(ctx context.Context, p Plan, progress func(string)) (Result, error)
 		if res.Stages[wf], err = Lifecycle(ctx, cmp.Or(p.DynamoDBEndpoint, p.Endpoint), def); err != nil {
 			return res, fmt.Errorf("%s workflow's lifecycle: %w", wf, err)
 		}
-		for _, b := range p.BatchSizes {
-			if progress != nil {
-				progress(fmt.Sprintf("%s workflow, batch size %d: %d orders", wf, b, p.Orders))
+		sizes := p.ResultBytes
+		if len(sizes) == 0 {
+			sizes = []int{0}
+		}
+		for _, rb := range sizes {
+			for _, b := range p.BatchSizes {
+				if progress != nil {
+					progress(fmt.Sprintf("%s workflow, batch size %d, %s: %d orders", wf, b, answers(rb), p.Orders))
+				}
+				r, err := measure(ctx, p, wf, b, rb)
+				if err != nil {
+					return res, fmt.Errorf("%s workflow, batch size %d, %s: %w", wf, b, answers(rb), err)
+				}
+				res.Runs = append(res.Runs, r)
 			}
-			r, err := measure(ctx, p, wf, b)
-			if err != nil {
-				return res, fmt.Errorf("%s workflow, batch size %d: %w", wf, b, err)
-			}
-			res.Runs = append(res.Runs, r)
 		}
 	}
 	return res, nil
 }
 
-func measure(ctx context.Context, p Plan, wf string, batch int) (Run, error) {
+// answers says what the services answer in a run.
+func answers(resultBytes int) string {
+	if resultBytes == 0 {
+		return "no results"
+	}
+	return fmt.Sprintf("%dB results", resultBytes)
+}
+
+func measure(ctx context.Context, p Plan, wf string, batch, resultBytes int) (Run, error) {
 	sim := remotesim.New(1)
+	sim.SetFaults("", remotesim.Faults{NoResult: resultBytes == 0, ResultBytes: resultBytes})
 	srv, err := sim.Start("127.0.0.1:0")
 	if err != nil {
 		return Run{}, err
@@ -182,7 +204,7 @@ func measure(ctx context.Context, p Plan, wf string, batch int) (Run, error) {
 			return Run{}, fmt.Errorf("order %s ended %s with no fault injected", id, t.State)
 		}
 	}
-	r := tally(p, def, batch, elapsed, meter.Snapshot(), stack)
+	r := tally(p, def, batch, resultBytes, elapsed, meter.Snapshot(), stack)
 	r.LatencyP50 = medianLatency(tasks).Seconds()
 	return r, nil
 }
@@ -200,9 +222,9 @@ func medianLatency(tasks map[string]statestore.Task) time.Duration {
 	return lat[len(lat)/2]
 }
 
-func tally(p Plan, def workflow.Definition, batch int, elapsed time.Duration, counts map[accounting.Key]accounting.Usage,
+func tally(p Plan, def workflow.Definition, batch, resultBytes int, elapsed time.Duration, counts map[accounting.Key]accounting.Usage,
 	stack *localrun.Stack) Run {
-	r := Run{Workflow: def.Name, Steps: len(def.Steps), BatchSize: batch, Orders: p.Orders, Seconds: elapsed.Seconds(),
+	r := Run{Workflow: def.Name, Steps: len(def.Steps), BatchSize: batch, ResultBytes: resultBytes, Orders: p.Orders, Seconds: elapsed.Seconds(),
 		Requests: map[string]float64{}, Units: map[string]float64{}}
 	u := r.countRequests(counts, elapsed)
 	agentSeconds := r.countLambda(&u, stack.Stats.Snapshot())
