@@ -12,6 +12,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/handlerbench"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/resilience"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // The agent's own work per message: decode the request, claim (a stand-in
@@ -24,7 +25,7 @@ func (instantRemote) Apply(_ context.Context, action, key string, _ []byte) ([]b
 }
 
 func BenchmarkAgentPerMessage(b *testing.B) {
-	h := agent.New(agent.Config{Name: "payment", InstanceID: "agent-payment/bench", ResponseQueueURL: "q", DLQURL: "dlq"},
+	h := agent.New(agent.Config{Workflows: workflow.MustSet(workflow.Orders(workflow.Settings{})), Name: "payment", InstanceID: "agent-payment/bench", ResponseQueueURL: "q", DLQURL: "dlq"},
 		agent.Deps{Remote: instantRemote{}, Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second},
 			Store: &claims{timeout: time.Hour}, Send: handlerbench.EncodeOnly{}, Metrics: metrics.New(io.Discard, "agent"),
 			Log: slog.New(slog.DiscardHandler)})
