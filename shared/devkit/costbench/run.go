@@ -37,7 +37,7 @@ type Plan struct {
 	// 0 answers nothing (the steps keep no result), n about n bytes of
 	// JSON, kept as each step's result (default: 0).
 	ResultBytes []int
-	Endpoint   string   // SQS and SNS (moto_server)
+	Endpoint    string // SQS and SNS (moto_server)
 	// DynamoDBEndpoint is DynamoDB Local, or LocalStack (which runs it): an
 	// engine that reports consumed capacity per table and index, read with
 	// accounting.NewForDynamoDBLocal. moto reports a flat 1 per request.
@@ -57,14 +57,14 @@ func DefaultPlan(n int) Plan {
 
 // Run is one measured run: one workflow at one batch size.
 type Run struct {
-	Workflow  string  `json:"workflow"`
-	Steps     int     `json:"steps"`
-	BatchSize int     `json:"batchSize"`
+	Workflow  string `json:"workflow"`
+	Steps     int    `json:"steps"`
+	BatchSize int    `json:"batchSize"`
 	// ResultBytes is about how much each step's service answered (0:
 	// nothing), each answer kept as the step's result.
-	ResultBytes int `json:"resultBytes"`
-	Orders    int     `json:"orders"`
-	Seconds   float64 `json:"seconds"`
+	ResultBytes int     `json:"resultBytes"`
+	Orders      int     `json:"orders"`
+	Seconds     float64 `json:"seconds"`
 	// MeanBatch is the messages per invocation actually delivered.
 	MeanBatch float64 `json:"meanBatch"`
 	// LatencyP50 is the median time from an order's submission to its end,
