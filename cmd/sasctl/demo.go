@@ -94,6 +94,10 @@ func runDemo(ctx context.Context, f demoFlags, out io.Writer) error {
 	if err := loadWorkflows(&o, f.workflows); err != nil {
 		return err // before anything starts
 	}
+	o.Settings, o.BatchWindow = f.settings, f.batchWindow
+	if err := o.Check(); err != nil {
+		return fmt.Errorf("%w (--pickup-timeout, --batch-window)", err)
+	}
 	for _, dir := range []string{f.runDir, f.cacheDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err

@@ -108,3 +108,14 @@ func TestDemoRefusesABrokenWorkflowFile(t *testing.T) {
 	require.Contains(t, stderr, path+":4: steps[0].agent: ")
 	require.NotContains(t, stdout, "started", "nothing started")
 }
+
+// A pickup timeout shorter than three batching windows would have every
+// ready step judged lost while it sits in a window: the demo refuses it
+// before anything starts.
+func TestDemoRefusesAPickupTimeoutShorterThanTheBatchingWindows(t *testing.T) {
+	code, stdout, stderr := sasctl(t, "demo", "--run-dir", t.TempDir(), "--batch-window", "3s", "--pickup-timeout", "2s")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, `workflow "order": pickup timeout 2s is shorter than 3 batching windows of 3s (9s)`)
+	require.Contains(t, stderr, "(--pickup-timeout, --batch-window)")
+	require.NotContains(t, stdout, "started", "nothing started")
+}

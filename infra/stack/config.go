@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -210,6 +211,12 @@ func (p Props) Validate() error {
 	if err := deployment.CheckStepTimeouts(p.Workflows, p.Topology.FunctionTimeout); err != nil {
 		return fmt.Errorf("%w (context %s overrides every step's)", err, CtxStepTimeout)
 	}
+	if err := deployment.CheckPickupTimeouts(p.Workflows, p.Topology.BatchWindow); err != nil {
+		return fmt.Errorf("%w (context %s, %s)", err, CtxPickupTimeout, CtxBatchWindow)
+	}
+	if err := checkReplyQueuePrefixes(p.ReplyQueuePrefixes); err != nil {
+		return err
+	}
 	if err := checkBaseNames(p.WorkflowFiles); err != nil {
 		return err
 	}
@@ -224,6 +231,20 @@ func (p Props) Validate() error {
 	}
 	return nil
 }
+
+// checkReplyQueuePrefixes refuses a reply queue prefix that is not the
+// start of a queue name: the IAM grant and the functions' check both take it
+// as one.
+func checkReplyQueuePrefixes(prefixes []string) error {
+	for _, p := range prefixes {
+		if !queueNamePrefix.MatchString(p) {
+			return fmt.Errorf("context %s: %q is not the start of a queue name (1-79 letters, digits, - or _)", CtxReplyQueuePrefixes, p)
+		}
+	}
+	return nil
+}
+
+var queueNamePrefix = regexp.MustCompile(`^[A-Za-z0-9_-]{1,79}$`)
 
 // checkBaseNames refuses two workflow files of one name: the functions
 // find them by name, in one folder.

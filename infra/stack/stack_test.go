@@ -385,6 +385,15 @@ func TestConfigRefusesBadContext(t *testing.T) {
 	}
 	_, err := stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxBatchWindow: "1.5"}}))
 	require.ErrorContains(t, err, "context batchWindowSeconds=\"1.5\": a whole number of seconds")
+	_, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxBatchWindow: "3", stack.CtxPickupTimeout: "2s"}}))
+	require.ErrorContains(t, err, `workflow "order": pickup timeout 2s is shorter than 3 batching windows of 3s (9s)`)
+	require.ErrorContains(t, err, "(context pickupTimeout, batchWindowSeconds)")
+	_, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxBatchWindow: "3", stack.CtxPickupTimeout: "9s"}}))
+	require.NoError(t, err, "three windows are enough")
+	for _, bad := range []string{"shop-client-../sas-orders", "shop/client-", "", "shop.fifo"} {
+		_, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxReplyQueuePrefixes: "ok-," + bad}}))
+		require.ErrorContains(t, err, "context allowedReplyQueuePrefixes: \""+bad+"\" is not the start of a queue name", bad)
+	}
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxStepTimeout: "10s", stack.CtxSupervisorRate: "5",
 		stack.CtxBatchWindow: "0", stack.CtxOrderDeadline: "2h", stack.CtxBacklogDepth: "50", stack.CtxQueueWaitAlarm: "15m"}})
 	p, err := stack.Config(app)

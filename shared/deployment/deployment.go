@@ -38,7 +38,8 @@ type Config struct {
 	WorkflowFiles []string
 	Workflows     workflow.Set
 	Settings      workflow.Settings
-	// AllowedReplyQueues are the URL prefixes an order's replyQueue may have.
+	// AllowedReplyQueues are the reply queues an order may name: queue URLs
+	// ending in a name prefix (notify.Allowed).
 	AllowedReplyQueues notify.Allowed
 	AgentBackoff       resilience.Backoff
 	Breaker            BreakerConfig
@@ -76,6 +77,9 @@ func (c Config) Validate() error {
 	if err := c.Settings.Validate(); err != nil {
 		return err
 	}
+	if err := c.AllowedReplyQueues.Validate(); err != nil {
+		return fmt.Errorf("deployment: %w", err)
+	}
 	if c.BacklogDepth < 0 {
 		return fmt.Errorf("deployment: backlog depth must not be negative, not %d", c.BacklogDepth)
 	}
@@ -101,6 +105,26 @@ func CheckStepTimeouts(set workflow.Set, fn time.Duration) error {
 						d.Name, a.Name, a.Timeout, limit, fn, StepTimeoutMargin)
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// PickupWindows is how many batching windows a pickup timeout must span: a
+// ready step's start may wait in two (the Scheduler's, then its Agent's)
+// before the claim, and the handlers take their time too.
+const PickupWindows = 3
+
+// CheckPickupTimeouts says which workflow's pickup timeout is too short for
+// event source mappings that batch for window: its ready steps would be
+// judged lost while they sit in a batching window, and the re-sends would
+// make the backlog that then holds every recovery.
+func CheckPickupTimeouts(set workflow.Set, window time.Duration) error {
+	for _, d := range set.Definitions() {
+		if min := PickupWindows * window; d.PickupTimeout < min {
+			return fmt.Errorf("workflow %q: pickup timeout %s is shorter than %d batching windows of %s (%s): "+
+				"a step's start may wait in two windows before its claim; raise pickupTimeout or lower batchWindowSeconds",
+				d.Name, d.PickupTimeout, PickupWindows, window, min)
 		}
 	}
 	return nil

@@ -6,9 +6,7 @@ package notify
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/sas-go/sas/shared/message"
@@ -19,22 +17,6 @@ import (
 // Sender sends queue messages.
 type Sender interface {
 	SendJSON(ctx context.Context, queueURL string, v any, delay time.Duration) error
-}
-
-// Allowed is the deployment's list of allowed reply-queue URL prefixes.
-type Allowed []string
-
-// Check returns an error saying why queueURL may not be named, or nil.
-func (a Allowed) Check(queueURL string) error {
-	for _, p := range a {
-		if p != "" && strings.HasPrefix(queueURL, p) {
-			return nil
-		}
-	}
-	if len(a) == 0 {
-		return fmt.Errorf("replyQueue %q is not allowed: this deployment allows no reply queues", queueURL)
-	}
-	return fmt.Errorf("replyQueue %q is not allowed: it must start with one of %s", queueURL, strings.Join(a, ", "))
 }
 
 // Notifier posts status messages; delivery is best effort (a failed send is

@@ -3,6 +3,9 @@ package localrun_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,25 +154,43 @@ func TestThresholdAtAStepWithUndoCompensatesThroughTheSupervisor(t *testing.T) {
 	require.Contains(t, alerts[0].Compensation, "started")
 }
 
+// A reply queue outside the allowed ones is refused at submission, also one
+// that starts with the allowed prefix and walks out of it (the orders queue
+// would otherwise receive the order's status messages).
 func TestDisallowedReplyQueueRejected(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{}, nil)
-	other := e.stack.QueueURL(e.stack.Topology().SchedulerQueue().Name) // a queue no order may write to
-	e.order("o-bad-reply", other)
+	topo := e.stack.Topology()
+	walked := e.stack.QueueURL(localrun.ClientQueuePrefix(e.stack.Opts.Prefix) + "../" + topo.OrdersQueue().Name)
+	bad := map[string]string{
+		"o-bad-reply":   e.stack.QueueURL(topo.SchedulerQueue().Name), // a queue no order may write to
+		"o-walked-out":  walked,
+		"o-encoded-out": strings.Replace(walked, "..", "%2e%2e", 1),
+	}
+	for id, q := range bad {
+		e.order(id, q)
+	}
 	e.order("o-good", e.clientQueue("good"))
 	e.waitEnded([]string{"o-good"})
 	ctx := context.Background()
-	var reason string
-	e.eventually("the order rejected to the DLQ", 20*time.Second, func() bool {
-		msgs, err := e.stack.Peek(ctx, e.stack.QueueURL(e.stack.Topology().OrdersQueue().DLQName))
+	reasons := map[string]string{}
+	e.eventually("the orders rejected to the DLQ", 20*time.Second, func() bool {
+		msgs, err := e.stack.Peek(ctx, e.stack.QueueURL(topo.OrdersQueue().DLQName))
 		require.NoError(t, err)
 		for _, m := range msgs {
-			reason = aws.ToString(m.MessageAttributes["RejectReason"].StringValue)
+			o, err := message.DecodeOrder(aws.ToString(m.Body))
+			require.NoError(t, err)
+			reasons[o.OrderID] = aws.ToString(m.MessageAttributes["RejectReason"].StringValue)
 		}
-		return reason != ""
+		return len(reasons) == len(bad)
 	})
-	require.Contains(t, reason, "is not allowed: it must start with")
-	got, err := e.stack.Store.Tasks(ctx, []string{"o-bad-reply"})
+	require.Contains(t, reasons["o-bad-reply"], "is not allowed: it must be a queue of")
+	require.Contains(t, reasons["o-walked-out"], "is not allowed: the path must be /ACCOUNT/QUEUE, nothing more")
+	require.Contains(t, reasons["o-encoded-out"], "is not allowed: a queue URL has no percent-escape")
+	got, err := e.stack.Store.Tasks(ctx, slices.Collect(maps.Keys(bad)))
 	require.NoError(t, err)
-	require.Empty(t, got)
+	require.Empty(t, got, "none stored")
+	msgs, err := e.stack.Peek(ctx, e.stack.QueueURL(topo.OrdersQueue().Name))
+	require.NoError(t, err)
+	require.Empty(t, msgs, "no status message walked into the orders queue")
 }

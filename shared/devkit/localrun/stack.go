@@ -107,6 +107,10 @@ func New(ctx context.Context, o Options) (*Stack, error) {
 	topo := topology.Default(o.Prefix, set.Agents()...)
 	topo.VisibilityTimeout = o.VisibilityTimeout
 	topo.DeadlineShards = max(o.DeadlineShards, 1)
+	topo.BatchWindow = o.BatchWindow
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
 	res, err := provision.Ensure(ctx, clients, topo)
 	if err != nil {
 		return nil, fmt.Errorf("provision: %w", err)
@@ -135,6 +139,13 @@ func New(ctx context.Context, o Options) (*Stack, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Check says why the options cannot run, before anything starts: a pickup
+// timeout too short for the batching window.
+func (o Options) Check() error {
+	o = o.withDefaults()
+	return deployment.CheckPickupTimeouts(o.Workflows.With(o.Settings), o.BatchWindow)
 }
 
 func (o Options) withDefaults() Options {
