@@ -295,3 +295,26 @@ func TestAgentRejectsAMalformedRequest(t *testing.T) {
 	require.Len(t, f.out.replies, 1, "the good request in the batch was served")
 	require.EqualValues(t, 1, f.tally.Sum(metrics.MalformedMessages))
 }
+
+// answers is a service that answers every call with the same bytes.
+type answers []byte
+
+func (a answers) Apply(context.Context, string, string, []byte) ([]byte, error) { return a, nil }
+
+// A service's answer with a member twice would make the reply carrying it
+// refused by the Scheduler (one meaning per message): it is kept as text.
+func TestAgentKeepsAnAnswerWithTwoMeaningsAsText(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{})
+	h := agent.New(agent.Config{Workflows: workflow.MustSet(workflow.Orders(workflow.Settings{})), Name: "inventory", InstanceID: "agent-inventory/test"},
+		agent.Deps{Remote: answers(`{"id":"ch_1","id":"ch_2"}`), Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second},
+			Store: f.claims, Send: f.out, Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler)})
+	_, err := h.Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.Len(t, f.out.replies, 1)
+	require.JSONEq(t, `"{\"id\":\"ch_1\",\"id\":\"ch_2\"}"`, string(f.out.replies[0].Result))
+	b, err := json.Marshal(f.out.replies[0])
+	require.NoError(t, err)
+	_, err = message.DecodeSchedulerMessage(string(b))
+	require.NoError(t, err, "the Scheduler takes the reply")
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
@@ -54,12 +55,13 @@ func (h *Handler) expired(st *statestore.Step, why string) {
 	h.log.Warn("attempt abandoned; no reply sent", "order_id", st.OrderID, "attempt", st.Attempt, "why", why)
 }
 
-// resultJSON keeps a JSON result as is and quotes anything else.
+// resultJSON keeps a JSON result with one meaning as is and quotes anything
+// else as text (not JSON, or JSON with a member twice: message.ValidJSON).
 func resultJSON(b []byte) json.RawMessage {
 	if len(b) == 0 {
 		return nil
 	}
-	if json.Valid(b) {
+	if message.ValidJSON(b) {
 		return b
 	}
 	q, _ := json.Marshal(string(b))

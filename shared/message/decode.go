@@ -1,15 +1,25 @@
 // Package message defines every body the product puts on a queue (orders,
-// scheduler work, agent requests and replies) and their strict decoders.
-// A decoder's error is an *InvalidError: the message can never succeed and
-// belongs in the dead-letter queue, with its Reason.
+// scheduler work, agent requests and replies, status notifications) and their
+// strict decoders. A decoder's error is an *InvalidError: the message can
+// never succeed and belongs in the dead-letter queue, with its Reason.
+//
+// Strict means one meaning per message: a body that two readers could take
+// two ways is refused. The decoders are go-json-experiment/json (the coming
+// encoding/json/v2), which refuses a member name twice in one object at any
+// depth (encoding/json keeps the last, other readers the first), matches
+// names exactly (encoding/json also takes "ORDERID" for "orderId"), and
+// refuses invalid UTF-8 (encoding/json replaces it), unknown members and
+// data after the value.
 package message
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // InvalidError says why a message body was rejected.
@@ -30,29 +40,87 @@ func IsInvalid(err error) bool {
 }
 
 // decodeStrict decodes exactly one JSON object of at most max bytes into v,
-// refusing unknown fields and trailing data.
+// refusing unknown and repeated members, names in another case, invalid
+// UTF-8 and trailing data.
 func decodeStrict(body string, max int, v any) error {
 	if len(body) > max {
 		return Invalid("body is %d bytes, over the %d-byte limit", len(body), max)
 	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	return decode(body, v, jsonv2.RejectUnknownMembers(true))
+}
+
+// decodeHead decodes the members of body that head names, ignoring the
+// others, with decodeStrict's other refusals: a kind given twice is refused
+// before anyone reads it.
+func decodeHead(body string, head any) error { return decode(body, head) }
+
+func decode(body string, v any, opts ...jsonv2.Options) error {
+	dec := jsontext.NewDecoder(strings.NewReader(body))
+	if err := jsonv2.UnmarshalDecode(dec, v, opts...); err != nil {
 		return Invalid("bad JSON: %s", describe(err))
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if _, err := dec.ReadToken(); err != io.EOF {
 		return Invalid("bad JSON: data after the object")
 	}
 	return nil
 }
 
+// ValidJSON reports whether b is one JSON value with one meaning: valid
+// UTF-8, and no member name twice in an object. A service's answer that is
+// not is kept as text, or the reply carrying it would be refused.
+func ValidJSON(b []byte) bool { return jsontext.Value(b).IsValid() }
+
+// describe says what is wrong in words that name the field.
 func describe(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		if te.Field != "" {
-			return fmt.Sprintf("field %q must be %s, not %s", te.Field, te.Type, te.Value)
+	var se *jsonv2.SemanticError
+	if errors.As(err, &se) {
+		field := fieldOf(se.JSONPointer)
+		switch {
+		case errors.Is(se.Err, jsonv2.ErrUnknownName):
+			return fmt.Sprintf("unknown field %q", field)
+		case se.GoType != nil && se.JSONKind != 0 && field != "":
+			return fmt.Sprintf("field %q must be %s, not %s%s", field, se.GoType, kindName(se.JSONKind), value(se.JSONValue))
+		case se.GoType != nil && se.JSONKind != 0:
+			return fmt.Sprintf("the body must be a JSON object, not %s", kindName(se.JSONKind))
 		}
-		return fmt.Sprintf("expected %s, not %s", te.Type, te.Value)
 	}
-	return err.Error()
+	var syn *jsontext.SyntacticError
+	if errors.As(err, &syn) {
+		return strings.TrimPrefix(syn.Error(), "jsontext: ")
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(err.Error(), "json: "), "jsontext: ")
+}
+
+// fieldOf is the member a JSON pointer ends in ("/items/0/sku": "sku").
+func fieldOf(p jsontext.Pointer) string {
+	var last string
+	for tok := range p.Tokens() {
+		last = tok
+	}
+	return last
+}
+
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	}
+	return k.String()
+}
+
+func value(v jsontext.Value) string {
+	if len(v) == 0 || len(v) > 32 {
+		return ""
+	}
+	return " " + string(v)
 }

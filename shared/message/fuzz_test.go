@@ -15,7 +15,9 @@ import (
 func FuzzDecodeOrder(f *testing.F) {
 	for _, s := range []string{good, `{`, `[]`, `null`, `{"orderId":"o","customerId":"c","items":[]}`,
 		`{"orderId":"o","customerId":"c","items":[{"sku":"A","quantity":"1","unitPriceCents":1}]}`,
-		`{"orderId":"o","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":1}],"replyQueue":"https://q/1/a"}`} {
+		`{"orderId":"o","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":1}],"replyQueue":"https://q/1/a"}`,
+		`{"orderId":"a","orderId":"b","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":1}]}`,
+		`{"orderId":"a","OrderID":"b","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":1}]}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
@@ -25,6 +27,10 @@ func FuzzDecodeOrder(f *testing.F) {
 			return
 		}
 		require.NoError(t, o.Validate())
+		require.True(t, message.ValidJSON([]byte(body)), "an accepted body has one meaning")
+		var lenient message.Order // encoding/json: last member wins, any case
+		require.NoError(t, json.Unmarshal([]byte(body), &lenient))
+		require.Equal(t, o, lenient, "every reader takes an accepted order the same way")
 		again, err := message.DecodeOrder(o.JSON())
 		require.NoError(t, err, "an accepted order re-encodes to an accepted order")
 		require.Equal(t, o, again)
@@ -34,7 +40,8 @@ func FuzzDecodeOrder(f *testing.F) {
 func FuzzDecodeSchedulerMessage(f *testing.F) {
 	for _, s := range []string{`{"kind":"schedule","orderId":"o","step":0}`, `{"kind":"schedule","orderId":"o","step":1,"undo":true}`,
 		`{"kind":"reply","orderId":"o","step":0,"stepName":"s","attempt":1,"ok":true,"result":{"a":1}}`,
-		`{"kind":"reply","orderId":"o","step":0,"stepName":"s","attempt":2,"ok":false,"error":"no"}`, `{"kind":1}`, `{}`, `x`} {
+		`{"kind":"reply","orderId":"o","step":0,"stepName":"s","attempt":2,"ok":false,"error":"no"}`, `{"kind":1}`, `{}`, `x`,
+		`{"kind":"reply","orderId":"o","step":0,"stepName":"s","attempt":2,"ok":false,"error":"no","ok":true}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
@@ -43,6 +50,7 @@ func FuzzDecodeSchedulerMessage(f *testing.F) {
 			require.True(t, message.IsInvalid(err), "every refusal is an InvalidError: %v", err)
 			return
 		}
+		require.True(t, message.ValidJSON([]byte(body)), "an accepted body has one meaning")
 		b, err := json.Marshal(m)
 		require.NoError(t, err)
 		again, err := message.DecodeSchedulerMessage(string(b))
@@ -66,5 +74,28 @@ func FuzzDecodeAgentRequest(f *testing.F) {
 		require.NoError(t, err)
 		_, err = message.DecodeAgentRequest(string(b))
 		require.NoError(t, err, "an accepted request re-encodes to an accepted one: %s", b)
+	})
+}
+
+func FuzzDecodeOrdersMessage(f *testing.F) {
+	for _, s := range []string{`{"kind":"cancel","orderId":"o"}`, `{"kind":"cancel","kind":"event","orderId":"o"}`,
+		`{"kind":"event","orderId":"o","event":"approved","eventId":"e","data":{"a":1}}`,
+		`{"kind":"event","orderId":"o","event":"approved","eventId":"e","data":{"a":1,"a":2}}`, `{"KIND":"cancel","orderId":"o"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		m, err := message.DecodeOrdersMessage(body)
+		if err != nil {
+			require.True(t, message.IsInvalid(err), "every refusal is an InvalidError: %v", err)
+			return
+		}
+		require.True(t, message.ValidJSON([]byte(body)), "an accepted body has one meaning")
+		b, err := json.Marshal(m)
+		require.NoError(t, err)
+		again, err := message.DecodeOrdersMessage(string(b))
+		require.NoError(t, err, "an accepted message re-encodes to an accepted one: %s", b)
+		b2, err := json.Marshal(again)
+		require.NoError(t, err)
+		require.Equal(t, string(b), string(b2), "and decodes to what it was")
 	})
 }

@@ -120,3 +120,46 @@ func TestDecodeOrdersMessage(t *testing.T) {
 		require.ErrorContains(t, err, want, body)
 	}
 }
+
+// One meaning per message: a member twice, a name in another case or
+// invalid UTF-8 is refused by every decoder, with the member named.
+func TestEveryDecoderRefusesABodyWithTwoMeanings(t *testing.T) {
+	t.Parallel()
+	decoders := map[string]func(string) error{
+		"orders":    func(b string) error { _, err := message.DecodeOrdersMessage(b); return err },
+		"scheduler": func(b string) error { _, err := message.DecodeSchedulerMessage(b); return err },
+		"request":   func(b string) error { _, err := message.DecodeAgentRequest(b); return err },
+		"status":    func(b string) error { _, err := message.DecodeStatus(b); return err },
+	}
+	cases := []struct{ decoder, body, want string }{
+		{"orders", `{"orderId":"a","orderId":"b","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":1}]}`, `duplicate object member name "orderId"`},
+		{"orders", `{"orderId":"a","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":1,"quantity":9}]}`, `duplicate object member name "quantity" within "/items/0"`},
+		{"orders", `{"orderId":"a","ORDERID":"b","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":1}]}`, `unknown field "ORDERID"`},
+		{"orders", "{\"orderId\":\"a\",\"customerId\":\"c\xff\",\"items\":[{\"sku\":\"A\",\"quantity\":1,\"unitPriceCents\":1}]}", "invalid UTF-8"},
+		{"orders", `{"kind":"cancel","orderId":"a","orderId":"b"}`, `duplicate object member name "orderId"`},
+		{"orders", `{"kind":"event","kind":"cancel","orderId":"a"}`, `duplicate object member name "kind"`},
+		{"orders", `{"kind":"event","orderId":"a","event":"e","eventId":"1","data":{"x":1,"x":2}}`, `duplicate object member name "x" within "/data"`},
+		{"scheduler", `{"kind":"schedule","orderId":"a","step":0,"step":1}`, `duplicate object member name "step"`},
+		{"scheduler", `{"kind":"reply","orderId":"a","step":0,"stepName":"s","attempt":1,"ok":true,"result":{"id":1,"id":2}}`, `duplicate object member name "id" within "/result"`},
+		{"scheduler", `{"kind":"reply","orderId":"a","step":0,"stepName":"s","attempt":1,"ok":false,"error":"x","OK":true}`, `unknown field "OK"`},
+		{"request", `{"orderId":"a","step":0,"stepName":"s","undo":false,"undo":true}`, `duplicate object member name "undo"`},
+		{"status", `{"kind":"status","orderId":"a","round":1,"seq":1,"event":"processed","event":"failed","state":"Processed","at":"2026-11-25T00:00:00Z"}`, `duplicate object member name "event"`},
+	}
+	for _, c := range cases {
+		err := decoders[c.decoder](c.body)
+		require.True(t, message.IsInvalid(err), c.body)
+		require.ErrorContains(t, err, c.want, c.body)
+	}
+	st, err := message.DecodeStatus(`{"kind":"status","orderId":"a","round":1,"seq":1,"event":"processed","state":"Processed","at":"2026-11-25T00:00:00Z"}`)
+	require.NoError(t, err)
+	require.Equal(t, "processed", st.Event)
+}
+
+func TestValidJSONRefusesWhatHasTwoMeanings(t *testing.T) {
+	t.Parallel()
+	require.True(t, message.ValidJSON([]byte(`{"id":"ch_1","amount":5,"nested":{"id":2}}`)))
+	require.False(t, message.ValidJSON([]byte(`{"id":1,"id":2}`)))
+	require.False(t, message.ValidJSON([]byte(`[{"a":1,"a":1}]`)))
+	require.False(t, message.ValidJSON([]byte("\"\xff\"")))
+	require.False(t, message.ValidJSON([]byte(`ok`)))
+}

@@ -113,14 +113,20 @@ func DecodeOrdersMessage(body string) (any, error) {
 	var head struct {
 		Kind *string `json:"kind"`
 	}
-	if len(body) <= MaxEventBytes && json.Unmarshal([]byte(body), &head) == nil && head.Kind != nil && *head.Kind == KindEvent {
+	if len(body) > MaxEventBytes {
+		return DecodeOrder(body) // refused for its size, as an order
+	}
+	if err := decodeHead(body, &head); err != nil {
+		return nil, err
+	}
+	if head.Kind != nil && *head.Kind == KindEvent {
 		var e Event
 		if err := decodeStrict(body, MaxEventBytes, &e); err != nil {
 			return nil, err
 		}
 		return e, e.Validate()
 	}
-	if len(body) <= MaxOrderBytes && json.Unmarshal([]byte(body), &head) == nil && head.Kind != nil {
+	if len(body) <= MaxOrderBytes && head.Kind != nil {
 		if *head.Kind != KindCancel {
 			return nil, Invalid("unknown kind %q on the orders queue (an order has no kind; a cancel is %q, an event %q)",
 				truncate(*head.Kind), KindCancel, KindEvent)

@@ -23,3 +23,16 @@ type Status struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	At     time.Time       `json:"at"`
 }
+
+// DecodeStatus parses a status notification as strictly as the product
+// reads its own queues: for a client of a reply queue written in Go.
+func DecodeStatus(body string) (Status, error) {
+	var st Status
+	if err := decodeStrict(body, MaxWorkBytes, &st); err != nil {
+		return st, err
+	}
+	if st.Kind != KindStatus || !idPattern.MatchString(st.OrderID) || st.Event == "" {
+		return st, Invalid("status: kind %q, orderId %q or event %q", truncate(st.Kind), truncate(st.OrderID), truncate(st.Event))
+	}
+	return st, nil
+}

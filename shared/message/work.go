@@ -140,8 +140,8 @@ func DecodeSchedulerMessage(body string) (any, error) {
 	if len(body) > MaxWorkBytes {
 		return nil, Invalid("body is %d bytes, over the %d-byte limit", len(body), MaxWorkBytes)
 	}
-	if err := json.Unmarshal([]byte(body), &head); err != nil {
-		return nil, Invalid("bad JSON: %s", describe(err))
+	if err := decodeHead(body, &head); err != nil {
+		return nil, err
 	}
 	switch head.Kind {
 	case KindSchedule:

@@ -26,10 +26,11 @@ type badInput struct {
 	dropMetric        string // or dropped on purpose: the metric that counts it
 }
 
-func badInputs(t topology.Topology) []badInput {
+func badInputs(t topology.Topology, queueURLOf func(string) string) []badInput {
 	orders, sched := t.OrdersQueue(), t.SchedulerQueue()
 	req, resp := t.AgentRequests("inventory"), t.AgentResponses("inventory")
 	good := `{"orderId":"%s","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":100}]%s}`
+	clients := queueURLOf(localrun.ClientQueuePrefix(t.Prefix))
 	order := func(name, body, reason string) badInput {
 		return badInput{name: name, queue: orders.Name, body: body, dlq: orders.DLQName, reason: reason}
 	}
@@ -58,19 +59,30 @@ func badInputs(t topology.Topology) []badInput {
 		order("bad orderId", fmt.Sprintf(good, "has space", ""), "orderId"),
 		order("oversized", fmt.Sprintf(good, "b10", `,"note":"`+strings.Repeat("x", 40_000)+`"`), "over the 32768-byte limit"),
 		order("disallowed reply queue", fmt.Sprintf(good, "b11", `,"replyQueue":"https://sqs.example/1/elsewhere"`), "is not allowed"),
+		order("reply queue walking out of the prefix", fmt.Sprintf(good, "b12", `,"replyQueue":"`+clients+`../`+orders.Name+`"`), "path must be /ACCOUNT/QUEUE"),
+		order("orderId twice", `{"orderId":"b13","orderId":"b14","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":1}]}`, `duplicate object member name "orderId"`),
+		order("orderId in another case", `{"orderId":"b15","ORDERID":"b16","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":1}]}`, `unknown field "ORDERID"`),
+		order("an item's sku twice", `{"orderId":"b17","customerId":"c","items":[{"sku":"A","sku":"B","quantity":1,"unitPriceCents":1}]}`, `duplicate object member name "sku" within "/items/0"`),
+		order("cancel with kind twice", `{"kind":"event","kind":"cancel","orderId":"b19"}`, `duplicate object member name "kind"`),
+		order("event with its data's key twice", `{"kind":"event","orderId":"b20","event":"approved","eventId":"e1","data":{"ok":true,"ok":false}}`, `duplicate object member name "ok" within "/data"`),
 		toSched("unknown kind", `{"kind":"launch","orderId":"x"}`, `unknown kind "launch"`),
 		toSched("not JSON", `schedule please`, "bad JSON"),
 		toSched("negative step", `{"kind":"schedule","orderId":"x","step":-1}`, "bad orderId"),
 		toSched("step not in the workflow", `{"kind":"schedule","orderId":"x","step":7}`, "step 7 is not in workflow"),
 		toSched("undo of a step without one", `{"kind":"schedule","orderId":"x","step":2,"undo":true}`, "the undo of step 2 is not in workflow"),
+		toSched("schedule with step twice", `{"kind":"schedule","orderId":"x","step":0,"step":1}`, `duplicate object member name "step"`),
 		toSched("schedule with an unknown field", `{"kind":"schedule","orderId":"x","step":0,"priority":1}`, `unknown field "priority"`),
 		{name: "schedule for an order that does not exist", queue: sched.Name, body: `{"kind":"schedule","orderId":"ghost","step":0}`, dropMetric: metrics.NothingToClaim},
 		reply("reply not ok without an error", `{"kind":"reply","orderId":"x","step":0,"stepName":"s","attempt":1,"ok":false}`, "no error given"),
 		reply("reply with attempt 0", `{"kind":"reply","orderId":"x","step":0,"stepName":"s","attempt":0,"ok":true}`, "attempt 0"),
 		reply("reply with a wrong type", `{"kind":"reply","orderId":"x","step":"zero","stepName":"s","attempt":1,"ok":true}`, "must be int"),
+		reply("reply with ok twice", `{"kind":"reply","orderId":"x","step":0,"stepName":"s","attempt":1,"ok":false,"error":"no","ok":true}`, `duplicate object member name "ok"`),
+		reply("reply with a result's key twice", `{"kind":"reply","orderId":"x","step":0,"stepName":"s","attempt":1,"ok":true,"result":{"id":1,"id":2}}`, `duplicate object member name "id" within "/result"`),
 		reply("reply for a step not in the workflow", `{"kind":"reply","orderId":"x","step":9,"stepName":"s","attempt":1,"ok":true}`, "step 9 is not in workflow"),
 		{name: "reply for an order that does not exist", queue: resp.Name, body: `{"kind":"reply","orderId":"ghost","step":0,"stepName":"reserve-inventory","attempt":1,"ok":true}`, dropMetric: metrics.StaleReplies},
 		request("request carrying an attempt", `{"orderId":"x","step":0,"stepName":"s","attempt":1}`, `unknown field "attempt"`),
+		request("request with step twice", `{"orderId":"x","step":0,"stepName":"s","step":2}`, `duplicate object member name "step"`),
+		request("request with a field in another case", `{"orderId":"x","step":0,"stepName":"s","Undo":true}`, `unknown field "Undo"`),
 		request("request without a step name", `{"orderId":"x","step":0}`, "stepName"),
 		request("request with a negative step", `{"orderId":"x","step":-2,"stepName":"s"}`, "step >= 0"),
 		{name: "request for an order that does not exist", queue: req.Name, body: `{"orderId":"ghost","step":0,"stepName":"reserve-inventory"}`, dropMetric: metrics.NothingToClaim},
@@ -81,7 +93,7 @@ func TestBadInputNeverBlocksGoodInput(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{}, patient)
 	ctx := context.Background()
-	inputs := badInputs(e.stack.Topology())
+	inputs := badInputs(e.stack.Topology(), e.stack.QueueURL)
 	require.GreaterOrEqual(t, len(inputs), 25)
 
 	// A forged reply for another attempt of a live order: fenced off.
