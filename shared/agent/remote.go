@@ -64,18 +64,23 @@ type HTTPRemote struct {
 	// Transient are the HTTP statuses worth retrying (nil: 408, 429 and
 	// 5xx); any other non-2xx status refuses the step for good.
 	Transient []int
+	// Refuse are statuses that refuse the step for good even with
+	// credentials, where a 401 or 403 is otherwise taken as a refusal of
+	// the credentials (workflow.Agent.Refuse).
+	Refuse []int
 	Auth      Authorizer // nil: none
 	Client    *http.Client
 }
 
 // Apply implements Remote. 2xx is success; a transient status is retried;
-// other statuses are permanent. A 401 or 403 has the credentials read again
-// and the call made once more; refused again, it is transient (the service
-// did not refuse the step: it did not know the caller), so the order waits
-// rather than being undone for a credential that an operator can fix.
+// other statuses are permanent. With credentials, a 401 or 403 not listed in
+// Refuse has the credentials read again and the call made once more; refused
+// again, it is transient (the service did not refuse the step: it did not
+// know the caller), so the order waits rather than being undone for a
+// credential that an operator can fix.
 func (r *HTTPRemote) Apply(ctx context.Context, action, key string, payload []byte) ([]byte, error) {
 	s, body, err := r.post(ctx, action, key, payload)
-	if err == nil && (s == http.StatusUnauthorized || s == http.StatusForbidden) && r.Auth != nil && r.Auth.Refresh(ctx) {
+	if err == nil && r.credentialRefusal(s) && r.Auth.Refresh(ctx) {
 		s, body, err = r.post(ctx, action, key, payload)
 	}
 	if err != nil {
@@ -91,7 +96,7 @@ func (r *HTTPRemote) Apply(ctx context.Context, action, key string, payload []by
 			return []byte(r.Auth.Redact(string(body))), nil
 		}
 		return body, nil
-	case r.Auth != nil && (s == http.StatusUnauthorized || s == http.StatusForbidden):
+	case r.credentialRefusal(s):
 		return nil, fmt.Errorf("%s refused the agent's credentials (HTTP %d), read again: %s", r.Service, s, text)
 	case r.transient(s):
 		return nil, fmt.Errorf("%s answered HTTP %d (transient): %s", r.Service, s, text)
@@ -131,6 +136,13 @@ func (r *HTTPRemote) post(ctx context.Context, action, key string, payload []byt
 		return 0, nil, fmt.Errorf("read %s answer: %w", r.Service, err)
 	}
 	return resp.StatusCode, body, nil
+}
+
+// credentialRefusal reports whether status says the service did not take
+// the agent's credentials: a 401 or 403 to an agent that has some, unless the
+// workflow lists it as a refusal of the step.
+func (r *HTTPRemote) credentialRefusal(status int) bool {
+	return r.Auth != nil && (status == http.StatusUnauthorized || status == http.StatusForbidden) && !slices.Contains(r.Refuse, status)
 }
 
 func (r *HTTPRemote) transient(status int) bool {

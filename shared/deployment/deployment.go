@@ -235,7 +235,7 @@ func (d *Deployment) remote(ctx context.Context, spec workflow.Agent) (agent.Rem
 	if client == nil {
 		client = &http.Client{}
 	}
-	r := &agent.HTTPRemote{Endpoint: spec.Endpoint, Service: spec.Name, Transient: spec.Transient, Client: client}
+	r := &agent.HTTPRemote{Endpoint: spec.Endpoint, Service: spec.Name, Transient: spec.Transient, Refuse: spec.Refuse, Client: client}
 	if spec.Auth == nil {
 		return r, nil
 	}

@@ -66,6 +66,7 @@ type agentSpec struct {
 	Endpoint  string    `yaml:"endpoint"`
 	Timeout   duration  `yaml:"timeout"`
 	Transient []int     `yaml:"transient"`
+	Refuse    []int     `yaml:"refuse"`
 	Auth      *authSpec `yaml:"auth"`
 	Custom    bool      `yaml:"custom"`
 }

@@ -295,7 +295,7 @@ func (a *Agent) fields() []agentField {
 }
 
 func (a Agent) clone() Agent {
-	a.Transient = slices.Clone(a.Transient)
+	a.Transient, a.Refuse = slices.Clone(a.Transient), slices.Clone(a.Refuse)
 	if a.Auth != nil {
 		auth := *a.Auth
 		if auth.SigV4 != nil {

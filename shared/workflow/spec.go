@@ -139,18 +139,20 @@ func (r *specReader) action(path string, a actionSpec, agent string, async bool)
 
 func (r *specReader) agent(name string, a agentSpec) Agent {
 	path := "agents." + name
-	out := Agent{Name: name, Timeout: cmp.Or(a.Timeout.Duration, DefaultAgentTimeout), Transient: a.Transient, Custom: a.Custom}
+	out := Agent{Name: name, Timeout: cmp.Or(a.Timeout.Duration, DefaultAgentTimeout), Transient: a.Transient, Refuse: a.Refuse, Custom: a.Custom}
 	if !agentNameRE.MatchString(name) {
 		r.add(path, "%q: an agent's name is 1-25 lower-case letters, digits or -, starting with a letter", name)
 	}
-	for i, c := range a.Transient {
-		if c < 400 || c > 599 {
-			r.add(fmt.Sprintf("%s.transient[%d]", path, i), "%d is not an HTTP error status (400-599)", c)
+	r.statuses(path+".transient", a.Transient)
+	r.statuses(path+".refuse", a.Refuse)
+	for i, c := range a.Refuse {
+		if slices.Contains(a.Transient, c) {
+			r.add(fmt.Sprintf("%s.refuse[%d]", path, i), "%d is also transient: a status is retried or refuses the step, not both", c)
 		}
 	}
 	if a.Custom {
-		if a.Endpoint != "" || a.Auth != nil {
-			r.add(path, "a custom agent (Go code) has no endpoint or auth")
+		if a.Endpoint != "" || a.Auth != nil || a.Transient != nil || a.Refuse != nil {
+			r.add(path, "a custom agent (Go code) has no endpoint, auth, transient or refuse: its code decides")
 		}
 		return out
 	}
@@ -159,6 +161,15 @@ func (r *specReader) agent(name string, a agentSpec) Agent {
 		out.Auth = r.auth(path+".auth", *a.Auth)
 	}
 	return out
+}
+
+// statuses checks a list of HTTP error statuses.
+func (r *specReader) statuses(path string, codes []int) {
+	for i, c := range codes {
+		if c < 400 || c > 599 {
+			r.add(fmt.Sprintf("%s[%d]", path, i), "%d is not an HTTP error status (400-599)", c)
+		}
+	}
 }
 
 // endpoint checks an endpoint as written; one with ${NAME}s is checked

@@ -108,6 +108,12 @@ type Agent struct {
 	Endpoint  string        // the base URL its actions are POSTed under ("" for a custom agent)
 	Timeout   time.Duration // one HTTP call's
 	Transient []int         // HTTP statuses retried (nil: 408, 429 and 5xx)
+	// Refuse are HTTP statuses that refuse the step for good even where they
+	// could be read as a refusal of the agent's credentials (401, 403): with
+	// credentials, those are read again and the call made once more, then
+	// retried as transient, unless listed here. Any other status neither
+	// transient nor 2xx refuses the step whether listed or not.
+	Refuse []int
 	Auth      *Auth         // nil: none
 	Custom    bool          // an Agent written in Go, deployed from functions/<name>
 }

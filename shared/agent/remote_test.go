@@ -1,0 +1,68 @@
+package agent_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/agent"
+)
+
+// keyring is an Authorizer that counts how often it was asked to read its
+// credentials again.
+type keyring struct{ refreshed atomic.Int32 }
+
+func (k *keyring) Authorize(_ context.Context, req *http.Request, _ []byte) error {
+	req.Header.Set("X-Api-Key", "key")
+	return nil
+}
+
+func (k *keyring) Refresh(context.Context) bool { k.refreshed.Add(1); return true }
+
+func (k *keyring) Redact(text string) string { return strings.ReplaceAll(text, "key", "[redacted]") }
+
+// statusServer answers each action with the status it names: POST /403.
+func statusServer(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/"))
+		http.Error(w, "no", code)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// With credentials, a 401 or 403 is a refusal of the credentials (read
+// again, then transient) unless the workflow lists it under refuse: then it
+// refuses the step for good, and the credentials are not read again.
+func TestHTTPRemoteRefusesTheStepForTheStatusesTheWorkflowLists(t *testing.T) {
+	t.Parallel()
+	srv := statusServer(t)
+	for name, c := range map[string]struct {
+		refuse    []int
+		status    string
+		permanent bool
+		refreshed int32
+	}{
+		"403 by default":     {nil, "403", false, 1},
+		"401 by default":     {nil, "401", false, 1},
+		"403 listed":         {[]int{403, 422}, "403", true, 0},
+		"401 not listed":     {[]int{403}, "401", false, 1},
+		"422 whether or not": {nil, "422", true, 0},
+	} {
+		k := &keyring{}
+		r := &agent.HTTPRemote{Endpoint: srv.URL, Service: "payments", Refuse: c.refuse, Auth: k, Client: srv.Client()}
+		_, err := r.Apply(context.Background(), c.status, "o-1/charge", []byte(`{}`))
+		require.Error(t, err, name)
+		require.Equal(t, c.permanent, agent.IsPermanent(err), "%s: %v", name, err)
+		require.Equal(t, c.refreshed, k.refreshed.Load(), name)
+	}
+	noAuth := &agent.HTTPRemote{Endpoint: srv.URL, Service: "payments", Client: srv.Client()}
+	_, err := noAuth.Apply(context.Background(), "403", "o-1/charge", []byte(`{}`))
+	require.True(t, agent.IsPermanent(err), "without credentials a 403 refuses the step")
+}
