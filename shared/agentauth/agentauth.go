@@ -21,20 +21,23 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// Clients reach where credentials are kept.
+// Clients reach where credentials are kept. The SDK's clients bring its
+// retries (throttling, 5xx) and its endpoint settings (AWS_ENDPOINT_URL_SSM).
 type Clients struct {
-	Secrets *secretsmanager.Client
-	AWS     aws.Config // the function's role: SSM, and SigV4
+	Secrets    *secretsmanager.Client
+	Parameters *ssm.Client
+	AWS        aws.Config // the function's role, for SigV4
 }
 
 // NewClients makes the clients from an SDK configuration.
 func NewClients(cfg aws.Config) Clients {
-	return Clients{Secrets: secretsmanager.NewFromConfig(cfg), AWS: cfg}
+	return Clients{Secrets: secretsmanager.NewFromConfig(cfg), Parameters: ssm.NewFromConfig(cfg), AWS: cfg}
 }
 
 // For returns the Authorizer of an agent (nil for an agent without auth),
@@ -52,7 +55,7 @@ func For(ctx context.Context, c Clients, a workflow.Agent) (agent.Authorizer, er
 	case a.Auth.Secret != "":
 		h.Read, h.Source = secretReader(c.Secrets, a.Auth.Secret), "secret "+a.Auth.Secret
 	case a.Auth.Parameter != "":
-		h.Read, h.Source = parameterReader(c.AWS, a.Auth.Parameter), "parameter "+a.Auth.Parameter
+		h.Read, h.Source = parameterReader(c.Parameters, a.Auth.Parameter), "parameter "+a.Auth.Parameter
 	default:
 		return nil, fmt.Errorf("agent %s: auth names no secret, parameter or sigv4", a.Name)
 	}
@@ -72,6 +75,20 @@ func secretReader(c *secretsmanager.Client, id string) func(context.Context) (st
 			return "", errors.New("it is a binary secret: a header needs a SecretString")
 		}
 		return aws.ToString(out.SecretString), nil
+	}
+}
+
+// parameterReader reads an SSM SecureString parameter, decrypted.
+func parameterReader(c *ssm.Client, name string) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		out, err := c.GetParameter(ctx, &ssm.GetParameterInput{Name: &name, WithDecryption: aws.Bool(true)})
+		if err != nil {
+			return "", err
+		}
+		if out.Parameter == nil {
+			return "", errors.New("ssm GetParameter answered no parameter")
+		}
+		return aws.ToString(out.Parameter.Value), nil
 	}
 }
 

@@ -305,7 +305,11 @@ func TestParameterIsReadDecryptedByTheHandWrittenCall(t *testing.T) {
 	require.Equal(t, "Bearer tok-ssm-2", sent(t, h, "Authorization"))
 }
 
-func TestParameterCallIsSignedAndItsErrorsShowNoBody(t *testing.T) {
+// The parameter is read with the SDK's SSM client: signed for ssm in the
+// configured region, with WithDecryption; throttling and 5xx answers are
+// retried as the SDK retries them; an error names SSM's error and never
+// shows a body.
+func TestParameterCallIsSignedRetriedAndItsErrorsShowNoBody(t *testing.T) {
 	t.Parallel()
 	creds := aws.Credentials{AccessKeyID: "AKIDSSMTEST", SecretAccessKey: "ssm-test-secret"}
 	guard := remotesim.RequireSigV4(creds, "ssm", "eu-central-1")
@@ -313,7 +317,9 @@ func TestParameterCallIsSignedAndItsErrorsShowNoBody(t *testing.T) {
 		status int
 		body   string
 	}
-	var next atomic.Value
+	var mu sync.Mutex
+	var script []answer // answered in turn; the last one again and again
+	calls := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		// SSM, unlike API Gateway, wants no X-Amz-Content-Sha256 header (the
@@ -325,51 +331,59 @@ func TestParameterCallIsSignedAndItsErrorsShowNoBody(t *testing.T) {
 			Name           string
 			WithDecryption bool
 		}
+		mu.Lock()
+		calls++
+		a := script[min(calls, len(script))-1]
+		mu.Unlock()
 		switch {
-		case r.Method != http.MethodPost || r.URL.Path != "/":
-			http.Error(w, "not GetParameter's route", http.StatusNotFound)
-		case r.Header.Get("X-Amz-Target") != "AmazonSSM.GetParameter" ||
-			r.Header.Get("Content-Type") != "application/x-amz-json-1.1":
+		case r.Header.Get("X-Amz-Target") != "AmazonSSM.GetParameter":
 			http.Error(w, "not GetParameter", http.StatusBadRequest)
 		case json.Unmarshal(body, &in) != nil || in.Name != "/prod/billing" || !in.WithDecryption:
 			http.Error(w, "wrong input: "+string(body), http.StatusBadRequest)
 		case guard(r, body) != nil:
 			http.Error(w, "not signed for ssm with the configured credentials", http.StatusForbidden)
 		default:
-			a := next.Load().(answer)
+			w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 			w.WriteHeader(a.status)
 			_, _ = io.WriteString(w, a.body)
 		}
 	}))
 	t.Cleanup(srv.Close)
-	clients := agentauth.Clients{AWS: aws.Config{Region: "eu-central-1", BaseEndpoint: aws.String(srv.URL),
-		Credentials: credentials.StaticCredentialsProvider{Value: creds}}}
+	clients := agentauth.NewClients(aws.Config{Region: "eu-central-1", BaseEndpoint: aws.String(srv.URL),
+		Credentials: credentials.StaticCredentialsProvider{Value: creds}})
 	auth := &workflow.Auth{Header: "Authorization", Parameter: "/prod/billing"}
 	ctx := context.Background()
+	play := func(answers ...answer) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := calls
+		script, calls = answers, 0
+		return n
+	}
+	ok := answer{http.StatusOK, `{"Parameter":{"Name":"/prod/billing","Type":"SecureString","Value":"tok-signed"}}`}
+	throttled := answer{http.StatusBadRequest, `{"__type":"ThrottlingException","message":"Rate exceeded"}`}
 
-	next.Store(answer{http.StatusOK, `{"Parameter":{"Name":"/prod/billing","Type":"SecureString","Value":"tok-signed"}}`})
+	play(throttled, answer{http.StatusServiceUnavailable, `{"__type":"ServiceUnavailable"}`}, ok)
 	az, err := agentauth.For(ctx, clients, workflow.Agent{Name: "billing", Auth: auth})
-	require.NoError(t, err, "the call is signed for ssm in the configured region, with WithDecryption")
+	require.NoError(t, err, "throttled, then unavailable, then read: the SDK's retries")
 	require.Equal(t, "tok-signed", sent(t, az, "Authorization"))
 
-	next.Store(answer{http.StatusBadRequest, `{"__type":"com.amazonaws.ssm#ParameterNotFound","message":"Parameter /prod/billing not found."}`})
+	require.Equal(t, 3, play(answer{http.StatusBadRequest, `{"__type":"ParameterNotFound","message":"Parameter /prod/billing not found."}`}))
 	_, err = agentauth.For(ctx, clients, workflow.Agent{Name: "billing", Auth: auth})
-	require.EqualError(t, err, "agent billing: read parameter /prod/billing: ssm GetParameter: HTTP 400 ParameterNotFound Parameter /prod/billing not found.")
+	require.ErrorContains(t, err, "agent billing: read parameter /prod/billing: operation error SSM: GetParameter")
+	require.ErrorContains(t, err, "ParameterNotFound: Parameter /prod/billing not found.")
+	require.Equal(t, 1, play(answer{http.StatusBadGateway, "<html>upstream said tok-signed</html>"}), "a refusal is not retried")
 
 	// An answer that is not SSM's (a proxy's page echoing the request) is
 	// summed up by its status: its body is not put in the error.
-	next.Store(answer{http.StatusBadGateway, "<html>upstream said tok-signed</html>"})
 	_, err = agentauth.For(ctx, clients, workflow.Agent{Name: "billing", Auth: auth})
-	require.ErrorContains(t, err, "read parameter /prod/billing: ssm GetParameter: HTTP 502")
+	require.ErrorContains(t, err, "read parameter /prod/billing: operation error SSM: GetParameter")
+	require.ErrorContains(t, err, "StatusCode: 502")
 	require.NotContains(t, err.Error(), "tok-signed")
 
-	next.Store(answer{http.StatusOK, `{"Parameter":{"Name":"/prod/billing","Value":""}}`})
+	require.Greater(t, play(answer{http.StatusOK, `{"Parameter":{"Name":"/prod/billing","Value":""}}`}), 1, "a 502 is retried")
 	_, err = agentauth.For(ctx, clients, workflow.Agent{Name: "billing", Auth: auth})
 	require.EqualError(t, err, "agent billing: read parameter /prod/billing: it is empty")
-
-	_, err = agentauth.For(ctx, agentauth.Clients{AWS: aws.Config{Region: "eu-central-1", BaseEndpoint: aws.String(srv.URL)}},
-		workflow.Agent{Name: "billing", Auth: auth})
-	require.ErrorContains(t, err, "read parameter /prod/billing: no AWS credentials")
 }
 
 func TestRedactReplacesTheSecretAndOnlyIt(t *testing.T) {
