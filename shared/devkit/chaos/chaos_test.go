@@ -45,7 +45,8 @@ func TestChaosRunKeepsEveryInvariant(t *testing.T) {
 		"handler killed at submission.after-commit", "handler killed at agent.after-claim",
 		"handler killed at agent.after-record", "handler killed at agent.after-call",
 		"remote transient error", "remote call hung", "remote call slowed past CompleteBy", "remote refused for good",
-		"order cancelled (a cancel message sent)", "agent paused before recording its outcome"} {
+		"order cancelled (a cancel message sent)", "agent paused before recording its outcome",
+		"approval early", "approval late", "approval twice", "approval never"} {
 		require.Contains(t, kinds, k)
 	}
 	require.Positive(t, res.Recoveries)

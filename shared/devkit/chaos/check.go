@@ -19,25 +19,28 @@ type Violations struct {
 	Inconsistent  []string `json:"inconsistent"`  // the effects do not match the end state
 	OverThreshold []string `json:"overThreshold"` // 4: FailureCount past MaxFailures
 	Unalerted     []string `json:"unalerted"`     // 1, 4: an Error record whose alert was never confirmed
+	Unrejected    []string `json:"unrejected"`    // 7: a bad input or refused event not in the DLQ with its reason
 }
 
 // Count is the number of violations.
 func (v Violations) Count() int {
-	return len(v.Lost) + len(v.NotEnded) + len(v.AppliedTwice) + len(v.Inconsistent) + len(v.OverThreshold) + len(v.Unalerted)
+	return len(v.Lost) + len(v.NotEnded) + len(v.AppliedTwice) + len(v.Inconsistent) + len(v.OverThreshold) + len(v.Unalerted) +
+		len(v.Unrejected)
 }
 
 // Check checks the invariants over the submitted orders, from every record
-// of the state table and the remote services' ledger.
-func Check(def workflow.Definition, ids []string, tasks map[string]statestore.Task,
+// of the state table and the remote services' ledger; each order against
+// the workflow of set it ran.
+func Check(set workflow.Set, ids []string, tasks map[string]statestore.Task,
 	records map[string][]statestore.Step, ledger []remotesim.Effect) (Violations, map[workflow.State]int) {
 	var v Violations
 	ends := map[workflow.State]int{}
-	effects := map[string]map[string]int{} // order → action/round → times applied
+	effects := map[string]map[string]int{} // order → step or undo name/round → times applied
 	for _, e := range ledger {
 		if effects[e.OrderID] == nil {
 			effects[e.OrderID] = map[string]int{}
 		}
-		effects[e.OrderID][e.Action+"/r"+strconv.Itoa(roundOf(e.Key))]++
+		effects[e.OrderID][nameOf(e)+"/r"+strconv.Itoa(roundOf(e.Key))]++
 	}
 	for _, id := range ids {
 		t, ok := tasks[id]
@@ -62,11 +65,16 @@ func Check(def workflow.Definition, ids []string, tasks map[string]statestore.Ta
 				v.Unalerted = append(v.Unalerted, id+" "+r.Name)
 			}
 		}
+		def, ok := set.Get(t.Workflow)
+		if !ok {
+			v.Inconsistent = append(v.Inconsistent, id+": ran workflow "+t.Workflow+", which the run does not have")
+			continue
+		}
 		if why := consistent(def, t, records[id], effects[id]); why != "" {
 			v.Inconsistent = append(v.Inconsistent, id+": "+why)
 		}
 	}
-	for _, l := range [][]string{v.Lost, v.NotEnded, v.AppliedTwice, v.Inconsistent, v.OverThreshold, v.Unalerted} {
+	for _, l := range [][]string{v.Lost, v.NotEnded, v.AppliedTwice, v.Inconsistent, v.OverThreshold, v.Unalerted, v.Unrejected} {
 		slices.Sort(l)
 	}
 	return v, ends
@@ -88,6 +96,9 @@ func consistent(def workflow.Definition, t statestore.Task, recs []statestore.St
 	}
 	round := "/r" + strconv.Itoa(t.Round)
 	for i, st := range def.Steps {
+		if st.Kind() != workflow.KindAgent {
+			continue // a wait or a timer has no effect of its own
+		}
 		r := rec[workflow.Ref{Index: i}]
 		did, undid := applied[st.Name+round], 0
 		if st.Undo != nil {
@@ -116,6 +127,18 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// nameOf is the step or undo action whose effect e is, read from its
+// idempotency key (workflow.IdempotencyKey: ORDER/NAME or ORDER/NAME/rN).
+func nameOf(e remotesim.Effect) string {
+	name := strings.TrimPrefix(e.Key, e.OrderID+"/")
+	if i := strings.LastIndex(name, "/r"); i >= 0 {
+		if _, err := strconv.Atoi(name[i+2:]); err == nil {
+			return name[:i]
+		}
+	}
+	return name
 }
 
 // roundOf reads the round from an idempotency key (workflow.IdempotencyKey).

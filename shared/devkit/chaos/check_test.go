@@ -1,6 +1,8 @@
 package chaos
 
 import (
+	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,7 +17,7 @@ import (
 func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 	def := workflow.Orders(workflow.Settings{})
 	task := func(id string, s workflow.State) statestore.Task {
-		return statestore.Task{OrderID: id, State: s, Round: 1}
+		return statestore.Task{OrderID: id, Workflow: "order", State: s, Round: 1}
 	}
 	step := func(id string, i int, s workflow.State, failures int) statestore.Step {
 		st := statestore.Step{OrderID: id, Index: i, Name: def.Steps[i].Name, State: s, FailureCount: failures,
@@ -58,7 +60,7 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		effect("o-refunded", "refund-payment"), effect("o-refunded", "release-inventory"))
 
 	ids := []string{"o-ok", "o-lost", "o-run", "o-twice", "o-refunded", "o-over", "o-quiet"}
-	v, ends := Check(def, ids, tasks, records, ledger)
+	v, ends := Check(workflow.MustSet(def), ids, tasks, records, ledger)
 	require.Equal(t, []string{"o-lost"}, v.Lost)
 	require.Equal(t, []string{"o-run"}, v.NotEnded)
 	require.Equal(t, []string{"o-twice charge-payment/r1"}, v.AppliedTwice)
@@ -69,4 +71,37 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 	require.Equal(t, 7, v.Count())
 	require.Equal(t, 3, ends[workflow.Processed])
 	require.Equal(t, 1, ends[workflow.CompensationFailed], "an operator's case, alerted or not, is an end")
+}
+
+// A waits order Processed with no approval sent, or charged another amount
+// than approved, is caught; one charged what was approved is not.
+func TestCheckApprovalsFindsAnOrderThatDidNotWaitForItsApproval(t *testing.T) {
+	ids := []string{"w-0", "w-1", "w-2"}
+	tasks := map[string]statestore.Task{}
+	for _, id := range ids {
+		tasks[id] = statestore.Task{OrderID: id, Workflow: WaitsWorkflow, State: workflow.Processed}
+	}
+	charge := func(id string, cents int64) remotesim.Effect {
+		return remotesim.Effect{OrderID: id, Action: "charge-payment", Input: json.RawMessage(fmt.Sprintf(`{"amountCents":%d}`, cents))}
+	}
+	ledger := []remotesim.Effect{charge("w-0", approvedCents(0)), charge("w-1", 5), charge("w-2", approvedCents(2))}
+	approved := Plan{Seed: 1, Waits: 1} // every order waits; every approval sent
+	require.Equal(t, []string{`w-1: charged {"amountCents":5}, approved 1001`}, checkApprovals(approved, ids, tasks, ledger))
+	never := Plan{Seed: 1, Waits: 1, NoEvent: 1} // no approval sent at all
+	require.Len(t, checkApprovals(never, ids, tasks, ledger), 4, "three Processed without an approval, one charged wrongly")
+	require.Empty(t, checkApprovals(Plan{Seed: 1}, ids, tasks, ledger), "orders of the order workflow are not checked")
+}
+
+// A rejection is found only in the DLQ, with its reason.
+func TestUnmatchedRejectionsAreReported(t *testing.T) {
+	rs := []rejection{{"a", "body-a", "duplicate"}, {"b", "body-b", "no such order"}, {"c", "body-c", "x"}}
+	got := map[string]string{"body-a": "invalid message: bad JSON: duplicate object member name", "body-b": "something else"}
+	require.Equal(t, []string{`b: rejected as "something else", want "no such order"`, "c: not in the orders DLQ"}, unmatched(rs, got))
+}
+
+func TestTheWaitsWorkflowParses(t *testing.T) {
+	d := waitsDefinition()
+	require.Equal(t, WaitsWorkflow, d.Name)
+	_, ok := d.WaitFor(approvedEvent)
+	require.True(t, ok)
 }

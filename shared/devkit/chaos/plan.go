@@ -49,6 +49,19 @@ type Plan struct {
 	// Throttle caps functions' pace (localrun.Options.Throttle): a burst
 	// plan makes a backlog with it.
 	Throttle map[string]time.Duration
+	// Waits is the share of orders run on the waits workflow (waits.yaml: an
+	// event wait, a timer, an async step). Their approvals go by fate: none
+	// for NoEvent (the wait times out and the order is undone), with the
+	// order for EarlyEvent (kept until the wait), late and then again for
+	// TwiceEvent, and late for the rest, at a random point up to
+	// EventWithin after the order.
+	Waits, NoEvent, EarlyEvent, TwiceEvent float64
+	EventWithin                            time.Duration
+	// BadInput sends malformed and ambiguous messages among the orders
+	// (a member twice, a reply queue walking out of its prefix, events for
+	// no order), and approvals to ended orders: each must be rejected to the
+	// orders DLQ with its reason.
+	BadInput bool
 	// BatchWindow is the event source mappings' batching window. None by
 	// default: the plan's timeouts are seconds (a 3 s step timeout, a 5 s
 	// pickup deadline), and a deployment's 1 s a hop would be a third of
@@ -66,6 +79,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 		Transient: 0.10, Stall: 0.02, Slow: 0.02, SlowBy: 5 * time.Second,
 		Permanent: 0.02, UndoFailure: 0.10, Outage: 4 * time.Second,
 		Cancel: 0.05, CancelWithin: 4 * time.Second,
+		Waits: 0.3, NoEvent: 0.15, EarlyEvent: 0.2, TwiceEvent: 0.15, EventWithin: 8 * time.Second, BadInput: true,
 		Schedulers: 2, Supervisors: 2, SupervisorEvery: 500 * time.Millisecond,
 		Settings: workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 6, RetryBackoff: 500 * time.Millisecond,
 			PickupTimeout: 5 * time.Second},
@@ -74,9 +88,10 @@ func DefaultPlan(seed uint64, orders int) Plan {
 	}
 }
 
-// NoFaults switches every injected fault off: a burst plan measures waiting
-// alone.
+// NoFaults switches every injected fault off, and runs the order workflow
+// alone: a burst plan measures waiting alone.
 func (p *Plan) NoFaults() {
+	p.Waits, p.BadInput = 0, false
 	p.Drop, p.Delay, p.Duplicate, p.Crash, p.Pause = 0, 0, 0, 0, 0
 	p.Transient, p.Stall, p.Slow, p.Permanent, p.UndoFailure, p.Outage, p.Cancel = 0, 0, 0, 0, 0, 0, 0
 }
@@ -84,7 +99,7 @@ func (p *Plan) NoFaults() {
 // faults are the remote simulator's knobs for the plan, by service or action.
 func (p Plan) faults(start time.Time) map[string]remotesim.Faults {
 	base := remotesim.Faults{Latency: 10 * time.Millisecond, TransientRate: p.Transient, StallRate: p.Stall,
-		SlowRate: p.Slow, SlowLatency: p.SlowBy, PermanentRate: p.Permanent}
+		SlowRate: p.Slow, SlowLatency: p.SlowBy, PermanentRate: p.Permanent, CallbackDelay: 300 * time.Millisecond}
 	payment := base
 	if p.Outage > 0 {
 		payment.Outages = []remotesim.Window{{From: start.Add(2 * time.Second), To: start.Add(2*time.Second + p.Outage)}}
@@ -92,7 +107,7 @@ func (p Plan) faults(start time.Time) map[string]remotesim.Faults {
 	undo := base
 	undo.PermanentRate = p.UndoFailure
 	out := map[string]remotesim.Faults{"": base, paymentAgent: payment} // the outage is the payment service's
-	for _, st := range workflow.Orders(p.Settings).Steps {
+	for _, st := range append(workflow.Orders(p.Settings).Steps, waitsDefinition().Steps...) {
 		if st.Undo != nil {
 			u := undo
 			if st.Undo.Agent == paymentAgent {

@@ -38,8 +38,11 @@ type Result struct {
 	EndStates        map[workflow.State]int `json:"endStates"`
 	Violations       Violations             `json:"violations"`
 	DeadLetters      map[string]int         `json:"deadLetters"` // messages left in each DLQ
-	Drain            time.Duration          `json:"drainNanos"`
-	Checked          bool                   `json:"checked"` // the invariants were checked (the run was not cut short first)
+	// Unrejected are the run's bad inputs and refused events that did not
+	// reach the orders DLQ with their reason.
+	Unrejected []string      `json:"-"`
+	Drain      time.Duration `json:"drainNanos"`
+	Checked    bool          `json:"checked"` // the invariants were checked (the run was not cut short first)
 }
 
 // Run sends the plan's orders through a local stack on the emulator at
@@ -60,7 +63,8 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 	inj := NewInjector(p)
 	logs = metrics.Locked(logs) // shared by every handler's logger and emitter
 	stack, err := localrun.New(ctx, localrun.Options{
-		Endpoint: endpoint, DynamoDBEndpoint: p.DynamoDBEndpoint, Prefix: fmt.Sprintf("chaos%d-%d", p.Seed, start.UnixNano()%1e6), Settings: p.Settings,
+		Workflows: workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow), waitsDefinition()),
+		Endpoint:  endpoint, DynamoDBEndpoint: p.DynamoDBEndpoint, Prefix: fmt.Sprintf("chaos%d-%d", p.Seed, start.UnixNano()%1e6), Settings: p.Settings,
 		RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second, Schedulers: p.Schedulers, Supervisors: p.Supervisors,
 		SupervisorEvery: p.SupervisorEvery, Faults: inj.Message, DelayFor: p.DelayFor, Crash: inj.Crash,
 		Log: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: logs, BatchWindow: p.BatchWindow, Throttle: p.Throttle,
@@ -68,9 +72,11 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 	if err != nil {
 		return res, err
 	}
-	ids, cancels, waitErr := runOrders(ctx, stack, p, &res, progress)
+	sim.OnCallback(stack.Callbacks(nil)) // the async services answer through the orders queue
+	ids, cancels, signals, waitErr := runOrders(ctx, stack, p, &res, progress)
 	res.Faults = inj.Counts()
 	res.Faults["order cancelled (a cancel message sent)"] = cancels.sent
+	maps.Copy(res.Faults, signals.counts())
 	if err := res.check(ctx, stack, sim, p, ids, waitErr == nil); err != nil {
 		return res, err
 	}
@@ -81,9 +87,9 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 }
 
 // runOrders runs the stack while it drives the plan's orders, and stops it
-// when they ended (or the plan's timeout passed); res.Drain is how long
-// they took.
-func runOrders(ctx context.Context, stack *localrun.Stack, p Plan, res *Result, progress func(localrun.Counts)) ([]string, *canceller, error) {
+// when they ended (or the plan's timeout passed) and the bad input was
+// rejected; res.Drain is how long the orders took.
+func runOrders(ctx context.Context, stack *localrun.Stack, p Plan, res *Result, progress func(localrun.Counts)) ([]string, *canceller, *signaller, error) {
 	start := time.Now()
 	defer stack.Start(ctx)()
 	ids := make([]string, p.Orders)
@@ -92,11 +98,56 @@ func runOrders(ctx context.Context, stack *localrun.Stack, p Plan, res *Result, 
 	}
 	wctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
-	cancels := &canceller{stack: stack, plan: p}
-	err := drive(wctx, stack, p, ids, cancels, progress)
+	cancels, signals := &canceller{stack: stack, plan: p}, newSignaller(stack, p, ids)
+	var bad []rejection
+	if p.BadInput {
+		bad = badInputs(p, stack, firstWaits(p, ids))
+		for _, r := range bad {
+			if err := stack.SendOrders(ctx, r.body); err != nil {
+				return ids, cancels, signals, err
+			}
+		}
+	}
+	err := drive(wctx, stack, p, ids, cancels, signals, progress)
 	cancels.wait()
+	signals.wait()
 	res.Drain = time.Since(start)
-	return ids, cancels, err
+	if err == nil && p.BadInput {
+		res.Unrejected, err = rejectAfterTheEnd(ctx, stack, p, ids, bad)
+	}
+	return ids, cancels, signals, err
+}
+
+// rejectAfterTheEnd sends approvals to ended orders, then waits until every
+// rejection the run made is in the orders DLQ with its reason; it returns
+// those that are not. (An event for no order is tried three times, a
+// visibility timeout apart, before it is rejected.)
+func rejectAfterTheEnd(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, bad []rejection) ([]string, error) {
+	tasks, err := stack.Store.Tasks(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	done := map[string]bool{}
+	for id, t := range tasks {
+		done[id] = t.State.Ended()
+	}
+	late := endedEvents(p, ids, done)
+	for _, r := range late {
+		if err := stack.SendOrders(ctx, r.body); err != nil {
+			return nil, err
+		}
+	}
+	return awaitRejections(ctx, stack, append(bad, late...), 2*time.Minute)
+}
+
+// firstWaits is the first of ids the plan runs on the waits workflow.
+func firstWaits(p Plan, ids []string) string {
+	for _, id := range ids {
+		if p.waits(id) {
+			return id
+		}
+	}
+	return ""
 }
 
 // check reads the end of the run (the DLQs, every order's state, the
@@ -116,7 +167,9 @@ func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesi
 			return err
 		}
 	}
-	r.Violations, r.EndStates = Check(workflow.Orders(p.Settings), ids, tasks, records, sim.Ledger())
+	r.Violations, r.EndStates = Check(stack.Deployment.Config.Workflows, ids, tasks, records, sim.Ledger())
+	r.Violations.Inconsistent = append(r.Violations.Inconsistent, checkApprovals(p, ids, tasks, sim.Ledger())...)
+	r.Violations.Unrejected = r.Unrejected
 	r.Checked = true
 	st := sim.Stats()
 	for k, v := range map[string]int{"remote transient error": st.Transient, "remote call hung": st.Stalled,
@@ -202,7 +255,7 @@ func awaitAlerts(ctx context.Context, stack *localrun.Stack, p Plan) (map[string
 // handler killed between an order's last write and its metric loses the
 // metric, never the end, and an end counted only from metrics would leave a
 // phantom in flight for good, shrinking the window until nothing is sent.
-func drive(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, cancels *canceller,
+func drive(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, cancels *canceller, signals *signaller,
 	progress func(localrun.Counts)) error {
 	window := p.InFlight
 	if window <= 0 {
@@ -232,12 +285,13 @@ func drive(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, can
 		if n := min(len(ids)-sent, window-(sent-ended())); n > 0 {
 			var bodies []string
 			for i := sent; i < sent+n; i++ {
-				bodies = append(bodies, localrun.DemoOrder(ids[i], i).JSON())
+				bodies = append(bodies, p.orderBody(ids[i], i))
 			}
 			if err := stack.SendOrders(ctx, bodies...); err != nil {
 				return err
 			}
 			cancels.schedule(ctx, ids[sent:sent+n])
+			signals.schedule(ctx, ids[sent:sent+n])
 			sent += n
 		}
 		if progress != nil && time.Since(lastProgress) > 5*time.Second {
@@ -323,6 +377,7 @@ func (r Result) Print(w io.Writer) {
 	row("effects inconsistent with the end state", len(v.Inconsistent))
 	row("failure counts past the threshold", len(v.OverThreshold))
 	row("Error records never alerted", len(v.Unalerted))
+	row("bad input not rejected with its reason", len(v.Unrejected))
 	if v.Count() == 0 {
 		fmt.Fprintln(w, "\nEvery invariant held.")
 		return

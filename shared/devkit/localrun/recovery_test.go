@@ -137,7 +137,7 @@ func TestRunnerKilledAndRestartedEveryOrderEnds(t *testing.T) {
 	// an order may run out of retries and end Failed with its work undone.
 	tasks, records, err := e.stack.Store.ScanAll(ctx)
 	require.NoError(t, err)
-	v, ends := chaos.Check(e.stack.Deployment.Config.Workflows.Default(), ids, tasks, records, e.sim.Ledger())
+	v, ends := chaos.Check(e.stack.Deployment.Config.Workflows, ids, tasks, records, e.sim.Ledger())
 	require.Zero(t, v.Count(), "%+v", v)
 	require.Zero(t, ends[workflow.CompensationFailed])
 	require.Greater(t, ends[workflow.Processed], len(ids)/2, "most orders went through")

@@ -1,0 +1,195 @@
+package chaos
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+//go:embed waits.yaml
+var waitsFile []byte
+
+// WaitsWorkflow is the chaos run's workflow that waits for an event, sleeps,
+// and calls an async service (waits.yaml).
+const WaitsWorkflow = "waits"
+
+// waitsDefinition parses waits.yaml.
+func waitsDefinition() workflow.Definition {
+	d, err := workflow.ParseFile("chaos/waits.yaml", waitsFile, workflow.Options{})
+	if err != nil {
+		panic(err) // a test of this package parses it
+	}
+	return d
+}
+
+// approvedEvent is the event waits.yaml waits for.
+const approvedEvent = "approved"
+
+// fate is what the run does with a waits order's approval.
+type fate string
+
+const (
+	fateLate  fate = "late"  // sent at a random point, usually after the order reached its wait
+	fateEarly fate = "early" // sent with the order: kept until the order reaches its wait
+	fateTwice fate = "twice" // sent late, then again with the same eventId (a no-op), and once more under another (refused)
+	fateNone  fate = "never" // never sent: the wait times out, the order is undone
+)
+
+// fateOf is the plan's fate for the approval of order id.
+func (p Plan) fateOf(id string) fate {
+	x := remotesim.Mix(p.Seed, "event", id)
+	switch {
+	case x < p.NoEvent:
+		return fateNone
+	case x < p.NoEvent+p.EarlyEvent:
+		return fateEarly
+	case x < p.NoEvent+p.EarlyEvent+p.TwiceEvent:
+		return fateTwice
+	}
+	return fateLate
+}
+
+// waits reports whether the plan runs order id on the waits workflow.
+func (p Plan) waits(id string) bool { return remotesim.Mix(p.Seed, "waits", id) < p.Waits }
+
+// approvedCents is what the approval of the i-th order approves: the charge
+// must ask for exactly this (the event's data, through the step's input).
+func approvedCents(i int) int64 { return 1000 + int64(i) }
+
+// approval is the approved event for order id (the i-th), under eventID.
+func approval(id string, i int, eventID string) string {
+	b, _ := json.Marshal(message.Event{Kind: message.KindEvent, OrderID: id, Event: approvedEvent, EventID: eventID,
+		Data: json.RawMessage(fmt.Sprintf(`{"amountCents":%d}`, approvedCents(i)))})
+	return string(b)
+}
+
+// orderBody is the i-th order of the run, on the workflow the plan gives it.
+func (p Plan) orderBody(id string, i int) string {
+	o := localrun.DemoOrder(id, i)
+	if p.waits(id) {
+		o.Workflow = WaitsWorkflow
+	}
+	return o.JSON()
+}
+
+// signaller sends the approvals of the run's waits orders, each by its fate.
+type signaller struct {
+	stack *localrun.Stack
+	plan  Plan
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	sent  map[fate]int
+	index map[string]int // order → its position in the run
+}
+
+func newSignaller(stack *localrun.Stack, p Plan, ids []string) *signaller {
+	s := &signaller{stack: stack, plan: p, sent: map[fate]int{}, index: map[string]int{}}
+	for i, id := range ids {
+		s.index[id] = i
+	}
+	return s
+}
+
+// schedule sends the approvals of the waits orders among ids: an early one
+// at once, a late one at a random point up to EventWithin after now.
+func (s *signaller) schedule(ctx context.Context, ids []string) {
+	for _, id := range ids {
+		if !s.plan.waits(id) {
+			continue
+		}
+		f, i := s.plan.fateOf(id), s.index[id]
+		s.count(f)
+		switch f {
+		case fateNone:
+			continue
+		case fateEarly:
+			s.send(ctx, approval(id, i, "e-"+id))
+			continue
+		}
+		at := time.Duration(remotesim.Mix(s.plan.Seed, "event-at", id) * float64(s.plan.EventWithin))
+		s.wg.Go(func() {
+			if !sleepCtx(ctx, at) {
+				return
+			}
+			s.send(ctx, approval(id, i, "e-"+id))
+			if f == fateTwice && sleepCtx(ctx, time.Second) {
+				s.send(ctx, approval(id, i, "e-"+id))     // a repeat: a no-op
+				s.send(ctx, approval(id, i, "other-"+id)) // another eventId: refused, or taken if it overtook the first
+			}
+		})
+	}
+}
+
+func (s *signaller) send(ctx context.Context, body string) { _ = s.stack.SendOrders(ctx, body) }
+
+func (s *signaller) count(f fate) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent[f]++
+}
+
+func (s *signaller) wait() { s.wg.Wait() }
+
+// counts is how many waits orders had each fate.
+func (s *signaller) counts() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]int{}
+	for f, n := range s.sent {
+		out["approval "+string(f)] = n
+	}
+	return out
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// checkApprovals checks what only the waits orders can break: an order
+// Processed though no approval was sent for it, or charged another amount
+// than its approval's (the event's data, through the charge's input).
+func checkApprovals(p Plan, ids []string, tasks map[string]statestore.Task, ledger []remotesim.Effect) []string {
+	charged := map[string]json.RawMessage{} // order → what its charge-payment was asked
+	for _, e := range ledger {
+		if e.Action == "charge-payment" {
+			charged[e.OrderID] = e.Input
+		}
+	}
+	var out []string
+	for i, id := range ids {
+		t, ok := tasks[id]
+		if !ok || !p.waits(id) {
+			continue
+		}
+		if t.State == workflow.Processed && p.fateOf(id) == fateNone {
+			out = append(out, id+": Processed, and no approval was sent")
+		}
+		in, ok := charged[id]
+		if !ok {
+			continue
+		}
+		var v struct {
+			AmountCents int64 `json:"amountCents"`
+		}
+		if json.Unmarshal(in, &v) != nil || v.AmountCents != approvedCents(i) {
+			out = append(out, fmt.Sprintf("%s: charged %s, approved %d", id, in, approvedCents(i)))
+		}
+	}
+	return out
+}
