@@ -135,6 +135,7 @@ func runDemo(ctx context.Context, f demoFlags, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	sim.OnCallback(stack.Callbacks(nil)) // async services answer through the orders queue
 	defer stack.Start(ctx)()
 
 	return drive(ctx, stack, sim, f, out)

@@ -160,6 +160,7 @@ func (d *devRun) deploy(ctx context.Context, o localrun.Options) error {
 	if d.stack, err = localrun.New(ctx, o); err != nil {
 		return err
 	}
+	d.sim.OnCallback(d.stack.Callbacks(nil)) // async services answer through the orders queue
 	if err := d.sayResources(ctx, logPath); err != nil {
 		return err
 	}

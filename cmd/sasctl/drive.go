@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -52,6 +53,10 @@ func drive(ctx context.Context, stack *localrun.Stack, sim *remotesim.Simulator,
 	p := newProgress(out, isTerminal(out))
 	wctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
+	if stack.Waits() {
+		fmt.Fprintln(out, "a workflow waits for events: the demo sends each parked order its event (amountCents: the order's total, by: sasctl demo)")
+		go approve(wctx, stack, ids)
+	}
 	tasks, err := stack.WaitEnded(wctx, ids, 250*time.Millisecond, func(c localrun.Counts) {
 		p.show(time.Since(start), c, stack.Tally)
 	})
@@ -69,6 +74,21 @@ func drive(ctx context.Context, stack *localrun.Stack, sim *remotesim.Simulator,
 		return fmt.Errorf("%d orders lost, %d effects applied twice", s.lost, s.twice)
 	}
 	return nil
+}
+
+// approve plays the approver of orders that wait for an event: each gets
+// it once parked, its data the order's total and who approved it.
+func approve(ctx context.Context, stack *localrun.Stack, ids []string) {
+	totals := map[string]int64{}
+	for i, id := range ids {
+		for _, it := range localrun.DemoOrder(id, i).Items {
+			totals[id] += int64(it.Quantity) * it.UnitPriceCents
+		}
+	}
+	a := localrun.Approver{Stack: stack, Data: func(id, _ string) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"amountCents":%d,"by":"sasctl demo"}`, totals[id]))
+	}}
+	a.Run(ctx, ids, time.Second)
 }
 
 type summary struct {

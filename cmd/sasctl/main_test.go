@@ -119,3 +119,16 @@ func TestDemoRefusesAPickupTimeoutShorterThanTheBatchingWindows(t *testing.T) {
 	require.Contains(t, stderr, "(--pickup-timeout, --batch-window)")
 	require.NotContains(t, stdout, "started", "nothing started")
 }
+
+// A workflow that waits for an event runs to its end in the demo: the demo
+// approves each order once it parked at its wait, and the charge takes the
+// approved amount.
+func TestDemoRunsAWorkflowThatWaitsForApproval(t *testing.T) {
+	t.Setenv("AWS_ENDPOINT_URL", "")
+	code, stdout, stderr := sasctl(t, "demo", "--orders", "6", "--malformed", "0", "--transient", "0.2",
+		"--stall", "0", "--permanent", "0", "--run-dir", t.TempDir(), "--workflows", "../../shared/workflow/examples/approval.yaml")
+	require.Zero(t, code, stderr)
+	require.Contains(t, stdout, "the demo sends each parked order its event")
+	require.Regexp(t, regexp.MustCompile(`Processed\s+6`), stdout)
+	require.Regexp(t, regexp.MustCompile(`Remote effects\s+12\s+0 of them undo actions; 0 applied twice`), stdout)
+}
