@@ -68,8 +68,8 @@ type HTTPRemote struct {
 	// credentials, where a 401 or 403 is otherwise taken as a refusal of
 	// the credentials (workflow.Agent.Refuse).
 	Refuse []int
-	Auth      Authorizer // nil: none
-	Client    *http.Client
+	Auth   Authorizer // nil: none
+	Client *http.Client
 }
 
 // Apply implements Remote. 2xx is success; a transient status is retried;

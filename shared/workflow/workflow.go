@@ -114,8 +114,8 @@ type Agent struct {
 	// retried as transient, unless listed here. Any other status neither
 	// transient nor 2xx refuses the step whether listed or not.
 	Refuse []int
-	Auth      *Auth         // nil: none
-	Custom    bool          // an Agent written in Go, deployed from functions/<name>
+	Auth   *Auth // nil: none
+	Custom bool  // an Agent written in Go, deployed from functions/<name>
 }
 
 // Auth is how an Agent proves itself to its service: a header whose value
