@@ -56,12 +56,12 @@ const eventTries = 5
 // (its data the step's result) and moves the order on, or keeps it for the
 // wait, or, with a token, records the async attempt's outcome.
 func (r Recorder) Event(ctx context.Context, def workflow.Definition, e Event) (Delivered, error) {
+	if e.Token != "" {
+		return r.callback(ctx, def, e)
+	}
 	if len(e.Data) > def.Limit() {
 		return Delivered{}, &Refused{fmt.Sprintf("event for order %s: its data is %d bytes, over workflow %s's %d-byte result limit",
 			e.OrderID, len(e.Data), def.Name, def.Limit())}
-	}
-	if e.Token != "" {
-		return r.callback(ctx, def, e)
 	}
 	i, ok := def.WaitFor(e.Name)
 	if !ok {
@@ -70,13 +70,16 @@ func (r Recorder) Event(ctx context.Context, def workflow.Definition, e Event) (
 	d := Delivered{Ref: workflow.Ref{Index: i}, Name: def.Steps[i].Name}
 	for range eventTries {
 		st, err := r.Store.EventState(ctx, e.OrderID, d.Ref, e.Name)
+		if st.Received == e.EventID && (err == nil || statestore.IsEventRefused(err)) {
+			// A repeat of the event the order took is a no-op, also once
+			// the order moved on or ended (a webhook retried, a redelivery).
+			d.Repeat = true
+			return d, nil
+		}
 		if err != nil {
 			return d, err
 		}
 		switch {
-		case st.Received == e.EventID:
-			d.Repeat = true
-			return d, nil
 		case st.Received != "":
 			return d, &Refused{fmt.Sprintf("order %s already received event %q (eventId %s)", e.OrderID, e.Name, st.Received)}
 		}
@@ -135,7 +138,12 @@ func (r Recorder) Wake(ctx context.Context, def workflow.Definition, orderID str
 
 // callback records an async attempt's outcome from its service's event,
 // fenced by the attempt and the token's nonce: a token is single-use, and
-// refused once its attempt was recovered or the order ended.
+// refused once its attempt was recovered or the order ended. The token is
+// checked against the record before anything is written, so a token that
+// names another attempt writes no result; a repeat of the callback that
+// recorded the attempt's outcome is a no-op. An answer over the workflow's
+// result limit fails the step for good (its effect happened: its own undo
+// runs), as an Agent's would.
 func (r Recorder) callback(ctx context.Context, def workflow.Definition, e Event) (Delivered, error) {
 	t, err := ParseToken(e.Token)
 	if err != nil || t.OrderID != e.OrderID {
@@ -146,9 +154,23 @@ func (r Recorder) callback(ctx context.Context, def workflow.Definition, e Event
 		return Delivered{}, &Refused{fmt.Sprintf("event for order %s: its token names no step of workflow %s", e.OrderID, def.Name)}
 	}
 	d := Delivered{Ref: t.Ref, Name: a.Name}
+	switch verdict, err := r.tokenVerdict(ctx, t); {
+	case err != nil:
+		return d, err
+	case verdict == tokenRepeat:
+		d.Repeat = true
+		return d, nil
+	case verdict == tokenRefused:
+		return d, &Refused{fmt.Sprintf("event for order %s: the token of attempt %d of %s was used, or its attempt recovered, or the order ended",
+			e.OrderID, t.Attempt, a.Name)}
+	}
 	at := Attempt{OrderID: e.OrderID, Ref: t.Ref, Name: a.Name, Attempt: t.Attempt, Round: t.Round, Token: t.Nonce,
 		Refusal: e.Error, Now: e.Now}
-	if e.Error == "" && len(e.Data) > 0 {
+	switch {
+	case e.Error == "" && len(e.Data) > def.Limit():
+		at.Refusal, at.Ran = fmt.Sprintf("%s answered %d bytes, over workflow %s's %d-byte result limit",
+			a.Name, len(e.Data), def.Name, def.Limit()), true
+	case e.Error == "" && len(e.Data) > 0:
 		err := r.Store.PutResult(ctx, statestore.Result{OrderID: e.OrderID, Ref: t.Ref, Name: a.Name, Round: t.Round,
 			Attempt: t.Attempt, JSON: e.Data, Now: e.Now})
 		if errors.Is(err, statestore.ErrStale) {
@@ -160,11 +182,44 @@ func (r Recorder) callback(ctx context.Context, def workflow.Definition, e Event
 		at.ResultBytes = len(e.Data)
 	}
 	d.Recorded, err = r.Record(ctx, def, at)
-	if err == nil && d.Stale {
-		return d, &Refused{fmt.Sprintf("event for order %s: the token of attempt %d of %s was used, or its attempt recovered, or the order ended",
-			e.OrderID, t.Attempt, a.Name)}
+	if err != nil || !d.Recorded.Stale {
+		return d, err
 	}
-	return d, err
+	// Not recorded: a duplicate of this callback recorded it meanwhile (a
+	// repeat), or the attempt was recovered, or the order moved on.
+	if v, err := r.tokenVerdict(ctx, t); err != nil || v == tokenRepeat {
+		d.Repeat, d.Recorded = err == nil, Recorded{}
+		return d, err
+	}
+	return d, &Refused{fmt.Sprintf("event for order %s: the token of attempt %d of %s was used, or its attempt recovered, or the order ended",
+		e.OrderID, t.Attempt, a.Name)}
+}
+
+// tokenVerdict is what the record says of a callback's token.
+type tokenVerdict int
+
+const (
+	tokenCurrent tokenVerdict = iota // the record's running attempt, with its nonce
+	tokenRepeat                      // the attempt's outcome is recorded already
+	tokenRefused                     // another attempt's, or one recovered, or the order ended
+)
+
+func (r Recorder) tokenVerdict(ctx context.Context, t Token) (tokenVerdict, error) {
+	rec, err := r.Store.Record(ctx, t.OrderID, t.Ref)
+	if errors.Is(err, statestore.ErrNotFound) {
+		return tokenRefused, nil
+	}
+	if err != nil {
+		return tokenRefused, err
+	}
+	sameAttempt := rec.Round == max(t.Round, 1) && rec.Attempt == t.Attempt
+	switch {
+	case sameAttempt && (rec.State == workflow.Processed || (rec.State == workflow.Error && (rec.Cause == workflow.Refused || rec.Cause == workflow.Oversized))):
+		return tokenRepeat, nil
+	case sameAttempt && rec.State == workflow.Processing && rec.Token == t.Nonce:
+		return tokenCurrent, nil
+	}
+	return tokenRefused, nil
 }
 
 // Token names one async attempt: its service's callback carries it back.

@@ -27,6 +27,7 @@ type Store interface {
 	FailFor(ctx context.Context, f statestore.Failure, attempt, round int) (statestore.Done, error)
 	PutResult(ctx context.Context, r statestore.Result) error
 	EventState(ctx context.Context, orderID string, r workflow.Ref, event string) (statestore.EventState, error)
+	Record(ctx context.Context, orderID string, r workflow.Ref) (statestore.Step, error)
 	KeepEvent(ctx context.Context, orderID string, read statestore.EventState, event, eventID string, now time.Time) error
 }
 

@@ -124,7 +124,7 @@ func (it stateItem) phases() []workflow.Phase {
 	var out []workflow.Phase
 	for sk, r := range it.Recs {
 		out = append(out, workflow.Phase{Ref: refOf(sk), State: workflow.State(r.State), Ready: r.DueAt != 0,
-			HasUndo: r.HasUndo, Name: r.Name})
+			HasUndo: r.HasUndo, Name: r.Name, Kind: workflow.Kind(r.Kind)})
 	}
 	return out
 }

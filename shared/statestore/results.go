@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -59,8 +60,11 @@ const deflateFrom = 768
 
 // PutResult stores a record's result, unless a later attempt's (or, for an
 // event's data, another event's of the same round) is there: then ErrStale.
-// A result stored by an attempt whose outcome is then refused as stale is
-// overwritten by the attempt that completes the record.
+// An attempt's result is written once: a second write of the same attempt
+// (a duplicate callback, a redelivery) keeps the first and returns nil, so
+// a result read after the record completed never changes. A result stored
+// by an attempt whose outcome is then refused as stale is overwritten by the
+// attempt that completes the record.
 func (s *Store) PutResult(ctx context.Context, r Result) error {
 	it := resultItem{OrderID: r.OrderID, SK: resultPrefix + sortKey(r.Ref), Name: r.Name, Round: max(r.Round, 1),
 		Attempt: r.Attempt, EventID: r.EventID, At: ms(r.Now)}
@@ -74,7 +78,7 @@ func (s *Store) PutResult(ctx context.Context, r Result) error {
 	if err != nil {
 		return fmt.Errorf("encode the result of %s/%s: %w", r.OrderID, sortKey(r.Ref), err)
 	}
-	cond := "attribute_not_exists(SK) OR Rd < :rd OR (Rd = :rd AND k <= :k)"
+	cond := "attribute_not_exists(SK) OR Rd < :rd OR (Rd = :rd AND k < :k)"
 	vals := map[string]types.AttributeValue{":rd": num(int64(it.Round))}
 	if r.EventID != "" {
 		cond = "attribute_not_exists(SK) OR Rd < :rd OR eid = :eid"
@@ -83,8 +87,14 @@ func (s *Store) PutResult(ctx context.Context, r Result) error {
 		vals[":k"] = num(int64(r.Attempt))
 	}
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.state, Item: item,
-		ConditionExpression: aws.String(cond), ExpressionAttributeValues: vals})
-	if isConditionFailed(err) {
+		ConditionExpression: aws.String(cond), ExpressionAttributeValues: vals,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		var old resultItem
+		if r.EventID == "" && attributevalue.UnmarshalMap(ccf.Item, &old) == nil && old.Round == it.Round && old.Attempt == r.Attempt {
+			return nil // this attempt's result is there already: the first write stands
+		}
 		return ErrStale
 	}
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sas-go/sas/shared/topology"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // ErrNotClaimable means the step is not a ready Pending step: another
@@ -89,6 +90,19 @@ func (s *Store) Load(ctx context.Context, orderID string) (Task, []Step, error) 
 }
 
 // item reads an order's state item consistently.
+// Record reads one record of an order, consistently (ErrNotFound if the
+// order, or the record, is not there).
+func (s *Store) Record(ctx context.Context, orderID string, r workflow.Ref) (Step, error) {
+	it, err := s.item(ctx, orderID)
+	if err != nil {
+		return Step{}, err
+	}
+	if _, ok := it.Recs[sortKey(r)]; !ok {
+		return Step{}, fmt.Errorf("order %s has no record %s: %w", orderID, sortKey(r), ErrNotFound)
+	}
+	return it.step(sortKey(r)), nil
+}
+
 func (s *Store) item(ctx context.Context, orderID string) (stateItem, error) {
 	var it stateItem
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{

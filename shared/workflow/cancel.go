@@ -6,7 +6,8 @@ import "fmt"
 // in reverse order, as a failure would, but the task ends Cancelled. A step
 // without an undo action (a pivot: a shipment made cannot be unmade) ends
 // the point of no return: once one has been claimed, the order can only go
-// on, and a cancel is refused.
+// on, and a cancel is refused. A wait or a timer changes nothing outside,
+// so one that has run is no such point.
 
 // Phase is where a record stands, as a cancel sees it.
 type Phase struct {
@@ -15,6 +16,7 @@ type Phase struct {
 	Ready   bool // a Pending record with a deadline: ready, not yet claimed
 	HasUndo bool // for a step: it has an undo action
 	Name    string
+	Kind    Kind // a wait or a timer has no effect to undo: it is no pivot
 }
 
 // CancelVerdict is what a cancel does.
@@ -48,7 +50,7 @@ func DecideCancel(task State, asked bool, recs []Phase) CancelDecision {
 		return CancelDecision{Verdict: CancelCompensates}
 	}
 	for _, r := range recs {
-		if !r.Ref.Undo && !r.HasUndo && (r.State == Processed || r.State == Processing) {
+		if !r.Ref.Undo && !r.HasUndo && r.Kind == KindAgent && (r.State == Processed || r.State == Processing) {
 			return CancelDecision{Verdict: CancelRefused, Reason: fmt.Sprintf(
 				"step %s has run, or is running, and cannot be undone: the order can no longer be cancelled", r.Name)}
 		}

@@ -21,6 +21,7 @@ const (
 	OrderWorkflow      = "order"      // reserve inventory → charge payment → create shipment
 	SingleWorkflow     = "single"     // charge payment, one step
 	FulfilmentWorkflow = "fulfilment" // pick items → invoice → award points → book a courier
+	ApprovalWorkflow   = "approval"   // reserve → wait for the approval → charge what was approved
 )
 
 // ExampleFile is the text of the named example workflow file.

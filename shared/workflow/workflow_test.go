@@ -268,4 +268,15 @@ func TestDecideCancel(t *testing.T) {
 	}
 	require.True(t, workflow.Cancelled.Ended())
 	require.Less(t, workflow.Seq(1, workflow.EventUndoDone, 0), workflow.Seq(1, workflow.EventCancelled, 0))
+
+	// A wait or a timer that has run did nothing outside: it is no point
+	// of no return (the approval example, approved, its charge ready).
+	appr := workflow.MustExample(workflow.ApprovalWorkflow)
+	approved := []workflow.Phase{
+		{Ref: workflow.Ref{Index: 0}, State: workflow.Processed, HasUndo: true, Name: appr.Steps[0].Name},
+		{Ref: workflow.Ref{Index: 1}, State: workflow.Processed, Name: appr.Steps[1].Name, Kind: workflow.KindEvent},
+		{Ref: workflow.Ref{Index: 2}, State: workflow.Pending, Ready: true, HasUndo: true, Name: appr.Steps[2].Name},
+	}
+	require.Equal(t, workflow.CancelDecision{Verdict: workflow.CancelStops, Stop: workflow.Ref{Index: 2}},
+		workflow.DecideCancel(workflow.Pending, false, approved))
 }

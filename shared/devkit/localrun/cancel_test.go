@@ -16,6 +16,7 @@ import (
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -174,15 +175,38 @@ func (e *env) rejection(dlq, body string) string {
 	e.t.Helper()
 	var reason string
 	e.eventually("a rejection in "+dlq, 30*time.Second, func() bool {
-		msgs, err := e.stack.Peek(context.Background(), e.stack.QueueURL(dlq))
-		require.NoError(e.t, err)
-		for _, m := range msgs {
-			if strings.Contains(aws.ToString(m.Body), body) {
-				reason = aws.ToString(m.MessageAttributes["RejectReason"].StringValue)
+		for b, r := range e.deadLetters(dlq) {
+			if strings.Contains(b, body) {
+				reason = r
 				return true
 			}
 		}
 		return false
 	})
 	return reason
+}
+
+// deadLetters peeks at a DLQ and returns every message seen in it so far,
+// body → reason (those an earlier peek hid included).
+func (e *env) deadLetters(dlq string) map[string]string {
+	e.t.Helper()
+	if e.rejected == nil {
+		e.rejected = map[string]string{}
+	}
+	msgs, err := e.stack.Peek(context.Background(), e.stack.QueueURL(dlq))
+	require.NoError(e.t, err)
+	for _, m := range msgs {
+		e.rejected[aws.ToString(m.Body)] = aws.ToString(m.MessageAttributes["RejectReason"].StringValue)
+	}
+	return e.rejected
+}
+
+// drained waits until a queue holds no message, visible or in flight.
+func (e *env) drained(name string) {
+	e.t.Helper()
+	q := queue.NewSender(e.stack.Deployment.Clients.SQS)
+	e.eventually(name+" drained", 60*time.Second, func() bool {
+		d, err := q.Depth(context.Background(), e.stack.QueueURL(name))
+		return err == nil && d.Visible == 0 && d.InFlight == 0
+	})
 }

@@ -47,6 +47,9 @@ type env struct {
 	sim   *remotesim.Simulator
 	logs  *syncBuffer
 	stop  func() // kills the runner (as a crash would) and waits for it
+	// rejected are the DLQ messages seen so far, body → reason: a peek
+	// hides what it read for a minute, so what was seen is kept here.
+	rejected map[string]string
 }
 
 // fast settings keep the tests quick but leave room on a loaded 2-core machine.

@@ -150,10 +150,9 @@ func TestEventsTheOrderCannotTakeAreRejectedWithTheReason(t *testing.T) {
 	require.Contains(t, e.rejection(dlq, `"eventId":"e-2"`), "order o-ev is Processed: it waits for nothing")
 	e.signal("o-none", "approved", "e-3", "")
 	require.Contains(t, e.rejection(dlq, `"orderId":"o-none"`), "no such order")
-	msgs, err := e.stack.Peek(context.Background(), e.stack.QueueURL(dlq))
-	require.NoError(t, err)
-	for _, m := range msgs {
-		require.NotContains(t, *m.Body, `"eventId":"e-1"`, "a repeat of an event taken is no error")
+	e.drained(e.stack.Topology().OrdersQueue().Name) // the repeat was taken, one way or the other
+	for body := range e.deadLetters(dlq) {
+		require.NotContains(t, body, `"eventId":"e-1"`, "a repeat of an event taken is no error, also after the end")
 	}
 	require.EqualValues(t, 100, e.input("o-ev", "charge-payment")["amountCents"], "the first event's data, not a later one's")
 }
@@ -268,7 +267,7 @@ func TestALostCallbackIsRecoveredAndItsTokenRefused(t *testing.T) {
 	require.Contains(t, charge.Incidents[0].What, "no callback by")
 	require.NoError(t, e.stack.Signal(context.Background(), first))
 	reason := e.rejection(e.stack.Topology().OrdersQueue().DLQName, first.Token)
-	require.Contains(t, reason, "attempt 1 of charge-payment is no longer current")
+	require.Contains(t, reason, "the token of attempt 1 of charge-payment was used, or its attempt recovered, or the order ended")
 	e.requireLedger("o-lost", "reserve-inventory", "charge-payment")
 }
 
