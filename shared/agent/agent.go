@@ -47,6 +47,7 @@ const ReplyFlush = 250 * time.Millisecond
 // deployment no longer runs.
 type Store interface {
 	Claim(ctx context.Context, c statestore.Claim) (statestore.Step, error)
+	Abandon(ctx context.Context, st statestore.Step, reason string, now time.Time) error
 	Order(ctx context.Context, orderID string) (string, error)
 	Document(ctx context.Context, st statestore.Step, order json.RawMessage) (workflow.Document, error)
 	outcome.Store
@@ -169,6 +170,17 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	case IsPermanent(err):
 		a.Refusal = err.Error()
 		h.log.Warn("non-transient remote fault; recorded as a refusal", "order_id", st.OrderID, "err", err)
+	case errors.Is(err, errDeadline) && action.Async && st.CompleteBy.After(h.Now().Add(h.cfg.Margin)):
+		// Its service never took the call, and this run's time is out: no
+		// callback will come. Left as it is, the attempt would hold the step
+		// for the whole async wait; ended now, the Supervisor recovers it
+		// at its next sweep.
+		h.expired(st, err.Error())
+		if err := h.store.Abandon(ctx, *st, "its service did not accept the call: "+err.Error(), h.Now()); err != nil &&
+			!errors.Is(err, statestore.ErrStale) {
+			h.log.Warn("async attempt not abandoned: recovered at its CompleteBy", "order_id", st.OrderID, "err", err)
+		}
+		return nil
 	case errors.Is(err, errDeadline):
 		h.expired(st, err.Error())
 		return nil // record and send nothing: the Supervisor recovers the step

@@ -112,6 +112,7 @@ func (c *claims) Order(_ context.Context, orderID string) (string, error) {
 }
 
 type fixture struct {
+	url    string // the simulator's
 	h      *agent.Handler
 	sim    *remotesim.Simulator
 	out    *sent
@@ -132,7 +133,7 @@ func newFixture(t *testing.T, f remotesim.Faults) *fixture {
 		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL + "/v1/services/inventory", Service: "inventory", Client: http.DefaultClient},
 			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: c, Send: out,
 			Metrics: metrics.New(tally, "agent"), Log: slog.New(slog.DiscardHandler)})
-	return &fixture{h: h, sim: sim, out: out, claims: c, tally: tally}
+	return &fixture{url: srv.URL, h: h, sim: sim, out: out, claims: c, tally: tally}
 }
 
 // request asks for step 0 of the order, carrying the order.
@@ -317,4 +318,44 @@ func TestAgentKeepsAnAnswerWithTwoMeaningsAsText(t *testing.T) {
 	require.NoError(t, err)
 	_, err = message.DecodeSchedulerMessage(string(b))
 	require.NoError(t, err, "the Scheduler takes the reply")
+}
+
+// abandons records the attempts an Agent ended early.
+type abandons struct {
+	*claims
+	mu    sync.Mutex
+	ended []string
+}
+
+func (a *abandons) Abandon(_ context.Context, st statestore.Step, reason string, _ time.Time) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ended = append(a.ended, fmt.Sprintf("%s attempt %d: %s", st.OrderID, st.Attempt, reason))
+	return nil
+}
+
+// An async step whose service never takes the call before the Agent's run
+// ends: no callback can come, so the Agent ends the attempt at once rather
+// than leaving it to hold the step for the whole async wait.
+func TestAgentAbandonsAnAsyncAttemptItsServiceNeverAccepted(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{TransientRate: 1})
+	f.claims.timeout = time.Hour // the async wait: its CompleteBy is far
+	async := workflow.Orders(workflow.Settings{})
+	async.Steps[0].Async = true
+	store := &abandons{claims: f.claims}
+	h := agent.New(agent.Config{Workflows: workflow.MustSet(async), Name: "inventory", InstanceID: "agent-inventory/test",
+		Backoff: resilience.Backoff{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}, CallTimeout: time.Second,
+		Margin: 50 * time.Millisecond},
+		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: f.url + "/v1/services/inventory", Service: "inventory", Client: http.DefaultClient},
+			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: store, Send: f.out,
+			Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond) // the function's own time
+	defer cancel()
+	resp, err := h.Handle(ctx, request("o-1"))
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Empty(t, f.out.replies, "nothing recorded, nothing replied")
+	require.Len(t, store.ended, 1)
+	require.Contains(t, store.ended[0], "o-1 attempt 3: its service did not accept the call")
 }

@@ -1,6 +1,7 @@
 package message_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -162,4 +163,20 @@ func TestValidJSONRefusesWhatHasTwoMeanings(t *testing.T) {
 	require.False(t, message.ValidJSON([]byte(`[{"a":1,"a":1}]`)))
 	require.False(t, message.ValidJSON([]byte("\"\xff\"")))
 	require.False(t, message.ValidJSON([]byte(`ok`)))
+}
+
+// A recorded reply carries the order and its step's result, each at its
+// largest: the Scheduler takes it.
+func TestAReplyWithTheLargestResultIsTaken(t *testing.T) {
+	t.Parallel()
+	res, err := json.Marshal(map[string]string{"blob": strings.Repeat("x", workflow.MaxResultLimit-16)})
+	require.NoError(t, err)
+	order, err := json.Marshal(map[string]string{"orderId": "o-1", "note": strings.Repeat("y", message.MaxOrderBytes-40)})
+	require.NoError(t, err)
+	r := message.AgentReply{Kind: message.KindReply, OrderID: "o-1", Step: 0, StepName: "s", Attempt: 1, OK: true, Result: res,
+		Payload: order, Recorded: true, State: "Pending", Ready: []message.Start{{Step: 1}}}
+	b, err := json.Marshal(r)
+	require.NoError(t, err)
+	_, err = message.DecodeSchedulerMessage(string(b))
+	require.NoError(t, err, "%d bytes", len(b))
 }

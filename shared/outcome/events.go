@@ -125,8 +125,13 @@ func (r Recorder) Wake(ctx context.Context, def workflow.Definition, orderID str
 		if err != nil {
 			return Recorded{}, err
 		}
-		if es.Received != "" { // its event came: its data was stored when it was kept
+		switch {
+		case es.Received != "": // its event came: its data was stored when it was kept
 			c.Event, c.EventID, c.ResultBytes, c.Due = st.Wait.Event, es.Received, 1, false
+		case !st.Wait.Continue:
+			// No event and no going on at the timeout: only its failure
+			// (the Supervisor's) can end it. A stale wake changes nothing.
+			return Recorded{Stale: true}, nil
 		}
 	}
 	rec, err := r.finish(ctx, def, c)

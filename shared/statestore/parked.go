@@ -51,7 +51,10 @@ func (s *Store) Arm(ctx context.Context, orderID string, r workflow.Ref, kind wo
 	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
 		return Step{}, nil, fmt.Errorf("decode armed %s/%s: %w", orderID, sortKey(r), err)
 	}
-	return it.step(sortKey(r)), it.Events, nil
+	st := it.step(sortKey(r))
+	// A timeout or a wake time earlier than the order's next look pulls
+	// that look in: else a short timer would wake at the look before it.
+	return st, it.Events, s.pullIn(ctx, it, ms(st.DueAt))
 }
 
 // ErrEventRefused says why an event cannot be taken: the order ended, no

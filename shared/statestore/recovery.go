@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -167,6 +168,37 @@ func (s *Store) Requeue(ctx context.Context, r Retry) error {
 	ch.incident(p, "r", "recovered by the supervisor (failure %d): %s", r.FailureCount, r.Reason)
 	ch.indexAfter(r.Read, s.shards, r.Due)
 	return s.update(ctx, r.Read.OrderID, ch, "requeue "+r.Read.Key())
+}
+
+// Abandon ends an async attempt early, for its own Agent: its service never
+// accepted the call before the Agent's time ran out, so no callback will
+// come, and the attempt would otherwise hold the step until its CompleteBy
+// (for an async step, the whole wait: hours). Fenced by the attempt and its
+// token's nonce, it moves CompleteBy to now and pulls the order's look in:
+// the Supervisor recovers the attempt at its next sweep, by the usual rules
+// (retried after a backoff, or at the threshold failed for good).
+func (s *Store) Abandon(ctx context.Context, st Step, reason string, now time.Time) error {
+	ch := newChange(now)
+	p := ch.rec("r", st.Ref())
+	current(ch, p, st.Attempt, st.Round)
+	ch.when("%[1]s.s = :processing AND %[1]s.tk = :token", p)
+	ch.val("token", str(st.Token))
+	ch.set = append(ch.set, p+".cb = "+ch.at(), p+".d = "+ch.at())
+	ch.incident(p, "r", "attempt %d abandoned by its agent: %s", st.Attempt, reason)
+	in := ch.input(s.state, st.OrderID)
+	in.ReturnValues = types.ReturnValueAllNew
+	out, err := s.db.UpdateItem(ctx, in)
+	if isConditionFailed(err) {
+		return ErrStale
+	}
+	if err != nil {
+		return fmt.Errorf("abandon %s: %w", st.Key(), err)
+	}
+	var it stateItem
+	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
+		return fmt.Errorf("decode %s: %w", st.OrderID, err)
+	}
+	return s.pullIn(ctx, it, ms(now))
 }
 
 // Wait is the Supervisor finding a record waiting: a ready record not yet

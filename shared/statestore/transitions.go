@@ -140,6 +140,12 @@ func (c Completion) fence(ch *change, p string) {
 		ch.names["#ev"] = c.Event
 		ch.cond = append(ch.cond, "(attribute_not_exists(Evt.#ev) OR Evt.#ev = :eid)")
 		ch.set = append(ch.set, "Evt.#ev = "+ch.val("eid", str(c.EventID)))
+		if !c.Due {
+			// An event after the wait's timeout is too late, whether or not
+			// the Supervisor has swept since: the timeout decides.
+			ch.when("(attribute_not_exists(%[1]s.wa) OR %[1]s.d > :now OR attribute_exists(%[1]s.wk))", p)
+			ch.at()
+		}
 	}
 }
 
@@ -265,7 +271,8 @@ func (c Completion) isCurrent(it stateItem) bool {
 	r := it.Recs[sortKey(c.Ref)]
 	if c.Parked != "" {
 		return r.State == string(workflow.Pending) && r.DueAt != 0 && r.Kind == string(c.Parked) &&
-			(!c.Due || r.Woken != 0 || r.DueAt <= ms(c.Now)) && (c.Event == "" || it.Events[c.Event] == "" || it.Events[c.Event] == c.EventID)
+			(!c.Due || r.Woken != 0 || r.DueAt <= ms(c.Now)) && (c.Event == "" || it.Events[c.Event] == "" || it.Events[c.Event] == c.EventID) &&
+			(c.Event == "" || c.Due || r.Armed == 0 || r.DueAt > ms(c.Now) || r.Woken != 0)
 	}
 	return r.Attempt == c.Attempt && r.Round == max(c.Round, 1) && (c.Token == "" || r.Token == c.Token) &&
 		(r.State == string(workflow.Processing) || (r.State == string(workflow.Pending) && r.DueAt != 0))

@@ -47,7 +47,7 @@ func TestABacklogExplainsOnlyAReadyStepsWait(t *testing.T) {
 		{"claimed, every queue deep", claimed, depthsOf{"q/scheduler": deep, "q/b-requests": deep, "q/b-responses": deep,
 			"q/a-responses": deep}, false},
 	} {
-		why := s.backlog(context.Background(), c.st, &depths{queues: c.q})
+		why := s.backlog(context.Background(), &depths{queues: c.q}, s.startQueues(c.st)...)
 		require.Equal(t, c.explained, why != "", "%s: %q", c.name, why)
 	}
 }

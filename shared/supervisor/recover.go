@@ -34,12 +34,19 @@ func (s *Supervisor) handle(ctx context.Context, st statestore.Step, now time.Ti
 		PastDeadline: !st.Deadline.IsZero() && !now.Before(st.Deadline)}
 	if st.State == workflow.Pending && !st.Armed.IsZero() {
 		f.Parked, f.Continue, f.EventKept = st.Kind, st.Continue, st.EventKept
+		if !st.Woken.IsZero() {
+			f.SinceWoken = max(now.Sub(st.Woken), time.Millisecond)
+		}
 	}
 	var backlog string
-	if !f.PastDeadline && f.Parked == "" {
-		backlog = s.backlog(ctx, st, d)
-		f.Backlogged = backlog != ""
+	switch {
+	case f.PastDeadline:
+	case f.Parked == "":
+		backlog = s.backlog(ctx, d, s.startQueues(st)...)
+	case f.SinceWoken > 0:
+		backlog = s.backlog(ctx, d, s.cfg.SchedulerQueueURL) // where its wake waits
 	}
+	f.Backlogged = backlog != ""
 	dec := workflow.Decide(f, s.pickup(st))
 	switch dec.Verdict {
 	case workflow.Resend, workflow.Hold:
@@ -206,20 +213,30 @@ func (s *Supervisor) alert(ctx context.Context, st statestore.Step, reason strin
 // A claimed record needs no such look: its Agent records the outcome before
 // replying, so no outcome of an attempt waits in a queue unrecorded, and an
 // attempt past its CompleteBy is judged then.
-func (s *Supervisor) backlog(ctx context.Context, st statestore.Step, d *depths) string {
+func (s *Supervisor) backlog(ctx context.Context, d *depths, queues ...string) string {
+	for _, u := range queues {
+		if u == "" {
+			continue
+		}
+		if n, err := d.depth(ctx, u); err == nil && n.Visible >= s.cfg.BacklogDepth {
+			return fmt.Sprintf("%s holds %d messages", queueName(u), n.Visible)
+		}
+	}
+	return ""
+}
+
+// startQueues are the queues a ready record's start may wait in: the
+// scheduler queue (after a re-send), its agent's request queue, and the
+// response queue carrying the outcome that made it ready.
+func (s *Supervisor) startQueues(st statestore.Step) []string {
 	if st.State != workflow.Pending {
-		return ""
+		return nil
 	}
 	queues := []string{s.cfg.SchedulerQueueURL, s.cfg.AgentQueues[st.Agent].Requests}
 	if st.ReadiedBy != "" {
 		queues = append(queues, s.cfg.AgentQueues[st.ReadiedBy].Responses)
 	}
-	for _, u := range queues {
-		if n, err := d.depth(ctx, u); u != "" && err == nil && n.Visible >= s.cfg.BacklogDepth {
-			return fmt.Sprintf("%s holds %d messages", queueName(u), n.Visible)
-		}
-	}
-	return ""
+	return queues
 }
 
 func queueName(url string) string { return url[strings.LastIndex(url, "/")+1:] }

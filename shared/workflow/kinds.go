@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -160,13 +161,19 @@ func compileJQ(src string) (*gojq.Code, error) {
 	return code, nil
 }
 
+// MaxJQTime bounds an input or until expression's run: one that loops must
+// not hold a handler's whole batch.
+const MaxJQTime = time.Second
+
 // evalJSON runs code over the JSON document b and returns its one value.
 func evalJSON(code *gojq.Code, b []byte, what string) (json.RawMessage, error) {
 	var in any
 	if err := json.Unmarshal(b, &in); err != nil {
 		return nil, err
 	}
-	iter := code.Run(in)
+	ctx, cancel := context.WithTimeout(context.Background(), MaxJQTime)
+	defer cancel()
+	iter := code.RunWithContext(ctx, in)
 	v, ok := iter.Next()
 	if !ok {
 		return nil, fmt.Errorf("%s: the expression gave no value", what)

@@ -1,6 +1,7 @@
 package workflow_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -44,6 +45,20 @@ func TestTheDefaultInputIsTheDocument(t *testing.T) {
 	in, err = a.InputFor(workflow.Document{Order: json.RawMessage(`{"orderId":"o-1"}`)})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"order":{"orderId":"o-1"},"results":{}}`, string(in), "no results: an empty map, never null")
+}
+
+// An input expression that never ends is stopped, with the reason, rather
+// than holding its handler's batch.
+func TestAnInputExpressionThatLoopsIsStopped(t *testing.T) {
+	t.Parallel()
+	d, err := workflow.ParseFile("loop.yaml", []byte(`name: loop
+agents: {shop: {endpoint: 'http://shop'}}
+steps:
+  - {name: s, agent: shop, timeout: 1s, input: 'def f: f; f'}
+`), workflow.Options{})
+	require.NoError(t, err)
+	_, err = d.Steps[0].InputFor(workflow.Document{Order: json.RawMessage(`{}`)})
+	require.ErrorIs(t, err, context.DeadlineExceeded, "stopped at MaxJQTime")
 }
 
 const parked = `name: parked
@@ -126,6 +141,11 @@ func TestParkedStepsProblemsNameTheLineAndField(t *testing.T) {
 	require.Contains(t, ps, `bad.yaml:12: steps[1].wait.onTimeout: "retry": say fail (the default: the step fails for good) or continue`)
 	require.Contains(t, ps, `bad.yaml:14: steps[2].wait.event: event "approved" is waited for by another step: each event is waited for once`)
 	require.Contains(t, joined(ps), "bad.yaml:16: steps[3].until: jq: ")
+
+	_, err = workflow.ParseFile("long.yaml", []byte("name: long\ndeadline: 1h\nagents: {a: {endpoint: 'http://a'}}\n"+
+		"steps:\n  - {name: s, agent: a, timeout: 1s}\n  - {name: nap, sleep: 2h}\n"), workflow.Options{})
+	require.Contains(t, problems(err), "long.yaml:6: steps[1].sleep: 2h0m0s is not shorter than the order's deadline (1h0m0s), "+
+		"which would fail the order first: raise deadline")
 }
 
 func joined(ps []string) string {
@@ -149,4 +169,14 @@ func TestDecideWakesTimersAndTimesOutWaits(t *testing.T) {
 	require.Equal(t, workflow.Decision{Verdict: workflow.GiveUp}, d(workflow.Found{State: workflow.Pending, Parked: workflow.KindEvent}))
 	require.Equal(t, workflow.GiveUp, d(workflow.Found{State: workflow.Pending, Parked: workflow.KindTimer, PastDeadline: true}).Verdict)
 	require.Equal(t, workflow.Resend, d(workflow.Found{State: workflow.Pending}).Verdict, "not armed yet: its start may be lost")
+
+	// Woken before and found again: its wake is lost, or waits behind a
+	// backlog. Held while the scheduler queue is backlogged; woken again
+	// otherwise, looked at again at growing intervals either way.
+	again := workflow.Found{State: workflow.Pending, Parked: workflow.KindTimer, SinceWoken: 5 * time.Minute}
+	require.Equal(t, workflow.Decision{Verdict: workflow.Wake, After: 5 * time.Minute}, d(again))
+	again.Backlogged = true
+	require.Equal(t, workflow.Decision{Verdict: workflow.Hold, After: 5 * time.Minute}, d(again))
+	again.SinceWoken = 2 * time.Hour
+	require.Equal(t, workflow.MaxRecoveryDelay, d(again).After)
 }

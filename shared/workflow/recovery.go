@@ -38,6 +38,10 @@ type Found struct {
 	Continue bool
 	// EventKept: the wait's event was received but its delivery lost.
 	EventKept bool
+	// SinceWoken: a parked record the Supervisor woke this long ago and
+	// finds again (0: not woken): its wake waits in the scheduler queue
+	// (Backlogged) or was lost.
+	SinceWoken time.Duration
 }
 
 // Verdict is what the Supervisor does with a record found due.
@@ -67,9 +71,13 @@ func Decide(f Found, pickup time.Duration) Decision {
 	switch {
 	case f.PastDeadline:
 		return Decision{Verdict: GiveUp, FailureCount: f.FailureCount}
+	case f.SinceWoken > 0 && f.Backlogged:
+		// Its wake waits behind a backlog: as a ready step's start does.
+		return Decision{Verdict: Hold, FailureCount: f.FailureCount, After: WaitInterval(pickup, f.SinceWoken)}
 	case f.Parked == KindTimer || (f.Parked == KindEvent && (f.Continue || f.EventKept)):
-		// Wake it, and look again a pickup timeout later in case the wake is lost.
-		return Decision{Verdict: Wake, FailureCount: f.FailureCount, After: pickup}
+		// Wake it (again, if the wake was lost), and look again later, at
+		// growing intervals, in case this wake is lost too.
+		return Decision{Verdict: Wake, FailureCount: f.FailureCount, After: WaitInterval(pickup, f.SinceWoken)}
 	case f.Parked == KindEvent:
 		return Decision{Verdict: GiveUp, FailureCount: f.FailureCount} // no event by its timeout
 	case f.State == Pending && f.Backlogged:

@@ -259,8 +259,12 @@ func (r *specReader) parked(path string, s stepSpec) Step {
 		st.Wait = r.wait(path+".wait", *s.Wait)
 		st.Timeout = st.Wait.Timeout
 	case s.Sleep.set:
-		if s.Sleep.Duration <= 0 {
+		switch deadline := r.deadline(); {
+		case s.Sleep.Duration <= 0:
 			r.add(path+".sleep", "must be positive, not %s", s.Sleep.Duration)
+		case s.Sleep.Duration >= deadline:
+			r.add(path+".sleep", "%s is not shorter than the order's deadline (%s), which would fail the order first: raise deadline",
+				s.Sleep.Duration, deadline)
 		}
 		st.Sleep = &Sleep{For: s.Sleep.Duration}
 	default:
@@ -273,6 +277,14 @@ func (r *specReader) parked(path string, s stepSpec) Step {
 	return st
 }
 
+// deadline is the file's order deadline (or the default).
+func (r *specReader) deadline() time.Duration {
+	if !r.f.Deadline.set {
+		return DefaultOrderDeadline
+	}
+	return r.f.Deadline.Duration
+}
+
 func (r *specReader) wait(path string, w waitSpec) *Wait {
 	out := &Wait{Event: w.Event, Timeout: w.Timeout.Duration}
 	switch {
@@ -282,10 +294,7 @@ func (r *specReader) wait(path string, w waitSpec) *Wait {
 		r.add(path+".event", "event %q is waited for by another step: each event is waited for once", w.Event)
 	}
 	r.events[w.Event] = true
-	deadline := r.f.Deadline.Duration
-	if !r.f.Deadline.set {
-		deadline = DefaultOrderDeadline
-	}
+	deadline := r.deadline()
 	switch {
 	case w.Timeout.set && w.Timeout.Duration <= 0:
 		r.add(path+".timeout", "must be positive, not %s", w.Timeout.Duration)

@@ -22,6 +22,8 @@ var callbackTests = map[string]func(*testing.T, *statestore.Store){
 	"AnOversizedCallbackFailsItsStepForGood":  oversizedCallback,
 	"ARepeatedEventIsANoOpAfterTheOrderEnded": repeatAfterEnd,
 	"CancelAfterAWaitRanStopsTheNextStep":     cancelAfterWait,
+	"ArmingATimerPullsTheOrdersLookIn":        armPullsIn,
+	"AnAbandonedAsyncAttemptIsDueAtOnce":      abandonAsync,
 }
 
 // asyncClaimed submits a two-step order and claims its first step as an
@@ -142,4 +144,40 @@ func cancelAfterWait(t *testing.T, s *statestore.Store) {
 	require.Equal(t, workflow.CancelStops, res.Verdict)
 	require.Equal(t, "s2", res.Stopped)
 	require.Equal(t, &undo0, res.Undo, "the reservation is undone")
+}
+
+// A timer due before the order's next look pulls the look in: it wakes at
+// its time, not at the look the order had.
+func armPullsIn(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	d := sleeping()
+	d.Steps[1].Sleep.For = 5 * time.Second
+	submitDef(t, s, "o-1", d) // first look: at the first step's 10 s timeout
+	firstDone(t, s, "o-1", "")
+	require.Empty(t, overdueAt(t, s, t0.Add(6*time.Second)), "nothing due before the timer is armed")
+	_, _, err := s.Arm(ctx, "o-1", step1, workflow.KindTimer, t0.Add(5*time.Second), t0)
+	require.NoError(t, err)
+	due := overdueAt(t, s, t0.Add(6*time.Second))
+	require.Len(t, due, 1, "the timer's time pulled the look in")
+	require.Equal(t, workflow.KindTimer, due[0].Kind)
+}
+
+// An async attempt its Agent abandons is due at once, for the Supervisor to
+// recover; only the attempt's own Agent (its nonce) can abandon it.
+func abandonAsync(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 2)
+	st, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step0, Agent: "svc", Owner: "a-1", Token: "n1", Now: t0})
+	require.NoError(t, err)
+	require.Empty(t, overdueAt(t, s, t0.Add(time.Second)), "its CompleteBy is 10 s away")
+	forged := st
+	forged.Token = "n2"
+	require.ErrorIs(t, s.Abandon(ctx, forged, "no", t0), statestore.ErrStale)
+	require.NoError(t, s.Abandon(ctx, st, "its service did not accept the call", t0))
+	due := overdueAt(t, s, t0.Add(time.Second))
+	require.Len(t, due, 1)
+	require.Equal(t, t0, due[0].CompleteBy)
+	require.Contains(t, due[0].Incidents[0].What, "attempt 1 abandoned by its agent: its service did not accept the call")
+	require.NoError(t, s.Requeue(ctx, statestore.Retry{Read: due[0], FailureCount: 1, Reason: "abandoned", ReadyAt: t0, Due: t0.Add(time.Minute), Now: t0}))
+	require.ErrorIs(t, s.Abandon(ctx, st, "again", t0), statestore.ErrStale, "once recovered, its token is refused")
 }
