@@ -342,3 +342,62 @@ func TestResultsFlowOnAndAnOversizedOneFailsItsStep(t *testing.T) {
 		"the refund's answer was as large: not kept, and the refund done")
 	e.requireLedger("o-big", "reserve-inventory", "charge-payment", "refund-payment", "release-inventory")
 }
+
+// until: a timer whose time comes from a result: the charge waits until two
+// seconds after the reservation was applied, as its service answered.
+func TestATimerUntilATimeFromAResult(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{}, running(t, `name: until
+agents:
+  inventory: {endpoint: "${SAS_REMOTE_BASE_URL}/v1/services/inventory"}
+  payment: {endpoint: "${SAS_REMOTE_BASE_URL}/v1/services/payment"}
+defaults: {timeout: 3s}
+steps:
+  - name: reserve-inventory
+    agent: inventory
+  - name: settle
+    until: '(.results["reserve-inventory"].appliedAt | .[0:19] + "Z" | fromdate) + 3'
+  - name: charge-payment
+    agent: payment
+`))
+	e.order("o-until", "")
+	tasks := e.waitEnded([]string{"o-until"})
+	require.Equal(t, workflow.Processed, tasks["o-until"].State)
+	var reserved, charged time.Time
+	for _, eff := range e.sim.Ledger() {
+		switch eff.Action {
+		case "reserve-inventory":
+			reserved = eff.AppliedAt
+		case "charge-payment":
+			charged = eff.AppliedAt
+		}
+	}
+	require.False(t, charged.Before(reserved.Truncate(time.Second).Add(3*time.Second)),
+		"charged at %s, reserved at %s: the timer waited for the time the result gave", charged, reserved)
+}
+
+// A waiting order failed by its wait's timeout is resubmitted: it runs again
+// in a new round, its wait armed again, and an event (its eventId new to the
+// round) completes it.
+func TestAWaitingOrderResubmittedWaitsAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{}, running(t, approval("2s", "")))
+	e.order("o-again", "")
+	tasks := e.waitEnded([]string{"o-again"})
+	require.Equal(t, workflow.Failed, tasks["o-again"].State, "no approval by the timeout")
+	_, err := e.operatorOf().Resubmit(context.Background(), "o-again", "")
+	require.NoError(t, err)
+	e.eventually("round 2 parked at its wait", 60*time.Second, func() bool {
+		task, recs, err := e.stack.Store.Load(context.Background(), "o-again")
+		return err == nil && task.Round == 2 && !recs[1].Armed.IsZero() && recs[1].State == workflow.Pending
+	})
+	e.signal("o-again", "approved", "e-r2", `{"amountCents":700,"by":"dee"}`)
+	e.eventually("processed in round 2", 60*time.Second, func() bool {
+		task, _, err := e.stack.Store.Load(context.Background(), "o-again")
+		return err == nil && task.State == workflow.Processed
+	})
+	task, _, err := e.stack.Store.Load(context.Background(), "o-again")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"approved": "e-r2"}, task.Events, "the round's events, not the first round's")
+	require.EqualValues(t, 700, e.input("o-again", "charge-payment")["amountCents"])
+}
