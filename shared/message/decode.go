@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -91,13 +92,21 @@ func describe(err error) string {
 	return strings.TrimPrefix(strings.TrimPrefix(err.Error(), "json: "), "jsontext: ")
 }
 
-// fieldOf is the member a JSON pointer ends in ("/items/0/sku": "sku").
+// fieldOf is the field a JSON pointer names, as a path ("/items/0/sku":
+// "items[0].sku").
 func fieldOf(p jsontext.Pointer) string {
-	var last string
+	var b strings.Builder
 	for tok := range p.Tokens() {
-		last = tok
+		if _, err := strconv.Atoi(tok); err == nil && b.Len() > 0 {
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
 	}
-	return last
+	return b.String()
 }
 
 func kindName(k jsontext.Kind) string {

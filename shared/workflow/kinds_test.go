@@ -31,7 +31,11 @@ func TestTheApprovalExampleWaitsThenUsesTheApproval(t *testing.T) {
 	doc.Result = json.RawMessage(`{"chargeId":"ch-9"}`)
 	in, err = d.Steps[2].Undo.InputFor(doc)
 	require.NoError(t, err)
-	require.JSONEq(t, `{"chargeId":"ch-9"}`, string(in), "an undo is given its step's result")
+	require.JSONEq(t, `{"orderId":"o-1","charge":{"chargeId":"ch-9"}}`, string(in), "an undo is given its step's result, and the order's id")
+	doc.Result = nil // the charge timed out: its answer never came
+	in, err = d.Steps[2].Undo.InputFor(doc)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"orderId":"o-1","charge":null}`, string(in), "the refund still finds the charge by the order")
 }
 
 // With no input expression a step receives its whole document.

@@ -218,7 +218,7 @@ func TestMalformedOrdersRejectedGoodOnesProceed(t *testing.T) {
 	bad := []struct{ body, reason string }{
 		{`{"orderId": "bad-json",`, "bad JSON"},
 		{`{"orderId":"bad-missing","items":[{"sku":"A","quantity":1,"unitPriceCents":1}]}`, "customerId"},
-		{`{"orderId":"bad-type","customerId":"c","items":[{"sku":"A","quantity":"two","unitPriceCents":1}]}`, `"items.quantity" must be int`},
+		{`{"orderId":"bad-type","customerId":"c","items":[{"sku":"A","quantity":"two","unitPriceCents":1}]}`, `"items[0].quantity" must be int`},
 		{`{"orderId":"bad-unknown","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":1}],"x":1}`, `unknown field "x"`},
 		{`{"orderId":"bad-big","customerId":"c","items":[],"pad":"` + strings.Repeat("x", 40_000) + `"}`, "over the 32768-byte limit"},
 	}
