@@ -293,7 +293,7 @@ func showFailed(stderr io.Writer, file string, err error) int {
 func printShow(out io.Writer, d workflow.Definition) {
 	fmt.Fprintf(out, "workflow %s v%s (%s)\n", d.Name, d.Version, d.File)
 	fmt.Fprintf(out, "deadline %s (as long again for its undo actions), pickup timeout %s\n\n",
-		shortDur(d.Deadline), shortDur(d.PickupTimeout))
+		deploy.ShortDuration(d.Deadline), deploy.ShortDuration(d.PickupTimeout))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tKIND\tNAME\tAGENT\tACTION\tTIMEOUT\tMAX FAILURES\tRETRY BACKOFF")
 	for i, s := range d.Steps {
@@ -314,7 +314,7 @@ func printAction(tw io.Writer, n, kind string, a *workflow.Action) {
 		return
 	}
 	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", n, kind, a.Name, a.Agent, a.DoName(),
-		shortDur(a.Timeout), a.MaxFailures, shortDur(a.RetryBackoff))
+		deploy.ShortDuration(a.Timeout), a.MaxFailures, deploy.ShortDuration(a.RetryBackoff))
 }
 
 // undoChain says what runs when a step fails for good: the undo actions of
@@ -344,7 +344,7 @@ func printAgents(out io.Writer, d workflow.Definition) {
 			fmt.Fprintf(tw, "%s\tcustom\t-\t-\t-\tGo code in functions/%s\n", name, name)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\thttp\t%s\t%s\t%s\t%s\n", name, a.Endpoint, shortDur(a.Timeout), transientText(a.Transient), authText(a.Auth))
+		fmt.Fprintf(tw, "%s\thttp\t%s\t%s\t%s\t%s\n", name, a.Endpoint, deploy.ShortDuration(a.Timeout), transientText(a.Transient), authText(a.Auth))
 	}
 	tw.Flush()
 }
@@ -382,18 +382,6 @@ func authText(a *workflow.Auth) string {
 		header += fmt.Sprintf(" (%q + value)", a.Prefix)
 	}
 	return fmt.Sprintf("header %s from %s", header, from)
-}
-
-// shortDur prints a duration without its zero tails: 24h, 1m, 1h30m, 15s.
-func shortDur(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // printMermaid prints a flowchart: the steps left to right, the last to
@@ -499,8 +487,8 @@ type sigV4View struct {
 }
 
 func newShowView(d workflow.Definition) showView {
-	v := showView{File: d.File, Name: d.Name, Version: d.Version, Deadline: shortDur(d.Deadline),
-		PickupTimeout: shortDur(d.PickupTimeout), Needs: orEmpty(d.Vars())}
+	v := showView{File: d.File, Name: d.Name, Version: d.Version, Deadline: deploy.ShortDuration(d.Deadline),
+		PickupTimeout: deploy.ShortDuration(d.PickupTimeout), Needs: orEmpty(d.Vars())}
 	for _, s := range d.Steps {
 		st := newActionView(s.Action)
 		if s.Undo != nil {
@@ -516,7 +504,7 @@ func newShowView(d workflow.Definition) showView {
 			av.Auth = newAuthView(*a.Auth)
 		}
 		if !a.Custom {
-			av.Timeout = shortDur(a.Timeout)
+			av.Timeout = deploy.ShortDuration(a.Timeout)
 		}
 		v.Agents = append(v.Agents, av)
 	}
@@ -524,8 +512,8 @@ func newShowView(d workflow.Definition) showView {
 }
 
 func newActionView(a workflow.Action) actionView {
-	return actionView{Name: a.Name, Agent: a.Agent, Action: a.DoName(), Timeout: shortDur(a.Timeout),
-		MaxFailures: a.MaxFailures, RetryBackoff: shortDur(a.RetryBackoff)}
+	return actionView{Name: a.Name, Agent: a.Agent, Action: a.DoName(), Timeout: deploy.ShortDuration(a.Timeout),
+		MaxFailures: a.MaxFailures, RetryBackoff: deploy.ShortDuration(a.RetryBackoff)}
 }
 
 func newAuthView(a workflow.Auth) *authView {
