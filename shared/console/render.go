@@ -34,12 +34,7 @@ type pages map[string]*template.Template
 var pageNames = []string{"orders", "order", "confirm", "dlq", "alerts", "faults", "error"}
 
 var funcs = template.FuncMap{
-	"clock": func(t time.Time) string {
-		if t.IsZero() {
-			return "-"
-		}
-		return t.UTC().Format("15:04:05.000")
-	},
+	"clock": clock,
 	"stamp": func(t time.Time) string {
 		if t.IsZero() {
 			return "-"
