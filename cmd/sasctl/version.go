@@ -10,7 +10,7 @@ import (
 // versionInfo is what sasctl was built from: its module's version and the
 // commit of its source, as the Go toolchain stamped them.
 type versionInfo struct {
-	Version  string `json:"version"`          // the module's: v1.2.3 for go install …@v1.2.3, (devel) from a checkout
+	Version  string `json:"version"`          // the module's: v1.2.3, a pseudo-version from a checkout, or (devel)
 	Commit   string `json:"commit,omitempty"` // the VCS revision of a build from a checkout
 	Time     string `json:"time,omitempty"`   // that commit's time
 	Modified bool   `json:"modified"`         // built with changes not committed
@@ -18,10 +18,10 @@ type versionInfo struct {
 }
 
 // versionOf reads the version from the binary's build information (ok:
-// there is some). The toolchain stamps the VCS settings when it builds from
-// a checkout whose .git is a folder (go build, go install ./cmd/sasctl;
-// not with -buildvcs=false, nor in a git worktree), and the module's version
-// when it installs a tagged one (go install …/cmd/sasctl@v1.2.3).
+// there is some). Building from a checkout whose .git is a folder (go build,
+// go install ./cmd/sasctl), the toolchain stamps the VCS settings and a
+// pseudo-version; installing a tagged module (…/cmd/sasctl@v1.2.3), its
+// version; with -buildvcs=false, or in a git worktree, neither: (devel).
 func versionOf(bi *debug.BuildInfo, ok bool) versionInfo {
 	v := versionInfo{Version: "(unknown)"}
 	if !ok {
