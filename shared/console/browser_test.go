@@ -125,7 +125,7 @@ func TestConsoleInABrowserSendsAnEventToAWaitingOrder(t *testing.T) {
 	timeline, err := chromedp.Run(ctx, chromedp.Text(css(`#timeline`)))
 	require.NoError(t, err)
 	require.Contains(t, timeline, `waits for event "approved" until`)
-	box, err := chromedp.Run(ctx, chromedp.Text(css(`#graph g[data-name="await-approval"]`)))
+	box, err := chromedp.Run(ctx, chromedp.TextContent(css(`#graph g[data-name="await-approval"]`))) // an SVG element has no innerText
 	require.NoError(t, err)
 	require.Contains(t, box, "wait · approved · Pending")
 	require.Contains(t, box, "waits since")

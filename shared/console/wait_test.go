@@ -21,7 +21,9 @@ func TestAWaitingOrderTakesAnEventFromItsPage(t *testing.T) {
 	code, body := get(t, base+"/orders/wait-1")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, `<g class="box st-Pending waiting" data-name="await-approval" data-state="Pending" data-waiting="event">`)
-	require.Regexp(t, `waits for event &#34;approved&#34; since \S+Z, until \S+Z`, body, "the records table")
+	require.Regexp(t, `<td class="waiting">event &#34;approved&#34; since [0-9-]+ [0-9:]+Z, until [0-9-]+ [0-9:]+Z</td>`, body, "the records table")
+	require.Regexp(t, `<text [^>]+>waits since [0-9:.]+</text><text [^>]+>until [0-9]{2}-[0-9]{2} [0-9:]+</text>`, body,
+		"the box: since a time of day, until a day three days later")
 	require.Regexp(t, `<td>await-approval</td><td>waits for event &#34;approved&#34; until \S+</td>`, body, "the timeline")
 	require.Contains(t, body, `<option selected>approved</option>`, "the form offers the event the order waits for")
 
