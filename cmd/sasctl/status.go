@@ -86,9 +86,10 @@ func printStatus(out io.Writer, s operator.Status) {
 func printRecords(out io.Writer, recs []operator.Record) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tKIND\tSTATE\tATTEMPTS\tFAILURES\tCOMPLETE BY\tDUE\tLAST ERROR")
+	now := time.Now()
 	for _, r := range recs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\t%s\n", r.Name, r.KindText(), r.State, r.Attempt, r.Failures,
-			r.MaxFailures, clock(r.CompleteBy), clock(r.DueAt), short(r.LastError, 70))
+			r.MaxFailures, operator.Clock(r.CompleteBy, now), operator.Clock(r.DueAt, now), short(r.LastError, 70))
 	}
 	tw.Flush()
 }

@@ -130,7 +130,7 @@ func boxLines(r operator.Record) []string {
 	}
 	lines := []string{short(r.Name, 26), fmt.Sprintf("%s · %s", kind, r.State)}
 	if w := r.Waiting; w != nil {
-		return append(lines, "waits since "+clock(w.Since), "until "+day(w.Until))
+		return append(lines, "waits since "+operator.Clock(w.Since, w.Since), "until "+operator.Clock(w.Until, w.Since))
 	}
 	if r.Kind != "agent" {
 		if !r.DoneAt.IsZero() {
@@ -139,15 +139,7 @@ func boxLines(r operator.Record) []string {
 		return lines
 	}
 	return append(lines, fmt.Sprintf("attempt %d · failures %d/%d", r.Attempt, r.Failures, r.MaxFailures),
-		"CompleteBy "+clock(r.CompleteBy))
-}
-
-// day is a day and a time of day (a wait's end may be days away), or "-".
-func day(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format("01-02 15:04:05")
+		"CompleteBy "+operator.Clock(r.CompleteBy, time.Now()))
 }
 
 // clock is a time of day, or "-".

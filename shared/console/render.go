@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -35,6 +36,7 @@ var pageNames = []string{"orders", "order", "confirm", "dlq", "alerts", "faults"
 
 var funcs = template.FuncMap{
 	"clock": clock,
+	"when":  func(t time.Time) string { return operator.Clock(t, time.Now()) },
 	"stamp": func(t time.Time) string {
 		if t.IsZero() {
 			return "-"

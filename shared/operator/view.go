@@ -188,6 +188,19 @@ func waitingOf(s statestore.Step) *Waiting {
 	return nil
 }
 
+// Clock is t in UTC for a table: its time of day if it is on now's day,
+// else its day too (a wait's end may be days away); "-" if it never
+// happened.
+func Clock(t, now time.Time) string {
+	switch t, now = t.UTC(), now.UTC(); {
+	case t.IsZero():
+		return "-"
+	case t.YearDay() == now.YearDay() && t.Year() == now.Year():
+		return t.Format("15:04:05.000")
+	}
+	return t.Format("01-02 15:04:05")
+}
+
 // utc is t in UTC, or the zero time.
 func utc(t time.Time) time.Time {
 	if t.IsZero() {

@@ -77,3 +77,12 @@ func TestWhatAWaitingRecordWaitsFor(t *testing.T) {
 	require.Equal(t, Event{At: armed.UTC(), Record: "await", What: `waits for event "approved" until 1970-01-01T00:33:20Z`},
 		waitEvent("await", *waitingOf(wait)))
 }
+
+func TestClockSaysTheDayOfAnotherDay(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC)
+	require.Equal(t, "-", Clock(time.Time{}, now))
+	require.Equal(t, "09:30:00.250", Clock(now.Add(90*time.Minute+250*time.Millisecond), now))
+	require.Equal(t, "11-28 08:00:00", Clock(now.Add(72*time.Hour), now))
+	require.Equal(t, "11-24 23:00:00", Clock(time.Date(2026, 11, 25, 0, 0, 0, 0, time.FixedZone("CET", 3600)), now))
+}
