@@ -1,71 +1,80 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os/user"
 
-	"github.com/sas-go/sas/shared/statestore"
+	"github.com/spf13/cobra"
 )
 
-func resubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var g globals
-	fs := newFlags("resubmit", stderr, &g)
-	step := fs.String("step", "", "the step (or undo action) that failed; default: the one in Error")
-	if code := parse(fs, args, &g, stderr); code >= 0 {
-		return code
+func resubmitCmd() *cobra.Command {
+	var (
+		t    target
+		step string
+	)
+	cmd := &cobra.Command{
+		Use:   "resubmit ORDER",
+		Short: "put a Failed or CompensationFailed order back to work",
+		Long: `resubmit puts an order that ended Failed or CompensationFailed back to work, once its cause is
+fixed: a Failed order runs again from its first step in a new round (new idempotency keys); a
+CompensationFailed one retries its failed undo action, or its pivot step that timed out, with its
+failure count reset. The state table is written, then the Scheduler is told (if that message is
+lost, the step's pickup deadline brings the Supervisor).`,
+		Example: "  sasctl resubmit o-1\n  sasctl resubmit --step charge-payment o-1",
+		Args:    exactly(1, "one ORDER id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			op, err := t.connect(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			res, err := op.Resubmit(cmd.Context(), args[0], step)
+			if err != nil {
+				return t.explainOrder(args[0], err)
+			}
+			out := cmd.OutOrStdout()
+			return emit(out, t.output, res, func() {
+				what := "step " + res.Step
+				if res.Undo {
+					what = "undo action " + res.Step
+				}
+				fmt.Fprintf(out, "order %s resubmitted: %s is Pending again (round %d); the Scheduler was told\n", res.OrderID, what, res.Round)
+			})
+		},
 	}
-	id, ok := one(fs, "ORDER id", stderr)
-	if !ok {
-		return 2
-	}
-	op, err := connect(ctx, &g)
-	if err != nil {
-		return fail(stderr, "resubmit", &g, err)
-	}
-	res, err := op.Resubmit(ctx, id, *step)
-	if errors.Is(err, statestore.ErrNotFound) {
-		return fail(stderr, "resubmit", &g, fmt.Errorf("order %s not found", id))
-	}
-	if err != nil {
-		return fail(stderr, "resubmit", &g, err)
-	}
-	emit(stdout, &g, res, func() {
-		what := "step " + res.Step
-		if res.Undo {
-			what = "undo action " + res.Step
-		}
-		fmt.Fprintf(stdout, "order %s resubmitted: %s is Pending again (round %d); the Scheduler was told\n", res.OrderID, what, res.Round)
-	})
-	return 0
+	targetFlags(cmd, &t, true)
+	cmd.Flags().StringVar(&step, "step", "", "the step (or undo action) that failed, as a check; default: the one in Error")
+	return cmd
 }
 
-func cancel(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var g globals
-	fs := newFlags("cancel", stderr, &g)
-	reason := fs.String("reason", "", "why, kept with the order and shown by status")
-	if code := parse(fs, args, &g, stderr); code >= 0 {
-		return code
+func cancelCmd() *cobra.Command {
+	var (
+		t      target
+		reason string
+	)
+	cmd := &cobra.Command{
+		Use:   "cancel ORDER",
+		Short: "cancel an order: what has not started does not, what completed is undone",
+		Long: `cancel cancels an order: a ready or waiting step does not run, a running step's outcome is
+awaited, and the completed steps are undone in reverse order; it ends Cancelled. Asking twice is no
+error; an ended order, or one whose pivot step ran, is refused with the reason.`,
+		Example: `  sasctl cancel --reason "customer asked" o-1`,
+		Args:    exactly(1, "one ORDER id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			op, err := t.connect(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			res, err := op.Cancel(cmd.Context(), args[0], operatorName(), reason)
+			if err != nil {
+				return t.explainOrder(args[0], err)
+			}
+			out := cmd.OutOrStdout()
+			return emit(out, t.output, res, func() { fmt.Fprintf(out, "order %s: %s\n", res.OrderID, res.What) })
+		},
 	}
-	id, ok := one(fs, "ORDER id", stderr)
-	if !ok {
-		return 2
-	}
-	op, err := connect(ctx, &g)
-	if err != nil {
-		return fail(stderr, "cancel", &g, err)
-	}
-	res, err := op.Cancel(ctx, id, operatorName(), *reason)
-	if errors.Is(err, statestore.ErrNotFound) {
-		return fail(stderr, "cancel", &g, fmt.Errorf("order %s not found", id))
-	}
-	if err != nil {
-		return fail(stderr, "cancel", &g, err)
-	}
-	emit(stdout, &g, res, func() { fmt.Fprintf(stdout, "order %s: %s\n", res.OrderID, res.What) })
-	return 0
+	targetFlags(cmd, &t, true)
+	cmd.Flags().StringVar(&reason, "reason", "", "why, kept with the order and shown by status")
+	return cmd
 }
 
 // operatorName says who runs sasctl, for the records it writes.
@@ -77,29 +86,39 @@ func operatorName() string {
 	return name
 }
 
-func redrive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var g globals
-	fs := newFlags("redrive", stderr, &g)
-	queueName := fs.String("queue", "orders", "the queue whose DLQ to empty back into it (orders, scheduler, agent-<name>-requests, agent-<name>-responses)")
-	maxN := fs.Int("max", 1000, "move at most this many messages")
-	if code := parse(fs, args, &g, stderr); code >= 0 {
-		return code
+func redriveCmd() *cobra.Command {
+	var (
+		t     target
+		queue string
+		maxN  int
+	)
+	cmd := &cobra.Command{
+		Use:   "redrive",
+		Short: "move messages from a dead-letter queue back to its queue",
+		Long: `redrive takes what a dead-letter queue holds (hidden from other readers for five minutes), then
+sends each message back to its queue and deletes it from the DLQ: a message that fails again is not
+moved twice, and a crash between the send and the delete duplicates a message rather than losing it.`,
+		Example: "  sasctl redrive --queue orders\n  sasctl redrive --queue agent-payment-requests --max 10",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if maxN < 1 {
+				return usageErrorf("--max must be at least 1")
+			}
+			op, err := t.connect(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			res, err := op.Redrive(cmd.Context(), queue, maxN)
+			if err != nil {
+				return fmt.Errorf("%w (moved %d before that)", t.explain(err), res.Moved)
+			}
+			out := cmd.OutOrStdout()
+			return emit(out, t.output, res, func() { fmt.Fprintf(out, "moved %d messages from %s to %s\n", res.Moved, res.From, res.To) })
+		},
 	}
-	if *maxN < 1 {
-		fmt.Fprintln(stderr, "sasctl redrive: --max must be at least 1")
-		return 2
-	}
-	op, err := connect(ctx, &g)
-	if err != nil {
-		return fail(stderr, "redrive", &g, err)
-	}
-	moved, err := op.Redrive(ctx, *queueName, *maxN)
-	if err != nil {
-		return fail(stderr, "redrive", &g, fmt.Errorf("%w (moved %d before that)", err, moved))
-	}
-	q := g.prefix + "-" + *queueName
-	emit(stdout, &g, map[string]any{"moved": moved, "from": q + "-dlq", "to": q}, func() {
-		fmt.Fprintf(stdout, "moved %d messages from %s-dlq to %s\n", moved, q, q)
-	})
-	return 0
+	targetFlags(cmd, &t, true)
+	cmd.Flags().StringVar(&queue, "queue", "orders", "the queue whose DLQ to empty back into it: orders, scheduler, "+
+		"agent-NAME-requests, agent-NAME-responses")
+	cmd.Flags().IntVar(&maxN, "max", 1000, "move at most this many messages")
+	return cmd
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,55 +13,75 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/devkit/costbench"
-	"github.com/sas-go/sas/shared/topology"
 )
 
 // benchFlags are sasctl bench's flags.
 type benchFlags struct {
+	settingFlags
 	plan                                  costbench.Plan
+	examples, batches, results            string
 	runDir, cacheDir, jsonPath, chartPath string
-	output                                string
+	output                                output
 }
 
-func parseBench(args []string, stderr io.Writer) (benchFlags, error) {
-	fs := flag.NewFlagSet("sasctl bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	f := benchFlags{plan: costbench.DefaultPlan(200)}
-	p := &f.plan
+func benchCmd() *cobra.Command {
+	f := benchFlags{plan: costbench.DefaultPlan(200), settingFlags: settingFlags{Settings: deployment.DefaultSettings()}}
+	f.Topology.BatchWindow = f.plan.BatchWindow
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "count every AWS request of N orders, price them, compare with Step Functions",
+		Long: `bench runs N orders of each example workflow (single, order) at each batch size against moto_server
+and DynamoDB Local, counts every AWS request (an SDK middleware) and DynamoDB's consumed capacity,
+prices them at us-east-1 list prices, and compares with Step Functions Standard. It writes the
+result as JSON and an SVG chart.`,
+		Example: "  sasctl bench --orders 200 --batch-sizes 10\n  sasctl bench --result-bytes 0,1024",
+		Args:    noArgs,
+		PreRunE: f.check,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.parse(); err != nil {
+				return usageError{err}
+			}
+			return startFailed(runBench(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr()))
+		},
+	}
+	fs, p := cmd.Flags(), &f.plan
 	fs.IntVar(&p.Orders, "orders", p.Orders, "orders per run (one run per workflow and batch size)")
-	workflows := fs.String("workflows", strings.Join(p.Workflows, ","), "workflows to measure: single, order")
-	batches := fs.String("batch-sizes", "1,2,5,10", "event source mapping batch sizes, 1 to 10")
-	results := fs.String("result-bytes", "0", "sizes of the services' answers, each kept as its step's result (0: none), e.g. 0,1024")
+	fs.StringVar(&f.examples, "examples", strings.Join(p.Workflows, ","), "the example workflows to measure: single, order")
+	fs.StringVar(&f.batches, "batch-sizes", "1,2,5,10", "event source mapping batch sizes, 1 to 10")
+	fs.StringVar(&f.results, "result-bytes", "0", "sizes of the services' answers, each kept as its step's result (0: none), e.g. 0,1024")
 	fs.DurationVar(&p.Timeout, "timeout", p.Timeout, "give up on a run after this long")
-	fs.DurationVar(&p.BatchWindow, "batch-window", p.BatchWindow, "event source mapping batching window, 0 to 5m (whole seconds)")
 	fs.StringVar(&f.runDir, "run-dir", ".run", "where emulator logs go")
 	fs.StringVar(&f.cacheDir, "cache-dir", ".cache", "where DynamoDB Local is installed")
 	fs.StringVar(&f.jsonPath, "json", ".run/bench.json", "write the result as JSON here (\"\" for none)")
 	fs.StringVar(&f.chartPath, "chart", ".run/bench.svg", "write the chart (SVG) here (\"\" for none)")
-	fs.StringVar(&f.output, "output", "text", "text or json (on stdout)")
-	if err := fs.Parse(args); err != nil {
-		return f, err
-	}
-	p.Workflows = strings.Split(*workflows, ",")
+	outputFlag(cmd, &f.output)
+	f.bind(fs, "batchWindowSeconds")
+	return cmd
+}
+
+// parse reads the list flags into the plan.
+func (f *benchFlags) parse() error {
+	p := &f.plan
+	p.Workflows, p.BatchWindow = strings.Split(f.examples, ","), f.Topology.BatchWindow
 	var err error
-	if p.BatchSizes, err = batchSizes(*batches); err != nil {
-		return f, err
+	if p.BatchSizes, err = batchSizes(f.batches); err != nil {
+		return err
 	}
-	for _, v := range strings.Split(*results, ",") {
+	for _, v := range strings.Split(f.results, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 0 || n > workflowMaxResult {
-			return f, fmt.Errorf("result size %q: want bytes from 0 to %d", v, workflowMaxResult)
+			return fmt.Errorf("result size %q: want bytes from 0 to %d", v, workflowMaxResult)
 		}
 		p.ResultBytes = append(p.ResultBytes, n)
 	}
-	if err := topology.CheckBatchWindow(p.BatchWindow); err != nil {
-		return f, fmt.Errorf("--batch-window %w", err)
+	if p.Orders < 1 {
+		return errors.New("--orders must be at least 1")
 	}
-	if p.Orders < 1 || f.output != "text" && f.output != "json" {
-		return f, errors.New("--orders must be at least 1 and --output text or json")
-	}
-	return f, nil
+	return nil
 }
 
 // workflowMaxResult is the largest answer a bench may ask for: the default
@@ -82,24 +101,14 @@ func batchSizes(list string) ([]int, error) {
 	return sizes, nil
 }
 
-func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f, err := parseBench(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "sasctl bench:", err)
-		return 2
-	}
-	for _, dir := range []string{f.runDir, f.cacheDir} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fail(stderr, "bench", &globals{}, err)
-		}
+// runBench starts the emulators, runs the plan and writes its results.
+func runBench(ctx context.Context, f benchFlags, stdout, stderr io.Writer) error {
+	if err := makeDirs(f.runDir, f.cacheDir); err != nil {
+		return err
 	}
 	endpoint, stop, err := localEndpoint(ctx, f.runDir, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "sasctl bench:", err)
-		return 2
+		return err
 	}
 	defer stop()
 	f.plan.Endpoint = endpoint
@@ -108,35 +117,33 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// AWS_ENDPOINT_URL (LocalStack, which runs DynamoDB Local) serves it all.
 	ddb, stopDDB, err := localDynamoDB(ctx, f.cacheDir, f.runDir, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "sasctl bench:", err)
-		return 2
+		return err
 	}
 	defer stopDDB()
 	f.plan.DynamoDBEndpoint = cmp.Or(ddb, endpoint)
-	return runBench(ctx, f, stdout, stderr)
+	return measure(ctx, f, stdout, stderr)
 }
 
-// runBench runs the plan and writes its results.
-func runBench(ctx context.Context, f benchFlags, stdout, stderr io.Writer) int {
+// measure runs the plan and writes its results.
+func measure(ctx context.Context, f benchFlags, stdout, stderr io.Writer) error {
 	start := time.Now()
 	res, err := costbench.Execute(ctx, f.plan, func(s string) {
 		fmt.Fprintf(stderr, "  %6.0fs  %s\n", time.Since(start).Seconds(), s)
 	})
 	if err != nil {
-		fmt.Fprintln(stderr, "sasctl bench:", err)
-		return 1
+		return err
 	}
 	if err := writeFile(f.jsonPath, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}); err != nil {
-		return fail(stderr, "bench", &globals{}, err)
+		return err
 	}
 	if err := writeFile(f.chartPath, res.SVG); err != nil {
-		return fail(stderr, "bench", &globals{}, err)
+		return err
 	}
-	emit(stdout, &globals{output: f.output}, res, func() {
+	return emit(stdout, f.output, res, func() {
 		res.Print(stdout)
 		for _, path := range []string{f.jsonPath, f.chartPath} {
 			if path != "" {
@@ -144,7 +151,6 @@ func runBench(ctx context.Context, f benchFlags, stdout, stderr io.Writer) int {
 			}
 		}
 	})
-	return 0
 }
 
 // writeFile writes path (nothing if path is "") with fn.
@@ -153,11 +159,11 @@ func writeFile(path string, fn func(io.Writer) error) error {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := fn(f); err != nil {
 		f.Close()

@@ -3,8 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -14,21 +12,64 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/devkit/chaos"
 	"github.com/sas-go/sas/shared/devkit/localrun"
-	"github.com/sas-go/sas/shared/topology"
-	"github.com/sas-go/sas/shared/workflow"
 )
 
 // chaosFlags are sasctl chaos's flags beyond the plan's.
 type chaosFlags struct {
-	runDir, cacheDir, output string
-	dynamodbLocal, noFaults  bool
+	settingFlags
+	runDir, cacheDir        string
+	output                  output
+	dynamodbLocal, noFaults bool
 }
 
-func chaosFlagSet(p *chaos.Plan, f *chaosFlags, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("sasctl chaos", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func chaosCmd() *cobra.Command {
+	p := chaos.DefaultPlan(1, 300)
+	f := chaosFlags{settingFlags: settingFlags{Settings: deployment.DefaultSettings()}}
+	f.Overrides, f.SupervisorRate, f.Topology.BatchWindow = p.Settings, p.SupervisorEvery, p.BatchWindow
+	cmd := &cobra.Command{
+		Use:   "chaos",
+		Short: "run orders through the local stack with every fault injected, and check every invariant",
+		Long: `chaos sends orders through a local stack (moto_server, and with --dynamodb-local the state store on
+DynamoDB Local) with every fault of the design injected at once: dropped, delayed and duplicated
+messages, killed handlers, paused agents, transient and permanent remote faults, an outage and
+cancels. The seed chooses the faults: the same seed replays the same run. It checks each invariant
+from the state table and the simulator's ledger, and fails (exit 1) if one broke.`,
+		Example: "  sasctl chaos --orders 10000 --in-flight 300 --supervisors 2 --dynamodb-local",
+		Args:    noArgs,
+		PreRunE: f.check,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if p.Orders < 1 {
+				return usageErrorf("--orders must be at least 1")
+			}
+			p.Settings, p.SupervisorEvery, p.BatchWindow = f.Overrides, f.SupervisorRate, f.Topology.BatchWindow
+			if f.noFaults {
+				p.NoFaults()
+			}
+			if p.Timeout <= 0 {
+				p.Timeout = chaos.DefaultPlan(p.Seed, p.Orders).Timeout // it grows with the orders
+			}
+			return startFailed(runChaos(cmd.Context(), p, f, cmd.OutOrStdout(), cmd.ErrOrStderr()))
+		},
+	}
+	planFlags(cmd.Flags(), &p)
+	fs := cmd.Flags()
+	fs.BoolVar(&f.noFaults, "no-faults", false, "inject no fault at all (a burst plan: with --throttle, waiting alone)")
+	fs.StringVar(&f.runDir, "run-dir", ".run", "where logs go")
+	fs.BoolVar(&f.dynamodbLocal, "dynamodb-local", false, "keep the state store on DynamoDB Local, moto serving SQS and SNS")
+	fs.StringVar(&f.cacheDir, "cache-dir", ".cache", "where DynamoDB Local is installed on first use (with --dynamodb-local)")
+	outputFlag(cmd, &f.output)
+	f.bind(fs, without(localSettings, "prefix", "workflows", "backlogDepth")...)
+	return cmd
+}
+
+// planFlags puts the chaos plan's own flags on fs.
+func planFlags(fs *pflag.FlagSet, p *chaos.Plan) {
 	fs.Uint64Var(&p.Seed, "seed", p.Seed, "chooses the faults: the same seed replays the same run")
 	fs.IntVar(&p.Orders, "orders", p.Orders, "orders to send")
 	fs.Float64Var(&p.Drop, "drop", p.Drop, "share of deliveries dropped (every queue but orders)")
@@ -39,75 +80,27 @@ func chaosFlagSet(p *chaos.Plan, f *chaosFlags, stderr io.Writer) *flag.FlagSet 
 	fs.Float64Var(&p.Permanent, "permanent", p.Permanent, "share of remote actions refused for good")
 	fs.Float64Var(&p.UndoFailure, "undo-failure", p.UndoFailure, "share of undo actions refused for good")
 	fs.Float64Var(&p.Cancel, "cancel", p.Cancel, "share of orders a cancel message is sent for, at a random point")
-	fs.BoolVar(&f.noFaults, "no-faults", false, "inject no fault at all (a burst plan: with --throttle, waiting alone)")
 	fs.Var(throttleValue{&p.Throttle}, "throttle", "cap functions' pace, e.g. scheduler=20ms,agent-payment=50ms: each "+
 		"message takes that long of the function's one invocation at a time (a function at its maximum concurrency)")
 	fs.IntVar(&p.Schedulers, "schedulers", p.Schedulers, "scheduler instances")
 	fs.IntVar(&p.Supervisors, "supervisors", p.Supervisors, "supervisor instances")
-	fs.DurationVar(&p.SupervisorEvery, "supervisor-every", p.SupervisorEvery, "each supervisor's schedule")
-	fs.DurationVar(&p.Settings.StepTimeout, "step-timeout", p.Settings.StepTimeout, "an attempt's time, from its claim")
-	fs.DurationVar(&p.Settings.PickupTimeout, "pickup-timeout", p.Settings.PickupTimeout, "a ready step's wait before the supervisor first looks at it")
-	fs.DurationVar(&p.Settings.OrderDeadline, "order-deadline", workflow.DefaultOrderDeadline, "an order not ended by then fails")
 	fs.DurationVar(&p.Timeout, "timeout", 0, "give up waiting for the orders to end (default: 10m plus 0.5s per order)")
 	fs.IntVar(&p.InFlight, "in-flight", p.InFlight, "at most this many orders sent but not ended (0: send all at once)")
-	fs.DurationVar(&p.BatchWindow, "batch-window", p.BatchWindow, "event source mappings' batching window, whole seconds from 0 to 5m")
-	fs.StringVar(&f.runDir, "run-dir", ".run", "where logs go")
-	fs.BoolVar(&f.dynamodbLocal, "dynamodb-local", false, "keep the state store on DynamoDB Local, moto serving SQS and SNS")
-	fs.StringVar(&f.cacheDir, "cache-dir", ".cache", "where DynamoDB Local is installed on first use (with --dynamodb-local)")
-	fs.StringVar(&f.output, "output", "text", "text or json")
-	return fs
 }
 
-// checkPlan says what is wrong with the flags, if anything.
-func checkPlan(p chaos.Plan, f chaosFlags) error {
-	if p.Orders < 1 || f.output != "text" && f.output != "json" {
-		return errors.New("--orders must be at least 1 and --output text or json")
-	}
-	if err := topology.CheckBatchWindow(p.BatchWindow); err != nil {
-		return fmt.Errorf("--batch-window %w", err)
-	}
-	return p.Settings.Validate()
-}
-
-func chaosCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	p := chaos.DefaultPlan(1, 300)
-	var f chaosFlags
-	if err := chaosFlagSet(&p, &f, stderr).Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if err := checkPlan(p, f); err != nil {
-		fmt.Fprintln(stderr, "sasctl chaos:", err)
-		return 2
-	}
-	if f.noFaults {
-		p.NoFaults()
-	}
-	if p.Timeout <= 0 {
-		p.Timeout = chaos.DefaultPlan(p.Seed, p.Orders).Timeout // it grows with the orders
-	}
-	return runChaos(ctx, p, f, stdout, stderr)
-}
-
-func runChaos(ctx context.Context, p chaos.Plan, f chaosFlags, stdout, stderr io.Writer) int {
-	for _, dir := range []string{f.runDir, f.cacheDir} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fail(stderr, "chaos", &globals{}, err)
-		}
+func runChaos(ctx context.Context, p chaos.Plan, f chaosFlags, stdout, stderr io.Writer) error {
+	if err := makeDirs(f.runDir, f.cacheDir); err != nil {
+		return err
 	}
 	endpoint, stop, err := localEndpoint(ctx, f.runDir, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "sasctl chaos:", err)
-		return 2
+		return err
 	}
 	defer stop()
 	if f.dynamodbLocal {
 		ddb, stopDDB, err := localDynamoDB(ctx, f.cacheDir, f.runDir, stderr)
 		if err != nil {
-			fmt.Fprintln(stderr, "sasctl chaos:", err)
-			return 2
+			return err
 		}
 		defer stopDDB()
 		p.DynamoDBEndpoint = ddb
@@ -115,7 +108,7 @@ func runChaos(ctx context.Context, p chaos.Plan, f chaosFlags, stdout, stderr io
 	logPath := filepath.Join(f.runDir, "chaos.log")
 	logs, err := os.Create(logPath)
 	if err != nil {
-		return fail(stderr, "chaos", &globals{}, err)
+		return fmt.Errorf("chaos log: %w", err)
 	}
 	defer logs.Close()
 	fmt.Fprintf(stderr, "chaos run: %d orders, seed %d, batching window %s, against %s (state store: %s); handler logs in %s\n",
@@ -128,14 +121,16 @@ func runChaos(ctx context.Context, p chaos.Plan, f chaosFlags, stdout, stderr io
 				time.Since(start).Seconds(), c.Ended(), c.Total, c.Running+c.Compensating)
 		}
 	})
+	if err := emit(stdout, f.output, res, func() { res.Print(stdout) }); err != nil {
+		return err
+	}
 	if err != nil {
-		fmt.Fprintln(stderr, "sasctl chaos:", err)
+		return err
 	}
-	emit(stdout, &globals{output: f.output}, res, func() { res.Print(stdout) })
-	if err != nil || res.Violations.Count() > 0 {
-		return 1
+	if n := res.Violations.Count(); n > 0 {
+		return fmt.Errorf("%d invariant violations (seed %d replays the run)", n, p.Seed)
 	}
-	return 0
+	return nil
 }
 
 // throttleValue parses function=duration pairs, comma-separated.
@@ -151,6 +146,8 @@ func (t throttleValue) String() string {
 	}
 	return strings.Join(parts, ",")
 }
+
+func (t throttleValue) Type() string { return "function=duration,..." }
 
 func (t throttleValue) Set(v string) error {
 	out := map[string]time.Duration{}

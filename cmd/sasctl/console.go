@@ -1,42 +1,48 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/sas-go/sas/shared/console"
 )
 
-// consoleCmd serves the web console for the deployment the flags name,
-// on 127.0.0.1, until Ctrl-C.
-func consoleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var g globals
-	fs := newFlags("console", stderr, &g)
-	listen := fs.String("listen", "127.0.0.1:0", "the console's address: 127.0.0.1 only (PORT 0 for a free one)")
-	if code := parse(fs, args, &g, stderr); code >= 0 {
-		return code
+func consoleCmd() *cobra.Command {
+	var (
+		t      target
+		listen string
+	)
+	cmd := &cobra.Command{
+		Use:   "console",
+		Short: "serve the web console for a deployment, on 127.0.0.1, until Ctrl-C",
+		Long: `console serves the web console on 127.0.0.1 (never another interface) for the deployment the
+flags name, with your AWS credentials: the orders by state, an order's graph and timeline, resubmit,
+cancel and send an event, the dead-letter queues and the alerts. Each action is a same-origin POST
+carrying the process's random token.`,
+		Example: "  sasctl console --prefix shop --listen 127.0.0.1:8090",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := console.CheckAddr(listen); err != nil {
+				return usageError{err}
+			}
+			op, err := t.connect(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			c, err := console.New(console.Config{Operator: op, Who: operatorName() + " in the console"})
+			if err != nil {
+				return err
+			}
+			l, err := console.Listen(listen)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "console: %s (deployment %s); Ctrl-C stops it\n", console.URL(l), op.Topology.Prefix)
+			return c.Serve(cmd.Context(), l)
+		},
 	}
-	if err := console.CheckAddr(*listen); err != nil {
-		fmt.Fprintln(stderr, "sasctl console:", err)
-		return 2
-	}
-	op, err := connect(ctx, &g)
-	if err != nil {
-		return fail(stderr, "console", &g, err)
-	}
-	c, err := console.New(console.Config{Operator: op, Who: operatorName() + " in the console"})
-	if err != nil {
-		return fail(stderr, "console", &g, err)
-	}
-	l, err := console.Listen(*listen)
-	if err != nil {
-		fmt.Fprintln(stderr, "sasctl console:", err)
-		return 2
-	}
-	fmt.Fprintf(stdout, "console: %s (deployment %s); Ctrl-C stops it\n", console.URL(l), g.prefix)
-	if err := c.Serve(ctx, l); err != nil {
-		return fail(stderr, "console", &g, err)
-	}
-	return 0
+	targetFlags(cmd, &t, false)
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "the console's address: 127.0.0.1 only (PORT 0 for a free one)")
+	return cmd
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,97 +9,84 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sas-go/sas/shared/devkit/emulator"
+	"github.com/spf13/cobra"
+
+	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
-	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
+// demoFlags are sasctl demo's flags.
 type demoFlags struct {
-	orders, malformed                int
-	transient, stall, permanent      float64
-	latency, timeout, supervisorRate time.Duration
-	batchWindow                      time.Duration
-	settings                         workflow.Settings
-	seed                             uint64
-	runDir, cacheDir                 string
-	workflows                        listFlag
+	settingFlags
+	orders, malformed           int
+	transient, stall, permanent float64
+	latency, timeout            time.Duration
+	seed                        uint64
+	runDir, cacheDir            string
 }
 
-func parseDemo(args []string, stderr io.Writer) (demoFlags, error) {
-	f := demoFlags{settings: workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 3,
-		RetryBackoff: time.Second, PickupTimeout: 10 * time.Second}}
-	fs := flag.NewFlagSet("sasctl demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func demoCmd() *cobra.Command {
+	f := demoFlags{settingFlags: settingFlags{Settings: deployment.DefaultSettings()}}
+	f.Overrides = workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 3, RetryBackoff: time.Second,
+		PickupTimeout: 10 * time.Second}
+	f.SupervisorRate, f.Topology.BatchWindow = time.Second, 0
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "run the pipeline locally on a demo batch, with faults, and print a summary",
+		Long: `demo runs the whole pipeline locally against moto_server (started for it, unless AWS_ENDPOINT_URL
+names an emulator) and DynamoDB Local: it provisions the deployment, starts the remote-service
+simulator with faults, submits a batch of orders and malformed ones, shows progress, prints a
+summary and stops what it started. It fails (exit 1) if an order was lost, did not end, or had an
+effect applied twice. make run runs it.`,
+		Example: "  sasctl demo --orders 1000 --transient 0.3 --seed 7\n  sasctl demo --workflows my.yaml",
+		Args:    noArgs,
+		PreRunE: f.check,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.validate(); err != nil {
+				return err
+			}
+			return startFailed(runDemo(cmd.Context(), f, cmd.OutOrStdout()))
+		},
+	}
+	fs := cmd.Flags()
 	fs.IntVar(&f.orders, "orders", 100, "well-formed orders to submit")
 	fs.IntVar(&f.malformed, "malformed", 5, "malformed orders to submit alongside")
 	fs.Float64Var(&f.transient, "transient", 0.2, "share of remote calls answered with a transient 503")
 	fs.Float64Var(&f.stall, "stall", 0.05, "share of steps whose first remote call hangs (agent never replies)")
 	fs.Float64Var(&f.permanent, "permanent", 0.02, "share of orders the remote refuses for good (422)")
 	fs.DurationVar(&f.latency, "latency", 20*time.Millisecond, "latency of every remote call")
-	fs.DurationVar(&f.settings.StepTimeout, "step-timeout", f.settings.StepTimeout, "step timeout (CompleteBy = claim + this)")
-	fs.IntVar(&f.settings.MaxFailures, "max-failures", f.settings.MaxFailures, "attempts that do not complete before a step is an Error (0: the workflow's)")
-	fs.DurationVar(&f.settings.RetryBackoff, "retry-backoff", f.settings.RetryBackoff, "base of the supervisor's growing backoff")
-	fs.DurationVar(&f.settings.PickupTimeout, "pickup-timeout", f.settings.PickupTimeout, "a ready step not claimed by then has its message re-sent (never a failure)")
-	fs.DurationVar(&f.settings.OrderDeadline, "order-deadline", workflow.DefaultOrderDeadline, "an order not ended by then fails for good")
-	fs.DurationVar(&f.supervisorRate, "supervisor-every", time.Second, "the supervisor's schedule")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up waiting after this long")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the simulator's random faults")
-	fs.DurationVar(&f.batchWindow, "batch-window", 0, "event source mappings' batching window, whole seconds (a deployment's is 1s)")
-	fs.Var(&f.workflows, "workflows", "workflow files to run, comma-separated or repeated; orders name none, so run the first (default: the example order workflow)")
 	fs.StringVar(&f.runDir, "run-dir", ".run", "where logs go")
 	fs.StringVar(&f.cacheDir, "cache-dir", ".cache", "where DynamoDB Local is installed on first use")
-	if err := fs.Parse(args); err != nil {
-		return f, err
-	}
+	f.bind(fs, localSettings...)
+	return cmd
+}
+
+// validate says what is wrong with the flags, before anything starts.
+func (f demoFlags) validate() error {
 	switch {
 	case f.orders < 1 || f.orders > 100_000:
-		return f, errors.New("--orders must be 1..100000")
+		return usageErrorf("--orders must be 1..100000")
 	case f.malformed < 0:
-		return f, errors.New("--malformed must be >= 0")
+		return usageErrorf("--malformed must be >= 0")
 	case !share(f.transient) || !share(f.stall) || !share(f.permanent):
-		return f, errors.New("--transient, --stall and --permanent are shares between 0 and 1")
-	case topology.CheckBatchWindow(f.batchWindow) != nil:
-		return f, fmt.Errorf("--batch-window %w", topology.CheckBatchWindow(f.batchWindow))
+		return usageErrorf("--transient, --stall and --permanent are shares between 0 and 1")
 	}
-	return f, f.settings.Validate()
+	return nil
 }
 
 func share(v float64) bool { return v >= 0 && v <= 1 }
 
-func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f, err := parseDemo(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "sasctl demo:", err)
-		return 2
-	}
-	if err := runDemo(ctx, f, stdout); err != nil {
-		fmt.Fprintln(stderr, "sasctl demo:", err)
-		if errors.Is(err, emulator.ErrMotoMissing) {
-			return 2
-		}
-		return 1
-	}
-	return 0
-}
-
 func runDemo(ctx context.Context, f demoFlags, out io.Writer) error {
-	var o localrun.Options
-	if err := loadWorkflows(&o, f.workflows); err != nil {
+	o, err := localOptions(f.settingFlags)
+	if err != nil {
 		return err // before anything starts
 	}
-	o.Settings, o.BatchWindow = f.settings, f.batchWindow
-	if err := o.Check(); err != nil {
-		return fmt.Errorf("%w (--pickup-timeout, --batch-window)", err)
-	}
-	for _, dir := range []string{f.runDir, f.cacheDir} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
+	if err := makeDirs(f.runDir, f.cacheDir); err != nil {
+		return err
 	}
 	endpoint, stop, err := localEndpoint(ctx, f.runDir, out)
 	if err != nil {
@@ -131,11 +116,11 @@ func runDemo(ctx context.Context, f demoFlags, out io.Writer) error {
 	}
 	defer logf.Close()
 	o.Endpoint, o.DynamoDBEndpoint, o.RemoteURL = endpoint, dynamodbEndpoint, srv.URL
-	stack, err := demoStack(ctx, o, f, logf, out)
+	stack, err := demoStack(ctx, o, logf, out)
 	if err != nil {
 		return err
 	}
-	sim.OnCallback(stack.Callbacks(nil)) // async services answer through the orders queue
+	sim.OnCallback(stack.Callbacks(func(err error) { fmt.Fprintln(logf, err) })) // async services answer with events
 	defer stack.Start(ctx)()
 
 	return drive(ctx, stack, sim, f, out)
@@ -143,8 +128,7 @@ func runDemo(ctx context.Context, f demoFlags, out io.Writer) error {
 
 // demoStack provisions the demo's stack with o's endpoints and workflows,
 // its handlers logging to logf, and says what it made.
-func demoStack(ctx context.Context, o localrun.Options, f demoFlags, logf *os.File, out io.Writer) (*localrun.Stack, error) {
-	o.Prefix, o.Settings, o.SupervisorEvery, o.BatchWindow = "sas-demo", f.settings, f.supervisorRate, f.batchWindow
+func demoStack(ctx context.Context, o localrun.Options, logf *os.File, out io.Writer) (*localrun.Stack, error) {
 	o.Log, o.Metrics = slog.New(slog.NewJSONHandler(logf, nil)), logf
 	stack, err := localrun.New(ctx, o)
 	if err != nil {

@@ -2,28 +2,25 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
+	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sas-go/sas/shared/console"
-	"github.com/sas-go/sas/shared/devkit/emulator"
+	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
-	"github.com/sas-go/sas/shared/workflow"
 )
 
 // devFlags are sasctl dev's flags.
 type devFlags struct {
-	prefix, runDir, cacheDir, listen string
-	motoPort, dynamodbPort           int
-	seed                             uint64
-	faults                           faultFlags
-	settings                         workflow.Settings
-	supervisorEvery                  time.Duration
-	workflows                        listFlag
+	settingFlags
+	runDir, cacheDir, listen string
+	motoPort, dynamodbPort   int
+	seed                     uint64
+	faults                   faultFlags
 }
 
 // The fixed ports of sasctl dev's emulators and console by default: the
@@ -34,43 +31,28 @@ const (
 	devConsole      = "127.0.0.1:8090"
 )
 
-// parseDev reads sasctl dev's flags.
-func parseDev(args []string, stderr io.Writer) (devFlags, error) {
-	f := devFlags{prefix: os.Getenv("SAS_PREFIX")}
-	if f.prefix == "" {
-		f.prefix = "sas-dev"
+func devCmd() *cobra.Command {
+	f := devFlags{settingFlags: settingFlags{Settings: deployment.DefaultSettings()}}
+	f.SupervisorRate, f.Topology.BatchWindow = time.Second, 0
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "run the pipeline locally until Ctrl-C, with the web console",
+		Long: `dev keeps the pipeline up until Ctrl-C: moto_server and DynamoDB Local (its tables kept in the run
+folder), the remote-service simulator, the local runner, the Supervisor's schedule and the console,
+each on 127.0.0.1. It prints the lines to paste into another shell, after which the AWS CLI, the
+SDKs and every sasctl command use it. sasctl dev faults changes its simulator's faults. make dev
+runs it.`,
+		Example: "  sasctl dev --workflows shared/workflow/examples/approval.yaml\n  sasctl dev --transient 0.2 --step-timeout 5s",
+		Args:    noArgs,
+		PreRunE: f.check,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.validate(); err != nil {
+				return err
+			}
+			return startFailed(runDev(cmd.Context(), f, cmd.OutOrStdout()))
+		},
 	}
-	fs := flag.NewFlagSet("sasctl dev", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	f.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return f, err
-	}
-	if fs.NArg() > 0 {
-		return f, fmt.Errorf("unexpected argument %q (sasctl dev faults … changes the faults of a running one)", fs.Arg(0))
-	}
-	return f, f.check()
-}
-
-// check says what is wrong with the flags, before anything starts.
-func (f devFlags) check() error {
-	if f.supervisorEvery <= 0 {
-		return errors.New("--supervisor-every must be positive")
-	}
-	for name, p := range map[string]int{"--moto-port": f.motoPort, "--dynamodb-port": f.dynamodbPort} {
-		if p < 0 || p > 65535 {
-			return fmt.Errorf("%s %d is not a port (0 for a free one)", name, p)
-		}
-	}
-	if err := console.CheckAddr(f.listen); err != nil {
-		return err
-	}
-	return f.faults.change.Validate()
-}
-
-// register puts the flags on fs.
-func (f *devFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.prefix, "prefix", f.prefix, "the resources' name prefix ($SAS_PREFIX, default sas-dev)")
+	fs := cmd.Flags()
 	fs.StringVar(&f.runDir, "run-dir", ".run", "where the tables (DynamoDB Local's file), logs and dev.json go")
 	fs.StringVar(&f.cacheDir, "cache-dir", ".cache", "where DynamoDB Local is installed on first use")
 	fs.StringVar(&f.listen, "listen", devConsole, "the console's address (127.0.0.1 only; PORT 0 for a free one)")
@@ -78,32 +60,25 @@ func (f *devFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.dynamodbPort, "dynamodb-port", devDynamoDBPort, "DynamoDB Local's port on 127.0.0.1 (0 for a free one)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the simulator's random faults")
 	f.faults.register(fs)
-	fs.DurationVar(&f.settings.StepTimeout, "step-timeout", 0, "override every step's timeout (0: the workflow's)")
-	fs.DurationVar(&f.settings.PickupTimeout, "pickup-timeout", 0, "override the pickup timeout (0: the workflow's)")
-	fs.DurationVar(&f.supervisorEvery, "supervisor-every", time.Second, "the Supervisor's schedule")
-	fs.Var(&f.workflows, "workflows", "workflow files to run, comma-separated or repeated (default: the example order workflow)")
+	f.bind(fs, localSettings...)
+	cmd.AddCommand(devFaultsCmd())
+	return cmd
 }
 
-func dev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "faults" {
-		return devFaults(ctx, args[1:], stdout, stderr)
-	}
-	f, err := parseDev(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "sasctl dev:", err)
-		return 2
-	}
-	if err := runDev(ctx, f, stdout); err != nil {
-		fmt.Fprintln(stderr, "sasctl dev:", err)
-		if errors.Is(err, emulator.ErrMotoMissing) {
-			return 2
+// validate says what is wrong with the flags, before anything starts.
+func (f devFlags) validate() error {
+	for name, p := range map[string]int{"--moto-port": f.motoPort, "--dynamodb-port": f.dynamodbPort} {
+		if p < 0 || p > 65535 {
+			return usageErrorf("%s %d is not a port (0 for a free one)", name, p)
 		}
-		return 1
 	}
-	return 0
+	if err := console.CheckAddr(f.listen); err != nil {
+		return usageError{err}
+	}
+	if err := f.faults.change.Validate(); err != nil {
+		return usageError{err}
+	}
+	return nil
 }
 
 // runDev runs the local deployment until ctx ends (SIGINT, SIGTERM), then
@@ -125,4 +100,36 @@ func newSim(f devFlags) (*remotesim.Simulator, error) {
 	sim := remotesim.New(f.seed)
 	_, err := sim.Apply(f.faults.change, time.Now())
 	return sim, err
+}
+
+// printEnv prints, one a line, what a user pastes into a shell to talk to
+// the stack with their own tools and sasctl, then where things are.
+func (d *devRun) printEnv() {
+	w, t := d.out, d.stack.Topology()
+	fmt.Fprintln(w, "paste these lines into another shell; then the AWS CLI, boto3, the SDKs and every sasctl command use this stack:")
+	for _, kv := range d.exports() {
+		fmt.Fprintf(w, "export %s=%s\n", kv[0], kv[1])
+	}
+	fmt.Fprintf(w, "orders queue: %s\n", d.stack.QueueURL(t.OrdersQueue().Name))
+	fmt.Fprintf(w, "orders table: %s\nstate table: %s\n", t.OrdersTable(), t.StateTable())
+	fmt.Fprintf(w, "alert inbox: %s\n", d.stack.AlertInbox)
+	fmt.Fprintf(w, "faults: sasctl dev faults --run-dir %s ... (its control endpoint and token are in %s)\n",
+		d.flags.runDir, devStatePath(d.flags.runDir))
+	fmt.Fprintf(w, "console: %s\n", d.state.Console)
+}
+
+// exports are the environment variables a user's shell needs, in order:
+// the SDKs' endpoint, region and dummy credentials, then what sasctl's
+// defaults read (the prefix, the agents) and the orders queue's URL.
+func (d *devRun) exports() [][2]string {
+	t := d.stack.Topology()
+	region := d.stack.Deployment.Clients.Config.Region
+	out := [][2]string{{"AWS_ENDPOINT_URL", d.state.Endpoint}}
+	if d.state.DynamoDBEndpoint != "" {
+		out = append(out, [2]string{"AWS_ENDPOINT_URL_DYNAMODB", d.state.DynamoDBEndpoint})
+	}
+	return append(out, [][2]string{{"AWS_REGION", region}, {"AWS_DEFAULT_REGION", region},
+		{"AWS_ACCESS_KEY_ID", "test"}, {"AWS_SECRET_ACCESS_KEY", "test"},
+		{"SAS_PREFIX", t.Prefix}, {"SAS_AGENTS", strings.Join(t.Agents, ",")},
+		{"SAS_ORDERS_QUEUE_URL", d.stack.QueueURL(t.OrdersQueue().Name)}}...)
 }

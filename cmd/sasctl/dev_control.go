@@ -80,7 +80,7 @@ func (d *devRun) control() error {
 	if err != nil {
 		return fmt.Errorf("control endpoint: %w", err)
 	}
-	d.state.PID, d.state.Prefix, d.state.Token = os.Getpid(), d.flags.prefix, hex.EncodeToString(b)
+	d.state.PID, d.state.Prefix, d.state.Token = os.Getpid(), d.flags.Topology.Prefix, hex.EncodeToString(b)
 	d.state.Control = "http://" + l.Addr().String()
 	srv := &http.Server{Handler: controlHandler(d.sim, d.state.Token, l.Addr().String()), ReadHeaderTimeout: 5 * time.Second}
 	d.background("the control endpoint", func(ctx context.Context) error {

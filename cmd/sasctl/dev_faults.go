@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,13 +11,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 )
 
 // faultFlags are the flags that change the remote simulator's faults.
 type faultFlags struct{ change remotesim.Change }
 
-func (f *faultFlags) register(fs *flag.FlagSet) {
+func (f *faultFlags) register(fs *pflag.FlagSet) {
 	share := func(dst **float64) func(string) error {
 		return func(v string) error {
 			x, err := strconv.ParseFloat(v, 64)
@@ -45,53 +46,43 @@ func (f *faultFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.change.Clear, "clear", false, "clear every fault first")
 }
 
-// devFaults changes (or with no flag shows) the faults of the sasctl dev
-// running from the run folder, through its control endpoint.
-func devFaults(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	runDir, change, apply, code := parseDevFaults(args, stderr)
-	if code >= 0 {
-		return code
+func devFaultsCmd() *cobra.Command {
+	var (
+		runDir string
+		ff     faultFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "faults",
+		Short: "show or change the faults of the remote simulator of a running sasctl dev",
+		Long: `faults changes the faults of the remote-service simulator of the sasctl dev that runs from the run
+folder, through its control endpoint (its address and token are in <run-dir>/dev.json); with no
+flag but --run-dir, it shows the faults in effect.`,
+		Example: "  sasctl dev faults --transient 0.3 --outage payment:2m\n  sasctl dev faults --clear",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := ff.change.Validate(); err != nil {
+				return usageErrorf("%s", strings.ReplaceAll(err.Error(), "\n", "; "))
+			}
+			apply := false
+			cmd.Flags().Visit(func(f *pflag.Flag) { apply = apply || f.Name != "run-dir" })
+			lines, err := callControl(cmd.Context(), runDir, apply, ff.change)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintln(out, "faults now:")
+			if len(lines) == 0 {
+				fmt.Fprintln(out, "  none: every remote call succeeds")
+			}
+			for _, l := range lines {
+				fmt.Fprintf(out, "  %s: %s\n", l.Service, l.Faults)
+			}
+			return nil
+		},
 	}
-	lines, err := callControl(ctx, runDir, apply, change)
-	if err != nil {
-		fmt.Fprintln(stderr, "sasctl dev faults:", err)
-		return 1
-	}
-	fmt.Fprintln(stdout, "faults now:")
-	if len(lines) == 0 {
-		fmt.Fprintln(stdout, "  none: every remote call succeeds")
-	}
-	for _, l := range lines {
-		fmt.Fprintf(stdout, "  %s: %s\n", l.Service, l.Faults)
-	}
-	return 0
-}
-
-// parseDevFaults reads sasctl dev faults' flags: the run folder, the change,
-// and whether there is one (no flag but --run-dir: show the faults). It
-// returns an exit code (>= 0) when the command must stop.
-func parseDevFaults(args []string, stderr io.Writer) (runDir string, c remotesim.Change, apply bool, code int) {
-	fs := flag.NewFlagSet("sasctl dev faults", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&runDir, "run-dir", ".run", "the run folder of the sasctl dev to change")
-	var ff faultFlags
-	ff.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return runDir, c, false, 0
-		}
-		return runDir, c, false, 2
-	}
-	err := ff.change.Validate()
-	if err == nil && fs.NArg() > 0 {
-		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "sasctl dev faults:", strings.ReplaceAll(err.Error(), "\n", "; "))
-		return runDir, c, false, 2
-	}
-	fs.Visit(func(f *flag.Flag) { apply = apply || f.Name != "run-dir" })
-	return runDir, ff.change, apply, -1
+	cmd.Flags().StringVar(&runDir, "run-dir", ".run", "the run folder of the sasctl dev to change")
+	ff.register(cmd.Flags())
+	return cmd
 }
 
 // callControl sends the change (or, if !apply, asks for the faults) to the

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/sas-go/sas/shared/console"
@@ -17,7 +16,6 @@ import (
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/operator"
-	"github.com/sas-go/sas/shared/topology"
 )
 
 // devRun is a running `sasctl dev`: what it started, to stop in reverse.
@@ -46,11 +44,11 @@ func (d *devRun) later(f func()) { d.stops = append(d.stops, f) }
 // endpoint, and prints what a user pastes to talk to it.
 func (d *devRun) start(ctx context.Context) error {
 	f := d.flags
-	o := localrun.Options{Prefix: f.prefix, Settings: f.settings, SupervisorEvery: f.supervisorEvery,
-		DeadlineShards: topology.Default(f.prefix).DeadlineShards} // sasctl's operator reads every shard of the default
-	if err := loadWorkflows(&o, f.workflows); err != nil {
+	o, err := localOptions(f.settingFlags)
+	if err != nil {
 		return err
 	}
+	o.DeadlineShards = f.Topology.DeadlineShards // sasctl's operator reads every shard of the default
 	if err := d.claimRunDir(); err != nil {
 		return err
 	}
@@ -160,7 +158,8 @@ func (d *devRun) deploy(ctx context.Context, o localrun.Options) error {
 	if d.stack, err = localrun.New(ctx, o); err != nil {
 		return err
 	}
-	d.sim.OnCallback(d.stack.Callbacks(nil)) // async services answer through the orders queue
+	// An async step's service answers through the orders queue, as a real one would.
+	d.sim.OnCallback(d.stack.Callbacks(func(err error) { fmt.Fprintln(logf, err) }))
 	if err := d.sayResources(ctx, logPath); err != nil {
 		return err
 	}
@@ -201,7 +200,7 @@ func (d *devRun) sayResources(ctx context.Context, logPath string) error {
 // serve starts the console and the control endpoint, and writes dev.json.
 func (d *devRun) serve() error {
 	op := operator.New(d.stack.Deployment.Clients, d.stack.Topology())
-	if p := d.flags.settings.PickupTimeout; p > 0 {
+	if p := d.flags.Overrides.PickupTimeout; p > 0 {
 		op.PickupTimeout = p
 	}
 	c, err := console.New(console.Config{Operator: op, Faults: d.sim, Who: operatorName() + " in the console"})
@@ -229,36 +228,4 @@ func (d *devRun) background(name string, serve func(context.Context) error) {
 		}
 		fmt.Fprintln(d.out, "stopped", name)
 	})
-}
-
-// printEnv prints, one a line, what a user pastes into a shell to talk to
-// the stack with their own tools and sasctl, then where things are.
-func (d *devRun) printEnv() {
-	w, t := d.out, d.stack.Topology()
-	fmt.Fprintln(w, "paste these lines into another shell; then the AWS CLI, boto3, the SDKs and every sasctl command use this stack:")
-	for _, kv := range d.exports() {
-		fmt.Fprintf(w, "export %s=%s\n", kv[0], kv[1])
-	}
-	fmt.Fprintf(w, "orders queue: %s\n", d.stack.QueueURL(t.OrdersQueue().Name))
-	fmt.Fprintf(w, "orders table: %s\nstate table: %s\n", t.OrdersTable(), t.StateTable())
-	fmt.Fprintf(w, "alert inbox: %s\n", d.stack.AlertInbox)
-	fmt.Fprintf(w, "faults: sasctl dev faults --run-dir %s ... (its control endpoint and token are in %s)\n",
-		d.flags.runDir, devStatePath(d.flags.runDir))
-	fmt.Fprintf(w, "console: %s\n", d.state.Console)
-}
-
-// exports are the environment variables a user's shell needs, in order:
-// the SDKs' endpoint, region and dummy credentials, then what sasctl's
-// defaults read (the prefix, the agents) and the orders queue's URL.
-func (d *devRun) exports() [][2]string {
-	t := d.stack.Topology()
-	region := d.stack.Deployment.Clients.Config.Region
-	out := [][2]string{{"AWS_ENDPOINT_URL", d.state.Endpoint}}
-	if d.state.DynamoDBEndpoint != "" {
-		out = append(out, [2]string{"AWS_ENDPOINT_URL_DYNAMODB", d.state.DynamoDBEndpoint})
-	}
-	return append(out, [][2]string{{"AWS_REGION", region}, {"AWS_DEFAULT_REGION", region},
-		{"AWS_ACCESS_KEY_ID", "test"}, {"AWS_SECRET_ACCESS_KEY", "test"},
-		{"SAS_PREFIX", t.Prefix}, {"SAS_AGENTS", strings.Join(t.Agents, ",")},
-		{"SAS_ORDERS_QUEUE_URL", d.stack.QueueURL(t.OrdersQueue().Name)}}...)
 }

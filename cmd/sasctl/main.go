@@ -1,14 +1,23 @@
-// Command sasctl is the operator and developer CLI. `sasctl demo` runs the
-// whole pipeline locally against an emulator and prints what happened.
+// Command sasctl is the operator and developer CLI of the
+// Scheduler-Agent-Supervisor pipeline: it inspects and acts on a deployment
+// (status, list, watch, submit, signal, resubmit, cancel, redrive, console),
+// runs one locally (demo, dev, chaos, bench) and checks workflow files
+// (workflow validate, workflow show). Built on spf13/cobra: flags go before
+// or after the arguments, `sasctl help CMD` explains a command, and
+// `sasctl completion SHELL` prints a completion script.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
 )
 
 func main() {
@@ -18,72 +27,73 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = `usage: sasctl <command> [flags]
+// The exit codes, one convention for every command.
+const (
+	exitDone   = 0 // it did what was asked
+	exitFailed = 1 // it could not: the deployment said no, or was not there; one line on stderr says why
+	exitUsage  = 2 // the command line (or what the command needs to start) is wrong: nothing was done
+)
 
-commands:
-  demo      run the pipeline locally (embedded moto_server unless AWS_ENDPOINT_URL
-            is set) on a demo batch with faults switched on, with a summary
-  dev       run the pipeline locally until Ctrl-C: moto_server, DynamoDB Local (its tables
-            kept in .run/), the remote simulator and the console; prints the lines to
-            paste to use it with your own tools; sasctl dev faults changes its faults
-  console   serve the web console on 127.0.0.1 for the deployment the flags name
-  submit    send orders from a file, stdin (-), or --generate N
-  status    show an order: its task, each step and undo action, its timeline
-  list      list orders, by --state, paged
-  watch     live counts of orders by state
-  resubmit  put a Failed or CompensationFailed order back to work
-  cancel    cancel an order: what has not started does not, what completed is undone
-  redrive   move messages from a dead-letter queue back to its queue
-  chaos     run orders through the local stack with every fault injected,
-            check every invariant; non-zero exit if one broke
-  bench     count every AWS request of N orders (single-step and three-step,
-            by batch size), price them, compare with Step Functions; writes
-            JSON and an SVG chart
-  workflow  validate workflow files as a deployment loads them, or show one's steps, undo
-            chain and agents (--mermaid: a flowchart); no deployment, so no --endpoint
-
-Every command but demo, dev, chaos and bench takes --endpoint, --prefix and --output text|json;
-sasctl <command> -h lists its flags.
-`
-
-// run dispatches a command and returns the process exit code.
+// run runs sasctl with args and returns its exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
+	root := newRoot()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return exitDone
 	}
-	switch args[0] {
-	case "demo":
-		return demo(ctx, args[1:], stdout, stderr)
-	case "dev":
-		return dev(ctx, args[1:], stdout, stderr)
-	case "console":
-		return consoleCmd(ctx, args[1:], stdout, stderr)
-	case "chaos":
-		return chaosCmd(ctx, args[1:], stdout, stderr)
-	case "bench":
-		return benchCmd(ctx, args[1:], stdout, stderr)
-	case "workflow":
-		return workflowCmd(args[1:], stdout, stderr)
-	case "submit":
-		return submit(ctx, args[1:], stdin, stdout, stderr)
-	case "status":
-		return status(ctx, args[1:], stdout, stderr)
-	case "list":
-		return list(ctx, args[1:], stdout, stderr)
-	case "watch":
-		return watch(ctx, args[1:], stdout, stderr)
-	case "resubmit":
-		return resubmit(ctx, args[1:], stdout, stderr)
-	case "cancel":
-		return cancel(ctx, args[1:], stdout, stderr)
-	case "redrive":
-		return redrive(ctx, args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "sasctl: unknown command %q\n%s", args[0], usage)
-		return 2
+	if errors.Is(err, errReported) {
+		return exitFailed
 	}
+	var u usageError
+	if errors.As(err, &u) || strings.HasPrefix(err.Error(), "unknown command") {
+		fmt.Fprintf(stderr, "%s: %s\nRun '%s --help' for usage.\n", cmd.CommandPath(), err, cmd.CommandPath())
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", cmd.CommandPath(), strings.ReplaceAll(err.Error(), "\n", " "))
+	return exitFailed
+}
+
+// newRoot is the sasctl command with every subcommand.
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "sasctl",
+		Short: "operate and develop the Scheduler-Agent-Supervisor pipeline",
+		Long: `sasctl inspects and acts on a deployment (on AWS, LocalStack or sasctl dev's emulators),
+runs the pipeline locally, and checks workflow files.
+
+Exit codes: 0 done; 1 failed (one line on stderr says why); 2 usage (a bad command
+line, or what the command needs is missing: nothing was done).
+
+A deployment is found by --prefix (default $SAS_PREFIX, else sas) with the AWS SDK's own
+settings: credentials, region, and AWS_ENDPOINT_URL for an emulator. docs/cli.md has more.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(cmd.ErrOrStderr())
+			_ = cmd.Help()
+			return usageErrorf("name a command")
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddGroup(&cobra.Group{ID: "deployment", Title: "Commands on a deployment:"},
+		&cobra.Group{ID: "local", Title: "Commands that run the pipeline locally:"},
+		&cobra.Group{ID: "files", Title: "Commands on workflow files:"})
+	for _, c := range []*cobra.Command{statusCmd(), listCmd(), watchCmd(), submitCmd(), signalCmd(), resubmitCmd(),
+		cancelCmd(), redriveCmd(), consoleCmd()} {
+		c.GroupID = "deployment"
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{demoCmd(), devCmd(), chaosCmd(), benchCmd()} {
+		c.GroupID = "local"
+		root.AddCommand(c)
+	}
+	wf := workflowCmd()
+	wf.GroupID = "files"
+	root.AddCommand(wf, versionCmd())
+	return root
 }

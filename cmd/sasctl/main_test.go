@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -22,37 +23,105 @@ func sasctl(t *testing.T, args ...string) (code int, stdout, stderr string) {
 func TestUsageAndUnknownCommand(t *testing.T) {
 	code, _, stderr := sasctl(t)
 	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "usage: sasctl")
+	require.Contains(t, stderr, "Usage:\n  sasctl [flags]\n  sasctl [command]")
+	require.Contains(t, stderr, "sasctl: name a command\nRun 'sasctl --help' for usage.\n")
 	code, _, stderr = sasctl(t, "launch")
 	require.Equal(t, 2, code)
-	require.Contains(t, stderr, `unknown command "launch"`)
+	require.Equal(t, "sasctl: unknown command \"launch\"\nRun 'sasctl --help' for usage.\n", stderr)
 	code, stdout, _ := sasctl(t, "help")
 	require.Zero(t, code)
-	require.Contains(t, stdout, "demo")
+	for _, cmd := range []string{"demo", "dev", "status", "signal", "workflow", "completion", "version"} {
+		require.Contains(t, stdout, "\n  "+cmd+" ")
+	}
+	require.Contains(t, stdout, "Exit codes: 0 done; 1 failed (one line on stderr says why); 2 usage")
 }
 
-func TestDemoRejectsBadFlags(t *testing.T) {
-	for args, want := range map[string][]string{
-		"--orders must be 1..100000":                            {"demo", "--orders", "0"},
-		"shares between 0 and 1":                                {"demo", "--transient", "1.5"},
-		"max failures must not be negative":                     {"demo", "--max-failures", "-1"},
-		"flag provided but not defined":                         {"demo", "--bogus"},
-		"--batch-window 1.5s is not whole seconds from 0 to 5m": {"demo", "--batch-window", "1500ms"},
-	} {
-		code, _, stderr := sasctl(t, want...)
-		require.Equal(t, 2, code, args)
-		require.Contains(t, stderr, args)
-	}
-	code, _, stderr := sasctl(t, "demo", "-h")
+// sasctl help CMD and CMD --help say the same: the command's flags, the
+// deployment's only on the commands that take them.
+func TestHelpOfACommand(t *testing.T) {
+	code, help, _ := sasctl(t, "help", "status")
 	require.Zero(t, code)
-	require.Contains(t, stderr, "-step-timeout")
+	code, flagHelp, _ := sasctl(t, "status", "--help")
+	require.Zero(t, code)
+	require.Equal(t, help, flagHelp)
+	for _, want := range []string{"sasctl status ORDER [flags]", "--endpoint", "--prefix string", "($SAS_PREFIX) (default \"sas\")",
+		"--agents", "-o, --output text|json"} {
+		require.Contains(t, help, want)
+	}
+	_, help, _ = sasctl(t, "help", "workflow", "validate")
+	require.Contains(t, help, "--function-timeout duration")
+	require.NotContains(t, help, "--prefix", "a workflow file needs no deployment")
+	_, help, _ = sasctl(t, "help", "demo")
+	for _, flag := range []string{"--prefix", "--workflows", "--step-timeout", "--max-failures", "--retry-backoff",
+		"--pickup-timeout", "--order-deadline", "--backlog-depth", "--supervisor-rate", "--batch-window-seconds"} {
+		require.Contains(t, help, flag, "demo takes every setting of a local stack")
+	}
+	require.NotContains(t, help, "--endpoint")
+	require.NotContains(t, help, "--output")
+}
+
+func TestCompletionScripts(t *testing.T) {
+	for shell, want := range map[string]string{"bash": "__start_sasctl", "zsh": "#compdef sasctl", "fish": "complete -c sasctl"} {
+		code, stdout, stderr := sasctl(t, "completion", shell)
+		require.Zero(t, code, stderr)
+		require.Contains(t, stdout, want, shell)
+	}
+	code, stdout, _ := sasctl(t, "__complete", "list", "--state", "")
+	require.Zero(t, code)
+	require.Contains(t, stdout, "CompensationFailed\n", "list --state completes the states")
+	code, stdout, _ = sasctl(t, "__complete", "status", "o-1", "--output", "")
+	require.Zero(t, code)
+	require.True(t, strings.HasPrefix(stdout, "text\njson\n"), stdout)
+}
+
+func TestVersionSaysTheModuleAndCommit(t *testing.T) {
+	bi := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.4.0"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "0123456789abcdef0123456789abcdef01234567"}, {Key: "vcs.time", Value: "2026-11-24T10:00:00Z"},
+		{Key: "vcs.modified", Value: "true"}}}
+	require.Equal(t, versionInfo{Version: "v1.4.0", Commit: "0123456789abcdef0123456789abcdef01234567",
+		Time: "2026-11-24T10:00:00Z", Modified: true, Go: "go1.26.8"}, versionOf(bi, true))
+	require.Equal(t, "(unknown)", versionOf(nil, false).Version)
+
+	code, stdout, _ := sasctl(t, "version")
+	require.Zero(t, code)
+	require.Regexp(t, `^sasctl \S+.*, built with go1\.\d+`, stdout)
+	code, stdout, _ = sasctl(t, "version", "-o", "json")
+	require.Zero(t, code)
+	requireShape(t, "version", stdout)
+}
+
+// Flags of a local stack come from the settings table, checked as it
+// checks them; the others are checked before anything starts.
+func TestDemoRejectsBadFlags(t *testing.T) {
+	for want, args := range map[string][]string{
+		"--orders must be 1..100000":                     {"demo", "--orders", "0"},
+		"shares between 0 and 1":                         {"demo", "--transient", "1.5"},
+		`"--max-failures" flag: must not be negative`:    {"demo", "--max-failures", "-1"},
+		"unknown flag: --bogus":                          {"demo", "--bogus"},
+		`"--batch-window-seconds" flag: a whole number`:  {"demo", "--batch-window-seconds", "1.5"},
+		`"--prefix" flag: "my shop" is not 1-32 letters`: {"demo", "--prefix", "my shop"},
+	} {
+		code, _, stderr := sasctl(t, args...)
+		require.Equal(t, 2, code, want)
+		require.Contains(t, stderr, want)
+	}
+	code, stdout, _ := sasctl(t, "demo", "-h")
+	require.Zero(t, code)
+	require.Contains(t, stdout, "--step-timeout duration")
+	require.Contains(t, stdout, `(default 3s)`)
+	t.Setenv("SAS_STEP_TIMEOUT", "soon") // a setting's variable is its flag's default, checked as the flag is
+	code, _, stderr := sasctl(t, "demo")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, `sasctl demo: $SAS_STEP_TIMEOUT="soon": "soon" is not a duration like 30s, 5m or 24h`)
 }
 
 func TestBenchRejectsBadFlags(t *testing.T) {
 	for want, args := range map[string][]string{
-		`batch size "11": want a whole number from 1 to 10`:                    {"bench", "--batch-sizes", "5,11"},
-		"sasctl bench: --batch-window 500ms is not whole seconds from 0 to 5m": {"bench", "--batch-window", "500ms"},
-		"--orders must be at least 1":                                          {"bench", "--orders", "0"},
+		`batch size "11": want a whole number from 1 to 10`:          {"bench", "--batch-sizes", "5,11"},
+		`invalid argument "500ms" for "--batch-window-seconds" flag`: {"bench", "--batch-window-seconds", "500ms"},
+		"--orders must be at least 1":                                {"bench", "--orders", "0"},
+		`result size "99999": want bytes from 0 to 4096`:             {"bench", "--result-bytes", "0,99999"},
+		`unknown flag: --workflows`:                                  {"bench", "--workflows", "single"},
 	} {
 		code, _, stderr := sasctl(t, args...)
 		require.Equal(t, 2, code, want)
@@ -62,11 +131,12 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 
 func TestChaosRejectsBadFlags(t *testing.T) {
 	for want, args := range map[string][]string{
-		`"scheduler" is not function=duration`:         {"chaos", "--throttle", "scheduler"},
-		`"agent-payment=-1s" is not function=duration`: {"chaos", "--throttle", "scheduler=20ms,agent-payment=-1s"},
-		"--batch-window 1.5s is not whole seconds":     {"chaos", "--batch-window", "1500ms"},
-		"--orders must be at least 1":                  {"chaos", "--orders", "0"},
-		"order deadline must not be negative":          {"chaos", "--order-deadline", "-1h"},
+		`"scheduler" is not function=duration`:          {"chaos", "--throttle", "scheduler"},
+		`"agent-payment=-1s" is not function=duration`:  {"chaos", "--throttle", "scheduler=20ms,agent-payment=-1s"},
+		`"--batch-window-seconds" flag: a whole number`: {"chaos", "--batch-window-seconds", "301"},
+		"--orders must be at least 1":                   {"chaos", "--orders", "0"},
+		`"--order-deadline" flag: must not be negative`: {"chaos", "--order-deadline", "-1h"},
+		`unknown flag: --prefix`:                        {"chaos", "--prefix", "x"},
 	} {
 		code, _, stderr := sasctl(t, args...)
 		require.Equal(t, 2, code, want)
@@ -91,6 +161,7 @@ func TestDemoRunsABatchToTheEnd(t *testing.T) {
 	require.Zero(t, code, stderr)
 	require.Regexp(t, `workflow order v[0-9a-f]{8} \(\.\./\.\./shared/workflow/examples/order\.yaml\): 3 steps`, stdout)
 	require.Contains(t, stdout, "moto_server started on http://127.0.0.1:")
+	require.Contains(t, stdout, "resources ready (tables sas-orders, sas-state;", "the one default prefix")
 	require.Regexp(t, regexp.MustCompile(`Processed\s+12`), stdout)
 	require.Regexp(t, regexp.MustCompile(`Lost\s+0\s+none lost`), stdout)
 	require.Regexp(t, regexp.MustCompile(`Malformed rejected\s+3`), stdout)
@@ -113,10 +184,10 @@ func TestDemoRefusesABrokenWorkflowFile(t *testing.T) {
 // ready step judged lost while it sits in a window: the demo refuses it
 // before anything starts.
 func TestDemoRefusesAPickupTimeoutShorterThanTheBatchingWindows(t *testing.T) {
-	code, stdout, stderr := sasctl(t, "demo", "--run-dir", t.TempDir(), "--batch-window", "3s", "--pickup-timeout", "2s")
+	code, stdout, stderr := sasctl(t, "demo", "--run-dir", t.TempDir(), "--batch-window-seconds", "3", "--pickup-timeout", "2s")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, `workflow "order": pickup timeout 2s is shorter than 3 batching windows of 3s (9s)`)
-	require.Contains(t, stderr, "(--pickup-timeout, --batch-window)")
+	require.Contains(t, stderr, "(--pickup-timeout, --batch-window-seconds)")
 	require.NotContains(t, stdout, "started", "nothing started")
 }
 
@@ -131,4 +202,15 @@ func TestDemoRunsAWorkflowThatWaitsForApproval(t *testing.T) {
 	require.Contains(t, stdout, "the demo sends each parked order its event")
 	require.Regexp(t, regexp.MustCompile(`Processed\s+6`), stdout)
 	require.Regexp(t, regexp.MustCompile(`Remote effects\s+12\s+0 of them undo actions; 0 applied twice`), stdout)
+}
+
+// Against AWS (no endpoint), the SDK's own configuration must name a region.
+func TestADeploymentOnAWSNeedsARegion(t *testing.T) {
+	for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	code, _, stderr := sasctl(t, "list", "--prefix", "shop")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "sasctl list: no AWS region: set AWS_REGION, or use a profile that has one (AWS_PROFILE)")
 }

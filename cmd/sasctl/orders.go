@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,57 +9,75 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sas-go/sas/shared/devkit/localrun"
 )
 
-func submit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var g globals
-	fs := newFlags("submit", stderr, &g)
-	generate := fs.Int("generate", 0, "send N generated orders instead of reading any")
-	reply := fs.String("reply-queue", "", "with --generate: the reply queue the orders name")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sasctl submit [flags] FILE|-   (JSON lines, or one JSON array; - reads stdin)\n       sasctl submit [flags] --generate N")
-		fs.PrintDefaults()
+func submitCmd() *cobra.Command {
+	var (
+		t        target
+		generate int
+		reply    string
+	)
+	cmd := &cobra.Command{
+		Use:   "submit FILE|-",
+		Short: "send orders from a file, stdin (-), or --generate N",
+		Long: `submit sends orders to the deployment's orders queue: JSON lines, or one JSON array, from FILE
+or stdin (-); or, with --generate N, N made-up orders. Each is checked as Submission checks it
+first: one that would be refused is not sent, and is named on stderr with the reason (exit 1).`,
+		Example: "  sasctl submit orders.jsonl\n  sasctl submit --generate 100",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if generate > 0 {
+				return noArgs(cmd, args)
+			}
+			return exactly(1, "one FILE (or - for stdin), or --generate N")(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			bodies, err := orderBodies(args, generate, reply, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			op, err := t.connect(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			res, err := op.Submit(cmd.Context(), bodies)
+			if err != nil {
+				return t.explain(err)
+			}
+			out := cmd.OutOrStdout()
+			if err := emit(out, t.output, res, func() { fmt.Fprintf(out, "sent %d orders to %s\n", res.Sent, res.Queue) }); err != nil {
+				return err
+			}
+			for _, r := range res.Rejected {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: order %d not sent: %s\n", cmd.CommandPath(), r.Item, r.Reason)
+			}
+			if len(res.Rejected) > 0 {
+				return errReported
+			}
+			return nil
+		},
 	}
-	if code := parse(fs, args, &g, stderr); code >= 0 {
-		return code
+	targetFlags(cmd, &t, true)
+	cmd.Flags().IntVar(&generate, "generate", 0, "send N made-up orders instead of reading any")
+	cmd.Flags().StringVar(&reply, "reply-queue", "", "with --generate: the reply queue the orders name")
+	return cmd
+}
+
+// orderBodies are the orders to send: made up, or read from the file.
+func orderBodies(args []string, generate int, reply string, stdin io.Reader) ([]string, error) {
+	if generate <= 0 {
+		return readOrders(args[0], stdin)
 	}
-	var bodies []string
-	switch {
-	case *generate > 0 && fs.NArg() == 0:
-		stamp := time.Now().UTC().Format("150405")
-		for i := range *generate {
-			o := localrun.DemoOrder(fmt.Sprintf("gen-%s-%05d", stamp, i), i)
-			o.ReplyQueue = *reply
-			bodies = append(bodies, o.JSON())
-		}
-	case *generate == 0 && fs.NArg() == 1:
-		var err error
-		if bodies, err = readOrders(fs.Arg(0), stdin); err != nil {
-			return fail(stderr, "submit", &g, err)
-		}
-	default:
-		fs.Usage()
-		return 2
+	stamp := time.Now().UTC().Format("150405")
+	bodies := make([]string, 0, generate)
+	for i := range generate {
+		o := localrun.DemoOrder(fmt.Sprintf("gen-%s-%05d", stamp, i), i)
+		o.ReplyQueue = reply
+		bodies = append(bodies, o.JSON())
 	}
-	op, err := connect(ctx, &g)
-	if err != nil {
-		return fail(stderr, "submit", &g, err)
-	}
-	res, err := op.Submit(ctx, bodies)
-	if err != nil {
-		return fail(stderr, "submit", &g, err)
-	}
-	emit(stdout, &g, res, func() {
-		fmt.Fprintf(stdout, "sent %d orders to %s\n", res.Sent, res.Queue)
-	})
-	for _, r := range res.Rejected {
-		fmt.Fprintf(stderr, "sasctl submit: order %d not sent: %s\n", r.Item, r.Reason)
-	}
-	if len(res.Rejected) > 0 {
-		return 1
-	}
-	return 0
+	return bodies, nil
 }
 
 // readOrders reads order bodies: a JSON array of orders, or one per line.
@@ -69,7 +86,7 @@ func readOrders(path string, stdin io.Reader) ([]string, error) {
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read orders: %w", err)
 		}
 		defer f.Close()
 		r = f

@@ -155,100 +155,28 @@ func TestWorkflowMissingFileIsNamed(t *testing.T) {
 	}
 }
 
-func TestWorkflowShowOrder(t *testing.T) {
-	t.Parallel()
-	code, stdout, stderr := sasctl(t, "workflow", "show", exampleFile("order"))
-	require.Zero(t, code, stderr)
-	require.Regexp(t, `^workflow order v[0-9a-f]{8} \(`, stdout)
-	require.Contains(t, stdout, "deadline 24h (as long again for its undo actions), pickup timeout 1m\n")
-	requireRow(t, stdout, "#", "KIND", "NAME", "AGENT", "ACTION", "TIMEOUT", "MAX", "FAILURES", "RETRY", "BACKOFF")
-	requireRow(t, stdout, "1", "step", "reserve-inventory", "inventory", "reserve-inventory", "20s", "3", "5s")
-	requireRow(t, stdout, "undo", "release-inventory", "inventory", "release-inventory", "20s", "3", "5s")
-	requireRow(t, stdout, "2", "step", "charge-payment", "payment", "charge-payment", "20s", "3", "5s")
-	requireRow(t, stdout, "undo", "refund-payment", "payment", "refund-payment", "20s", "3", "5s")
-	requireRow(t, stdout, "3", "step", "create-shipment", "shipping", "create-shipment", "20s", "3", "5s")
-	requireRow(t, stdout, "undo", "-")
-	require.Contains(t, stdout, ": refund-payment → release-inventory → Failed\n")
-	requireRow(t, stdout, "inventory", "http", "${SAS_REMOTE_BASE_URL}/v1/services/inventory", "10s", "408,429,5xx", "(default)", "none")
-	require.Contains(t, stdout, "\nneeds at deploy: SAS_REMOTE_BASE_URL\n")
-}
-
-func TestWorkflowShowAgentsAuthWithoutSecrets(t *testing.T) {
-	t.Setenv("WAREHOUSE_SECRET", "s3cr3t") // never resolved: printed as written
-	code, stdout, stderr := sasctl(t, "workflow", "show", exampleFile("fulfilment"))
-	require.Zero(t, code, stderr)
-	requireRow(t, stdout, "1", "step", "pick-items", "warehouse", "picks", "15s", "4", "2s")
-	requireRow(t, stdout, "undo", "credit-invoice", "billing", "credit-invoice", "15s", "4", "2s")
-	requireRow(t, stdout, "warehouse", "http", "${WAREHOUSE_URL}", "5s", "409,429,500,502,503,504",
-		"header", "X-Api-Key", "from", "secret", "${WAREHOUSE_SECRET}")
-	require.Contains(t, stdout, `header Authorization ("Bearer " + value) from parameter ${BILLING_TOKEN_PARAMETER}`)
-	requireRow(t, stdout, "loyalty", "custom", "-", "-", "-", "Go", "code", "in", "functions/loyalty")
-	require.Contains(t, stdout, "sigv4 execute-api in ${AWS_REGION}, resource ${COURIER_API_ARN}")
-	require.NotContains(t, stdout, "s3cr3t")
-}
-
-func TestWorkflowShowMermaid(t *testing.T) {
-	t.Parallel()
-	code, stdout, stderr := sasctl(t, "workflow", "show", exampleFile("order"), "--mermaid") // flags may follow the file
-	require.Zero(t, code, stderr)
-	out := outLines(stdout)
-	require.Equal(t, "flowchart LR", out[0])
-	for _, want := range []string{
-		`  s1["reserve-inventory<br/>inventory"]`,
-		`  u1["release-inventory<br/>inventory"]`,
-		"  s1 --> s2",
-		"  s2 --> s3",
-		"  s3 --> processed",
-		"  s1 -. undo .-> u1",
-		"  s2 -. undo .-> u2",
-		"  u2 --> u1",
-		"  u1 --> failed",
-	} {
-		require.Contains(t, out, want)
-	}
-	require.NotContains(t, stdout, "u3")
-	code, stdout, _ = sasctl(t, "workflow", "show", "--mermaid", exampleFile("fulfilment"))
-	require.Zero(t, code)
-	require.Contains(t, outLines(stdout), `  s1["pick-items<br/>warehouse: picks"]`)
-	require.Contains(t, outLines(stdout), "  u3 --> u2")
-	code, stdout, _ = sasctl(t, "workflow", "show", "--mermaid", "--", exampleFile("single"))
-	require.Zero(t, code)
-	require.Equal(t, []string{"flowchart LR", `  s1["charge-payment<br/>payment"]`, `  processed(["Processed"])`,
-		"  s1 --> processed"}, outLines(stdout)) // no undo action: no Failed
-}
-
-func TestWorkflowShowJSON(t *testing.T) {
-	t.Parallel()
-	code, stdout, stderr := sasctl(t, "workflow", "show", "--output", "json", exampleFile("fulfilment"))
-	require.Zero(t, code, stderr)
-	var v showView
-	require.NoError(t, json.Unmarshal([]byte(stdout), &v))
-	require.Equal(t, "48h", v.Deadline)
-	require.Len(t, v.Steps, 4)
-	require.Equal(t, "restock-items", v.Steps[0].Undo.Name)
-	require.Nil(t, v.Steps[3].Undo)
-	require.Equal(t, "${BILLING_TOKEN_PARAMETER}", v.Agents[1].Auth.Parameter)
-}
-
 func TestWorkflowUsage(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
 		{"workflow"}, {"workflow", "lint"}, {"workflow", "validate"}, {"workflow", "show"},
 		{"workflow", "show", "a.yaml", "b.yaml"}, {"workflow", "show", "--bogus", "a.yaml"},
 		{"workflow", "validate", "--output", "yaml", "a.yaml"}, {"workflow", "show", "--mermaid", "--output", "json", "a.yaml"},
+		{"workflow", "validate", "--function-timeout", "5s", "a.yaml"},
 	} {
 		code, stdout, stderr := sasctl(t, args...)
 		require.Equal(t, 2, code, args)
 		require.Empty(t, stdout, args)
 		require.Contains(t, stderr, "sasctl workflow", args)
+		require.Contains(t, stderr, "--help' for usage.", args)
 	}
 	_, _, stderr := sasctl(t, "workflow", "lint")
-	require.Contains(t, stderr, `unknown subcommand "lint"`)
-	require.Contains(t, stderr, "validate FILE...")
-	code, _, stderr := sasctl(t, "workflow", "validate", "-h")
+	require.Contains(t, stderr, `sasctl workflow: unknown command "lint"`)
+	_, _, stderr = sasctl(t, "workflow")
+	require.Contains(t, stderr, "validate    check workflow files as a deployment loads them")
+	code, stdout, _ := sasctl(t, "workflow", "validate", "-h")
 	require.Zero(t, code)
-	require.Contains(t, stderr, "-function-timeout")
-	code, stdout, _ := sasctl(t, "help")
+	require.Contains(t, stdout, "--function-timeout")
+	code, stdout, _ = sasctl(t, "help")
 	require.Zero(t, code)
-	require.Contains(t, stdout, "workflow  validate")
+	require.Contains(t, stdout, "\n  workflow    validate workflow files")
 }

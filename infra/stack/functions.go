@@ -17,7 +17,6 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/sas-go/sas/shared/agentmain"
-	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -174,10 +173,11 @@ func environment(p Props, r *Resources, files []string) map[string]*string {
 	for _, prefix := range p.ReplyQueuePrefixes {
 		replies = append(replies, base+"/"+prefix)
 	}
-	c := deployment.Config{Topology: p.Topology, QueueURLBase: base, AlertTopicARN: *r.Alerts.TopicArn(),
-		WorkflowFiles: files, Settings: p.Settings, AllowedReplyQueues: replies, BacklogDepth: p.BacklogDepth}
+	s := p.Settings
+	s.QueueURLBase, s.AlertTopicARN, s.WorkflowFiles, s.AllowedReplyQueues = base, *r.Alerts.TopicArn(), files, replies
+	s.RemoteBaseURL = "" // only the agents whose files name it get it (AgentVars)
 	out := map[string]*string{}
-	for k, v := range c.Env() {
+	for k, v := range s.Env() {
 		out[k] = jsii.String(v)
 	}
 	return out

@@ -49,8 +49,8 @@ func TestMain(m *testing.M) {
 		defer os.RemoveAll(out)
 		defer jsii.Close()
 		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out), Context: &map[string]any{
-			stack.CtxPrefix: "shop", stack.CtxAlarmEmail: "ops@example.com",
-			stack.CtxReplyQueuePrefixes: "shop-client-", stack.CtxAssetDir: filepath.Join(root, "build"),
+			"prefix": "shop", "alarmEmail": "ops@example.com",
+			"allowedReplyQueuePrefixes": "shop-client-", "assetDir": filepath.Join(root, "build"),
 		}})
 		if props, err = stack.Config(app); err != nil {
 			fmt.Fprintln(os.Stderr, "infra tests:", err)
@@ -366,48 +366,49 @@ func TestCfnLintIsClean(t *testing.T) {
 }
 
 func TestConfigRefusesBadContext(t *testing.T) {
-	for ctx, want := range map[string]string{
-		stack.CtxStepTimeout:    `workflow "order": step "reserve-inventory"'s timeout 1m0s is longer than its agent function allows (25s: its timeout 30s less 5s) (context stepTimeout overrides every step's)`,
-		stack.CtxSupervisorRate: "a whole number of minutes",
-		stack.CtxMaxFailures:    "context maxFailures",
-		stack.CtxWorkflows:      "context workflows:\nworkflow file: open saga.yaml: no such file or directory",
-		stack.CtxBatchWindow:    "topology: batch window 6m0s is not whole seconds from 0 to 5m",
-		stack.CtxOrderDeadline:  `context orderDeadline="a day"`,
-		stack.CtxBacklogDepth:   "backlogDepth must be at least 1 message",
-		stack.CtxQueueWaitAlarm: "queueWaitAlarm must be at least 1m",
+	for ctx, bad := range map[string]struct{ value, want string }{
+		"stepTimeout": {"1m", `workflow "order": step "reserve-inventory"'s timeout 1m0s is longer than its agent function allows ` +
+			`(25s: its timeout 30s less 5s) (context stepTimeout overrides every step's)`},
+		"supervisorRate":        {"90s", "context supervisorRate=1m30s: an EventBridge schedule is whole minutes, at least 1m"},
+		"maxFailures":           {"many", `context maxFailures="many": "many" is not a whole number`},
+		"workflows":             {"saga.yaml", "context workflows:\nworkflow file: open saga.yaml: no such file or directory"},
+		"batchWindowSeconds":    {"360", `context batchWindowSeconds="360": a whole number of seconds from 0 to 300, not "360"`},
+		"orderDeadline":         {"a day", `context orderDeadline="a day": "a day" is not a duration like 30s, 5m or 24h`},
+		"backlogDepth":          {"0", `context backlogDepth="0": must be from 1 to 1000000, not 0`},
+		"queueWaitAlarm":        {"30s", `context queueWaitAlarm="30s": must be at least 1m, not 30s`},
+		"prefix":                {"my shop", `context prefix="my shop": "my shop" is not 1-32 letters, digits, - or _, starting with a letter`},
+		"remoteBaseUrl":         {"remote.example.com", `context remoteBaseUrl="remote.example.com": "remote.example.com" is not an http(s) URL`},
+		"supervisorRateMinutes": {"5", "context supervisorRateMinutes is now supervisorRate (a duration such as 5m)"},
 	} {
-		bad := map[string]any{stack.CtxStepTimeout: "1m", stack.CtxSupervisorRate: "0", stack.CtxMaxFailures: "many",
-			stack.CtxWorkflows: "saga.yaml", stack.CtxBatchWindow: "360", stack.CtxOrderDeadline: "a day", stack.CtxBacklogDepth: "0",
-			stack.CtxQueueWaitAlarm: "30s"}
-		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{ctx: bad[ctx]}})
+		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{ctx: bad.value}})
 		_, err := stack.Config(app)
-		require.ErrorContains(t, err, want, ctx)
+		require.ErrorContains(t, err, bad.want, ctx)
 	}
-	_, err := stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxBatchWindow: "1.5"}}))
+	_, err := stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"batchWindowSeconds": "1.5"}}))
 	require.ErrorContains(t, err, "context batchWindowSeconds=\"1.5\": a whole number of seconds")
-	_, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxBatchWindow: "3", stack.CtxPickupTimeout: "2s"}}))
+	_, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"batchWindowSeconds": "3", "pickupTimeout": "2s"}}))
 	require.ErrorContains(t, err, `workflow "order": pickup timeout 2s is shorter than 3 batching windows of 3s (9s)`)
 	require.ErrorContains(t, err, "(context pickupTimeout, batchWindowSeconds)")
-	_, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxBatchWindow: "3", stack.CtxPickupTimeout: "9s"}}))
+	_, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"batchWindowSeconds": "3", "pickupTimeout": "9s"}}))
 	require.NoError(t, err, "three windows are enough")
 	for _, bad := range []string{"shop-client-../sas-orders", "shop/client-", "", "shop.fifo"} {
-		_, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxReplyQueuePrefixes: "ok-," + bad}}))
-		require.ErrorContains(t, err, "context allowedReplyQueuePrefixes: \""+bad+"\" is not the start of a queue name", bad)
+		_, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"allowedReplyQueuePrefixes": "ok-," + bad}}))
+		require.ErrorContains(t, err, "context allowedReplyQueuePrefixes=\"ok-,"+bad+"\": \""+bad+"\" is not the start of a queue name", bad)
 	}
-	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxStepTimeout: "10s", stack.CtxSupervisorRate: "5",
-		stack.CtxBatchWindow: "0", stack.CtxOrderDeadline: "2h", stack.CtxBacklogDepth: "50", stack.CtxQueueWaitAlarm: "15m"}})
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"stepTimeout": "10s", "supervisorRate": "5m",
+		"batchWindowSeconds": "0", "orderDeadline": "2h", "backlogDepth": "50", "queueWaitAlarm": "15m"}})
 	p, err := stack.Config(app)
 	require.NoError(t, err)
-	require.Equal(t, 2*time.Hour, p.Settings.OrderDeadline)
+	require.Equal(t, 2*time.Hour, p.Overrides.OrderDeadline)
 	require.Equal(t, 50, p.BacklogDepth)
 	require.Equal(t, 15*time.Minute, p.QueueWaitAlarm)
-	require.Equal(t, 10*time.Second, p.Settings.StepTimeout)
+	require.Equal(t, 10*time.Second, p.Overrides.StepTimeout)
 	require.Equal(t, 5*time.Minute, p.SupervisorRate)
 	require.Zero(t, p.Topology.BatchWindow, "no batching window")
 	require.Equal(t, "sas", p.Topology.Prefix, "default prefix")
 	require.Equal(t, []string{"inventory", "payment", "shipping"}, p.Topology.Agents, "the order workflow by default")
 
-	app = awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxWorkflows: "../../shared/workflow/examples/single.yaml"}})
+	app = awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"workflows": "../../shared/workflow/examples/single.yaml"}})
 	p, err = stack.Config(app)
 	require.NoError(t, err)
 	require.Equal(t, []string{"payment"}, p.Topology.Agents, "one agent for the one-step workflow")

@@ -44,7 +44,7 @@ func synthWorkflows(t *testing.T, files ...string) (map[string]any, assertions.A
 		require.NoError(t, os.WriteFile(filepath.Join(assets, fn, "bootstrap"), []byte(fn), 0o755)) // a distinct asset each
 	}
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir()), Context: &map[string]any{
-		stack.CtxPrefix: "shop", stack.CtxWorkflows: strings.Join(paths, ","), stack.CtxAssetDir: assets,
+		"prefix": "shop", "workflows": strings.Join(paths, ","), "assetDir": assets,
 	}})
 	p, err := stack.Config(app)
 	require.NoError(t, err)
@@ -145,16 +145,16 @@ func TestConfigRefusesBadWorkflowFiles(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("name: bad\nagents:\n  a: {endpoint: '${NOT_SET_ANYWHERE}/x'}\nsteps:\n  - {name: s, agent: a, timeout: 1m}\n"), 0o600))
-	_, err := stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxWorkflows: bad}}))
+	_, err := stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"workflows": bad}}))
 	require.EqualError(t, err, "context workflows:\n"+bad+`:5: steps[0].timeout: step "s"'s timeout 1m0s is longer than its agent function allows (25s: its timeout less the time to reply)`)
 
 	require.NoError(t, os.WriteFile(bad, []byte("name: bad\nagents:\n  a: {endpoint: '${NOT_SET_ANYWHERE}/x'}\nsteps:\n  - {name: s, agent: a, timeout: 5s}\n"), 0o600))
-	_, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxWorkflows: bad}}))
+	_, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"workflows": bad}}))
 	require.ErrorContains(t, err, bad+":3: agents.a.endpoint: ${NOT_SET_ANYWHERE} is not set")
 
 	twin := filepath.Join(t.TempDir(), "bad.yaml")
 	require.NoError(t, os.WriteFile(twin, []byte("name: twin\nagents:\n  b: {endpoint: 'http://b'}\nsteps:\n  - {name: s, agent: b, timeout: 5s}\n"), 0o600))
 	t.Setenv("NOT_SET_ANYWHERE", "http://a")
-	_, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxWorkflows: bad + "," + twin}}))
+	_, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"workflows": bad + "," + twin}}))
 	require.ErrorContains(t, err, "have the same file name")
 }

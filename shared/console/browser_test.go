@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,6 +103,56 @@ func TestConsoleInABrowserResubmitsAFailedOrder(t *testing.T) {
 	alerts, err := chromedp.Run(ctx, chromedp.Text(css(`#alerts`)))
 	require.NoError(t, err)
 	require.Contains(t, alerts, "shipping refuses create-shipment for order web-fail")
+}
+
+// The console in a real browser, on an order that waits for its approval:
+// the graph shows the step waiting, the timeline when it began; the form on
+// the page sends the event, and the order goes on to Processed, its undo
+// actions not needed.
+func TestConsoleInABrowserSendsAnEventToAWaitingOrder(t *testing.T) {
+	p := thePipeline(t)
+	base := serve(t, p, nil)
+	require.NoError(t, p.stack.SendOrders(t.Context(), approvalOrder("web-wait")))
+	p.waitParked(t, "web-wait", 1)
+
+	ctx := browser(t)
+	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+	steps(t, ctx, "open the waiting order",
+		chromedp.Navigate(base+"/orders/web-wait"),
+		chromedp.WaitVisible(css(`#graph g[data-name="await-approval"][data-waiting="event"]`)),
+		chromedp.WaitVisible(css(`#signal-event`)),
+	)
+	timeline, err := chromedp.Run(ctx, chromedp.Text(css(`#timeline`)))
+	require.NoError(t, err)
+	require.Contains(t, timeline, `waits for event "approved" until`)
+	box, err := chromedp.Run(ctx, chromedp.TextContent(css(`#graph g[data-name="await-approval"]`))) // an SVG element has no innerText
+	require.NoError(t, err)
+	require.Contains(t, box, "wait · approved · Pending")
+	require.Contains(t, box, "waits since")
+
+	steps(t, ctx, "send the approval from the form",
+		chromedp.SendKeys(css(`#signal-data`), `{"amountCents": 1998, "by": "ana"}`),
+		chromedp.Click(css(`#signal-send`)),
+		chromedp.WaitVisible(css(`#flash`)),
+	)
+	flash, err := chromedp.Run(ctx, chromedp.Text(css(`#flash`)))
+	require.NoError(t, err)
+	require.Regexp(t, `Sent event approved \(eventId sasctl-[0-9a-f]{16}\) to the orders queue`, flash)
+	steps(t, ctx, "see it go on to Processed",
+		chromedp.WaitVisible(css(`#task-state[data-state="Processed"]`)),
+		chromedp.WaitVisible(css(`#graph g[data-name="await-approval"][data-state="Processed"]`)),
+		chromedp.WaitVisible(css(`#graph g[data-name="refund-approved"][data-state="NotNeeded"]`)),
+	)
+	charged := false
+	for _, e := range p.sim.Ledger() {
+		if e.OrderID == "web-wait" && e.Action == "charge-payment" {
+			var in struct{ ApprovedBy string }
+			require.NoError(t, json.Unmarshal(e.Input, &in))
+			require.Equal(t, "ana", in.ApprovedBy, "the charge got the approval's data")
+			charged = true
+		}
+	}
+	require.True(t, charged, "the order was charged")
 }
 
 // steps runs the browser's actions; if one fails, the test fails with the

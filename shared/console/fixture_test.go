@@ -60,6 +60,7 @@ func startPipeline() (*pipeline, error) {
 	prefix := fmt.Sprintf("con%d", time.Now().UnixNano()%1e6)
 	stack, err := localrun.New(ctx, localrun.Options{Endpoint: motoEndpoint, DynamoDBEndpoint: dynamodbEndpoint,
 		Prefix: prefix, RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second, SupervisorEvery: 200 * time.Millisecond,
+		Workflows:      workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow), workflow.MustExample("approval")),
 		DeadlineShards: 4, Settings: workflow.Settings{StepTimeout: 10 * time.Second, MaxFailures: 3,
 			RetryBackoff: 100 * time.Millisecond, PickupTimeout: 3 * time.Second}})
 	if err != nil {
@@ -88,6 +89,24 @@ func serve(t *testing.T, p *pipeline, faults console.FaultControl) string {
 	go func() { done <- srv.Serve(ctx, l) }()
 	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
 	return strings.TrimSuffix(console.URL(l), "/")
+}
+
+// approvalOrder is an order of the approval workflow: it waits for the
+// event approved.
+func approvalOrder(id string) string {
+	o := localrun.DemoOrder(id, 1)
+	o.Workflow = "approval"
+	return o.JSON()
+}
+
+// waitParked waits (bounded) until the order's step i is armed: waiting for
+// its event.
+func (p *pipeline) waitParked(t *testing.T, id string, i int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		_, recs, err := p.stack.Store.Load(context.Background(), id)
+		return err == nil && !recs[i].Armed.IsZero() && recs[i].State == workflow.Pending
+	}, 90*time.Second, 100*time.Millisecond, "order %s's step %d never waited", id, i)
 }
 
 // waitState waits (bounded) until the order's task is in state.

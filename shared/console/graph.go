@@ -3,8 +3,9 @@ package console
 import (
 	"fmt"
 	"slices"
+	"time"
 
-	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -25,6 +26,7 @@ type box struct {
 	Class      string // st-<State>, and "idle" for a record never made ready
 	Undo       bool
 	Tip        string // its last error, on hover
+	Waiting    *operator.Waiting
 	Lines      []line
 }
 
@@ -51,9 +53,9 @@ const (
 
 // layout places the records: steps (by index), and undo actions under the
 // steps they undo.
-func layout(recs []statestore.Step) graph {
-	var steps []statestore.Step
-	undos := map[int]statestore.Step{}
+func layout(recs []operator.Record) graph {
+	var steps []operator.Record
+	undos := map[int]operator.Record{}
 	for _, r := range recs {
 		if r.Undo {
 			undos[r.Index] = r
@@ -61,7 +63,7 @@ func layout(recs []statestore.Step) graph {
 			steps = append(steps, r)
 		}
 	}
-	slices.SortFunc(steps, func(a, b statestore.Step) int { return a.Index - b.Index })
+	slices.SortFunc(steps, func(a, b operator.Record) int { return a.Index - b.Index })
 	g := graph{W: 2*margin + len(steps)*boxW + max(len(steps)-1, 0)*gapX, H: stepY + boxH + 24}
 	if len(undos) > 0 {
 		g.H = undoY + boxH + 24
@@ -86,7 +88,7 @@ func colX(col int) int { return margin + col*(boxW+gapX) }
 // addUndo places an undo action under its step's column, linked to it, with
 // an arrow to the undo action that runs after it (the one of the previous
 // column that has one, prev; -1 for none).
-func (g *graph) addUndo(u statestore.Step, col, prev int) {
+func (g *graph) addUndo(u operator.Record, col, prev int) {
 	x := colX(col)
 	g.Boxes = append(g.Boxes, newBox(u, x, undoY))
 	g.Edges = append(g.Edges, edge{X1: x + boxW/2, Y1: stepY + boxH, X2: x + boxW/2, Y2: undoY, Class: "undoes", Plain: true})
@@ -96,30 +98,56 @@ func (g *graph) addUndo(u statestore.Step, col, prev int) {
 	}
 }
 
-func newBox(r statestore.Step, x, y int) box {
+func newBox(r operator.Record, x, y int) box {
 	b := box{X: x, Y: y, W: boxW, H: boxH, Name: r.Name, State: r.State, Undo: r.Undo, Tip: r.LastError,
-		Class: "st-" + string(r.State)}
+		Class: "st-" + string(r.State), Waiting: r.Waiting}
 	if r.State == workflow.Pending && r.ReadyAt.IsZero() && r.Attempt == 0 {
 		b.Class += " idle"
 	}
-	kind := "step"
-	if r.Undo {
-		kind = "undo"
+	if r.Waiting != nil {
+		b.Class += " waiting"
 	}
-	completeBy := "-"
-	if !r.CompleteBy.IsZero() {
-		completeBy = r.CompleteBy.UTC().Format("15:04:05.000")
-	}
-	texts := []string{
-		short(r.Name, 26),
-		fmt.Sprintf("%s · %s · %s", kind, r.Agent, r.State),
-		fmt.Sprintf("attempt %d · failures %d/%d", r.Attempt, r.FailureCount, r.MaxFailures),
-		"CompleteBy " + completeBy,
-	}
-	for i, t := range texts {
+	for i, t := range boxLines(r) {
 		b.Lines = append(b.Lines, line{X: x + 10, Y: y + 21 + i*18, Text: t, Bold: i == 0})
 	}
 	return b
+}
+
+// boxLines are a record's lines of text: its name, what it is and its
+// state, then its attempt and its CompleteBy, or, while it waits, what for,
+// since when and until when.
+func boxLines(r operator.Record) []string {
+	kind := "step · " + r.Agent
+	switch {
+	case r.Undo:
+		kind = "undo · " + r.Agent
+	case r.Kind == "event":
+		kind = "wait · " + r.Event
+	case r.Kind == "timer":
+		kind = "timer"
+	case r.Async:
+		kind += " (async)"
+	}
+	lines := []string{short(r.Name, 26), fmt.Sprintf("%s · %s", kind, r.State)}
+	if w := r.Waiting; w != nil {
+		return append(lines, "waits since "+operator.Clock(w.Since, w.Since), "until "+operator.Clock(w.Until, w.Since))
+	}
+	if r.Kind != "agent" {
+		if !r.DoneAt.IsZero() {
+			lines = append(lines, "done "+clock(r.DoneAt))
+		}
+		return lines
+	}
+	return append(lines, fmt.Sprintf("attempt %d · failures %d/%d", r.Attempt, r.Failures, r.MaxFailures),
+		"CompleteBy "+operator.Clock(r.CompleteBy, time.Now()))
+}
+
+// clock is a time of day, or "-".
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("15:04:05.000")
 }
 
 func short(s string, n int) string {

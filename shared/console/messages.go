@@ -24,7 +24,7 @@ type statusMessage struct {
 // the order's caller's. They are the latest round's: the records keep no
 // earlier round's times.
 func statusMessages(s operator.Status) []statusMessage {
-	t := s.Task
+	t := s.Order
 	out := []statusMessage{{At: t.CreatedAt, Event: workflow.EventReceived, State: workflow.Pending}}
 	out = append(out, recordMessages(s)...)
 	if t.CancelledBy != "" {
@@ -45,7 +45,7 @@ func statusMessages(s operator.Status) []statusMessage {
 func recordMessages(s operator.Status) []statusMessage {
 	compensated := false
 	for _, r := range s.Records {
-		compensated = compensated || (r.Undo && r.State != workflow.Pending)
+		compensated = compensated || (r.Undo && r.State != workflow.Pending && r.State != operator.NotNeeded)
 	}
 	var out []statusMessage
 	for _, r := range s.Records {
@@ -55,7 +55,7 @@ func recordMessages(s operator.Status) []statusMessage {
 		case r.State == workflow.Processed:
 			out = append(out, statusMessage{At: r.DoneAt, Event: workflow.EventUndoDone, Step: r.Name, State: workflow.Compensating})
 		case r.State == workflow.Error && !r.Undo:
-			next := s.Task.State
+			next := s.Order.State
 			if compensated {
 				next = workflow.Compensating
 			}

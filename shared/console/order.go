@@ -1,6 +1,7 @@
 package console
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,6 +22,10 @@ type orderView struct {
 	Ended       bool
 	CanResubmit bool
 	CanCancel   bool
+	// Events are the events the order's steps wait for, while it runs (the
+	// signal form's); Awaited the one a step waits for now.
+	Events  []string
+	Awaited string
 }
 
 func (s *Server) order(w http.ResponseWriter, r *http.Request) {
@@ -28,11 +33,19 @@ func (s *Server) order(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := orderView{Status: st, Path: orderPath(st.Task.OrderID), Graph: layout(st.Records), Messages: statusMessages(st),
-		Ended:       st.Task.State.Ended(),
-		CanResubmit: st.Task.State == workflow.Failed || st.Task.State == workflow.CompensationFailed,
-		CanCancel:   !st.Task.State.Ended() && st.Task.CancelledBy == ""}
-	s.render(w, r, http.StatusOK, "order", view{Title: "Order " + st.Task.OrderID, Nav: "orders", Data: v})
+	v := orderView{Status: st, Path: orderPath(st.Order.OrderID), Graph: layout(st.Records), Messages: statusMessages(st),
+		Ended:       st.Order.State.Ended(),
+		CanResubmit: st.Order.State == workflow.Failed || st.Order.State == workflow.CompensationFailed,
+		CanCancel:   !st.Order.State.Ended() && st.Order.CancelledBy == ""}
+	for _, r := range st.Records {
+		if r.Kind == string(workflow.KindEvent) && !v.Ended {
+			v.Events = append(v.Events, r.Event)
+		}
+		if w := r.Waiting; w != nil && w.For == string(workflow.KindEvent) {
+			v.Awaited = w.Event
+		}
+	}
+	s.render(w, r, http.StatusOK, "order", view{Title: "Order " + st.Order.OrderID, Nav: "orders", Data: v})
 }
 
 // status reads the order the path names, or writes the error page.
@@ -66,11 +79,11 @@ type confirmView struct {
 
 // confirmations say what an action will do to the order, in words.
 func confirmation(action string, st operator.Status) (heading, detail, button string, ok bool) {
-	id := st.Task.OrderID
+	id := st.Order.OrderID
 	switch action {
 	case "resubmit":
-		detail = "Only a Failed or CompensationFailed order can be resubmitted; this one is " + string(st.Task.State) + "."
-		switch st.Task.State {
+		detail = "Only a Failed or CompensationFailed order can be resubmitted; this one is " + string(st.Order.State) + "."
+		switch st.Order.State {
 		case workflow.Failed:
 			detail = "Its completed steps were undone, so it runs again from its first step in a new round " +
 				"(new idempotency keys), and the Scheduler is told."
@@ -108,7 +121,7 @@ func (s *Server) confirmOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	heading, detail, button, _ := confirmation(action, st)
-	id := st.Task.OrderID
+	id := st.Order.OrderID
 	v := confirmView{Heading: heading, Detail: detail, Button: button, Action: orderPath(id) + "/" + action,
 		Back: orderPath(id), Reason: action == "cancel"}
 	s.render(w, r, http.StatusOK, "confirm", view{Title: v.Heading, Nav: "orders", Data: v})
@@ -121,7 +134,9 @@ func (s *Server) actOnOrder(w http.ResponseWriter, r *http.Request) {
 	result, err := s.act(r, id, action)
 	switch {
 	case errors.Is(err, errNoAction):
-		s.fail(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("An order has no action %q (resubmit, cancel).", action))
+		s.fail(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("An order has no action %q (resubmit, cancel, signal).", action))
+	case errors.Is(err, operator.ErrBadSignal):
+		s.fail(w, r, http.StatusBadRequest, "Not sent", fmt.Sprintf("Order %s: %s.", id, err))
 	case errors.Is(err, statestore.ErrNotFound):
 		s.fail(w, r, http.StatusNotFound, "No such order", fmt.Sprintf("There is no order %q in this deployment.", id))
 	case statestore.IsNotResubmittable(err) || statestore.IsNotCancellable(err):
@@ -137,8 +152,8 @@ func (s *Server) actOnOrder(w http.ResponseWriter, r *http.Request) {
 // errNoAction means the path names no action an order has.
 var errNoAction = errors.New("no such action")
 
-// act resubmits or cancels the order with sasctl's operator code, and says
-// what it did.
+// act resubmits, cancels or sends an event to the order with sasctl's
+// operator code, and says what it did.
 func (s *Server) act(r *http.Request, id, action string) (string, error) {
 	switch action {
 	case "resubmit":
@@ -158,6 +173,25 @@ func (s *Server) act(r *http.Request, id, action string) (string, error) {
 			return "", err
 		}
 		return "Cancel accepted: " + res.What + ".", nil
+	case "signal":
+		return s.signal(r, id)
 	}
 	return "", errNoAction
+}
+
+// signal sends the signal form's event to the order.
+func (s *Server) signal(r *http.Request, id string) (string, error) {
+	var data json.RawMessage
+	if text := strings.TrimSpace(r.PostFormValue("data")); text != "" {
+		if !json.Valid([]byte(text)) {
+			return "", fmt.Errorf("%w: its data is not JSON: %s", operator.ErrBadSignal, short(text, 60))
+		}
+		data = json.RawMessage(text)
+	}
+	res, err := s.op.Signal(r.Context(), id, r.PostFormValue("event"), strings.TrimSpace(r.PostFormValue("eventId")), data)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Sent event %s (eventId %s) to the orders queue: the step waiting for it takes its data, "+
+		"or the order keeps it until it gets there.", res.Event, res.EventID), nil
 }

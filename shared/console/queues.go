@@ -54,13 +54,12 @@ func (s *Server) redrive(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	moved, err := s.op.Redrive(r.Context(), q, 1000)
+	res, err := s.op.Redrive(r.Context(), q, 1000)
 	if err != nil {
-		s.failErr(w, r, fmt.Sprintf("redrive %s (moved %d before that)", q, moved), err)
+		s.failErr(w, r, fmt.Sprintf("redrive %s (moved %d before that)", q, res.Moved), err)
 		return
 	}
-	full := s.op.Topology.Prefix + "-" + q
-	s.redirect(w, r, "/dlq", fmt.Sprintf("Moved %d messages from %s-dlq to %s.", moved, full, full))
+	s.redirect(w, r, "/dlq", fmt.Sprintf("Moved %d messages from %s to %s.", res.Moved, res.From, res.To))
 }
 
 // alertsView is the alerts page.

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -34,12 +35,8 @@ type pages map[string]*template.Template
 var pageNames = []string{"orders", "order", "confirm", "dlq", "alerts", "faults", "error"}
 
 var funcs = template.FuncMap{
-	"clock": func(t time.Time) string {
-		if t.IsZero() {
-			return "-"
-		}
-		return t.UTC().Format("15:04:05.000")
-	},
+	"clock": clock,
+	"when":  func(t time.Time) string { return operator.Clock(t, time.Now()) },
 	"stamp": func(t time.Time) string {
 		if t.IsZero() {
 			return "-"

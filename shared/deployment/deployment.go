@@ -23,30 +23,18 @@ import (
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/submission"
 	"github.com/sas-go/sas/shared/supervisor"
-	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// Config is one deployment.
+// Config is one deployment: its settings, and the workflows they load.
 type Config struct {
-	Topology      topology.Topology
-	QueueURLBase  string // queue URL = QueueURLBase + "/" + name
-	AlertTopicARN string
-	// WorkflowFiles are the workflow files a deployed function loads (none:
-	// the example order workflow); Workflows are the workflows loaded, with
-	// Settings' overrides, their ${NAME}s filled.
-	WorkflowFiles []string
-	Workflows     workflow.Set
-	Settings      workflow.Settings
-	// AllowedReplyQueues are the reply queues an order may name: queue URLs
-	// ending in a name prefix (notify.Allowed).
-	AllowedReplyQueues notify.Allowed
-	AgentBackoff       resilience.Backoff
-	Breaker            BreakerConfig
-	// BacklogDepth is how many messages waiting make a queue backlogged: the
-	// Supervisor then does not re-send a ready step's start into it (0:
-	// supervisor.DefaultBacklogDepth).
-	BacklogDepth int
+	Settings
+	// Workflows are the workflows loaded (WorkflowFiles, or the example
+	// order workflow), with the settings' overrides, their ${NAME}s as
+	// written (an Agent fills its own).
+	Workflows    workflow.Set
+	AgentBackoff resilience.Backoff
+	Breaker      BreakerConfig
 }
 
 // BreakerConfig configures each Agent's circuit breaker.
@@ -61,23 +49,22 @@ const StepTimeoutMargin = 5 * time.Second
 
 // MaxStepTimeout is the longest step timeout the topology's agent
 // functions allow.
-func (c Config) MaxStepTimeout() time.Duration { return c.Topology.FunctionTimeout - StepTimeoutMargin }
+func (s Settings) MaxStepTimeout() time.Duration {
+	return s.Topology.FunctionTimeout - StepTimeoutMargin
+}
 
 // QueueURL is the URL of the named queue.
-func (c Config) QueueURL(name string) string { return c.QueueURLBase + "/" + name }
+func (s Settings) QueueURL(name string) string { return s.QueueURLBase + "/" + name }
 
 // Validate checks the configuration, including the workflow definition.
 func (c Config) Validate() error {
-	if err := c.Topology.Validate(); err != nil {
+	if err := c.Settings.Validate(); err != nil {
 		return err
 	}
 	if c.QueueURLBase == "" || c.AlertTopicARN == "" {
 		return fmt.Errorf("deployment: queue URL base and alert topic ARN are required")
 	}
-	if err := c.Settings.Validate(); err != nil {
-		return err
-	}
-	if err := c.AllowedReplyQueues.Validate(); err != nil {
+	if err := notify.Allowed(c.AllowedReplyQueues).Validate(); err != nil {
 		return fmt.Errorf("deployment: %w", err)
 	}
 	if c.BacklogDepth < 0 {
@@ -150,7 +137,7 @@ type Deployment struct {
 func (d *Deployment) emitter(fn string) *metrics.Emitter { return metrics.New(d.Metrics, fn) }
 
 func (d *Deployment) notifier(m *metrics.Emitter, log *slog.Logger) *notify.Notifier {
-	return notify.New(queue.NewSender(d.Clients.SQS), d.Config.AllowedReplyQueues, m, log)
+	return notify.New(queue.NewSender(d.Clients.SQS), notify.Allowed(d.Config.AllowedReplyQueues), m, log)
 }
 
 // Store is the state store of the deployment.
@@ -168,7 +155,7 @@ func (d *Deployment) Submission() (*submission.Handler, error) {
 		AgentQueues:        d.agentRequestQueues(),
 		SchedulerQueueURL:  d.Config.QueueURL(t.SchedulerQueue().Name),
 		DLQURL:             d.Config.QueueURL(t.OrdersQueue().DLQName),
-		AllowedReplyQueues: d.Config.AllowedReplyQueues,
+		AllowedReplyQueues: notify.Allowed(d.Config.AllowedReplyQueues),
 	}, submission.Deps{Store: d.Store(), Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log})
 }
 

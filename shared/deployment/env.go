@@ -3,12 +3,9 @@ package deployment
 import (
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/sas-go/sas/shared/supervisor"
-	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -41,37 +38,26 @@ const (
 	EnvFunctionTimeout = "SAS_FUNCTION_TIMEOUT"
 )
 
-// FromEnv reads a deployment's configuration and loads its workflow files;
-// unset knobs keep their defaults. The workflows' ${NAME}s stay as written:
-// an Agent fills its own (Deployment.Agent).
+// FromEnv reads a deployment's configuration (Table's settings with an
+// environment variable) and loads its workflow files; unset settings keep
+// their defaults. The workflows' ${NAME}s stay as written: an Agent fills
+// its own (Deployment.Agent).
 func FromEnv(getenv func(string) string) (Config, error) {
-	prefix := getenv(EnvPrefix)
-	if prefix == "" {
+	if getenv(EnvPrefix) == "" {
 		return Config{}, fmt.Errorf("%s is not set", EnvPrefix)
 	}
-	c := Config{
-		Topology:      topology.Default(prefix),
-		QueueURLBase:  strings.TrimSuffix(getenv(EnvQueueURLBase), "/"),
-		AlertTopicARN: getenv(EnvAlertTopicARN),
-		BacklogDepth:  supervisor.DefaultBacklogDepth,
-	}
-	if v := getenv(EnvAllowedReplyQueues); v != "" {
-		c.AllowedReplyQueues = strings.Split(v, ",")
-	}
-	if v := getenv(EnvWorkflows); v != "" {
-		c.WorkflowFiles = strings.Split(v, ",")
-	}
-	if err := c.readKnobs(getenv); err != nil {
+	c := Config{Settings: DefaultSettings()}
+	if err := c.Settings.readEnv(getenv); err != nil {
 		return c, err
 	}
+	c.QueueURLBase = strings.TrimSuffix(c.QueueURLBase, "/")
 	set, err := LoadWorkflows(c.WorkflowFiles, getenv("LAMBDA_TASK_ROOT"), c.MaxStepTimeout())
 	if err != nil {
 		return c, err
 	}
-	c.Workflows = set.With(c.Settings)
-	c.Topology.Agents = set.Agents()
-	if v := getenv(EnvAgents); v != "" {
-		c.Topology.Agents = strings.Split(v, ",")
+	c.Workflows = set.With(c.Overrides)
+	if len(c.Topology.Agents) == 0 {
+		c.Topology.Agents = set.Agents()
 	}
 	return c, c.Validate()
 }
@@ -90,56 +76,4 @@ func LoadWorkflows(files []string, root string, maxStep time.Duration) (workflow
 		}
 	}
 	return workflow.LoadFiles(paths, workflow.Options{MaxStepTimeout: maxStep})
-}
-
-// readKnobs reads the numbers and durations.
-func (c *Config) readKnobs(getenv func(string) string) error {
-	var err error
-	if v := getenv(EnvShards); v != "" {
-		if c.Topology.DeadlineShards, err = strconv.Atoi(v); err != nil {
-			return fmt.Errorf("%s=%q: %w", EnvShards, v, err)
-		}
-	}
-	for name, dst := range map[string]*time.Duration{EnvStepTimeout: &c.Settings.StepTimeout,
-		EnvRetryBackoff: &c.Settings.RetryBackoff, EnvPickupTimeout: &c.Settings.PickupTimeout,
-		EnvOrderDeadline: &c.Settings.OrderDeadline, EnvFunctionTimeout: &c.Topology.FunctionTimeout} {
-		if v := getenv(name); v != "" {
-			if *dst, err = time.ParseDuration(v); err != nil {
-				return fmt.Errorf("%s=%q: %w", name, v, err)
-			}
-		}
-	}
-	for name, dst := range map[string]*int{EnvMaxFailures: &c.Settings.MaxFailures, EnvBacklogDepth: &c.BacklogDepth} {
-		if v := getenv(name); v != "" {
-			if *dst, err = strconv.Atoi(v); err != nil {
-				return fmt.Errorf("%s=%q: %w", name, v, err)
-			}
-		}
-	}
-	return c.Settings.Validate()
-}
-
-// Env is the inverse of FromEnv: the variables that describe c.
-func (c Config) Env() map[string]string {
-	env := map[string]string{
-		EnvPrefix: c.Topology.Prefix, EnvAgents: strings.Join(c.Topology.Agents, ","),
-		EnvShards: strconv.Itoa(c.Topology.DeadlineShards), EnvQueueURLBase: c.QueueURLBase,
-		EnvAlertTopicARN: c.AlertTopicARN, EnvBacklogDepth: strconv.Itoa(c.BacklogDepth),
-		EnvAllowedReplyQueues: strings.Join(c.AllowedReplyQueues, ","),
-		EnvFunctionTimeout:    c.Topology.FunctionTimeout.String(),
-	}
-	if len(c.WorkflowFiles) > 0 {
-		env[EnvWorkflows] = strings.Join(c.WorkflowFiles, ",")
-	}
-	s := c.Settings
-	for name, d := range map[string]time.Duration{EnvStepTimeout: s.StepTimeout, EnvRetryBackoff: s.RetryBackoff,
-		EnvPickupTimeout: s.PickupTimeout, EnvOrderDeadline: s.OrderDeadline} {
-		if d > 0 {
-			env[name] = d.String()
-		}
-	}
-	if s.MaxFailures > 0 {
-		env[EnvMaxFailures] = strconv.Itoa(s.MaxFailures)
-	}
-	return env
 }

@@ -61,7 +61,7 @@ func TestFromEnvSaysWhatIsWrong(t *testing.T) {
 	_, err = deployment.FromEnv(env(map[string]string{deployment.EnvPrefix: "p"}))
 	require.ErrorContains(t, err, "queue URL base")
 	_, err = deployment.FromEnv(env(with(base(), deployment.EnvMaxFailures, "-1")))
-	require.ErrorContains(t, err, "max failures must not be negative")
+	require.ErrorContains(t, err, `SAS_MAX_FAILURES="-1": must not be negative`)
 	_, err = deployment.FromEnv(env(with(base(), deployment.EnvStepTimeout, "40s")))
 	require.ErrorContains(t, err, `step "reserve-inventory"'s timeout 40s is longer than its agent function allows (25s: its timeout 30s less 5s)`)
 	_, err = deployment.FromEnv(env(with(base(), deployment.EnvAgents, "payment")))

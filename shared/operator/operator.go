@@ -1,7 +1,9 @@
-// Package operator is what the sasctl CLI does against a deployment (AWS,
-// LocalStack or a local emulator): submit orders, show an order's status and
-// timeline, list and count orders by state, resubmit a failed order, and
-// redrive a dead-letter queue.
+// Package operator is what the sasctl CLI and the web console do against a
+// deployment (AWS, LocalStack or a local emulator): submit orders, send an
+// order an event, show an order's status and timeline, list and count orders
+// by state, resubmit and cancel an order, and redrive a dead-letter queue.
+// Its views (Status, Order, Record and the commands' results) are the one
+// JSON shape sasctl prints, described by OutputSchema.
 package operator
 
 import (

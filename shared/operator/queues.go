@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -86,43 +87,86 @@ func (o *Operator) queueByShortName(short string) (topology.Queue, error) {
 	return topology.Queue{}, fmt.Errorf("no queue %q; the queues are %s", short, strings.Join(o.QueueNames(), ", "))
 }
 
+// Redriven says what a redrive moved.
+type Redriven struct {
+	Moved int    `json:"moved"`
+	From  string `json:"from"` // the dead-letter queue
+	To    string `json:"to"`   // its queue
+}
+
 // Redrive moves up to max messages from a queue's DLQ back to the queue and
-// returns how many it moved. It first takes what the DLQ holds (hidden from
-// other readers for five minutes), then moves it, so a message that fails
-// again and returns to the DLQ meanwhile is not moved twice. Each message is
-// sent before it is deleted: a crash in between duplicates, never loses.
-func (o *Operator) Redrive(ctx context.Context, short string, max int) (int, error) {
+// says how many it moved (also with an error, those moved before it). It
+// first takes what the DLQ holds (hidden from other readers for five
+// minutes), then moves it, so a message that fails again and returns to the
+// DLQ meanwhile is not moved twice. Each message is sent before it is
+// deleted: a crash in between duplicates, never loses.
+func (o *Operator) Redrive(ctx context.Context, short string, max int) (Redriven, error) {
 	q, err := o.queueByShortName(short)
 	if err != nil {
-		return 0, err
+		return Redriven{}, err
 	}
+	res := Redriven{From: q.DLQName, To: q.Name}
 	src, err := o.QueueURL(ctx, q.Name)
 	if err != nil {
-		return 0, err
+		return res, err
 	}
 	dlq, err := o.QueueURL(ctx, q.DLQName)
 	if err != nil {
-		return 0, err
+		return res, err
 	}
+	taken, err := o.take(ctx, dlq, q.DLQName, max)
+	if err != nil {
+		return res, err
+	}
+	for _, m := range taken {
+		if _, err := o.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &src, MessageBody: m.Body}); err != nil {
+			return res, fmt.Errorf("send to %s: %w", q.Name, err)
+		}
+		res.Moved++
+		if _, err := o.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &dlq, ReceiptHandle: m.ReceiptHandle}); err != nil {
+			return res, fmt.Errorf("delete from %s (its last message was sent, and stays in it too): %w", q.DLQName, err)
+		}
+	}
+	return res, nil
+}
+
+// take receives up to max messages of a dead-letter queue, hiding them for
+// five minutes.
+func (o *Operator) take(ctx context.Context, url, name string, max int) ([]types.Message, error) {
 	var taken []types.Message
 	for len(taken) < max {
-		out, err := o.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &dlq,
+		out, err := o.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url,
 			MaxNumberOfMessages: int32(min(10, max-len(taken))), VisibilityTimeout: 300, WaitTimeSeconds: 1})
 		if err != nil {
-			return 0, fmt.Errorf("read %s: %w", q.DLQName, err)
+			return nil, fmt.Errorf("read %s: %w", name, err)
 		}
 		if len(out.Messages) == 0 {
 			break
 		}
 		taken = append(taken, out.Messages...)
 	}
-	for i, m := range taken {
-		if _, err := o.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &src, MessageBody: m.Body}); err != nil {
-			return i, fmt.Errorf("send to %s: %w", q.Name, err)
+	return taken, nil
+}
+
+// FindAgents reads the deployment's agents from its queues' names (each
+// agent has a queue <prefix>-agent-<name>-requests), for a caller that was
+// not told them.
+func (o *Operator) FindAgents(ctx context.Context) ([]string, error) {
+	head := o.Topology.Prefix + "-agent-"
+	var agents []string
+	p := sqs.NewListQueuesPaginator(o.sqs, &sqs.ListQueuesInput{QueueNamePrefix: aws.String(head), MaxResults: aws.Int32(1000)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list the queues of %s: %w", o.Topology.Prefix, err)
 		}
-		if _, err := o.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &dlq, ReceiptHandle: m.ReceiptHandle}); err != nil {
-			return i + 1, fmt.Errorf("delete from %s: %w", q.DLQName, err)
+		for _, url := range page.QueueUrls {
+			name := url[strings.LastIndex(url, "/")+1:]
+			if agent, ok := strings.CutSuffix(strings.TrimPrefix(name, head), "-requests"); ok && agent != "" {
+				agents = append(agents, agent)
+			}
 		}
 	}
-	return len(taken), nil
+	slices.Sort(agents)
+	return agents, nil
 }

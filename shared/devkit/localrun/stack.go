@@ -38,7 +38,7 @@ type Options struct {
 	DynamoDBEndpoint string            // a separate DynamoDB emulator (e.g. DynamoDB Local), if any
 	Meter            *accounting.Meter // counts every AWS request by function, if set
 	BatchSize        int               // messages per invocation, like an event source mapping's (default 10)
-	Prefix           string            // resource name prefix (default "sas")
+	Prefix           string            // resource name prefix (default deployment.DefaultPrefix)
 	// Workflows are the workflows the stack runs (default: the example
 	// order workflow), with Settings' overrides.
 	Workflows workflow.Set
@@ -64,6 +64,9 @@ type Options struct {
 	// timeout, and Lambda would run more copies meanwhile).
 	AgentPollers int
 	BatchWindow  time.Duration // each event source mapping's batching window (default none; a deployment's is topology.DefaultBatchWindow)
+	// BacklogDepth is how many messages waiting make a queue backlogged for
+	// the Supervisor (default supervisor.DefaultBacklogDepth).
+	BacklogDepth int
 	AgentBackoff resilience.Backoff
 	// AllowedReplyQueues are the URL prefixes an order's replyQueue may have
 	// (default: the queues named <prefix>-client-…, see ClientQueuePrefix).
@@ -116,11 +119,11 @@ func New(ctx context.Context, o Options) (*Stack, error) {
 		return nil, fmt.Errorf("provision: %w", err)
 	}
 	ordersURL := res.URL(topo.OrdersQueue().Name)
-	cfg := deployment.Config{
+	cfg := deployment.Config{Settings: deployment.Settings{
 		Topology: topo, QueueURLBase: strings.TrimSuffix(ordersURL, "/"+topo.OrdersQueue().Name),
-		AlertTopicARN: res.TopicARN, Workflows: set, Settings: o.Settings, AgentBackoff: o.AgentBackoff,
-		AllowedReplyQueues: o.AllowedReplyQueues,
-	}
+		AlertTopicARN: res.TopicARN, Overrides: o.Settings, AllowedReplyQueues: o.AllowedReplyQueues,
+		BacklogDepth: o.BacklogDepth,
+	}, Workflows: set, AgentBackoff: o.AgentBackoff}
 	if len(cfg.AllowedReplyQueues) == 0 {
 		cfg.AllowedReplyQueues = []string{cfg.QueueURL(ClientQueuePrefix(o.Prefix))}
 	}
@@ -150,7 +153,7 @@ func (o Options) Check() error {
 
 func (o Options) withDefaults() Options {
 	if o.Prefix == "" {
-		o.Prefix = "sas"
+		o.Prefix = deployment.DefaultPrefix
 	}
 	if o.Workflows.IsZero() {
 		o.Workflows = workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow))

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/sas-go/sas/shared/devkit/emulator"
+	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// localOptions are a local stack's options from the settings' flags, its
+// workflows loaded from --workflows and validated as at synth and at a
+// Lambda's cold start (none: the example order workflow), checked together
+// before anything starts.
+func localOptions(f settingFlags) (localrun.Options, error) {
+	o := localrun.Options{Prefix: f.Topology.Prefix, Settings: f.Overrides, SupervisorEvery: f.SupervisorRate,
+		BatchWindow: f.Topology.BatchWindow, BacklogDepth: f.BacklogDepth}
+	if len(f.WorkflowFiles) > 0 {
+		set, err := workflow.LoadFiles(f.WorkflowFiles, workflow.Options{})
+		if err != nil {
+			return o, fmt.Errorf("--workflows: %w", err)
+		}
+		o.Workflows = set
+	}
+	if err := o.Check(); err != nil {
+		return o, fmt.Errorf("%w (--pickup-timeout, --batch-window-seconds)", err)
+	}
+	return o, nil
+}
+
+// localEndpoint is the emulator a local command runs against: the one
+// AWS_ENDPOINT_URL names, or a moto_server it starts (logs in runDir); stop
+// stops what it started. It says which on out.
+func localEndpoint(ctx context.Context, runDir string, out io.Writer) (endpoint string, stop func(), err error) {
+	if e := os.Getenv("AWS_ENDPOINT_URL"); e != "" {
+		fmt.Fprintf(out, "using the emulator at AWS_ENDPOINT_URL=%s\n", e)
+		return e, func() {}, nil
+	}
+	moto, err := emulator.StartMoto(ctx, runDir)
+	if err != nil {
+		return "", nil, err
+	}
+	fmt.Fprintf(out, "moto_server started on %s (pid %d, log %s)\n", moto.Endpoint, moto.PID(), moto.LogPath)
+	return moto.Endpoint, func() { _ = moto.Stop() }, nil
+}
+
+// localDynamoDB starts DynamoDB Local for the state store (installed into
+// cacheDir on first use), unless AWS_ENDPOINT_URL names an emulator that
+// serves everything: then endpoint is "". moto reports a flat unit per
+// DynamoDB request and serves one request at a time; DynamoDB Local, AWS's
+// own engine, reports capacity and serves many.
+func localDynamoDB(ctx context.Context, cacheDir, runDir string, out io.Writer) (endpoint string, stop func(), err error) {
+	if os.Getenv("AWS_ENDPOINT_URL") != "" {
+		return "", func() {}, nil
+	}
+	ddb, err := emulator.StartDynamoDBLocal(ctx, cacheDir, runDir)
+	if err != nil {
+		return "", nil, err
+	}
+	fmt.Fprintf(out, "DynamoDB Local started on %s (pid %d, log %s)\n", ddb.Endpoint, ddb.PID(), ddb.LogPath)
+	return ddb.Endpoint, func() { _ = ddb.Stop() }, nil
+}
+
+// makeDirs makes the folders a local command writes in.
+func makeDirs(dirs ...string) error {
+	for _, dir := range dirs {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// startFailed is an error from starting the emulators: a missing
+// moto_server is a usage error (nothing was done; the message says what to
+// install).
+func startFailed(err error) error {
+	if errors.Is(err, emulator.ErrMotoMissing) {
+		return usageError{err}
+	}
+	return err
+}

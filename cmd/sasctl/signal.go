@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sas-go/sas/shared/operator"
+)
+
+func signalCmd() *cobra.Command {
+	var (
+		t             target
+		data, eventID string
+	)
+	cmd := &cobra.Command{
+		Use:   "signal ORDER EVENT",
+		Short: "send an event to an order: the step that waits for it takes its data",
+		Long: `signal sends an event to an order on the deployment's orders queue, as a service would:
+{"kind":"event","orderId":ORDER,"event":EVENT,"eventId":...,"data":...}. The step that waits for
+EVENT (wait: {event: EVENT}) takes the data as its result; an event that arrives before the order
+reaches that step is kept until it does. It prints the eventId (made up when --event-id is not
+given): sending it again is a no-op. An event the order cannot take (no step waits for it, the order
+ended) goes to the orders DLQ with the reason.`,
+		Example: `  sasctl signal o-1 approved --data '{"amountCents": 1998, "by": "ana"}'
+  sasctl signal o-1 approved --data @approval.json --event-id e-7`,
+		Args: exactly(2, "an ORDER id and an EVENT name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body, err := readData(data, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			op, err := t.connect(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			res, err := op.Signal(cmd.Context(), args[0], args[1], eventID, body)
+			if errors.Is(err, operator.ErrBadSignal) {
+				return usageError{err}
+			}
+			if err != nil {
+				return t.explain(err)
+			}
+			out := cmd.OutOrStdout()
+			return emit(out, t.output, res, func() {
+				fmt.Fprintf(out, "sent event %s to order %s (eventId %s: send it again with --event-id %[3]s, and it is a no-op)\n",
+					res.Event, res.OrderID, res.EventID)
+			})
+		},
+	}
+	targetFlags(cmd, &t, true)
+	cmd.Flags().StringVar(&data, "data", "", "the event's data: JSON, or @FILE to read it from a file (@- from stdin)")
+	cmd.Flags().StringVar(&eventID, "event-id", "", "the event's id (1-128 letters, digits or _.:-); default: a new one")
+	return cmd
+}
+
+// readData reads --data: JSON, @FILE or @- (stdin); "" is no data.
+func readData(arg string, stdin io.Reader) (json.RawMessage, error) {
+	if arg == "" {
+		return nil, nil
+	}
+	text, from := []byte(arg), "--data"
+	if path, ok := strings.CutPrefix(arg, "@"); ok {
+		var err error
+		if path == "-" {
+			text, err = io.ReadAll(io.LimitReader(stdin, 1<<20))
+		} else {
+			text, err = os.ReadFile(path)
+		}
+		if err != nil {
+			return nil, usageErrorf("--data %s: %w", arg, err)
+		}
+		from = "--data " + arg
+	}
+	var v any
+	if err := json.Unmarshal(text, &v); err != nil {
+		return nil, usageErrorf("%s is not JSON: %w", from, err)
+	}
+	return json.RawMessage(strings.TrimSpace(string(text))), nil
+}

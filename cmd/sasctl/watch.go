@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+func watchCmd() *cobra.Command {
+	var (
+		t               target
+		every           time.Duration
+		once, untilIdle bool
+	)
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "live counts of orders by state, steps at work and queue depths",
+		Long: `watch prints, every --every, the orders by state, the steps waiting for a claim (and the longest
+wait), running and parked (waiting for an event or a time), and each work queue's depth. It scans
+the state table at each refresh. On a terminal it redraws one line.`,
+		Example: "  sasctl watch\n  sasctl watch --once -o json",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if every <= 0 {
+				return usageErrorf("--every must be positive")
+			}
+			op, err := t.connect(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			return t.watch(cmd.Context(), op, cmd.OutOrStdout(), every, func(s snapshot) bool {
+				return once || (untilIdle && s.InFlight == 0)
+			})
+		},
+	}
+	targetFlags(cmd, &t, true)
+	cmd.Flags().DurationVar(&every, "every", time.Second, "refresh period")
+	cmd.Flags().BoolVar(&once, "once", false, "print one snapshot and exit")
+	cmd.Flags().BoolVar(&untilIdle, "until-idle", false, "exit when no order is in flight")
+	return cmd
+}
+
+// watch prints a snapshot every period until done says so or ctx ends.
+func (t *target) watch(ctx context.Context, op *operator.Operator, out io.Writer, every time.Duration, done func(snapshot) bool) error {
+	tty := isTerminal(out) && t.output == "text"
+	defer func() {
+		if tty {
+			fmt.Fprintln(out)
+		}
+	}()
+	for {
+		snap, err := takeSnapshot(ctx, op)
+		if err != nil {
+			return t.explain(err)
+		}
+		if err := emit(out, t.output, snap, func() { snap.print(out, tty) }); err != nil {
+			return err
+		}
+		if done(snap) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(every):
+		}
+	}
+}
+
+// snapshot is one look at the deployment (watch's --output json).
+type snapshot struct {
+	At       time.Time      `json:"at"`
+	Total    int            `json:"total"`
+	InFlight int            `json:"inFlight"`
+	ByState  map[string]int `json:"byState"`
+	// Waiting are the ready steps not claimed yet, Running the claimed
+	// ones, Parked the waits and timers armed; LongestWait is how long the
+	// longest-waiting ready step has waited.
+	Waiting     int               `json:"waitingSteps"`
+	Running     int               `json:"runningSteps"`
+	Parked      int               `json:"parkedSteps"`
+	LongestWait operator.Duration `json:"longestWait"`
+	Queues      map[string]int    `json:"queueDepths"` // messages waiting, by work queue
+}
+
+func takeSnapshot(ctx context.Context, op *operator.Operator) (snapshot, error) {
+	c, err := op.Store.Census(ctx, time.Now())
+	if err != nil {
+		return snapshot{}, err
+	}
+	s := snapshot{At: time.Now().UTC(), ByState: map[string]int{}, Waiting: c.Waiting, Running: c.Running, Parked: c.Parked,
+		LongestWait: operator.Duration(c.LongestWait.Round(100 * time.Millisecond))}
+	for st, n := range c.ByState {
+		s.ByState[string(st)] = n
+		s.Total += n
+		if !st.Ended() {
+			s.InFlight += n
+		}
+	}
+	s.Queues, err = op.QueueDepths(ctx)
+	return s, err
+}
+
+// print prints the snapshot as a line: redrawn on a terminal.
+func (s snapshot) print(out io.Writer, tty bool) {
+	if tty {
+		fmt.Fprint(out, "\r\033[K"+s.line())
+		return
+	}
+	fmt.Fprintln(out, s.line())
+}
+
+func (s snapshot) line() string {
+	const width = 30
+	filled := 0
+	if s.Total > 0 {
+		filled = width * (s.Total - s.InFlight) / s.Total
+	}
+	var parts []string
+	for _, st := range taskStates {
+		parts = append(parts, fmt.Sprintf("%s %d", st, s.ByState[string(st)]))
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.ByState)) {
+		if !slices.Contains(taskStates, workflow.State(k)) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, s.ByState[k]))
+		}
+	}
+	line := fmt.Sprintf("[%s%s] %d orders, %d in flight | %s | steps: %d waiting for a claim (longest %s), %d running, %d parked",
+		strings.Repeat("#", filled), strings.Repeat(".", width-filled), s.Total, s.InFlight, strings.Join(parts, ", "),
+		s.Waiting, s.LongestWait, s.Running, s.Parked)
+	var queued []string
+	for _, q := range slices.Sorted(maps.Keys(s.Queues)) {
+		if s.Queues[q] > 0 {
+			queued = append(queued, fmt.Sprintf("%s %d", q, s.Queues[q]))
+		}
+	}
+	if len(queued) > 0 {
+		line += " | queued: " + strings.Join(queued, ", ")
+	}
+	return line
+}

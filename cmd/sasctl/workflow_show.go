@@ -1,0 +1,241 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	deploy "github.com/sas-go/sas/shared/deployment"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// printShow prints the workflow: its deadlines, a table of its steps each
+// followed by its undo action, the undo chain, and its agents.
+func printShow(out io.Writer, d workflow.Definition) {
+	fmt.Fprintf(out, "workflow %s v%s (%s)\n", d.Name, d.Version, d.File)
+	fmt.Fprintf(out, "deadline %s (as long again for its undo actions), pickup timeout %s\n\n",
+		deploy.ShortDuration(d.Deadline), deploy.ShortDuration(d.PickupTimeout))
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tKIND\tNAME\tAGENT\tACTION\tTIMEOUT\tMAX FAILURES\tRETRY BACKOFF")
+	for i, s := range d.Steps {
+		n := strconv.Itoa(i + 1)
+		if s.Kind() != workflow.KindAgent {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t%s\t%s\t-\t-\n", n, stepKind(s), s.Name, parkedAction(s), parkedTimeout(s))
+			continue
+		}
+		printAction(tw, n, stepKind(s), &s.Action)
+		printAction(tw, "", "undo", s.Undo)
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "\n%s\n\n", undoChain(d))
+	printAgents(out, d)
+	if vars := d.Vars(); len(vars) > 0 {
+		fmt.Fprintf(out, "\nneeds at deploy: %s\n", strings.Join(vars, ", "))
+	}
+}
+
+// stepKind is what a step does, in a word: step (calls its agent), async
+// (calls its agent, whose service answers later), wait (for an event) or
+// timer.
+func stepKind(s workflow.Step) string {
+	switch s.Kind() {
+	case workflow.KindEvent:
+		return "wait"
+	case workflow.KindTimer:
+		return "timer"
+	}
+	if s.Async {
+		return "async"
+	}
+	return "step"
+}
+
+// parkedAction is what a wait or a timer waits for.
+func parkedAction(s workflow.Step) string {
+	if w := s.Wait; w != nil {
+		what := "event " + w.Event
+		if w.Continue {
+			what += " (at the timeout, goes on)"
+		}
+		return what
+	}
+	if s.Sleep.Until != "" {
+		return "until " + s.Sleep.Until
+	}
+	return "sleep " + deploy.ShortDuration(s.Sleep.For)
+}
+
+// parkedTimeout is how long a wait may wait ("deadline": the order's
+// bounds it); a timer has none.
+func parkedTimeout(s workflow.Step) string {
+	switch {
+	case s.Wait == nil:
+		return "-"
+	case s.Wait.Timeout == 0:
+		return "deadline"
+	}
+	return deploy.ShortDuration(s.Wait.Timeout)
+}
+
+func printAction(tw io.Writer, n, kind string, a *workflow.Action) {
+	if a == nil {
+		fmt.Fprintf(tw, "%s\t%s\t-\n", n, kind)
+		return
+	}
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", n, kind, a.Name, a.Agent, a.DoName(),
+		deploy.ShortDuration(a.Timeout), a.MaxFailures, deploy.ShortDuration(a.RetryBackoff))
+}
+
+// undoChain says what runs when a step fails for good: the undo actions of
+// the steps before it, in reverse order, then the order is Failed.
+func undoChain(d workflow.Definition) string {
+	var chain []string
+	for i := len(d.Steps) - 1; i >= 0; i-- {
+		if u := d.Steps[i].Undo; u != nil {
+			chain = append(chain, u.Name)
+		}
+	}
+	if len(chain) == 0 {
+		return "undo chain: none (no step has an undo action): a step that fails for good fails the order"
+	}
+	return "undo chain (a step that fails for good undoes the steps completed before it, the latest first): " +
+		strings.Join(append(chain, string(workflow.Failed)), " → ")
+}
+
+// printAgents prints the agents the steps call, in step order: how each
+// reaches its service, as written (${NAME}s unresolved, never a secret).
+func printAgents(out io.Writer, d workflow.Definition) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tKIND\tENDPOINT\tTIMEOUT\tTRANSIENT\tAUTH")
+	for _, name := range d.Agents() {
+		a := d.AgentSpecs[name]
+		if a.Custom {
+			fmt.Fprintf(tw, "%s\tcustom\t-\t-\t-\tGo code in functions/%s\n", name, name)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\thttp\t%s\t%s\t%s\t%s\n", name, a.Endpoint, deploy.ShortDuration(a.Timeout), transientText(a.Transient), authText(a.Auth))
+	}
+	tw.Flush()
+}
+
+func transientText(codes []int) string {
+	if codes == nil {
+		return "408,429,5xx (default)"
+	}
+	s := make([]string, len(codes))
+	for i, c := range codes {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s, ",")
+}
+
+// authText says how an agent authenticates: where its secret comes from,
+// never the secret.
+func authText(a *workflow.Auth) string {
+	switch {
+	case a == nil:
+		return "none"
+	case a.SigV4 != nil:
+		s := fmt.Sprintf("sigv4 %s in %s", a.SigV4.Service, a.SigV4.Region)
+		if a.SigV4.Resource != "" {
+			s += ", resource " + a.SigV4.Resource
+		}
+		return s
+	}
+	from := "secret " + a.Secret
+	if a.Parameter != "" {
+		from = "parameter " + a.Parameter
+	}
+	header := a.Header
+	if a.Prefix != "" {
+		header += fmt.Sprintf(" (%q + value)", a.Prefix)
+	}
+	return fmt.Sprintf("header %s from %s", header, from)
+}
+
+// printMermaid prints a flowchart: the steps left to right, the last to
+// Processed; each step's undo action on a dashed edge; the undo chain in
+// reverse order, ending in Failed. A wait for an event is a hexagon, a
+// timer a parallelogram and an async step a subroutine box, each with a
+// class of its own (wait, timer, async) styled apart.
+func printMermaid(out io.Writer, d workflow.Definition) {
+	fmt.Fprintln(out, "flowchart LR")
+	classes := map[string][]string{} // the steps of each kind but plain
+	for i, s := range d.Steps {
+		fmt.Fprintf(out, "  s%d%s\n", i+1, mermaidNode(s))
+		if s.Undo != nil {
+			fmt.Fprintf(out, "  u%d[%s]\n", i+1, mermaidLabel(s.Undo.Name, s.Undo.Agent, s.Undo.DoName()))
+		}
+		if k := stepKind(s); k != "step" {
+			classes[k] = append(classes[k], fmt.Sprintf("s%d", i+1))
+		}
+	}
+	fmt.Fprintf(out, "  processed([\"%s\"])\n", workflow.Processed)
+	for i := 1; i < len(d.Steps); i++ {
+		fmt.Fprintf(out, "  s%d --> s%d\n", i, i+1)
+	}
+	fmt.Fprintf(out, "  s%d --> processed\n", len(d.Steps))
+	printMermaidUndo(out, d)
+	for _, k := range []string{"wait", "timer", "async"} {
+		if len(classes[k]) > 0 {
+			fmt.Fprintf(out, "  classDef %s %s\n  class %s %s\n", k, mermaidStyles[k], strings.Join(classes[k], ","), k)
+		}
+	}
+}
+
+// mermaidStyles set the parked and async steps apart: dashed, in blue.
+var mermaidStyles = map[string]string{
+	"wait":  "fill:#eef4ff,stroke:#3d6fd1,stroke-dasharray:5 3",
+	"timer": "fill:#eef4ff,stroke:#3d6fd1,stroke-dasharray:2 2",
+	"async": "fill:#fff,stroke:#3d6fd1,stroke-dasharray:5 3",
+}
+
+// mermaidNode is a step's node, its shape after what it does.
+func mermaidNode(s workflow.Step) string {
+	switch s.Kind() {
+	case workflow.KindEvent:
+		return "{{" + mermaidLabel(s.Name, "waits for "+parkedAction(s), "timeout "+parkedTimeout(s)) + "}}"
+	case workflow.KindTimer:
+		return "[/" + mermaidLabel(s.Name, parkedAction(s), "") + "/]"
+	}
+	if s.Async {
+		return "[[" + mermaidLabel(s.Name, s.Agent+" (answers later)", s.DoName()) + "]]"
+	}
+	return "[" + mermaidLabel(s.Name, s.Agent, s.DoName()) + "]"
+}
+
+// printMermaidUndo draws each undo action on a dashed edge from its step,
+// then the undo chain from the last undo action back to the first, to Failed.
+func printMermaidUndo(out io.Writer, d workflow.Definition) {
+	var chain []string
+	for i, s := range d.Steps {
+		if s.Undo != nil {
+			fmt.Fprintf(out, "  s%d -. undo .-> u%d\n", i+1, i+1)
+			chain = append([]string{fmt.Sprintf("u%d", i+1)}, chain...)
+		}
+	}
+	if len(chain) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "  failed([\"%s\"])\n", workflow.Failed)
+	for i, id := range chain {
+		next := "failed"
+		if i+1 < len(chain) {
+			next = chain[i+1]
+		}
+		fmt.Fprintf(out, "  %s --> %s\n", id, next)
+	}
+}
+
+// mermaidLabel is a node's label: the record's name, then what does it
+// (its agent, what it waits for) and, if it says something else, detail
+// (the action its agent asks its service for, a wait's timeout).
+func mermaidLabel(name, by, detail string) string {
+	label := name + "<br/>" + by
+	if detail != "" && detail != name {
+		label += ": " + detail
+	}
+	return `"` + strings.ReplaceAll(label, `"`, "#quot;") + `"`
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	deploy "github.com/sas-go/sas/shared/deployment"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// showView is a workflow as sasctl workflow show --output json prints it.
+type showView struct {
+	File          string       `json:"file"`
+	Name          string       `json:"name"`
+	Version       string       `json:"version"`
+	Deadline      string       `json:"deadline"`
+	PickupTimeout string       `json:"pickupTimeout"`
+	Steps         []actionView `json:"steps"`
+	Agents        []agentView  `json:"agents"`
+	Needs         []string     `json:"needs"`
+}
+
+// actionView is a step or undo action: an agent's call (kind agent), or a
+// wait for an event (kind event) or a timer (kind timer), which have no
+// agent.
+type actionView struct {
+	Name         string      `json:"name"`
+	Kind         string      `json:"kind"`
+	Agent        string      `json:"agent,omitempty"`
+	Action       string      `json:"action,omitempty"`
+	Async        bool        `json:"async,omitempty"`
+	Input        string      `json:"input,omitempty"`
+	Timeout      string      `json:"timeout,omitempty"`
+	MaxFailures  int         `json:"maxFailures,omitempty"`
+	RetryBackoff string      `json:"retryBackoff,omitempty"`
+	Wait         *waitView   `json:"wait,omitempty"`
+	Sleep        *sleepView  `json:"sleep,omitempty"`
+	Undo         *actionView `json:"undo,omitempty"`
+}
+
+// waitView is a step that waits for an event.
+type waitView struct {
+	Event     string `json:"event"`
+	Timeout   string `json:"timeout,omitempty"` // none: the order's deadline bounds it
+	OnTimeout string `json:"onTimeout"`         // fail or continue
+}
+
+// sleepView is a timer.
+type sleepView struct {
+	For   string `json:"for,omitempty"`
+	Until string `json:"until,omitempty"`
+}
+
+// agentView is an agent as declared: ${NAME}s unresolved, no secret.
+type agentView struct {
+	Name      string    `json:"name"`
+	Custom    bool      `json:"custom,omitempty"`
+	Endpoint  string    `json:"endpoint,omitempty"`
+	Timeout   string    `json:"timeout,omitempty"`
+	Transient []int     `json:"transient,omitempty"`
+	Auth      *authView `json:"auth,omitempty"`
+}
+
+// authView is an agent's auth as declared: where its secret is, not the
+// secret.
+type authView struct {
+	Header    string     `json:"header,omitempty"`
+	Prefix    string     `json:"prefix,omitempty"`
+	Secret    string     `json:"secret,omitempty"`
+	Parameter string     `json:"parameter,omitempty"`
+	SigV4     *sigV4View `json:"sigv4,omitempty"`
+}
+
+// sigV4View is how an agent signs its requests.
+type sigV4View struct {
+	Service  string `json:"service"`
+	Region   string `json:"region"`
+	Resource string `json:"resource,omitempty"`
+}
+
+func newShowView(d workflow.Definition) showView {
+	v := showView{File: d.File, Name: d.Name, Version: d.Version, Deadline: deploy.ShortDuration(d.Deadline),
+		PickupTimeout: deploy.ShortDuration(d.PickupTimeout), Needs: orEmpty(d.Vars())}
+	for _, s := range d.Steps {
+		st := newStepView(s)
+		if s.Undo != nil {
+			u := newActionView(*s.Undo)
+			st.Undo = &u
+		}
+		v.Steps = append(v.Steps, st)
+	}
+	for _, name := range d.Agents() {
+		a := d.AgentSpecs[name]
+		av := agentView{Name: name, Custom: a.Custom, Endpoint: a.Endpoint, Transient: a.Transient}
+		if a.Auth != nil {
+			av.Auth = newAuthView(*a.Auth)
+		}
+		if !a.Custom {
+			av.Timeout = deploy.ShortDuration(a.Timeout)
+		}
+		v.Agents = append(v.Agents, av)
+	}
+	return v
+}
+
+func newActionView(a workflow.Action) actionView {
+	return actionView{Name: a.Name, Kind: "agent", Agent: a.Agent, Action: a.DoName(), Async: a.Async, Input: a.Input,
+		Timeout: deploy.ShortDuration(a.Timeout), MaxFailures: a.MaxFailures, RetryBackoff: deploy.ShortDuration(a.RetryBackoff)}
+}
+
+// newStepView is a step's view: its action's, or its wait's or timer's.
+func newStepView(s workflow.Step) actionView {
+	switch {
+	case s.Wait != nil:
+		w := &waitView{Event: s.Wait.Event, OnTimeout: "fail"}
+		if s.Wait.Timeout > 0 {
+			w.Timeout = deploy.ShortDuration(s.Wait.Timeout)
+		}
+		if s.Wait.Continue {
+			w.OnTimeout = "continue"
+		}
+		return actionView{Name: s.Name, Kind: string(workflow.KindEvent), Wait: w}
+	case s.Sleep != nil:
+		v := &sleepView{Until: s.Sleep.Until}
+		if s.Sleep.Until == "" {
+			v.For = deploy.ShortDuration(s.Sleep.For)
+		}
+		return actionView{Name: s.Name, Kind: string(workflow.KindTimer), Sleep: v}
+	}
+	return newActionView(s.Action)
+}
+
+func newAuthView(a workflow.Auth) *authView {
+	v := &authView{Header: a.Header, Prefix: a.Prefix, Secret: a.Secret, Parameter: a.Parameter}
+	if a.SigV4 != nil {
+		v.SigV4 = &sigV4View{Service: a.SigV4.Service, Region: a.SigV4.Region, Resource: a.SigV4.Resource}
+	}
+	return v
+}

@@ -1,0 +1,233 @@
+package deployment
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/sas-go/sas/shared/supervisor"
+	"github.com/sas-go/sas/shared/topology"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// DefaultPrefix names a deployment's resources when nothing else does: the
+// stack's, sasctl's and the local stacks'.
+const DefaultPrefix = "sas"
+
+// Settings are what configures a deployment: the CDK context sets them at
+// synth, the stack hands the functions theirs as environment variables, and
+// sasctl's commands take theirs as flags. Table says, for each, its names in
+// those three places, its default and its check.
+type Settings struct {
+	// Topology holds the prefix, the agents, the deadline index's shards,
+	// the functions' timeout and the batching window.
+	Topology topology.Topology
+	// WorkflowFiles are the workflow files deployed (none: the example order
+	// workflow).
+	WorkflowFiles []string
+	// Overrides override every workflow's steps (zero fields: the files').
+	Overrides workflow.Settings
+	// BacklogDepth is how many messages waiting make a queue backlogged: the
+	// Supervisor then does not re-send a ready step's start into it.
+	BacklogDepth int
+	// AllowedReplyQueues are the URL prefixes an order's replyQueue may have
+	// (none: no reply queues); the stack makes them from ReplyQueuePrefixes.
+	AllowedReplyQueues []string
+	// QueueURLBase and AlertTopicARN are the stack's resources.
+	QueueURLBase  string // queue URL = QueueURLBase + "/" + name
+	AlertTopicARN string
+	// RemoteBaseURL fills ${SAS_REMOTE_BASE_URL} in the workflows' endpoints.
+	RemoteBaseURL string
+
+	// The stack's alone.
+	SupervisorRate     time.Duration // the Supervisor's schedule
+	QueueWaitAlarm     time.Duration // the queue wait (ready to claimed) that alarms
+	AlarmEmail         string        // subscribed to the alarm and alert topics
+	ReplyQueuePrefixes []string      // the queue-name prefixes orders may name as their reply queue
+	AssetDir           string        // holds build/<function>/bootstrap (make build)
+}
+
+// DefaultSettings are the settings of a deployment nothing configures.
+func DefaultSettings() Settings {
+	return Settings{
+		Topology:       topology.Default(DefaultPrefix),
+		BacklogDepth:   supervisor.DefaultBacklogDepth,
+		SupervisorRate: time.Minute,
+		QueueWaitAlarm: 5 * time.Minute,
+		AssetDir:       "build",
+	}
+}
+
+// Validate checks what one setting alone cannot: the settings together.
+// (Each setting's own check runs when it is read: Setting.Value.)
+func (s Settings) Validate() error {
+	if err := s.Topology.Validate(); err != nil {
+		return err
+	}
+	return s.Overrides.Validate()
+}
+
+// Setting is one row of Table: a setting's names in the CDK context, the
+// functions' environment and sasctl's flags ("" where it has none), its
+// default in words, and where its value is parsed and checked.
+type Setting struct {
+	Name    string // the docs' name; the CDK context key when it has one
+	Context string // the CDK context key
+	Env     string // the functions' environment variable
+	Flag    string // sasctl's flag, without its dashes
+	Default string // in words, when the value's own text does not say it ("": DefaultSettings')
+	Usage   string // what it sets, and its check in words
+	bind    func(*Settings) Value
+}
+
+// Value is a setting's value inside a Settings: Set parses and checks a
+// text (a flag's, a context key's, an environment variable's); String is
+// its text, which Set reads back. pflag.Value is this interface.
+type Value interface {
+	String() string
+	Set(string) error
+	Type() string
+}
+
+// Value is this setting's value in s.
+func (st Setting) Value(s *Settings) Value { return st.bind(s) }
+
+// DefaultText is the setting's default, as the docs' table says it.
+func (st Setting) DefaultText() string {
+	if st.Default != "" {
+		return st.Default
+	}
+	def := DefaultSettings()
+	if v := st.bind(&def).String(); v != "" {
+		return v
+	}
+	return "none"
+}
+
+var (
+	prefixPattern = &pattern{regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,31}$`), "1-32 letters, digits, - or _, starting with a letter"}
+	urlPattern    = &pattern{regexp.MustCompile(`^https?://\S+$`), "an http(s) URL"}
+	// queuePrefixPattern is the start of a queue name: the IAM grant and the
+	// functions' check both take a reply queue prefix as one.
+	queuePrefixPattern = &pattern{regexp.MustCompile(`^[A-Za-z0-9_-]{1,79}$`), "the start of a queue name (1-79 letters, digits, - or _)"}
+)
+
+// Table is every setting of a deployment, once: the stack reads the CDK
+// context by it (FromContext), the functions their environment (FromEnv,
+// and the stack writes it with Env), and sasctl makes its flags from it.
+// A new setting is a row here and a field of Settings.
+var Table = []Setting{
+	{Name: "prefix", Context: "prefix", Env: EnvPrefix, Flag: "prefix",
+		Usage: "the deployment's name: every resource's name starts with it (1-32 letters, digits, - or _, starting with a letter)",
+		bind:  func(s *Settings) Value { return required(&s.Topology.Prefix, prefixPattern) }},
+	{Name: "workflows", Context: "workflows", Env: EnvWorkflows, Flag: "workflows", Default: "the example order workflow",
+		Usage: "workflow files, comma-separated; an order naming no workflow runs the first file's",
+		bind:  func(s *Settings) Value { return list(&s.WorkflowFiles) }},
+	{Name: "stepTimeout", Context: "stepTimeout", Env: EnvStepTimeout, Flag: "step-timeout", Default: "the files'",
+		Usage: "overrides every step's timeout (CompleteBy = claim + this); at most the agent function's timeout less 5s",
+		bind:  func(s *Settings) Value { return duration(&s.Overrides.StepTimeout, 0) }},
+	{Name: "maxFailures", Context: "maxFailures", Env: EnvMaxFailures, Flag: "max-failures", Default: "the files'",
+		Usage: "overrides every step's failure threshold: attempts that do not complete before it is an Error",
+		bind:  func(s *Settings) Value { return number(&s.Overrides.MaxFailures, 0, 1000) }},
+	{Name: "retryBackoff", Context: "retryBackoff", Env: EnvRetryBackoff, Flag: "retry-backoff", Default: "the files'",
+		Usage: "overrides every step's retry backoff: the Supervisor's, doubling per failure, at most 15m",
+		bind:  func(s *Settings) Value { return duration(&s.Overrides.RetryBackoff, 0) }},
+	{Name: "pickupTimeout", Context: "pickupTimeout", Env: EnvPickupTimeout, Flag: "pickup-timeout", Default: "the files'",
+		Usage: "overrides every workflow's pickup timeout: when the Supervisor first looks at a ready step nobody claimed (never a failure)",
+		bind:  func(s *Settings) Value { return duration(&s.Overrides.PickupTimeout, 0) }},
+	{Name: "orderDeadline", Context: "orderDeadline", Env: EnvOrderDeadline, Flag: "order-deadline", Default: "the files'",
+		Usage: "overrides every workflow's deadline: an order not ended by then fails for good",
+		bind:  func(s *Settings) Value { return duration(&s.Overrides.OrderDeadline, 0) }},
+	{Name: "backlogDepth", Context: "backlogDepth", Env: EnvBacklogDepth, Flag: "backlog-depth",
+		Usage: "messages waiting that make a queue backlogged: the Supervisor re-sends nothing into it",
+		bind:  func(s *Settings) Value { return number(&s.BacklogDepth, 1, 1_000_000) }},
+	{Name: "supervisorRate", Context: "supervisorRate", Flag: "supervisor-rate",
+		Usage: "the Supervisor's schedule (deployed: whole minutes)",
+		bind:  func(s *Settings) Value { return duration(&s.SupervisorRate, time.Millisecond) }},
+	{Name: "batchWindowSeconds", Context: "batchWindowSeconds", Flag: "batch-window-seconds",
+		Usage: "every event source mapping's batching window, whole seconds from 0 to 300",
+		bind:  func(s *Settings) Value { return seconds(&s.Topology.BatchWindow, 300) }},
+	{Name: "queueWaitAlarm", Context: "queueWaitAlarm",
+		Usage: "the queue wait (a step ready to claimed) that raises QueueWaitAlarm",
+		bind:  func(s *Settings) Value { return duration(&s.QueueWaitAlarm, time.Minute) }},
+	{Name: "alarmEmail", Context: "alarmEmail",
+		Usage: "an address subscribed to the alarm and alert topics",
+		bind:  func(s *Settings) Value { return text(&s.AlarmEmail, nil) }},
+	{Name: "allowedReplyQueuePrefixes", Context: "allowedReplyQueuePrefixes",
+		Usage: "the starts of the names of the queues (in the stack's account and region) an order may name as its replyQueue, comma-separated; a replyQueue URL is parsed and must be exactly such a queue (none: no reply queues)",
+		bind:  func(s *Settings) Value { return listOf(&s.ReplyQueuePrefixes, queuePrefixPattern) }},
+	{Name: "allowedReplyQueues", Env: EnvAllowedReplyQueues, Default: "from allowedReplyQueuePrefixes",
+		Usage: "the reply queues an order may name: queue URLs ending in a name prefix (the stack sets it from allowedReplyQueuePrefixes)",
+		bind:  func(s *Settings) Value { return list(&s.AllowedReplyQueues) }},
+	{Name: "remoteBaseUrl", Context: "remoteBaseUrl", Env: EnvRemoteBaseURL,
+		Usage: "fills ${SAS_REMOTE_BASE_URL} in the workflows' endpoints; an http(s) URL",
+		bind:  func(s *Settings) Value { return text(&s.RemoteBaseURL, urlPattern) }},
+	{Name: "assetDir", Context: "assetDir",
+		Usage: "the folder of the built functions (make build)",
+		bind:  func(s *Settings) Value { return text(&s.AssetDir, nil) }},
+	{Name: "agents", Env: EnvAgents, Flag: "agents", Default: "the workflows' agents",
+		Usage: "the deployment's agents, comma-separated (sasctl: found from the deployment's queues)",
+		bind:  func(s *Settings) Value { return list(&s.Topology.Agents) }},
+	{Name: "deadlineShards", Env: EnvShards,
+		Usage: "partitions of the deadline index",
+		bind:  func(s *Settings) Value { return number(&s.Topology.DeadlineShards, 1, 64) }},
+	{Name: "functionTimeout", Env: EnvFunctionTimeout, Flag: "function-timeout",
+		Usage: "the queue-driven functions' timeout; a step's may be at most this less 5s",
+		bind:  func(s *Settings) Value { return duration(&s.Topology.FunctionTimeout, StepTimeoutMargin+time.Second) }},
+	{Name: "queueUrlBase", Env: EnvQueueURLBase, Default: "set by the stack",
+		Usage: "what the queues' URLs start with",
+		bind:  func(s *Settings) Value { return text(&s.QueueURLBase, nil) }},
+	{Name: "alertTopicArn", Env: EnvAlertTopicARN, Default: "set by the stack",
+		Usage: "the alert topic",
+		bind:  func(s *Settings) Value { return text(&s.AlertTopicARN, nil) }},
+}
+
+// Lookup returns the setting of a name.
+func Lookup(name string) (Setting, bool) {
+	for _, st := range Table {
+		if st.Name == name {
+			return st, true
+		}
+	}
+	return Setting{}, false
+}
+
+// FromContext reads the settings the CDK context sets (get returns "" for a
+// key it lacks) over the defaults; a bad value is an error naming its key.
+func FromContext(get func(string) string) (Settings, error) {
+	s := DefaultSettings()
+	for _, st := range Table {
+		if v := get(st.Context); st.Context != "" && v != "" {
+			if err := st.Value(&s).Set(v); err != nil {
+				return s, fmt.Errorf("context %s=%q: %w", st.Context, v, err)
+			}
+		}
+	}
+	return s, nil
+}
+
+// readEnv reads the settings the environment sets over s; a bad value is an
+// error naming its variable.
+func (s *Settings) readEnv(getenv func(string) string) error {
+	for _, st := range Table {
+		if v := getenv(st.Env); st.Env != "" && v != "" {
+			if err := st.Value(s).Set(v); err != nil {
+				return fmt.Errorf("%s=%q: %w", st.Env, v, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Env is the environment that describes s: every setting with a variable,
+// but those left at nothing (an empty text or list, a zero number or
+// duration), which FromEnv reads as their defaults.
+func (s Settings) Env() map[string]string {
+	env := map[string]string{}
+	for _, st := range Table {
+		if v := st.Value(&s).String(); st.Env != "" && v != "" && v != "0" && v != "0s" {
+			env[st.Env] = v
+		}
+	}
+	return env
+}

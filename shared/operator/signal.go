@@ -1,0 +1,65 @@
+package operator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sas-go/sas/shared/message"
+)
+
+// Signalled says what an event sent to an order was.
+type Signalled struct {
+	OrderID string `json:"orderId"`
+	Event   string `json:"event"`
+	EventID string `json:"eventId"` // send it again to repeat the event: a repeat is a no-op
+	Queue   string `json:"queue"`
+}
+
+// ErrBadSignal wraps why an event cannot be sent (a bad name, id or data):
+// nothing was sent.
+var ErrBadSignal = errors.New("bad event")
+
+// Signal sends an event to an order, on the orders queue, as a service
+// would ({"kind":"event",...}): the step of the order that waits for it
+// takes its data as its result, or the order keeps it until it reaches
+// that step. With no eventID, one is made (sasctl-<16 hex digits>): sending
+// the same eventID again is a no-op. An event Submission would refuse to
+// decode is not sent: the error wraps ErrBadSignal and says why. What the
+// order makes of it (no step waits for it, the order ended) Submission
+// decides, and puts a refused event in the orders DLQ with the reason.
+func (o *Operator) Signal(ctx context.Context, orderID, event, eventID string, data json.RawMessage) (Signalled, error) {
+	if eventID == "" {
+		eventID = newEventID()
+	}
+	body, err := json.Marshal(message.Event{Kind: message.KindEvent, OrderID: orderID, Event: event, EventID: eventID, Data: data})
+	if err != nil {
+		return Signalled{}, fmt.Errorf("%w: data: %w", ErrBadSignal, err)
+	}
+	if _, err := message.DecodeOrdersMessage(string(body)); err != nil {
+		return Signalled{}, fmt.Errorf("%w: %s", ErrBadSignal, strings.TrimPrefix(err.Error(), "invalid message: "))
+	}
+	q := o.Topology.OrdersQueue().Name
+	url, err := o.QueueURL(ctx, q)
+	if err != nil {
+		return Signalled{}, err
+	}
+	if _, err := o.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(string(body))}); err != nil {
+		return Signalled{}, fmt.Errorf("send event %s to %s: %w", event, q, err)
+	}
+	return Signalled{OrderID: orderID, Event: event, EventID: eventID, Queue: q}, nil
+}
+
+// newEventID is a fresh eventId.
+func newEventID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // crypto/rand never fails (Go 1.24+)
+	return "sasctl-" + hex.EncodeToString(b)
+}

@@ -1,0 +1,219 @@
+package operator
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sas-go/sas/shared/deployment"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// The views below are what sasctl prints with --output json and what the
+// console shows: camelCase keys, durations as Go durations in a string
+// ("20s"), times in RFC 3339 (UTC) and absent when they never happened.
+// output.schema.json is their JSON Schema; change them only with it.
+
+// The states a record is shown in beyond its stored ones: in an ended order,
+// a record still Pending will never run.
+const (
+	// NotNeeded: an undo action whose step has nothing to undo (the order
+	// was Processed, or the step never completed).
+	NotNeeded workflow.State = "NotNeeded"
+	// Skipped: a step the order never reached (it failed or was cancelled
+	// before).
+	Skipped workflow.State = "Skipped"
+)
+
+// Duration is a duration that reads and writes JSON as a Go duration's
+// text without its zero tails ("20s", "1m", "72h").
+type Duration time.Duration
+
+// MarshalJSON writes the duration's text.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(deployment.ShortDuration(time.Duration(d)))
+}
+
+// UnmarshalJSON reads a duration's text.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration is a string like \"20s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	*d = Duration(v)
+	return err
+}
+
+// String is the duration's text.
+func (d Duration) String() string { return deployment.ShortDuration(time.Duration(d)) }
+
+// Order is an order's task: its state and what happened to it as a whole.
+type Order struct {
+	OrderID      string            `json:"orderId"`
+	Workflow     string            `json:"workflow"`
+	Version      string            `json:"version,omitempty"`
+	State        workflow.State    `json:"state"`
+	Round        int               `json:"round"`
+	Steps        int               `json:"steps"`
+	ReplyQueue   string            `json:"replyQueue,omitempty"`
+	LastError    string            `json:"lastError,omitempty"`
+	CreatedAt    time.Time         `json:"createdAt,omitzero"`
+	UpdatedAt    time.Time         `json:"updatedAt,omitzero"`
+	CompletedAt  time.Time         `json:"completedAt,omitzero"` // when it ended
+	CancelledBy  string            `json:"cancelledBy,omitempty"`
+	CancelledAt  time.Time         `json:"cancelledAt,omitzero"`
+	CancelReason string            `json:"cancelReason,omitempty"`
+	Events       map[string]string `json:"events,omitempty"` // the round's events received: their eventId, by name
+}
+
+// OrderOf is the view of a stored task.
+func OrderOf(t statestore.Task) Order {
+	return Order{OrderID: t.OrderID, Workflow: t.Workflow, Version: t.Version, State: t.State, Round: t.Round,
+		Steps: t.StepCount, ReplyQueue: t.ReplyQueue, LastError: t.LastError, CreatedAt: utc(t.CreatedAt),
+		UpdatedAt: utc(t.UpdatedAt), CompletedAt: utc(t.CompletedAt), CancelledBy: t.CancelledBy,
+		CancelledAt: utc(t.CancelledAt), CancelReason: t.CancelReason, Events: t.Events}
+}
+
+// Record is one step or undo action of an order.
+type Record struct {
+	Name        string          `json:"name"`
+	Index       int             `json:"index"` // its step's position in the workflow, from 0
+	Undo        bool            `json:"undo"`
+	Kind        string          `json:"kind"` // "agent", "event" (a wait) or "timer"
+	Agent       string          `json:"agent,omitempty"`
+	Async       bool            `json:"async,omitempty"` // its service answers later, with a callback
+	Event       string          `json:"event,omitempty"` // the event a wait waits for
+	State       workflow.State  `json:"state"`
+	Attempt     int             `json:"attempt"`
+	Failures    int             `json:"failures"`
+	MaxFailures int             `json:"maxFailures"`
+	Timeout     Duration        `json:"timeout,omitzero"`
+	ReadyAt     time.Time       `json:"readyAt,omitzero"`
+	ClaimedAt   time.Time       `json:"claimedAt,omitzero"`
+	CompleteBy  time.Time       `json:"completeBy,omitzero"` // the current attempt's deadline
+	DueAt       time.Time       `json:"dueAt,omitzero"`      // when the Supervisor looks at it next
+	DoneAt      time.Time       `json:"doneAt,omitzero"`
+	Cause       workflow.Cause  `json:"cause,omitempty"` // why it is in Error
+	LastError   string          `json:"lastError,omitempty"`
+	Waiting     *Waiting        `json:"waiting,omitempty"`
+	Result      json.RawMessage `json:"result,omitempty"` // its service's answer, or its event's data
+}
+
+// KindText is what the record is, in a word: step, undo, wait (for an
+// event), timer, or async (a step whose service answers later).
+func (r Record) KindText() string {
+	switch {
+	case r.Undo:
+		return "undo"
+	case r.Kind == string(workflow.KindEvent):
+		return "wait"
+	case r.Kind == string(workflow.KindTimer):
+		return "timer"
+	case r.Async:
+		return "async"
+	}
+	return "step"
+}
+
+// Waiting is what a record waits for while it waits: an event, a time, or
+// its service's callback.
+type Waiting struct {
+	For   string    `json:"for"`             // "event", "timer" or "callback"
+	Event string    `json:"event,omitempty"` // the event's name
+	Since time.Time `json:"since"`           // when it began to wait (a wait or timer armed; a callback's call claimed)
+	Until time.Time `json:"until,omitzero"`  // its timeout, its wake time, or the callback's CompleteBy
+}
+
+// What says in words what it waits for: event "approved", a timer, a
+// callback.
+func (w Waiting) What() string {
+	switch w.For {
+	case "event":
+		return fmt.Sprintf("event %q", w.Event)
+	case "timer":
+		return "a timer"
+	}
+	return "its service's callback"
+}
+
+// recordOf is the view of a stored record of an order in state.
+func recordOf(s statestore.Step, task workflow.State, steps map[int]workflow.State) Record {
+	r := Record{Name: s.Name, Index: s.Index, Undo: s.Undo, Kind: kindName(s.Kind), Agent: s.Agent, Async: s.Async,
+		Event: s.Event, State: shownState(s, task, steps), Attempt: s.Attempt, Failures: s.FailureCount,
+		MaxFailures: s.MaxFailures, Timeout: Duration(s.Timeout), ReadyAt: utc(s.ReadyAt), ClaimedAt: utc(s.ClaimedAt),
+		CompleteBy: utc(s.CompleteBy), DueAt: utc(s.DueAt), DoneAt: utc(s.DoneAt), Cause: s.Cause, LastError: s.LastError}
+	r.Waiting = waitingOf(s)
+	return r
+}
+
+func kindName(k workflow.Kind) string {
+	if k == workflow.KindAgent {
+		return "agent"
+	}
+	return string(k)
+}
+
+// shownState is the record's state, but for a Pending record of an ended
+// order, which will never run: an undo action with nothing to undo is
+// NotNeeded, a step never reached Skipped. (In a CompensationFailed order,
+// a Pending undo action of a completed step is what a resubmission runs:
+// it stays Pending, as do the steps after a pivot that a resubmission
+// runs again.)
+func shownState(s statestore.Step, task workflow.State, steps map[int]workflow.State) workflow.State {
+	if s.State != workflow.Pending || !task.Ended() {
+		return s.State
+	}
+	switch {
+	case s.Undo && (task == workflow.Processed || steps[s.Index] != workflow.Processed):
+		return NotNeeded
+	case !s.Undo && (task == workflow.Failed || task == workflow.Cancelled):
+		return Skipped
+	}
+	return s.State
+}
+
+// waitingOf says what the record waits for, if it waits: a wait or timer
+// the Scheduler armed, or an async step's claimed attempt.
+func waitingOf(s statestore.Step) *Waiting {
+	switch {
+	case s.State == workflow.Pending && !s.Armed.IsZero() && s.Woken.IsZero():
+		w := &Waiting{For: string(s.Kind), Event: s.Event, Since: utc(s.Armed), Until: utc(s.DueAt)}
+		return w
+	case s.State == workflow.Processing && s.Async:
+		return &Waiting{For: "callback", Since: utc(s.ClaimedAt), Until: utc(s.CompleteBy)}
+	}
+	return nil
+}
+
+// Clock is t in UTC for a table: its time of day if it is on now's day,
+// else its day too (a wait's end may be days away); "-" if it never
+// happened.
+func Clock(t, now time.Time) string {
+	switch t, now = t.UTC(), now.UTC(); {
+	case t.IsZero():
+		return "-"
+	case t.YearDay() == now.YearDay() && t.Year() == now.Year():
+		return t.Format("15:04:05.000")
+	}
+	return t.Format("01-02 15:04:05")
+}
+
+// utc is t in UTC, or the zero time.
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// waitEvent is the timeline's line for a record that began to wait.
+func waitEvent(name string, w Waiting) Event {
+	what := "waits for " + w.What()
+	if !w.Until.IsZero() {
+		what += " until " + w.Until.Format(time.RFC3339)
+	}
+	return Event{At: w.Since, Record: name, What: strings.TrimSpace(what)}
+}

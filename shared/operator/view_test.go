@@ -1,0 +1,88 @@
+package operator
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+func TestDurationsAreTextAndTimesAbsentWhenUnset(t *testing.T) {
+	t.Parallel()
+	b, err := json.Marshal(Record{Name: "charge", Kind: "agent", State: workflow.Pending, Timeout: Duration(90 * time.Second)})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"name":"charge","index":0,"undo":false,"kind":"agent","state":"Pending","attempt":0,"failures":0,
+		"maxFailures":0,"timeout":"1m30s"}`, string(b))
+	var back Record
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, Duration(90*time.Second), back.Timeout)
+	require.Error(t, json.Unmarshal([]byte(`{"timeout": 20000000000}`), &back), "a duration is text")
+
+	at := time.Date(2026, 11, 25, 8, 0, 0, 0, time.FixedZone("CET", 3600))
+	b, err = json.Marshal(OrderOf(statestore.Task{OrderID: "o-1", State: workflow.Pending, Round: 1, CreatedAt: at}))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"orderId":"o-1","workflow":"","state":"Pending","round":1,"steps":0,"createdAt":"2026-11-25T07:00:00Z"}`,
+		string(b), "UTC, and no cancelledAt or completedAt that never happened")
+}
+
+// In an ended order, a Pending record never runs: an undo action with
+// nothing to undo is NotNeeded, a step never reached Skipped; what a
+// resubmission of a CompensationFailed order runs stays Pending.
+func TestRecordsThatNeverRunSaySo(t *testing.T) {
+	t.Parallel()
+	done := map[int]workflow.State{0: workflow.Processed, 1: workflow.Error, 2: workflow.Pending}
+	pending := func(i int, undo bool) statestore.Step {
+		return statestore.Step{Index: i, Undo: undo, State: workflow.Pending}
+	}
+	for _, c := range []struct {
+		task workflow.State
+		rec  statestore.Step
+		want workflow.State
+	}{
+		{workflow.Processed, pending(0, true), NotNeeded},
+		{workflow.Pending, pending(0, true), workflow.Pending},
+		{workflow.Compensating, pending(0, true), workflow.Pending},
+		{workflow.Failed, pending(1, true), NotNeeded},
+		{workflow.Failed, pending(2, false), Skipped},
+		{workflow.Cancelled, pending(2, false), Skipped},
+		{workflow.Cancelled, pending(2, true), NotNeeded},
+		{workflow.CompensationFailed, pending(0, true), workflow.Pending},
+		{workflow.CompensationFailed, pending(1, true), NotNeeded},
+		{workflow.CompensationFailed, pending(2, false), workflow.Pending},
+		{workflow.Failed, statestore.Step{Index: 0, Undo: true, State: workflow.Processed}, workflow.Processed},
+	} {
+		require.Equal(t, c.want, shownState(c.rec, c.task, done), "%s order, record %+v", c.task, c.rec)
+	}
+}
+
+func TestWhatAWaitingRecordWaitsFor(t *testing.T) {
+	t.Parallel()
+	armed, due := time.UnixMilli(1_000_000), time.UnixMilli(2_000_000)
+	wait := statestore.Step{Kind: workflow.KindEvent, Event: "approved", State: workflow.Pending, Armed: armed, DueAt: due}
+	require.Equal(t, &Waiting{For: "event", Event: "approved", Since: armed.UTC(), Until: due.UTC()}, waitingOf(wait))
+	woken := wait
+	woken.Kind, woken.Event, woken.Woken = workflow.KindTimer, "", due
+	require.Nil(t, waitingOf(woken), "a timer woken waits no more")
+	ready := wait
+	ready.Armed = time.Time{}
+	require.Nil(t, waitingOf(ready), "not armed yet: made ready, not waiting")
+	async := statestore.Step{Async: true, State: workflow.Processing, ClaimedAt: armed, CompleteBy: due}
+	require.Equal(t, &Waiting{For: "callback", Since: armed.UTC(), Until: due.UTC()}, waitingOf(async))
+	require.Equal(t, `event "approved"`, waitingOf(wait).What())
+	require.Equal(t, "its service's callback", waitingOf(async).What())
+	require.Equal(t, Event{At: armed.UTC(), Record: "await", What: `waits for event "approved" until 1970-01-01T00:33:20Z`},
+		waitEvent("await", *waitingOf(wait)))
+}
+
+func TestClockSaysTheDayOfAnotherDay(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC)
+	require.Equal(t, "-", Clock(time.Time{}, now))
+	require.Equal(t, "09:30:00.250", Clock(now.Add(90*time.Minute+250*time.Millisecond), now))
+	require.Equal(t, "11-28 08:00:00", Clock(now.Add(72*time.Hour), now))
+	require.Equal(t, "11-24 23:00:00", Clock(time.Date(2026, 11, 25, 0, 0, 0, 0, time.FixedZone("CET", 3600)), now))
+}
