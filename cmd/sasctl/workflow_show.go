@@ -108,14 +108,15 @@ func undoChain(d workflow.Definition) string {
 // reaches its service, as written (${NAME}s unresolved, never a secret).
 func printAgents(out io.Writer, d workflow.Definition) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tKIND\tENDPOINT\tTIMEOUT\tTRANSIENT\tAUTH")
+	fmt.Fprintln(tw, "AGENT\tKIND\tENDPOINT\tTIMEOUT\tTRANSIENT\tREFUSE\tAUTH")
 	for _, name := range d.Agents() {
 		a := d.AgentSpecs[name]
 		if a.Custom {
-			fmt.Fprintf(tw, "%s\tcustom\t-\t-\t-\tGo code in functions/%s\n", name, name)
+			fmt.Fprintf(tw, "%s\tcustom\t-\t-\t-\t-\tGo code in functions/%s\n", name, name)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\thttp\t%s\t%s\t%s\t%s\n", name, a.Endpoint, deploy.ShortDuration(a.Timeout), transientText(a.Transient), authText(a.Auth))
+		fmt.Fprintf(tw, "%s\thttp\t%s\t%s\t%s\t%s\t%s\n", name, a.Endpoint, deploy.ShortDuration(a.Timeout), transientText(a.Transient),
+			refuseText(a), authText(a.Auth))
 	}
 	tw.Flush()
 }
@@ -129,6 +130,19 @@ func transientText(codes []int) string {
 		s[i] = strconv.Itoa(c)
 	}
 	return strings.Join(s, ",")
+}
+
+// refuseText says which statuses refuse a step for good beyond the ones
+// neither 2xx nor transient: with credentials, 401 and 403 are taken as a
+// refusal of the credentials unless listed.
+func refuseText(a workflow.Agent) string {
+	switch {
+	case len(a.Refuse) > 0:
+		return strings.Trim(strings.Join(strings.Fields(fmt.Sprint(a.Refuse)), ","), "[]")
+	case a.Auth != nil:
+		return "other 4xx (401,403: credentials)"
+	}
+	return "other 4xx"
 }
 
 // authText says how an agent authenticates: where its secret comes from,

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -21,7 +23,8 @@ func TestWorkflowShowOrder(t *testing.T) {
 	requireRow(t, stdout, "3", "step", "create-shipment", "shipping", "create-shipment", "20s", "3", "5s")
 	requireRow(t, stdout, "undo", "-")
 	require.Contains(t, stdout, ": refund-payment → release-inventory → Failed\n")
-	requireRow(t, stdout, "inventory", "http", "${SAS_REMOTE_BASE_URL}/v1/services/inventory", "10s", "408,429,5xx", "(default)", "none")
+	requireRow(t, stdout, "inventory", "http", "${SAS_REMOTE_BASE_URL}/v1/services/inventory", "10s", "408,429,5xx", "(default)",
+		"other", "4xx", "none")
 	require.Contains(t, stdout, "\nneeds at deploy: SAS_REMOTE_BASE_URL\n")
 }
 
@@ -32,9 +35,9 @@ func TestWorkflowShowAgentsAuthWithoutSecrets(t *testing.T) {
 	requireRow(t, stdout, "1", "step", "pick-items", "warehouse", "picks", "15s", "4", "2s")
 	requireRow(t, stdout, "undo", "credit-invoice", "billing", "credit-invoice", "15s", "4", "2s")
 	requireRow(t, stdout, "warehouse", "http", "${WAREHOUSE_URL}", "5s", "409,429,500,502,503,504",
-		"header", "X-Api-Key", "from", "secret", "${WAREHOUSE_SECRET}")
+		"other", "4xx", "(401,403:", "credentials)", "header", "X-Api-Key", "from", "secret", "${WAREHOUSE_SECRET}")
 	require.Contains(t, stdout, `header Authorization ("Bearer " + value) from parameter ${BILLING_TOKEN_PARAMETER}`)
-	requireRow(t, stdout, "loyalty", "custom", "-", "-", "-", "Go", "code", "in", "functions/loyalty")
+	requireRow(t, stdout, "loyalty", "custom", "-", "-", "-", "-", "Go", "code", "in", "functions/loyalty")
 	require.Contains(t, stdout, "sigv4 execute-api in ${AWS_REGION}, resource ${COURIER_API_ARN}")
 	require.NotContains(t, stdout, "s3cr3t")
 }
@@ -149,4 +152,14 @@ func TestWorkflowShowWaitsTimersAndAsyncSteps(t *testing.T) {
 	require.Equal(t, actionView{Name: "until-delivery", Kind: "timer", Sleep: &sleepView{Until: ".order.deliverAfter"}}, v.Steps[2])
 	require.Equal(t, actionView{Name: "maybe-approved", Kind: "event", Wait: &waitView{Event: "approved", Timeout: "1h", OnTimeout: "continue"}}, v.Steps[3])
 	require.Equal(t, actionView{Name: "picked", Kind: "event", Wait: &waitView{Event: "picked", OnTimeout: "fail"}}, v.Steps[4])
+}
+
+// An agent that lists refusals shows them (its 403 refuses the step).
+func TestWorkflowShowAnAgentsRefusals(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "refuse.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("name: refuse\nagents:\n  pay: {endpoint: 'http://pay', refuse: [403, 422], "+
+		"auth: {header: X-Api-Key, secret: pay-key}}\nsteps:\n  - {name: charge, agent: pay, timeout: 5s}\n"), 0o600))
+	code, stdout, stderr := sasctl(t, "workflow", "show", path)
+	require.Zero(t, code, stderr)
+	requireRow(t, stdout, "pay", "http", "http://pay", "10s", "408,429,5xx", "(default)", "403,422", "header", "X-Api-Key", "from", "secret", "pay-key")
 }

@@ -55,6 +55,7 @@ type agentView struct {
 	Endpoint  string    `json:"endpoint,omitempty"`
 	Timeout   string    `json:"timeout,omitempty"`
 	Transient []int     `json:"transient,omitempty"`
+	Refuse    []int     `json:"refuse,omitempty"`
 	Auth      *authView `json:"auth,omitempty"`
 }
 
@@ -88,7 +89,7 @@ func newShowView(d workflow.Definition) showView {
 	}
 	for _, name := range d.Agents() {
 		a := d.AgentSpecs[name]
-		av := agentView{Name: name, Custom: a.Custom, Endpoint: a.Endpoint, Transient: a.Transient}
+		av := agentView{Name: name, Custom: a.Custom, Endpoint: a.Endpoint, Transient: a.Transient, Refuse: a.Refuse}
 		if a.Auth != nil {
 			av.Auth = newAuthView(*a.Auth)
 		}
