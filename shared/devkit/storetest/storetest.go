@@ -130,6 +130,7 @@ func Run(t *testing.T, newStore func(t *testing.T) *statestore.Store) {
 	maps.Copy(tests, definitionTests)
 	maps.Copy(tests, inFlightTests)
 	maps.Copy(tests, parkedTests)
+	maps.Copy(tests, sweepTests)
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
