@@ -23,6 +23,7 @@ import (
 // due for the next run), so the function's errors show in its metrics; a
 // race lost to another supervisor is no error.
 func (s *Supervisor) Sweep(ctx context.Context) (Report, error) {
+	defer s.d.Metrics.Flush() // the invocation's metrics, one document
 	sw := s.newSweep(ctx)
 	sw.run(ctx)
 	return sw.finish()
