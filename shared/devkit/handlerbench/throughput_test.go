@@ -41,30 +41,18 @@ func TestMain(m *testing.M) { os.Exit(emulatortest.MainWithMotoAndDynamoDBLocal(
 //
 // handlerbench.ReadFigures reads the output.
 func BenchmarkThroughput(b *testing.B) {
-	b.Run("submission", func(b *testing.B) {
-		p := newPipeline(b)
-		batches := p.orders(b.N)
-		b.ResetTimer()
-		p.run(b, p.submission, batches)
-		handlerbench.Report(b, 10*b.N, topology.CoordinatorMemoryMB)
-	})
-	b.Run("agent", func(b *testing.B) {
-		p := newPipeline(b)
+	orders := func(b *testing.B, p *pipeline) []events.SQSEvent { return p.orders(b.N) }
+	requests := func(b *testing.B, p *pipeline) []events.SQSEvent {
 		p.run(b, p.submission, p.orders(b.N))
-		batches := p.drain(b, p.requests, 10*b.N)
-		b.ResetTimer()
-		p.run(b, p.agent, batches)
-		handlerbench.Report(b, 10*b.N, topology.AgentMemoryMB)
-	})
-	b.Run("scheduler", func(b *testing.B) {
-		p := newPipeline(b)
-		p.run(b, p.submission, p.orders(b.N))
-		p.run(b, p.agent, p.drain(b, p.requests, 10*b.N))
-		batches := p.drain(b, p.replies, 10*b.N)
-		b.ResetTimer()
-		p.run(b, p.scheduler, batches)
-		handlerbench.Report(b, 10*b.N, topology.CoordinatorMemoryMB)
-	})
+		return p.drain(b, p.requests, 10*b.N)
+	}
+	replies := func(b *testing.B, p *pipeline) []events.SQSEvent {
+		p.run(b, p.agent, requests(b, p))
+		return p.drain(b, p.replies, 10*b.N)
+	}
+	b.Run("submission", stage(topology.CoordinatorMemoryMB, orders, func(p *pipeline) handlerbench.Handler { return p.submission }))
+	b.Run("agent", stage(topology.AgentMemoryMB, requests, func(p *pipeline) handlerbench.Handler { return p.agent }))
+	b.Run("scheduler", stage(topology.CoordinatorMemoryMB, replies, func(p *pipeline) handlerbench.Handler { return p.scheduler }))
 	b.Run("supervisor", func(b *testing.B) {
 		p := newPipeline(b)
 		n := p.dueOrders(b, 100*b.N)
@@ -79,6 +67,19 @@ func BenchmarkThroughput(b *testing.B) {
 		}
 		handlerbench.Report(b, n, topology.CoordinatorMemoryMB)
 	})
+}
+
+// stage times a handler of a function of memoryMB over b.N batches, each what
+// upstream sent it (untimed).
+func stage(memoryMB int, upstream func(*testing.B, *pipeline) []events.SQSEvent,
+	handler func(*pipeline) handlerbench.Handler) func(*testing.B) {
+	return func(b *testing.B) {
+		p := newPipeline(b)
+		batches := upstream(b, p)
+		b.ResetTimer()
+		p.run(b, handler(p), batches)
+		handlerbench.Report(b, 10*b.N, memoryMB)
+	}
 }
 
 var seq atomic.Int64
