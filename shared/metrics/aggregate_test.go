@@ -95,7 +95,7 @@ func TestIncidentsAreWrittenAtOnceWithTheirOrder(t *testing.T) {
 	var buf bytes.Buffer
 	e := metrics.New(&buf, "scheduler")
 	for _, name := range []string{metrics.StepErrors, metrics.CompensationFailures, metrics.SupervisorRecoveries,
-		metrics.DeadlinesPassed, metrics.MalformedMessages} {
+		metrics.DeadlinesPassed, metrics.MalformedMessages, metrics.SweepsOutOfTime} {
 		require.False(t, metrics.Aggregated(name), name)
 		buf.Reset()
 		e.Count(name, 1, map[string]any{"OrderID": "o-7"})

@@ -40,6 +40,8 @@ const (
 	ReplyWait            = "ReplyWait"            // milliseconds an Agent's reply waited for the Scheduler
 	EventsReceived       = "EventsReceived"       // events taken: a wait completed, kept for one, or an async callback
 	EventsRefused        = "EventsRefused"        // events no order can take, rejected to the DLQ
+	SweepLooks           = "SweepLooks"           // orders the Supervisor looked at: its due index entries read
+	SweepsOutOfTime      = "SweepsOutOfTime"      // sweeps whose time budget ended with due orders unread
 )
 
 // Emitter writes EMF documents; safe for concurrent use.
@@ -76,7 +78,7 @@ const MaxValues = 100
 var perInvocation = map[string]bool{
 	OrdersAccepted: true, DuplicateOrders: true, OrdersProcessed: true, OrdersCompensated: true,
 	OrdersCancelled: true, CancelsRequested: true, StepsClaimed: true, NothingToClaim: true,
-	AgentRetries: true, QueueWait: true, ReplyWait: true, EventsReceived: true,
+	AgentRetries: true, QueueWait: true, ReplyWait: true, EventsReceived: true, SweepLooks: true,
 }
 
 // Aggregated reports whether the named metric is kept until Flush (its

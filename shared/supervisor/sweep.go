@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/statestore"
 )
 
@@ -145,6 +146,18 @@ func (sw *sweep) handle(ctx context.Context, p statestore.DuePage, now time.Time
 	wg.Wait()
 }
 
+// count emits the sweep's looks, and a sweep the budget cut short: the
+// Supervisor falling behind shows in its metrics, not only in late recoveries.
+func (sw *sweep) count(rep Report) {
+	if rep.Orders > 0 {
+		sw.s.d.Metrics.Count(metrics.SweepLooks, float64(rep.Orders), nil)
+	}
+	if rep.OutOfTime {
+		sw.s.d.Metrics.Count(metrics.SweepsOutOfTime, 1, map[string]any{"Orders": rep.Orders,
+			"ElapsedMs": rep.Elapsed.Milliseconds(), "BudgetMs": sw.s.cfg.TimeBudget.Milliseconds()})
+	}
+}
+
 func (sw *sweep) fail(err error) {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
@@ -156,6 +169,7 @@ func (sw *sweep) fail(err error) {
 func (sw *sweep) finish() (Report, error) {
 	rep := sw.rep
 	rep.Elapsed = time.Since(sw.start)
+	sw.count(rep)
 	if rep.Orders > 0 || len(sw.errs) > 0 {
 		sw.s.d.Log.Info("supervisor sweep", "orders", rep.Orders, "overdue", rep.Overdue, "moved_on", rep.MovedOn,
 			"resent", rep.Resent, "held", rep.Held, "recovered", rep.Recovered, "gave_up", rep.GaveUp, "expired", rep.Expired,

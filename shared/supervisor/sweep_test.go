@@ -3,7 +3,6 @@ package supervisor_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -50,6 +49,7 @@ var envSeq atomic.Int64
 // their CompleteBy, half never claimed and past their pickup deadline, and
 // a scheduler queue and the agent's queues on moto.
 type sweepEnv struct {
+	tally  *metrics.Tally // the supervisors' metrics
 	store  *statestore.Store
 	queues *countingQueues
 	cfg    supervisor.Config
@@ -68,7 +68,7 @@ func newSweepEnv(t *testing.T, c *awsclient.Clients, n int) *sweepEnv {
 		require.NoError(t, err)
 		return aws.ToString(out.QueueUrl)
 	}
-	e := &sweepEnv{store: store, queues: &countingQueues{Sender: queue.NewSender(c.SQS), reads: map[string]int{}},
+	e := &sweepEnv{tally: metrics.NewTally(), store: store, queues: &countingQueues{Sender: queue.NewSender(c.SQS), reads: map[string]int{}},
 		cfg: supervisor.Config{SchedulerQueueURL: url(topo.SchedulerQueue().Name), PickupTimeout: time.Minute,
 			AgentQueues: map[string]supervisor.AgentQueues{"payment": {
 				Requests: url(topo.AgentRequests("payment").Name), Responses: url(topo.AgentResponses("payment").Name)}}}}
@@ -90,7 +90,7 @@ func newSweepEnv(t *testing.T, c *awsclient.Clients, n int) *sweepEnv {
 
 // supervisor is a Supervisor on the env whose clock stands at e.now.
 func (e *sweepEnv) supervisor(cfg supervisor.Config) *supervisor.Supervisor {
-	m := metrics.New(io.Discard, "supervisor")
+	m := metrics.New(e.tally, "supervisor")
 	log := slog.New(slog.DiscardHandler)
 	s := supervisor.New(cfg, supervisor.Deps{Store: e.store, Queues: e.queues, Alerts: noAlerts{},
 		Notify: notify.New(e.queues, nil, m, log), Metrics: m, Log: log})
