@@ -154,7 +154,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	var a outcome.Attempt
 	switch {
 	case err == nil && action.Async:
-		h.log.Info("async call accepted: the service answers with an event carrying the token", "order_id", st.OrderID,
+		h.log.Debug("async call accepted: the service answers with an event carrying the token", "order_id", st.OrderID,
 			"step", st.Name, "attempt", st.Attempt, "complete_by", st.CompleteBy)
 		return nil // its callback records the outcome; by CompleteBy, or the Supervisor recovers the attempt
 	case err == nil && len(result) > def.Limit() && st.Undo:

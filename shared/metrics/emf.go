@@ -40,24 +40,60 @@ const (
 	ReplyWait            = "ReplyWait"            // milliseconds an Agent's reply waited for the Scheduler
 	EventsReceived       = "EventsReceived"       // events taken: a wait completed, kept for one, or an async callback
 	EventsRefused        = "EventsRefused"        // events no order can take, rejected to the DLQ
+	SweepLooks           = "SweepLooks"           // orders the Supervisor looked at: its due index entries read
+	SweepsOutOfTime      = "SweepsOutOfTime"      // sweeps whose time budget ended with due orders unread
 )
 
-// Emitter writes EMF lines; safe for concurrent use.
+// Emitter writes EMF documents; safe for concurrent use.
+//
+// The metrics of an order's normal path (perInvocation) are kept until
+// Flush, which writes them as one document: every value of each metric, in
+// an array (EMF takes up to 100 values a metric), so CloudWatch computes
+// every statistic, Sum and Maximum included, as from one document a value.
+// A handler flushes at the end of each invocation (sqsbatch.Processor.Handle,
+// the Supervisor's Sweep): one document per batch, not per message. The
+// others, incidents, are written at once with their properties (the order's
+// id, the step), so a crash cannot lose one an alarm counts and an operator
+// can find each by its order.
 type Emitter struct {
 	mu       sync.Mutex
 	w        io.Writer
 	function string
 	now      func() time.Time
+	pending  map[string]*series
+	names    []string // pending's keys, in the order first emitted
 }
 
-// New returns an emitter writing to w, every line tagged with the function's
-// name as its one dimension.
+// series are the values of one metric kept for the next document.
+type series struct {
+	unit   string
+	values []float64
+}
+
+// MaxValues is how many values of one metric one EMF document may carry.
+const MaxValues = 100
+
+// perInvocation are the metrics every order's normal path emits, each
+// message: kept and written once per invocation by Flush.
+var perInvocation = map[string]bool{
+	OrdersAccepted: true, DuplicateOrders: true, OrdersProcessed: true, OrdersCompensated: true,
+	OrdersCancelled: true, CancelsRequested: true, StepsClaimed: true, NothingToClaim: true,
+	AgentRetries: true, QueueWait: true, ReplyWait: true, EventsReceived: true, SweepLooks: true,
+}
+
+// Aggregated reports whether the named metric is kept until Flush (its
+// properties dropped) rather than written at once.
+func Aggregated(name string) bool { return perInvocation[name] }
+
+// New returns an emitter writing to w, every document tagged with the
+// function's name as its one dimension.
 func New(w io.Writer, function string) *Emitter {
 	return &Emitter{w: w, function: function, now: time.Now}
 }
 
-// Count emits one metric with the given value; props are extra searchable
-// properties of the log line (such as OrderID), not dimensions.
+// Count emits one metric with the given value; props are searchable
+// properties of an incident's document (such as OrderID), not dimensions,
+// dropped for a metric kept until Flush.
 func (e *Emitter) Count(name string, value float64, props map[string]any) {
 	e.emit(name, "Count", value, props)
 }
@@ -67,27 +103,90 @@ func (e *Emitter) Duration(name string, d time.Duration, props map[string]any) {
 	e.emit(name, "Milliseconds", float64(d.Milliseconds()), props)
 }
 
+// Flush writes the metrics kept since the last Flush as one document (more
+// if a metric has over MaxValues values). A nil emitter, or one with
+// nothing kept, writes nothing.
+func (e *Emitter) Flush() {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for len(e.names) > 0 {
+		doc := e.document(nil)
+		var rest []string
+		for _, name := range e.names {
+			s := e.pending[name]
+			n := min(len(s.values), MaxValues)
+			addMetric(doc, name, s.unit, s.values[:n])
+			if s.values = s.values[n:]; len(s.values) > 0 {
+				rest = append(rest, name)
+			} else {
+				delete(e.pending, name)
+			}
+		}
+		e.names = rest
+		e.write(doc)
+	}
+}
+
 func (e *Emitter) emit(name, unit string, value float64, props map[string]any) {
 	if e == nil {
 		return
 	}
-	line := map[string]any{
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !perInvocation[name] {
+		doc := e.document(props)
+		addMetric(doc, name, unit, []float64{value})
+		e.write(doc)
+		return
+	}
+	if e.pending == nil {
+		e.pending = map[string]*series{}
+	}
+	s := e.pending[name]
+	if s == nil {
+		s = &series{unit: unit}
+		e.pending[name] = s
+		e.names = append(e.names, name)
+	}
+	s.values = append(s.values, value)
+}
+
+// document is an EMF document with no metric yet: the function's
+// dimension, the time, and props.
+func (e *Emitter) document(props map[string]any) map[string]any {
+	doc := map[string]any{
 		"_aws": map[string]any{
 			"Timestamp": e.now().UnixMilli(),
 			"CloudWatchMetrics": []map[string]any{{
 				"Namespace":  Namespace,
 				"Dimensions": [][]string{{"Function"}},
-				"Metrics":    []map[string]string{{"Name": name, "Unit": unit}},
+				"Metrics":    []map[string]string{},
 			}},
 		},
 		"Function": e.function,
 	}
 	for k, v := range props {
-		line[k] = v
+		doc[k] = v
 	}
-	line[name] = value
-	b, _ := json.Marshal(line) // only plain values go in
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	return doc
+}
+
+// addMetric adds a metric's values to doc: a number for one, else an array.
+func addMetric(doc map[string]any, name, unit string, values []float64) {
+	dir := doc["_aws"].(map[string]any)["CloudWatchMetrics"].([]map[string]any)[0]
+	dir["Metrics"] = append(dir["Metrics"].([]map[string]string), map[string]string{"Name": name, "Unit": unit})
+	if len(values) == 1 {
+		doc[name] = values[0]
+	} else {
+		doc[name] = values
+	}
+}
+
+// write writes doc as one line; e.mu is held.
+func (e *Emitter) write(doc map[string]any) {
+	b, _ := json.Marshal(doc) // only plain values go in
 	_, _ = e.w.Write(append(b, '\n'))
 }

@@ -36,6 +36,7 @@ func TestTallySumsWhatWasEmitted(t *testing.T) {
 	e.Count(metrics.AgentRetries, 1, nil)
 	e.Count(metrics.AgentRetries, 2, nil)
 	e.Count(metrics.StepErrors, 1, map[string]any{"OrderID": "o-9"})
+	e.Flush()
 	_, _ = tally.Write([]byte("not json\n{\"plain\":1}\n"))
 	require.EqualValues(t, 3, tally.Sum(metrics.AgentRetries))
 	require.EqualValues(t, 1, tally.Sum(metrics.StepErrors))
@@ -58,11 +59,12 @@ func TestDurationIsEmittedInMillisecondsAndItsMaxKept(t *testing.T) {
 	e := metrics.New(io.MultiWriter(tally, &buf), "agent-payment")
 	e.Duration(metrics.QueueWait, 1500*time.Millisecond, map[string]any{"OrderID": "o-1"})
 	e.Duration(metrics.QueueWait, 250*time.Millisecond, nil)
+	e.Flush()
 	var line map[string]any
 	require.NoError(t, json.Unmarshal(bytes.SplitN(buf.Bytes(), []byte("\n"), 2)[0], &line))
 	dir := line["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
 	require.Equal(t, "Milliseconds", dir["Metrics"].([]any)[0].(map[string]any)["Unit"])
-	require.EqualValues(t, 1500, line[metrics.QueueWait])
+	require.Equal(t, []any{1500.0, 250.0}, line[metrics.QueueWait], "every value, so Maximum and percentiles hold")
 	require.EqualValues(t, 1500, tally.Max(metrics.QueueWait))
 	require.EqualValues(t, 1750, tally.Sum(metrics.QueueWait))
 }

@@ -8,8 +8,9 @@ import (
 )
 
 // Tally is a writer that reads EMF lines back and sums each metric, the way
-// CloudWatch would: the local runner's summary and the tests read it. Lines
-// that are not EMF are ignored. Safe for concurrent use.
+// CloudWatch would (each value of a document's array counts): the local
+// runner's summary and the tests read it. Lines that are not EMF are
+// ignored. Safe for concurrent use.
 type Tally struct {
 	mu      sync.Mutex
 	partial []byte
@@ -48,13 +49,30 @@ func (t *Tally) add(line []byte) {
 		ms, _ := dm["Metrics"].([]any)
 		for _, x := range ms {
 			name, _ := x.(map[string]any)["Name"].(string)
-			if v, ok := m[name].(float64); ok {
+			for _, v := range values(m[name]) {
 				t.sums[name] += v
 				t.maxes[name] = max(t.maxes[name], v)
 			}
 		}
 	}
 	t.lines = append(t.lines, m)
+}
+
+// values are a metric's values in a document: a number, or an array of them.
+func values(v any) []float64 {
+	switch v := v.(type) {
+	case float64:
+		return []float64{v}
+	case []any:
+		out := make([]float64, 0, len(v))
+		for _, x := range v {
+			if f, ok := x.(float64); ok {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // Sum is the total of the named metric so far.

@@ -88,7 +88,11 @@ func (n *Notifier) PostEnded(ctx context.Context, orderID, replyTo string, round
 	default:
 		e.Event = workflow.EventCompensationFailed
 	}
-	n.log.Info("order ended", "order_id", orderID, "state", end)
+	level := slog.LevelInfo
+	if end == workflow.Processed {
+		level = slog.LevelDebug // every order that goes well: its metric counts it
+	}
+	n.log.Log(ctx, level, "order ended", "order_id", orderID, "state", end)
 	n.Post(ctx, e)
 }
 

@@ -66,7 +66,10 @@ type Processor struct {
 // Buffer, the messages the records send go out in batches, every FlushEvery
 // while records run and once more when all have run; a record whose message
 // could not be sent is retried, and a record that failed sends nothing more.
+// The metrics the records emitted are written last, one document for the
+// batch (metrics.Emitter.Flush).
 func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent, fn RecordFunc) events.SQSEventResponse {
+	defer p.Metrics.Flush()
 	var (
 		failed failures
 		wg     sync.WaitGroup

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
@@ -24,7 +23,7 @@ func TestEndingCompletionWrites(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			meter := accounting.New()
-			metered, err := awsclient.Load(ctx, awsclient.Options{Endpoint: aws.ToString(c.Config.BaseEndpoint),
+			metered, err := awsclient.Load(ctx, awsclient.Options{Endpoint: c.DynamoDBEndpoint,
 				Emulated: true, APIOptions: []func(*middleware.Stack) error{meter.AddTo}})
 			require.NoError(t, err)
 			s := storetest.NewStore(t, metered.DynamoDB)

@@ -59,7 +59,7 @@ func (s *Store) InFlight(ctx context.Context, limit int, token string) ([]Task, 
 func (s *Store) indexIDs(ctx context.Context, pos indexPos, want int) ([]string, indexPos, error) {
 	var ids []string
 	for pos.Shard < s.shards && len(ids) < want {
-		page, next, err := s.indexPage(ctx, pos, want-len(ids))
+		page, next, err := s.indexPage(ctx, pos, want-len(ids), 0)
 		if err != nil {
 			return nil, pos, err
 		}
@@ -97,13 +97,18 @@ func decodeIndexToken(token string, shards int) (indexPos, error) {
 }
 
 // indexPage reads up to limit order ids of one shard of the deadline index
-// after pos, and returns where the next page starts.
-func (s *Store) indexPage(ctx context.Context, pos indexPos, limit int) ([]string, indexPos, error) {
+// after pos (only those due by dueBy, Unix ms, unless it is zero), and
+// returns where the next page starts.
+func (s *Store) indexPage(ctx context.Context, pos indexPos, limit int, dueBy int64) ([]string, indexPos, error) {
 	in := &dynamodb.QueryInput{
 		TableName: &s.state, IndexName: aws.String(topology.DeadlineIndex),
 		KeyConditionExpression:    aws.String("DueShard = :shard"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":shard": str(strconv.Itoa(pos.Shard))},
 		Limit:                     aws.Int32(int32(min(limit, 100))),
+	}
+	if dueBy != 0 {
+		in.KeyConditionExpression = aws.String("DueShard = :shard AND DueAt <= :due")
+		in.ExpressionAttributeValues[":due"] = num(dueBy)
 	}
 	if pos.OrderID != "" {
 		in.ExclusiveStartKey = key(pos.OrderID, taskSK)

@@ -2,17 +2,12 @@ package statestore
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -232,106 +227,4 @@ func (s *Store) Waited(ctx context.Context, w Wait) error {
 	}
 	ch.indexAfter(w.Read, s.shards, w.Due)
 	return s.update(ctx, w.Read.OrderID, ch, "record the wait of "+w.Read.Key())
-}
-
-// Overdue returns up to limit records whose deadline is at or before now,
-// and the records at work of orders whose own deadline passed.
-//
-// It queries every shard of the sparse deadline index for the orders due (the
-// index holds only orders with work in flight or an alert unconfirmed, so its
-// cost follows the overdue work, not the table), then reads those orders
-// consistently. An order's index entry is when the Supervisor must look next,
-// which may be before its records' deadlines: the writes of the hot path do
-// not move it (a claim, a step made ready) unless they set an earlier one, to
-// save the index writes. So an order found due with no record overdue is
-// moved on in the index to its earliest record deadline (or its own
-// deadline), or leaves it if none has one (a conditional write on the Version
-// read). Every write made on what this returns is conditional on the Version
-// read too.
-func (s *Store) Overdue(ctx context.Context, now time.Time, limit int) ([]Step, error) {
-	ids, err := s.dueOrders(ctx, now, limit)
-	if err != nil {
-		return nil, err
-	}
-	items, err := s.items(ctx, ids, true)
-	if err != nil {
-		return nil, fmt.Errorf("read overdue orders: %w", err)
-	}
-	var out []Step
-	var errs []error
-	for _, id := range ids {
-		it, ok := items[id]
-		if !ok || it.DueAt == 0 || it.DueAt > ms(now) {
-			continue // moved on since the index was read
-		}
-		var due []Step
-		for _, st := range it.steps() {
-			if overdue(st, now) {
-				due = append(due, st)
-			}
-		}
-		if len(due) == 0 {
-			if err := s.moveOn(ctx, it, now); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		out = append(out, due...)
-	}
-	return out, errors.Join(errs...)
-}
-
-// overdue reports whether the Supervisor must act on st now: its own
-// deadline passed, or it is at work and the order's deadline passed, or it
-// is a wait whose event was kept and not delivered (its start was lost).
-func overdue(st Step, now time.Time) bool {
-	if st.DueAt.IsZero() {
-		return false
-	}
-	return !st.DueAt.After(now) || (!st.Deadline.IsZero() && !st.Deadline.After(now)) || (st.EventKept && !st.Armed.IsZero())
-}
-
-// dueOrders queries every shard of the deadline index for up to limit orders
-// due at now.
-func (s *Store) dueOrders(ctx context.Context, now time.Time, limit int) ([]string, error) {
-	var ids []string
-	for shard := 0; shard < s.shards && len(ids) < limit; shard++ {
-		p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
-			TableName:              &s.state,
-			IndexName:              aws.String(topology.DeadlineIndex),
-			KeyConditionExpression: aws.String("DueShard = :shard AND DueAt <= :now"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":shard": str(strconv.Itoa(shard)), ":now": num(ms(now)),
-			},
-			Limit: aws.Int32(int32(min(limit, 500))),
-		})
-		for p.HasMorePages() && len(ids) < limit {
-			page, err := p.NextPage(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("query overdue shard %d: %w", shard, err)
-			}
-			for _, item := range page.Items {
-				if id, ok := item[topology.KeyOrderID].(*types.AttributeValueMemberS); ok && len(ids) < limit {
-					ids = append(ids, id.Value)
-				}
-			}
-		}
-	}
-	return ids, nil
-}
-
-// moveOn moves an order found due early on in the deadline index, to its
-// next due time, or out of the index if nothing of it is due. Lost to
-// another write, it changes nothing: the order stays due and is read again.
-func (s *Store) moveOn(ctx context.Context, it stateItem, now time.Time) error {
-	ch := newChange(now)
-	ch.cond = append(ch.cond, "V = "+ch.val("version", num(int64(it.Version))))
-	if next := it.nextDue(); next != 0 {
-		ch.index(it.OrderID, s.shards, fromMs(next))
-	} else {
-		ch.remove = append(ch.remove, "DueShard", "DueAt")
-	}
-	if err := s.update(ctx, it.OrderID, ch, "move on "+it.OrderID); err != nil && !errors.Is(err, ErrStale) {
-		return err
-	}
-	return nil
 }

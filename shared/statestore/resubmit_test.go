@@ -39,8 +39,8 @@ func TestResubmitRacesTheSupervisor(t *testing.T) {
 	for name, c := range engines {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			topo := storetest.NewTables(t, c.DynamoDB)
-			db := &interposed{Client: c.DynamoDB}
+			topo := storetest.NewTables(t, c.Clients.DynamoDB)
+			db := &interposed{Client: c.Clients.DynamoDB}
 			s := statestore.New(db, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
 			now := time.Now()
 			fail := func(id string) {
@@ -72,7 +72,7 @@ func TestResubmitRacesTheSupervisor(t *testing.T) {
 			fail("o-churn")
 			db.puts = 0
 			db.before = func() { // someone else writes before every try
-				_, err := c.DynamoDB.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(topo.StateTable()),
+				_, err := c.Clients.DynamoDB.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(topo.StateTable()),
 					Key: map[string]types.AttributeValue{
 						topology.KeyOrderID: &types.AttributeValueMemberS{Value: "o-churn"},
 						topology.KeySort:    &types.AttributeValueMemberS{Value: "TASK"}},

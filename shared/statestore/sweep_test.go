@@ -24,57 +24,72 @@ import (
 )
 
 // sweepFixture is a state store on DynamoDB Local (moto's index query walks
-// the whole table) holding `finished` processed orders and ten overdue steps,
-// with a meter on its client.
+// the whole table) holding `finished` processed orders, `inFlight` orders at
+// work whose next look is a day away, and ten overdue steps, with a meter on
+// its client.
 type sweepFixture struct {
 	store *statestore.Store
 	meter *accounting.Meter
 	now   time.Time
 }
 
-func newSweepFixture(tb testing.TB, finished int) sweepFixture {
+func newSweepFixture(tb testing.TB, finished, inFlight int) sweepFixture {
 	tb.Helper()
 	ctx := context.Background()
 	meter := accounting.New()
-	c, err := awsclient.Load(ctx, awsclient.Options{Endpoint: aws.ToString(engines["dynamodb-local"].Config.BaseEndpoint),
+	c, err := awsclient.Load(ctx, awsclient.Options{Endpoint: engines["dynamodb-local"].DynamoDBEndpoint,
 		Emulated: true, APIOptions: []func(*middleware.Stack) error{meter.AddTo}})
 	require.NoError(tb, err)
-	topo := topology.Default(fmt.Sprintf("sweep%d-%d", time.Now().UnixNano()%1e6, finished), "payment")
+	topo := topology.Default(fmt.Sprintf("sweep%d-%d-%d", time.Now().UnixNano()%1e6, finished, inFlight), "payment")
 	require.NoError(tb, provision.EnsureTables(ctx, c.DynamoDB, topo))
 	store := statestore.New(c.DynamoDB, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
 	def := workflow.Single(workflow.Settings{})
 	t0 := time.Now().Add(-time.Hour)
-	one := workflow.Ref{}
 
-	// One real order run to the end; its items are the template of the rest.
-	require.NoError(tb, submitClaim(ctx, store, def, "tpl", t0))
-	require.NoError(tb, errOf(store.Complete(ctx, statestore.Completion{OrderID: "tpl", Ref: one, Attempt: 1, End: workflow.Processed, Now: t0})))
-	var tpl []map[string]types.AttributeValue
-	for _, table := range []string{topo.OrdersTable(), topo.StateTable()} {
-		out, err := c.DynamoDB.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table)})
-		require.NoError(tb, err)
-		for _, it := range out.Items {
-			if sk, ok := it["SK"].(*types.AttributeValueMemberS); ok && sk.Value != "TASK" {
-				continue // the workflow's definition: one for all the orders
-			}
-			it["_table"] = &types.AttributeValueMemberS{Value: table}
-			tpl = append(tpl, it)
-		}
-	}
-	fill(tb, c.DynamoDB, tpl, finished)
-	p := dynamodb.NewScanPaginator(c.DynamoDB, &dynamodb.ScanInput{TableName: aws.String(topo.StateTable()), Select: types.SelectCount})
-	records := 0
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		require.NoError(tb, err)
-		records += int(page.Count)
-	}
-	require.Equal(tb, finished+2, records, "one state item per finished order, and the workflow version's definition")
+	// One real order run to the end, and one at work whose step is due a
+	// day from now: their items are the templates of the rest.
+	require.NoError(tb, submitClaim(ctx, store, def, "tpl-done", t0))
+	require.NoError(tb, errOf(store.Complete(ctx, statestore.Completion{OrderID: "tpl-done", Ref: workflow.Ref{}, Attempt: 1,
+		End: workflow.Processed, Now: t0})))
+	require.NoError(tb, submitClaim(ctx, store, def, "tpl-work", time.Now().Add(24*time.Hour)))
+	done := templates(tb, c.DynamoDB, "tpl-done", topo.OrdersTable(), topo.StateTable())
+	work := templates(tb, c.DynamoDB, "tpl-work", topo.StateTable()) // the sweep never reads the orders table
+	fill(tb, c.DynamoDB, done, finished, "done-", topo.DeadlineShards)
+	fill(tb, c.DynamoDB, work, inFlight, "work-", topo.DeadlineShards)
+	require.Equal(tb, finished+1+inFlight+1+1, count(tb, c.DynamoDB, topo.StateTable()),
+		"one state item per order, and the workflow version's definition")
 	for i := range 10 {
 		require.NoError(tb, submitClaim(ctx, store, def, fmt.Sprintf("late-%d", i), t0))
 	}
 	meter.Reset()
 	return sweepFixture{store: store, meter: meter, now: time.Now()}
+}
+
+// templates are the order's items in the tables, each marked with its table.
+func templates(tb testing.TB, db *dynamodb.Client, orderID string, tables ...string) []map[string]types.AttributeValue {
+	tb.Helper()
+	var out []map[string]types.AttributeValue
+	for _, table := range tables {
+		res, err := db.Query(context.Background(), &dynamodb.QueryInput{TableName: aws.String(table),
+			KeyConditionExpression:    aws.String("OrderID = :id"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":id": &types.AttributeValueMemberS{Value: orderID}}})
+		require.NoError(tb, err)
+		require.Len(tb, res.Items, 1)
+		it := res.Items[0]
+		it["_table"] = &types.AttributeValueMemberS{Value: table}
+		out = append(out, it)
+	}
+	return out
+}
+
+// count is the number of items in the table, as DynamoDB Local reports it
+// at once (DynamoDB itself every six hours or so): a Scan of a million items
+// would take half an hour.
+func count(tb testing.TB, db *dynamodb.Client, table string) int {
+	tb.Helper()
+	out, err := db.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	require.NoError(tb, err)
+	return int(aws.ToInt64(out.Table.ItemCount))
 }
 
 func submitClaim(ctx context.Context, s *statestore.Store, def workflow.Definition, id string, at time.Time) error {
@@ -85,41 +100,26 @@ func submitClaim(ctx context.Context, s *statestore.Store, def workflow.Definiti
 	return err
 }
 
-// fill copies the template order's items n times under new OrderIDs, 25 per
-// BatchWriteItem, four writers at once.
-func fill(tb testing.TB, db *dynamodb.Client, tpl []map[string]types.AttributeValue, n int) {
+// fill copies the template order's items n times under new OrderIDs
+// (prefix + number), 25 per BatchWriteItem, four writers at once; an index
+// entry is spread over the shards as the store spreads orders.
+func fill(tb testing.TB, db *dynamodb.Client, tpl []map[string]types.AttributeValue, n int, prefix string, shards int) {
 	tb.Helper()
+	per := 25 / len(tpl) // orders per request
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for range 4 {
 		wg.Go(func() {
 			for start := range jobs {
-				reqs := map[string][]types.WriteRequest{}
-				for i := start; i < min(start+25/len(tpl)*len(tpl), n*len(tpl)); i++ {
-					src := tpl[i%len(tpl)]
-					it := make(map[string]types.AttributeValue, len(src))
-					for k, v := range src {
-						it[k] = v
-					}
-					table := src["_table"].(*types.AttributeValueMemberS).Value
-					delete(it, "_table")
-					it[topology.KeyOrderID] = &types.AttributeValueMemberS{Value: "done-" + strconv.Itoa(i/len(tpl))}
-					reqs[table] = append(reqs[table], types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
-				}
-				for len(reqs) > 0 {
-					out, err := db.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: reqs})
-					if err != nil {
-						errs <- err
-						return
-					}
-					reqs = out.UnprocessedItems
+				if err := put(db, tpl, start, min(start+per, n), prefix, shards); err != nil {
+					errs <- err
+					return
 				}
 			}
 		})
 	}
-	step := 25 / len(tpl) * len(tpl)
-	for start := 0; start < n*len(tpl); start += step {
+	for start := 0; start < n; start += per {
 		jobs <- start
 	}
 	close(jobs)
@@ -128,6 +128,34 @@ func fill(tb testing.TB, db *dynamodb.Client, tpl []map[string]types.AttributeVa
 	for err := range errs {
 		require.NoError(tb, err)
 	}
+}
+
+// put writes the copies of orders from to to of the template.
+func put(db *dynamodb.Client, tpl []map[string]types.AttributeValue, from, to int, prefix string, shards int) error {
+	reqs := map[string][]types.WriteRequest{}
+	for i := from; i < to; i++ {
+		for _, src := range tpl {
+			it := make(map[string]types.AttributeValue, len(src))
+			for k, v := range src {
+				it[k] = v
+			}
+			table := src["_table"].(*types.AttributeValueMemberS).Value
+			delete(it, "_table")
+			it[topology.KeyOrderID] = &types.AttributeValueMemberS{Value: prefix + strconv.Itoa(i)}
+			if _, ok := it[topology.KeyDueShard]; ok {
+				it[topology.KeyDueShard] = &types.AttributeValueMemberS{Value: strconv.Itoa(i % shards)}
+			}
+			reqs[table] = append(reqs[table], types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
+		}
+	}
+	for len(reqs) > 0 {
+		out, err := db.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: reqs})
+		if err != nil {
+			return err
+		}
+		reqs = out.UnprocessedItems
+	}
+	return nil
 }
 
 // sweepCost runs the Supervisor's query once and returns the read units it
@@ -145,31 +173,50 @@ func (f sweepFixture) sweepCost(tb testing.TB) (float64, int) {
 }
 
 // The sweep reads the overdue work, not the table: with thousands of
-// finished orders its read units are those of an empty table (within 2x).
+// finished orders its read units are those of an empty table (within 2x),
+// and with thousands of orders in flight but not due, in the very index it
+// queries, they are the same.
 func TestSweepCostFollowsTheOverdueWork(t *testing.T) {
 	t.Parallel()
-	empty := newSweepFixture(t, 0)
-	full := newSweepFixture(t, 2000)
+	empty := newSweepFixture(t, 0, 0)
+	full := newSweepFixture(t, 2000, 0)
+	busy := newSweepFixture(t, 0, 2000)
 	rcuEmpty, nEmpty := empty.sweepCost(t)
 	rcuFull, nFull := full.sweepCost(t)
+	rcuBusy, nBusy := busy.sweepCost(t)
 	require.Equal(t, 10, nEmpty)
 	require.Equal(t, 10, nFull)
+	require.Equal(t, 10, nBusy)
 	require.Positive(t, rcuEmpty)
 	require.LessOrEqual(t, rcuFull, 2*rcuEmpty, "read units with 2000 finished orders vs none")
-	t.Logf("sweep read units: %.1f on an empty table, %.1f with 2000 finished orders", rcuEmpty, rcuFull)
+	require.InDelta(t, rcuEmpty, rcuBusy, 1e-9, "read units with 2000 orders in flight, not due, vs none")
+	t.Logf("sweep read units: %.1f on an empty table, %.1f with 2000 finished orders, %.1f with 2000 in flight not due",
+		rcuEmpty, rcuFull, rcuBusy)
 }
 
-// BenchmarkSweep times the Supervisor's query on an empty table and on one
-// with SAS_SWEEP_ORDERS finished orders (default 2000; the README's figures
-// use 100000), ten overdue steps in each, and reports its read units.
+// BenchmarkSweep times the Supervisor's whole sweep (every shard's due
+// pages) on an empty table, on one with SAS_SWEEP_ORDERS finished orders
+// (default 2000), and on one with as many orders in flight whose next look
+// is a day away, ten overdue steps in each, and reports its read units.
+// Select one with -bench 'Sweep/inflight' (the others are not filled).
 func BenchmarkSweep(b *testing.B) {
 	n := 2000
 	if v, err := strconv.Atoi(os.Getenv("SAS_SWEEP_ORDERS")); err == nil {
 		n = v
 	}
-	for _, finished := range []int{0, n} {
-		b.Run(fmt.Sprintf("finished=%d", finished), func(b *testing.B) {
-			f := newSweepFixture(b, finished)
+	filled := map[string]sweepFixture{} // b.Run calls each function more than once: fill once
+	for _, c := range []struct {
+		name             string
+		finished, flight int
+	}{{"empty", 0, 0}, {fmt.Sprintf("finished=%d", n), n, 0}, {fmt.Sprintf("inflight=%d", n), 0, n}} {
+		b.Run(c.name, func(b *testing.B) {
+			f, ok := filled[c.name]
+			if !ok {
+				start := time.Now()
+				f = newSweepFixture(b, c.finished, c.flight)
+				filled[c.name] = f
+				b.Logf("%s: filled in %s", c.name, time.Since(start).Round(time.Second))
+			}
 			rcu, found := f.sweepCost(b)
 			if found != 10 {
 				b.Fatalf("found %d overdue, want 10", found)

@@ -130,7 +130,7 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 	crash(h.Crash, "submission.after-commit")
 	if created {
 		h.metrics.Count(metrics.OrdersAccepted, 1, map[string]any{"OrderID": o.OrderID})
-		h.log.Info("order accepted", "order_id", o.OrderID)
+		h.log.Debug("order accepted", "order_id", o.OrderID) // every order: its metric counts it
 		h.notify.Post(ctx, notify.Event{OrderID: o.OrderID, ReplyQueue: o.ReplyQueue, Round: 1,
 			Event: workflow.EventReceived, State: workflow.Pending, At: now})
 	} else if err := h.sameAsStored(ctx, o, now); err != nil {

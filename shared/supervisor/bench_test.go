@@ -19,15 +19,17 @@ import (
 
 // The Supervisor's own work per overdue record: read its response queue's
 // depth (none waiting), decide (recover or give up), encode the Scheduler's
-// message. The store returns ten overdue steps and
+// message. The store's one shard returns a page of ten overdue steps and
 // accepts every write; the queue only encodes.
 type overdueStore struct{ due []statestore.Step }
 
-func (s overdueStore) Overdue(context.Context, time.Time, int) ([]statestore.Step, error) {
-	return s.due, nil
+func (overdueStore) Shards() int { return 1 }
+func (s overdueStore) DuePage(context.Context, statestore.DueQuery) (statestore.DuePage, error) {
+	return statestore.DuePage{Orders: len(s.due), Steps: s.due}, nil
 }
-func (overdueStore) Waited(context.Context, statestore.Wait) error   { return nil }
-func (overdueStore) Requeue(context.Context, statestore.Retry) error { return nil }
+func (overdueStore) MoveOn(context.Context, statestore.Early, time.Time) error { return nil }
+func (overdueStore) Waited(context.Context, statestore.Wait) error             { return nil }
+func (overdueStore) Requeue(context.Context, statestore.Retry) error           { return nil }
 func (overdueStore) GiveUp(context.Context, statestore.GiveUp) (workflow.State, error) {
 	return "", nil
 }

@@ -5,15 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
-	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -199,72 +196,6 @@ func (s *Supervisor) alert(ctx context.Context, st statestore.Step, reason strin
 		return err // still due: the next run alerts
 	}
 	return s.d.Store.MarkAlerted(ctx, st.OrderID, st.Ref(), now)
-}
-
-// backlog says which queue explains a ready record's wait, or "" if none
-// does. The message that starts it may wait in the scheduler queue (a
-// re-send), its agent's request queue, or the response queue of the agent
-// whose outcome made it ready (the reply the Scheduler starts it from);
-// any of them holding BacklogDepth visible messages is a backlog. Below
-// that, a consumer takes the message within a poll, so a record still
-// unclaimed past its pickup deadline has likely lost it. A depth it cannot
-// read counts as no backlog: a re-sent message costs only a refused claim.
-//
-// A claimed record needs no such look: its Agent records the outcome before
-// replying, so no outcome of an attempt waits in a queue unrecorded, and an
-// attempt past its CompleteBy is judged then.
-func (s *Supervisor) backlog(ctx context.Context, d *depths, queues ...string) string {
-	for _, u := range queues {
-		if u == "" {
-			continue
-		}
-		if n, err := d.depth(ctx, u); err == nil && n.Visible >= s.cfg.BacklogDepth {
-			return fmt.Sprintf("%s holds %d messages", queueName(u), n.Visible)
-		}
-	}
-	return ""
-}
-
-// startQueues are the queues a ready record's start may wait in: the
-// scheduler queue (after a re-send), its agent's request queue, and the
-// response queue carrying the outcome that made it ready.
-func (s *Supervisor) startQueues(st statestore.Step) []string {
-	if st.State != workflow.Pending {
-		return nil
-	}
-	queues := []string{s.cfg.SchedulerQueueURL, s.cfg.AgentQueues[st.Agent].Requests}
-	if st.ReadiedBy != "" {
-		queues = append(queues, s.cfg.AgentQueues[st.ReadiedBy].Responses)
-	}
-	return queues
-}
-
-func queueName(url string) string { return url[strings.LastIndex(url, "/")+1:] }
-
-// depths reads each queue's depth once per sweep.
-type depths struct {
-	queues Queues
-	mu     sync.Mutex
-	seen   map[string]depthRead
-}
-
-type depthRead struct {
-	n   queue.Depth
-	err error
-}
-
-func (d *depths) depth(ctx context.Context, url string) (queue.Depth, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if r, ok := d.seen[url]; ok {
-		return r.n, r.err
-	}
-	n, err := d.queues.Depth(ctx, url)
-	if d.seen == nil {
-		d.seen = map[string]depthRead{}
-	}
-	d.seen[url] = depthRead{n, err}
-	return n, err
 }
 
 // pickup is the pickup timeout of the record's workflow (the configured one

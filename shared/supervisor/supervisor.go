@@ -17,10 +17,8 @@ package supervisor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -35,7 +33,9 @@ import (
 
 // Store is the part of the state store the Supervisor uses.
 type Store interface {
-	Overdue(ctx context.Context, now time.Time, limit int) ([]statestore.Step, error)
+	Shards() int
+	DuePage(ctx context.Context, q statestore.DueQuery) (statestore.DuePage, error)
+	MoveOn(ctx context.Context, e statestore.Early, now time.Time) error
 	Waited(ctx context.Context, w statestore.Wait) error
 	Requeue(ctx context.Context, r statestore.Retry) error
 	GiveUp(ctx context.Context, g statestore.GiveUp) (workflow.State, error)
@@ -56,25 +56,6 @@ type Alerter interface {
 // AgentQueues are one agent's request and response queue URLs.
 type AgentQueues struct{ Requests, Responses string }
 
-// DefaultBacklogDepth is how many messages waiting on a queue make it
-// backlogged, unless configured: a batch's worth.
-const DefaultBacklogDepth = 10
-
-// Config is what the Supervisor needs to know of its deployment.
-type Config struct {
-	SchedulerQueueURL string
-	// AgentQueues, by agent: a ready step's start may wait in the scheduler
-	// queue, its agent's request queue, or the response queue of the agent
-	// whose outcome made it ready.
-	AgentQueues   map[string]AgentQueues
-	PickupTimeout time.Duration // the unit of the intervals between looks at a waiting step
-	// BacklogDepth is how many visible messages make a queue backlogged for
-	// a ready step's start (default DefaultBacklogDepth).
-	BacklogDepth int
-	BatchLimit   int // most records handled per run (default 500)
-	Parallel     int // records handled at once (default 8)
-}
-
 // Deps are what the Supervisor calls.
 type Deps struct {
 	Store   Store
@@ -87,7 +68,9 @@ type Deps struct {
 
 // Report counts what one sweep did.
 type Report struct {
-	Overdue   int `json:"overdue"`
+	Orders    int `json:"orders"`    // orders looked at: the due index entries read, each read consistently
+	Overdue   int `json:"overdue"`   // records found due
+	MovedOn   int `json:"movedOn"`   // orders found due with no record due, moved on in the index
 	Resent    int `json:"resent"`    // ready steps' messages re-sent
 	Held      int `json:"held"`      // waits a backlog explains
 	Recovered int `json:"recovered"` // attempts retried
@@ -96,6 +79,27 @@ type Report struct {
 	Alerted   int `json:"alerted"`
 	Woken     int `json:"woken"`     // waits and timers whose time came
 	Lost      int `json:"lostRaces"` // another supervisor (or the scheduler) changed the record first
+	// Shards are what each shard of the deadline index gave, by shard.
+	Shards []ShardReport `json:"shards"`
+	// OutOfTime says the time budget ended the sweep with a shard's due
+	// orders not all read: they come first in the next sweep.
+	OutOfTime bool          `json:"outOfTime"`
+	Elapsed   time.Duration `json:"elapsedNs"`
+}
+
+// ShardReport is what one shard gave in a sweep.
+type ShardReport struct {
+	Pages  int  `json:"pages"`
+	Orders int  `json:"orders"` // due index entries read
+	Done   bool `json:"done"`   // every entry due when the sweep began was read
+}
+
+// LooksPerSecond is the orders looked at per second of the sweep.
+func (r Report) LooksPerSecond() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Orders) / r.Elapsed.Seconds()
 }
 
 // Supervisor is the Supervisor Lambda handler.
@@ -109,70 +113,14 @@ type Supervisor struct {
 	Crash func(point string)
 }
 
-// New builds the handler.
+// New builds the handler; it panics if cfg.Validate fails.
 func New(cfg Config, d Deps) *Supervisor {
-	if cfg.BatchLimit <= 0 {
-		cfg.BatchLimit = 500
-	}
-	if cfg.Parallel <= 0 {
-		cfg.Parallel = 8
-	}
-	if cfg.BacklogDepth <= 0 {
-		cfg.BacklogDepth = DefaultBacklogDepth
-	}
-	return &Supervisor{cfg: cfg, d: d, Now: time.Now}
+	return &Supervisor{cfg: cfg.mustValidate(), d: d, Now: time.Now}
 }
 
 // Handle is the entry point for the EventBridge scheduled rule.
 func (s *Supervisor) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report, error) {
 	return s.Sweep(ctx)
-}
-
-// Sweep handles the records overdue now. It returns an error when a record
-// could not be handled (it stays due for the next run), so the function's
-// errors show in its metrics; a race lost to another supervisor is no error.
-func (s *Supervisor) Sweep(ctx context.Context) (Report, error) {
-	now := s.Now()
-	due, err := s.d.Store.Overdue(ctx, now, s.cfg.BatchLimit)
-	rep := Report{Overdue: len(due)}
-	if err != nil && len(due) == 0 {
-		return rep, fmt.Errorf("supervisor sweep: %w", err)
-	} // with a partial read, handle what was read and report the error after
-
-	var (
-		mu     sync.Mutex
-		wg     sync.WaitGroup
-		errs   []error
-		sem    = make(chan struct{}, s.cfg.Parallel)
-		depths = &depths{queues: s.d.Queues}
-	)
-	for _, st := range due {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			outcome, herr := s.handleSafely(ctx, st, now, depths)
-			mu.Lock()
-			defer mu.Unlock()
-			rep.add(outcome)
-			if herr != nil {
-				errs = append(errs, herr)
-			}
-		}()
-	}
-	wg.Wait()
-	if err != nil {
-		errs = append(errs, err)
-	}
-	if rep.Overdue > 0 {
-		s.d.Log.Info("supervisor sweep", "overdue", rep.Overdue, "resent", rep.Resent, "held", rep.Held,
-			"recovered", rep.Recovered, "gave_up", rep.GaveUp, "expired", rep.Expired, "alerted", rep.Alerted, "woken", rep.Woken,
-			"lost_races", rep.Lost)
-	}
-	if len(errs) > 0 {
-		return rep, fmt.Errorf("supervisor sweep: %d failures; they stay due for the next run: %w", len(errs), errors.Join(errs...))
-	}
-	return rep, nil
 }
 
 type outcome int

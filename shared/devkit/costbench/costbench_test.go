@@ -166,6 +166,7 @@ func TestBenchSmallRun(t *testing.T) {
 				"the first step goes from Submission to its Agent: a one-step order's Scheduler only reads its reply")
 		}
 		require.Positive(t, r.LatencyP50)
+		requireLogsCounted(t, r)
 		require.Greater(t, r.Cost.Total, 0.0)
 		require.Less(t, r.CoordinatorsAt128MB, r.Cost.Total)
 		require.Equal(t, steps+2, r.SFN.Transitions)
@@ -199,4 +200,19 @@ func TestBenchSmallRun(t *testing.T) {
 	var back costbench.Result
 	require.NoError(t, json.Unmarshal(js.Bytes(), &back))
 	require.Equal(t, res.Runs[0].Cost, back.Runs[0].Cost)
+}
+
+// requireLogsCounted checks a run counted what the handlers wrote: the
+// normal path's metrics as one EMF document per invocation, no routine log
+// line per order, and Lambda's own lines for every invocation, priced.
+func requireLogsCounted(t *testing.T, r costbench.Run) {
+	t.Helper()
+	l := r.Logs
+	require.Positive(t, l.MetricLines)
+	require.LessOrEqual(t, l.MetricLines, r.PerOrder.LambdaInvocations+1e-9, "at most one EMF document per invocation")
+	require.Zero(t, l.Lines, "no log line on the happy path, at the default level")
+	require.Greater(t, l.PlatformBytes, 100*r.PerOrder.LambdaInvocations, "START, END and REPORT for every invocation")
+	require.InDelta(t, l.Total(), r.PerOrder.LogBytes, 1e-9)
+	require.InDelta(t, r.PerOrder.LogBytes*0.5e-9*1e6, r.Cost.Logs, 1e-9, "$0.50 per GB")
+	require.InDelta(t, r.Cost.SQS+r.Cost.Lambda+r.Cost.DynamoDB+r.Cost.SNS+r.Cost.Logs, r.Cost.Total, 1e-9)
 }

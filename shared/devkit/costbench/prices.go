@@ -1,7 +1,8 @@
 // Package costbench measures what an order costs: it runs orders through the
 // local stack with every AWS request counted (shared/accounting), prices the
-// counts at us-east-1 list prices, and sets them beside Step Functions
-// running the same flow.
+// counts at us-east-1 list prices (CloudWatch Logs ingestion of what the
+// handlers write included), and sets them beside Step Functions running the
+// same flow.
 package costbench
 
 import "math"
@@ -14,6 +15,7 @@ type Prices struct {
 	DynamoDBWriteUnit  float64 // on demand
 	DynamoDBReadUnit   float64 // on demand
 	SNSPublish         float64
+	LogsIngestedByte   float64 // CloudWatch Logs, Standard class, per byte ingested
 	SFNTransition      float64 // Step Functions Standard, per state transition
 	SFNExpressRequest  float64 // Step Functions Express, per execution
 	SFNExpressGBSecond float64 // Express duration, first tier; billed per 100 ms, 64 MB minimum
@@ -22,12 +24,16 @@ type Prices struct {
 // ListPrices are the prices the bench uses (../shared/ENVIRONMENT.md, and
 // aws.amazon.com/sns/pricing and /step-functions/pricing for SNS and Express).
 var ListPrices = Prices{
-	SQSRequest:         0.40e-6,
-	LambdaRequest:      0.20e-6,
-	LambdaGBSecond:     0.0000133334,
-	DynamoDBWriteUnit:  0.625e-6,
-	DynamoDBReadUnit:   0.125e-6,
-	SNSPublish:         0.50e-6,
+	SQSRequest:        0.40e-6,
+	LambdaRequest:     0.20e-6,
+	LambdaGBSecond:    0.0000133334,
+	DynamoDBWriteUnit: 0.625e-6,
+	DynamoDBReadUnit:  0.125e-6,
+	SNSPublish:        0.50e-6,
+	// $0.50 per GB ingested (GB as 10^9 bytes: the dearer reading), the
+	// Standard class in us-east-1, and the first tier of the tiered price
+	// Lambda's logs have had since May 2025 (larger volumes pay less).
+	LogsIngestedByte:   0.50e-9,
 	SFNTransition:      25e-6,
 	SFNExpressRequest:  1e-6,
 	SFNExpressGBSecond: 0.00001667,
@@ -44,6 +50,9 @@ type PerOrder struct {
 	// them (accounting.Usage.ReportedWriteUnits); not priced.
 	ReportedWriteUnits float64 `json:"dynamodbWriteUnitsReported"`
 	SNSPublishes       float64 `json:"snsPublishes"`
+	// LogBytes are the bytes written to CloudWatch Logs: the handlers' log
+	// lines, their EMF documents and Lambda's lines per invocation.
+	LogBytes float64 `json:"logBytes"`
 }
 
 // Cost is the dollars per million orders, by service.
@@ -52,6 +61,7 @@ type Cost struct {
 	Lambda   float64 `json:"lambda"`
 	DynamoDB float64 `json:"dynamodb"`
 	SNS      float64 `json:"sns"`
+	Logs     float64 `json:"logs"` // CloudWatch Logs ingestion
 	SFN      float64 `json:"stepFunctions,omitempty"`
 	Total    float64 `json:"total"`
 }
@@ -63,8 +73,9 @@ func (p Prices) PerMillion(u PerOrder) Cost {
 		Lambda:   1e6 * (u.LambdaInvocations*p.LambdaRequest + u.LambdaGBSeconds*p.LambdaGBSecond),
 		DynamoDB: 1e6 * (u.WriteUnits*p.DynamoDBWriteUnit + u.ReadUnits*p.DynamoDBReadUnit),
 		SNS:      1e6 * u.SNSPublishes * p.SNSPublish,
+		Logs:     1e6 * u.LogBytes * p.LogsIngestedByte,
 	}
-	c.Total = c.SQS + c.Lambda + c.DynamoDB + c.SNS
+	c.Total = c.SQS + c.Lambda + c.DynamoDB + c.SNS + c.Logs
 	return c
 }
 

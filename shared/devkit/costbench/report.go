@@ -14,18 +14,19 @@ import (
 func (r Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "Cost per order, measured from every AWS request of %d orders per run (us-east-1 list prices),\n"+
 		"batching window %gs\n\n", r.Orders, r.BatchWindowSeconds)
-	fmt.Fprintf(w, "%-8s %7s %5s %6s %9s %9s %9s %9s %9s | %9s %9s %9s | %9s %9s %7s | %7s %9s\n",
-		"workflow", "results", "batch", "fill", "SQS req", "Lambda", "GB-s", "DDB RRU", "DDB WRU",
-		"$/M SQS", "$/M λ", "$/M DDB", "$/M total", "SFN Std", "ratio", "p50", "@128MB")
+	fmt.Fprintf(w, "%-8s %7s %5s %6s %9s %9s %9s %9s %9s %7s | %9s %9s %9s %9s | %9s %9s %7s | %7s %9s\n",
+		"workflow", "results", "batch", "fill", "SQS req", "Lambda", "GB-s", "DDB RRU", "DDB WRU", "log B",
+		"$/M SQS", "$/M λ", "$/M DDB", "$/M logs", "$/M total", "SFN Std", "ratio", "p50", "@128MB")
 	for _, run := range r.Runs {
 		u, c := run.PerOrder, run.Cost
-		fmt.Fprintf(w, "%-8s %7s %5d %6.1f %9.2f %9.2f %9.5f %9.2f %9.2f | %9.2f %9.2f %9.2f | %9.2f %9.2f %6.1fx | %6.2fs %9.2f\n",
+		fmt.Fprintf(w, "%-8s %7s %5d %6.1f %9.2f %9.2f %9.5f %9.2f %9.2f %7.0f | %9.2f %9.2f %9.2f %9.2f | %9.2f %9.2f %6.1fx | %6.2fs %9.2f\n",
 			run.Workflow, resultsLabel(run.ResultBytes), run.BatchSize, run.MeanBatch, u.SQSRequests, u.LambdaInvocations, u.LambdaGBSeconds,
-			u.ReadUnits, u.WriteUnits, c.SQS, c.Lambda, c.DynamoDB, c.Total, run.SFN.Standard.Total, run.Ratio,
+			u.ReadUnits, u.WriteUnits, u.LogBytes, c.SQS, c.Lambda, c.DynamoDB, c.Logs, c.Total, run.SFN.Standard.Total, run.Ratio,
 			run.LatencyP50, run.CoordinatorsAt128MB)
 	}
-	fmt.Fprintln(w, "(p50: submission to end, the median order; @128MB: $/M total with Submission and Scheduler at 128 MB,\n"+
-		"were their handler time to hold: a floor, as Lambda gives less CPU to less memory)")
+	fmt.Fprintln(w, "(log B: bytes per order written to CloudWatch Logs, priced at $0.50 per GB ingested; p50: submission to end,\n"+
+		"the median order; @128MB: $/M total with Submission and Scheduler at 128 MB, were their handler time to hold:\n"+
+		"a floor, as Lambda gives less CPU to less memory)")
 	fmt.Fprintln(w)
 	if len(r.Runs) == 0 {
 		return
@@ -56,6 +57,7 @@ func (r Result) Print(w io.Writer) {
 			fmt.Fprintf(w, "    %-58s %6.2f per order, %4.1f messages and %5.1f ms each, %.5f GB-s per order\n",
 				"λ "+fn, f.InvocationsPerOrder, f.MessagesPerInvocation, f.MsPerInvocation, f.GBSecondsPerOrder)
 		}
+		printLogs(w, run)
 		if u := run.PerOrder; math.Abs(u.ReportedWriteUnits-u.WriteUnits) > 1e-9 {
 			fmt.Fprintf(w, "    DynamoDB Local reported %.2f write units per order, DynamoDB bills %.2f: it bills an index\n"+
 				"    write inside a transaction at the standard rate, where DynamoDB Local reports it doubled\n", u.ReportedWriteUnits, u.WriteUnits)
@@ -190,4 +192,17 @@ func resultsLabel(b int) string {
 		return "-"
 	}
 	return fmt.Sprintf("%dB", b)
+}
+
+// printLogs writes what a run's functions wrote to CloudWatch Logs per order.
+func printLogs(w io.Writer, run Run) {
+	l := run.Logs
+	fmt.Fprintf(w, "    %-58s %6.0f bytes per order, $%.2f per million: log lines %.0f B (%.2f), EMF %.0f B (%.2f), Lambda's %.0f B\n",
+		"CloudWatch Logs", l.Total(), run.Cost.Logs, l.Bytes, l.Lines, l.MetricBytes, l.MetricLines, l.PlatformBytes)
+	for _, fn := range slices.Sorted(maps.Keys(run.Functions)) {
+		f := run.Functions[fn].Logs
+		if f.Lines+f.MetricLines > 0 {
+			fmt.Fprintf(w, "    %-58s %6.0f bytes per order: %.2f log lines, %.2f EMF documents\n", "  "+fn, f.Total(), f.Lines, f.MetricLines)
+		}
+	}
 }

@@ -84,6 +84,9 @@ type Run struct {
 	IdleReceivesPerMinute float64 `json:"idleReceivesPerMinute"`
 	// Functions are the Lambda figures by function (the Supervisor apart).
 	Functions map[string]FunctionUse `json:"functions"`
+	// Logs are the bytes written to CloudWatch Logs per order, by kind (the
+	// Supervisor apart).
+	Logs LogUse `json:"logsPerOrder"`
 	// CoordinatorsAt128MB is the cost per million with Submission and the
 	// Scheduler at 128 MB instead of 256, were their handler time to hold
 	// (they mostly wait on DynamoDB and SQS; Lambda gives less CPU below
@@ -97,6 +100,7 @@ type FunctionUse struct {
 	MessagesPerInvocation float64 `json:"messagesPerInvocation"`
 	MsPerInvocation       float64 `json:"msPerInvocation"` // handler time, against the local emulators
 	GBSecondsPerOrder     float64 `json:"gbSecondsPerOrder"`
+	Logs                  LogUse  `json:"logsPerOrder"`
 }
 
 // Result is every run of a plan.
@@ -163,6 +167,7 @@ func measure(ctx context.Context, p Plan, wf string, batch, resultBytes int) (Ru
 		return Run{}, err
 	}
 	meter := accounting.NewForDynamoDBLocal() // the state store is on DynamoDB Local, or LocalStack's
+	logs := newLogMeter()                     // what the functions write, as CloudWatch Logs ingests it
 	stack, err := localrun.New(ctx, localrun.Options{
 		Endpoint: p.Endpoint, DynamoDBEndpoint: p.DynamoDBEndpoint, Meter: meter, BatchSize: batch,
 		Prefix:    fmt.Sprintf("bench%d-%d", time.Now().UnixNano()%1e6, seq.Add(1)),
@@ -172,6 +177,7 @@ func measure(ctx context.Context, p Plan, wf string, batch, resultBytes int) (Ru
 		// agents' queues: the simulator answers at once, so no agent batch
 		// waits on a slow call.
 		Pollers: 2, AgentPollers: 2, SupervisorEvery: time.Second, BatchWindow: p.BatchWindow,
+		Log: logs.logger(), Metrics: logs,
 	})
 	if err != nil {
 		return Run{}, err
@@ -204,7 +210,7 @@ func measure(ctx context.Context, p Plan, wf string, batch, resultBytes int) (Ru
 			return Run{}, fmt.Errorf("order %s ended %s with no fault injected", id, t.State)
 		}
 	}
-	r := tally(p, def, batch, resultBytes, elapsed, meter.Snapshot(), stack)
+	r := tally(p, def, batch, resultBytes, elapsed, meter.Snapshot(), stack, logs.snapshot())
 	r.LatencyP50 = medianLatency(tasks).Seconds()
 	return r, nil
 }
@@ -223,11 +229,11 @@ func medianLatency(tasks map[string]statestore.Task) time.Duration {
 }
 
 func tally(p Plan, def workflow.Definition, batch, resultBytes int, elapsed time.Duration, counts map[accounting.Key]accounting.Usage,
-	stack *localrun.Stack) Run {
+	stack *localrun.Stack, logs map[string]LogUse) Run {
 	r := Run{Workflow: def.Name, Steps: len(def.Steps), BatchSize: batch, ResultBytes: resultBytes, Orders: p.Orders, Seconds: elapsed.Seconds(),
 		Requests: map[string]float64{}, Units: map[string]float64{}}
 	u := r.countRequests(counts, elapsed)
-	agentSeconds := r.countLambda(&u, stack.Stats.Snapshot())
+	agentSeconds := r.countLambda(&u, stack.Stats.Snapshot(), logs)
 	r.PerOrder = u
 	r.Cost = p.Prices.PerMillion(u)
 	lighter := u
@@ -273,9 +279,10 @@ func (r *Run) countRequests(counts map[accounting.Key]accounting.Usage, elapsed 
 	return u
 }
 
-// countLambda adds the functions' invocations and GB-seconds per order to u
-// and r.Functions, and returns the agents' seconds per order.
-func (r *Run) countLambda(u *PerOrder, stats map[string]runner.FunctionStats) (agentSeconds float64) {
+// countLambda adds the functions' invocations, GB-seconds and log bytes per
+// order to u, r.Functions and r.Logs, and returns the agents' seconds per
+// order.
+func (r *Run) countLambda(u *PerOrder, stats map[string]runner.FunctionStats, logs map[string]LogUse) (agentSeconds float64) {
 	n := float64(r.Orders)
 	var msgs, invocations int
 	r.Functions = map[string]FunctionUse{}
@@ -283,18 +290,20 @@ func (r *Run) countLambda(u *PerOrder, stats map[string]runner.FunctionStats) (a
 		if fn == "supervisor" {
 			continue
 		}
-		mem := CoordinatorMemoryGB
+		mem, memMB := CoordinatorMemoryGB, topology.CoordinatorMemoryMB
 		if strings.HasPrefix(fn, "agent-") {
-			mem = AgentMemoryGB
+			mem, memMB = AgentMemoryGB, topology.AgentMemoryMB
 			agentSeconds += s.HandlerTime.Seconds() / n
 		}
+		l := asLambdaWrites(logs[fn], s.Invocations, memMB).per(n)
+		r.Logs.add(l)
 		u.LambdaInvocations += float64(s.Invocations) / n
 		u.LambdaGBSeconds += s.HandlerTime.Seconds() * mem / n
 		if s.Invocations > 0 {
 			r.Functions[fn] = FunctionUse{InvocationsPerOrder: float64(s.Invocations) / n,
 				MessagesPerInvocation: float64(s.Messages) / float64(s.Invocations),
 				MsPerInvocation:       s.HandlerTime.Seconds() * 1000 / float64(s.Invocations),
-				GBSecondsPerOrder:     s.HandlerTime.Seconds() * mem / n}
+				GBSecondsPerOrder:     s.HandlerTime.Seconds() * mem / n, Logs: l}
 		}
 		msgs += s.Messages
 		invocations += s.Invocations
@@ -302,5 +311,7 @@ func (r *Run) countLambda(u *PerOrder, stats map[string]runner.FunctionStats) (a
 	if invocations > 0 {
 		r.MeanBatch = float64(msgs) / float64(invocations)
 	}
+	r.Logs.add(logs["other"].per(n)) // lines no function claims: counted, none expected
+	u.LogBytes = r.Logs.Total()
 	return agentSeconds
 }

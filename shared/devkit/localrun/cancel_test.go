@@ -72,6 +72,7 @@ func TestCancelBeforeTheFirstClaim(t *testing.T) {
 	require.Equal(t, "customer asked", tasks["o-early"].CancelReason)
 	e.requireLedger("o-early")
 	require.Equal(t, []string{"received", "cancel-requested", "cancelled"}, eventsOf(e.statuses(q, "cancelled")))
+	e.stop() // every invocation ended: its metrics are written
 	require.EqualValues(t, 1, e.stack.Tally.Sum(metrics.OrdersCancelled))
 }
 

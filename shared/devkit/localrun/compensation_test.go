@@ -80,6 +80,7 @@ func TestFailureAtStepThreeUndoesStepsTwoAndOneInReverse(t *testing.T) {
 	alerts := e.alerts(1)
 	require.Equal(t, "create-shipment", alerts[0].StepName)
 	require.Contains(t, alerts[0].Compensation, "started")
+	e.stop() // every invocation ended: its metrics are written
 	require.EqualValues(t, 1, e.stack.Tally.Sum(metrics.OrdersCompensated))
 }
 

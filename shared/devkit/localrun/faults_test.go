@@ -36,6 +36,7 @@ func TestTransientRemoteErrorsAbsorbedByAgent(t *testing.T) {
 		}
 	}
 	require.Positive(t, e.sim.Stats().Transient)
+	e.stop() // every invocation ended: its metrics are written
 	// Every transient error was retried; AgentRetries also counts the waits
 	// while the circuit breaker is open (five failures in a row open it, which
 	// a 30% error rate does now and then).
@@ -119,6 +120,7 @@ func TestEveryMessageDeliveredTwice(t *testing.T) {
 		}
 	}
 	e.requireEffectsOnce(ids)
+	e.stop() // every invocation ended: its metrics are written
 	require.EqualValues(t, 15, e.stack.Tally.Sum(metrics.OrdersAccepted))
 	require.EqualValues(t, attempts, e.stack.Tally.Sum(metrics.StepsClaimed), "one claim per attempt")
 	require.EqualValues(t, 15, e.stack.Tally.Sum(metrics.OrdersProcessed))

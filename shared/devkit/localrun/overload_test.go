@@ -40,6 +40,7 @@ func runBurst(t *testing.T, tweak func(*localrun.Options)) burst {
 	defer cancel()
 	_, err := e.stack.WaitEnded(ctx, ids, 250*time.Millisecond, nil)
 	require.NoError(t, err)
+	e.stop() // every invocation ended: its metrics are written
 	return burst{e: e, ids: ids, deliveries: e.stack.Stats.Deliveries()}
 }
 

@@ -35,6 +35,7 @@ func TestHappyPathThreeSteps(t *testing.T) {
 		}
 	}
 	e.requireEffectsOnce(ids)
+	e.stop() // every invocation ended: its metrics are written (one document a batch)
 	require.EqualValues(t, 20, e.stack.Tally.Sum(metrics.OrdersProcessed))
 	require.EqualValues(t, 60, e.stack.Tally.Sum(metrics.StepsClaimed))
 	dlq, err := e.stack.Peek(context.Background(), e.stack.QueueURL(e.stack.Topology().OrdersQueue().DLQName))

@@ -19,18 +19,21 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// barrierStore makes every supervisor finish reading before any writes, so
-// they all act on the same overdue records.
+// barrierStore makes every supervisor finish reading its first page before
+// any writes, so they all act on the same overdue records.
 type barrierStore struct {
 	*statestore.Store
-	read *sync.WaitGroup
+	read  *sync.WaitGroup
+	first *sync.Once
 }
 
-func (b barrierStore) Overdue(ctx context.Context, now time.Time, limit int) ([]statestore.Step, error) {
-	steps, err := b.Store.Overdue(ctx, now, limit)
-	b.read.Done()
-	b.read.Wait()
-	return steps, err
+func (b barrierStore) DuePage(ctx context.Context, q statestore.DueQuery) (statestore.DuePage, error) {
+	page, err := b.Store.DuePage(ctx, q)
+	b.first.Do(func() {
+		b.read.Done()
+		b.read.Wait()
+	})
+	return page, err
 }
 
 func TestTwoSupervisorsRecoverEachStepOnce(t *testing.T) {
@@ -67,7 +70,7 @@ func TestTwoSupervisorsRecoverEachStepOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 2 {
 		cfg, deps := d.SupervisorParts(fmt.Sprintf("supervisor/%d", i))
-		deps.Store, deps.Metrics = barrierStore{e.stack.Store, &read}, metrics.New(tally, "supervisor")
+		deps.Store, deps.Metrics = barrierStore{e.stack.Store, &read, &sync.Once{}}, metrics.New(tally, "supervisor")
 		sup := supervisor.New(cfg, deps)
 		wg.Go(func() {
 			var err error

@@ -106,6 +106,7 @@ func TestAnOrderWaitsForItsApprovalAndChargesWhatWasApproved(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"amountCents":1998,"by":"ana"}`, string(res[workflow.Ref{Index: 1}].JSON))
 	require.Contains(t, string(res[workflow.Ref{Index: 2}].JSON), `"action":"charge-payment"`, "the service's answer kept")
+	e.stop() // every invocation ended: its metrics are written
 	require.EqualValues(t, 1, e.stack.Tally.Sum(metrics.EventsReceived))
 }
 
@@ -241,6 +242,7 @@ func TestAnAsyncStepIsCompletedByItsCallback(t *testing.T) {
 	res, err := e.stack.Store.Results(context.Background(), "o-async", 1)
 	require.NoError(t, err)
 	require.Contains(t, string(res[workflow.Ref{Index: 1}].JSON), `"action":"charge-payment"`, "the callback's answer is its result")
+	e.stop() // every invocation ended: its metrics are written
 	require.EqualValues(t, 1, e.stack.Tally.Sum(metrics.EventsReceived))
 }
 

@@ -131,6 +131,7 @@ func Run(t *testing.T, newStore func(t *testing.T) *statestore.Store) {
 	maps.Copy(tests, inFlightTests)
 	maps.Copy(tests, parkedTests)
 	maps.Copy(tests, callbackTests)
+	maps.Copy(tests, sweepTests)
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/devkit/emulator"
 )
 
@@ -90,4 +91,36 @@ func MainWithMotoAndDynamoDBLocal(m *testing.M, moto, dynamodb *string) int {
 func Fail(err error) int {
 	fmt.Fprintln(os.Stderr, "test set-up:", err)
 	return 1
+}
+
+// Engine is one DynamoDB engine the state store's tests run on, with moto's
+// SQS and SNS beside it.
+type Engine struct {
+	Clients          *awsclient.Clients
+	DynamoDBEndpoint string
+}
+
+// MainWithEngines is a TestMain body for tests that run on every DynamoDB
+// engine: it starts moto and DynamoDB Local, fills engines ("moto",
+// "dynamodb-local"), runs the tests and stops both; it returns the exit code.
+func MainWithEngines(m *testing.M, engines map[string]Engine) int {
+	ctx := context.Background()
+	moto, err := Moto(ctx)
+	if err != nil {
+		return Fail(err)
+	}
+	defer moto.Stop()
+	ddb, err := DynamoDBLocal(ctx)
+	if err != nil {
+		return Fail(err)
+	}
+	defer ddb.Stop()
+	for name, p := range map[string]*emulator.Process{"moto": moto, "dynamodb-local": ddb} {
+		c, err := awsclient.Load(ctx, awsclient.Options{Endpoint: moto.Endpoint, DynamoDBEndpoint: p.Endpoint, Emulated: true})
+		if err != nil {
+			return Fail(err)
+		}
+		engines[name] = Engine{Clients: c, DynamoDBEndpoint: p.Endpoint}
+	}
+	return m.Run()
 }

@@ -1,0 +1,31 @@
+package supervisor_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/supervisor"
+)
+
+// A zero limit takes its default; a limit the sweep cannot use is refused
+// with its name, and New refuses it too.
+func TestConfigDefaultsAndLimits(t *testing.T) {
+	t.Parallel()
+	d := supervisor.Config{}.WithDefaults()
+	require.Equal(t, supervisor.Config{BacklogDepth: supervisor.BacklogDepthDefault, Parallel: supervisor.ParallelDefault,
+		ShardParallelism: supervisor.ShardParallelismDefault, PageSize: supervisor.PageSizeDefault,
+		TimeBudget: supervisor.TimeBudgetDefault}, d)
+	require.NoError(t, supervisor.Config{}.Validate())
+	for want, c := range map[string]supervisor.Config{
+		"backlog depth":     {BacklogDepth: -1},
+		"parallel":          {Parallel: -2},
+		"shard parallelism": {ShardParallelism: -1},
+		"page size":         {PageSize: 101},
+		"time budget":       {TimeBudget: 16 * time.Minute},
+	} {
+		require.ErrorContains(t, c.Validate(), want)
+		require.Panics(t, func() { supervisor.New(c, supervisor.Deps{}) }, want)
+	}
+}
