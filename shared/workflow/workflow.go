@@ -76,9 +76,18 @@ type Step struct {
 	Undo  *Action
 	Wait  *Wait  `json:",omitempty"`
 	Sleep *Sleep `json:",omitempty"`
+	// Needs names the steps this one waits for (the file's needs:); nil:
+	// the step before it (Definition.Needs). NoNeeds: the file said
+	// needs: [], so it starts with the order.
+	Needs   []string `json:",omitempty"`
+	NoNeeds bool     `json:",omitempty"`
+	// ForEach names an array of the order: the step runs once per item,
+	// each item a record of its own (at most MaxForEachItems).
+	ForEach string `json:",omitempty"`
 }
 
-// Definition is an ordered list of steps run one after another.
+// Definition is a workflow: its steps, each run when the steps it needs are
+// done (by default the one before it: a line of steps).
 type Definition struct {
 	Name string
 	// Version is a hash of what the definition runs (ParseFile sets it): the
