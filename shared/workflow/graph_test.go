@@ -39,7 +39,7 @@ func TestNeedsAreCheckedWithTheirLines(t *testing.T) {
 		"unknown": {"  - {name: s, agent: a}\n  - {name: t, agent: a, needs: [s, nope]}\n",
 			`g.yaml:6: steps[1].needs[1]: unknown step "nope": needs names steps of this workflow`},
 		"itself": {"  - {name: s, agent: a, needs: [s]}\n", `g.yaml:5: steps[0].needs[0]: step "s" needs itself`},
-		"twice": {"  - {name: s, agent: a}\n  - {name: t, agent: a, needs: [s, s]}\n", `g.yaml:6: steps[1].needs[1]: step "s" is named twice`},
+		"twice":  {"  - {name: s, agent: a}\n  - {name: t, agent: a, needs: [s, s]}\n", `g.yaml:6: steps[1].needs[1]: step "s" is named twice`},
 		"cycle": {"  - {name: s, agent: a, needs: [u]}\n  - {name: t, agent: a, needs: [s]}\n  - {name: u, agent: a, needs: [t]}\n",
 			`g.yaml:5: steps[0].needs: steps s → t → u → s need each other in a cycle: none of them could ever start`},
 		"unreachable": {"  - {name: s, agent: a, needs: [t]}\n  - {name: t, agent: a, needs: [s]}\n  - {name: u, agent: a}\n",
