@@ -42,21 +42,25 @@ func (d Dispatcher) Check(workflows workflow.Set) error {
 // it sent again.
 func (d Dispatcher) Start(ctx context.Context, def workflow.Definition, orderID string, r workflow.Ref, payload json.RawMessage) error {
 	a, ok := def.Action(r)
-	if !ok {
+	if !ok || (r.Item > 0) != (def.Steps[r.Index].ForEach != "") {
 		return message.Invalid("%s is not in workflow %q", describe(r), def.Name)
 	}
 	url := d.AgentQueues[a.Agent]
 	if url == "" {
 		return message.Invalid("workflow %q: %s calls agent %q, which this deployment does not run", def.Name, describe(r), a.Agent)
 	}
-	req := message.AgentRequest{OrderID: orderID, Step: r.Index, Undo: r.Undo, StepName: a.Name, Action: a.Do,
+	req := message.AgentRequest{OrderID: orderID, Step: r.Index, Undo: r.Undo, Item: r.Item, StepName: a.Name, Action: a.Do,
 		Workflow: def.Name, Version: def.Version, Payload: payload}
 	return d.Send.SendJSON(ctx, url, req, 0)
 }
 
 func describe(r workflow.Ref) string {
-	if r.Undo {
-		return fmt.Sprintf("the undo of step %d", r.Index)
+	item := ""
+	if r.Item > 0 {
+		item = fmt.Sprintf(" (item %d)", r.Item)
 	}
-	return fmt.Sprintf("step %d", r.Index)
+	if r.Undo {
+		return fmt.Sprintf("the undo of step %d%s", r.Index, item)
+	}
+	return fmt.Sprintf("step %d%s", r.Index, item)
 }

@@ -110,9 +110,11 @@ func (o *Operator) Resubmit(ctx context.Context, orderID, step string) (Resubmit
 	if err != nil {
 		return Resubmitted{}, err
 	}
-	// If this message is lost, the step's pickup deadline brings the Supervisor.
-	if err := queue.NewSender(o.sqs).SendJSON(ctx, url, message.NewSchedule(orderID, res.Ref, res.Workflow, res.WfVersion), 0); err != nil {
-		return Resubmitted{}, err
+	// If a message is lost, its record's pickup deadline brings the Supervisor.
+	for _, r := range res.Ready {
+		if err := queue.NewSender(o.sqs).SendJSON(ctx, url, message.NewSchedule(orderID, r, res.Workflow, res.WfVersion), 0); err != nil {
+			return Resubmitted{}, err
+		}
 	}
 	return Resubmitted{OrderID: orderID, Step: res.Step, Undo: res.Ref.Undo, Round: res.Round}, nil
 }

@@ -28,8 +28,8 @@ func (s overdueStore) Overdue(context.Context, time.Time, int) ([]statestore.Ste
 }
 func (overdueStore) Waited(context.Context, statestore.Wait) error   { return nil }
 func (overdueStore) Requeue(context.Context, statestore.Retry) error { return nil }
-func (overdueStore) GiveUp(context.Context, statestore.GiveUp) (workflow.State, error) {
-	return "", nil
+func (overdueStore) GiveUpFor(context.Context, statestore.GiveUp) (statestore.Done, error) {
+	return statestore.Done{}, nil
 }
 func (overdueStore) MarkAlerted(context.Context, string, workflow.Ref, time.Time) error { return nil }
 

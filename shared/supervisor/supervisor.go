@@ -38,7 +38,7 @@ type Store interface {
 	Overdue(ctx context.Context, now time.Time, limit int) ([]statestore.Step, error)
 	Waited(ctx context.Context, w statestore.Wait) error
 	Requeue(ctx context.Context, r statestore.Retry) error
-	GiveUp(ctx context.Context, g statestore.GiveUp) (workflow.State, error)
+	GiveUpFor(ctx context.Context, g statestore.GiveUp) (statestore.Done, error)
 	MarkAlerted(ctx context.Context, orderID string, r workflow.Ref, now time.Time) error
 }
 

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -251,6 +252,75 @@ func (d Definition) unreachable() []int {
 	for i := range d.Steps {
 		if !inCycle[i] && blocked(i) {
 			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Items counts the items of each forEach step in the order: the length of
+// the array its forEach names. An order without that array, or with none or
+// more than MaxForEachItems items in it, cannot run the workflow: the error
+// says why.
+func (d Definition) Items(order json.RawMessage) (map[int]int, error) {
+	var fields map[string]json.RawMessage
+	out := map[int]int{}
+	for i, st := range d.Steps {
+		if st.ForEach == "" {
+			continue
+		}
+		if fields == nil {
+			if err := json.Unmarshal(order, &fields); err != nil {
+				return nil, fmt.Errorf("the order is not a JSON object: %w", err)
+			}
+		}
+		var items []json.RawMessage
+		if err := json.Unmarshal(fields[st.ForEach], &items); err != nil || items == nil {
+			return nil, fmt.Errorf("step %s runs once per item of the order's %q, which is not an array", st.Name, st.ForEach)
+		}
+		if len(items) < 1 || len(items) > MaxForEachItems {
+			return nil, fmt.Errorf("step %s runs once per item of the order's %q: %d items, want 1 to %d",
+				st.Name, st.ForEach, len(items), MaxForEachItems)
+		}
+		out[i] = len(items)
+	}
+	return out, nil
+}
+
+// Item is item k (1-based) of the order's array that forEach step i runs
+// over.
+func (d Definition) Item(order json.RawMessage, i, k int) (json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(order, &fields); err != nil {
+		return nil, fmt.Errorf("the order is not a JSON object: %w", err)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(fields[d.Steps[i].ForEach], &items); err != nil || k < 1 || k > len(items) {
+		return nil, fmt.Errorf("step %s: the order has no item %d in %q", d.Steps[i].Name, k, d.Steps[i].ForEach)
+	}
+	return items[k-1], nil
+}
+
+// RecordsOf are the records step i has in an order with items: one, or one
+// per item.
+func RecordsOf(i int, items map[int]int) []Ref {
+	n, ok := items[i]
+	if !ok {
+		return []Ref{{Index: i}}
+	}
+	out := make([]Ref, n)
+	for k := range n {
+		out[k] = Ref{Index: i, Item: k + 1}
+	}
+	return out
+}
+
+// Starts are the records ready when an order starts: those of the steps
+// that need nothing.
+func (d Definition) Starts(items map[int]int) []Ref {
+	var out []Ref
+	for i := range d.Steps {
+		if len(d.Needs(i)) == 0 {
+			out = append(out, RecordsOf(i, items)...)
 		}
 	}
 	return out
