@@ -36,8 +36,10 @@ type Result struct {
 	Compensations    int                    `json:"compensations"` // undo actions completed
 	StaleReplies     int                    `json:"staleReplies"`  // outcomes of attempts no longer current, fenced off
 	EndStates        map[workflow.State]int `json:"endStates"`
-	Violations       Violations             `json:"violations"`
-	DeadLetters      map[string]int         `json:"deadLetters"` // messages left in each DLQ
+	// ByWorkflow are the end states of each workflow's orders.
+	ByWorkflow  map[string]map[workflow.State]int `json:"byWorkflow"`
+	Violations  Violations                        `json:"violations"`
+	DeadLetters map[string]int                    `json:"deadLetters"` // messages left in each DLQ
 	// Unrejected are the run's bad inputs and refused events that did not
 	// reach the orders DLQ with their reason.
 	Unrejected []string      `json:"-"`
@@ -63,7 +65,7 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 	inj := NewInjector(p)
 	logs = metrics.Locked(logs) // shared by every handler's logger and emitter
 	stack, err := localrun.New(ctx, localrun.Options{
-		Workflows: workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow), waitsDefinition()),
+		Workflows: p.workflows(),
 		Endpoint:  endpoint, DynamoDBEndpoint: p.DynamoDBEndpoint, Prefix: fmt.Sprintf("chaos%d-%d", p.Seed, start.UnixNano()%1e6), Settings: p.Settings,
 		RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second, Schedulers: p.Schedulers, Supervisors: p.Supervisors,
 		SupervisorEvery: p.SupervisorEvery, Faults: inj.Message, DelayFor: p.DelayFor, Crash: inj.Crash,
@@ -170,6 +172,13 @@ func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesi
 	r.Violations, r.EndStates = Check(stack.Deployment.Config.Workflows, ids, tasks, records, sim.Ledger())
 	r.Violations.Inconsistent = append(r.Violations.Inconsistent, checkApprovals(p, ids, tasks, sim.Ledger())...)
 	r.Violations.Unrejected = r.Unrejected
+	r.ByWorkflow = map[string]map[workflow.State]int{}
+	for _, t := range tasks {
+		if r.ByWorkflow[t.Workflow] == nil {
+			r.ByWorkflow[t.Workflow] = map[workflow.State]int{}
+		}
+		r.ByWorkflow[t.Workflow][t.State]++
+	}
 	r.Checked = true
 	st := sim.Stats()
 	for k, v := range map[string]int{"remote transient error": st.Transient, "remote call hung": st.Stalled,
@@ -365,6 +374,10 @@ func (r Result) Print(w io.Writer) {
 	}
 	for _, s := range []workflow.State{workflow.Processed, workflow.Failed, workflow.Cancelled, workflow.CompensationFailed} {
 		row("ended "+string(s), r.EndStates[s])
+	}
+	for _, wf := range slices.Sorted(maps.Keys(r.ByWorkflow)) {
+		e := r.ByWorkflow[wf]
+		row("  "+wf+" (Processed/Failed/Cancelled/CompFailed)", fmt.Sprintf("%d/%d/%d/%d", e[workflow.Processed], e[workflow.Failed], e[workflow.Cancelled], e[workflow.CompensationFailed]))
 	}
 	if !r.Checked {
 		fmt.Fprintln(w, "\nThe run was cut short before the invariants were checked.")
