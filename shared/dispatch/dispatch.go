@@ -1,8 +1,15 @@
 // Package dispatch starts work: it sends a ready step's (or undo action's)
 // request to its Agent's queue. It writes nothing, the Agent's claim starts
-// the attempt, so the time a request waits in the queue is queue wait. The
-// Scheduler dispatches each step after the one before it; Submission
-// dispatches an order's first step where it stores the order, a hop sooner.
+// the attempt, so the time a request waits in the queue is queue wait.
+//
+// Starting a record has one route: its request goes straight to its Agent,
+// from whoever made it ready or found it lost. Submission dispatches an
+// order's first steps where it stores the order, the Scheduler what an
+// outcome made ready, the Supervisor a record whose request was lost (or a
+// retry, after its backoff) and the first undo of a give-up, the operator a
+// resubmission's and a cancel's (Restarter: from the record alone, no
+// workflow). Only a wait or a timer goes through the scheduler queue: arming
+// or waking it takes its workflow, which the Scheduler has.
 package dispatch
 
 import (

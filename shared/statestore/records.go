@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -177,6 +178,14 @@ func (s Step) AfterError() workflow.Aftermath {
 
 // Ref names the record within its task.
 func (s Step) Ref() workflow.Ref { return workflow.Ref{Index: s.Index, Undo: s.Undo, Item: s.Item} }
+
+// Request is the request that starts the record at its Agent (an agent
+// step's, or an undo action's), from what the record itself says: no
+// workflow needed. It carries no order: the Agent reads it.
+func (s Step) Request() message.AgentRequest {
+	return message.AgentRequest{OrderID: s.OrderID, Step: s.Index, Undo: s.Undo, Item: s.Item, StepName: s.Name, Action: s.Do,
+		Workflow: s.Workflow, Version: s.WfVersion}
+}
 
 // RecordName is the record's name for people and keys: its action's, with
 // its item for a forEach step's (workflow.RecordName).

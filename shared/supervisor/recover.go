@@ -115,7 +115,7 @@ func (s *Supervisor) wait(ctx context.Context, st statestore.Step, dec workflow.
 	s.d.Metrics.Count(metrics.MessagesResent, 1, props)
 	s.d.Log.Info("ready step not claimed and no backlog: its message sent again", log...)
 	// If this send is lost, the next look sends it again.
-	return resent, s.d.Queues.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID, st.Ref(), st.Workflow, st.WfVersion), 0)
+	return resent, s.start.StartRecord(ctx, st, 0)
 }
 
 // wake marks a parked record whose time came woken (and due again a pickup
@@ -155,7 +155,7 @@ func (s *Supervisor) retry(ctx context.Context, st statestore.Step, dec workflow
 	s.d.Log.Info("overdue attempt sent back to Pending", "order_id", st.OrderID, "step", st.Name,
 		"failure_count", dec.FailureCount, "delay", dec.After, "reason", reason)
 	// If this send is lost, the new pickup deadline brings us back.
-	return recovered, s.d.Queues.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID, st.Ref(), st.Workflow, st.WfVersion), dec.After)
+	return recovered, s.start.StartRecord(ctx, st, dec.After)
 }
 
 // giveUp marks the record Error (for a step, starting compensation, as the
@@ -183,11 +183,9 @@ func (s *Supervisor) giveUp(ctx context.Context, st statestore.Step, failureCoun
 	s.d.Notify.Failed(ctx, notify.Event{OrderID: st.OrderID, ReplyQueue: st.ReplyQueue, Round: st.Round, Index: st.Index,
 		Step: st.Name, Error: reason, At: now}, st.Undo, state)
 	aerr := s.alert(ctx, st, reason, now)
-	for _, r := range done.Ready {
-		// If this send is lost, the undo's pickup deadline brings us back.
-		if err := s.d.Queues.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID, r, st.Workflow, st.WfVersion), 0); err != nil {
-			return o, errors.Join(aerr, err)
-		}
+	// If this send is lost, the undo's pickup deadline brings us back.
+	if err := s.start.Start(ctx, st.OrderID, done.Ready, 0); err != nil {
+		return o, errors.Join(aerr, err)
 	}
 	return o, aerr
 }
@@ -232,14 +230,17 @@ func (s *Supervisor) backlog(ctx context.Context, d *depths, queues ...string) s
 	return ""
 }
 
-// startQueues are the queues a ready record's start may wait in: the
-// scheduler queue (after a re-send), its agent's request queue, and the
-// response queue carrying the outcome that made it ready.
+// startQueues are the queues a ready record's start may wait in: its
+// agent's request queue (a wait's or a timer's: the scheduler queue), and
+// the response queue carrying the outcome that made it ready.
 func (s *Supervisor) startQueues(st statestore.Step) []string {
 	if st.State != workflow.Pending {
 		return nil
 	}
-	queues := []string{s.cfg.SchedulerQueueURL, s.cfg.AgentQueues[st.Agent].Requests}
+	queues := []string{s.cfg.AgentQueues[st.Agent].Requests} // its request (a re-sent one too)
+	if !st.Undo && st.Kind != workflow.KindAgent {
+		queues = []string{s.cfg.SchedulerQueueURL} // a wait's or a timer's start: for the Scheduler to arm
+	}
 	if st.ReadiedBy != "" {
 		queues = append(queues, s.cfg.AgentQueues[st.ReadiedBy].Responses)
 	}

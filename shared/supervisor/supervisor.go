@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sas-go/sas/shared/alert"
+	"github.com/sas-go/sas/shared/dispatch"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/queue"
@@ -40,6 +41,7 @@ type Store interface {
 	Requeue(ctx context.Context, r statestore.Retry) error
 	GiveUpFor(ctx context.Context, g statestore.GiveUp) (statestore.Done, error)
 	MarkAlerted(ctx context.Context, orderID string, r workflow.Ref, now time.Time) error
+	dispatch.RecordReader
 }
 
 // Queues sends messages and tells how many wait on a queue.
@@ -63,9 +65,9 @@ const DefaultBacklogDepth = 10
 // Config is what the Supervisor needs to know of its deployment.
 type Config struct {
 	SchedulerQueueURL string
-	// AgentQueues, by agent: a ready step's start may wait in the scheduler
-	// queue, its agent's request queue, or the response queue of the agent
-	// whose outcome made it ready.
+	// AgentQueues, by agent: a ready step's start may wait in its agent's
+	// request queue, or the response queue of the agent whose outcome made
+	// it ready (a wait's or a timer's, in the scheduler queue).
 	AgentQueues   map[string]AgentQueues
 	PickupTimeout time.Duration // the unit of the intervals between looks at a waiting step
 	// BacklogDepth is how many visible messages make a queue backlogged for
@@ -100,9 +102,10 @@ type Report struct {
 
 // Supervisor is the Supervisor Lambda handler.
 type Supervisor struct {
-	cfg Config
-	d   Deps
-	Now func() time.Time
+	cfg   Config
+	d     Deps
+	start dispatch.Restarter // a record's request straight to its Agent (a wait or a timer: through the Scheduler)
+	Now   func() time.Time
 	// Crash, if set, is called after each recovery write and before the
 	// message that follows it; a chaos test makes it panic there (the sweep
 	// stops for that record, as a killed run would). Nil in production.
@@ -120,7 +123,12 @@ func New(cfg Config, d Deps) *Supervisor {
 	if cfg.BacklogDepth <= 0 {
 		cfg.BacklogDepth = DefaultBacklogDepth
 	}
-	return &Supervisor{cfg: cfg, d: d, Now: time.Now}
+	requests := map[string]string{}
+	for a, q := range cfg.AgentQueues {
+		requests[a] = q.Requests
+	}
+	return &Supervisor{cfg: cfg, d: d, Now: time.Now, start: dispatch.Restarter{Records: d.Store, AgentQueues: requests,
+		SchedulerQueueURL: cfg.SchedulerQueueURL, Send: d.Queues}}
 }
 
 // Handle is the entry point for the EventBridge scheduled rule.
