@@ -59,25 +59,28 @@ func endedEvents(p Plan, ids []string, done map[string]bool) []rejection {
 
 // awaitRejections waits (up to within) until every rejection is in the
 // orders DLQ, and returns those that are not, or are there with another
-// reason.
-func awaitRejections(ctx context.Context, stack *localrun.Stack, rs []rejection, within time.Duration) ([]string, error) {
-	got := map[string]string{} // body → reason; a peek hides what it read for a minute
+// reason, and how many messages it saw in the DLQ in all (a peek hides what
+// it read for a minute: the count is of every message, rejections or not).
+func awaitRejections(ctx context.Context, stack *localrun.Stack, rs []rejection, within time.Duration) ([]string, int, error) {
+	got := map[string]string{} // body → reason
+	seen := 0
 	dlq := stack.QueueURL(stack.Topology().OrdersQueue().DLQName)
 	deadline := time.Now().Add(within)
 	for {
 		msgs, err := stack.Peek(ctx, dlq)
 		if err != nil {
-			return nil, err
+			return nil, seen, err
 		}
+		seen += len(msgs)
 		for _, m := range msgs {
 			got[aws.ToString(m.Body)] = aws.ToString(m.MessageAttributes["RejectReason"].StringValue)
 		}
 		missing := unmatched(rs, got)
 		if len(missing) == 0 || time.Now().After(deadline) {
-			return missing, nil
+			return missing, seen, nil
 		}
 		if !sleepCtx(ctx, time.Second) {
-			return missing, ctx.Err()
+			return missing, seen, ctx.Err()
 		}
 	}
 }

@@ -115,7 +115,9 @@ func runOrders(ctx context.Context, stack *localrun.Stack, p Plan, res *Result, 
 	signals.wait()
 	res.Drain = time.Since(start)
 	if err == nil && p.BadInput {
-		res.Unrejected, err = rejectAfterTheEnd(ctx, stack, p, ids, bad)
+		var seen int
+		res.Unrejected, seen, err = rejectAfterTheEnd(ctx, stack, p, ids, bad)
+		res.DeadLetters = map[string]int{stack.Topology().OrdersQueue().DLQName: seen}
 	}
 	return ids, cancels, signals, err
 }
@@ -124,10 +126,10 @@ func runOrders(ctx context.Context, stack *localrun.Stack, p Plan, res *Result, 
 // rejection the run made is in the orders DLQ with its reason; it returns
 // those that are not. (An event for no order is tried three times, a
 // visibility timeout apart, before it is rejected.)
-func rejectAfterTheEnd(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, bad []rejection) ([]string, error) {
+func rejectAfterTheEnd(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, bad []rejection) ([]string, int, error) {
 	tasks, err := stack.Store.Tasks(ctx, ids)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	done := map[string]bool{}
 	for id, t := range tasks {
@@ -136,7 +138,7 @@ func rejectAfterTheEnd(ctx context.Context, stack *localrun.Stack, p Plan, ids [
 	late := endedEvents(p, ids, done)
 	for _, r := range late {
 		if err := stack.SendOrders(ctx, r.body); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	return awaitRejections(ctx, stack, append(bad, late...), 2*time.Minute)
@@ -196,16 +198,19 @@ func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesi
 	return nil
 }
 
-// countDeadLetters counts what each DLQ holds.
+// countDeadLetters counts what each DLQ holds (besides what the run's
+// rejections check saw, and hid, in the orders DLQ).
 func (r *Result) countDeadLetters(ctx context.Context, stack *localrun.Stack) error {
-	r.DeadLetters = map[string]int{}
+	if r.DeadLetters == nil {
+		r.DeadLetters = map[string]int{}
+	}
 	for _, q := range stack.Topology().Queues() {
 		msgs, err := stack.Peek(ctx, stack.QueueURL(q.DLQName))
 		if err != nil {
 			return err
 		}
-		if len(msgs) > 0 {
-			r.DeadLetters[q.DLQName] = len(msgs)
+		if n := r.DeadLetters[q.DLQName] + len(msgs); n > 0 {
+			r.DeadLetters[q.DLQName] = n
 		}
 	}
 	return nil
