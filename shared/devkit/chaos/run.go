@@ -14,6 +14,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -115,9 +116,7 @@ func runOrders(ctx context.Context, stack *localrun.Stack, p Plan, res *Result, 
 	signals.wait()
 	res.Drain = time.Since(start)
 	if err == nil && p.BadInput {
-		var seen int
-		res.Unrejected, seen, err = rejectAfterTheEnd(ctx, stack, p, ids, bad)
-		res.DeadLetters = map[string]int{stack.Topology().OrdersQueue().DLQName: seen}
+		res.Unrejected, err = rejectAfterTheEnd(ctx, stack, p, ids, bad)
 	}
 	return ids, cancels, signals, err
 }
@@ -126,10 +125,10 @@ func runOrders(ctx context.Context, stack *localrun.Stack, p Plan, res *Result, 
 // rejection the run made is in the orders DLQ with its reason; it returns
 // those that are not. (An event for no order is tried three times, a
 // visibility timeout apart, before it is rejected.)
-func rejectAfterTheEnd(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, bad []rejection) ([]string, int, error) {
+func rejectAfterTheEnd(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, bad []rejection) ([]string, error) {
 	tasks, err := stack.Store.Tasks(ctx, ids)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	done := map[string]bool{}
 	for id, t := range tasks {
@@ -138,7 +137,7 @@ func rejectAfterTheEnd(ctx context.Context, stack *localrun.Stack, p Plan, ids [
 	late := endedEvents(p, ids, done)
 	for _, r := range late {
 		if err := stack.SendOrders(ctx, r.body); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 	}
 	return awaitRejections(ctx, stack, append(bad, late...), 2*time.Minute)
@@ -198,19 +197,18 @@ func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesi
 	return nil
 }
 
-// countDeadLetters counts what each DLQ holds (besides what the run's
-// rejections check saw, and hid, in the orders DLQ).
+// countDeadLetters counts what each DLQ holds, read from its attributes
+// (visible and in flight: the rejections check hides what it read).
 func (r *Result) countDeadLetters(ctx context.Context, stack *localrun.Stack) error {
-	if r.DeadLetters == nil {
-		r.DeadLetters = map[string]int{}
-	}
-	for _, q := range stack.Topology().Queues() {
-		msgs, err := stack.Peek(ctx, stack.QueueURL(q.DLQName))
+	r.DeadLetters = map[string]int{}
+	q := queue.NewSender(stack.Deployment.Clients.SQS)
+	for _, t := range stack.Topology().Queues() {
+		d, err := q.Depth(ctx, stack.QueueURL(t.DLQName))
 		if err != nil {
 			return err
 		}
-		if n := r.DeadLetters[q.DLQName] + len(msgs); n > 0 {
-			r.DeadLetters[q.DLQName] = n
+		if n := d.Visible + d.InFlight; n > 0 {
+			r.DeadLetters[t.DLQName] = n
 		}
 	}
 	return nil
