@@ -309,12 +309,7 @@ func taskFrom(r workflow.Ref) workflow.State {
 // order when the entry comes due and then recovers r if it is overdue, or
 // moves the entry on to r's deadline (a writer that sets an earlier deadline
 // than the entry pulls it in: see pullIn).
-func (s *Store) makeReady(ch *change, r workflow.Ref, due time.Time) {
-	n := ch.rec("n", r)
-	ch.when("%[1]s.s = :pending AND attribute_not_exists(%[1]s.d)", n)
-	ch.val("pending", str(string(workflow.Pending)))
-	ch.set = append(ch.set, n+".d = "+ch.val("nextDue", num(ms(due))), n+".ra = "+ch.at())
-}
+func (s *Store) makeReady(ch *change, r workflow.Ref, due time.Time) { s.makeReadyAs(ch, "n", r, due) }
 
 // update runs the change; a failed condition is ErrStale.
 func (s *Store) update(ctx context.Context, orderID string, ch *change, what string) error {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -37,6 +38,9 @@ type Result struct {
 	Compensations    int                    `json:"compensations"` // undo actions completed
 	StaleReplies     int                    `json:"staleReplies"`  // outcomes of attempts no longer current, fenced off
 	EndStates        map[workflow.State]int `json:"endStates"`
+	// Rejected counts the messages the handlers rejected to a DLQ, by the
+	// shape of their reason (ids and numbers left out).
+	Rejected map[string]int `json:"rejected"`
 	// ByWorkflow are the end states of each workflow's orders.
 	ByWorkflow  map[string]map[workflow.State]int `json:"byWorkflow"`
 	Violations  Violations                        `json:"violations"`
@@ -224,6 +228,12 @@ func (r *Result) count(stack *localrun.Stack) {
 	r.Expired = int(t.Sum(metrics.DeadlinesPassed))
 	r.StaleReplies = int(t.Sum(metrics.StaleReplies))
 	r.QueueWaitMax = time.Duration(t.Max(metrics.QueueWait)) * time.Millisecond
+	r.Rejected = map[string]int{}
+	for _, l := range t.Lines(metrics.MalformedMessages) {
+		if why, ok := l["Reason"].(string); ok {
+			r.Rejected[reasonShape(why)]++
+		}
+	}
 	r.MessagesPerOrder = map[string]float64{}
 	prefix := stack.Topology().Prefix + "-"
 	for q, n := range stack.Stats.Deliveries() {
@@ -375,6 +385,9 @@ func (r Result) Print(w io.Writer) {
 	for _, q := range slices.Sorted(maps.Keys(r.DeadLetters)) {
 		row("messages left in "+q, r.DeadLetters[q])
 	}
+	for _, why := range slices.Sorted(maps.Keys(r.Rejected)) {
+		fmt.Fprintf(w, "    %6d  %s\n", r.Rejected[why], why)
+	}
 	for _, s := range []workflow.State{workflow.Processed, workflow.Failed, workflow.Cancelled, workflow.CompensationFailed} {
 		row("ended "+string(s), r.EndStates[s])
 	}
@@ -405,4 +418,16 @@ func (r Result) Print(w io.Writer) {
 			fmt.Fprintf(w, "  %s: %s\n", name, strings.Join(ids, ", "))
 		}
 	}
+}
+
+var idsAndNumbers = regexp.MustCompile(`chaos[0-9a-z-]*|bad-[0-9]+-[0-9a-z]+|"[^"]*"|\b[0-9]+\b`)
+
+// reasonShape is a rejection's reason with its ids, names and numbers left
+// out, so that rejections of one kind count together.
+func reasonShape(why string) string {
+	s := idsAndNumbers.ReplaceAllString(why, "…")
+	if len(s) > 110 {
+		s = s[:110]
+	}
+	return s
 }

@@ -73,6 +73,27 @@ func record(t *testing.T, s *statestore.Store, st statestore.Step, refusal strin
 	return rec
 }
 
+// recordAtOnce records the attempts' completions all at once, each from
+// what its claim read, and returns what they made ready, together.
+func recordAtOnce(t *testing.T, s *statestore.Store, sts ...statestore.Step) []workflow.Ref {
+	t.Helper()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		ready []workflow.Ref
+	)
+	for k, st := range sts {
+		wg.Go(func() {
+			rec := record(t, s, st, "", t0.Add(time.Duration(k)*time.Millisecond))
+			mu.Lock()
+			ready = append(ready, rec.Ready...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return ready
+}
+
 func parallelSubmit(t *testing.T, s *statestore.Store) {
 	submitFanout(t, s, "o-1")
 	_, recs := state(t, s)
@@ -96,21 +117,7 @@ func branchesRace(t *testing.T, s *statestore.Store) {
 	for round := range 4 {
 		id := fmt.Sprintf("o-%d", round)
 		submitFanout(t, s, id)
-		sts := []statestore.Step{claimed(t, s, id, pa, t0), claimed(t, s, id, pb, t0), claimed(t, s, id, pc, t0)}
-		var (
-			wg    sync.WaitGroup
-			mu    sync.Mutex
-			ready []workflow.Ref
-		)
-		for k, st := range sts {
-			wg.Go(func() {
-				rec := record(t, s, st, "", t0.Add(time.Duration(k)*time.Millisecond))
-				mu.Lock()
-				ready = append(ready, rec.Ready...)
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
+		ready := recordAtOnce(t, s, claimed(t, s, id, pa, t0), claimed(t, s, id, pb, t0), claimed(t, s, id, pc, t0))
 		require.Equal(t, []workflow.Ref{pd}, ready, "the join, once, by whichever branch ended last")
 		task, _, err := s.Load(context.Background(), id)
 		require.NoError(t, err)
@@ -135,21 +142,7 @@ func runToItems(t *testing.T, s *statestore.Store, id string) {
 
 func itemsRace(t *testing.T, s *statestore.Store) {
 	runToItems(t, s, "o-1")
-	sts := []statestore.Step{claimed(t, s, "o-1", itemRef(1), t0), claimed(t, s, "o-1", itemRef(2), t0), claimed(t, s, "o-1", itemRef(3), t0)}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		ready []workflow.Ref
-	)
-	for _, st := range sts {
-		wg.Go(func() {
-			rec := record(t, s, st, "", t0)
-			mu.Lock()
-			ready = append(ready, rec.Ready...)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
+	ready := recordAtOnce(t, s, claimed(t, s, "o-1", itemRef(1), t0), claimed(t, s, "o-1", itemRef(2), t0), claimed(t, s, "o-1", itemRef(3), t0))
 	require.Equal(t, []workflow.Ref{pf}, ready, "the last step, once every item is done")
 	rec := record(t, s, claimed(t, s, "o-1", pf, t0), "", t0)
 	require.Equal(t, workflow.Processed, rec.State)
