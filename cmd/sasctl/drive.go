@@ -130,11 +130,20 @@ func summarize(ctx context.Context, stack *localrun.Stack, sim *remotesim.Simula
 	if a, err := stack.Alerts(ctx); err == nil {
 		s.inbox = len(a)
 	}
-	per := map[string]int{} // by order and action: each may take effect once
+	undos := map[string]bool{} // the undo actions' names
+	for _, d := range stack.Deployment.Config.Workflows.Definitions() {
+		for _, st := range d.Steps {
+			if st.Undo != nil {
+				undos[st.Undo.Name] = true
+			}
+		}
+	}
+	per := map[string]int{} // by order and record (the idempotency key's name, any round): each may take effect once
 	for _, e := range sim.Ledger() {
-		per[e.OrderID+"/"+e.Action]++
+		record, _, _ := strings.Cut(strings.TrimPrefix(e.Key, e.OrderID+"/"), "/r")
+		per[e.OrderID+"/"+record]++
 		s.effects++
-		if strings.HasPrefix(e.Action, "release-") || strings.HasPrefix(e.Action, "refund-") {
+		if name, _, _ := strings.Cut(record, "#"); undos[name] {
 			s.undone++
 		}
 	}

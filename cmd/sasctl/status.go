@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -71,6 +74,7 @@ func printStatus(out io.Writer, s operator.Status) {
 		fmt.Fprintln(out)
 	}
 	fmt.Fprintln(out)
+	printBranches(out, s.Needs)
 	printRecords(out, s.Records)
 	printWaiting(out, s.Records)
 	printResults(out, s.Records)
@@ -80,6 +84,23 @@ func printStatus(out io.Writer, s operator.Status) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", clock(e.At), e.Record, short(e.What, 90))
 	}
 	tw.Flush()
+}
+
+// printBranches says, for a workflow whose steps run at once, what each
+// step waits for.
+func printBranches(out io.Writer, needs map[string][]string) {
+	if len(needs) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "Steps run as their needs allow (a step per item of a forEach step):")
+	for _, name := range slices.Sorted(maps.Keys(needs)) {
+		what := "starts with the order"
+		if n := needs[name]; len(n) > 0 {
+			what = "after " + strings.Join(n, ", ")
+		}
+		fmt.Fprintf(out, "  %s: %s\n", name, what)
+	}
+	fmt.Fprintln(out)
 }
 
 // printRecords prints a table of the records.

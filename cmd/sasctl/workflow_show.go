@@ -29,6 +29,9 @@ func printShow(out io.Writer, d workflow.Definition) {
 		printAction(tw, "", "undo", s.Undo)
 	}
 	tw.Flush()
+	if !d.Linear() {
+		fmt.Fprintf(out, "\n%s\n", levelsText(d))
+	}
 	fmt.Fprintf(out, "\n%s\n\n", undoChain(d))
 	printAgents(out, d)
 	if vars := d.Vars(); len(vars) > 0 {
@@ -88,9 +91,38 @@ func printAction(tw io.Writer, n, kind string, a *workflow.Action) {
 		deploy.ShortDuration(a.Timeout), a.MaxFailures, deploy.ShortDuration(a.RetryBackoff))
 }
 
+// levelsText says which steps run at once: the steps of each level start
+// together once those they need are done; a forEach step runs once per item.
+func levelsText(d workflow.Definition) string {
+	lines := []string{"runs at once, level by level (a step starts when all it needs is done):"}
+	for l, level := range d.Levels() {
+		var names []string
+		for _, i := range level {
+			name := d.Steps[i].Name
+			if f := d.Steps[i].ForEach; f != "" {
+				name += " (each of " + f + ")"
+			}
+			if n := d.Needs(i); len(n) > 0 && l > 0 {
+				var by []string
+				for _, j := range n {
+					by = append(by, d.Steps[j].Name)
+				}
+				name += " after " + strings.Join(by, "+")
+			}
+			names = append(names, name)
+		}
+		lines = append(lines, fmt.Sprintf("  %d: %s", l+1, strings.Join(names, " | ")))
+	}
+	return strings.Join(lines, "\n")
+}
+
 // undoChain says what runs when a step fails for good: the undo actions of
 // the steps before it, in reverse order, then the order is Failed.
 func undoChain(d workflow.Definition) string {
+	if !d.Linear() {
+		return "undo: a step that fails for good stops what is ready, awaits what runs, then undoes what completed, " +
+			"the latest completion first (a step without undo that completed: CompensationFailed)"
+	}
 	var chain []string
 	for i := len(d.Steps) - 1; i >= 0; i-- {
 		if u := d.Steps[i].Undo; u != nil {
@@ -187,10 +219,22 @@ func printMermaid(out io.Writer, d workflow.Definition) {
 		}
 	}
 	fmt.Fprintf(out, "  processed([\"%s\"])\n", workflow.Processed)
-	for i := 1; i < len(d.Steps); i++ {
-		fmt.Fprintf(out, "  s%d --> s%d\n", i, i+1)
+	for i := range d.Steps {
+		for _, j := range d.Needs(i) {
+			fmt.Fprintf(out, "  s%d --> s%d\n", j+1, i+1)
+		}
+		if len(d.Dependents(i)) == 0 {
+			fmt.Fprintf(out, "  s%d --> processed\n", i+1)
+		}
 	}
-	fmt.Fprintf(out, "  s%d --> processed\n", len(d.Steps))
+	if !d.Linear() {
+		for i, s := range d.Steps {
+			if s.Undo != nil {
+				fmt.Fprintf(out, "  s%d -. undo .-> u%d\n", i+1, i+1)
+			}
+		}
+		return
+	}
 	printMermaidUndo(out, d)
 	for _, k := range []string{"wait", "timer", "async"} {
 		if len(classes[k]) > 0 {
@@ -214,10 +258,14 @@ func mermaidNode(s workflow.Step) string {
 	case workflow.KindTimer:
 		return "[/" + mermaidLabel(s.Name, parkedAction(s), "") + "/]"
 	}
-	if s.Async {
-		return "[[" + mermaidLabel(s.Name, s.Agent+" (answers later)", s.DoName()) + "]]"
+	name := s.Name
+	if s.ForEach != "" {
+		name += " ×each " + s.ForEach
 	}
-	return "[" + mermaidLabel(s.Name, s.Agent, s.DoName()) + "]"
+	if s.Async {
+		return "[[" + mermaidLabel(name, s.Agent+" (answers later)", s.DoName()) + "]]"
+	}
+	return "[" + mermaidLabel(name, s.Agent, s.DoName()) + "]"
 }
 
 // printMermaidUndo draws each undo action on a dashed edge from its step,

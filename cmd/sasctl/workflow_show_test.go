@@ -163,3 +163,20 @@ func TestWorkflowShowAnAgentsRefusals(t *testing.T) {
 	require.Zero(t, code, stderr)
 	requireRow(t, stdout, "pay", "http", "http://pay", "10s", "408,429,5xx", "(default)", "403,422", "header", "X-Api-Key", "from", "secret", "pay-key")
 }
+
+// A workflow whose steps run at once is shown level by level, and drawn as
+// its graph: an arrow from each step a step needs.
+func TestWorkflowShowParallel(t *testing.T) {
+	code, stdout, stderr := sasctl(t, "workflow", "show", exampleFile("parallel"))
+	require.Zero(t, code, stderr)
+	require.Contains(t, stdout, "  1: reserve-east | reserve-west | authorize-payment\n")
+	require.Contains(t, stdout, "  2: charge-payment after reserve-east+reserve-west+authorize-payment\n")
+	require.Contains(t, stdout, "  3: pack-item (each of items) after charge-payment\n")
+	require.Contains(t, stdout, "the latest completion first")
+	code, stdout, stderr = sasctl(t, "workflow", "show", "--mermaid", exampleFile("parallel"))
+	require.Zero(t, code, stderr)
+	for _, e := range []string{"s1 --> s4", "s2 --> s4", "s3 --> s4", "s4 --> s5", "s5 --> s6", "s6 --> processed", "s5 -. undo .-> u5"} {
+		require.Contains(t, stdout, "  "+e+"\n")
+	}
+	require.NotContains(t, stdout, "s1 --> s2", "no line between steps that run at once")
+}

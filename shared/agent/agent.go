@@ -135,7 +135,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if h.Crash != nil {
 		h.Crash("agent.after-claim") // the attempt runs out at CompleteBy; the Supervisor recovers it
 	}
-	order, input, err := h.input(ctx, st, action, req.Payload)
+	order, input, err := h.input(ctx, def, st, action, req.Payload)
 	var perr *PermanentError
 	if errors.As(err, &perr) { // the step cannot be given what it needs: refused, it ran nothing
 		return h.recordOutcome(ctx, def, st, outcome.Attempt{Refusal: err.Error()}, nil, order)
@@ -195,7 +195,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 // (the order, the results of the records done before it), or what the
 // action's input expression makes of it. An expression that fails on the
 // document is a *PermanentError: no retry changes it.
-func (h *Handler) input(ctx context.Context, st *statestore.Step, a workflow.Action, payload json.RawMessage) (json.RawMessage, json.RawMessage, error) {
+func (h *Handler) input(ctx context.Context, def workflow.Definition, st *statestore.Step, a workflow.Action, payload json.RawMessage) (json.RawMessage, json.RawMessage, error) {
 	order := payload
 	if len(order) == 0 {
 		o, err := h.store.Order(ctx, st.OrderID)
@@ -208,9 +208,17 @@ func (h *Handler) input(ctx context.Context, st *statestore.Step, a workflow.Act
 	if err != nil {
 		return order, nil, err
 	}
+	if st.Item > 0 { // one item of a forEach step: its item, and where it is
+		item, err := def.Item(order, st.Index, st.Item)
+		if err != nil {
+			return order, nil, &PermanentError{Status: 0, Body: err.Error()}
+		}
+		index := st.Item - 1
+		doc.Item, doc.Index = item, &index
+	}
 	in, err := a.InputFor(doc)
 	if err != nil {
-		return order, nil, &PermanentError{Status: 0, Body: fmt.Sprintf("%s's input: %v", st.Name, err)}
+		return order, nil, &PermanentError{Status: 0, Body: fmt.Sprintf("%s's input: %v", st.RecordName(), err)}
 	}
 	return order, in, nil
 }

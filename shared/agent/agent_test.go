@@ -165,7 +165,7 @@ func TestAgentRecordsTheOutcomeBeforeItReplies(t *testing.T) {
 	f := newFixture(t, remotesim.Faults{})
 	_, err := f.h.Handle(context.Background(), request("o-1"))
 	require.NoError(t, err)
-	require.Equal(t, []string{"complete o-1 attempt 3, next {1 false}"}, f.claims.recorded)
+	require.Equal(t, []string{"complete o-1 attempt 3, next {1 false 0}"}, f.claims.recorded)
 	require.Len(t, f.out.replies, 1)
 	r := f.out.replies[0]
 	require.True(t, r.Recorded)

@@ -47,7 +47,7 @@ func (h *Handler) try(ctx context.Context, st *statestore.Step, payload []byte, 
 	}
 	cctx, cancel := context.WithDeadline(ctx, limit)
 	defer cancel()
-	return h.remote.Apply(cctx, st.Definition().DoName(), workflow.IdempotencyKey(st.OrderID, st.Name, st.Round), payload)
+	return h.remote.Apply(cctx, st.Definition().DoName(), workflow.IdempotencyKey(st.OrderID, st.RecordName(), st.Round), payload)
 }
 
 func (h *Handler) expired(st *statestore.Step, why string) {

@@ -19,6 +19,7 @@ import (
 // nothing and replies nothing.
 func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st *statestore.Step, a outcome.Attempt, result []byte, payload json.RawMessage) error {
 	a.OrderID, a.Ref, a.Name, a.Attempt, a.Round, a.Now = st.OrderID, st.Ref(), st.Name, st.Attempt, st.Round, h.Now()
+	a.Read = st.Records
 	if a.Refusal == "" && len(result) > 0 {
 		// The result first: once the outcome is recorded, what follows may
 		// read it. A later attempt's result there means this one is stale.
@@ -50,7 +51,7 @@ func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st
 	if h.Crash != nil {
 		h.Crash("agent.after-record") // recorded: what it made ready waits for its pickup deadline
 	}
-	reply := message.AgentReply{Kind: message.KindReply, OrderID: st.OrderID, Step: st.Index, Undo: st.Undo,
+	reply := message.AgentReply{Kind: message.KindReply, OrderID: st.OrderID, Step: st.Index, Undo: st.Undo, Item: st.Item,
 		StepName: st.Name, Attempt: st.Attempt, ReplyTo: st.ReplyQueue, Round: st.Round,
 		Workflow: st.Workflow, Version: st.WfVersion, Payload: payload,
 		OK: a.Refusal == "", Error: a.Refusal, Recorded: true, State: string(rec.State), Ready: message.Starts(rec.Ready)}

@@ -33,7 +33,7 @@ func (s *Server) order(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := orderView{Status: st, Path: orderPath(st.Order.OrderID), Graph: layout(st.Records), Messages: statusMessages(st),
+	v := orderView{Status: st, Path: orderPath(st.Order.OrderID), Graph: layoutOf(st), Messages: statusMessages(st),
 		Ended:       st.Order.State.Ended(),
 		CanResubmit: st.Order.State == workflow.Failed || st.Order.State == workflow.CompensationFailed,
 		CanCancel:   !st.Order.State.Ended() && st.Order.CancelledBy == ""}

@@ -51,7 +51,7 @@ type Settings struct {
 func DefaultSettings() Settings {
 	return Settings{
 		Topology:       topology.Default(DefaultPrefix),
-		BacklogDepth:   supervisor.DefaultBacklogDepth,
+		BacklogDepth:   supervisor.BacklogDepthDefault,
 		SupervisorRate: time.Minute,
 		QueueWaitAlarm: 5 * time.Minute,
 		AssetDir:       "build",

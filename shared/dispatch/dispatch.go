@@ -1,8 +1,15 @@
 // Package dispatch starts work: it sends a ready step's (or undo action's)
 // request to its Agent's queue. It writes nothing, the Agent's claim starts
-// the attempt, so the time a request waits in the queue is queue wait. The
-// Scheduler dispatches each step after the one before it; Submission
-// dispatches an order's first step where it stores the order, a hop sooner.
+// the attempt, so the time a request waits in the queue is queue wait.
+//
+// Starting a record has one route: its request goes straight to its Agent,
+// from whoever made it ready or found it lost. Submission dispatches an
+// order's first steps where it stores the order, the Scheduler what an
+// outcome made ready, the Supervisor a record whose request was lost (or a
+// retry, after its backoff) and the first undo of a give-up, the operator a
+// resubmission's and a cancel's (Restarter: from the record alone, no
+// workflow). Only a wait or a timer goes through the scheduler queue: arming
+// or waking it takes its workflow, which the Scheduler has.
 package dispatch
 
 import (
@@ -42,21 +49,25 @@ func (d Dispatcher) Check(workflows workflow.Set) error {
 // it sent again.
 func (d Dispatcher) Start(ctx context.Context, def workflow.Definition, orderID string, r workflow.Ref, payload json.RawMessage) error {
 	a, ok := def.Action(r)
-	if !ok {
+	if !ok || (r.Item > 0) != (def.Steps[r.Index].ForEach != "") {
 		return message.Invalid("%s is not in workflow %q", describe(r), def.Name)
 	}
 	url := d.AgentQueues[a.Agent]
 	if url == "" {
 		return message.Invalid("workflow %q: %s calls agent %q, which this deployment does not run", def.Name, describe(r), a.Agent)
 	}
-	req := message.AgentRequest{OrderID: orderID, Step: r.Index, Undo: r.Undo, StepName: a.Name, Action: a.Do,
+	req := message.AgentRequest{OrderID: orderID, Step: r.Index, Undo: r.Undo, Item: r.Item, StepName: a.Name, Action: a.Do,
 		Workflow: def.Name, Version: def.Version, Payload: payload}
 	return d.Send.SendJSON(ctx, url, req, 0)
 }
 
 func describe(r workflow.Ref) string {
-	if r.Undo {
-		return fmt.Sprintf("the undo of step %d", r.Index)
+	item := ""
+	if r.Item > 0 {
+		item = fmt.Sprintf(" (item %d)", r.Item)
 	}
-	return fmt.Sprintf("step %d", r.Index)
+	if r.Undo {
+		return fmt.Sprintf("the undo of step %d%s", r.Index, item)
+	}
+	return fmt.Sprintf("step %d%s", r.Index, item)
 }

@@ -25,6 +25,7 @@ type Schedule struct {
 	OrderID string `json:"orderId"`
 	Step    int    `json:"step"`
 	Undo    bool   `json:"undo,omitempty"`
+	Item    int    `json:"item,omitempty"` // a forEach step's item (1-based)
 	// Workflow and Version name the definition the order runs (none: the
 	// deployment's default); a version the deployment no longer has is read
 	// back from the order's records.
@@ -42,11 +43,11 @@ type Schedule struct {
 // NewSchedule builds a Schedule message for record r of an order running
 // version version of workflow wf.
 func NewSchedule(orderID string, r workflow.Ref, wf, version string) Schedule {
-	return Schedule{Kind: KindSchedule, OrderID: orderID, Step: r.Index, Undo: r.Undo, Workflow: wf, Version: version}
+	return Schedule{Kind: KindSchedule, OrderID: orderID, Step: r.Index, Undo: r.Undo, Item: r.Item, Workflow: wf, Version: version}
 }
 
 // Ref is the record the message is about.
-func (s Schedule) Ref() workflow.Ref { return workflow.Ref{Index: s.Step, Undo: s.Undo} }
+func (s Schedule) Ref() workflow.Ref { return workflow.Ref{Index: s.Step, Undo: s.Undo, Item: s.Item} }
 
 // AgentRequest asks an Agent to claim a ready step (or a step's undo action)
 // of an order and run an attempt of it. It carries no attempt and no
@@ -57,6 +58,7 @@ type AgentRequest struct {
 	OrderID  string `json:"orderId"`
 	Step     int    `json:"step"`
 	Undo     bool   `json:"undo,omitempty"`
+	Item     int    `json:"item,omitempty"`   // a forEach step's item (1-based)
 	StepName string `json:"stepName"`         // for logs; the claimed record is the authority
 	Action   string `json:"action,omitempty"` // the service's action, when not StepName
 	// Workflow and Version name the definition the order runs; the Agent
@@ -69,7 +71,9 @@ type AgentRequest struct {
 }
 
 // Ref is the record the request is about.
-func (r AgentRequest) Ref() workflow.Ref { return workflow.Ref{Index: r.Step, Undo: r.Undo} }
+func (r AgentRequest) Ref() workflow.Ref {
+	return workflow.Ref{Index: r.Step, Undo: r.Undo, Item: r.Item}
+}
 
 // AgentReply is an Agent's answer for one attempt of a step.
 type AgentReply struct {
@@ -77,6 +81,7 @@ type AgentReply struct {
 	OrderID  string          `json:"orderId"`
 	Step     int             `json:"step"`
 	Undo     bool            `json:"undo,omitempty"`
+	Item     int             `json:"item,omitempty"` // a forEach step's item (1-based)
 	StepName string          `json:"stepName"`
 	Attempt  int             `json:"attempt"` // 0 for a wait, which has no attempts (recorded only)
 	OK       bool            `json:"ok"`
@@ -101,22 +106,25 @@ type AgentReply struct {
 type Start struct {
 	Step int  `json:"step"`
 	Undo bool `json:"undo,omitempty"`
+	Item int  `json:"item,omitempty"` // a forEach step's item (1-based)
 }
 
 // Ref is the record s names.
-func (s Start) Ref() workflow.Ref { return workflow.Ref{Index: s.Step, Undo: s.Undo} }
+func (s Start) Ref() workflow.Ref { return workflow.Ref{Index: s.Step, Undo: s.Undo, Item: s.Item} }
 
 // Starts names the records refs.
 func Starts(refs []workflow.Ref) []Start {
 	out := make([]Start, 0, len(refs))
 	for _, r := range refs {
-		out = append(out, Start{Step: r.Index, Undo: r.Undo})
+		out = append(out, Start{Step: r.Index, Undo: r.Undo, Item: r.Item})
 	}
 	return out
 }
 
 // Ref is the record the reply is about.
-func (r AgentReply) Ref() workflow.Ref { return workflow.Ref{Index: r.Step, Undo: r.Undo} }
+func (r AgentReply) Ref() workflow.Ref {
+	return workflow.Ref{Index: r.Step, Undo: r.Undo, Item: r.Item}
+}
 
 // DecodeAgentRequest parses and validates an Agent request body.
 func DecodeAgentRequest(body string) (AgentRequest, error) {
@@ -127,7 +135,7 @@ func DecodeAgentRequest(body string) (AgentRequest, error) {
 	switch {
 	case !idPattern.MatchString(r.OrderID):
 		return r, Invalid("agent request: bad orderId %q", truncate(r.OrderID))
-	case r.Step < 0 || r.StepName == "":
+	case r.Step < 0 || r.StepName == "" || !itemOK(r.Item):
 		return r, Invalid("agent request for %s: needs step >= 0 and stepName", r.OrderID)
 	}
 	return r, nil
@@ -151,7 +159,7 @@ func DecodeSchedulerMessage(body string) (any, error) {
 		if err := decodeStrict(body, MaxWorkBytes, &s); err != nil {
 			return nil, err
 		}
-		if !idPattern.MatchString(s.OrderID) || s.Step < 0 {
+		if !idPattern.MatchString(s.OrderID) || s.Step < 0 || !itemOK(s.Item) {
 			return nil, Invalid("schedule: bad orderId %q or step %d", truncate(s.OrderID), s.Step)
 		}
 		return s, nil
@@ -160,7 +168,7 @@ func DecodeSchedulerMessage(body string) (any, error) {
 		if err := decodeStrict(body, MaxWorkBytes, &r); err != nil {
 			return nil, err
 		}
-		if !idPattern.MatchString(r.OrderID) || r.Step < 0 || r.Attempt < 0 || (r.Attempt == 0 && !r.Recorded) {
+		if !idPattern.MatchString(r.OrderID) || r.Step < 0 || !itemOK(r.Item) || r.Attempt < 0 || (r.Attempt == 0 && !r.Recorded) {
 			return nil, Invalid("reply: bad orderId %q, step %d or attempt %d", truncate(r.OrderID), r.Step, r.Attempt)
 		}
 		if !r.OK && r.Error == "" {
@@ -186,9 +194,13 @@ func (r AgentReply) checkRecorded() error {
 		return Invalid("reply for %s: state %q is not a task's state", r.OrderID, truncate(r.State))
 	}
 	for _, s := range r.Ready {
-		if s.Step < 0 {
+		if s.Step < 0 || !itemOK(s.Item) {
 			return Invalid("reply for %s: ready step %d", r.OrderID, s.Step)
 		}
 	}
 	return nil
 }
+
+// itemOK reports whether item names no item (0) or one a forEach step can
+// have.
+func itemOK(item int) bool { return item >= 0 && item <= workflow.MaxForEachItems }

@@ -19,17 +19,30 @@ type Sender interface {
 	SendJSON(ctx context.Context, queueURL string, v any, delay time.Duration) error
 }
 
+// Checker says whether a reply queue may be written to.
+type Checker interface {
+	Check(queueURL string) error
+}
+
+// Stored allows the reply queue an order was stored with: it was checked
+// against the deployment's Allowed when the order was accepted. For the
+// operator's tools, which tell an order's caller of what they did.
+type Stored struct{}
+
+// Check allows every queue.
+func (Stored) Check(string) error { return nil }
+
 // Notifier posts status messages; delivery is best effort (a failed send is
 // logged and counted, and never undoes the state change it reports).
 type Notifier struct {
 	send    Sender
-	allowed Allowed
+	allowed Checker
 	metrics *metrics.Emitter
 	log     *slog.Logger
 }
 
 // New returns a notifier.
-func New(send Sender, allowed Allowed, m *metrics.Emitter, log *slog.Logger) *Notifier {
+func New(send Sender, allowed Checker, m *metrics.Emitter, log *slog.Logger) *Notifier {
 	return &Notifier{send: send, allowed: allowed, metrics: m, log: log}
 }
 

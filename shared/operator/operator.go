@@ -17,8 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sas-go/sas/shared/awsclient"
-	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/dispatch"
 	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
@@ -102,7 +103,7 @@ type Resubmitted struct {
 // statestore.Store.Resubmit) and tells the Scheduler. A refusal is a
 // *statestore.NotResubmittableError with the reason.
 func (o *Operator) Resubmit(ctx context.Context, orderID, step string) (Resubmitted, error) {
-	url, err := o.QueueURL(ctx, o.Topology.SchedulerQueue().Name)
+	start, err := o.restarter(ctx)
 	if err != nil {
 		return Resubmitted{}, err
 	}
@@ -110,11 +111,32 @@ func (o *Operator) Resubmit(ctx context.Context, orderID, step string) (Resubmit
 	if err != nil {
 		return Resubmitted{}, err
 	}
-	// If this message is lost, the step's pickup deadline brings the Supervisor.
-	if err := queue.NewSender(o.sqs).SendJSON(ctx, url, message.NewSchedule(orderID, res.Ref, res.Workflow, res.WfVersion), 0); err != nil {
+	// If a request is lost, its record's pickup deadline brings the Supervisor.
+	if err := start.Start(ctx, orderID, res.Ready, 0); err != nil {
 		return Resubmitted{}, err
 	}
 	return Resubmitted{OrderID: orderID, Step: res.Step, Undo: res.Ref.Undo, Round: res.Round}, nil
+}
+
+// restarter starts records straight at their Agents (a wait or a timer
+// through the Scheduler), as the Supervisor does: the one route.
+func (o *Operator) restarter(ctx context.Context) (dispatch.Restarter, error) {
+	r := dispatch.Restarter{Records: o.Store, AgentQueues: map[string]string{}, Send: queue.NewSender(o.sqs)}
+	var err error
+	if len(o.Topology.Agents) == 0 { // not named: the deployment's queues say
+		if o.Topology.Agents, err = o.FindAgents(ctx); err != nil {
+			return r, err
+		}
+	}
+	if r.SchedulerQueueURL, err = o.QueueURL(ctx, o.Topology.SchedulerQueue().Name); err != nil {
+		return r, err
+	}
+	for _, a := range o.Topology.Agents {
+		if r.AgentQueues[a], err = o.QueueURL(ctx, o.Topology.AgentRequests(a).Name); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
 }
 
 // Cancelled says what a cancel did.
@@ -131,29 +153,19 @@ type Cancelled struct {
 // and then undone; the order's caller is told. A refusal is a
 // *statestore.NotCancellableError with the reason.
 func (o *Operator) Cancel(ctx context.Context, orderID, by, reason string) (Cancelled, error) {
-	now := o.Now()
-	res, err := o.Store.Cancel(ctx, statestore.CancelRequest{OrderID: orderID, By: by, Reason: reason,
-		Pickup: o.PickupTimeout, Now: now})
+	start, err := o.restarter(ctx)
 	if err != nil {
 		return Cancelled{}, err
 	}
-	out := Cancelled{OrderID: orderID, State: res.State, What: cancelWhat(res)}
-	if res.Verdict == workflow.CancelRepeated {
-		return out, nil
-	}
 	// The reply queue was checked against the deployment's list when the
-	// order was accepted.
-	n := notify.New(queue.NewSender(o.sqs), notify.Allowed{res.ReplyQueue}, nil, slog.New(slog.DiscardHandler))
-	n.CancelAccepted(ctx, notify.Event{OrderID: orderID, ReplyQueue: res.ReplyQueue, Round: res.Round, At: now}, res.State)
-	if res.Undo == nil {
-		return out, nil
-	}
-	url, err := o.QueueURL(ctx, o.Topology.SchedulerQueue().Name)
+	// order was accepted: the one the order names is allowed.
+	k := outcome.Canceller{Store: o.Store, Start: start, Notify: notify.New(queue.NewSender(o.sqs), notify.Stored{}, nil,
+		slog.New(slog.DiscardHandler))}
+	res, err := k.Cancel(ctx, statestore.CancelRequest{OrderID: orderID, By: by, Reason: reason, Pickup: o.PickupTimeout, Now: o.Now()})
 	if err != nil {
-		return out, err
+		return Cancelled{}, err
 	}
-	// If this message is lost, the undo's pickup deadline brings the Supervisor.
-	return out, queue.NewSender(o.sqs).SendJSON(ctx, url, message.NewSchedule(orderID, *res.Undo, res.Workflow, res.WfVersion), 0)
+	return Cancelled{OrderID: orderID, State: res.State, What: cancelWhat(res)}, nil
 }
 
 // cancelWhat says in words what a cancel does now.

@@ -17,6 +17,9 @@ type Status struct {
 	Order    Order    `json:"order"`
 	Records  []Record `json:"records"`
 	Timeline []Event  `json:"timeline"`
+	// Needs, for a workflow whose steps run at once, are the steps each step
+	// waits for, by name (a step that needs nothing starts with the order).
+	Needs map[string][]string `json:"needs,omitempty"`
 }
 
 // Event is one line of an order's timeline.
@@ -38,40 +41,63 @@ func (o *Operator) Status(ctx context.Context, orderID string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	steps := map[int]workflow.State{}
+	steps := map[workflow.Ref]workflow.State{} // a step's record (an item's) by its ref without undo
 	for _, r := range recs {
 		if !r.Undo {
-			steps[r.Index] = r.State
+			steps[r.Ref()] = r.State
 		}
 	}
 	s := Status{Order: OrderOf(task), Records: make([]Record, 0, len(recs)), Timeline: []Event{}}
+	if len(recs) > 0 && recs[0].Parallel {
+		if s.Needs, err = o.needs(ctx, orderID); err != nil {
+			return Status{}, err
+		}
+	}
 	for _, r := range recs {
 		rec := recordOf(r, task.State, steps)
 		rec.Result = results[r.Ref()]
 		s.Records = append(s.Records, rec)
 		for _, e := range r.History() {
-			s.Timeline = append(s.Timeline, Event{At: utc(e.At), Record: r.Name, What: e.What})
+			s.Timeline = append(s.Timeline, Event{At: utc(e.At), Record: rec.Name, What: e.What})
 		}
 		if rec.Waiting != nil {
-			s.Timeline = append(s.Timeline, waitEvent(r.Name, *rec.Waiting))
+			s.Timeline = append(s.Timeline, waitEvent(rec.Name, *rec.Waiting))
 		}
 	}
 	slices.SortStableFunc(s.Timeline, func(a, b Event) int { return a.At.Compare(b.At) })
 	return s, nil
 }
 
-// runOrder sorts steps first, by index, then undo actions in the order they
-// run (reverse).
+// needs are what each step of the order's workflow needs, by name.
+func (o *Operator) needs(ctx context.Context, orderID string) (map[string][]string, error) {
+	d, err := o.Store.Definition(ctx, orderID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for i, st := range d.Steps {
+		out[st.Name] = []string{}
+		for _, j := range d.Needs(i) {
+			out[st.Name] = append(out[st.Name], d.Steps[j].Name)
+		}
+	}
+	return out, nil
+}
+
+// runOrder sorts steps first, by index (and item), then undo actions in the
+// order they run in a line (reverse).
 func runOrder(a, b statestore.Step) int {
 	switch {
 	case a.Undo != b.Undo && a.Undo:
 		return 1
 	case a.Undo != b.Undo:
 		return -1
-	case a.Undo:
+	case a.Index != b.Index && a.Undo:
 		return b.Index - a.Index
-	default:
+	case a.Index != b.Index:
 		return a.Index - b.Index
+	default:
+		return a.Item - b.Item
 	}
 }
 

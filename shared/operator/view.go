@@ -79,8 +79,9 @@ func OrderOf(t statestore.Task) Order {
 
 // Record is one step or undo action of an order.
 type Record struct {
-	Name        string          `json:"name"`
-	Index       int             `json:"index"` // its step's position in the workflow, from 0
+	Name        string          `json:"name"`           // its step's or undo's name, and for one item of a forEach step, #item (pack-item#2)
+	Index       int             `json:"index"`          // its step's position in the workflow, from 0
+	Item        int             `json:"item,omitempty"` // for one item of a forEach step: which (from 1)
 	Undo        bool            `json:"undo"`
 	Kind        string          `json:"kind"` // "agent", "event" (a wait) or "timer"
 	Agent       string          `json:"agent,omitempty"`
@@ -140,8 +141,8 @@ func (w Waiting) What() string {
 }
 
 // recordOf is the view of a stored record of an order in state.
-func recordOf(s statestore.Step, task workflow.State, steps map[int]workflow.State) Record {
-	r := Record{Name: s.Name, Index: s.Index, Undo: s.Undo, Kind: kindName(s.Kind), Agent: s.Agent, Async: s.Async,
+func recordOf(s statestore.Step, task workflow.State, steps map[workflow.Ref]workflow.State) Record {
+	r := Record{Name: s.RecordName(), Index: s.Index, Item: s.Item, Undo: s.Undo, Kind: kindName(s.Kind), Agent: s.Agent, Async: s.Async,
 		Event: s.Event, State: shownState(s, task, steps), Attempt: s.Attempt, Failures: s.FailureCount,
 		MaxFailures: s.MaxFailures, Timeout: Duration(s.Timeout), ReadyAt: utc(s.ReadyAt), ClaimedAt: utc(s.ClaimedAt),
 		CompleteBy: utc(s.CompleteBy), DueAt: utc(s.DueAt), DoneAt: utc(s.DoneAt), Cause: s.Cause, LastError: s.LastError}
@@ -162,12 +163,12 @@ func kindName(k workflow.Kind) string {
 // a Pending undo action of a completed step is what a resubmission runs:
 // it stays Pending, as do the steps after a pivot that a resubmission
 // runs again.)
-func shownState(s statestore.Step, task workflow.State, steps map[int]workflow.State) workflow.State {
+func shownState(s statestore.Step, task workflow.State, steps map[workflow.Ref]workflow.State) workflow.State {
 	if s.State != workflow.Pending || !task.Ended() {
 		return s.State
 	}
 	switch {
-	case s.Undo && (task == workflow.Processed || steps[s.Index] != workflow.Processed):
+	case s.Undo && (task == workflow.Processed || steps[workflow.Ref{Index: s.Index, Item: s.Item}] != workflow.Processed):
 		return NotNeeded
 	case !s.Undo && (task == workflow.Failed || task == workflow.Cancelled):
 		return Skipped

@@ -34,7 +34,7 @@ func TestDurationsAreTextAndTimesAbsentWhenUnset(t *testing.T) {
 // resubmission of a CompensationFailed order runs stays Pending.
 func TestRecordsThatNeverRunSaySo(t *testing.T) {
 	t.Parallel()
-	done := map[int]workflow.State{0: workflow.Processed, 1: workflow.Error, 2: workflow.Pending}
+	done := map[workflow.Ref]workflow.State{{Index: 0}: workflow.Processed, {Index: 1}: workflow.Error, {Index: 2}: workflow.Pending}
 	pending := func(i int, undo bool) statestore.Step {
 		return statestore.Step{Index: i, Undo: undo, State: workflow.Pending}
 	}

@@ -48,7 +48,10 @@ type Attempt struct {
 	// Ran: the action took effect though the outcome is a failure (its
 	// answer was over the result limit): its own undo runs too.
 	Ran bool
-	Now time.Time
+	// Read are the order's records as the attempt's claim left them (an
+	// order whose steps run at once): where the others stood.
+	Read workflow.Records
+	Now  time.Time
 }
 
 // Recorded is what recording an outcome did.
@@ -91,13 +94,25 @@ func (r Recorder) Record(ctx context.Context, def workflow.Definition, a Attempt
 
 func (r Recorder) complete(ctx context.Context, def workflow.Definition, a Attempt) (Recorded, error) {
 	return r.finish(ctx, def, statestore.Completion{OrderID: a.OrderID, Ref: a.Ref, Attempt: a.Attempt, Round: a.Round,
-		Token: a.Token, ResultBytes: a.ResultBytes, Now: a.Now})
+		Token: a.Token, ResultBytes: a.ResultBytes, Read: a.Read, Now: a.Now})
 }
 
 // finish completes the record c names, fenced as c says, and in the same
 // write makes the next record ready or ends the order; while the order is
-// being cancelled, it starts the undoing instead.
+// being cancelled, it starts the undoing instead. In a workflow whose steps
+// run at once, what follows is decided from the order's records
+// (workflow.Definition.Progress, and the undoing's rules).
 func (r Recorder) finish(ctx context.Context, def workflow.Definition, c statestore.Completion) (Recorded, error) {
+	if !def.Linear() {
+		ref := c.Ref
+		c.Progress = func(recs workflow.Records) workflow.Progress { return def.Progress(recs, ref) }
+		c.NextDueAt = c.Now.Add(def.PickupTimeout)
+		d, err := r.Store.Finish(ctx, c)
+		if err != nil {
+			return Recorded{}, err
+		}
+		return Recorded{State: d.State, ReplyQueue: d.ReplyQueue, Round: d.Round, Ready: d.Ready}, nil
+	}
 	next, more, end := def.Next(c.Ref)
 	c.End = end
 	if more {
@@ -145,7 +160,7 @@ func (r Recorder) refuse(ctx context.Context, def workflow.Definition, a Attempt
 		after = workflow.AfterGiveUp(a.Ref.Undo, hasUndo && !a.Ref.Undo, true, a.Ref.Index, def.UndoFrom(a.Ref.Index))
 	}
 	f := statestore.Failure{OrderID: a.OrderID, Ref: a.Ref, Name: a.Name, After: after, Reason: a.Refusal, Token: a.Token,
-		Due: a.Now.Add(def.PickupTimeout), Now: a.Now}
+		Due: a.Now.Add(def.PickupTimeout), Parallel: !def.Linear(), Now: a.Now}
 	if a.Ran {
 		f.Cause = workflow.Oversized
 	}
@@ -153,9 +168,5 @@ func (r Recorder) refuse(ctx context.Context, def workflow.Definition, a Attempt
 	if err != nil {
 		return Recorded{}, err
 	}
-	rec := Recorded{State: d.State, ReplyQueue: d.ReplyQueue, Round: d.Round, After: after}
-	if after.Next == workflow.Compensating {
-		rec.Ready = []workflow.Ref{{Index: after.UndoFrom, Undo: true}}
-	}
-	return rec, nil
+	return Recorded{State: d.State, ReplyQueue: d.ReplyQueue, Round: d.Round, After: d.After, Ready: d.Ready}, nil
 }

@@ -68,6 +68,9 @@ func (s *Store) cancel(ctx context.Context, c CancelRequest) (Cancellation, erro
 	if err != nil {
 		return Cancellation{}, err
 	}
+	if it.Parallel {
+		return s.cancelParallel(ctx, it, c)
+	}
 	d := workflow.DecideCancel(workflow.State(it.State), it.CxBy != "", it.phases())
 	res := Cancellation{Verdict: d.Verdict, State: workflow.State(it.State), ReplyQueue: it.ReplyQueue, Round: it.Round,
 		Workflow: it.Workflow, WfVersion: it.WfVersion}
@@ -157,4 +160,71 @@ func (s *Store) FinishCancelled(ctx context.Context, c Completion, undo *workflo
 		ch.index(c.OrderID, s.shards, due)
 	}
 	return s.updateDone(ctx, c.OrderID, ch, fmt.Sprintf("complete %s/%s of a cancelled order", c.OrderID, sortKey(c.Ref)))
+}
+
+// cancelParallel cancels an order whose steps run at once: what is ready
+// stops, what runs is awaited, and what completed is undone, the latest
+// first (workflow.Records.Compensate); the order is undone from now on, and
+// ends Cancelled. A step that took effect, or runs, and has no undo is the
+// point of no return, as in a linear workflow.
+func (s *Store) cancelParallel(ctx context.Context, it stateItem, c CancelRequest) (Cancellation, error) {
+	state := workflow.State(it.State)
+	res := Cancellation{State: state, ReplyQueue: it.ReplyQueue, Round: it.Round, Workflow: it.Workflow, WfVersion: it.WfVersion}
+	recs := it.records()
+	switch {
+	case state == workflow.Cancelled || (it.CxBy != "" && !state.Ended()):
+		res.Verdict = workflow.CancelRepeated
+		return res, nil
+	case state.Ended():
+		return res, &NotCancellableError{fmt.Sprintf("order %s cannot be cancelled: the order is %s: there is nothing to cancel", c.OrderID, state)}
+	}
+	for ref, r := range recs {
+		if !ref.Undo && !r.HasUndo && r.Kind == workflow.KindAgent && (r.State == workflow.Processed || r.State == workflow.Processing) {
+			return res, &NotCancellableError{fmt.Sprintf("order %s cannot be cancelled: step %s has run, or is running, and cannot be undone: "+
+				"the order can no longer be cancelled", c.OrderID, workflow.RecordName(it.Recs[sortKey(ref)].Name, ref))}
+		}
+	}
+	ch := newChange(c.Now)
+	ch.cond = append(ch.cond, "V = "+ch.val("version", num(int64(it.Version))))
+	ch.set = append(ch.set, "CxBy = "+ch.val("by", str(c.By)), "CxAt = "+ch.at())
+	if c.Reason != "" {
+		ch.set = append(ch.set, "CxWhy = "+ch.val("why", str(c.Reason)))
+	}
+	if state == workflow.Compensating {
+		res.Verdict = workflow.CancelCompensates // noted; the undoing under way ends the order Failed
+		return res, s.update(ctx, c.OrderID, ch, "cancel "+c.OrderID)
+	}
+	comp := recs.Compensate()
+	s.stopAll(ch, comp.Stop, fmt.Sprintf("cancelled before it ran, by %s", c.By))
+	for _, r := range comp.Stop {
+		res.Stopped = joinNames(res.Stopped, workflow.RecordName(it.Recs[sortKey(r)].Name, r))
+	}
+	res.Verdict = workflow.CancelStops
+	switch {
+	case comp.End != "": // nothing ran: nothing to undo
+		ch.task(workflow.Pending, workflow.Cancelled, "")
+		ch.remove = append(ch.remove, "DueShard", "DueAt")
+		res.State = workflow.Cancelled
+	default:
+		if comp.Await {
+			res.Verdict = workflow.CancelAwaits
+		}
+		ch.task(workflow.Pending, workflow.Compensating, "")
+		ch.set = append(ch.set, "Ea = "+ch.val("endAs", str(string(workflow.Cancelled))), "Dl = DlMs + "+ch.at())
+		res.State = workflow.Compensating
+		if comp.Undo != nil {
+			due := c.Now.Add(it.pickup(c.Pickup))
+			s.makeReadyAs(ch, "un", *comp.Undo, due)
+			ch.index(it.OrderID, s.shards, due)
+			res.Undo = comp.Undo
+		}
+	}
+	return res, s.update(ctx, c.OrderID, ch, "cancel "+c.OrderID)
+}
+
+func joinNames(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + ", " + b
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -41,6 +42,7 @@ type Step struct {
 	OrderID      string
 	Index        int  // the step's position in the workflow
 	Undo         bool // this is the undo action of step Index
+	Item         int  // for a forEach step's record: its item (1-based); 0 otherwise
 	UndoFrom     int  // for a step: the undo to start if it fails for good (-1: none)
 	HasUndo      bool // for a step: it has an undo action (run too if it times out for good)
 	Round        int
@@ -71,8 +73,14 @@ type Step struct {
 	Deadline  time.Time
 	LastError string
 	Alerted   bool
-	// Cancelling: the order's cancellation was asked for and it still runs
-	// forward (a step is awaited): nothing starts again.
+	// Unalerted: an alert about the record is due and not confirmed sent
+	// (the order's Ua): its failure, or, for a record that took effect and
+	// has no undo, that the order cannot be undone.
+	Unalerted bool
+	// Cancelling: nothing starts again: the order's cancellation was asked
+	// for and it still runs forward (a step is awaited), or, for a forward
+	// record of an order whose steps run at once, the order is being undone
+	// (a sibling failed) and this one is awaited.
 	Cancelling bool
 	// Kind is what the record does: call its agent, wait for an event, or
 	// sleep. A wait or a timer is parked once Armed: due at its timeout or
@@ -99,9 +107,15 @@ type Step struct {
 	Pickup    time.Duration // the workflow's pickup timeout (0 for an order stored before it was kept)
 	Version   int           // the order's state item's, incremented by every write: the supervisor's fence
 	Incidents []Event       // what happened besides ready, claimed and done: recoveries, failures, alerts, resubmissions
+	// Parallel: the order's workflow runs steps at once (its records are
+	// moved on by workflow.Records' rules). Records, set by a claim, are the
+	// order's records as the claim left them: where the others stood.
+	Parallel bool
+	Records  workflow.Records
 
 	othersDue int64          // when the order's other records, and its deadline, are due (0: never): a write's index floor
 	done      []workflow.Ref // the records done in the round with a result stored (Document reads them)
+	items     map[int]int    // the items of each forEach step (Document lists their results)
 }
 
 // Event is one line of a record's history.
@@ -163,7 +177,19 @@ func (s Step) AfterError() workflow.Aftermath {
 }
 
 // Ref names the record within its task.
-func (s Step) Ref() workflow.Ref { return workflow.Ref{Index: s.Index, Undo: s.Undo} }
+func (s Step) Ref() workflow.Ref { return workflow.Ref{Index: s.Index, Undo: s.Undo, Item: s.Item} }
+
+// Request is the request that starts the record at its Agent (an agent
+// step's, or an undo action's), from what the record itself says: no
+// workflow needed. It carries no order: the Agent reads it.
+func (s Step) Request() message.AgentRequest {
+	return message.AgentRequest{OrderID: s.OrderID, Step: s.Index, Undo: s.Undo, Item: s.Item, StepName: s.Name, Action: s.Do,
+		Workflow: s.Workflow, Version: s.WfVersion}
+}
+
+// RecordName is the record's name for people and keys: its action's, with
+// its item for a forEach step's (workflow.RecordName).
+func (s Step) RecordName() string { return workflow.RecordName(s.Name, s.Ref()) }
 
 // Key identifies the record in log lines.
 func (s Step) Key() string { return fmt.Sprintf("%s/%s(%s)", s.OrderID, sortKey(s.Ref()), s.Name) }
@@ -197,6 +223,8 @@ type stateItem struct {
 	CxAt        int64              `dynamodbav:"CxAt,omitempty"`  // when
 	CxWhy       string             `dynamodbav:"CxWhy,omitempty"` // and why
 	EndAs       string             `dynamodbav:"Ea,omitempty"`    // the end of an undoing that would end Failed: Cancelled
+	Parallel    bool               `dynamodbav:"Pl,omitempty"`    // its workflow runs steps at once
+	ItemsDone   map[string]int     `dynamodbav:"P,omitempty"`     // a forEach step's items done in the round, by step index
 	Events      map[string]string  `dynamodbav:"Evt,omitempty"`   // the round's events received, by name: their eventId
 	CreatedAt   int64              `dynamodbav:"C"`
 	UpdatedAt   int64              `dynamodbav:"U"`
@@ -242,23 +270,30 @@ type recItem struct {
 	Armed    int64  `dynamodbav:"wa,omitempty"` // when a ready wait or timer was armed
 	Woken    int64  `dynamodbav:"wk,omitempty"` // when the Supervisor found its time passed and woke it
 	Result   int    `dynamodbav:"o,omitempty"`  // the bytes of its stored result (0: none)
+	Starts   bool   `dynamodbav:"st,omitempty"` // an order whose steps run at once: ready when a round starts
 }
 
 const taskSK = "TASK"
 
 // sortKey is a record's key in the item's map: s0, s1… for steps, u0, u1…
-// for their undo actions.
+// for their undo actions, and s3#1, u3#1… for a forEach step's items.
 func sortKey(r workflow.Ref) string {
+	k := "s" + strconv.Itoa(r.Index)
 	if r.Undo {
-		return "u" + strconv.Itoa(r.Index)
+		k = "u" + strconv.Itoa(r.Index)
 	}
-	return "s" + strconv.Itoa(r.Index)
+	if r.Item > 0 {
+		k += "#" + strconv.Itoa(r.Item)
+	}
+	return k
 }
 
 // refOf is the record a sort key names.
 func refOf(sk string) workflow.Ref {
-	i, _ := strconv.Atoi(sk[1:])
-	return workflow.Ref{Index: i, Undo: strings.HasPrefix(sk, "u")}
+	index, item, _ := strings.Cut(sk[1:], "#")
+	i, _ := strconv.Atoi(index)
+	k, _ := strconv.Atoi(item)
+	return workflow.Ref{Index: i, Undo: strings.HasPrefix(sk, "u"), Item: k}
 }
 
 // incident is one line of a record's incidents, at now.
@@ -310,7 +345,7 @@ func (it stateItem) step(sk string) Step {
 	for _, line := range r.Incidents {
 		incidents = append(incidents, parseIncident(line))
 	}
-	return Step{OrderID: it.OrderID, Index: ref.Index, Undo: ref.Undo, UndoFrom: r.UndoFrom, HasUndo: r.HasUndo,
+	return Step{OrderID: it.OrderID, Index: ref.Index, Undo: ref.Undo, Item: ref.Item, UndoFrom: r.UndoFrom, HasUndo: r.HasUndo, Parallel: it.Parallel,
 		Round: r.Round, ReplyQueue: it.ReplyQueue, Name: r.Name, Agent: r.Agent, Do: r.Do,
 		Timeout: time.Duration(r.TimeoutMs) * time.Millisecond, MaxFailures: r.MaxFailures,
 		RetryBackoff: time.Duration(r.BackoffMs) * time.Millisecond,
@@ -318,12 +353,26 @@ func (it stateItem) step(sk string) Step {
 		LockedBy: r.LockedBy, CompleteBy: fromMs(r.CompleteBy), DueAt: fromMs(r.DueAt), ReadyAt: fromMs(r.ReadyAt),
 		ClaimedAt: fromMs(r.ClaimedAt), DoneAt: fromMs(r.DoneAt), Waits: r.Waits, Resent: r.Resent,
 		Cause: workflow.Cause(r.Cause), Deadline: deadline, LastError: r.LastError, Alerted: r.Alerted,
-		Cancelling: it.CxBy != "" && it.State == string(workflow.Pending), ReadiedBy: it.readiedBy(sk),
+		Cancelling: (it.CxBy != "" && it.State == string(workflow.Pending)) || (it.Parallel && !ref.Undo && it.State == string(workflow.Compensating)),
+		Unalerted:  slices.Contains(it.Unalerted, sk), ReadiedBy: it.readiedBy(sk),
 		Kind: workflow.Kind(r.Kind), Armed: fromMs(r.Armed), Woken: fromMs(r.Woken), Continue: r.Continue, Event: r.Event,
 		EventKept: r.Event != "" && it.Events[r.Event] != "" && r.State == string(workflow.Pending) && r.DueAt != 0, Async: r.Async, Token: r.Token,
-		HasResult: r.Result > 0, done: it.withResults(),
+		HasResult: r.Result > 0, done: it.withResults(), items: it.itemCounts(),
 		Workflow: it.Workflow, WfVersion: it.WfVersion, Pickup: time.Duration(it.PickupMs) * time.Millisecond,
 		Version: it.Version, Incidents: incidents, othersDue: it.dueBesides(sk)}
+}
+
+// records are the item's records as the rules read them.
+func (it stateItem) records() workflow.Records {
+	out := make(workflow.Records, len(it.Recs))
+	for sk, r := range it.Recs {
+		ref := refOf(sk)
+		cause := workflow.Cause(r.Cause)
+		out[ref] = workflow.Record{Ref: ref, State: workflow.State(r.State), Ready: r.State == string(workflow.Pending) && r.DueAt != 0,
+			DoneAt: fromMs(r.DoneAt), Kind: workflow.Kind(r.Kind), HasUndo: r.HasUndo,
+			Ran: r.State == string(workflow.Error) && ((cause.GaveUp() && r.Attempt > 0) || cause == workflow.Oversized)}
+	}
+	return out
 }
 
 // steps are the item's records, steps first then undo actions, each by index.
@@ -334,6 +383,8 @@ func (it stateItem) steps() []Step {
 	}
 	slices.SortFunc(out, func(a, b Step) int {
 		switch {
+		case a.Undo == b.Undo && a.Index == b.Index:
+			return a.Item - b.Item
 		case a.Undo == b.Undo:
 			return a.Index - b.Index
 		case a.Undo:
@@ -342,6 +393,20 @@ func (it stateItem) steps() []Step {
 			return -1
 		}
 	})
+	return out
+}
+
+// itemCounts are the items of each forEach step (none: nil).
+func (it stateItem) itemCounts() map[int]int {
+	var out map[int]int
+	for sk := range it.Recs {
+		if ref := refOf(sk); ref.Item > 0 && !ref.Undo {
+			if out == nil {
+				out = map[int]int{}
+			}
+			out[ref.Index] = max(out[ref.Index], ref.Item)
+		}
+	}
 	return out
 }
 

@@ -2,6 +2,7 @@ package statestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,6 +22,9 @@ type Failure struct {
 	Cause  workflow.Cause
 	Reason string
 	Token  string // for an async attempt's callback: its token nonce
+	// Parallel: the order's workflow runs steps at once: After is decided
+	// from the order's records as read (failParallel), not given.
+	Parallel bool
 	// Due is when the alert, and the first undo action's pickup, are due: the
 	// record stays due until MarkAlerted; if the alert or the undo's message
 	// is lost, the Supervisor comes then.
@@ -40,13 +44,17 @@ func (s *Store) Fail(ctx context.Context, f Failure, attempt, round int) (workfl
 
 // FailFor is Fail, returning the order as the write left it.
 func (s *Store) FailFor(ctx context.Context, f Failure, attempt, round int) (Done, error) {
-	ch := newChange(f.Now)
-	p := ch.rec("r", f.Ref)
-	Completion{Attempt: attempt, Round: round, Token: f.Token}.fence(ch, p)
 	if f.Cause == "" {
 		f.Cause = workflow.Refused
 	}
-	return s.markError(ctx, ch, p, f, -1)
+	fence := func(ch *change, p string) { Completion{Attempt: attempt, Round: round, Token: f.Token}.fence(ch, p) }
+	if f.Parallel {
+		return s.failParallel(ctx, f, fence, -1, -1, attempt > 0)
+	}
+	ch := newChange(f.Now)
+	p := ch.rec("r", f.Ref)
+	fence(ch, p)
+	return s.markError(ctx, ch, p, f, -1, taskFrom(f.Ref))
 }
 
 // GiveUp is the Supervisor failing a record for good.
@@ -65,16 +73,79 @@ type GiveUp struct {
 // record itself (AfterGiveUp: a timed-out step is undone too, a pivot is left
 // to the operator): the Supervisor knows nothing of the workflow.
 func (s *Store) GiveUp(ctx context.Context, g GiveUp) (workflow.State, error) {
-	f := Failure{OrderID: g.Read.OrderID, Ref: g.Read.Ref(), Name: g.Read.Name, After: g.Read.AfterGiveUp(), Cause: g.Cause,
-		Reason: g.Reason, Due: g.Due, Now: g.Now}
-	ch := newChange(g.Now)
-	p := ch.rec("r", f.Ref)
-	ch.cond = append(ch.cond, "V = "+ch.val("version", num(int64(g.Read.Version))))
-	d, err := s.markError(ctx, ch, p, f, g.FailureCount)
+	d, err := s.GiveUpFor(ctx, g)
 	return d.State, err
 }
 
-func (s *Store) markError(ctx context.Context, ch *change, p string, f Failure, failureCount int) (Done, error) {
+// GiveUpFor is GiveUp, returning the order as the write left it: with the
+// undo action it made ready, if any.
+func (s *Store) GiveUpFor(ctx context.Context, g GiveUp) (Done, error) {
+	f := Failure{OrderID: g.Read.OrderID, Ref: g.Read.Ref(), Name: g.Read.Name, After: g.Read.AfterGiveUp(), Cause: g.Cause,
+		Reason: g.Reason, Due: g.Due, Now: g.Now}
+	if g.Read.Parallel {
+		return s.failParallel(ctx, f, func(*change, string) {}, g.FailureCount, g.Read.Version, g.Read.Attempt > 0)
+	}
+	ch := newChange(g.Now)
+	p := ch.rec("r", f.Ref)
+	ch.cond = append(ch.cond, "V = "+ch.val("version", num(int64(g.Read.Version))))
+	return s.markError(ctx, ch, p, f, g.FailureCount, taskFrom(f.Ref))
+}
+
+// failParallel is markError for an order whose steps run at once: what
+// follows comes from the order's records as read (workflow.Records'
+// Compensate: what is ready stops, what runs is awaited, the latest done is
+// undone first), and the write is conditional on the order's version as
+// read, decided again on a race. version, if not -1, is the version the
+// caller (the Supervisor) read: an order changed since is ErrStale. ran: the
+// failing record may have taken effect (it was claimed).
+func (s *Store) failParallel(ctx context.Context, f Failure, fence func(*change, string), failureCount, version int, ran bool) (Done, error) {
+	it, err := s.item(ctx, f.OrderID)
+	if err != nil {
+		return Done{}, err
+	}
+	for range parallelTries {
+		if version >= 0 && it.Version != version {
+			return Done{}, ErrStale
+		}
+		recs := it.records()
+		r := recs[f.Ref]
+		r.State, r.Ready, r.DoneAt = workflow.Error, false, f.Now
+		r.Ran = ran && (f.Cause.GaveUp() || f.Cause == workflow.Oversized)
+		recs[f.Ref] = r
+		f.After = workflow.Aftermath{UndoFrom: -1, Next: workflow.CompensationFailed}
+		if !f.Ref.Undo {
+			comp := recs.Compensate()
+			f.After = workflow.Aftermath{UndoFrom: -1, Next: workflow.Compensating, Stop: comp.Stop}
+			if comp.End != "" {
+				f.After.Next = comp.End
+			}
+			if comp.Undo != nil {
+				f.After.UndoFrom, f.After.UndoItem = comp.Undo.Index, comp.Undo.Item
+			}
+		}
+		ch := newChange(f.Now)
+		p := ch.rec("r", f.Ref)
+		fence(ch, p)
+		ch.cond = append(ch.cond, "V = "+ch.val("version", num(int64(it.Version))))
+		d, err := s.markError(ctx, ch, p, f, failureCount, workflow.State(it.State))
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) || version >= 0 || ccf.Item == nil {
+			if ccf != nil {
+				return Done{}, ErrStale
+			}
+			return d, err
+		}
+		var old stateItem
+		if attributevalue.UnmarshalMap(ccf.Item, &old) != nil {
+			return Done{}, ErrStale
+		}
+		it = old
+	}
+	return Done{}, fmt.Errorf("fail %s/%s: the order changed each of the %d times it was decided; tried again",
+		f.OrderID, sortKey(f.Ref), parallelTries)
+}
+
+func (s *Store) markError(ctx context.Context, ch *change, p string, f Failure, failureCount int, from workflow.State) (Done, error) {
 	ch.set = append(ch.set, p+".s = "+ch.val("error", str(string(workflow.Error))),
 		p+".e = "+ch.val("reason", str(f.Reason)), p+".d = "+ch.val("alertDue", num(ms(f.Due))),
 		p+".c = "+ch.val("cause", str(string(f.Cause))), p+".dn = "+ch.at())
@@ -82,16 +153,31 @@ func (s *Store) markError(ctx context.Context, ch *change, p string, f Failure, 
 		ch.set = append(ch.set, p+".fc = "+ch.val("fc", num(int64(failureCount))))
 	}
 	ch.add = append(ch.add, "Ua "+ch.val("sk", &types.AttributeValueMemberSS{Value: []string{sortKey(f.Ref)}}))
-	ch.task(taskFrom(f.Ref), f.After.Next, fmt.Sprintf("%s: %s", label(f.Name, f.Ref), f.Reason))
-	if f.After.Next == workflow.Compensating && !f.Ref.Undo {
+	ch.task(from, f.After.Next, fmt.Sprintf("%s: %s", label(workflow.RecordName(f.Name, f.Ref), f.Ref), f.Reason))
+	if f.After.Next == workflow.Compensating && from == workflow.Pending {
 		// Compensation starts, with as long as the order had.
 		ch.set = append(ch.set, "Dl = DlMs + "+ch.at())
 	}
-	if f.After.Next == workflow.Compensating {
-		s.makeReady(ch, workflow.Ref{Index: f.After.UndoFrom, Undo: true}, f.Due)
+	s.stopAll(ch, f.After.Stop, "not started: the order is being undone")
+	if u, ok := f.After.Undo(); ok {
+		s.makeReadyAs(ch, "un", u, f.Due)
 	}
 	ch.index(f.OrderID, s.shards, f.Due)
-	return s.updateDone(ctx, f.OrderID, ch, fmt.Sprintf("mark %s/%s Error", f.OrderID, sortKey(f.Ref)))
+	what := fmt.Sprintf("mark %s/%s Error", f.OrderID, sortKey(f.Ref))
+	var (
+		d   Done
+		err error
+	)
+	if f.Parallel || len(f.After.Stop) > 0 {
+		d, err = s.writeParallel(ctx, f.OrderID, ch, what, ms(f.Due))
+	} else {
+		d, err = s.updateDone(ctx, f.OrderID, ch, what)
+	}
+	if u, ok := f.After.Undo(); ok && err == nil {
+		d.Ready = []workflow.Ref{u}
+	}
+	d.After = f.After
+	return d, err
 }
 
 // label names a record for people: its action's name, "(undo)" for an
@@ -113,8 +199,8 @@ func label(name string, r workflow.Ref) string {
 func (s *Store) MarkAlerted(ctx context.Context, orderID string, r workflow.Ref, now time.Time) error {
 	ch := newChange(now)
 	p := ch.rec("r", r)
-	ch.when("%[1]s.s = :error AND attribute_exists(%[1]s.d)", p)
-	ch.val("error", str(string(workflow.Error)))
+	ch.when("attribute_exists(%[1]s.d) AND contains(Ua, :skv)", p)
+	ch.val("skv", str(sortKey(r)))
 	ch.set = append(ch.set, p+".al = "+ch.val("true", &types.AttributeValueMemberBOOL{Value: true}))
 	ch.remove = append(ch.remove, p+".d")
 	ch.del = append(ch.del, "Ua "+ch.val("sk", &types.AttributeValueMemberSS{Value: []string{sortKey(r)}}))

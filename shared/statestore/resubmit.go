@@ -1,6 +1,7 @@
 package statestore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,10 +31,11 @@ func IsNotResubmittable(err error) bool {
 
 // Resubmission is what a resubmission made ready.
 type Resubmission struct {
-	Ref       workflow.Ref // the record the Scheduler must be told about
-	Step      string       // its name
-	Round     int          // the task's round from now on
-	Workflow  string       // the order's workflow, and its version
+	Ref       workflow.Ref   // the record the Scheduler must be told about
+	Ready     []workflow.Ref // every record made ready (Ref among them): several, for a new round of parallel steps
+	Step      string         // its name
+	Round     int            // the task's round from now on
+	Workflow  string         // the order's workflow, and its version
 	WfVersion string
 }
 
@@ -87,10 +89,19 @@ func (s *Store) resubmit(ctx context.Context, orderID, step string, pickup time.
 	if !refOf(failed).Undo {
 		it.State = string(workflow.Pending) // the pivot step runs again
 	}
+	res.Ready = []workflow.Ref{res.Ref}
 	if task.State == workflow.Failed {
 		res.Round++
 		first := sortKey(workflow.Ref{}) // a new round starts at the first step
 		res.Ref, res.Step, ready = workflow.Ref{}, it.Recs[first].Name, slices.Collect(maps.Keys(it.Recs))
+		res.Ready = []workflow.Ref{res.Ref}
+		if it.Parallel { // ... or at every record that starts with the order
+			res.Ready = it.starts()
+			res.Ref, res.Step = res.Ready[0], it.Recs[sortKey(res.Ready[0])].Name
+			if it.ItemsDone != nil {
+				it.ItemsDone = map[string]int{}
+			}
+		}
 		it.State = string(workflow.Pending)
 	}
 	due := ms(now.Add(it.pickup(pickup)))
@@ -132,8 +143,24 @@ func resubmittable(it stateItem, state workflow.State, failed, step string) erro
 		return &NotResubmittableError{fmt.Sprintf("order %s is %s but no step is in Error", it.OrderID, state)}
 	case step != "" && step != it.Recs[failed].Name:
 		return &NotResubmittableError{fmt.Sprintf("order %s: step %q is not the one that failed (%s)", it.OrderID, step, it.Recs[failed].Name)}
+	case it.Parallel && state == workflow.CompensationFailed && !refOf(failed).Undo:
+		return &NotResubmittableError{fmt.Sprintf("order %s: a step that took effect has no undo, and its steps run at once: "+
+			"settle it with its services by hand (sasctl status %s says what completed)", it.OrderID, it.OrderID)}
 	}
 	return nil
+}
+
+// starts are the records of an order whose steps run at once that are ready
+// when a round starts.
+func (it stateItem) starts() []workflow.Ref {
+	var out []workflow.Ref
+	for sk, r := range it.Recs {
+		if r.Starts {
+			out = append(out, refOf(sk))
+		}
+	}
+	slices.SortFunc(out, func(a, b workflow.Ref) int { return cmp.Or(a.Index-b.Index, a.Item-b.Item) })
+	return out
 }
 
 // reset puts the ready records back to Pending for res's round (the one to
@@ -145,7 +172,7 @@ func (it *stateItem) reset(ready []string, res Resubmission, due int64, now time
 		r.LockedBy, r.CompleteBy, r.LastError, r.Alerted, r.DueAt = "", 0, "", false, 0
 		r.ReadyAt, r.ClaimedAt, r.DoneAt, r.Cause = 0, 0, 0, ""
 		r.Armed, r.Woken, r.Token, r.Result = 0, 0, "", 0
-		if sortKey(res.Ref) == sk {
+		if slices.Contains(res.Ready, refOf(sk)) {
 			r.DueAt, r.ReadyAt = due, ms(now)
 		}
 		r.Incidents = append(r.Incidents, incident(now, "resubmitted by the operator (round %d)", res.Round))

@@ -170,13 +170,37 @@ func (s *Store) Document(ctx context.Context, st Step, order json.RawMessage) (w
 	if err != nil {
 		return doc, err
 	}
+	lists := map[string][]json.RawMessage{} // a forEach step's result: its items', in order
 	for _, ref := range st.done {
-		if r, ok := results[ref]; ok {
+		r, ok := results[ref]
+		if !ok {
+			continue
+		}
+		if n := st.items[ref.Index]; n > 0 {
+			if lists[r.Name] == nil {
+				lists[r.Name] = make([]json.RawMessage, n)
+			}
+			if ref.Item <= n {
+				lists[r.Name][ref.Item-1] = r.JSON
+			}
+		} else {
 			doc.Results[r.Name] = r.JSON
-			if st.Undo && ref == (workflow.Ref{Index: st.Index}) {
-				doc.Result = r.JSON
+		}
+		if st.Undo && ref == (workflow.Ref{Index: st.Index, Item: st.Item}) {
+			doc.Result = r.JSON
+		}
+	}
+	for name, items := range lists {
+		for k, v := range items {
+			if v == nil {
+				items[k] = json.RawMessage("null") // an item done with no answer
 			}
 		}
+		b, err := json.Marshal(items)
+		if err != nil {
+			return doc, fmt.Errorf("the results of %s's items: %w", name, err)
+		}
+		doc.Results[name] = b
 	}
 	return doc, nil
 }

@@ -21,7 +21,10 @@ type Submission struct {
 	Order      string // the order's JSON, stored and carried to the Agents
 	ReplyQueue string // where status notifications go ("" for none)
 	Workflow   workflow.Definition
-	Now        time.Time
+	// Items counts the items of each forEach step (Definition.Items): one
+	// record each.
+	Items map[int]int
+	Now   time.Time
 }
 
 // Submit inserts, in one transaction, the order and its state item: the task
@@ -44,7 +47,13 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 	}
 	wf := sub.Workflow
 	due := ms(sub.Now.Add(wf.PickupTimeout))
-	look := ms(sub.Now.Add(min(wf.PickupTimeout, wf.Steps[0].Timeout)))
+	first := wf.PickupTimeout
+	for _, r := range wf.Starts(sub.Items) {
+		if t := wf.Steps[r.Index].Timeout; t > 0 {
+			first = min(first, t)
+		}
+	}
+	look := ms(sub.Now.Add(first))
 	state, err := attributevalue.MarshalMap(stateItem{
 		OrderID: sub.OrderID, SK: taskSK, Workflow: wf.Name, WfVersion: wf.Version, PickupMs: wf.PickupTimeout.Milliseconds(),
 		ReplyQueue: sub.ReplyQueue,
@@ -58,6 +67,12 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 	}
 	if waits(wf) {
 		state["Evt"] = emptyMap() // where the round's events are kept (a nested SET needs its map)
+	}
+	if !wf.Linear() {
+		state["Pl"] = &types.AttributeValueMemberBOOL{Value: true}
+		if len(sub.Items) > 0 {
+			state["P"] = emptyMap() // a forEach step's items done, counted as they finish
+		}
 	}
 	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{TableName: &s.orders, Item: orderItem, ConditionExpression: notExists}},
@@ -90,31 +105,38 @@ func emptyMap() types.AttributeValue {
 	return &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}}
 }
 
-// records are the step and undo records of a new task; the first step is
-// ready, due at due.
+// records are the step and undo records of a new task (one per item of a
+// forEach step); the records of the steps that need nothing (the first
+// step, in a linear workflow) are ready, due at due.
 func records(sub Submission, due int64) map[string]recItem {
-	rec := func(r workflow.Ref, a workflow.Action, undoFrom int) recItem {
+	rec := func(a workflow.Action, undoFrom int) recItem {
 		return recItem{
 			UndoFrom: undoFrom, Round: 1, Name: a.Name, Agent: a.Agent, Do: a.Do, TimeoutMs: a.Timeout.Milliseconds(),
 			MaxFailures: a.MaxFailures, BackoffMs: a.RetryBackoff.Milliseconds(),
 			State: string(workflow.Pending),
 		}
 	}
+	wf := sub.Workflow
+	linear := wf.Linear()
 	out := map[string]recItem{}
-	for i, st := range sub.Workflow.Steps {
-		ref := workflow.Ref{Index: i}
-		it := rec(ref, st.Action, sub.Workflow.UndoFrom(i))
-		it.HasUndo, it.Kind, it.Async = st.Undo != nil, string(st.Kind()), st.Async
-		if st.Wait != nil {
-			it.Continue, it.Event = st.Wait.Continue, st.Wait.Event
+	for i, st := range wf.Steps {
+		undoFrom := -1
+		if linear {
+			undoFrom = wf.UndoFrom(i)
 		}
-		if i == 0 {
-			it.DueAt, it.ReadyAt = due, ms(sub.Now)
-		}
-		out[sortKey(ref)] = it
-		if st.Undo != nil {
-			u := workflow.Ref{Index: i, Undo: true}
-			out[sortKey(u)] = rec(u, *st.Undo, -1)
+		for _, ref := range workflow.RecordsOf(i, sub.Items) {
+			it := rec(st.Action, undoFrom)
+			it.HasUndo, it.Kind, it.Async = st.Undo != nil, string(st.Kind()), st.Async
+			if st.Wait != nil {
+				it.Continue, it.Event = st.Wait.Continue, st.Wait.Event
+			}
+			if len(wf.Needs(i)) == 0 {
+				it.DueAt, it.ReadyAt, it.Starts = due, ms(sub.Now), !linear
+			}
+			out[sortKey(ref)] = it
+			if st.Undo != nil {
+				out[sortKey(workflow.Ref{Index: i, Undo: true, Item: ref.Item})] = rec(*st.Undo, -1)
+			}
 		}
 	}
 	return out

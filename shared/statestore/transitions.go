@@ -65,6 +65,9 @@ func (s *Store) Claim(ctx context.Context, c Claim) (Step, error) {
 		return Step{}, fmt.Errorf("decode claimed %s/%s: %w", c.OrderID, sortKey(c.Ref), err)
 	}
 	st := it.step(sortKey(c.Ref))
+	if it.Parallel {
+		st.Records = it.records() // where the others stood: its outcome's first guess
+	}
 	if err := s.pullIn(ctx, it, ms(st.CompleteBy)); err != nil {
 		return st, err
 	}
@@ -115,6 +118,13 @@ type Completion struct {
 	NextDueAt time.Time
 	End       workflow.State
 	Now       time.Time
+	// Progress, for an order whose steps run at once, decides what the
+	// completion moves on from the order's records (Next and End are not
+	// used then; NextDueAt is when what it makes ready is due). Read are the
+	// records as the completer last read them (its claim's, Step.Records):
+	// the first guess, or, if nil, they are read first.
+	Progress func(workflow.Records) workflow.Progress
+	Read     workflow.Records
 }
 
 // fence adds the condition that the completion is the record's to make:
@@ -180,10 +190,18 @@ type Done struct {
 	State      workflow.State // the task's
 	ReplyQueue string
 	Round      int
+	// Ready are the records the write made ready (an order whose steps run
+	// at once: the caller starts them). After is, for a failure, what
+	// follows it.
+	Ready []workflow.Ref
+	After workflow.Aftermath
 }
 
 // Finish is Complete, returning the order as the write left it.
 func (s *Store) Finish(ctx context.Context, c Completion) (Done, error) {
+	if c.Progress != nil {
+		return s.finishParallel(ctx, c)
+	}
 	d, err := s.completeOnce(ctx, c, c.Next == nil)
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
@@ -291,12 +309,7 @@ func taskFrom(r workflow.Ref) workflow.State {
 // order when the entry comes due and then recovers r if it is overdue, or
 // moves the entry on to r's deadline (a writer that sets an earlier deadline
 // than the entry pulls it in: see pullIn).
-func (s *Store) makeReady(ch *change, r workflow.Ref, due time.Time) {
-	n := ch.rec("n", r)
-	ch.when("%[1]s.s = :pending AND attribute_not_exists(%[1]s.d)", n)
-	ch.val("pending", str(string(workflow.Pending)))
-	ch.set = append(ch.set, n+".d = "+ch.val("nextDue", num(ms(due))), n+".ra = "+ch.at())
-}
+func (s *Store) makeReady(ch *change, r workflow.Ref, due time.Time) { s.makeReadyAs(ch, "n", r, due) }
 
 // update runs the change; a failed condition is ErrStale.
 func (s *Store) update(ctx context.Context, orderID string, ch *change, what string) error {

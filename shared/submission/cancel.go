@@ -8,11 +8,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sas-go/sas/shared/dispatch"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
-	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
-	"github.com/sas-go/sas/shared/workflow"
 )
 
 // cancelReceives is how often a cancel for an order not stored yet is
@@ -20,14 +20,15 @@ import (
 // rejected to the DLQ with the reason.
 const cancelReceives = 3
 
-// cancel carries out a cancel message (statestore.Store.Cancel) and what
-// follows it: the first undo action sent to its Agent, the order's caller
-// told. A refusal (the order ended, or is past a step that cannot be
-// undone) is rejected to the DLQ with the reason, and the caller told.
+// cancel carries out a cancel message with the one cancel there is
+// (outcome.Canceller: the first undo action started at its Agent, the
+// order's caller told). A refusal (the order ended, or is past a step that
+// cannot be undone) is rejected to the DLQ with the reason.
 func (h *Handler) cancel(ctx context.Context, rec events.SQSMessage, c message.Cancel) error {
-	now := h.Now()
-	res, err := h.store.Cancel(ctx, statestore.CancelRequest{OrderID: c.OrderID, By: cancelledBy(rec), Reason: c.Reason,
-		Pickup: h.cfg.Workflows.Default().PickupTimeout, Now: now})
+	k := outcome.Canceller{Store: h.store, Notify: h.notify, Start: dispatch.Restarter{Records: h.store,
+		AgentQueues: h.cfg.AgentQueues, SchedulerQueueURL: h.cfg.SchedulerQueueURL, Send: h.send}}
+	res, err := k.Cancel(ctx, statestore.CancelRequest{OrderID: c.OrderID, By: cancelledBy(rec), Reason: c.Reason,
+		Pickup: h.cfg.Workflows.Default().PickupTimeout, Now: h.Now()})
 	switch {
 	case errors.Is(err, statestore.ErrNotFound):
 		if n, _ := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"]); n < cancelReceives {
@@ -35,25 +36,12 @@ func (h *Handler) cancel(ctx context.Context, rec events.SQSMessage, c message.C
 		}
 		return message.Invalid("cancel of %s: no such order (after %d receives)", c.OrderID, cancelReceives)
 	case statestore.IsNotCancellable(err):
-		h.notify.Post(ctx, notify.Event{OrderID: c.OrderID, ReplyQueue: res.ReplyQueue, Round: res.Round,
-			Event: workflow.EventCancelRefused, Error: err.Error(), State: res.State, At: now})
 		return message.Invalid("%v", err)
 	case err != nil:
 		return err
 	}
 	h.metrics.Count(metrics.CancelsRequested, 1, map[string]any{"OrderID": c.OrderID, "State": string(res.State)})
 	h.log.Info("cancel accepted", "order_id", c.OrderID, "state", res.State, "stopped", res.Stopped)
-	if res.Verdict != workflow.CancelRepeated {
-		h.notify.CancelAccepted(ctx, notify.Event{OrderID: c.OrderID, ReplyQueue: res.ReplyQueue, Round: res.Round, At: now}, res.State)
-	}
-	if res.Undo != nil {
-		def, err := h.catalog.For(ctx, c.OrderID, res.Workflow, res.WfVersion)
-		if err != nil {
-			return err
-		}
-		// If this send is lost, the undo's pickup deadline brings the Supervisor.
-		return h.dispatch.Start(ctx, def, c.OrderID, *res.Undo, nil) // the Agent reads the order
-	}
 	return nil
 }
 

@@ -121,9 +121,13 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 	if err != nil {
 		return err
 	}
+	items, err := def.Items(json.RawMessage(o.JSON()))
+	if err != nil {
+		return message.Invalid("order %s cannot run workflow %s: %v", o.OrderID, def.Name, err)
+	}
 	now := h.Now()
 	created, err := h.store.Submit(ctx, statestore.Submission{
-		OrderID: o.OrderID, Order: o.JSON(), ReplyQueue: o.ReplyQueue, Workflow: def, Now: now})
+		OrderID: o.OrderID, Order: o.JSON(), ReplyQueue: o.ReplyQueue, Workflow: def, Items: items, Now: now})
 	if err != nil {
 		return err
 	}
@@ -146,9 +150,13 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 			return err
 		}
 	}
-	// The first step: its request to its Agent, or, a wait or a timer, armed.
+	// The first step (or the steps that need nothing): its request to its
+	// Agent, or, a wait or a timer, armed.
+	if items, err = def.Items(json.RawMessage(o.JSON())); err != nil {
+		return message.Invalid("order %s cannot run workflow %s: %v", o.OrderID, def.Name, err)
+	}
 	starter := outcome.Starter{Dispatch: h.dispatch, Store: h.store, Recorder: outcome.Recorder{Store: h.store}, Now: h.Now, Log: h.log}
-	done, err := starter.Start(ctx, def, o.OrderID, []workflow.Ref{{}}, json.RawMessage(o.JSON()))
+	done, err := starter.Start(ctx, def, o.OrderID, def.Starts(items), json.RawMessage(o.JSON()))
 	for _, c := range done { // a timer at once, or a kept event: the Scheduler follows it
 		if err := h.follow(ctx, def, o.OrderID, c.Ref, c.Name, 0, "", c.Recorded); err != nil {
 			return err

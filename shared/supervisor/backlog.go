@@ -35,14 +35,17 @@ func (s *Supervisor) backlog(ctx context.Context, d *depths, queues ...string) s
 	return ""
 }
 
-// startQueues are the queues a ready record's start may wait in: the
-// scheduler queue (after a re-send), its agent's request queue, and the
-// response queue carrying the outcome that made it ready.
+// startQueues are the queues a ready record's start may wait in: its
+// agent's request queue (a wait's or a timer's: the scheduler queue), and
+// the response queue carrying the outcome that made it ready.
 func (s *Supervisor) startQueues(st statestore.Step) []string {
 	if st.State != workflow.Pending {
 		return nil
 	}
-	queues := []string{s.cfg.SchedulerQueueURL, s.cfg.AgentQueues[st.Agent].Requests}
+	queues := []string{s.cfg.AgentQueues[st.Agent].Requests} // its request (a re-sent one too)
+	if !st.Undo && st.Kind != workflow.KindAgent {
+		queues = []string{s.cfg.SchedulerQueueURL} // a wait's or a timer's start: for the Scheduler to arm
+	}
 	if st.ReadiedBy != "" {
 		queues = append(queues, s.cfg.AgentQueues[st.ReadiedBy].Responses)
 	}

@@ -19,8 +19,9 @@ func (d depthsOf) SendJSON(context.Context, string, any, time.Duration) error { 
 func (d depthsOf) Depth(_ context.Context, u string) (queue.Depth, error)     { return d[u], nil }
 
 // A ready step's wait is explained by a backlog in any queue its start may
-// wait in: the scheduler queue, its agent's request queue, or the response
-// queue of the agent whose outcome made it ready. A claimed step's is never:
+// wait in: its agent's request queue (a re-sent request goes there too), or
+// the response queue of the agent whose outcome made it ready; a wait's or a
+// timer's start waits in the scheduler queue. A claimed step's is never:
 // its Agent records the outcome before replying, so a busy response queue
 // holds no outcome of it.
 func TestABacklogExplainsOnlyAReadyStepsWait(t *testing.T) {
@@ -39,7 +40,9 @@ func TestABacklogExplainsOnlyAReadyStepsWait(t *testing.T) {
 		explained bool
 	}{
 		{"ready, every queue below the depth", ready, depthsOf{"q/a-responses": {Visible: 9, InFlight: 50}}, false},
-		{"ready, the scheduler queue deep", ready, depthsOf{"q/scheduler": deep}, true},
+		{"ready, the scheduler queue deep: no start of its waits there", ready, depthsOf{"q/scheduler": deep}, false},
+		{"a timer ready, the scheduler queue deep", statestore.Step{Kind: workflow.KindTimer, State: workflow.Pending},
+			depthsOf{"q/scheduler": deep}, true},
 		{"ready, its request queue deep", ready, depthsOf{"q/b-requests": deep}, true},
 		{"ready, the readying agent's replies deep", ready, depthsOf{"q/a-responses": deep}, true},
 		{"ready, another agent's replies deep", ready, depthsOf{"q/b-responses": deep}, false},

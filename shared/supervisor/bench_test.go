@@ -30,10 +30,13 @@ func (s overdueStore) DuePage(context.Context, statestore.DueQuery) (statestore.
 func (overdueStore) MoveOn(context.Context, statestore.Early, time.Time) error { return nil }
 func (overdueStore) Waited(context.Context, statestore.Wait) error             { return nil }
 func (overdueStore) Requeue(context.Context, statestore.Retry) error           { return nil }
-func (overdueStore) GiveUp(context.Context, statestore.GiveUp) (workflow.State, error) {
-	return "", nil
+func (overdueStore) GiveUpFor(context.Context, statestore.GiveUp) (statestore.Done, error) {
+	return statestore.Done{}, nil
 }
 func (overdueStore) MarkAlerted(context.Context, string, workflow.Ref, time.Time) error { return nil }
+func (overdueStore) Record(context.Context, string, workflow.Ref) (statestore.Step, error) {
+	return statestore.Step{}, nil
+}
 
 type nopAlerter struct{}
 

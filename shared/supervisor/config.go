@@ -29,11 +29,6 @@ const (
 	TimeBudgetDefault = 20 * time.Second
 )
 
-// DefaultBacklogDepth is BacklogDepthDefault.
-//
-// Deprecated: use BacklogDepthDefault.
-const DefaultBacklogDepth = BacklogDepthDefault
-
 // sweepReserve is kept back from the invocation's deadline: the sweep reads
 // no page after it, so the writes of the pages read can finish.
 const sweepReserve = 5 * time.Second
@@ -42,9 +37,9 @@ const sweepReserve = 5 * time.Second
 // limits of its sweep (zero: the XDefault constants).
 type Config struct {
 	SchedulerQueueURL string
-	// AgentQueues, by agent: a ready step's start may wait in the scheduler
-	// queue, its agent's request queue, or the response queue of the agent
-	// whose outcome made it ready.
+	// AgentQueues, by agent: a ready step's start may wait in its agent's
+	// request queue, or the response queue of the agent whose outcome made
+	// it ready (a wait's or a timer's, in the scheduler queue).
 	AgentQueues   map[string]AgentQueues
 	PickupTimeout time.Duration // the unit of the intervals between looks at a waiting step
 	// BacklogDepth is how many visible messages make a queue backlogged for

@@ -16,12 +16,15 @@ import (
 )
 
 func (s *Supervisor) handle(ctx context.Context, st statestore.Step, now time.Time, d *depths) (outcome, error) {
+	switch {
+	case st.State == workflow.Error && !st.Alerted, st.Unalerted && !st.Alerted && st.State == workflow.Processed:
+		// The Scheduler's alert was lost; or a record that took effect and
+		// has no undo stopped the undoing of an order whose steps run at once.
+		return alerted, s.alert(ctx, st, st.LastError, now)
+	}
 	switch st.State {
 	case workflow.Error:
-		if st.Alerted {
-			return none, nil
-		}
-		return alerted, s.alert(ctx, st, st.LastError, now) // the Scheduler's alert was lost
+		return none, nil
 	case workflow.Pending, workflow.Processing:
 	default:
 		return none, nil
@@ -109,7 +112,7 @@ func (s *Supervisor) wait(ctx context.Context, st statestore.Step, dec workflow.
 	s.d.Metrics.Count(metrics.MessagesResent, 1, props)
 	s.d.Log.Info("ready step not claimed and no backlog: its message sent again", log...)
 	// If this send is lost, the next look sends it again.
-	return resent, s.d.Queues.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID, st.Ref(), st.Workflow, st.WfVersion), 0)
+	return resent, s.start.StartRecord(ctx, st, 0)
 }
 
 // wake marks a parked record whose time came woken (and due again a pickup
@@ -149,15 +152,15 @@ func (s *Supervisor) retry(ctx context.Context, st statestore.Step, dec workflow
 	s.d.Log.Info("overdue attempt sent back to Pending", "order_id", st.OrderID, "step", st.Name,
 		"failure_count", dec.FailureCount, "delay", dec.After, "reason", reason)
 	// If this send is lost, the new pickup deadline brings us back.
-	return recovered, s.d.Queues.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID, st.Ref(), st.Workflow, st.WfVersion), dec.After)
+	return recovered, s.start.StartRecord(ctx, st, dec.After)
 }
 
 // giveUp marks the record Error (for a step, starting compensation, as the
 // record itself says), alerts, tells the order's caller and the Scheduler.
 func (s *Supervisor) giveUp(ctx context.Context, st statestore.Step, failureCount int, cause workflow.Cause, reason string, now time.Time) (outcome, error) {
-	after := st.AfterGiveUp()
-	state, err := s.d.Store.GiveUp(ctx, statestore.GiveUp{Read: st, FailureCount: failureCount, Cause: cause, Reason: reason,
+	done, err := s.d.Store.GiveUpFor(ctx, statestore.GiveUp{Read: st, FailureCount: failureCount, Cause: cause, Reason: reason,
 		Due: now.Add(s.pickup(st)), Now: now})
+	state := done.State
 	if errors.Is(err, statestore.ErrStale) {
 		return lost, nil
 	}
@@ -177,21 +180,23 @@ func (s *Supervisor) giveUp(ctx context.Context, st statestore.Step, failureCoun
 	s.d.Notify.Failed(ctx, notify.Event{OrderID: st.OrderID, ReplyQueue: st.ReplyQueue, Round: st.Round, Index: st.Index,
 		Step: st.Name, Error: reason, At: now}, st.Undo, state)
 	aerr := s.alert(ctx, st, reason, now)
-	if after.Next == workflow.Compensating {
-		// If this send is lost, the undo's pickup deadline brings us back.
-		if err := s.d.Queues.SendJSON(ctx, s.cfg.SchedulerQueueURL, message.NewSchedule(st.OrderID,
-			workflow.Ref{Index: after.UndoFrom, Undo: true}, st.Workflow, st.WfVersion), 0); err != nil {
-			return o, errors.Join(aerr, err)
-		}
+	// If this send is lost, the undo's pickup deadline brings us back.
+	if err := s.start.Start(ctx, st.OrderID, done.Ready, 0); err != nil {
+		return o, errors.Join(aerr, err)
 	}
 	return o, aerr
 }
 
 func (s *Supervisor) alert(ctx context.Context, st statestore.Step, reason string, now time.Time) error {
 	s.d.Log.Error("step failed for good", "order_id", st.OrderID, "step", st.Name, "reason", reason)
-	err := s.d.Alerts.StepFailed(ctx, alert.Failure{OrderID: st.OrderID, Step: st.Index, StepName: st.Name, Undo: st.Undo,
+	f := alert.Failure{OrderID: st.OrderID, Step: st.Index, StepName: st.RecordName(), Undo: st.Undo,
 		Attempt: st.Attempt, FailureCount: st.FailureCount, LastError: reason,
-		Compensation: alert.CompensationOf(st.Undo, st.AfterError()), OrderState: st.AfterError().Next, DetectedBy: "supervisor", At: now})
+		Compensation: alert.CompensationOf(st.Undo, st.AfterError()), OrderState: st.AfterError().Next, DetectedBy: "supervisor", At: now}
+	if st.State == workflow.Processed { // it took effect and has no undo: the undoing stopped at it
+		f.Compensation, f.OrderState = "stopped: this step took effect and has no undo action; the order cannot be undone by itself",
+			workflow.CompensationFailed
+	}
+	err := s.d.Alerts.StepFailed(ctx, f)
 	if err != nil {
 		return err // still due: the next run alerts
 	}

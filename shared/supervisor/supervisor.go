@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sas-go/sas/shared/alert"
+	"github.com/sas-go/sas/shared/dispatch"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/queue"
@@ -38,8 +39,9 @@ type Store interface {
 	MoveOn(ctx context.Context, e statestore.Early, now time.Time) error
 	Waited(ctx context.Context, w statestore.Wait) error
 	Requeue(ctx context.Context, r statestore.Retry) error
-	GiveUp(ctx context.Context, g statestore.GiveUp) (workflow.State, error)
+	GiveUpFor(ctx context.Context, g statestore.GiveUp) (statestore.Done, error)
 	MarkAlerted(ctx context.Context, orderID string, r workflow.Ref, now time.Time) error
+	dispatch.RecordReader
 }
 
 // Queues sends messages and tells how many wait on a queue.
@@ -104,9 +106,10 @@ func (r Report) LooksPerSecond() float64 {
 
 // Supervisor is the Supervisor Lambda handler.
 type Supervisor struct {
-	cfg Config
-	d   Deps
-	Now func() time.Time
+	cfg   Config
+	d     Deps
+	start dispatch.Restarter // a record's request straight to its Agent (a wait or a timer: through the Scheduler)
+	Now   func() time.Time
 	// Crash, if set, is called after each recovery write and before the
 	// message that follows it; a chaos test makes it panic there (the sweep
 	// stops for that record, as a killed run would). Nil in production.
@@ -115,7 +118,13 @@ type Supervisor struct {
 
 // New builds the handler; it panics if cfg.Validate fails.
 func New(cfg Config, d Deps) *Supervisor {
-	return &Supervisor{cfg: cfg.mustValidate(), d: d, Now: time.Now}
+	cfg = cfg.mustValidate()
+	requests := map[string]string{}
+	for a, q := range cfg.AgentQueues {
+		requests[a] = q.Requests
+	}
+	return &Supervisor{cfg: cfg, d: d, Now: time.Now, start: dispatch.Restarter{Records: d.Store, AgentQueues: requests,
+		SchedulerQueueURL: cfg.SchedulerQueueURL, Send: d.Queues}}
 }
 
 // Handle is the entry point for the EventBridge scheduled rule.

@@ -22,6 +22,7 @@ const (
 	SingleWorkflow     = "single"     // charge payment, one step
 	FulfilmentWorkflow = "fulfilment" // pick items → invoice → award points → book a courier
 	ApprovalWorkflow   = "approval"   // reserve → wait for the approval → charge what was approved
+	ParallelWorkflow   = "parallel"   // two reservations and an authorization at once → charge → pack each item → ship
 )
 
 // ExampleFile is the text of the named example workflow file.

@@ -49,6 +49,8 @@ type actionSpec struct {
 
 type stepSpec struct {
 	actionSpec `yaml:",inline"`
+	Needs      *[]string   `yaml:"needs"`
+	ForEach    string      `yaml:"forEach"`
 	Async      bool        `yaml:"async"`
 	Undo       *actionSpec `yaml:"undo"`
 	Wait       *waitSpec   `yaml:"wait"`

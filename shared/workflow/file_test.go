@@ -45,7 +45,7 @@ func instance(t *testing.T, data []byte) any {
 func TestExamplesParseAndMatchTheSchema(t *testing.T) {
 	t.Parallel()
 	s := schema(t)
-	require.ElementsMatch(t, []string{"order", "single", "fulfilment", "approval"}, workflow.Examples())
+	require.ElementsMatch(t, []string{"order", "single", "fulfilment", "approval", "parallel"}, workflow.Examples())
 	for _, name := range workflow.Examples() {
 		data, err := workflow.ExampleFile(name)
 		require.NoError(t, err)

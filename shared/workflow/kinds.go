@@ -78,6 +78,10 @@ type Document struct {
 	Order   json.RawMessage            `json:"order"`
 	Results map[string]json.RawMessage `json:"results"`
 	Result  json.RawMessage            `json:"result,omitempty"` // an undo's step's
+	// Item and Index, for a forEach step's record (and its undo's): its item
+	// of the order's array, and its position in it (from 0).
+	Item  json.RawMessage `json:"item,omitempty"`
+	Index *int            `json:"index,omitempty"`
 }
 
 // InputFor is what the action's service receives for doc: the document

@@ -1,9 +1,11 @@
 package workflow
 
-// Ref names a record of a task: a step, or the undo action of a step.
+// Ref names a record of a task: a step, or the undo action of a step; for a
+// step that runs per item (forEach), one item's.
 type Ref struct {
 	Index int  // the step's position in the workflow
 	Undo  bool // the step's undo action rather than the step
+	Item  int  `json:",omitempty"` // 1-based item of a forEach step; 0 for a step that runs once
 }
 
 // UndoFrom is the undo action to start when step i fails for good: that of
@@ -51,7 +53,20 @@ func (d Definition) Action(r Ref) (Action, bool) {
 // start, and the task's state from then on.
 type Aftermath struct {
 	UndoFrom int   // the step whose undo action starts; -1 for none
-	Next     State // Compensating (an undo starts), Failed or CompensationFailed
+	Next     State // Compensating (an undo starts, or is awaited), Failed or CompensationFailed
+	// UndoItem is the item of the undo that starts, for a forEach step's
+	// (0: none). Stop are the records ready but not claimed that will not
+	// run now (a workflow with parallel steps: the order is undone).
+	UndoItem int   `json:",omitempty"`
+	Stop     []Ref `json:",omitempty"`
+}
+
+// Undo is the undo action the aftermath starts, if any.
+func (a Aftermath) Undo() (Ref, bool) {
+	if a.Next != Compensating || a.UndoFrom < 0 {
+		return Ref{}, false
+	}
+	return Ref{Index: a.UndoFrom, Undo: true, Item: a.UndoItem}, true
 }
 
 // AfterRefusal is the aftermath of a step (undo false) or an undo action

@@ -60,8 +60,11 @@ func (f fileSpec) definition(o Options) (Definition, Problems) {
 		r.add("steps", "a workflow needs at least one step")
 	}
 	for i, s := range f.Steps {
-		d.Steps = append(d.Steps, r.step(i, s))
+		st := r.step(i, s)
+		r.needs(fmt.Sprintf("steps[%d]", i), s, &st)
+		d.Steps = append(d.Steps, st)
 	}
+	r.graph(&d)
 	for _, name := range sortedKeys(f.Agents) {
 		if !r.used[name] {
 			r.add("agents."+name, "agent %q is declared but no step or undo action calls it", name)
@@ -92,6 +95,27 @@ func (r *specReader) step(i int, s stepSpec) Step {
 		st.Undo = &u
 	}
 	return st
+}
+
+// needs reads a step's needs: and forEach:.
+func (r *specReader) needs(path string, s stepSpec, st *Step) {
+	if s.Needs != nil {
+		st.Needs = slices.Clone(*s.Needs)
+		st.NoNeeds = len(st.Needs) == 0
+		if st.NoNeeds {
+			st.Needs = nil
+		}
+	}
+	if s.ForEach == "" {
+		return
+	}
+	st.ForEach = s.ForEach
+	switch {
+	case st.Kind() != KindAgent:
+		r.add(path+".forEach", "step %q waits or sleeps: only a step that calls an agent runs per item", s.Name)
+	case !forEachRE.MatchString(s.ForEach):
+		r.add(path+".forEach", "%q: name an array field of the order, as items", s.ForEach)
+	}
 }
 
 // action reads a step or undo action, the file's defaults filling what it

@@ -76,9 +76,18 @@ type Step struct {
 	Undo  *Action
 	Wait  *Wait  `json:",omitempty"`
 	Sleep *Sleep `json:",omitempty"`
+	// Needs names the steps this one waits for (the file's needs:); nil:
+	// the step before it (Definition.Needs). NoNeeds: the file said
+	// needs: [], so it starts with the order.
+	Needs   []string `json:",omitempty"`
+	NoNeeds bool     `json:",omitempty"`
+	// ForEach names an array of the order: the step runs once per item,
+	// each item a record of its own (at most MaxForEachItems).
+	ForEach string `json:",omitempty"`
 }
 
-// Definition is an ordered list of steps run one after another.
+// Definition is a workflow: its steps, each run when the steps it needs are
+// done (by default the one before it: a line of steps).
 type Definition struct {
 	Name string
 	// Version is a hash of what the definition runs (ParseFile sets it): the
@@ -224,9 +233,22 @@ func (d Definition) Agents() []string {
 // IdempotencyKey is the key an Agent sends with every attempt of one action
 // of one order in one round (a resubmitted task runs a new round, whose
 // effects are new), so the remote service applies each effect once.
+//
+// A forEach step's item is an action of its own: its name carries the item
+// (RecordName), so each item's effect is applied once.
 func IdempotencyKey(orderID, action string, round int) string {
 	if round <= 1 {
 		return orderID + "/" + action
 	}
 	return fmt.Sprintf("%s/%s/r%d", orderID, action, round)
+}
+
+// RecordName is a record's name in its idempotency key, its result's key and
+// the operator's views: its action's name, and for one item of a forEach
+// step, the item's number after a # (pack-item#2).
+func RecordName(name string, r Ref) string {
+	if r.Item == 0 {
+		return name
+	}
+	return fmt.Sprintf("%s#%d", name, r.Item)
 }

@@ -54,6 +54,11 @@ func TestChaosRunKeepsEveryInvariant(t *testing.T) {
 	require.Positive(t, res.StaleReplies, "a paused Agent's outcome, after the next attempt was claimed, fenced off")
 	require.Positive(t, res.EndStates[workflow.Failed])
 	require.Positive(t, res.EndStates[workflow.Cancelled], "some cancels landed before the point of no return")
+	for _, wf := range []string{"order", chaos.WaitsWorkflow, workflow.ParallelWorkflow} {
+		require.Positive(t, res.ByWorkflow[wf][workflow.Processed], "%s orders went through", wf)
+	}
+	require.Positive(t, res.ByWorkflow[workflow.ParallelWorkflow][workflow.Failed]+res.ByWorkflow[workflow.ParallelWorkflow][workflow.Cancelled],
+		"some parallel orders were undone")
 }
 
 func keys(m map[string]int) []string {

@@ -81,42 +81,39 @@ func Check(set workflow.Set, ids []string, tasks map[string]statestore.Task,
 }
 
 // consistent compares an ended task's records with the effects of its last
-// round. A Processed order has every step's effect once and no undo. A Failed
-// or Cancelled order has, for each completed step, its effect and its undo
-// once; a step that timed out for good may or may not have taken effect, so
-// its undo ran either way (a step without an undo must not have taken
-// effect); a step that never ran has nothing.
+// round. A Processed order has every record's effect once and no undo. A
+// Failed or Cancelled order has, for each completed record (a step, or one
+// item of a forEach step), its effect and its undo once; a record that may
+// have taken effect (given up on after an attempt, or its answer over the
+// limit) had its undo run either way (without an undo it must not have taken
+// effect); a record that never ran has nothing.
 func consistent(def workflow.Definition, t statestore.Task, recs []statestore.Step, applied map[string]int) string {
 	if !t.State.Ended() || t.State == workflow.CompensationFailed {
 		return "" // an operator's case: the alert says which undo did not happen
 	}
-	rec := map[workflow.Ref]statestore.Step{}
-	for _, r := range recs {
-		rec[r.Ref()] = r
-	}
 	round := "/r" + strconv.Itoa(t.Round)
-	for i, st := range def.Steps {
-		if st.Kind() != workflow.KindAgent {
-			continue // a wait or a timer has no effect of its own
+	for _, r := range recs {
+		if r.Undo || r.Index >= len(def.Steps) || def.Steps[r.Index].Kind() != workflow.KindAgent {
+			continue // an undo is judged with its step; a wait or a timer has no effect of its own
 		}
-		r := rec[workflow.Ref{Index: i}]
-		did, undid := applied[st.Name+round], 0
+		st, name := def.Steps[r.Index], r.RecordName()
+		did, undid := applied[name+round], 0
 		if st.Undo != nil {
-			undid = applied[st.Undo.Name+round]
+			undid = applied[workflow.RecordName(st.Undo.Name, r.Ref())+round]
 		}
-		timedOut := r.GaveUp() && r.Attempt > 0 // a step never claimed did nothing: as a refusal
+		ran := (r.GaveUp() && r.Attempt > 0) || r.Cause == workflow.Oversized // a record never claimed did nothing: as a refusal
 		switch {
 		case t.State == workflow.Processed && (did != 1 || undid != 0):
-			return fmt.Sprintf("Processed but %s applied %d times, undone %d times", st.Name, did, undid)
+			return fmt.Sprintf("Processed but %s applied %d times, undone %d times", name, did, undid)
 		case t.State == workflow.Processed:
 		case r.State == workflow.Processed && (did != 1 || undid != boolInt(st.Undo != nil)):
-			return fmt.Sprintf("%s but completed step %s applied %d times, undone %d times", t.State, st.Name, did, undid)
-		case timedOut && st.Undo != nil && undid != 1:
-			return fmt.Sprintf("step %s timed out for good but its undo ran %d times", st.Name, undid)
-		case timedOut && st.Undo == nil && did != 0:
-			return fmt.Sprintf("step %s timed out for good, took effect and has no undo", st.Name)
-		case !timedOut && r.State != workflow.Processed && (did != 0 || undid != 0):
-			return fmt.Sprintf("step %s is %s but was applied %d times, undone %d times", st.Name, r.State, did, undid)
+			return fmt.Sprintf("%s but completed step %s applied %d times, undone %d times", t.State, name, did, undid)
+		case ran && st.Undo != nil && undid != 1:
+			return fmt.Sprintf("step %s timed out for good but its undo ran %d times", name, undid)
+		case ran && st.Undo == nil && did != 0:
+			return fmt.Sprintf("step %s timed out for good, took effect and has no undo", name)
+		case !ran && r.State != workflow.Processed && (did != 0 || undid != 0):
+			return fmt.Sprintf("step %s is %s but was applied %d times, undone %d times", name, r.State, did, undid)
 		}
 	}
 	return ""

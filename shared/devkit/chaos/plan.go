@@ -57,6 +57,10 @@ type Plan struct {
 	// EventWithin after the order.
 	Waits, NoEvent, EarlyEvent, TwiceEvent float64
 	EventWithin                            time.Duration
+	// Parallel is the share of orders (of those not waiting) run on the
+	// parallel example: two reservations and an authorization at once, a
+	// charge, a pack per item (one to three items), the shipment.
+	Parallel float64
 	// BadInput sends malformed and ambiguous messages among the orders
 	// (a member twice, a reply queue walking out of its prefix, events for
 	// no order), and approvals to ended orders: each must be rejected to the
@@ -80,6 +84,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 		Permanent: 0.02, UndoFailure: 0.10, Outage: 4 * time.Second,
 		Cancel: 0.05, CancelWithin: 4 * time.Second,
 		Waits: 0.3, NoEvent: 0.15, EarlyEvent: 0.2, TwiceEvent: 0.15, EventWithin: 8 * time.Second, BadInput: true,
+		Parallel:   0.3,
 		Schedulers: 2, Supervisors: 2, SupervisorEvery: 500 * time.Millisecond,
 		Settings: workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 6, RetryBackoff: 500 * time.Millisecond,
 			PickupTimeout: 5 * time.Second},
@@ -91,7 +96,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 // NoFaults switches every injected fault off, and runs the order workflow
 // alone: a burst plan measures waiting alone.
 func (p *Plan) NoFaults() {
-	p.Waits, p.BadInput = 0, false
+	p.Waits, p.Parallel, p.BadInput = 0, 0, false
 	p.Drop, p.Delay, p.Duplicate, p.Crash, p.Pause = 0, 0, 0, 0, 0
 	p.Transient, p.Stall, p.Slow, p.Permanent, p.UndoFailure, p.Outage, p.Cancel = 0, 0, 0, 0, 0, 0, 0
 }
@@ -107,13 +112,15 @@ func (p Plan) faults(start time.Time) map[string]remotesim.Faults {
 	undo := base
 	undo.PermanentRate = p.UndoFailure
 	out := map[string]remotesim.Faults{"": base, paymentAgent: payment} // the outage is the payment service's
-	for _, st := range append(workflow.Orders(p.Settings).Steps, waitsDefinition().Steps...) {
-		if st.Undo != nil {
-			u := undo
-			if st.Undo.Agent == paymentAgent {
-				u.Outages = payment.Outages
+	for _, d := range p.workflows().Definitions() {
+		for _, st := range d.Steps {
+			if st.Undo != nil {
+				u := undo
+				if st.Undo.Agent == paymentAgent {
+					u.Outages = payment.Outages
+				}
+				out[st.Undo.Agent+"/"+st.Undo.DoName()] = u
 			}
-			out[st.Undo.Agent+"/"+st.Undo.Name] = u
 		}
 	}
 	return out
@@ -122,3 +129,9 @@ func (p Plan) faults(start time.Time) map[string]remotesim.Faults {
 // paymentAgent is the order workflow's agent whose service the plan's
 // outage takes down.
 const paymentAgent = "payment"
+
+// workflows are the workflows a run's orders run.
+func (p Plan) workflows() workflow.Set {
+	return workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow), waitsDefinition(),
+		workflow.MustExample(workflow.ParallelWorkflow))
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sas-go/sas/shared/devkit/localrun"
 )
@@ -59,24 +60,27 @@ func endedEvents(p Plan, ids []string, done map[string]bool) []rejection {
 
 // awaitRejections waits (up to within) until every rejection is in the
 // orders DLQ, and returns those that are not, or are there with another
-// reason.
+// reason. It reads the DLQ a batch at a time and stops as soon as all are
+// found: a long run's DLQ holds thousands of refused events, and reading
+// them all (a peek) on a single-threaded emulator takes minutes.
 func awaitRejections(ctx context.Context, stack *localrun.Stack, rs []rejection, within time.Duration) ([]string, error) {
-	got := map[string]string{} // body → reason; a peek hides what it read for a minute
+	got := map[string]string{} // body → reason
 	dlq := stack.QueueURL(stack.Topology().OrdersQueue().DLQName)
 	deadline := time.Now().Add(within)
 	for {
-		msgs, err := stack.Peek(ctx, dlq)
+		out, err := stack.Deployment.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &dlq,
+			MaxNumberOfMessages: 10, VisibilityTimeout: int32(within.Seconds()) + 60, MessageAttributeNames: []string{"All"}})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read %s: %w", dlq, err)
 		}
-		for _, m := range msgs {
+		for _, m := range out.Messages {
 			got[aws.ToString(m.Body)] = aws.ToString(m.MessageAttributes["RejectReason"].StringValue)
 		}
 		missing := unmatched(rs, got)
-		if len(missing) == 0 || time.Now().After(deadline) {
+		switch {
+		case len(missing) == 0 || time.Now().After(deadline):
 			return missing, nil
-		}
-		if !sleepCtx(ctx, time.Second) {
+		case len(out.Messages) == 0 && !sleepCtx(ctx, time.Second): // all read: wait for the rest to arrive
 			return missing, ctx.Err()
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -36,8 +38,13 @@ type Result struct {
 	Compensations    int                    `json:"compensations"` // undo actions completed
 	StaleReplies     int                    `json:"staleReplies"`  // outcomes of attempts no longer current, fenced off
 	EndStates        map[workflow.State]int `json:"endStates"`
-	Violations       Violations             `json:"violations"`
-	DeadLetters      map[string]int         `json:"deadLetters"` // messages left in each DLQ
+	// Rejected counts the messages the handlers rejected to a DLQ, by the
+	// shape of their reason (ids and numbers left out).
+	Rejected map[string]int `json:"rejected"`
+	// ByWorkflow are the end states of each workflow's orders.
+	ByWorkflow  map[string]map[workflow.State]int `json:"byWorkflow"`
+	Violations  Violations                        `json:"violations"`
+	DeadLetters map[string]int                    `json:"deadLetters"` // messages left in each DLQ
 	// Unrejected are the run's bad inputs and refused events that did not
 	// reach the orders DLQ with their reason.
 	Unrejected []string      `json:"-"`
@@ -63,7 +70,7 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 	inj := NewInjector(p)
 	logs = metrics.Locked(logs) // shared by every handler's logger and emitter
 	stack, err := localrun.New(ctx, localrun.Options{
-		Workflows: workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow), waitsDefinition()),
+		Workflows: p.workflows(),
 		Endpoint:  endpoint, DynamoDBEndpoint: p.DynamoDBEndpoint, Prefix: fmt.Sprintf("chaos%d-%d", p.Seed, start.UnixNano()%1e6), Settings: p.Settings,
 		RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second, Schedulers: p.Schedulers, Supervisors: p.Supervisors,
 		SupervisorEvery: p.SupervisorEvery, Faults: inj.Message, DelayFor: p.DelayFor, Crash: inj.Crash,
@@ -170,6 +177,13 @@ func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesi
 	r.Violations, r.EndStates = Check(stack.Deployment.Config.Workflows, ids, tasks, records, sim.Ledger())
 	r.Violations.Inconsistent = append(r.Violations.Inconsistent, checkApprovals(p, ids, tasks, sim.Ledger())...)
 	r.Violations.Unrejected = r.Unrejected
+	r.ByWorkflow = map[string]map[workflow.State]int{}
+	for _, t := range tasks {
+		if r.ByWorkflow[t.Workflow] == nil {
+			r.ByWorkflow[t.Workflow] = map[workflow.State]int{}
+		}
+		r.ByWorkflow[t.Workflow][t.State]++
+	}
 	r.Checked = true
 	st := sim.Stats()
 	for k, v := range map[string]int{"remote transient error": st.Transient, "remote call hung": st.Stalled,
@@ -187,16 +201,18 @@ func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesi
 	return nil
 }
 
-// countDeadLetters counts what each DLQ holds.
+// countDeadLetters counts what each DLQ holds, read from its attributes
+// (visible and in flight: the rejections check hides what it read).
 func (r *Result) countDeadLetters(ctx context.Context, stack *localrun.Stack) error {
 	r.DeadLetters = map[string]int{}
-	for _, q := range stack.Topology().Queues() {
-		msgs, err := stack.Peek(ctx, stack.QueueURL(q.DLQName))
+	q := queue.NewSender(stack.Deployment.Clients.SQS)
+	for _, t := range stack.Topology().Queues() {
+		d, err := q.Depth(ctx, stack.QueueURL(t.DLQName))
 		if err != nil {
 			return err
 		}
-		if len(msgs) > 0 {
-			r.DeadLetters[q.DLQName] = len(msgs)
+		if n := d.Visible + d.InFlight; n > 0 {
+			r.DeadLetters[t.DLQName] = n
 		}
 	}
 	return nil
@@ -212,6 +228,12 @@ func (r *Result) count(stack *localrun.Stack) {
 	r.Expired = int(t.Sum(metrics.DeadlinesPassed))
 	r.StaleReplies = int(t.Sum(metrics.StaleReplies))
 	r.QueueWaitMax = time.Duration(t.Max(metrics.QueueWait)) * time.Millisecond
+	r.Rejected = map[string]int{}
+	for _, l := range t.Lines(metrics.MalformedMessages) {
+		if why, ok := l["Reason"].(string); ok {
+			r.Rejected[reasonShape(why)]++
+		}
+	}
 	r.MessagesPerOrder = map[string]float64{}
 	prefix := stack.Topology().Prefix + "-"
 	for q, n := range stack.Stats.Deliveries() {
@@ -363,8 +385,15 @@ func (r Result) Print(w io.Writer) {
 	for _, q := range slices.Sorted(maps.Keys(r.DeadLetters)) {
 		row("messages left in "+q, r.DeadLetters[q])
 	}
+	for _, why := range slices.Sorted(maps.Keys(r.Rejected)) {
+		fmt.Fprintf(w, "    %6d  %s\n", r.Rejected[why], why)
+	}
 	for _, s := range []workflow.State{workflow.Processed, workflow.Failed, workflow.Cancelled, workflow.CompensationFailed} {
 		row("ended "+string(s), r.EndStates[s])
+	}
+	for _, wf := range slices.Sorted(maps.Keys(r.ByWorkflow)) {
+		e := r.ByWorkflow[wf]
+		row("  "+wf+" (Processed/Failed/Cancelled/CompFailed)", fmt.Sprintf("%d/%d/%d/%d", e[workflow.Processed], e[workflow.Failed], e[workflow.Cancelled], e[workflow.CompensationFailed]))
 	}
 	if !r.Checked {
 		fmt.Fprintln(w, "\nThe run was cut short before the invariants were checked.")
@@ -389,4 +418,16 @@ func (r Result) Print(w io.Writer) {
 			fmt.Fprintf(w, "  %s: %s\n", name, strings.Join(ids, ", "))
 		}
 	}
+}
+
+var idsAndNumbers = regexp.MustCompile(`chaos[0-9a-z-]*|bad-[0-9]+-[0-9a-z]+|"[^"]*"|\b[0-9]+\b`)
+
+// reasonShape is a rejection's reason with its ids, names and numbers left
+// out, so that rejections of one kind count together.
+func reasonShape(why string) string {
+	s := idsAndNumbers.ReplaceAllString(why, "…")
+	if len(s) > 110 {
+		s = s[:110]
+	}
+	return s
 }

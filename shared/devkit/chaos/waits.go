@@ -75,8 +75,14 @@ func approval(id string, i int, eventID string) string {
 // orderBody is the i-th order of the run, on the workflow the plan gives it.
 func (p Plan) orderBody(id string, i int) string {
 	o := localrun.DemoOrder(id, i)
-	if p.waits(id) {
+	switch {
+	case p.waits(id):
 		o.Workflow = WaitsWorkflow
+	case remotesim.Mix(p.Seed, "parallel", id) < p.Parallel:
+		o.Workflow = workflow.ParallelWorkflow
+		for k := 1; k < 1+i%3; k++ { // one to three items to pack
+			o.Items = append(o.Items, message.Item{SKU: fmt.Sprintf("SKU-%d-%d", i%13, k), Quantity: k, UnitPriceCents: 199})
+		}
 	}
 	return o.JSON()
 }

@@ -65,7 +65,7 @@ type Options struct {
 	AgentPollers int
 	BatchWindow  time.Duration // each event source mapping's batching window (default none; a deployment's is topology.DefaultBatchWindow)
 	// BacklogDepth is how many messages waiting make a queue backlogged for
-	// the Supervisor (default supervisor.DefaultBacklogDepth).
+	// the Supervisor (default supervisor.BacklogDepthDefault).
 	BacklogDepth int
 	AgentBackoff resilience.Backoff
 	// AllowedReplyQueues are the URL prefixes an order's replyQueue may have

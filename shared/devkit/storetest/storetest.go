@@ -132,6 +132,7 @@ func Run(t *testing.T, newStore func(t *testing.T) *statestore.Store) {
 	maps.Copy(tests, parkedTests)
 	maps.Copy(tests, callbackTests)
 	maps.Copy(tests, sweepTests)
+	maps.Copy(tests, parallelTests)
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -559,7 +560,7 @@ func giveUpPivot(t *testing.T, s *statestore.Store) {
 
 	r, err := s.Resubmit(ctx, "o-1", "", time.Minute, now)
 	require.NoError(t, err)
-	require.Equal(t, statestore.Resubmission{Ref: step2, Step: "s2", Round: 1, Workflow: "test"}, r, "the step again, same round and keys")
+	require.Equal(t, statestore.Resubmission{Ref: step2, Ready: []workflow.Ref{step2}, Step: "s2", Round: 1, Workflow: "test"}, r, "the step again, same round and keys")
 	task, recs = state(t, s)
 	require.Equal(t, workflow.Pending, task.State)
 	require.True(t, task.CompletedAt.IsZero())
@@ -585,7 +586,7 @@ func resubmitFailed(t *testing.T, s *statestore.Store) {
 	require.ErrorContains(t, err, `step "s0" is not the one that failed (s1)`)
 	r, err := s.Resubmit(ctx, "o-1", "s1", time.Minute, t0)
 	require.NoError(t, err)
-	require.Equal(t, statestore.Resubmission{Ref: step0, Step: "s0", Round: 2, Workflow: "test"}, r, "a compensated order runs again from its first step")
+	require.Equal(t, statestore.Resubmission{Ref: step0, Ready: []workflow.Ref{step0}, Step: "s0", Round: 2, Workflow: "test"}, r, "a compensated order runs again from its first step")
 	task, recs := state(t, s)
 	require.Equal(t, workflow.Pending, task.State)
 	require.Equal(t, 2, task.Round)
@@ -612,7 +613,7 @@ func resubmitUndo(t *testing.T, s *statestore.Store) {
 	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", undo1, -1, "refund refused"), u1.Attempt, 1)))
 	r, err := s.Resubmit(ctx, "o-1", "", time.Minute, t0)
 	require.NoError(t, err)
-	require.Equal(t, statestore.Resubmission{Ref: undo1, Step: "undo-s1", Round: 1, Workflow: "test"}, r)
+	require.Equal(t, statestore.Resubmission{Ref: undo1, Ready: []workflow.Ref{undo1}, Step: "undo-s1", Round: 1, Workflow: "test"}, r)
 	task, recs := state(t, s)
 	require.Equal(t, workflow.Compensating, task.State)
 	require.Equal(t, 1, task.Round)

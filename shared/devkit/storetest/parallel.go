@@ -1,0 +1,271 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// parallelTests are the cases of workflows whose steps run at once: races
+// between branches, items, and the undoing of what completed.
+var parallelTests = map[string]func(*testing.T, *statestore.Store){
+	"ParallelSubmitMakesEveryStartReady":           parallelSubmit,
+	"BranchesEndingAtOnceAreAllRecorded":           branchesRace,
+	"ItemsEndingAtOnceMakeTheNextStepReadyOnce":    itemsRace,
+	"AFailedBranchAwaitsItsSiblingsThenUndoes":     failedBranchAwaits,
+	"CancelStopsWhatIsReadyAndAwaitsWhatRuns":      parallelCancel,
+	"ARunningSiblingIsGivenUpOnAtItsCompleteBy":    siblingGivenUp,
+	"ACompletedStepWithoutUndoStopsTheUndoing":     parallelPivot,
+	"AFailedParallelOrderResubmittedStartsAgain":   parallelResubmit,
+	"ALinearOrderKeepsItsWritesWithoutParallelism": linearUnchanged,
+}
+
+// fanout is a workflow of three steps that start with the order (a, b and
+// c, each with an undo), a join (d, needs all three, with an undo), a
+// step per item (e, with an undo), and a last step without undo (f).
+func fanout() workflow.Definition {
+	d := def(6)
+	d.Name = "fanout"
+	d.Steps[1].NoNeeds, d.Steps[2].NoNeeds = true, true
+	d.Steps[3].Needs = []string{"s0", "s1", "s2"}
+	d.Steps[4].ForEach = "items"
+	return d
+}
+
+var (
+	pa, pb, pc, pd, pf = workflow.Ref{Index: 0}, workflow.Ref{Index: 1}, workflow.Ref{Index: 2}, workflow.Ref{Index: 3}, workflow.Ref{Index: 5}
+	itemRef            = func(k int) workflow.Ref { return workflow.Ref{Index: 4, Item: k} }
+)
+
+// submitFanout stores an order of fanout() with three items.
+func submitFanout(t *testing.T, s *statestore.Store, id string) {
+	t.Helper()
+	created, err := s.Submit(context.Background(), statestore.Submission{OrderID: id, Order: `{"orderId":"` + id + `","items":[1,2,3]}`,
+		Workflow: fanout(), Items: map[int]int{4: 3}, Now: t0})
+	require.NoError(t, err)
+	require.True(t, created)
+}
+
+// claimed claims r of order id, as its Agent does.
+func claimed(t *testing.T, s *statestore.Store, id string, r workflow.Ref, at time.Time) statestore.Step {
+	t.Helper()
+	st, err := claim(context.Background(), s, id, r, "agent-"+fmt.Sprint(r), at)
+	require.NoError(t, err)
+	return st
+}
+
+// record records the outcome of claimed attempt st (refusal "" for done),
+// as its Agent does, with the records its claim read.
+func record(t *testing.T, s *statestore.Store, st statestore.Step, refusal string, at time.Time) outcome.Recorded {
+	t.Helper()
+	rec, err := outcome.Recorder{Store: s}.Record(context.Background(), fanout(), outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(),
+		Name: st.Name, Attempt: st.Attempt, Round: st.Round, Refusal: refusal, Read: st.Records, Now: at})
+	require.NoError(t, err)
+	require.False(t, rec.Stale, "%s recorded", st.Key())
+	return rec
+}
+
+// recordAtOnce records the attempts' completions all at once, each from
+// what its claim read, and returns what they made ready, together.
+func recordAtOnce(t *testing.T, s *statestore.Store, sts ...statestore.Step) []workflow.Ref {
+	t.Helper()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		ready []workflow.Ref
+	)
+	for k, st := range sts {
+		wg.Go(func() {
+			rec := record(t, s, st, "", t0.Add(time.Duration(k)*time.Millisecond))
+			mu.Lock()
+			ready = append(ready, rec.Ready...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return ready
+}
+
+func parallelSubmit(t *testing.T, s *statestore.Store) {
+	submitFanout(t, s, "o-1")
+	_, recs := state(t, s)
+	for _, r := range []workflow.Ref{pa, pb, pc} {
+		require.False(t, recs[r].DueAt.IsZero(), "%v starts with the order", r)
+		require.True(t, recs[r].Parallel)
+	}
+	require.True(t, recs[pd].DueAt.IsZero(), "the join waits")
+	for k := 1; k <= 3; k++ {
+		require.Equal(t, "s4", recs[itemRef(k)].Name, "a record per item")
+		require.Equal(t, k, recs[itemRef(k)].Item)
+		require.Contains(t, recs, workflow.Ref{Index: 4, Undo: true, Item: k}, "and an undo per item")
+	}
+	require.Equal(t, "s4#2", recs[itemRef(2)].RecordName())
+	require.Len(t, overdueAt(t, s, t0.Add(61*time.Second)), 3, "the three starts are due at their pickup deadline")
+}
+
+// All three branches end at once, each having read the others as running:
+// each is recorded, and the join is made ready exactly once.
+func branchesRace(t *testing.T, s *statestore.Store) {
+	for round := range 4 {
+		id := fmt.Sprintf("o-%d", round)
+		submitFanout(t, s, id)
+		ready := recordAtOnce(t, s, claimed(t, s, id, pa, t0), claimed(t, s, id, pb, t0), claimed(t, s, id, pc, t0))
+		require.Equal(t, []workflow.Ref{pd}, ready, "the join, once, by whichever branch ended last")
+		task, _, err := s.Load(context.Background(), id)
+		require.NoError(t, err)
+		require.Equal(t, workflow.Pending, task.State)
+		_, recs, err := s.Load(context.Background(), id)
+		require.NoError(t, err)
+		for _, r := range recs[:3] {
+			require.Equal(t, workflow.Processed, r.State, "every branch recorded")
+		}
+		require.False(t, recs[3].DueAt.IsZero(), "the join is ready")
+	}
+}
+
+// runToItems runs an order of fanout() until its items are ready.
+func runToItems(t *testing.T, s *statestore.Store, id string) {
+	t.Helper()
+	submitFanout(t, s, id)
+	for _, r := range []workflow.Ref{pa, pb, pc, pd} {
+		record(t, s, claimed(t, s, id, r, t0), "", t0)
+	}
+}
+
+func itemsRace(t *testing.T, s *statestore.Store) {
+	runToItems(t, s, "o-1")
+	ready := recordAtOnce(t, s, claimed(t, s, "o-1", itemRef(1), t0), claimed(t, s, "o-1", itemRef(2), t0), claimed(t, s, "o-1", itemRef(3), t0))
+	require.Equal(t, []workflow.Ref{pf}, ready, "the last step, once every item is done")
+	rec := record(t, s, claimed(t, s, "o-1", pf, t0), "", t0)
+	require.Equal(t, workflow.Processed, rec.State)
+	require.Empty(t, overdueAt(t, s, t0.Add(48*time.Hour)), "ended: out of the index")
+}
+
+// A branch refused while another runs: the order is undone, but only once
+// the running one's outcome is in; then what completed is undone, the
+// latest completion first.
+func failedBranchAwaits(t *testing.T, s *statestore.Store) {
+	submitFanout(t, s, "o-1")
+	a, b, c := claimed(t, s, "o-1", pa, t0), claimed(t, s, "o-1", pb, t0), claimed(t, s, "o-1", pc, t0)
+	record(t, s, a, "", t0.Add(time.Second))
+	rec := record(t, s, c, "no stock", t0.Add(2*time.Second))
+	require.Equal(t, workflow.Compensating, rec.State)
+	require.Empty(t, rec.Ready, "b runs: its outcome comes first")
+	rec = record(t, s, b, "", t0.Add(3*time.Second))
+	require.Equal(t, []workflow.Ref{{Index: 1, Undo: true}}, rec.Ready, "b completed last: undone first")
+	u := record(t, s, claimed(t, s, "o-1", rec.Ready[0], t0), "", t0.Add(4*time.Second))
+	require.Equal(t, []workflow.Ref{{Index: 0, Undo: true}}, u.Ready, "then a")
+	u = record(t, s, claimed(t, s, "o-1", u.Ready[0], t0), "", t0.Add(5*time.Second))
+	require.Equal(t, workflow.Failed, u.State, "c was refused: it did nothing to undo")
+	_, recs := state(t, s)
+	require.True(t, recs[pd].DueAt.IsZero(), "the join never started")
+}
+
+func parallelCancel(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submitFanout(t, s, "o-1")
+	a := claimed(t, s, "o-1", pa, t0)
+	res, err := s.Cancel(ctx, cancelReq("o-1", t0))
+	require.NoError(t, err)
+	require.Equal(t, workflow.CancelAwaits, res.Verdict)
+	require.Equal(t, "s1, s2", res.Stopped)
+	_, err = claim(ctx, s, "o-1", pb, "agent-b", t0)
+	require.ErrorIs(t, err, statestore.ErrNotClaimable, "a stopped record's request runs nothing")
+	rec := record(t, s, a, "", t0.Add(time.Second))
+	require.Equal(t, []workflow.Ref{{Index: 0, Undo: true}}, rec.Ready, "what completed is undone")
+	u := record(t, s, claimed(t, s, "o-1", rec.Ready[0], t0), "", t0.Add(2*time.Second))
+	require.Equal(t, workflow.Cancelled, u.State)
+}
+
+// The Supervisor gives up on a sibling that does not finish by its
+// CompleteBy while its order is undone: no retry; its own undo first.
+func siblingGivenUp(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submitFanout(t, s, "o-1")
+	a, b := claimed(t, s, "o-1", pa, t0), claimed(t, s, "o-1", pb, t0)
+	record(t, s, b, "refused", t0)
+	due := overdueAt(t, s, t0.Add(time.Hour))
+	var overdue statestore.Step
+	for _, st := range due {
+		if st.Ref() == pa {
+			overdue = st
+		}
+	}
+	require.Equal(t, a.Attempt, overdue.Attempt)
+	require.True(t, overdue.Cancelling, "nothing starts again: it is given up on, not retried")
+	d, err := s.GiveUpFor(ctx, statestore.GiveUp{Read: overdue, FailureCount: 1, Cause: workflow.TimedOut,
+		Reason: "no outcome by CompleteBy", Due: t0.Add(time.Hour), Now: t0.Add(time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, []workflow.Ref{{Index: 0, Undo: true}}, d.Ready, "it may have taken effect: its own undo")
+}
+
+// A step without an undo that took effect cannot be undone: the undoing
+// stops there, the order ends CompensationFailed, and the record is due
+// for its alert.
+func parallelPivot(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	d := fanout()
+	d.Steps[2].Undo = nil // c: no undo
+	created, err := s.Submit(ctx, statestore.Submission{OrderID: "o-1", Order: `{"orderId":"o-1","items":[1]}`, Workflow: d,
+		Items: map[int]int{4: 1}, Now: t0})
+	require.NoError(t, err)
+	require.True(t, created)
+	a, c := claimed(t, s, "o-1", pa, t0), claimed(t, s, "o-1", pc, t0)
+	rec := outcome.Recorder{Store: s}
+	_, err = rec.Record(ctx, d, outcome.Attempt{OrderID: "o-1", Ref: pc, Name: "s2", Attempt: c.Attempt, Round: 1, Read: c.Records, Now: t0.Add(time.Second)})
+	require.NoError(t, err)
+	got, err := rec.Record(ctx, d, outcome.Attempt{OrderID: "o-1", Ref: pa, Name: "s0", Attempt: a.Attempt, Round: 1, Refusal: "no",
+		Read: a.Records, Now: t0.Add(2 * time.Second)})
+	require.NoError(t, err)
+	require.Equal(t, workflow.CompensationFailed, got.State)
+	task, recs := state(t, s)
+	require.Contains(t, task.LastError, "s0: no")
+	require.True(t, recs[pc].Unalerted || recs[pa].Unalerted)
+	due := overdueAt(t, s, t0.Add(2*time.Minute))
+	require.NotEmpty(t, due, "its alert is due")
+	for _, st := range due {
+		require.NoError(t, s.MarkAlerted(ctx, "o-1", st.Ref(), t0.Add(time.Minute)))
+	}
+}
+
+func parallelResubmit(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submitFanout(t, s, "o-1")
+	a, b, c := claimed(t, s, "o-1", pa, t0), claimed(t, s, "o-1", pb, t0), claimed(t, s, "o-1", pc, t0)
+	record(t, s, a, "no", t0)
+	record(t, s, b, "no", t0)
+	rec := record(t, s, c, "no", t0)
+	require.Equal(t, workflow.Failed, rec.State)
+	require.NoError(t, s.MarkAlerted(ctx, "o-1", pa, t0))
+	res, err := s.Resubmit(ctx, "o-1", "", time.Minute, t0.Add(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Round)
+	require.Equal(t, []workflow.Ref{pa, pb, pc}, res.Ready, "every step that starts with the order")
+	task, recs := state(t, s)
+	require.Equal(t, workflow.Pending, task.State)
+	for _, r := range []workflow.Ref{pa, pb, pc} {
+		require.False(t, recs[r].DueAt.IsZero())
+		require.Equal(t, 2, recs[r].Round)
+	}
+}
+
+// A linear workflow's completions write as before: nothing of the
+// parallel path (no read first, no flag on the item).
+func linearUnchanged(t *testing.T, s *statestore.Store) {
+	submit(t, s, "o-1", 2)
+	st := claimed(t, s, "o-1", step0, t0)
+	require.False(t, st.Parallel)
+	require.Nil(t, st.Records, "a claim of a linear order reads nothing more")
+	rec, err := outcome.Recorder{Store: s}.Record(context.Background(), def(2), outcome.Attempt{OrderID: "o-1", Ref: step0,
+		Name: "s0", Attempt: st.Attempt, Round: 1, Now: t0})
+	require.NoError(t, err)
+	require.Equal(t, []workflow.Ref{step1}, rec.Ready)
+}

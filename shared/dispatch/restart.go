@@ -1,0 +1,55 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// RecordReader reads one record of an order.
+type RecordReader interface {
+	Record(ctx context.Context, orderID string, r workflow.Ref) (statestore.Step, error)
+}
+
+// Restarter starts records from what they say, with no workflow: for the
+// Supervisor (a lost request, a retry, a give-up's first undo) and the
+// operator (a resubmission, a cancel). An agent step's or an undo's request
+// goes straight to its Agent; a wait or a timer to the Scheduler, which
+// arms it.
+type Restarter struct {
+	Records           RecordReader      // for Start: the records it is given by ref
+	AgentQueues       map[string]string // agent name → its request queue URL
+	SchedulerQueueURL string
+	Send              Sender
+}
+
+// Start starts the order's records refs, after delay.
+func (r Restarter) Start(ctx context.Context, orderID string, refs []workflow.Ref, delay time.Duration) error {
+	for _, ref := range refs {
+		st, err := r.Records.Record(ctx, orderID, ref)
+		if err != nil {
+			return fmt.Errorf("start %s: %w", orderID, err)
+		}
+		if err := r.StartRecord(ctx, st, delay); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StartRecord starts record st after delay. If the send is lost, the
+// record's pickup deadline brings the Supervisor, which starts it again.
+func (r Restarter) StartRecord(ctx context.Context, st statestore.Step, delay time.Duration) error {
+	if !st.Undo && st.Kind != workflow.KindAgent {
+		return r.Send.SendJSON(ctx, r.SchedulerQueueURL, message.NewSchedule(st.OrderID, st.Ref(), st.Workflow, st.WfVersion), delay)
+	}
+	url := r.AgentQueues[st.Agent]
+	if url == "" {
+		return fmt.Errorf("start %s: no request queue for agent %q", st.Key(), st.Agent)
+	}
+	return r.Send.SendJSON(ctx, url, st.Request(), delay)
+}
