@@ -241,12 +241,16 @@ func TestDelayedMessagesComeBack(t *testing.T) {
 	}
 	send(t, url, bodies...)
 	start(t, r)
-	waitFor(t, "every delayed message delivered once", func() bool { return len(seen.snapshot()) == len(bodies) })
+	sent := time.Now()
+	waitFor(t, "every delayed message delivered", func() bool { return len(seen.snapshot()) == len(bodies) })
 	got := seen.snapshot()
 	for _, b := range bodies {
-		require.Equal(t, 1, got[b], b)
+		// At least once: a standard queue (and moto, under concurrent
+		// receives) may deliver a message twice; the handlers are idempotent.
+		require.GreaterOrEqual(t, got[b], 1, b)
 	}
-	require.Equal(t, 25, r.Stats.Snapshot()["fn"].FaultsInjected["delayed"])
+	require.Equal(t, 25, r.Stats.Snapshot()["fn"].FaultsInjected["delayed"], "each message's first receive was delayed")
+	require.GreaterOrEqual(t, time.Since(sent), r.DelayFor, "hidden for DelayFor before it came back")
 }
 
 // bodyCounts is a handler that counts the deliveries of each message body.
