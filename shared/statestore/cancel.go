@@ -98,22 +98,31 @@ func (s *Store) cancel(ctx context.Context, c CancelRequest) (Cancellation, erro
 	return res, nil
 }
 
-// stop adds to ch the cancel of a ready step that has not run: it is no
-// longer ready, and the completed steps' undoing starts (or, with nothing to
-// undo, the task ends Cancelled and leaves the index).
+// stop adds to ch the cancel of a ready step: it is no longer ready, and
+// the completed steps' undoing starts (or, with nothing to undo, the task
+// ends Cancelled and leaves the index). A step ready again after an attempt
+// of it was recovered may have taken effect: as for a step given up on
+// after it ran, its own undo runs first (DecideCancel refused the cancel if
+// it has none).
 func (s *Store) stop(ch *change, it stateItem, stop workflow.Ref, c CancelRequest, res *Cancellation) {
 	r := it.Recs[sortKey(stop)]
 	p := ch.rec("r", stop)
 	ch.remove = append(ch.remove, p+".d")
-	ch.incident(p, "r", "cancelled before it ran, by %s", c.By)
+	from := r.UndoFrom
+	if r.Attempt > 0 && r.HasUndo {
+		from = stop.Index
+		ch.incident(p, "r", "cancelled before its retry, by %s: attempt %d may have taken effect, so its undo runs", c.By, r.Attempt)
+	} else {
+		ch.incident(p, "r", "cancelled before it ran, by %s", c.By)
+	}
 	res.Stopped = r.Name
-	if r.UndoFrom < 0 {
+	if from < 0 {
 		ch.task(workflow.Pending, workflow.Cancelled, "")
 		ch.remove = append(ch.remove, "DueShard", "DueAt")
 		res.State = workflow.Cancelled
 		return
 	}
-	undo := workflow.Ref{Index: r.UndoFrom, Undo: true}
+	undo := workflow.Ref{Index: from, Undo: true}
 	ch.task(workflow.Pending, workflow.Compensating, "")
 	ch.set = append(ch.set, "Ea = "+ch.val("endAs", str(string(workflow.Cancelled))), "Dl = DlMs + "+ch.at())
 	due := c.Now.Add(it.pickup(c.Pickup))
@@ -127,7 +136,7 @@ func (it stateItem) phases() []workflow.Phase {
 	var out []workflow.Phase
 	for sk, r := range it.Recs {
 		out = append(out, workflow.Phase{Ref: refOf(sk), State: workflow.State(r.State), Ready: r.DueAt != 0,
-			HasUndo: r.HasUndo, Name: r.Name, Kind: workflow.Kind(r.Kind)})
+			HasUndo: r.HasUndo, Name: r.Name, Kind: workflow.Kind(r.Kind), Ran: r.State == string(workflow.Pending) && r.Attempt > 0})
 	}
 	return out
 }
@@ -179,7 +188,8 @@ func (s *Store) cancelParallel(ctx context.Context, it stateItem, c CancelReques
 		return res, &NotCancellableError{fmt.Sprintf("order %s cannot be cancelled: the order is %s: there is nothing to cancel", c.OrderID, state)}
 	}
 	for ref, r := range recs {
-		if !ref.Undo && !r.HasUndo && r.Kind == workflow.KindAgent && (r.State == workflow.Processed || r.State == workflow.Processing) {
+		if !ref.Undo && !r.HasUndo && r.Kind == workflow.KindAgent && (r.State == workflow.Processed || r.State == workflow.Processing ||
+			(r.State == workflow.Pending && r.Ran)) {
 			return res, &NotCancellableError{fmt.Sprintf("order %s cannot be cancelled: step %s has run, or is running, and cannot be undone: "+
 				"the order can no longer be cancelled", c.OrderID, workflow.RecordName(it.Recs[sortKey(ref)].Name, ref))}
 		}

@@ -370,7 +370,8 @@ func (it stateItem) records() workflow.Records {
 		cause := workflow.Cause(r.Cause)
 		out[ref] = workflow.Record{Ref: ref, State: workflow.State(r.State), Ready: r.State == string(workflow.Pending) && r.DueAt != 0,
 			DoneAt: fromMs(r.DoneAt), Kind: workflow.Kind(r.Kind), HasUndo: r.HasUndo,
-			Ran: r.State == string(workflow.Error) && ((cause.GaveUp() && r.Attempt > 0) || cause == workflow.Oversized)}
+			Ran: (r.State == string(workflow.Error) && ((cause.GaveUp() && r.Attempt > 0) || cause == workflow.Oversized)) ||
+				(r.State == string(workflow.Pending) && r.Attempt > 0)}
 	}
 	return out
 }

@@ -15,8 +15,11 @@ type Phase struct {
 	State   State
 	Ready   bool // a Pending record with a deadline: ready, not yet claimed
 	HasUndo bool // for a step: it has an undo action
-	Name    string
-	Kind    Kind // a wait or a timer has no effect to undo: it is no pivot
+	// Ran: a step Pending again after an attempt of it was recovered: that
+	// attempt's call may have taken effect with its answer lost.
+	Ran  bool
+	Name string
+	Kind Kind // a wait or a timer has no effect to undo: it is no pivot
 }
 
 // CancelVerdict is what a cancel does.
@@ -50,7 +53,7 @@ func DecideCancel(task State, asked bool, recs []Phase) CancelDecision {
 		return CancelDecision{Verdict: CancelCompensates}
 	}
 	for _, r := range recs {
-		if !r.Ref.Undo && !r.HasUndo && r.Kind == KindAgent && (r.State == Processed || r.State == Processing) {
+		if !r.Ref.Undo && !r.HasUndo && r.Kind == KindAgent && (r.State == Processed || r.State == Processing || r.Ran) {
 			return CancelDecision{Verdict: CancelRefused, Reason: fmt.Sprintf(
 				"step %s has run, or is running, and cannot be undone: the order can no longer be cancelled", r.Name)}
 		}

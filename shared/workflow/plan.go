@@ -23,8 +23,10 @@ type Record struct {
 	DoneAt  time.Time // when it was Processed, or failed for good
 	Kind    Kind
 	HasUndo bool // a step's record (or an item's) whose step has an undo
-	// Ran: it failed for good after it may have taken effect (given up on
-	// after an attempt, or its answer over the result limit).
+	// Ran: it may have taken effect, and is not Processed: failed for good
+	// after an attempt (given up on, or its answer over the result limit),
+	// or Pending again after an attempt of it was recovered (its answer
+	// lost), which a compensation stops before its retry.
 	Ran bool
 }
 
@@ -134,7 +136,7 @@ func (recs Records) Compensate() Compensation {
 	var todo []Record
 	for ref, r := range recs {
 		undone := recs[Ref{Index: ref.Index, Undo: true, Item: ref.Item}].State == Processed
-		if !ref.Undo && r.Kind == KindAgent && (r.State == Processed || (r.State == Error && r.Ran)) && !undone {
+		if !ref.Undo && r.Kind == KindAgent && (r.State == Processed || ((r.State == Error || r.State == Pending) && r.Ran)) && !undone {
 			todo = append(todo, r)
 		}
 	}
@@ -143,7 +145,9 @@ func (recs Records) Compensate() Compensation {
 		return c
 	}
 	latest := slices.MaxFunc(todo, func(a, b Record) int {
-		return cmp.Or(a.DoneAt.Compare(b.DoneAt), a.Ref.Index-b.Ref.Index, a.Ref.Item-b.Ref.Item)
+		// a stopped record that may have run (no DoneAt) ran last
+		return cmp.Or(boolCmp(a.DoneAt.IsZero(), b.DoneAt.IsZero()), a.DoneAt.Compare(b.DoneAt),
+			a.Ref.Index-b.Ref.Index, a.Ref.Item-b.Ref.Item)
 	})
 	if !latest.HasUndo {
 		c.End, c.Pivot = CompensationFailed, latest.Ref
@@ -207,4 +211,16 @@ func sortedInts(set map[int]bool) []int {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// boolCmp orders false before true.
+func boolCmp(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	default:
+		return -1
+	}
 }

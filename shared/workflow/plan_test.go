@@ -135,6 +135,24 @@ func TestCompensateStopsWhatIsReadyAndUndoesWhatMayHaveRun(t *testing.T) {
 	require.Equal(t, []workflow.Ref{{Index: 1}, {Index: 2}}, c.Stop, "the others were ready, not claimed: they will not run")
 	require.Equal(t, &workflow.Ref{Index: 0, Undo: true}, c.Undo, "its own undo, in case it took effect")
 
+	// A record ready again after an attempt of it was recovered (its answer
+	// lost) may have taken effect: it stops, and its undo runs first.
+	recs = parallelRecords()
+	set(recs, auth, workflow.Processed, time.Second)
+	set(recs, east, workflow.Error, 2*time.Second) // refused: it did nothing
+	west := workflow.Ref{Index: 1}
+	r = recs[west]
+	r.Ran = true // Pending and ready, its first attempt recovered
+	recs[west] = r
+	c = recs.Compensate()
+	require.Equal(t, []workflow.Ref{west}, c.Stop, "its retry will not run")
+	require.Equal(t, &workflow.Ref{Index: 1, Undo: true}, c.Undo, "its own undo first, in case the lost attempt took effect")
+	set(recs, *c.Undo, workflow.Processed, 3*time.Second)
+	r = recs[west]
+	r.Ready = false // stopped
+	recs[west] = r
+	require.Equal(t, &workflow.Ref{Index: 2, Undo: true}, recs.Compensate().Undo, "then the authorization")
+
 	// A step with no undo that took effect cannot be undone: an operator's case.
 	recs = parallelRecords()
 	ship := workflow.Ref{Index: 5}

@@ -247,6 +247,11 @@ func TestDecideCancel(t *testing.T) {
 	ready0 := []workflow.Phase{phase(0, workflow.Pending, true), phase(1, workflow.Pending, false), phase(2, workflow.Pending, false)}
 	running1 := []workflow.Phase{phase(0, workflow.Processed, false), phase(1, workflow.Processing, false), phase(2, workflow.Pending, false)}
 	shipping := []workflow.Phase{phase(0, workflow.Processed, false), phase(1, workflow.Processed, false), phase(2, workflow.Processing, false)}
+	// An attempt recovered (its answer lost, its call perhaps applied), the
+	// step ready for its retry.
+	retried := func(p workflow.Phase) workflow.Phase { p.Ran = true; return p }
+	shipRetry := []workflow.Phase{phase(0, workflow.Processed, false), phase(1, workflow.Processed, false), retried(phase(2, workflow.Pending, true))}
+	chargeRetry := []workflow.Phase{phase(0, workflow.Processed, false), retried(phase(1, workflow.Pending, true)), phase(2, workflow.Pending, false)}
 	cases := map[string]struct {
 		task  workflow.State
 		asked bool
@@ -262,6 +267,10 @@ func TestDecideCancel(t *testing.T) {
 			Reason: "the order is Processed: there is nothing to cancel"}},
 		"past the point of no return": {workflow.Pending, false, shipping, workflow.CancelDecision{Verdict: workflow.CancelRefused,
 			Reason: "step create-shipment has run, or is running, and cannot be undone: the order can no longer be cancelled"}},
+		"a pivot ready again after a recovered attempt": {workflow.Pending, false, shipRetry, workflow.CancelDecision{Verdict: workflow.CancelRefused,
+			Reason: "step create-shipment has run, or is running, and cannot be undone: the order can no longer be cancelled"}},
+		"a step with an undo ready again after a recovered attempt": {workflow.Pending, false, chargeRetry,
+			workflow.CancelDecision{Verdict: workflow.CancelStops, Stop: workflow.Ref{Index: 1}}},
 	}
 	for name, c := range cases {
 		require.Equal(t, c.want, workflow.DecideCancel(c.task, c.asked, c.recs), name)

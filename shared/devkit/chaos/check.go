@@ -84,8 +84,8 @@ func Check(set workflow.Set, ids []string, tasks map[string]statestore.Task,
 // round. A Processed order has every record's effect once and no undo. A
 // Failed or Cancelled order has, for each completed record (a step, or one
 // item of a forEach step), its effect and its undo once; a record that may
-// have taken effect (given up on after an attempt, or its answer over the
-// limit) had its undo run either way (without an undo it must not have taken
+// have taken effect (given up on after an attempt, its answer over the
+// limit, or stopped after an attempt was recovered) had its undo run either way (without an undo it must not have taken
 // effect); a record that never ran has nothing.
 func consistent(def workflow.Definition, t statestore.Task, recs []statestore.Step, applied map[string]int) string {
 	if !t.State.Ended() || t.State == workflow.CompensationFailed {
@@ -101,7 +101,10 @@ func consistent(def workflow.Definition, t statestore.Task, recs []statestore.St
 		if st.Undo != nil {
 			undid = applied[workflow.RecordName(st.Undo.Name, r.Ref())+round]
 		}
-		ran := (r.GaveUp() && r.Attempt > 0) || r.Cause == workflow.Oversized // a record never claimed did nothing: as a refusal
+		// May have taken effect: given up on after an attempt, its answer
+		// over the limit, or stopped by the undoing after an attempt was
+		// recovered. A record never claimed did nothing: as a refusal.
+		ran := (r.GaveUp() && r.Attempt > 0) || r.Cause == workflow.Oversized || (r.State == workflow.Pending && r.Attempt > 0)
 		switch {
 		case t.State == workflow.Processed && (did != 1 || undid != 0):
 			return fmt.Sprintf("Processed but %s applied %d times, undone %d times", name, did, undid)
@@ -109,9 +112,9 @@ func consistent(def workflow.Definition, t statestore.Task, recs []statestore.St
 		case r.State == workflow.Processed && (did != 1 || undid != boolInt(st.Undo != nil)):
 			return fmt.Sprintf("%s but completed step %s applied %d times, undone %d times", t.State, name, did, undid)
 		case ran && st.Undo != nil && undid != 1:
-			return fmt.Sprintf("step %s timed out for good but its undo ran %d times", name, undid)
+			return fmt.Sprintf("step %s may have taken effect (%s after attempt %d) but its undo ran %d times", name, r.State, r.Attempt, undid)
 		case ran && st.Undo == nil && did != 0:
-			return fmt.Sprintf("step %s timed out for good, took effect and has no undo", name)
+			return fmt.Sprintf("step %s took effect (%s after attempt %d) and has no undo", name, r.State, r.Attempt)
 		case !ran && r.State != workflow.Processed && (did != 0 || undid != 0):
 			return fmt.Sprintf("step %s is %s but was applied %d times, undone %d times", name, r.State, did, undid)
 		}

@@ -22,8 +22,11 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 	step := func(id string, i int, s workflow.State, failures int) statestore.Step {
 		st := statestore.Step{OrderID: id, Index: i, Name: def.Steps[i].Name, State: s, FailureCount: failures,
 			MaxFailures: 3, Attempt: failures + 1, Alerted: s == workflow.Error}
-		if s == workflow.Error {
+		switch s {
+		case workflow.Error:
 			st.Cause = workflow.TimedOut
+		case workflow.Pending: // its failed attempts made, none running
+			st.Attempt = failures
 		}
 		return st
 	}
@@ -38,6 +41,7 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		"o-ok": task("o-ok", workflow.Processed), "o-run": task("o-run", workflow.Pending),
 		"o-twice": task("o-twice", workflow.Processed), "o-refunded": task("o-refunded", workflow.Failed),
 		"o-over": task("o-over", workflow.Processed), "o-quiet": task("o-quiet", workflow.CompensationFailed),
+		"o-stopped": task("o-stopped", workflow.Cancelled),
 	}
 	over := processed("o-over")
 	over[1].FailureCount = 4
@@ -49,6 +53,10 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		"o-twice": processed("o-twice"), "o-over": over, "o-quiet": quiet,
 		"o-refunded": {step("o-refunded", 0, workflow.Processed, 0), step("o-refunded", 1, workflow.Processed, 0),
 			step("o-refunded", 2, workflow.Error, 3)},
+		// cancelled while its charge waited for a retry: the recovered
+		// attempt took effect, and nothing refunded it
+		"o-stopped": {step("o-stopped", 0, workflow.Processed, 0), step("o-stopped", 1, workflow.Pending, 1),
+			step("o-stopped", 2, workflow.Pending, 0)},
 	}
 	var ledger []remotesim.Effect
 	for _, id := range []string{"o-ok", "o-twice", "o-over", "o-refunded", "o-quiet"} {
@@ -56,19 +64,22 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 			ledger = append(ledger, effect(id, a))
 		}
 	}
+	ledger = append(ledger, effect("o-stopped", "reserve-inventory"), effect("o-stopped", "release-inventory"),
+		effect("o-stopped", "charge-payment"))
 	ledger = append(ledger, effect("o-twice", "charge-payment"),
 		effect("o-refunded", "refund-payment"), effect("o-refunded", "release-inventory"))
 
-	ids := []string{"o-ok", "o-lost", "o-run", "o-twice", "o-refunded", "o-over", "o-quiet"}
+	ids := []string{"o-ok", "o-lost", "o-run", "o-twice", "o-refunded", "o-over", "o-quiet", "o-stopped"}
 	v, ends := Check(workflow.MustSet(def), ids, tasks, records, ledger)
 	require.Equal(t, []string{"o-lost"}, v.Lost)
 	require.Equal(t, []string{"o-run"}, v.NotEnded)
 	require.Equal(t, []string{"o-twice charge-payment/r1"}, v.AppliedTwice)
-	require.Equal(t, []string{"o-refunded: step create-shipment timed out for good, took effect and has no undo",
+	require.Equal(t, []string{"o-refunded: step create-shipment took effect (Error after attempt 4) and has no undo",
+		"o-stopped: step charge-payment may have taken effect (Pending after attempt 1) but its undo ran 0 times",
 		"o-twice: Processed but charge-payment applied 2 times, undone 0 times"}, v.Inconsistent)
 	require.Equal(t, []string{"o-over charge-payment 4/3"}, v.OverThreshold)
 	require.Equal(t, []string{"o-quiet create-shipment"}, v.Unalerted)
-	require.Equal(t, 7, v.Count())
+	require.Equal(t, 8, v.Count())
 	require.Equal(t, 3, ends[workflow.Processed])
 	require.Equal(t, 1, ends[workflow.CompensationFailed], "an operator's case, alerted or not, is an end")
 }

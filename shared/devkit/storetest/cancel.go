@@ -17,6 +17,7 @@ import (
 var cancelTests = map[string]func(*testing.T, *statestore.Store){
 	"CancelBeforeAnyStepRanEndsIt":           cancelAtOnce,
 	"CancelStopsTheReadyStepAndUndoes":       cancelStops,
+	"CancelUndoesAStepWhoseAttemptRecovered": cancelRecovered,
 	"CancelAwaitsTheRunningStep":             cancelAwaits,
 	"CancelRacesACompletingStep":             cancelRace,
 	"CancelRefusesAnEndedOrderOrAPivot":      cancelRefused,
@@ -80,6 +81,48 @@ func cancelStops(t *testing.T, s *statestore.Store) {
 	require.Contains(t, recs[step2].Incidents[0].What, "cancelled before it ran, by ops")
 	require.Equal(t, workflow.Compensating, finishUndo(t, s, "o-1", undo1))
 	require.Equal(t, workflow.Cancelled, finishUndo(t, s, "o-1", undo0), "undone, the order ends Cancelled, not Failed")
+}
+
+// A step whose attempt was recovered (its answer lost: its call may have
+// taken effect) waits for its retry when the cancel comes: the retry does
+// not run, and the step's own undo runs first, then the earlier ones. The
+// same for a step without an undo refuses the cancel.
+func cancelRecovered(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 3, 1) // step 0 done, step 1 ready
+	_, err := claim(ctx, s, "o-1", step1, "agent-a", t0)
+	require.NoError(t, err)
+	due := overdueAt(t, s, t0.Add(time.Hour))
+	require.Len(t, due, 1)
+	require.NoError(t, s.Requeue(ctx, statestore.Retry{Read: due[0], FailureCount: 1, Reason: "no outcome by CompleteBy",
+		ReadyAt: t0.Add(time.Hour), Due: t0.Add(2 * time.Hour), Now: t0.Add(time.Hour)}))
+	res, err := s.Cancel(ctx, cancelReq("o-1", t0.Add(time.Hour)))
+	require.NoError(t, err)
+	require.Equal(t, "s1", res.Stopped)
+	require.Equal(t, &undo1, res.Undo, "its own undo, in case the lost attempt took effect")
+	_, recs := state(t, s)
+	require.Contains(t, recs[step1].Incidents[len(recs[step1].Incidents)-1].What, "attempt 1 may have taken effect")
+	require.Equal(t, workflow.Compensating, finishUndo(t, s, "o-1", undo1))
+	require.Equal(t, workflow.Cancelled, finishUndo(t, s, "o-1", undo0))
+
+	submitAs(t, s, "o-pivot", 3)
+	for _, r := range []workflow.Ref{step0, step1} {
+		st, err := claim(ctx, s, "o-pivot", r, "agent-a", t0)
+		require.NoError(t, err)
+		next, _, _ := def(3).Next(r)
+		_, err = s.Complete(ctx, statestore.Completion{OrderID: "o-pivot", Ref: r, Attempt: st.Attempt, Next: &next, NextDueAt: t0, Now: t0})
+		require.NoError(t, err)
+	}
+	_, err = claim(ctx, s, "o-pivot", step2, "agent-a", t0)
+	require.NoError(t, err)
+	for _, st := range overdueAt(t, s, t0.Add(time.Hour)) {
+		if st.OrderID == "o-pivot" {
+			require.NoError(t, s.Requeue(ctx, statestore.Retry{Read: st, FailureCount: 1, Reason: "no outcome by CompleteBy",
+				ReadyAt: t0.Add(time.Hour), Due: t0.Add(2 * time.Hour), Now: t0.Add(time.Hour)}))
+		}
+	}
+	_, err = s.Cancel(ctx, cancelReq("o-pivot", t0.Add(time.Hour)))
+	require.True(t, statestore.IsNotCancellable(err), "%v", err)
 }
 
 func cancelAwaits(t *testing.T, s *statestore.Store) {

@@ -22,6 +22,7 @@ var parallelTests = map[string]func(*testing.T, *statestore.Store){
 	"ItemsEndingAtOnceMakeTheNextStepReadyOnce":    itemsRace,
 	"AFailedBranchAwaitsItsSiblingsThenUndoes":     failedBranchAwaits,
 	"CancelStopsWhatIsReadyAndAwaitsWhatRuns":      parallelCancel,
+	"CancelUndoesARecordWhoseAttemptWasRecovered":  parallelCancelRecovered,
 	"ARunningSiblingIsGivenUpOnAtItsCompleteBy":    siblingGivenUp,
 	"ACompletedStepWithoutUndoStopsTheUndoing":     parallelPivot,
 	"AFailedParallelOrderResubmittedStartsAgain":   parallelResubmit,
@@ -183,6 +184,54 @@ func parallelCancel(t *testing.T, s *statestore.Store) {
 	require.Equal(t, []workflow.Ref{{Index: 0, Undo: true}}, rec.Ready, "what completed is undone")
 	u := record(t, s, claimed(t, s, "o-1", rec.Ready[0], t0), "", t0.Add(2*time.Second))
 	require.Equal(t, workflow.Cancelled, u.State)
+}
+
+// A record whose attempt was recovered (its answer lost: its call may have
+// taken effect) and which waits for its retry is stopped by a cancel, and
+// its own undo runs, as for a record given up on after it ran.
+func parallelCancelRecovered(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submitFanout(t, s, "o-1")
+	a := claimed(t, s, "o-1", pa, t0)
+	record(t, s, a, "", t0.Add(time.Second))
+	claimed(t, s, "o-1", pb, t0)
+	var lost statestore.Step
+	for _, st := range overdueAt(t, s, t0.Add(time.Hour)) {
+		if st.Ref() == pb {
+			lost = st
+		}
+	}
+	require.Equal(t, workflow.Processing, lost.State)
+	require.NoError(t, s.Requeue(ctx, statestore.Retry{Read: lost, FailureCount: 1, Reason: "no outcome by CompleteBy",
+		ReadyAt: t0.Add(time.Hour), Due: t0.Add(2 * time.Hour), Now: t0.Add(time.Hour)}))
+
+	res, err := s.Cancel(ctx, cancelReq("o-1", t0.Add(time.Hour)))
+	require.NoError(t, err)
+	require.Equal(t, "s1, s2", res.Stopped)
+	require.Equal(t, &workflow.Ref{Index: 1, Undo: true}, res.Undo, "b may have taken effect: its undo first")
+	u := record(t, s, claimed(t, s, "o-1", *res.Undo, t0.Add(time.Hour)), "", t0.Add(time.Hour+time.Second))
+	require.Equal(t, []workflow.Ref{{Index: 0, Undo: true}}, u.Ready, "then a, which completed")
+	u = record(t, s, claimed(t, s, "o-1", u.Ready[0], t0.Add(time.Hour)), "", t0.Add(time.Hour+2*time.Second))
+	require.Equal(t, workflow.Cancelled, u.State, "c never ran: nothing more")
+
+	// Without an undo, a record that may have taken effect cannot be
+	// undone: the cancel is refused, as for one that ran.
+	d := fanout()
+	d.Steps[1].Undo = nil
+	created, err := s.Submit(ctx, statestore.Submission{OrderID: "o-2", Order: `{"orderId":"o-2","items":[1]}`, Workflow: d,
+		Items: map[int]int{4: 1}, Now: t0})
+	require.NoError(t, err)
+	require.True(t, created)
+	claimed(t, s, "o-2", pb, t0)
+	for _, st := range overdueAt(t, s, t0.Add(time.Hour)) {
+		if st.OrderID == "o-2" && st.Ref() == pb {
+			require.NoError(t, s.Requeue(ctx, statestore.Retry{Read: st, FailureCount: 1, Reason: "no outcome by CompleteBy",
+				ReadyAt: t0.Add(time.Hour), Due: t0.Add(2 * time.Hour), Now: t0.Add(time.Hour)}))
+		}
+	}
+	_, err = s.Cancel(ctx, cancelReq("o-2", t0.Add(time.Hour)))
+	require.True(t, statestore.IsNotCancellable(err), "%v", err)
+	require.ErrorContains(t, err, "step s1 has run, or is running, and cannot be undone")
 }
 
 // The Supervisor gives up on a sibling that does not finish by its
