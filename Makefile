@@ -3,9 +3,15 @@ SHELL := /bin/bash
 # Every folder of functions/ is a Lambda: the four of the pipeline and the Go agents.
 FUNCTIONS := $(notdir $(wildcard functions/*))
 DEMO_FLAGS ?=
-# The workflow files make run loads and synth/deploy deploy (comma-separated,
-# relative to this folder).
+# The workflow files synth/deploy deploy and make run and make dev load
+# (comma-separated, relative to this folder). Unless WORKFLOWS is given, make
+# run and make dev load the parallel example too, and the demo spreads its
+# orders over both.
+ifeq ($(origin WORKFLOWS),undefined)
+LOCAL_WORKFLOWS := shared/workflow/examples/order.yaml,shared/workflow/examples/parallel.yaml
+endif
 WORKFLOWS ?= shared/workflow/examples/order.yaml
+LOCAL_WORKFLOWS ?= $(WORKFLOWS)
 comma := ,
 WF_CONTEXT = -c workflows=$(subst $() ,$(comma),$(abspath $(subst $(comma), ,$(WORKFLOWS))))
 # CDK context for synth/diff/deploy/destroy, e.g. CONTEXT="-c alarmEmail=ops@example.com -c prefix=shop"
@@ -28,12 +34,12 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 run: ## run the pipeline locally (embedded moto_server unless AWS_ENDPOINT_URL is set) on a demo batch
-	go run ./cmd/sasctl demo --workflows $(WORKFLOWS) $(DEMO_FLAGS)
+	go run ./cmd/sasctl demo --workflows $(LOCAL_WORKFLOWS) $(DEMO_FLAGS)
 
 .PHONY: dev
 dev: ## run the pipeline locally until Ctrl-C, with the web console; prints the lines to paste (flags: DEV_FLAGS)
 	go build -o build/sasctl ./cmd/sasctl
-	build/sasctl dev --workflows $(WORKFLOWS) $(DEV_FLAGS)
+	build/sasctl dev --workflows $(LOCAL_WORKFLOWS) $(DEV_FLAGS)
 
 test: ## everything: gofmt, vet, arm64 builds, unit, conformance, integration and infra tests
 	.ci/test

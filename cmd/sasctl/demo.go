@@ -134,8 +134,13 @@ func demoStack(ctx context.Context, o localrun.Options, logf *os.File, out io.Wr
 	if err != nil {
 		return nil, err
 	}
-	def := stack.Deployment.Config.Workflows.Default()
-	fmt.Fprintf(out, "workflow %s v%s (%s): %d steps\n", def.Name, def.Version, def.File, len(def.Steps))
+	defs := stack.Deployment.Config.Workflows.Definitions()
+	for _, def := range defs {
+		fmt.Fprintf(out, "workflow %s v%s (%s): %d steps\n", def.Name, def.Version, def.File, len(def.Steps))
+	}
+	if len(defs) > 1 {
+		fmt.Fprintf(out, "the orders take turns over the %d workflows\n", len(defs))
+	}
 	t := stack.Topology()
 	fmt.Fprintf(out, "resources ready (tables %s, %s; %d queues with DLQs; topic %s); handler logs in %s\n",
 		t.OrdersTable(), t.StateTable(), len(t.Queues()), t.AlertTopic(), logf.Name())

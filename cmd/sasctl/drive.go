@@ -32,11 +32,16 @@ var malformedSamples = []string{
 // prints the summary. It fails if any order was lost or did not end.
 func drive(ctx context.Context, stack *localrun.Stack, sim *remotesim.Simulator, f demoFlags, out io.Writer) error {
 	run := time.Now().UTC().Format("150405")
+	names := stack.Deployment.Config.Workflows.Names() // the orders take turns, when there are several
 	var ids, bodies []string
 	for i := range f.orders {
 		id := fmt.Sprintf("demo-%s-%05d", run, i)
 		ids = append(ids, id)
-		bodies = append(bodies, localrun.DemoOrder(id, i).JSON())
+		o := localrun.DemoOrder(id, i)
+		if len(names) > 1 {
+			o.Workflow = names[i%len(names)]
+		}
+		bodies = append(bodies, o.JSON())
 	}
 	for i := range f.malformed {
 		bodies = append(bodies, malformedSamples[i%len(malformedSamples)])

@@ -169,6 +169,23 @@ func TestDemoRunsABatchToTheEnd(t *testing.T) {
 	require.Contains(t, stdout, "12/12 ended")
 }
 
+// Given several workflows (make run's default: the order and the parallel
+// examples), the demo's orders take turns over them, and each runs its own
+// steps: three effects an order of the one, six of the other (its two
+// reservations and authorization at once, the charge, one item packed, the
+// shipment).
+func TestDemoSpreadsItsOrdersOverTheWorkflows(t *testing.T) {
+	t.Setenv("AWS_ENDPOINT_URL", "")
+	code, stdout, stderr := sasctl(t, "demo", "--orders", "8", "--malformed", "0", "--transient", "0.2",
+		"--stall", "0", "--permanent", "0", "--run-dir", t.TempDir(),
+		"--workflows", "../../shared/workflow/examples/order.yaml,../../shared/workflow/examples/parallel.yaml")
+	require.Zero(t, code, stderr)
+	require.Regexp(t, `workflow parallel v[0-9a-f]{8} \(\.\./\.\./shared/workflow/examples/parallel\.yaml\): 6 steps`, stdout)
+	require.Contains(t, stdout, "the orders take turns over the 2 workflows")
+	require.Regexp(t, regexp.MustCompile(`Processed\s+8`), stdout)
+	require.Regexp(t, regexp.MustCompile(`Remote effects\s+36\s+0 of them undo actions; 0 applied twice`), stdout, "4×3 + 4×6")
+}
+
 // A broken workflow file stops the demo before anything starts, with the
 // file's problems, each at its line.
 func TestDemoRefusesABrokenWorkflowFile(t *testing.T) {

@@ -124,7 +124,7 @@ var Table = []Setting{
 		Usage: "workflow files, comma-separated; an order naming no workflow runs the first file's",
 		bind:  func(s *Settings) Value { return list(&s.WorkflowFiles) }},
 	{Name: "stepTimeout", Context: "stepTimeout", Env: EnvStepTimeout, Flag: "step-timeout", Default: "the files'",
-		Usage: "overrides every step's timeout (CompleteBy = claim + this); at most the agent function's timeout less 5s",
+		Usage: "overrides every step's timeout (CompleteBy = claim + this), but an async step's; at most the agent function's timeout less 5s",
 		bind:  func(s *Settings) Value { return duration(&s.Overrides.StepTimeout, 0) }},
 	{Name: "maxFailures", Context: "maxFailures", Env: EnvMaxFailures, Flag: "max-failures", Default: "the files'",
 		Usage: "overrides every step's failure threshold: attempts that do not complete before it is an Error",

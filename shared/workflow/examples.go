@@ -76,7 +76,7 @@ func Single(s Settings) Definition { return MustExample(SingleWorkflow).With(s) 
 // workflow a deployment runs; a zero field overrides nothing. The stack's
 // CDK context and the local tools (demo, chaos, bench) set them.
 type Settings struct {
-	StepTimeout   time.Duration // CompleteBy = claim + StepTimeout
+	StepTimeout   time.Duration // CompleteBy = claim + StepTimeout, for a call answered at once (an async step keeps its own: it bounds a callback)
 	MaxFailures   int           // supervisor recoveries before a step is an Error
 	RetryBackoff  time.Duration // base of the supervisor's growing backoff
 	PickupTimeout time.Duration // a ready step not claimed by then is looked at: its message may be lost
@@ -94,7 +94,7 @@ func (d Definition) With(s Settings) Definition {
 	out := d
 	out.Steps = make([]Step, len(d.Steps))
 	set := func(a Action) Action {
-		if s.StepTimeout > 0 {
+		if s.StepTimeout > 0 && !a.Async {
 			a.Timeout = s.StepTimeout
 		}
 		if s.MaxFailures > 0 {

@@ -108,7 +108,10 @@ func TestParkedStepsAndAsyncStepsParse(t *testing.T) {
 	_, err = d.Steps[2].Sleep.When(ready, workflow.Document{Order: json.RawMessage(`{"remindAt":"next tuesday"}`)})
 	require.ErrorContains(t, err, "not an RFC 3339 time")
 	over := d.With(workflow.Settings{StepTimeout: 5 * time.Second})
-	require.Equal(t, 5*time.Second, over.Steps[0].Timeout, "an override reaches agent steps")
+	require.True(t, d.Steps[0].Async)
+	require.Equal(t, d.Steps[0].Timeout, over.Steps[0].Timeout, "an async step keeps its timeout: it bounds a callback, not a call")
+	sync := workflow.Orders(workflow.Settings{}).With(workflow.Settings{StepTimeout: 5 * time.Second})
+	require.Equal(t, 5*time.Second, sync.Steps[0].Timeout, "an override reaches a step answered at once")
 	require.Equal(t, d.Steps[3].Wait, over.Steps[3].Wait, "and leaves waits and timers as written")
 	require.Equal(t, d.Steps[1].Sleep.For, over.Steps[1].Sleep.For)
 }
