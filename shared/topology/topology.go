@@ -20,6 +20,9 @@ const (
 	KeySort     = "SK"
 	KeyDueShard = "DueShard"
 	KeyDueAt    = "DueAt"
+	// KeyExpires is the attribute both tables' time to live reads: when an
+	// ended order may be deleted, in Unix seconds.
+	KeyExpires = "Exp"
 )
 
 // Consumer names the function that reads a queue.

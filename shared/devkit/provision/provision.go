@@ -67,6 +67,28 @@ func EnsureTables(ctx context.Context, db *dynamodb.Client, t topology.Topology)
 		if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName}, time.Minute); err != nil {
 			return fmt.Errorf("wait for table %s: %w", *in.TableName, err)
 		}
+		if err := enableTTL(ctx, db, *in.TableName); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// enableTTL turns on the table's time to live on ExpiresAttribute, as the
+// stack's TimeToLiveSpecification does (DynamoDB Local deletes expired
+// items; moto does not).
+func enableTTL(ctx context.Context, db *dynamodb.Client, table string) error {
+	out, err := db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
+	if err != nil {
+		return fmt.Errorf("time to live of table %s: %w", table, err)
+	}
+	if d := out.TimeToLiveDescription; d != nil && aws.ToString(d.AttributeName) == topology.KeyExpires {
+		return nil
+	}
+	_, err = db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(table),
+		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(topology.KeyExpires), Enabled: aws.Bool(true)}})
+	if err != nil {
+		return fmt.Errorf("enable the time to live of table %s: %w", table, err)
 	}
 	return nil
 }
