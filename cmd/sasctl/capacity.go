@@ -285,14 +285,24 @@ func printBurst(out io.Writer, b capacity.BurstReport) {
 	over := 0
 	for _, l := range b.AtDrain.Limits {
 		if l.Utilization() > 1 && !l.Transient {
-			fmt.Fprintf(out, "  over its limit: %s (%.0f%%): throttled writes are retried; past the queue's receives an order goes to a DLQ\n",
-				l.Name, 100*l.Utilization())
+			fmt.Fprintf(out, "  over its limit: %s (%.0f%%): %s\n", l.Name, 100*l.Utilization(), overMeans(l))
 			over++
 		}
 	}
 	if over == 0 {
 		fmt.Fprintln(out, "  no limit passes 100% while it drains: no order fails")
 	}
+}
+
+// overMeans is what a limit over its maximum does to the orders.
+func overMeans(l capacity.Limit) string {
+	switch l.Unit {
+	case "seconds":
+		return "the looks fall behind: a hung attempt is recovered, a deadline enforced, later (no order fails for it)"
+	case "write units/s":
+		return "writes are throttled and retried; a message past its queue's receives goes to the DLQ, its order with it"
+	}
+	return "more than it takes: the excess waits, or is refused"
 }
 
 // num prints a figure to three significant digits, with thousands

@@ -85,7 +85,7 @@ func (m Model) concurrency(rate float64) ([]Limit, error) {
 	s := m.Settings
 	var out []Limit
 	inFlight := Limit{Name: "SQS messages in flight, the busiest queue", Unit: "messages", Max: float64(s.QueueInFlight),
-		Moves: `SQS's in-flight messages per standard queue (a support request)`}
+		Moves: `SQS's "Messages per queue (in flight)" (a support request)`}
 	for _, f := range m.Workload.Flows {
 		per, err := m.Handlers.perInstance(f.Consumer, s.BatchSize)
 		if err != nil {
