@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -44,5 +45,18 @@ func TestCapacity(t *testing.T) {
 		{"capacity", "--rate", "1", "--submission-concurrency", "1"}, {"capacity", "--rate", "1", "--service-latency", "soon"}} {
 		code, _, stderr = sasctl(t, args...)
 		require.Equal(t, 2, code, "%v: %s", args, stderr)
+	}
+}
+
+// docs/capacity.md's tables are what the commands it names print.
+func TestTheCapacityDocIsTheCommandsOutput(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../../docs/capacity.md")
+	require.NoError(t, err)
+	for _, args := range [][]string{{"--rate", "1000"}, {"--rate", "10000", "--target-rate", "12000",
+		"--submission-concurrency", "200", "--agent-concurrency", "150", "--table-writes", "200000", "--burst", "100000", "--for", "1s"}} {
+		code, out, stderr := sasctl(t, append([]string{"capacity", "--bench", "../../docs/bench.json"}, args...)...)
+		require.Zero(t, code, stderr)
+		require.Contains(t, string(doc), "```\n"+strings.TrimRight(out, "\n")+"\n```", "sasctl capacity %v", args)
 	}
 }
