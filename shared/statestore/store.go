@@ -62,9 +62,6 @@ func (s *Store) WithRetention(d time.Duration) *Store {
 	return s
 }
 
-// Retention is how long s keeps an ended order (0: forever).
-func (s *Store) Retention() time.Duration { return s.keep }
-
 // expires is the ExpiresAttribute value for an order ending at end.
 func (s *Store) expires(end time.Time) types.AttributeValue {
 	return num(end.Add(s.keep).Unix())
