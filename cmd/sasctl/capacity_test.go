@@ -23,6 +23,7 @@ func TestCapacity(t *testing.T) {
 	code, out, stderr = sasctl(t, "capacity", "--rate", "10000", "--target-rate", "12000", "--submission-concurrency", "200",
 		"--agent-concurrency", "150", "--table-writes", "200000", "--burst", "100000", "--for", "1s", "-o", "json")
 	require.Zero(t, code, stderr)
+	requireShape(t, "capacity", out)
 	var res []capacityResult
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	require.Len(t, res, 1)
