@@ -196,7 +196,7 @@ var Table = []Setting{
 		Usage: "the deployment's agents, comma-separated (sasctl: found from the deployment's queues)",
 		bind:  func(s *Settings) Value { return list(&s.Topology.Agents) }},
 	{Name: "deadlineShards", Context: "deadlineShards", Env: EnvShards, Flag: "deadline-shards",
-		Usage: fmt.Sprintf("partitions of the deadline index, 1 to %d: each takes about %d index writes a second, %d an order; raise it, never lower it (an order waiting in a shard no longer swept is not looked at)",
+		Usage: fmt.Sprintf("partitions of the deadline index, 1 to %d: each takes about %d index writes a second and an order makes %d; raise it, never lower it (an order waiting in a shard no longer swept is not looked at)",
 			topology.MaxDeadlineShards, topology.PartitionWritesPerSecond, topology.IndexWritesPerOrder),
 		bind: func(s *Settings) Value { return number(&s.Topology.DeadlineShards, 1, topology.MaxDeadlineShards) }},
 	{Name: "targetRate", Context: "targetRate", Flag: "target-rate", Default: "none",
