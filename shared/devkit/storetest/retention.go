@@ -11,13 +11,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sas-go/sas/shared/devkit/provision"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
 // Retention checks on db that an ended order carries when DynamoDB's time to
-// live may delete it, on both tables (the tables provisioned with it on):
+// live may delete it, on both tables (their time to live turned on):
 // its state item from the write that ends it, the end plus the retention;
 // its orders item from its submission, the latest end its deadlines allow
 // plus the retention; none on the state item of an order in flight, or of
@@ -29,6 +30,7 @@ func Retention(t *testing.T, db *dynamodb.Client) {
 	const keep = 90 * 24 * time.Hour
 	topo := NewTables(t, db)
 	for _, table := range []string{topo.OrdersTable(), topo.StateTable()} {
+		require.NoError(t, provision.EnableTTL(ctx, db, table))
 		out, err := db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
 		require.NoError(t, err)
 		require.Equal(t, statestore.ExpiresAttribute, aws.ToString(out.TimeToLiveDescription.AttributeName), table)
