@@ -82,7 +82,8 @@ settings: credentials, region, and AWS_ENDPOINT_URL for an emulator. docs/cli.md
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddGroup(&cobra.Group{ID: "deployment", Title: "Commands on a deployment:"},
 		&cobra.Group{ID: "local", Title: "Commands that run the pipeline locally:"},
-		&cobra.Group{ID: "files", Title: "Commands on workflow files:"})
+		&cobra.Group{ID: "files", Title: "Commands on workflow files:"},
+		&cobra.Group{ID: "plan", Title: "Commands that plan a deployment:"})
 	for _, c := range []*cobra.Command{statusCmd(), listCmd(), watchCmd(), submitCmd(), signalCmd(), resubmitCmd(),
 		cancelCmd(), redriveCmd(), consoleCmd()} {
 		c.GroupID = "deployment"
@@ -94,6 +95,8 @@ settings: credentials, region, and AWS_ENDPOINT_URL for an emulator. docs/cli.md
 	}
 	wf := workflowCmd()
 	wf.GroupID = "files"
-	root.AddCommand(wf, versionCmd())
+	capacity := capacityCmd()
+	capacity.GroupID = "plan"
+	root.AddCommand(wf, capacity, versionCmd())
 	return root
 }

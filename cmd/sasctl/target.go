@@ -32,7 +32,7 @@ func targetFlags(cmd *cobra.Command, t *target, prints bool) {
 	t.Settings = deployment.DefaultSettings()
 	cmd.Flags().StringVar(&t.endpoint, "endpoint", "",
 		"the endpoint of every AWS service (an emulator); default the SDK's own settings: AWS_ENDPOINT_URL, else AWS")
-	t.bind(cmd.Flags(), "prefix", "agents")
+	t.bind(cmd.Flags(), "prefix", "agents", "deadlineShards")
 	cmd.PreRunE = t.check
 	if prints {
 		outputFlag(cmd, &t.output)
@@ -52,7 +52,9 @@ func (t *target) connect(ctx context.Context, findAgents bool) (*operator.Operat
 		return nil, usageErrorf("no AWS region: set AWS_REGION, or use a profile that has one (AWS_PROFILE)")
 	}
 	prefix := t.Topology.Prefix
-	op := operator.New(c, topology.Default(prefix, t.Topology.Agents...))
+	topo := topology.Default(prefix, t.Topology.Agents...)
+	topo.DeadlineShards = t.Topology.DeadlineShards // every shard of a deployment that has more
+	op := operator.New(c, topo)
 	if !findAgents || len(op.Topology.Agents) > 0 {
 		return op, nil
 	}

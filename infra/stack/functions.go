@@ -67,7 +67,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 			statement([]string{"dynamodb:UpdateItem", "dynamodb:Query"}, []*string{stateARN}),
 			send(starts...), // it dispatches the first step, and a cancel's first undo
 		}})
-	consume(f.Submission, r.Queues[t.OrdersQueue().Name], t.BatchWindow, 50)
+	consume(f.Submission, r.Queues[t.OrdersQueue().Name], t.BatchWindow, p.SubmissionConcurrency)
 
 	agentQueues := []*string{arn(t.SchedulerQueue().DLQName)}
 	for _, a := range t.Agents {
@@ -82,9 +82,9 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 			send(agentQueues...),
 			statement([]string{"sns:Publish"}, []*string{r.Alerts.TopicArn()}),
 		}})
-	consume(f.Scheduler, r.Queues[t.SchedulerQueue().Name], t.BatchWindow, 50)
+	consume(f.Scheduler, r.Queues[t.SchedulerQueue().Name], t.BatchWindow, p.SchedulerConcurrency)
 	for _, a := range t.Agents {
-		consume(f.Scheduler, r.Queues[t.AgentResponses(a).Name], t.BatchWindow, 50)
+		consume(f.Scheduler, r.Queues[t.AgentResponses(a).Name], t.BatchWindow, p.SchedulerConcurrency)
 	}
 
 	for _, a := range t.Agents {
@@ -142,7 +142,7 @@ func agentFunction(st awscdk.Stack, p Props, r *Resources, a string, env map[str
 		allow = append(allow, s)
 	}
 	fn := function(st, p, fnSpec{id: "Agent" + title(a), asset: asset, memory: agentMemory, env: aenv, allow: allow, layer: layer})
-	consume(fn, r.Queues[t.AgentRequests(a).Name], t.BatchWindow, 20) // protects the remote service
+	consume(fn, r.Queues[t.AgentRequests(a).Name], t.BatchWindow, p.agentConcurrency(a)) // protects the remote service
 	return fn
 }
 
@@ -240,14 +240,23 @@ func function(st awscdk.Stack, p Props, spec fnSpec) awslambda.Function {
 
 // consume wires a queue to a function: batches of 10, partial batch failures,
 // the deployment's batching window and a cap on concurrency.
-func consume(fn awslambda.Function, q awssqs.Queue, window time.Duration, maxConcurrency float64) {
+func consume(fn awslambda.Function, q awssqs.Queue, window time.Duration, maxConcurrency int) {
 	props := &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize: jsii.Number(10), ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: jsii.Number(maxConcurrency),
+		BatchSize: jsii.Number(10), ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: jsii.Number(float64(maxConcurrency)),
 	}
 	if window > 0 {
 		props.MaxBatchingWindow = awscdk.Duration_Seconds(jsii.Number(window.Seconds()))
 	}
 	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(q, props))
+}
+
+// agentConcurrency is agent a's mapping's MaximumConcurrency: its workflow
+// file's concurrency, or context agentConcurrency.
+func (p Props) agentConcurrency(a string) int {
+	if n := p.Agents[a].Concurrency; n > 0 {
+		return n
+	}
+	return p.AgentConcurrency
 }
 
 func title(s string) string { return strings.ToUpper(s[:1]) + s[1:] }

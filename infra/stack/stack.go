@@ -44,6 +44,9 @@ func resources(st awscdk.Stack, p Props) *Resources {
 			PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 				PointInTimeRecoveryEnabled: jsii.Bool(true)},
 			RemovalPolicy: awscdk.RemovalPolicy_RETAIN, // orders outlive a stack
+			// An ended order's items carry when they may go (statestore.WithRetention);
+			// with retentionDays=0 none does, and the attribute is never set.
+			TimeToLiveAttribute: jsii.String(topology.KeyExpires),
 		}
 		if sort {
 			props.SortKey = &awsdynamodb.Attribute{Name: jsii.String(topology.KeySort), Type: awsdynamodb.AttributeType_STRING}

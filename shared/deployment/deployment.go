@@ -143,7 +143,8 @@ func (d *Deployment) notifier(m *metrics.Emitter, log *slog.Logger) *notify.Noti
 // Store is the state store of the deployment.
 func (d *Deployment) Store() *statestore.Store {
 	t := d.Config.Topology
-	return statestore.New(d.Clients.DynamoDB, t.OrdersTable(), t.StateTable(), t.DeadlineShards)
+	return statestore.New(d.Clients.DynamoDB, t.OrdersTable(), t.StateTable(), t.DeadlineShards).
+		WithRetention(time.Duration(d.Config.RetentionDays) * 24 * time.Hour)
 }
 
 // Submission builds the Submission handler.
@@ -255,6 +256,8 @@ func (d *Deployment) SupervisorParts(instanceID string) (supervisor.Config, supe
 	return supervisor.Config{
 			SchedulerQueueURL: d.Config.QueueURL(t.SchedulerQueue().Name), AgentQueues: agents,
 			PickupTimeout: d.Config.Workflows.Default().PickupTimeout, BacklogDepth: d.Config.BacklogDepth,
+			// Every shard at once; the orders handled at once across them are bounded.
+			Parallel: d.Config.SupervisorParallelism, ShardParallelism: t.DeadlineShards,
 		}, supervisor.Deps{Store: d.Store(), Queues: queue.NewSender(d.Clients.SQS),
 			Alerts: alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), Notify: d.notifier(m, log), Metrics: m, Log: log}
 }

@@ -36,6 +36,11 @@ const (
 	// EnvFunctionTimeout is the queue-driven functions' timeout, which
 	// bounds a step's (default the topology's).
 	EnvFunctionTimeout = "SAS_FUNCTION_TIMEOUT"
+	// EnvSupervisorParallelism bounds the orders the Supervisor handles at
+	// once.
+	EnvSupervisorParallelism = "SAS_SUPERVISOR_PARALLELISM"
+	// EnvRetentionDays is how long an ended order is kept (0: forever).
+	EnvRetentionDays = "SAS_RETENTION_DAYS"
 )
 
 // FromEnv reads a deployment's configuration (Table's settings with an

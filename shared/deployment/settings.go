@@ -38,6 +38,12 @@ type Settings struct {
 	AlertTopicARN string
 	// RemoteBaseURL fills ${SAS_REMOTE_BASE_URL} in the workflows' endpoints.
 	RemoteBaseURL string
+	// SupervisorParallelism bounds the orders the Supervisor handles at once
+	// (supervisor.Config.Parallel).
+	SupervisorParallelism int
+	// RetentionDays is how long an ended order stays in both tables before
+	// DynamoDB's TTL deletes it (0: kept forever).
+	RetentionDays int
 
 	// The stack's alone.
 	SupervisorRate     time.Duration // the Supervisor's schedule
@@ -45,16 +51,37 @@ type Settings struct {
 	AlarmEmail         string        // subscribed to the alarm and alert topics
 	ReplyQueuePrefixes []string      // the queue-name prefixes orders may name as their reply queue
 	AssetDir           string        // holds build/<function>/bootstrap (make build)
+	// The event source mappings' MaximumConcurrency: Submission's, each of
+	// the Scheduler's, and each Agent's whose workflow file sets none.
+	SubmissionConcurrency, SchedulerConcurrency, AgentConcurrency int
+	// TargetRate is the orders a second the deadline index's shards are
+	// sized for (topology.ShardsFor); 0: deadlineShards says.
+	TargetRate int
 }
+
+// The defaults of the settings that bound a deployment's throughput
+// (docs/capacity.md): each event source mapping's MaximumConcurrency, and
+// how long an ended order is kept.
+const (
+	SubmissionConcurrencyDefault = 50
+	SchedulerConcurrencyDefault  = 50
+	AgentConcurrencyDefault      = 20
+	RetentionDaysDefault         = 90
+)
 
 // DefaultSettings are the settings of a deployment nothing configures.
 func DefaultSettings() Settings {
 	return Settings{
-		Topology:       topology.Default(DefaultPrefix),
-		BacklogDepth:   supervisor.BacklogDepthDefault,
-		SupervisorRate: time.Minute,
-		QueueWaitAlarm: 5 * time.Minute,
-		AssetDir:       "build",
+		Topology:              topology.Default(DefaultPrefix),
+		BacklogDepth:          supervisor.BacklogDepthDefault,
+		SupervisorParallelism: supervisor.ParallelDefault,
+		RetentionDays:         RetentionDaysDefault,
+		SupervisorRate:        time.Minute,
+		QueueWaitAlarm:        5 * time.Minute,
+		AssetDir:              "build",
+		SubmissionConcurrency: SubmissionConcurrencyDefault,
+		SchedulerConcurrency:  SchedulerConcurrencyDefault,
+		AgentConcurrency:      AgentConcurrencyDefault,
 	}
 }
 
@@ -168,9 +195,31 @@ var Table = []Setting{
 	{Name: "agents", Env: EnvAgents, Flag: "agents", Default: "the workflows' agents",
 		Usage: "the deployment's agents, comma-separated (sasctl: found from the deployment's queues)",
 		bind:  func(s *Settings) Value { return list(&s.Topology.Agents) }},
-	{Name: "deadlineShards", Env: EnvShards,
-		Usage: "partitions of the deadline index",
-		bind:  func(s *Settings) Value { return number(&s.Topology.DeadlineShards, 1, 64) }},
+	{Name: "deadlineShards", Context: "deadlineShards", Env: EnvShards, Flag: "deadline-shards",
+		Usage: fmt.Sprintf("partitions of the deadline index, 1 to %d: each takes about %d index writes a second and an order makes %d; raise it, never lower it (an order waiting in a shard no longer swept is not looked at)",
+			topology.MaxDeadlineShards, topology.PartitionWritesPerSecond, topology.IndexWritesPerOrder),
+		bind: func(s *Settings) Value { return number(&s.Topology.DeadlineShards, 1, topology.MaxDeadlineShards) }},
+	{Name: "targetRate", Context: "targetRate", Flag: "target-rate", Default: "none",
+		Usage: fmt.Sprintf("orders a second the deadline index is sized for: deadlineShards becomes the rate's index writes over half a partition's (rate/%d, rounded up; not with deadlineShards)",
+			topology.PartitionWritesPerSecond/2/topology.IndexWritesPerOrder),
+		bind: func(s *Settings) Value {
+			return number(&s.TargetRate, 0, topology.MaxDeadlineShards*topology.PartitionWritesPerSecond/2/topology.IndexWritesPerOrder)
+		}},
+	{Name: "submissionConcurrency", Context: "submissionConcurrency", Flag: "submission-concurrency",
+		Usage: "the most Submission instances at once (its event source mapping's MaximumConcurrency, 2 to 1000)",
+		bind:  func(s *Settings) Value { return number(&s.SubmissionConcurrency, 2, 1000) }},
+	{Name: "schedulerConcurrency", Context: "schedulerConcurrency", Flag: "scheduler-concurrency",
+		Usage: "the most Scheduler instances at once on each of its queues (the scheduler queue, each agent's responses), 2 to 1000",
+		bind:  func(s *Settings) Value { return number(&s.SchedulerConcurrency, 2, 1000) }},
+	{Name: "agentConcurrency", Context: "agentConcurrency", Flag: "agent-concurrency",
+		Usage: "the most instances at once of each Agent whose workflow file sets no concurrency (2 to 1000; it protects the agent's service)",
+		bind:  func(s *Settings) Value { return number(&s.AgentConcurrency, 2, 1000) }},
+	{Name: "supervisorParallelism", Context: "supervisorParallelism", Env: EnvSupervisorParallelism, Flag: "supervisor-parallelism",
+		Usage: "the orders the Supervisor's sweep handles at once, across every shard (1 to 256): its looks a second grow with it",
+		bind:  func(s *Settings) Value { return number(&s.SupervisorParallelism, 1, 256) }},
+	{Name: "retentionDays", Context: "retentionDays", Env: EnvRetentionDays,
+		Usage: "days an ended order stays in both tables before DynamoDB's TTL deletes it (0 to 3650; 0: kept forever)",
+		bind:  func(s *Settings) Value { return number(&s.RetentionDays, 0, 3650) }},
 	{Name: "functionTimeout", Env: EnvFunctionTimeout, Flag: "function-timeout",
 		Usage: "the queue-driven functions' timeout; a step's may be at most this less 5s",
 		bind:  func(s *Settings) Value { return duration(&s.Topology.FunctionTimeout, StepTimeoutMargin+time.Second) }},
@@ -203,6 +252,12 @@ func FromContext(get func(string) string) (Settings, error) {
 			}
 		}
 	}
+	if s.TargetRate > 0 {
+		if get("deadlineShards") != "" {
+			return s, fmt.Errorf("context targetRate=%d and deadlineShards=%s: set one (targetRate sizes the shards)", s.TargetRate, get("deadlineShards"))
+		}
+		s.Topology.DeadlineShards = topology.ShardsFor(s.TargetRate)
+	}
 	return s, nil
 }
 
@@ -221,13 +276,24 @@ func (s *Settings) readEnv(getenv func(string) string) error {
 
 // Env is the environment that describes s: every setting with a variable,
 // but those left at nothing (an empty text or list, a zero number or
-// duration), which FromEnv reads as their defaults.
+// duration) where nothing is their default too, which FromEnv reads as
+// their defaults. (A zero whose default is not, retentionDays=0, is written.)
 func (s Settings) Env() map[string]string {
 	env := map[string]string{}
 	for _, st := range Table {
-		if v := st.Value(&s).String(); st.Env != "" && v != "" && v != "0" && v != "0s" {
+		if v := st.Value(&s).String(); st.Env != "" && v != "" && !st.zeroDefault(v) {
 			env[st.Env] = v
 		}
 	}
 	return env
+}
+
+// zeroDefault says v is a zero number or duration and the setting's default
+// too.
+func (st Setting) zeroDefault(v string) bool {
+	if v != "0" && v != "0s" {
+		return false
+	}
+	def := DefaultSettings()
+	return st.bind(&def).String() == v
 }

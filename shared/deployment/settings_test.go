@@ -45,6 +45,8 @@ func TestEachSettingChecksWhatItReads(t *testing.T) {
 		"prefix": "-shop", "stepTimeout": "-1s", "maxFailures": "-1", "backlogDepth": "0", "supervisorRate": "0s",
 		"batchWindowSeconds": "1.5", "queueWaitAlarm": "59s", "remoteBaseUrl": "ftp://x", "deadlineShards": "0",
 		"functionTimeout": "5s", "orderDeadline": "a day", "allowedReplyQueuePrefixes": "ok-,",
+		"submissionConcurrency": "1", "schedulerConcurrency": "1001", "agentConcurrency": "x", "targetRate": "-1",
+		"supervisorParallelism": "0", "retentionDays": "-1",
 	} {
 		st, ok := deployment.Lookup(name)
 		require.True(t, ok, name)
@@ -64,6 +66,34 @@ func TestEachSettingChecksWhatItReads(t *testing.T) {
 	require.Equal(t, 10, s.BacklogDepth, "the default")
 	_, err = deployment.FromContext(func(k string) string { return map[string]string{"maxFailures": "three"}[k] })
 	require.EqualError(t, err, `context maxFailures="three": "three" is not a whole number`)
+}
+
+// targetRate sizes the deadline index: its index writes over half a
+// partition's, so 1,000 orders a second keep the default 4 shards and
+// 10,000 take 40; with deadlineShards too it is refused, naming both.
+func TestTargetRateSizesTheDeadlineIndex(t *testing.T) {
+	t.Parallel()
+	for rate, shards := range map[string]int{"1": 1, "1000": 4, "1001": 5, "10000": 40} {
+		s, err := deployment.FromContext(func(k string) string { return map[string]string{"targetRate": rate}[k] })
+		require.NoError(t, err)
+		require.Equal(t, shards, s.Topology.DeadlineShards, rate)
+	}
+	_, err := deployment.FromContext(func(k string) string {
+		return map[string]string{"targetRate": "100", "deadlineShards": "8"}[k]
+	})
+	require.ErrorContains(t, err, "targetRate=100 and deadlineShards=8")
+	_, err = deployment.FromContext(func(k string) string { return map[string]string{"targetRate": "64001"}[k] })
+	require.ErrorContains(t, err, "context targetRate")
+}
+
+// A setting whose default is not zero is written to the functions' environment
+// when it is: retentionDays=0 keeps orders forever, not for the default 90 days.
+func TestAZeroThatIsNotTheDefaultReachesTheFunctions(t *testing.T) {
+	t.Parallel()
+	s := deployment.DefaultSettings()
+	require.Equal(t, "90", s.Env()[deployment.EnvRetentionDays])
+	s.RetentionDays = 0
+	require.Equal(t, "0", s.Env()[deployment.EnvRetentionDays])
 }
 
 // docs/settings.md has one row per setting, in the table's order, with its

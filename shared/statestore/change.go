@@ -2,6 +2,7 @@ package statestore
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ type change struct {
 	names                       map[string]string
 	vals                        map[string]types.AttributeValue
 	now                         time.Time
+	ends                        bool // it may end the task: the store sets when it expires
 }
 
 func newChange(now time.Time) *change {
@@ -91,14 +93,21 @@ func (c *change) task(from, to workflow.State, lastError string) {
 	}
 	if to.Ended() {
 		c.set = append(c.set, "E = "+c.at())
+		c.ends = true
 	}
 	if lastError != "" {
 		c.set = append(c.set, "Err = "+c.val("taskError", str(lastError)))
 	}
 }
 
-func (c *change) input(table, orderID string) *dynamodb.UpdateItemInput {
-	expr := "SET " + strings.Join(c.set, ", ")
+// input is the change's UpdateItem of the order's state item; a change
+// that ends the task sets when it expires too (Store.WithRetention).
+func (s *Store) input(c *change, orderID string) *dynamodb.UpdateItemInput {
+	table, set := s.state, c.set
+	if c.ends && s.keep > 0 {
+		set = append(slices.Clone(set), ExpiresAttribute+" = "+c.val("expires", s.expires(c.now)))
+	}
+	expr := "SET " + strings.Join(set, ", ")
 	for _, clause := range []struct {
 		verb  string
 		parts []string

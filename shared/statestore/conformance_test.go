@@ -21,3 +21,13 @@ func TestConformance(t *testing.T) {
 		})
 	}
 }
+
+// An ended order carries its expiry on both tables, on every engine.
+func TestRetention(t *testing.T) {
+	for name, e := range engines {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			storetest.Retention(t, e.Clients.DynamoDB)
+		})
+	}
+}

@@ -197,7 +197,7 @@ func (s *Store) makeReadyAs(ch *change, alias string, r workflow.Ref, due time.T
 // ConditionalCheckFailedException with the item as it was, for the caller
 // to decide again on it. The order's look is pulled in to due.
 func (s *Store) writeParallel(ctx context.Context, orderID string, ch *change, what string, due int64) (Done, error) {
-	in := ch.input(s.state, orderID)
+	in := s.input(ch, orderID)
 	in.ReturnValues = types.ReturnValueAllNew
 	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	out, err := s.db.UpdateItem(ctx, in)

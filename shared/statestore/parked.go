@@ -38,7 +38,7 @@ func (s *Store) Arm(ctx context.Context, orderID string, r workflow.Ref, kind wo
 	} else {
 		ch.set = append(ch.set, p+".d = Dl")
 	}
-	in := ch.input(s.state, orderID)
+	in := s.input(ch, orderID)
 	in.ReturnValues = types.ReturnValueAllNew
 	out, err := s.db.UpdateItem(ctx, in)
 	if isConditionFailed(err) {

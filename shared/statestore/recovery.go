@@ -205,7 +205,7 @@ func (s *Store) MarkAlerted(ctx context.Context, orderID string, r workflow.Ref,
 	ch.remove = append(ch.remove, p+".d")
 	ch.del = append(ch.del, "Ua "+ch.val("sk", &types.AttributeValueMemberSS{Value: []string{sortKey(r)}}))
 	ch.incident(p, "r", "operator alerted")
-	_, err := s.db.UpdateItem(ctx, ch.input(s.state, orderID))
+	_, err := s.db.UpdateItem(ctx, s.input(ch, orderID))
 	if err != nil && !isConditionFailed(err) {
 		return fmt.Errorf("mark %s/%s alerted: %w", orderID, sortKey(r), err)
 	}
@@ -266,7 +266,7 @@ func (s *Store) Abandon(ctx context.Context, st Step, reason string, now time.Ti
 	ch.val("token", str(st.Token))
 	ch.set = append(ch.set, p+".cb = "+ch.at(), p+".d = "+ch.at())
 	ch.incident(p, "r", "attempt %d abandoned by its agent: %s", st.Attempt, reason)
-	in := ch.input(s.state, st.OrderID)
+	in := s.input(ch, st.OrderID)
 	in.ReturnValues = types.ReturnValueAllNew
 	out, err := s.db.UpdateItem(ctx, in)
 	if isConditionFailed(err) {

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -109,6 +110,9 @@ func (s *Store) resubmit(ctx context.Context, orderID, step string, pickup time.
 	// In the index by the earlier of the pickup deadline and the step's
 	// timeout, as Submit puts a new order.
 	it.DueShard, it.DueAt = shardOf(orderID, s.shards), min(due, ms(now)+it.Recs[sortKey(res.Ref)].TimeoutMs)
+	if err := s.keepOrder(ctx, orderID, now.Add(2*time.Duration(it.DeadlineMs)*time.Millisecond)); err != nil {
+		return res, err
+	}
 	if err := s.replace(ctx, it, read); errors.Is(err, ErrStale) {
 		return res, err
 	} else if err != nil {
@@ -182,6 +186,7 @@ func (it *stateItem) reset(ready []string, res Resubmission, due int64, now time
 		it.Events = map[string]string{} // a new round waits for its own events
 	}
 	it.Round, it.Version, it.UpdatedAt, it.CompletedAt, it.LastError = res.Round, it.Version+1, ms(now), 0, ""
+	it.Expires = 0 // at work again: kept until it ends again
 	it.Unalerted = slices.DeleteFunc(it.Unalerted, func(sk string) bool { return it.Recs[sk].State != string(workflow.Error) })
 	if len(it.Unalerted) == 0 {
 		it.Unalerted = nil // absent, not an empty (NULL) attribute: an ending completion checks attribute_not_exists
@@ -208,4 +213,24 @@ func (s *Store) replace(ctx context.Context, it stateItem, read int) error {
 		return ErrStale
 	}
 	return err
+}
+
+// keepOrder moves the orders item's expiry to end plus the retention, the
+// latest a resubmitted order can end: written before the state item, so that
+// an order at work again never loses its orders item (if the state write
+// then fails, the order is only kept longer).
+func (s *Store) keepOrder(ctx context.Context, orderID string, end time.Time) error {
+	if s.keep == 0 {
+		return nil
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.orders, Key: map[string]types.AttributeValue{topology.KeyOrderID: str(orderID)},
+		UpdateExpression:          aws.String("SET " + ExpiresAttribute + " = :exp"),
+		ConditionExpression:       aws.String("attribute_exists(OrderID)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":exp": s.expires(end)},
+	})
+	if err != nil && !isConditionFailed(err) {
+		return fmt.Errorf("keep the order %s: %w", orderID, err)
+	}
+	return nil
 }

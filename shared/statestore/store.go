@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -41,7 +42,29 @@ type Store struct {
 	orders  string
 	state   string
 	shards  int
-	defined sync.Map // the workflow versions whose definition this process stored
+	keep    time.Duration // how long an ended order is kept (0: forever)
+	defined sync.Map      // the workflow versions whose definition this process stored
+}
+
+// ExpiresAttribute is the attribute DynamoDB's time to live reads on both
+// tables (the stack's TimeToLiveSpecification): when an ended order may be
+// deleted, in Unix seconds. An order in flight has none on its state item.
+const ExpiresAttribute = topology.KeyExpires
+
+// WithRetention makes s keep an ended order for d (0: forever): the write
+// that ends an order sets its state item's ExpiresAttribute to the end
+// plus d, and Submit sets its orders item's to the latest end its deadlines
+// allow (submission plus twice the order's deadline: its round's, then its
+// compensation's) plus d, so the order outlives its state item. It returns
+// s.
+func (s *Store) WithRetention(d time.Duration) *Store {
+	s.keep = d
+	return s
+}
+
+// expires is the ExpiresAttribute value for an order ending at end.
+func (s *Store) expires(end time.Time) types.AttributeValue {
+	return num(end.Add(s.keep).Unix())
 }
 
 // New returns a store over the given tables; shards is the number of

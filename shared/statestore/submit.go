@@ -46,6 +46,9 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 		"ReceivedAt":        num(now),
 	}
 	wf := sub.Workflow
+	if s.keep > 0 {
+		orderItem[ExpiresAttribute] = s.expires(sub.Now.Add(2 * wf.Deadline))
+	}
 	due := ms(sub.Now.Add(wf.PickupTimeout))
 	first := wf.PickupTimeout
 	for _, r := range wf.Starts(sub.Items) {

@@ -25,15 +25,15 @@ import (
 
 // sweepFixture is a state store on DynamoDB Local (moto's index query walks
 // the whole table) holding `finished` processed orders, `inFlight` orders at
-// work whose next look is a day away, and ten overdue steps, with a meter on
-// its client.
+// work whose next look is a day away, and `due` overdue steps, with a meter
+// on its client.
 type sweepFixture struct {
 	store *statestore.Store
 	meter *accounting.Meter
 	now   time.Time
 }
 
-func newSweepFixture(tb testing.TB, finished, inFlight int) sweepFixture {
+func newSweepFixture(tb testing.TB, finished, inFlight, due int) sweepFixture {
 	tb.Helper()
 	ctx := context.Background()
 	meter := accounting.New()
@@ -58,7 +58,7 @@ func newSweepFixture(tb testing.TB, finished, inFlight int) sweepFixture {
 	fill(tb, c.DynamoDB, work, inFlight, "work-", topo.DeadlineShards)
 	require.Equal(tb, finished+1+inFlight+1+1, count(tb, c.DynamoDB, topo.StateTable()),
 		"one state item per order, and the workflow version's definition")
-	for i := range 10 {
+	for i := range due {
 		require.NoError(tb, submitClaim(ctx, store, def, fmt.Sprintf("late-%d", i), t0))
 	}
 	meter.Reset()
@@ -178,9 +178,9 @@ func (f sweepFixture) sweepCost(tb testing.TB) (float64, int) {
 // queries, they are the same.
 func TestSweepCostFollowsTheOverdueWork(t *testing.T) {
 	t.Parallel()
-	empty := newSweepFixture(t, 0, 0)
-	full := newSweepFixture(t, 2000, 0)
-	busy := newSweepFixture(t, 0, 2000)
+	empty := newSweepFixture(t, 0, 0, 10)
+	full := newSweepFixture(t, 2000, 0, 10)
+	busy := newSweepFixture(t, 0, 2000, 10)
 	rcuEmpty, nEmpty := empty.sweepCost(t)
 	rcuFull, nFull := full.sweepCost(t)
 	rcuBusy, nBusy := busy.sweepCost(t)
@@ -197,13 +197,11 @@ func TestSweepCostFollowsTheOverdueWork(t *testing.T) {
 // BenchmarkSweep times the Supervisor's whole sweep (every shard's due
 // pages) on an empty table, on one with SAS_SWEEP_ORDERS finished orders
 // (default 2000), and on one with as many orders in flight whose next look
-// is a day away, ten overdue steps in each, and reports its read units.
-// Select one with -bench 'Sweep/inflight' (the others are not filled).
+// is a day away, SAS_SWEEP_DUE overdue steps in each (default 10), and
+// reports its read units. Select one with -bench 'Sweep/inflight' (the
+// others are not filled).
 func BenchmarkSweep(b *testing.B) {
-	n := 2000
-	if v, err := strconv.Atoi(os.Getenv("SAS_SWEEP_ORDERS")); err == nil {
-		n = v
-	}
+	n, due := envInt("SAS_SWEEP_ORDERS", 2000), envInt("SAS_SWEEP_DUE", 10)
 	filled := map[string]sweepFixture{} // b.Run calls each function more than once: fill once
 	for _, c := range []struct {
 		name             string
@@ -213,13 +211,13 @@ func BenchmarkSweep(b *testing.B) {
 			f, ok := filled[c.name]
 			if !ok {
 				start := time.Now()
-				f = newSweepFixture(b, c.finished, c.flight)
+				f = newSweepFixture(b, c.finished, c.flight, due)
 				filled[c.name] = f
 				b.Logf("%s: filled in %s", c.name, time.Since(start).Round(time.Second))
 			}
 			rcu, found := f.sweepCost(b)
-			if found != 10 {
-				b.Fatalf("found %d overdue, want 10", found)
+			if found != due {
+				b.Fatalf("found %d overdue, want %d", found, due)
 			}
 			for b.Loop() {
 				if _, err := f.store.Overdue(context.Background(), f.now, 500); err != nil {
@@ -229,4 +227,12 @@ func BenchmarkSweep(b *testing.B) {
 			b.ReportMetric(rcu, "RCU/sweep")
 		})
 	}
+}
+
+// envInt is the whole number in the environment variable, or def.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
 }

@@ -49,7 +49,7 @@ func (s *Store) Claim(ctx context.Context, c Claim) (Step, error) {
 	if c.Token != "" {
 		ch.set = append(ch.set, p+".tk = "+ch.val("token", str(c.Token)))
 	}
-	in := ch.input(s.state, c.OrderID)
+	in := s.input(ch, c.OrderID)
 	in.ReturnValues = types.ReturnValueAllNew
 	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	out, err := s.db.UpdateItem(ctx, in)
@@ -250,7 +250,7 @@ func (s *Store) completeOnce(ctx context.Context, c Completion, leaveIndex bool)
 			ch.remove = append(ch.remove, "DueShard", "DueAt")
 		}
 	}
-	in := ch.input(s.state, c.OrderID)
+	in := s.input(ch, c.OrderID)
 	in.ReturnValues = types.ReturnValueAllNew
 	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	out, err := s.db.UpdateItem(ctx, in)
@@ -313,7 +313,7 @@ func (s *Store) makeReady(ch *change, r workflow.Ref, due time.Time) { s.makeRea
 
 // update runs the change; a failed condition is ErrStale.
 func (s *Store) update(ctx context.Context, orderID string, ch *change, what string) error {
-	_, err := s.db.UpdateItem(ctx, ch.input(s.state, orderID))
+	_, err := s.db.UpdateItem(ctx, s.input(ch, orderID))
 	if isConditionFailed(err) {
 		return ErrStale
 	}
@@ -326,7 +326,7 @@ func (s *Store) update(ctx context.Context, orderID string, ch *change, what str
 // updateDone runs the change and returns the order as it left it; a failed
 // condition is ErrStale.
 func (s *Store) updateDone(ctx context.Context, orderID string, ch *change, what string) (Done, error) {
-	in := ch.input(s.state, orderID)
+	in := s.input(ch, orderID)
 	in.ReturnValues = types.ReturnValueAllNew
 	out, err := s.db.UpdateItem(ctx, in)
 	if isConditionFailed(err) {

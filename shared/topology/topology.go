@@ -20,7 +20,27 @@ const (
 	KeySort     = "SK"
 	KeyDueShard = "DueShard"
 	KeyDueAt    = "DueAt"
+	// KeyExpires is the attribute both tables' time to live reads: when an
+	// ended order may be deleted, in Unix seconds.
+	KeyExpires = "Exp"
 )
+
+// The deadline index's capacity: a partition of a global secondary index
+// takes about PartitionWritesPerSecond write units a second, an order writes
+// its entry IndexWritesPerOrder times on the happy path (entering the index,
+// leaving it), and a deployment has at most MaxDeadlineShards partition keys.
+const (
+	PartitionWritesPerSecond = 1000
+	IndexWritesPerOrder      = 2
+	MaxDeadlineShards        = 256
+)
+
+// ShardsFor is the deadline index's shards for rate orders a second with
+// headroom: each shard at most half a partition's writes.
+func ShardsFor(rate int) int {
+	per := PartitionWritesPerSecond / 2 / IndexWritesPerOrder // orders a second a shard takes at half
+	return min(max((rate+per-1)/per, 1), MaxDeadlineShards)
+}
 
 // Consumer names the function that reads a queue.
 type Consumer string

@@ -71,6 +71,9 @@ type agentSpec struct {
 	Refuse    []int     `yaml:"refuse"`
 	Auth      *authSpec `yaml:"auth"`
 	Custom    bool      `yaml:"custom"`
+	// Concurrency is its function's most instances at once (0: the
+	// deployment's).
+	Concurrency int `yaml:"concurrency"`
 }
 
 type authSpec struct {

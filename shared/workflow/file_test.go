@@ -193,17 +193,18 @@ func TestParseFileReportsEveryProblemWithItsLine(t *testing.T) {
 func TestParseFileRefusesWhatIsNotAWorkflow(t *testing.T) {
 	t.Parallel()
 	for name, c := range map[string]struct{ text, want string }{
-		"bad yaml":   {"name: a\nsteps: [\n", "x.yaml:2: did not find expected node content"},
-		"a list":     {"- name: a\n", "x.yaml:1: cannot unmarshal !!seq into workflow.fileSpec"},
-		"empty":      {"", "x.yaml: name: \"\": a workflow's name is 1-40 lower-case letters, digits or -, starting with a letter"},
-		"json":       {`{"name": "j", "agents": {"a": {"endpoint": "http://a"}}, "steps": [{"name": "s", "agent": "a", "timeout": "5"}]}`, `x.yaml:1: steps[0].timeout: "5" is not a duration like 30s, 5m or 24h`},
-		"no steps":   {"name: a\nagents: {}\n", "x.yaml: steps: a workflow needs at least one step"},
-		"defaults":   {"name: a\ndefaults: {name: x, timeout: 1s}\nagents: {a: {endpoint: 'http://a'}}\nsteps: [{name: s, agent: a}]\n", "x.yaml:2: defaults.name: unknown field name"},
-		"neg pick":   {"name: a\npickupTimeout: -1s\nagents: {a: {endpoint: 'http://a'}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: pickupTimeout: must be positive, not -1s"},
-		"no agent":   {"name: a\nagents: {a: {timeout: 1s}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: agents.a.endpoint: an HTTP agent needs an endpoint (the base URL its actions are POSTed under), or custom: true"},
-		"custom ep":  {"name: a\nagents: {a: {custom: true, endpoint: 'http://a'}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: agents.a: a custom agent (Go code) has no endpoint, auth, transient or refuse: its code decides"},
-		"refuse 200": {"name: a\nagents: {a: {endpoint: 'http://a', refuse: [403, 200]}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: agents.a.refuse[1]: 200 is not an HTTP error status (400-599)"},
-		"both":       {"name: a\nagents: {a: {endpoint: 'http://a', transient: [409, 429], refuse: [403, 409]}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: agents.a.refuse[1]: 409 is also transient: a status is retried or refuses the step, not both"},
+		"bad yaml":    {"name: a\nsteps: [\n", "x.yaml:2: did not find expected node content"},
+		"a list":      {"- name: a\n", "x.yaml:1: cannot unmarshal !!seq into workflow.fileSpec"},
+		"empty":       {"", "x.yaml: name: \"\": a workflow's name is 1-40 lower-case letters, digits or -, starting with a letter"},
+		"json":        {`{"name": "j", "agents": {"a": {"endpoint": "http://a"}}, "steps": [{"name": "s", "agent": "a", "timeout": "5"}]}`, `x.yaml:1: steps[0].timeout: "5" is not a duration like 30s, 5m or 24h`},
+		"no steps":    {"name: a\nagents: {}\n", "x.yaml: steps: a workflow needs at least one step"},
+		"defaults":    {"name: a\ndefaults: {name: x, timeout: 1s}\nagents: {a: {endpoint: 'http://a'}}\nsteps: [{name: s, agent: a}]\n", "x.yaml:2: defaults.name: unknown field name"},
+		"neg pick":    {"name: a\npickupTimeout: -1s\nagents: {a: {endpoint: 'http://a'}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: pickupTimeout: must be positive, not -1s"},
+		"no agent":    {"name: a\nagents: {a: {timeout: 1s}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: agents.a.endpoint: an HTTP agent needs an endpoint (the base URL its actions are POSTed under), or custom: true"},
+		"custom ep":   {"name: a\nagents: {a: {custom: true, endpoint: 'http://a'}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: agents.a: a custom agent (Go code) has no endpoint, auth, transient or refuse: its code decides"},
+		"refuse 200":  {"name: a\nagents: {a: {endpoint: 'http://a', refuse: [403, 200]}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: agents.a.refuse[1]: 200 is not an HTTP error status (400-599)"},
+		"concurrency": {"name: a\nagents: {a: {endpoint: 'http://a', concurrency: 1}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: agents.a.concurrency: 1: an agent's concurrency (its event source mapping's MaximumConcurrency) is 2 to 1000"},
+		"both":        {"name: a\nagents: {a: {endpoint: 'http://a', transient: [409, 429], refuse: [403, 409]}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: agents.a.refuse[1]: 409 is also transient: a status is retried or refuses the step, not both"},
 	} {
 		_, err := workflow.ParseFile("x.yaml", []byte(c.text), workflow.Options{})
 		require.Contains(t, problems(err), c.want, name)
@@ -269,4 +270,18 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// An agent's concurrency: read from the file, 0 when it says none, and
+// refused out of Lambda's range by the schema too.
+func TestAnAgentsConcurrency(t *testing.T) {
+	t.Parallel()
+	text := "name: a\nagents: {a: {endpoint: 'http://a', concurrency: 5}, b: {custom: true}}\n" +
+		"steps: [{name: s, agent: a, timeout: 1s}, {name: t, agent: b, timeout: 1s}]\n"
+	d, err := workflow.ParseFile("x.yaml", []byte(text), workflow.Options{})
+	require.NoError(t, err)
+	require.Equal(t, 5, d.AgentSpecs["a"].Concurrency)
+	require.Zero(t, d.AgentSpecs["b"].Concurrency, "the deployment's")
+	require.NoError(t, schema(t).Validate(instance(t, []byte(text))))
+	require.Error(t, schema(t).Validate(instance(t, []byte(strings.Replace(text, "concurrency: 5", "concurrency: 1001", 1)))))
 }

@@ -163,9 +163,14 @@ func (r *specReader) action(path string, a actionSpec, agent string, async bool)
 
 func (r *specReader) agent(name string, a agentSpec) Agent {
 	path := "agents." + name
-	out := Agent{Name: name, Timeout: cmp.Or(a.Timeout.Duration, DefaultAgentTimeout), Transient: a.Transient, Refuse: a.Refuse, Custom: a.Custom}
+	out := Agent{Name: name, Timeout: cmp.Or(a.Timeout.Duration, DefaultAgentTimeout), Transient: a.Transient, Refuse: a.Refuse,
+		Custom: a.Custom, Concurrency: a.Concurrency}
 	if !agentNameRE.MatchString(name) {
 		r.add(path, "%q: an agent's name is 1-25 lower-case letters, digits or -, starting with a letter", name)
+	}
+	if c := a.Concurrency; c != 0 && (c < MinConcurrency || c > MaxConcurrency) {
+		r.add(path+".concurrency", "%d: an agent's concurrency (its event source mapping's MaximumConcurrency) is %d to %d",
+			c, MinConcurrency, MaxConcurrency)
 	}
 	r.statuses(path+".transient", a.Transient)
 	r.statuses(path+".refuse", a.Refuse)

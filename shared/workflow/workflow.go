@@ -125,7 +125,18 @@ type Agent struct {
 	Refuse []int
 	Auth   *Auth // nil: none
 	Custom bool  // an Agent written in Go, deployed from functions/<name>
+	// Concurrency is the most instances of its function that run at once
+	// (its event source mapping's MaximumConcurrency, 2 to 1,000): what
+	// protects its service from more calls at once than it takes. 0: the
+	// deployment's agentConcurrency.
+	Concurrency int
 }
+
+// The range of an event source mapping's MaximumConcurrency (Lambda's).
+const (
+	MinConcurrency = 2
+	MaxConcurrency = 1000
+)
 
 // Auth is how an Agent proves itself to its service: a header whose value
 // is a secret (Secrets Manager) or a SecureString parameter (SSM), or an

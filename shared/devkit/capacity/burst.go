@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -10,7 +11,7 @@ import (
 // steady rate.
 type BurstReport struct {
 	Orders int           `json:"orders"`
-	Over   time.Duration `json:"overNs"`
+	Over   time.Duration `json:"-"`
 	Rate   float64       `json:"baseRatePerSecond"`
 	// Arrival is the orders a second while the burst lasts; Drain what the
 	// pipeline takes at most, bound by the Bottleneck: the event source
@@ -23,12 +24,12 @@ type BurstReport struct {
 	// long from the burst's start until they have.
 	Backlog   float64       `json:"backlog"`
 	Drains    bool          `json:"drains"`
-	DrainTime time.Duration `json:"drainTimeNs"`
+	DrainTime time.Duration `json:"-"`
 	// MaxWait is the queue wait the burst's last order sees at the
 	// bottleneck, MeanWait its orders' mean; Alarm is the alarm that sees
 	// it, and Alarmed whether MaxWait passes its threshold.
-	MaxWait  time.Duration `json:"maxWaitNs"`
-	MeanWait time.Duration `json:"meanWaitNs"`
+	MaxWait  time.Duration `json:"-"`
+	MeanWait time.Duration `json:"-"`
 	Alarm    string        `json:"alarm"`
 	Alarmed  bool          `json:"alarmed"`
 	// LooksPerOrder are the Supervisor's looks at a waiting order (none
@@ -38,6 +39,19 @@ type BurstReport struct {
 	// throttled write is retried, up to the queue's receive count.
 	LooksPerOrder float64 `json:"looksPerOrder"`
 	AtDrain       Report  `json:"atDrain"`
+}
+
+// MarshalJSON writes the report with its durations as Go durations in a
+// string ("1s", "52.5s"), as every sasctl JSON output has them.
+func (b BurstReport) MarshalJSON() ([]byte, error) {
+	type plain BurstReport
+	return json.Marshal(struct {
+		plain
+		Over      string `json:"over"`
+		DrainTime string `json:"drainTime"`
+		MaxWait   string `json:"maxWait"`
+		MeanWait  string `json:"meanWait"`
+	}{plain(b), b.Over.String(), b.DrainTime.String(), b.MaxWait.String(), b.MeanWait.String()})
 }
 
 // Burst says what orders orders arriving over the duration over meet, on

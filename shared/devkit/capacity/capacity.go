@@ -15,19 +15,22 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/devkit/handlerbench"
 	"github.com/sas-go/sas/shared/supervisor"
+	"github.com/sas-go/sas/shared/topology"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // The defaults of a deployment's settings: the stack's values today, and
 // AWS's default quotas (the quotas' AWS pages are cited in each field's
 // comment of Settings).
 const (
-	SubmissionConcurrencyDefault = 50
-	SchedulerConcurrencyDefault  = 50
-	AgentConcurrencyDefault      = 20
+	SubmissionConcurrencyDefault = deployment.SubmissionConcurrencyDefault
+	SchedulerConcurrencyDefault  = deployment.SchedulerConcurrencyDefault
+	AgentConcurrencyDefault      = deployment.AgentConcurrencyDefault
 	DeadlineShardsDefault        = 4
-	PartitionWritesDefault       = 1000
+	PartitionWritesDefault       = topology.PartitionWritesPerSecond
 	TableWritesDefault           = 40000
 	NewTableWritesDefault        = 4000
 	AccountConcurrencyDefault    = 1000
@@ -67,6 +70,10 @@ type Settings struct {
 	// QueueInFlight is a standard queue's in-flight messages (about 120,000).
 	QueueInFlight int
 	BatchSize     int // messages per invocation, at a rate that fills the batches
+	// SupervisorParallelism is the orders the Supervisor handles at once;
+	// its looks a second are the measured figure (at ParallelDefault) in
+	// proportion.
+	SupervisorParallelism int
 	// The Supervisor: its schedule, its sweep's time budget, and when it
 	// first looks at an order (the earlier of its first step's pickup
 	// timeout and step timeout), then again at a ready step's pickup
@@ -85,7 +92,44 @@ func Defaults() Settings {
 		TableWrites: TableWritesDefault, NewTableWrites: NewTableWritesDefault, AccountConcurrency: AccountConcurrencyDefault,
 		QueueInFlight: QueueInFlightDefault, BatchSize: BatchSizeDefault, SupervisorPeriod: SupervisorPeriodDefault,
 		SweepBudget: supervisor.TimeBudgetDefault, FirstLook: FirstLookDefault, PickupTimeout: PickupTimeoutDefault,
-		QueueWaitAlarm: QueueWaitAlarmDefault}
+		QueueWaitAlarm: QueueWaitAlarmDefault, SupervisorParallelism: supervisor.ParallelDefault}
+}
+
+// FromDeployment are a deployment's settings, with AWS's default quotas,
+// for its workflows: each agent's own concurrency, and the Supervisor's
+// first look at the default workflow's earlier of its first step's timeout
+// and its pickup timeout.
+func FromDeployment(d deployment.Settings, set workflow.Set) Settings {
+	s := Defaults()
+	s.SubmissionConcurrency, s.SchedulerConcurrency, s.AgentConcurrency = d.SubmissionConcurrency, d.SchedulerConcurrency, d.AgentConcurrency
+	s.DeadlineShards, s.SupervisorParallelism = d.Topology.DeadlineShards, d.SupervisorParallelism
+	s.SupervisorPeriod, s.QueueWaitAlarm = d.SupervisorRate, d.QueueWaitAlarm
+	s.AgentConcurrencyOf = map[string]int{}
+	for _, a := range set.Agents() {
+		if spec, ok := set.Agent(a); ok && spec.Concurrency > 0 {
+			s.AgentConcurrencyOf[a] = spec.Concurrency
+		}
+	}
+	if def := set.Default(); len(def.Steps) > 0 {
+		s.PickupTimeout, s.FirstLook = def.PickupTimeout, def.PickupTimeout
+		if t := def.Steps[0].Timeout; t > 0 {
+			s.FirstLook = min(t, def.PickupTimeout)
+		}
+	}
+	return s
+}
+
+// Measured are the handlers' throughput per instance that docs/cost.md
+// reports (`go test -run '^$' -bench Throughput -benchtime 20x
+// ./shared/devkit/handlerbench` on the project's 2-core machine against the
+// local engines: floors), for a model with no figures of its own.
+func Measured() Handlers {
+	return Handlers{Figures: map[string]handlerbench.Figures{
+		"submission": {MsgsPerSecond: 108.5, MsPerMsg: 9.2, GBSecondsPerMsg: 0.0023},
+		"agent":      {MsgsPerSecond: 149.4, MsPerMsg: 6.7, GBSecondsPerMsg: 0.00084},
+		"scheduler":  {MsgsPerSecond: 563, MsPerMsg: 1.8, GBSecondsPerMsg: 0.00044},
+		"supervisor": {MsgsPerSecond: 55, MsPerMsg: 18.1, GBSecondsPerMsg: 0.0045},
+	}, ServiceLatency: map[string]time.Duration{}}
 }
 
 // agentConcurrency is agent a's mapping's MaximumConcurrency.
@@ -113,6 +157,8 @@ func (s Settings) Validate() error {
 	case s.DeadlineShards < 1, s.PartitionWrites <= 0, s.TableWrites <= 0, s.NewTableWrites <= 0,
 		s.AccountConcurrency < 1, s.QueueInFlight < 1:
 		return fmt.Errorf("capacity: shards, partition and table writes, account concurrency and in-flight messages must be positive")
+	case s.SupervisorParallelism < 1:
+		return fmt.Errorf("capacity: the Supervisor's parallelism must be at least 1, not %d", s.SupervisorParallelism)
 	case s.BatchSize < 1 || s.BatchSize > 10:
 		return fmt.Errorf("capacity: batch size must be 1 to 10, not %d", s.BatchSize)
 	case s.SupervisorPeriod <= 0 || s.SweepBudget <= 0 || s.FirstLook <= 0 || s.PickupTimeout <= 0 || s.QueueWaitAlarm <= 0:

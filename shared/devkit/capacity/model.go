@@ -3,6 +3,8 @@ package capacity
 import (
 	"fmt"
 	"math"
+
+	"github.com/sas-go/sas/shared/supervisor"
 )
 
 // Model is a deployment's settings, its handlers' throughput and a workload.
@@ -83,7 +85,7 @@ func (m Model) concurrency(rate float64) ([]Limit, error) {
 	s := m.Settings
 	var out []Limit
 	inFlight := Limit{Name: "SQS messages in flight, the busiest queue", Unit: "messages", Max: float64(s.QueueInFlight),
-		Moves: "an SQS quota raised by a support request; more queues"}
+		Moves: `SQS's "Messages per queue (in flight)" (a support request)`}
 	for _, f := range m.Workload.Flows {
 		per, err := m.Handlers.perInstance(f.Consumer, s.BatchSize)
 		if err != nil {
@@ -105,12 +107,11 @@ func (m Model) mappingCap(f Flow) (int, string) {
 	s := m.Settings
 	switch {
 	case f.Consumer.Agent != "":
-		return s.agentConcurrency(f.Consumer.Agent), "the MaximumConcurrency of agent " + f.Consumer.Agent +
-			"'s event source mapping (it protects its service), or the service's latency"
+		return s.agentConcurrency(f.Consumer.Agent), "the agent's concurrency: in its workflow file, or context agentConcurrency; its service's latency"
 	case f.Consumer == Submission:
-		return s.SubmissionConcurrency, "the MaximumConcurrency of Submission's event source mapping"
+		return s.SubmissionConcurrency, "context submissionConcurrency"
 	}
-	return s.SchedulerConcurrency, "the MaximumConcurrency of the Scheduler's event source mapping on that queue"
+	return s.SchedulerConcurrency, "context schedulerConcurrency"
 }
 
 // account is the Region's Lambda concurrency: every mapping's, and the
@@ -122,7 +123,7 @@ func (m Model) account(rate float64, mappings []Limit, sup Limit) Limit {
 			perOrder += l.Use / rate
 		}
 	}
-	l := limit("Lambda concurrency, the account's", "instances", `the Lambda quota "Concurrent executions" (Service Quotas)`,
+	l := limit("Lambda concurrency, the account's", "instances", `the Lambda quota "Concurrent executions"`,
 		rate, perOrder, float64(m.Settings.AccountConcurrency))
 	l.Use += math.Min(sup.Use/sup.Max, 1) // the Supervisor: one instance, the part of its period it sweeps
 	return l
@@ -133,14 +134,14 @@ func (m Model) tables(rate float64) []Limit {
 	s, w := m.Settings, m.Workload
 	state := w.StateWrites + w.Looks // a look is one conditional write of the state item
 	return []Limit{
-		limit("deadline index writes, each shard", "write units/s", "the deadline index's shards (SAS_DEADLINE_SHARDS)",
+		limit("deadline index writes, each shard", "write units/s", "context targetRate, or deadlineShards",
 			rate, (w.IndexWrites+w.Looks)/float64(s.DeadlineShards), s.PartitionWrites),
-		limit("state table writes", "write units/s", `the DynamoDB quota "table-level write throughput" (40,000 by default)`,
+		limit("state table writes", "write units/s", `the DynamoDB quota "Table-level write throughput limit"`,
 			rate, state, s.TableWrites),
 		{Name: "state table writes, a new on-demand table at once", Use: rate * state, Max: s.NewTableWrites, Unit: "write units/s",
 			Ceiling: s.NewTableWrites / math.Max(state, 1e-12), Transient: true,
-			Moves: "time (on-demand doubles a new peak within 30 minutes), or the table's warm throughput"},
-		limit("orders table writes", "write units/s", `the DynamoDB quota "table-level write throughput"`,
+			Moves: "time (on-demand doubles a peak within 30 minutes), or warm throughput"},
+		limit("orders table writes", "write units/s", `the DynamoDB quota "Table-level write throughput limit"`,
 			rate, w.OrdersWrites, s.TableWrites),
 	}
 }
@@ -150,7 +151,7 @@ func (m Model) tables(rate float64) []Limit {
 func (m Model) supervisor(rate float64) (Limit, error) {
 	s := m.Settings
 	l := Limit{Name: "Supervisor sweep time, each period", Unit: "seconds", Max: s.SweepBudget.Seconds(),
-		Moves: "the Supervisor's Parallel, ShardParallelism and TimeBudget, its schedule's rate, the deadline index's shards"}
+		Moves: "context supervisorParallelism"}
 	if m.Workload.Looks == 0 {
 		return l, nil
 	}
@@ -158,6 +159,7 @@ func (m Model) supervisor(rate float64) (Limit, error) {
 	if !ok || f.MsgsPerSecond <= 0 {
 		return l, fmt.Errorf("capacity: no throughput measured for the supervisor handler")
 	}
-	perOrder := m.Workload.Looks * s.SupervisorPeriod.Seconds() / f.MsgsPerSecond
+	looks := f.MsgsPerSecond * float64(s.SupervisorParallelism) / supervisor.ParallelDefault // measured at the default
+	perOrder := m.Workload.Looks * s.SupervisorPeriod.Seconds() / looks
 	return limit(l.Name, l.Unit, l.Moves, rate, perOrder, l.Max), nil
 }

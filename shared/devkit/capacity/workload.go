@@ -84,6 +84,21 @@ func Happy(def workflow.Definition, stateWrites float64) Workload {
 	return w
 }
 
+// EstimatedStateWrites are the state table's write units of an order of
+// def that goes well, as docs/cost.md counts them, besides the index's:
+// two in Submission's transaction, and a claim and a completion per step
+// that calls an agent (a state item under 1 KB). A bench run measures them
+// (FromBench).
+func EstimatedStateWrites(def workflow.Definition) float64 {
+	n := 2.0
+	for _, st := range def.Steps {
+		if st.Kind() == workflow.KindAgent {
+			n += 2
+		}
+	}
+	return n
+}
+
 // FromBench is the workload sasctl bench measured for a run of def: the
 // happy path's flows, and the write units it counted, the orders table's
 // two (the order's item, in Submission's transaction) and the two index

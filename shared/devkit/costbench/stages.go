@@ -8,6 +8,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/sas-go/sas/shared/awsclient"
+	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/devkit/accounting"
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/provision"
@@ -39,7 +40,9 @@ func Lifecycle(ctx context.Context, endpoint string, def workflow.Definition) ([
 	if err := provision.EnsureTables(ctx, c.DynamoDB, topo); err != nil {
 		return nil, err
 	}
-	s := statestore.New(c.DynamoDB, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
+	// As deployed: an ended order's items carry their expiry.
+	s := statestore.New(c.DynamoDB, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards).
+		WithRetention(deployment.RetentionDaysDefault * 24 * time.Hour)
 	// The workflow version's definition is stored once per version (by the
 	// first Submission of a process): not an order's write.
 	if err := s.PutDefinition(ctx, def); err != nil {

@@ -1,0 +1,153 @@
+package stack_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/infra/stack"
+	"github.com/sas-go/sas/shared/topology"
+)
+
+// synthContext synthesizes the stack with context (beside a prefix and
+// stand-in assets), as `cdk synth -c key=value` does.
+func synthContext(t *testing.T, context map[string]any) map[string]any {
+	t.Helper()
+	assets := t.TempDir()
+	for _, fn := range []string{"submission", "scheduler", "agent", "supervisor", "loyalty"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(assets, fn), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(assets, fn, "bootstrap"), []byte(fn), 0o755))
+	}
+	ctx := map[string]any{"prefix": "shop", "assetDir": assets}
+	for k, v := range context {
+		ctx[k] = v
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir()), Context: &ctx})
+	p, err := stack.Config(app)
+	require.NoError(t, err)
+	st := stack.New(app, "shop-capacity", p, nil)
+	var out map[string]any
+	b, _ := json.Marshal(assertions.Template_FromStack(st, nil).ToJSON())
+	require.NoError(t, json.Unmarshal(b, &out))
+	return out
+}
+
+// concurrencyByQueue is each event source mapping's MaximumConcurrency, by
+// the logical id of the queue it reads.
+func concurrencyByQueue(tmpl map[string]any) map[string]float64 {
+	out := map[string]float64{}
+	for _, e := range of(tmpl, "AWS::Lambda::EventSourceMapping") {
+		arn := e["EventSourceArn"].(map[string]any)["Fn::GetAtt"].([]any)[0].(string)
+		out[arn] = e["ScalingConfig"].(map[string]any)["MaximumConcurrency"].(float64)
+	}
+	return out
+}
+
+// envOf is a function's environment, by the function's logical id prefix.
+func envOf(tmpl map[string]any, fn string) map[string]any {
+	for id, f := range of(tmpl, "AWS::Lambda::Function") {
+		if strings.HasPrefix(id, fn) {
+			return f["Environment"].(map[string]any)["Variables"].(map[string]any)
+		}
+	}
+	return nil
+}
+
+// ttlOf is each table's TimeToLiveSpecification, by table name.
+func ttlOf(tmpl map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, tb := range of(tmpl, "AWS::DynamoDB::Table") {
+		out[tb["TableName"].(string)] = tb["TimeToLiveSpecification"]
+	}
+	return out
+}
+
+// The defaults: Submission and the Scheduler at 50, each Agent at 20, the
+// deadline index's 4 shards, the Supervisor's 16 orders at once, ended
+// orders kept 90 days by both tables' time to live.
+func TestTheCapacitySettingsDefaults(t *testing.T) {
+	byQueue := concurrencyByQueue(tmpl)
+	require.Len(t, byQueue, 8)
+	for q, n := range byQueue {
+		want := 50.0
+		if strings.Contains(q, "requests") {
+			want = 20
+		}
+		require.Equal(t, want, n, q)
+	}
+	env := envOf(tmpl, "Supervisor")
+	require.Equal(t, "4", env["SAS_DEADLINE_SHARDS"])
+	require.Equal(t, "16", env["SAS_SUPERVISOR_PARALLELISM"])
+	require.Equal(t, "90", env["SAS_RETENTION_DAYS"])
+	for table, ttl := range ttlOf(tmpl) {
+		require.Equal(t, map[string]any{"AttributeName": topology.KeyExpires, "Enabled": true}, ttl, table)
+	}
+}
+
+// Each setting that moves a limit changes the template: the mappings'
+// concurrency (an agent's own from its workflow file), the shards a target
+// rate needs, the Supervisor's parallelism, the retention (0: kept forever,
+// which the functions are told).
+func TestTheCapacitySettingsChangeTheTemplate(t *testing.T) {
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "protect.yaml")
+	require.NoError(t, os.WriteFile(wf, []byte(`name: protect
+agents:
+  fragile: {endpoint: "https://fragile.example.com", concurrency: 3}
+  sturdy: {endpoint: "https://sturdy.example.com"}
+steps:
+  - {name: one, agent: fragile, timeout: 10s}
+  - {name: two, agent: sturdy, timeout: 10s}
+`), 0o644))
+	got := synthContext(t, map[string]any{"workflows": wf, "submissionConcurrency": "200", "schedulerConcurrency": "300",
+		"agentConcurrency": "100", "targetRate": "10000", "supervisorParallelism": "64", "retentionDays": "0"})
+	byQueue := concurrencyByQueue(got)
+	require.Len(t, byQueue, 6, "orders, scheduler, two agents' requests and responses")
+	for q, n := range byQueue {
+		switch {
+		case strings.Contains(q, "fragilerequests"):
+			require.Equal(t, 3.0, n, "the workflow file's, for its service")
+		case strings.Contains(q, "requests"):
+			require.Equal(t, 100.0, n, "context agentConcurrency")
+		case strings.Contains(q, "orders"):
+			require.Equal(t, 200.0, n, "context submissionConcurrency")
+		default:
+			require.Equal(t, 300.0, n, "%s: context schedulerConcurrency", q)
+		}
+	}
+	for _, fn := range []string{"Submission", "Scheduler", "Supervisor", "AgentFragile"} {
+		env := envOf(got, fn)
+		require.Equal(t, "40", env["SAS_DEADLINE_SHARDS"], "%s: 10,000 orders a second over 250 a shard", fn)
+		require.Equal(t, "0", env["SAS_RETENTION_DAYS"], "%s: kept forever", fn)
+	}
+	require.Equal(t, "64", envOf(got, "Supervisor")["SAS_SUPERVISOR_PARALLELISM"])
+
+	got = synthContext(t, map[string]any{"deadlineShards": "12", "retentionDays": "30"})
+	require.Equal(t, "12", envOf(got, "Scheduler")["SAS_DEADLINE_SHARDS"])
+	require.Equal(t, "30", envOf(got, "Scheduler")["SAS_RETENTION_DAYS"])
+}
+
+// A bad value fails the synth, naming its key.
+func TestTheCapacitySettingsRefuseBadValues(t *testing.T) {
+	for key, bad := range map[string]struct{ value, want string }{
+		"submissionConcurrency": {"1", `context submissionConcurrency="1": must be from 2 to 1000, not 1`},
+		"schedulerConcurrency":  {"1001", `context schedulerConcurrency="1001": must be from 2 to 1000, not 1001`},
+		"agentConcurrency":      {"lots", `context agentConcurrency="lots": "lots" is not a whole number`},
+		"deadlineShards":        {"0", `context deadlineShards="0": must be from 1 to 256, not 0`},
+		"targetRate":            {"100000", `context targetRate="100000": must be from 0 to 64000, not 100000`},
+		"supervisorParallelism": {"0", `context supervisorParallelism="0": must be from 1 to 256, not 0`},
+		"retentionDays":         {"-1", `context retentionDays="-1": must not be negative`},
+	} {
+		_, err := stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{key: bad.value}}))
+		require.ErrorContains(t, err, bad.want, key)
+	}
+	_, err := stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"targetRate": "5000", "deadlineShards": "4"}}))
+	require.ErrorContains(t, err, "context targetRate=5000 and deadlineShards=4: set one")
+}

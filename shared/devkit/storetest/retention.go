@@ -1,0 +1,101 @@
+package storetest
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/devkit/provision"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/topology"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Retention checks on db that an ended order carries when DynamoDB's time to
+// live may delete it, on both tables (their time to live turned on):
+// its state item from the write that ends it, the end plus the retention;
+// its orders item from its submission, the latest end its deadlines allow
+// plus the retention; none on the state item of an order in flight, or of
+// one resubmitted, whose orders item is kept longer; none at all with no
+// retention.
+func Retention(t *testing.T, db *dynamodb.Client) {
+	t.Helper()
+	ctx := context.Background()
+	const keep = 90 * 24 * time.Hour
+	topo := NewTables(t, db)
+	for _, table := range []string{topo.OrdersTable(), topo.StateTable()} {
+		require.NoError(t, provision.EnableTTL(ctx, db, table))
+		out, err := db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
+		require.NoError(t, err)
+		require.Equal(t, statestore.ExpiresAttribute, aws.ToString(out.TimeToLiveDescription.AttributeName), table)
+	}
+	s := statestore.New(db, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards).WithRetention(keep)
+	expires := func(table, id string) (int64, bool) {
+		t.Helper()
+		k := map[string]types.AttributeValue{topology.KeyOrderID: &types.AttributeValueMemberS{Value: id}}
+		if table == topo.StateTable() {
+			k[topology.KeySort] = &types.AttributeValueMemberS{Value: "TASK"}
+		}
+		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: k, ConsistentRead: aws.Bool(true)})
+		require.NoError(t, err)
+		require.NotNil(t, out.Item, "%s %s", table, id)
+		v, ok := out.Item[statestore.ExpiresAttribute].(*types.AttributeValueMemberN)
+		if !ok {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(v.Value, 10, 64)
+		require.NoError(t, err)
+		return n, true
+	}
+	latest := t0.Add(2 * def(1).Deadline).Add(keep).Unix()
+
+	submit(t, s, "o-1", 1) // ends Processed a minute after its submission
+	st, err := claim(ctx, s, "o-1", step0, "sched", t0)
+	require.NoError(t, err)
+	end := t0.Add(time.Minute)
+	c := done("o-1", step0, st.Attempt, nil, workflow.Processed)
+	c.Now = end
+	require.NoError(t, errOf(s.Complete(ctx, c)))
+	got, ok := expires(topo.StateTable(), "o-1")
+	require.True(t, ok, "an ended order's state item expires")
+	require.Equal(t, end.Add(keep).Unix(), got)
+	got, ok = expires(topo.OrdersTable(), "o-1")
+	require.True(t, ok, "its orders item too")
+	require.Equal(t, latest, got)
+
+	submit(t, s, "o-2", 2) // in flight, then ended Failed, then resubmitted
+	_, ok = expires(topo.StateTable(), "o-2")
+	require.False(t, ok, "an order in flight is kept")
+	st, err = claim(ctx, s, "o-2", step0, "sched", t0)
+	require.NoError(t, err)
+	require.NoError(t, errOf(s.Fail(ctx, failure("o-2", step0, -1, "declined"), st.Attempt, 1)))
+	task, _, err := s.Load(ctx, "o-2")
+	require.NoError(t, err)
+	require.Equal(t, workflow.Failed, task.State)
+	got, ok = expires(topo.StateTable(), "o-2")
+	require.True(t, ok, "a failed order's state item expires")
+	require.Equal(t, t0.Add(keep).Unix(), got)
+	later := t0.Add(time.Hour)
+	_, err = s.Resubmit(ctx, "o-2", "", time.Minute, later)
+	require.NoError(t, err)
+	_, ok = expires(topo.StateTable(), "o-2")
+	require.False(t, ok, "at work again: kept")
+	got, _ = expires(topo.OrdersTable(), "o-2")
+	require.Equal(t, later.Add(2*def(2).Deadline).Add(keep).Unix(), got, "its orders item outlives its new round")
+
+	forever := statestore.New(db, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
+	submit(t, forever, "o-3", 1)
+	st, err = claim(ctx, forever, "o-3", step0, "sched", t0)
+	require.NoError(t, err)
+	require.NoError(t, errOf(forever.Complete(ctx, done("o-3", step0, st.Attempt, nil, workflow.Processed))))
+	_, ok = expires(topo.StateTable(), "o-3")
+	require.False(t, ok, "no retention: kept forever")
+	_, ok = expires(topo.OrdersTable(), "o-3")
+	require.False(t, ok)
+}
