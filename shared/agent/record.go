@@ -24,7 +24,7 @@ func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st
 		// The result first: once the outcome is recorded, what follows may
 		// read it. A later attempt's result there means this one is stale.
 		err := h.store.PutResult(ctx, statestore.Result{OrderID: st.OrderID, Ref: st.Ref(), Name: st.Name, Round: st.Round,
-			Attempt: st.Attempt, JSON: resultJSON(result), Now: a.Now})
+			Attempt: st.Attempt, JSON: resultJSON(result), Now: a.Now, Deadline: def.Deadline})
 		if errors.Is(err, statestore.ErrStale) {
 			h.stale(st)
 			return nil

@@ -215,22 +215,46 @@ func (s *Store) replace(ctx context.Context, it stateItem, read int) error {
 	return err
 }
 
-// keepOrder moves the orders item's expiry to end plus the retention, the
-// latest a resubmitted order can end: written before the state item, so that
-// an order at work again never loses its orders item (if the state write
-// then fails, the order is only kept longer).
+// keepOrder pushes out when a resubmitted order may expire (with a
+// retention): its orders item and its kept results (which the new round's
+// steps may read) expire at end, the latest its new round can end, plus the
+// retention. It is written before the state item, so that an order at work
+// again never loses them (if the state write then fails, they are only kept
+// longer).
 func (s *Store) keepOrder(ctx context.Context, orderID string, end time.Time) error {
 	if s.keep == 0 {
 		return nil
 	}
+	exp := map[string]types.AttributeValue{":exp": s.expires(end)}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.orders, Key: map[string]types.AttributeValue{topology.KeyOrderID: str(orderID)},
 		UpdateExpression:          aws.String("SET " + ExpiresAttribute + " = :exp"),
 		ConditionExpression:       aws.String("attribute_exists(OrderID)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":exp": s.expires(end)},
+		ExpressionAttributeValues: exp,
 	})
 	if err != nil && !isConditionFailed(err) {
 		return fmt.Errorf("keep the order %s: %w", orderID, err)
+	}
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{TableName: &s.state, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression:    aws.String("#id = :id AND begins_with(#sk, :r)"),
+		ProjectionExpression:      aws.String("#id, #sk"),
+		ExpressionAttributeNames:  map[string]string{"#id": topology.KeyOrderID, "#sk": topology.KeySort},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(orderID), ":r": str(resultPrefix)}})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("read the results of %s: %w", orderID, err)
+		}
+		for _, key := range page.Items {
+			_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.state, Key: key,
+				UpdateExpression:          aws.String("SET " + ExpiresAttribute + " = :exp"),
+				ConditionExpression:       aws.String("attribute_exists(#sk)"),
+				ExpressionAttributeNames:  map[string]string{"#sk": topology.KeySort},
+				ExpressionAttributeValues: exp})
+			if err != nil && !isConditionFailed(err) {
+				return fmt.Errorf("keep a result of %s: %w", orderID, err)
+			}
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package statestore
 
 import (
 	"bytes"
+	"cmp"
 	"compress/flate"
 	"context"
 	"encoding/json"
@@ -35,6 +36,10 @@ type Result struct {
 	EventID string // the event that carried it, if any
 	JSON    json.RawMessage
 	Now     time.Time
+	// Deadline is the order's workflow deadline (0: the default): with a
+	// retention (Store.WithRetention), the result expires past the latest
+	// end the order can reach from now, as its orders item does.
+	Deadline time.Duration
 }
 
 // resultItem is a result as stored: key OrderID + "R#" and the record's key.
@@ -77,6 +82,9 @@ func (s *Store) PutResult(ctx context.Context, r Result) error {
 	item, err := attributevalue.MarshalMap(it)
 	if err != nil {
 		return fmt.Errorf("encode the result of %s/%s: %w", r.OrderID, sortKey(r.Ref), err)
+	}
+	if s.keep > 0 {
+		item[ExpiresAttribute] = s.expires(r.Now.Add(2 * cmp.Or(r.Deadline, workflow.DefaultOrderDeadline)))
 	}
 	cond := "attribute_not_exists(SK) OR Rd < :rd OR (Rd = :rd AND k < :k)"
 	vals := map[string]types.AttributeValue{":rd": num(int64(it.Round))}

@@ -36,11 +36,11 @@ func Retention(t *testing.T, db *dynamodb.Client) {
 		require.Equal(t, statestore.ExpiresAttribute, aws.ToString(out.TimeToLiveDescription.AttributeName), table)
 	}
 	s := statestore.New(db, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards).WithRetention(keep)
-	expires := func(table, id string) (int64, bool) {
+	expiresItem := func(table, id, sk string) (int64, bool) {
 		t.Helper()
 		k := map[string]types.AttributeValue{topology.KeyOrderID: &types.AttributeValueMemberS{Value: id}}
-		if table == topo.StateTable() {
-			k[topology.KeySort] = &types.AttributeValueMemberS{Value: "TASK"}
+		if sk != "" {
+			k[topology.KeySort] = &types.AttributeValueMemberS{Value: sk}
 		}
 		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: k, ConsistentRead: aws.Bool(true)})
 		require.NoError(t, err)
@@ -52,6 +52,13 @@ func Retention(t *testing.T, db *dynamodb.Client) {
 		n, err := strconv.ParseInt(v.Value, 10, 64)
 		require.NoError(t, err)
 		return n, true
+	}
+	expires := func(table, id string) (int64, bool) {
+		t.Helper()
+		if table == topo.StateTable() {
+			return expiresItem(table, id, "TASK")
+		}
+		return expiresItem(table, id, "")
 	}
 	latest := t0.Add(2 * def(1).Deadline).Add(keep).Unix()
 
@@ -74,6 +81,13 @@ func Retention(t *testing.T, db *dynamodb.Client) {
 	require.False(t, ok, "an order in flight is kept")
 	st, err = claim(ctx, s, "o-2", step0, "sched", t0)
 	require.NoError(t, err)
+	// A result kept (as an async step's refusal may follow its data, or an
+	// earlier step's answer): it outlives any end the order can reach.
+	require.NoError(t, s.PutResult(ctx, statestore.Result{OrderID: "o-2", Ref: step0, Name: "s0", Round: 1, Attempt: st.Attempt,
+		JSON: []byte(`{"id":"r-1"}`), Now: t0, Deadline: def(2).Deadline}))
+	got, ok = expiresItem(topo.StateTable(), "o-2", "R#s0")
+	require.True(t, ok, "a kept result expires")
+	require.Equal(t, t0.Add(2*def(2).Deadline).Add(keep).Unix(), got)
 	require.NoError(t, errOf(s.Fail(ctx, failure("o-2", step0, -1, "declined"), st.Attempt, 1)))
 	task, _, err := s.Load(ctx, "o-2")
 	require.NoError(t, err)
@@ -88,6 +102,8 @@ func Retention(t *testing.T, db *dynamodb.Client) {
 	require.False(t, ok, "at work again: kept")
 	got, _ = expires(topo.OrdersTable(), "o-2")
 	require.Equal(t, later.Add(2*def(2).Deadline).Add(keep).Unix(), got, "its orders item outlives its new round")
+	got, _ = expiresItem(topo.StateTable(), "o-2", "R#s0")
+	require.Equal(t, later.Add(2*def(2).Deadline).Add(keep).Unix(), got, "and so do its results, which the new round may read")
 
 	forever := statestore.New(db, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
 	submit(t, forever, "o-3", 1)
