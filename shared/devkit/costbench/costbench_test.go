@@ -210,7 +210,11 @@ func requireLogsCounted(t *testing.T, r costbench.Run) {
 	l := r.Logs
 	require.Positive(t, l.MetricLines)
 	require.LessOrEqual(t, l.MetricLines, r.PerOrder.LambdaInvocations+1e-9, "at most one EMF document per invocation")
-	require.Zero(t, l.Lines, "no log line on the happy path, at the default level")
+	// No routine line per order at the default level (there were two, an
+	// order's acceptance and its end); an incident a loaded machine causes
+	// (a re-sent request, a duplicate delivery's refused claim) still
+	// writes its line, so a run may have a few.
+	require.Less(t, l.Lines, 0.5, "no routine log line per order at the default level")
 	require.Greater(t, l.PlatformBytes, 100*r.PerOrder.LambdaInvocations, "START, END and REPORT for every invocation")
 	require.InDelta(t, l.Total(), r.PerOrder.LogBytes, 1e-9)
 	require.InDelta(t, r.PerOrder.LogBytes*0.5e-9*1e6, r.Cost.Logs, 1e-9, "$0.50 per GB")

@@ -91,6 +91,10 @@ func TestAnOrderWaitsForItsApprovalAndChargesWhatWasApproved(t *testing.T) {
 	e := newEnv(t, remotesim.Faults{}, running(t, approval("1h", "")))
 	e.order("o-ok", "")
 	e.parked("o-ok", 1)
+	// The reply that armed the wait is counted once its invocation returns,
+	// a moment after the arming write: the count starts from there.
+	replies := e.stack.Topology().AgentResponses("inventory").Name
+	e.eventually("the arming reply counted", 30*time.Second, func() bool { return e.stack.Stats.Deliveries()[replies] >= 1 })
 	before := e.stack.Stats.Deliveries()
 	e.sweeps(5)
 	require.Equal(t, before, e.stack.Stats.Deliveries(), "parked: nothing circulates while it waits")
