@@ -91,7 +91,7 @@ func (s *Store) progress(ctx context.Context, c Completion, recs workflow.Record
 	} else {
 		ch.cond = append(ch.cond, "St = "+ch.val("running", str(string(workflow.Pending))))
 	}
-	d, err := s.writeParallel(ctx, c.OrderID, ch, fmt.Sprintf("complete %s/%s", c.OrderID, sortKey(c.Ref)), ms(c.NextDueAt))
+	d, err := s.writeDone(ctx, c.OrderID, ch, fmt.Sprintf("complete %s/%s", c.OrderID, sortKey(c.Ref)), ms(c.NextDueAt))
 	d.Ready = prog.Ready
 	return d, err
 }
@@ -171,7 +171,7 @@ func (s *Store) compensate(ctx context.Context, ch *change, it stateItem, comp w
 			s.makeReadyAs(ch, "un", *comp.Undo, due)
 		}
 	}
-	return s.writeParallel(ctx, it.OrderID, ch, "move on the undoing of "+it.OrderID, ms(due))
+	return s.writeDone(ctx, it.OrderID, ch, "move on the undoing of "+it.OrderID, ms(due))
 }
 
 // stopAll adds to ch that the records stop: no longer ready (a request
@@ -191,25 +191,4 @@ func (s *Store) makeReadyAs(ch *change, alias string, r workflow.Ref, due time.T
 	ch.when("%[1]s.s = :pending AND attribute_not_exists(%[1]s.d)", n)
 	ch.val("pending", str(string(workflow.Pending)))
 	ch.set = append(ch.set, n+".d = "+ch.val("nextDue", num(ms(due))), n+".ra = "+ch.at())
-}
-
-// writeParallel runs the change; a refused condition is returned as the
-// ConditionalCheckFailedException with the item as it was, for the caller
-// to decide again on it. The order's look is pulled in to due.
-func (s *Store) writeParallel(ctx context.Context, orderID string, ch *change, what string, due int64) (Done, error) {
-	in := s.input(ch, orderID)
-	in.ReturnValues = types.ReturnValueAllNew
-	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-	out, err := s.db.UpdateItem(ctx, in)
-	if err != nil {
-		if isConditionFailed(err) {
-			return Done{}, err
-		}
-		return Done{}, fmt.Errorf("%s: %w", what, err)
-	}
-	var it stateItem
-	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
-		return Done{}, fmt.Errorf("decode %s: %w", orderID, err)
-	}
-	return doneOf(it), s.pullIn(ctx, it, due)
 }

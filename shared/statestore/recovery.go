@@ -169,7 +169,7 @@ func (s *Store) markError(ctx context.Context, ch *change, p string, f Failure, 
 		err error
 	)
 	if f.Parallel || len(f.After.Stop) > 0 {
-		d, err = s.writeParallel(ctx, f.OrderID, ch, what, ms(f.Due))
+		d, err = s.writeDone(ctx, f.OrderID, ch, what, ms(f.Due))
 	} else {
 		d, err = s.updateDone(ctx, f.OrderID, ch, what)
 	}

@@ -250,24 +250,11 @@ func (s *Store) completeOnce(ctx context.Context, c Completion, leaveIndex bool)
 			ch.remove = append(ch.remove, "DueShard", "DueAt")
 		}
 	}
-	in := s.input(ch, c.OrderID)
-	in.ReturnValues = types.ReturnValueAllNew
-	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-	out, err := s.db.UpdateItem(ctx, in)
-	if err != nil {
-		if isConditionFailed(err) {
-			return Done{}, err
-		}
-		return Done{}, fmt.Errorf("complete %s/%s attempt %d: %w", c.OrderID, sortKey(c.Ref), c.Attempt, err)
-	}
-	var it stateItem
-	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
-		return Done{}, fmt.Errorf("decode %s: %w", c.OrderID, err)
-	}
+	var due int64 // the next step's look pulls the order's in (0: none)
 	if c.Next != nil {
-		return doneOf(it), s.pullIn(ctx, it, ms(c.NextDueAt))
+		due = ms(c.NextDueAt)
 	}
-	return doneOf(it), nil
+	return s.writeDone(ctx, c.OrderID, ch, fmt.Sprintf("complete %s/%s attempt %d", c.OrderID, sortKey(c.Ref), c.Attempt), due)
 }
 
 // current adds the fence of a reply to the record at path: it is from the
@@ -321,6 +308,29 @@ func (s *Store) update(ctx context.Context, orderID string, ch *change, what str
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
+}
+
+// writeDone runs the change and returns the order as it left it, as
+// updateDone does, but a refused condition comes back as the
+// ConditionalCheckFailedException with the item as it was, for the caller
+// to decide again on it (or to tell a repeat from a stale reply). The
+// order's look is pulled in to due (0: not moved).
+func (s *Store) writeDone(ctx context.Context, orderID string, ch *change, what string, due int64) (Done, error) {
+	in := s.input(ch, orderID)
+	in.ReturnValues = types.ReturnValueAllNew
+	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	out, err := s.db.UpdateItem(ctx, in)
+	if err != nil {
+		if isConditionFailed(err) {
+			return Done{}, err
+		}
+		return Done{}, fmt.Errorf("%s: %w", what, err)
+	}
+	var it stateItem
+	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
+		return Done{}, fmt.Errorf("decode %s: %w", orderID, err)
+	}
+	return doneOf(it), s.pullIn(ctx, it, due)
 }
 
 // updateDone runs the change and returns the order as it left it; a failed
