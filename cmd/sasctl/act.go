@@ -18,7 +18,7 @@ func resubmitCmd() *cobra.Command {
 		Long: `resubmit puts an order that ended Failed or CompensationFailed back to work, once its cause is
 fixed: a Failed order runs again from its first step in a new round (new idempotency keys); a
 CompensationFailed one retries its failed undo action, or its pivot step that timed out, with its
-failure count reset. The state table is written, then the Scheduler is told (if that message is
+failure count reset. The state table is written, then its request is sent to its Agent (if that message is
 lost, the step's pickup deadline brings the Supervisor).`,
 		Example: "  sasctl resubmit o-1\n  sasctl resubmit --step charge-payment o-1",
 		Args:    exactly(1, "one ORDER id"),
@@ -37,7 +37,7 @@ lost, the step's pickup deadline brings the Supervisor).`,
 				if res.Undo {
 					what = "undo action " + res.Step
 				}
-				fmt.Fprintf(out, "order %s resubmitted: %s is Pending again (round %d); the Scheduler was told\n", res.OrderID, what, res.Round)
+				fmt.Fprintf(out, "order %s resubmitted: %s is Pending again (round %d); its request was sent\n", res.OrderID, what, res.Round)
 			})
 		},
 	}

@@ -152,7 +152,7 @@ func TestResubmitAPivotStepThatTimedOut(t *testing.T) {
 	p.sim.SetFaults("shipping", remotesim.Faults{})
 	code, out, _ = p.ctl("", "resubmit", "o-piv")
 	require.Zero(t, code)
-	require.Equal(t, "order o-piv resubmitted: step create-shipment is Pending again (round 1); the Scheduler was told\n", out)
+	require.Equal(t, "order o-piv resubmitted: step create-shipment is Pending again (round 1); its request was sent\n", out)
 	p.waitState("o-piv", workflow.Processed)
 	require.Equal(t, []string{"o-piv/reserve-inventory", "o-piv/charge-payment", "o-piv/create-shipment"}, p.keys("o-piv"),
 		"the resubmitted step replayed its effect: shipped once")

@@ -86,9 +86,9 @@ func confirmation(action string, st operator.Status) (heading, detail, button st
 		switch st.Order.State {
 		case workflow.Failed:
 			detail = "Its completed steps were undone, so it runs again from its first step in a new round " +
-				"(new idempotency keys), and the Scheduler is told."
+				"(new idempotency keys), and its request is sent to its Agent."
 		case workflow.CompensationFailed:
-			detail = fmt.Sprintf("Its record in Error (%s) runs again with its failure count reset, and the Scheduler is told: "+
+			detail = fmt.Sprintf("Its record in Error (%s) runs again with its failure count reset, and its request is sent to its Agent: "+
 				"a failed undo action is retried and compensation goes on; a step without an undo action that timed out "+
 				"runs again with the same idempotency key.", inError(st))
 		}
@@ -165,7 +165,7 @@ func (s *Server) act(r *http.Request, id, action string) (string, error) {
 		if res.Undo {
 			what = "undo action " + res.Step
 		}
-		return fmt.Sprintf("Resubmitted: %s is Pending again (round %d); the Scheduler was told.", what, res.Round), nil
+		return fmt.Sprintf("Resubmitted: %s is Pending again (round %d); its request was sent.", what, res.Round), nil
 	case "cancel":
 		reason := strings.TrimSpace(r.PostFormValue("reason"))
 		res, err := s.op.Cancel(r.Context(), id, s.cfg.Who, short(reason, 200))

@@ -10,9 +10,9 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// RecordReader reads one record of an order.
+// RecordReader reads records of an order, all from one read.
 type RecordReader interface {
-	Record(ctx context.Context, orderID string, r workflow.Ref) (statestore.Step, error)
+	RecordsOf(ctx context.Context, orderID string, refs []workflow.Ref) ([]statestore.Step, error)
 }
 
 // Restarter starts records from what they say, with no workflow: for the
@@ -29,11 +29,14 @@ type Restarter struct {
 
 // Start starts the order's records refs, after delay.
 func (r Restarter) Start(ctx context.Context, orderID string, refs []workflow.Ref, delay time.Duration) error {
-	for _, ref := range refs {
-		st, err := r.Records.Record(ctx, orderID, ref)
-		if err != nil {
-			return fmt.Errorf("start %s: %w", orderID, err)
-		}
+	if len(refs) == 0 {
+		return nil
+	}
+	sts, err := r.Records.RecordsOf(ctx, orderID, refs)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", orderID, err)
+	}
+	for _, st := range sts {
 		if err := r.StartRecord(ctx, st, delay); err != nil {
 			return err
 		}
@@ -44,12 +47,25 @@ func (r Restarter) Start(ctx context.Context, orderID string, refs []workflow.Re
 // StartRecord starts record st after delay. If the send is lost, the
 // record's pickup deadline brings the Supervisor, which starts it again.
 func (r Restarter) StartRecord(ctx context.Context, st statestore.Step, delay time.Duration) error {
-	if !st.Undo && st.Kind != workflow.KindAgent {
-		return r.Send.SendJSON(ctx, r.SchedulerQueueURL, message.NewSchedule(st.OrderID, st.Ref(), st.Workflow, st.WfVersion), delay)
-	}
-	url := r.AgentQueues[st.Agent]
-	if url == "" {
+	url := r.QueueOf(st)
+	switch {
+	case parked(st):
+		return r.Send.SendJSON(ctx, url, message.NewSchedule(st.OrderID, st.Ref(), st.Workflow, st.WfVersion), delay)
+	case url == "":
 		return fmt.Errorf("start %s: no request queue for agent %q", st.Key(), st.Agent)
 	}
 	return r.Send.SendJSON(ctx, url, st.Request(), delay)
 }
+
+// QueueOf is the queue record st's start goes to, and may wait in: its
+// agent's request queue, or, a wait's or a timer's, the scheduler queue
+// ("" for an agent with no queue known).
+func (r Restarter) QueueOf(st statestore.Step) string {
+	if parked(st) {
+		return r.SchedulerQueueURL
+	}
+	return r.AgentQueues[st.Agent]
+}
+
+// parked reports whether st is a wait or a timer, which the Scheduler arms.
+func parked(st statestore.Step) bool { return !st.Undo && st.Kind != workflow.KindAgent }

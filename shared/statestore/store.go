@@ -116,14 +116,28 @@ func (s *Store) Load(ctx context.Context, orderID string) (Task, []Step, error) 
 // Record reads one record of an order, consistently (ErrNotFound if the
 // order, or the record, is not there).
 func (s *Store) Record(ctx context.Context, orderID string, r workflow.Ref) (Step, error) {
-	it, err := s.item(ctx, orderID)
+	sts, err := s.RecordsOf(ctx, orderID, []workflow.Ref{r})
 	if err != nil {
 		return Step{}, err
 	}
-	if _, ok := it.Recs[sortKey(r)]; !ok {
-		return Step{}, fmt.Errorf("order %s has no record %s: %w", orderID, sortKey(r), ErrNotFound)
+	return sts[0], nil
+}
+
+// RecordsOf returns the order's records refs, from one consistent read of
+// its state item; a ref the order does not have is ErrNotFound.
+func (s *Store) RecordsOf(ctx context.Context, orderID string, refs []workflow.Ref) ([]Step, error) {
+	it, err := s.item(ctx, orderID)
+	if err != nil {
+		return nil, err
 	}
-	return it.step(sortKey(r)), nil
+	out := make([]Step, 0, len(refs))
+	for _, r := range refs {
+		if _, ok := it.Recs[sortKey(r)]; !ok {
+			return nil, fmt.Errorf("order %s has no record %s: %w", orderID, sortKey(r), ErrNotFound)
+		}
+		out = append(out, it.step(sortKey(r)))
+	}
+	return out, nil
 }
 
 func (s *Store) item(ctx context.Context, orderID string) (stateItem, error) {

@@ -33,6 +33,7 @@ type Store interface {
 	outcome.Store
 	outcome.StartStore
 	dispatch.DefinitionReader
+	dispatch.RecordReader // a cancel's first undo
 }
 
 // Sender sends queue messages.
@@ -121,13 +122,14 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 	if err != nil {
 		return err
 	}
-	items, err := def.Items(json.RawMessage(o.JSON()))
+	body := o.JSON()
+	items, err := def.Items(json.RawMessage(body))
 	if err != nil {
 		return message.Invalid("order %s cannot run workflow %s: %v", o.OrderID, def.Name, err)
 	}
 	now := h.Now()
 	created, err := h.store.Submit(ctx, statestore.Submission{
-		OrderID: o.OrderID, Order: o.JSON(), ReplyQueue: o.ReplyQueue, Workflow: def, Items: items, Now: now})
+		OrderID: o.OrderID, Order: body, ReplyQueue: o.ReplyQueue, Workflow: def, Items: items, Now: now})
 	if err != nil {
 		return err
 	}
@@ -149,14 +151,14 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 		if def, err = h.store.Definition(ctx, o.OrderID); err != nil {
 			return err
 		}
+		if items, err = def.Items(json.RawMessage(body)); err != nil {
+			return message.Invalid("order %s cannot run workflow %s: %v", o.OrderID, def.Name, err)
+		}
 	}
 	// The first step (or the steps that need nothing): its request to its
 	// Agent, or, a wait or a timer, armed.
-	if items, err = def.Items(json.RawMessage(o.JSON())); err != nil {
-		return message.Invalid("order %s cannot run workflow %s: %v", o.OrderID, def.Name, err)
-	}
 	starter := outcome.Starter{Dispatch: h.dispatch, Store: h.store, Recorder: outcome.Recorder{Store: h.store}, Now: h.Now, Log: h.log}
-	done, err := starter.Start(ctx, def, o.OrderID, def.Starts(items), json.RawMessage(o.JSON()))
+	done, err := starter.Start(ctx, def, o.OrderID, def.Starts(items), json.RawMessage(body))
 	for _, c := range done { // a timer at once, or a kept event: the Scheduler follows it
 		if err := h.follow(ctx, def, o.OrderID, c.Ref, c.Name, 0, "", c.Recorded); err != nil {
 			return err

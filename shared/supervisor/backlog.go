@@ -42,10 +42,7 @@ func (s *Supervisor) startQueues(st statestore.Step) []string {
 	if st.State != workflow.Pending {
 		return nil
 	}
-	queues := []string{s.cfg.AgentQueues[st.Agent].Requests} // its request (a re-sent one too)
-	if !st.Undo && st.Kind != workflow.KindAgent {
-		queues = []string{s.cfg.SchedulerQueueURL} // a wait's or a timer's start: for the Scheduler to arm
-	}
+	queues := []string{s.start.QueueOf(st)} // where its start (a re-sent one too) goes
 	if st.ReadiedBy != "" {
 		queues = append(queues, s.cfg.AgentQueues[st.ReadiedBy].Responses)
 	}

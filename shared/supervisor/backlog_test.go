@@ -26,9 +26,9 @@ func (d depthsOf) Depth(_ context.Context, u string) (queue.Depth, error)     { 
 // holds no outcome of it.
 func TestABacklogExplainsOnlyAReadyStepsWait(t *testing.T) {
 	t.Parallel()
-	s := &Supervisor{cfg: Config{BacklogDepth: 10, SchedulerQueueURL: "q/scheduler", AgentQueues: map[string]AgentQueues{
+	s := New(Config{BacklogDepth: 10, SchedulerQueueURL: "q/scheduler", AgentQueues: map[string]AgentQueues{
 		"a": {Requests: "q/a-requests", Responses: "q/a-responses"},
-		"b": {Requests: "q/b-requests", Responses: "q/b-responses"}}}}
+		"b": {Requests: "q/b-requests", Responses: "q/b-responses"}}}, Deps{})
 	ready := statestore.Step{Agent: "b", State: workflow.Pending, ReadiedBy: "a"}
 	first := statestore.Step{Agent: "a", State: workflow.Pending} // Submission started it
 	claimed := statestore.Step{Agent: "b", State: workflow.Processing}

@@ -34,8 +34,8 @@ func (overdueStore) GiveUpFor(context.Context, statestore.GiveUp) (statestore.Do
 	return statestore.Done{}, nil
 }
 func (overdueStore) MarkAlerted(context.Context, string, workflow.Ref, time.Time) error { return nil }
-func (overdueStore) Record(context.Context, string, workflow.Ref) (statestore.Step, error) {
-	return statestore.Step{}, nil
+func (overdueStore) RecordsOf(context.Context, string, []workflow.Ref) ([]statestore.Step, error) {
+	return nil, nil
 }
 
 type nopAlerter struct{}

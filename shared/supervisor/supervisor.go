@@ -96,14 +96,6 @@ type ShardReport struct {
 	Done   bool `json:"done"`   // every entry due when the sweep began was read
 }
 
-// LooksPerSecond is the orders looked at per second of the sweep.
-func (r Report) LooksPerSecond() float64 {
-	if r.Elapsed <= 0 {
-		return 0
-	}
-	return float64(r.Orders) / r.Elapsed.Seconds()
-}
-
 // Supervisor is the Supervisor Lambda handler.
 type Supervisor struct {
 	cfg   Config
