@@ -103,7 +103,7 @@ func (f *capacityFlags) models() ([]capacityModel, error) {
 	set = set.With(f.Overrides)
 	s := capacity.FromDeployment(f.Settings, set)
 	s.AccountConcurrency, s.TableWrites = f.account, f.tableWrites
-	h, err := f.handlers()
+	h, err := f.handlers(set.Agents())
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func (f *capacityFlags) models() ([]capacityModel, error) {
 
 // handlers are the handlers' figures (--figures, or docs/cost.md's) with
 // the services' latencies.
-func (f *capacityFlags) handlers() (capacity.Handlers, error) {
+func (f *capacityFlags) handlers(agents []string) (capacity.Handlers, error) {
 	h := capacity.Measured()
 	if f.figures != "" {
 		file, err := os.Open(f.figures)
@@ -157,22 +157,13 @@ func (f *capacityFlags) handlers() (capacity.Handlers, error) {
 	}
 	if all, ok := h.ServiceLatency[""]; ok {
 		delete(h.ServiceLatency, "")
-		for _, a := range capacityAgents(f) {
+		for _, a := range agents {
 			if _, own := h.ServiceLatency[a]; !own {
 				h.ServiceLatency[a] = all
 			}
 		}
 	}
 	return h, nil
-}
-
-// capacityAgents are the agents of the workflows the flags name.
-func capacityAgents(f *capacityFlags) []string {
-	set, err := deployment.LoadWorkflows(f.WorkflowFiles, "", 0)
-	if err != nil {
-		return nil
-	}
-	return set.Agents()
 }
 
 // readBench reads a sasctl bench --json file ("": none).

@@ -34,14 +34,6 @@ func printMermaid(out io.Writer, d workflow.Definition) {
 			fmt.Fprintf(out, "  s%d --> processed\n", i+1)
 		}
 	}
-	if !d.Linear() {
-		for i, s := range d.Steps {
-			if s.Undo != nil {
-				fmt.Fprintf(out, "  s%d -. undo .-> u%d\n", i+1, i+1)
-			}
-		}
-		return
-	}
 	printMermaidUndo(out, d)
 	for _, k := range []string{"wait", "timer", "async"} {
 		if len(classes[k]) > 0 {
@@ -76,7 +68,9 @@ func mermaidNode(s workflow.Step) string {
 }
 
 // printMermaidUndo draws each undo action on a dashed edge from its step,
-// then the undo chain from the last undo action back to the first, to Failed.
+// then, for a linear workflow, the undo chain from the last undo action
+// back to the first, to Failed (steps that run at once are undone latest
+// completion first: no chain is fixed in advance).
 func printMermaidUndo(out io.Writer, d workflow.Definition) {
 	var chain []string
 	for i, s := range d.Steps {
@@ -85,7 +79,7 @@ func printMermaidUndo(out io.Writer, d workflow.Definition) {
 			chain = append([]string{fmt.Sprintf("u%d", i+1)}, chain...)
 		}
 	}
-	if len(chain) == 0 {
+	if len(chain) == 0 || !d.Linear() {
 		return
 	}
 	fmt.Fprintf(out, "  failed([\"%s\"])\n", workflow.Failed)

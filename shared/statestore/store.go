@@ -112,7 +112,6 @@ func (s *Store) Load(ctx context.Context, orderID string) (Task, []Step, error) 
 	return it.task(), it.steps(), nil
 }
 
-// item reads an order's state item consistently.
 // Record reads one record of an order, consistently (ErrNotFound if the
 // order, or the record, is not there).
 func (s *Store) Record(ctx context.Context, orderID string, r workflow.Ref) (Step, error) {
@@ -140,6 +139,7 @@ func (s *Store) RecordsOf(ctx context.Context, orderID string, refs []workflow.R
 	return out, nil
 }
 
+// item reads an order's state item consistently.
 func (s *Store) item(ctx context.Context, orderID string) (stateItem, error) {
 	var it stateItem
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{

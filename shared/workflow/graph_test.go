@@ -80,3 +80,35 @@ func TestNeedsLeaveALinearWorkflowsVersionAlone(t *testing.T) {
 	require.NotEqual(t, plain.Version, explicit.Version, "but the file says something else, so its version differs")
 	require.Equal(t, plain.Version, workflow.MustExample(workflow.OrderWorkflow).Version)
 }
+
+// An order a forEach step cannot run over is refused with the reason: not
+// an object, its field missing or not an array, no items, or more than
+// MaxForEachItems; an order of 1 to MaxForEachItems items counts them.
+func TestItemsRefusesAnOrderAForEachCannotRun(t *testing.T) {
+	t.Parallel()
+	d := workflow.MustExample(workflow.ParallelWorkflow)
+	many := "[" + strings.TrimSuffix(strings.Repeat(`{"sku":"A"},`, workflow.MaxForEachItems+1), ",") + "]"
+	for order, want := range map[string]string{
+		`[1,2]`:                  "the order is not a JSON object",
+		`{"orderId":"o-1"}`:      `runs once per item of the order's "items", which is not an array`,
+		`{"items":{"sku":"A"}}`:  `runs once per item of the order's "items", which is not an array`,
+		`{"items":[]}`:           `"items": 0 items, want 1 to 100`,
+		`{"items":` + many + `}`: `"items": 101 items, want 1 to 100`,
+	} {
+		_, err := d.Items([]byte(order))
+		require.ErrorContains(t, err, want, order)
+	}
+	n, err := d.Items([]byte(`{"items":[{"sku":"A"},{"sku":"B"}]}`))
+	require.NoError(t, err)
+	for i, st := range d.Steps {
+		if st.ForEach != "" {
+			require.Equal(t, 2, n[i], st.Name)
+		}
+	}
+	require.Len(t, n, 1, "one forEach step")
+	item, err := d.Item([]byte(`{"items":[{"sku":"A"}]}`), 4, 1)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"sku":"A"}`, string(item))
+	_, err = d.Item([]byte(`{"items":[{"sku":"A"}]}`), 4, 2)
+	require.ErrorContains(t, err, `step pack-item: the order has no item 2 in "items"`)
+}

@@ -349,7 +349,7 @@ func TestResultsFlowOnAndAnOversizedOneFailsItsStep(t *testing.T) {
 	e.requireLedger("o-big", "reserve-inventory", "charge-payment", "refund-payment", "release-inventory")
 }
 
-// until: a timer whose time comes from a result: the charge waits until two
+// until: a timer whose time comes from a result: the charge waits until three
 // seconds after the reservation was applied, as its service answered.
 func TestATimerUntilATimeFromAResult(t *testing.T) {
 	t.Parallel()

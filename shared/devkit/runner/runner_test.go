@@ -242,13 +242,9 @@ func TestDelayedMessagesComeBack(t *testing.T) {
 	send(t, url, bodies...)
 	start(t, r)
 	sent := time.Now()
+	// Each at least once: a standard queue (and moto, under concurrent
+	// receives) may deliver a message twice; the handlers are idempotent.
 	waitFor(t, "every delayed message delivered", func() bool { return len(seen.snapshot()) == len(bodies) })
-	got := seen.snapshot()
-	for _, b := range bodies {
-		// At least once: a standard queue (and moto, under concurrent
-		// receives) may deliver a message twice; the handlers are idempotent.
-		require.GreaterOrEqual(t, got[b], 1, b)
-	}
 	require.Equal(t, 25, r.Stats.Snapshot()["fn"].FaultsInjected["delayed"], "each message's first receive was delayed")
 	require.GreaterOrEqual(t, time.Since(sent), r.DelayFor, "hidden for DelayFor before it came back")
 }
