@@ -115,7 +115,7 @@ func TestResubmitAfterTheFaultIsCleared(t *testing.T) {
 	require.Equal(t, "sasctl resubmit: order o-ok is Processed; only Failed or CompensationFailed orders can be resubmitted\n", errs)
 	code, _, errs = p.ctl("", "resubmit", "o-rs", "--step", "reserve-inventory")
 	require.Equal(t, 1, code)
-	require.Contains(t, errs, `step "reserve-inventory" is not the one that failed (charge-payment)`)
+	require.Contains(t, errs, `step "reserve-inventory" is not one that failed (charge-payment)`)
 	code, _, errs = p.ctl("", "resubmit", "o-missing")
 	require.Equal(t, 1, code)
 	require.Equal(t, "sasctl resubmit: order o-missing not found\n", errs)
@@ -202,7 +202,7 @@ func TestCancelFromTheCLI(t *testing.T) {
 	var res operator.Cancelled
 	p.json("cancel", &res, "cancel", "o-cx", "--reason", "wrong size")
 	require.Equal(t, "o-cx", res.OrderID)
-	require.Equal(t, workflow.Pending, res.State)
+	require.Equal(t, workflow.Compensating, res.State, "undone from now on: nothing new starts")
 	require.Contains(t, res.What, "a step is running: its outcome is awaited, then the completed steps are undone")
 	p.waitEnded("o-cx")
 	code, out, _ := p.ctl("", "status", "o-cx")

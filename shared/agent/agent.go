@@ -67,6 +67,12 @@ type Config struct {
 	Margin time.Duration
 }
 
+// Outcomes records an attempt's outcome and what follows it
+// (outcome.Recorder).
+type Outcomes interface {
+	Record(ctx context.Context, def workflow.Definition, a outcome.Attempt) (outcome.Recorded, error)
+}
+
 // Deps are what an Agent calls.
 type Deps struct {
 	Remote  Remote
@@ -75,21 +81,24 @@ type Deps struct {
 	Send    Sender
 	Metrics *metrics.Emitter
 	Log     *slog.Logger
+	// Outcomes records outcomes (nil: outcome.Recorder over Store).
+	Outcomes Outcomes
 }
 
 // Handler is the Agent Lambda handler.
 type Handler struct {
-	cfg     Config
-	remote  Remote
-	breaker *resilience.Breaker
-	store   Store
-	send    Sender
-	metrics *metrics.Emitter
-	log     *slog.Logger
-	batch   *sqsbatch.Processor
-	catalog *dispatch.Catalog
-	Now     func() time.Time
-	Sleep   func(ctx context.Context, d time.Duration) error
+	cfg      Config
+	remote   Remote
+	breaker  *resilience.Breaker
+	store    Store
+	outcomes Outcomes
+	send     Sender
+	metrics  *metrics.Emitter
+	log      *slog.Logger
+	batch    *sqsbatch.Processor
+	catalog  *dispatch.Catalog
+	Now      func() time.Time
+	Sleep    func(ctx context.Context, d time.Duration) error
 	// Crash, if set, is called after the remote call and before the reply; a
 	// chaos test makes it panic there. Nil in production.
 	Crash func(point string)
@@ -100,7 +109,10 @@ func New(cfg Config, d Deps) *Handler {
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = 10 * time.Second
 	}
-	return &Handler{cfg: cfg, remote: d.Remote, breaker: d.Breaker, store: d.Store, send: d.Send, metrics: d.Metrics,
+	if d.Outcomes == nil {
+		d.Outcomes = outcome.Recorder{Store: d.Store}
+	}
+	return &Handler{cfg: cfg, remote: d.Remote, breaker: d.Breaker, store: d.Store, outcomes: d.Outcomes, send: d.Send, metrics: d.Metrics,
 		log: d.Log, Now: time.Now, Sleep: sleep, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store},
 		batch: &sqsbatch.Processor{Name: "agent-" + cfg.Name, DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics,
 			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), FlushEvery: ReplyFlush}}

@@ -19,6 +19,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -72,14 +73,22 @@ func (c *claims) record(what string) (workflow.State, error) {
 	return workflow.Pending, nil
 }
 
-func (c *claims) Finish(_ context.Context, cp statestore.Completion) (statestore.Done, error) {
-	st, err := c.record(fmt.Sprintf("complete %s attempt %d, next %v", cp.OrderID, cp.Attempt, *cp.Next))
-	return statestore.Done{State: st, Round: 1}, err
-}
+// recorder stands in for outcome.Recorder (its rules are tested in
+// workflow, its writes by storetest on both engines): it records into its
+// claims.
+type recorder struct{ c *claims }
 
-func (c *claims) FailFor(_ context.Context, f statestore.Failure, attempt, _ int) (statestore.Done, error) {
-	st, err := c.record(fmt.Sprintf("fail %s attempt %d: %s", f.OrderID, attempt, f.Reason))
-	return statestore.Done{State: st, Round: 1}, err
+func (r recorder) Record(_ context.Context, _ workflow.Definition, a outcome.Attempt) (outcome.Recorded, error) {
+	c := r.c
+	if c.stale {
+		return outcome.Recorded{Stale: true}, nil
+	}
+	what := fmt.Sprintf("complete %s attempt %d", a.OrderID, a.Attempt)
+	if a.Refusal != "" {
+		what = fmt.Sprintf("fail %s attempt %d: %s", a.OrderID, a.Attempt, a.Refusal)
+	}
+	st, err := c.record(what)
+	return outcome.Recorded{State: st, Round: 1, Ready: []workflow.Ref{{Index: a.Ref.Index + 1}}}, err
 }
 
 func (c *claims) Document(_ context.Context, _ statestore.Step, order json.RawMessage) (workflow.Document, error) {
@@ -131,7 +140,7 @@ func newFixture(t *testing.T, f remotesim.Faults) *fixture {
 	h := agent.New(agent.Config{Workflows: workflow.MustSet(workflow.Orders(workflow.Settings{})), Name: "inventory", InstanceID: "agent-inventory/test",
 		Backoff: resilience.Backoff{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}, CallTimeout: time.Second},
 		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL + "/v1/services/inventory", Service: "inventory", Client: http.DefaultClient},
-			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: c, Send: out,
+			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: c, Outcomes: recorder{c}, Send: out,
 			Metrics: metrics.New(tally, "agent"), Log: slog.New(slog.DiscardHandler)})
 	return &fixture{url: srv.URL, h: h, sim: sim, out: out, claims: c, tally: tally}
 }
@@ -165,7 +174,7 @@ func TestAgentRecordsTheOutcomeBeforeItReplies(t *testing.T) {
 	f := newFixture(t, remotesim.Faults{})
 	_, err := f.h.Handle(context.Background(), request("o-1"))
 	require.NoError(t, err)
-	require.Equal(t, []string{"complete o-1 attempt 3, next {1 false 0}"}, f.claims.recorded)
+	require.Equal(t, []string{"complete o-1 attempt 3"}, f.claims.recorded)
 	require.Len(t, f.out.replies, 1)
 	r := f.out.replies[0]
 	require.True(t, r.Recorded)
@@ -309,7 +318,7 @@ func TestAgentKeepsAnAnswerWithTwoMeaningsAsText(t *testing.T) {
 	f := newFixture(t, remotesim.Faults{})
 	h := agent.New(agent.Config{Workflows: workflow.MustSet(workflow.Orders(workflow.Settings{})), Name: "inventory", InstanceID: "agent-inventory/test"},
 		agent.Deps{Remote: answers(`{"id":"ch_1","id":"ch_2"}`), Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second},
-			Store: f.claims, Send: f.out, Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler)})
+			Store: f.claims, Outcomes: recorder{f.claims}, Send: f.out, Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler)})
 	_, err := h.Handle(context.Background(), request("o-1"))
 	require.NoError(t, err)
 	require.Len(t, f.out.replies, 1)
@@ -348,7 +357,7 @@ func TestAgentAbandonsAnAsyncAttemptItsServiceNeverAccepted(t *testing.T) {
 		Backoff: resilience.Backoff{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}, CallTimeout: time.Second,
 		Margin: 50 * time.Millisecond},
 		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: f.url + "/v1/services/inventory", Service: "inventory", Client: http.DefaultClient},
-			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: store, Send: f.out,
+			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: store, Outcomes: recorder{f.claims}, Send: f.out,
 			Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond) // the function's own time
 	defer cancel()

@@ -19,7 +19,7 @@ import (
 // nothing and replies nothing.
 func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st *statestore.Step, a outcome.Attempt, result []byte, payload json.RawMessage) error {
 	a.OrderID, a.Ref, a.Name, a.Attempt, a.Round, a.Now = st.OrderID, st.Ref(), st.Name, st.Attempt, st.Round, h.Now()
-	a.Read = st.Records
+	a.Read = st.Read // where the others stood at its claim: the first guess
 	if a.Refusal == "" && len(result) > 0 {
 		// The result first: once the outcome is recorded, what follows may
 		// read it. A later attempt's result there means this one is stale.
@@ -34,7 +34,7 @@ func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st
 		}
 		a.ResultBytes = len(result)
 	}
-	rec, err := outcome.Recorder{Store: h.store}.Record(ctx, def, a)
+	rec, err := h.outcomes.Record(ctx, def, a)
 	if err != nil {
 		// Not recorded: SQS delivers the request again, and its claim is
 		// refused; the Supervisor recovers the attempt at its CompleteBy

@@ -92,17 +92,24 @@ func subject(f Failure) string {
 }
 
 // CompensationOf says, for the alert, what happens to the completed work after
-// a step (undo=false) or an undo action (undo=true) failed for good.
-func CompensationOf(undo bool, after workflow.Aftermath) string {
+// a step (undo=false) or an undo action (undo=true) failed for good, from
+// the order's state the failure led to (after); pivot: the failed step
+// itself has no undo action and may have taken effect (it timed out for
+// good after it ran).
+func CompensationOf(undo bool, after workflow.State, pivot bool) string {
 	switch {
 	case undo:
 		return "FAILED: this undo action did not happen; the order is CompensationFailed and needs the operator"
-	case after.Next == workflow.Compensating:
-		return "started: the completed steps are being undone in reverse order"
-	case after.Next == workflow.CompensationFailed:
+	case after == workflow.Compensating:
+		return "started: the completed steps are being undone, the latest first (what still runs is awaited first)"
+	case after == workflow.CompensationFailed && pivot:
 		return "NOT STARTED: this step timed out for good and has no undo action, so it may have taken effect;" +
 			" nothing was undone and the order is CompensationFailed. Check the remote service, then resubmit" +
 			" the order: the step runs again with the same idempotency key"
+	case after == workflow.CompensationFailed:
+		return "STOPPED: a step that completed has no undo action, so the steps before it are not undone and the order is" +
+			" CompensationFailed. Check the remote services, then resubmit the order: its failed steps run again with the" +
+			" same idempotency keys"
 	default:
 		return "none needed: no completed step to undo"
 	}

@@ -52,8 +52,8 @@ type Event struct {
 	ReplyQueue string // "" means nobody asked: nothing is sent
 	Round      int
 	Event      workflow.Event
-	Index      int    // the step the event is about
-	Step       string // its name
+	Ref        workflow.Ref // the record the event is about (a forEach item's included)
+	Step       string       // its name
 	State      workflow.State
 	Error      string
 	Result     json.RawMessage // the remote's answer to a step done
@@ -70,7 +70,7 @@ func (n *Notifier) Post(ctx context.Context, e Event) {
 		return
 	}
 	st := message.Status{Kind: message.KindStatus, OrderID: e.OrderID, Round: max(e.Round, 1),
-		Seq: workflow.Seq(max(e.Round, 1), e.Event, e.Index), Event: string(e.Event), Step: e.Step,
+		Seq: workflow.Seq(max(e.Round, 1), e.Event, e.Ref), Event: string(e.Event), Step: e.Step,
 		State: string(e.State), Error: e.Error, Result: e.Result, At: e.At.UTC()}
 	if err := n.send.SendJSON(ctx, e.ReplyQueue, st, 0); err != nil {
 		n.metrics.Count(metrics.NotificationsFailed, 1, map[string]any{"OrderID": e.OrderID})

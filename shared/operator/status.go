@@ -48,10 +48,8 @@ func (o *Operator) Status(ctx context.Context, orderID string) (Status, error) {
 		}
 	}
 	s := Status{Order: OrderOf(task), Records: make([]Record, 0, len(recs)), Timeline: []Event{}}
-	if len(recs) > 0 && recs[0].Parallel {
-		if s.Needs, err = o.needs(ctx, orderID); err != nil {
-			return Status{}, err
-		}
+	if s.Needs, err = o.needs(ctx, orderID); err != nil {
+		return Status{}, err
 	}
 	for _, r := range recs {
 		rec := recordOf(r, task.State, steps)
@@ -68,10 +66,11 @@ func (o *Operator) Status(ctx context.Context, orderID string) (Status, error) {
 	return s, nil
 }
 
-// needs are what each step of the order's workflow needs, by name.
+// needs are what each step of the order's workflow needs, by name; none
+// for a line of steps (each needs the one before it).
 func (o *Operator) needs(ctx context.Context, orderID string) (map[string][]string, error) {
 	d, err := o.Store.Definition(ctx, orderID)
-	if err != nil {
+	if err != nil || d.Linear() {
 		return nil, err
 	}
 	out := map[string][]string{}

@@ -2,6 +2,8 @@ package outcome
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sas-go/sas/shared/notify"
@@ -9,46 +11,79 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// CancelStore is the part of the state store a cancel uses.
-type CancelStore interface {
-	Cancel(ctx context.Context, c statestore.CancelRequest) (statestore.Cancellation, error)
-}
-
 // RecordStarter starts an order's records from what they say (dispatch.Restarter).
 type RecordStarter interface {
 	Start(ctx context.Context, orderID string, refs []workflow.Ref, delay time.Duration) error
 }
 
-// Canceller carries out a cancel: the state store decides and writes it
-// (statestore.Store.Cancel), the order's caller is told, and the first undo
-// action, if one was made ready, is started straight at its Agent. A cancel
-// message on the orders queue (Submission) and sasctl cancel or the console
-// (the operator) run this one implementation.
+// Canceller carries out a cancel by the workflow's rules (workflow.Order's
+// Cancel), written as every decision is (Settle); the order's caller is
+// told, and the first undo action, if one was made ready, is started
+// straight at its Agent. A cancel message on the orders queue (Submission)
+// and sasctl cancel or the console (the operator) run this one
+// implementation.
 type Canceller struct {
-	Store  CancelStore
-	Start  RecordStarter
-	Notify *notify.Notifier
+	Store  Writer
+	Start  RecordStarter    // nil: the caller starts Cancellation.Undo
+	Notify *notify.Notifier // nil: nobody is told
 }
 
 // Cancel cancels the order c names. A refusal (*statestore.NotCancellableError)
 // is told to the order's caller as cancel-refused and returned.
 func (k Canceller) Cancel(ctx context.Context, c statestore.CancelRequest) (statestore.Cancellation, error) {
-	res, err := k.Store.Cancel(ctx, c)
+	res, err := k.decide(ctx, c)
 	ev := notify.Event{OrderID: c.OrderID, ReplyQueue: res.ReplyQueue, Round: res.Round, At: c.Now}
 	switch {
 	case statestore.IsNotCancellable(err):
 		ev.Event, ev.Error, ev.State = workflow.EventCancelRefused, err.Error(), res.State
-		k.Notify.Post(ctx, ev)
+		if k.Notify != nil {
+			k.Notify.Post(ctx, ev)
+		}
 		return res, err
 	case err != nil:
 		return res, err
 	case res.Verdict == workflow.CancelRepeated:
 		return res, nil
 	}
-	k.Notify.CancelAccepted(ctx, ev, res.State)
-	if res.Undo == nil {
+	if k.Notify != nil {
+		k.Notify.CancelAccepted(ctx, ev, res.State)
+	}
+	if res.Undo == nil || k.Start == nil {
 		return res, nil
 	}
 	// If this send is lost, the undo's pickup deadline brings the Supervisor.
 	return res, k.Start.Start(ctx, c.OrderID, []workflow.Ref{*res.Undo}, 0)
+}
+
+// decide takes the cancel's decision on the order and writes it.
+func (k Canceller) decide(ctx context.Context, c statestore.CancelRequest) (statestore.Cancellation, error) {
+	var res statestore.Cancellation
+	snap, w, err := Settle(ctx, k.Store, c.OrderID, nil, func(s statestore.Snapshot) (*statestore.Write, error) {
+		task := s.Task()
+		res = statestore.Cancellation{State: task.State, ReplyQueue: task.ReplyQueue, Round: task.Round, Workflow: task.Workflow,
+			WfVersion: task.Version}
+		m, verdict, reason := s.Order().Cancel()
+		res.Verdict = verdict
+		switch verdict {
+		case workflow.CancelRefused:
+			return nil, &statestore.NotCancellableError{Reason: fmt.Sprintf("order %s cannot be cancelled: %s", c.OrderID, reason)}
+		case workflow.CancelRepeated:
+			return nil, nil
+		}
+		names := make([]string, len(m.Stopped))
+		for i, r := range m.Stopped {
+			st, _ := s.Step(r)
+			names[i] = st.RecordName()
+		}
+		res.Stopped = strings.Join(names, ", ")
+		return &statestore.Write{Move: m, Cancel: &c, Due: c.Now.Add(s.Pickup(c.Pickup)), Now: c.Now}, nil
+	})
+	if err != nil || w == nil {
+		return res, err
+	}
+	res.State = snap.Task().State
+	if len(w.Move.Ready) > 0 {
+		res.Undo = &w.Move.Ready[0]
+	}
+	return res, nil
 }

@@ -48,13 +48,11 @@ func IsRefused(err error) bool {
 	return errors.As(err, &r) || statestore.IsEventRefused(err)
 }
 
-// eventTries bounds the read-decide-write rounds of an event that meets
-// other writes of its order.
-const eventTries = 5
-
 // Event takes an event for an order running def: completes the wait for it
 // (its data the step's result) and moves the order on, or keeps it for the
-// wait, or, with a token, records the async attempt's outcome.
+// wait, or, with a token, records the async attempt's outcome. An event
+// meets the order's other writes as any outcome does: it is decided again on
+// the newer order, never refused for losing a race.
 func (r Recorder) Event(ctx context.Context, def workflow.Definition, e Event) (Delivered, error) {
 	if e.Token != "" {
 		return r.callback(ctx, def, e)
@@ -68,44 +66,56 @@ func (r Recorder) Event(ctx context.Context, def workflow.Definition, e Event) (
 		return Delivered{}, &Refused{fmt.Sprintf("workflow %s waits for no event %q", def.Name, e.Name)}
 	}
 	d := Delivered{Ref: workflow.Ref{Index: i}, Name: def.Steps[i].Name}
-	for range eventTries {
-		st, err := r.Store.EventState(ctx, e.OrderID, d.Ref, e.Name)
+	data := e.Data
+	if len(data) == 0 {
+		data = json.RawMessage("null")
+	}
+	stored := false
+	for try := 0; ; try++ {
+		snap, err := r.Store.Read(ctx, e.OrderID)
+		if err != nil {
+			return d, err
+		}
+		st, err := snap.EventState(d.Ref, e.Name)
 		if st.Received == e.EventID && (err == nil || statestore.IsEventRefused(err)) {
 			// A repeat of the event the order took is a no-op, also once
 			// the order moved on or ended (a webhook retried, a redelivery).
 			d.Repeat = true
 			return d, nil
 		}
-		if err != nil {
-			return d, err
-		}
 		switch {
+		case err != nil:
+			return d, err
 		case st.Received != "":
 			return d, &Refused{fmt.Sprintf("order %s already received event %q (eventId %s)", e.OrderID, e.Name, st.Received)}
 		}
-		data := e.Data
-		if len(data) == 0 {
-			data = json.RawMessage("null")
-		}
-		err = r.Store.PutResult(ctx, statestore.Result{OrderID: e.OrderID, Ref: d.Ref, Name: d.Name, Round: st.Round,
-			EventID: e.EventID, JSON: data, Now: e.Now, Deadline: def.Deadline})
-		if errors.Is(err, statestore.ErrStale) {
-			return d, &Refused{fmt.Sprintf("order %s is taking another event %q", e.OrderID, e.Name)}
-		}
-		if err != nil {
-			return d, err
+		if !stored {
+			err = r.Store.PutResult(ctx, statestore.Result{OrderID: e.OrderID, Ref: d.Ref, Name: d.Name, Round: st.Round,
+				EventID: e.EventID, JSON: data, Now: e.Now, Deadline: def.Deadline})
+			if errors.Is(err, statestore.ErrStale) {
+				return d, &Refused{fmt.Sprintf("order %s is taking another event %q", e.OrderID, e.Name)}
+			}
+			if err != nil {
+				return d, err
+			}
+			stored = true
 		}
 		if st.Waiting {
-			d.Recorded, err = r.finish(ctx, def, statestore.Completion{OrderID: e.OrderID, Ref: d.Ref, Round: st.Round,
-				Parked: workflow.KindEvent, Event: e.Name, EventID: e.EventID, ResultBytes: len(data), Now: e.Now})
-		} else {
-			d.Kept, err = true, r.Store.KeepEvent(ctx, e.OrderID, st, e.Name, e.EventID, e.Now)
+			f := &statestore.Fence{Ref: d.Ref, Parked: workflow.KindEvent, Event: e.Name, EventID: e.EventID}
+			d.Recorded, err = r.settle(ctx, def, e.OrderID, &snap, f, result{bytes: len(data)}, e.Now)
+			if err != nil || !d.Recorded.Stale {
+				return d, err
+			}
+		} else if err = r.Store.KeepEvent(ctx, e.OrderID, d.Ref, e.Name, e.EventID, e.Now); !errors.Is(err, statestore.ErrStale) {
+			d.Kept = err == nil
+			return d, err
 		}
-		if !errors.Is(err, statestore.ErrStale) {
+		// The wait became ready meanwhile, or was taken, or the order moved
+		// on: where it stands now decides.
+		if err := pause(ctx, try); err != nil {
 			return d, err
 		}
 	}
-	return d, fmt.Errorf("event %s for order %s: the order changed each of %d times it was read; tried again", e.Name, e.OrderID, eventTries)
 }
 
 // Wake completes a parked record the Supervisor found due (marked woken):
@@ -116,29 +126,30 @@ func (r Recorder) Wake(ctx context.Context, def workflow.Definition, orderID str
 		return Recorded{Stale: true}, nil
 	}
 	st := def.Steps[ref.Index]
-	c := statestore.Completion{OrderID: orderID, Ref: ref, Parked: st.Kind(), Due: true, Now: now}
+	snap, err := r.Store.Read(ctx, orderID)
+	if errors.Is(err, statestore.ErrNotFound) {
+		return Recorded{Stale: true}, nil
+	}
+	if err != nil {
+		return Recorded{}, err
+	}
+	f := &statestore.Fence{Ref: ref, Parked: st.Kind(), Due: true}
+	res := result{}
 	if st.Wait != nil {
-		es, err := r.Store.EventState(ctx, orderID, ref, st.Wait.Event)
+		es, err := snap.EventState(ref, st.Wait.Event)
 		if statestore.IsEventRefused(err) {
 			return Recorded{Stale: true}, nil
 		}
-		if err != nil {
-			return Recorded{}, err
-		}
 		switch {
 		case es.Received != "": // its event came: its data was stored when it was kept
-			c.Event, c.EventID, c.ResultBytes, c.Due = st.Wait.Event, es.Received, 1, false
+			f.Event, f.EventID, f.Due, res.bytes = st.Wait.Event, es.Received, false, 1
 		case !st.Wait.Continue:
 			// No event and no going on at the timeout: only its failure
 			// (the Supervisor's) can end it. A stale wake changes nothing.
 			return Recorded{Stale: true}, nil
 		}
 	}
-	rec, err := r.finish(ctx, def, c)
-	if errors.Is(err, statestore.ErrStale) {
-		return Recorded{Stale: true}, nil
-	}
-	return rec, err
+	return r.settle(ctx, def, orderID, &snap, f, res, now)
 }
 
 // callback records an async attempt's outcome from its service's event,
@@ -228,6 +239,8 @@ func (r Recorder) tokenVerdict(ctx context.Context, t Token) (tokenVerdict, erro
 }
 
 // Token names one async attempt: its service's callback carries it back.
+// It names its record whole, a forEach item's included (a token of an
+// earlier version, with no item, names a step that runs once).
 type Token struct {
 	OrderID string
 	Ref     workflow.Ref
@@ -238,7 +251,7 @@ type Token struct {
 
 // String encodes the token.
 func (t Token) String() string {
-	b, _ := json.Marshal([]any{t.OrderID, t.Ref.Index, t.Ref.Undo, t.Round, t.Attempt, t.Nonce})
+	b, _ := json.Marshal([]any{t.OrderID, t.Ref.Index, t.Ref.Undo, t.Round, t.Attempt, t.Nonce, t.Ref.Item})
 	return "sas1." + base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -254,15 +267,15 @@ func ParseToken(s string) (Token, error) {
 		return t, fmt.Errorf("token: %w", err)
 	}
 	var parts []json.RawMessage
-	if err := json.Unmarshal(b, &parts); err != nil || len(parts) != 6 {
-		return t, errors.New("token: not six fields")
+	if err := json.Unmarshal(b, &parts); err != nil || len(parts) < 6 || len(parts) > 7 {
+		return t, errors.New("token: not six or seven fields")
 	}
-	for i, dst := range []any{&t.OrderID, &t.Ref.Index, &t.Ref.Undo, &t.Round, &t.Attempt, &t.Nonce} {
+	for i, dst := range []any{&t.OrderID, &t.Ref.Index, &t.Ref.Undo, &t.Round, &t.Attempt, &t.Nonce, &t.Ref.Item}[:len(parts)] {
 		if err := json.Unmarshal(parts[i], dst); err != nil {
 			return t, fmt.Errorf("token field %d: %w", i, err)
 		}
 	}
-	if t.OrderID == "" || t.Nonce == "" || t.Attempt < 1 || t.Ref.Index < 0 {
+	if t.OrderID == "" || t.Nonce == "" || t.Attempt < 1 || t.Ref.Index < 0 || t.Ref.Item < 0 {
 		return t, errors.New("token: incomplete")
 	}
 	return t, nil

@@ -1,13 +1,17 @@
-// Package outcome records what became of an attempt, its service's answer
-// or its refusal, in the order's state, and in the same conditional write
-// moves the order on: the next record made ready, the undoing started, or the
-// order ended.
+// Package outcome records what became of a record, its service's answer or
+// its refusal, an event a wait took, a timer's end, in the order's state, and
+// in the same conditional write moves the order on by the workflow's rules
+// (workflow.Definition.Complete, workflow.Order.Fail): what it made ready,
+// the undoing started, or the order ended. It also carries out cancels by the
+// same rules (Canceller). Every decision is taken on the order as read and
+// written on the condition that what it read is still so; a race lost is
+// decided again on the newer order (Settle), never dropped.
 //
 // The Agent records its own attempt's outcome before it replies, so an
 // outcome never waits in a queue unrecorded: an attempt still claimed past
 // its CompleteBy has no reply anywhere, and the Supervisor judges it then,
 // however busy the queues are. The reply that follows only tells the
-// Scheduler what to start and whom to tell. A reply of an attempt that was
+// Scheduler what to start and whom to tell. An outcome of an attempt that is
 // not current changes nothing (fencing by attempt and round).
 package outcome
 
@@ -22,13 +26,10 @@ import (
 
 // Store is the part of the state store that records outcomes.
 type Store interface {
-	Finish(ctx context.Context, c statestore.Completion) (statestore.Done, error)
-	FinishCancelled(ctx context.Context, c statestore.Completion, undo *workflow.Ref, due time.Time) (statestore.Done, error)
-	FailFor(ctx context.Context, f statestore.Failure, attempt, round int) (statestore.Done, error)
+	Writer
 	PutResult(ctx context.Context, r statestore.Result) error
-	EventState(ctx context.Context, orderID string, r workflow.Ref, event string) (statestore.EventState, error)
 	Record(ctx context.Context, orderID string, r workflow.Ref) (statestore.Step, error)
-	KeepEvent(ctx context.Context, orderID string, read statestore.EventState, event, eventID string, now time.Time) error
+	KeepEvent(ctx context.Context, orderID string, r workflow.Ref, event, eventID string, now time.Time) error
 }
 
 // Attempt is the outcome of one attempt of a record.
@@ -48,9 +49,9 @@ type Attempt struct {
 	// Ran: the action took effect though the outcome is a failure (its
 	// answer was over the result limit): its own undo runs too.
 	Ran bool
-	// Read are the order's records as the attempt's claim left them (an
-	// order whose steps run at once): where the others stood.
-	Read workflow.Records
+	// Read is the order as the attempt's claim left it: the first guess of
+	// where the others stand (nil: read it).
+	Read *statestore.Snapshot
 	Now  time.Time
 }
 
@@ -63,10 +64,10 @@ type Recorded struct {
 	// ReplyQueue and Round are the order's, for its status notifications.
 	ReplyQueue string
 	Round      int
-	// Ready are the records made ready, which the caller has started.
+	// Ready are the records made ready, which the caller starts.
 	Ready []workflow.Ref
-	// After is, for a refusal, what follows it (the alert says so).
-	After workflow.Aftermath
+	// Move is what the rules decided.
+	Move workflow.Move
 }
 
 // Recorder records outcomes.
@@ -77,96 +78,45 @@ type Recorder struct {
 // Record writes a's outcome for an order running def, and what follows it,
 // in one conditional write. A stale attempt is no error: Recorded.Stale.
 func (r Recorder) Record(ctx context.Context, def workflow.Definition, a Attempt) (Recorded, error) {
-	var (
-		rec Recorded
-		err error
-	)
-	if a.Refusal != "" {
-		rec, err = r.refuse(ctx, def, a)
-	} else {
-		rec, err = r.complete(ctx, def, a)
-	}
-	if errors.Is(err, statestore.ErrStale) {
-		return Recorded{Stale: true}, nil
-	}
-	return rec, err
+	f := &statestore.Fence{Ref: a.Ref, Attempt: a.Attempt, Round: a.Round, Token: a.Token}
+	return r.settle(ctx, def, a.OrderID, a.Read, f, result{refusal: a.Refusal, ran: a.Ran, bytes: a.ResultBytes}, a.Now)
 }
 
-func (r Recorder) complete(ctx context.Context, def workflow.Definition, a Attempt) (Recorded, error) {
-	return r.finish(ctx, def, statestore.Completion{OrderID: a.OrderID, Ref: a.Ref, Attempt: a.Attempt, Round: a.Round,
-		Token: a.Token, ResultBytes: a.ResultBytes, Read: a.Read, Now: a.Now})
+// result is what became of a record: done (refusal ""), or refused for
+// good (ran: after taking effect).
+type result struct {
+	refusal string
+	ran     bool
+	bytes   int
 }
 
-// finish completes the record c names, fenced as c says, and in the same
-// write makes the next record ready or ends the order; while the order is
-// being cancelled, it starts the undoing instead. In a workflow whose steps
-// run at once, what follows is decided from the order's records
-// (workflow.Definition.Progress, and the undoing's rules).
-func (r Recorder) finish(ctx context.Context, def workflow.Definition, c statestore.Completion) (Recorded, error) {
-	if !def.Linear() {
-		ref := c.Ref
-		c.Progress = func(recs workflow.Records) workflow.Progress { return def.Progress(recs, ref) }
-		c.NextDueAt = c.Now.Add(def.PickupTimeout)
-		d, err := r.Store.Finish(ctx, c)
-		if err != nil {
-			return Recorded{}, err
+// settle records res for the record f fences, by the workflow's rules, on the
+// order as first has it (nil: as read), decided again on every race lost.
+func (r Recorder) settle(ctx context.Context, def workflow.Definition, orderID string, first *statestore.Snapshot,
+	f *statestore.Fence, res result, now time.Time) (Recorded, error) {
+	snap, w, err := Settle(ctx, r.Store, orderID, first, func(s statestore.Snapshot) (*statestore.Write, error) {
+		if !f.Holds(s, now) {
+			return nil, statestore.ErrStale
 		}
-		return Recorded{State: d.State, ReplyQueue: d.ReplyQueue, Round: d.Round, Ready: d.Ready}, nil
-	}
-	next, more, end := def.Next(c.Ref)
-	c.End = end
-	if more {
-		c.Next, c.NextDueAt = &next, c.Now.Add(def.PickupTimeout)
-	}
-	d, err := r.Store.Finish(ctx, c)
-	if errors.Is(err, statestore.ErrCancelling) {
-		return r.completeCancelled(ctx, def, c)
+		var m workflow.Move
+		if res.refusal != "" {
+			cause := workflow.Refused
+			if res.ran {
+				cause = workflow.Oversized
+			}
+			m = s.Order().Fail(f.Ref, cause, res.ran, now)
+		} else {
+			m = def.Complete(s.Order(), f.Ref, now)
+		}
+		return &statestore.Write{Move: m, Fence: f, Reason: res.refusal, ResultBytes: res.bytes,
+			Due: now.Add(def.PickupTimeout), Now: now}, nil
+	})
+	if errors.Is(err, statestore.ErrStale) || errors.Is(err, statestore.ErrNotFound) {
+		return Recorded{Stale: true}, nil // not the record's to record (no such order: nothing to)
 	}
 	if err != nil {
 		return Recorded{}, err
 	}
-	rec := Recorded{State: d.State, ReplyQueue: d.ReplyQueue, Round: d.Round}
-	if more {
-		rec.Ready = []workflow.Ref{next}
-	}
-	return rec, nil
-}
-
-// completeCancelled records a step's completion while its order is being
-// cancelled: the step is done, and its undoing starts (its own undo action
-// first, if it has one), or the order ends Cancelled.
-func (r Recorder) completeCancelled(ctx context.Context, def workflow.Definition, c statestore.Completion) (Recorded, error) {
-	var undo *workflow.Ref
-	if _, ok := def.Action(workflow.Ref{Index: c.Ref.Index, Undo: true}); ok {
-		undo = &workflow.Ref{Index: c.Ref.Index, Undo: true}
-	} else if j := def.UndoFrom(c.Ref.Index); j >= 0 {
-		undo = &workflow.Ref{Index: j, Undo: true}
-	}
-	d, err := r.Store.FinishCancelled(ctx, c, undo, c.Now.Add(def.PickupTimeout))
-	if err != nil {
-		return Recorded{}, err
-	}
-	rec := Recorded{State: d.State, ReplyQueue: d.ReplyQueue, Round: d.Round}
-	if undo != nil {
-		rec.Ready = []workflow.Ref{*undo}
-	}
-	return rec, nil
-}
-
-func (r Recorder) refuse(ctx context.Context, def workflow.Definition, a Attempt) (Recorded, error) {
-	after := workflow.AfterRefusal(a.Ref.Undo, def.UndoFrom(a.Ref.Index))
-	if a.Ran {
-		_, hasUndo := def.Action(workflow.Ref{Index: a.Ref.Index, Undo: true})
-		after = workflow.AfterGiveUp(a.Ref.Undo, hasUndo && !a.Ref.Undo, true, a.Ref.Index, def.UndoFrom(a.Ref.Index))
-	}
-	f := statestore.Failure{OrderID: a.OrderID, Ref: a.Ref, Name: a.Name, After: after, Reason: a.Refusal, Token: a.Token,
-		Due: a.Now.Add(def.PickupTimeout), Parallel: !def.Linear(), Now: a.Now}
-	if a.Ran {
-		f.Cause = workflow.Oversized
-	}
-	d, err := r.Store.FailFor(ctx, f, a.Attempt, a.Round)
-	if err != nil {
-		return Recorded{}, err
-	}
-	return Recorded{State: d.State, ReplyQueue: d.ReplyQueue, Round: d.Round, After: d.After, Ready: d.Ready}, nil
+	task := snap.Task()
+	return Recorded{State: task.State, ReplyQueue: task.ReplyQueue, Round: task.Round, Ready: w.Move.Ready, Move: w.Move}, nil
 }

@@ -48,7 +48,7 @@ func (h *Handler) parkedDone(ctx context.Context, orderID string, ref workflow.R
 		notify.CountEnd(h.metrics, orderID, rec.State)
 	}
 	h.notify.Post(ctx, notify.Event{OrderID: orderID, ReplyQueue: rec.ReplyQueue, Round: rec.Round, Event: workflow.EventStepDone,
-		Index: ref.Index, Step: name, State: rec.State, At: now})
+		Ref: ref, Step: name, State: rec.State, At: now})
 	if rec.State.Ended() {
 		h.notify.PostEnded(ctx, orderID, rec.ReplyQueue, rec.Round, rec.State, "", now)
 	}
@@ -92,7 +92,7 @@ func (h *Handler) reply(ctx context.Context, def workflow.Definition, r message.
 func (h *Handler) done(ctx context.Context, r message.AgentReply) {
 	now, state, round := h.Now(), workflow.State(r.State), roundOf(r)
 	ev := notify.Event{OrderID: r.OrderID, ReplyQueue: r.ReplyTo, Round: round, Event: workflow.EventStepDone,
-		Index: r.Step, Step: r.StepName, State: state, Result: r.Result, At: now}
+		Ref: r.Ref(), Step: workflow.RecordName(r.StepName, r.Ref()), State: state, Result: r.Result, At: now}
 	if r.Undo {
 		ev.Event = workflow.EventUndoDone
 	}
@@ -108,15 +108,15 @@ func (h *Handler) done(ctx context.Context, r message.AgentReply) {
 // Supervisor sends it).
 func (h *Handler) refused(ctx context.Context, def workflow.Definition, r message.AgentReply) error {
 	now, ref := h.Now(), r.Ref()
-	after := workflow.AfterRefusal(ref.Undo, def.UndoFrom(ref.Index))
+	after := workflow.State(r.State) // the order's state the refusal led to, written with it
 	h.log.Error("failed with a non-transient error", "order_id", r.OrderID, "step", r.StepName, "undo", ref.Undo, "err", r.Error)
-	h.notify.Failed(ctx, notify.Event{OrderID: r.OrderID, ReplyQueue: r.ReplyTo, Round: roundOf(r), Index: ref.Index,
-		Step: r.StepName, Error: r.Error, At: now}, ref.Undo, workflow.State(r.State))
+	h.notify.Failed(ctx, notify.Event{OrderID: r.OrderID, ReplyQueue: r.ReplyTo, Round: roundOf(r), Ref: ref,
+		Step: workflow.RecordName(r.StepName, ref), Error: r.Error, At: now}, ref.Undo, after)
 	if pending, err := h.store.AlertPending(ctx, r.OrderID, ref); err != nil || !pending {
 		return err
 	}
-	a := alert.Failure{OrderID: r.OrderID, Step: r.Step, StepName: r.StepName, Undo: ref.Undo, Attempt: r.Attempt,
-		LastError: r.Error, Compensation: alert.CompensationOf(ref.Undo, after), OrderState: after.Next, DetectedBy: "scheduler", At: now}
+	a := alert.Failure{OrderID: r.OrderID, Step: r.Step, StepName: workflow.RecordName(r.StepName, ref), Undo: ref.Undo, Attempt: r.Attempt,
+		LastError: r.Error, Compensation: alert.CompensationOf(ref.Undo, after, false), OrderState: after, DetectedBy: "scheduler", At: now}
 	if err := h.alerts.StepFailed(ctx, a); err != nil {
 		// The record stays in the deadline index: the Supervisor will alert.
 		h.log.Warn("alert not sent; the supervisor will send it", "order_id", r.OrderID, "err", err)

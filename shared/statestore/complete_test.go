@@ -11,6 +11,7 @@ import (
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/devkit/accounting"
 	"github.com/sas-go/sas/shared/devkit/storetest"
+	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -42,68 +43,74 @@ func TestEndingCompletionWrites(t *testing.T) {
 				}
 				return n
 			}
-			end := func(id string, r workflow.Ref, attempt, round int, state workflow.State) error {
-				return errOf(s.Complete(ctx, statestore.Completion{OrderID: id, Ref: r, Attempt: attempt, Round: round, End: state, Now: now}))
+			rec := outcome.Recorder{Store: s}
+			record := func(st statestore.Step, refusal string) (outcome.Recorded, error) {
+				return rec.Record(ctx, def, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(), Attempt: st.Attempt, Round: st.Round,
+					Refusal: refusal, Read: st.Read, Now: now})
+			}
+			claimed := func(id string, r workflow.Ref) statestore.Step {
+				st, err := claimOrder(ctx, s, id, r, "sched", now)
+				require.NoError(t, err)
+				return st
 			}
 
 			// runToEnd runs the three steps; the last completion's writes are counted.
-			runToEnd := func(id string) (lastAttempt int, writes int64) {
+			runToEnd := func(id string) (last statestore.Step, writes int64) {
 				for i := range 3 {
-					r := workflow.Ref{Index: i}
-					st, err := claimOrder(ctx, s, id, r, "sched", now)
-					require.NoError(t, err)
-					if i < 2 {
-						next := workflow.Ref{Index: i + 1}
-						require.NoError(t, errOf(s.Complete(ctx, statestore.Completion{OrderID: id, Ref: r, Attempt: st.Attempt,
-							Round: st.Round, Next: &next, NextDueAt: now, Now: now})))
-						continue
-					}
+					st := claimed(id, workflow.Ref{Index: i})
 					before := updates()
-					require.NoError(t, end(id, r, st.Attempt, st.Round, workflow.Processed))
-					return st.Attempt, updates() - before
+					r, err := record(st, "")
+					require.NoError(t, err)
+					require.False(t, r.Stale)
+					if i == 2 {
+						require.Equal(t, workflow.Processed, r.State)
+						return st, updates() - before
+					}
+					require.Equal(t, int64(1), updates()-before, "a completion that makes the next step ready: one write")
 				}
-				return 0, 0
+				return statestore.Step{}, 0
 			}
 
-			// Processed, then the same reply again.
+			// Processed, then the same reply again (as the Scheduler records a
+			// reply of an Agent of an earlier version: no claim's answer).
 			submit("o-dup")
-			attempt, writes := runToEnd("o-dup")
+			last, writes := runToEnd("o-dup")
 			require.Equal(t, int64(1), writes, "the final reply: one write")
 			before := updates()
-			require.ErrorIs(t, end("o-dup", workflow.Ref{Index: 2}, attempt, 1, workflow.Processed), statestore.ErrStale)
-			require.Equal(t, int64(1), updates()-before, "a duplicate final reply: one refused write")
+			last.Read = nil
+			r, err := record(last, "")
+			require.NoError(t, err)
+			require.True(t, r.Stale)
+			require.Zero(t, updates()-before, "a duplicate final reply: read, found stale, no write")
 
 			// Refused at the first step, its alert not yet confirmed, resubmitted (the
 			// record runs again, so no alert is owed for it) and run to the end: the
 			// order leaves the index in one write.
 			submit("o-again")
-			st, err := claimOrder(ctx, s, "o-again", workflow.Ref{}, "sched", now)
+			_, err = record(claimed("o-again", workflow.Ref{}), "declined")
 			require.NoError(t, err)
-			require.NoError(t, errOf(s.Fail(ctx, statestore.Failure{OrderID: "o-again", Ref: workflow.Ref{},
-				After: workflow.AfterRefusal(false, -1), Reason: "declined", Due: now, Now: now}, st.Attempt, 1)))
 			_, err = s.Resubmit(ctx, "o-again", "", time.Minute, now)
 			require.NoError(t, err)
 			_, writes = runToEnd("o-again")
 			require.Equal(t, int64(1), writes, "a resubmitted order's final reply: one write")
+			n, err := s.CountInFlight(ctx)
+			require.NoError(t, err)
+			require.Zero(t, n, "both ended and left the index")
 
-			// Failed with its alert unconfirmed, then the last undo's reply.
+			// Failed with its alert unconfirmed, then the last undo's reply: one
+			// write, which keeps the order in the index for its alert.
 			submit("o-unalerted")
-			st, err = claimOrder(ctx, s, "o-unalerted", workflow.Ref{}, "sched", now)
+			_, err = record(claimed("o-unalerted", workflow.Ref{}), "")
 			require.NoError(t, err)
-			next := workflow.Ref{Index: 1}
-			require.NoError(t, errOf(s.Complete(ctx, statestore.Completion{OrderID: "o-unalerted", Ref: workflow.Ref{},
-				Attempt: st.Attempt, Next: &next, NextDueAt: now, Now: now})))
-			st, err = claimOrder(ctx, s, "o-unalerted", next, "sched", now)
+			_, err = record(claimed("o-unalerted", workflow.Ref{Index: 1}), "declined")
 			require.NoError(t, err)
-			require.NoError(t, errOf(s.Fail(ctx, statestore.Failure{OrderID: "o-unalerted", Ref: next,
-				After: workflow.AfterRefusal(false, 0), Reason: "declined", Due: now, Now: now}, st.Attempt, 1)))
-			undo := workflow.Ref{Index: 0, Undo: true}
-			u, err := claimOrder(ctx, s, "o-unalerted", undo, "sched", now)
-			require.NoError(t, err)
+			u := claimed("o-unalerted", workflow.Ref{Index: 0, Undo: true})
 			before = updates()
-			require.NoError(t, end("o-unalerted", undo, u.Attempt, 1, workflow.Failed))
-			require.Equal(t, int64(2), updates()-before, "refused while the alert is due, then written keeping the index entry")
-			due, err := s.Overdue(ctx, now.Add(time.Second), 10)
+			r, err = record(u, "")
+			require.NoError(t, err)
+			require.Equal(t, workflow.Failed, r.State)
+			require.Equal(t, int64(1), updates()-before, "the last undo's reply: one write")
+			due, err := s.Overdue(ctx, now.Add(2*time.Minute), 10)
 			require.NoError(t, err)
 			require.Equal(t, []string{"o-unalerted"}, orderIDs(due), "still due for its alert")
 		})
@@ -124,6 +131,3 @@ func claimOrder(ctx context.Context, s *statestore.Store, orderID string, r work
 	a, _ := workflow.Orders(workflow.Settings{}).Action(r)
 	return s.Claim(ctx, statestore.Claim{OrderID: orderID, Ref: r, Agent: a.Agent, Owner: owner, Now: now})
 }
-
-// errOf is the error of a write that also says the task's state.
-func errOf(_ workflow.State, err error) error { return err }

@@ -28,17 +28,21 @@ import (
 // A record not ready, already armed, or of another kind gets ErrStale.
 func (s *Store) Arm(ctx context.Context, orderID string, r workflow.Ref, kind workflow.Kind, due, now time.Time) (Step, map[string]string, error) {
 	ch := newChange(now)
-	p := ch.rec("r", r)
+	p := ch.rec(r)
 	ch.when("%[1]s.s = :pending AND attribute_exists(%[1]s.d) AND attribute_not_exists(%[1]s.wa) AND %[1]s.ki = :kind", p)
 	ch.val("pending", str(string(workflow.Pending)))
 	ch.val("kind", str(string(kind)))
+	ch.state(workflow.Pending)
 	ch.set = append(ch.set, p+".wa = "+ch.at())
 	if !due.IsZero() {
 		ch.set = append(ch.set, p+".d = "+ch.val("due", num(ms(due))))
 	} else {
 		ch.set = append(ch.set, p+".d = Dl")
 	}
-	in := s.input(ch, orderID)
+	in, err := s.input(ch, orderID)
+	if err != nil {
+		return Step{}, nil, err
+	}
 	in.ReturnValues = types.ReturnValueAllNew
 	out, err := s.db.UpdateItem(ctx, in)
 	if isConditionFailed(err) {
@@ -51,7 +55,7 @@ func (s *Store) Arm(ctx context.Context, orderID string, r workflow.Ref, kind wo
 	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
 		return Step{}, nil, fmt.Errorf("decode armed %s/%s: %w", orderID, sortKey(r), err)
 	}
-	st := it.step(sortKey(r))
+	st := it.step(sortKey(r), it.view())
 	// A timeout or a wake time earlier than the order's next look pulls
 	// that look in: else a short timer would wake at the look before it.
 	return st, it.Events, s.pullIn(ctx, it, ms(st.DueAt))
@@ -80,39 +84,51 @@ type EventState struct {
 	// Received is the eventId the round already took for the event ("":
 	// none).
 	Received string
-	Version  int // the item's: KeepEvent is conditional on it
 }
 
 // EventState reads where the order stands for an event of the wait at r.
 func (s *Store) EventState(ctx context.Context, orderID string, r workflow.Ref, event string) (EventState, error) {
-	it, err := s.item(ctx, orderID)
+	snap, err := s.Read(ctx, orderID)
 	if err != nil {
 		return EventState{}, err
 	}
-	st := EventState{Round: it.Round, Workflow: it.Workflow, WfVersion: it.WfVersion, Received: it.Events[event], Version: it.Version}
+	return snap.EventState(r, event)
+}
+
+// EventState is where the order stands for an event of the wait at r: an
+// *ErrEventRefused if it can take none.
+func (s Snapshot) EventState(r workflow.Ref, event string) (EventState, error) {
+	it := s.it
+	st := EventState{Round: it.Round, Workflow: it.Workflow, WfVersion: it.WfVersion, Received: it.Events[event]}
 	rec, ok := it.Recs[sortKey(r)]
 	switch {
 	case workflow.State(it.State).Ended():
-		return st, &ErrEventRefused{fmt.Sprintf("order %s is %s: it waits for nothing", orderID, it.State)}
-	case it.State == string(workflow.Compensating) || it.CxBy != "":
-		return st, &ErrEventRefused{fmt.Sprintf("order %s is being undone (%s): it waits for nothing", orderID, it.State)}
+		return st, &ErrEventRefused{fmt.Sprintf("order %s is %s: it waits for nothing", it.OrderID, it.State)}
+	case it.State == string(workflow.Compensating):
+		return st, &ErrEventRefused{fmt.Sprintf("order %s is being undone (%s): it waits for nothing", it.OrderID, it.State)}
 	case !ok || rec.Kind != string(workflow.KindEvent):
-		return st, &ErrEventRefused{fmt.Sprintf("order %s's workflow waits for no event %q", orderID, event)}
+		return st, &ErrEventRefused{fmt.Sprintf("order %s's workflow waits for no event %q", it.OrderID, event)}
 	case rec.State != string(workflow.Pending) && st.Received == "":
-		return st, &ErrEventRefused{fmt.Sprintf("order %s no longer waits for %q: its step %s is %s", orderID, event, rec.Name, rec.State)}
+		return st, &ErrEventRefused{fmt.Sprintf("order %s no longer waits for %q: its step %s is %s", it.OrderID, event, rec.Name, rec.State)}
 	}
 	st.Waiting = rec.State == string(workflow.Pending) && rec.DueAt != 0
 	return st, nil
 }
 
-// KeepEvent keeps an event the order does not wait for yet (its wait record
-// not ready), for the wait to take when the order reaches it. It is
-// conditional on the order being as read (Version): a wait made ready
-// meanwhile gets ErrStale, and the caller delivers the event instead.
-func (s *Store) KeepEvent(ctx context.Context, orderID string, read EventState, event, eventID string, now time.Time) error {
+// KeepEvent keeps an event the order does not wait for yet (its wait
+// record not ready), for the wait to take when the order reaches it. It is
+// conditional on exactly that (the wait not ready, the order running
+// forward, no event of the name kept): the order's other writes do not
+// refuse it. A wait made ready meanwhile gets ErrStale, and the caller
+// delivers the event instead.
+func (s *Store) KeepEvent(ctx context.Context, orderID string, r workflow.Ref, event, eventID string, now time.Time) error {
 	ch := newChange(now)
-	ch.cond = append(ch.cond, "V = "+ch.val("version", num(int64(read.Version))))
-	ch.names["#ev"] = event
-	ch.set = append(ch.set, "Evt.#ev = "+ch.val("eid", str(eventID)))
+	p := ch.rec(r)
+	ch.when("%[1]s.s = :pending AND attribute_not_exists(%[1]s.d)", p)
+	ch.val("pending", str(string(workflow.Pending)))
+	ch.state(workflow.Pending)
+	ev := ch.alias("ev", event)
+	ch.cond = append(ch.cond, "attribute_not_exists(Evt."+ev+")")
+	ch.set = append(ch.set, "Evt."+ev+" = "+ch.val("eid", str(eventID)))
 	return s.update(ctx, orderID, ch, fmt.Sprintf("keep event %s of %s", event, orderID))
 }

@@ -43,8 +43,7 @@ type Step struct {
 	Index        int  // the step's position in the workflow
 	Undo         bool // this is the undo action of step Index
 	Item         int  // for a forEach step's record: its item (1-based); 0 otherwise
-	UndoFrom     int  // for a step: the undo to start if it fails for good (-1: none)
-	HasUndo      bool // for a step: it has an undo action (run too if it times out for good)
+	HasUndo      bool // for a step: it has an undo action (run too if it took effect and the order is undone)
 	Round        int
 	ReplyQueue   string
 	Name         string
@@ -67,6 +66,9 @@ type Step struct {
 	Waits      int            // times the Supervisor found it waiting (unclaimed, or its reply queued)
 	Resent     int            // of those, times it sent its message again
 	Cause      workflow.Cause // why it is in Error
+	// After is, for an Error, the task's state its failure led to
+	// (Compensating, Failed, CompensationFailed): what its alert says.
+	After workflow.State
 	// Deadline is the order's deadline while the task runs its steps, and
 	// its compensation's once it compensates; zero for a record the task's
 	// phase does not run.
@@ -77,11 +79,16 @@ type Step struct {
 	// (the order's Ua): its failure, or, for a record that took effect and
 	// has no undo, that the order cannot be undone.
 	Unalerted bool
-	// Cancelling: nothing starts again: the order's cancellation was asked
-	// for and it still runs forward (a step is awaited), or, for a forward
-	// record of an order whose steps run at once, the order is being undone
-	// (a sibling failed) and this one is awaited.
+	// Cancelling: nothing starts again: a step's record of an order being
+	// undone (a record failed, or the order was cancelled), awaited if it
+	// runs.
 	Cancelling bool
+	// Stopped: a step's record made ready that will not run: its order is
+	// being undone (workflow.Order.Stopped).
+	Stopped bool
+	// Ran: it may have taken effect though it is not Processed
+	// (workflow.Rec.Ran).
+	Ran bool
 	// Kind is what the record does: call its agent, wait for an event, or
 	// sleep. A wait or a timer is parked once Armed: due at its timeout or
 	// its wake time, with nothing circulating meanwhile.
@@ -107,15 +114,9 @@ type Step struct {
 	Pickup    time.Duration // the workflow's pickup timeout (0 for an order stored before it was kept)
 	Version   int           // the order's state item's, incremented by every write: the supervisor's fence
 	Incidents []Event       // what happened besides ready, claimed and done: recoveries, failures, alerts, resubmissions
-	// Parallel: the order's workflow runs steps at once (its records are
-	// moved on by workflow.Records' rules). Records, set by a claim, are the
-	// order's records as the claim left them: where the others stood.
-	Parallel bool
-	Records  workflow.Records
-
-	othersDue int64          // when the order's other records, and its deadline, are due (0: never): a write's index floor
-	done      []workflow.Ref // the records done in the round with a result stored (Document reads them)
-	items     map[int]int    // the items of each forEach step (Document lists their results)
+	// Read is the order as the read (or the write) that gave this record
+	// left it: what the rules decide its outcome on, as a first guess.
+	Read *Snapshot
 }
 
 // Event is one line of a record's history.
@@ -145,6 +146,17 @@ func (s Step) History() []Event {
 		add(s.DoneAt, fmt.Sprintf("failed for good (%s)", s.Cause))
 	}
 	out = append(out, s.Incidents...)
+	if s.Stopped && s.Read != nil {
+		what := "stopped before it ran: the order is being undone"
+		if s.Ran {
+			what = fmt.Sprintf("stopped before its retry: attempt %d may have taken effect, so its undo runs", s.Attempt)
+		}
+		at := s.Read.undoneSince()
+		if at.Before(s.ReadyAt) { // the clocks of who wrote each may disagree
+			at = s.ReadyAt
+		}
+		add(at, what)
+	}
 	slices.SortStableFunc(out, func(a, b Event) int { return a.At.Compare(b.At) })
 	return out
 }
@@ -159,22 +171,6 @@ func (s Step) Definition() workflow.Action {
 // timed out, or the order's deadline passed), as opposed to its remote
 // refusing it.
 func (s Step) GaveUp() bool { return s.State == workflow.Error && s.Cause.GaveUp() }
-
-// AfterGiveUp is what follows giving up on this record after it timed out
-// (workflow.AfterGiveUp): for a step with an undo, its own undo first; for a
-// step without one that ran, nothing is undone and the operator decides.
-func (s Step) AfterGiveUp() workflow.Aftermath {
-	return workflow.AfterGiveUp(s.Undo, s.HasUndo, s.Attempt > 0, s.Index, s.UndoFrom)
-}
-
-// AfterError is what followed this Error record's failure, read back from the
-// record (for an alert sent late): a give-up or a refusal.
-func (s Step) AfterError() workflow.Aftermath {
-	if s.GaveUp() || s.Cause == workflow.Oversized {
-		return s.AfterGiveUp()
-	}
-	return workflow.AfterRefusal(s.Undo, s.UndoFrom)
-}
 
 // Ref names the record within its task.
 func (s Step) Ref() workflow.Ref { return workflow.Ref{Index: s.Index, Undo: s.Undo, Item: s.Item} }
@@ -222,9 +218,9 @@ type stateItem struct {
 	CxBy        string             `dynamodbav:"CxBy,omitempty"`  // who asked for the order's cancellation
 	CxAt        int64              `dynamodbav:"CxAt,omitempty"`  // when
 	CxWhy       string             `dynamodbav:"CxWhy,omitempty"` // and why
-	EndAs       string             `dynamodbav:"Ea,omitempty"`    // the end of an undoing that would end Failed: Cancelled
-	Parallel    bool               `dynamodbav:"Pl,omitempty"`    // its workflow runs steps at once
+	EndAs       string             `dynamodbav:"Ea,omitempty"`    // Cancelled: the order was cancelled, its undoing ends so
 	ItemsDone   map[string]int     `dynamodbav:"P,omitempty"`     // a forEach step's items done in the round, by step index
+	Finished    *int               `dynamodbav:"Fn,omitempty"`    // the writes that finished a step in the round: they are ordered by it
 	Events      map[string]string  `dynamodbav:"Evt,omitempty"`   // the round's events received, by name: their eventId
 	CreatedAt   int64              `dynamodbav:"C"`
 	UpdatedAt   int64              `dynamodbav:"U"`
@@ -243,7 +239,6 @@ type recItem struct {
 	TimeoutMs   int64  `dynamodbav:"t"`
 	MaxFailures int    `dynamodbav:"m"`
 	BackoffMs   int64  `dynamodbav:"b,omitempty"`
-	UndoFrom    int    `dynamodbav:"f"`
 	HasUndo     bool   `dynamodbav:"h,omitempty"`
 
 	State        string   `dynamodbav:"s"` // ProcessState
@@ -259,6 +254,7 @@ type recItem struct {
 	Waits        int      `dynamodbav:"w,omitempty"`
 	Resent       int      `dynamodbav:"rs,omitempty"`
 	Cause        string   `dynamodbav:"c,omitempty"`
+	After        string   `dynamodbav:"af,omitempty"` // an Error's: the task's state its failure led to
 	LastError    string   `dynamodbav:"e,omitempty"`
 	Alerted      bool     `dynamodbav:"al,omitempty"`
 	Incidents    []string `dynamodbav:"ev,omitempty"` // "<Unix ms, base 36> <what>"
@@ -271,7 +267,7 @@ type recItem struct {
 	Armed    int64  `dynamodbav:"wa,omitempty"` // when a ready wait or timer was armed
 	Woken    int64  `dynamodbav:"wk,omitempty"` // when the Supervisor found its time passed and woke it
 	Result   int    `dynamodbav:"o,omitempty"`  // the bytes of its stored result (0: none)
-	Starts   bool   `dynamodbav:"st,omitempty"` // an order whose steps run at once: ready when a round starts
+	Starts   bool   `dynamodbav:"st,omitempty"` // ready when a round starts (its step needs nothing)
 }
 
 const taskSK = "TASK"
@@ -335,132 +331,172 @@ func (it stateItem) task() Task {
 		CancelledBy: it.CxBy, CancelledAt: fromMs(it.CxAt), CancelReason: it.CxWhy, Events: it.Events}
 }
 
+// order is the item as the rules read it.
+func (it stateItem) order() workflow.Order {
+	o := workflow.Order{State: workflow.State(it.State), Cancelled: it.EndAs == string(workflow.Cancelled),
+		Recs: make(workflow.Records, len(it.Recs))}
+	for sk, r := range it.Recs {
+		ref := refOf(sk)
+		o.Recs[ref] = workflow.Rec{Ref: ref, Name: r.Name, State: workflow.State(r.State), Ready: r.State == string(workflow.Pending) && r.DueAt != 0,
+			Kind: workflow.Kind(r.Kind), HasUndo: r.HasUndo, Ran: r.ran(), DoneAt: fromMs(r.DoneAt)}
+	}
+	return o
+}
+
+// ran reports whether the record may have taken effect though it is not
+// Processed: claimed in the round (a resubmission clears the claim), then
+// given up on or its answer over the limit, or given back to run again.
+func (r recItem) ran() bool {
+	cause := workflow.Cause(r.Cause)
+	switch workflow.State(r.State) {
+	case workflow.Error:
+		return r.ClaimedAt != 0 && (cause.GaveUp() || cause == workflow.Oversized)
+	case workflow.Pending:
+		return r.ClaimedAt != 0
+	}
+	return false
+}
+
+// runs reports whether the task runs record r now: a step's record while it
+// runs forward, an undo action's while it is undone.
+func (it stateItem) runs(r workflow.Ref) bool { return it.State == string(taskFrom(r)) }
+
+// taskFrom is the state a task is in while r runs.
+func taskFrom(r workflow.Ref) workflow.State {
+	if r.Undo {
+		return workflow.Compensating
+	}
+	return workflow.Pending
+}
+
+// live reports whether record sk has work due that the Supervisor must look
+// at: a deadline, and not a step stopped because its order is undone.
+func (it stateItem) live(sk string) bool {
+	r := it.Recs[sk]
+	if r.DueAt == 0 {
+		return false
+	}
+	return r.State != string(workflow.Pending) || it.runs(refOf(sk))
+}
+
+// view is what every record of one item shares, worked out once per read
+// (an order may have 400 records).
+type view struct {
+	snap    *Snapshot
+	done    []workflow.Ref // done in the round with a result stored (Document reads them)
+	items   map[int]int    // the items of each forEach step
+	doneAts []doneAt       // the records done, by time, for ReadiedBy
+}
+
+type doneAt struct {
+	at    int64
+	agent string
+}
+
+func (it stateItem) view() view {
+	v := view{snap: &Snapshot{it: it}}
+	for sk, r := range it.Recs {
+		ref := refOf(sk)
+		if r.Result > 0 && r.State == string(workflow.Processed) && r.Round == it.Round {
+			v.done = append(v.done, ref)
+		}
+		if ref.Item > 0 && !ref.Undo {
+			if v.items == nil {
+				v.items = map[int]int{}
+			}
+			v.items[ref.Index] = max(v.items[ref.Index], ref.Item)
+		}
+		if r.DoneAt != 0 {
+			v.doneAts = append(v.doneAts, doneAt{r.DoneAt, r.Agent})
+		}
+	}
+	slices.SortFunc(v.doneAts, func(a, b doneAt) int { return int(a.at - b.at) })
+	return v
+}
+
+// readiedBy is the agent of the record done last before a record made ready
+// at readyAt ("" if none).
+func (v view) readiedBy(readyAt int64) string {
+	i, _ := slices.BinarySearchFunc(v.doneAts, readyAt+1, func(d doneAt, t int64) int { return int(d.at - t) })
+	if i == 0 {
+		return ""
+	}
+	return v.doneAts[i-1].agent
+}
+
 // step is the record named sk as a Step; Version is the item's.
-func (it stateItem) step(sk string) Step {
+func (it stateItem) step(sk string, v view) Step {
 	r, ref := it.Recs[sk], refOf(sk)
 	var deadline time.Time
-	if it.deadlineCovers(ref) {
+	if it.runs(ref) {
 		deadline = fromMs(it.DeadlineAt)
 	}
 	incidents := make([]Event, 0, len(r.Incidents))
 	for _, line := range r.Incidents {
 		incidents = append(incidents, parseIncident(line))
 	}
-	return Step{OrderID: it.OrderID, Index: ref.Index, Undo: ref.Undo, Item: ref.Item, UndoFrom: r.UndoFrom, HasUndo: r.HasUndo, Parallel: it.Parallel,
+	ready := r.State == string(workflow.Pending) && r.DueAt != 0
+	st := Step{OrderID: it.OrderID, Index: ref.Index, Undo: ref.Undo, Item: ref.Item, HasUndo: r.HasUndo,
 		Round: r.Round, ReplyQueue: it.ReplyQueue, Name: r.Name, Agent: r.Agent, Do: r.Do,
 		Timeout: time.Duration(r.TimeoutMs) * time.Millisecond, MaxFailures: r.MaxFailures,
 		RetryBackoff: time.Duration(r.BackoffMs) * time.Millisecond,
 		State:        workflow.State(r.State), Attempt: r.Attempt, FailureCount: r.FailureCount,
 		LockedBy: r.LockedBy, CompleteBy: fromMs(r.CompleteBy), DueAt: fromMs(r.DueAt), ReadyAt: fromMs(r.ReadyAt),
 		ClaimedAt: fromMs(r.ClaimedAt), DoneAt: fromMs(r.DoneAt), Waits: r.Waits, Resent: r.Resent,
-		Cause: workflow.Cause(r.Cause), Deadline: deadline, LastError: r.LastError, Alerted: r.Alerted,
-		Cancelling: (it.CxBy != "" && it.State == string(workflow.Pending)) || (it.Parallel && !ref.Undo && it.State == string(workflow.Compensating)),
-		Unalerted:  slices.Contains(it.Unalerted, sk), ReadiedBy: it.readiedBy(sk),
-		Kind: workflow.Kind(r.Kind), Armed: fromMs(r.Armed), Woken: fromMs(r.Woken), Continue: r.Continue, Event: r.Event,
-		EventKept: r.Event != "" && it.Events[r.Event] != "" && r.State == string(workflow.Pending) && r.DueAt != 0, Async: r.Async, Token: r.Token,
-		HasResult: r.Result > 0, done: it.withResults(), items: it.itemCounts(),
-		Workflow: it.Workflow, WfVersion: it.WfVersion, Pickup: time.Duration(it.PickupMs) * time.Millisecond,
-		Version: it.Version, Incidents: incidents, othersDue: it.dueBesides(sk)}
-}
-
-// records are the item's records as the rules read them.
-func (it stateItem) records() workflow.Records {
-	out := make(workflow.Records, len(it.Recs))
-	for sk, r := range it.Recs {
-		ref := refOf(sk)
-		cause := workflow.Cause(r.Cause)
-		out[ref] = workflow.Record{Ref: ref, State: workflow.State(r.State), Ready: r.State == string(workflow.Pending) && r.DueAt != 0,
-			DoneAt: fromMs(r.DoneAt), Kind: workflow.Kind(r.Kind), HasUndo: r.HasUndo,
-			Ran: (r.State == string(workflow.Error) && ((cause.GaveUp() && r.Attempt > 0) || cause == workflow.Oversized)) ||
-				(r.State == string(workflow.Pending) && r.Attempt > 0)}
+		Cause: workflow.Cause(r.Cause), After: workflow.State(r.After), Deadline: deadline, LastError: r.LastError, Alerted: r.Alerted,
+		Cancelling: !ref.Undo && it.State != string(workflow.Pending),
+		Stopped:    !ref.Undo && ready && it.State != string(workflow.Pending), Ran: r.ran(),
+		Unalerted: slices.Contains(it.Unalerted, sk),
+		Kind:      workflow.Kind(r.Kind), Armed: fromMs(r.Armed), Woken: fromMs(r.Woken), Continue: r.Continue, Event: r.Event,
+		EventKept: r.Event != "" && it.Events[r.Event] != "" && ready, Async: r.Async, Token: r.Token,
+		HasResult: r.Result > 0, Workflow: it.Workflow, WfVersion: it.WfVersion,
+		Pickup:  time.Duration(it.PickupMs) * time.Millisecond,
+		Version: it.Version, Incidents: incidents, Read: v.snap}
+	if ready && r.ReadyAt != 0 {
+		st.ReadiedBy = v.readiedBy(r.ReadyAt)
 	}
-	return out
+	return st
 }
 
-// steps are the item's records, steps first then undo actions, each by index.
+// steps are the item's records, steps first then undo actions, each by index
+// and item.
 func (it stateItem) steps() []Step {
+	v := it.view()
 	out := make([]Step, 0, len(it.Recs))
 	for sk := range it.Recs {
-		out = append(out, it.step(sk))
+		out = append(out, it.step(sk, v))
 	}
-	slices.SortFunc(out, func(a, b Step) int {
-		switch {
-		case a.Undo == b.Undo && a.Index == b.Index:
-			return a.Item - b.Item
-		case a.Undo == b.Undo:
-			return a.Index - b.Index
-		case a.Undo:
-			return 1
-		default:
-			return -1
-		}
-	})
+	slices.SortFunc(out, func(a, b Step) int { return compareSteps(a.Ref(), b.Ref()) })
 	return out
 }
 
-// itemCounts are the items of each forEach step (none: nil).
-func (it stateItem) itemCounts() map[int]int {
-	var out map[int]int
-	for sk := range it.Recs {
-		if ref := refOf(sk); ref.Item > 0 && !ref.Undo {
-			if out == nil {
-				out = map[int]int{}
-			}
-			out[ref.Index] = max(out[ref.Index], ref.Item)
-		}
+// compareSteps orders records: steps first, then undo actions, each by
+// index and item.
+func compareSteps(a, b workflow.Ref) int {
+	switch {
+	case a.Undo == b.Undo && a.Index == b.Index:
+		return a.Item - b.Item
+	case a.Undo == b.Undo:
+		return a.Index - b.Index
+	case a.Undo:
+		return 1
+	default:
+		return -1
 	}
-	return out
 }
 
-// withResults are the records done in the item's round with a result stored.
-func (it stateItem) withResults() []workflow.Ref {
-	var out []workflow.Ref
-	for k, r := range it.Recs {
-		if r.Result > 0 && r.State == string(workflow.Processed) && r.Round == it.Round {
-			out = append(out, refOf(k))
-		}
-	}
-	return out
-}
-
-// readiedBy is the agent of the record done last before record sk became
-// ready ("" if none, or sk is not ready).
-func (it stateItem) readiedBy(sk string) string {
-	r := it.Recs[sk]
-	if r.ReadyAt == 0 || r.DueAt == 0 {
-		return ""
-	}
-	var by string
-	var at int64
-	for k, o := range it.Recs {
-		if k != sk && o.DoneAt != 0 && o.DoneAt <= r.ReadyAt && o.DoneAt >= at {
-			by, at = o.Agent, o.DoneAt
-		}
-	}
-	return by
-}
-
-// nextDue is when the Supervisor must look at the order next: its records'
-// earliest deadline, or the order's deadline while a record it covers is at
-// work (zero: never).
-func (it stateItem) nextDue() int64 { return it.dueBesides("") }
-
-// deadlineCovers reports whether the order's deadline bounds record r: a
-// step while the task runs forward, an undo action while it compensates.
-func (it stateItem) deadlineCovers(r workflow.Ref) bool {
-	return it.State == string(taskFrom(r))
-}
-
-// dueBesides is nextDue leaving record sk out. The order's deadline counts
-// while a record it covers is at work (ready or claimed).
-func (it stateItem) dueBesides(sk string) int64 {
+// nextDue is when the Supervisor must look at the order next: its live
+// records' earliest deadline, or the order's deadline while a record it
+// covers is at work (zero: never).
+func (it stateItem) nextDue() int64 {
 	var due int64
-	for k, r := range it.Recs {
-		if r.DueAt != 0 && it.deadlineCovers(refOf(k)) {
-			due = earliest(due, it.DeadlineAt)
+	for sk, r := range it.Recs {
+		if !it.live(sk) {
+			continue
 		}
-		if k != sk {
-			due = earliest(due, r.DueAt)
+		due = earliest(due, r.DueAt)
+		if it.runs(refOf(sk)) {
+			due = earliest(due, it.DeadlineAt)
 		}
 	}
 	return due

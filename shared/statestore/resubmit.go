@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -41,17 +42,21 @@ type Resubmission struct {
 }
 
 // Resubmit puts a task that ended badly back to work after the operator fixed
-// the cause, and returns the record made ready:
-//   - a Failed task (its completed steps were undone) runs again from its first
-//     step in a new round: every record back to Pending with FailureCount 0, and
-//     new idempotency keys, since the earlier effects were undone;
-//   - a CompensationFailed task retries its failed undo action, FailureCount 0,
-//     and compensation goes on from there;
-//   - a CompensationFailed task whose pivot step (no undo action) timed out for
-//     good runs that step again in the same round, with the same idempotency
-//     key: if the effect happened, the remote answers as before.
+// the cause, and returns the records made ready:
+//   - a Failed task (its completed steps were undone) runs again from the
+//     steps that need nothing, in a new round: every record back to Pending
+//     with FailureCount 0, and new idempotency keys, since the earlier
+//     effects were undone;
+//   - a CompensationFailed task whose undo action failed retries it,
+//     FailureCount 0, and the undoing goes on from there;
+//   - a CompensationFailed task stopped at a step without undo that took
+//     effect (a pivot), with nothing undone yet, goes on forward in the
+//     same round: its failed steps run again with the same idempotency keys
+//     (if an effect happened, the service answers as before), and the steps
+//     that were ready when it stopped are ready again. With something
+//     already undone, its services are settled by hand: it is refused.
 //
-// step, if not empty, must name the record in Error. Attempt numbers keep
+// step, if not empty, must name a record in Error. Attempt numbers keep
 // counting, so a late reply of an earlier attempt stays fenced off. It is one
 // write, conditional on the order being as read. An order that ended a moment
 // ago still takes the Supervisor's bookkeeping writes (its alert confirmed, its
@@ -77,38 +82,15 @@ func (s *Store) resubmit(ctx context.Context, orderID, step string, pickup time.
 	if err != nil {
 		return Resubmission{}, err
 	}
-	task := it.task()
-	failed := failedRecord(it, task.State)
-	if err := resubmittable(it, task.State, failed, step); err != nil {
-		return Resubmission{}, err
-	}
 	read := it.Version
-	ready := []string{failed}
-	res := Resubmission{Ref: it.step(failed).Ref(), Step: it.Recs[failed].Name, Round: task.Round,
-		Workflow: it.Workflow, WfVersion: it.WfVersion}
-	it.State = string(workflow.Compensating)
-	if !refOf(failed).Undo {
-		it.State = string(workflow.Pending) // the pivot step runs again
-	}
-	res.Ready = []workflow.Ref{res.Ref}
-	if task.State == workflow.Failed {
-		res.Round++
-		first := sortKey(workflow.Ref{}) // a new round starts at the first step
-		res.Ref, res.Step, ready = workflow.Ref{}, it.Recs[first].Name, slices.Collect(maps.Keys(it.Recs))
-		res.Ready = []workflow.Ref{res.Ref}
-		if it.Parallel { // ... or at every record that starts with the order
-			res.Ready = it.starts()
-			res.Ref, res.Step = res.Ready[0], it.Recs[sortKey(res.Ready[0])].Name
-			if it.ItemsDone != nil {
-				it.ItemsDone = map[string]int{}
-			}
-		}
-		it.State = string(workflow.Pending)
+	res, reset, err := it.rerun(step)
+	if err != nil {
+		return res, err
 	}
 	due := ms(now.Add(it.pickup(pickup)))
-	it.reset(ready, res, due, now)
-	// In the index by the earlier of the pickup deadline and the step's
-	// timeout, as Submit puts a new order.
+	it.reset(reset, res, due, now)
+	// In the index by the earlier of the pickup deadline and the first
+	// record's timeout, as Submit puts a new order.
 	it.DueShard, it.DueAt = shardOf(orderID, s.shards), min(due, ms(now)+it.Recs[sortKey(res.Ref)].TimeoutMs)
 	if err := s.keepOrder(ctx, orderID, now.Add(2*time.Duration(it.DeadlineMs)*time.Millisecond)); err != nil {
 		return res, err
@@ -121,41 +103,73 @@ func (s *Store) resubmit(ctx context.Context, orderID, step string, pickup time.
 	return res, nil
 }
 
-// failedRecord is the sort key of the record to run again: in a Failed task
-// the step that failed; in a CompensationFailed one, the undo, or if no undo
-// failed, the pivot step ("" if none is in Error).
-func failedRecord(it stateItem, state workflow.State) string {
-	var failed string
+// rerun is what resubmitting the order puts back to work (at step, if
+// named): the records made ready, and every record reset (for a new round,
+// all of them).
+func (it stateItem) rerun(step string) (Resubmission, []string, error) {
+	state := workflow.State(it.State)
+	res := Resubmission{Round: it.Round, Workflow: it.Workflow, WfVersion: it.WfVersion}
+	var failed []string // the records in Error, steps first
 	for _, r := range it.steps() {
-		if r.State != workflow.Error || (r.Undo && state != workflow.CompensationFailed) {
-			continue
-		}
-		if failed == "" || r.Undo {
-			failed = sortKey(r.Ref())
+		if r.State == workflow.Error {
+			failed = append(failed, sortKey(r.Ref()))
 		}
 	}
-	return failed
-}
-
-// resubmittable says why an order cannot be resubmitted (at step, if
-// named), or nil.
-func resubmittable(it stateItem, state workflow.State, failed, step string) error {
 	switch {
 	case state != workflow.Failed && state != workflow.CompensationFailed:
-		return &NotResubmittableError{fmt.Sprintf("order %s is %s; only Failed or CompensationFailed orders can be resubmitted", it.OrderID, state)}
-	case failed == "":
-		return &NotResubmittableError{fmt.Sprintf("order %s is %s but no step is in Error", it.OrderID, state)}
-	case step != "" && step != it.Recs[failed].Name:
-		return &NotResubmittableError{fmt.Sprintf("order %s: step %q is not the one that failed (%s)", it.OrderID, step, it.Recs[failed].Name)}
-	case it.Parallel && state == workflow.CompensationFailed && !refOf(failed).Undo:
-		return &NotResubmittableError{fmt.Sprintf("order %s: a step that took effect has no undo, and its steps run at once: "+
-			"settle it with its services by hand (sasctl status %s says what completed)", it.OrderID, it.OrderID)}
+		return res, nil, &NotResubmittableError{fmt.Sprintf("order %s is %s; only Failed or CompensationFailed orders can be resubmitted", it.OrderID, state)}
+	case len(failed) == 0:
+		return res, nil, &NotResubmittableError{fmt.Sprintf("order %s is %s but no step is in Error", it.OrderID, state)}
+	case step != "" && !slices.ContainsFunc(failed, func(sk string) bool { return it.Recs[sk].Name == step }):
+		return res, nil, &NotResubmittableError{fmt.Sprintf("order %s: step %q is not one that failed (%s)", it.OrderID, step, it.names(failed))}
 	}
-	return nil
+	var reset []string
+	switch undo := failed[len(failed)-1]; {
+	case state == workflow.Failed:
+		res.Round++
+		res.Ready, reset = it.starts(), slices.Collect(maps.Keys(it.Recs))
+	case refOf(undo).Undo: // the undo action that failed runs again
+		res.Ready, reset = []workflow.Ref{refOf(undo)}, []string{undo}
+	case it.undid():
+		return res, nil, &NotResubmittableError{fmt.Sprintf("order %s stopped at a step that took effect and has no undo, with work "+
+			"already undone: settle it with its services by hand (sasctl status %s says what completed)", it.OrderID, it.OrderID)}
+	default: // stopped at a pivot: the order goes on
+		for _, sk := range failed {
+			res.Ready, reset = append(res.Ready, refOf(sk)), append(reset, sk)
+		}
+		for _, st := range it.steps() {
+			if st.Stopped {
+				res.Ready, reset = append(res.Ready, st.Ref()), append(reset, sortKey(st.Ref()))
+			}
+		}
+	}
+	res.Ref = res.Ready[0]
+	res.Step = it.Recs[sortKey(res.Ref)].Name
+	return res, reset, nil
 }
 
-// starts are the records of an order whose steps run at once that are ready
-// when a round starts.
+// undid reports whether an undo action of the round has run.
+func (it stateItem) undid() bool {
+	for sk, r := range it.Recs {
+		if refOf(sk).Undo && r.State == string(workflow.Processed) && r.Round == it.Round {
+			return true
+		}
+	}
+	return false
+}
+
+// names are the records' names, for a reason.
+func (it stateItem) names(sks []string) string {
+	out := make([]string, len(sks))
+	for i, sk := range sks {
+		out[i] = workflow.RecordName(it.Recs[sk].Name, refOf(sk))
+	}
+	return strings.Join(out, ", ")
+}
+
+// starts are the records ready when a round starts: those of the steps
+// that need nothing (for an order stored before they were marked, the first
+// step).
 func (it stateItem) starts() []workflow.Ref {
 	var out []workflow.Ref
 	for sk, r := range it.Recs {
@@ -163,33 +177,52 @@ func (it stateItem) starts() []workflow.Ref {
 			out = append(out, refOf(sk))
 		}
 	}
+	if len(out) == 0 {
+		return []workflow.Ref{{}}
+	}
 	slices.SortFunc(out, func(a, b workflow.Ref) int { return cmp.Or(a.Index-b.Index, a.Item-b.Item) })
 	return out
 }
 
-// reset puts the ready records back to Pending for res's round (the one to
-// run first due by due) and the task at work again, with a new deadline.
-func (it *stateItem) reset(ready []string, res Resubmission, due int64, now time.Time) {
-	for _, sk := range ready {
+// reset puts the records back to Pending for res's round (those res makes
+// ready due by due) and the task at work again, with a new deadline.
+func (it *stateItem) reset(records []string, res Resubmission, due int64, now time.Time) {
+	newRound := res.Round != it.Round
+	for _, sk := range records {
 		r := it.Recs[sk]
 		r.State, r.FailureCount, r.Round = string(workflow.Pending), 0, res.Round
 		r.LockedBy, r.CompleteBy, r.LastError, r.Alerted, r.DueAt = "", 0, "", false, 0
-		r.ReadyAt, r.ClaimedAt, r.DoneAt, r.Cause = 0, 0, 0, ""
+		r.ReadyAt, r.DoneAt, r.Cause, r.After = 0, 0, "", ""
 		r.Armed, r.Woken, r.Token, r.Result = 0, 0, "", 0
+		if newRound {
+			r.ClaimedAt = 0 // nothing of the new round ran yet; in the same round, a claim says it may have taken effect
+		}
 		if slices.Contains(res.Ready, refOf(sk)) {
 			r.DueAt, r.ReadyAt = due, ms(now)
 		}
 		r.Incidents = append(r.Incidents, incident(now, "resubmitted by the operator (round %d)", res.Round))
 		it.Recs[sk] = r
 	}
-	if res.Round != it.Round && it.Events != nil {
-		it.Events = map[string]string{} // a new round waits for its own events
+	if newRound {
+		if it.Events != nil {
+			it.Events = map[string]string{} // a new round waits for its own events
+		}
+		for k := range it.ItemsDone {
+			it.ItemsDone[k] = 0
+		}
+		zero := 0
+		it.Finished = &zero
+		it.CxBy, it.CxAt, it.CxWhy, it.EndAs = "", 0, "", ""
+	}
+	it.State = string(workflow.Pending)
+	if res.Ref.Undo {
+		it.State = string(workflow.Compensating)
 	}
 	it.Round, it.Version, it.UpdatedAt, it.CompletedAt, it.LastError = res.Round, it.Version+1, ms(now), 0, ""
 	it.Expires = 0 // at work again: kept until it ends again
 	it.Unalerted = slices.DeleteFunc(it.Unalerted, func(sk string) bool { return it.Recs[sk].State != string(workflow.Error) })
 	if len(it.Unalerted) == 0 {
-		it.Unalerted = nil // absent, not an empty (NULL) attribute: an ending completion checks attribute_not_exists
+		it.Unalerted = nil // absent, not an empty (NULL) attribute
 	}
 	it.DeadlineAt = ms(now) + it.DeadlineMs // at work again (forward or compensating): a new deadline
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/devkit/storetest"
+	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
@@ -49,8 +50,10 @@ func TestResubmitRacesTheSupervisor(t *testing.T) {
 				require.NoError(t, err)
 				st, err := claimOrder(ctx, s, id, workflow.Ref{}, "sched", now)
 				require.NoError(t, err)
-				require.NoError(t, errOf(s.Fail(ctx, statestore.Failure{OrderID: id, Ref: workflow.Ref{},
-					After: workflow.AfterRefusal(false, -1), Reason: "declined", Due: now, Now: now}, st.Attempt, 1)))
+				rec, err := outcome.Recorder{Store: s}.Record(ctx, workflow.Orders(workflow.Settings{}), outcome.Attempt{OrderID: id,
+					Ref: workflow.Ref{}, Attempt: st.Attempt, Round: 1, Refusal: "declined", Read: st.Read, Now: now})
+				require.NoError(t, err)
+				require.Equal(t, workflow.Failed, rec.State)
 			}
 
 			fail("o-race")

@@ -171,7 +171,11 @@ func deflate(b []byte) []byte {
 // the results only if some record done has one.
 func (s *Store) Document(ctx context.Context, st Step, order json.RawMessage) (workflow.Document, error) {
 	doc := workflow.Document{Order: order, Results: map[string]json.RawMessage{}}
-	if len(st.done) == 0 {
+	if st.Read == nil {
+		return doc, fmt.Errorf("document of %s: the record has no order read with it", st.Key())
+	}
+	v := st.Read.it.view()
+	if len(v.done) == 0 {
 		return doc, nil
 	}
 	results, err := s.Results(ctx, st.OrderID, st.Round)
@@ -179,12 +183,12 @@ func (s *Store) Document(ctx context.Context, st Step, order json.RawMessage) (w
 		return doc, err
 	}
 	lists := map[string][]json.RawMessage{} // a forEach step's result: its items', in order
-	for _, ref := range st.done {
+	for _, ref := range v.done {
 		r, ok := results[ref]
 		if !ok {
 			continue
 		}
-		if n := st.items[ref.Index]; n > 0 {
+		if n := v.items[ref.Index]; n > 0 {
 			if lists[r.Name] == nil {
 				lists[r.Name] = make([]json.RawMessage, n)
 			}

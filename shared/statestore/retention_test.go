@@ -12,6 +12,7 @@ import (
 
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/storetest"
+	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
@@ -36,13 +37,8 @@ func TestTheBytesAnEndedOrderKeeps(t *testing.T) {
 		ref := workflow.Ref{Index: i}
 		claimed, err := s.Claim(ctx, statestore.Claim{OrderID: id, Ref: ref, Agent: st.Agent, Owner: "3fa9c2d1e0b4", Now: now})
 		require.NoError(t, err)
-		c := statestore.Completion{OrderID: id, Ref: ref, Attempt: claimed.Attempt, Round: 1, Now: now}
-		if next, more, end := def.Next(ref); more {
-			c.Next, c.NextDueAt = &next, now.Add(def.PickupTimeout)
-		} else {
-			c.End = end
-		}
-		_, err = s.Complete(ctx, c)
+		_, err = outcome.Recorder{Store: s}.Record(ctx, def, outcome.Attempt{OrderID: id, Ref: ref, Attempt: claimed.Attempt, Round: 1,
+			Read: claimed.Read, Now: now})
 		require.NoError(t, err)
 	}
 	size := func(table string, key map[string]types.AttributeValue) int {

@@ -35,7 +35,7 @@ func TestTheLargestOrderFitsAnItemWithMargin(t *testing.T) {
 	sub := Submission{OrderID: "order-0123456789-abcdefghij", Workflow: d, Items: map[int]int{1: workflow.MaxForEachItems},
 		Now: time.UnixMilli(1_800_000_000_000)}
 	it := stateItem{OrderID: sub.OrderID, SK: taskSK, Workflow: d.Name, WfVersion: "0123abcd", State: "Compensating", Round: 1,
-		Parallel: true, ItemsDone: map[string]int{"1": workflow.MaxForEachItems}, Recs: records(sub, ms(sub.Now))}
+		ItemsDone: map[string]int{"1": workflow.MaxForEachItems}, Recs: records(sub, ms(sub.Now))}
 	require.LessOrEqual(t, len(it.Recs), workflow.MaxRecords)
 	at := ms(sub.Now)
 	for sk, r := range it.Recs { // every record run, done, with an incident

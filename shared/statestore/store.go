@@ -130,11 +130,12 @@ func (s *Store) RecordsOf(ctx context.Context, orderID string, refs []workflow.R
 		return nil, err
 	}
 	out := make([]Step, 0, len(refs))
+	v := it.view()
 	for _, r := range refs {
 		if _, ok := it.Recs[sortKey(r)]; !ok {
 			return nil, fmt.Errorf("order %s has no record %s: %w", orderID, sortKey(r), ErrNotFound)
 		}
-		out = append(out, it.step(sortKey(r)))
+		out = append(out, it.step(sortKey(r), v))
 	}
 	return out, nil
 }

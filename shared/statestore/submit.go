@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -57,25 +58,20 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 		}
 	}
 	look := ms(sub.Now.Add(first))
+	finished := 0
 	state, err := attributevalue.MarshalMap(stateItem{
 		OrderID: sub.OrderID, SK: taskSK, Workflow: wf.Name, WfVersion: wf.Version, PickupMs: wf.PickupTimeout.Milliseconds(),
 		ReplyQueue: sub.ReplyQueue,
 		State:      string(workflow.Pending), Round: 1,
 		DueShard: shardOf(sub.OrderID, s.shards), DueAt: look, CreatedAt: now, UpdatedAt: now,
 		DeadlineAt: ms(sub.Now.Add(wf.Deadline)), DeadlineMs: wf.Deadline.Milliseconds(),
-		Recs: records(sub, due),
+		ItemsDone: itemsDone(sub.Items), Finished: &finished, Recs: records(sub, due),
 	})
 	if err != nil {
 		return false, fmt.Errorf("encode state of %s: %w", sub.OrderID, err)
 	}
 	if waits(wf) {
 		state["Evt"] = emptyMap() // where the round's events are kept (a nested SET needs its map)
-	}
-	if !wf.Linear() {
-		state["Pl"] = &types.AttributeValueMemberBOOL{Value: true}
-		if len(sub.Items) > 0 {
-			state["P"] = emptyMap() // a forEach step's items done, counted as they finish
-		}
 	}
 	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{TableName: &s.orders, Item: orderItem, ConditionExpression: notExists}},
@@ -108,39 +104,45 @@ func emptyMap() types.AttributeValue {
 	return &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}}
 }
 
+// itemsDone is a new order's count of the items done of each forEach step:
+// none yet (nil for an order without items).
+func itemsDone(items map[int]int) map[string]int {
+	if len(items) == 0 {
+		return nil
+	}
+	out := make(map[string]int, len(items))
+	for i := range items {
+		out[strconv.Itoa(i)] = 0
+	}
+	return out
+}
+
 // records are the step and undo records of a new task (one per item of a
-// forEach step); the records of the steps that need nothing (the first
-// step, in a linear workflow) are ready, due at due.
+// forEach step): the rules' first order (workflow.Definition.Start), with
+// the action each record runs; the records of the steps that need nothing
+// are ready, due at due.
 func records(sub Submission, due int64) map[string]recItem {
-	rec := func(a workflow.Action, undoFrom int) recItem {
-		return recItem{
-			UndoFrom: undoFrom, Round: 1, Name: a.Name, Agent: a.Agent, Do: a.Do, TimeoutMs: a.Timeout.Milliseconds(),
-			MaxFailures: a.MaxFailures, BackoffMs: a.RetryBackoff.Milliseconds(),
-			State: string(workflow.Pending),
-		}
+	rec := func(a workflow.Action) recItem {
+		return recItem{Round: 1, Name: a.Name, Agent: a.Agent, Do: a.Do, TimeoutMs: a.Timeout.Milliseconds(),
+			MaxFailures: a.MaxFailures, BackoffMs: a.RetryBackoff.Milliseconds(), State: string(workflow.Pending)}
 	}
 	wf := sub.Workflow
-	linear := wf.Linear()
 	out := map[string]recItem{}
-	for i, st := range wf.Steps {
-		undoFrom := -1
-		if linear {
-			undoFrom = wf.UndoFrom(i)
+	for ref, r := range wf.Start(sub.Items).Recs {
+		st := wf.Steps[ref.Index]
+		if ref.Undo {
+			out[sortKey(ref)] = rec(*st.Undo)
+			continue
 		}
-		for _, ref := range workflow.RecordsOf(i, sub.Items) {
-			it := rec(st.Action, undoFrom)
-			it.HasUndo, it.Kind, it.Async = st.Undo != nil, string(st.Kind()), st.Async
-			if st.Wait != nil {
-				it.Continue, it.Event = st.Wait.Continue, st.Wait.Event
-			}
-			if len(wf.Needs(i)) == 0 {
-				it.DueAt, it.ReadyAt, it.Starts = due, ms(sub.Now), !linear
-			}
-			out[sortKey(ref)] = it
-			if st.Undo != nil {
-				out[sortKey(workflow.Ref{Index: i, Undo: true, Item: ref.Item})] = rec(*st.Undo, -1)
-			}
+		it := rec(st.Action)
+		it.HasUndo, it.Kind, it.Async = r.HasUndo, string(r.Kind), st.Async
+		if st.Wait != nil {
+			it.Continue, it.Event = st.Wait.Continue, st.Wait.Event
 		}
+		if r.Ready {
+			it.DueAt, it.ReadyAt, it.Starts = due, ms(sub.Now), true
+		}
+		out[sortKey(ref)] = it
 	}
 	return out
 }

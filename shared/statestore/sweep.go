@@ -31,15 +31,21 @@ type DueCursor struct{ pos indexPos }
 type DuePage struct {
 	// Orders are the index entries the page read: the orders looked at.
 	Orders int
-	// Steps are the records due now; every write made on them is
-	// conditional on the Version read.
-	Steps []Step
+	// Due are the orders with records due now, each as read: every write
+	// made on them is conditional on the Version read.
+	Due []DueOrder
 	// Early are the orders found due in the index with no record due:
 	// their entry is to be moved on (MoveOn).
 	Early []Early
 	// Next is where the next page starts; More says there may be one.
 	Next DueCursor
 	More bool
+}
+
+// DueOrder is an order with records due, as read.
+type DueOrder struct {
+	Read  Snapshot
+	Steps []Step // its records due now
 }
 
 // Early is an order found due in the deadline index with no record due: an
@@ -83,13 +89,11 @@ func (s *Store) DuePage(ctx context.Context, q DueQuery) (DuePage, error) {
 		if !ok || it.DueAt == 0 || it.DueAt > ms(q.Now) {
 			continue // moved on since the index was read
 		}
-		n := len(page.Steps)
-		for _, st := range it.steps() {
-			if overdue(st, q.Now) {
-				page.Steps = append(page.Steps, st)
-			}
-		}
-		if len(page.Steps) == n {
+		due := DueOrder{Read: Snapshot{it: it}}
+		due.Steps = due.Read.Due(q.Now)
+		if len(due.Steps) > 0 {
+			page.Due = append(page.Due, due)
+		} else {
 			page.Early = append(page.Early, Early{OrderID: it.OrderID, Version: it.Version, Next: fromMs(it.nextDue())})
 		}
 	}
@@ -102,11 +106,11 @@ func (s *Store) DuePage(ctx context.Context, q DueQuery) (DuePage, error) {
 // error: the order stays due and is read again.
 func (s *Store) MoveOn(ctx context.Context, e Early, now time.Time) error {
 	ch := newChange(now)
-	ch.cond = append(ch.cond, "V = "+ch.val("version", num(int64(e.Version))))
+	ch.version(e.Version)
 	if !e.Next.IsZero() {
 		ch.index(e.OrderID, s.shards, e.Next)
 	} else {
-		ch.remove = append(ch.remove, "DueShard", "DueAt")
+		ch.leaveIndex()
 	}
 	if err := s.update(ctx, e.OrderID, ch, "move on "+e.OrderID); err != nil && !errors.Is(err, ErrStale) {
 		return err
@@ -140,18 +144,31 @@ func (s *Store) Overdue(ctx context.Context, now time.Time, limit int) ([]Step, 
 					errs = append(errs, err)
 				}
 			}
-			out = append(out, page.Steps[:min(len(page.Steps), limit-len(out))]...)
+			for _, o := range page.Due {
+				out = append(out, o.Steps[:min(len(o.Steps), max(limit-len(out), 0))]...)
+			}
 			q.After, more = page.Next, page.More
 		}
 	}
 	return out, errors.Join(errs...)
 }
 
+// Due are the order's records the Supervisor must act on at now (overdue).
+func (s Snapshot) Due(now time.Time) []Step {
+	var out []Step
+	for _, st := range s.Steps() {
+		if overdue(st, now) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
 // overdue reports whether the Supervisor must act on st now: its own
 // deadline passed, or it is at work and the order's deadline passed, or it
 // is a wait whose event was kept and not delivered (its start was lost).
 func overdue(st Step, now time.Time) bool {
-	if st.DueAt.IsZero() {
+	if st.DueAt.IsZero() || st.Stopped {
 		return false
 	}
 	return !st.DueAt.After(now) || (!st.Deadline.IsZero() && !st.Deadline.After(now)) || (st.EventKept && !st.Armed.IsZero())

@@ -18,6 +18,7 @@ import (
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/devkit/accounting"
 	"github.com/sas-go/sas/shared/devkit/provision"
+	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
@@ -49,8 +50,9 @@ func newSweepFixture(tb testing.TB, finished, inFlight, due int) sweepFixture {
 	// One real order run to the end, and one at work whose step is due a
 	// day from now: their items are the templates of the rest.
 	require.NoError(tb, submitClaim(ctx, store, def, "tpl-done", t0))
-	require.NoError(tb, errOf(store.Complete(ctx, statestore.Completion{OrderID: "tpl-done", Ref: workflow.Ref{}, Attempt: 1,
-		End: workflow.Processed, Now: t0})))
+	rec, err := outcome.Recorder{Store: store}.Record(ctx, def, outcome.Attempt{OrderID: "tpl-done", Ref: workflow.Ref{}, Attempt: 1, Now: t0})
+	require.NoError(tb, err)
+	require.Equal(tb, workflow.Processed, rec.State)
 	require.NoError(tb, submitClaim(ctx, store, def, "tpl-work", time.Now().Add(24*time.Hour)))
 	done := templates(tb, c.DynamoDB, "tpl-done", topo.OrdersTable(), topo.StateTable())
 	work := templates(tb, c.DynamoDB, "tpl-work", topo.StateTable()) // the sweep never reads the orders table

@@ -29,7 +29,6 @@ import (
 // events (recorded like outcomes), and the start of a first step that waits.
 type Store interface {
 	Submit(ctx context.Context, sub statestore.Submission) (bool, error)
-	Cancel(ctx context.Context, c statestore.CancelRequest) (statestore.Cancellation, error)
 	outcome.Store
 	outcome.StartStore
 	dispatch.DefinitionReader

@@ -37,9 +37,7 @@ type Store interface {
 	Shards() int
 	DuePage(ctx context.Context, q statestore.DueQuery) (statestore.DuePage, error)
 	MoveOn(ctx context.Context, e statestore.Early, now time.Time) error
-	Waited(ctx context.Context, w statestore.Wait) error
-	Requeue(ctx context.Context, r statestore.Retry) error
-	GiveUpFor(ctx context.Context, g statestore.GiveUp) (statestore.Done, error)
+	Apply(ctx context.Context, snap statestore.Snapshot, w statestore.Write) (statestore.Snapshot, error)
 	MarkAlerted(ctx context.Context, orderID string, r workflow.Ref, now time.Time) error
 	dispatch.RecordReader
 }
@@ -71,7 +69,7 @@ type Deps struct {
 // Report counts what one sweep did.
 type Report struct {
 	Orders    int `json:"orders"`    // orders looked at: the due index entries read, each read consistently
-	Overdue   int `json:"overdue"`   // records found due
+	Overdue   int `json:"overdue"`   // records found due (of the orders looked at: one write each, races lost aside)
 	MovedOn   int `json:"movedOn"`   // orders found due with no record due, moved on in the index
 	Resent    int `json:"resent"`    // ready steps' messages re-sent
 	Held      int `json:"held"`      // waits a backlog explains
@@ -161,15 +159,15 @@ func (r *Report) add(o outcome) {
 	}
 }
 
-// handleSafely turns a panic in one record's handling into that record's
-// error: the record stays due, and the sweep goes on with the others.
-func (s *Supervisor) handleSafely(ctx context.Context, st statestore.Step, now time.Time, d *depths) (o outcome, err error) {
+// handleSafely turns a panic in one order's handling into that order's
+// error: its records stay due, and the sweep goes on with the others.
+func (s *Supervisor) handleSafely(ctx context.Context, o statestore.DueOrder, now time.Time, d *depths) (outs []outcome, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			o, err = none, fmt.Errorf("%s: handling panicked: %v", st.Key(), p)
+			err = fmt.Errorf("order %s: handling panicked: %v", o.Read.OrderID(), p)
 		}
 	}()
-	return s.handle(ctx, st, now, d)
+	return s.handleOrder(ctx, o, now, d)
 }
 
 func (s *Supervisor) crash(point string) {

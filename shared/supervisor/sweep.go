@@ -111,19 +111,21 @@ func (sw *sweep) page(ctx context.Context, t turn) (turn, bool) {
 	return turn{shard: t.shard, after: p.Next}, p.More
 }
 
-// handle handles a page's due records and moves its early orders on,
+// handle handles a page's due orders and moves its early orders on,
 // Parallel at a time across the sweep, and returns when all are done.
 func (sw *sweep) handle(ctx context.Context, p statestore.DuePage, now time.Time) {
 	var wg sync.WaitGroup
-	for _, st := range p.Steps {
+	for _, o := range p.Due {
 		sw.writes <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sw.writes }()
-			o, err := sw.s.handleSafely(ctx, st, now, sw.depths)
+			outs, err := sw.s.handleSafely(ctx, o, now, sw.depths)
 			sw.mu.Lock()
 			defer sw.mu.Unlock()
-			sw.rep.Overdue++
-			sw.rep.add(o)
+			sw.rep.Overdue += len(o.Steps)
+			for _, out := range outs {
+				sw.rep.add(out)
+			}
 			if err != nil {
 				sw.errs = append(sw.errs, err)
 			}

@@ -20,32 +20,34 @@ const (
 
 // Seq is the sequence number of an event of a round: the same event always
 // gets the same number, and numbers grow in the order events happen (rounds
-// included), so a caller can order status messages and drop duplicates.
-// index is the step the event is about (ignored where none is).
-func Seq(round int, e Event, index int) int {
-	base := round * 10_000
+// included), so a caller can order status messages and drop duplicates. r
+// is the record the event is about, a forEach item's included (ignored
+// where the event is about none): each item done has a number of its own.
+func Seq(round int, e Event, r Ref) int {
+	base := round * 1_000_000
+	rec := r.Index*(MaxForEachItems+1) + r.Item // unique per record: < 50·101
 	switch e {
 	case EventReceived:
 		return base
 	case EventStepDone:
-		return base + 100 + index
+		return base + 1_000 + rec
 	case EventProcessed:
-		return base + 1000
+		return base + 10_000
 	case EventFailed:
-		return base + 1001
-	case EventUndoDone:
-		return base + 2000 + (999 - index) // undos run from the last step back
+		return base + 20_000 + rec
 	case EventCancelRequested:
-		return base + 1500
+		return base + 30_000
 	case EventCancelRefused:
-		return base + 1501
+		return base + 30_001
+	case EventUndoDone:
+		return base + 40_000 + (MaxSteps*(MaxForEachItems+1) - rec) // undos run from the latest back
 	case EventCompensated:
-		return base + 3000
+		return base + 50_000
 	case EventCompensationFailed:
-		return base + 3001
+		return base + 50_001
 	case EventCancelled:
-		return base + 3002
+		return base + 50_002
 	default: // EventRejected: about another message than the order's
-		return base + 9999
+		return base + 99_999
 	}
 }

@@ -157,30 +157,10 @@ func TestIdempotencyKeyIsTheSameForEveryAttempt(t *testing.T) {
 		"a resubmitted order's effects are new")
 }
 
-func TestNextRunsStepsForwardAndUndosBackward(t *testing.T) {
+func TestActionNamesAStepsOrItsUndosAction(t *testing.T) {
 	t.Parallel()
 	d := valid()
-	type next struct {
-		ref workflow.Ref
-		ok  bool
-		end workflow.State
-	}
-	at := func(r workflow.Ref) next { n, ok, end := d.Next(r); return next{n, ok, end} }
-	require.Equal(t, next{workflow.Ref{Index: 1}, true, ""}, at(workflow.Ref{Index: 0}))
-	require.Equal(t, next{workflow.Ref{Index: 2}, true, ""}, at(workflow.Ref{Index: 1}))
-	require.Equal(t, next{workflow.Ref{}, false, workflow.Processed}, at(workflow.Ref{Index: 2}))
-	require.Equal(t, next{workflow.Ref{Index: 0, Undo: true}, true, ""}, at(workflow.Ref{Index: 1, Undo: true}))
-	require.Equal(t, next{workflow.Ref{}, false, workflow.Failed}, at(workflow.Ref{Index: 0, Undo: true}))
-}
-
-func TestUndoFromSkipsStepsWithoutUndo(t *testing.T) {
-	t.Parallel()
-	d := valid()
-	require.Equal(t, -1, d.UndoFrom(0), "nothing done before the first step")
-	require.Equal(t, 0, d.UndoFrom(1))
-	require.Equal(t, 1, d.UndoFrom(2))
 	d.Steps[1].Undo = nil
-	require.Equal(t, 0, d.UndoFrom(2), "a step without undo is skipped")
 	_, ok := d.Action(workflow.Ref{Index: 1, Undo: true})
 	require.False(t, ok)
 	a, ok := d.Action(workflow.Ref{Index: 0, Undo: true})
@@ -192,39 +172,39 @@ func TestUndoFromSkipsStepsWithoutUndo(t *testing.T) {
 
 func TestSeqOrdersEveryEventOfEveryRound(t *testing.T) {
 	t.Parallel()
+	at := func(i int) workflow.Ref { return workflow.Ref{Index: i} }
 	order := []int{
-		workflow.Seq(1, workflow.EventReceived, 0),
-		workflow.Seq(1, workflow.EventStepDone, 0),
-		workflow.Seq(1, workflow.EventStepDone, 1),
-		workflow.Seq(1, workflow.EventFailed, 2),
-		workflow.Seq(1, workflow.EventUndoDone, 1),
-		workflow.Seq(1, workflow.EventUndoDone, 0),
-		workflow.Seq(1, workflow.EventCompensated, 0),
-		workflow.Seq(2, workflow.EventReceived, 0),
-		workflow.Seq(2, workflow.EventStepDone, 0),
-		workflow.Seq(2, workflow.EventProcessed, 0),
+		workflow.Seq(1, workflow.EventReceived, at(0)),
+		workflow.Seq(1, workflow.EventStepDone, at(0)),
+		workflow.Seq(1, workflow.EventStepDone, at(1)),
+		workflow.Seq(1, workflow.EventFailed, at(2)),
+		workflow.Seq(1, workflow.EventUndoDone, at(1)),
+		workflow.Seq(1, workflow.EventUndoDone, at(0)),
+		workflow.Seq(1, workflow.EventCompensated, at(0)),
+		workflow.Seq(2, workflow.EventReceived, at(0)),
+		workflow.Seq(2, workflow.EventStepDone, at(0)),
+		workflow.Seq(2, workflow.EventProcessed, at(0)),
 	}
 	for i := 1; i < len(order); i++ {
 		require.Greater(t, order[i], order[i-1], "event %d", i)
 	}
-	require.Less(t, workflow.Seq(1, workflow.EventStepDone, 2), workflow.Seq(1, workflow.EventProcessed, 0))
-	require.Equal(t, workflow.Seq(1, workflow.EventStepDone, 1), workflow.Seq(1, workflow.EventStepDone, 1), "a duplicate has the same number")
-}
-
-func TestAftermathOfAFailure(t *testing.T) {
-	comp := func(i int) workflow.Aftermath { return workflow.Aftermath{UndoFrom: i, Next: workflow.Compensating} }
-	for name, c := range map[string]struct{ got, want workflow.Aftermath }{
-		"refused step, earlier work":    {workflow.AfterRefusal(false, 1), comp(1)},
-		"refused first step":            {workflow.AfterRefusal(false, -1), workflow.Aftermath{UndoFrom: -1, Next: workflow.Failed}},
-		"refused undo":                  {workflow.AfterRefusal(true, -1), workflow.Aftermath{UndoFrom: -1, Next: workflow.CompensationFailed}},
-		"timed-out step with undo":      {workflow.AfterGiveUp(false, true, true, 2, 1), comp(2)},
-		"timed-out step without undo":   {workflow.AfterGiveUp(false, false, true, 2, 1), workflow.Aftermath{UndoFrom: -1, Next: workflow.CompensationFailed}},
-		"never-run step without undo":   {workflow.AfterGiveUp(false, false, false, 2, 1), comp(1)},
-		"never-run step with an undo":   {workflow.AfterGiveUp(false, true, false, 2, 1), comp(1)},
-		"never-run first step, no undo": {workflow.AfterGiveUp(false, false, false, 0, -1), workflow.Aftermath{UndoFrom: -1, Next: workflow.Failed}},
-		"timed-out undo":                {workflow.AfterGiveUp(true, false, true, 1, -1), workflow.Aftermath{UndoFrom: -1, Next: workflow.CompensationFailed}},
-	} {
-		require.Equal(t, c.want, c.got, name)
+	last := workflow.Ref{Index: workflow.MaxSteps - 1, Item: workflow.MaxForEachItems}
+	require.Less(t, workflow.Seq(1, workflow.EventStepDone, last), workflow.Seq(1, workflow.EventProcessed, at(0)))
+	require.Less(t, workflow.Seq(1, workflow.EventFailed, last), workflow.Seq(1, workflow.EventCancelRequested, at(0)))
+	require.Less(t, workflow.Seq(1, workflow.EventUndoDone, workflow.Ref{Index: 0}), workflow.Seq(1, workflow.EventCompensated, at(0)))
+	require.Less(t, workflow.Seq(9, workflow.EventRejected, at(0)), workflow.Seq(10, workflow.EventReceived, at(0)))
+	require.Equal(t, workflow.Seq(1, workflow.EventStepDone, at(1)), workflow.Seq(1, workflow.EventStepDone, at(1)), "a duplicate has the same number")
+	seen := map[int]workflow.Ref{}
+	for i := range workflow.MaxSteps {
+		for k := range workflow.MaxForEachItems + 1 {
+			for _, e := range []workflow.Event{workflow.EventStepDone, workflow.EventFailed, workflow.EventUndoDone} {
+				r := workflow.Ref{Index: i, Item: k}
+				n := workflow.Seq(1, e, r)
+				prev, dup := seen[n]
+				require.False(t, dup, "%s of %v has the number of %v", e, r, prev)
+				seen[n] = r
+			}
+		}
 	}
 }
 
@@ -235,57 +215,4 @@ func TestDecideGivesUpOnACancelledOrdersOverdueWork(t *testing.T) {
 	require.Equal(t, workflow.Decision{Verdict: workflow.GiveUp, FailureCount: 1}, d, "not retried: nothing starts again")
 	d = workflow.Decide(workflow.Found{Action: a, State: workflow.Processing, Cancelled: true, Backlogged: true}, time.Second)
 	require.Equal(t, workflow.GiveUp, d.Verdict, "an unrecorded outcome is in no queue: a backlog changes nothing")
-}
-
-func TestDecideCancel(t *testing.T) {
-	t.Parallel()
-	def := workflow.Orders(workflow.Settings{})
-	phase := func(i int, st workflow.State, ready bool) workflow.Phase {
-		return workflow.Phase{Ref: workflow.Ref{Index: i}, State: st, Ready: ready, HasUndo: def.Steps[i].Undo != nil,
-			Name: def.Steps[i].Name}
-	}
-	ready0 := []workflow.Phase{phase(0, workflow.Pending, true), phase(1, workflow.Pending, false), phase(2, workflow.Pending, false)}
-	running1 := []workflow.Phase{phase(0, workflow.Processed, false), phase(1, workflow.Processing, false), phase(2, workflow.Pending, false)}
-	shipping := []workflow.Phase{phase(0, workflow.Processed, false), phase(1, workflow.Processed, false), phase(2, workflow.Processing, false)}
-	// An attempt recovered (its answer lost, its call perhaps applied), the
-	// step ready for its retry.
-	retried := func(p workflow.Phase) workflow.Phase { p.Ran = true; return p }
-	shipRetry := []workflow.Phase{phase(0, workflow.Processed, false), phase(1, workflow.Processed, false), retried(phase(2, workflow.Pending, true))}
-	chargeRetry := []workflow.Phase{phase(0, workflow.Processed, false), retried(phase(1, workflow.Pending, true)), phase(2, workflow.Pending, false)}
-	cases := map[string]struct {
-		task  workflow.State
-		asked bool
-		recs  []workflow.Phase
-		want  workflow.CancelDecision
-	}{
-		"before the first claim": {workflow.Pending, false, ready0, workflow.CancelDecision{Verdict: workflow.CancelStops, Stop: workflow.Ref{}}},
-		"while a step runs":      {workflow.Pending, false, running1, workflow.CancelDecision{Verdict: workflow.CancelAwaits}},
-		"twice":                  {workflow.Pending, true, running1, workflow.CancelDecision{Verdict: workflow.CancelRepeated}},
-		"once cancelled":         {workflow.Cancelled, true, nil, workflow.CancelDecision{Verdict: workflow.CancelRepeated}},
-		"while compensating":     {workflow.Compensating, false, nil, workflow.CancelDecision{Verdict: workflow.CancelCompensates}},
-		"ended": {workflow.Processed, false, nil, workflow.CancelDecision{Verdict: workflow.CancelRefused,
-			Reason: "the order is Processed: there is nothing to cancel"}},
-		"past the point of no return": {workflow.Pending, false, shipping, workflow.CancelDecision{Verdict: workflow.CancelRefused,
-			Reason: "step create-shipment has run, or is running, and cannot be undone: the order can no longer be cancelled"}},
-		"a pivot ready again after a recovered attempt": {workflow.Pending, false, shipRetry, workflow.CancelDecision{Verdict: workflow.CancelRefused,
-			Reason: "step create-shipment has run, or is running, and cannot be undone: the order can no longer be cancelled"}},
-		"a step with an undo ready again after a recovered attempt": {workflow.Pending, false, chargeRetry,
-			workflow.CancelDecision{Verdict: workflow.CancelStops, Stop: workflow.Ref{Index: 1}}},
-	}
-	for name, c := range cases {
-		require.Equal(t, c.want, workflow.DecideCancel(c.task, c.asked, c.recs), name)
-	}
-	require.True(t, workflow.Cancelled.Ended())
-	require.Less(t, workflow.Seq(1, workflow.EventUndoDone, 0), workflow.Seq(1, workflow.EventCancelled, 0))
-
-	// A wait or a timer that has run did nothing outside: it is no point
-	// of no return (the approval example, approved, its charge ready).
-	appr := workflow.MustExample(workflow.ApprovalWorkflow)
-	approved := []workflow.Phase{
-		{Ref: workflow.Ref{Index: 0}, State: workflow.Processed, HasUndo: true, Name: appr.Steps[0].Name},
-		{Ref: workflow.Ref{Index: 1}, State: workflow.Processed, Name: appr.Steps[1].Name, Kind: workflow.KindEvent},
-		{Ref: workflow.Ref{Index: 2}, State: workflow.Pending, Ready: true, HasUndo: true, Name: appr.Steps[2].Name},
-	}
-	require.Equal(t, workflow.CancelDecision{Verdict: workflow.CancelStops, Stop: workflow.Ref{Index: 2}},
-		workflow.DecideCancel(workflow.Pending, false, approved))
 }

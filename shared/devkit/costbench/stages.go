@@ -12,6 +12,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/accounting"
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/provision"
+	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
@@ -63,14 +64,18 @@ func Lifecycle(ctx context.Context, endpoint string, def workflow.Definition) ([
 				Owner: "3fa9c2d1e0b4", Now: w.now})
 			return err
 		})
-		c := statestore.Completion{OrderID: w.id, Ref: ref, Attempt: claimed.Attempt, Round: 1, Now: w.now}
+		a := outcome.Attempt{OrderID: w.id, Ref: ref, Name: st.Name, Attempt: claimed.Attempt, Round: 1, Read: claimed.Read, Now: w.now}
 		what := "agent-" + st.Agent + ": record " + st.Name + " done, make the next step ready"
-		if next, more, end := def.Next(ref); more {
-			c.Next, c.NextDueAt = &next, w.now.Add(def.PickupTimeout)
-		} else {
-			c.End, what = end, "agent-"+st.Agent+": record "+st.Name+" done, end the order (leaves the index)"
+		if i == len(def.Steps)-1 {
+			what = "agent-" + st.Agent + ": record " + st.Name + " done, end the order (leaves the index)"
 		}
-		w.do(what, func() error { _, err := s.Complete(ctx, c); return err })
+		w.do(what, func() error {
+			rec, err := outcome.Recorder{Store: s}.Record(ctx, def, a)
+			if err == nil && rec.Stale {
+				err = fmt.Errorf("%s: recorded as stale", st.Name)
+			}
+			return err
+		})
 	}
 	return w.stages, w.err
 }

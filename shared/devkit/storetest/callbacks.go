@@ -139,7 +139,7 @@ func cancelAfterWait(t *testing.T, s *statestore.Store) {
 	require.NoError(t, err)
 	_, err = outcome.Recorder{Store: s}.Event(ctx, d, outcome.Event{OrderID: "o-1", Name: "approved", EventID: "e-1", Now: t0})
 	require.NoError(t, err)
-	res, err := s.Cancel(ctx, cancelReq("o-1", t0))
+	res, err := cancel(ctx, s, cancelReq("o-1", t0))
 	require.NoError(t, err)
 	require.Equal(t, workflow.CancelStops, res.Verdict)
 	require.Equal(t, "s2", res.Stopped)
@@ -178,6 +178,6 @@ func abandonAsync(t *testing.T, s *statestore.Store) {
 	require.Len(t, due, 1)
 	require.Equal(t, t0, due[0].CompleteBy)
 	require.Contains(t, due[0].Incidents[0].What, "attempt 1 abandoned by its agent: its service did not accept the call")
-	require.NoError(t, s.Requeue(ctx, statestore.Retry{Read: due[0], FailureCount: 1, Reason: "abandoned", ReadyAt: t0, Due: t0.Add(time.Minute), Now: t0}))
+	require.NoError(t, giveBack(ctx, s, due[0], 1, "abandoned", t0, t0.Add(time.Minute), t0))
 	require.ErrorIs(t, s.Abandon(ctx, st, "again", t0), statestore.ErrStale, "once recovered, its token is refused")
 }

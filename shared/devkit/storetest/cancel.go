@@ -36,20 +36,15 @@ func finishUndo(t *testing.T, s *statestore.Store, id string, u workflow.Ref) wo
 	ctx := context.Background()
 	st, err := claim(ctx, s, id, u, "agent-u", t0)
 	require.NoError(t, err)
-	next, more, end := def(3).Next(u)
-	c := statestore.Completion{OrderID: id, Ref: u, Attempt: st.Attempt, End: end, Now: t0}
-	if more {
-		c.Next, c.NextDueAt = &next, t0.Add(time.Minute)
-	}
-	state, err := s.Complete(ctx, c)
+	rec, err := complete(ctx, s, id, u, st.Attempt, t0)
 	require.NoError(t, err)
-	return state
+	return rec.State
 }
 
 func cancelAtOnce(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submit(t, s, "o-1", 3)
-	res, err := s.Cancel(ctx, cancelReq("o-1", t0))
+	res, err := cancel(ctx, s, cancelReq("o-1", t0))
 	require.NoError(t, err)
 	require.Equal(t, workflow.CancelStops, res.Verdict)
 	require.Equal(t, workflow.Cancelled, res.State, "nothing ran: nothing to undo")
@@ -59,11 +54,11 @@ func cancelAtOnce(t *testing.T, s *statestore.Store) {
 	require.Equal(t, "ops", task.CancelledBy)
 	require.Equal(t, "customer asked", task.CancelReason)
 	require.False(t, task.CompletedAt.IsZero())
-	require.True(t, recs[step0].DueAt.IsZero())
+	require.True(t, recs[step0].Stopped, "the ready step is stopped")
 	_, err = claim(ctx, s, "o-1", step0, "agent-a", t0)
 	require.ErrorIs(t, err, statestore.ErrNotClaimable, "a request still in the queue runs nothing")
 	require.Empty(t, overdueAt(t, s, t0.Add(48*time.Hour)), "it left the index")
-	again, err := s.Cancel(ctx, cancelReq("o-1", t0))
+	again, err := cancel(ctx, s, cancelReq("o-1", t0))
 	require.NoError(t, err, "asking twice is no error")
 	require.Equal(t, workflow.CancelRepeated, again.Verdict)
 }
@@ -71,14 +66,19 @@ func cancelAtOnce(t *testing.T, s *statestore.Store) {
 func cancelStops(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	runTo(t, s, 3, 2) // steps 0 and 1 done, step 2 ready
-	res, err := s.Cancel(ctx, cancelReq("o-1", t0))
+	res, err := cancel(ctx, s, cancelReq("o-1", t0))
 	require.NoError(t, err)
 	require.Equal(t, "s2", res.Stopped)
 	require.Equal(t, &undo1, res.Undo, "the latest completed step's undo first")
 	task, recs := state(t, s)
 	require.Equal(t, workflow.Compensating, task.State)
-	require.True(t, recs[step2].DueAt.IsZero(), "the stopped step is no longer ready")
-	require.Contains(t, recs[step2].Incidents[0].What, "cancelled before it ran, by ops")
+	require.True(t, recs[step2].Stopped, "the stopped step will not run")
+	require.Contains(t, recs[step2].History()[len(recs[step2].History())-1].What, "stopped before it ran")
+	_, err = claim(ctx, s, "o-1", step2, "agent-a", t0)
+	require.ErrorIs(t, err, statestore.ErrNotClaimable, "its request, still in a queue, runs nothing")
+	due := overdueAt(t, s, t0.Add(2*time.Minute))
+	require.Len(t, due, 1, "the stopped step is not due: only the undo")
+	require.Equal(t, undo1, due[0].Ref())
 	require.Equal(t, workflow.Compensating, finishUndo(t, s, "o-1", undo1))
 	require.Equal(t, workflow.Cancelled, finishUndo(t, s, "o-1", undo0), "undone, the order ends Cancelled, not Failed")
 }
@@ -94,34 +94,29 @@ func cancelRecovered(t *testing.T, s *statestore.Store) {
 	require.NoError(t, err)
 	due := overdueAt(t, s, t0.Add(time.Hour))
 	require.Len(t, due, 1)
-	require.NoError(t, s.Requeue(ctx, statestore.Retry{Read: due[0], FailureCount: 1, Reason: "no outcome by CompleteBy",
-		ReadyAt: t0.Add(time.Hour), Due: t0.Add(2 * time.Hour), Now: t0.Add(time.Hour)}))
-	res, err := s.Cancel(ctx, cancelReq("o-1", t0.Add(time.Hour)))
+	require.NoError(t, giveBack(ctx, s, due[0], 1, "no outcome by CompleteBy", t0.Add(time.Hour), t0.Add(2*time.Hour), t0.Add(time.Hour)))
+	res, err := cancel(ctx, s, cancelReq("o-1", t0.Add(time.Hour)))
 	require.NoError(t, err)
 	require.Equal(t, "s1", res.Stopped)
 	require.Equal(t, &undo1, res.Undo, "its own undo, in case the lost attempt took effect")
 	_, recs := state(t, s)
-	require.Contains(t, recs[step1].Incidents[len(recs[step1].Incidents)-1].What, "attempt 1 may have taken effect")
+	h := recs[step1].History()
+	require.Contains(t, h[len(h)-1].What, "attempt 1 may have taken effect")
 	require.Equal(t, workflow.Compensating, finishUndo(t, s, "o-1", undo1))
 	require.Equal(t, workflow.Cancelled, finishUndo(t, s, "o-1", undo0))
 
 	submitAs(t, s, "o-pivot", 3)
 	for _, r := range []workflow.Ref{step0, step1} {
-		st, err := claim(ctx, s, "o-pivot", r, "agent-a", t0)
-		require.NoError(t, err)
-		next, _, _ := def(3).Next(r)
-		_, err = s.Complete(ctx, statestore.Completion{OrderID: "o-pivot", Ref: r, Attempt: st.Attempt, Next: &next, NextDueAt: t0, Now: t0})
-		require.NoError(t, err)
+		run(t, s, "o-pivot", r, t0)
 	}
 	_, err = claim(ctx, s, "o-pivot", step2, "agent-a", t0)
 	require.NoError(t, err)
 	for _, st := range overdueAt(t, s, t0.Add(time.Hour)) {
 		if st.OrderID == "o-pivot" {
-			require.NoError(t, s.Requeue(ctx, statestore.Retry{Read: st, FailureCount: 1, Reason: "no outcome by CompleteBy",
-				ReadyAt: t0.Add(time.Hour), Due: t0.Add(2 * time.Hour), Now: t0.Add(time.Hour)}))
+			require.NoError(t, giveBack(ctx, s, st, 1, "no outcome by CompleteBy", t0.Add(time.Hour), t0.Add(2*time.Hour), t0.Add(time.Hour)))
 		}
 	}
-	_, err = s.Cancel(ctx, cancelReq("o-pivot", t0.Add(time.Hour)))
+	_, err = cancel(ctx, s, cancelReq("o-pivot", t0.Add(time.Hour)))
 	require.True(t, statestore.IsNotCancellable(err), "%v", err)
 }
 
@@ -130,15 +125,15 @@ func cancelAwaits(t *testing.T, s *statestore.Store) {
 	runTo(t, s, 3, 1)
 	st, err := claim(ctx, s, "o-1", step1, "agent-a", t0)
 	require.NoError(t, err)
-	res, err := s.Cancel(ctx, cancelReq("o-1", t0))
+	res, err := cancel(ctx, s, cancelReq("o-1", t0))
 	require.NoError(t, err)
 	require.Equal(t, workflow.CancelAwaits, res.Verdict)
-	require.Equal(t, workflow.Pending, res.State)
-	_, err = s.Complete(ctx, done("o-1", step1, st.Attempt, &step2, ""))
-	require.ErrorIs(t, err, statestore.ErrCancelling, "the running step's reply does not start the next")
-	got, err := s.CompleteCancelled(ctx, done("o-1", step1, st.Attempt, nil, ""), &undo1, t0.Add(time.Minute))
+	require.Equal(t, workflow.Compensating, res.State, "the order is undone from now on: nothing new starts")
+	require.Nil(t, res.Undo, "the running step's outcome comes first")
+	rec, err := complete(ctx, s, "o-1", step1, st.Attempt, t0)
 	require.NoError(t, err)
-	require.Equal(t, workflow.Compensating, got)
+	require.Equal(t, []workflow.Ref{undo1}, rec.Ready, "the running step's reply starts its own undo, not the next step")
+	require.Equal(t, workflow.Compensating, rec.State)
 	_, recs := state(t, s)
 	require.Equal(t, workflow.Processed, recs[step1].State)
 	require.True(t, recs[step2].DueAt.IsZero(), "the next step never became ready")
@@ -158,24 +153,24 @@ func cancelRace(t *testing.T, s *statestore.Store) {
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		var res statestore.Cancellation
-		var undoByReply *workflow.Ref
+		var byReply []workflow.Ref
 		wg.Go(func() {
 			var err error
-			res, err = s.Cancel(ctx, cancelReq(id, t0))
+			res, err = cancel(ctx, s, cancelReq(id, t0))
 			require.NoError(t, err)
 		})
 		wg.Go(func() {
-			_, err := s.Complete(ctx, done(id, step0, st.Attempt, &step1, ""))
-			if err == nil {
-				return
-			}
-			require.ErrorIs(t, err, statestore.ErrCancelling)
-			_, err = s.CompleteCancelled(ctx, done(id, step0, st.Attempt, nil, ""), &undo0, t0.Add(time.Minute))
+			rec, err := complete(ctx, s, id, step0, st.Attempt, t0)
 			require.NoError(t, err)
-			undoByReply = &undo0
+			byReply = rec.Ready
 		})
 		wg.Wait()
-		require.True(t, (res.Undo == nil) != (undoByReply == nil), "one of the two starts the undoing: %+v %v", res, undoByReply)
+		if res.Undo == nil {
+			require.Equal(t, []workflow.Ref{undo0}, byReply, "the reply, recorded second, starts the undoing")
+		} else {
+			require.Equal(t, &undo0, res.Undo, "the cancel, second, starts the undoing")
+			require.Equal(t, []workflow.Ref{step1}, byReply, "the reply, first, made the next step ready, which the cancel stopped")
+		}
 		task, recs, err := s.Load(ctx, id)
 		require.NoError(t, err)
 		byRef := map[workflow.Ref]statestore.Step{}
@@ -184,7 +179,7 @@ func cancelRace(t *testing.T, s *statestore.Store) {
 		}
 		require.Equal(t, workflow.Compensating, task.State)
 		require.Equal(t, workflow.Processed, byRef[step0].State)
-		require.True(t, byRef[step1].DueAt.IsZero() && byRef[step1].Attempt == 0, "the next step never runs")
+		require.True(t, byRef[step1].Attempt == 0 && (byRef[step1].DueAt.IsZero() || byRef[step1].Stopped), "the next step never runs")
 		require.False(t, byRef[undo0].DueAt.IsZero(), "its undo is ready")
 	}
 }
@@ -202,16 +197,17 @@ func cancelRefused(t *testing.T, s *statestore.Store) {
 	runTo(t, s, 3, 2)
 	st, err := claim(ctx, s, "o-1", step2, "agent-a", t0) // s2 has no undo: a pivot
 	require.NoError(t, err)
-	_, err = s.Cancel(ctx, cancelReq("o-1", t0))
+	_, err = cancel(ctx, s, cancelReq("o-1", t0))
 	require.True(t, statestore.IsNotCancellable(err))
 	require.ErrorContains(t, err, "step s2 has run, or is running, and cannot be undone")
-	require.NoError(t, errOf(s.Complete(ctx, done("o-1", step2, st.Attempt, nil, workflow.Processed))))
-	_, err = s.Cancel(ctx, cancelReq("o-1", t0))
+	_, err = complete(ctx, s, "o-1", step2, st.Attempt, t0)
+	require.NoError(t, err)
+	_, err = cancel(ctx, s, cancelReq("o-1", t0))
 	require.ErrorContains(t, err, "the order is Processed: there is nothing to cancel")
 	task, _ := state(t, s)
 	require.Equal(t, workflow.Processed, task.State)
 	require.Empty(t, task.CancelledBy, "a refusal writes nothing")
-	_, err = s.Cancel(ctx, cancelReq("o-none", t0))
+	_, err = cancel(ctx, s, cancelReq("o-none", t0))
 	require.ErrorIs(t, err, statestore.ErrNotFound)
 }
 
@@ -220,8 +216,9 @@ func cancelWhileCompensating(t *testing.T, s *statestore.Store) {
 	runTo(t, s, 3, 1)
 	st, err := claim(ctx, s, "o-1", step1, "agent-a", t0)
 	require.NoError(t, err)
-	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", step1, 0, "declined"), st.Attempt, 1)))
-	res, err := s.Cancel(ctx, cancelReq("o-1", t0))
+	_, err = refuse(ctx, s, "o-1", step1, st.Attempt, "declined", t0)
+	require.NoError(t, err)
+	res, err := cancel(ctx, s, cancelReq("o-1", t0))
 	require.NoError(t, err)
 	require.Equal(t, workflow.CancelCompensates, res.Verdict)
 	require.Nil(t, res.Undo, "the undoing is under way already")
@@ -238,10 +235,10 @@ func cancelThenRefusal(t *testing.T, s *statestore.Store) {
 	runTo(t, s, 3, 1)
 	st, err := claim(ctx, s, "o-1", step1, "agent-a", t0)
 	require.NoError(t, err)
-	_, err = s.Cancel(ctx, cancelReq("o-1", t0))
+	_, err = cancel(ctx, s, cancelReq("o-1", t0))
 	require.NoError(t, err)
-	got, err := s.Fail(ctx, failure("o-1", step1, 0, "declined"), st.Attempt, 1)
+	got, err := refuse(ctx, s, "o-1", step1, st.Attempt, "declined", t0)
 	require.NoError(t, err)
-	require.Equal(t, workflow.Compensating, got)
+	require.Equal(t, workflow.Compensating, got.State)
 	require.Equal(t, workflow.Cancelled, finishUndo(t, s, "o-1", undo0))
 }

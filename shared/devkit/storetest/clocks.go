@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -48,8 +49,7 @@ func waitingIsNoFailure(t *testing.T, s *statestore.Store) {
 		require.Equal(t, i, due[0].Waits)
 		require.Equal(t, t0, due[0].ReadyAt, "ready since submission")
 		next := at.Add(workflow.WaitInterval(time.Minute, at.Sub(t0)))
-		require.NoError(t, s.Waited(ctx, statestore.Wait{Read: due[0], Resent: i%2 == 0,
-			Due: next, Now: at}))
+		require.NoError(t, waited(ctx, s, due[0], i%2 == 0, false, next, at))
 		require.Empty(t, overdueAt(t, s, next.Add(-time.Millisecond)), "not looked at before the new due time")
 		at = next
 	}
@@ -77,13 +77,13 @@ func waitedRace(t *testing.T, s *statestore.Store) {
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			err := s.Waited(ctx, statestore.Wait{Read: read[0], Resent: true, Due: at.Add(time.Hour), Now: at})
+			err := waited(ctx, s, read[0], true, false, at.Add(time.Hour), at)
 			mu.Lock()
 			defer mu.Unlock()
 			if err == nil {
 				wins++
 			} else {
-				require.ErrorIs(t, err, statestore.ErrStale)
+				require.True(t, isConflict(err), "%v", err)
 				stale++
 			}
 		})
@@ -103,7 +103,7 @@ func claimPullsIndexIn(t *testing.T, s *statestore.Store) {
 	at := t0.Add(time.Minute)
 	read := overdueAt(t, s, at)
 	require.Len(t, read, 1)
-	require.NoError(t, s.Waited(ctx, statestore.Wait{Read: read[0], Due: at.Add(15 * time.Minute), Now: at}))
+	require.NoError(t, waited(ctx, s, read[0], false, false, at.Add(15*time.Minute), at))
 	st, err := claim(ctx, s, "o-1", step0, "agent-a", at.Add(time.Second))
 	require.NoError(t, err)
 	due := overdueAt(t, s, st.CompleteBy)
@@ -135,21 +135,20 @@ func deadlineDue(t *testing.T, s *statestore.Store) {
 	require.Len(t, read, 1)
 	require.Equal(t, t0.Add(24*time.Hour), read[0].Deadline)
 	far := t0.Add(30 * time.Hour)
-	require.NoError(t, s.Waited(ctx, statestore.Wait{Read: read[0], Due: far, Now: t0.Add(time.Minute)}))
+	require.NoError(t, waited(ctx, s, read[0], false, false, far, t0.Add(time.Minute)))
 	end := t0.Add(24 * time.Hour)
 	require.Empty(t, overdueAt(t, s, end.Add(-time.Millisecond)))
 	due := overdueAt(t, s, end)
 	require.Len(t, due, 1, "due at the order's deadline, before its own")
 	require.Equal(t, step1, due[0].Ref())
-	require.NoError(t, errOf(s.GiveUp(ctx, statestore.GiveUp{Read: due[0], FailureCount: due[0].FailureCount, Cause: workflow.Expired,
-		Reason: "order deadline passed", Due: end.Add(time.Minute), Now: end})))
+	_, err := giveUp(ctx, s, due[0], due[0].FailureCount, workflow.Expired, "order deadline passed", end.Add(time.Minute), end)
+	require.NoError(t, err)
 	task, recs := state(t, s)
 	require.Equal(t, workflow.Compensating, task.State)
 	require.Equal(t, workflow.Expired, recs[step1].Cause)
 	require.True(t, recs[step1].GaveUp())
 	require.Zero(t, recs[step1].FailureCount, "no failure was seen")
-	require.Equal(t, workflow.Aftermath{UndoFrom: 0, Next: workflow.Compensating}, recs[step1].AfterError(),
-		"never ran and has no undo: the earlier step is undone")
+	require.Equal(t, workflow.Compensating, recs[step1].After, "never ran: the earlier step is undone")
 	require.False(t, recs[undo0].DueAt.IsZero(), "the undo is ready")
 }
 
@@ -162,20 +161,19 @@ func compensationDeadline(t *testing.T, s *statestore.Store) {
 	st, err := claim(ctx, s, "o-1", step1, "agent-a", t0)
 	require.NoError(t, err)
 	failed := t0.Add(20 * time.Hour)
-	f := failure("o-1", step1, 0, "declined")
-	f.Now, f.Due = failed, failed
-	require.NoError(t, errOf(s.Fail(ctx, f, st.Attempt, 1)))
+	_, err = refuse(ctx, s, "o-1", step1, st.Attempt, "declined", failed)
+	require.NoError(t, err)
 	require.NoError(t, s.MarkAlerted(ctx, "o-1", step1, failed))
-	read := overdueAt(t, s, failed)
+	read := overdueAt(t, s, failed.Add(time.Minute))
 	require.Len(t, read, 1)
 	require.Equal(t, undo0, read[0].Ref())
 	require.Equal(t, failed.Add(24*time.Hour), read[0].Deadline, "its own deadline, from when it started")
-	require.NoError(t, s.Waited(ctx, statestore.Wait{Read: read[0], Due: failed.Add(48 * time.Hour), Now: failed}))
+	require.NoError(t, waited(ctx, s, read[0], false, false, failed.Add(48*time.Hour), failed.Add(time.Minute)))
 	require.Empty(t, overdueAt(t, s, t0.Add(25*time.Hour)), "the order's own deadline no longer counts")
 	due := overdueAt(t, s, failed.Add(24*time.Hour))
 	require.Len(t, due, 1)
-	require.NoError(t, errOf(s.GiveUp(ctx, statestore.GiveUp{Read: due[0], Cause: workflow.Expired,
-		Due: failed.Add(25 * time.Hour), Now: failed.Add(24 * time.Hour)})))
+	_, err = giveUp(ctx, s, due[0], 0, workflow.Expired, "compensation deadline passed", failed.Add(25*time.Hour), failed.Add(24*time.Hour))
+	require.NoError(t, err)
 	task, _ := state(t, s)
 	require.Equal(t, workflow.CompensationFailed, task.State)
 }
@@ -193,25 +191,27 @@ func lateReplyOfLatestAttempt(t *testing.T, s *statestore.Store) {
 	}
 	at := t0.Add(time.Minute)
 	for _, st := range overdueAt(t, s, at) {
-		require.NoError(t, s.Requeue(ctx, statestore.Retry{Read: st, FailureCount: 1,
-			ReadyAt: at, Due: at.Add(time.Minute), Now: at}))
+		require.NoError(t, giveBack(ctx, s, st, 1, "timed out", at, at.Add(time.Minute), at))
 	}
-	require.ErrorIs(t, errOf(s.Complete(ctx, statestore.Completion{OrderID: "o-1", Ref: step0, Attempt: 1, Round: 2,
-		Next: &step1, NextDueAt: at.Add(time.Minute), Now: at})), statestore.ErrStale, "another round's reply")
-	require.NoError(t, errOf(s.Complete(ctx, done("o-1", step0, 1, &step1, ""))), "the latest attempt's reply")
+	_, err := recordAttempt(ctx, s, outcome.Attempt{OrderID: "o-1", Ref: step0, Attempt: 1, Round: 2, Now: at})
+	require.ErrorIs(t, err, statestore.ErrStale, "another round's reply")
+	_, err = complete(ctx, s, "o-1", step0, 1, at)
+	require.NoError(t, err, "the latest attempt's reply")
 	_, recs := state(t, s)
 	require.Equal(t, workflow.Processed, recs[step0].State)
 	require.False(t, recs[step1].DueAt.IsZero(), "the next step is ready")
-	_, err := claim(ctx, s, "o-1", step0, "agent-a", at)
+	_, err = claim(ctx, s, "o-1", step0, "agent-a", at)
 	require.ErrorIs(t, err, statestore.ErrNotClaimable, "the re-sent request finds nothing to claim")
 
 	again, err := claim(ctx, s, "o-2", step0, "agent-b", at)
 	require.NoError(t, err)
 	require.Equal(t, 2, again.Attempt)
-	require.ErrorIs(t, errOf(s.Complete(ctx, done("o-2", step0, 1, &step1, ""))), statestore.ErrStale,
-		"once a later attempt began, the earlier one's reply changes nothing")
-	require.ErrorIs(t, errOf(s.Fail(ctx, failure("o-2", step0, -1, "late refusal"), 1, 1)), statestore.ErrStale)
-	require.NoError(t, errOf(s.Complete(ctx, done("o-2", step0, 2, &step1, ""))))
+	_, err = complete(ctx, s, "o-2", step0, 1, at)
+	require.ErrorIs(t, err, statestore.ErrStale, "once a later attempt began, the earlier one's reply changes nothing")
+	_, err = refuse(ctx, s, "o-2", step0, 1, "late refusal", at)
+	require.ErrorIs(t, err, statestore.ErrStale)
+	_, err = complete(ctx, s, "o-2", step0, 2, at)
+	require.NoError(t, err)
 }
 
 func resubmitNewDeadline(t *testing.T, s *statestore.Store) {
@@ -219,7 +219,8 @@ func resubmitNewDeadline(t *testing.T, s *statestore.Store) {
 	submit(t, s, "o-1", 1)
 	st, err := claim(ctx, s, "o-1", step0, "agent-a", t0)
 	require.NoError(t, err)
-	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", step0, -1, "declined"), st.Attempt, 1)))
+	_, err = refuse(ctx, s, "o-1", step0, st.Attempt, "declined", t0)
+	require.NoError(t, err)
 	later := t0.Add(72 * time.Hour)
 	_, err = s.Resubmit(ctx, "o-1", "", time.Minute, later)
 	require.NoError(t, err)

@@ -52,10 +52,9 @@ func cancelUsesOrdersPickup(t *testing.T, s *statestore.Store) {
 	require.NoError(t, err)
 	st, err := s.Claim(ctx, statestore.Claim{OrderID: "o-pk", Ref: workflow.Ref{}, Agent: "warehouse", Owner: "w1", Now: t0})
 	require.NoError(t, err)
-	_, err = s.Complete(ctx, statestore.Completion{OrderID: "o-pk", Ref: workflow.Ref{}, Attempt: st.Attempt,
-		Next: &workflow.Ref{Index: 1}, NextDueAt: t0.Add(7 * time.Minute), Now: t0})
+	_, err = complete(ctx, s, "o-pk", workflow.Ref{}, st.Attempt, t0)
 	require.NoError(t, err)
-	res, err := s.Cancel(ctx, cancelReq("o-pk", t0)) // asks for a 1m pickup: the order's own is 7m
+	res, err := cancel(ctx, s, cancelReq("o-pk", t0)) // asks for a 1m pickup: the order's own is 7m
 	require.NoError(t, err)
 	require.Equal(t, &workflow.Ref{Index: 0, Undo: true}, res.Undo)
 	require.Equal(t, "fulfilment", res.Workflow)

@@ -61,23 +61,17 @@ func inFlightOrders(t *testing.T, s *statestore.Store) {
 		submit(t, s, fmt.Sprintf("o-%d", i), 2)
 	}
 	for _, r := range []workflow.Ref{step0, step1} {
-		st, err := claim(ctx, s, "o-1", r, "sched", t0)
-		require.NoError(t, err)
-		c := done("o-1", r, st.Attempt, &step1, "")
-		if r == step1 {
-			c = done("o-1", r, st.Attempt, nil, workflow.Processed)
-		}
-		require.NoError(t, errOf(s.Complete(ctx, c)))
+		run(t, s, "o-1", r, t0)
 	}
 	st, err := claim(ctx, s, "o-2", step0, "sched", t0)
 	require.NoError(t, err)
-	require.NoError(t, errOf(s.Fail(ctx, failure("o-2", step0, -1, "declined"), st.Attempt, 1)))
-	st, err = claim(ctx, s, "o-3", step0, "sched", t0)
+	_, err = refuse(ctx, s, "o-2", step0, st.Attempt, "declined", t0)
 	require.NoError(t, err)
-	require.NoError(t, errOf(s.Complete(ctx, done("o-3", step0, st.Attempt, &step1, ""))))
+	run(t, s, "o-3", step0, t0)
 	st, err = claim(ctx, s, "o-3", step1, "sched", t0)
 	require.NoError(t, err)
-	require.NoError(t, errOf(s.Fail(ctx, failure("o-3", step1, 0, "no stock"), st.Attempt, 1)))
+	_, err = refuse(ctx, s, "o-3", step1, st.Attempt, "no stock", t0)
+	require.NoError(t, err)
 }
 
 func inFlightBadToken(t *testing.T, s *statestore.Store) {

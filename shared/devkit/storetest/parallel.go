@@ -68,7 +68,7 @@ func claimed(t *testing.T, s *statestore.Store, id string, r workflow.Ref, at ti
 func record(t *testing.T, s *statestore.Store, st statestore.Step, refusal string, at time.Time) outcome.Recorded {
 	t.Helper()
 	rec, err := outcome.Recorder{Store: s}.Record(context.Background(), fanout(), outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(),
-		Name: st.Name, Attempt: st.Attempt, Round: st.Round, Refusal: refusal, Read: st.Records, Now: at})
+		Name: st.Name, Attempt: st.Attempt, Round: st.Round, Refusal: refusal, Read: st.Read, Now: at})
 	require.NoError(t, err)
 	require.False(t, rec.Stale, "%s recorded", st.Key())
 	return rec
@@ -100,7 +100,6 @@ func parallelSubmit(t *testing.T, s *statestore.Store) {
 	_, recs := state(t, s)
 	for _, r := range []workflow.Ref{pa, pb, pc} {
 		require.False(t, recs[r].DueAt.IsZero(), "%v starts with the order", r)
-		require.True(t, recs[r].Parallel)
 	}
 	require.True(t, recs[pd].DueAt.IsZero(), "the join waits")
 	for k := 1; k <= 3; k++ {
@@ -174,7 +173,7 @@ func parallelCancel(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submitFanout(t, s, "o-1")
 	a := claimed(t, s, "o-1", pa, t0)
-	res, err := s.Cancel(ctx, cancelReq("o-1", t0))
+	res, err := cancel(ctx, s, cancelReq("o-1", t0))
 	require.NoError(t, err)
 	require.Equal(t, workflow.CancelAwaits, res.Verdict)
 	require.Equal(t, "s1, s2", res.Stopped)
@@ -202,10 +201,9 @@ func parallelCancelRecovered(t *testing.T, s *statestore.Store) {
 		}
 	}
 	require.Equal(t, workflow.Processing, lost.State)
-	require.NoError(t, s.Requeue(ctx, statestore.Retry{Read: lost, FailureCount: 1, Reason: "no outcome by CompleteBy",
-		ReadyAt: t0.Add(time.Hour), Due: t0.Add(2 * time.Hour), Now: t0.Add(time.Hour)}))
+	require.NoError(t, giveBack(ctx, s, lost, 1, "no outcome by CompleteBy", t0.Add(time.Hour), t0.Add(2*time.Hour), t0.Add(time.Hour)))
 
-	res, err := s.Cancel(ctx, cancelReq("o-1", t0.Add(time.Hour)))
+	res, err := cancel(ctx, s, cancelReq("o-1", t0.Add(time.Hour)))
 	require.NoError(t, err)
 	require.Equal(t, "s1, s2", res.Stopped)
 	require.Equal(t, &workflow.Ref{Index: 1, Undo: true}, res.Undo, "b may have taken effect: its undo first")
@@ -225,11 +223,10 @@ func parallelCancelRecovered(t *testing.T, s *statestore.Store) {
 	claimed(t, s, "o-2", pb, t0)
 	for _, st := range overdueAt(t, s, t0.Add(time.Hour)) {
 		if st.OrderID == "o-2" && st.Ref() == pb {
-			require.NoError(t, s.Requeue(ctx, statestore.Retry{Read: st, FailureCount: 1, Reason: "no outcome by CompleteBy",
-				ReadyAt: t0.Add(time.Hour), Due: t0.Add(2 * time.Hour), Now: t0.Add(time.Hour)}))
+			require.NoError(t, giveBack(ctx, s, st, 1, "no outcome by CompleteBy", t0.Add(time.Hour), t0.Add(2*time.Hour), t0.Add(time.Hour)))
 		}
 	}
-	_, err = s.Cancel(ctx, cancelReq("o-2", t0.Add(time.Hour)))
+	_, err = cancel(ctx, s, cancelReq("o-2", t0.Add(time.Hour)))
 	require.True(t, statestore.IsNotCancellable(err), "%v", err)
 	require.ErrorContains(t, err, "step s1 has run, or is running, and cannot be undone")
 }
@@ -250,8 +247,7 @@ func siblingGivenUp(t *testing.T, s *statestore.Store) {
 	}
 	require.Equal(t, a.Attempt, overdue.Attempt)
 	require.True(t, overdue.Cancelling, "nothing starts again: it is given up on, not retried")
-	d, err := s.GiveUpFor(ctx, statestore.GiveUp{Read: overdue, FailureCount: 1, Cause: workflow.TimedOut,
-		Reason: "no outcome by CompleteBy", Due: t0.Add(time.Hour), Now: t0.Add(time.Hour)})
+	d, err := giveUp(ctx, s, overdue, 1, workflow.TimedOut, "no outcome by CompleteBy", t0.Add(time.Hour), t0.Add(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, []workflow.Ref{{Index: 0, Undo: true}}, d.Ready, "it may have taken effect: its own undo")
 }
@@ -269,10 +265,10 @@ func parallelPivot(t *testing.T, s *statestore.Store) {
 	require.True(t, created)
 	a, c := claimed(t, s, "o-1", pa, t0), claimed(t, s, "o-1", pc, t0)
 	rec := outcome.Recorder{Store: s}
-	_, err = rec.Record(ctx, d, outcome.Attempt{OrderID: "o-1", Ref: pc, Name: "s2", Attempt: c.Attempt, Round: 1, Read: c.Records, Now: t0.Add(time.Second)})
+	_, err = rec.Record(ctx, d, outcome.Attempt{OrderID: "o-1", Ref: pc, Name: "s2", Attempt: c.Attempt, Round: 1, Read: c.Read, Now: t0.Add(time.Second)})
 	require.NoError(t, err)
 	got, err := rec.Record(ctx, d, outcome.Attempt{OrderID: "o-1", Ref: pa, Name: "s0", Attempt: a.Attempt, Round: 1, Refusal: "no",
-		Read: a.Records, Now: t0.Add(2 * time.Second)})
+		Read: a.Read, Now: t0.Add(2 * time.Second)})
 	require.NoError(t, err)
 	require.Equal(t, workflow.CompensationFailed, got.State)
 	task, recs := state(t, s)
@@ -306,15 +302,15 @@ func parallelResubmit(t *testing.T, s *statestore.Store) {
 	}
 }
 
-// A linear workflow's completions write as before: nothing of the
-// parallel path (no read first, no flag on the item).
+// A line of steps is the same engine: its claim's answer is the order as
+// the claim left it, on which the completion decides, with no read.
 func linearUnchanged(t *testing.T, s *statestore.Store) {
 	submit(t, s, "o-1", 2)
 	st := claimed(t, s, "o-1", step0, t0)
-	require.False(t, st.Parallel)
-	require.Nil(t, st.Records, "a claim of a linear order reads nothing more")
+	require.NotNil(t, st.Read, "the claim returns the order")
 	rec, err := outcome.Recorder{Store: s}.Record(context.Background(), def(2), outcome.Attempt{OrderID: "o-1", Ref: step0,
-		Name: "s0", Attempt: st.Attempt, Round: 1, Now: t0})
+		Name: "s0", Attempt: st.Attempt, Round: 1, Read: st.Read, Now: t0})
 	require.NoError(t, err)
 	require.Equal(t, []workflow.Ref{step1}, rec.Ready)
+	require.Equal(t, workflow.Read{Forward: true, Finishes: true}, rec.Move.Read, "conditioned on the order running forward, ordered with the other finishing writes")
 }

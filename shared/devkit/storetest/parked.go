@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -61,13 +62,14 @@ func firstDone(t *testing.T, s *statestore.Store, id, result string) {
 	ctx := context.Background()
 	st, err := claim(ctx, s, id, step0, "agent-1", t0)
 	require.NoError(t, err)
-	c := done(id, step0, st.Attempt, &step1, "")
+	a := outcome.Attempt{OrderID: id, Ref: step0, Attempt: st.Attempt, Round: 1, Read: st.Read, Now: t0}
 	if result != "" {
 		require.NoError(t, s.PutResult(ctx, statestore.Result{OrderID: id, Ref: step0, Name: "s0", Round: 1, Attempt: st.Attempt,
 			JSON: json.RawMessage(result), Now: t0}))
-		c.ResultBytes = len(result)
+		a.ResultBytes = len(result)
 	}
-	require.NoError(t, errOf(s.Complete(ctx, c)))
+	_, err = recordAttempt(ctx, s, a)
+	require.NoError(t, err)
 }
 
 func resultsFenced(t *testing.T, s *statestore.Store) {
@@ -129,12 +131,11 @@ func eventCompletesWait(t *testing.T, s *statestore.Store) {
 	es, err := s.EventState(ctx, "o-1", step1, "approved")
 	require.NoError(t, err)
 	require.True(t, es.Waiting)
-	c := statestore.Completion{OrderID: "o-1", Ref: step1, Round: 1, Parked: workflow.KindEvent, Event: "approved",
-		EventID: "e-1", ResultBytes: 9, Next: &step2, NextDueAt: t0.Add(time.Minute), Now: t0}
-	d, err := s.Finish(ctx, c)
+	f := statestore.Fence{Ref: step1, Round: 1, Parked: workflow.KindEvent, Event: "approved", EventID: "e-1"}
+	state, err := completeParked(ctx, s, "o-1", f, 9, t0)
 	require.NoError(t, err)
-	require.Equal(t, workflow.Pending, d.State)
-	_, err = s.Finish(ctx, c)
+	require.Equal(t, workflow.Pending, state)
+	_, err = completeParked(ctx, s, "o-1", f, 9, t0)
 	require.ErrorIs(t, err, statestore.ErrStale, "taken once")
 	task, recs, err := s.Load(ctx, "o-1")
 	require.NoError(t, err)
@@ -153,7 +154,8 @@ func earlyEventKept(t *testing.T, s *statestore.Store) {
 	es, err := s.EventState(ctx, "o-1", step1, "approved")
 	require.NoError(t, err)
 	require.False(t, es.Waiting, "the order has not reached the wait")
-	require.NoError(t, s.KeepEvent(ctx, "o-1", es, "approved", "e-7", t0))
+	require.NoError(t, s.KeepEvent(ctx, "o-1", step1, "approved", "e-7", t0))
+	require.ErrorIs(t, s.KeepEvent(ctx, "o-1", step1, "approved", "e-8", t0), statestore.ErrStale, "one event kept per name")
 	firstDone(t, s, "o-1", "")
 	_, events, err := s.Arm(ctx, "o-1", step1, workflow.KindEvent, t0.Add(time.Hour), t0)
 	require.NoError(t, err)
@@ -164,11 +166,11 @@ func earlyEventKept(t *testing.T, s *statestore.Store) {
 	require.NoError(t, err)
 	require.Len(t, due, 1)
 	require.True(t, due[0].EventKept)
-	_, err = s.Finish(ctx, statestore.Completion{OrderID: "o-1", Ref: step1, Round: 1, Parked: workflow.KindEvent,
-		Event: "approved", EventID: "e-8", Next: &step2, NextDueAt: t0, Now: t0})
+	_, err = completeParked(ctx, s, "o-1", statestore.Fence{Ref: step1, Round: 1, Parked: workflow.KindEvent,
+		Event: "approved", EventID: "e-8"}, 0, t0)
 	require.ErrorIs(t, err, statestore.ErrStale, "another eventId than the one kept is refused")
-	_, err = s.Finish(ctx, statestore.Completion{OrderID: "o-1", Ref: step1, Round: 1, Parked: workflow.KindEvent,
-		Event: "approved", EventID: "e-7", Next: &step2, NextDueAt: t0, Now: t0})
+	_, err = completeParked(ctx, s, "o-1", statestore.Fence{Ref: step1, Round: 1, Parked: workflow.KindEvent,
+		Event: "approved", EventID: "e-7"}, 0, t0)
 	require.NoError(t, err)
 }
 
@@ -177,8 +179,9 @@ func keepEventConditional(t *testing.T, s *statestore.Store) {
 	submitDef(t, s, "o-1", waiting())
 	es, err := s.EventState(ctx, "o-1", step1, "approved")
 	require.NoError(t, err)
+	require.False(t, es.Waiting)
 	firstDone(t, s, "o-1", "") // the wait becomes ready after the event was read
-	require.ErrorIs(t, s.KeepEvent(ctx, "o-1", es, "approved", "e-1", t0), statestore.ErrStale,
+	require.ErrorIs(t, s.KeepEvent(ctx, "o-1", step1, "approved", "e-1", t0), statestore.ErrStale,
 		"read before the wait was ready: kept no more, delivered instead")
 	es, err = s.EventState(ctx, "o-1", step1, "approved")
 	require.NoError(t, err)
@@ -192,20 +195,18 @@ func timerWakes(t *testing.T, s *statestore.Store) {
 	wake := t0.Add(2 * time.Hour)
 	_, _, err := s.Arm(ctx, "o-1", step1, workflow.KindTimer, wake, t0)
 	require.NoError(t, err)
-	early := statestore.Completion{OrderID: "o-1", Ref: step1, Round: 1, Parked: workflow.KindTimer, Due: true,
-		End: workflow.Processed, Now: t0.Add(time.Hour)}
-	_, err = s.Finish(ctx, early)
+	timer := statestore.Fence{Ref: step1, Round: 1, Parked: workflow.KindTimer, Due: true}
+	_, err = completeParked(ctx, s, "o-1", timer, 0, t0.Add(time.Hour))
 	require.ErrorIs(t, err, statestore.ErrStale, "not before its time")
 	due, err := s.Overdue(ctx, wake, 10)
 	require.NoError(t, err)
 	require.Len(t, due, 1, "the index says when to look: at its time")
 	require.Equal(t, workflow.KindTimer, due[0].Kind)
-	require.NoError(t, s.Waited(ctx, statestore.Wait{Read: due[0], Woken: true, Due: wake.Add(time.Minute), Now: wake}))
-	late := early
-	late.Now = wake.Add(time.Second) // its due moved a minute on: woken is what lets it through
-	d, err := s.Finish(ctx, late)
+	require.NoError(t, waited(ctx, s, due[0], false, true, wake.Add(time.Minute), wake))
+	// its due moved a minute on: woken is what lets it through
+	state, err := completeParked(ctx, s, "o-1", timer, 0, wake.Add(time.Second))
 	require.NoError(t, err)
-	require.Equal(t, workflow.Processed, d.State)
+	require.Equal(t, workflow.Processed, state)
 }
 
 func asyncToken(t *testing.T, s *statestore.Store) {
@@ -214,25 +215,19 @@ func asyncToken(t *testing.T, s *statestore.Store) {
 	st, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step0, Agent: "svc", Owner: "a-1", Token: "n1", Now: t0})
 	require.NoError(t, err)
 	require.Equal(t, "n1", st.Token)
-	c := done("o-1", step0, st.Attempt, &step1, "")
-	c.Token = "forged"
-	_, err = s.Finish(ctx, c)
-	require.ErrorIs(t, err, statestore.ErrStale, "another token")
+	withToken := func(attempt int, tok string) error {
+		_, err := recordAttempt(ctx, s, outcome.Attempt{OrderID: "o-1", Ref: step0, Attempt: attempt, Round: 1, Token: tok, Now: t0.Add(time.Hour)})
+		return err
+	}
+	require.ErrorIs(t, withToken(st.Attempt, "forged"), statestore.ErrStale, "another token")
 	read, err := s.Overdue(ctx, t0.Add(time.Hour), 10)
 	require.NoError(t, err)
-	require.NoError(t, s.Requeue(ctx, statestore.Retry{Read: read[0], FailureCount: 1, Reason: "no callback",
-		ReadyAt: t0.Add(time.Hour), Due: t0.Add(2 * time.Hour), Now: t0.Add(time.Hour)}))
-	c.Token = "n1"
-	_, err = s.Finish(ctx, c)
-	require.ErrorIs(t, err, statestore.ErrStale, "a recovered attempt's token is refused")
+	require.NoError(t, giveBack(ctx, s, read[0], 1, "no callback", t0.Add(time.Hour), t0.Add(2*time.Hour), t0.Add(time.Hour)))
+	require.ErrorIs(t, withToken(st.Attempt, "n1"), statestore.ErrStale, "a recovered attempt's token is refused")
 	st, err = s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step0, Agent: "svc", Owner: "a-2", Token: "n2", Now: t0.Add(time.Hour)})
 	require.NoError(t, err)
-	c = done("o-1", step0, st.Attempt, &step1, "")
-	c.Token = "n2"
-	_, err = s.Finish(ctx, c)
-	require.NoError(t, err)
-	_, err = s.Finish(ctx, c)
-	require.ErrorIs(t, err, statestore.ErrStale, "single-use")
+	require.NoError(t, withToken(st.Attempt, "n2"))
+	require.ErrorIs(t, withToken(st.Attempt, "n2"), statestore.ErrStale, "single-use")
 }
 
 func definitionStored(t *testing.T, s *statestore.Store) {

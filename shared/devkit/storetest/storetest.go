@@ -66,24 +66,7 @@ var (
 	undo1 = workflow.Ref{Index: 1, Undo: true}
 )
 
-func done(orderID string, r workflow.Ref, attempt int, next *workflow.Ref, end workflow.State) statestore.Completion {
-	return statestore.Completion{OrderID: orderID, Ref: r, Attempt: attempt, Next: next, NextDueAt: t0.Add(time.Minute),
-		End: end, Now: t0}
-}
-
-func failure(orderID string, r workflow.Ref, undoFrom int, why string) statestore.Failure {
-	name := fmt.Sprintf("s%d", r.Index)
-	if r.Undo {
-		name = "undo-" + name
-	}
-	return statestore.Failure{OrderID: orderID, Ref: r, Name: name, After: workflow.AfterRefusal(r.Undo, undoFrom),
-		Reason: why, Due: t0, Now: t0}
-}
-
 var t0 = time.UnixMilli(1_800_000_000_000)
-
-// errOf is the error of a write that also says the task's state.
-func errOf(_ workflow.State, err error) error { return err }
 
 // claim claims r for owner as the suite's one agent, "svc", would.
 func claim(ctx context.Context, s *statestore.Store, orderID string, r workflow.Ref, owner string, now time.Time) (statestore.Step, error) {
@@ -111,7 +94,7 @@ func Run(t *testing.T, newStore func(t *testing.T) *statestore.Store) {
 		"CompleteMakesNextStepReady":            completeNext,
 		"OverdueReturnsOnlyPastDeadlines":       overdue,
 		"RequeueIsConditionalOnVersionRead":     requeue,
-		"GiveUpMarksErrorUntilAlerted":          giveUp,
+		"GiveUpMarksErrorUntilAlerted":          giveUpUntilAlerted,
 		"FailIsFencedByAttempt":                 failFenced,
 		"TasksReadsManyOrdersInBatches":         tasks,
 		"FailureStartsCompensation":             failureStartsCompensation,
@@ -152,8 +135,6 @@ func submitWrites(t *testing.T, s *statestore.Store) {
 	require.True(t, steps[2].Undo)
 	require.Equal(t, "undo-s0", steps[2].Name)
 	require.True(t, steps[2].DueAt.IsZero(), "an undo action waits")
-	require.Equal(t, -1, steps[0].UndoFrom, "nothing before the first step")
-	require.Equal(t, 0, steps[1].UndoFrom)
 	require.Equal(t, 1, task.Round)
 	require.Equal(t, []statestore.Event{{At: t0, What: "ready"}}, steps[0].History(), "told by its times: no incident stored")
 	require.Empty(t, steps[0].Incidents)
@@ -253,14 +234,15 @@ func completeFenced(t *testing.T, s *statestore.Store) {
 	submit(t, s, "o-1", 1)
 	st, err := claim(ctx, s, "o-1", step0, "sched", t0)
 	require.NoError(t, err)
-	c := done("o-1", step0, st.Attempt+1, nil, workflow.Processed)
-	require.ErrorIs(t, errOf(s.Complete(ctx, c)), statestore.ErrStale, "a reply of another attempt")
+	_, err = complete(ctx, s, "o-1", step0, st.Attempt+1, t0)
+	require.ErrorIs(t, err, statestore.ErrStale, "a reply of another attempt")
 	task, steps, _ := s.Load(ctx, "o-1")
 	require.Equal(t, workflow.Processing, steps[0].State)
 	require.Equal(t, workflow.Pending, task.State)
-	c.Attempt, c.Now = st.Attempt, t0.Add(time.Second)
-	require.NoError(t, errOf(s.Complete(ctx, c)))
-	require.ErrorIs(t, errOf(s.Complete(ctx, c)), statestore.ErrStale, "a duplicate reply")
+	_, err = complete(ctx, s, "o-1", step0, st.Attempt, t0.Add(time.Second))
+	require.NoError(t, err)
+	_, err = complete(ctx, s, "o-1", step0, st.Attempt, t0.Add(time.Second))
+	require.ErrorIs(t, err, statestore.ErrStale, "a duplicate reply")
 	task, steps, _ = s.Load(ctx, "o-1")
 	require.Equal(t, workflow.Processed, steps[0].State)
 	require.True(t, steps[0].DueAt.IsZero(), "left the deadline index")
@@ -275,7 +257,9 @@ func completeNext(t *testing.T, s *statestore.Store) {
 	submit(t, s, "o-1", 2)
 	st, err := claim(ctx, s, "o-1", step0, "sched", t0)
 	require.NoError(t, err)
-	require.NoError(t, errOf(s.Complete(ctx, done("o-1", step0, st.Attempt, &step1, ""))))
+	rec, err := complete(ctx, s, "o-1", step0, st.Attempt, t0)
+	require.NoError(t, err)
+	require.Equal(t, []workflow.Ref{step1}, rec.Ready)
 	task, steps, _ := s.Load(ctx, "o-1")
 	require.Equal(t, workflow.Pending, task.State, "task goes on")
 	require.Equal(t, t0.Add(time.Minute), steps[1].DueAt)
@@ -295,7 +279,8 @@ func overdue(t *testing.T, s *statestore.Store) {
 		_, err := claim(ctx, s, fmt.Sprintf("o-%d", i), step0, "sched", t0)
 		require.NoError(t, err)
 	}
-	require.NoError(t, errOf(s.Complete(ctx, done("o-2", step0, 1, nil, workflow.Processed))))
+	_, err := complete(ctx, s, "o-2", step0, 1, t0)
+	require.NoError(t, err)
 	got, err := s.Overdue(ctx, t0.Add(5*time.Second), 100)
 	require.NoError(t, err)
 	require.Empty(t, got, "nothing due yet")
@@ -310,7 +295,8 @@ func overdue(t *testing.T, s *statestore.Store) {
 	for _, st := range got {
 		require.NotZero(t, st.MaxFailures, "the index carries what the supervisor needs")
 	}
-	require.NoError(t, errOf(s.Fail(ctx, failure("o-0", step0, -1, "declined"), 1, 1)))
+	_, err = refuse(ctx, s, "o-0", step0, 1, "declined", t0.Add(-time.Minute))
+	require.NoError(t, err)
 	got, err = s.Overdue(ctx, t0, 100)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
@@ -343,13 +329,12 @@ func requeue(t *testing.T, s *statestore.Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := s.Requeue(ctx, statestore.Retry{Read: read, FailureCount: read.FailureCount + 1, Reason: "timed out",
-				ReadyAt: t0.Add(time.Hour), Due: t0.Add(2 * time.Hour), Now: t0.Add(time.Hour)})
+			err := giveBack(ctx, s, read, read.FailureCount+1, "timed out", t0.Add(time.Hour), t0.Add(2*time.Hour), t0.Add(time.Hour))
 			if err == nil {
 				wins.Add(1)
 				return
 			}
-			require.ErrorIs(t, err, statestore.ErrStale)
+			require.True(t, isConflict(err), "lost to another: %v", err)
 		}()
 	}
 	wg.Wait()
@@ -366,11 +351,13 @@ func requeue(t *testing.T, s *statestore.Store) {
 	st2, err := claim(ctx, s, "o-1", step0, "sched-b", t0.Add(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, 2, st2.Attempt)
-	require.ErrorIs(t, errOf(s.Complete(ctx, done("o-1", step0, 1, nil, workflow.Processed))), statestore.ErrStale)
-	require.NoError(t, errOf(s.Complete(ctx, done("o-1", step0, 2, nil, workflow.Processed))))
+	_, err = complete(ctx, s, "o-1", step0, 1, t0.Add(time.Hour))
+	require.ErrorIs(t, err, statestore.ErrStale)
+	_, err = complete(ctx, s, "o-1", step0, 2, t0.Add(time.Hour))
+	require.NoError(t, err)
 }
 
-func giveUp(t *testing.T, s *statestore.Store) {
+func giveUpUntilAlerted(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submit(t, s, "o-1", 1)
 	_, err := claim(ctx, s, "o-1", step0, "sched", t0)
@@ -378,8 +365,10 @@ func giveUp(t *testing.T, s *statestore.Store) {
 	got, _ := s.Overdue(ctx, t0.Add(time.Hour), 10)
 	require.Len(t, got, 1)
 	now := t0.Add(time.Hour)
-	require.NoError(t, errOf(s.GiveUp(ctx, statestore.GiveUp{Read: got[0], FailureCount: 3, Cause: workflow.TimedOut, Reason: "timed out 3 times", Due: now, Now: now})))
-	require.ErrorIs(t, errOf(s.GiveUp(ctx, statestore.GiveUp{Read: got[0], FailureCount: 3, Cause: workflow.TimedOut, Reason: "again", Due: now, Now: now})), statestore.ErrStale)
+	_, err = giveUp(ctx, s, got[0], 3, workflow.TimedOut, "timed out 3 times", now, now)
+	require.NoError(t, err)
+	_, err = giveUp(ctx, s, got[0], 3, workflow.TimedOut, "again", now, now)
+	require.True(t, isConflict(err), "a second supervisor, on what it read: %v", err)
 	task, steps, _ := s.Load(ctx, "o-1")
 	require.Equal(t, workflow.CompensationFailed, task.State, "a lone step without an undo timed out: it may have taken effect, the operator decides")
 	require.Contains(t, task.LastError, "timed out 3 times")
@@ -408,10 +397,12 @@ func failFenced(t *testing.T, s *statestore.Store) {
 	submit(t, s, "o-1", 1)
 	st, err := claim(ctx, s, "o-1", step0, "sched", t0)
 	require.NoError(t, err)
-	f := failure("o-1", step0, -1, "declined")
-	require.ErrorIs(t, errOf(s.Fail(ctx, f, st.Attempt+1, 1)), statestore.ErrStale)
-	require.NoError(t, errOf(s.Fail(ctx, f, st.Attempt, 1)))
-	require.ErrorIs(t, errOf(s.Fail(ctx, f, st.Attempt, 1)), statestore.ErrStale)
+	_, err = refuse(ctx, s, "o-1", step0, st.Attempt+1, "declined", t0)
+	require.ErrorIs(t, err, statestore.ErrStale)
+	_, err = refuse(ctx, s, "o-1", step0, st.Attempt, "declined", t0)
+	require.NoError(t, err)
+	_, err = refuse(ctx, s, "o-1", step0, st.Attempt, "declined", t0)
+	require.ErrorIs(t, err, statestore.ErrStale)
 	task, steps, _ := s.Load(ctx, "o-1")
 	require.Equal(t, workflow.Failed, task.State)
 	require.Equal(t, "declined", steps[0].LastError)
@@ -435,14 +426,9 @@ func tasks(t *testing.T, s *statestore.Store) {
 // runTo completes steps 0..n-1 of o-1 (submitted with steps steps).
 func runTo(t *testing.T, s *statestore.Store, steps, n int) {
 	t.Helper()
-	ctx := context.Background()
 	submit(t, s, "o-1", steps)
 	for i := range n {
-		r := workflow.Ref{Index: i}
-		st, err := claim(ctx, s, "o-1", r, "sched", t0)
-		require.NoError(t, err)
-		next := workflow.Ref{Index: i + 1}
-		require.NoError(t, errOf(s.Complete(ctx, done("o-1", r, st.Attempt, &next, ""))))
+		run(t, s, "o-1", workflow.Ref{Index: i}, t0.Add(time.Duration(i)*time.Millisecond))
 	}
 }
 
@@ -462,11 +448,13 @@ func failureStartsCompensation(t *testing.T, s *statestore.Store) {
 	runTo(t, s, 3, 2)
 	st, err := claim(ctx, s, "o-1", step2, "sched", t0)
 	require.NoError(t, err)
-	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt, 1)))
+	_, err = refuse(ctx, s, "o-1", step2, st.Attempt, "no courier", t0)
+	require.NoError(t, err)
 	task, recs := state(t, s)
 	require.Equal(t, workflow.Compensating, task.State)
 	require.Equal(t, workflow.Error, recs[step2].State)
-	require.Equal(t, t0, recs[undo1].DueAt, "the latest undo is ready")
+	require.Equal(t, workflow.Compensating, recs[step2].After, "what its failure decided, for its alert")
+	require.Equal(t, t0.Add(time.Minute), recs[undo1].DueAt, "the latest undo is ready, due at its pickup deadline")
 	require.True(t, recs[undo0].DueAt.IsZero(), "the earlier one waits its turn")
 	_, err = claim(ctx, s, "o-1", undo0, "sched", t0)
 	require.ErrorIs(t, err, statestore.ErrNotClaimable)
@@ -478,14 +466,19 @@ func undoChainEndsFailed(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	runTo(t, s, 3, 2)
 	st, _ := claim(ctx, s, "o-1", step2, "sched", t0)
-	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt, 1)))
+	_, err := refuse(ctx, s, "o-1", step2, st.Attempt, "no courier", t0)
+	require.NoError(t, err)
 	u1, err := claim(ctx, s, "o-1", undo1, "sched", t0)
 	require.NoError(t, err)
-	require.NoError(t, errOf(s.Complete(ctx, done("o-1", undo1, u1.Attempt, &undo0, ""))))
+	rec, err := complete(ctx, s, "o-1", undo1, u1.Attempt, t0)
+	require.NoError(t, err)
+	require.Equal(t, []workflow.Ref{undo0}, rec.Ready)
 	u0, err := claim(ctx, s, "o-1", undo0, "sched", t0)
 	require.NoError(t, err)
-	require.ErrorIs(t, errOf(s.Complete(ctx, done("o-1", undo0, u0.Attempt+1, nil, workflow.Failed))), statestore.ErrStale)
-	require.NoError(t, errOf(s.Complete(ctx, done("o-1", undo0, u0.Attempt, nil, workflow.Failed))))
+	_, err = complete(ctx, s, "o-1", undo0, u0.Attempt+1, t0)
+	require.ErrorIs(t, err, statestore.ErrStale)
+	_, err = complete(ctx, s, "o-1", undo0, u0.Attempt, t0)
+	require.NoError(t, err)
 	task, recs := state(t, s)
 	require.Equal(t, workflow.Failed, task.State, "work undone")
 	require.False(t, task.CompletedAt.IsZero())
@@ -497,10 +490,12 @@ func undoFailure(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	runTo(t, s, 3, 2)
 	st, _ := claim(ctx, s, "o-1", step2, "sched", t0)
-	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt, 1)))
+	_, err := refuse(ctx, s, "o-1", step2, st.Attempt, "no courier", t0)
+	require.NoError(t, err)
 	u1, err := claim(ctx, s, "o-1", undo1, "sched", t0)
 	require.NoError(t, err)
-	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", undo1, -1, "refund refused"), u1.Attempt, 1)))
+	_, err = refuse(ctx, s, "o-1", undo1, u1.Attempt, "refund refused", t0)
+	require.NoError(t, err)
 	task, recs := state(t, s)
 	require.Equal(t, workflow.CompensationFailed, task.State)
 	require.Contains(t, task.LastError, "undo-s1 (undo): refund refused", "the operator sees which undo did not happen")
@@ -516,12 +511,10 @@ func giveUpCompensates(t *testing.T, s *statestore.Store) {
 	due, err := s.Overdue(ctx, t0.Add(time.Hour), 10)
 	require.NoError(t, err)
 	require.Len(t, due, 1)
-	require.Equal(t, 0, due[0].UndoFrom, "the index tells the supervisor what to undo")
-	require.True(t, due[0].HasUndo)
-	require.Equal(t, workflow.Aftermath{UndoFrom: 1, Next: workflow.Compensating}, due[0].AfterGiveUp(),
-		"a timed-out step may have taken effect: its own undo first")
+	require.True(t, due[0].HasUndo, "the record tells the supervisor what it can undo")
 	now := t0.Add(time.Hour)
-	require.NoError(t, errOf(s.GiveUp(ctx, statestore.GiveUp{Read: due[0], FailureCount: 3, Cause: workflow.TimedOut, Reason: "timed out", Due: now.Add(time.Minute), Now: now})))
+	_, err = giveUp(ctx, s, due[0], 3, workflow.TimedOut, "timed out", now.Add(time.Minute), now)
+	require.NoError(t, err, "a timed-out step may have taken effect: its own undo first")
 	task, recs := state(t, s)
 	require.Equal(t, workflow.Compensating, task.State)
 	require.Equal(t, now.Add(time.Minute), recs[undo1].DueAt)
@@ -543,15 +536,15 @@ func giveUpPivot(t *testing.T, s *statestore.Store) {
 	require.NoError(t, err)
 	require.Len(t, due, 1)
 	require.False(t, due[0].HasUndo)
-	require.Equal(t, workflow.Aftermath{UndoFrom: -1, Next: workflow.CompensationFailed}, due[0].AfterGiveUp())
-	require.NoError(t, errOf(s.GiveUp(ctx, statestore.GiveUp{Read: due[0], FailureCount: 3, Cause: workflow.TimedOut, Reason: "timed out", Due: now.Add(time.Minute), Now: now})))
+	_, err = giveUp(ctx, s, due[0], 3, workflow.TimedOut, "timed out", now.Add(time.Minute), now)
+	require.NoError(t, err)
 	task, recs := state(t, s)
 	require.Equal(t, workflow.CompensationFailed, task.State, "ended: the operator decides")
 	require.False(t, task.CompletedAt.IsZero())
 	require.Contains(t, task.LastError, "s2: timed out")
 	require.Equal(t, workflow.Error, recs[step2].State)
 	require.True(t, recs[step2].GaveUp())
-	require.Equal(t, workflow.CompensationFailed, recs[step2].AfterError().Next, "read back the same for a late alert")
+	require.Equal(t, workflow.CompensationFailed, recs[step2].After, "read back the same for a late alert")
 	for _, u := range []workflow.Ref{undo0, undo1} {
 		require.Equal(t, workflow.Pending, recs[u].State, "nothing undone")
 		require.True(t, recs[u].DueAt.IsZero(), "nothing made ready")
@@ -569,7 +562,8 @@ func giveUpPivot(t *testing.T, s *statestore.Store) {
 	again, err := claim(ctx, s, "o-1", step2, "sched", now)
 	require.NoError(t, err)
 	require.Equal(t, 2, again.Attempt, "attempts keep counting (fencing)")
-	require.NoError(t, errOf(s.Complete(ctx, done("o-1", step2, again.Attempt, nil, workflow.Processed))))
+	_, err = complete(ctx, s, "o-1", step2, again.Attempt, now)
+	require.NoError(t, err)
 	task, _ = state(t, s)
 	require.Equal(t, workflow.Processed, task.State)
 }
@@ -578,12 +572,14 @@ func resubmitFailed(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	runTo(t, s, 2, 1)
 	st, _ := claim(ctx, s, "o-1", step1, "sched", t0)
-	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", step1, 0, "declined"), st.Attempt, 1)))
+	_, err := refuse(ctx, s, "o-1", step1, st.Attempt, "declined", t0)
+	require.NoError(t, err)
 	u0, _ := claim(ctx, s, "o-1", undo0, "sched", t0)
-	require.NoError(t, errOf(s.Complete(ctx, done("o-1", undo0, u0.Attempt, nil, workflow.Failed))))
+	_, err = complete(ctx, s, "o-1", undo0, u0.Attempt, t0)
+	require.NoError(t, err)
 
-	_, err := s.Resubmit(ctx, "o-1", "s0", time.Minute, t0)
-	require.ErrorContains(t, err, `step "s0" is not the one that failed (s1)`)
+	_, err = s.Resubmit(ctx, "o-1", "s0", time.Minute, t0)
+	require.ErrorContains(t, err, `step "s0" is not one that failed (s1)`)
 	r, err := s.Resubmit(ctx, "o-1", "s1", time.Minute, t0)
 	require.NoError(t, err)
 	require.Equal(t, statestore.Resubmission{Ref: step0, Ready: []workflow.Ref{step0}, Step: "s0", Round: 2, Workflow: "test"}, r, "a compensated order runs again from its first step")
@@ -600,7 +596,8 @@ func resubmitFailed(t *testing.T, s *statestore.Store) {
 	again, err := claim(ctx, s, "o-1", step0, "sched", t0)
 	require.NoError(t, err)
 	require.Equal(t, 2, again.Attempt, "attempts keep counting across rounds (fencing)")
-	require.ErrorIs(t, errOf(s.Complete(ctx, done("o-1", step0, 1, &step1, ""))), statestore.ErrStale, "round 1's reply is stale")
+	_, err = complete(ctx, s, "o-1", step0, 1, t0)
+	require.ErrorIs(t, err, statestore.ErrStale, "round 1's reply is stale")
 	require.Contains(t, again.Incidents[len(again.Incidents)-1].What, "resubmitted by the operator (round 2)")
 }
 
@@ -608,9 +605,11 @@ func resubmitUndo(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	runTo(t, s, 3, 2)
 	st, _ := claim(ctx, s, "o-1", step2, "sched", t0)
-	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", step2, 1, "no courier"), st.Attempt, 1)))
+	_, err := refuse(ctx, s, "o-1", step2, st.Attempt, "no courier", t0)
+	require.NoError(t, err)
 	u1, _ := claim(ctx, s, "o-1", undo1, "sched", t0)
-	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", undo1, -1, "refund refused"), u1.Attempt, 1)))
+	_, err = refuse(ctx, s, "o-1", undo1, u1.Attempt, "refund refused", t0)
+	require.NoError(t, err)
 	r, err := s.Resubmit(ctx, "o-1", "", time.Minute, t0)
 	require.NoError(t, err)
 	require.Equal(t, statestore.Resubmission{Ref: undo1, Ready: []workflow.Ref{undo1}, Step: "undo-s1", Round: 1, Workflow: "test"}, r)
@@ -642,7 +641,8 @@ func listTasks(t *testing.T, s *statestore.Store) {
 	for _, id := range []string{"o-1", "o-4", "o-6"} {
 		st, err := claim(ctx, s, id, step0, "sched", t0)
 		require.NoError(t, err)
-		require.NoError(t, errOf(s.Fail(ctx, failure(id, step0, -1, "declined"), st.Attempt, 1)))
+		_, err = refuse(ctx, s, id, step0, st.Attempt, "declined", t0)
+		require.NoError(t, err)
 	}
 	var got []string
 	token := ""
@@ -690,13 +690,12 @@ func dueEarly(t *testing.T, s *statestore.Store) {
 
 	// Completed in time: the next step is ready, due a minute after; the order
 	// comes due early again and moves on to that.
-	c := done("o-1", step0, 1, &step1, "")
-	c.NextDueAt, c.Now = t0.Add(2*time.Minute), t0.Add(62*time.Second)
-	require.NoError(t, errOf(s.Complete(ctx, c)))
+	_, err = complete(ctx, s, "o-1", step0, 1, t0.Add(62*time.Second))
+	require.NoError(t, err)
 	got, err = s.Overdue(ctx, t0.Add(90*time.Second), 10)
 	require.NoError(t, err)
 	require.Empty(t, got)
-	got, err = s.Overdue(ctx, t0.Add(121*time.Second), 10)
+	got, err = s.Overdue(ctx, t0.Add(123*time.Second), 10)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	require.Equal(t, step1, got[0].Ref(), "the ready step, past its pickup deadline")
@@ -709,10 +708,12 @@ func endUnalerted(t *testing.T, s *statestore.Store) {
 	runTo(t, s, 2, 1)
 	st, err := claim(ctx, s, "o-1", step1, "sched", t0)
 	require.NoError(t, err)
-	require.NoError(t, errOf(s.Fail(ctx, failure("o-1", step1, 0, "declined"), st.Attempt, 1))) // the alert is then lost
+	_, err = refuse(ctx, s, "o-1", step1, st.Attempt, "declined", t0) // the alert is then lost
+	require.NoError(t, err)
 	u0, err := claim(ctx, s, "o-1", undo0, "sched", t0)
 	require.NoError(t, err)
-	require.NoError(t, errOf(s.Complete(ctx, done("o-1", undo0, u0.Attempt, nil, workflow.Failed))))
+	_, err = complete(ctx, s, "o-1", undo0, u0.Attempt, t0)
+	require.NoError(t, err)
 	task, _ := state(t, s)
 	require.Equal(t, workflow.Failed, task.State)
 	got, err := s.Overdue(ctx, t0.Add(time.Hour), 10)
@@ -724,5 +725,6 @@ func endUnalerted(t *testing.T, s *statestore.Store) {
 	got, err = s.Overdue(ctx, t0.Add(time.Hour), 10)
 	require.NoError(t, err)
 	require.Empty(t, got, "alerted: nothing due, and the order leaves the index")
-	require.ErrorIs(t, errOf(s.Complete(ctx, done("o-1", undo0, u0.Attempt, nil, workflow.Failed))), statestore.ErrStale, "a duplicate")
+	_, err = complete(ctx, s, "o-1", undo0, u0.Attempt, t0)
+	require.ErrorIs(t, err, statestore.ErrStale, "a duplicate")
 }

@@ -1,0 +1,165 @@
+package statestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Claim is an Agent taking a ready record: the start of an attempt.
+type Claim struct {
+	OrderID string
+	Ref     workflow.Ref
+	Agent   string // the claiming agent: a record is claimed only by its own agent
+	Owner   string // the claimant, kept in LockedBy
+	// Token, for an async step, is the attempt's token nonce: its
+	// service's callback must carry it.
+	Token string
+	Now   time.Time
+}
+
+// Claim takes a ready Pending record for c.Owner: LockedBy = owner,
+// Processing, Attempt + 1, CompleteBy = now + the action's timeout (also the
+// record's deadline). The condition makes the claim exclusive, and takes a
+// step's record only while the order runs forward, an undo action's only
+// while it is undone (a step made ready before its order turned to be
+// undone is stopped: nothing claims it). The time the record waited since it
+// became ready (ReadyAt) was queue wait, never counted against it. It
+// returns the claimed record (with Read, the order as the claim left it),
+// ErrNotClaimable, or, for a ready record of another agent, ErrWrongAgent.
+//
+// The order's entry in the deadline index is not moved by a claim (an index
+// write per step), unless it is later than the new CompleteBy: then it is
+// pulled in, so a hung attempt is found at CompleteBy.
+func (s *Store) Claim(ctx context.Context, c Claim) (Step, error) {
+	ch := newChange(c.Now)
+	p := ch.rec(c.Ref)
+	ch.when("%[1]s.s = :pending AND attribute_not_exists(%[1]s.lk) AND attribute_exists(%[1]s.d) AND %[1]s.a = :agent", p)
+	ch.val("pending", str(string(workflow.Pending)))
+	ch.val("agent", str(c.Agent))
+	ch.state(taskFrom(c.Ref))
+	ch.set = append(ch.set, p+".s = "+ch.val("processing", str(string(workflow.Processing))),
+		p+".lk = "+ch.val("owner", str(c.Owner)), p+".cb = "+ch.at()+" + "+p+".t",
+		p+".d = "+ch.at()+" + "+p+".t", p+".k = if_not_exists("+p+".k, :zero) + :one", p+".ca = "+ch.at())
+	ch.val("zero", num(0))
+	if c.Token != "" {
+		ch.set = append(ch.set, p+".tk = "+ch.val("token", str(c.Token)))
+	}
+	in, err := s.input(ch, c.OrderID)
+	if err != nil {
+		return Step{}, err
+	}
+	in.ReturnValues = types.ReturnValueAllNew
+	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	out, err := s.db.UpdateItem(ctx, in)
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return Step{}, notClaimable(ccf.Item, c)
+	}
+	if err != nil {
+		return Step{}, fmt.Errorf("claim %s/%s: %w", c.OrderID, sortKey(c.Ref), err)
+	}
+	var it stateItem
+	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
+		return Step{}, fmt.Errorf("decode claimed %s/%s: %w", c.OrderID, sortKey(c.Ref), err)
+	}
+	st := it.step(sortKey(c.Ref), it.view())
+	return st, s.pullIn(ctx, it, ms(st.CompleteBy))
+}
+
+// ErrWrongAgent means the record is ready but belongs to another agent: the
+// request was routed to the wrong queue.
+var ErrWrongAgent = errors.New("record belongs to another agent")
+
+// notClaimable says why a claim was refused, from the record as it was.
+func notClaimable(old map[string]types.AttributeValue, c Claim) error {
+	var it stateItem
+	if old == nil || attributevalue.UnmarshalMap(old, &it) != nil {
+		return ErrNotClaimable
+	}
+	r, ok := it.Recs[sortKey(c.Ref)]
+	if ok && r.Agent != c.Agent && r.State == string(workflow.Pending) && r.DueAt != 0 && r.LockedBy == "" && it.runs(c.Ref) {
+		return fmt.Errorf("%s/%s is %q's (%s), not %q's: %w", c.OrderID, sortKey(c.Ref), r.Agent, r.Name, c.Agent, ErrWrongAgent)
+	}
+	return ErrNotClaimable
+}
+
+// Abandon ends an async attempt early, for its own Agent: its service never
+// accepted the call before the Agent's time ran out, so no callback will
+// come, and the attempt would otherwise hold the step until its CompleteBy
+// (for an async step, the whole wait: hours). Fenced by the attempt and its
+// token's nonce, it moves CompleteBy to now and pulls the order's look in:
+// the Supervisor recovers the attempt at its next sweep, by the usual rules
+// (retried after a backoff, or at the threshold failed for good).
+func (s *Store) Abandon(ctx context.Context, st Step, reason string, now time.Time) error {
+	ch := newChange(now)
+	f := Fence{Ref: st.Ref(), Attempt: st.Attempt, Round: st.Round, Token: st.Token}
+	f.condition(ch, stateItem{})
+	p := ch.rec(st.Ref())
+	ch.when("%[1]s.s = :processing", p)
+	ch.set = append(ch.set, p+".cb = "+ch.at(), p+".d = "+ch.at())
+	ch.incident(p, "attempt %d abandoned by its agent: %s", st.Attempt, reason)
+	in, err := s.input(ch, st.OrderID)
+	if err != nil {
+		return err
+	}
+	in.ReturnValues = types.ReturnValueAllNew
+	out, err := s.db.UpdateItem(ctx, in)
+	if isConditionFailed(err) {
+		return ErrStale
+	}
+	if err != nil {
+		return fmt.Errorf("abandon %s: %w", st.Key(), err)
+	}
+	var it stateItem
+	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
+		return fmt.Errorf("decode %s: %w", st.OrderID, err)
+	}
+	return s.pullIn(ctx, it, ms(now))
+}
+
+// update runs the change; a failed condition is ErrStale.
+func (s *Store) update(ctx context.Context, orderID string, ch *change, what string) error {
+	in, err := s.input(ch, orderID)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.UpdateItem(ctx, in)
+	if isConditionFailed(err) {
+		return ErrStale
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// pullIn moves the order's index entry earlier, to due, if it (as the write
+// just made returned it) is later: the Supervisor moves an entry on to the
+// next deadline it knows of, and a claim or a completion may then set an
+// earlier one. It does not bump the Version: it only moves a look earlier,
+// and a Supervisor that read the order before writes on what it read.
+// Losing this write (a crash) only delays the Supervisor's look.
+func (s *Store) pullIn(ctx context.Context, it stateItem, due int64) error {
+	if it.DueAt == 0 || it.DueAt <= due || due == 0 {
+		return nil
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.state, Key: key(it.OrderID, taskSK),
+		UpdateExpression:          aws.String("SET DueAt = :due"),
+		ConditionExpression:       aws.String("DueAt > :due"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":due": num(due)},
+	})
+	if err != nil && !isConditionFailed(err) {
+		return fmt.Errorf("pull in the index entry of %s: %w", it.OrderID, err)
+	}
+	return nil
+}
