@@ -140,13 +140,13 @@ func (s *Store) input(c *change, orderID string) (*dynamodb.UpdateItemInput, err
 	if c.ends && s.keep > 0 {
 		set = append(slices.Clone(set), ExpiresAttribute+" = "+c.val("expires", s.expires(c.now)))
 	}
-	expr := "SET " + strings.Join(set, ", ")
+	expr := "SET " + strings.Join(set, ",")
 	for _, clause := range []struct {
 		verb  string
 		parts []string
 	}{{"REMOVE", c.remove}, {"ADD", c.add}, {"DELETE", c.del}} {
 		if len(clause.parts) > 0 {
-			expr += " " + clause.verb + " " + strings.Join(clause.parts, ", ")
+			expr += " " + clause.verb + " " + strings.Join(clause.parts, ",")
 		}
 	}
 	cond := strings.Join(c.cond, " AND ")

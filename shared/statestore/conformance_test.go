@@ -31,3 +31,13 @@ func TestRetention(t *testing.T) {
 		})
 	}
 }
+
+// The documented limits, at the limit, on every engine.
+func TestLimits(t *testing.T) {
+	for name, e := range engines {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			storetest.Limits(t, e.Clients.DynamoDB)
+		})
+	}
+}

@@ -229,7 +229,7 @@ func (s *Store) compile(ch *change, it stateItem, w Write) {
 	}
 	for _, r := range m.Ready {
 		p := ch.rec(r)
-		ch.set = append(ch.set, p+".d="+ch.val("readyDue", num(ms(w.Due))), p+".ra="+ch.at())
+		ch.set = append(ch.set, p+".d="+ch.val("rd", num(ms(w.Due))), p+".ra="+ch.at())
 	}
 	if m.Pivot != nil && !slicesContains(errs, sortKey(*m.Pivot)) {
 		p := ch.rec(*m.Pivot)

@@ -112,3 +112,22 @@ func TestItemsRefusesAnOrderAForEachCannotRun(t *testing.T) {
 	_, err = d.Item([]byte(`{"items":[{"sku":"A"}]}`), 4, 2)
 	require.ErrorContains(t, err, `step pack-item: the order has no item 2 in "items"`)
 }
+
+// Two steps that run per item, both ready when the charge is done: an order
+// whose items would make more records ready by one completion than one
+// write can name is refused, with the reason; one at the limit runs.
+func TestItemsRefusesMoreRecordsReadyAtOnceThanOneWriteNames(t *testing.T) {
+	t.Parallel()
+	d := workflow.MustExample(workflow.ParallelWorkflow)
+	label := d.Steps[4]
+	label.Name, label.Undo, label.Needs = "label-item", nil, []string{"charge-payment"}
+	d.Steps = append(d.Steps[:5:5], label, d.Steps[5])
+	d.Steps[6].Needs = []string{"pack-item", "label-item"}
+	order := func(n int) []byte {
+		return []byte(`{"items":[` + strings.TrimSuffix(strings.Repeat(`{"sku":"A"},`, n), ",") + `]}`)
+	}
+	_, err := d.Items(order(workflow.MaxReadyAtOnce / 2))
+	require.NoError(t, err, "at the limit: two steps of 64 items each")
+	_, err = d.Items(order(workflow.MaxReadyAtOnce/2 + 1))
+	require.ErrorContains(t, err, "step charge-payment's completion would make 130 records ready at once (steps pack-item, label-item, with their items): at most 128")
+}

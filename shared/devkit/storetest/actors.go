@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/outcome"
@@ -105,4 +106,9 @@ func completeParked(ctx context.Context, s *statestore.Store, id string, f state
 	after, err := s.Apply(ctx, snap, statestore.Write{Move: d.Complete(snap.Order(), f.Ref, now), Fence: &f, ResultBytes: resultBytes,
 		Due: now.Add(d.PickupTimeout), Now: now})
 	return after.Task().State, err
+}
+
+func isCCF(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
 }

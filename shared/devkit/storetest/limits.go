@@ -1,0 +1,213 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// The documented limits, each run at the limit on the engine: the largest
+// order (400 records, a forEach step's 100 items made ready by one write and
+// finishing at once, the next one's 99), the longest line (50 steps, undone
+// from its last), the largest results. Every write's expressions are
+// measured: none may pass DynamoDB's 4 KB, nor the item its 400 KB.
+
+// Limits runs the limit cases on db (each on fresh tables).
+func Limits(t *testing.T, db *dynamodb.Client) {
+	for name, fn := range map[string]func(*testing.T, *statestore.Store, *measured){
+		"TheLargestOrderRunsAndIsUndone":   largestOrder,
+		"TheLongestLineIsUndoneFromItsEnd": longestLine,
+		"TheLargestResultsAreKeptAndRead":  largestResults,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			m := &measured{Client: db}
+			topo := NewTables(t, db)
+			fn(t, statestore.New(m, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards), m)
+		})
+	}
+}
+
+// measured is the DynamoDB client, noting the largest expressions written.
+type measured struct {
+	*dynamodb.Client
+	mu               sync.Mutex
+	update, cond     int
+	updates, refused int
+}
+
+func (m *measured) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	m.mu.Lock()
+	m.update = max(m.update, len(aws.ToString(in.UpdateExpression)))
+	m.cond = max(m.cond, len(aws.ToString(in.ConditionExpression)))
+	m.updates++
+	m.mu.Unlock()
+	out, err := m.Client.UpdateItem(ctx, in, opts...)
+	if isCCF(err) {
+		m.mu.Lock()
+		m.refused++
+		m.mu.Unlock()
+	}
+	return out, err
+}
+
+func (m *measured) report(t *testing.T, what string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t.Logf("%s: %d updates (%d refused, decided again), largest update expression %d bytes, condition %d (at most %d)",
+		what, m.updates, m.refused, m.update, m.cond, statestore.MaxExpressionBytes)
+	require.LessOrEqual(t, m.update, statestore.MaxExpressionBytes)
+	require.LessOrEqual(t, m.cond, statestore.MaxExpressionBytes)
+}
+
+// largest is a workflow of 400 records: a step, then a step per item (100
+// items), then a step per item of a second array (99 items), each with an
+// undo action.
+func largest() (workflow.Definition, map[int]int, string) {
+	d := def(3)
+	d.Name = "largest"
+	d.Steps[2].Undo = &workflow.Action{Name: "undo-s2", Agent: "svc", Timeout: 10 * time.Second, MaxFailures: 3}
+	d.Steps[1].ForEach, d.Steps[2].ForEach = "lines", "parcels"
+	items := map[int]int{1: workflow.MaxForEachItems, 2: workflow.MaxForEachItems - 1}
+	order := fmt.Sprintf(`{"orderId":"o-big","lines":[%s],"parcels":[%s]}`, strings.TrimSuffix(strings.Repeat("1,", items[1]), ","),
+		strings.TrimSuffix(strings.Repeat("2,", items[2]), ","))
+	return d, items, order
+}
+
+func largestOrder(t *testing.T, s *statestore.Store, m *measured) {
+	ctx := context.Background()
+	d, items, order := largest()
+	got, err := d.Items(json.RawMessage(order))
+	require.NoError(t, err)
+	require.Equal(t, items, got)
+	_, err = s.Submit(ctx, statestore.Submission{OrderID: "o-big", Order: order, Workflow: d, Items: items, Now: t0})
+	require.NoError(t, err)
+	_, recs, err := s.Load(ctx, "o-big")
+	require.NoError(t, err)
+	require.Len(t, recs, workflow.MaxRecords)
+
+	rec := finish(t, s, d, claimedAs(t, s, "o-big", workflow.Ref{Index: 0}, t0), "", t0)
+	require.Len(t, rec.Ready, items[1], "one write makes the hundred items ready")
+	var ready []workflow.Ref
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for k := 1; k <= items[1]; k++ { // every item claimed, then all finishing at once
+		st := claimedAs(t, s, "o-big", workflow.Ref{Index: 1, Item: k}, t0)
+		wg.Go(func() {
+			r, err := outcome.Recorder{Store: s}.Record(ctx, d, outcome.Attempt{OrderID: "o-big", Ref: st.Ref(), Attempt: st.Attempt,
+				Round: 1, Read: st.Read, Now: t0.Add(time.Second)})
+			require.NoError(t, err)
+			require.False(t, r.Stale, "every item's outcome is recorded")
+			mu.Lock()
+			ready = append(ready, r.Ready...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	require.Len(t, ready, items[2], "the last item made the next step's 99 items ready, once")
+	// Every parcel but the last done; the last refused: everything undone.
+	for k := 1; k < items[2]; k++ {
+		finish(t, s, d, claimedAs(t, s, "o-big", workflow.Ref{Index: 2, Item: k}, t0), "", t0.Add(2*time.Second))
+	}
+	r := finish(t, s, d, claimedAs(t, s, "o-big", workflow.Ref{Index: 2, Item: items[2]}, t0), "no courier", t0.Add(3*time.Second))
+	undone := 0
+	for len(r.Ready) == 1 {
+		r = finish(t, s, d, claimedAs(t, s, "o-big", r.Ready[0], t0), "", t0.Add(4*time.Second))
+		undone++
+	}
+	require.Equal(t, workflow.Failed, r.State)
+	require.Equal(t, 1+items[1]+items[2]-1, undone, "every record that took effect is undone, one at a time")
+	size, err := s.ItemBytes(ctx, "o-big")
+	require.NoError(t, err)
+	t.Logf("the largest order's state item at its end: %d bytes (%d records)", size, workflow.MaxRecords)
+	require.Less(t, size, 400*1024/3, "a third of DynamoDB's 400 KB at most")
+	m.report(t, "the largest order")
+}
+
+// claimedAs claims r of order id for its agent, "svc".
+func claimedAs(t *testing.T, s *statestore.Store, id string, r workflow.Ref, at time.Time) statestore.Step {
+	t.Helper()
+	st, err := claim(context.Background(), s, id, r, "agent-1", at)
+	require.NoError(t, err)
+	return st
+}
+
+// finish records the outcome of claimed attempt st of an order of d (refusal
+// "" for done) as its Agent does, deciding first on what its claim read.
+func finish(t *testing.T, s *statestore.Store, d workflow.Definition, st statestore.Step, refusal string, at time.Time) outcome.Recorded {
+	t.Helper()
+	r, err := outcome.Recorder{Store: s}.Record(context.Background(), d, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(),
+		Attempt: st.Attempt, Round: st.Round, Refusal: refusal, Read: st.Read, Now: at})
+	require.NoError(t, err)
+	require.False(t, r.Stale, "%s recorded", st.Key())
+	return r
+}
+
+func longestLine(t *testing.T, s *statestore.Store, m *measured) {
+	ctx := context.Background()
+	d := def(workflow.MaxSteps)
+	d.Steps[workflow.MaxSteps-1].Undo = &workflow.Action{Name: "undo-last", Agent: "svc", Timeout: 10 * time.Second, MaxFailures: 3}
+	_, err := s.Submit(ctx, statestore.Submission{OrderID: "o-long", Order: `{"orderId":"o-long"}`, Workflow: d, Now: t0})
+	require.NoError(t, err)
+	for i := range workflow.MaxSteps - 1 {
+		finish(t, s, d, claimedAs(t, s, "o-long", workflow.Ref{Index: i}, t0), "", t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	r := finish(t, s, d, claimedAs(t, s, "o-long", workflow.Ref{Index: workflow.MaxSteps - 1}, t0), "no", t0.Add(time.Second))
+	for i := workflow.MaxSteps - 2; i >= 0; i-- {
+		require.Equal(t, []workflow.Ref{{Index: i, Undo: true}}, r.Ready, "undone from the latest back")
+		r = finish(t, s, d, claimedAs(t, s, "o-long", r.Ready[0], t0), "", t0.Add(2*time.Second))
+	}
+	require.Equal(t, workflow.Failed, r.State)
+	m.report(t, "the longest line")
+}
+
+func largestResults(t *testing.T, s *statestore.Store, m *measured) {
+	ctx := context.Background()
+	d := def(3)
+	d.Name = "results"
+	d.ResultLimit = workflow.MaxResultLimit
+	d.Steps[1].ForEach = "lines"
+	order := `{"orderId":"o-res","lines":[` + strings.TrimSuffix(strings.Repeat("1,", workflow.MaxForEachItems), ",") + `]}`
+	items := map[int]int{1: workflow.MaxForEachItems}
+	_, err := s.Submit(ctx, statestore.Submission{OrderID: "o-res", Order: order, Workflow: d, Items: items, Now: t0})
+	require.NoError(t, err)
+	answer := func(n int, k int) json.RawMessage { // n bytes of JSON, different per record
+		return json.RawMessage(fmt.Sprintf(`{"k":%d,"pad":"%s"}`, k, strings.Repeat("x", n-len(fmt.Sprintf(`{"k":%d,"pad":""}`, k)))))
+	}
+	done := func(r workflow.Ref, result json.RawMessage) {
+		st := claimedAs(t, s, "o-res", r, t0)
+		require.NoError(t, s.PutResult(ctx, statestore.Result{OrderID: "o-res", Ref: r, Name: st.Name, Round: 1, Attempt: st.Attempt,
+			JSON: result, Now: t0}))
+		_, err := outcome.Recorder{Store: s}.Record(ctx, d, outcome.Attempt{OrderID: "o-res", Ref: r, Attempt: st.Attempt, Round: 1,
+			ResultBytes: len(result), Read: st.Read, Now: t0})
+		require.NoError(t, err)
+	}
+	done(workflow.Ref{}, answer(workflow.MaxResultLimit, 0))
+	for k := 1; k <= workflow.MaxForEachItems; k++ {
+		done(workflow.Ref{Index: 1, Item: k}, answer(workflow.DefaultResultLimit, k))
+	}
+	st := claimedAs(t, s, "o-res", workflow.Ref{Index: 2}, t0)
+	doc, err := s.Document(ctx, st, json.RawMessage(order))
+	require.NoError(t, err)
+	require.JSONEq(t, string(answer(workflow.MaxResultLimit, 0)), string(doc.Results["s0"]), "the largest answer, read back whole")
+	var lines []json.RawMessage
+	require.NoError(t, json.Unmarshal(doc.Results["s1"], &lines))
+	require.Len(t, lines, workflow.MaxForEachItems, "every item's answer, in item order")
+	require.JSONEq(t, string(answer(workflow.DefaultResultLimit, 37)), string(lines[36]))
+	size, err := s.ItemBytes(ctx, "o-res")
+	require.NoError(t, err)
+	require.Less(t, size, 64*1024, "the state item only marks the results")
+	m.report(t, "the largest results")
+}
