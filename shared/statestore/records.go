@@ -35,6 +35,9 @@ type Task struct {
 	CancelReason string
 	// Events are the round's events received, by name: their eventId.
 	Events map[string]string
+	// Due is when the Supervisor looks at the order next (its deadline-index
+	// entry); zero once it left the index.
+	Due time.Time
 }
 
 // Step is the record of one step of one order, or of a step's undo action.
@@ -328,7 +331,7 @@ func (it stateItem) task() Task {
 	return Task{OrderID: it.OrderID, Workflow: it.Workflow, Version: it.WfVersion, State: workflow.State(it.State),
 		StepCount: steps, Round: it.Round, ReplyQueue: it.ReplyQueue, LastError: it.LastError, CreatedAt: fromMs(it.CreatedAt),
 		UpdatedAt: fromMs(it.UpdatedAt), CompletedAt: fromMs(it.CompletedAt),
-		CancelledBy: it.CxBy, CancelledAt: fromMs(it.CxAt), CancelReason: it.CxWhy, Events: it.Events}
+		CancelledBy: it.CxBy, CancelledAt: fromMs(it.CxAt), CancelReason: it.CxWhy, Events: it.Events, Due: fromMs(it.DueAt)}
 }
 
 // order is the item as the rules read it.

@@ -232,8 +232,15 @@ func (s *Store) compile(ch *change, it stateItem, w Write) {
 		ch.set = append(ch.set, p+".d="+ch.val("rd", num(ms(w.Due))), p+".ra="+ch.at())
 	}
 	if m.Pivot != nil && !slicesContains(errs, sortKey(*m.Pivot)) {
+		// The undoing stops at a record that took effect (or may have: one
+		// given up on, already alerted for its failure) with no undo: it is
+		// due for an alert of its own, saying so.
 		p := ch.rec(*m.Pivot)
-		ch.set = append(ch.set, p+".d="+ch.at(), p+".e="+ch.val("pivotWhy", str("it took effect and has no undo: the order cannot be undone")))
+		ch.set = append(ch.set, p+".d="+ch.at(), p+".af="+ch.val("after", str(string(after))))
+		if it.Recs[sortKey(*m.Pivot)].State != string(workflow.Error) {
+			ch.set = append(ch.set, p+".e="+ch.val("pivotWhy", str("it took effect and has no undo: the order cannot be undone")))
+		}
+		ch.remove = append(ch.remove, p+".al")
 		errs = append(errs, sortKey(*m.Pivot))
 		if len(errs) == 1 {
 			ch.set = append(ch.set, "Err="+ch.val("taskError", str(fmt.Sprintf("%s took effect and has no undo: the order cannot be undone",
@@ -381,11 +388,7 @@ func (it stateItem) with(w Write) stateItem {
 		set(ref, func(r *recItem) { r.DueAt = ms(w.Due) })
 	}
 	if w.Move.Pivot != nil {
-		set(*w.Move.Pivot, func(r *recItem) {
-			if r.State != string(workflow.Error) {
-				r.DueAt = ms(w.Now)
-			}
-		})
+		set(*w.Move.Pivot, func(r *recItem) { r.DueAt = ms(w.Now) })
 	}
 	if s := w.Move.State; s != "" {
 		if s == workflow.Compensating && it.State == string(workflow.Pending) {
