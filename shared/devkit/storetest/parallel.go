@@ -17,16 +17,17 @@ import (
 // parallelTests are the cases of workflows whose steps run at once: races
 // between branches, items, and the undoing of what completed.
 var parallelTests = map[string]func(*testing.T, *statestore.Store){
-	"ParallelSubmitMakesEveryStartReady":           parallelSubmit,
-	"BranchesEndingAtOnceAreAllRecorded":           branchesRace,
-	"ItemsEndingAtOnceMakeTheNextStepReadyOnce":    itemsRace,
-	"AFailedBranchAwaitsItsSiblingsThenUndoes":     failedBranchAwaits,
-	"CancelStopsWhatIsReadyAndAwaitsWhatRuns":      parallelCancel,
-	"CancelUndoesARecordWhoseAttemptWasRecovered":  parallelCancelRecovered,
-	"ARunningSiblingIsGivenUpOnAtItsCompleteBy":    siblingGivenUp,
-	"ACompletedStepWithoutUndoStopsTheUndoing":     parallelPivot,
-	"AFailedParallelOrderResubmittedStartsAgain":   parallelResubmit,
-	"ALinearOrderKeepsItsWritesWithoutParallelism": linearUnchanged,
+	"ParallelSubmitMakesEveryStartReady":             parallelSubmit,
+	"BranchesEndingAtOnceAreAllRecorded":             branchesRace,
+	"ItemsEndingAtOnceMakeTheNextStepReadyOnce":      itemsRace,
+	"AFailedBranchAwaitsItsSiblingsThenUndoes":       failedBranchAwaits,
+	"CancelStopsWhatIsReadyAndAwaitsWhatRuns":        parallelCancel,
+	"CancelUndoesARecordWhoseAttemptWasRecovered":    parallelCancelRecovered,
+	"ARunningSiblingIsGivenUpOnAtItsCompleteBy":      siblingGivenUp,
+	"ACompletedStepWithoutUndoStopsTheUndoing":       parallelPivot,
+	"AnAlertedStepThatStopsTheUndoingIsAlertedAgain": pivotAlertedAgain,
+	"AFailedParallelOrderResubmittedStartsAgain":     parallelResubmit,
+	"ALinearOrderKeepsItsWritesWithoutParallelism":   linearUnchanged,
 }
 
 // fanout is a workflow of three steps that start with the order (a, b and
@@ -313,4 +314,46 @@ func linearUnchanged(t *testing.T, s *statestore.Store) {
 	require.NoError(t, err)
 	require.Equal(t, []workflow.Ref{step1}, rec.Ready)
 	require.Equal(t, workflow.Read{Forward: true, Finishes: true}, rec.Move.Read, "conditioned on the order running forward, ordered with the other finishing writes")
+}
+
+// A step without undo given up on after it ran (it may have taken effect)
+// is alerted for its failure while a sibling still runs; once the sibling,
+// done, is undone, the undoing stops at it: it is due for an alert again,
+// saying so, and the order leaves the index once that is sent.
+func pivotAlertedAgain(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	d := fanout()
+	d.Steps[1].Undo = nil // b: no undo
+	created, err := s.Submit(ctx, statestore.Submission{OrderID: "o-1", Order: `{"orderId":"o-1","items":[1]}`, Workflow: d,
+		Items: map[int]int{4: 1}, Now: t0})
+	require.NoError(t, err)
+	require.True(t, created)
+	a, _ := claimed(t, s, "o-1", pa, t0), claimed(t, s, "o-1", pb, t0)
+	var hung statestore.Step
+	for _, st := range overdueAt(t, s, t0.Add(11*time.Second)) {
+		if st.Ref() == pb {
+			hung = st
+		}
+	}
+	_, err = giveUp(ctx, s, hung, 3, workflow.TimedOut, "no outcome", t0.Add(time.Minute), t0.Add(11*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, s.MarkAlerted(ctx, "o-1", pb, t0.Add(11*time.Second)), "its failure alerted")
+	rec, err := outcome.Recorder{Store: s}.Record(ctx, d, outcome.Attempt{OrderID: "o-1", Ref: pa, Attempt: a.Attempt, Round: 1,
+		Now: t0.Add(12 * time.Second)})
+	require.NoError(t, err)
+	require.Equal(t, []workflow.Ref{{Index: 0, Undo: true}}, rec.Ready, "a, done last, undone first")
+	u := claimed(t, s, "o-1", rec.Ready[0], t0.Add(12*time.Second))
+	rec, err = outcome.Recorder{Store: s}.Record(ctx, d, outcome.Attempt{OrderID: "o-1", Ref: u.Ref(), Attempt: u.Attempt, Round: 1,
+		Now: t0.Add(13 * time.Second)})
+	require.NoError(t, err)
+	require.Equal(t, workflow.CompensationFailed, rec.State, "b may have taken effect and has no undo: the undoing stops")
+	_, recs := state(t, s)
+	require.False(t, recs[pb].Alerted, "due for its alert again")
+	require.True(t, recs[pb].Unalerted)
+	require.Equal(t, workflow.CompensationFailed, recs[pb].After, "its alert says what the undoing came to")
+	due := overdueAt(t, s, t0.Add(14*time.Second))
+	require.Len(t, due, 1)
+	require.Equal(t, pb, due[0].Ref())
+	require.NoError(t, s.MarkAlerted(ctx, "o-1", pb, t0.Add(14*time.Second)))
+	require.Empty(t, overdueAt(t, s, t0.Add(time.Hour)), "alerted: nothing more is due")
 }
