@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sas-go/sas/shared/devkit/shapes"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -26,6 +27,7 @@ var parallelTests = map[string]func(*testing.T, *statestore.Store){
 	"ARunningSiblingIsGivenUpOnAtItsCompleteBy":      siblingGivenUp,
 	"ACompletedStepWithoutUndoStopsTheUndoing":       parallelPivot,
 	"AnAlertedStepThatStopsTheUndoingIsAlertedAgain": pivotAlertedAgain,
+	"BranchesOfDifferentLengthsMakeTheJoinReady":     unevenBranches,
 	"AFailedParallelOrderResubmittedStartsAgain":     parallelResubmit,
 	"ALinearOrderKeepsItsWritesWithoutParallelism":   linearUnchanged,
 }
@@ -356,4 +358,38 @@ func pivotAlertedAgain(t *testing.T, s *statestore.Store) {
 	require.Equal(t, pb, due[0].Ref())
 	require.NoError(t, s.MarkAlerted(ctx, "o-1", pb, t0.Add(14*time.Second)))
 	require.Empty(t, overdueAt(t, s, t0.Add(time.Hour)), "alerted: nothing more is due")
+}
+
+// The shape a user found stalling: slow-a beside fast-b then fast-c, and a
+// join that needs slow-a and fast-c. slow-a's completion decides on what its
+// claim read (fast-c not even ready), after fast-b and fast-c both finished:
+// its write, ordered with theirs, is refused and decided again on the order
+// as they left it, and makes the join ready; without the join, the last
+// branch ends the order.
+func unevenBranches(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	for _, join := range []bool{true, false} {
+		d := shapes.Branches(shapes.Options{Agents: []string{"svc"}, Timeout: 10 * time.Second, Pickup: time.Minute,
+			Deadline: 24 * time.Hour, MaxFailures: 3})
+		if !join {
+			d.Steps, d.Version = d.Steps[:3], "branches-nojoin"
+		}
+		id := fmt.Sprintf("o-join-%v", join)
+		_, err := s.Submit(ctx, statestore.Submission{OrderID: id, Order: `{"orderId":"` + id + `"}`, Workflow: d, Now: t0})
+		require.NoError(t, err)
+		slow := claimed(t, s, id, workflow.Ref{Index: 0}, t0)
+		rec := finish(t, s, d, claimed(t, s, id, workflow.Ref{Index: 1}, t0), "", t0.Add(time.Second))
+		require.Equal(t, []workflow.Ref{{Index: 2}}, rec.Ready)
+		rec = finish(t, s, d, claimed(t, s, id, workflow.Ref{Index: 2}, t0), "", t0.Add(2*time.Second))
+		require.Empty(t, rec.Ready, "slow-a still runs")
+		require.Equal(t, workflow.Pending, rec.State)
+		rec = finish(t, s, d, slow, "", t0.Add(3*time.Second)) // on what its claim read
+		if !join {
+			require.Equal(t, workflow.Processed, rec.State, "the last branch ends the order")
+			continue
+		}
+		require.Equal(t, []workflow.Ref{{Index: 3}}, rec.Ready, "the last branch makes the join ready")
+		rec = finish(t, s, d, claimed(t, s, id, workflow.Ref{Index: 3}, t0), "", t0.Add(4*time.Second))
+		require.Equal(t, workflow.Processed, rec.State)
+	}
 }
