@@ -59,6 +59,17 @@ func TestChaosRunKeepsEveryInvariant(t *testing.T) {
 	}
 	require.Positive(t, res.ByWorkflow[workflow.ParallelWorkflow][workflow.Failed]+res.ByWorkflow[workflow.ParallelWorkflow][workflow.Cancelled],
 		"some parallel orders were undone")
+	generated := map[workflow.State]int{}
+	for wf, e := range res.ByWorkflow {
+		if strings.HasPrefix(wf, "shape") {
+			for s, n := range e {
+				generated[s] += n
+			}
+		}
+	}
+	require.Positive(t, generated[workflow.Processed], "orders of generated shapes went through")
+	require.Positive(t, generated[workflow.Failed]+generated[workflow.Cancelled]+generated[workflow.CompensationFailed],
+		"and some were undone")
 }
 
 func keys(m map[string]int) []string {

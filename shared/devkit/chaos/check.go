@@ -104,7 +104,7 @@ func consistent(def workflow.Definition, t statestore.Task, recs []statestore.St
 		// May have taken effect: given up on after an attempt, its answer
 		// over the limit, or stopped by the undoing after an attempt was
 		// recovered. A record never claimed did nothing: as a refusal.
-		ran := (r.GaveUp() && r.Attempt > 0) || r.Cause == workflow.Oversized || (r.State == workflow.Pending && r.Attempt > 0)
+		ran := r.Ran
 		switch {
 		case t.State == workflow.Processed && (did != 1 || undid != 0):
 			return fmt.Sprintf("Processed but %s applied %d times, undone %d times", name, did, undid)

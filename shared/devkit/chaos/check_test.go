@@ -24,9 +24,9 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 			MaxFailures: 3, Attempt: failures + 1, Alerted: s == workflow.Error}
 		switch s {
 		case workflow.Error:
-			st.Cause = workflow.TimedOut
+			st.Cause, st.Ran = workflow.TimedOut, true // given up on after it ran
 		case workflow.Pending: // its failed attempts made, none running
-			st.Attempt = failures
+			st.Attempt, st.Ran = failures, failures > 0
 		}
 		return st
 	}

@@ -1,9 +1,12 @@
 package chaos
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/devkit/shapes"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -61,6 +64,12 @@ type Plan struct {
 	// parallel example: two reservations and an authorization at once, a
 	// charge, a pack per item (one to three items), the shipment.
 	Parallel float64
+	// Generated is the share of orders (of those not waiting) run on
+	// workflows of generated shapes (shapes.Random: lines, branches of
+	// different lengths, joins, a step per item, timers, async calls),
+	// Shapes of them, over three agents each at its own latency.
+	Generated float64
+	Shapes    int
 	// BadInput sends malformed and ambiguous messages among the orders
 	// (a member twice, a reply queue walking out of its prefix, events for
 	// no order), and approvals to ended orders: each must be rejected to the
@@ -84,7 +93,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 		Permanent: 0.02, UndoFailure: 0.10, Outage: 4 * time.Second,
 		Cancel: 0.05, CancelWithin: 4 * time.Second,
 		Waits: 0.3, NoEvent: 0.15, EarlyEvent: 0.2, TwiceEvent: 0.15, EventWithin: 8 * time.Second, BadInput: true,
-		Parallel:   0.3,
+		Parallel: 0.3, Generated: 0.3, Shapes: 12,
 		Schedulers: 2, Supervisors: 2, SupervisorEvery: 500 * time.Millisecond,
 		Settings: workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 6, RetryBackoff: 500 * time.Millisecond,
 			PickupTimeout: 5 * time.Second},
@@ -96,7 +105,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 // NoFaults switches every injected fault off, and runs the order workflow
 // alone: a burst plan measures waiting alone.
 func (p *Plan) NoFaults() {
-	p.Waits, p.Parallel, p.BadInput = 0, 0, false
+	p.Waits, p.Parallel, p.Generated, p.BadInput = 0, 0, 0, false
 	p.Drop, p.Delay, p.Duplicate, p.Crash, p.Pause = 0, 0, 0, 0, 0
 	p.Transient, p.Stall, p.Slow, p.Permanent, p.UndoFailure, p.Outage, p.Cancel = 0, 0, 0, 0, 0, 0, 0
 }
@@ -112,6 +121,11 @@ func (p Plan) faults(start time.Time) map[string]remotesim.Faults {
 	undo := base
 	undo.PermanentRate = p.UndoFailure
 	out := map[string]remotesim.Faults{"": base, paymentAgent: payment} // the outage is the payment service's
+	for a, latency := range shapeLatency {                              // the generated shapes' agents: one quick, one slower, one slow
+		f := base
+		f.Latency = latency
+		out[a] = f
+	}
 	for _, d := range p.workflows().Definitions() {
 		for _, st := range d.Steps {
 			if st.Undo != nil {
@@ -132,6 +146,23 @@ const paymentAgent = "payment"
 
 // workflows are the workflows a run's orders run.
 func (p Plan) workflows() workflow.Set {
-	return workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow), waitsDefinition(),
-		workflow.MustExample(workflow.ParallelWorkflow))
+	return workflow.MustSet(append([]workflow.Definition{workflow.MustExample(workflow.OrderWorkflow), waitsDefinition(),
+		workflow.MustExample(workflow.ParallelWorkflow)}, p.shapes()...)...)
+}
+
+// shapeLatency is each generated shape's agent's latency.
+var shapeLatency = map[string]time.Duration{"alpha": 10 * time.Millisecond, "beta": 150 * time.Millisecond, "gamma": 600 * time.Millisecond}
+
+// shapes are the run's generated workflows (shape0, shape1…), the same for a
+// seed: timers and async calls, no waits (the run sends events to the waits
+// workflow's orders alone).
+func (p Plan) shapes() []workflow.Definition {
+	o := shapes.Defaults()
+	o.Waits, o.Timeout, o.Pickup, o.Deadline = false, 3*time.Second, 5*time.Second, time.Hour
+	o.Endpoint = func(a string) string { return "${SAS_REMOTE_BASE_URL}/v1/services/" + a }
+	out := make([]workflow.Definition, p.Shapes)
+	for k := range out {
+		out[k] = shapes.Random(rand.New(rand.NewPCG(p.Seed, uint64(k))), fmt.Sprintf("shape%d", k), o)
+	}
+	return out
 }

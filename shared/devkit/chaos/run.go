@@ -391,8 +391,20 @@ func (r Result) Print(w io.Writer) {
 	for _, s := range []workflow.State{workflow.Processed, workflow.Failed, workflow.Cancelled, workflow.CompensationFailed} {
 		row("ended "+string(s), r.EndStates[s])
 	}
-	for _, wf := range slices.Sorted(maps.Keys(r.ByWorkflow)) {
-		e := r.ByWorkflow[wf]
+	byName := map[string]map[workflow.State]int{} // the generated shapes together
+	for wf, e := range r.ByWorkflow {
+		if strings.HasPrefix(wf, "shape") {
+			wf = "generated shapes"
+		}
+		if byName[wf] == nil {
+			byName[wf] = map[workflow.State]int{}
+		}
+		for s, n := range e {
+			byName[wf][s] += n
+		}
+	}
+	for _, wf := range slices.Sorted(maps.Keys(byName)) {
+		e := byName[wf]
 		row("  "+wf+" (Processed/Failed/Cancelled/CompFailed)", fmt.Sprintf("%d/%d/%d/%d", e[workflow.Processed], e[workflow.Failed], e[workflow.Cancelled], e[workflow.CompensationFailed]))
 	}
 	if !r.Checked {

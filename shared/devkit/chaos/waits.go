@@ -78,13 +78,23 @@ func (p Plan) orderBody(id string, i int) string {
 	switch {
 	case p.waits(id):
 		o.Workflow = WaitsWorkflow
+	case p.Shapes > 0 && remotesim.Mix(p.Seed, "generated", id) < p.Generated:
+		o.Workflow = fmt.Sprintf("shape%d", int(remotesim.Mix(p.Seed, "shape", id)*float64(p.Shapes)))
+		o.Items = items(o.Items, i)
 	case remotesim.Mix(p.Seed, "parallel", id) < p.Parallel:
 		o.Workflow = workflow.ParallelWorkflow
-		for k := 1; k < 1+i%3; k++ { // one to three items to pack
-			o.Items = append(o.Items, message.Item{SKU: fmt.Sprintf("SKU-%d-%d", i%13, k), Quantity: k, UnitPriceCents: 199})
-		}
+		o.Items = items(o.Items, i)
 	}
 	return o.JSON()
+}
+
+// items are one to three items (the first one's the demo order's), for a
+// step that runs per item.
+func items(first []message.Item, i int) []message.Item {
+	for k := 1; k < 1+i%3; k++ {
+		first = append(first, message.Item{SKU: fmt.Sprintf("SKU-%d-%d", i%13, k), Quantity: k, UnitPriceCents: 199})
+	}
+	return first
 }
 
 // signaller sends the approvals of the run's waits orders, each by its fate.

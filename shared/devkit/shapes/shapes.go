@@ -18,20 +18,23 @@ import (
 type Options struct {
 	MaxSteps int      // steps, at most (at least 1)
 	Agents   []string // the agents the steps call, one at random each
-	// Kinds allows a wait for an event (at most one), timers and async
-	// calls beside plain calls; ForEach a step per item of the order's
-	// "items" (at most one).
-	Kinds, ForEach bool
+	// Waits allows a wait for an event (at most one), Timers and Async
+	// timers and async calls beside plain calls; ForEach a step per item
+	// of the order's "items" (at most one).
+	Waits, Timers, Async, ForEach bool
 	// Timeout is a call's (an async call waits four times as long), Pickup
 	// the pickup timeout, Deadline the order's.
 	Timeout, Pickup, Deadline time.Duration
 	MaxFailures               int
+	// Endpoint, if set, is where an agent's service is (a workflow file's
+	// endpoint: ${VAR}s allowed): the workflow declares its agents so.
+	Endpoint func(agent string) string
 }
 
 // Defaults are the options the explorer uses: five steps over three agents,
 // every kind.
 func Defaults() Options {
-	return Options{MaxSteps: 5, Agents: []string{"alpha", "beta", "gamma"}, Kinds: true, ForEach: true,
+	return Options{MaxSteps: 5, Agents: []string{"alpha", "beta", "gamma"}, Waits: true, Timers: true, Async: true, ForEach: true,
 		Timeout: 20 * time.Second, Pickup: 10 * time.Second, Deadline: 30 * time.Minute, MaxFailures: 2}
 }
 
@@ -46,12 +49,12 @@ func Random(rng *rand.Rand, name string, o Options) workflow.Definition {
 	for i := range n {
 		st := workflow.Step{Action: action(rng, fmt.Sprintf("s%d", i), o)}
 		switch k := rng.IntN(10); {
-		case o.Kinds && k == 0 && !waited:
+		case o.Waits && k == 0 && !waited:
 			waited = true
 			st.Wait = &workflow.Wait{Event: "approved", Timeout: 4 * o.Timeout, Continue: rng.IntN(2) == 0}
-		case o.Kinds && k == 1:
+		case o.Timers && k == 1:
 			st.Sleep = &workflow.Sleep{For: o.Timeout / 2}
-		case o.Kinds && k == 2:
+		case o.Async && k == 2:
 			st.Async, st.Timeout = true, 4*o.Timeout
 		case o.ForEach && k >= 7 && !perItem:
 			perItem, st.ForEach = true, "items"
@@ -69,10 +72,22 @@ func Random(rng *rand.Rand, name string, o Options) workflow.Definition {
 		}
 		d.Steps = append(d.Steps, st)
 	}
+	declare(&d, o)
 	b, _ := json.Marshal(d)
 	sum := sha256.Sum256(b)
 	d.Version = hex.EncodeToString(sum[:6])
 	return d
+}
+
+// declare declares the agents d calls, where o says they are.
+func declare(d *workflow.Definition, o Options) {
+	if o.Endpoint == nil {
+		return
+	}
+	d.AgentSpecs = map[string]workflow.Agent{}
+	for _, a := range d.Agents() {
+		d.AgentSpecs[a] = workflow.Agent{Name: a, Endpoint: o.Endpoint(a), Timeout: workflow.DefaultAgentTimeout}
+	}
 }
 
 func action(rng *rand.Rand, name string, o Options) workflow.Action {
@@ -112,5 +127,6 @@ func Branches(o Options) workflow.Definition {
 	}
 	d := workflow.Definition{Name: "branches", PickupTimeout: o.Pickup, Deadline: o.Deadline, Version: "branches-1",
 		Steps: []workflow.Step{mk("slow-a"), mk("fast-b"), mk("fast-c", "fast-b"), mk("join", "slow-a", "fast-c")}}
+	declare(&d, o)
 	return d
 }
