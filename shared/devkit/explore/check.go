@@ -64,6 +64,15 @@ func (w *World) check(ctx context.Context, task statestore.Task) []string {
 	if task.State == workflow.CompensationFailed && len(w.alerts) == 0 {
 		fail("CompensationFailed is alerted: no alert was published")
 	}
+	undone := false
+	for _, r := range recs {
+		undone = undone || (r.Undo && w.ledger.at(w.key(r)) >= 0)
+	}
+	for _, a := range w.alerts {
+		if a.OrderState == workflow.Failed && undone && !a.Undo {
+			fail("alerts say what the failure decided: %s's alert says %q, and undo actions ran", a.StepName, a.Compensation)
+		}
+	}
 	if !w.faults && task.State != workflow.Processed && !w.timedOutWait(recs) {
 		fail("waiting is not failing: with no fault, the order ended %s", task.State)
 	}

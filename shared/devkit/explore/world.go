@@ -3,6 +3,7 @@ package explore
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -181,9 +182,13 @@ func (l *logWriter) Write(b []byte) (int, error) {
 type publisher struct{ w *World }
 
 func (p publisher) Publish(_ context.Context, in *sns.PublishInput, _ ...func(*sns.Options)) (*sns.PublishOutput, error) {
+	var f alert.Failure
+	if err := json.Unmarshal([]byte(*in.Message), &f); err != nil {
+		return nil, err
+	}
 	p.w.mu.Lock()
 	defer p.w.mu.Unlock()
-	p.w.alerts = append(p.w.alerts, alert.Failure{LastError: *in.Message})
+	p.w.alerts = append(p.w.alerts, f)
 	return &sns.PublishOutput{}, nil
 }
 

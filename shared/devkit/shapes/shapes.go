@@ -56,8 +56,9 @@ func Random(rng *rand.Rand, name string, o Options) workflow.Definition {
 			st.Sleep = &workflow.Sleep{For: o.Timeout / 2}
 		case o.Async && k == 2:
 			st.Async, st.Timeout = true, 4*o.Timeout
-		case o.ForEach && k >= 7 && !perItem:
-			perItem, st.ForEach = true, "items"
+		}
+		if o.ForEach && st.Kind() == workflow.KindAgent && !perItem && rng.IntN(10) < 3 {
+			perItem, st.ForEach = true, "items" // an async call per item too
 		}
 		if st.Kind() == workflow.KindAgent && rng.IntN(10) < 7 {
 			u := action(rng, fmt.Sprintf("undo-s%d", i), o)

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ var callbackTests = map[string]func(*testing.T, *statestore.Store){
 	"CancelAfterAWaitRanStopsTheNextStep":     cancelAfterWait,
 	"ArmingATimerPullsTheOrdersLookIn":        armPullsIn,
 	"AnAbandonedAsyncAttemptIsDueAtOnce":      abandonAsync,
+	"EachItemsCallbackNamesItsItem":           asyncItems,
 }
 
 // asyncClaimed submits a two-step order and claims its first step as an
@@ -180,4 +182,40 @@ func abandonAsync(t *testing.T, s *statestore.Store) {
 	require.Contains(t, due[0].Incidents[0].What, "attempt 1 abandoned by its agent: its service did not accept the call")
 	require.NoError(t, giveBack(ctx, s, due[0], 1, "abandoned", t0, t0.Add(time.Minute), t0))
 	require.ErrorIs(t, s.Abandon(ctx, st, "again", t0), statestore.ErrStale, "once recovered, its token is refused")
+}
+
+// An async step that runs per item: each item's attempt has a token that
+// names its item, and each callback records its own item; the last makes
+// the next step ready.
+func asyncItems(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	d := def(2)
+	d.Name = "asyncitems"
+	d.Steps[0].ForEach, d.Steps[0].Async = "items", true
+	_, err := s.Submit(ctx, statestore.Submission{OrderID: "o-1", Order: `{"orderId":"o-1","items":[1,2]}`, Workflow: d,
+		Items: map[int]int{0: 2}, Now: t0})
+	require.NoError(t, err)
+	var toks []outcome.Token
+	for k := 1; k <= 2; k++ {
+		r := workflow.Ref{Index: 0, Item: k}
+		st, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: r, Agent: "svc", Owner: "a-1", Token: fmt.Sprintf("n%d", k), Now: t0})
+		require.NoError(t, err)
+		tok := outcome.Token{OrderID: "o-1", Ref: r, Round: 1, Attempt: st.Attempt, Nonce: fmt.Sprintf("n%d", k)}
+		parsed, err := outcome.ParseToken(tok.String())
+		require.NoError(t, err)
+		require.Equal(t, tok, parsed, "the token names its item")
+		toks = append(toks, tok)
+	}
+	rec := outcome.Recorder{Store: s}
+	got, err := rec.Event(ctx, d, callback(toks[1], `{"n":2}`))
+	require.NoError(t, err)
+	require.Equal(t, workflow.Ref{Index: 0, Item: 2}, got.Ref)
+	require.Empty(t, got.Recorded.Ready, "one item of two")
+	got, err = rec.Event(ctx, d, callback(toks[0], `{"n":1}`))
+	require.NoError(t, err)
+	require.Equal(t, []workflow.Ref{step1}, got.Recorded.Ready, "the last item's callback makes the next step ready")
+	results, err := s.Results(ctx, "o-1", 1)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"n":1}`, string(results[workflow.Ref{Index: 0, Item: 1}].JSON))
+	require.JSONEq(t, `{"n":2}`, string(results[workflow.Ref{Index: 0, Item: 2}].JSON))
 }

@@ -3,7 +3,9 @@ package storetest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +27,7 @@ var parkedTests = map[string]func(*testing.T, *statestore.Store){
 	"AnAsyncCallbackNeedsItsAttemptsToken":       asyncToken,
 	"TheDefinitionIsStoredWithWaitsAndInputs":    definitionStored,
 	"ScansSeeOnlyOrdersNotResultsOrDefinitions":  scansSeeOrders,
+	"AnEventLosesNoRaceToTheOrdersOwnWrites":     eventAmidWrites,
 }
 
 // waiting is a workflow of an agent step, a wait for "approved" (1h), and
@@ -257,4 +260,57 @@ func scansSeeOrders(t *testing.T, s *statestore.Store) {
 	list, _, err := s.ListTasks(ctx, "", 10, "")
 	require.NoError(t, err)
 	require.Len(t, list, 1)
+}
+
+// An event sent right after its order, while the order's own steps are
+// claimed and completed around it: whatever lands between its read and its
+// write, it is kept (or, the wait ready, delivered) at once, never refused
+// for a race (a keep is conditioned on the wait not being ready, not on the
+// order's version), and the order goes on to its end with its data.
+func eventAmidWrites(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	d := waiting()
+	d.Steps[2].Input = ""
+	d.Steps = append(d.Steps, def(5).Steps[3:]...) // s3, s4 need nothing but the step before
+	d.Steps[3].NoNeeds = true                      // s3 runs beside the wait, its writes racing the event
+	for round := range 5 {
+		id := fmt.Sprintf("o-ev-%d", round)
+		submitDef(t, s, id, d)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for _, r := range []workflow.Ref{{Index: 3}, {Index: 0}} {
+				run(t, s, id, r, t0)
+			}
+		})
+		var got outcome.Delivered
+		wg.Go(func() {
+			var err error
+			got, err = outcome.Recorder{Store: s}.Event(ctx, d, outcome.Event{OrderID: id, Name: "approved", EventID: "e-1",
+				Data: json.RawMessage(`{"cents":5}`), Now: t0})
+			require.NoError(t, err, "never refused for a race")
+		})
+		wg.Wait()
+		if got.Kept { // the order reaches its wait after the event: arming it takes the kept event
+			_, events, err := s.Arm(ctx, id, step1, workflow.KindEvent, t0.Add(time.Hour), t0)
+			require.NoError(t, err)
+			require.Equal(t, "e-1", events["approved"])
+			_, err = outcome.Recorder{Store: s}.Wake(ctx, d, id, step1, t0)
+			require.NoError(t, err)
+		}
+		_, recs := stateOf(t, s, id)
+		require.Equal(t, workflow.Processed, recs[step1].State, "the wait took the event")
+		require.False(t, recs[step2].DueAt.IsZero(), "and the step after it is ready")
+	}
+}
+
+// stateOf is order id's task and records, by ref.
+func stateOf(t *testing.T, s *statestore.Store, id string) (statestore.Task, map[workflow.Ref]statestore.Step) {
+	t.Helper()
+	task, recs, err := s.Load(context.Background(), id)
+	require.NoError(t, err)
+	m := map[workflow.Ref]statestore.Step{}
+	for _, r := range recs {
+		m[r.Ref()] = r
+	}
+	return task, m
 }
