@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 )
 
 // PermanentError is a remote fault that no retry will fix (a 4xx-like answer).
@@ -115,6 +116,11 @@ func (r *HTTPRemote) post(ctx context.Context, action, key string, payload []byt
 	req.Header.Set("Idempotency-Key", key)
 	if t := CallbackToken(ctx); t != "" {
 		req.Header.Set("X-Callback-Token", t) // an async step's: its answer comes later, with it
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		// After it the Agent has given up on the call, and the step may be
+		// undone: a service applies nothing it receives past it.
+		req.Header.Set("X-Request-Deadline", dl.UTC().Format(time.RFC3339Nano))
 	}
 	if r.Auth != nil {
 		if err := r.Auth.Authorize(ctx, req, payload); err != nil {

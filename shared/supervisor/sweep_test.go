@@ -231,3 +231,43 @@ func TestTwoSweepsAtOnceLookAtEachOrderOnce(t *testing.T) {
 		e.requireEachLookedAtOnce(t)
 	})
 }
+
+// An order whose records are all due at once (three branches whose starts
+// were lost; a hundred items whose requests were) is handled in one write
+// per sweep, and a write names at most 40 records (DynamoDB's 4 KB
+// expression): every start re-sent in one sweep, in as few writes.
+func TestEveryDueRecordOfAnOrderInOneWrite(t *testing.T) {
+	onEachEngine(t, func(t *testing.T, c *awsclient.Clients) {
+		e := newSweepEnv(t, c, 0)
+		ctx := context.Background()
+		act := workflow.Action{Agent: "payment", Timeout: 20 * time.Second, MaxFailures: 3}
+		branch := func(name string) workflow.Step {
+			a := act
+			a.Name = name
+			return workflow.Step{Action: a, NoNeeds: true}
+		}
+		three := workflow.Definition{Name: "three", Version: "t1", PickupTimeout: time.Minute, Deadline: 24 * time.Hour,
+			Steps: []workflow.Step{branch("a"), branch("b"), branch("c")}}
+		items := three
+		items.Name, items.Version, items.Steps = "items", "i1", []workflow.Step{branch("pack")}
+		items.Steps[0].ForEach = "items"
+		t0 := e.now.Add(-time.Hour)
+		_, err := e.store.Submit(ctx, statestore.Submission{OrderID: "o-three", Order: "{}", Workflow: three, Now: t0})
+		require.NoError(t, err)
+		_, err = e.store.Submit(ctx, statestore.Submission{OrderID: "o-items", Order: "{}", Workflow: items,
+			Items: map[int]int{0: workflow.MaxForEachItems}, Now: t0})
+		require.NoError(t, err)
+		version := func(id string) int {
+			snap, err := e.store.Read(ctx, id)
+			require.NoError(t, err)
+			return snap.Version()
+		}
+		before := map[string]int{"o-three": version("o-three"), "o-items": version("o-items")}
+		rep, err := e.supervisor(e.cfg).Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 3+workflow.MaxForEachItems, rep.Resent, "every lost start re-sent in one sweep")
+		require.Equal(t, 1, version("o-three")-before["o-three"], "three records, one write")
+		require.Equal(t, 3, version("o-items")-before["o-items"], "a hundred records, three writes of at most 40")
+		require.Zero(t, rep.Lost)
+	})
+}
