@@ -34,6 +34,12 @@
    400 records (the largest order). A DynamoDB answer carrying items is
    already its wire JSON: here it is written with json.dumps (the model's
    path is kept for anything json cannot write as is).
+8. Item-sized walks. Every attribute an update sets re-measures the whole
+   item, and moto's measure rebuilds each nested map's values as new objects
+   to measure them; its answer deep-copies the item to turn it to JSON, and
+   converts it once more for the serializer. Here a value is measured and
+   turned to JSON as it is, and an answer carrying items is written from them
+   in one pass (the same JSON, a third of the time at 400 records).
 7. Copies an update does not need. Each UpdateItem deep-copies its item
    twice (for a stream the table may have, and for the old values an
    answer may return) and serializes one copy: 120 ms of an update's 150 ms
@@ -180,24 +186,85 @@ def patch_query():
 
 def patch_results():
     try:
+        import base64
         from moto.dynamodb.responses import DynamoResult
+        from moto.dynamodb.models.dynamo_type import DynamoType
+        from moto.dynamodb.models.utilities import dynamo_to_dict
+        from moto.core.responses import ActionResult
         original = DynamoResult.execute_result
     except (ImportError, AttributeError) as e:
         print(f"moto launcher: answer patch skipped ({e})", file=sys.stderr)
         return
     carrying = {"Item", "Attributes", "Items", "Responses"}
 
+    def wire(o):
+        """A value json cannot write as is: a DynamoType, or binary."""
+        if isinstance(o, DynamoType):
+            return o.to_json()
+        if isinstance(o, (bytes, bytearray)):
+            return base64.b64encode(o).decode("ascii")
+        raise TypeError(type(o).__name__)
+
+    def init(self, result):
+        self._raw, self._converted = result, None
+
+    def result(self):
+        if self._converted is None:
+            self._converted = dynamo_to_dict(self._raw)
+        return self._converted
+
     def execute_result(self, context):
-        r = self.result
+        r = self._raw
         if isinstance(r, dict) and carrying & r.keys():
             try:
-                body = json.dumps(r, separators=(",", ":"))
+                body = json.dumps(r, separators=(",", ":"), default=wire)
             except (TypeError, ValueError):
                 return original(self, context)
             return 200, {"Content-Type": "application/x-amz-json-1.0"}, body
         return original(self, context)
 
+    DynamoResult.__init__ = init
+    DynamoResult.result = property(result)
     DynamoResult.execute_result = execute_result
+    assert ActionResult  # the base whose result the property stands in for
+
+
+def patch_item_walks():
+    try:
+        from moto.dynamodb.models.dynamo_type import DynamoType
+        from moto.dynamodb.models.utilities import bytesize
+        import base64
+        DynamoType.size, DynamoType.to_regular_json  # what the patch replaces
+    except (ImportError, AttributeError) as e:
+        print(f"moto launcher: item walk patch skipped ({e})", file=sys.stderr)
+        return
+
+    def size(self):
+        v = self.value
+        if self.is_number():
+            return len(str(v))
+        if self.is_set():
+            return sum(DynamoType({self.type[0]: x}).size() for x in v)
+        if self.is_list():
+            return sum(x.size() if type(x) is DynamoType else DynamoType(x).size() for x in v)
+        if self.is_map():
+            return sum(bytesize(k) + (x.size() if type(x) is DynamoType else DynamoType(x).size()) for k, x in v.items())
+        if isinstance(v, bool):
+            return 1
+        return bytesize(v)
+
+    def to_regular_json(self):
+        v = self.value
+        if isinstance(v, dict):
+            v = {k: (x.to_regular_json() if isinstance(x, DynamoType) else x) for k, x in v.items()}
+        elif isinstance(v, list):
+            v = [x.to_regular_json() if isinstance(x, DynamoType) else x for x in v]
+        if self.is_binary() and isinstance(v, str):
+            v = base64.b64decode(v)
+        return {self.type: v}
+
+    DynamoType.size = size
+    DynamoType.to_regular_json = to_regular_json
 
 
 class _NoItem:
@@ -266,6 +333,7 @@ def main():
     patch_transactions()
     patch_query()
     patch_results()
+    patch_item_walks()
     patch_update_copies()
     app = DomainDispatcherApplication(create_backend_app)
     run_simple(host, port, SerializeDynamoDB(app), threaded=True)
