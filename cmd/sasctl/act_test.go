@@ -215,6 +215,7 @@ func TestCancelFromTheCLI(t *testing.T) {
 	code, out, errs := p.ctl("", "cancel", "o-cx")
 	require.Zero(t, code, "asking again is no error: %s", errs)
 	require.Equal(t, "order o-cx: its cancellation was asked before: nothing more to do\n", out)
+	p.sim.SetFaults("payment/charge-payment", remotesim.Faults{}) // a charge answered at once: o-ok ends Processed, however loaded the machine
 	code, _, _ = p.ctl(orderJSON("o-ok"), "submit", "-")
 	require.Zero(t, code)
 	p.waitEnded("o-ok")
