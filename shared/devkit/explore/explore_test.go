@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { os.Exit(emulatortest.MainWithEngines(m, engines)) 
 
 var (
 	seed     = flag.Uint64("explore.seed", 0, "the first run's seed (0: from the clock)")
-	duration = flag.Duration("explore.for", 40*time.Second, "how long each engine explores (the long mode: -explore.for 30m)")
+	duration = flag.Duration("explore.for", 30*time.Second, "how long each engine explores (the long mode: -explore.for 30m)")
 	runs     = flag.Int("explore.runs", 0, "stop after this many runs per engine (1 with -explore.seed replays one)")
 )
 

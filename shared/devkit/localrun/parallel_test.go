@@ -10,9 +10,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sas-go/sas/shared/devkit/accounting"
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -94,4 +96,65 @@ func TestAFailedBranchIsUndoneWithItsCompletedSiblings(t *testing.T) {
 	require.Equal(t, workflow.Failed, tasks["p-bad"].State)
 	e.requireLedger("p-bad", "authorize-payment", "void-authorization")
 	require.True(t, e.step("p-bad", 3).ClaimedAt.IsZero(), "the charge never started")
+}
+
+// Three orders of the parallel example with a hundred items each, sent at
+// once, every call answered in 300 ms and no fault: the completion that
+// makes each order's hundred items ready is one write, the hundred finish
+// at once around each other, and no attempt is recovered and no failure
+// counted (waiting is not failing). The figures (time to Processed, write
+// units and writes an item: its claim, its result, its completion; the
+// state item's size) are logged: go test
+// -run TestThreeOrdersOfAHundredItems -v ./shared/devkit/localrun.
+func TestThreeOrdersOfAHundredItems(t *testing.T) {
+	t.Parallel()
+	meter := accounting.NewForDynamoDBLocal()
+	e := newEnv(t, remotesim.Faults{Latency: 300 * time.Millisecond}, func(o *localrun.Options) {
+		parallelExample(o)
+		o.Settings, o.Meter = workflow.Settings{}, meter // the example's own timeouts: 20 s a step, a 1 m pickup
+		// A deployment's visibility timeout, not the tests' 5 s: a batch of
+		// ten calls on a loaded machine may take longer, and its requests
+		// would come back to be refused, writes a deployment never makes.
+		o.VisibilityTimeout = 30 * time.Second
+	})
+	ctx := context.Background()
+	ids := []string{"big-1", "big-2", "big-3"}
+	var bodies []string
+	for _, id := range ids {
+		bodies = append(bodies, parallelOrder(id, workflow.MaxForEachItems).JSON())
+	}
+	meter.Reset()
+	start := time.Now()
+	require.NoError(t, e.stack.SendOrders(ctx, bodies...))
+	tasks := e.waitEnded(ids)
+	elapsed := time.Since(start)
+	failures, sizes := 0, []int{}
+	for _, id := range ids {
+		require.Equal(t, workflow.Processed, tasks[id].State, id)
+		_, recs, err := e.stack.Store.Load(ctx, id)
+		require.NoError(t, err)
+		for _, r := range recs {
+			failures += r.FailureCount
+		}
+		size, err := e.stack.Store.ItemBytes(ctx, id)
+		require.NoError(t, err)
+		sizes = append(sizes, size)
+	}
+	recovered := e.stack.Tally.Sum(metrics.SupervisorRecoveries)
+	require.Zero(t, recovered, "no attempt recovered")
+	require.Zero(t, failures, "no failure counted")
+	var writes, units float64
+	by := map[string]float64{} // writes by function and operation
+	for k, u := range meter.Snapshot() {
+		if k.Service == "DynamoDB" && (k.Operation == "UpdateItem" || k.Operation == "PutItem" || k.Operation == "TransactWriteItems") {
+			writes += float64(u.Requests)
+			units += u.WriteUnits
+			by[k.Function+"/"+k.Operation] += float64(u.Requests)
+		}
+	}
+	t.Logf("writes by function and operation: %v", by)
+	items := float64(len(ids) * workflow.MaxForEachItems)
+	t.Logf("3 orders of %d items, 300 ms a call: Processed in %s; %d attempts recovered, %d failures counted; "+
+		"%.1f writes and %.1f write units an item (%.0f and %.0f in all); the state items at their end: %v bytes",
+		workflow.MaxForEachItems, elapsed.Round(100*time.Millisecond), int(recovered), failures, writes/items, units/items, writes, units, sizes)
 }
