@@ -15,8 +15,8 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// The agent's own work per message: decode the request, claim (a stand-in
-// that answers at once), check the breaker, encode the reply. The remote
+// The agent's own work per message: decode the request, claim and record (a
+// stand-in that answers at once), check the breaker, encode the reply. The remote
 // answers at once; the queue only encodes.
 type instantRemote struct{}
 
@@ -25,9 +25,10 @@ func (instantRemote) Apply(_ context.Context, action, key string, _ []byte) ([]b
 }
 
 func BenchmarkAgentPerMessage(b *testing.B) {
+	store := &claims{timeout: time.Hour}
 	h := agent.New(agent.Config{Workflows: workflow.MustSet(workflow.Orders(workflow.Settings{})), Name: "payment", InstanceID: "agent-payment/bench", ResponseQueueURL: "q", DLQURL: "dlq"},
 		agent.Deps{Remote: instantRemote{}, Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second},
-			Store: &claims{timeout: time.Hour}, Send: handlerbench.EncodeOnly{}, Metrics: metrics.New(io.Discard, "agent"),
+			Store: store, Outcomes: recorder{store}, Send: handlerbench.EncodeOnly{}, Metrics: metrics.New(io.Discard, "agent"),
 			Log: slog.New(slog.DiscardHandler)})
 	var bodies []string
 	for i := range 10 {
