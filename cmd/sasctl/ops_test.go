@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/devkit/emulator/emulatortest"
@@ -52,9 +54,16 @@ func newPipelineOf(t *testing.T, set workflow.Set, s workflow.Settings) *pipelin
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
 	prefix := fmt.Sprintf("cli%d-%d", time.Now().UnixNano()%1e6, seq.Add(1))
+	logs := &emulatortest.Logs{}
 	stack, err := localrun.New(context.Background(), localrun.Options{Endpoint: motoEndpoint, Prefix: prefix,
-		Workflows: set, Settings: s, RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second, SupervisorEvery: 200 * time.Millisecond})
+		Workflows: set, Settings: s, RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second, SupervisorEvery: 200 * time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the pipeline's logs, last lines:\n%s", logs.Tail(40_000))
+		}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = stack.Run(ctx) }()
@@ -107,10 +116,14 @@ func (p *pipeline) waitEnded(ids ...string) {
 // waitState waits until the order's task is in state.
 func (p *pipeline) waitState(id string, state workflow.State) {
 	p.t.Helper()
-	require.Eventually(p.t, func() bool {
+	ok := assert.Eventually(p.t, func() bool {
 		task, _, err := p.stack.Store.Load(context.Background(), id)
 		return err == nil && task.State == state
 	}, 60*time.Second, 100*time.Millisecond, "%s never %s", id, state)
+	if !ok {
+		_, out, errs := p.ctl("", "status", id)
+		p.t.Fatalf("%s never %s; where it stands:\n%s%s", id, state, out, errs)
+	}
 }
 
 // keys are the idempotency keys of the order's effects, oldest first.

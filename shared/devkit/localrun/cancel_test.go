@@ -83,7 +83,9 @@ func TestCancelBeforeTheFirstClaim(t *testing.T) {
 func TestCancelWhileAStepRuns(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{}, patient)
-	e.sim.SetFaults("payment"+"/charge-payment", remotesim.Faults{Latency: 2 * time.Second})
+	// Long enough that the cancel lands while it runs on a loaded machine
+	// (the step's timeout is 20 s).
+	e.sim.SetFaults("payment"+"/charge-payment", remotesim.Faults{Latency: 8 * time.Second})
 	q := e.orderTold("o-mid")
 	e.eventually("the charge running", 30*time.Second, func() bool {
 		_, recs, err := e.stack.Store.Load(context.Background(), "o-mid")

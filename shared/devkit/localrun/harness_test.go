@@ -1,7 +1,6 @@
 package localrun_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,7 +43,7 @@ type env struct {
 	t     *testing.T
 	stack *localrun.Stack
 	sim   *remotesim.Simulator
-	logs  *syncBuffer
+	logs  *emulatortest.Logs
 	stop  func() // kills the runner (as a crash would) and waits for it
 	// rejected are the DLQ messages seen so far, body → reason: a peek
 	// hides what it read for a minute, so what was seen is kept here.
@@ -68,7 +66,7 @@ func newEnv(t *testing.T, faults remotesim.Faults, tweak func(*localrun.Options)
 	srv, err := sim.Start("127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
-	logs := &syncBuffer{}
+	logs := &emulatortest.Logs{}
 	o := localrun.Options{
 		Endpoint: motoEndpoint, DynamoDBEndpoint: dynamodbEndpoint, Prefix: fmt.Sprintf("it%d-%d", time.Now().UnixNano()%1e6, prefixSeq.Add(1)),
 		Settings: fastSettings(), RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second,
@@ -236,25 +234,4 @@ func eventsOf(sts []message.Status) []string {
 		out = append(out, strings.TrimSpace(st.Event+" "+st.Step))
 	}
 	return out
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Tail(n int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := s.b.Bytes()
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
 }
