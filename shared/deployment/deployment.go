@@ -156,6 +156,7 @@ func (d *Deployment) Submission() (*submission.Handler, error) {
 		AgentQueues:        d.agentRequestQueues(),
 		SchedulerQueueURL:  d.Config.QueueURL(t.SchedulerQueue().Name),
 		DLQURL:             d.Config.QueueURL(t.OrdersQueue().DLQName),
+		QueueURL:           d.Config.QueueURL(t.OrdersQueue().Name),
 		AllowedReplyQueues: notify.Allowed(d.Config.AllowedReplyQueues),
 	}, submission.Deps{Store: d.Store(), Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log})
 }

@@ -71,6 +71,28 @@ func (s *Sender) Reject(ctx context.Context, dlqURL, body, source, reason string
 	return nil
 }
 
+// visibilityAPI is the part of an SQS client that hides a received message.
+type visibilityAPI interface {
+	ChangeMessageVisibility(context.Context, *sqs.ChangeMessageVisibilityInput, ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+}
+
+// Hide makes a received message invisible for d from now (rounded up to
+// whole seconds, at most 12 hours): SQS delivers it again then, whatever the
+// queue's visibility timeout.
+func (s *Sender) Hide(ctx context.Context, queueURL, receiptHandle string, d time.Duration) error {
+	api, ok := s.api.(visibilityAPI)
+	if !ok {
+		return fmt.Errorf("hide a message of %s: the client cannot change a message's visibility", queueURL)
+	}
+	secs := min(max(int32((d+time.Second-1)/time.Second), 0), 43200)
+	_, err := api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(queueURL),
+		ReceiptHandle: aws.String(receiptHandle), VisibilityTimeout: secs})
+	if err != nil {
+		return fmt.Errorf("hide a message of %s: %w", queueURL, err)
+	}
+	return nil
+}
+
 // Depth is how many messages a queue holds: waiting for a consumer
 // (visible), and in a consumer's hands (in flight).
 type Depth struct {

@@ -7,6 +7,7 @@ package sqsbatch
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"maps"
 	"sync"
@@ -20,12 +21,38 @@ import (
 )
 
 // RecordFunc handles one record. Return an error wrapping a
-// *message.InvalidError to reject the record, any other error to retry it.
+// *message.InvalidError to reject the record, one made by RetryIn to have it
+// again after a while, any other error to retry it after the queue's
+// visibility timeout.
 type RecordFunc func(ctx context.Context, rec events.SQSMessage) error
 
 // Rejecter sends a rejected body to a dead-letter queue.
 type Rejecter interface {
 	Reject(ctx context.Context, dlqURL, body, source, reason string) error
+}
+
+// Later is a record's error that asks for the record again after After,
+// sooner than the queue's visibility timeout (RetryIn).
+type Later struct {
+	After time.Duration
+	Err   error
+}
+
+func (l *Later) Error() string { return l.Err.Error() }
+
+// Unwrap returns the reason the record is retried.
+func (l *Later) Unwrap() error { return l.Err }
+
+// RetryIn is err, for a record to be delivered again in d: its message is
+// hidden for d (Processor.Hider) instead of the queue's whole visibility
+// timeout. SQS counts each receive as usual, so a record retried this way
+// still reaches its queue's DLQ at its MaxReceiveCount.
+func RetryIn(d time.Duration, err error) error { return &Later{After: d, Err: err} }
+
+// Hider hides a received message for a while (a *queue.Sender: SQS
+// ChangeMessageVisibility).
+type Hider interface {
+	Hide(ctx context.Context, queueURL, receiptHandle string, d time.Duration) error
 }
 
 // Buffering is what the records' sender (a *queue.Sender) implements so that
@@ -60,6 +87,10 @@ type Processor struct {
 	FlushEvery time.Duration
 	// OnceAtEnd sends the buffered messages only when every record has run.
 	OnceAtEnd bool
+	// Hider and QueueURL (the queue the records come from), if set, let a
+	// record retried with RetryIn come back after its own delay.
+	Hider    Hider
+	QueueURL string
 }
 
 // Handle runs fn over every record and returns the records to retry. With a
@@ -188,7 +219,17 @@ func (p *Processor) one(ctx context.Context, rec events.SQSMessage, fn RecordFun
 	if err == nil {
 		return true
 	}
-	if !message.IsInvalid(err) {
+	var later *Later
+	switch {
+	case errors.As(err, &later) && p.Hider != nil && p.QueueURL != "" && rec.ReceiptHandle != "":
+		if herr := p.Hider.Hide(ctx, p.QueueURL, rec.ReceiptHandle, later.After); herr != nil {
+			p.Log.Warn("record failed, and could not be hidden for its delay; SQS will retry it", "message_id", rec.MessageId,
+				"err", err, "hide_err", herr)
+			return false
+		}
+		p.Log.Info("record comes back later", "message_id", rec.MessageId, "in", later.After, "why", err)
+		return false
+	case !message.IsInvalid(err):
 		p.Log.Warn("record failed; SQS will retry it", "message_id", rec.MessageId, "err", err)
 		return false
 	}

@@ -167,3 +167,55 @@ func TestBufferedSendsThatFailWholeRetryTheirRecords(t *testing.T) {
 	})
 	require.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: "m0"}, {ItemIdentifier: "m2"}}, resp.BatchItemFailures)
 }
+
+// hider records the messages hidden; it fails for the handles it is told to.
+type hider struct {
+	mu     sync.Mutex
+	hidden map[string]time.Duration // receipt handle → for how long
+	fail   string
+}
+
+func (h *hider) Hide(_ context.Context, queueURL, handle string, d time.Duration) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if handle == h.fail {
+		return errors.New("SQS is unreachable")
+	}
+	if queueURL != "q-orders" {
+		return fmt.Errorf("hid a message of %s", queueURL)
+	}
+	h.hidden[handle] = d
+	return nil
+}
+
+// A record that asks to come back later (RetryIn) is hidden for its delay
+// and reported failed, so SQS delivers it again then; one whose hiding
+// fails is retried all the same (after the queue's visibility timeout); a
+// plain failure hides nothing.
+func TestARecordRetriedInComesBackAfterItsDelay(t *testing.T) {
+	h := &hider{hidden: map[string]time.Duration{}, fail: "rh-2"}
+	p := &sqsbatch.Processor{Name: "t", Metrics: metrics.New(io.Discard, "t"), Log: slog.New(slog.DiscardHandler),
+		Hider: h, QueueURL: "q-orders"}
+	ev := batchOf(4)
+	for i := range ev.Records {
+		ev.Records[i].ReceiptHandle = fmt.Sprintf("rh-%d", i)
+	}
+	resp := p.Handle(context.Background(), ev, func(_ context.Context, rec events.SQSMessage) error {
+		switch rec.Body {
+		case "1", "2":
+			return sqsbatch.RetryIn(3*time.Second, errors.New("no such order yet"))
+		case "3":
+			return errors.New("the store is unreachable")
+		}
+		return nil
+	})
+	var failed []string
+	for _, f := range resp.BatchItemFailures {
+		failed = append(failed, f.ItemIdentifier)
+	}
+	require.Equal(t, []string{"m1", "m2", "m3"}, failed)
+	require.Equal(t, map[string]time.Duration{"rh-1": 3 * time.Second}, h.hidden)
+	var later *sqsbatch.Later
+	require.ErrorAs(t, sqsbatch.RetryIn(time.Second, errors.New("x")), &later)
+	require.EqualError(t, later, "x")
+}

@@ -3,8 +3,6 @@ package submission
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -15,11 +13,6 @@ import (
 	"github.com/sas-go/sas/shared/statestore"
 )
 
-// cancelReceives is how often a cancel for an order not stored yet is
-// tried (the order may be in the same queue, behind it) before it is
-// rejected to the DLQ with the reason.
-const cancelReceives = 3
-
 // cancel carries out a cancel message with the one cancel there is
 // (outcome.Canceller: the first undo action started at its Agent, the
 // order's caller told). A refusal (the order ended, or is past a step that
@@ -27,14 +20,19 @@ const cancelReceives = 3
 func (h *Handler) cancel(ctx context.Context, rec events.SQSMessage, c message.Cancel) error {
 	k := outcome.Canceller{Store: h.store, Notify: h.notify, Start: dispatch.Restarter{Records: h.store,
 		AgentQueues: h.cfg.AgentQueues, SchedulerQueueURL: h.cfg.SchedulerQueueURL, Send: h.send}}
-	res, err := k.Cancel(ctx, statestore.CancelRequest{OrderID: c.OrderID, By: cancelledBy(rec), Reason: c.Reason,
-		Pickup: h.cfg.Workflows.Default().PickupTimeout, Now: h.Now()})
+	req := statestore.CancelRequest{OrderID: c.OrderID, By: cancelledBy(rec), Reason: c.Reason,
+		Pickup: h.cfg.Workflows.Default().PickupTimeout}
+	req.Now = h.Now()
+	res, err := k.Cancel(ctx, req)
+	if errors.Is(err, statestore.ErrNotFound) { // perhaps behind the cancel
+		if _, err = h.awaitOrder(ctx, c.OrderID); err == nil {
+			req.Now = h.Now()
+			res, err = k.Cancel(ctx, req)
+		}
+	}
 	switch {
 	case errors.Is(err, statestore.ErrNotFound):
-		if n, _ := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"]); n < cancelReceives {
-			return fmt.Errorf("cancel of %s: no such order yet (it may be behind the cancel); tried again", c.OrderID)
-		}
-		return message.Invalid("cancel of %s: no such order (after %d receives)", c.OrderID, cancelReceives)
+		return ahead(rec, "cancel of "+c.OrderID, err)
 	case statestore.IsNotCancellable(err):
 		return message.Invalid("%v", err)
 	case err != nil:

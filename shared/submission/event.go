@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -12,14 +14,31 @@ import (
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/sqsbatch"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// eventReceives is how often an event for an order not stored yet is tried
-// (the order may be behind it in the queue) before it is rejected with the
-// reason.
-const eventReceives = 3
+// An event or a cancel may be read before its order is stored: sent right
+// after it (a webhook), it can be in the same batch, or in another
+// invocation's. It waits for its order a little in the invocation
+// (orderWait), then comes back sooner than the queue's visibility timeout
+// would bring it (aheadRetries), then is rejected with the reason: about 15 s
+// in all, within the queue's MaxReceiveCount of 5.
+var (
+	orderWait    = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond, 400 * time.Millisecond}
+	aheadRetries = []time.Duration{time.Second, 3 * time.Second, 6 * time.Second}
+)
+
+// ahead is what becomes of what (an event or a cancel) for an order not
+// stored yet (err): retried soon, or, after its last receive, rejected.
+func ahead(rec events.SQSMessage, what string, err error) error {
+	n, _ := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"])
+	if n >= 1 && n <= len(aheadRetries) {
+		return sqsbatch.RetryIn(aheadRetries[n-1], fmt.Errorf("%s: no such order yet (it may be behind): %w", what, err))
+	}
+	return message.Invalid("%s: no such order (after %d receives)", what, max(n, 1))
+}
 
 // event takes an event for an order (outcome.Recorder.Event): it completes
 // the wait for it, or is kept for the wait, or, with a token, records an
@@ -29,12 +48,11 @@ const eventReceives = 3
 // under another eventId, a stale token) is rejected to the DLQ with the
 // reason; a repeat of one taken is a no-op.
 func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Event) error {
-	task, _, err := h.store.Load(ctx, e.OrderID)
+	h.log.Debug("event received", "order_id", e.OrderID, "event", e.Event, "event_id", e.EventID,
+		"receive", rec.Attributes["ApproximateReceiveCount"], "sent", rec.Attributes["SentTimestamp"])
+	task, err := h.awaitOrder(ctx, e.OrderID)
 	if errors.Is(err, statestore.ErrNotFound) {
-		if n, _ := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"]); n < eventReceives {
-			return err // it may be behind the event: tried again
-		}
-		return message.Invalid("event for %s: no such order (after %d receives)", e.OrderID, eventReceives)
+		return ahead(rec, "event for "+e.OrderID, err)
 	}
 	if err != nil {
 		return err
@@ -67,6 +85,26 @@ func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Ev
 		attempt = t.Attempt
 	}
 	return h.follow(ctx, def, e.OrderID, d.Ref, d.Name, attempt, e.Error, d.Recorded, e.Data)
+}
+
+// awaitOrder loads the order, waiting for it a little (orderWait) if it is
+// not stored yet.
+func (h *Handler) awaitOrder(ctx context.Context, orderID string) (statestore.Task, error) {
+	task, _, err := h.store.Load(ctx, orderID)
+	for _, d := range orderWait {
+		if !errors.Is(err, statestore.ErrNotFound) {
+			break
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return task, err
+		case <-t.C:
+		}
+		task, _, err = h.store.Load(ctx, orderID)
+	}
+	return task, err
 }
 
 // follow hands a recorded outcome to the Scheduler, which tells the order's

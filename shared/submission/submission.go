@@ -47,6 +47,7 @@ type Config struct {
 	AgentQueues        map[string]string // agent name → its request queue URL
 	SchedulerQueueURL  string            // where an event's recorded outcome goes, for the Scheduler to follow
 	DLQURL             string            // the orders queue's DLQ, for rejected orders
+	QueueURL           string            // the orders queue: an event ahead of its order is hidden there a while
 	AllowedReplyQueues notify.Allowed    // URL prefixes an order's replyQueue may start with
 }
 
@@ -89,7 +90,13 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	return &Handler{cfg: cfg, store: d.Store, send: d.Send, notify: d.Notify, metrics: d.Metrics, log: d.Log,
 		Now: time.Now, dispatch: disp, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store},
 		batch: &sqsbatch.Processor{Name: "submission", DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics,
-			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), OnceAtEnd: true}}, nil
+			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), OnceAtEnd: true, Hider: hiderOf(d.Send), QueueURL: cfg.QueueURL}}, nil
+}
+
+// hiderOf is send as a sqsbatch.Hider if it can hide a message, else nil.
+func hiderOf(send Sender) sqsbatch.Hider {
+	h, _ := send.(sqsbatch.Hider)
+	return h
 }
 
 // Handle processes a batch from the orders queue.

@@ -136,6 +136,26 @@ func TestAnEventBeforeTheWaitIsKept(t *testing.T) {
 	require.EqualValues(t, 500, e.input("o-early", "charge-payment")["amountCents"])
 }
 
+// An event read before its order is stored (sent just ahead of it, or read
+// in the same batch) waits for its order a little, then comes back within
+// seconds, and the wait takes it. The orders queue hides a message ten
+// minutes here: only the prompt way can end the order in the test's time.
+func TestAnEventAheadOfItsOrderIsTaken(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
+		running(t, approval("1h", ""))(o)
+		o.VisibilityTimeout = 10 * time.Minute
+	})
+	e.signal("o-ahead", "approved", "e-ahead", `{"amountCents":700,"by":"di"}`)
+	e.eventually("the event sent back for later", 30*time.Second, func() bool {
+		return strings.Contains(e.logs.String(), "record comes back later")
+	})
+	e.order("o-ahead", "")
+	tasks := e.waitEnded([]string{"o-ahead"})
+	require.Equal(t, workflow.Processed, tasks["o-ahead"].State)
+	require.EqualValues(t, 700, e.input("o-ahead", "charge-payment")["amountCents"], "the early event's data")
+}
+
 // An event is taken once: a repeat of its eventId is a no-op; one the order
 // cannot take goes to the orders DLQ with the reason, never dropped in
 // silence: another eventId for an event received, an event the workflow
