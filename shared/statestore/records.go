@@ -341,19 +341,20 @@ func (it stateItem) order() workflow.Order {
 	for sk, r := range it.Recs {
 		ref := refOf(sk)
 		o.Recs[ref] = workflow.Rec{Ref: ref, Name: r.Name, State: workflow.State(r.State), Ready: r.State == string(workflow.Pending) && r.DueAt != 0,
-			Kind: workflow.Kind(r.Kind), HasUndo: r.HasUndo, Ran: r.ran(), DoneAt: fromMs(r.DoneAt)}
+			Kind: workflow.Kind(r.Kind), HasUndo: r.HasUndo, Ran: r.ran(), Retried: r.FailureCount > 0, DoneAt: fromMs(r.DoneAt)}
 	}
 	return o
 }
 
 // ran reports whether the record may have taken effect though it is not
 // Processed: claimed in the round (a resubmission clears the claim), then
-// given up on or its answer over the limit, or given back to run again.
+// given up on or its answer over the limit, or given back to run again, or
+// failed for good after an attempt given back (workflow.Rec.Retried).
 func (r recItem) ran() bool {
 	cause := workflow.Cause(r.Cause)
 	switch workflow.State(r.State) {
 	case workflow.Error:
-		return r.ClaimedAt != 0 && (cause.GaveUp() || cause == workflow.Oversized)
+		return r.ClaimedAt != 0 && (cause.GaveUp() || cause == workflow.Oversized || r.FailureCount > 0)
 	case workflow.Pending:
 		return r.ClaimedAt != 0
 	}

@@ -27,8 +27,12 @@ type Rec struct {
 	// Ran: it may have taken effect though it is not Processed: claimed in
 	// the round and then given up on (or its answer was over the limit), or
 	// ready again after its attempt was recovered (its answer lost).
-	Ran    bool
-	DoneAt time.Time // when it was Processed or failed for good
+	Ran bool
+	// Retried: an earlier attempt of the round did not complete and was
+	// given back (its FailureCount is not 0): whatever its last attempt
+	// says, it may have taken effect.
+	Retried bool
+	DoneAt  time.Time // when it was Processed or failed for good
 }
 
 // Records are an order's records, by ref.
@@ -130,6 +134,7 @@ func (o Order) After(m Move) Order {
 		r.State, r.DoneAt = c.State, c.DoneAt
 		r.Ready = c.State == Pending // an attempt given back is ready again
 		r.Ran = (c.State == Error && c.Ran) || c.State == Pending
+		r.Retried = r.Retried || c.State == Pending
 		next.Recs[c.Ref] = r
 	}
 	for _, ref := range m.Ready {

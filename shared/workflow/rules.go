@@ -53,11 +53,13 @@ func (d Definition) Complete(o Order, ref Ref, now time.Time) Move {
 
 // Fail is what record ref failing for good makes of order o: cause says why,
 // ran whether it may have taken effect (it was claimed and given up on, or
-// its answer was over the limit: its own undo runs too). An undo action that
+// its answer was over the limit: its own undo runs too). A record retried
+// after an attempt that did not complete may have taken effect whatever its
+// last attempt says (a refusal of the retry does not undo the first). An undo action that
 // failed ends the order CompensationFailed (the operator is alerted); a
 // step's record turns the order to be undone.
 func (o Order) Fail(ref Ref, cause Cause, ran bool, now time.Time) Move {
-	c := Change{Ref: ref, State: Error, Cause: cause, Ran: ran && !ref.Undo, DoneAt: now}
+	c := Change{Ref: ref, State: Error, Cause: cause, Ran: (ran || o.Recs[ref].Retried) && !ref.Undo, DoneAt: now}
 	if ref.Undo {
 		return Move{Changes: []Change{c}, State: CompensationFailed, Read: Read{Version: true}}
 	}

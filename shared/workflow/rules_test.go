@@ -88,6 +88,26 @@ func TestAFailureUndoesWhatCompletedTheLatestFirst(t *testing.T) {
 	require.Empty(t, m.Ready)
 }
 
+// A step retried after an attempt that did not complete may have taken
+// effect with that attempt, whatever the retry answers: a refusal of the
+// retry undoes it too (found by the explorer: an async call applied at its
+// attempt's CompleteBy, its callback late, the next attempt refused).
+func TestARetriedStepRefusedIsUndoneAllTheSame(t *testing.T) {
+	t.Parallel()
+	r := start(t, valid(), nil) // reserve (undo) → charge (undo) → ship
+	r.done(step(0))
+	r.claim(step(1))
+	r.o = r.o.After(r.o.GiveBack(step(1))) // its attempt recovered: given back, to run again
+	require.True(t, r.o.Recs[step(1)].Retried)
+	r.claim(step(1))
+	m := r.fail(step(1), workflow.Refused, false)
+	require.Equal(t, workflow.Compensating, m.State)
+	require.Equal(t, []workflow.Ref{undo(1)}, m.Ready, "the charge's undo first: its first attempt may have charged")
+	require.True(t, r.o.Recs[step(1)].Ran)
+	r.done(undo(1))
+	require.Equal(t, workflow.Failed, r.done(undo(0)).State)
+}
+
 func TestWhatAFailureDecides(t *testing.T) {
 	t.Parallel()
 	noUndo := valid()
