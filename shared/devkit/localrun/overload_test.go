@@ -221,7 +221,9 @@ func TestOrderDeadlineFailsAnOrderThatCanNeverBeClaimed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
 		o.Settings.PickupTimeout = 500 * time.Millisecond
-		o.Settings.OrderDeadline = 6 * time.Second
+		// Room for two looks after a first step that takes seconds, and
+		// sweeps that take seconds, on a loaded machine.
+		o.Settings.OrderDeadline = 12 * time.Second
 		o.Stopped = []string{"agent-" + "payment"}
 	})
 	ids := e.orders(3)
