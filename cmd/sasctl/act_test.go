@@ -186,7 +186,7 @@ func TestRedriveMovesADeadLetterBack(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("moved 1 messages from %[1]s-orders-dlq to %[1]s-orders\n", p.prefix), out)
 	code, _, errs := p.ctl("", "redrive", "--queue", "payments")
 	require.Equal(t, 1, code)
-	require.Contains(t, errs, `no queue "payments"; the queues are orders, scheduler, agent-inventory-requests`)
+	require.Contains(t, errs, `no queue "payments"; the queues are orders, events, scheduler, agent-inventory-requests`)
 }
 
 func TestCancelFromTheCLI(t *testing.T) {

@@ -111,6 +111,7 @@ func (d *devRun) printEnv() {
 		fmt.Fprintf(w, "export %s=%s\n", kv[0], kv[1])
 	}
 	fmt.Fprintf(w, "orders queue: %s\n", d.stack.QueueURL(t.OrdersQueue().Name))
+	fmt.Fprintf(w, "events queue: %s (events and async callbacks)\n", d.stack.QueueURL(t.EventsQueue().Name))
 	fmt.Fprintf(w, "orders table: %s\nstate table: %s\n", t.OrdersTable(), t.StateTable())
 	fmt.Fprintf(w, "alert inbox: %s\n", d.stack.AlertInbox)
 	fmt.Fprintf(w, "faults: sasctl dev faults --run-dir %s ... (its control endpoint and token are in %s)\n",
@@ -120,7 +121,8 @@ func (d *devRun) printEnv() {
 
 // exports are the environment variables a user's shell needs, in order:
 // the SDKs' endpoint, region and dummy credentials, then what sasctl's
-// defaults read (the prefix, the agents) and the orders queue's URL.
+// defaults read (the prefix, the agents) and the orders and events queues'
+// URLs.
 func (d *devRun) exports() [][2]string {
 	t := d.stack.Topology()
 	region := d.stack.Deployment.Clients.Config.Region
@@ -131,5 +133,6 @@ func (d *devRun) exports() [][2]string {
 	return append(out, [][2]string{{"AWS_REGION", region}, {"AWS_DEFAULT_REGION", region},
 		{"AWS_ACCESS_KEY_ID", "test"}, {"AWS_SECRET_ACCESS_KEY", "test"},
 		{"SAS_PREFIX", t.Prefix}, {"SAS_AGENTS", strings.Join(t.Agents, ",")},
-		{"SAS_ORDERS_QUEUE_URL", d.stack.QueueURL(t.OrdersQueue().Name)}}...)
+		{"SAS_ORDERS_QUEUE_URL", d.stack.QueueURL(t.OrdersQueue().Name)},
+		{"SAS_EVENTS_QUEUE_URL", d.stack.QueueURL(t.EventsQueue().Name)}}...)
 }

@@ -143,12 +143,12 @@ func TestSubmitFromAFileStdinAndGenerate(t *testing.T) {
 	t.Parallel()
 	p := newPipeline(t)
 	file := filepath.Join(t.TempDir(), "orders.jsonl")
-	bad := `{"orderId":"o-bad","items":[]}`
+	bad := `{"orderId":"o bad","items":[]}`
 	require.NoError(t, os.WriteFile(file, []byte(orderJSON("o-f1")+"\n"+bad+"\n\n"+orderJSON("o-f2")+"\n"), 0o644))
 	code, out, errs := p.ctl("", "submit", file)
 	require.Equal(t, 1, code, "an order was not sent")
 	require.Equal(t, "sent 2 orders to "+p.prefix+"-orders\n", out)
-	require.Equal(t, "sasctl submit: order 2 not sent: order o-bad: customerId \"\" must be 1-64 letters, digits or _.:-\n", errs)
+	require.Equal(t, "sasctl submit: order 2 not sent: orderId \"o bad\" must be 1-64 letters, digits or _.:- starting with a letter or digit\n", errs)
 
 	var res operator.Submitted
 	code, out, _ = p.ctl("["+orderJSON("o-s1")+"]", "submit", "-", "--output", "json")

@@ -21,12 +21,12 @@ func signalCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "signal ORDER EVENT",
 		Short: "send an event to an order: the step that waits for it takes its data",
-		Long: `signal sends an event to an order on the deployment's orders queue, as a service would:
+		Long: `signal sends an event to an order on the deployment's events queue, as a service would:
 {"kind":"event","orderId":ORDER,"event":EVENT,"eventId":...,"data":...}. The step that waits for
 EVENT (wait: {event: EVENT}) takes the data as its result; an event that arrives before the order
 reaches that step is kept until it does. It prints the eventId (made up when --event-id is not
 given): sending it again is a no-op. An event the order cannot take (no step waits for it, the order
-ended) goes to the orders DLQ with the reason.`,
+ended) goes to the events DLQ with the reason.`,
 		Example: `  sasctl signal o-1 approved --data '{"amountCents": 1998, "by": "ana"}'
   sasctl signal o-1 approved --data @approval.json --event-id e-7`,
 		Args: exactly(2, "an ORDER id and an EVENT name"),

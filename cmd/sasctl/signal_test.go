@@ -79,7 +79,7 @@ func TestSignalAnOrderThatWaits(t *testing.T) {
 	require.NoError(t, os.WriteFile(data, []byte("{\"amountCents\": 1998,\n \"by\": \"ana\"}\n"), 0o644))
 	var sent operator.Signalled
 	p.json("signal", &sent, "signal", "o-ap", "approved", "--data", "@"+data, "--event-id", "e-7")
-	require.Equal(t, operator.Signalled{OrderID: "o-ap", Event: "approved", EventID: "e-7", Queue: p.prefix + "-orders"}, sent)
+	require.Equal(t, operator.Signalled{OrderID: "o-ap", Event: "approved", EventID: "e-7", Queue: p.prefix + "-events"}, sent)
 	p.waitState("o-ap", workflow.Processed)
 
 	st = operator.Status{} // decoded afresh: what the JSON leaves out is not kept

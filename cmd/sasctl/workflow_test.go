@@ -121,6 +121,8 @@ func TestWorkflowValidateAcrossFiles(t *testing.T) {
 	t.Parallel()
 	single, err := os.ReadFile(exampleFile("single"))
 	require.NoError(t, err)
+	// Copied elsewhere, without the schema file beside it.
+	single = []byte(strings.Replace(string(single), "# The data of its orders: a shop order (orderId, customerId, items).\nschema: shop-order.schema.json\n", "", 1))
 	sameName := writeWorkflow(t, "same-name.yaml", strings.Replace(string(single), "name: single", "name: order", 1))
 	otherPayment := writeWorkflow(t, "other-payment.yaml", strings.Replace(string(single), "/v1/services/payment", "/v2/payment", 1))
 	code, stdout, stderr := sasctl(t, "workflow", "validate", exampleFile("order"), sameName, otherPayment)
@@ -139,7 +141,7 @@ func TestWorkflowValidateChecksStepTimeoutsAgainstTheFunctionTimeout(t *testing.
 	code, _, stderr := sasctl(t, "workflow", "validate", "--function-timeout", "20s", exampleFile("single"))
 	require.Equal(t, 1, code)
 	require.Equal(t, []string{
-		exampleFile("single") + `:13: steps[0].timeout: step "charge-payment"'s timeout 20s is longer than its agent function allows (15s: its timeout less the time to reply)`,
+		exampleFile("single") + `:15: steps[0].timeout: step "charge-payment"'s timeout 20s is longer than its agent function allows (15s: its timeout less the time to reply)`,
 		"sasctl workflow validate: 1 problem",
 	}, outLines(stderr))
 }

@@ -74,7 +74,7 @@ func ttlOf(tmpl map[string]any) map[string]any {
 // orders kept 90 days by both tables' time to live.
 func TestTheCapacitySettingsDefaults(t *testing.T) {
 	byQueue := concurrencyByQueue(tmpl)
-	require.Len(t, byQueue, 8)
+	require.Len(t, byQueue, 9)
 	for q, n := range byQueue {
 		want := 50.0
 		if strings.Contains(q, "requests") {
@@ -109,14 +109,14 @@ steps:
 	got := synthContext(t, map[string]any{"workflows": wf, "submissionConcurrency": "200", "schedulerConcurrency": "300",
 		"agentConcurrency": "100", "targetRate": "10000", "supervisorParallelism": "64", "retentionDays": "0"})
 	byQueue := concurrencyByQueue(got)
-	require.Len(t, byQueue, 6, "orders, scheduler, two agents' requests and responses")
+	require.Len(t, byQueue, 7, "orders, events, scheduler, two agents' requests and responses")
 	for q, n := range byQueue {
 		switch {
 		case strings.Contains(q, "fragilerequests"):
 			require.Equal(t, 3.0, n, "the workflow file's, for its service")
 		case strings.Contains(q, "requests"):
 			require.Equal(t, 100.0, n, "context agentConcurrency")
-		case strings.Contains(q, "orders"):
+		case strings.Contains(q, "orders"), strings.Contains(q, "events"):
 			require.Equal(t, 200.0, n, "context submissionConcurrency")
 		default:
 			require.Equal(t, 300.0, n, "%s: context schedulerConcurrency", q)

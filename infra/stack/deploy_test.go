@@ -88,7 +88,7 @@ func TestDeploySmoke(t *testing.T) {
 
 	esms, err := lc.ListEventSourceMappings(ctx, &lambda.ListEventSourceMappingsInput{})
 	require.NoError(t, err)
-	require.Len(t, esms.EventSourceMappings, 8)
+	require.Len(t, esms.EventSourceMappings, 9)
 	topo := props.Topology
 	for _, m := range esms.EventSourceMappings {
 		queue := aws.ToString(m.EventSourceArn)[strings.LastIndex(aws.ToString(m.EventSourceArn), ":")+1:]

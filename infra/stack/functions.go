@@ -56,7 +56,9 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 	stateARN := r.State.TableArn()
 	f := &Functions{Agents: map[string]awslambda.Function{}}
 
-	starts := []*string{arn(t.OrdersQueue().DLQName), arn(t.SchedulerQueue().Name)} // an event's recorded outcome goes to the Scheduler
+	// Refusals go to the DLQ of the queue they came from; an event's recorded
+	// outcome goes to the Scheduler.
+	starts := []*string{arn(t.OrdersQueue().DLQName), arn(t.EventsQueue().DLQName), arn(t.SchedulerQueue().Name)}
 	for _, a := range submissionAgents(p.Workflows) {
 		starts = append(starts, arn(t.AgentRequests(a).Name))
 	}
@@ -68,6 +70,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 			send(starts...), // it dispatches the first step, and a cancel's first undo
 		}})
 	consume(f.Submission, r.Queues[t.OrdersQueue().Name], t.BatchWindow, p.SubmissionConcurrency)
+	consume(f.Submission, r.Queues[t.EventsQueue().Name], t.BatchWindow, p.SubmissionConcurrency)
 
 	agentQueues := []*string{arn(t.SchedulerQueue().DLQName)}
 	for _, a := range t.Agents {

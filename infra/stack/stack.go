@@ -1,8 +1,11 @@
 package stack
 
 import (
+	"strings"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -80,6 +83,7 @@ func resources(st awscdk.Stack, p Props) *Resources {
 		}
 		return tp
 	}
+	grantEventSenders(r.Queues[t.EventsQueue().Name], p.EventSenders)
 	r.Alerts = topic("AlertTopic", t.AlertTopic())
 	// The alerts sent, kept 14 days for the operator (the console reads them).
 	r.AlertInbox = awssqs.NewQueue(st, jsii.String("AlertInbox"), &awssqs.QueueProps{
@@ -97,6 +101,7 @@ func outputs(st awscdk.Stack, p Props, r *Resources) {
 	t := p.Topology
 	out("Prefix", jsii.String(t.Prefix))
 	out("OrdersQueueUrl", r.Queues[t.OrdersQueue().Name].QueueUrl())
+	out("EventsQueueUrl", r.Queues[t.EventsQueue().Name].QueueUrl())
 	out("OrdersTableName", r.Orders.TableName())
 	out("StateTableName", r.State.TableName())
 	out("AlertTopicArn", r.Alerts.TopicArn())
@@ -107,4 +112,26 @@ func outputs(st awscdk.Stack, p Props, r *Resources) {
 // queueURLBase is https://sqs.REGION.URLSUFFIX/ACCOUNT, resolved at deploy time.
 func queueURLBase() *string {
 	return awscdk.Fn_Sub(jsii.String("https://sqs.${AWS::Region}.${AWS::URLSuffix}/${AWS::AccountId}"), nil)
+}
+
+// grantEventSenders lets the principals named (account ids, role or user
+// ARNs) send to the events queue, and nothing else: its policy names only
+// them, and only sqs:SendMessage. A submitter of orders is granted the
+// orders queue by its own policy, and not this one unless named.
+func grantEventSenders(q awssqs.Queue, senders []string) {
+	if len(senders) == 0 {
+		return
+	}
+	var principals []awsiam.IPrincipal
+	for _, s := range senders {
+		if len(s) == 12 && !strings.HasPrefix(s, "arn:") {
+			principals = append(principals, awsiam.NewAccountPrincipal(jsii.String(s)))
+			continue
+		}
+		principals = append(principals, awsiam.NewArnPrincipal(jsii.String(s)))
+	}
+	q.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid: jsii.String("EventSenders"), Principals: &principals,
+		Actions: jsii.Strings("sqs:SendMessage"), Resources: &[]*string{q.QueueArn()},
+	}))
 }

@@ -51,6 +51,7 @@ func TestMain(m *testing.M) {
 		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out), Context: &map[string]any{
 			"prefix": "shop", "alarmEmail": "ops@example.com",
 			"allowedReplyQueuePrefixes": "shop-client-", "assetDir": filepath.Join(root, "build"),
+			"eventSenders": "111122223333,arn:aws:iam::111122223333:role/payments-webhook",
 		}})
 		if props, err = stack.Config(app); err != nil {
 			fmt.Fprintln(os.Stderr, "infra tests:", err)
@@ -126,7 +127,7 @@ func TestFunctionsAreGoOnGraviton(t *testing.T) {
 
 func TestEventSourceMappings(t *testing.T) {
 	esms := resources("AWS::Lambda::EventSourceMapping")
-	require.Len(t, esms, 8, "orders, scheduler, 3 response and 3 request queues")
+	require.Len(t, esms, 9, "orders, events, scheduler, 3 response and 3 request queues")
 	for id, e := range esms {
 		require.EqualValues(t, 10, e["BatchSize"], id)
 		require.Equal(t, []any{"ReportBatchItemFailures"}, e["FunctionResponseTypes"], id)
@@ -139,7 +140,7 @@ func TestEventSourceMappings(t *testing.T) {
 
 func TestQueuesHaveDLQsVisibilityAndEncryption(t *testing.T) {
 	queues := resources("AWS::SQS::Queue")
-	require.Len(t, queues, 17, "8 queues, their DLQs, and the alert inbox")
+	require.Len(t, queues, 19, "9 queues, their DLQs, and the alert inbox")
 	byName := map[string]map[string]any{}
 	for _, q := range queues {
 		byName[q["QueueName"].(string)] = q
@@ -169,11 +170,33 @@ func TestQueuesHaveDLQsVisibilityAndEncryption(t *testing.T) {
 	}
 	require.Equal(t, 1, inboxSubs, "the inbox is subscribed to the alert topic")
 	policies := resources("AWS::SQS::QueuePolicy")
-	require.Len(t, policies, 17, "every queue refuses non-TLS requests")
+	require.Len(t, policies, 19, "every queue refuses non-TLS requests")
 	for _, p := range policies {
 		b, _ := json.Marshal(p)
 		require.Contains(t, string(b), `"aws:SecureTransport":"false"`)
 	}
+}
+
+// The events queue's policy lets the principals of context eventSenders
+// send to it, and only send; no other queue's policy names them.
+func TestTheEventsQueueHasItsOwnSenders(t *testing.T) {
+	var senders []string
+	for id, p := range resources("AWS::SQS::QueuePolicy") {
+		for _, s := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			st := s.(map[string]any)
+			if st["Sid"] != "EventSenders" {
+				continue
+			}
+			queues, _ := json.Marshal(p["Queues"])
+			require.Contains(t, string(queues), "shopevents", id)
+			require.NotContains(t, string(queues), "dlq", id)
+			require.Equal(t, []string{"sqs:SendMessage"}, asList(st["Action"]))
+			senders = append(senders, asList(st["Principal"].(map[string]any)["AWS"])...)
+		}
+	}
+	require.Len(t, senders, 2, "the account and the role named, once")
+	require.Contains(t, strings.Join(senders, " "), "arn:aws:iam::111122223333:role/payments-webhook")
+	require.Contains(t, strings.Join(senders, " "), "111122223333:root")
 }
 
 func TestTables(t *testing.T) {
@@ -220,7 +243,7 @@ func TestSupervisorScheduleAndConcurrency(t *testing.T) {
 
 func TestAlarmsNotifyTheAlarmTopic(t *testing.T) {
 	alarms := resources("AWS::CloudWatch::Alarm")
-	require.Len(t, alarms, 4+2*8, "step errors, compensation failures, queue wait, supervisor errors; per queue: DLQ not empty, oldest message")
+	require.Len(t, alarms, 4+2*9, "step errors, compensation failures, queue wait, supervisor errors; per queue: DLQ not empty, oldest message")
 	var names []string
 	for id, a := range alarms {
 		names = append(names, id)
@@ -336,7 +359,7 @@ func TestFunctionsAreConfiguredWithTheTopology(t *testing.T) {
 		}
 	}
 	outputs := tmpl["Outputs"].(map[string]any)
-	for _, k := range []string{"Prefix", "OrdersQueueUrl", "OrdersTableName", "StateTableName", "AlertTopicArn", "AlarmTopicArn", "QueueUrlBase"} {
+	for _, k := range []string{"Prefix", "OrdersQueueUrl", "EventsQueueUrl", "OrdersTableName", "StateTableName", "AlertTopicArn", "AlarmTopicArn", "QueueUrlBase"} {
 		require.Contains(t, outputs, k)
 	}
 }

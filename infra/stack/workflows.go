@@ -44,6 +44,18 @@ func workflowLayer(st awscdk.Stack, p Props) (awslambda.ILayerVersion, []string)
 		}
 		paths = append(paths, layerRoot+"/workflows/"+name)
 	}
+	for _, d := range p.Workflows.Definitions() { // a schema file goes beside its workflow file, as written
+		if d.SchemaFile == "" || d.File == "" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(d.File), d.SchemaFile))
+		if err != nil {
+			panic(fmt.Errorf("workflow layer: %w", err)) // Config read it a moment ago
+		}
+		if err := os.WriteFile(filepath.Join(dir, "workflows", d.SchemaFile), b, 0o644); err != nil {
+			panic(fmt.Errorf("workflow layer: %w", err))
+		}
+	}
 	layer := awslambda.NewLayerVersion(st, jsii.String("Workflows"), &awslambda.LayerVersionProps{
 		Code:                    awslambda.Code_FromAsset(jsii.String(dir), nil),
 		CompatibleRuntimes:      &[]awslambda.Runtime{awslambda.Runtime_PROVIDED_AL2023()},

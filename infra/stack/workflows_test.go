@@ -73,9 +73,9 @@ func TestAWorkflowFileDeploysAnAgentFunctionPerAgent(t *testing.T) {
 	agents := []string{"Warehouse", "Billing", "Loyalty", "Courier", "Inventory", "Payment", "Shipping"}
 	fns := of(tmpl, "AWS::Lambda::Function")
 	require.Len(t, fns, 3+len(agents), "submission, scheduler, supervisor and one agent per agent the files declare")
-	require.Len(t, of(tmpl, "AWS::Lambda::EventSourceMapping"), 2+2*len(agents), "orders, scheduler, and each agent's request and response queues")
-	require.Len(t, of(tmpl, "AWS::SQS::Queue"), 2*(2+2*len(agents))+1, "each with its DLQ, and the alert inbox")
-	require.Len(t, of(tmpl, "AWS::CloudWatch::Alarm"), 4+2*(2+2*len(agents)), "per queue: DLQ not empty, oldest message")
+	require.Len(t, of(tmpl, "AWS::Lambda::EventSourceMapping"), 3+2*len(agents), "orders, events, scheduler, and each agent's request and response queues")
+	require.Len(t, of(tmpl, "AWS::SQS::Queue"), 2*(3+2*len(agents))+1, "each with its DLQ, and the alert inbox")
+	require.Len(t, of(tmpl, "AWS::CloudWatch::Alarm"), 4+2*(3+2*len(agents)), "per queue: DLQ not empty, oldest message")
 	layers := of(tmpl, "AWS::Lambda::LayerVersion")
 	require.Len(t, layers, 1, "the workflow files, in a layer")
 

@@ -137,7 +137,7 @@ func TestConsoleInABrowserSendsAnEventToAWaitingOrder(t *testing.T) {
 	)
 	flash, err := chromedp.Run(ctx, chromedp.Text(css(`#flash`)))
 	require.NoError(t, err)
-	require.Regexp(t, `Sent event approved \(eventId sasctl-[0-9a-f]{16}\) to the orders queue`, flash)
+	require.Regexp(t, `Sent event approved \(eventId sasctl-[0-9a-f]{16}\) to the events queue`, flash)
 	steps(t, ctx, "see it go on to Processed",
 		chromedp.WaitVisible(css(`#task-state[data-state="Processed"]`)),
 		chromedp.WaitVisible(css(`#graph g[data-name="await-approval"][data-state="Processed"]`)),

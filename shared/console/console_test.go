@@ -133,7 +133,7 @@ func TestDeadLettersShowTheirReasonAndRedrive(t *testing.T) {
 	require.NoError(t, p.stack.SendOrders(t.Context(), `{"orderId":"dlq-1","items":[]}`))
 	require.Eventually(t, func() bool {
 		_, body := get(t, base+"/dlq")
-		return strings.Contains(body, `customerId &#34;&#34; must be`)
+		return strings.Contains(body, `the order: missing property &#39;customerId&#39;`)
 	}, 60*time.Second, 200*time.Millisecond, "the rejected order shows in the orders DLQ with its reason")
 	_, body := get(t, base+"/dlq")
 	require.Contains(t, body, `{&#34;orderId&#34;:&#34;dlq-1&#34;,&#34;items&#34;:[]}`)

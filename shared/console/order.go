@@ -192,6 +192,6 @@ func (s *Server) signal(r *http.Request, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("Sent event %s (eventId %s) to the orders queue: the step waiting for it takes its data, "+
+	return fmt.Sprintf("Sent event %s (eventId %s) to the events queue: the step waiting for it takes its data, "+
 		"or the order keeps it until it gets there.", res.Event, res.EventID), nil
 }

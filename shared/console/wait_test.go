@@ -39,7 +39,7 @@ func TestAWaitingOrderTakesAnEventFromItsPage(t *testing.T) {
 	code, body, h := post(t, base+"/orders/wait-1/signal", form, origin)
 	require.Equal(t, http.StatusSeeOther, code, body)
 	_, body = get(t, base+h.Get("Location"))
-	require.Contains(t, body, "Sent event approved (eventId web-e-1) to the orders queue")
+	require.Contains(t, body, "Sent event approved (eventId web-e-1) to the events queue")
 	p.waitState(t, "wait-1", workflow.Processed)
 	_, body = get(t, base+"/orders/wait-1")
 	require.Contains(t, body, `data-name="refund-approved" data-state="NotNeeded"`)

@@ -157,6 +157,8 @@ func (d *Deployment) Submission() (*submission.Handler, error) {
 		SchedulerQueueURL:  d.Config.QueueURL(t.SchedulerQueue().Name),
 		DLQURL:             d.Config.QueueURL(t.OrdersQueue().DLQName),
 		QueueURL:           d.Config.QueueURL(t.OrdersQueue().Name),
+		EventsQueueURL:     d.Config.QueueURL(t.EventsQueue().Name),
+		EventsDLQURL:       d.Config.QueueURL(t.EventsQueue().DLQName),
 		AllowedReplyQueues: notify.Allowed(d.Config.AllowedReplyQueues),
 	}, submission.Deps{Store: d.Store(), Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log})
 }

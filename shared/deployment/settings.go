@@ -50,6 +50,7 @@ type Settings struct {
 	QueueWaitAlarm     time.Duration // the queue wait (ready to claimed) that alarms
 	AlarmEmail         string        // subscribed to the alarm and alert topics
 	ReplyQueuePrefixes []string      // the queue-name prefixes orders may name as their reply queue
+	EventSenders       []string      // the principals the events queue's policy lets send
 	AssetDir           string        // holds build/<function>/bootstrap (make build)
 	// The event source mappings' MaximumConcurrency: Submission's, each of
 	// the Scheduler's, and each Agent's whose workflow file sets none.
@@ -137,6 +138,9 @@ var (
 	// queuePrefixPattern is the start of a queue name: the IAM grant and the
 	// functions' check both take a reply queue prefix as one.
 	queuePrefixPattern = &pattern{regexp.MustCompile(`^[A-Za-z0-9_-]{1,79}$`), "the start of a queue name (1-79 letters, digits, - or _)"}
+	// principalPattern is an account id, or an IAM role's or user's ARN.
+	principalPattern = &pattern{regexp.MustCompile(`^([0-9]{12}|arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]{1,512})$`),
+		"an AWS account id (12 digits) or an IAM role or user ARN"}
 )
 
 // Table is every setting of a deployment, once: the stack reads the CDK
@@ -186,6 +190,9 @@ var Table = []Setting{
 	{Name: "allowedReplyQueues", Env: EnvAllowedReplyQueues, Default: "from allowedReplyQueuePrefixes",
 		Usage: "the reply queues an order may name: queue URLs ending in a name prefix (the stack sets it from allowedReplyQueuePrefixes)",
 		bind:  func(s *Settings) Value { return list(&s.AllowedReplyQueues) }},
+	{Name: "eventSenders", Context: "eventSenders",
+		Usage: "who may send events and callbacks to the events queue, comma-separated: AWS account ids or IAM role or user ARNs, granted by the queue's policy (identities of the stack's account may also be granted by their own IAM policies); a submitter of orders is not one unless named",
+		bind:  func(s *Settings) Value { return listOf(&s.EventSenders, principalPattern) }},
 	{Name: "remoteBaseUrl", Context: "remoteBaseUrl", Env: EnvRemoteBaseURL,
 		Usage: "fills ${SAS_REMOTE_BASE_URL} in the workflows' endpoints; an http(s) URL",
 		bind:  func(s *Settings) Value { return text(&s.RemoteBaseURL, urlPattern) }},

@@ -16,11 +16,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
+	"slices"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // InvalidError says why a message body was rejected.
@@ -94,20 +96,7 @@ func describe(err error) string {
 
 // fieldOf is the field a JSON pointer names, as a path ("/items/0/sku":
 // "items[0].sku").
-func fieldOf(p jsontext.Pointer) string {
-	var b strings.Builder
-	for tok := range p.Tokens() {
-		if _, err := strconv.Atoi(tok); err == nil && b.Len() > 0 {
-			b.WriteString("[" + tok + "]")
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(tok)
-	}
-	return b.String()
-}
+func fieldOf(p jsontext.Pointer) string { return workflow.FieldPath(slices.Collect(p.Tokens())) }
 
 func kindName(k jsontext.Kind) string {
 	switch k {

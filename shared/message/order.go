@@ -1,65 +1,91 @@
 package message
 
 import (
-	"encoding/json"
 	"regexp"
 	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
-// MaxOrderBytes is the largest order body accepted.
+// MaxOrderBytes is the largest order body accepted: the order is stored
+// whole (its item in the orders table, and read into each step's document)
+// and sent in each Agent request beside the results its input reads, all
+// within SQS's 256 KB message and DynamoDB's 400 KB item.
 const MaxOrderBytes = 32 * 1024
-
-// Limits on an order's contents.
-const (
-	MaxItems    = 100
-	MaxQuantity = 10_000
-	MaxCents    = 100_000_000_00 // one hundred million in the currency's major unit
-)
 
 var (
 	idPattern       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$`)
 	workflowPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
 )
 
-// Order is an e-commerce order as sent to the orders queue.
+// Order is a task sent to the orders queue: a JSON object with its orderId
+// and, optionally, the workflow that runs it and a queue for its status
+// messages. Every other member is the task's data, which its steps read as
+// .order, and which its workflow's schema, if the file declares one, checks
+// (workflow.Definition.CheckOrder). "kind" is reserved: a message with one
+// is a cancel or an event.
 type Order struct {
-	OrderID    string `json:"orderId"`
-	CustomerID string `json:"customerId"`
-	Items      []Item `json:"items"`
-	// ReplyQueue, if set, is the SQS queue URL where status notifications go;
-	// the deployment decides which queues may be named.
-	ReplyQueue string `json:"replyQueue,omitempty"`
+	OrderID string
 	// Workflow names the workflow that runs the order (none: the
 	// deployment's default); one the deployment does not run is rejected.
-	Workflow string `json:"workflow,omitempty"`
+	Workflow string
+	// ReplyQueue, if set, is the SQS queue URL where status notifications go;
+	// the deployment decides which queues may be named.
+	ReplyQueue string
+	body       string // the whole order, compacted
 }
 
-// Item is one line of an order.
-type Item struct {
-	SKU            string `json:"sku"`
-	Quantity       int    `json:"quantity"`
-	UnitPriceCents int64  `json:"unitPriceCents"`
+// productFields are the members of an order the product reads.
+var productFields = []string{"orderId", "workflow", "replyQueue", "kind"}
+
+// orderHead is what an order says to the product itself.
+type orderHead struct {
+	OrderID    *string `json:"orderId"`
+	Workflow   string  `json:"workflow"`
+	ReplyQueue string  `json:"replyQueue"`
 }
 
-// DecodeOrder parses and validates an order body.
+// DecodeOrder parses and validates an order body: one JSON object, with
+// one meaning (no member twice at any depth, valid UTF-8), a valid orderId,
+// and a workflow and replyQueue that are names and URLs if given.
 func DecodeOrder(body string) (Order, error) {
-	var o Order
-	if err := decodeStrict(body, MaxOrderBytes, &o); err != nil {
+	if len(body) > MaxOrderBytes {
+		return Order{}, Invalid("body is %d bytes, over the %d-byte limit of an order", len(body), MaxOrderBytes)
+	}
+	var h orderHead
+	if err := decodeHead(body, &h); err != nil {
 		return Order{}, err
 	}
+	if h.OrderID == nil {
+		return Order{}, Invalid("an order needs an orderId")
+	}
+	var members map[string]jsontext.Value
+	if err := decodeHead(body, &members); err != nil {
+		return Order{}, err
+	}
+	if _, ok := members["kind"]; ok {
+		return Order{}, Invalid("unknown field \"kind\": an order has no kind (a cancel is %q, an event %q)", KindCancel, KindEvent)
+	}
+	for name := range members {
+		for _, f := range productFields {
+			if name != f && strings.EqualFold(name, f) {
+				return Order{}, Invalid("member %q: %s in another case (a reader that ignores case would take it for that)", truncate(name), f)
+			}
+		}
+	}
+	v := jsontext.Value(body)
+	if err := v.Compact(); err != nil {
+		return Order{}, Invalid("bad JSON: %s", describe(err))
+	}
+	o := Order{OrderID: *h.OrderID, Workflow: h.Workflow, ReplyQueue: h.ReplyQueue, body: string(v)}
 	return o, o.Validate()
 }
 
-// Validate checks every field of the order.
+// Validate checks the members of the order the product reads.
 func (o Order) Validate() error {
 	if !idPattern.MatchString(o.OrderID) {
 		return Invalid("orderId %q must be 1-64 letters, digits or _.:- starting with a letter or digit", truncate(o.OrderID))
-	}
-	if !idPattern.MatchString(o.CustomerID) {
-		return Invalid("order %s: customerId %q must be 1-64 letters, digits or _.:-", o.OrderID, truncate(o.CustomerID))
-	}
-	if len(o.Items) == 0 || len(o.Items) > MaxItems {
-		return Invalid("order %s: needs 1 to %d items, has %d", o.OrderID, MaxItems, len(o.Items))
 	}
 	if o.Workflow != "" && !workflowPattern.MatchString(o.Workflow) {
 		return Invalid("order %s: workflow %q is not a workflow's name", o.OrderID, truncate(o.Workflow))
@@ -67,23 +93,24 @@ func (o Order) Validate() error {
 	if len(o.ReplyQueue) > 512 || strings.ContainsAny(o.ReplyQueue, " \t\n") {
 		return Invalid("order %s: replyQueue is not a queue URL", o.OrderID)
 	}
-	for i, it := range o.Items {
-		switch {
-		case !idPattern.MatchString(it.SKU):
-			return Invalid("order %s: item %d: sku %q is not a valid SKU", o.OrderID, i, truncate(it.SKU))
-		case it.Quantity < 1 || it.Quantity > MaxQuantity:
-			return Invalid("order %s: item %d: quantity %d is outside 1..%d", o.OrderID, i, it.Quantity, MaxQuantity)
-		case it.UnitPriceCents < 0 || it.UnitPriceCents > MaxCents:
-			return Invalid("order %s: item %d: unitPriceCents %d is outside 0..%d", o.OrderID, i, it.UnitPriceCents, int64(MaxCents))
-		}
-	}
 	return nil
 }
 
-// JSON is the order's canonical encoding, as stored and as sent to Agents.
-func (o Order) JSON() string {
-	b, _ := json.Marshal(o) // an Order always marshals
-	return string(b)
+// JSON is the order as stored and as its steps read it: the body as sent,
+// compacted.
+func (o Order) JSON() string { return o.body }
+
+// MarshalJSON encodes the order as it was sent (an Order not decoded from a
+// body: its orderId, workflow and replyQueue).
+func (o Order) MarshalJSON() ([]byte, error) {
+	if o.body != "" {
+		return []byte(o.body), nil
+	}
+	return jsonv2.Marshal(struct {
+		OrderID    string `json:"orderId"`
+		Workflow   string `json:"workflow,omitempty"`
+		ReplyQueue string `json:"replyQueue,omitempty"`
+	}{o.OrderID, o.Workflow, o.ReplyQueue})
 }
 
 func truncate(s string) string {

@@ -27,14 +27,14 @@ type Signalled struct {
 // nothing was sent.
 var ErrBadSignal = errors.New("bad event")
 
-// Signal sends an event to an order, on the orders queue, as a service
+// Signal sends an event to an order, on the events queue, as a service
 // would ({"kind":"event",...}): the step of the order that waits for it
 // takes its data as its result, or the order keeps it until it reaches
 // that step. With no eventID, one is made (sasctl-<16 hex digits>): sending
 // the same eventID again is a no-op. An event Submission would refuse to
 // decode is not sent: the error wraps ErrBadSignal and says why. What the
 // order makes of it (no step waits for it, the order ended) Submission
-// decides, and puts a refused event in the orders DLQ with the reason.
+// decides, and puts a refused event in the events DLQ with the reason.
 func (o *Operator) Signal(ctx context.Context, orderID, event, eventID string, data json.RawMessage) (Signalled, error) {
 	if eventID == "" {
 		eventID = newEventID()
@@ -46,7 +46,7 @@ func (o *Operator) Signal(ctx context.Context, orderID, event, eventID string, d
 	if _, err := message.DecodeOrdersMessage(string(body)); err != nil {
 		return Signalled{}, fmt.Errorf("%w: %s", ErrBadSignal, strings.TrimPrefix(err.Error(), "invalid message: "))
 	}
-	q := o.Topology.OrdersQueue().Name
+	q := o.Topology.EventsQueue().Name
 	url, err := o.QueueURL(ctx, q)
 	if err != nil {
 		return Signalled{}, err

@@ -47,7 +47,9 @@ type Config struct {
 	AgentQueues        map[string]string // agent name → its request queue URL
 	SchedulerQueueURL  string            // where an event's recorded outcome goes, for the Scheduler to follow
 	DLQURL             string            // the orders queue's DLQ, for rejected orders
-	QueueURL           string            // the orders queue: an event ahead of its order is hidden there a while
+	QueueURL           string            // the orders queue: a cancel ahead of its order is hidden there a while
+	EventsQueueURL     string            // the events queue: an event ahead of its order is hidden there a while
+	EventsDLQURL       string            // the events queue's DLQ, for refused events
 	AllowedReplyQueues notify.Allowed    // URL prefixes an order's replyQueue may start with
 }
 
@@ -60,6 +62,7 @@ type Handler struct {
 	metrics  *metrics.Emitter
 	log      *slog.Logger
 	batch    *sqsbatch.Processor
+	events   *sqsbatch.Processor // the events queue's batches
 	dispatch dispatch.Dispatcher
 	catalog  *dispatch.Catalog
 	Now      func() time.Time
@@ -87,10 +90,13 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if err := disp.Check(cfg.Workflows); err != nil {
 		return nil, fmt.Errorf("submission: %w", err)
 	}
+	processor := func(dlq, queue string) *sqsbatch.Processor {
+		return &sqsbatch.Processor{Name: "submission", DLQURL: dlq, Rejecter: d.Send, Metrics: d.Metrics,
+			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), OnceAtEnd: true, Hider: hiderOf(d.Send), QueueURL: queue}
+	}
 	return &Handler{cfg: cfg, store: d.Store, send: d.Send, notify: d.Notify, metrics: d.Metrics, log: d.Log,
 		Now: time.Now, dispatch: disp, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store},
-		batch: &sqsbatch.Processor{Name: "submission", DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics,
-			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), OnceAtEnd: true, Hider: hiderOf(d.Send), QueueURL: cfg.QueueURL}}, nil
+		batch: processor(cfg.DLQURL, cfg.QueueURL), events: processor(cfg.EventsDLQURL, cfg.EventsQueueURL)}, nil
 }
 
 // hiderOf is send as a sqsbatch.Hider if it can hide a message, else nil.
@@ -99,9 +105,18 @@ func hiderOf(send Sender) sqsbatch.Hider {
 	return h
 }
 
-// Handle processes a batch from the orders queue.
+// Handle processes a batch from the orders queue, or from the events queue
+// (a batch comes from one queue: its records name it).
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	if len(ev.Records) > 0 && h.cfg.EventsQueueURL != "" && queueName(ev.Records[0].EventSourceARN) == queueName(h.cfg.EventsQueueURL) {
+		return h.events.Handle(ctx, ev, h.eventRecord), nil
+	}
 	return h.batch.Handle(ctx, ev, h.record), nil
+}
+
+// queueName is the last part of a queue's ARN or URL: its name.
+func queueName(arnOrURL string) string {
+	return arnOrURL[strings.LastIndexAny(arnOrURL, ":/")+1:]
 }
 
 func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
@@ -113,9 +128,26 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	case message.Cancel:
 		return h.cancel(ctx, rec, m)
 	case message.Event:
+		if h.cfg.EventsQueueURL != "" {
+			h.log.Warn("an event on the orders queue: send events and callbacks to the events queue; "+
+				"the orders queue takes them until the next version", "order_id", m.OrderID, "event", m.Event, "events_queue", h.cfg.EventsQueueURL)
+		}
 		return h.event(ctx, rec, m)
 	}
 	return h.accept(ctx, m.(message.Order))
+}
+
+// eventRecord is a record of the events queue: an event, or a callback.
+func (h *Handler) eventRecord(ctx context.Context, rec events.SQSMessage) error {
+	m, err := message.DecodeOrdersMessage(rec.Body)
+	if err != nil {
+		return err
+	}
+	e, ok := m.(message.Event)
+	if !ok {
+		return message.Invalid("the events queue takes events only ({\"kind\":\"event\",...}): send orders and cancels to the orders queue")
+	}
+	return h.event(ctx, rec, e)
 }
 
 func (h *Handler) accept(ctx context.Context, o message.Order) error {
@@ -129,6 +161,9 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 		return err
 	}
 	body := o.JSON()
+	if err := def.CheckOrder(json.RawMessage(body)); err != nil {
+		return message.Invalid("order %s: %v", o.OrderID, err)
+	}
 	items, err := def.Items(json.RawMessage(body))
 	if err != nil {
 		return message.Invalid("order %s cannot run workflow %s: %v", o.OrderID, def.Name, err)

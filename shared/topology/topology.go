@@ -159,6 +159,12 @@ func (t Topology) queue(name string, c Consumer, agent string) Queue {
 // OrdersQueue is where clients send orders; Submission reads it.
 func (t Topology) OrdersQueue() Queue { return t.queue("orders", Submission, "") }
 
+// EventsQueue is where services and operators send events and async
+// callbacks ({"kind":"event",...}); Submission reads it. It has its own
+// grant, so a submitter of orders cannot send an order's approval, and its
+// own pollers, so an event never waits behind a burst of orders.
+func (t Topology) EventsQueue() Queue { return t.queue("events", Submission, "") }
+
 // SchedulerQueue carries work to start; the Scheduler reads it.
 func (t Topology) SchedulerQueue() Queue { return t.queue("scheduler", Scheduler, "") }
 
@@ -174,7 +180,7 @@ func (t Topology) AgentResponses(agent string) Queue {
 
 // Queues lists every queue of the deployment.
 func (t Topology) Queues() []Queue {
-	qs := []Queue{t.OrdersQueue(), t.SchedulerQueue()}
+	qs := []Queue{t.OrdersQueue(), t.EventsQueue(), t.SchedulerQueue()}
 	for _, a := range t.Agents {
 		qs = append(qs, t.AgentRequests(a), t.AgentResponses(a))
 	}

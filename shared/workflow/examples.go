@@ -1,9 +1,12 @@
 package workflow
 
 import (
+	"bytes"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -13,7 +16,7 @@ import (
 // whose services each authenticate their own way. The tests, `sasctl demo`,
 // the bench and the chaos run load them like any team's file.
 //
-//go:embed examples/*.yaml
+//go:embed examples/*.yaml examples/*.schema.json
 var examples embed.FS
 
 // The example workflows' names.
@@ -25,21 +28,42 @@ const (
 	ParallelWorkflow   = "parallel"   // two reservations and an authorization at once → charge → pack each item → ship
 )
 
-// ExampleFile is the text of the named example workflow file.
+// ExampleFile is the text of the named example workflow file, whole: the
+// schema file it names (beside it in examples/) written in where it names
+// it, so a copy of the text parses anywhere.
 func ExampleFile(name string) ([]byte, error) {
 	b, err := examples.ReadFile(path.Join("examples", name+".yaml"))
 	if err != nil {
 		return nil, fmt.Errorf("no example workflow %q (have %s)", name, strings.Join(Examples(), ", "))
 	}
-	return b, nil
+	var inlineErr error
+	b = schemaLineRE.ReplaceAllFunc(b, func(line []byte) []byte {
+		file := schemaLineRE.FindSubmatch(line)[1]
+		doc, err := examples.ReadFile(path.Join("examples", string(file)))
+		var out bytes.Buffer
+		if err == nil {
+			err = json.Compact(&out, doc)
+		}
+		if err != nil {
+			inlineErr = err
+			return line
+		}
+		return append([]byte("schema: "), out.Bytes()...)
+	})
+	return b, inlineErr
 }
+
+// schemaLineRE is an example's line that names its schema file.
+var schemaLineRE = regexp.MustCompile(`(?m)^schema: ([a-z0-9-]+\.schema\.json)$`)
 
 // Examples are the example workflows' names.
 func Examples() []string {
 	ents, _ := examples.ReadDir("examples")
 	var out []string
 	for _, e := range ents {
-		out = append(out, strings.TrimSuffix(e.Name(), ".yaml"))
+		if name, ok := strings.CutSuffix(e.Name(), ".yaml"); ok {
+			out = append(out, name)
+		}
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"slices"
@@ -25,6 +26,7 @@ type fileSpec struct {
 	Deadline      duration             `yaml:"deadline"`
 	PickupTimeout duration             `yaml:"pickupTimeout"`
 	ResultLimit   byteSize             `yaml:"resultLimit"`
+	Schema        schemaSpec           `yaml:"schema"`
 	Defaults      limitsSpec           `yaml:"defaults"`
 	Agents        map[string]agentSpec `yaml:"agents"`
 	Steps         []stepSpec           `yaml:"steps"`
@@ -182,6 +184,9 @@ type Options struct {
 	// MaxStepTimeout, if set, is the longest step timeout an agent function
 	// allows: its own timeout less the time it needs to reply.
 	MaxStepTimeout time.Duration
+	// Dir is where a schema file the workflow names is read from (default:
+	// the workflow file's directory).
+	Dir fs.FS
 }
 
 // LoadFile reads and parses a workflow file.
@@ -216,6 +221,7 @@ func ParseFile(name string, data []byte, o Options) (Definition, error) {
 	}
 	def, ps := spec.definition(o)
 	def.File, def.lines = name, lines
+	ps = append(ps, def.readSchema(name, spec.Schema, o.Dir)...)
 	for i := range ps {
 		ps[i].File, ps[i].Line = name, lines.of(ps[i].Field)
 	}

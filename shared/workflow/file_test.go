@@ -103,8 +103,8 @@ func TestTheFulfilmentExampleDeclaresEachAgentsAuth(t *testing.T) {
 	vars["BILLING_URL"] = "billing.example.com"
 	_, err = d.Resolve(func(k string) string { return vars[k] })
 	require.Equal(t, []string{
-		`examples/fulfilment.yaml:22: agents.billing.endpoint: "billing.example.com" is not an http(s) URL`,
-		`examples/fulfilment.yaml:20: agents.warehouse.auth.secret: ${WAREHOUSE_SECRET} is not set`,
+		`examples/fulfilment.yaml:24: agents.billing.endpoint: "billing.example.com" is not an http(s) URL`,
+		`examples/fulfilment.yaml:22: agents.warehouse.auth.secret: ${WAREHOUSE_SECRET} is not set`,
 	}, problems(err))
 }
 
@@ -240,7 +240,7 @@ func TestSetRunsSeveralWorkflowsSharingAgents(t *testing.T) {
 	refund, err := workflow.ParseFile("refund.yaml", other, workflow.Options{})
 	require.NoError(t, err)
 	_, err = workflow.NewSet(order, refund)
-	require.Equal(t, []string{`refund.yaml:10: agents.payment: agent "payment" is declared differently in examples/order.yaml: one service, one declaration`},
+	require.Equal(t, []string{`refund.yaml:12: agents.payment: agent "payment" is declared differently in examples/order.yaml: one service, one declaration`},
 		problems(err))
 	_, err = workflow.NewSet(order, order)
 	require.Equal(t, []string{`examples/order.yaml:4: name: workflow "order" is also defined in examples/order.yaml`}, problems(err))

@@ -33,6 +33,10 @@ const (
 
 var forEachRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
+// forEachPathRE is a forEach's jq path: fields and array indexes only, so it
+// gives one value (.booking.passengers, .legs[0].seats).
+var forEachPathRE = regexp.MustCompile(`^(\.[A-Za-z_][A-Za-z0-9_]{0,63}(\[[0-9]{1,3}\])*){1,8}$`)
+
 // Needs are the steps step i waits for, by index: those its needs: names, or
 // the step before it (none for the first).
 func (d Definition) Needs(i int) []int {
@@ -268,20 +272,14 @@ func (d Definition) unreachable() []int {
 // more than MaxForEachItems items in it, cannot run the workflow: the error
 // says why.
 func (d Definition) Items(order json.RawMessage) (map[int]int, error) {
-	var fields map[string]json.RawMessage
 	out := map[int]int{}
 	for i, st := range d.Steps {
 		if st.ForEach == "" {
 			continue
 		}
-		if fields == nil {
-			if err := json.Unmarshal(order, &fields); err != nil {
-				return nil, fmt.Errorf("the order is not a JSON object: %w", err)
-			}
-		}
-		var items []json.RawMessage
-		if err := json.Unmarshal(fields[st.ForEach], &items); err != nil || items == nil {
-			return nil, fmt.Errorf("step %s runs once per item of the order's %q, which is not an array", st.Name, st.ForEach)
+		items, err := forEachArray(order, st)
+		if err != nil {
+			return nil, err
 		}
 		if len(items) < 1 || len(items) > MaxForEachItems {
 			return nil, fmt.Errorf("step %s runs once per item of the order's %q: %d items, want 1 to %d",
@@ -290,6 +288,33 @@ func (d Definition) Items(order json.RawMessage) (map[int]int, error) {
 		out[i] = len(items)
 	}
 	return out, d.readyAtOnce(out)
+}
+
+// forEachArray is the array of the order a forEach step runs over: the
+// field it names, or what its jq path gives. Item k is the array's k-th
+// element, counting from 1.
+func forEachArray(order json.RawMessage, st Step) ([]json.RawMessage, error) {
+	var raw json.RawMessage
+	if forEachRE.MatchString(st.ForEach) {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(order, &fields); err != nil {
+			return nil, fmt.Errorf("the order is not a JSON object: %w", err)
+		}
+		raw = fields[st.ForEach]
+	} else {
+		code, err := compileJQ(st.ForEach)
+		if err != nil {
+			return nil, fmt.Errorf("step %s's forEach: %w", st.Name, err)
+		}
+		if raw, err = evalJSON(code, order, "forEach "+st.ForEach); err != nil {
+			return nil, fmt.Errorf("step %s runs once per item of the order's %q: %w", st.Name, st.ForEach, err)
+		}
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil || items == nil {
+		return nil, fmt.Errorf("step %s runs once per item of the order's %q, which is not an array", st.Name, st.ForEach)
+	}
+	return items, nil
 }
 
 // readyAtOnce says which completion would make more than MaxReadyAtOnce
@@ -312,12 +337,8 @@ func (d Definition) readyAtOnce(items map[int]int) error {
 // Item is item k (1-based) of the order's array that forEach step i runs
 // over.
 func (d Definition) Item(order json.RawMessage, i, k int) (json.RawMessage, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(order, &fields); err != nil {
-		return nil, fmt.Errorf("the order is not a JSON object: %w", err)
-	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(fields[d.Steps[i].ForEach], &items); err != nil || k < 1 || k > len(items) {
+	items, err := forEachArray(order, d.Steps[i])
+	if err != nil || k < 1 || k > len(items) {
 		return nil, fmt.Errorf("step %s: the order has no item %d in %q", d.Steps[i].Name, k, d.Steps[i].ForEach)
 	}
 	return items[k-1], nil

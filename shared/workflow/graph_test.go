@@ -46,7 +46,7 @@ func TestNeedsAreCheckedWithTheirLines(t *testing.T) {
 			`g.yaml:7: steps[2].needs: step "u" needs a step that can never run (a cycle): it is unreachable`},
 		"forEach on a wait": {"  - {name: s, agent: a}\n  - {name: w, wait: {event: e}, forEach: items}\n",
 			`g.yaml:6: steps[1].forEach: step "w" waits or sleeps: only a step that calls an agent runs per item`},
-		"forEach not a field": {"  - {name: s, agent: a, forEach: '.items[]'}\n", `g.yaml:5: steps[0].forEach: ".items[]": name an array field of the order, as items`},
+		"forEach not a field": {"  - {name: s, agent: a, forEach: '.items[]'}\n", `g.yaml:5: steps[0].forEach: ".items[]": name an array field of the order (items), or give a jq path to one (.booking.passengers, .legs[0].seats)`},
 	} {
 		_, err := workflow.ParseFile("g.yaml", []byte(head+c.steps), workflow.Options{})
 		require.Contains(t, problems(err), c.want, name)

@@ -113,8 +113,8 @@ func (r *specReader) needs(path string, s stepSpec, st *Step) {
 	switch {
 	case st.Kind() != KindAgent:
 		r.add(path+".forEach", "step %q waits or sleeps: only a step that calls an agent runs per item", s.Name)
-	case !forEachRE.MatchString(s.ForEach):
-		r.add(path+".forEach", "%q: name an array field of the order, as items", s.ForEach)
+	case !forEachRE.MatchString(s.ForEach) && !forEachPathRE.MatchString(s.ForEach):
+		r.add(path+".forEach", "%q: name an array field of the order (items), or give a jq path to one (.booking.passengers, .legs[0].seats)", s.ForEach)
 	}
 }
 
@@ -240,8 +240,9 @@ func (d Definition) version() string {
 		Name             string
 		Steps            []Step
 		Pickup, Deadline time.Duration
-		ResultLimit      int `json:",omitempty"`
-	}{d.Name, d.Steps, d.PickupTimeout, d.Deadline, d.ResultLimit})
+		ResultLimit      int             `json:",omitempty"`
+		Schema           json.RawMessage `json:",omitempty"`
+	}{d.Name, d.Steps, d.PickupTimeout, d.Deadline, d.ResultLimit, d.Schema})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:4])
 }

@@ -5,11 +5,13 @@
 package workflow
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/itchyny/gojq"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // State is the ProcessState of a task or step record.
@@ -104,6 +106,13 @@ type Definition struct {
 	// ResultLimit is the most bytes a step's result may have (0: the
 	// default, DefaultResultLimit); a larger answer fails the step for good.
 	ResultLimit int `json:",omitempty"`
+	// Schema is the JSON Schema every order of the workflow must meet
+	// (checked at Submission), if the file declares one.
+	Schema json.RawMessage `json:",omitempty"`
+	// SchemaFile is the file beside the workflow file the schema was read
+	// from ("": inline, or none).
+	SchemaFile string `json:"-"`
+	schema     *jsonschema.Schema
 	// AgentSpecs are the remote services the steps call, by name.
 	AgentSpecs map[string]Agent `json:"-"`
 	// File is the file the definition was read from, if any.

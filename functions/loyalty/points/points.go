@@ -9,7 +9,7 @@ import (
 	"fmt"
 
 	"github.com/sas-go/sas/shared/agent"
-	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/shop"
 )
 
 // The actions of the fulfilment workflow's loyalty agent.
@@ -35,7 +35,7 @@ type Result struct {
 // would change the answer.
 func (Service) Apply(_ context.Context, action, key string, payload []byte) ([]byte, error) {
 	var doc struct { // the step's document: the order and the results before it
-		Order message.Order `json:"order"`
+		Order shop.Order `json:"order"`
 	}
 	if err := json.Unmarshal(payload, &doc); err != nil {
 		return nil, &agent.PermanentError{Status: 400, Body: fmt.Sprintf("loyalty: the step's document is not JSON: %v", err)}
@@ -53,7 +53,7 @@ func (Service) Apply(_ context.Context, action, key string, payload []byte) ([]b
 }
 
 // earned is one point per whole unit of currency the order costs.
-func earned(o message.Order) int64 {
+func earned(o shop.Order) int64 {
 	var cents int64
 	for _, it := range o.Items {
 		cents += int64(it.Quantity) * it.UnitPriceCents

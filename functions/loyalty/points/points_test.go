@@ -9,10 +9,10 @@ import (
 
 	"github.com/sas-go/sas/functions/loyalty/points"
 	"github.com/sas-go/sas/shared/agent"
-	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/shop"
 )
 
-var order = message.Order{OrderID: "o-1", CustomerID: "c-9", Items: []message.Item{
+var order = shop.Order{OrderID: "o-1", CustomerID: "c-9", Items: []shop.Item{
 	{SKU: "a", Quantity: 3, UnitPriceCents: 1999}, {SKU: "b", Quantity: 1, UnitPriceCents: 250}}}
 
 // doc is the step's document a Go agent is given by default: the order and

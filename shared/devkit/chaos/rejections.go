@@ -29,7 +29,7 @@ func badInputs(p Plan, stack *localrun.Stack, waitsOrder string) []rejection {
 	walked := stack.QueueURL(localrun.ClientQueuePrefix(stack.Topology().Prefix) + "../" + stack.Topology().OrdersQueue().Name)
 	out := []rejection{
 		{"orderId twice", fmt.Sprintf(`{"orderId":"%s-1","orderId":"%s-2","customerId":"c",%s}`, tag, tag, item), `duplicate object member name "orderId"`},
-		{"orderId in another case", fmt.Sprintf(`{"orderId":"%s-3","ORDERID":"%s-4","customerId":"c",%s}`, tag, tag, item), `unknown field "ORDERID"`},
+		{"orderId in another case", fmt.Sprintf(`{"orderId":"%s-3","ORDERID":"%s-4","customerId":"c",%s}`, tag, tag, item), `member "ORDERID": orderId in another case`},
 		{"an item's sku twice", fmt.Sprintf(`{"orderId":"%s-5","customerId":"c","items":[{"sku":"A","sku":"B","quantity":1,"unitPriceCents":1}]}`, tag), `duplicate object member name "sku" within "/items/0"`},
 		{"reply queue walking out", fmt.Sprintf(`{"orderId":"%s-6","customerId":"c",%s,"replyQueue":"%s"}`, tag, item, walked), "the path must be /ACCOUNT/QUEUE"},
 		{"cancel with kind twice", fmt.Sprintf(`{"kind":"event","kind":"cancel","orderId":"%s-7"}`, tag), `duplicate object member name "kind"`},

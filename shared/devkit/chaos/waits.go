@@ -11,6 +11,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/shop"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -90,9 +91,9 @@ func (p Plan) orderBody(id string, i int) string {
 
 // items are one to three items (the first one's the demo order's), for a
 // step that runs per item.
-func items(first []message.Item, i int) []message.Item {
+func items(first []shop.Item, i int) []shop.Item {
 	for k := 1; k < 1+i%3; k++ {
-		first = append(first, message.Item{SKU: fmt.Sprintf("SKU-%d-%d", i%13, k), Quantity: k, UnitPriceCents: 199})
+		first = append(first, shop.Item{SKU: fmt.Sprintf("SKU-%d-%d", i%13, k), Quantity: k, UnitPriceCents: 199})
 	}
 	return first
 }
@@ -145,7 +146,7 @@ func (s *signaller) schedule(ctx context.Context, ids []string) {
 	}
 }
 
-func (s *signaller) send(ctx context.Context, body string) { _ = s.stack.SendOrders(ctx, body) }
+func (s *signaller) send(ctx context.Context, body string) { _ = s.stack.SendEvents(ctx, body) }
 
 func (s *signaller) count(f fate) {
 	s.mu.Lock()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/shop"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -42,9 +43,9 @@ func (w *World) run(ctx context.Context) (statestore.Task, error) {
 }
 
 func (w *World) orderBody() string {
-	o := message.Order{OrderID: w.id, CustomerID: "c-1"}
+	o := shop.Order{OrderID: w.id, CustomerID: "c-1"}
 	for k := range w.items {
-		o.Items = append(o.Items, message.Item{SKU: "SKU-" + strconv.Itoa(k), Quantity: 1, UnitPriceCents: 100})
+		o.Items = append(o.Items, shop.Item{SKU: "SKU-" + strconv.Itoa(k), Quantity: 1, UnitPriceCents: 100})
 	}
 	return o.JSON()
 }

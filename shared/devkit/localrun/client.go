@@ -13,13 +13,24 @@ import (
 	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/shop"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
 // SendOrders sends raw order bodies to the orders queue, ten per request.
 func (s *Stack) SendOrders(ctx context.Context, bodies ...string) error {
-	url := s.QueueURL(s.Topology().OrdersQueue().Name)
+	return s.send(ctx, s.Topology().OrdersQueue().Name, bodies)
+}
+
+// SendEvents sends raw event bodies to the events queue, ten per request.
+func (s *Stack) SendEvents(ctx context.Context, bodies ...string) error {
+	return s.send(ctx, s.Topology().EventsQueue().Name, bodies)
+}
+
+// send sends raw bodies to the queue, ten per request.
+func (s *Stack) send(ctx context.Context, queue string, bodies []string) error {
+	url := s.QueueURL(queue)
 	for start := 0; start < len(bodies); start += 10 {
 		var entries []types.SendMessageBatchRequestEntry
 		for i, b := range bodies[start:min(start+10, len(bodies))] {
@@ -27,19 +38,19 @@ func (s *Stack) SendOrders(ctx context.Context, bodies ...string) error {
 		}
 		out, err := s.Deployment.Clients.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries})
 		if err != nil {
-			return fmt.Errorf("send orders: %w", err)
+			return fmt.Errorf("send to %s: %w", queue, err)
 		}
 		if len(out.Failed) > 0 {
-			return fmt.Errorf("send orders: %d of a batch refused: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
+			return fmt.Errorf("send to %s: %d of a batch refused: %s", queue, len(out.Failed), aws.ToString(out.Failed[0].Message))
 		}
 	}
 	return nil
 }
 
 // DemoOrder is a well-formed order with a deterministic content.
-func DemoOrder(id string, i int) message.Order {
-	return message.Order{OrderID: id, CustomerID: fmt.Sprintf("customer-%d", i%97),
-		Items: []message.Item{{SKU: fmt.Sprintf("SKU-%d", i%13), Quantity: 1 + i%3, UnitPriceCents: int64(499 + i%1000)}}}
+func DemoOrder(id string, i int) shop.Order {
+	return shop.Order{OrderID: id, CustomerID: fmt.Sprintf("customer-%d", i%97),
+		Items: []shop.Item{{SKU: fmt.Sprintf("SKU-%d", i%13), Quantity: 1 + i%3, UnitPriceCents: int64(499 + i%1000)}}}
 }
 
 // Counts are the orders of a set by the state of their task.
@@ -147,11 +158,11 @@ func (s *Stack) Signal(ctx context.Context, e message.Event) error {
 	if err != nil {
 		return fmt.Errorf("encode event: %w", err)
 	}
-	return s.SendOrders(ctx, string(b))
+	return s.SendEvents(ctx, string(b))
 }
 
 // Callbacks has a remote simulator's async services answer through the
-// orders queue: each answer an event carrying the call's token, as a real
+// events queue: each answer an event carrying the call's token, as a real
 // async service's would be.
 func (s *Stack) Callbacks(log func(err error)) func(remotesim.Callback) {
 	return func(c remotesim.Callback) {

@@ -220,8 +220,8 @@ func TestMalformedOrdersRejectedGoodOnesProceed(t *testing.T) {
 	bad := []struct{ body, reason string }{
 		{`{"orderId": "bad-json",`, "bad JSON"},
 		{`{"orderId":"bad-missing","items":[{"sku":"A","quantity":1,"unitPriceCents":1}]}`, "customerId"},
-		{`{"orderId":"bad-type","customerId":"c","items":[{"sku":"A","quantity":"two","unitPriceCents":1}]}`, `"items[0].quantity" must be int`},
-		{`{"orderId":"bad-unknown","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":1}],"x":1}`, `unknown field "x"`},
+		{`{"orderId":"bad-type","customerId":"c","items":[{"sku":"A","quantity":"two","unitPriceCents":1}]}`, "items[0].quantity: got string, want integer"},
+		{`{"orderId":"bad-unknown","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":1}],"x":1}`, "additional properties 'x' not allowed"},
 		{`{"orderId":"bad-big","customerId":"c","items":[],"pad":"` + strings.Repeat("x", 40_000) + `"}`, "over the 32768-byte limit"},
 	}
 	var good, bodies []string

@@ -13,17 +13,17 @@ import (
 	"github.com/sas-go/sas/shared/devkit/accounting"
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
-	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/shop"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
 // parallelOrder is an order of the parallel example with n items.
-func parallelOrder(id string, n int) message.Order {
+func parallelOrder(id string, n int) shop.Order {
 	o := localrun.DemoOrder(id, 0)
 	o.Workflow = workflow.ParallelWorkflow
 	for k := range n {
-		o.Items = append(o.Items[:k], message.Item{SKU: fmt.Sprintf("SKU-%d", k), Quantity: 1 + k, UnitPriceCents: 100})
+		o.Items = append(o.Items[:k], shop.Item{SKU: fmt.Sprintf("SKU-%d", k), Quantity: 1 + k, UnitPriceCents: 100})
 	}
 	return o
 }
@@ -39,6 +39,11 @@ func parallelExample(o *localrun.Options) {
 func TestParallelStepsRunAtOnceThenTheJoinThenEachItem(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{Latency: 300 * time.Millisecond}, func(o *localrun.Options) { parallelExample(o); patient(o) })
+	// The three first steps take long enough that each is claimed before
+	// any is done, on a loaded machine too.
+	for _, a := range []string{"inventory/reserve-inventory", "payment/authorize-payment"} {
+		e.sim.SetFaults(a, remotesim.Faults{Latency: 2 * time.Second})
+	}
 	ids := []string{"p-1", "p-2"}
 	for _, id := range ids {
 		require.NoError(t, e.stack.SendOrders(context.Background(), parallelOrder(id, 3).JSON()))

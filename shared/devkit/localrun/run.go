@@ -33,6 +33,7 @@ func (s *Stack) Runner(ctx context.Context) (*runner.Runner, error) {
 	}
 	sub.Crash = o.Crash
 	add("submission", t.OrdersQueue().Name, sub.Handle, o.Pollers)
+	add("submission", t.EventsQueue().Name, sub.Handle, o.Pollers)
 	for range o.Schedulers {
 		h, err := d.Scheduler()
 		if err != nil {

@@ -156,6 +156,25 @@ func TestAnEventAheadOfItsOrderIsTaken(t *testing.T) {
 	require.EqualValues(t, 700, e.input("o-ahead", "charge-payment")["amountCents"], "the early event's data")
 }
 
+// Events have their own queue: an order or a cancel sent there is refused
+// with the reason; an event sent to the orders queue, as before this
+// version, is still taken, with a warning in the log.
+func TestTheEventsQueueTakesEventsAndTheOrdersQueueStillDoes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{}, running(t, approval("1h", "")))
+	e.order("o-q", "")
+	e.parked("o-q", 1)
+	require.NoError(t, e.stack.SendEvents(context.Background(), localrun.DemoOrder("o-misrouted", 1).JSON()))
+	require.Contains(t, e.rejection(e.stack.Topology().EventsQueue().DLQName, `"orderId":"o-misrouted"`),
+		"the events queue takes events only")
+	b, err := json.Marshal(message.Event{Kind: message.KindEvent, OrderID: "o-q", Event: "approved", EventID: "e-old",
+		Data: json.RawMessage(`{"amountCents":300,"by":"ed"}`)})
+	require.NoError(t, err)
+	require.NoError(t, e.stack.SendOrders(context.Background(), string(b)))
+	require.Equal(t, workflow.Processed, e.waitEnded([]string{"o-q"})["o-q"].State)
+	require.Contains(t, e.logs.String(), "an event on the orders queue: send events and callbacks to the events queue")
+}
+
 // An event is taken once: a repeat of its eventId is a no-op; one the order
 // cannot take goes to the orders DLQ with the reason, never dropped in
 // silence: another eventId for an event received, an event the workflow
@@ -163,7 +182,7 @@ func TestAnEventAheadOfItsOrderIsTaken(t *testing.T) {
 func TestEventsTheOrderCannotTakeAreRejectedWithTheReason(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{}, running(t, approval("1h", "")))
-	dlq := e.stack.Topology().OrdersQueue().DLQName
+	dlq := e.stack.Topology().EventsQueue().DLQName
 	e.order("o-ev", "")
 	e.parked("o-ev", 1)
 	e.signal("o-ev", "shipped", "e-x", "")
@@ -175,7 +194,7 @@ func TestEventsTheOrderCannotTakeAreRejectedWithTheReason(t *testing.T) {
 	require.Contains(t, e.rejection(dlq, `"eventId":"e-2"`), "order o-ev is Processed: it waits for nothing")
 	e.signal("o-none", "approved", "e-3", "")
 	require.Contains(t, e.rejection(dlq, `"orderId":"o-none"`), "no such order")
-	e.drained(e.stack.Topology().OrdersQueue().Name) // the repeat was taken, one way or the other
+	e.drained(e.stack.Topology().EventsQueue().Name) // the repeat was taken, one way or the other
 	for body := range e.deadLetters(dlq) {
 		require.NotContains(t, body, `"eventId":"e-1"`, "a repeat of an event taken is no error, also after the end")
 	}
@@ -292,7 +311,7 @@ func TestALostCallbackIsRecoveredAndItsTokenRefused(t *testing.T) {
 	require.Equal(t, 1, charge.FailureCount, "no callback by CompleteBy: the attempt failed")
 	require.Contains(t, charge.Incidents[0].What, "no callback by")
 	require.NoError(t, e.stack.Signal(context.Background(), first))
-	reason := e.rejection(e.stack.Topology().OrdersQueue().DLQName, first.Token)
+	reason := e.rejection(e.stack.Topology().EventsQueue().DLQName, first.Token)
 	require.Contains(t, reason, "the token of attempt 1 of charge-payment was used, or its attempt recovered, or the order ended")
 	e.requireLedger("o-lost", "reserve-inventory", "charge-payment")
 }

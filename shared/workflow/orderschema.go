@@ -1,0 +1,218 @@
+package workflow
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// An order's data may be declared by the workflow file, as a JSON Schema
+// (schema: inline, or the name of a file beside the workflow file, JSON or
+// YAML), which Submission checks each order against before it stores it: a
+// refusal names the field at fault.
+
+// schemaSpec is the file's schema: as written, inline or a file's name.
+type schemaSpec struct {
+	node *yaml.Node
+}
+
+// UnmarshalYAML keeps the node, read once the file's name is known.
+func (s *schemaSpec) UnmarshalYAML(n *yaml.Node) error {
+	s.node = n
+	return nil
+}
+
+// readSchema reads the file's schema: its JSON, and the name of the file it
+// is in ("": inline). file is the workflow file's name; dir, if set, where
+// a schema file is read from.
+func readSchema(file string, s schemaSpec, dir fs.FS) (doc json.RawMessage, from string, err error) {
+	n := s.node
+	if n == nil {
+		return nil, "", nil
+	}
+	var v any
+	switch n.Kind {
+	case yaml.MappingNode:
+		if err := n.Decode(&v); err != nil {
+			return nil, "", fmt.Errorf("not a JSON Schema: %w", err)
+		}
+	case yaml.ScalarNode:
+		from = n.Value
+		if from == "" || strings.ContainsAny(from, `/\`) || from == "." || from == ".." {
+			return nil, "", fmt.Errorf("%q: name a file beside the workflow file (no directory), or give the schema inline", from)
+		}
+		if dir == nil {
+			dir = os.DirFS(filepath.Dir(file))
+		}
+		b, err := fs.ReadFile(dir, from)
+		if err != nil {
+			return nil, from, fmt.Errorf("schema file: %w", err)
+		}
+		if err := yaml.Unmarshal(b, &v); err != nil {
+			return nil, from, fmt.Errorf("schema file %s: %w", from, err)
+		}
+	default:
+		return nil, "", errors.New("a JSON Schema (a mapping), or the name of a file beside the workflow file")
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, from, fmt.Errorf("not a JSON Schema: %w", err)
+	}
+	return b, from, nil
+}
+
+// readSchema reads and compiles the file's schema into d, and checks each
+// forEach against it; the version covers it.
+func (d *Definition) readSchema(file string, s schemaSpec, dir fs.FS) Problems {
+	doc, from, err := readSchema(file, s, dir)
+	if err == nil && doc != nil {
+		d.schema, err = compileSchema(doc)
+	}
+	if err != nil || doc == nil {
+		if err != nil {
+			return Problems{{Field: "schema", What: err.Error()}}
+		}
+		return nil
+	}
+	d.Schema, d.SchemaFile = doc, from
+	d.Version = d.version()
+	var ps Problems
+	for i, st := range d.Steps {
+		if st.ForEach == "" {
+			continue
+		}
+		if what := arrayInSchema(doc, st.ForEach); what != "" {
+			ps = append(ps, Problem{Field: fmt.Sprintf("steps[%d].forEach", i), What: fmt.Sprintf("%q: %s", st.ForEach, what)})
+		}
+	}
+	return ps
+}
+
+// arrayInSchema says what is wrong with the forEach path in the schema doc
+// ("": nothing it can tell): a field the schema does not allow, or one not
+// an array. A path it cannot follow (a filter, a $ref) is left to
+// Submission.
+func arrayInSchema(doc json.RawMessage, path string) string {
+	var fields []string
+	switch {
+	case forEachRE.MatchString(path):
+		fields = []string{path}
+	case forEachPathRE.MatchString(path):
+		for _, f := range strings.Split(path, ".")[1:] {
+			name, indexed := strings.CutSuffix(f, "]")
+			if indexed {
+				return "" // through an array's item: left to Submission
+			}
+			fields = append(fields, name)
+		}
+	default:
+		return ""
+	}
+	var node map[string]any
+	if json.Unmarshal(doc, &node) != nil {
+		return ""
+	}
+	for _, f := range fields {
+		props, _ := node["properties"].(map[string]any)
+		next, ok := props[f].(map[string]any)
+		if !ok {
+			if node["additionalProperties"] == false {
+				return fmt.Sprintf("the schema allows no field %s there", f)
+			}
+			return ""
+		}
+		node = next
+	}
+	switch t := node["type"].(type) {
+	case string:
+		if t != "array" {
+			return fmt.Sprintf("the schema makes it %s, not an array", t)
+		}
+	case []any:
+		if !slices.Contains(t, any("array")) {
+			return "the schema does not let it be an array"
+		}
+	}
+	return ""
+}
+
+// compileSchema compiles a JSON Schema document.
+func compileSchema(doc json.RawMessage) (*jsonschema.Schema, error) {
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(string(doc)))
+	if err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("order.schema.json", v); err != nil {
+		return nil, err
+	}
+	sch, err := c.Compile("order.schema.json")
+	if err != nil {
+		return nil, fmt.Errorf("not a valid JSON Schema: %s", strings.TrimPrefix(err.Error(), "jsonschema: "))
+	}
+	return sch, nil
+}
+
+// CheckOrder checks an order (its JSON, every member) against the
+// workflow's schema, if it has one: the error names the first field at
+// fault and what is wrong with it.
+func (d Definition) CheckOrder(order json.RawMessage) error {
+	if len(d.Schema) == 0 {
+		return nil
+	}
+	sch := d.schema
+	if sch == nil { // a definition read back from a store
+		var err error
+		if sch, err = compileSchema(d.Schema); err != nil {
+			return fmt.Errorf("workflow %s's schema: %w", d.Name, err)
+		}
+	}
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(string(order)))
+	if err != nil {
+		return fmt.Errorf("not JSON: %w", err)
+	}
+	err = sch.Validate(v)
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return err
+	}
+	leaf := ve
+	for len(leaf.Causes) > 0 {
+		leaf = leaf.Causes[0]
+	}
+	field := "the order"
+	if len(leaf.InstanceLocation) > 0 {
+		field = FieldPath(leaf.InstanceLocation)
+	}
+	return fmt.Errorf("%s: %s (workflow %s's schema)", field, leaf.ErrorKind.LocalizedString(english), d.Name)
+}
+
+// english prints the schema library's messages.
+var english = message.NewPrinter(language.English)
+
+// FieldPath writes a JSON pointer's tokens as the field path the product's
+// refusals name: ["items","0","sku"] is items[0].sku.
+func FieldPath(tokens []string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		if t != "" && strings.Trim(t, "0123456789") == "" && b.Len() > 0 {
+			b.WriteString("[" + t + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(t)
+	}
+	return b.String()
+}

@@ -1,0 +1,120 @@
+package workflow_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// trip is a workflow whose orders carry a travel booking, declared inline,
+// and which books a seat per passenger (a jq path into the booking).
+const trip = `name: trip
+schema:
+  type: object
+  required: [orderId, booking]
+  properties:
+    orderId: {type: string}
+    booking:
+      type: object
+      required: [passengers, out]
+      properties:
+        out: {type: string, format: date}
+        passengers:
+          type: array
+          minItems: 1
+          items: {type: object, required: [name], properties: {name: {type: string, minLength: 1}}}
+defaults: {timeout: 5s}
+agents:
+  seats: {endpoint: "https://seats.example.com"}
+steps:
+  - name: book-seat
+    agent: seats
+    forEach: .booking.passengers
+`
+
+// An order is checked against its workflow's schema: a refusal names the
+// field at fault; a jq path's array gives the items, numbered from 1 in its
+// order.
+func TestAnOrderIsCheckedAgainstItsWorkflowsSchema(t *testing.T) {
+	t.Parallel()
+	d, err := workflow.ParseFile("trip.yaml", []byte(trip), workflow.Options{})
+	require.NoError(t, err)
+	good := json.RawMessage(`{"orderId":"b-1","booking":{"out":"2027-01-02","passengers":[{"name":"Ada"},{"name":"Bo"}]}}`)
+	require.NoError(t, d.CheckOrder(good))
+	items, err := d.Items(good)
+	require.NoError(t, err)
+	require.Equal(t, map[int]int{0: 2}, items)
+	second, err := d.Item(good, 0, 2)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"name":"Bo"}`, string(second), "item 2 is the array's second element")
+	for order, want := range map[string]string{
+		`{"orderId":"b-1"}`: "the order: missing property 'booking' (workflow trip's schema)",
+		`{"orderId":"b-1","booking":{"out":"x","passengers":[{"name":""}]}}`:         "booking.passengers[0].name: minLength",
+		`{"orderId":"b-1","booking":{"out":"2027-01-02","passengers":[{"name":7}]}}`: "booking.passengers[0].name: got number, want string",
+		`{"orderId":"b-1","booking":{"out":"2027-01-02","passengers":[]}}`:           "booking.passengers: minItems",
+	} {
+		err := d.CheckOrder(json.RawMessage(order))
+		require.ErrorContains(t, err, want, order)
+	}
+	_, err = d.Items(json.RawMessage(`{"orderId":"b-1","booking":{"passengers":{"name":"Ada"}}}`))
+	require.ErrorContains(t, err, `step book-seat runs once per item of the order's ".booking.passengers", which is not an array`)
+}
+
+// The example workflows check the shop order as the product once did itself.
+func TestTheExamplesDeclareTheShopOrder(t *testing.T) {
+	t.Parallel()
+	for _, name := range workflow.Examples() {
+		d := workflow.MustExample(name)
+		require.NotEmpty(t, d.Schema, name)
+		require.NoError(t, d.CheckOrder(json.RawMessage(`{"orderId":"o-1","customerId":"c-1","items":[{"sku":"A-1","quantity":2,"unitPriceCents":499}]}`)), name)
+		for order, want := range map[string]string{
+			`{"orderId":"o-1","customerId":"c-1","items":[]}`:                                                         "items: minItems",
+			`{"orderId":"o-1","customerId":"c-1","items":[{"sku":"A","quantity":0,"unitPriceCents":1}]}`:              "items[0].quantity: minimum",
+			`{"orderId":"o-1","customerId":"c 1","items":[{"sku":"A","quantity":1,"unitPriceCents":1}]}`:              "customerId: ",
+			`{"orderId":"o-1","customerId":"c-1","items":[{"sku":"A","quantity":1,"unitPriceCents":1}],"coupon":"x"}`: "additional properties 'coupon' not allowed",
+		} {
+			require.ErrorContains(t, d.CheckOrder(json.RawMessage(order)), want, name+": "+order)
+		}
+	}
+}
+
+// A schema is read from a file beside the workflow file (a layer carries
+// both); a schema that is not one, or a forEach it makes impossible, is a
+// problem with its line and field.
+func TestASchemaFileAndItsProblems(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "trip.schema.yaml"), []byte("type: object\nrequired: [orderId, legs]\n"), 0o644))
+	file := filepath.Join(dir, "trip.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("name: trip\nschema: trip.schema.yaml\ndefaults: {timeout: 5s}\nagents:\n  a: {endpoint: \"https://a.example.com\"}\nsteps:\n  - {name: s, agent: a}\n"), 0o644))
+	d, err := workflow.LoadFile(file, workflow.Options{})
+	require.NoError(t, err)
+	require.Equal(t, "trip.schema.yaml", d.SchemaFile)
+	require.ErrorContains(t, d.CheckOrder(json.RawMessage(`{"orderId":"x"}`)), "missing property 'legs'")
+	inline, err := workflow.ParseFile("t.yaml", []byte("name: trip\nschema: {type: object, required: [orderId, legs]}\ndefaults: {timeout: 5s}\nagents:\n  a: {endpoint: \"https://a.example.com\"}\nsteps:\n  - {name: s, agent: a}\n"), workflow.Options{})
+	require.NoError(t, err)
+	plain, err := workflow.ParseFile("t.yaml", []byte("name: trip\ndefaults: {timeout: 5s}\nagents:\n  a: {endpoint: \"https://a.example.com\"}\nsteps:\n  - {name: s, agent: a}\n"), workflow.Options{})
+	require.NoError(t, err)
+	require.NotEqual(t, d.Version, plain.Version, "the schema is part of what a version runs")
+	require.Equal(t, d.Version, inline.Version, "the same schema, the same version, wherever it is written")
+
+	for name, c := range map[string]struct{ file, want string }{
+		"not a schema": {"name: t\nschema: {type: 7}\n", "t.yaml:2: schema: not a valid JSON Schema"},
+		"a path":       {"name: t\nschema: ../x.json\n", `t.yaml:2: schema: "../x.json": name a file beside the workflow file`},
+		"no file":      {"name: t\nschema: nope.json\n", "t.yaml:2: schema: schema file: open nope.json"},
+		"not an array": {"name: t\nschema: {properties: {items: {type: object}}}\n", `steps[0].forEach: "items": the schema makes it object, not an array`},
+		"not allowed":  {"name: t\nschema: {additionalProperties: false, properties: {orderId: {}}}\n", `steps[0].forEach: ".booking.people": the schema allows no field booking there`},
+	} {
+		forEach := "items"
+		if name == "not allowed" {
+			forEach = ".booking.people"
+		}
+		_, err := workflow.ParseFile(filepath.Join(dir, "t.yaml"), []byte(c.file+"defaults: {timeout: 5s}\nagents:\n  a: {endpoint: \"https://a.example.com\"}\nsteps:\n  - {name: s, agent: a, forEach: \""+forEach+"\"}\n"), workflow.Options{})
+		require.ErrorContains(t, err, c.want, name)
+	}
+}
