@@ -21,15 +21,8 @@ func (h *Handler) cancel(ctx context.Context, rec events.SQSMessage, c message.C
 	k := outcome.Canceller{Store: h.store, Notify: h.notify, Start: dispatch.Restarter{Records: h.store,
 		AgentQueues: h.cfg.AgentQueues, SchedulerQueueURL: h.cfg.SchedulerQueueURL, Send: h.send}}
 	req := statestore.CancelRequest{OrderID: c.OrderID, By: cancelledBy(rec), Reason: c.Reason,
-		Pickup: h.cfg.Workflows.Default().PickupTimeout}
-	req.Now = h.Now()
+		Pickup: h.cfg.Workflows.Default().PickupTimeout, Now: h.Now()}
 	res, err := k.Cancel(ctx, req)
-	if errors.Is(err, statestore.ErrNotFound) { // perhaps behind the cancel
-		if _, err = h.awaitOrder(ctx, c.OrderID); err == nil {
-			req.Now = h.Now()
-			res, err = k.Cancel(ctx, req)
-		}
-	}
 	switch {
 	case errors.Is(err, statestore.ErrNotFound):
 		return ahead(rec, "cancel of "+c.OrderID, err)

@@ -21,14 +21,11 @@ import (
 
 // An event or a cancel may be read before its order is stored: sent right
 // after it (a webhook), it can be in the same batch, or in another
-// invocation's. It waits for its order a little in the invocation
-// (orderWait), then comes back sooner than the queue's visibility timeout
-// would bring it (aheadRetries), then is rejected with the reason: about 15 s
-// in all, within the queue's MaxReceiveCount of 5.
-var (
-	orderWait    = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond, 400 * time.Millisecond}
-	aheadRetries = []time.Duration{time.Second, 3 * time.Second, 6 * time.Second}
-)
+// invocation's. It comes back sooner than the queue's visibility timeout
+// would bring it (aheadRetries: hidden, not waited for in the invocation,
+// which would hold up the rest of its poller's batches), then is rejected
+// with the reason: about 15 s in all, within the queue's MaxReceiveCount of 5.
+var aheadRetries = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
 
 // ahead is what becomes of what (an event or a cancel) for an order not
 // stored yet (err): retried soon, or, after its last receive, rejected.
@@ -50,7 +47,7 @@ func ahead(rec events.SQSMessage, what string, err error) error {
 func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Event) error {
 	h.log.Debug("event received", "order_id", e.OrderID, "event", e.Event, "event_id", e.EventID,
 		"receive", rec.Attributes["ApproximateReceiveCount"], "sent", rec.Attributes["SentTimestamp"])
-	task, err := h.awaitOrder(ctx, e.OrderID)
+	task, _, err := h.store.Load(ctx, e.OrderID)
 	if errors.Is(err, statestore.ErrNotFound) {
 		return ahead(rec, "event for "+e.OrderID, err)
 	}
@@ -85,26 +82,6 @@ func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Ev
 		attempt = t.Attempt
 	}
 	return h.follow(ctx, def, e.OrderID, d.Ref, d.Name, attempt, e.Error, d.Recorded, e.Data)
-}
-
-// awaitOrder loads the order, waiting for it a little (orderWait) if it is
-// not stored yet.
-func (h *Handler) awaitOrder(ctx context.Context, orderID string) (statestore.Task, error) {
-	task, _, err := h.store.Load(ctx, orderID)
-	for _, d := range orderWait {
-		if !errors.Is(err, statestore.ErrNotFound) {
-			break
-		}
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return task, err
-		case <-t.C:
-		}
-		task, _, err = h.store.Load(ctx, orderID)
-	}
-	return task, err
 }
 
 // follow hands a recorded outcome to the Scheduler, which tells the order's

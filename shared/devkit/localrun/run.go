@@ -33,7 +33,10 @@ func (s *Stack) Runner(ctx context.Context) (*runner.Runner, error) {
 	}
 	sub.Crash = o.Crash
 	add("submission", t.OrdersQueue().Name, sub.Handle, o.Pollers)
-	add("submission", t.EventsQueue().Name, sub.Handle, o.Pollers)
+	// Events and callbacks are quick, and an async step's timeout counts
+	// their wait: as many pollers as an agent's queue (a Lambda event source
+	// mapping scales to its MaximumConcurrency alone).
+	add("submission", t.EventsQueue().Name, sub.Handle, o.AgentPollers)
 	for range o.Schedulers {
 		h, err := d.Scheduler()
 		if err != nil {
