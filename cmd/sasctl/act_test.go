@@ -45,7 +45,7 @@ func TestStatusOfACompensatedOrder(t *testing.T) {
 	require.True(t, st.Order.CancelledAt.IsZero())
 	require.Len(t, st.Records, 5)
 	require.Equal(t, operator.Record{Name: "create-shipment", Index: 2, Kind: "agent", Agent: "shipping", State: workflow.Error,
-		Attempt: 1, Failures: 0, MaxFailures: 3, Timeout: operator.Duration(3 * time.Second), Cause: workflow.Refused},
+		Attempt: 1, Failures: 0, MaxFailures: 3, Timeout: operator.Duration(8 * time.Second), Cause: workflow.Refused},
 		clearTimes(st.Records[2]))
 	require.NotEmpty(t, st.Timeline)
 

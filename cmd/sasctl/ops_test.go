@@ -42,7 +42,10 @@ type pipeline struct {
 func newPipeline(t *testing.T) *pipeline {
 	t.Helper()
 	return newPipelineOf(t, workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow), workflow.MustExample("approval")),
-		workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 3, PickupTimeout: 2 * time.Second})
+		// A step timeout of 8 s: a call on a loaded CI machine (moto, -race, two
+		// packages at once) can take over 3 s, and a timed-out attempt that is
+		// retried changes what these tests expect (a retried refusal is undone).
+		workflow.Settings{StepTimeout: 8 * time.Second, MaxFailures: 3, PickupTimeout: 2 * time.Second})
 }
 
 // newPipelineOf is a pipeline that runs the workflows, with the settings'
