@@ -106,7 +106,9 @@ func (s *Store) Abandon(ctx context.Context, st Step, reason string, now time.Ti
 	p := ch.rec(st.Ref())
 	ch.when("%[1]s.s = :processing", p)
 	ch.set = append(ch.set, p+".cb = "+ch.at(), p+".d = "+ch.at())
-	ch.incident(p, "attempt %d abandoned by its agent: %s", st.Attempt, reason)
+	if st.FailureCount < MaxIncidents {
+		ch.incident(p, "attempt %d abandoned by its agent: %s", st.Attempt, clip(reason, MaxIncidentBytes))
+	}
 	in, err := s.input(ch, st.OrderID)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package statestore
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -52,4 +53,33 @@ func sum[T any](xs []T, f func(T) int) int {
 		n += f(x)
 	}
 	return n
+}
+
+// What the state item keeps of a failure's text. A service's refusal may be
+// 64 KB and a forEach step has up to 100 items, so every text a write stores
+// is cut: the order's last error and a cancel's reason at MaxErrorBytes, a
+// record's last error at MaxRecordErrorBytes, an incident's reason at
+// MaxIncidentBytes, and a record keeps the incidents of its first
+// MaxIncidents failures in a round (later ones raise its failure count and
+// replace its last error). The whole text is in the log of the handler that
+// met it. With these, the state item of the largest order stays under 100
+// KB whatever its services answer.
+const (
+	MaxErrorBytes       = 512
+	MaxRecordErrorBytes = 256
+	MaxIncidentBytes    = 128
+	MaxIncidents        = 3
+)
+
+// clip is s cut to at most n bytes, on a character boundary, ending in "…"
+// when cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

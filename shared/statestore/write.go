@@ -214,13 +214,13 @@ func (s *Store) compile(ch *change, it stateItem, w Write) {
 			if l, ok := lookAt(w.Looks, c.Ref); ok {
 				reason = l.Reason
 			}
-			ch.set = append(ch.set, p+".s="+ch.val("error", str(string(workflow.Error))), p+".e="+ch.val("E"+p[3:], str(reason)),
+			ch.set = append(ch.set, p+".s="+ch.val("error", str(string(workflow.Error))), p+".e="+ch.val("E"+p[3:], str(clip(reason, MaxRecordErrorBytes))),
 				p+".d="+ch.val("alertDue", num(ms(w.Due))), p+".c="+ch.val("C"+p[3:], str(string(c.Cause))),
 				p+".dn="+ch.val("DN"+p[3:], num(ms(c.DoneAt))), p+".af="+ch.val("after", str(string(after))))
 			ch.remove = append(ch.remove, p+".tk")
 			errs = append(errs, sortKey(c.Ref))
 			if len(errs) == 1 {
-				ch.set = append(ch.set, "Err="+ch.val("taskError", str(label(workflow.RecordName(it.Recs[sortKey(c.Ref)].Name, c.Ref), c.Ref)+": "+reason)))
+				ch.set = append(ch.set, "Err="+ch.val("taskError", str(clip(label(workflow.RecordName(it.Recs[sortKey(c.Ref)].Name, c.Ref), c.Ref)+": "+reason, MaxErrorBytes))))
 			}
 		}
 	}
@@ -264,9 +264,9 @@ func (s *Store) compileTask(ch *change, it stateItem, w Write) {
 		}
 	}
 	if w.Cancel != nil {
-		ch.set = append(ch.set, "CxBy="+ch.val("by", str(w.Cancel.By)), "CxAt="+ch.at())
+		ch.set = append(ch.set, "CxBy="+ch.val("by", str(clip(w.Cancel.By, MaxErrorBytes))), "CxAt="+ch.at())
 		if w.Cancel.Reason != "" {
-			ch.set = append(ch.set, "CxWhy="+ch.val("why", str(w.Cancel.Reason)))
+			ch.set = append(ch.set, "CxWhy="+ch.val("why", str(clip(w.Cancel.Reason, MaxErrorBytes))))
 		}
 	}
 	if m.Cancel {
@@ -340,10 +340,12 @@ func look(ch *change, l Look) {
 		}
 	case !l.ReadyAt.IsZero(): // given back
 		ch.set = append(ch.set, p+".s="+ch.val("pending", str(string(workflow.Pending))),
-			p+".fc="+ch.val("FC"+a, num(int64(l.FailureCount))), p+".e="+ch.val("E"+a, str(l.Reason)),
+			p+".fc="+ch.val("FC"+a, num(int64(l.FailureCount))), p+".e="+ch.val("E"+a, str(clip(l.Reason, MaxRecordErrorBytes))),
 			p+".ra="+ch.val("RA"+a, num(ms(l.ReadyAt))))
 		ch.remove = append(ch.remove, p+".lk", p+".cb", p+".tk") // a recovered attempt's token is refused from now on
-		ch.incident(p, "recovered by the supervisor (failure %d): %s", l.FailureCount, l.Reason)
+		if l.FailureCount <= MaxIncidents {
+			ch.incident(p, "recovered by the supervisor (failure %d): %s", l.FailureCount, clip(l.Reason, MaxIncidentBytes))
+		}
 	default: // given up on
 		ch.set = append(ch.set, p+".fc="+ch.val("FC"+a, num(int64(l.FailureCount))))
 	}

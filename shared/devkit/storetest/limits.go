@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -28,8 +29,9 @@ import (
 // Limits runs the limit cases on db (each on fresh tables).
 func Limits(t *testing.T, db *dynamodb.Client) {
 	for name, fn := range map[string]func(*testing.T, *statestore.Store, *measured){
-		"TheLargestOrderRunsAndIsUndone":   largestOrder,
-		"TheLongestLineIsUndoneFromItsEnd": longestLine,
+		"TheLargestOrderRunsAndIsUndone":                  largestOrder,
+		"TheLongestLineIsUndoneFromItsEnd":                longestLine,
+		"TheLargestOrderStaysSmallWhateverItsServicesSay": staysSmall,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -170,6 +172,60 @@ func finish(t *testing.T, s *statestore.Store, d workflow.Definition, st statest
 	require.NoError(t, err)
 	require.False(t, r.Stale, "%s recorded", st.Key())
 	return r
+}
+
+// staysSmall: every service of the largest order answers each failure with
+// a page of 8 KB. Each of the forEach step's 100 items is recovered by the
+// Supervisor, then refused with the page; the first undo
+// action is refused with it too. Every text kept is cut, and the state item stays
+// under 100 KB.
+func staysSmall(t *testing.T, s *statestore.Store, m *measured) {
+	ctx := context.Background()
+	d, items, order := largest()
+	_, err := s.Submit(ctx, statestore.Submission{OrderID: "o-big", Order: order, Workflow: d, Items: items, Now: t0})
+	require.NoError(t, err)
+	page := strings.Repeat("é", 4096) // 8 KB, of two-byte characters: cut on a character's boundary
+	rec := finish(t, s, d, claimedAs(t, s, "o-big", workflow.Ref{Index: 0}, t0), "", t0)
+	require.Len(t, rec.Ready, items[1])
+	var again []statestore.Step
+	for k := 1; k <= items[1]; k++ {
+		st := claimedAs(t, s, "o-big", workflow.Ref{Index: 1, Item: k}, t0)
+		require.NoError(t, giveBack(ctx, s, st, 1, "attempt 1 (agent-1) not completed by its CompleteBy: "+page,
+			t0.Add(time.Second), t0.Add(time.Minute), t0.Add(time.Second)))
+		again = append(again, claimedAs(t, s, "o-big", workflow.Ref{Index: 1, Item: k}, t0.Add(time.Second)))
+	}
+	var ready []workflow.Ref
+	for _, st := range again { // one after another: the races are the other tests'
+		ready = append(ready, finish(t, s, d, st, page, t0.Add(2*time.Second)).Ready...)
+	}
+	// Each item was retried, so may have taken effect: the undoing starts
+	// with the latest item's undo action, once.
+	require.Len(t, ready, 1)
+	require.True(t, ready[0].Undo, "every item refused; an undo runs")
+	r := finish(t, s, d, claimedAs(t, s, "o-big", ready[0], t0), page, t0.Add(3*time.Second))
+	require.Equal(t, workflow.CompensationFailed, r.State)
+
+	task, recs, err := s.Load(ctx, "o-big")
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(task.LastError), statestore.MaxErrorBytes)
+	require.True(t, utf8.ValidString(task.LastError) && strings.HasSuffix(task.LastError, "é…"), "cut on a character: %q", task.LastError[len(task.LastError)-8:])
+	failed := 0
+	for _, st := range recs {
+		require.LessOrEqual(t, len(st.LastError), statestore.MaxRecordErrorBytes, st.Key())
+		require.True(t, utf8.ValidString(st.LastError), st.Key())
+		for _, e := range st.Incidents {
+			require.LessOrEqual(t, len(e.What), statestore.MaxIncidentBytes+64, st.Key())
+		}
+		if st.State == workflow.Error {
+			failed++
+		}
+	}
+	require.Equal(t, items[1]+1, failed, "every item, and the undo")
+	size, err := s.ItemBytes(ctx, "o-big")
+	require.NoError(t, err)
+	t.Logf("the largest order's state item, every failure answered with 8 KB: %d bytes", size)
+	require.Less(t, size, 100*1024)
+	m.report(t, "the largest order, refused")
 }
 
 func longestLine(t *testing.T, s *statestore.Store, m *measured) {
