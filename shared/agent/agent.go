@@ -175,8 +175,8 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		h.log.Warn("an undo's result over the limit: not kept", "order_id", st.OrderID, "step", st.Name, "bytes", len(result))
 		result = nil
 	case err == nil && len(result) > def.Limit():
-		a.Refusal, a.Ran = fmt.Sprintf("%s answered %d bytes, over workflow %s's %d-byte result limit (resultLimit)",
-			st.Agent, len(result), def.Name, def.Limit()), true
+		a.Refusal, a.Ran = fmt.Sprintf("%s answered %s, over workflow %s's %d-byte result limit (resultLimit)",
+			st.Agent, answered(len(result)), def.Name, def.Limit()), true
 		h.log.Warn("result over the limit; recorded as a failure", "order_id", st.OrderID, "step", st.Name, "bytes", len(result))
 	case err == nil:
 	case IsPermanent(err):
@@ -200,6 +200,15 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		return err // the function itself is out of time: SQS retries the request
 	}
 	return h.recordOutcome(ctx, def, st, a, result, order)
+}
+
+// answered says how large an answer of n bytes was: the remote reads one
+// byte past the largest limit, and no further.
+func answered(n int) string {
+	if n > workflow.MaxResultLimit {
+		return fmt.Sprintf("more than %d bytes", workflow.MaxResultLimit)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // input is the order (from the request, or the orders table for a re-sent

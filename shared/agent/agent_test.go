@@ -130,6 +130,11 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, f remotesim.Faults) *fixture {
+	return newFixtureOf(t, f, workflow.Orders(workflow.Settings{}))
+}
+
+// newFixtureOf is a fixture whose agent runs workflow d.
+func newFixtureOf(t *testing.T, f remotesim.Faults, d workflow.Definition) *fixture {
 	sim := remotesim.New(7)
 	sim.SetFaults("", f)
 	srv, err := sim.Start("127.0.0.1:0")
@@ -137,7 +142,7 @@ func newFixture(t *testing.T, f remotesim.Faults) *fixture {
 	t.Cleanup(func() { _ = srv.Close() })
 	out, tally := &sent{}, metrics.NewTally()
 	c := &claims{timeout: 10 * time.Second, refuse: map[string]error{}}
-	h := agent.New(agent.Config{Workflows: workflow.MustSet(workflow.Orders(workflow.Settings{})), Name: "inventory", InstanceID: "agent-inventory/test",
+	h := agent.New(agent.Config{Workflows: workflow.MustSet(d), Name: "inventory", InstanceID: "agent-inventory/test",
 		Backoff: resilience.Backoff{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}, CallTimeout: time.Second},
 		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL + "/v1/services/inventory", Service: "inventory", Client: http.DefaultClient},
 			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: c, Outcomes: recorder{c}, Send: out,
@@ -222,6 +227,25 @@ func TestAgentRepliesPermanentFaultAtOnce(t *testing.T) {
 	require.Equal(t, 1, f.sim.Stats().Calls, "not retried")
 	require.Len(t, f.claims.recorded, 1)
 	require.Contains(t, f.claims.recorded[0], "fail o-1 attempt 3: ", "recorded as a refusal before the reply")
+}
+
+// An answer over the largest result limit is oversized, even when the
+// workflow allows the largest: the remote reads one byte past it, so an
+// answer is never cut to a size that passes (broken JSON kept as done).
+func TestAnAnswerOverTheLargestLimitIsOversized(t *testing.T) {
+	t.Parallel()
+	d := workflow.Orders(workflow.Settings{})
+	d.ResultLimit = workflow.MaxResultLimit
+	f := newFixtureOf(t, remotesim.Faults{ResultBytes: 100 << 10}, d)
+	_, err := f.h.Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.Len(t, f.claims.recorded, 1)
+	require.Contains(t, f.claims.recorded[0], "fail o-1 attempt 3: inventory answered more than 65536 bytes, over workflow order's 65536-byte result limit")
+
+	f = newFixtureOf(t, remotesim.Faults{ResultBytes: 60 << 10}, d)
+	_, err = f.h.Handle(context.Background(), request("o-2"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"complete o-2 attempt 3"}, f.claims.recorded, "an answer under the limit is kept")
 }
 
 func TestAgentSendsNothingPastCompleteBy(t *testing.T) {

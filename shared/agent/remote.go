@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // PermanentError is a remote fault that no retry will fix (a 4xx-like answer).
@@ -137,7 +139,9 @@ func (r *HTTPRemote) post(ctx context.Context, action, key string, payload []byt
 		return 0, nil, fmt.Errorf("call %s: %w", r.Service, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64*1024))
+	// One byte past the largest result limit: an answer over it is known to
+	// be over (and refused as oversized), not cut to a valid-looking size.
+	body, err := io.ReadAll(io.LimitReader(resp.Body, workflow.MaxResultLimit+1))
 	if err != nil {
 		return 0, nil, fmt.Errorf("read %s answer: %w", r.Service, err)
 	}
