@@ -152,6 +152,16 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if errors.As(err, &perr) { // the step cannot be given what it needs: refused, it ran nothing
 		return h.recordOutcome(ctx, def, st, outcome.Attempt{Refusal: err.Error()}, nil, order)
 	}
+	if errors.Is(err, workflow.ErrExpressionTimeout) {
+		// As a call out of time: nothing is recorded, and the attempt is
+		// ended now for the Supervisor to recover at its next sweep (a
+		// failure counted, the step tried again after its backoff).
+		h.expired(st, err.Error())
+		if err := h.store.Abandon(ctx, *st, err.Error(), h.Now()); err != nil && !errors.Is(err, statestore.ErrStale) {
+			h.log.Warn("attempt not abandoned: recovered at its CompleteBy", "order_id", st.OrderID, "err", err)
+		}
+		return nil
+	}
 	if err != nil {
 		return err // SQS delivers it again; the claim is this attempt's already
 	}
@@ -215,7 +225,8 @@ func answered(n int) string {
 // request) and what the action's service receives: the step's document
 // (the order, the results of the records done before it), or what the
 // action's input expression makes of it. An expression that fails on the
-// document is a *PermanentError: no retry changes it.
+// document is a *PermanentError: no retry changes it; one out of time is
+// workflow.ErrExpressionTimeout.
 func (h *Handler) input(ctx context.Context, def workflow.Definition, st *statestore.Step, a workflow.Action, payload json.RawMessage) (json.RawMessage, json.RawMessage, error) {
 	order := payload
 	if len(order) == 0 {
@@ -238,8 +249,11 @@ func (h *Handler) input(ctx context.Context, def workflow.Definition, st *states
 		doc.Item, doc.Index = item, &index
 	}
 	in, err := a.InputFor(doc)
+	if errors.Is(err, workflow.ErrExpressionTimeout) {
+		return order, nil, err // perhaps a starved CPU: tried again
+	}
 	if err != nil {
-		return order, nil, &PermanentError{Status: 0, Body: fmt.Sprintf("%s's input: %v", st.RecordName(), err)}
+		return order, nil, &PermanentError{Status: 0, Body: err.Error()} // it names the step's input
 	}
 	return order, in, nil
 }

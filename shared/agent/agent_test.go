@@ -367,6 +367,32 @@ func (a *abandons) Abandon(_ context.Context, st statestore.Step, reason string,
 	return nil
 }
 
+// An input expression that runs out of time calls nothing and records
+// nothing: the attempt is ended for the Supervisor to recover and try again
+// (a starved CPU is no fault of the step). One that fails is refused at once.
+func TestAnInputOutOfTimeIsTriedAgainAndAFailingOneRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{})
+	d := workflow.Orders(workflow.Settings{})
+	d.Steps[0].Input = `if .order.orderId == "o-loop" then (def f: f; f) else error("no \(.order.orderId)") end`
+	store := &abandons{claims: f.claims}
+	h := agent.New(agent.Config{Workflows: workflow.MustSet(d), Name: "inventory", InstanceID: "agent-inventory/test"},
+		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: f.url + "/v1/services/inventory", Service: "inventory", Client: http.DefaultClient},
+			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: store, Outcomes: recorder{f.claims}, Send: f.out,
+			Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler)})
+	resp, err := h.Handle(context.Background(), request("o-loop"))
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Empty(t, f.claims.recorded, "nothing recorded")
+	require.Equal(t, []string{"o-loop attempt 3: reserve-inventory's input: the expression ran out of time (1s)"}, store.ended)
+	require.Zero(t, f.sim.Stats().Calls, "its service was not called")
+
+	_, err = h.Handle(context.Background(), request("o-bad"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"fail o-bad attempt 3: reserve-inventory's input: error: no o-bad"}, f.claims.recorded, "refused")
+	require.Zero(t, f.sim.Stats().Calls)
+}
+
 // An async step whose service never takes the call before the Agent's run
 // ends: no callback can come, so the Agent ends the attempt at once rather
 // than leaving it to hold the step for the whole async wait.

@@ -23,6 +23,9 @@ type PermanentError struct {
 
 // Error says what the remote answered.
 func (e *PermanentError) Error() string {
+	if e.Status == 0 { // no call: the step could not be given its input
+		return e.Body
+	}
 	return fmt.Sprintf("remote refused the request permanently (HTTP %d): %s", e.Status, e.Body)
 }
 

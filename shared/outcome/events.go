@@ -152,6 +152,14 @@ func (r Recorder) Wake(ctx context.Context, def workflow.Definition, orderID str
 	return r.settle(ctx, def, orderID, &snap, f, res, now)
 }
 
+// Refuse fails parked record ref (armed due now) for good, with reason:
+// what it needs from the order cannot be had (a timer's until that gives no
+// time).
+func (r Recorder) Refuse(ctx context.Context, def workflow.Definition, orderID string, ref workflow.Ref, reason string, now time.Time) (Recorded, error) {
+	f := &statestore.Fence{Ref: ref, Parked: def.Steps[ref.Index].Kind(), Due: true}
+	return r.settle(ctx, def, orderID, nil, f, result{refusal: reason}, now)
+}
+
 // callback records an async attempt's outcome from its service's event,
 // fenced by the attempt and the token's nonce: a token is single-use, and
 // refused once its attempt was recovered or the order ended. The token is

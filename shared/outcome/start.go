@@ -70,13 +70,22 @@ func (s Starter) start(ctx context.Context, def workflow.Definition, orderID str
 	}
 	st, now := def.Steps[ref.Index], s.Now()
 	var due time.Time
+	var refusal string // a timer whose until gives no time: it fails
 	switch {
 	case st.Wait != nil && st.Wait.Timeout > 0:
 		due = now.Add(st.Wait.Timeout)
 	case st.Sleep != nil:
 		var err error
-		if due, err = s.wakeAt(ctx, st, orderID, ref, payload, now); err != nil {
-			return nil, err
+		due, err = s.wakeAt(ctx, st, orderID, ref, payload, now)
+		var ee *workflow.ExpressionError
+		switch {
+		case errors.As(err, &ee):
+			// A fault of the workflow or of the order, which no retry
+			// mends: the step fails for good now, with the reason.
+			s.Log.Error("a timer's until gave no time: the step fails", "order_id", orderID, "step", st.Name, "err", err)
+			refusal, due = err.Error(), now
+		case err != nil:
+			return nil, err // an until out of time too: the start is tried again
 		}
 	} // a wait with no timeout: the order's deadline bounds it
 	_, events, err := s.Store.Arm(ctx, orderID, ref, st.Kind(), due, now)
@@ -87,6 +96,12 @@ func (s Starter) start(ctx context.Context, def workflow.Definition, orderID str
 		return nil, nil
 	case err != nil:
 		return nil, err
+	case refusal != "":
+		rec, err := s.Recorder.Refuse(ctx, def, orderID, ref, refusal, now)
+		if err != nil || rec.Stale {
+			return nil, err
+		}
+		return &Completed{Ref: ref, Name: st.Name, Recorded: rec}, nil
 	case st.Wait != nil && events[st.Wait.Event] == "":
 		return nil, nil // parked until the event, or its timeout
 	case st.Sleep != nil && (due.IsZero() || due.After(now)):
@@ -101,7 +116,8 @@ func (s Starter) start(ctx context.Context, def workflow.Definition, orderID str
 }
 
 // wakeAt is when a timer made ready now ends: after its sleep, or at the
-// time its until expression gives over the order's document.
+// time its until expression gives over the order's document (a
+// *workflow.ExpressionError if it gives none).
 func (s Starter) wakeAt(ctx context.Context, st workflow.Step, orderID string, ref workflow.Ref, payload json.RawMessage, now time.Time) (time.Time, error) {
 	if st.Sleep.Until == "" {
 		return st.Sleep.When(now, workflow.Document{})
@@ -124,16 +140,7 @@ func (s Starter) wakeAt(ctx context.Context, st workflow.Step, orderID string, r
 			if err != nil {
 				return time.Time{}, err
 			}
-			t, err := st.Sleep.When(now, doc)
-			if err != nil {
-				// An until the order cannot give is a fault of the workflow
-				// or the order, which no retry mends: it sleeps until the
-				// order's deadline, which fails it (alerted), the reason here.
-				s.Log.Error("a timer's until gave no time: it sleeps until the order's deadline", "order_id", orderID,
-					"step", st.Name, "err", err)
-				return time.Time{}, nil
-			}
-			return t, nil
+			return st.Sleep.When(now, doc)
 		}
 	}
 	return time.Time{}, fmt.Errorf("step %s of order %s: no record", st.Name, orderID)

@@ -1,7 +1,6 @@
 package workflow
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -133,66 +132,27 @@ func (s Sleep) When(readyAt time.Time, doc Document) (time.Time, error) {
 	return parseTime(out)
 }
 
-// parseTime reads a time a jq expression gave: an RFC 3339 string, or Unix
-// seconds.
+// parseTime reads a time an until expression gave: an RFC 3339 string
+// (with its UTC offset: a time without one is no instant), or Unix seconds.
+// What is neither is an *ExpressionError.
 func parseTime(v json.RawMessage) (time.Time, error) {
 	var s string
 	if json.Unmarshal(v, &s) == nil {
 		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			return time.Time{}, fmt.Errorf("until: %q is not an RFC 3339 time", s)
+		if err == nil {
+			return t, nil
 		}
-		return t, nil
+		if _, local := time.Parse("2006-01-02T15:04:05.999999999", s); local == nil {
+			return time.Time{}, &ExpressionError{What: "until", Reason: fmt.Sprintf("%q has no UTC offset (end it with Z or one like +01:00)", s)}
+		}
+		return time.Time{}, &ExpressionError{What: "until", Reason: fmt.Sprintf("%q is not an RFC 3339 time", s)}
 	}
 	var f float64
 	if err := json.Unmarshal(v, &f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return time.Time{}, fmt.Errorf("until: %s is neither an RFC 3339 time nor Unix seconds", v)
+		return time.Time{}, &ExpressionError{What: "until", Reason: fmt.Sprintf("%s is neither an RFC 3339 time nor Unix seconds", v)}
 	}
 	sec, frac := math.Modf(f)
 	return time.Unix(int64(sec), int64(frac*1e9)), nil
-}
-
-// compileJQ compiles a jq expression.
-func compileJQ(src string) (*gojq.Code, error) {
-	q, err := gojq.Parse(src)
-	if err != nil {
-		return nil, fmt.Errorf("jq: %w", err)
-	}
-	code, err := gojq.Compile(q)
-	if err != nil {
-		return nil, fmt.Errorf("jq: %w", err)
-	}
-	return code, nil
-}
-
-// MaxJQTime bounds an input or until expression's run: one that loops must
-// not hold a handler's whole batch.
-const MaxJQTime = time.Second
-
-// evalJSON runs code over the JSON document b and returns its one value.
-func evalJSON(code *gojq.Code, b []byte, what string) (json.RawMessage, error) {
-	var in any
-	if err := json.Unmarshal(b, &in); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), MaxJQTime)
-	defer cancel()
-	iter := code.RunWithContext(ctx, in)
-	v, ok := iter.Next()
-	if !ok {
-		return nil, fmt.Errorf("%s: the expression gave no value", what)
-	}
-	if err, isErr := v.(error); isErr {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	if _, more := iter.Next(); more {
-		return nil, fmt.Errorf("%s: the expression gave more than one value", what)
-	}
-	out, err := gojq.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	return out, nil
 }
 
 // Compile compiles the definition's expressions (ParseFile does; a

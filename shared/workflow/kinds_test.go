@@ -1,8 +1,10 @@
 package workflow_test
 
 import (
-	"context"
 	"encoding/json"
+	"errors"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,7 +64,61 @@ steps:
 `), workflow.Options{})
 	require.NoError(t, err)
 	_, err = d.Steps[0].InputFor(workflow.Document{Order: json.RawMessage(`{}`)})
-	require.ErrorIs(t, err, context.DeadlineExceeded, "stopped at MaxJQTime")
+	require.ErrorIs(t, err, workflow.ErrExpressionTimeout, "stopped at MaxJQTime: tried again (a starved CPU is no fault of the step)")
+}
+
+// Hostile input expressions: each fails its own step with its reason (an
+// ExpressionError: refused), within its bounds, and none takes the memory
+// that would kill its handler's batch.
+func TestHostileInputExpressionsAreRefusedWithinTheirBounds(t *testing.T) {
+	// A run that builds slowly may run out of time first on a slow CPU (the
+	// race detector's): bounded all the same, it is then tried again.
+	const outOfTime = "or out of time"
+	for name, c := range map[string]struct{ expr, reason string }{
+		"a string repeated 300 million times": {`"x" * 300000000`, "would make a value of 300000000 bytes, over the 1048576-byte bound"},
+		"repeated by the order's number":      {`.order.s * .order.n`, "would make a value of"},
+		"a string doubled 40 times":           {`reduce range(40) as $i ("x"; . + .)`, "over the 1048576-byte bound"},
+		"an array doubled 40 times":           {`reduce range(40) as $i ([1]; . + .)`, "over the 1048576-byte bound"},
+		"a billion numbers":                   {`[range(1e9)]`, "it allocated over 64 MB" + outOfTime},
+		"a string repeated without end":       {`[limit(1e9; repeat("xxxxxxxxxxxxxxxx"))] | length`, "it allocated over 64 MB" + outOfTime},
+		"a value over the bound":              {`[range(20000)] | map("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx")`, "it gave 1360001 bytes, over the 1048576-byte bound"},
+		"an error of its own":                 {`error("no such thing")`, "no such thing"},
+		"a field of a string":                 {`.order.s.x`, "expected an object but got: string"},
+		"no value":                            {`empty`, "the expression gave no value"},
+		"two values":                          {`1, 2`, "the expression gave more than one value"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d, err := workflow.ParseFile("hostile.yaml", []byte(`name: hostile
+agents: {shop: {endpoint: 'http://shop'}}
+steps:
+  - {name: s, agent: shop, timeout: 1s, input: '`+strings.ReplaceAll(c.expr, "'", "''")+`'}
+`), workflow.Options{})
+			require.NoError(t, err)
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err = d.Steps[0].InputFor(workflow.Document{Order: json.RawMessage(`{"s":"xxxxxxxxxx","n":100000000}`)})
+			require.Contains(t, err.Error(), "s's input: ")
+			reason, either := strings.CutSuffix(c.reason, outOfTime)
+			if !either || !errors.Is(err, workflow.ErrExpressionTimeout) {
+				var ee *workflow.ExpressionError
+				require.ErrorAs(t, err, &ee, "refused, not tried again: %v", err)
+				require.Contains(t, err.Error(), reason)
+			}
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			require.Less(t, after.HeapInuse, before.HeapInuse+256<<20, "the run's memory stayed bounded")
+		})
+	}
+	// What is bounded still works under its bound.
+	d, err := workflow.ParseFile("fine.yaml", []byte(`name: fine
+agents: {shop: {endpoint: 'http://shop'}}
+steps:
+  - {name: s, agent: shop, timeout: 1s, input: '{a: ("ab" * 3), b: ([1] + [2]), c: (2 * 3), d: ({x: 1} * {y: 2}), e: (.order.s + "!"), f: (null + 1)}'}
+`), workflow.Options{})
+	require.NoError(t, err)
+	in, err := d.Steps[0].InputFor(workflow.Document{Order: json.RawMessage(`{"s":"x"}`)})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"a":"ababab","b":[1,2],"c":6,"d":{"x":1,"y":2},"e":"x!","f":1}`, string(in))
 }
 
 const parked = `name: parked
@@ -107,6 +163,10 @@ func TestParkedStepsAndAsyncStepsParse(t *testing.T) {
 	}
 	_, err = d.Steps[2].Sleep.When(ready, workflow.Document{Order: json.RawMessage(`{"remindAt":"next tuesday"}`)})
 	require.ErrorContains(t, err, "not an RFC 3339 time")
+	_, err = d.Steps[2].Sleep.When(ready, workflow.Document{Order: json.RawMessage(`{"remindAt":"2026-11-26T09:30:00"}`)})
+	var ee *workflow.ExpressionError
+	require.ErrorAs(t, err, &ee, "no retry mends it: the step fails")
+	require.EqualError(t, err, `until: "2026-11-26T09:30:00" has no UTC offset (end it with Z or one like +01:00)`)
 	over := d.With(workflow.Settings{StepTimeout: 5 * time.Second})
 	require.True(t, d.Steps[0].Async)
 	require.Equal(t, d.Steps[0].Timeout, over.Steps[0].Timeout, "an async step keeps its timeout: it bounds a callback, not a call")

@@ -421,6 +421,32 @@ steps:
 		"charged at %s, reserved at %s: the timer waited for the time the result gave", charged, reserved)
 }
 
+// An until that gives no instant (a time without its UTC offset) fails its
+// timer at once, with the reason, and what was done before it is undone,
+// rather than parking the order until its deadline.
+func TestATimerWhoseUntilGivesNoInstantFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{}, running(t, `name: until
+agents:
+  inventory: {endpoint: "${SAS_REMOTE_BASE_URL}/v1/services/inventory"}
+deadline: 1h
+defaults: {timeout: 3s}
+steps:
+  - name: reserve-inventory
+    agent: inventory
+    undo: {name: release-inventory}
+  - name: deliver-after
+    until: .order.deliverAfter
+`))
+	require.NoError(t, e.stack.SendOrders(context.Background(), `{"orderId":"o-local","deliverAfter":"2026-12-01T10:00:00"}`))
+	tasks := e.waitEnded([]string{"o-local"})
+	require.Equal(t, workflow.Failed, tasks["o-local"].State)
+	timer := e.step("o-local", 1)
+	require.Equal(t, workflow.Refused, timer.Cause)
+	require.Equal(t, `until: "2026-12-01T10:00:00" has no UTC offset (end it with Z or one like +01:00)`, timer.LastError)
+	e.requireLedger("o-local", "reserve-inventory", "release-inventory")
+}
+
 // A waiting order failed by its wait's timeout is resubmitted: it runs again
 // in a new round, its wait armed again, and an event (its eventId new to the
 // round) completes it.
