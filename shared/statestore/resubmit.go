@@ -212,6 +212,10 @@ func (it *stateItem) reset(records []string, res Resubmission, due int64, now ti
 		}
 		zero := 0
 		it.Finished = &zero
+	}
+	if !res.Ref.Undo {
+		// It runs forward again: a cancel asked before is not carried on
+		// (an undo run again keeps it: its undoing still ends as asked).
 		it.CxBy, it.CxAt, it.CxWhy, it.EndAs = "", 0, "", ""
 	}
 	it.State = string(workflow.Pending)

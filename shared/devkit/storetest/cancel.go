@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -225,6 +226,20 @@ func cancelWhileCompensating(t *testing.T, s *statestore.Store) {
 	task, _ := state(t, s)
 	require.Equal(t, "ops", task.CancelledBy, "noted")
 	require.Equal(t, workflow.Failed, finishUndo(t, s, "o-1", undo0), "a failure happened first: it ends Failed")
+
+	// Resubmitted, round 2 runs forward: the cancel asked in round 1 is
+	// not carried into it.
+	_, err = s.Resubmit(ctx, "o-1", "", time.Minute, t0.Add(time.Hour))
+	require.NoError(t, err)
+	task, _ = state(t, s)
+	require.Empty(t, task.CancelledBy, "round 1's cancel request is cleared")
+	require.Empty(t, task.CancelReason)
+	st, err = claim(ctx, s, "o-1", step0, "agent-a", t0.Add(time.Hour))
+	require.NoError(t, err)
+	got, err := recordAttempt(ctx, s, outcome.Attempt{OrderID: "o-1", Ref: step0, Attempt: st.Attempt, Round: st.Round, Now: t0.Add(time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, workflow.Pending, got.State, "round 2 goes on")
+	require.Equal(t, []workflow.Ref{step1}, got.Ready)
 }
 
 // cancelThenRefusal: a cancel awaits the running step, which its remote
