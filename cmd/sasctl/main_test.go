@@ -208,6 +208,17 @@ func TestDemoRefusesAPickupTimeoutShorterThanTheBatchingWindows(t *testing.T) {
 	require.NotContains(t, stdout, "started", "nothing started")
 }
 
+// An order deadline shorter than a workflow's wait would fail every order
+// at its wait: refused before anything starts, as the file's own would be.
+func TestDemoRefusesAnOrderDeadlineShorterThanAWait(t *testing.T) {
+	code, stdout, stderr := sasctl(t, "demo", "--run-dir", t.TempDir(), "--order-deadline", "24h",
+		"--workflows", "../../shared/workflow/examples/approval.yaml")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, `workflow "approval": step await-approval waits up to 72h0m0s, longer than the order deadline of 24h0m0s`)
+	require.Contains(t, stderr, "(--order-deadline)")
+	require.NotContains(t, stdout, "started", "nothing started")
+}
+
 // A workflow that waits for an event runs to its end in the demo: the demo
 // approves each order once it parked at its wait, and the charge takes the
 // approved amount.

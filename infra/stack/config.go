@@ -127,6 +127,9 @@ func (p Props) Validate() error {
 	if err := deployment.CheckPickupTimeouts(p.Workflows, p.Topology.BatchWindow); err != nil {
 		return fmt.Errorf("%w (context pickupTimeout, batchWindowSeconds)", err)
 	}
+	if err := deployment.CheckDeadlines(p.Workflows); err != nil {
+		return fmt.Errorf("%w (context orderDeadline overrides every workflow's)", err)
+	}
 	if err := checkBaseNames(p.WorkflowFiles); err != nil {
 		return err
 	}

@@ -414,6 +414,12 @@ func TestConfigRefusesBadContext(t *testing.T) {
 	require.ErrorContains(t, err, "(context pickupTimeout, batchWindowSeconds)")
 	_, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"batchWindowSeconds": "3", "pickupTimeout": "9s"}}))
 	require.NoError(t, err, "three windows are enough")
+	approval := "../../shared/workflow/examples/approval.yaml"
+	_, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"workflows": approval, "orderDeadline": "24h"}}))
+	require.ErrorContains(t, err, `workflow "approval": step await-approval waits up to 72h0m0s, longer than the order deadline of 24h0m0s`)
+	require.ErrorContains(t, err, "(context orderDeadline overrides every workflow's)")
+	_, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"workflows": approval, "orderDeadline": "72h"}}))
+	require.NoError(t, err, "a wait as long as the deadline")
 	for _, bad := range []string{"shop-client-../sas-orders", "shop/client-", "", "shop.fifo"} {
 		_, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"allowedReplyQueuePrefixes": "ok-," + bad}}))
 		require.ErrorContains(t, err, "context allowedReplyQueuePrefixes=\"ok-,"+bad+"\": \""+bad+"\" is not the start of a queue name", bad)

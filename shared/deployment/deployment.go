@@ -117,6 +117,26 @@ func CheckPickupTimeouts(set workflow.Set, window time.Duration) error {
 	return nil
 }
 
+// CheckDeadlines says why a workflow of set cannot run: a wait's timeout
+// longer than the order's deadline, or a timer's sleep not shorter than it,
+// which would fail every order first. A file is checked against its own
+// deadline when it is read; this checks it against an override's.
+func CheckDeadlines(set workflow.Set) error {
+	for _, d := range set.Definitions() {
+		for _, st := range d.Steps {
+			switch {
+			case st.Wait != nil && st.Wait.Timeout > d.Deadline:
+				return fmt.Errorf("workflow %q: step %s waits up to %s, longer than the order deadline of %s, which would fail the order first: "+
+					"raise orderDeadline", d.Name, st.Name, st.Wait.Timeout, d.Deadline)
+			case st.Sleep != nil && st.Sleep.Until == "" && st.Sleep.For >= d.Deadline:
+				return fmt.Errorf("workflow %q: step %s sleeps %s, not shorter than the order deadline of %s, which would fail the order first: "+
+					"raise orderDeadline", d.Name, st.Name, st.Sleep.For, d.Deadline)
+			}
+		}
+	}
+	return nil
+}
+
 // Deployment builds handlers over one configuration and set of clients.
 type Deployment struct {
 	Config  Config

@@ -145,10 +145,15 @@ func New(ctx context.Context, o Options) (*Stack, error) {
 }
 
 // Check says why the options cannot run, before anything starts: a pickup
-// timeout too short for the batching window.
+// timeout too short for the batching window, or an order deadline shorter
+// than a wait or a timer.
 func (o Options) Check() error {
 	o = o.withDefaults()
-	return deployment.CheckPickupTimeouts(o.Workflows.With(o.Settings), o.BatchWindow)
+	set := o.Workflows.With(o.Settings)
+	if err := deployment.CheckDeadlines(set); err != nil {
+		return fmt.Errorf("%w (--order-deadline)", err)
+	}
+	return deployment.CheckPickupTimeouts(set, o.BatchWindow)
 }
 
 func (o Options) withDefaults() Options {

@@ -329,7 +329,7 @@ func TestAWaitingOrderIsCancelledOrExpires(t *testing.T) {
 	e.requireLedger("o-cx", "reserve-inventory", "release-inventory")
 
 	x := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
-		running(t, approval("1h", ""))(o)
+		running(t, strings.Replace(approval("1h", ""), "\n      timeout: 1h", "", 1))(o) // the deadline bounds the wait
 		o.Settings.OrderDeadline = 3 * time.Second
 	})
 	x.order("o-dl", "")
