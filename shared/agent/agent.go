@@ -48,6 +48,7 @@ const ReplyFlush = 250 * time.Millisecond
 type Store interface {
 	Claim(ctx context.Context, c statestore.Claim) (statestore.Step, error)
 	Abandon(ctx context.Context, st statestore.Step, reason string, now time.Time) error
+	Accept(ctx context.Context, st statestore.Step, now time.Time) error
 	Order(ctx context.Context, orderID string) (string, error)
 	Document(ctx context.Context, st statestore.Step, order json.RawMessage) (workflow.Document, error)
 	outcome.Store
@@ -178,6 +179,11 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	case err == nil && action.Async:
 		h.log.Debug("async call accepted: the service answers with an event carrying the token", "order_id", st.OrderID,
 			"step", st.Name, "attempt", st.Attempt, "complete_by", st.CompleteBy)
+		// Noted, so a cancel does not await the callback (hours, perhaps)
+		// but undoes the attempt; if the note is lost, a cancel awaits it.
+		if err := h.store.Accept(ctx, *st, h.Now()); err != nil && !errors.Is(err, statestore.ErrStale) {
+			h.log.Warn("async call accepted, not noted: a cancel awaits its callback", "order_id", st.OrderID, "err", err)
+		}
 		return nil // its callback records the outcome; by CompleteBy, or the Supervisor recovers the attempt
 	case err == nil && len(result) > def.Limit() && st.Undo:
 		// An undo took effect: its answer, which nothing after it reads,

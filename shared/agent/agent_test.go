@@ -115,6 +115,8 @@ func (c *claims) Claim(_ context.Context, cl statestore.Claim) (statestore.Step,
 		CompleteBy: cl.Now.Add(c.timeout)}, nil
 }
 
+func (c *claims) Accept(context.Context, statestore.Step, time.Time) error { return nil }
+
 func (c *claims) Order(_ context.Context, orderID string) (string, error) {
 	c.reads.Add(1)
 	return `{"orderId":"` + orderID + `","from":"orders table"}`, nil

@@ -76,7 +76,15 @@ func (k Canceller) decide(ctx context.Context, c statestore.CancelRequest) (stat
 			names[i] = st.RecordName()
 		}
 		res.Stopped = strings.Join(names, ", ")
-		return &statestore.Write{Move: m, Cancel: &c, Due: c.Now.Add(s.Pickup(c.Pickup)), Now: c.Now}, nil
+		var looks []statestore.Look
+		for _, ch := range m.Changes {
+			if ch.State == workflow.Pending { // an accepted async attempt, given back to be undone
+				st, _ := s.Step(ch.Ref)
+				looks = append(looks, statestore.Look{Ref: ch.Ref, FailureCount: st.FailureCount, ReadyAt: c.Now, Cancelled: true,
+					Reason: fmt.Sprintf("attempt %d, its call accepted by its service, is not awaited: it is undone", st.Attempt)})
+			}
+		}
+		return &statestore.Write{Move: m, Looks: looks, Cancel: &c, Due: c.Now.Add(s.Pickup(c.Pickup)), Now: c.Now}, nil
 	})
 	if err != nil || w == nil {
 		return res, err

@@ -53,6 +53,7 @@ func (s *Store) Claim(ctx context.Context, c Claim) (Step, error) {
 	if c.Token != "" {
 		ch.set = append(ch.set, p+".tk = "+ch.val("token", str(c.Token)))
 	}
+	ch.remove = append(ch.remove, p+".ac") // an earlier attempt's acceptance
 	in, err := s.input(ch, c.OrderID)
 	if err != nil {
 		return Step{}, err
@@ -126,6 +127,20 @@ func (s *Store) Abandon(ctx context.Context, st Step, reason string, now time.Ti
 		return fmt.Errorf("decode %s: %w", st.OrderID, err)
 	}
 	return s.pullIn(ctx, it, ms(now))
+}
+
+// Accept notes, for its own Agent, that an async attempt's service accepted
+// the call: the Agent is done with it and only its callback can end it, so
+// a cancel need not await it (workflow.Rec.Accepted). Fenced by the attempt
+// and its token's nonce; ErrStale if it no longer holds.
+func (s *Store) Accept(ctx context.Context, st Step, now time.Time) error {
+	ch := newChange(now)
+	f := Fence{Ref: st.Ref(), Attempt: st.Attempt, Round: st.Round, Token: st.Token}
+	f.condition(ch, stateItem{})
+	p := ch.rec(st.Ref())
+	ch.when("%[1]s.s = :processing", p)
+	ch.set = append(ch.set, p+".ac = "+ch.at())
+	return s.update(ctx, st.OrderID, ch, "accept "+st.Key())
 }
 
 // update runs the change; a failed condition is ErrStale.

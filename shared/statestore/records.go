@@ -65,6 +65,7 @@ type Step struct {
 	DueAt      time.Time      // the record's deadline: zero when no work of it is due
 	ReadyAt    time.Time      // when it was last made ready (queue wait runs from here to its claim)
 	ClaimedAt  time.Time      // when its latest attempt was claimed
+	AcceptedAt time.Time      // an async attempt's: when its service accepted the call
 	DoneAt     time.Time      // when it was Processed or failed for good
 	Waits      int            // times the Supervisor found it waiting (unclaimed, or its reply queued)
 	Resent     int            // of those, times it sent its message again
@@ -267,6 +268,7 @@ type recItem struct {
 	Continue bool   `dynamodbav:"oc,omitempty"` // a wait whose timeout lets the order go on
 	Async    bool   `dynamodbav:"as,omitempty"` // its service answers later, with a token
 	Token    string `dynamodbav:"tk,omitempty"` // the current async attempt's token nonce
+	Accepted int64  `dynamodbav:"ac,omitempty"` // when the current async attempt's service accepted its call
 	Armed    int64  `dynamodbav:"wa,omitempty"` // when a ready wait or timer was armed
 	Woken    int64  `dynamodbav:"wk,omitempty"` // when the Supervisor found its time passed and woke it
 	Result   int    `dynamodbav:"o,omitempty"`  // the bytes of its stored result (0: none)
@@ -341,7 +343,8 @@ func (it stateItem) order() workflow.Order {
 	for sk, r := range it.Recs {
 		ref := refOf(sk)
 		o.Recs[ref] = workflow.Rec{Ref: ref, Name: r.Name, State: workflow.State(r.State), Ready: r.State == string(workflow.Pending) && r.DueAt != 0,
-			Kind: workflow.Kind(r.Kind), HasUndo: r.HasUndo, Ran: r.ran(), Retried: r.FailureCount > 0, DoneAt: fromMs(r.DoneAt)}
+			Kind: workflow.Kind(r.Kind), HasUndo: r.HasUndo, Ran: r.ran(), Retried: r.FailureCount > 0, DoneAt: fromMs(r.DoneAt),
+			Accepted: r.State == string(workflow.Processing) && r.Accepted != 0}
 	}
 	return o
 }
@@ -446,7 +449,7 @@ func (it stateItem) step(sk string, v view) Step {
 		RetryBackoff: time.Duration(r.BackoffMs) * time.Millisecond,
 		State:        workflow.State(r.State), Attempt: r.Attempt, FailureCount: r.FailureCount,
 		LockedBy: r.LockedBy, CompleteBy: fromMs(r.CompleteBy), DueAt: fromMs(r.DueAt), ReadyAt: fromMs(r.ReadyAt),
-		ClaimedAt: fromMs(r.ClaimedAt), DoneAt: fromMs(r.DoneAt), Waits: r.Waits, Resent: r.Resent,
+		ClaimedAt: fromMs(r.ClaimedAt), AcceptedAt: fromMs(r.Accepted), DoneAt: fromMs(r.DoneAt), Waits: r.Waits, Resent: r.Resent,
 		Cause: workflow.Cause(r.Cause), After: workflow.State(r.After), Deadline: deadline, LastError: r.LastError, Alerted: r.Alerted,
 		Cancelling: !ref.Undo && it.State != string(workflow.Pending),
 		Stopped:    !ref.Undo && ready && it.State != string(workflow.Pending), Ran: r.ran(),

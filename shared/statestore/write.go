@@ -70,6 +70,9 @@ type Look struct {
 	FailureCount int
 	Reason       string
 	ReadyAt      time.Time
+	// Cancelled: the give-back is a cancel's, of an async attempt its
+	// service accepted (workflow.Order.Cancel).
+	Cancelled bool
 }
 
 // Conflict means what a decision read of the order changed before its write
@@ -342,8 +345,11 @@ func look(ch *change, l Look) {
 		ch.set = append(ch.set, p+".s="+ch.val("pending", str(string(workflow.Pending))),
 			p+".fc="+ch.val("FC"+a, num(int64(l.FailureCount))), p+".e="+ch.val("E"+a, str(clip(l.Reason, MaxRecordErrorBytes))),
 			p+".ra="+ch.val("RA"+a, num(ms(l.ReadyAt))))
-		ch.remove = append(ch.remove, p+".lk", p+".cb", p+".tk") // a recovered attempt's token is refused from now on
-		if l.FailureCount <= MaxIncidents {
+		ch.remove = append(ch.remove, p+".lk", p+".cb", p+".tk", p+".ac") // a recovered attempt's token is refused from now on
+		switch {
+		case l.Cancelled:
+			ch.incident(p, "attempt given back by the cancel: %s", clip(l.Reason, MaxIncidentBytes))
+		case l.FailureCount <= MaxIncidents:
 			ch.incident(p, "recovered by the supervisor (failure %d): %s", l.FailureCount, clip(l.Reason, MaxIncidentBytes))
 		}
 	default: // given up on

@@ -33,6 +33,10 @@ type Rec struct {
 	// says, it may have taken effect.
 	Retried bool
 	DoneAt  time.Time // when it was Processed or failed for good
+	// Accepted: an async attempt at work whose service accepted the call:
+	// its Agent is done with it, and only its callback (hours away,
+	// perhaps) can end it.
+	Accepted bool
 }
 
 // Records are an order's records, by ref.

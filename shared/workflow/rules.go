@@ -166,7 +166,8 @@ const (
 // failure, and the order ends Cancelled. A step without an undo action that
 // has run, or runs, is the point of no return: the cancel is refused, with
 // the reason. A wait or a timer changes nothing outside: it is no such
-// point.
+// point. An async attempt its service accepted is not awaited: it is given
+// back (a Change to Pending) and undone.
 func (o Order) Cancel() (Move, CancelVerdict, string) {
 	switch {
 	case o.State == Cancelled || (o.Cancelled && !o.State.Ended()):
@@ -184,6 +185,14 @@ func (o Order) Cancel() (Move, CancelVerdict, string) {
 		}
 	}
 	m := Move{State: Compensating, Cancel: true, Stopped: o.readySteps(Ref{Index: -1}), Read: Read{Version: true}}
+	for _, ref := range o.Recs.sorted() {
+		if r := o.Recs[ref]; r.State == Processing && r.Accepted {
+			// Its service works on it and its callback may be hours away:
+			// the attempt is given back (its token refused from now on)
+			// rather than awaited, and undone, as it may have taken effect.
+			m.Changes = append(m.Changes, Change{Ref: ref, State: Pending})
+		}
+	}
 	m = m.Then(o.After(m).compensate())
 	if m.Awaits {
 		return m, CancelAwaits, ""

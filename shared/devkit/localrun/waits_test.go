@@ -289,6 +289,25 @@ func TestAnAsyncStepIsCompletedByItsCallback(t *testing.T) {
 	require.EqualValues(t, 1, e.stack.Tally.Sum(metrics.EventsReceived))
 }
 
+// Cancelling an order whose async step's service has accepted the call
+// (its answer an hour away) does not wait out the hour: the attempt is
+// undone at once, then what came before it, and the order ends Cancelled.
+func TestCancelUndoesAnAsyncStepItsServiceAccepted(t *testing.T) {
+	t.Parallel()
+	flow := strings.Replace(asyncFlow, "    async: true\n    timeout: 6s", "    async: true\n    timeout: 1h\n    undo: {name: refund-payment}", 1)
+	e := newEnv(t, remotesim.Faults{}, running(t, flow))
+	e.sim.SetFaults("payment", remotesim.Faults{CallbackDelay: time.Hour})
+	e.order("o-acc", "")
+	e.eventually("the charge accepted by its service", 60*time.Second, func() bool {
+		_, recs, err := e.stack.Store.Load(context.Background(), "o-acc")
+		return err == nil && !recs[1].AcceptedAt.IsZero()
+	})
+	e.cancelMessage("o-acc")
+	tasks := e.waitEnded([]string{"o-acc"})
+	require.Equal(t, workflow.Cancelled, tasks["o-acc"].State)
+	e.requireLedger("o-acc", "reserve-inventory", "charge-payment", "refund-payment", "release-inventory")
+}
+
 // A callback that never comes: the attempt is recovered at its CompleteBy
 // and tried again with a new token; the service then answers. The first
 // attempt's token, arriving late, is refused with the reason.

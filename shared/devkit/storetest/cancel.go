@@ -24,6 +24,7 @@ var cancelTests = map[string]func(*testing.T, *statestore.Store){
 	"CancelRefusesAnEndedOrderOrAPivot":      cancelRefused,
 	"CancelWhileCompensatingEndsFailed":      cancelWhileCompensating,
 	"CancelOfARefusedStepStillEndsCancelled": cancelThenRefusal,
+	"CancelUndoesAnAcceptedAsyncAttempt":     cancelAccepted,
 }
 
 func cancelReq(id string, at time.Time) statestore.CancelRequest {
@@ -256,4 +257,42 @@ func cancelThenRefusal(t *testing.T, s *statestore.Store) {
 	require.NoError(t, err)
 	require.Equal(t, workflow.Compensating, got.State)
 	require.Equal(t, workflow.Cancelled, finishUndo(t, s, "o-1", undo0))
+}
+
+// cancelAccepted: an async attempt whose service accepted the call (its
+// Agent noted it) is not awaited by a cancel, whose callback may be hours
+// away: the attempt is given back, its token refused from now on, and it is
+// undone first; the order ends Cancelled. One not accepted yet (its Agent
+// may still be calling) is awaited, as any running step.
+func cancelAccepted(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 3, 1)
+	st, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step1, Agent: "svc", Owner: "a-1", Token: "n1", Now: t0})
+	require.NoError(t, err)
+	require.ErrorIs(t, s.Accept(ctx, statestore.Step{OrderID: "o-1", Index: 1, Attempt: st.Attempt, Round: st.Round, Token: "n2"}, t0),
+		statestore.ErrStale, "fenced by the token")
+	require.NoError(t, s.Accept(ctx, st, t0))
+	res, err := cancel(ctx, s, cancelReq("o-1", t0.Add(time.Second)))
+	require.NoError(t, err)
+	require.Equal(t, workflow.CancelStops, res.Verdict, "not awaited")
+	require.Equal(t, &undo1, res.Undo, "the accepted attempt is undone first")
+	_, recs := state(t, s)
+	require.Equal(t, workflow.Pending, recs[step1].State)
+	require.Contains(t, recs[step1].Incidents[len(recs[step1].Incidents)-1].What, "attempt given back by the cancel")
+	tok := outcome.Token{OrderID: "o-1", Ref: step1, Round: 1, Attempt: st.Attempt, Nonce: "n1"}
+	_, err = outcome.Recorder{Store: s}.Event(ctx, def(3), callback(tok, `{"late":true}`))
+	require.True(t, err == nil || outcome.IsRefused(err), "%v", err)
+	_, recs = state(t, s)
+	require.Equal(t, workflow.Pending, recs[step1].State, "its callback, later, records nothing")
+	require.Equal(t, workflow.Compensating, finishUndo(t, s, "o-1", undo1))
+	require.Equal(t, workflow.Cancelled, finishUndo(t, s, "o-1", undo0))
+
+	// Not accepted (yet): awaited.
+	submitAs(t, s, "o-2", 3)
+	run(t, s, "o-2", step0, t0)
+	_, err = s.Claim(ctx, statestore.Claim{OrderID: "o-2", Ref: step1, Agent: "svc", Owner: "a-1", Token: "n1", Now: t0})
+	require.NoError(t, err)
+	res, err = cancel(ctx, s, cancelReq("o-2", t0.Add(time.Second)))
+	require.NoError(t, err)
+	require.Equal(t, workflow.CancelAwaits, res.Verdict, "its Agent may still be calling")
 }
