@@ -23,6 +23,7 @@ type Event struct {
 	Token   string // an async attempt's callback
 	Data    json.RawMessage
 	Error   string // a callback's refusal: the step fails for good
+	Sender  string // who sent it, as its queue says (SQS's SenderId)
 	Now     time.Time
 }
 
@@ -64,6 +65,10 @@ func (r Recorder) Event(ctx context.Context, def workflow.Definition, e Event) (
 	i, ok := def.WaitFor(e.Name)
 	if !ok {
 		return Delivered{}, &Refused{fmt.Sprintf("workflow %s waits for no event %q", def.Name, e.Name)}
+	}
+	if w := def.Steps[i].Wait; !w.Accepts(e.Sender) {
+		return Delivered{}, &Refused{fmt.Sprintf("event %q for order %s: its sender %q is not one step %s takes it from (senders: %s)",
+			e.Name, e.OrderID, e.Sender, def.Steps[i].Name, strings.Join(w.Senders, ", "))}
 	}
 	d := Delivered{Ref: workflow.Ref{Index: i}, Name: def.Steps[i].Name}
 	data := e.Data

@@ -59,7 +59,7 @@ func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Ev
 		return err
 	}
 	d, err := outcome.Recorder{Store: h.store}.Event(ctx, def, outcome.Event{OrderID: e.OrderID, Name: e.Event,
-		EventID: e.EventID, Token: e.Token, Data: e.Data, Error: e.Error, Now: h.Now()})
+		EventID: e.EventID, Token: e.Token, Data: e.Data, Error: e.Error, Sender: rec.Attributes["SenderId"], Now: h.Now()})
 	switch {
 	case outcome.IsRefused(err):
 		h.metrics.Count(metrics.EventsRefused, 1, map[string]any{"OrderID": e.OrderID, "Event": e.Event})

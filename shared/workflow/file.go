@@ -64,6 +64,7 @@ type waitSpec struct {
 	Event     string   `yaml:"event"`
 	Timeout   duration `yaml:"timeout"`
 	OnTimeout string   `yaml:"onTimeout"` // fail (the default) or continue
+	Senders   []string `yaml:"senders"`   // SQS SenderIds whose event it takes
 }
 
 type agentSpec struct {

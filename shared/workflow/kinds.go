@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/itchyny/gojq"
@@ -33,6 +34,25 @@ type Wait struct {
 	// Continue: at the timeout the order goes on (the step's result null)
 	// rather than failing for good.
 	Continue bool `json:",omitempty"`
+	// Senders, if any, are the SQS SenderIds whose event the wait takes
+	// (Accepts); an event from another is refused.
+	Senders []string `json:",omitempty"`
+}
+
+// Accepts reports whether the wait takes an event its queue says sender
+// sent (SQS's SenderId: an IAM user's unique id, or role-id:session for
+// an assumed role). A sender named without a session names every session
+// of its role; a wait naming none takes anyone's.
+func (w Wait) Accepts(sender string) bool {
+	if len(w.Senders) == 0 {
+		return true
+	}
+	for _, s := range w.Senders {
+		if sender == s || (!strings.Contains(s, ":") && strings.HasPrefix(sender, s+":")) {
+			return true
+		}
+	}
+	return false
 }
 
 // Sleep is a timer step: the order goes on after For, or at the time Until

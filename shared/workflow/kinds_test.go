@@ -247,3 +247,30 @@ func TestDecideWakesTimersAndTimesOutWaits(t *testing.T) {
 	again.SinceWoken = 2 * time.Hour
 	require.Equal(t, workflow.MaxRecoveryDelay, d(again).After)
 }
+
+// A wait may name the senders whose event it takes, by SQS SenderId; a
+// role's id names all its sessions.
+func TestAWaitTakesTheEventOfTheSendersItNames(t *testing.T) {
+	t.Parallel()
+	d, err := workflow.ParseFile("senders.yaml", []byte(`name: senders
+steps:
+  - name: await-approval
+    wait: {event: approved, senders: [AIDAEXAMPLEUSER, AROAEXAMPLEROLE, "AROAOTHERROLE:ops-bot"]}
+`), workflow.Options{})
+	require.NoError(t, err)
+	w := d.Steps[0].Wait
+	for sender, want := range map[string]bool{
+		"AIDAEXAMPLEUSER": true, "AROAEXAMPLEROLE:any-session": true, "AROAOTHERROLE:ops-bot": true,
+		"AROAOTHERROLE:someone": false, "AIDAEXAMPLEUSER2": false, "AROAEXAMPLEROLEX:s": false, "": false,
+	} {
+		require.Equal(t, want, w.Accepts(sender), sender)
+	}
+	require.True(t, workflow.Wait{Event: "approved"}.Accepts("anyone"), "naming none takes anyone's")
+	_, err = workflow.ParseFile("bad.yaml", []byte(`name: bad
+steps:
+  - name: await-approval
+    wait: {event: approved, senders: ["arn:aws:iam::role/x y"]}
+`), workflow.Options{})
+	require.ErrorContains(t, err, "steps[0].wait.senders[0]")
+	require.ErrorContains(t, err, "is not an SQS SenderId")
+}

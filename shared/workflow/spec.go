@@ -315,8 +315,16 @@ func (r *specReader) deadline() time.Duration {
 	return r.f.Deadline.Duration
 }
 
+// senderRE is an SQS SenderId as a wait may name it.
+var senderRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9:._@+=,-]{0,127}$`)
+
 func (r *specReader) wait(path string, w waitSpec) *Wait {
-	out := &Wait{Event: w.Event, Timeout: w.Timeout.Duration}
+	out := &Wait{Event: w.Event, Timeout: w.Timeout.Duration, Senders: w.Senders}
+	for i, s := range w.Senders {
+		if !senderRE.MatchString(s) {
+			r.add(fmt.Sprintf("%s.senders[%d]", path, i), "%q is not an SQS SenderId (an IAM user's or role's unique id, AIDA... or AROA..., or role-id:session)", s)
+		}
+	}
 	switch {
 	case !eventNameRE.MatchString(w.Event):
 		r.add(path+".event", "%q: an event's name is 1-64 letters, digits or _.-, starting with a letter", w.Event)

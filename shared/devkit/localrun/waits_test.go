@@ -308,6 +308,32 @@ func TestCancelUndoesAnAsyncStepItsServiceAccepted(t *testing.T) {
 	e.requireLedger("o-acc", "reserve-inventory", "charge-payment", "refund-payment", "release-inventory")
 }
 
+// A wait that names its senders takes the event of one of them, and sends
+// another's to the DLQ with the reason. (moto says every message was sent by
+// AIDAIT2UOQQY3AUEKVGXU.)
+func TestAWaitTakesOnlyTheEventsOfTheSendersItNames(t *testing.T) {
+	t.Parallel()
+	only := func(sender string) string {
+		return strings.Replace(approval("1h", ""), "event: approved", "event: approved\n      senders: ["+sender+"]", 1)
+	}
+	e := newEnv(t, remotesim.Faults{}, running(t, only("AROAAPPROVERS")))
+	e.order("o-who", "")
+	e.parked("o-who", 1)
+	e.signal("o-who", "approved", "e-1", `{"amountCents":1998,"by":"mallory"}`)
+	reason := e.rejection(e.stack.Topology().EventsQueue().DLQName, "mallory")
+	require.Contains(t, reason, `event "approved" for order o-who: its sender "AIDAIT2UOQQY3AUEKVGXU" is not one step await-approval takes it from (senders: AROAAPPROVERS)`)
+	_, recs, err := e.stack.Store.Load(context.Background(), "o-who")
+	require.NoError(t, err)
+	require.Equal(t, workflow.Pending, recs[1].State, "still waiting")
+
+	x := newEnv(t, remotesim.Faults{}, running(t, only("AIDAIT2UOQQY3AUEKVGXU")))
+	x.order("o-ok", "")
+	x.parked("o-ok", 1)
+	x.signal("o-ok", "approved", "e-1", `{"amountCents":1998,"by":"ana"}`)
+	tasks := x.waitEnded([]string{"o-ok"})
+	require.Equal(t, workflow.Processed, tasks["o-ok"].State)
+}
+
 // A callback that never comes: the attempt is recovered at its CompleteBy
 // and tried again with a new token; the service then answers. The first
 // attempt's token, arriving late, is refused with the reason.
