@@ -302,10 +302,14 @@ func forEachArray(order json.RawMessage, st Step) ([]json.RawMessage, error) {
 		}
 		raw = fields[st.ForEach]
 	} else {
-		code, err := compileJQ(st.ForEach)
-		if err != nil {
-			return nil, fmt.Errorf("step %s's forEach: %w", st.Name, err)
+		code := st.forEach
+		if code == nil {
+			var err error
+			if code, err = compileJQ(st.ForEach); err != nil {
+				return nil, fmt.Errorf("step %s's forEach: %w", st.Name, err)
+			}
 		}
+		var err error
 		if raw, err = evalJSON(code, order, "forEach "+st.ForEach); err != nil {
 			return nil, fmt.Errorf("step %s runs once per item of the order's %q: %w", st.Name, st.ForEach, err)
 		}

@@ -197,6 +197,20 @@ func (d *Definition) Compile() error {
 			}
 			st.Sleep.until = code
 		}
+		if st.ForEach != "" && !forEachRE.MatchString(st.ForEach) {
+			code, err := compileJQ(st.ForEach)
+			if err != nil {
+				return fmt.Errorf("workflow %q: %s's forEach: %w", d.Name, st.Name, err)
+			}
+			st.forEach = code
+		}
+	}
+	if len(d.Schema) > 0 && d.schema == nil {
+		sch, err := compileSchema(d.Schema)
+		if err != nil {
+			return fmt.Errorf("workflow %q's schema: %w", d.Name, err)
+		}
+		d.schema = sch
 	}
 	return nil
 }

@@ -63,6 +63,18 @@ func TestAnOrderIsCheckedAgainstItsWorkflowsSchema(t *testing.T) {
 	}
 	_, err = d.Items(json.RawMessage(`{"orderId":"b-1","booking":{"passengers":{"name":"Ada"}}}`))
 	require.ErrorContains(t, err, `step book-seat runs once per item of the order's ".booking.passengers", which is not an array`)
+
+	// Read back from a store (JSON), compiled once: the same checks.
+	b, err := json.Marshal(d)
+	require.NoError(t, err)
+	var back workflow.Definition
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.NoError(t, back.Compile())
+	require.NoError(t, back.CheckOrder(good))
+	require.ErrorContains(t, back.CheckOrder(json.RawMessage(`{"orderId":"b-1"}`)), "missing property 'booking'")
+	second, err = back.Item(good, 0, 2)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"name":"Bo"}`, string(second))
 }
 
 // The example workflows check the shop order as the product once did itself.

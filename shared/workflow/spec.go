@@ -115,6 +115,12 @@ func (r *specReader) needs(path string, s stepSpec, st *Step) {
 		r.add(path+".forEach", "step %q waits or sleeps: only a step that calls an agent runs per item", s.Name)
 	case !forEachRE.MatchString(s.ForEach) && !forEachPathRE.MatchString(s.ForEach):
 		r.add(path+".forEach", "%q: name an array field of the order (items), or give a jq path to one (.booking.passengers, .legs[0].seats)", s.ForEach)
+	case !forEachRE.MatchString(s.ForEach):
+		code, err := compileJQ(s.ForEach)
+		if err != nil {
+			r.add(path+".forEach", "%v", err)
+		}
+		st.forEach = code
 	}
 }
 

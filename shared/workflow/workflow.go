@@ -85,7 +85,8 @@ type Step struct {
 	NoNeeds bool     `json:",omitempty"`
 	// ForEach names an array of the order: the step runs once per item,
 	// each item a record of its own (at most MaxForEachItems).
-	ForEach string `json:",omitempty"`
+	ForEach string     `json:",omitempty"`
+	forEach *gojq.Code // ForEach's jq path, compiled (Definition.Compile)
 }
 
 // Definition is a workflow: its steps, each run when the steps it needs are
