@@ -93,6 +93,11 @@ func (r Recorder) Event(ctx context.Context, def workflow.Definition, e Event) (
 			return d, err
 		case st.Received != "":
 			return d, &Refused{fmt.Sprintf("order %s already received event %q (eventId %s)", e.OrderID, e.Name, st.Received)}
+		case !st.EndsAt.IsZero() && !st.EndsAt.After(e.Now):
+			// Too late, whether or not the Supervisor has swept since: the
+			// timeout decides, and no retry changes that.
+			return d, &Refused{fmt.Sprintf("event %q for order %s is too late: step %s's wait ended at %s",
+				e.Name, e.OrderID, d.Name, st.EndsAt.UTC().Format(time.RFC3339))}
 		}
 		if !stored {
 			err = r.Store.PutResult(ctx, statestore.Result{OrderID: e.OrderID, Ref: d.Ref, Name: d.Name, Round: st.Round,

@@ -84,6 +84,9 @@ type EventState struct {
 	// Received is the eventId the round already took for the event ("":
 	// none).
 	Received string
+	// EndsAt, for an armed wait, is when it times out (or the order's
+	// deadline passes): an event later than it is too late.
+	EndsAt time.Time
 }
 
 // EventState reads where the order stands for an event of the wait at r.
@@ -112,6 +115,9 @@ func (s Snapshot) EventState(r workflow.Ref, event string) (EventState, error) {
 		return st, &ErrEventRefused{fmt.Sprintf("order %s no longer waits for %q: its step %s is %s", it.OrderID, event, rec.Name, rec.State)}
 	}
 	st.Waiting = rec.State == string(workflow.Pending) && rec.DueAt != 0
+	if st.Waiting && rec.Armed != 0 && rec.Woken == 0 {
+		st.EndsAt = fromMs(rec.DueAt)
+	}
 	return st, nil
 }
 

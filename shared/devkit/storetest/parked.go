@@ -28,6 +28,7 @@ var parkedTests = map[string]func(*testing.T, *statestore.Store){
 	"TheDefinitionIsStoredWithWaitsAndInputs":    definitionStored,
 	"ScansSeeOnlyOrdersNotResultsOrDefinitions":  scansSeeOrders,
 	"AnEventLosesNoRaceToTheOrdersOwnWrites":     eventAmidWrites,
+	"AnEventAfterItsWaitTimedOutIsRefusedAtOnce": lateEvent,
 }
 
 // waiting is a workflow of an agent step, a wait for "approved" (1h), and
@@ -313,4 +314,31 @@ func stateOf(t *testing.T, s *statestore.Store, id string) (statestore.Task, map
 		m[r.Ref()] = r
 	}
 	return task, m
+}
+
+// lateEvent: an event after its wait's timeout is refused at once with the
+// reason (not retried until the Supervisor's sweep fails the wait), even
+// before the Supervisor has looked; just before the timeout, it is taken.
+func lateEvent(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	for _, id := range []string{"o-late", "o-just"} {
+		submitDef(t, s, id, waiting())
+		firstDone(t, s, id, "")
+		_, _, err := s.Arm(ctx, id, step1, workflow.KindEvent, t0.Add(time.Hour), t0)
+		require.NoError(t, err)
+	}
+	ev := func(id string, at time.Time) outcome.Event {
+		return outcome.Event{OrderID: id, Name: "approved", EventID: "e-1", Data: json.RawMessage(`{"cents":5}`), Now: at}
+	}
+	_, err := outcome.Recorder{Store: s}.Event(ctx, waiting(), ev("o-late", t0.Add(time.Hour)))
+	require.True(t, outcome.IsRefused(err), "%v", err)
+	require.EqualError(t, err, `event "approved" for order o-late is too late: step approve's wait ended at `+
+		t0.Add(time.Hour).UTC().Format(time.RFC3339))
+	_, recs := stateOf(t, s, "o-late")
+	require.Equal(t, workflow.Pending, recs[step1].State, "the Supervisor fails it at its sweep")
+	d, err := outcome.Recorder{Store: s}.Event(ctx, waiting(), ev("o-just", t0.Add(time.Hour-time.Millisecond)))
+	require.NoError(t, err)
+	require.Equal(t, workflow.Pending, d.Recorded.State)
+	_, recs = stateOf(t, s, "o-just")
+	require.Equal(t, workflow.Processed, recs[step1].State)
 }
