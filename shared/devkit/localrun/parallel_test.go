@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,6 +98,18 @@ func TestAFailedBranchIsUndoneWithItsCompletedSiblings(t *testing.T) {
 	e := newEnv(t, remotesim.Faults{Latency: 200 * time.Millisecond}, func(o *localrun.Options) { parallelExample(o); patient(o) })
 	e.sim.SetFaults("payment/authorize-payment", remotesim.Faults{Latency: time.Second})
 	e.sim.SetFaults("inventory", remotesim.Faults{Latency: 200 * time.Millisecond, PermanentOrders: []string{"p-bad"}})
+	// The refusals wait for the authorization's call, however loaded the
+	// machine: it runs when they come, and is awaited.
+	authorizing := make(chan struct{})
+	var once sync.Once
+	e.sim.Guard("payment", func(*http.Request, []byte) error { once.Do(func() { close(authorizing) }); return nil })
+	e.sim.Guard("inventory", func(*http.Request, []byte) error {
+		select {
+		case <-authorizing:
+		case <-time.After(60 * time.Second):
+		}
+		return nil
+	})
 	require.NoError(t, e.stack.SendOrders(context.Background(), parallelOrder("p-bad", 2).JSON()))
 	tasks := e.waitEnded([]string{"p-bad"})
 	require.Equal(t, workflow.Failed, tasks["p-bad"].State)
