@@ -85,7 +85,7 @@ settings: credentials, region, and AWS_ENDPOINT_URL for an emulator. docs/cli.md
 		&cobra.Group{ID: "files", Title: "Commands on workflow files:"},
 		&cobra.Group{ID: "plan", Title: "Commands that plan a deployment:"})
 	for _, c := range []*cobra.Command{statusCmd(), listCmd(), watchCmd(), submitCmd(), signalCmd(), resubmitCmd(),
-		cancelCmd(), redriveCmd(), consoleCmd()} {
+		cancelCmd(), redriveCmd(), consoleCmd(), agentCmd()} {
 		c.GroupID = "deployment"
 		root.AddCommand(c)
 	}

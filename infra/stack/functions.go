@@ -139,7 +139,10 @@ func agentFunction(st awscdk.Stack, p Props, r *Resources, a string, env map[str
 		// an order of an older workflow version runs.
 		statement([]string{"dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"}, []*string{r.State.TableArn()}),
 		statement([]string{"dynamodb:GetItem"}, []*string{r.Orders.TableArn()}), // the order, for a request without it
-		statement([]string{"sqs:SendMessage"}, []*string{arn(t.AgentResponses(a).Name), arn(t.AgentRequests(a).DLQName)}),
+		// Its replies, its rejects, and its own requests sent again, delayed,
+		// when its flow control holds a call (a rate limit, a back-off, a pause).
+		statement([]string{"sqs:SendMessage"}, []*string{arn(t.AgentResponses(a).Name), arn(t.AgentRequests(a).DLQName),
+			arn(t.AgentRequests(a).Name)}),
 	}
 	if s := credentialStatement(spec); s != nil {
 		allow = append(allow, s)

@@ -12,11 +12,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sas-go/sas/shared/dispatch"
+	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/outcome"
@@ -61,9 +63,12 @@ type Config struct {
 	Name             string       // the agent (remote service) name
 	InstanceID       string       // this instance's name in the records it claims (LockedBy)
 	ResponseQueueURL string
+	RequestQueueURL  string // its own: a request that must wait is sent again there, delayed
 	DLQURL           string // its request queue's DLQ
-	Backoff          resilience.Backoff
-	CallTimeout      time.Duration // bound on one remote call
+	// RateLimit bounds its calls across every instance (zero: none).
+	RateLimit   workflow.Rate
+	Backoff     resilience.Backoff
+	CallTimeout time.Duration // bound on one remote call
 	// Margin is kept free before CompleteBy so a reply can still arrive in time.
 	Margin time.Duration
 }
@@ -84,6 +89,9 @@ type Deps struct {
 	Log     *slog.Logger
 	// Outcomes records outcomes (nil: outcome.Recorder over Store).
 	Outcomes Outcomes
+	// Gate is the agent's flow control (a rate limit, a back-off its
+	// service asked for, a pause); nil: none.
+	Gate *flow.Gate
 }
 
 // Handler is the Agent Lambda handler.
@@ -98,6 +106,7 @@ type Handler struct {
 	log      *slog.Logger
 	batch    *sqsbatch.Processor
 	catalog  *dispatch.Catalog
+	gate     *flow.Gate // nil: no flow control
 	Now      func() time.Time
 	Sleep    func(ctx context.Context, d time.Duration) error
 	// Crash, if set, is called after the remote call and before the reply; a
@@ -114,7 +123,7 @@ func New(cfg Config, d Deps) *Handler {
 		d.Outcomes = outcome.Recorder{Store: d.Store}
 	}
 	return &Handler{cfg: cfg, remote: d.Remote, breaker: d.Breaker, store: d.Store, outcomes: d.Outcomes, send: d.Send, metrics: d.Metrics,
-		log: d.Log, Now: time.Now, Sleep: sleep, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store},
+		log: d.Log, Now: time.Now, Sleep: sleep, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store}, gate: d.Gate,
 		batch: &sqsbatch.Processor{Name: "agent-" + cfg.Name, DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics,
 			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), FlushEvery: ReplyFlush}}
 }
@@ -136,6 +145,18 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	action, ok := def.Action(req.Ref())
 	if !ok || action.Agent != h.cfg.Name {
 		return message.Invalid("request for %s: %s is not an action of agent %q in workflow %q", req.OrderID, req.StepName, h.cfg.Name, def.Name)
+	}
+	var turn time.Time // the call's place, its rate limit's
+	if h.gate != nil {
+		v, err := h.gate.Admit(ctx, h.cfg.Name, h.cfg.RateLimit, req.Turn, h.Now())
+		if err != nil {
+			return err // SQS delivers it again
+		}
+		if v.Wait > 0 {
+			req.Turn = v.At // its rate limit's turn, if it took one: it keeps it
+			return h.later(ctx, req, v.Wait, v.Why)
+		}
+		turn = v.At
 	}
 	var nonce string
 	if action.Async {
@@ -166,6 +187,34 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if err != nil {
 		return err // SQS delivers it again; the claim is this attempt's already
 	}
+	if h.gate != nil {
+		// Claimed: the call waits for its place, and is not made if its
+		// agent was paused or slowed down meanwhile (another instance met a
+		// 429): the attempt is given back, no failure counted.
+		if late := h.Now().Sub(turn); h.cfg.RateLimit.Calls > 0 && late > h.cfg.RateLimit.Interval() {
+			// It came back well after its turn (a slow delivery): made now,
+			// it would crowd the calls whose turns are now. It takes a new one.
+			v, err := h.gate.Admit(ctx, h.cfg.Name, h.cfg.RateLimit, time.Time{}, h.Now())
+			if err != nil {
+				return err
+			}
+			if v.Wait > 0 {
+				return h.giveBack(ctx, def, st, v, req)
+			}
+			turn = v.At
+		}
+		if d := turn.Sub(h.Now()); d > 0 {
+			if err := h.Sleep(ctx, d); err != nil {
+				return err
+			}
+		}
+		if v, err := h.gate.Recheck(ctx, h.cfg.Name, h.Now()); err != nil || v.Wait > 0 {
+			if err != nil {
+				return err
+			}
+			return h.giveBack(ctx, def, st, v, req)
+		}
+	}
 	deadline := st.CompleteBy.Add(-h.cfg.Margin)
 	if action.Async {
 		ctx, deadline = h.asyncCall(ctx, st, nonce, deadline)
@@ -175,6 +224,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		h.Crash("agent.after-call") // the outcome is not recorded: the Supervisor recovers the attempt at CompleteBy
 	}
 	var a outcome.Attempt
+	var slow *SlowDownError
 	switch {
 	case err == nil && action.Async:
 		h.log.Debug("async call accepted: the service answers with an event carrying the token", "order_id", st.OrderID,
@@ -195,6 +245,8 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 			st.Agent, answered(len(result)), def.Name, def.Limit()), true
 		h.log.Warn("result over the limit; recorded as a failure", "order_id", st.OrderID, "step", st.Name, "bytes", len(result))
 	case err == nil:
+	case errors.As(err, &slow) && h.gate != nil:
+		return h.slowDown(ctx, def, st, slow, req)
 	case IsPermanent(err):
 		a.Refusal = err.Error()
 		h.log.Warn("non-transient remote fault; recorded as a refusal", "order_id", st.OrderID, "err", err)
@@ -288,4 +340,56 @@ func (h *Handler) claim(ctx context.Context, req message.AgentRequest, nonce str
 			map[string]any{"OrderID": st.OrderID, "Step": st.Name})
 	}
 	return &st, nil
+}
+
+// later sends the request to its own queue again, delayed by wait (why: the
+// flow control's reason), and takes this one as done: a call that waits for
+// its turn counts no failure, and its receive count stays low however long
+// it waits.
+func (h *Handler) later(ctx context.Context, req message.AgentRequest, wait time.Duration, why string) error {
+	wait = min(wait, MaxDelay)
+	if !req.Turn.IsZero() {
+		// SQS delays by whole seconds: back a little before its turn, the
+		// call waits for it in the Agent (flow.MaxTurnSleep), never after.
+		wait = wait.Truncate(time.Second)
+	}
+	if err := h.send.SendJSON(ctx, h.cfg.RequestQueueURL, req, wait); err != nil {
+		return fmt.Errorf("send %s's request again in %s: %w", req.OrderID, wait, err)
+	}
+	h.metrics.Count(metrics.FlowWaits, 1, map[string]any{"OrderID": req.OrderID, "Step": req.StepName})
+	h.log.Debug("call waits", "order_id", req.OrderID, "step", req.StepName, "undo", req.Undo, "for", wait.Round(time.Millisecond), "why", why)
+	return nil
+}
+
+// MaxDelay is the longest SQS delays a message.
+const MaxDelay = 15 * time.Minute
+
+// slowDown: the service answered 429 or 503 with a Retry-After. Every
+// instance of the agent holds its calls until then; this attempt is given
+// back with no failure counted, and its request sent again for then.
+func (h *Handler) slowDown(ctx context.Context, def workflow.Definition, st *statestore.Step, slow *SlowDownError,
+	req message.AgentRequest) error {
+	now := h.Now()
+	until := now.Add(slow.After)
+	h.log.Warn("the service asked to slow down: every instance holds its calls", "order_id", st.OrderID, "until", until, "err", slow)
+	if err := h.gate.Store.SlowDown(ctx, h.cfg.Name, until); err != nil {
+		return err
+	}
+	h.gate.Forget()
+	return h.giveBack(ctx, def, st, flow.Verdict{Wait: slow.After + time.Duration(rand.Int64N(int64(time.Second))),
+		Why: slow.Error()}, req)
+}
+
+// giveBack gives the claimed attempt back with no failure counted, ready
+// again when v's wait ends, and sends its request again for then.
+func (h *Handler) giveBack(ctx context.Context, def workflow.Definition, st *statestore.Step, v flow.Verdict,
+	req message.AgentRequest) error {
+	now := h.Now()
+	released, err := outcome.Recorder{Store: h.store}.Release(ctx, def, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(),
+		Attempt: st.Attempt, Round: st.Round, Token: st.Token, Read: st.Read, Now: now}, now.Add(v.Wait), v.Why)
+	if err != nil || !released {
+		return err // not its to give back (recovered meanwhile): nothing more
+	}
+	req.Turn = v.At // a new turn of its rate limit, if it took one
+	return h.later(ctx, req, v.Wait, v.Why)
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/sas-go/sas/shared/message"
@@ -20,8 +21,12 @@ func (h *Handler) call(ctx context.Context, st *statestore.Step, payload []byte,
 	for n := 0; ; n++ {
 		if err := h.breaker.Allow(); err == nil {
 			res, err := h.try(ctx, st, payload, deadline)
-			h.breaker.Record(err != nil && !IsPermanent(err))
-			if err == nil || IsPermanent(err) {
+			var slow *SlowDownError
+			slowed := h.gate != nil && errors.As(err, &slow)
+			// A service that asks to slow down is up: the flow control holds
+			// every instance's calls, and its breaker learns nothing.
+			h.breaker.Record(err != nil && !IsPermanent(err) && !slowed)
+			if err == nil || IsPermanent(err) || slowed {
 				return res, err
 			}
 			h.log.Debug("transient remote fault", "order_id", st.OrderID, "attempt", st.Attempt, "try", n, "err", err)

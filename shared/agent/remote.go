@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,6 +78,7 @@ type HTTPRemote struct {
 	Refuse []int
 	Auth   Authorizer // nil: none
 	Client *http.Client
+	Log    *slog.Logger // nil: nothing logged
 }
 
 // Apply implements Remote. 2xx is success; a transient status is retried;
@@ -85,9 +88,13 @@ type HTTPRemote struct {
 // know the caller), so the order waits rather than being undone for a
 // credential that an operator can fix.
 func (r *HTTPRemote) Apply(ctx context.Context, action, key string, payload []byte) ([]byte, error) {
-	s, body, err := r.post(ctx, action, key, payload)
+	s, body, retryAfter, err := r.post(ctx, action, key, payload)
 	if err == nil && r.credentialRefusal(s) && r.Auth.Refresh(ctx) {
-		s, body, err = r.post(ctx, action, key, payload)
+		if r.Log != nil {
+			r.Log.Info("the service refused the agent's credentials: read again, the call made once more",
+				"service", r.Service, "status", s, "key", key)
+		}
+		s, body, retryAfter, err = r.post(ctx, action, key, payload)
 	}
 	if err != nil {
 		return nil, err
@@ -104,6 +111,9 @@ func (r *HTTPRemote) Apply(ctx context.Context, action, key string, payload []by
 		return body, nil
 	case r.credentialRefusal(s):
 		return nil, fmt.Errorf("%s refused the agent's credentials (HTTP %d), read again: %s", r.Service, s, text)
+	case r.transient(s) && retryAfter > 0 && (s == http.StatusTooManyRequests || s == http.StatusServiceUnavailable):
+		return nil, &SlowDownError{Status: s, After: retryAfter, Text: fmt.Sprintf("%s answered HTTP %d (transient), Retry-After %s: %s",
+			r.Service, s, retryAfter, text)}
 	case r.transient(s):
 		return nil, fmt.Errorf("%s answered HTTP %d (transient): %s", r.Service, s, text)
 	default:
@@ -111,11 +121,13 @@ func (r *HTTPRemote) Apply(ctx context.Context, action, key string, payload []by
 	}
 }
 
-func (r *HTTPRemote) post(ctx context.Context, action, key string, payload []byte) (int, []byte, error) {
+// post makes the call: its status, its body (one byte past the largest
+// result limit at most), and how long its Retry-After asks to wait (0: none).
+func (r *HTTPRemote) post(ctx context.Context, action, key string, payload []byte) (int, []byte, time.Duration, error) {
 	u := strings.TrimSuffix(r.Endpoint, "/") + "/" + url.PathEscape(action)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(payload))
 	if err != nil {
-		return 0, nil, fmt.Errorf("build request to %s: %w", r.Service, err)
+		return 0, nil, 0, fmt.Errorf("build request to %s: %w", r.Service, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
@@ -129,7 +141,7 @@ func (r *HTTPRemote) post(ctx context.Context, action, key string, payload []byt
 	}
 	if r.Auth != nil {
 		if err := r.Auth.Authorize(ctx, req, payload); err != nil {
-			return 0, nil, fmt.Errorf("credentials for %s: %w", r.Service, err)
+			return 0, nil, 0, fmt.Errorf("credentials for %s: %w", r.Service, err)
 		}
 	}
 	// A redirect is not followed: Go would carry a header credential
@@ -139,17 +151,48 @@ func (r *HTTPRemote) post(ctx context.Context, action, key string, payload []byt
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := c.Do(req)
 	if err != nil {
-		return 0, nil, fmt.Errorf("call %s: %w", r.Service, err)
+		return 0, nil, 0, fmt.Errorf("call %s: %w", r.Service, err)
 	}
 	defer resp.Body.Close()
 	// One byte past the largest result limit: an answer over it is known to
 	// be over (and refused as oversized), not cut to a valid-looking size.
 	body, err := io.ReadAll(io.LimitReader(resp.Body, workflow.MaxResultLimit+1))
 	if err != nil {
-		return 0, nil, fmt.Errorf("read %s answer: %w", r.Service, err)
+		return 0, nil, 0, fmt.Errorf("read %s answer: %w", r.Service, err)
 	}
-	return resp.StatusCode, body, nil
+	return resp.StatusCode, body, retryAfter(resp.Header.Get("Retry-After"), time.Now()), nil
 }
+
+// retryAfter reads a Retry-After header (seconds, or an HTTP date) as a
+// wait from now: 0 if there is none it can read, at most MaxRetryAfter.
+func retryAfter(h string, now time.Time) time.Duration {
+	if h == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && n > 0 {
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(h); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), MaxRetryAfter)
+}
+
+// MaxRetryAfter bounds the back-off a service's Retry-After asks for (SQS
+// delays a message by 15 minutes at most).
+const MaxRetryAfter = 15 * time.Minute
+
+// SlowDownError is a transient answer that says when to call again: a 429
+// or 503 with a Retry-After. Every instance of the agent holds its calls
+// until then (flow.Store.SlowDown), and the attempt waits without counting a
+// failure.
+type SlowDownError struct {
+	Status int
+	After  time.Duration
+	Text   string
+}
+
+func (e *SlowDownError) Error() string { return e.Text }
 
 // credentialRefusal reports whether status says the service did not take
 // the agent's credentials: a 401 or 403 to an agent that has some, unless the

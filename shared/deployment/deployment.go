@@ -15,6 +15,7 @@ import (
 	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/awsclient"
+	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/queue"
@@ -226,10 +227,12 @@ func (d *Deployment) Agent(ctx context.Context, name, instanceID string) (*agent
 	}
 	return agent.New(agent.Config{
 		Workflows: d.Config.Workflows, Name: name, InstanceID: instanceID, ResponseQueueURL: d.Config.QueueURL(t.AgentResponses(name).Name),
+		RequestQueueURL: d.Config.QueueURL(t.AgentRequests(name).Name), RateLimit: spec.RateLimit,
 		DLQURL: d.Config.QueueURL(t.AgentRequests(name).DLQName), Backoff: backoff,
 		CallTimeout: spec.Timeout, Margin: 100 * time.Millisecond,
 	}, agent.Deps{Remote: remote,
 		Breaker: &resilience.Breaker{Threshold: b.Threshold, Cooldown: b.Cooldown}, Store: d.Store(),
+		Gate: &flow.Gate{Store: flow.NewStore(d.Clients.DynamoDB, t.StateTable())},
 		Send: queue.NewSender(d.Clients.SQS), Metrics: d.emitter(fn), Log: d.Log.With("function", fn, "instance", instanceID)}), nil
 }
 
@@ -246,7 +249,8 @@ func (d *Deployment) remote(ctx context.Context, spec workflow.Agent) (agent.Rem
 	if client == nil {
 		client = &http.Client{}
 	}
-	r := &agent.HTTPRemote{Endpoint: spec.Endpoint, Service: spec.Name, Transient: spec.Transient, Refuse: spec.Refuse, Client: client}
+	r := &agent.HTTPRemote{Endpoint: spec.Endpoint, Service: spec.Name, Transient: spec.Transient, Refuse: spec.Refuse, Client: client,
+		Log: d.Log.With("function", "agent-"+spec.Name)}
 	if spec.Auth == nil {
 		return r, nil
 	}

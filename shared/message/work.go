@@ -2,6 +2,7 @@ package message
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -68,6 +69,10 @@ type AgentRequest struct {
 	// Payload is the order, if the Scheduler had it; an Agent reads the
 	// orders table for a request without one.
 	Payload json.RawMessage `json:"payload,omitempty"`
+	// Turn, set by an Agent that sent its own request again for later, is
+	// the time its agent's rate limit gave the call: it calls then,
+	// taking no other turn.
+	Turn time.Time `json:"turn,omitzero"`
 }
 
 // Ref is the record the request is about.

@@ -31,6 +31,7 @@ const (
 	NothingToClaim       = "NothingToClaim"       // schedule messages dropped: the record was not claimable
 	StaleReplies         = "StaleReplies"         // outcomes of an attempt no longer current, fenced off (nothing recorded)
 	AgentRetries         = "AgentRetries"         // an agent waiting to retry a remote call (after a transient fault, or while its breaker is open)
+	FlowWaits            = "FlowWaits"            // a call held by its agent's flow control (rate limit, back-off, pause): its request sent again, delayed
 	AgentDeadlineExpired = "AgentDeadlineExpired" // agent attempts abandoned at CompleteBy
 	SupervisorRecoveries = "SupervisorRecoveries" // attempts not completed by CompleteBy, sent back to Pending
 	MessagesResent       = "MessagesResent"       // ready steps found unclaimed with no backlog: their message re-sent

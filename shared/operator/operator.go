@@ -18,6 +18,7 @@ import (
 
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/dispatch"
+	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/queue"
@@ -29,6 +30,7 @@ import (
 // Operator acts on one deployment.
 type Operator struct {
 	Store    *statestore.Store
+	Flow     flow.Store // the agents' flow control: pauses and back-offs
 	Topology topology.Topology
 	// PickupTimeout is a resubmitted step's pickup deadline, for an order
 	// stored before its workflow's was kept.
@@ -44,6 +46,7 @@ type Operator struct {
 func New(c *awsclient.Clients, t topology.Topology) *Operator {
 	return &Operator{
 		Store:         statestore.New(c.DynamoDB, t.OrdersTable(), t.StateTable(), t.DeadlineShards),
+		Flow:          flow.NewStore(c.DynamoDB, t.StateTable()),
 		Topology:      t,
 		PickupTimeout: workflow.DefaultPickupTimeout,
 		Now:           time.Now,

@@ -80,7 +80,7 @@ func (k Canceller) decide(ctx context.Context, c statestore.CancelRequest) (stat
 		for _, ch := range m.Changes {
 			if ch.State == workflow.Pending { // an accepted async attempt, given back to be undone
 				st, _ := s.Step(ch.Ref)
-				looks = append(looks, statestore.Look{Ref: ch.Ref, FailureCount: st.FailureCount, ReadyAt: c.Now, Cancelled: true,
+				looks = append(looks, statestore.Look{Ref: ch.Ref, FailureCount: st.FailureCount, ReadyAt: c.Now, By: "the cancel",
 					Reason: fmt.Sprintf("attempt %d, its call accepted by its service, is not awaited: it is undone", st.Attempt)})
 			}
 		}

@@ -94,18 +94,22 @@ func (s *Sender) Hide(ctx context.Context, queueURL, receiptHandle string, d tim
 }
 
 // Depth is how many messages a queue holds: waiting for a consumer
-// (visible), and in a consumer's hands (in flight).
+// (visible), in a consumer's hands (in flight), and sent with a delay not
+// passed yet (delayed: an agent's flow control holds their calls).
 type Depth struct {
 	Visible  int
 	InFlight int
+	Delayed  int
 }
 
-// Depth reads SQS's ApproximateNumberOfMessages (visible; not delayed) and
-// ApproximateNumberOfMessagesNotVisible (in flight).
+// Depth reads SQS's ApproximateNumberOfMessages (visible; not delayed),
+// ApproximateNumberOfMessagesNotVisible (in flight) and
+// ApproximateNumberOfMessagesDelayed (0 where a queue does not say).
 func (s *Sender) Depth(ctx context.Context, queueURL string) (Depth, error) {
 	visible, inFlight := types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible
+	delayed := types.QueueAttributeNameApproximateNumberOfMessagesDelayed
 	out, err := s.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL),
-		AttributeNames: []types.QueueAttributeName{visible, inFlight}})
+		AttributeNames: []types.QueueAttributeName{visible, inFlight, delayed}})
 	if err != nil {
 		return Depth{}, fmt.Errorf("depth of %s: %w", queueURL, err)
 	}
@@ -118,5 +122,6 @@ func (s *Sender) Depth(ctx context.Context, queueURL string) (Depth, error) {
 			return Depth{}, fmt.Errorf("depth of %s: %s: %w", queueURL, a.name, err)
 		}
 	}
+	d.Delayed, _ = strconv.Atoi(out.Attributes[string(delayed)])
 	return d, nil
 }

@@ -70,9 +70,10 @@ type Look struct {
 	FailureCount int
 	Reason       string
 	ReadyAt      time.Time
-	// Cancelled: the give-back is a cancel's, of an async attempt its
-	// service accepted (workflow.Order.Cancel).
-	Cancelled bool
+	// By, for a give-back that is not the Supervisor's, says whose: a
+	// cancel's (of an async attempt its service accepted), or its Agent's
+	// (its service asked to slow down). It counts no failure.
+	By string
 }
 
 // Conflict means what a decision read of the order changed before its write
@@ -347,8 +348,8 @@ func look(ch *change, l Look) {
 			p+".ra="+ch.val("RA"+a, num(ms(l.ReadyAt))))
 		ch.remove = append(ch.remove, p+".lk", p+".cb", p+".tk", p+".ac") // a recovered attempt's token is refused from now on
 		switch {
-		case l.Cancelled:
-			ch.incident(p, "attempt given back by the cancel: %s", clip(l.Reason, MaxIncidentBytes))
+		case l.By != "":
+			ch.incident(p, "attempt given back by %s: %s", l.By, clip(l.Reason, MaxIncidentBytes))
 		case l.FailureCount <= MaxIncidents:
 			ch.incident(p, "recovered by the supervisor (failure %d): %s", l.FailureCount, clip(l.Reason, MaxIncidentBytes))
 		}

@@ -15,7 +15,8 @@ import (
 // does. The message that starts it may wait in the scheduler queue (a
 // re-send), its agent's request queue, or the response queue of the agent
 // whose outcome made it ready (the reply the Scheduler starts it from);
-// any of them holding BacklogDepth visible messages is a backlog. Below
+// any of them holding BacklogDepth visible messages, or any delayed one, is
+// a backlog. Below
 // that, a consumer takes the message within a poll, so a record still
 // unclaimed past its pickup deadline has likely lost it. A depth it cannot
 // read counts as no backlog: a re-sent message costs only a refused claim.
@@ -28,8 +29,15 @@ func (s *Supervisor) backlog(ctx context.Context, d *depths, queues ...string) s
 		if u == "" {
 			continue
 		}
-		if n, err := d.depth(ctx, u); err == nil && n.Visible >= s.cfg.BacklogDepth {
+		n, err := d.depth(ctx, u)
+		switch {
+		case err != nil:
+		case n.Visible >= s.cfg.BacklogDepth:
 			return fmt.Sprintf("%s holds %d messages", queueName(u), n.Visible)
+		case n.Delayed > 0:
+			// Its agent's flow control (a rate limit, a back-off, a pause)
+			// holds calls: the record's request is likely among them.
+			return fmt.Sprintf("%s holds %d messages its agent's flow control delayed", queueName(u), n.Delayed)
 		}
 	}
 	return ""

@@ -77,6 +77,8 @@ type agentSpec struct {
 	// Concurrency is its function's most instances at once (0: the
 	// deployment's).
 	Concurrency int `yaml:"concurrency"`
+	// RateLimit bounds its calls across every instance: 50/s, 600/m.
+	RateLimit string `yaml:"rateLimit"`
 }
 
 type authSpec struct {

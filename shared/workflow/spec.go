@@ -174,6 +174,13 @@ func (r *specReader) agent(name string, a agentSpec) Agent {
 	if !agentNameRE.MatchString(name) {
 		r.add(path, "%q: an agent's name is 1-25 lower-case letters, digits or -, starting with a letter", name)
 	}
+	if a.RateLimit != "" {
+		rate, err := parseRate(a.RateLimit)
+		if err != nil {
+			r.add(path+".rateLimit", "%v", err)
+		}
+		out.RateLimit = rate
+	}
 	if c := a.Concurrency; c != 0 && (c < MinConcurrency || c > MaxConcurrency) {
 		r.add(path+".concurrency", "%d: an agent's concurrency (its event source mapping's MaximumConcurrency) is %d to %d",
 			c, MinConcurrency, MaxConcurrency)

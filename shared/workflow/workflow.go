@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/itchyny/gojq"
@@ -140,6 +142,42 @@ type Agent struct {
 	// protects its service from more calls at once than it takes. 0: the
 	// deployment's agentConcurrency.
 	Concurrency int
+	// RateLimit bounds its calls across every instance (zero: none): a
+	// call over it waits (flow.Gate), never fails.
+	RateLimit Rate `json:",omitempty"`
+}
+
+// Rate is at most Calls calls every Per.
+type Rate struct {
+	Calls int           `json:",omitempty"`
+	Per   time.Duration `json:",omitempty"`
+}
+
+// Interval is the time between two calls at the rate.
+func (r Rate) Interval() time.Duration { return r.Per / time.Duration(r.Calls) }
+
+// String is the rate as a workflow file writes it: 50/s, 600/m.
+func (r Rate) String() string {
+	if r.Per == time.Minute {
+		return fmt.Sprintf("%d/m", r.Calls)
+	}
+	return fmt.Sprintf("%d/s", r.Calls)
+}
+
+// rateRE is a rate limit as a file writes it.
+var rateRE = regexp.MustCompile(`^([1-9][0-9]{0,4})/(s|m)$`)
+
+// parseRate reads a rate limit: N/s or N/m, N from 1 to 99,999.
+func parseRate(s string) (Rate, error) {
+	m := rateRE.FindStringSubmatch(s)
+	if m == nil {
+		return Rate{}, fmt.Errorf("%q is not a rate like 50/s or 600/m", s)
+	}
+	n, _ := strconv.Atoi(m[1])
+	if m[2] == "m" {
+		return Rate{Calls: n, Per: time.Minute}, nil
+	}
+	return Rate{Calls: n, Per: time.Second}, nil
 }
 
 // The range of an event source mapping's MaximumConcurrency (Lambda's).

@@ -1,0 +1,188 @@
+package localrun_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// service is an HTTP service of the test's own: it answers each call as
+// answer says, and keeps when each came.
+type service struct {
+	mu     sync.Mutex
+	calls  []time.Time
+	answer func(at time.Time) (status int, retryAfter string)
+}
+
+func (s *service) start(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now()
+		s.mu.Lock()
+		s.calls = append(s.calls, now)
+		s.mu.Unlock()
+		status, ra := http.StatusOK, ""
+		if s.answer != nil {
+			status, ra = s.answer(now)
+		}
+		if ra != "" {
+			w.Header().Set("Retry-After", ra)
+		}
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"charged":%q}`, r.Header.Get("Idempotency-Key"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// most is the most calls in any span of d.
+func (s *service) most(d time.Duration) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	calls := slices.Clone(s.calls)
+	slices.SortFunc(calls, func(a, b time.Time) int { return a.Compare(b) })
+	most := 0
+	for i, j := 0, 0; j < len(calls); j++ {
+		for calls[j].Sub(calls[i]) >= d {
+			i++
+		}
+		most = max(most, j-i+1)
+	}
+	return most
+}
+
+// charging is a workflow of one step, calling the service at url.
+func charging(url, agentExtra string) string {
+	return fmt.Sprintf(`name: charging
+agents:
+  payment: {endpoint: %q%s}
+defaults: {timeout: 20s, maxFailures: 3}
+steps:
+  - name: charge-payment
+    agent: payment
+`, url, agentExtra)
+}
+
+// A burst of orders against a service limited to a few calls a second
+// (SAS_RATE_LIMIT, 5 in CI: fewer than the local pipeline's own pace): the
+// agent's rate limit keeps every span of a second at the limit and a tenth
+// more, whatever the number of its instances, and no order fails (a call
+// over the limit waits). SAS_RATE_ORDERS sets how many orders (40 in CI).
+func TestARateLimitKeepsABurstUnderTheServicesLimit(t *testing.T) {
+	t.Parallel()
+	n, limit, binds := 40, 5, true
+	if v, err := strconv.Atoi(os.Getenv("SAS_RATE_ORDERS")); err == nil && v > 0 {
+		n = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("SAS_RATE_LIMIT")); err == nil && v > 0 {
+		limit, binds = v, false // perhaps above what the pipeline makes here
+	}
+	svc := &service{}
+	url := svc.start(t)
+	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
+		running(t, charging(url, fmt.Sprintf(", rateLimit: %d/s", limit)))(o)
+		o.Settings.StepTimeout = 20 * time.Second
+	})
+	ids := make([]string, n)
+	var bodies []string
+	for i := range n {
+		ids[i] = fmt.Sprintf("o-rl%03d", i)
+		bodies = append(bodies, localrun.DemoOrder(ids[i], 1).JSON())
+	}
+	start := time.Now()
+	require.NoError(t, e.stack.SendOrders(context.Background(), bodies...))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n/limit)*time.Second+90*time.Second)
+	defer cancel()
+	tasks, err := e.stack.WaitEnded(ctx, ids, 200*time.Millisecond, nil)
+	require.NoError(t, err)
+	drained := time.Since(start)
+	for _, id := range ids {
+		require.Equal(t, workflow.Processed, tasks[id].State, id)
+		require.Zero(t, e.step(id, 0).FailureCount, "%s: waiting is not failing", id)
+	}
+	most := svc.most(time.Second)
+	e.stop()
+	waits := e.stack.Tally.Sum(metrics.FlowWaits)
+	t.Logf("%d orders against %d/s: at most %d calls in any second, %d calls in all, drained in %s, %d waits in the queue "+
+		"(%.2f an order, each a delayed send)", n, limit, most, len(svc.calls),
+		drained.Round(time.Millisecond), int(waits), waits/float64(n))
+	if binds {
+		require.Positive(t, waits, "the burst was over the limit: calls waited in the queue")
+	}
+	require.LessOrEqual(t, most, limit+(limit+9)/10, "the service's limit, across every instance")
+}
+
+// A service answering 429 with Retry-After for a while: every instance of
+// its agent holds its calls for the back-off it asked for (the one call
+// that met the 429 besides), and no order fails or counts a failure.
+func TestARetryAfterSlowsEveryInstanceDown(t *testing.T) {
+	t.Parallel()
+	svc := &service{}
+	var until time.Time
+	var mu sync.Mutex
+	svc.answer = func(at time.Time) (int, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if until.IsZero() {
+			until = at.Add(8 * time.Second) // it answers 429 for 8 s
+		}
+		if at.Before(until) {
+			return http.StatusTooManyRequests, "3"
+		}
+		return http.StatusOK, ""
+	}
+	url := svc.start(t)
+	e := newEnv(t, remotesim.Faults{}, running(t, charging(url, "")))
+	var ids, bodies []string
+	for i := range 20 {
+		ids = append(ids, fmt.Sprintf("o-ra%02d", i))
+		bodies = append(bodies, localrun.DemoOrder(ids[i], 1).JSON())
+	}
+	for _, b := range bodies { // one every 200 ms, as a shop's orders come
+		require.NoError(t, e.stack.SendOrders(context.Background(), b))
+		time.Sleep(200 * time.Millisecond)
+	}
+	tasks := e.waitEnded(ids)
+	for _, id := range ids {
+		require.Equal(t, workflow.Processed, tasks[id].State, id)
+		require.Zero(t, e.step(id, 0).FailureCount, "%s: a back-off is no failure", id)
+	}
+	// Each 429 asks for 3 s. A call that arrives more than 250 ms after one
+	// was answered (time for every instance to learn of it) and before its
+	// 3 s passed was made during the back-off.
+	svc.mu.Lock()
+	calls := slices.Clone(svc.calls)
+	svc.mu.Unlock()
+	slices.SortFunc(calls, func(a, b time.Time) int { return a.Compare(b) })
+	var refusedAt []time.Time
+	for _, c := range calls {
+		if c.Before(until) {
+			refusedAt = append(refusedAt, c)
+		}
+	}
+	during := 0
+	for _, c := range calls {
+		for _, r := range refusedAt {
+			if c.After(r.Add(250*time.Millisecond)) && c.Before(r.Add(3*time.Second)) {
+				during++
+				break
+			}
+		}
+	}
+	t.Logf("%d calls in all over %s, %d answered 429 (about one probe a back-off); %d made while a back-off was in force",
+		len(calls), calls[len(calls)-1].Sub(calls[0]).Round(time.Millisecond), len(refusedAt), during)
+	require.Zero(t, during, "every instance holds its calls for the back-off")
+}

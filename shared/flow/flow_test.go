@@ -1,0 +1,146 @@
+package flow_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/devkit/emulator/emulatortest"
+	"github.com/sas-go/sas/shared/devkit/storetest"
+	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+var engines = map[string]emulatortest.Engine{}
+
+func TestMain(m *testing.M) { os.Exit(emulatortest.MainWithEngines(m, engines)) }
+
+// each runs fn on a fresh state table of every engine.
+func each(t *testing.T, fn func(t *testing.T, s flow.Store)) {
+	for name, e := range engines {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			topo := storetest.NewTables(t, e.Clients.DynamoDB)
+			fn(t, flow.NewStore(e.Clients.DynamoDB, topo.StateTable()))
+		})
+	}
+}
+
+var t0 = time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+
+// A pause holds every call of the agent, across instances, until resumed:
+// each conditional write says whether it changed anything.
+func TestAPauseHoldsTheAgentsCallsUntilResumed(t *testing.T) {
+	each(t, func(t *testing.T, s flow.Store) {
+		ctx := context.Background()
+		g := &flow.Gate{Store: s}
+		v, err := g.Admit(ctx, "payment", workflow.Rate{}, time.Time{}, t0)
+		require.NoError(t, err)
+		require.Zero(t, v.Wait)
+		changed, err := s.Pause(ctx, "payment", "ops", t0)
+		require.NoError(t, err)
+		require.True(t, changed)
+		changed, err = s.Pause(ctx, "payment", "ops", t0)
+		require.NoError(t, err)
+		require.False(t, changed, "paused already")
+		other := &flow.Gate{Store: s} // another instance
+		v, err = other.Admit(ctx, "payment", workflow.Rate{}, time.Time{}, t0)
+		require.NoError(t, err)
+		require.Equal(t, flow.PausedWait, v.Wait)
+		require.Equal(t, "agent payment is paused (by ops)", v.Why)
+		v, err = other.Admit(ctx, "inventory", workflow.Rate{}, time.Time{}, t0)
+		require.NoError(t, err)
+		require.Zero(t, v.Wait, "another agent's calls go on")
+		c, err := s.Control(ctx, "payment")
+		require.NoError(t, err)
+		require.Equal(t, flow.Control{Agent: "payment", Paused: true, PausedBy: "ops", PausedAt: t0}, c)
+
+		changed, err = s.Resume(ctx, "payment")
+		require.NoError(t, err)
+		require.True(t, changed)
+		changed, err = s.Resume(ctx, "payment")
+		require.NoError(t, err)
+		require.False(t, changed, "running already")
+		v, err = other.Admit(ctx, "payment", workflow.Rate{}, time.Time{}, t0.Add(flow.ControlTTL))
+		require.NoError(t, err)
+		require.Zero(t, v.Wait, "resumed: seen once the instance's cached control is older than ControlTTL")
+	})
+}
+
+// A Retry-After slows every instance down until it passes; an earlier one
+// does not shorten it.
+func TestASlowDownHoldsCallsUntilItPasses(t *testing.T) {
+	each(t, func(t *testing.T, s flow.Store) {
+		ctx := context.Background()
+		require.NoError(t, s.SlowDown(ctx, "payment", t0.Add(20*time.Second)))
+		require.NoError(t, s.SlowDown(ctx, "payment", t0.Add(5*time.Second)), "an earlier one changes nothing")
+		c, err := s.Control(ctx, "payment")
+		require.NoError(t, err)
+		require.Equal(t, t0.Add(20*time.Second), c.SlowUntil)
+		g := &flow.Gate{Store: s}
+		v, err := g.Admit(ctx, "payment", workflow.Rate{}, time.Time{}, t0.Add(time.Second))
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, v.Wait, 19*time.Second)
+		require.Less(t, v.Wait, 20*time.Second)
+		v, err = g.Admit(ctx, "payment", workflow.Rate{}, time.Time{}, t0.Add(20*time.Second))
+		require.NoError(t, err)
+		require.Zero(t, v.Wait, "passed")
+	})
+}
+
+// A rate limit of 20 a second, 50 calls at once from many instances: each
+// gets a turn of its own, 50 ms after the one before (one write each, or
+// two for the first, the schedule having fallen behind); the first 21 are
+// within a second, the others are told to wait for theirs. A call that has
+// its turn takes no other.
+func TestARateLimitGivesEachCallATurnOfItsOwn(t *testing.T) {
+	each(t, func(t *testing.T, s flow.Store) {
+		ctx := context.Background()
+		limit := workflow.Rate{Calls: 20, Per: time.Second}
+		now := t0.Add(300 * time.Millisecond)
+		var mu sync.Mutex
+		var turns []time.Time
+		var waits int
+		var wg sync.WaitGroup
+		var failed atomic.Int32
+		for range 50 {
+			wg.Go(func() {
+				v, err := (&flow.Gate{Store: s}).Admit(ctx, "payment", limit, time.Time{}, now)
+				if err != nil {
+					failed.Add(1)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				turns = append(turns, v.At)
+				if v.Wait > 0 {
+					waits++
+					if v.Wait != v.At.Sub(now) {
+						failed.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		require.Zero(t, failed.Load())
+		slices.SortFunc(turns, func(a, b time.Time) int { return a.Compare(b) })
+		for i, at := range turns {
+			require.Equal(t, now.Add(time.Duration(i)*50*time.Millisecond), at, "turn %d", i)
+		}
+		require.Equal(t, 50-21, waits, "those more than a second away wait in the queue")
+		v, err := (&flow.Gate{Store: s}).Admit(ctx, "payment", limit, turns[49], now.Add(2400*time.Millisecond))
+		require.NoError(t, err)
+		require.Equal(t, flow.Verdict{At: turns[49]}, v, "its own turn, no other")
+		v, err = (&flow.Gate{Store: s}).Admit(ctx, "payment", limit, time.Time{}, now.Add(time.Hour))
+		require.NoError(t, err)
+		require.Equal(t, now.Add(time.Hour), v.At, "the schedule fell behind: now")
+		require.Equal(t, "50/s 600/m", fmt.Sprint(workflow.Rate{Calls: 50, Per: time.Second}, " ", workflow.Rate{Calls: 600, Per: time.Minute}))
+	})
+}

@@ -1,0 +1,64 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// AgentFlow is an agent's flow control as an operator sees it.
+type AgentFlow struct {
+	Agent     string    `json:"agent"`
+	Paused    bool      `json:"paused"`
+	PausedBy  string    `json:"pausedBy,omitempty"`
+	PausedAt  time.Time `json:"pausedAt,omitzero"`
+	SlowUntil time.Time `json:"slowUntil,omitzero"` // its service asked for no calls before then
+	// Changed, for pause and resume: whether this call changed it.
+	Changed bool `json:"changed"`
+}
+
+// PauseAgent pauses the agent's calls to its service (a provider's planned
+// maintenance): its requests wait, none fails, until ResumeAgent.
+func (o *Operator) PauseAgent(ctx context.Context, agent, by string) (AgentFlow, error) {
+	if err := o.knownAgent(agent); err != nil {
+		return AgentFlow{}, err
+	}
+	changed, err := o.Flow.Pause(ctx, agent, by, o.Now())
+	if err != nil {
+		return AgentFlow{}, err
+	}
+	f, err := o.AgentFlow(ctx, agent)
+	f.Changed = changed
+	return f, err
+}
+
+// ResumeAgent lets a paused agent's calls go on.
+func (o *Operator) ResumeAgent(ctx context.Context, agent string) (AgentFlow, error) {
+	if err := o.knownAgent(agent); err != nil {
+		return AgentFlow{}, err
+	}
+	changed, err := o.Flow.Resume(ctx, agent)
+	if err != nil {
+		return AgentFlow{}, err
+	}
+	f, err := o.AgentFlow(ctx, agent)
+	f.Changed = changed
+	return f, err
+}
+
+// AgentFlow reads the agent's flow control.
+func (o *Operator) AgentFlow(ctx context.Context, agent string) (AgentFlow, error) {
+	c, err := o.Flow.Control(ctx, agent)
+	if err != nil {
+		return AgentFlow{}, err
+	}
+	return AgentFlow{Agent: agent, Paused: c.Paused, PausedBy: c.PausedBy, PausedAt: utc(c.PausedAt), SlowUntil: utc(c.SlowUntil)}, nil
+}
+
+func (o *Operator) knownAgent(agent string) error {
+	if !slices.Contains(o.Topology.Agents, agent) {
+		return fmt.Errorf("no agent %q in this deployment (its agents: %v)", agent, o.Topology.Agents)
+	}
+	return nil
+}
