@@ -47,6 +47,14 @@ func TestAPausedAgentsOrdersWaitAndGoOnWhenResumed(t *testing.T) {
 	code, out, _ = p.ctl("", "agent show", "payment")
 	require.Zero(t, code)
 	require.Contains(t, out, "agent payment: paused by")
+	code, out, _ = p.ctl("", "watch", "--once")
+	require.Zero(t, code)
+	require.Contains(t, out, "| agent payment paused")
+	var snap snapshot
+	p.json("watch", &snap, "watch", "--once")
+	require.Len(t, snap.Agents, 1)
+	require.Equal(t, "payment", snap.Agents[0].Agent)
+	require.True(t, snap.Agents[0].Paused)
 
 	code, out, _ = p.ctl("", "agent resume", "payment")
 	require.Zero(t, code)

@@ -90,6 +90,9 @@ type snapshot struct {
 	Parked      int               `json:"parkedSteps"`
 	LongestWait operator.Duration `json:"longestWait"`
 	Queues      map[string]int    `json:"queueDepths"` // messages waiting, by work queue
+	// Agents are those whose calls are held: paused, slowed down by their
+	// service, or queueing for their rate limit.
+	Agents []operator.AgentFlow `json:"agents,omitempty"`
 }
 
 func takeSnapshot(ctx context.Context, op *operator.Operator) (snapshot, error) {
@@ -106,8 +109,19 @@ func takeSnapshot(ctx context.Context, op *operator.Operator) (snapshot, error) 
 			s.InFlight += n
 		}
 	}
-	s.Queues, err = op.QueueDepths(ctx)
-	return s, err
+	if s.Queues, err = op.QueueDepths(ctx); err != nil {
+		return s, err
+	}
+	for _, a := range op.Topology.Agents {
+		f, err := op.AgentFlow(ctx, a)
+		if err != nil {
+			return s, err
+		}
+		if f.Paused || f.SlowUntil.After(s.At) || f.BookedUntil.After(s.At) {
+			s.Agents = append(s.Agents, f)
+		}
+	}
+	return s, nil
 }
 
 // print prints the snapshot as a line: redrawn on a terminal.
@@ -145,6 +159,16 @@ func (s snapshot) line() string {
 	}
 	if len(queued) > 0 {
 		line += " | queued: " + strings.Join(queued, ", ")
+	}
+	for _, f := range s.Agents {
+		switch {
+		case f.Paused:
+			line += fmt.Sprintf(" | agent %s paused", f.Agent)
+		case f.SlowUntil.After(s.At):
+			line += fmt.Sprintf(" | agent %s slowed down by its service for %s", f.Agent, f.SlowUntil.Sub(s.At).Round(time.Second))
+		default:
+			line += fmt.Sprintf(" | agent %s's rate limit booked %s ahead", f.Agent, f.BookedUntil.Sub(s.At).Round(100*time.Millisecond))
+		}
 	}
 	return line
 }

@@ -49,8 +49,9 @@ type Control struct {
 const PausedWait = 30 * time.Second
 
 // ControlTTL is how long an Agent instance trusts the control it read: a
-// pause or a back-off reaches every instance within it.
-const ControlTTL = time.Second
+// pause or a back-off reaches every instance within it, for a strongly
+// consistent read an instance at most every ControlTTL.
+const ControlTTL = 200 * time.Millisecond
 
 // Store reads and writes the agents' flow items in the state table.
 type Store struct {
@@ -193,6 +194,22 @@ func (s Store) Turn(ctx context.Context, agent string, limit workflow.Rate, now 
 	return time.Time{}, fmt.Errorf("take a turn of agent %s: its schedule changed under each of 3 tries", agent)
 }
 
+// Booked is the next free turn of agent's rate limit (zero: none taken
+// yet): past now, calls wait for turns booked up to then.
+func (s Store) Booked(ctx context.Context, agent string) (time.Time, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: agentKey(agent, "rate")})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read agent %s's schedule: %w", agent, err)
+	}
+	var it struct {
+		NextAt int64 `dynamodbav:"NextAt"`
+	}
+	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil || it.NextAt == 0 {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(it.NextAt).UTC(), nil
+}
+
 // Verdict is what Admit decided for one call.
 type Verdict struct {
 	// Wait > 0: not now: the request comes back after Wait (Why says
@@ -250,11 +267,11 @@ func (g *Gate) Admit(ctx context.Context, agent string, limit workflow.Rate, tur
 // turn has its request sent again, delayed, carrying the turn.
 const MaxTurnSleep = time.Second
 
-// Recheck is Admit's pause and back-off, read afresh (no cache): a claimed
-// call checks them again right before it is made, so that a 429 another
-// instance met a moment ago holds it too.
+// Recheck is Admit's pause and back-off again (read afresh if the cached
+// control is older than ControlTTL): a claimed call checks them right before
+// it is made, so that a 429 another instance met while it waited for its
+// claim or its turn holds it too.
 func (g *Gate) Recheck(ctx context.Context, agent string, now time.Time) (Verdict, error) {
-	g.Forget()
 	return g.Admit(ctx, agent, workflow.Rate{}, time.Time{}, now)
 }
 

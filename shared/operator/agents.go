@@ -14,6 +14,9 @@ type AgentFlow struct {
 	PausedBy  string    `json:"pausedBy,omitempty"`
 	PausedAt  time.Time `json:"pausedAt,omitzero"`
 	SlowUntil time.Time `json:"slowUntil,omitzero"` // its service asked for no calls before then
+	// BookedUntil: its rate limit's turns are taken up to then (calls
+	// queue for it, if it is past now).
+	BookedUntil time.Time `json:"bookedUntil,omitzero"`
 	// Changed, for pause and resume: whether this call changed it.
 	Changed bool `json:"changed"`
 }
@@ -53,7 +56,12 @@ func (o *Operator) AgentFlow(ctx context.Context, agent string) (AgentFlow, erro
 	if err != nil {
 		return AgentFlow{}, err
 	}
-	return AgentFlow{Agent: agent, Paused: c.Paused, PausedBy: c.PausedBy, PausedAt: utc(c.PausedAt), SlowUntil: utc(c.SlowUntil)}, nil
+	booked, err := o.Flow.Booked(ctx, agent)
+	if err != nil {
+		return AgentFlow{}, err
+	}
+	return AgentFlow{Agent: agent, Paused: c.Paused, PausedBy: c.PausedBy, PausedAt: utc(c.PausedAt), SlowUntil: utc(c.SlowUntil),
+		BookedUntil: utc(booked)}, nil
 }
 
 func (o *Operator) knownAgent(agent string) error {
