@@ -44,7 +44,7 @@ ended) goes to the events DLQ with the reason.`,
 				return usageError{err}
 			}
 			if err != nil {
-				return t.explain(err)
+				return t.explainOrder(args[0], err)
 			}
 			out := cmd.OutOrStdout()
 			return emit(out, t.output, res, func() {

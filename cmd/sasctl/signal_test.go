@@ -112,6 +112,13 @@ func TestSignalBeforeTheWaitIsKept(t *testing.T) {
 	require.Regexp(t, regexp.MustCompile(`^sent event approved to order o-early \(eventId (sasctl-[0-9a-f]{16}): `+
 		`send it again with --event-id sasctl-[0-9a-f]{16}, and it is a no-op\)\n$`), out)
 	p.waitState("o-early", workflow.Processed)
+	code, out, _ = p.ctl("", "status", "o-early")
+	require.Zero(t, code)
+	require.Contains(t, out, "done: its event came", "a wait done says so, not \"processed (attempt 0)\"")
+	require.NotContains(t, out, "processed (attempt 0)")
+	code, _, errs = p.ctl("", "signal", "o-nosuch", "approved")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "order o-nosuch not found", "said at once, nothing sent")
 	var st operator.Status
 	p.json("status", &st, "status", "o-early")
 	require.JSONEq(t, `{"amountCents": 500, "by": "bo"}`, string(st.Records[1].Result))

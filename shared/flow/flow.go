@@ -50,8 +50,9 @@ const PausedWait = 30 * time.Second
 
 // ControlTTL is how long an Agent instance trusts the control it read: a
 // pause or a back-off reaches every instance within it, for a strongly
-// consistent read an instance at most every ControlTTL.
-const ControlTTL = 200 * time.Millisecond
+// consistent read an instance at most every ControlTTL (a read per call
+// would slow every call on a loaded table).
+const ControlTTL = time.Second
 
 // Store reads and writes the agents' flow items in the state table.
 type Store struct {

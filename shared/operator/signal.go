@@ -46,6 +46,11 @@ func (o *Operator) Signal(ctx context.Context, orderID, event, eventID string, d
 	if _, err := message.DecodeOrdersMessage(string(body)); err != nil {
 		return Signalled{}, fmt.Errorf("%w: %s", ErrBadSignal, strings.TrimPrefix(err.Error(), "invalid message: "))
 	}
+	// An operator signals an order that exists: one that does not is said
+	// so here, rather than "sent" and found in the DLQ 15 s later.
+	if _, _, err := o.Store.Load(ctx, orderID); err != nil {
+		return Signalled{}, fmt.Errorf("signal %s: %w", orderID, err)
+	}
 	q := o.Topology.EventsQueue().Name
 	url, err := o.QueueURL(ctx, q)
 	if err != nil {

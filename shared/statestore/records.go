@@ -143,10 +143,14 @@ func (s Step) History() []Event {
 	if s.Attempt > 0 {
 		add(s.ClaimedAt, fmt.Sprintf("attempt %d claimed by %s/%s", s.Attempt, s.Agent, s.LockedBy))
 	}
-	switch s.State {
-	case workflow.Processed:
+	switch {
+	case s.State == workflow.Processed && s.Kind == workflow.KindEvent:
+		add(s.DoneAt, "done: its event came (or its timeout let the order go on)")
+	case s.State == workflow.Processed && s.Kind == workflow.KindTimer:
+		add(s.DoneAt, "done: its time came")
+	case s.State == workflow.Processed:
 		add(s.DoneAt, fmt.Sprintf("processed (attempt %d)", s.Attempt))
-	case workflow.Error:
+	case s.State == workflow.Error:
 		add(s.DoneAt, fmt.Sprintf("failed for good (%s)", s.Cause))
 	}
 	out = append(out, s.Incidents...)

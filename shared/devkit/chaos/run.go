@@ -425,7 +425,8 @@ func (r Result) Print(w io.Writer) {
 	}
 	fmt.Fprintln(w, "\nINVARIANTS BROKEN:")
 	for name, ids := range map[string][]string{"lost": v.Lost, "not ended": v.NotEnded, "applied twice": v.AppliedTwice,
-		"inconsistent": v.Inconsistent, "over threshold": v.OverThreshold, "never alerted": v.Unalerted} {
+		"inconsistent": v.Inconsistent, "over threshold": v.OverThreshold, "never alerted": v.Unalerted,
+		"bad input not rejected with its reason": v.Unrejected} {
 		if len(ids) > 0 {
 			fmt.Fprintf(w, "  %s: %s\n", name, strings.Join(ids, ", "))
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -160,9 +161,9 @@ func TestARetryAfterSlowsEveryInstanceDown(t *testing.T) {
 		require.Equal(t, workflow.Processed, tasks[id].State, id)
 		require.Zero(t, e.step(id, 0).FailureCount, "%s: a back-off is no failure", id)
 	}
-	// Each 429 asks for 3 s. A call that arrives more than 250 ms after one
-	// was answered (time for every instance to learn of it) and before its
-	// 3 s passed was made during the back-off.
+	// Each 429 asks for 3 s. A call that arrives more than flow.ControlTTL
+	// and 250 ms after one was answered (time for every instance to learn
+	// of it) and before its 3 s passed was made during the back-off.
 	svc.mu.Lock()
 	calls := slices.Clone(svc.calls)
 	svc.mu.Unlock()
@@ -176,7 +177,7 @@ func TestARetryAfterSlowsEveryInstanceDown(t *testing.T) {
 	during := 0
 	for _, c := range calls {
 		for _, r := range refusedAt {
-			if c.After(r.Add(250*time.Millisecond)) && c.Before(r.Add(3*time.Second)) {
+			if c.After(r.Add(flow.ControlTTL+250*time.Millisecond)) && c.Before(r.Add(3*time.Second)) {
 				during++
 				break
 			}
