@@ -224,10 +224,11 @@ type Verdict struct {
 // Gate is one Agent instance's view of its flow items: the control cached
 // for ControlTTL.
 type Gate struct {
-	Store Store
-	mu    sync.Mutex
-	read  time.Time
-	last  Control
+	Store      Store
+	mu         sync.Mutex
+	read       time.Time
+	last       Control
+	refreshing bool
 }
 
 // Admit says whether agent may call its service now, at most limit calls a
@@ -284,10 +285,17 @@ func (g *Gate) Forget() {
 	g.mu.Unlock()
 }
 
+// control is agent's control as this instance knows it. Read once
+// synchronously; after that, a read older than ControlTTL is refreshed in
+// the background while the cached one answers, so that no call waits on it.
 func (g *Gate) control(ctx context.Context, agent string, now time.Time) (Control, error) {
 	g.mu.Lock()
-	if !g.read.IsZero() && now.Sub(g.read) < ControlTTL && g.last.Agent == agent {
+	if !g.read.IsZero() && g.last.Agent == agent {
 		c := g.last
+		if now.Sub(g.read) >= ControlTTL && !g.refreshing {
+			g.refreshing = true
+			go g.refresh(agent, now)
+		}
 		g.mu.Unlock()
 		return c, nil
 	}
@@ -300,4 +308,17 @@ func (g *Gate) control(ctx context.Context, agent string, now time.Time) (Contro
 	g.read, g.last = now, c
 	g.mu.Unlock()
 	return c, nil
+}
+
+// refresh reads agent's control for the cache.
+func (g *Gate) refresh(agent string, now time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := g.Store.Control(ctx, agent)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.refreshing = false
+	if err == nil {
+		g.read, g.last = now, c
+	}
 }
