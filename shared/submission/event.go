@@ -24,8 +24,10 @@ import (
 // invocation's. It comes back sooner than the queue's visibility timeout
 // would bring it (aheadRetries: hidden, not waited for in the invocation,
 // which would hold up the rest of its poller's batches), then is rejected
-// with the reason: about 15 s in all, within the queue's MaxReceiveCount of 5.
-var aheadRetries = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
+// with the reason: about 10 s in all, at its fourth receive, one short of
+// the queue's MaxReceiveCount of 5, so that a receive lost to a crash does
+// not leave SQS to move it to the DLQ with no reason.
+var aheadRetries = []time.Duration{time.Second, 3 * time.Second, 6 * time.Second}
 
 // ahead is what becomes of what (an event or a cancel) for an order not
 // stored yet (err): retried soon, or, after its last receive, rejected.
