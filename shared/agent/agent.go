@@ -66,7 +66,9 @@ type Config struct {
 	RequestQueueURL  string // its own: a request that must wait is sent again there, delayed
 	DLQURL           string // its request queue's DLQ
 	// RateLimit bounds its calls across every instance (zero: none).
-	RateLimit   workflow.Rate
+	RateLimit workflow.Rate
+	// PerKey bounds its calls in flight per key (nil: none).
+	PerKey      *workflow.PerKey
 	Backoff     resilience.Backoff
 	CallTimeout time.Duration // bound on one remote call
 	// Margin is kept free before CompleteBy so a reply can still arrive in time.
@@ -146,17 +148,9 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if !ok || action.Agent != h.cfg.Name {
 		return message.Invalid("request for %s: %s is not an action of agent %q in workflow %q", req.OrderID, req.StepName, h.cfg.Name, def.Name)
 	}
-	var turn time.Time // the call's place, its rate limit's
-	if h.gate != nil {
-		v, err := h.gate.Admit(ctx, h.cfg.Name, h.cfg.RateLimit, req.Turn, h.Now())
-		if err != nil {
-			return err // SQS delivers it again
-		}
-		if v.Wait > 0 {
-			req.Turn = v.At // its rate limit's turn, if it took one: it keeps it
-			return h.later(ctx, req, v.Wait, v.Why)
-		}
-		turn = v.At
+	turn, waits, err := h.admit(ctx, &req)
+	if err != nil || waits {
+		return err
 	}
 	var nonce string
 	if action.Async {
@@ -169,7 +163,13 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if h.Crash != nil {
 		h.Crash("agent.after-claim") // the attempt runs out at CompleteBy; the Supervisor recovers it
 	}
-	order, input, err := h.input(ctx, def, st, action, req.Payload)
+	order, doc, input, err := h.input(ctx, def, st, action, req.Payload)
+	var key string
+	if err == nil && h.cfg.PerKey != nil {
+		if key, err = h.cfg.PerKey.KeyFor(doc); err != nil && !errors.Is(err, workflow.ErrExpressionTimeout) {
+			err = &PermanentError{Status: 0, Body: fmt.Sprintf("%s's key of its calls in flight: %v", h.cfg.Name, err)}
+		}
+	}
 	var perr *PermanentError
 	if errors.As(err, &perr) { // the step cannot be given what it needs: refused, it ran nothing
 		return h.recordOutcome(ctx, def, st, outcome.Attempt{Refusal: err.Error()}, nil, order)
@@ -187,33 +187,12 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if err != nil {
 		return err // SQS delivers it again; the claim is this attempt's already
 	}
-	if h.gate != nil {
-		// Claimed: the call waits for its place, and is not made if its
-		// agent was paused or slowed down meanwhile (another instance met a
-		// 429): the attempt is given back, no failure counted.
-		if late := h.Now().Sub(turn); h.cfg.RateLimit.Calls > 0 && late > h.cfg.RateLimit.Interval() {
-			// It came back well after its turn (a slow delivery): made now,
-			// it would crowd the calls whose turns are now. It takes a new one.
-			v, err := h.gate.Admit(ctx, h.cfg.Name, h.cfg.RateLimit, time.Time{}, h.Now())
-			if err != nil {
-				return err
-			}
-			if v.Wait > 0 {
-				return h.giveBack(ctx, def, st, v, req)
-			}
-			turn = v.At
-		}
-		if d := turn.Sub(h.Now()); d > 0 {
-			if err := h.Sleep(ctx, d); err != nil {
-				return err
-			}
-		}
-		if v, err := h.gate.Recheck(ctx, h.cfg.Name, h.Now()); err != nil || v.Wait > 0 {
-			if err != nil {
-				return err
-			}
-			return h.giveBack(ctx, def, st, v, req)
-		}
+	let, gaveBack, err := h.beforeCall(ctx, def, st, req, key, turn)
+	if err != nil || gaveBack {
+		return err
+	}
+	if !action.Async { // an async call's slot is held until its CompleteBy: its callback may come any time before
+		defer let()
 	}
 	deadline := st.CompleteBy.Add(-h.cfg.Margin)
 	if action.Async {
@@ -285,35 +264,36 @@ func answered(n int) string {
 // action's input expression makes of it. An expression that fails on the
 // document is a *PermanentError: no retry changes it; one out of time is
 // workflow.ErrExpressionTimeout.
-func (h *Handler) input(ctx context.Context, def workflow.Definition, st *statestore.Step, a workflow.Action, payload json.RawMessage) (json.RawMessage, json.RawMessage, error) {
+func (h *Handler) input(ctx context.Context, def workflow.Definition, st *statestore.Step, a workflow.Action,
+	payload json.RawMessage) (json.RawMessage, workflow.Document, json.RawMessage, error) {
 	order := payload
 	if len(order) == 0 {
 		o, err := h.store.Order(ctx, st.OrderID)
 		if err != nil {
-			return nil, nil, err
+			return nil, workflow.Document{}, nil, err
 		}
 		order = json.RawMessage(o)
 	}
 	doc, err := h.store.Document(ctx, *st, order)
 	if err != nil {
-		return order, nil, err
+		return order, doc, nil, err
 	}
 	if st.Item > 0 { // one item of a forEach step: its item, and where it is
 		item, err := def.Item(order, st.Index, st.Item)
 		if err != nil {
-			return order, nil, &PermanentError{Status: 0, Body: err.Error()}
+			return order, doc, nil, &PermanentError{Status: 0, Body: err.Error()}
 		}
 		index := st.Item - 1
 		doc.Item, doc.Index = item, &index
 	}
 	in, err := a.InputFor(doc)
 	if errors.Is(err, workflow.ErrExpressionTimeout) {
-		return order, nil, err // perhaps a starved CPU: tried again
+		return order, doc, nil, err // perhaps a starved CPU: tried again
 	}
 	if err != nil {
-		return order, nil, &PermanentError{Status: 0, Body: err.Error()} // it names the step's input
+		return order, doc, nil, &PermanentError{Status: 0, Body: err.Error()} // it names the step's input
 	}
-	return order, in, nil
+	return order, doc, in, nil
 }
 
 // claim starts an attempt of the record the request names. It returns nil,
@@ -378,18 +358,4 @@ func (h *Handler) slowDown(ctx context.Context, def workflow.Definition, st *sta
 	h.gate.Forget()
 	return h.giveBack(ctx, def, st, flow.Verdict{Wait: slow.After + time.Duration(rand.Int64N(int64(time.Second))),
 		Why: slow.Error()}, req)
-}
-
-// giveBack gives the claimed attempt back with no failure counted, ready
-// again when v's wait ends, and sends its request again for then.
-func (h *Handler) giveBack(ctx context.Context, def workflow.Definition, st *statestore.Step, v flow.Verdict,
-	req message.AgentRequest) error {
-	now := h.Now()
-	released, err := outcome.Recorder{Store: h.store}.Release(ctx, def, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(),
-		Attempt: st.Attempt, Round: st.Round, Token: st.Token, Read: st.Read, Now: now}, now.Add(v.Wait), v.Why)
-	if err != nil || !released {
-		return err // not its to give back (recovered meanwhile): nothing more
-	}
-	req.Turn = v.At // a new turn of its rate limit, if it took one
-	return h.later(ctx, req, v.Wait, v.Why)
 }

@@ -227,7 +227,7 @@ func (d *Deployment) Agent(ctx context.Context, name, instanceID string) (*agent
 	}
 	return agent.New(agent.Config{
 		Workflows: d.Config.Workflows, Name: name, InstanceID: instanceID, ResponseQueueURL: d.Config.QueueURL(t.AgentResponses(name).Name),
-		RequestQueueURL: d.Config.QueueURL(t.AgentRequests(name).Name), RateLimit: spec.RateLimit,
+		RequestQueueURL: d.Config.QueueURL(t.AgentRequests(name).Name), RateLimit: spec.RateLimit, PerKey: spec.PerKey,
 		DLQURL: d.Config.QueueURL(t.AgentRequests(name).DLQName), Backoff: backoff,
 		CallTimeout: spec.Timeout, Margin: 100 * time.Millisecond,
 	}, agent.Deps{Remote: remote,

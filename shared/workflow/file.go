@@ -79,6 +79,13 @@ type agentSpec struct {
 	Concurrency int `yaml:"concurrency"`
 	// RateLimit bounds its calls across every instance: 50/s, 600/m.
 	RateLimit string `yaml:"rateLimit"`
+	// PerKey bounds its calls in flight per value of an expression.
+	PerKey *perKeySpec `yaml:"perKey"`
+}
+
+type perKeySpec struct {
+	Key      string `yaml:"key"`      // jq over the step's document: .order.customer
+	InFlight int    `yaml:"inFlight"` // calls at once per value (default 1)
 }
 
 type authSpec struct {

@@ -285,3 +285,51 @@ func TestAnAgentsConcurrency(t *testing.T) {
 	require.NoError(t, schema(t).Validate(instance(t, []byte(text))))
 	require.Error(t, schema(t).Validate(instance(t, []byte(strings.Replace(text, "concurrency: 5", "concurrency: 1001", 1)))))
 }
+
+// An agent's flow control as a file writes it: a rate limit, and calls in
+// flight per key whose value comes from the step's document.
+func TestAnAgentsRateLimitAndCallsInFlightPerKey(t *testing.T) {
+	t.Parallel()
+	text := "name: a\nagents: {a: {endpoint: 'http://a', rateLimit: 600/m, perKey: {key: .order.customer, inFlight: 2}}," +
+		" b: {endpoint: 'http://b', perKey: {key: '.results.open.account'}}}\n" +
+		"steps: [{name: open, agent: b, timeout: 1s}, {name: s, agent: a, timeout: 1s}]\n"
+	d, err := workflow.ParseFile("x.yaml", []byte(text), workflow.Options{})
+	require.NoError(t, err)
+	require.NoError(t, schema(t).Validate(instance(t, []byte(text))))
+	a := d.AgentSpecs["a"]
+	require.Equal(t, workflow.Rate{Calls: 600, Per: time.Minute}, a.RateLimit)
+	require.Equal(t, 100*time.Millisecond, a.RateLimit.Interval())
+	require.Equal(t, 2, a.PerKey.InFlight)
+	require.Equal(t, 1, d.AgentSpecs["b"].PerKey.InFlight, "one at a time unless it says")
+
+	for doc, want := range map[string]string{
+		`{"order":{"customer":"c-1"}}`:    "c-1",
+		`{"order":{"customer":42}}`:       "42",
+		`{"order":{"customer":{"id":1}}}`: `{"id":1}`,
+		`{"order":{}}`:                    "", // null: not bounded
+	} {
+		var d workflow.Document
+		require.NoError(t, json.Unmarshal([]byte(doc), &d))
+		got, err := a.PerKey.KeyFor(d)
+		require.NoError(t, err, doc)
+		require.Equal(t, want, got, doc)
+	}
+	got, err := d.AgentSpecs["b"].PerKey.KeyFor(workflow.Document{Order: json.RawMessage(`{}`),
+		Results: map[string]json.RawMessage{"open": json.RawMessage(`{"account":"acc-9"}`)}})
+	require.NoError(t, err)
+	require.Equal(t, "acc-9", got, "a key from an earlier step's result")
+	_, err = a.PerKey.KeyFor(workflow.Document{Order: json.RawMessage(`[1]`)})
+	var ee *workflow.ExpressionError
+	require.ErrorAs(t, err, &ee, "a key the document cannot give refuses the step")
+
+	for bad, says := range map[string]string{
+		"rateLimit: 50/h":                   `"50/h" is not a rate like 50/s or 600/m`,
+		"perKey: {key: '.order.'}":          "agents.a.perKey.key",
+		"perKey: {inFlight: 2}":             "perKey needs a key",
+		"perKey: {key: .x, inFlight: 1001}": "calls in flight per key are 1 to 1000",
+	} {
+		text := "name: a\nagents: {a: {endpoint: 'http://a', " + bad + "}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n"
+		_, err := workflow.ParseFile("x.yaml", []byte(text), workflow.Options{})
+		require.ErrorContains(t, err, says, bad)
+	}
+}

@@ -181,6 +181,9 @@ func (r *specReader) agent(name string, a agentSpec) Agent {
 		}
 		out.RateLimit = rate
 	}
+	if a.PerKey != nil {
+		out.PerKey = r.perKey(path+".perKey", *a.PerKey)
+	}
 	if c := a.Concurrency; c != 0 && (c < MinConcurrency || c > MaxConcurrency) {
 		r.add(path+".concurrency", "%d: an agent's concurrency (its event source mapping's MaximumConcurrency) is %d to %d",
 			c, MinConcurrency, MaxConcurrency)
@@ -201,6 +204,22 @@ func (r *specReader) agent(name string, a agentSpec) Agent {
 	out.Endpoint = r.endpoint(path+".endpoint", a.Endpoint)
 	if a.Auth != nil {
 		out.Auth = r.auth(path+".auth", *a.Auth)
+	}
+	return out
+}
+
+// perKey reads an agent's calls in flight per key.
+func (r *specReader) perKey(path string, p perKeySpec) *PerKey {
+	out := &PerKey{Key: p.Key, InFlight: cmp.Or(p.InFlight, 1)}
+	if p.Key == "" {
+		r.add(path+".key", "perKey needs a key: a jq expression over the step's document, such as .order.customer")
+	} else if code, err := compileJQ(p.Key); err != nil {
+		r.add(path+".key", "%v", err)
+	} else {
+		out.code = code
+	}
+	if p.InFlight < 0 || p.InFlight > MaxInFlightPerKey {
+		r.add(path+".inFlight", "%d: calls in flight per key are 1 to %d", p.InFlight, MaxInFlightPerKey)
 	}
 	return out
 }

@@ -145,6 +145,52 @@ type Agent struct {
 	// RateLimit bounds its calls across every instance (zero: none): a
 	// call over it waits (flow.Gate), never fails.
 	RateLimit Rate `json:",omitempty"`
+	// PerKey bounds its calls in flight per value of an expression over the
+	// step's document (nil: none): one per customer, say.
+	PerKey *PerKey `json:",omitempty"`
+}
+
+// PerKey is at most InFlight calls at once per value of Key, a jq
+// expression over the step's document (an order's customer, an account):
+// a call over it waits (its attempt is given back, no failure counted)
+// until a slot is let go, at its attempt's end, or its CompleteBy passes.
+type PerKey struct {
+	Key      string
+	InFlight int
+	code     *gojq.Code
+}
+
+// The most calls in flight per key an agent may declare.
+const MaxInFlightPerKey = 1000
+
+// KeyFor is the key value of a step's document: the expression's string,
+// or its other value as JSON; "" (a null value): the call is not bounded.
+func (p PerKey) KeyFor(doc Document) (string, error) {
+	if doc.Results == nil {
+		doc.Results = map[string]json.RawMessage{}
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return "", err
+	}
+	code := p.code
+	if code == nil {
+		if code, err = compileJQ(p.Key); err != nil {
+			return "", err
+		}
+	}
+	v, err := evalJSON(code, b, "perKey.key")
+	if err != nil {
+		return "", err
+	}
+	var s string
+	switch {
+	case string(v) == "null":
+		return "", nil
+	case json.Unmarshal(v, &s) == nil:
+		return s, nil
+	}
+	return string(v), nil
 }
 
 // Rate is at most Calls calls every Per.

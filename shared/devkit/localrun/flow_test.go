@@ -2,6 +2,7 @@ package localrun_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -186,4 +187,77 @@ func TestARetryAfterSlowsEveryInstanceDown(t *testing.T) {
 	t.Logf("%d calls in all over %s, %d answered 429 (about one probe a back-off); %d made while a back-off was in force",
 		len(calls), calls[len(calls)-1].Sub(calls[0]).Round(time.Millisecond), len(refusedAt), during)
 	require.Zero(t, during, "every instance holds its calls for the back-off")
+}
+
+// 50 orders of one customer (SAS_KEY_ORDERS) and 10 of another, at once,
+// against a service that takes 100 ms a call, its agent allowing one call in
+// flight per customer: the service never sees two calls of one customer at
+// once, and no order fails or counts a failure (a call over the limit
+// waits).
+func TestCallsInFlightPerKeyNeverExceedTheirLimit(t *testing.T) {
+	t.Parallel()
+	n := 50
+	if v, err := strconv.Atoi(os.Getenv("SAS_KEY_ORDERS")); err == nil && v > 0 {
+		n = v
+	}
+	var mu sync.Mutex
+	inFlight, most := map[string]int{}, map[string]int{}
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var doc struct {
+			Order struct {
+				CustomerID string `json:"customerId"`
+			} `json:"order"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&doc); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		c := doc.Order.CustomerID
+		mu.Lock()
+		calls++
+		inFlight[c]++
+		most[c] = max(most[c], inFlight[c])
+		mu.Unlock()
+		time.Sleep(100 * time.Millisecond)
+		mu.Lock()
+		inFlight[c]--
+		mu.Unlock()
+		fmt.Fprintf(w, `{"charged":%q}`, r.Header.Get("Idempotency-Key"))
+	}))
+	t.Cleanup(srv.Close)
+	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
+		running(t, charging(srv.URL, ", perKey: {key: .order.customerId, inFlight: 1}"))(o)
+		o.Settings.StepTimeout = 20 * time.Second
+	})
+	var ids, bodies []string
+	for i := range n + 10 {
+		o := localrun.DemoOrder(fmt.Sprintf("o-pk%03d", i), i)
+		o.CustomerID = "c-busy"
+		if i >= n {
+			o.CustomerID = "c-other"
+		}
+		ids, bodies = append(ids, o.OrderID), append(bodies, o.JSON())
+	}
+	start := time.Now()
+	require.NoError(t, e.stack.SendOrders(context.Background(), bodies...))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n)*2*time.Second+90*time.Second)
+	defer cancel()
+	tasks, err := e.stack.WaitEnded(ctx, ids, 200*time.Millisecond, nil)
+	require.NoError(t, err)
+	drained := time.Since(start)
+	for _, id := range ids {
+		require.Equal(t, workflow.Processed, tasks[id].State, id)
+		require.Zero(t, e.step(id, 0).FailureCount, "%s: waiting for a slot is not failing", id)
+	}
+	e.stop()
+	waits := e.stack.Tally.Sum(metrics.FlowWaits)
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%d orders of one customer and 10 of another, one call in flight a customer: at most %d and %d at once at the "+
+		"service, %d calls, drained in %s, %d waits for a slot (%.1f an order, each a claim given back and a delayed send)",
+		n, most["c-busy"], most["c-other"], calls, drained.Round(time.Millisecond), int(waits), waits/float64(n+10))
+	require.Equal(t, 1, most["c-busy"], "never two calls of one customer at once")
+	require.Equal(t, 1, most["c-other"])
+	require.Positive(t, waits, "the customer's calls queued for its slot")
 }
