@@ -12,7 +12,7 @@ import (
 )
 
 // taskStates are the states an order can be in.
-var taskStates = []workflow.State{workflow.Pending, workflow.Compensating, workflow.Processed, workflow.Failed,
+var taskStates = []workflow.State{workflow.Pending, workflow.Held, workflow.Compensating, workflow.Processed, workflow.Failed,
 	workflow.CompensationFailed, workflow.Cancelled}
 
 func stateNames() []string {

@@ -84,8 +84,8 @@ settings: credentials, region, and AWS_ENDPOINT_URL for an emulator. docs/cli.md
 		&cobra.Group{ID: "local", Title: "Commands that run the pipeline locally:"},
 		&cobra.Group{ID: "files", Title: "Commands on workflow files:"},
 		&cobra.Group{ID: "plan", Title: "Commands that plan a deployment:"})
-	for _, c := range []*cobra.Command{statusCmd(), listCmd(), watchCmd(), submitCmd(), signalCmd(), resubmitCmd(),
-		cancelCmd(), redriveCmd(), consoleCmd(), agentCmd()} {
+	for _, c := range append([]*cobra.Command{statusCmd(), listCmd(), watchCmd(), submitCmd(), signalCmd(), resubmitCmd(),
+		cancelCmd(), redriveCmd(), consoleCmd(), agentCmd()}, holdCmds()...) {
 		c.GroupID = "deployment"
 		root.AddCommand(c)
 	}

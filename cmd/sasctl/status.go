@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 func statusCmd() *cobra.Command {
@@ -65,6 +66,10 @@ func printStatus(out io.Writer, s operator.Status) {
 	fmt.Fprintf(out, "  created %s   updated %s   ended %s\n", stamp(o.CreatedAt), clock(o.UpdatedAt), clock(o.CompletedAt))
 	if o.LastError != "" {
 		fmt.Fprintf(out, "  last error: %s\n", o.LastError)
+	}
+	if o.State == workflow.Held {
+		fmt.Fprintf(out, "  held for its operator since %s, until %s (then undone): sasctl retry, skip or undo %s\n",
+			stamp(o.HeldAt), stamp(o.HeldUntil), o.OrderID)
 	}
 	if o.CancelledBy != "" {
 		fmt.Fprintf(out, "  cancel asked by %s at %s", o.CancelledBy, stamp(o.CancelledAt))

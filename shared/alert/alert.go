@@ -31,7 +31,8 @@ type Failure struct {
 	Undo         bool   `json:"undo,omitempty"` // an undo action failed: its work was not undone
 	Compensation string `json:"compensation"`   // what happens to the order's completed work
 	// OrderState is the order's state after the failure: Compensating,
-	// Failed (nothing to undo) or CompensationFailed (the operator must act).
+	// Failed (nothing to undo), CompensationFailed (the operator must act)
+	// or Held (the operator decides: onFailure: hold).
 	OrderState   workflow.State `json:"orderState"`
 	Attempt      int            `json:"attempt"`
 	FailureCount int            `json:"failureCount"`
@@ -61,8 +62,11 @@ func (a *Alerter) StepFailed(ctx context.Context, f Failure) error {
 	f.Event = "StepFailed"
 	props := map[string]any{"OrderID": f.OrderID, "Step": f.StepName, "LastError": f.LastError}
 	a.metrics.Count(metrics.StepErrors, 1, props)
-	if f.OrderState == workflow.CompensationFailed {
+	switch f.OrderState {
+	case workflow.CompensationFailed:
 		a.metrics.Count(metrics.CompensationFailures, 1, map[string]any{"OrderID": f.OrderID})
+	case workflow.Held:
+		a.metrics.Count(metrics.OrdersHeld, 1, map[string]any{"OrderID": f.OrderID})
 	}
 	body, _ := json.Marshal(f) // plain values only
 	_, err := a.api.Publish(ctx, &sns.PublishInput{
@@ -100,6 +104,9 @@ func CompensationOf(undo bool, after workflow.State, pivot bool) string {
 	switch {
 	case undo:
 		return "FAILED: this undo action did not happen; the order is CompensationFailed and needs the operator"
+	case after == workflow.Held:
+		return "HELD for the operator (onFailure: hold): nothing is undone yet. Retry the step (sasctl retry), skip it" +
+			" with a result (sasctl skip), or undo the order (sasctl undo); at the end of its hold it is undone"
 	case after == workflow.Compensating:
 		return "started: the completed steps are being undone, the latest first (what still runs is awaited first)"
 	case after == workflow.CompensationFailed && pivot:

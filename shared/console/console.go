@@ -175,6 +175,8 @@ func (s *Server) Handler(addr string) http.Handler {
 	mux.HandleFunc("GET /dlq/{queue}/redrive", s.confirmRedrive)
 	mux.HandleFunc("POST /dlq/{queue}/redrive", s.redrive)
 	mux.HandleFunc("GET /alerts", s.alerts)
+	mux.HandleFunc("GET /agents", s.agents)
+	mux.HandleFunc("POST /agents/{name}/{action}", s.actOnAgent)
 	mux.HandleFunc("GET /faults", s.faults)
 	mux.HandleFunc("POST /faults", s.changeFaults)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

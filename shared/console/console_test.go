@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 var tokenRE = regexp.MustCompile(`name="token" value="([0-9a-f]+)"`)
@@ -255,4 +257,80 @@ func calls(m *accounting.Meter, op string) int64 {
 		}
 	}
 	return n
+}
+
+// An order a failed step holds: its page says so and offers retry, skip
+// and undo; skip asks for the step's result, and the order goes on with it.
+func TestAHeldOrderIsRetriedSkippedOrUndoneFromTheConsole(t *testing.T) {
+	p := thePipeline(t)
+	base := serve(t, p, nil)
+	ids := []string{"con-hold-1", "con-hold-2"}
+	p.sim.SetFaults("payment", remotesim.Faults{PermanentOrders: ids})
+	t.Cleanup(func() { p.sim.SetFaults("payment", remotesim.Faults{}) })
+	for _, id := range ids {
+		o := localrun.DemoOrder(id, 1)
+		o.Workflow = "order-hold"
+		require.NoError(t, p.stack.SendOrders(t.Context(), o.JSON()))
+	}
+	for _, id := range ids {
+		p.waitState(t, id, workflow.Held)
+	}
+	_, body := get(t, base+"/orders/con-hold-1")
+	require.Contains(t, body, "Held for its operator")
+	for _, a := range []string{"retry", "skip", "undo"} {
+		require.Contains(t, body, `id="`+a+`" href="/orders/con-hold-1/`+a+`"`)
+	}
+	_, body = get(t, base+"/?state=Held")
+	require.Contains(t, body, "con-hold-1", "the Held tab lists it")
+	code, body := get(t, base+"/orders/con-hold-1/skip")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `name="result"`)
+
+	tok, origin := token(t, base), map[string]string{"Origin": base}
+	code, body, _ = post(t, base+"/orders/con-hold-1/skip", url.Values{"token": {tok}, "result": {"{nope"}}, origin)
+	require.Equal(t, http.StatusConflict, code)
+	require.Contains(t, body, "its result is not JSON")
+	code, _, h := post(t, base+"/orders/con-hold-1/skip", url.Values{"token": {tok}, "result": {`{"charged":"by phone"}`}}, origin)
+	require.Equal(t, http.StatusSeeOther, code)
+	_, body = get(t, base+h.Get("Location"))
+	require.Contains(t, body, "Step charge-payment taken as done; the order is Pending.")
+	code, _, h = post(t, base+"/orders/con-hold-2/undo", url.Values{"token": {tok}}, origin)
+	require.Equal(t, http.StatusSeeOther, code)
+	_, body = get(t, base+h.Get("Location"))
+	require.Contains(t, body, "The order is being undone")
+	p.waitState(t, "con-hold-1", workflow.Processed)
+	p.waitState(t, "con-hold-2", workflow.Failed)
+	code, body, _ = post(t, base+"/orders/con-hold-2/retry", url.Values{"token": {tok}}, origin)
+	require.Equal(t, http.StatusConflict, code)
+	require.Contains(t, body, "is Failed, not held")
+}
+
+// The agents page shows each agent's flow control and pauses and resumes
+// it, as sasctl agent does.
+func TestAnAgentIsPausedAndResumedFromTheConsole(t *testing.T) {
+	p := thePipeline(t)
+	base := serve(t, p, nil)
+	_, body := get(t, base+"/agents")
+	for _, a := range []string{"inventory", "payment", "shipping"} {
+		require.Contains(t, body, `data-agent="`+a+`"`)
+	}
+	require.Contains(t, body, `id="pause-shipping"`)
+	tok, origin := token(t, base), map[string]string{"Origin": base}
+	code, _, h := post(t, base+"/agents/shipping/pause", url.Values{"token": {tok}}, origin)
+	require.Equal(t, http.StatusSeeOther, code)
+	t.Cleanup(func() { _, _ = p.op.ResumeAgent(context.Background(), "shipping") })
+	_, body = get(t, base+h.Get("Location"))
+	require.Contains(t, body, "Agent shipping paused")
+	require.Contains(t, body, "by console-test since")
+	require.Contains(t, body, `id="resume-shipping"`)
+	f, err := p.op.AgentFlow(t.Context(), "shipping")
+	require.NoError(t, err)
+	require.True(t, f.Paused)
+	code, _, h = post(t, base+"/agents/shipping/resume", url.Values{"token": {tok}}, origin)
+	require.Equal(t, http.StatusSeeOther, code)
+	_, body = get(t, base+h.Get("Location"))
+	require.Contains(t, body, "Agent shipping resumed")
+	code, body, _ = post(t, base+"/agents/shipping/stop", url.Values{"token": {tok}}, origin)
+	require.Equal(t, http.StatusNotFound, code)
+	require.Contains(t, body, "An agent has no action")
 }

@@ -60,7 +60,7 @@ func startPipeline() (*pipeline, error) {
 	prefix := fmt.Sprintf("con%d", time.Now().UnixNano()%1e6)
 	stack, err := localrun.New(ctx, localrun.Options{Endpoint: motoEndpoint, DynamoDBEndpoint: dynamodbEndpoint,
 		Prefix: prefix, RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second, SupervisorEvery: 200 * time.Millisecond,
-		Workflows:      workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow), workflow.MustExample("approval")),
+		Workflows:      workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow), workflow.MustExample("approval"), holding()),
 		DeadlineShards: 4, Settings: workflow.Settings{StepTimeout: 10 * time.Second, MaxFailures: 3,
 			RetryBackoff: 100 * time.Millisecond, PickupTimeout: 3 * time.Second}})
 	if err != nil {
@@ -89,6 +89,22 @@ func serve(t *testing.T, p *pipeline, faults console.FaultControl) string {
 	go func() { done <- srv.Serve(ctx, l) }()
 	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
 	return strings.TrimSuffix(console.URL(l), "/")
+}
+
+// holding is the order workflow as "order-hold", whose payment holds the
+// order for its operator on failure.
+func holding() workflow.Definition {
+	text, err := workflow.ExampleFile(workflow.OrderWorkflow)
+	if err != nil {
+		panic(err)
+	}
+	s := strings.Replace(string(text), "name: order\n", "name: order-hold\n", 1)
+	s = strings.Replace(s, "  - name: charge-payment\n    agent: payment\n", "  - name: charge-payment\n    agent: payment\n    onFailure: hold\n", 1)
+	d, err := workflow.ParseFile("order-hold.yaml", []byte(s), workflow.Options{})
+	if err != nil {
+		panic(err)
+	}
+	return d
 }
 
 // approvalOrder is an order of the approval workflow: it waits for the

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -22,6 +23,7 @@ type orderView struct {
 	Ended       bool
 	CanResubmit bool
 	CanCancel   bool
+	Held        bool // a step's failure holds it for its operator: retry, skip, undo
 	// Events are the events the order's steps wait for, while it runs (the
 	// signal form's); Awaited the one a step waits for now.
 	Events  []string
@@ -36,7 +38,8 @@ func (s *Server) order(w http.ResponseWriter, r *http.Request) {
 	v := orderView{Status: st, Path: orderPath(st.Order.OrderID), Graph: layoutOf(st), Messages: statusMessages(st),
 		Ended:       st.Order.State.Ended(),
 		CanResubmit: st.Order.State == workflow.Failed || st.Order.State == workflow.CompensationFailed,
-		CanCancel:   !st.Order.State.Ended() && st.Order.CancelledBy == ""}
+		CanCancel:   !st.Order.State.Ended() && st.Order.CancelledBy == "",
+		Held:        st.Order.State == workflow.Held}
 	for _, r := range st.Records {
 		if r.Kind == string(workflow.KindEvent) && !v.Ended {
 			v.Events = append(v.Events, r.Event)
@@ -75,6 +78,10 @@ type confirmView struct {
 	Button  string
 	Back    string
 	Reason  bool // ask for a reason
+	Result  bool // ask for a held step's result (skip)
+	// Steps are the held records to choose from, when more than one holds
+	// the order.
+	Steps []string
 }
 
 // confirmations say what an action will do to the order, in words.
@@ -97,8 +104,30 @@ func confirmation(action string, st operator.Status) (heading, detail, button st
 		return "Cancel order " + id + "?", "What has not started will not; a step that is running is awaited; " +
 				"the steps that completed are undone in reverse order, and the order ends Cancelled. This cannot be taken back.",
 			"Cancel the order", true
+	case "retry":
+		return "Retry the held step of order " + id + "?", "The step whose failure holds the order runs again, a new attempt with " +
+			"its failure count reset and the same idempotency key; the order goes on where it stood.", "Retry the step", true
+	case "skip":
+		return "Skip the held step of order " + id + "?", "The step whose failure holds the order is taken as done, with the " +
+				"result you give (JSON: what its service would have answered; empty: null), and the order goes on as if it had " +
+				"answered. Its undo runs if the order is undone later.",
+			"Skip the step", true
+	case "undo":
+		return "Undo held order " + id + "?", "What completed is undone, the latest first, and the order ends Failed, as its " +
+			"step's failure would have done. This cannot be taken back.", "Undo the order", true
 	}
 	return "", "", "", false
+}
+
+// heldSteps are the names of the records that hold the order.
+func heldSteps(st operator.Status) []string {
+	var out []string
+	for _, rec := range st.Records {
+		if st.Order.State == workflow.Held && !rec.Undo && rec.State == workflow.Error {
+			out = append(out, rec.Name)
+		}
+	}
+	return out
 }
 
 func inError(st operator.Status) string {
@@ -113,7 +142,7 @@ func inError(st operator.Status) string {
 func (s *Server) confirmOrder(w http.ResponseWriter, r *http.Request) {
 	action := r.PathValue("action")
 	if _, _, _, ok := confirmation(action, operator.Status{}); !ok {
-		s.fail(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("An order has no action %q (resubmit, cancel).", action))
+		s.fail(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("An order has no action %q (resubmit, cancel, retry, skip, undo).", action))
 		return
 	}
 	st, ok := s.status(w, r)
@@ -123,7 +152,10 @@ func (s *Server) confirmOrder(w http.ResponseWriter, r *http.Request) {
 	heading, detail, button, _ := confirmation(action, st)
 	id := st.Order.OrderID
 	v := confirmView{Heading: heading, Detail: detail, Button: button, Action: orderPath(id) + "/" + action,
-		Back: orderPath(id), Reason: action == "cancel"}
+		Back: orderPath(id), Reason: action == "cancel", Result: action == "skip"}
+	if action == "retry" || action == "skip" {
+		v.Steps = heldSteps(st)
+	}
 	s.render(w, r, http.StatusOK, "confirm", view{Title: v.Heading, Nav: "orders", Data: v})
 }
 
@@ -134,12 +166,12 @@ func (s *Server) actOnOrder(w http.ResponseWriter, r *http.Request) {
 	result, err := s.act(r, id, action)
 	switch {
 	case errors.Is(err, errNoAction):
-		s.fail(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("An order has no action %q (resubmit, cancel, signal).", action))
+		s.fail(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("An order has no action %q (resubmit, cancel, signal, retry, skip, undo).", action))
 	case errors.Is(err, operator.ErrBadSignal):
 		s.fail(w, r, http.StatusBadRequest, "Not sent", fmt.Sprintf("Order %s: %s.", id, err))
 	case errors.Is(err, statestore.ErrNotFound):
 		s.fail(w, r, http.StatusNotFound, "No such order", fmt.Sprintf("There is no order %q in this deployment.", id))
-	case statestore.IsNotResubmittable(err) || statestore.IsNotCancellable(err):
+	case statestore.IsNotResubmittable(err) || statestore.IsNotCancellable(err) || outcome.IsHeldError(err):
 		s.fail(w, r, http.StatusConflict, "Refused", fmt.Sprintf("Order %s: %s.", id, err))
 	case err != nil:
 		s.failErr(w, r, action+" order "+id, err)
@@ -175,8 +207,32 @@ func (s *Server) act(r *http.Request, id, action string) (string, error) {
 		return "Cancel accepted: " + res.What + ".", nil
 	case "signal":
 		return s.signal(r, id)
+	case "retry", "skip", "undo":
+		return s.decideHeld(r, id, outcome.HoldAction(action))
 	}
 	return "", errNoAction
+}
+
+// decideHeld takes the operator's decision on a held order.
+func (s *Server) decideHeld(r *http.Request, id string, action outcome.HoldAction) (string, error) {
+	d := outcome.HoldDecision{OrderID: id, Action: action, Step: r.PostFormValue("step"), By: s.cfg.Who}
+	if text := strings.TrimSpace(r.PostFormValue("result")); text != "" {
+		if !json.Valid([]byte(text)) {
+			return "", &workflow.HeldError{Reason: "its result is not JSON: " + short(text, 60)}
+		}
+		d.Result = json.RawMessage(text)
+	}
+	res, err := s.op.DecideHeld(r.Context(), d)
+	if err != nil {
+		return "", err
+	}
+	switch action {
+	case outcome.HoldRetry:
+		return fmt.Sprintf("Step %s runs again; the order is %s.", res.Step, res.State), nil
+	case outcome.HoldSkip:
+		return fmt.Sprintf("Step %s taken as done; the order is %s.", res.Step, res.State), nil
+	}
+	return fmt.Sprintf("The order is being undone; it is %s.", res.State), nil
 }
 
 // signal sends the signal form's event to the order.

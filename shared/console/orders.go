@@ -17,8 +17,9 @@ import (
 // inFlightTab is the list read from the deadline index.
 const inFlightTab = "inflight"
 
-// endedStates are the lists read with a scan, on demand.
-var endedStates = []workflow.State{workflow.Processed, workflow.Failed, workflow.CompensationFailed, workflow.Cancelled}
+// scannedStates are the lists read with a scan, on demand: the orders held
+// for their operator, and the ended ones.
+var scannedStates = []workflow.State{workflow.Held, workflow.Processed, workflow.Failed, workflow.CompensationFailed, workflow.Cancelled}
 
 // tab is one list of the orders page.
 type tab struct {
@@ -108,7 +109,7 @@ func (s *Server) count(ctx context.Context, v *listView, scan bool) error {
 	}
 	v.CountedAt = at
 	v.Tabs = []tab{{Key: inFlightTab, Label: "In flight", Count: inFlight, Counted: true}}
-	for _, st := range endedStates {
+	for _, st := range scannedStates {
 		v.Tabs = append(v.Tabs, tab{Key: string(st), Label: string(st), Count: census.ByState[st], Counted: ok})
 	}
 	for i := range v.Tabs {
@@ -118,7 +119,7 @@ func (s *Server) count(ctx context.Context, v *listView, scan bool) error {
 }
 
 func knownTab(key string) bool {
-	for _, t := range endedStates {
+	for _, t := range scannedStates {
 		if string(t) == key {
 			return true
 		}
@@ -128,7 +129,7 @@ func knownTab(key string) bool {
 
 func tabNames() string {
 	names := []string{inFlightTab}
-	for _, t := range endedStates {
+	for _, t := range scannedStates {
 		names = append(names, string(t))
 	}
 	return strings.Join(names, ", ")

@@ -194,7 +194,7 @@ func (r AgentReply) checkRecorded() error {
 		return nil
 	}
 	switch st := workflow.State(r.State); st {
-	case workflow.Pending, workflow.Compensating, workflow.Processed, workflow.Failed, workflow.CompensationFailed, workflow.Cancelled:
+	case workflow.Pending, workflow.Compensating, workflow.Held, workflow.Processed, workflow.Failed, workflow.CompensationFailed, workflow.Cancelled:
 	default:
 		return Invalid("reply for %s: state %q is not a task's state", r.OrderID, truncate(r.State))
 	}

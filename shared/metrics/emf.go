@@ -37,6 +37,8 @@ const (
 	MessagesResent       = "MessagesResent"       // ready steps found unclaimed with no backlog: their message re-sent
 	WaitsHeld            = "WaitsHeld"            // waits a queue's backlog explains: nothing sent, looked at again later
 	DeadlinesPassed      = "DeadlinesPassed"      // orders failed by their deadline
+	OrdersHeld           = "OrdersHeld"           // orders held for their operator by a step's failure (onFailure: hold)
+	HoldsEnded           = "HoldsEnded"           // held orders no operator decided on within their hold: undone
 	QueueWait            = "QueueWait"            // milliseconds from a step ready to claimed (alarmed on)
 	ReplyWait            = "ReplyWait"            // milliseconds an Agent's reply waited for the Scheduler
 	EventsReceived       = "EventsReceived"       // events taken: a wait completed, kept for one, or an async callback

@@ -186,3 +186,21 @@ func cancelWhat(res statestore.Cancellation) string {
 		return fmt.Sprintf("step %s will not run; the completed steps are being undone, then it ends Cancelled", res.Stopped)
 	}
 }
+
+// DecideHeld takes an operator's decision on a held order (outcome.Holds):
+// retry its held step, skip it with a result, or undo the order; then sends
+// the requests of what the decision made ready and tells the order's caller
+// if it ended. A decision the order cannot take is a *workflow.HeldError
+// with the reason.
+func (o *Operator) DecideHeld(ctx context.Context, d outcome.HoldDecision) (outcome.HoldDecided, error) {
+	start, err := o.restarter(ctx)
+	if err != nil {
+		return outcome.HoldDecided{}, err
+	}
+	if d.Now.IsZero() {
+		d.Now = o.Now()
+	}
+	h := outcome.Holds{Store: o.Store, Start: start, Pickup: o.PickupTimeout,
+		Notify: notify.New(queue.NewSender(o.sqs), notify.Stored{}, nil, slog.New(slog.DiscardHandler))}
+	return h.Decide(ctx, d)
+}

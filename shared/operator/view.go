@@ -67,6 +67,10 @@ type Order struct {
 	CancelledAt  time.Time         `json:"cancelledAt,omitzero"`
 	CancelReason string            `json:"cancelReason,omitempty"`
 	Events       map[string]string `json:"events,omitempty"` // the round's events received: their eventId, by name
+	// HeldAt and HeldUntil, for a Held order: since when, and when its
+	// hold ends (it is undone then, unless the operator decided before).
+	HeldAt    time.Time `json:"heldAt,omitzero"`
+	HeldUntil time.Time `json:"heldUntil,omitzero"`
 }
 
 // OrderOf is the view of a stored task.
@@ -74,7 +78,7 @@ func OrderOf(t statestore.Task) Order {
 	return Order{OrderID: t.OrderID, Workflow: t.Workflow, Version: t.Version, State: t.State, Round: t.Round,
 		Steps: t.StepCount, ReplyQueue: t.ReplyQueue, LastError: t.LastError, CreatedAt: utc(t.CreatedAt),
 		UpdatedAt: utc(t.UpdatedAt), CompletedAt: utc(t.CompletedAt), CancelledBy: t.CancelledBy,
-		CancelledAt: utc(t.CancelledAt), CancelReason: t.CancelReason, Events: t.Events}
+		CancelledAt: utc(t.CancelledAt), CancelReason: t.CancelReason, Events: t.Events, HeldAt: utc(t.HeldAt), HeldUntil: utc(t.HeldUntil)}
 }
 
 // Record is one step or undo action of an order.

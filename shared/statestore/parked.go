@@ -114,7 +114,8 @@ func (s Snapshot) EventState(r workflow.Ref, event string) (EventState, error) {
 	case rec.State != string(workflow.Pending) && st.Received == "":
 		return st, &ErrEventRefused{fmt.Sprintf("order %s no longer waits for %q: its step %s is %s", it.OrderID, event, rec.Name, rec.State)}
 	}
-	st.Waiting = rec.State == string(workflow.Pending) && rec.DueAt != 0
+	// A held order starts nothing: its event is kept for when it goes on.
+	st.Waiting = rec.State == string(workflow.Pending) && rec.DueAt != 0 && it.State != string(workflow.Held)
 	if st.Waiting && rec.Armed != 0 && rec.Woken == 0 {
 		st.EndsAt = fromMs(rec.DueAt)
 	}
@@ -130,9 +131,11 @@ func (s Snapshot) EventState(r workflow.Ref, event string) (EventState, error) {
 func (s *Store) KeepEvent(ctx context.Context, orderID string, r workflow.Ref, event, eventID string, now time.Time) error {
 	ch := newChange(now)
 	p := ch.rec(r)
-	ch.when("%[1]s.s = :pending AND attribute_not_exists(%[1]s.d)", p)
+	// Not ready in an order running forward, or in a held one (where a
+	// ready wait takes it when the order goes on).
+	ch.when("%[1]s.s = :pending AND ((attribute_not_exists(%[1]s.d) AND St = :pending) OR St = :held)", p)
 	ch.val("pending", str(string(workflow.Pending)))
-	ch.state(workflow.Pending)
+	ch.val("held", str(string(workflow.Held)))
 	ev := ch.alias("ev", event)
 	ch.cond = append(ch.cond, "attribute_not_exists(Evt."+ev+")")
 	ch.set = append(ch.set, "Evt."+ev+" = "+ch.val("eid", str(eventID)))

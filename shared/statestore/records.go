@@ -38,6 +38,11 @@ type Task struct {
 	// Due is when the Supervisor looks at the order next (its deadline-index
 	// entry); zero once it left the index.
 	Due time.Time
+	// HeldAt and HeldUntil, for a Held order: since when, and when its
+	// hold ends (it is undone then).
+	HeldAt, HeldUntil time.Time
+	// Deadline is the round's deadline, then its compensation's.
+	Deadline time.Time
 }
 
 // Step is the record of one step of one order, or of a step's undo action.
@@ -230,6 +235,8 @@ type stateItem struct {
 	ItemsDone   map[string]int     `dynamodbav:"P,omitempty"`     // a forEach step's items done in the round, by step index
 	Finished    *int               `dynamodbav:"Fn,omitempty"`    // the writes that finished a step in the round: they are ordered by it
 	Events      map[string]string  `dynamodbav:"Evt,omitempty"`   // the round's events received, by name: their eventId
+	HeldAt      int64              `dynamodbav:"Ha,omitempty"`    // Held: since when
+	HeldUntil   int64              `dynamodbav:"Hu,omitempty"`    // Held: when its hold ends (it is undone)
 	CreatedAt   int64              `dynamodbav:"C"`
 	UpdatedAt   int64              `dynamodbav:"U"`
 	CompletedAt int64              `dynamodbav:"E,omitempty"`
@@ -248,6 +255,7 @@ type recItem struct {
 	MaxFailures int    `dynamodbav:"m"`
 	BackoffMs   int64  `dynamodbav:"b,omitempty"`
 	HasUndo     bool   `dynamodbav:"h,omitempty"`
+	HoldMs      int64  `dynamodbav:"hf,omitempty"` // its failure holds the order this long (onFailure: hold)
 
 	State        string   `dynamodbav:"s"` // ProcessState
 	Round        int      `dynamodbav:"r"`
@@ -337,7 +345,8 @@ func (it stateItem) task() Task {
 	return Task{OrderID: it.OrderID, Workflow: it.Workflow, Version: it.WfVersion, State: workflow.State(it.State),
 		StepCount: steps, Round: it.Round, ReplyQueue: it.ReplyQueue, LastError: it.LastError, CreatedAt: fromMs(it.CreatedAt),
 		UpdatedAt: fromMs(it.UpdatedAt), CompletedAt: fromMs(it.CompletedAt),
-		CancelledBy: it.CxBy, CancelledAt: fromMs(it.CxAt), CancelReason: it.CxWhy, Events: it.Events, Due: fromMs(it.DueAt)}
+		CancelledBy: it.CxBy, CancelledAt: fromMs(it.CxAt), CancelReason: it.CxWhy, Events: it.Events, Due: fromMs(it.DueAt),
+		HeldAt: fromMs(it.HeldAt), HeldUntil: fromMs(it.HeldUntil), Deadline: fromMs(it.DeadlineAt)}
 }
 
 // order is the item as the rules read it.
@@ -348,7 +357,7 @@ func (it stateItem) order() workflow.Order {
 		ref := refOf(sk)
 		o.Recs[ref] = workflow.Rec{Ref: ref, Name: r.Name, State: workflow.State(r.State), Ready: r.State == string(workflow.Pending) && r.DueAt != 0,
 			Kind: workflow.Kind(r.Kind), HasUndo: r.HasUndo, Ran: r.ran(), Retried: r.FailureCount > 0, DoneAt: fromMs(r.DoneAt),
-			Accepted: r.State == string(workflow.Processing) && r.Accepted != 0}
+			Accepted: r.State == string(workflow.Processing) && r.Accepted != 0, HoldFor: time.Duration(r.HoldMs) * time.Millisecond}
 	}
 	return o
 }
@@ -509,6 +518,9 @@ func (it stateItem) nextDue() int64 {
 		if it.runs(refOf(sk)) {
 			due = earliest(due, it.DeadlineAt)
 		}
+	}
+	if it.State == string(workflow.Held) {
+		due = earliest(due, it.HeldUntil)
 	}
 	return due
 }

@@ -135,7 +135,7 @@ func records(sub Submission, due int64) map[string]recItem {
 			continue
 		}
 		it := rec(st.Action)
-		it.HasUndo, it.Kind, it.Async = r.HasUndo, string(r.Kind), st.Async
+		it.HasUndo, it.Kind, it.Async, it.HoldMs = r.HasUndo, string(r.Kind), st.Async, st.HoldFor.Milliseconds()
 		if st.Wait != nil {
 			it.Continue, it.Event = st.Wait.Continue, st.Wait.Event
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // MaxDuePage is the most orders one page of the deadline index may hold: a
@@ -153,15 +155,23 @@ func (s *Store) Overdue(ctx context.Context, now time.Time, limit int) ([]Step, 
 	return out, errors.Join(errs...)
 }
 
-// Due are the order's records the Supervisor must act on at now (overdue).
+// Due are the order's records the Supervisor must act on at now (overdue);
+// of an order whose hold ended, the records that held it.
 func (s Snapshot) Due(now time.Time) []Step {
 	var out []Step
+	ended := s.HoldEnded(now)
 	for _, st := range s.Steps() {
-		if overdue(st, now) {
+		if overdue(st, now) || (ended && !st.Undo && st.State == workflow.Error) {
 			out = append(out, st)
 		}
 	}
 	return out
+}
+
+// HoldEnded reports whether the order is held and its hold ended by now: it
+// is undone.
+func (s Snapshot) HoldEnded(now time.Time) bool {
+	return s.it.State == string(workflow.Held) && s.it.HeldUntil != 0 && s.it.HeldUntil <= ms(now)
 }
 
 // overdue reports whether the Supervisor must act on st now: its own

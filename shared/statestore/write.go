@@ -24,8 +24,10 @@ type Write struct {
 	// Reason is a failure's (the failed record's last error); the
 	// Supervisor's give-ups carry theirs in their Looks.
 	Reason string
-	// ResultBytes > 0: the fenced record's result is stored (PutResult).
+	// ResultBytes > 0: the fenced record's result is stored (PutResult);
+	// without a fence, ResultOf's (a held record skipped with a result).
 	ResultBytes int
+	ResultOf    workflow.Ref
 	// Looks are the Supervisor's bookkeeping of the records it found due.
 	Looks []Look
 	// Due is when the records the move makes ready are due (their pickup
@@ -74,6 +76,9 @@ type Look struct {
 	// cancel's (of an async attempt its service accepted), or its Agent's
 	// (its service asked to slow down). It counts no failure.
 	By string
+	// Retry, for a give-back of a record that failed for good (a held
+	// order's, retried by its operator): its failure is forgotten.
+	Retry bool
 }
 
 // Conflict means what a decision read of the order changed before its write
@@ -207,11 +212,14 @@ func (s *Store) compile(ch *change, it stateItem, w Write) {
 		case workflow.Processed:
 			ch.set = append(ch.set, p+".s="+ch.val("processed", str(string(workflow.Processed))), p+".dn="+ch.val("DN"+p[3:], num(ms(c.DoneAt))))
 			ch.remove = append(ch.remove, p+".d", p+".tk")
-			if w.Fence != nil && c.Ref == w.Fence.Ref && w.ResultBytes > 0 {
+			if w.ResultBytes > 0 && ((w.Fence != nil && c.Ref == w.Fence.Ref) || (w.Fence == nil && c.Ref == w.ResultOf)) {
 				ch.set = append(ch.set, p+".o="+ch.val("resultBytes", num(int64(w.ResultBytes))))
 			}
 			if c.Ref.Item > 0 && !c.Ref.Undo {
 				itemsDone[c.Ref.Index]++
+			}
+			if it.Recs[sortKey(c.Ref)].State == string(workflow.Error) { // a held record skipped: no alert is due
+				ch.del = append(ch.del, "Ua "+ch.val("skipped", &types.AttributeValueMemberSS{Value: []string{sortKey(c.Ref)}}))
 			}
 		case workflow.Error:
 			reason := w.Reason
@@ -263,8 +271,18 @@ func (s *Store) compileTask(ch *change, it stateItem, w Write) {
 	m := w.Move
 	if m.State != "" && m.State != workflow.State(it.State) {
 		ch.task(m.State, "")
-		if m.State == workflow.Compensating && it.State == string(workflow.Pending) {
+		held := it.State == string(workflow.Held)
+		switch {
+		case m.State == workflow.Compensating && (it.State == string(workflow.Pending) || held):
 			ch.set = append(ch.set, "Dl=DlMs+"+ch.at()) // the undoing has as long as the order had
+		case m.State == workflow.Pending && held:
+			// The order's deadline stood still while it was held.
+			ch.set = append(ch.set, "Dl="+ch.val("dlHeld", num(it.DeadlineAt+max(ms(w.Now)-it.HeldAt, 0))))
+		case m.State == workflow.Held:
+			ch.set = append(ch.set, "Ha="+ch.at(), "Hu="+ch.val("heldUntil", num(ms(m.HeldUntil))))
+		}
+		if held {
+			ch.remove = append(ch.remove, "Ha", "Hu")
 		}
 	}
 	if w.Cancel != nil {
@@ -347,6 +365,10 @@ func look(ch *change, l Look) {
 			p+".fc="+ch.val("FC"+a, num(int64(l.FailureCount))), p+".e="+ch.val("E"+a, str(clip(l.Reason, MaxRecordErrorBytes))),
 			p+".ra="+ch.val("RA"+a, num(ms(l.ReadyAt))))
 		ch.remove = append(ch.remove, p+".lk", p+".cb", p+".tk", p+".ac") // a recovered attempt's token is refused from now on
+		if l.Retry {
+			ch.remove = append(ch.remove, p+".dn", p+".c", p+".af", p+".al")
+			ch.del = append(ch.del, "Ua "+ch.val("retried", &types.AttributeValueMemberSS{Value: []string{sortKey(l.Ref)}}))
+		}
 		switch {
 		case l.By != "":
 			ch.incident(p, "attempt given back by %s: %s", l.By, clip(l.Reason, MaxIncidentBytes))
@@ -399,9 +421,18 @@ func (it stateItem) with(w Write) stateItem {
 	if w.Move.Pivot != nil {
 		set(*w.Move.Pivot, func(r *recItem) { r.DueAt = ms(w.Now) })
 	}
-	if s := w.Move.State; s != "" {
-		if s == workflow.Compensating && it.State == string(workflow.Pending) {
+	if s := w.Move.State; s != "" && s != workflow.State(it.State) {
+		held := it.State == string(workflow.Held)
+		switch {
+		case s == workflow.Compensating && (it.State == string(workflow.Pending) || held):
 			out.DeadlineAt = it.DeadlineMs + ms(w.Now)
+		case s == workflow.Pending && held:
+			out.DeadlineAt = it.DeadlineAt + max(ms(w.Now)-it.HeldAt, 0)
+		case s == workflow.Held:
+			out.HeldAt, out.HeldUntil = ms(w.Now), ms(w.Move.HeldUntil)
+		}
+		if held {
+			out.HeldAt, out.HeldUntil = 0, 0
 		}
 		out.State = string(s)
 	}

@@ -80,6 +80,8 @@ type plan struct {
 	write   statestore.Write
 	giveUps []giveUp
 	waits   []wait
+	// holdEnded: the order was held past its hold, and is undone.
+	holdEnded bool
 }
 
 type giveUp struct {
@@ -96,7 +98,7 @@ type wait struct {
 	backlog string
 }
 
-func (p plan) empty() bool { return len(p.giveUps) == 0 && len(p.waits) == 0 }
+func (p plan) empty() bool { return len(p.giveUps) == 0 && len(p.waits) == 0 && !p.holdEnded }
 
 // plan decides what becomes of the order's due records (steps), on the
 // order as snap has it: the give-ups first, each on the order the ones
@@ -107,6 +109,13 @@ func (s *Supervisor) plan(ctx context.Context, snap statestore.Snapshot, steps [
 	o := snap.Order()
 	p := plan{write: statestore.Write{Move: workflow.Move{Read: workflow.Read{Version: true}}, Now: now}}
 	p.write.Due = now.Add(s.pickup(snap))
+	if snap.HoldEnded(now) {
+		// No operator decided within the hold: it is undone, as its
+		// failure would have done at once.
+		if m, err := o.UndoHeld(); err == nil {
+			o, p.write.Move, p.holdEnded = o.After(m), m, true
+		}
+	}
 	decided := map[workflow.Ref]bool{}
 	for more := true; more; {
 		more = false
@@ -174,7 +183,8 @@ func (s *Supervisor) looksAt(st statestore.Step, o workflow.Order) bool {
 // found is what the rules know of st, in the order as o has it.
 func (s *Supervisor) found(st statestore.Step, o workflow.Order, now time.Time) workflow.Found {
 	f := workflow.Found{Action: st.Definition(), State: st.State, FailureCount: st.FailureCount,
-		Waited: now.Sub(st.ReadyAt), Overdue: now.Sub(st.CompleteBy), Cancelled: !st.Undo && o.State != workflow.Pending,
+		Waited: now.Sub(st.ReadyAt), Overdue: now.Sub(st.CompleteBy),
+		Cancelled:    !st.Undo && o.State != workflow.Pending && o.State != workflow.Held,
 		PastDeadline: !st.Deadline.IsZero() && !now.Before(st.Deadline)}
 	if st.State == workflow.Pending && !st.Armed.IsZero() {
 		f.Parked, f.Continue, f.EventKept = st.Kind, st.Continue, st.EventKept
@@ -206,6 +216,11 @@ func (s *Supervisor) follow(ctx context.Context, p plan, after statestore.Snapsh
 	task := after.Task()
 	if len(p.giveUps) > 0 {
 		s.crash("supervisor.after-give-up")
+	}
+	if p.holdEnded {
+		s.d.Metrics.Count(metrics.HoldsEnded, 1, map[string]any{"OrderID": task.OrderID, "State": string(task.State)})
+		s.d.Log.Warn("held order not decided on within its hold: undone", "order_id", task.OrderID, "state", task.State)
+		outs = append(outs, holdEnded)
 	}
 	for _, g := range p.giveUps {
 		outs = append(outs, s.gaveUp(ctx, g, task, now, &errs))

@@ -68,17 +68,18 @@ type Deps struct {
 
 // Report counts what one sweep did.
 type Report struct {
-	Orders    int `json:"orders"`    // orders looked at: the due index entries read, each read consistently
-	Overdue   int `json:"overdue"`   // records found due (of the orders looked at: one write each, races lost aside)
-	MovedOn   int `json:"movedOn"`   // orders found due with no record due, moved on in the index
-	Resent    int `json:"resent"`    // ready steps' messages re-sent
-	Held      int `json:"held"`      // waits a backlog explains
-	Recovered int `json:"recovered"` // attempts retried
-	GaveUp    int `json:"gaveUp"`
-	Expired   int `json:"expired"` // of GaveUp, by the order's deadline
-	Alerted   int `json:"alerted"`
-	Woken     int `json:"woken"`     // waits and timers whose time came
-	Lost      int `json:"lostRaces"` // another supervisor (or the scheduler) changed the record first
+	Orders     int `json:"orders"`    // orders looked at: the due index entries read, each read consistently
+	Overdue    int `json:"overdue"`   // records found due (of the orders looked at: one write each, races lost aside)
+	MovedOn    int `json:"movedOn"`   // orders found due with no record due, moved on in the index
+	Resent     int `json:"resent"`    // ready steps' messages re-sent
+	Held       int `json:"held"`      // waits a backlog explains
+	Recovered  int `json:"recovered"` // attempts retried
+	GaveUp     int `json:"gaveUp"`
+	Expired    int `json:"expired"` // of GaveUp, by the order's deadline
+	Alerted    int `json:"alerted"`
+	Woken      int `json:"woken"`      // waits and timers whose time came
+	HoldsEnded int `json:"holdsEnded"` // held orders undone at the end of their hold
+	Lost       int `json:"lostRaces"`  // another supervisor (or the scheduler) changed the record first
 	// Shards are what each shard of the deadline index gave, by shard.
 	Shards []ShardReport `json:"shards"`
 	// OutOfTime says the time budget ended the sweep with a shard's due
@@ -134,6 +135,7 @@ const (
 	alerted
 	lost
 	woken
+	holdEnded
 )
 
 func (r *Report) add(o outcome) {
@@ -156,6 +158,8 @@ func (r *Report) add(o outcome) {
 		r.Lost++
 	case woken:
 		r.Woken++
+	case holdEnded:
+		r.HoldsEnded++
 	}
 }
 

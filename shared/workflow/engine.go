@@ -37,6 +37,9 @@ type Rec struct {
 	// its Agent is done with it, and only its callback (hours away,
 	// perhaps) can end it.
 	Accepted bool
+	// HoldFor > 0: a step's record whose failure for good holds the order
+	// (Held) for the operator, this long at most, rather than undoing it.
+	HoldFor time.Duration
 }
 
 // Records are an order's records, by ref.
@@ -65,7 +68,14 @@ type Move struct {
 	// Pivot, when the order ends CompensationFailed because a record that
 	// took effect has no undo action, names that record.
 	Pivot *Ref
-	Read  Read
+	// HeldUntil, for a move that holds the order (State Held): when its
+	// hold ends, and it is undone.
+	HeldUntil time.Time
+	// Resume, for a held order going on: its records ready before it was
+	// held (stopped by the hold, or given back), whose requests are sent
+	// again.
+	Resume []Ref
+	Read   Read
 }
 
 // Change is one record's next state.
@@ -155,11 +165,15 @@ func (m Move) Then(n Move) Move {
 	out.Changes = append(slices.Clone(m.Changes), n.Changes...)
 	out.Ready = append(slices.Clone(m.Ready), n.Ready...)
 	out.Stopped = append(slices.Clone(m.Stopped), n.Stopped...)
+	out.Resume = append(slices.Clone(m.Resume), n.Resume...)
 	out.State = cmp.Or(n.State, m.State)
 	out.Cancel = m.Cancel || n.Cancel
 	out.Awaits = n.Awaits
 	if n.Pivot != nil {
 		out.Pivot = n.Pivot
+	}
+	if !n.HeldUntil.IsZero() {
+		out.HeldUntil = n.HeldUntil
 	}
 	out.Read = Read{Version: m.Read.Version || n.Read.Version, Forward: m.Read.Forward || n.Read.Forward,
 		Finishes: m.Read.Finishes || n.Read.Finishes, Items: cmp.Or(n.Read.Items, m.Read.Items)}
@@ -253,7 +267,7 @@ func (d Definition) Start(items map[int]int) Order {
 	for i, st := range d.Steps {
 		for _, ref := range RecordsOf(i, items) {
 			o.Recs[ref] = Rec{Ref: ref, Name: st.Name, State: Pending, Ready: len(d.Needs(i)) == 0, Kind: st.Kind(),
-				HasUndo: st.Undo != nil}
+				HasUndo: st.Undo != nil, HoldFor: st.HoldFor}
 			if st.Undo != nil {
 				u := UndoOf(ref)
 				o.Recs[u] = Rec{Ref: u, Name: st.Undo.Name, State: Pending}

@@ -57,7 +57,9 @@ type stepSpec struct {
 	Undo       *actionSpec `yaml:"undo"`
 	Wait       *waitSpec   `yaml:"wait"`
 	Sleep      duration    `yaml:"sleep"`
-	Until      string      `yaml:"until"` // jq over the step's document: an RFC 3339 time or Unix seconds
+	Until      string      `yaml:"until"`     // jq over the step's document: an RFC 3339 time or Unix seconds
+	OnFailure  string      `yaml:"onFailure"` // undo (the default) or hold
+	HoldFor    duration    `yaml:"holdFor"`   // with hold: how long, at most (default: the order's deadline)
 }
 
 type waitSpec struct {

@@ -22,6 +22,10 @@ import (
 // done is recorded and the undoing goes on (see Fail).
 func (d Definition) Complete(o Order, ref Ref, now time.Time) Move {
 	c := Change{Ref: ref, State: Processed, DoneAt: o.Recs.doneAt(now)}
+	if !ref.Undo && o.State == Held {
+		// Recorded; what it makes ready is decided when the order goes on.
+		return Move{Changes: []Change{c}, Read: Read{Version: true}}
+	}
 	if ref.Undo || o.State != Pending {
 		return o.windDown(c)
 	}
@@ -57,11 +61,16 @@ func (d Definition) Complete(o Order, ref Ref, now time.Time) Move {
 // after an attempt that did not complete may have taken effect whatever its
 // last attempt says (a refusal of the retry does not undo the first). An undo action that
 // failed ends the order CompensationFailed (the operator is alerted); a
-// step's record turns the order to be undone.
+// step's record turns the order to be undone, or, if its step holds on
+// failure and the order was not cancelled, holds it (Held) until the
+// operator decides (RetryHeld, SkipHeld, UndoHeld) or the hold ends.
 func (o Order) Fail(ref Ref, cause Cause, ran bool, now time.Time) Move {
 	c := Change{Ref: ref, State: Error, Cause: cause, Ran: (ran || o.Recs[ref].Retried) && !ref.Undo, DoneAt: now}
 	if ref.Undo {
 		return Move{Changes: []Change{c}, State: CompensationFailed, Read: Read{Version: true}}
+	}
+	if hold := o.Recs[ref].HoldFor; hold > 0 && !o.Cancelled && (o.State == Pending || o.State == Held) {
+		return Move{Changes: []Change{c}, State: Held, HeldUntil: now.Add(hold), Read: Read{Version: true}}
 	}
 	return o.windDown(c)
 }
@@ -77,7 +86,7 @@ func (o Order) GiveBack(ref Ref) Move {
 // already), and what the undoing does next.
 func (o Order) windDown(c Change) Move {
 	m := Move{Changes: []Change{c}, Read: Read{Version: true}}
-	if o.State == Pending {
+	if o.State == Pending || o.State == Held {
 		m.State, m.Stopped = Compensating, o.readySteps(c.Ref)
 	}
 	return m.Then(o.After(m).compensate())

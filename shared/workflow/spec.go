@@ -87,6 +87,9 @@ func (r *specReader) positive(field string, d duration, def time.Duration) time.
 func (r *specReader) step(i int, s stepSpec) Step {
 	path := fmt.Sprintf("steps[%d]", i)
 	if s.Wait != nil || s.Sleep.set || s.Until != "" {
+		if s.OnFailure != "" || s.HoldFor.set {
+			r.add(path+".onFailure", "step %q waits or sleeps: only a step that calls an agent holds on failure", s.Name)
+		}
 		return r.parked(path, s)
 	}
 	st := Step{Action: r.action(path, s.actionSpec, "", s.Async)}
@@ -94,7 +97,31 @@ func (r *specReader) step(i int, s stepSpec) Step {
 		u := r.action(path+".undo", *s.Undo, st.Agent, false)
 		st.Undo = &u
 	}
+	st.HoldFor = r.hold(path, s)
 	return st
+}
+
+// hold reads a step's onFailure and holdFor: how long its failure holds the
+// order for the operator (0: it is undone at once).
+func (r *specReader) hold(path string, s stepSpec) time.Duration {
+	switch s.OnFailure {
+	case "", "undo":
+		if s.HoldFor.set {
+			r.add(path+".holdFor", "step %q: holdFor goes with onFailure: hold", s.Name)
+		}
+		return 0
+	case "hold":
+	default:
+		r.add(path+".onFailure", "%q: a step's failure undoes the order (undo, the default) or holds it for the operator (hold)", s.OnFailure)
+		return 0
+	}
+	hold := r.positive(path+".holdFor", s.HoldFor, r.deadline())
+	if hold > r.deadline() {
+		// Its results are kept for twice the deadline from their writing:
+		// a longer hold could go on without them.
+		r.add(path+".holdFor", "step %q holds for %s, longer than the order's deadline (%s)", s.Name, hold, r.deadline())
+	}
+	return hold
 }
 
 // needs reads a step's needs: and forEach:.

@@ -23,11 +23,15 @@ type State string
 // task records (Pending while its steps run, Compensating while its undo
 // actions run, and the end states Processed, Failed, CompensationFailed).
 const (
-	Pending            State = "Pending"
-	Processing         State = "Processing"
-	Processed          State = "Processed"
-	Error              State = "Error"
-	Compensating       State = "Compensating"
+	Pending      State = "Pending"
+	Processing   State = "Processing"
+	Processed    State = "Processed"
+	Error        State = "Error"
+	Compensating State = "Compensating"
+	// Held: a step that holds on failure (Step.HoldFor) failed for good;
+	// nothing new starts until the operator retries it, skips it with a
+	// result, or has the order undone, or its hold ends (it is undone).
+	Held               State = "Held"
 	Failed             State = "Failed"             // a step failed for good; the completed steps were undone
 	CompensationFailed State = "CompensationFailed" // an undo action failed for good too
 	Cancelled          State = "Cancelled"          // cancelled: nothing more ran, the completed steps were undone
@@ -89,6 +93,10 @@ type Step struct {
 	// each item a record of its own (at most MaxForEachItems).
 	ForEach string     `json:",omitempty"`
 	forEach *gojq.Code // ForEach's jq path, compiled (Definition.Compile)
+	// HoldFor > 0: failing for good holds the order for the operator
+	// (State Held) rather than undoing it, for at most this long (the
+	// file's onFailure: hold, holdFor).
+	HoldFor time.Duration `json:",omitempty"`
 }
 
 // Definition is a workflow: its steps, each run when the steps it needs are

@@ -50,7 +50,7 @@ func (w *World) check(ctx context.Context, task statestore.Task) []string {
 		}
 		u, hasUndo := byRef[workflow.UndoOf(r.Ref())]
 		switch {
-		case task.State == workflow.Processed && !applied(r):
+		case task.State == workflow.Processed && !applied(r) && !w.skipped[w.key(r)]:
 			fail("a Processed order has every effect: %s's was never applied", r.RecordName())
 		case task.State == workflow.Processed && hasUndo && applied(u):
 			fail("a Processed order undid nothing: %s was undone", r.RecordName())

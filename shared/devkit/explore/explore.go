@@ -37,10 +37,14 @@ type Options struct {
 
 // Report is what an exploration found.
 type Report struct {
-	Runs     int            // orders run
-	Faulty   int            // of them, with faults injected
-	Ends     map[string]int // by end state
-	Failures []Failure      // runs that broke an invariant (the first few)
+	Runs   int            // orders run
+	Faulty int            // of them, with faults injected
+	Ends   map[string]int // by end state
+	// Held counts the orders a step's failure held for their operator;
+	// Decided, the operator's decisions taken on them, by action.
+	Held     int
+	Decided  map[string]int
+	Failures []Failure // runs that broke an invariant (the first few)
 	Elapsed  time.Duration
 }
 
@@ -62,7 +66,7 @@ func (f Failure) String() string {
 // opts.Runs are done), opts.Workers at once on db.
 func Explore(ctx context.Context, db *dynamodb.Client, opts Options) (Report, error) {
 	start := time.Now()
-	rep := Report{Ends: map[string]int{}}
+	rep := Report{Ends: map[string]int{}, Decided: map[string]int{}}
 	var mu sync.Mutex
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -89,6 +93,12 @@ func Explore(ctx context.Context, db *dynamodb.Client, opts Options) (Report, er
 					rep.Faulty++
 				}
 				rep.Ends[res.end]++
+				if res.held {
+					rep.Held++
+				}
+				for a, n := range res.decided {
+					rep.Decided[a] += n
+				}
 				if len(res.failure.Broken) > 0 && len(rep.Failures) < 3 {
 					rep.Failures = append(rep.Failures, res.failure)
 				}
@@ -110,6 +120,8 @@ type result struct {
 	end     string
 	faulty  bool
 	failure Failure
+	held    bool
+	decided map[string]int
 }
 
 // One runs the order seed names on store (tables of topo): its workflow,
@@ -124,6 +136,13 @@ func One(ctx context.Context, store *statestore.Store, topo topology.Topology, s
 	} else {
 		d = shapes.Random(rng, fmt.Sprintf("shape%d", seed), o)
 	}
+	if rng.IntN(3) == 0 { // steps that hold their order for the operator on failure
+		for i, st := range d.Steps {
+			if st.Kind() == workflow.KindAgent && rng.IntN(2) == 0 {
+				d.Steps[i].HoldFor = time.Duration(1+rng.IntN(30)) * time.Minute
+			}
+		}
+	}
 	items := 1 + rng.IntN(3)
 	faulty := rng.IntN(4) > 0
 	w, err := newWorld(d, fmt.Sprintf("x%d", seed), items, topo, store, rng, faulty)
@@ -131,7 +150,7 @@ func One(ctx context.Context, store *statestore.Store, topo topology.Topology, s
 		return result{}, fmt.Errorf("workflow %s: %w", d.Name, err)
 	}
 	task, err := w.run(ctx)
-	res := result{end: string(task.State), faulty: faulty}
+	res := result{end: string(task.State), faulty: faulty, held: w.wasHeld(), decided: w.decided}
 	broken := w.check(ctx, task)
 	if err != nil {
 		broken = append([]string{err.Error()}, broken...)
@@ -159,6 +178,9 @@ func describe(d workflow.Definition) string {
 		}
 		if st.Undo != nil {
 			p += " undo"
+		}
+		if st.HoldFor > 0 {
+			p += " hold " + st.HoldFor.String()
 		}
 		parts = append(parts, fmt.Sprintf("%s) needs [%s]", p, strings.Join(needs, ",")))
 	}

@@ -42,7 +42,8 @@ func TestExplore(t *testing.T) {
 			rep, err := explore.Explore(context.Background(), e.Clients.DynamoDB, explore.Options{Seed: base, For: *duration,
 				Runs: *runs, Workers: 3, Prefix: fmt.Sprintf("x%d%s", base%10000, name[:1])})
 			require.NoError(t, err)
-			t.Logf("%s: %d orders in %s (%d with faults), ended %v", name, rep.Runs, rep.Elapsed.Round(time.Second), rep.Faulty, rep.Ends)
+			t.Logf("%s: %d orders in %s (%d with faults), ended %v; %d held for their operator, decisions %v", name, rep.Runs,
+				rep.Elapsed.Round(time.Second), rep.Faulty, rep.Ends, rep.Held, rep.Decided)
 			for _, f := range rep.Failures {
 				t.Errorf("%s", f)
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sas-go/sas/shared/message"
@@ -96,6 +97,8 @@ func (w *World) choose(ctx context.Context) {
 		w.event()
 	case r < 78 && w.faulty && w.rng.IntN(12) == 0:
 		w.cancel(ctx)
+	case r < 86 && w.heldNow(ctx):
+		w.decideHold(ctx)
 	case r < 88:
 		w.sweep(ctx)
 	case !w.faulty && len(w.parked) > 0: // with no fault, no call outlasts its attempt
@@ -140,9 +143,16 @@ func (w *World) callback(c *call, refuse bool) {
 	}
 	c.refused = &refuse
 	e := message.Event{Kind: message.KindEvent, OrderID: w.id, Token: c.token}
-	if refuse {
+	switch {
+	case refuse:
 		e.Error = "refused later by the explorer"
-	} else {
+	case w.undoneFirst(c.key):
+		// Its undo came first (a cancel gave the accepted attempt back):
+		// the service, as the contract asks, drops the work it had
+		// accepted; its callback still comes, and is refused.
+		w.note("callback %s: its undo came first, its work dropped", c.key)
+		e.Data = json.RawMessage(`{"dropped":true}`)
+	default:
 		w.ledger.apply(c.key)
 		e.Data = json.RawMessage(fmt.Sprintf(`{"key":%q}`, c.key))
 	}
@@ -152,6 +162,26 @@ func (w *World) callback(c *call, refuse bool) {
 	b, _ := json.Marshal(e)
 	w.note("callback %s refused=%v", c.key, refuse)
 	w.send(w.topo.OrdersQueue().Name, string(b), 0)
+}
+
+// undoneFirst reports whether the undo of the step whose idempotency key
+// is key reached its service: an async call accepted before it must not
+// take effect after it (docs/workflows.md: a cancel undoes an accepted
+// async step without awaiting its callback).
+func (w *World) undoneFirst(key string) bool {
+	rec := strings.TrimPrefix(key, w.id+"/")
+	name, item, _ := strings.Cut(rec, "#")
+	for _, st := range w.def.Steps {
+		if st.Name != name || st.Undo == nil {
+			continue
+		}
+		undo := st.Undo.Name
+		if item != "" {
+			undo += "#" + item
+		}
+		return w.ledger.at(w.id+"/"+undo) >= 0
+	}
+	return false
 }
 
 // waits reports whether the workflow waits for an event.
@@ -194,6 +224,71 @@ func (w *World) cancel(ctx context.Context) {
 		sts, err := w.store.RecordsOf(ctx, w.id, []workflow.Ref{*res.Undo})
 		if err == nil {
 			w.send(w.topo.AgentRequests(sts[0].Agent).Name, mustJSON(sts[0].Request()), 0)
+		}
+	}
+}
+
+// wasHeld reports whether a step's failure held the order (its alert said
+// so).
+func (w *World) wasHeld() bool {
+	for _, a := range w.alerts {
+		if a.OrderState == workflow.Held {
+			return true
+		}
+	}
+	return false
+}
+
+// heldNow reports whether the order is held for its operator.
+func (w *World) heldNow(ctx context.Context) bool {
+	task, _, err := w.store.Load(ctx, w.id)
+	return err == nil && task.State == workflow.Held
+}
+
+// decideHold is an operator's decision on the held order, at random: retry
+// the held step, skip it with a result, or undo the order. The requests of
+// what it makes ready are sent (with faults, perhaps lost: the Supervisor
+// finds them unclaimed).
+func (w *World) decideHold(ctx context.Context) {
+	snap, err := w.store.Read(ctx, w.id)
+	if err != nil {
+		w.note("decide on the held order: %v", err)
+		return
+	}
+	held := snap.Order().Held()
+	if len(held) == 0 {
+		return
+	}
+	ref := held[w.rng.IntN(len(held))]
+	st, _ := snap.Step(ref)
+	act := []outcome.HoldAction{outcome.HoldRetry, outcome.HoldSkip, outcome.HoldUndo}[w.rng.IntN(3)]
+	d := outcome.HoldDecision{OrderID: w.id, Action: act, Step: st.RecordName(), By: "explorer", Now: w.clock()}
+	if act == outcome.HoldSkip {
+		d.Result = json.RawMessage(`{"skipped":true}`)
+	}
+	res, err := outcome.Holds{Store: w.store, Pickup: w.def.PickupTimeout}.Decide(ctx, d)
+	w.note("hold: %s %s: %s %v (start %v)", act, st.RecordName(), res.State, err, res.Start)
+	if err != nil {
+		return
+	}
+	w.decided[string(act)]++
+	if act == outcome.HoldSkip {
+		w.skipped[w.key(st)] = true
+	}
+	if w.faulty && w.rng.IntN(4) == 0 {
+		w.note("hold: its starts lost")
+		return
+	}
+	sts, err := w.store.RecordsOf(ctx, w.id, res.Start)
+	if err != nil {
+		w.note("hold: %v", err)
+		return
+	}
+	for _, st := range sts {
+		if st.Kind == workflow.KindAgent {
+			w.send(w.topo.AgentRequests(st.Agent).Name, mustJSON(st.Request()), 0)
+		} else {
+			w.send(w.topo.SchedulerQueue().Name, mustJSON(message.NewSchedule(st.OrderID, st.Ref(), st.Workflow, st.WfVersion)), 0)
 		}
 	}
 }

@@ -74,6 +74,8 @@ type World struct {
 	crashing bool            // the handler now running is killed at its next crash point
 	ctx      context.Context // the run's: its real time
 	sent     map[string]int  // events sent, by name
+	skipped  map[string]bool // records an operator skipped (their effect never applied), by idempotency key
+	decided  map[string]int  // the operator's decisions on the held order taken, by action
 }
 
 // claimed is an attempt an Agent's claim started, and whether everything
@@ -89,7 +91,8 @@ type claimed struct {
 // tables of topo (one deadline shard), with rng deciding everything.
 func newWorld(d workflow.Definition, id string, items int, topo topology.Topology, store *statestore.Store, rng *rand.Rand, faulty bool) (*World, error) {
 	w := &World{def: d, id: id, items: items, topo: topo, store: store, rng: rng, faulty: faulty, faults: faulty, now: time.Now().Truncate(time.Second),
-		yields: make(chan *call), agents: map[string]*agent.Handler{}, sent: map[string]int{}}
+		yields: make(chan *call), agents: map[string]*agent.Handler{}, sent: map[string]int{},
+		skipped: map[string]bool{}, decided: map[string]int{}}
 	w.q = &queues{now: w.clock}
 	set, err := workflow.NewSet(d)
 	if err != nil {
@@ -320,7 +323,7 @@ func (w *World) expire(at time.Time) {
 			continue
 		}
 		first.deadline = time.Time{} // settled: applied now and called back late, or never
-		if w.rng.IntN(2) == 0 {
+		if w.rng.IntN(2) == 0 && !w.undoneFirst(first.key) {
 			w.note("async %s applied at its attempt's CompleteBy: its callback comes late", first.key)
 			w.ledger.apply(first.key)
 			refused := false
