@@ -191,9 +191,12 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if err != nil || gaveBack {
 		return err
 	}
-	if !action.Async { // an async call's slot is held until its CompleteBy: its callback may come any time before
-		defer let()
-	}
+	accepted := false
+	defer func() {
+		if !accepted { // an accepted async call's slot is let go by its callback, or ends at its CompleteBy
+			let()
+		}
+	}()
 	deadline := st.CompleteBy.Add(-h.cfg.Margin)
 	if action.Async {
 		ctx, deadline = h.asyncCall(ctx, st, nonce, deadline)
@@ -209,7 +212,10 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		h.log.Debug("async call accepted: the service answers with an event carrying the token", "order_id", st.OrderID,
 			"step", st.Name, "attempt", st.Attempt, "complete_by", st.CompleteBy)
 		// Noted, so a cancel does not await the callback (hours, perhaps)
-		// but undoes the attempt; if the note is lost, a cancel awaits it.
+		// but undoes the attempt; if the note is lost, a cancel awaits it,
+		// and its key's slot, if it holds one, ends at its CompleteBy.
+		accepted = true
+		st.Slot = key
 		if err := h.store.Accept(ctx, *st, h.Now()); err != nil && !errors.Is(err, statestore.ErrStale) {
 			h.log.Warn("async call accepted, not noted: a cancel awaits its callback", "order_id", st.OrderID, "err", err)
 		}

@@ -47,7 +47,7 @@ func (h *Handler) beforeCall(ctx context.Context, def workflow.Definition, st *s
 		return let, false, nil
 	}
 	if key != "" {
-		holder := fmt.Sprintf("%s/%d.%t.%d#%d.%d", st.OrderID, st.Index, st.Undo, st.Item, st.Round, st.Attempt)
+		holder := flow.Holder(st.OrderID, st.Ref(), st.Round, st.Attempt)
 		hold, err := h.gate.Store.Hold(ctx, h.cfg.Name, key, h.cfg.PerKey.InFlight, holder, st.CompleteBy, h.Now())
 		if err != nil {
 			return let, false, err // SQS delivers it again; the claim is recovered at its CompleteBy

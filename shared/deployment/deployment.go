@@ -181,7 +181,8 @@ func (d *Deployment) Submission() (*submission.Handler, error) {
 		EventsQueueURL:     d.Config.QueueURL(t.EventsQueue().Name),
 		EventsDLQURL:       d.Config.QueueURL(t.EventsQueue().DLQName),
 		AllowedReplyQueues: notify.Allowed(d.Config.AllowedReplyQueues),
-	}, submission.Deps{Store: d.Store(), Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log})
+	}, submission.Deps{Store: d.Store(), Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log,
+		Slots: flow.NewStore(d.Clients.DynamoDB, d.Config.Topology.StateTable())})
 }
 
 // Scheduler builds a Scheduler handler.

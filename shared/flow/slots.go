@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sas-go/sas/shared/topology"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // The calls in flight per key (workflow.Agent.PerKey) are an item of the
@@ -39,6 +40,15 @@ func slotsSK(key string) string {
 	}
 	return "key/" + key
 }
+
+// Holder names an attempt holding a slot: the order, its record, the round
+// and the attempt.
+func Holder(orderID string, ref workflow.Ref, round, attempt int) string {
+	return fmt.Sprintf("%s/%d.%t.%d#%d.%d", orderID, ref.Index, ref.Undo, ref.Item, round, attempt)
+}
+
+// Slot is a slot an attempt holds: its agent, its key and its holder.
+type Slot struct{ Agent, Key, Holder string }
 
 // Hold is what Store.Hold found.
 type Hold struct {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -35,6 +36,9 @@ type Delivered struct {
 	// Kept: the order does not wait for the event yet; the wait takes it
 	// when the order reaches it. Repeat: the event was taken before.
 	Kept, Repeat bool
+	// Slot, for a callback recorded, is the slot of its agent's calls in
+	// flight its attempt held (Key "": none), to let go.
+	Slot flow.Slot
 }
 
 // Refused says why an event cannot be taken: the reason goes with it to the
@@ -188,7 +192,11 @@ func (r Recorder) callback(ctx context.Context, def workflow.Definition, e Event
 		return Delivered{}, &Refused{fmt.Sprintf("event for order %s: its token names no step of workflow %s", e.OrderID, def.Name)}
 	}
 	d := Delivered{Ref: t.Ref, Name: a.Name}
-	switch verdict, err := r.tokenVerdict(ctx, t); {
+	verdict, rec, err := r.tokenVerdict(ctx, t)
+	if verdict == tokenCurrent {
+		d.Slot = flow.Slot{Agent: a.Agent, Key: rec.Slot, Holder: flow.Holder(e.OrderID, t.Ref, rec.Round, t.Attempt)}
+	}
+	switch {
 	case err != nil:
 		return d, err
 	case verdict == tokenRepeat:
@@ -221,7 +229,7 @@ func (r Recorder) callback(ctx context.Context, def workflow.Definition, e Event
 	}
 	// Not recorded: a duplicate of this callback recorded it meanwhile (a
 	// repeat), or the attempt was recovered, or the order moved on.
-	if v, err := r.tokenVerdict(ctx, t); err != nil || v == tokenRepeat {
+	if v, _, err := r.tokenVerdict(ctx, t); err != nil || v == tokenRepeat {
 		d.Repeat, d.Recorded = err == nil, Recorded{}
 		return d, err
 	}
@@ -238,22 +246,22 @@ const (
 	tokenRefused                     // another attempt's, or one recovered, or the order ended
 )
 
-func (r Recorder) tokenVerdict(ctx context.Context, t Token) (tokenVerdict, error) {
+func (r Recorder) tokenVerdict(ctx context.Context, t Token) (tokenVerdict, statestore.Step, error) {
 	rec, err := r.Store.Record(ctx, t.OrderID, t.Ref)
 	if errors.Is(err, statestore.ErrNotFound) {
-		return tokenRefused, nil
+		return tokenRefused, rec, nil
 	}
 	if err != nil {
-		return tokenRefused, err
+		return tokenRefused, rec, err
 	}
 	sameAttempt := rec.Round == max(t.Round, 1) && rec.Attempt == t.Attempt
 	switch {
 	case sameAttempt && (rec.State == workflow.Processed || (rec.State == workflow.Error && (rec.Cause == workflow.Refused || rec.Cause == workflow.Oversized))):
-		return tokenRepeat, nil
+		return tokenRepeat, rec, nil
 	case sameAttempt && rec.State == workflow.Processing && rec.Token == t.Nonce:
-		return tokenCurrent, nil
+		return tokenCurrent, rec, nil
 	}
-	return tokenRefused, nil
+	return tokenRefused, rec, nil
 }
 
 // Token names one async attempt: its service's callback carries it back.

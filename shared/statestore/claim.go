@@ -53,7 +53,7 @@ func (s *Store) Claim(ctx context.Context, c Claim) (Step, error) {
 	if c.Token != "" {
 		ch.set = append(ch.set, p+".tk = "+ch.val("token", str(c.Token)))
 	}
-	ch.remove = append(ch.remove, p+".ac") // an earlier attempt's acceptance
+	ch.remove = append(ch.remove, p+".ac", p+".hk") // an earlier attempt's acceptance, and its slot
 	in, err := s.input(ch, c.OrderID)
 	if err != nil {
 		return Step{}, err
@@ -132,7 +132,8 @@ func (s *Store) Abandon(ctx context.Context, st Step, reason string, now time.Ti
 // Accept notes, for its own Agent, that an async attempt's service accepted
 // the call: the Agent is done with it and only its callback can end it, so
 // a cancel need not await it (workflow.Rec.Accepted). Fenced by the attempt
-// and its token's nonce; ErrStale if it no longer holds.
+// and its token's nonce; ErrStale if it no longer holds. st.Slot, if set, is
+// the key whose slot the attempt holds, for its callback to let go.
 func (s *Store) Accept(ctx context.Context, st Step, now time.Time) error {
 	ch := newChange(now)
 	f := Fence{Ref: st.Ref(), Attempt: st.Attempt, Round: st.Round, Token: st.Token}
@@ -140,6 +141,9 @@ func (s *Store) Accept(ctx context.Context, st Step, now time.Time) error {
 	p := ch.rec(st.Ref())
 	ch.when("%[1]s.s = :processing", p)
 	ch.set = append(ch.set, p+".ac = "+ch.at())
+	if st.Slot != "" {
+		ch.set = append(ch.set, p+".hk = "+ch.val("slot", str(st.Slot)))
+	}
 	return s.update(ctx, st.OrderID, ch, "accept "+st.Key())
 }
 

@@ -71,6 +71,10 @@ type Step struct {
 	ReadyAt    time.Time      // when it was last made ready (queue wait runs from here to its claim)
 	ClaimedAt  time.Time      // when its latest attempt was claimed
 	AcceptedAt time.Time      // an async attempt's: when its service accepted the call
+	// Slot, for an async attempt accepted: the key of its agent's calls in
+	// flight whose slot it holds (workflow.Agent.PerKey), let go by its
+	// callback.
+	Slot string
 	DoneAt     time.Time      // when it was Processed or failed for good
 	Waits      int            // times the Supervisor found it waiting (unclaimed, or its reply queued)
 	Resent     int            // of those, times it sent its message again
@@ -281,6 +285,7 @@ type recItem struct {
 	Async    bool   `dynamodbav:"as,omitempty"` // its service answers later, with a token
 	Token    string `dynamodbav:"tk,omitempty"` // the current async attempt's token nonce
 	Accepted int64  `dynamodbav:"ac,omitempty"` // when the current async attempt's service accepted its call
+	Slot     string `dynamodbav:"hk,omitempty"` // the key of the calls in flight whose slot the accepted attempt holds
 	Armed    int64  `dynamodbav:"wa,omitempty"` // when a ready wait or timer was armed
 	Woken    int64  `dynamodbav:"wk,omitempty"` // when the Supervisor found its time passed and woke it
 	Result   int    `dynamodbav:"o,omitempty"`  // the bytes of its stored result (0: none)
@@ -462,7 +467,7 @@ func (it stateItem) step(sk string, v view) Step {
 		RetryBackoff: time.Duration(r.BackoffMs) * time.Millisecond,
 		State:        workflow.State(r.State), Attempt: r.Attempt, FailureCount: r.FailureCount,
 		LockedBy: r.LockedBy, CompleteBy: fromMs(r.CompleteBy), DueAt: fromMs(r.DueAt), ReadyAt: fromMs(r.ReadyAt),
-		ClaimedAt: fromMs(r.ClaimedAt), AcceptedAt: fromMs(r.Accepted), DoneAt: fromMs(r.DoneAt), Waits: r.Waits, Resent: r.Resent,
+		ClaimedAt: fromMs(r.ClaimedAt), AcceptedAt: fromMs(r.Accepted), Slot: r.Slot, DoneAt: fromMs(r.DoneAt), Waits: r.Waits, Resent: r.Resent,
 		Cause: workflow.Cause(r.Cause), After: workflow.State(r.After), Deadline: deadline, LastError: r.LastError, Alerted: r.Alerted,
 		Cancelling: !ref.Undo && it.State != string(workflow.Pending),
 		Stopped:    !ref.Undo && ready && it.State != string(workflow.Pending), Ran: r.ran(),

@@ -364,7 +364,7 @@ func look(ch *change, l Look) {
 		ch.set = append(ch.set, p+".s="+ch.val("pending", str(string(workflow.Pending))),
 			p+".fc="+ch.val("FC"+a, num(int64(l.FailureCount))), p+".e="+ch.val("E"+a, str(clip(l.Reason, MaxRecordErrorBytes))),
 			p+".ra="+ch.val("RA"+a, num(ms(l.ReadyAt))))
-		ch.remove = append(ch.remove, p+".lk", p+".cb", p+".tk", p+".ac") // a recovered attempt's token is refused from now on
+		ch.remove = append(ch.remove, p+".lk", p+".cb", p+".tk", p+".ac", p+".hk") // a recovered attempt's token is refused from now on
 		if l.Retry {
 			ch.remove = append(ch.remove, p+".dn", p+".c", p+".af", p+".al")
 			ch.del = append(ch.del, "Ua "+ch.val("retried", &types.AttributeValueMemberSS{Value: []string{sortKey(l.Ref)}}))

@@ -65,6 +65,7 @@ type Handler struct {
 	events   *sqsbatch.Processor // the events queue's batches
 	dispatch dispatch.Dispatcher
 	catalog  *dispatch.Catalog
+	slots    SlotReleaser
 	Now      func() time.Time
 	// Crash, if set, is called at each crash point (after a write, before the
 	// send that follows it); a chaos test makes it panic there, as a killed
@@ -79,6 +80,15 @@ type Deps struct {
 	Notify  *notify.Notifier
 	Metrics *metrics.Emitter
 	Log     *slog.Logger
+	// Slots lets go the slot of an agent's calls in flight that an async
+	// attempt held, when its callback is recorded (nil: they end at the
+	// attempt's CompleteBy).
+	Slots SlotReleaser
+}
+
+// SlotReleaser lets go a slot of an agent's calls in flight (flow.Store).
+type SlotReleaser interface {
+	Let(ctx context.Context, agent, key, holder string) error
 }
 
 // New builds the handler; it fails if an agent of the workflows has no queue.
@@ -94,7 +104,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		return &sqsbatch.Processor{Name: "submission", DLQURL: dlq, Rejecter: d.Send, Metrics: d.Metrics,
 			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), OnceAtEnd: true, Hider: hiderOf(d.Send), QueueURL: queue}
 	}
-	return &Handler{cfg: cfg, store: d.Store, send: d.Send, notify: d.Notify, metrics: d.Metrics, log: d.Log,
+	return &Handler{cfg: cfg, store: d.Store, send: d.Send, notify: d.Notify, metrics: d.Metrics, log: d.Log, slots: d.Slots,
 		Now: time.Now, dispatch: disp, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store},
 		batch: processor(cfg.DLQURL, cfg.QueueURL), events: processor(cfg.EventsDLQURL, cfg.EventsQueueURL)}, nil
 }

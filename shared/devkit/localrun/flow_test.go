@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -260,4 +261,35 @@ func TestCallsInFlightPerKeyNeverExceedTheirLimit(t *testing.T) {
 	require.Equal(t, 1, most["c-busy"], "never two calls of one customer at once")
 	require.Equal(t, 1, most["c-other"])
 	require.Positive(t, waits, "the customer's calls queued for its slot")
+}
+
+// An async step whose agent allows one call in flight per customer, its
+// service answering a second after it accepts: each callback lets its
+// attempt's slot go, so four orders of one customer run one after another
+// in seconds, not one an hour (the step's timeout, when an unreleased slot
+// would end), and no slot is left held.
+func TestACallbackLetsItsAsyncCallsSlotGo(t *testing.T) {
+	t.Parallel()
+	wf := strings.Replace(asyncFlow, "  payment: {endpoint: \"${SAS_REMOTE_BASE_URL}/v1/services/payment\"}",
+		"  payment: {endpoint: \"${SAS_REMOTE_BASE_URL}/v1/services/payment\", perKey: {key: .order.customerId}}", 1)
+	wf = strings.Replace(wf, "    async: true\n    timeout: 6s", "    async: true\n    timeout: 1h", 1)
+	require.NotEqual(t, asyncFlow, wf)
+	e := newEnv(t, remotesim.Faults{}, running(t, wf))
+	e.sim.SetFaults("payment", remotesim.Faults{CallbackDelay: time.Second})
+	var ids []string
+	for i := range 4 {
+		ids = append(ids, fmt.Sprintf("o-cbslot%d", i))
+		e.order(ids[i], "")
+	}
+	tasks := e.waitEnded(ids)
+	for _, id := range ids {
+		require.Equal(t, workflow.Processed, tasks[id].State, id)
+		require.Zero(t, e.step(id, 1).FailureCount, id)
+	}
+	holders, err := flow.NewStore(e.stack.Deployment.Clients.DynamoDB, e.stack.Deployment.Config.Topology.StateTable()).
+		Holders(context.Background(), "payment", localrun.DemoOrder("x", 1).CustomerID)
+	require.NoError(t, err)
+	require.Empty(t, holders, "every callback let its slot go")
+	e.stop()
+	require.Positive(t, e.stack.Tally.Sum(metrics.FlowWaits), "the customer's calls waited for its slot")
 }
