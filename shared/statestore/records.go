@@ -66,19 +66,19 @@ type Step struct {
 	// LockedBy is the claimant of the current attempt while it runs, and of
 	// the last attempt once it ended (who ran it).
 	LockedBy   string
-	CompleteBy time.Time      // zero when not claimed
-	DueAt      time.Time      // the record's deadline: zero when no work of it is due
-	ReadyAt    time.Time      // when it was last made ready (queue wait runs from here to its claim)
-	ClaimedAt  time.Time      // when its latest attempt was claimed
-	AcceptedAt time.Time      // an async attempt's: when its service accepted the call
+	CompleteBy time.Time // zero when not claimed
+	DueAt      time.Time // the record's deadline: zero when no work of it is due
+	ReadyAt    time.Time // when it was last made ready (queue wait runs from here to its claim)
+	ClaimedAt  time.Time // when its latest attempt was claimed
+	AcceptedAt time.Time // an async attempt's: when its service accepted the call
 	// Slot, for an async attempt accepted: the key of its agent's calls in
 	// flight whose slot it holds (workflow.Agent.PerKey), let go by its
 	// callback.
-	Slot string
-	DoneAt     time.Time      // when it was Processed or failed for good
-	Waits      int            // times the Supervisor found it waiting (unclaimed, or its reply queued)
-	Resent     int            // of those, times it sent its message again
-	Cause      workflow.Cause // why it is in Error
+	Slot   string
+	DoneAt time.Time      // when it was Processed or failed for good
+	Waits  int            // times the Supervisor found it waiting (unclaimed, or its reply queued)
+	Resent int            // of those, times it sent its message again
+	Cause  workflow.Cause // why it is in Error
 	// After is, for an Error, the task's state its failure led to
 	// (Compensating, Failed, CompensationFailed): what its alert says.
 	After workflow.State
