@@ -210,7 +210,7 @@ func TestListByStateAndPaging(t *testing.T) {
 
 	code, _, errs := p.ctl("", "list", "--state", "Stuck")
 	require.Equal(t, 2, code)
-	require.Contains(t, errs, `unknown state "Stuck"; the states are Pending, Compensating, Processed, Failed, CompensationFailed, Cancelled`)
+	require.Contains(t, errs, `unknown state "Stuck"; the states are Pending, Held, Compensating, Processed, Failed, CompensationFailed, Cancelled`)
 	code, _, errs = p.ctl("", "list", "--next", "nonsense")
 	require.Equal(t, 1, code)
 	require.Contains(t, errs, "bad page token")
@@ -235,7 +235,7 @@ func TestWatchCountsByState(t *testing.T) {
 	require.Zero(t, code)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	last := lines[len(lines)-1]
-	require.Contains(t, last, "4 orders, 0 in flight | Pending 0, Compensating 0, Processed 4")
+	require.Contains(t, last, "4 orders, 0 in flight | Pending 0, Held 0, Compensating 0, Processed 4")
 	require.Contains(t, last, "[##############################]")
 	require.Contains(t, last, "steps: 0 waiting for a claim (longest 0s), 0 running, 0 parked")
 	var snap snapshot

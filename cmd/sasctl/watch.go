@@ -167,7 +167,7 @@ func (s snapshot) line() string {
 		case f.SlowUntil.After(s.At):
 			line += fmt.Sprintf(" | agent %s slowed down by its service for %s", f.Agent, f.SlowUntil.Sub(s.At).Round(time.Second))
 		default:
-			line += fmt.Sprintf(" | agent %s's rate limit booked %s ahead", f.Agent, f.BookedUntil.Sub(s.At).Round(100*time.Millisecond))
+			line += fmt.Sprintf(" | agent %s's rate limit %s booked %s ahead", f.Agent, f.RateLimit, f.BookedUntil.Sub(s.At).Round(100*time.Millisecond))
 		}
 	}
 	return line

@@ -55,6 +55,10 @@ const PausedWait = 30 * time.Second
 // would slow every call on a loaded table).
 const ControlTTL = time.Second
 
+// MaxStale is the oldest control an instance answers from while it reads
+// it afresh in the background; an older one is read before answering.
+const MaxStale = 3 * ControlTTL
+
 // Store reads and writes the agents' flow items in the state table.
 type Store struct {
 	db    DB
@@ -181,11 +185,13 @@ func (s Store) Turn(ctx context.Context, agent string, limit workflow.Rate, now 
 		}
 		// The schedule fell behind: this call is now, the next one an
 		// interval on (unless another call took now meanwhile).
+		// The limit is kept beside the schedule, for an operator's view.
 		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: key,
-			UpdateExpression:    aws.String("SET NextAt = :next"),
+			UpdateExpression:    aws.String("SET NextAt = :next, RateLimit = :limit"),
 			ConditionExpression: aws.String("attribute_not_exists(NextAt) OR NextAt <= :now"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":now": nowV,
-				":next": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli()+interval, 10)}}})
+				":next":  &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli()+interval, 10)},
+				":limit": &types.AttributeValueMemberS{Value: limit.String()}}})
 		if err == nil {
 			return now, nil
 		}
@@ -197,19 +203,21 @@ func (s Store) Turn(ctx context.Context, agent string, limit workflow.Rate, now 
 }
 
 // Booked is the next free turn of agent's rate limit (zero: none taken
-// yet): past now, calls wait for turns booked up to then.
-func (s Store) Booked(ctx context.Context, agent string) (time.Time, error) {
+// yet): past now, calls wait for turns booked up to then; and the limit as
+// the calls last took it ("" if none did).
+func (s Store) Booked(ctx context.Context, agent string) (time.Time, string, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: agentKey(agent, "rate")})
 	if err != nil {
-		return time.Time{}, fmt.Errorf("read agent %s's schedule: %w", agent, err)
+		return time.Time{}, "", fmt.Errorf("read agent %s's schedule: %w", agent, err)
 	}
 	var it struct {
-		NextAt int64 `dynamodbav:"NextAt"`
+		NextAt    int64  `dynamodbav:"NextAt"`
+		RateLimit string `dynamodbav:"RateLimit"`
 	}
 	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil || it.NextAt == 0 {
-		return time.Time{}, err
+		return time.Time{}, "", err
 	}
-	return time.UnixMilli(it.NextAt).UTC(), nil
+	return time.UnixMilli(it.NextAt).UTC(), it.RateLimit, nil
 }
 
 // Verdict is what Admit decided for one call.
@@ -286,12 +294,15 @@ func (g *Gate) Forget() {
 	g.mu.Unlock()
 }
 
-// control is agent's control as this instance knows it. Read once
-// synchronously; after that, a read older than ControlTTL is refreshed in
-// the background while the cached one answers, so that no call waits on it.
+// control is agent's control as this instance knows it. Read
+// synchronously at first and after an idle spell (a read older than
+// MaxStale: a call that comes back after its 30 s pause must not be told
+// the pause it waited out); in between, a read older than ControlTTL is
+// refreshed in the background while the cached one answers, so that no
+// call of a busy instance waits on it.
 func (g *Gate) control(ctx context.Context, agent string, now time.Time) (Control, error) {
 	g.mu.Lock()
-	if !g.read.IsZero() && g.last.Agent == agent {
+	if !g.read.IsZero() && g.last.Agent == agent && now.Sub(g.read) < MaxStale {
 		c := g.last
 		if now.Sub(g.read) >= ControlTTL && !g.refreshing {
 			g.refreshing = true

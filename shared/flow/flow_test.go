@@ -256,3 +256,24 @@ func TestRacingHoldersNeverExceedAKeysLimit(t *testing.T) {
 		}
 	})
 }
+
+// An instance idle for a while reads its agent's control afresh before it
+// answers: a call that comes back after a pause it waited out is not told
+// the pause again (in between, a busy instance answers from what it read
+// within MaxStale, refreshed in the background).
+func TestAnIdleInstanceReadsItsControlAfresh(t *testing.T) {
+	each(t, func(t *testing.T, s flow.Store) {
+		ctx := context.Background()
+		_, err := s.Pause(ctx, "payment", "ops", t0)
+		require.NoError(t, err)
+		g := &flow.Gate{Store: s}
+		v, err := g.Admit(ctx, "payment", workflow.Rate{}, time.Time{}, t0)
+		require.NoError(t, err)
+		require.Equal(t, flow.PausedWait, v.Wait)
+		_, err = s.Resume(ctx, "payment")
+		require.NoError(t, err)
+		v, err = g.Admit(ctx, "payment", workflow.Rate{}, time.Time{}, t0.Add(flow.PausedWait))
+		require.NoError(t, err)
+		require.Zero(t, v.Wait, "resumed while it was idle: read before it answers")
+	})
+}

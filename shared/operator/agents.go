@@ -17,6 +17,9 @@ type AgentFlow struct {
 	// BookedUntil: its rate limit's turns are taken up to then (calls
 	// queue for it, if it is past now).
 	BookedUntil time.Time `json:"bookedUntil,omitzero"`
+	// RateLimit is its rate limit as its calls last took it (50/s; "":
+	// none taken).
+	RateLimit string `json:"rateLimit,omitempty"`
 	// Changed, for pause and resume: whether this call changed it.
 	Changed bool `json:"changed"`
 }
@@ -56,12 +59,12 @@ func (o *Operator) AgentFlow(ctx context.Context, agent string) (AgentFlow, erro
 	if err != nil {
 		return AgentFlow{}, err
 	}
-	booked, err := o.Flow.Booked(ctx, agent)
+	booked, limit, err := o.Flow.Booked(ctx, agent)
 	if err != nil {
 		return AgentFlow{}, err
 	}
 	return AgentFlow{Agent: agent, Paused: c.Paused, PausedBy: c.PausedBy, PausedAt: utc(c.PausedAt), SlowUntil: utc(c.SlowUntil),
-		BookedUntil: utc(booked)}, nil
+		BookedUntil: utc(booked), RateLimit: limit}, nil
 }
 
 func (o *Operator) knownAgent(agent string) error {
