@@ -130,9 +130,18 @@ func TestARateLimitKeepsABurstUnderTheServicesLimit(t *testing.T) {
 
 // A service answering 429 with Retry-After for a while: every instance of
 // its agent holds its calls for the back-off it asked for (the one call
-// that met the 429 besides), and no order fails or counts a failure.
+// that met the 429 besides), and no order fails or counts a failure. In CI
+// it answers Retry-After: 3 for 8 s; SAS_RETRY_AFTER (seconds) and
+// SAS_429_FOR (a duration) set them (the case: 20 and 1m).
 func TestARetryAfterSlowsEveryInstanceDown(t *testing.T) {
 	t.Parallel()
+	backoff, refusing := 3, 8*time.Second
+	if v, err := strconv.Atoi(os.Getenv("SAS_RETRY_AFTER")); err == nil && v > 0 {
+		backoff = v
+	}
+	if v, err := time.ParseDuration(os.Getenv("SAS_429_FOR")); err == nil && v > 0 {
+		refusing = v
+	}
 	svc := &service{}
 	var until time.Time
 	var mu sync.Mutex
@@ -140,10 +149,10 @@ func TestARetryAfterSlowsEveryInstanceDown(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		if until.IsZero() {
-			until = at.Add(8 * time.Second) // it answers 429 for 8 s
+			until = at.Add(refusing)
 		}
 		if at.Before(until) {
-			return http.StatusTooManyRequests, "3"
+			return http.StatusTooManyRequests, strconv.Itoa(backoff)
 		}
 		return http.StatusOK, ""
 	}
@@ -158,14 +167,18 @@ func TestARetryAfterSlowsEveryInstanceDown(t *testing.T) {
 		require.NoError(t, e.stack.SendOrders(context.Background(), b))
 		time.Sleep(200 * time.Millisecond)
 	}
-	tasks := e.waitEnded(ids)
+	ctx, cancel := context.WithTimeout(context.Background(), refusing+90*time.Second)
+	defer cancel()
+	tasks, err := e.stack.WaitEnded(ctx, ids, 100*time.Millisecond, nil)
+	require.NoError(t, err)
 	for _, id := range ids {
 		require.Equal(t, workflow.Processed, tasks[id].State, id)
 		require.Zero(t, e.step(id, 0).FailureCount, "%s: a back-off is no failure", id)
 	}
-	// Each 429 asks for 3 s. A call that arrives more than flow.ControlTTL
-	// and 250 ms after one was answered (time for every instance to learn
-	// of it) and before its 3 s passed was made during the back-off.
+	// Each 429 asks for backoff seconds. A call that arrives more than
+	// flow.ControlTTL and 250 ms after one was answered (time for every
+	// instance to learn of it) and before its back-off passed was made
+	// during the back-off.
 	svc.mu.Lock()
 	calls := slices.Clone(svc.calls)
 	svc.mu.Unlock()
@@ -179,14 +192,15 @@ func TestARetryAfterSlowsEveryInstanceDown(t *testing.T) {
 	during := 0
 	for _, c := range calls {
 		for _, r := range refusedAt {
-			if c.After(r.Add(flow.ControlTTL+250*time.Millisecond)) && c.Before(r.Add(3*time.Second)) {
+			if c.After(r.Add(flow.ControlTTL+250*time.Millisecond)) && c.Before(r.Add(time.Duration(backoff)*time.Second)) {
 				during++
 				break
 			}
 		}
 	}
-	t.Logf("%d calls in all over %s, %d answered 429 (about one probe a back-off); %d made while a back-off was in force",
-		len(calls), calls[len(calls)-1].Sub(calls[0]).Round(time.Millisecond), len(refusedAt), during)
+	t.Logf("429 with Retry-After: %d for %s: %d calls in all over %s, %d answered 429 (about one probe a back-off); "+
+		"%d made while a back-off was in force", backoff, refusing, len(calls), calls[len(calls)-1].Sub(calls[0]).Round(time.Millisecond),
+		len(refusedAt), during)
 	require.Zero(t, during, "every instance holds its calls for the back-off")
 }
 

@@ -1,0 +1,399 @@
+package sastest
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Order is one order the kit runs: its state by the workflow's rules and
+// what each of its records did.
+type Order struct {
+	k       *Kit
+	ID      string
+	body    json.RawMessage
+	state   workflow.Order
+	rec     map[workflow.Ref]*record
+	results map[workflow.Ref]json.RawMessage
+	kept    map[string]json.RawMessage // events received before their wait was ready
+	undone  []string                   // the undo actions done, in order
+	ended   time.Time
+}
+
+// record is what the kit keeps of one record beside the rules' state.
+type record struct {
+	attempt   int
+	failures  int
+	armed     bool // a wait or a timer, ready and waiting
+	lastError string
+	cause     workflow.Cause
+}
+
+// Step is one record of the order as a test reads it.
+type Step struct {
+	Name     string // the record's: step#N for a forEach item, the undo's name for an undo
+	State    workflow.State
+	Attempts int
+	Failures int            // attempts that did not complete (up to maxFailures)
+	Cause    workflow.Cause // of an Error
+	Error    string         // its last error
+}
+
+// State is the order's state: Pending, Held, Compensating, or its end.
+func (o *Order) State() workflow.State { return o.state.State }
+
+// Result is the result of the record named name (a step's, an undo's, or
+// step#N an item's), nil if it has none.
+func (o *Order) Result(name string) json.RawMessage {
+	for ref, r := range o.state.Recs {
+		if workflow.RecordName(r.Name, ref) == name {
+			return o.results[ref]
+		}
+	}
+	return nil
+}
+
+// Step is the record named name (a step's, an undo's, step#N an item's);
+// ok is false if the order has none.
+func (o *Order) Step(name string) (Step, bool) {
+	for ref, r := range o.state.Recs {
+		if workflow.RecordName(r.Name, ref) == name {
+			rec := o.rec[ref]
+			return Step{Name: name, State: r.State, Attempts: rec.attempt, Failures: rec.failures, Cause: rec.cause,
+				Error: rec.lastError}, true
+		}
+	}
+	return Step{}, false
+}
+
+// Undone are the undo actions the order ran, in the order they were done.
+func (o *Order) Undone() []string { return slices.Clone(o.undone) }
+
+// EndedAt is when the order ended (zero while it has not).
+func (o *Order) EndedAt() time.Time { return o.ended }
+
+func (o *Order) schedule(at time.Time, internal bool, fn func()) {
+	o.k.at(at, internal, nil, fn)
+}
+
+// current reports whether attempt of ref is still at work.
+func (o *Order) current(ref workflow.Ref, attempt int) func() bool {
+	return func() bool { return o.state.Recs[ref].State == workflow.Processing && o.rec[ref].attempt == attempt }
+}
+
+// waiting reports whether ref, a wait or a timer, still waits.
+func (o *Order) waiting(ref workflow.Ref) func() bool {
+	return func() bool {
+		r := o.state.Recs[ref]
+		return r.State == workflow.Pending && o.rec[ref].armed && o.state.Active(r)
+	}
+}
+
+// ready starts record ref now.
+func (o *Order) ready(ref workflow.Ref) {
+	o.schedule(o.k.now, true, func() { o.start(ref) })
+}
+
+// start starts record ref, if it is still ready to run: an agent's call, a
+// wait armed, a timer set.
+func (o *Order) start(ref workflow.Ref) {
+	r := o.state.Recs[ref]
+	if r.State != workflow.Pending || !r.Ready || !o.state.Active(r) || o.rec[ref].armed {
+		return // stopped, or started already
+	}
+	switch r.Kind {
+	case workflow.KindEvent:
+		o.arm(ref)
+	case workflow.KindTimer:
+		o.sleep(ref)
+	default:
+		o.claim(ref)
+	}
+}
+
+// document is what record ref's action receives: the order, the results of
+// the records done, its item, and for an undo its step's result.
+func (o *Order) document(ref workflow.Ref) (workflow.Document, error) {
+	doc := workflow.Document{Order: o.body, Results: map[string]json.RawMessage{}}
+	lists := map[int][]json.RawMessage{}
+	for r, res := range o.results {
+		rec := o.state.Recs[r]
+		if rec.State != workflow.Processed {
+			continue
+		}
+		if r.Item > 0 && !r.Undo {
+			n := len(o.state.Recs) // enough; trimmed below
+			if lists[r.Index] == nil {
+				lists[r.Index] = make([]json.RawMessage, n)
+			}
+			lists[r.Index][r.Item-1] = res
+		} else {
+			doc.Results[rec.Name] = res
+		}
+		if ref.Undo && r == (workflow.Ref{Index: ref.Index, Item: ref.Item}) {
+			doc.Result = res
+		}
+	}
+	for i, items := range lists {
+		n := 0
+		for r := range o.state.Recs {
+			if r.Index == i && !r.Undo && r.Item > 0 {
+				n++
+			}
+		}
+		items = items[:n]
+		for k := range items {
+			if items[k] == nil {
+				items[k] = json.RawMessage("null")
+			}
+		}
+		b, err := json.Marshal(items)
+		if err != nil {
+			return doc, err
+		}
+		doc.Results[o.k.def.Steps[i].Name] = b
+	}
+	if ref.Item > 0 {
+		item, err := o.k.def.Item(o.body, ref.Index, ref.Item)
+		if err != nil {
+			return doc, err
+		}
+		index := ref.Item - 1
+		doc.Item, doc.Index = item, &index
+	}
+	return doc, nil
+}
+
+// claim starts an attempt of agent record ref and calls its service.
+func (o *Order) claim(ref workflow.Ref) {
+	a, _ := o.k.def.Action(ref)
+	o.state = o.state.Claimed(ref)
+	rec := o.rec[ref]
+	rec.attempt++
+	attempt, completeBy := rec.attempt, o.k.now.Add(a.Timeout)
+	doc, err := o.document(ref)
+	var in json.RawMessage
+	if err == nil {
+		in, err = a.InputFor(doc)
+	}
+	if err != nil { // the step cannot be given what it needs: refused
+		o.fail(ref, workflow.Refused, false, err.Error())
+		return
+	}
+	async := !ref.Undo && o.k.def.Steps[ref.Index].Async
+	c := Call{OrderID: o.ID, Agent: a.Agent, Action: a.DoName(), Step: workflow.RecordName(a.Name, ref), Undo: ref.Undo, Item: ref.Item,
+		Attempt: attempt, Key: workflow.IdempotencyKey(o.ID, workflow.RecordName(a.Name, ref), 1), Input: in}
+	if async {
+		c.Token = fmt.Sprintf("%s/%s/%d", o.ID, c.Step, attempt)
+	}
+	// An attempt that does not complete ends at its CompleteBy, a failure.
+	o.k.at(completeBy, !async, o.current(ref, attempt), func() { o.attemptEnded(ref, attempt) })
+	o.call(ref, c, completeBy, 50*time.Millisecond)
+}
+
+// call makes one call of an attempt, and the Agent's retries of a
+// transient failure within it.
+func (o *Order) call(ref workflow.Ref, c Call, completeBy time.Time, backoff time.Duration) {
+	if o.state.Recs[ref].State != workflow.Processing || o.rec[ref].attempt != c.Attempt {
+		return
+	}
+	c.At = o.k.now
+	o.k.calls = append(o.k.calls, c)
+	ans := o.k.handler(c.Agent)(c)
+	if c.Token != "" && ans.kind == answerOK {
+		ans = Accept() // an async service's 2xx accepts the call
+	}
+	switch ans.kind {
+	case answerTransient:
+		o.rec[ref].lastError = ans.reason
+		if next := o.k.now.Add(backoff); next.Before(completeBy) {
+			o.k.at(next, true, o.current(ref, c.Attempt), func() { o.call(ref, c, completeBy, min(2*backoff, 2*time.Second)) })
+		}
+	case answerHang:
+	case answerAccept:
+		o.k.tokens[c.Token] = token{orderID: o.ID, ref: ref, attempt: c.Attempt}
+		if ans.later != nil {
+			later := *ans.later
+			o.k.at(o.k.now.Add(ans.after), true, o.current(ref, c.Attempt), func() { _ = o.k.Callback(c.Token, later) })
+		}
+	default:
+		o.answered(ref, ans)
+	}
+}
+
+// answered records an answer of the current attempt of ref.
+func (o *Order) answered(ref workflow.Ref, a Answer) {
+	switch {
+	case a.kind == answerRefuse:
+		o.fail(ref, workflow.Refused, false, a.reason)
+	case len(a.result) > o.k.limitOf() && ref.Undo: // an undo took effect: its answer is not kept
+		o.complete(ref, nil)
+	case len(a.result) > o.k.limitOf():
+		o.fail(ref, workflow.Oversized, true, fmt.Sprintf("answered %d bytes, over the %d-byte result limit", len(a.result), o.k.limitOf()))
+	default:
+		o.complete(ref, a.result)
+	}
+}
+
+// attemptEnded: attempt of ref did not complete by its CompleteBy. It
+// failed (it may have taken effect): retried after the step's backoff, or,
+// at maxFailures, failed for good.
+func (o *Order) attemptEnded(ref workflow.Ref, attempt int) {
+	if o.state.Recs[ref].State != workflow.Processing || o.rec[ref].attempt != attempt {
+		return
+	}
+	a, _ := o.k.def.Action(ref)
+	rec := o.rec[ref]
+	rec.failures++
+	if rec.lastError == "" {
+		rec.lastError = fmt.Sprintf("attempt %d not completed by its CompleteBy", attempt)
+	}
+	if rec.failures >= a.MaxFailures || (!ref.Undo && o.state.State != workflow.Pending && o.state.State != workflow.Held) {
+		o.fail(ref, workflow.TimedOut, true, rec.lastError)
+		return
+	}
+	o.state = o.state.After(o.state.GiveBack(ref))
+	o.schedule(o.k.now.Add(workflow.RecoveryDelay(a.RetryBackoff, rec.failures)), true, func() { o.start(ref) })
+}
+
+// complete records ref done, with result, and what follows it.
+func (o *Order) complete(ref workflow.Ref, result json.RawMessage) {
+	if len(result) > 0 {
+		o.results[ref] = result
+	}
+	o.rec[ref].armed = false
+	o.apply(o.k.def.Complete(o.state, ref, o.k.now))
+}
+
+// fail records ref failed for good, and what follows it.
+func (o *Order) fail(ref workflow.Ref, cause workflow.Cause, ran bool, reason string) {
+	rec := o.rec[ref]
+	rec.cause, rec.lastError, rec.armed = cause, reason, false
+	o.apply(o.state.Fail(ref, cause, ran, o.k.now))
+}
+
+// apply takes move m and starts what it made ready.
+func (o *Order) apply(m workflow.Move) {
+	o.state = o.state.After(m)
+	for _, c := range m.Changes {
+		if c.Ref.Undo && c.State == workflow.Processed {
+			o.undone = append(o.undone, workflow.RecordName(o.state.Recs[c.Ref].Name, c.Ref))
+		}
+	}
+	for _, ref := range append(slices.Clone(m.Ready), m.Resume...) {
+		o.rec[ref].armed = false
+		o.ready(ref)
+	}
+	if m.State == workflow.Held {
+		until := m.HeldUntil
+		o.k.at(until, false, func() bool { return o.state.State == workflow.Held }, func() {
+			if o.state.State == workflow.Held {
+				if m, err := o.state.UndoHeld(); err == nil {
+					o.apply(m)
+				}
+			}
+		})
+	}
+	if o.state.State.Ended() && o.ended.IsZero() {
+		o.ended = o.k.now
+	}
+}
+
+// arm readies a wait: it completes with its event (kept already, or to
+// come), or at its timeout fails (or, onTimeout: continue, goes on).
+func (o *Order) arm(ref workflow.Ref) {
+	w := o.k.def.Steps[ref.Index].Wait
+	o.rec[ref].armed = true
+	if data, ok := o.kept[w.Event]; ok {
+		o.complete(ref, data)
+		return
+	}
+	o.k.at(o.k.now.Add(w.Timeout), false, o.waiting(ref), func() {
+		r := o.state.Recs[ref]
+		if r.State != workflow.Pending || !o.rec[ref].armed || !o.state.Active(r) {
+			return
+		}
+		if w.Continue {
+			o.complete(ref, json.RawMessage("null"))
+			return
+		}
+		o.fail(ref, workflow.TimedOut, false, fmt.Sprintf("no event %q by its timeout %s", w.Event, w.Timeout))
+	})
+}
+
+// sleep readies a timer: it completes at its time.
+func (o *Order) sleep(ref workflow.Ref) {
+	doc, err := o.document(ref)
+	var when time.Time
+	if err == nil {
+		when, err = o.k.def.Steps[ref.Index].Sleep.When(o.k.now, doc)
+	}
+	if err != nil {
+		o.fail(ref, workflow.Refused, false, err.Error())
+		return
+	}
+	o.rec[ref].armed = true
+	o.k.at(when, true, o.waiting(ref), func() {
+		if r := o.state.Recs[ref]; r.State == workflow.Pending && o.rec[ref].armed && o.state.Active(r) {
+			o.complete(ref, nil)
+		}
+	})
+}
+
+// event takes an event for the order.
+func (o *Order) event(name string, data json.RawMessage) error {
+	i, ok := o.k.def.WaitFor(name)
+	if !ok {
+		return fmt.Errorf("workflow %s waits for no event %q", o.k.def.Name, name)
+	}
+	ref := workflow.Ref{Index: i}
+	r := o.state.Recs[ref]
+	switch {
+	case o.state.State.Ended() || o.state.State == workflow.Compensating:
+		return fmt.Errorf("order %s is %s: it waits for nothing", o.ID, o.state.State)
+	case r.State != workflow.Pending:
+		return fmt.Errorf("order %s no longer waits for %q: its step %s is %s", o.ID, name, r.Name, r.State)
+	case o.kept[name] != nil:
+		return fmt.Errorf("order %s already received event %q", o.ID, name)
+	case o.rec[ref].armed && o.state.State == workflow.Pending:
+		o.complete(ref, data)
+	default: // its wait is not ready yet (or the order is held): kept for it
+		o.kept[name] = data
+	}
+	return nil
+}
+
+// deadline is the order's deadline passing: what is at work fails for good
+// (expired), and the order is undone.
+func (o *Order) deadline() {
+	for _, ref := range o.sortedRefs() {
+		r := o.state.Recs[ref]
+		if o.state.State != workflow.Pending || ref.Undo || !o.state.Active(r) {
+			continue
+		}
+		o.fail(ref, workflow.Expired, r.State == workflow.Processing, "order deadline passed")
+	}
+}
+
+func (o *Order) sortedRefs() []workflow.Ref {
+	refs := make([]workflow.Ref, 0, len(o.state.Recs))
+	for ref := range o.state.Recs {
+		refs = append(refs, ref)
+	}
+	slices.SortFunc(refs, func(a, b workflow.Ref) int {
+		if a.Undo != b.Undo {
+			if a.Undo {
+				return 1
+			}
+			return -1
+		}
+		if a.Index != b.Index {
+			return a.Index - b.Index
+		}
+		return a.Item - b.Item
+	})
+	return refs
+}
