@@ -55,7 +55,7 @@ result as JSON and an SVG chart.`,
 	fs.StringVar(&f.results, "result-bytes", "0", "sizes of the services' answers, each kept as its step's result (0: none), e.g. 0,1024")
 	fs.DurationVar(&p.Timeout, "timeout", p.Timeout, "give up on a run after this long")
 	fs.StringVar(&f.runDir, "run-dir", ".run", "where emulator logs go")
-	fs.StringVar(&f.cacheDir, "cache-dir", ".cache", "where DynamoDB Local is installed")
+	fs.StringVar(&f.cacheDir, "cache-dir", defaultCacheDir(), "where DynamoDB Local is installed")
 	fs.StringVar(&f.jsonPath, "json", ".run/bench.json", "write the result as JSON here (\"\" for none)")
 	fs.StringVar(&f.chartPath, "chart", ".run/bench.svg", "write the chart (SVG) here (\"\" for none)")
 	outputFlag(cmd, &f.output)

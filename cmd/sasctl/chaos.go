@@ -62,7 +62,7 @@ from the state table and the simulator's ledger, and fails (exit 1) if one broke
 	fs.BoolVar(&f.noFaults, "no-faults", false, "inject no fault at all (a burst plan: with --throttle, waiting alone)")
 	fs.StringVar(&f.runDir, "run-dir", ".run", "where logs go")
 	fs.BoolVar(&f.dynamodbLocal, "dynamodb-local", false, "keep the state store on DynamoDB Local, moto serving SQS and SNS")
-	fs.StringVar(&f.cacheDir, "cache-dir", ".cache", "where DynamoDB Local is installed on first use (with --dynamodb-local)")
+	fs.StringVar(&f.cacheDir, "cache-dir", defaultCacheDir(), "where DynamoDB Local is installed on first use (with --dynamodb-local)")
 	outputFlag(cmd, &f.output)
 	f.bind(fs, without(localSettings, "prefix", "workflows", "backlogDepth")...)
 	return cmd

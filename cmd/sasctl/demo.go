@@ -60,7 +60,7 @@ effect applied twice. make run runs it.`,
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up waiting after this long")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the simulator's random faults")
 	fs.StringVar(&f.runDir, "run-dir", ".run", "where logs go")
-	fs.StringVar(&f.cacheDir, "cache-dir", ".cache", "where DynamoDB Local is installed on first use")
+	fs.StringVar(&f.cacheDir, "cache-dir", defaultCacheDir(), "where DynamoDB Local is installed on first use")
 	f.bind(fs, localSettings...)
 	return cmd
 }

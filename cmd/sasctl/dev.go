@@ -54,7 +54,7 @@ runs it.`,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.runDir, "run-dir", ".run", "where the tables (DynamoDB Local's file), logs and dev.json go")
-	fs.StringVar(&f.cacheDir, "cache-dir", ".cache", "where DynamoDB Local is installed on first use")
+	fs.StringVar(&f.cacheDir, "cache-dir", defaultCacheDir(), "where DynamoDB Local is installed on first use")
 	fs.StringVar(&f.listen, "listen", devConsole, "the console's address (127.0.0.1 only; PORT 0 for a free one)")
 	fs.IntVar(&f.motoPort, "moto-port", devMotoPort, "moto_server's port on 127.0.0.1 (0 for a free one)")
 	fs.IntVar(&f.dynamodbPort, "dynamodb-port", devDynamoDBPort, "DynamoDB Local's port on 127.0.0.1 (0 for a free one)")

@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -56,8 +58,9 @@ func listCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "list orders, by state, a page at a time",
-		Long: `list lists orders, optionally in one state, a page at a time: it
-scans the state table, so its cost grows with the table.`,
+		Long: `list lists orders, optionally in one state, a page at a time, each page newest first: it
+scans the state table, so its cost grows with the table, and pages follow the table's order (the
+newest order is on the first page only if the table is small enough for one).`,
 		Example: "  sasctl list --state Failed\n  sasctl list --limit 100 --next TOKEN",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -72,6 +75,10 @@ scans the state table, so its cost grows with the table.`,
 			if err != nil {
 				return t.explain(err)
 			}
+			// Newest first within the page: a scan reads the table in its
+			// own order, and a global order would read all of it (or an
+			// index every write pays for).
+			slices.SortStableFunc(tasks, func(a, b statestore.Task) int { return b.CreatedAt.Compare(a.CreatedAt) })
 			page := listPage{Orders: []operator.Order{}, Next: token}
 			for _, task := range tasks {
 				page.Orders = append(page.Orders, operator.OrderOf(task))
@@ -79,9 +86,9 @@ scans the state table, so its cost grows with the table.`,
 			out := cmd.OutOrStdout()
 			return emit(out, t.output, page, func() {
 				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "ORDER\tSTATE\tROUND\tUPDATED\tLAST ERROR")
+				fmt.Fprintln(tw, "ORDER\tSTATE\tROUND\tCREATED\tUPDATED\tLAST ERROR")
 				for _, o := range page.Orders {
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", o.OrderID, o.State, o.Round, stamp(o.UpdatedAt), short(o.LastError, 70))
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", o.OrderID, o.State, o.Round, stamp(o.CreatedAt), stamp(o.UpdatedAt), short(o.LastError, 70))
 				}
 				tw.Flush()
 				if token != "" {

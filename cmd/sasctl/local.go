@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/sas-go/sas/shared/devkit/emulator"
 	"github.com/sas-go/sas/shared/devkit/localrun"
@@ -83,4 +84,18 @@ func startFailed(err error) error {
 		return usageError{err}
 	}
 	return err
+}
+
+// defaultCacheDir is where the local commands install DynamoDB Local on
+// first use: SAS_CACHE_DIR if set, else the user's cache directory
+// ($XDG_CACHE_HOME or ~/.cache on Linux, ~/Library/Caches on macOS) under
+// sas, not the folder sasctl runs in.
+func defaultCacheDir() string {
+	if d := os.Getenv("SAS_CACHE_DIR"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "sas")
+	}
+	return ".cache"
 }

@@ -242,3 +242,16 @@ func TestADeploymentOnAWSNeedsARegion(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "sasctl list: no AWS region: set AWS_REGION, or use a profile that has one (AWS_PROFILE)")
 }
+
+// The local commands install DynamoDB Local into the user's cache
+// directory (or SAS_CACHE_DIR), not the folder they run in.
+func TestTheCacheDirectoryIsTheUsersNotTheCurrentFolder(t *testing.T) {
+	t.Setenv("SAS_CACHE_DIR", "")
+	t.Setenv("XDG_CACHE_HOME", "/tmp/xdg-cache")
+	require.Equal(t, "/tmp/xdg-cache/sas", defaultCacheDir())
+	t.Setenv("SAS_CACHE_DIR", "/tmp/elsewhere")
+	require.Equal(t, "/tmp/elsewhere", defaultCacheDir())
+	code, out, _ := sasctl(t, "dev", "--help")
+	require.Zero(t, code)
+	require.Regexp(t, `--cache-dir string +where DynamoDB Local is installed on first use \(default "/tmp/elsewhere"\)`, out)
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -26,7 +27,14 @@ import (
 
 var motoEndpoint string
 
-func TestMain(m *testing.M) { os.Exit(emulatortest.MainWithMoto(m, &motoEndpoint)) }
+func TestMain(m *testing.M) {
+	// The local commands install DynamoDB Local where the other suites do,
+	// not into the user's cache directory.
+	if os.Getenv("SAS_CACHE_DIR") == "" {
+		os.Setenv("SAS_CACHE_DIR", emulatortest.CacheDir())
+	}
+	os.Exit(emulatortest.MainWithMoto(m, &motoEndpoint))
+}
 
 var seq atomic.Int64
 
@@ -208,6 +216,10 @@ func TestListByStateAndPaging(t *testing.T) {
 	require.Zero(t, code)
 	require.Contains(t, out, map[string]string{"o-l2": "o-l3", "o-l3": "o-l2"}[first.OrderID], "the second page has the other one")
 
+	p.json("list", &page, "list")
+	require.GreaterOrEqual(t, len(page.Orders), 3)
+	require.True(t, slices.IsSortedFunc(page.Orders, func(a, b operator.Order) int { return b.CreatedAt.Compare(a.CreatedAt) }),
+		"newest first")
 	code, _, errs := p.ctl("", "list", "--state", "Stuck")
 	require.Equal(t, 2, code)
 	require.Contains(t, errs, `unknown state "Stuck"; the states are Pending, Held, Compensating, Processed, Failed, CompensationFailed, Cancelled`)

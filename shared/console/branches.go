@@ -65,10 +65,26 @@ func layoutBranches(recs []operator.Record, needs map[string][]string) graph {
 			if !ok {
 				continue
 			}
-			g.Edges = append(g.Edges, edge{X1: from[0] + boxW, Y1: from[1] + boxH/2, X2: to[0] - 4, Y2: to[1] + boxH/2, Class: "forward"})
+			g.Edges = append(g.Edges, route(from, to))
 		}
 	}
 	return g
+}
+
+// route is the arrow from the step at from (its box's top left) to the one
+// at to: straight across the gap between adjacent columns; from further
+// back, out into the gap after from's column, along the free lane just
+// above to's row (between rows, no box is there), and in through the gap
+// before to's column, so that it crosses no step's box and no undo's.
+func route(from, to [2]int) edge {
+	e := edge{X1: from[0] + boxW, Y1: from[1] + boxH/2, X2: to[0] - 4, Y2: to[1] + boxH/2, Class: "forward"}
+	if to[0]-from[0] <= boxW+gapX {
+		return e
+	}
+	lane := to[1] - 12 // between the row above and to's: 24 px free
+	out, in := from[0]+boxW+gapX/2, to[0]-gapX/2
+	e.Via = []point{{out, e.Y1}, {out, lane}, {in, lane}, {in, e.Y2}}
+	return e
 }
 
 // mergeItems are the steps (a forEach step's items merged into one record

@@ -37,11 +37,36 @@ type line struct {
 	Bold bool
 }
 
-// edge is an arrow (or, with Plain, a line) between two boxes.
+// edge is an arrow (or, with Plain, a line) between two boxes: straight
+// from (X1, Y1) to (X2, Y2), or through Via, points of a route around the
+// boxes between them.
 type edge struct {
 	X1, Y1, X2, Y2 int
+	Via            []point
 	Class          string
 	Plain          bool
+}
+
+// point is a point of an edge's route.
+type point struct{ X, Y int }
+
+// Segments are the edge's straight pieces, in order.
+func (e edge) Segments() [][2]point {
+	pts := append(append([]point{{e.X1, e.Y1}}, e.Via...), point{e.X2, e.Y2})
+	var out [][2]point
+	for i := 1; i < len(pts); i++ {
+		out = append(out, [2]point{pts[i-1], pts[i]})
+	}
+	return out
+}
+
+// Path is the edge as an SVG path.
+func (e edge) Path() string {
+	d := fmt.Sprintf("M%d,%d", e.X1, e.Y1)
+	for _, p := range e.Via {
+		d += fmt.Sprintf(" L%d,%d", p.X, p.Y)
+	}
+	return d + fmt.Sprintf(" L%d,%d", e.X2, e.Y2)
 }
 
 const (
