@@ -5,6 +5,8 @@ import (
 	"os/user"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sas-go/sas/shared/client"
 )
 
 func resubmitCmd() *cobra.Command {
@@ -64,7 +66,7 @@ error; an ended order, or one whose pivot step ran, is refused with the reason.`
 			if err != nil {
 				return err
 			}
-			res, err := op.Cancel(cmd.Context(), args[0], operatorName(), reason)
+			res, err := client.Of(op).Cancel(cmd.Context(), args[0], operatorName(), reason)
 			if err != nil {
 				return t.explainOrder(args[0], err)
 			}

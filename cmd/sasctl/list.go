@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sas-go/sas/shared/client"
 	"github.com/sas-go/sas/shared/operator"
-	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -71,18 +71,15 @@ newest order is on the first page only if the table is small enough for one).`,
 			if err != nil {
 				return err
 			}
-			tasks, token, err := op.Store.ListTasks(cmd.Context(), state.state, limit, next)
+			orders, token, err := client.Of(op).List(cmd.Context(), state.state, limit, next)
 			if err != nil {
 				return t.explain(err)
 			}
 			// Newest first within the page: a scan reads the table in its
 			// own order, and a global order would read all of it (or an
 			// index every write pays for).
-			slices.SortStableFunc(tasks, func(a, b statestore.Task) int { return b.CreatedAt.Compare(a.CreatedAt) })
-			page := listPage{Orders: []operator.Order{}, Next: token}
-			for _, task := range tasks {
-				page.Orders = append(page.Orders, operator.OrderOf(task))
-			}
+			slices.SortStableFunc(orders, func(a, b operator.Order) int { return b.CreatedAt.Compare(a.CreatedAt) })
+			page := listPage{Orders: append([]operator.Order{}, orders...), Next: token}
 			out := cmd.OutOrStdout()
 			return emit(out, t.output, page, func() {
 				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/client"
 )
 
 func signalCmd() *cobra.Command {
@@ -39,8 +39,8 @@ ended) goes to the events DLQ with the reason.`,
 			if err != nil {
 				return err
 			}
-			res, err := op.Signal(cmd.Context(), args[0], args[1], eventID, body)
-			if errors.Is(err, operator.ErrBadSignal) {
+			res, err := client.Of(op).Signal(cmd.Context(), args[0], args[1], body, eventID)
+			if errors.Is(err, client.ErrBadEvent) {
 				return usageError{err}
 			}
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sas-go/sas/shared/client"
 	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -32,7 +33,7 @@ with nothing to undo) or Skipped (a step never reached).`,
 			if err != nil {
 				return err
 			}
-			st, err := op.Status(cmd.Context(), args[0])
+			st, err := client.Of(op).Status(cmd.Context(), args[0])
 			if err != nil {
 				return t.explainOrder(args[0], err)
 			}

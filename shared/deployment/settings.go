@@ -11,8 +11,8 @@ import (
 )
 
 // DefaultPrefix names a deployment's resources when nothing else does: the
-// stack's, sasctl's and the local stacks'.
-const DefaultPrefix = "sas"
+// stack's, sasctl's and the local stacks' (topology.DefaultPrefix).
+const DefaultPrefix = topology.DefaultPrefix
 
 // Settings are what configures a deployment: the CDK context sets them at
 // synth, the stack hands the functions theirs as environment variables, and

@@ -93,6 +93,9 @@ type Topology struct {
 // README's Cost section).
 const DefaultBatchWindow = time.Second
 
+// DefaultPrefix names a deployment's resources when nothing else does.
+const DefaultPrefix = "sas"
+
 // CheckBatchWindow says why d cannot be a batching window: Lambda takes
 // whole seconds from 0 to 5 minutes.
 func CheckBatchWindow(d time.Duration) error {

@@ -1,0 +1,213 @@
+// Package client is the typed Go client of a deployment, for the
+// applications that submit orders and send them events, and for the tools
+// that watch them: submit, signal, cancel, status and list, with the
+// decisions on a held order. It is the code sasctl runs (through the same
+// shared/operator), so an application sees what an operator sees.
+//
+// Its errors are typed: ErrNotFound for an order that does not exist, a
+// *RejectedError for an order the pipeline would refuse (nothing sent), a
+// *NotCancellableError, a *HeldError, and ErrBadEvent for an event that
+// cannot be sent.
+//
+// It needs the deployment's AWS credentials: SQS SendMessage on the orders
+// and events queues, DynamoDB reads of the state table (status, list), and
+// its writes for cancel and the held-order decisions.
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sas-go/sas/shared/awsclient"
+	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/topology"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// ErrNotFound means the order does not exist (or has expired from the
+// state table).
+var ErrNotFound = statestore.ErrNotFound
+
+// ErrBadEvent wraps why an event cannot be sent (a bad name, id or data):
+// nothing was sent.
+var ErrBadEvent = operator.ErrBadSignal
+
+// NotCancellableError says why an order cannot be cancelled (it ended, or
+// a step that cannot be undone has run).
+type NotCancellableError = statestore.NotCancellableError
+
+// HeldError says why a decision on a held order cannot be taken (it is not
+// held, or the step named does not hold it).
+type HeldError = workflow.HeldError
+
+// RejectedError is an order the pipeline would refuse, and why: nothing
+// was sent.
+type RejectedError struct {
+	OrderID string // "" if the body has none
+	Reason  string
+}
+
+func (e *RejectedError) Error() string {
+	if e.OrderID == "" {
+		return "order rejected: " + e.Reason
+	}
+	return fmt.Sprintf("order %s rejected: %s", e.OrderID, e.Reason)
+}
+
+// Options say which deployment to reach.
+type Options struct {
+	// Prefix is the deployment's name (cdk deploy's prefix; default sas).
+	Prefix string
+	// Endpoint, for an emulator (sasctl dev, LocalStack): its URL; "" for
+	// AWS (the SDK's own configuration: credentials, region, AWS_ENDPOINT_URL).
+	Endpoint string
+	// DeadlineShards is the deployment's deadlineShards (default 1), for
+	// List's orders in flight.
+	DeadlineShards int
+}
+
+// Client acts on one deployment; it is safe for concurrent use.
+type Client struct{ op *operator.Operator }
+
+// New is a client of the deployment opts names, with the AWS SDK's
+// configuration.
+func New(ctx context.Context, opts Options) (*Client, error) {
+	c, err := awsclient.Load(ctx, awsclient.Options{Endpoint: opts.Endpoint, Emulated: opts.Endpoint != ""})
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	if c.Config.Region == "" {
+		return nil, errors.New("client: no AWS region: set AWS_REGION, or use a profile that has one")
+	}
+	prefix := opts.Prefix
+	if prefix == "" {
+		prefix = topology.DefaultPrefix
+	}
+	t := topology.Default(prefix)
+	t.DeadlineShards = max(opts.DeadlineShards, 1)
+	return Of(operator.New(c, t)), nil
+}
+
+// Of is a client on an operator (sasctl's).
+func Of(op *operator.Operator) *Client { return &Client{op: op} }
+
+// Submit sends one order to the orders queue: a JSON object as a string or
+// []byte, or a value encoded as JSON (a shop.Order, say). An order
+// Submission would refuse (no orderId, not JSON, an unknown field) is a
+// *RejectedError and is not sent. It returns the order's id. Submission
+// takes it asynchronously: Status finds it once it is stored.
+func (c *Client) Submit(ctx context.Context, order any) (string, error) {
+	body, err := encode(order)
+	if err != nil {
+		return "", &RejectedError{Reason: err.Error()}
+	}
+	o, err := message.DecodeOrder(string(body))
+	if err != nil {
+		return "", &RejectedError{Reason: strings.TrimPrefix(err.Error(), "invalid message: ")}
+	}
+	res, err := c.op.Submit(ctx, []string{string(body)})
+	if err != nil {
+		return "", err
+	}
+	if len(res.Rejected) > 0 {
+		return "", &RejectedError{OrderID: o.OrderID, Reason: res.Rejected[0].Reason}
+	}
+	return o.OrderID, nil
+}
+
+// Signal sends an event to an order, with data (encoded as JSON; nil:
+// none) and eventID (""; one is made: sending the same id again is a
+// no-op). An order that does not exist is ErrNotFound (nothing sent); an
+// event that cannot be sent wraps ErrBadEvent. What the order makes of it
+// (kept for its wait, or refused to the events DLQ) the pipeline decides.
+func (c *Client) Signal(ctx context.Context, orderID, event string, data any, eventID string) (operator.Signalled, error) {
+	var b json.RawMessage
+	if data != nil {
+		var err error
+		if b, err = encode(data); err != nil {
+			return operator.Signalled{}, fmt.Errorf("%w: its data: %v", ErrBadEvent, err)
+		}
+	}
+	return c.op.Signal(ctx, orderID, event, eventID, b)
+}
+
+// Cancel cancels an order: what has not started does not, what runs is
+// awaited, what completed is undone, and it ends Cancelled. by and reason
+// are kept with it. A refusal is a *NotCancellableError; a missing order
+// ErrNotFound.
+func (c *Client) Cancel(ctx context.Context, orderID, by, reason string) (operator.Cancelled, error) {
+	return c.op.Cancel(ctx, orderID, by, reason)
+}
+
+// Status is the order, its records and its timeline (what sasctl status
+// prints); ErrNotFound if it does not exist.
+func (c *Client) Status(ctx context.Context, orderID string) (operator.Status, error) {
+	return c.op.Status(ctx, orderID)
+}
+
+// List lists orders (in one state; "": every state), up to limit, and the
+// token of the next page ("" at the end). It scans the state table.
+func (c *Client) List(ctx context.Context, state workflow.State, limit int, next string) ([]operator.Order, string, error) {
+	tasks, token, err := c.op.Store.ListTasks(ctx, state, max(limit, 1), next)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]operator.Order, 0, len(tasks))
+	for _, t := range tasks {
+		out = append(out, operator.OrderOf(t))
+	}
+	return out, token, nil
+}
+
+// Retry runs the step whose failure holds a Held order again (step: its
+// name, "" if one holds it), its failures forgotten.
+func (c *Client) Retry(ctx context.Context, orderID, step, by string) (outcome.HoldDecided, error) {
+	return c.op.DecideHeld(ctx, outcome.HoldDecision{OrderID: orderID, Action: outcome.HoldRetry, Step: step, By: by})
+}
+
+// Skip takes the step whose failure holds a Held order as done, with result
+// (encoded as JSON; nil: none), and the order goes on.
+func (c *Client) Skip(ctx context.Context, orderID, step string, result any, by string) (outcome.HoldDecided, error) {
+	d := outcome.HoldDecision{OrderID: orderID, Action: outcome.HoldSkip, Step: step, By: by}
+	if result != nil {
+		b, err := encode(result)
+		if err != nil {
+			return outcome.HoldDecided{}, &HeldError{Reason: "its result: " + err.Error()}
+		}
+		d.Result = b
+	}
+	return c.op.DecideHeld(ctx, d)
+}
+
+// Undo undoes a Held order now, as its step's failure would have.
+func (c *Client) Undo(ctx context.Context, orderID, by string) (outcome.HoldDecided, error) {
+	return c.op.DecideHeld(ctx, outcome.HoldDecision{OrderID: orderID, Action: outcome.HoldUndo, By: by})
+}
+
+// encode is v as JSON: a string or []byte as it is (it must be JSON).
+func encode(v any) (json.RawMessage, error) {
+	switch x := v.(type) {
+	case string:
+		if !json.Valid([]byte(x)) {
+			return nil, errors.New("not JSON")
+		}
+		return json.RawMessage(x), nil
+	case []byte:
+		if !json.Valid(x) {
+			return nil, errors.New("not JSON")
+		}
+		return x, nil
+	case json.RawMessage:
+		if !json.Valid(x) {
+			return nil, errors.New("not JSON")
+		}
+		return x, nil
+	}
+	return json.Marshal(v)
+}
