@@ -188,6 +188,9 @@ func TestInFlightOrdersAreListedAndTheirPageShowsTheGraph(t *testing.T) {
 	require.Contains(t, body, `data-name="reserve-inventory"`)
 	require.Contains(t, body, `<g class="box st-Pending idle" data-name="create-shipment" data-state="Pending">`)
 	require.Contains(t, body, `id="cancel"`)
+	require.Contains(t, body, `<svg id="waterfall"`)
+	require.Contains(t, body, `<g class="fall" data-record="reserve-inventory">`, "the running step on the time axis")
+	require.NotContains(t, body, `<g class="fall" data-record="create-shipment">`, "a step never made ready is not")
 
 	code, body, h := post(t, base+"/orders/inflight-1/cancel", url.Values{"token": {token(t, base)}, "reason": {"test"}},
 		map[string]string{"Origin": base})

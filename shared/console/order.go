@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/outcome"
@@ -19,6 +20,7 @@ type orderView struct {
 	operator.Status
 	Path        string // the order's page
 	Graph       graph
+	Fall        waterfall // its records on one time axis
 	Messages    []statusMessage
 	Ended       bool
 	CanResubmit bool
@@ -35,7 +37,8 @@ func (s *Server) order(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := orderView{Status: st, Path: orderPath(st.Order.OrderID), Graph: layoutOf(st), Messages: statusMessages(st),
+	v := orderView{Status: st, Path: orderPath(st.Order.OrderID), Graph: layoutOf(st), Fall: waterfallOf(st, time.Now()),
+		Messages:    statusMessages(st),
 		Ended:       st.Order.State.Ended(),
 		CanResubmit: st.Order.State == workflow.Failed || st.Order.State == workflow.CompensationFailed,
 		CanCancel:   !st.Order.State.Ended() && st.Order.CancelledBy == "",

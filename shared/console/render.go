@@ -46,6 +46,7 @@ var funcs = template.FuncMap{
 	"ended": func(s workflow.State) bool { return s.Ended() },
 	"short": short,
 	"lower": strings.ToLower,
+	"add":   func(a, b int) int { return a + b },
 }
 
 func parsePages() (pages, error) {
