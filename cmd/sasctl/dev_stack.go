@@ -6,16 +6,21 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sas-go/sas/shared/console"
+	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/devkit/emulator"
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // devRun is a running `sasctl dev`: what it started, to stop in reverse.
@@ -128,21 +133,84 @@ func (d *devRun) process(p *emulator.Process) {
 	})
 }
 
-// simulator starts the remote simulator on loopback.
+// simulator starts, on loopback, the remote simulator for the agents whose
+// endpoint names it (${SAS_REMOTE_BASE_URL}), and the fault proxy in front
+// of each other HTTP agent's own service, both taking the faults sasctl dev
+// faults and the console change. Neither starts if no agent calls over
+// HTTP (every agent custom, in Go).
 func (d *devRun) simulator(o *localrun.Options) error {
 	sim, err := newSim(d.flags)
 	if err != nil {
 		return err
+	}
+	d.sim = sim
+	set := o.Workflows
+	if set.IsZero() {
+		set = localrun.DefaultWorkflows()
+	}
+	simulated, own, unproxied := agentsByEndpoint(set.With(o.Settings), o.Vars)
+	if len(simulated) == 0 && len(own) == 0 {
+		fmt.Fprintln(d.out, "no agent calls a service over HTTP: no remote simulator, no fault proxy")
+		return nil
 	}
 	srv, err := sim.Start("127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	d.later(func() { _ = srv.Close(); fmt.Fprintln(d.out, "stopped the remote simulator") })
-	d.sim, o.RemoteURL = sim, srv.URL
-	fmt.Fprintf(d.out, "remote simulator on %s (faults: %s; change them with sasctl dev faults, or in the console)\n",
-		srv.URL, sim.AllFaults()[""].Describe(time.Now()))
+	if len(simulated) > 0 {
+		o.RemoteURL = srv.URL
+		fmt.Fprintf(d.out, "remote simulator on %s for %s (faults: %s; change them with sasctl dev faults, or in the console)\n",
+			srv.URL, strings.Join(simulated, ", "), sim.AllFaults()[""].Describe(time.Now()))
+	}
+	for _, a := range slices.Sorted(maps.Keys(own)) {
+		path, err := sim.Proxy(a, own[a])
+		if err != nil {
+			return err
+		}
+		if o.Endpoints == nil {
+			o.Endpoints = map[string]string{}
+		}
+		o.Endpoints[a] = srv.URL + path
+		fmt.Fprintf(d.out, "fault proxy for agent %s: %s%s -> %s (sasctl dev faults --service %s changes its faults)\n",
+			a, srv.URL, path, own[a], a)
+	}
+	for _, a := range unproxied {
+		fmt.Fprintf(d.out, "agent %s signs its calls (sigv4): called directly, with no fault proxy\n", a)
+	}
 	return nil
+}
+
+// agentsByEndpoint sorts the HTTP agents of set: those whose endpoint names
+// the simulator (${SAS_REMOTE_BASE_URL}), those of a service of their own
+// (their endpoint, resolved), and those signed with SigV4 (a proxy would
+// break their signature).
+func agentsByEndpoint(set workflow.Set, vars map[string]string) (simulated []string, own map[string]string, unproxied []string) {
+	const marker = "http://sas-remote-simulator.invalid"
+	own = map[string]string{}
+	resolve := func(name string) string {
+		if v, ok := vars[name]; ok {
+			return v
+		}
+		if name == deployment.EnvRemoteBaseURL {
+			return marker
+		}
+		return os.Getenv(name)
+	}
+	for _, a := range set.Agents() {
+		spec, err := set.ResolveAgent(a, resolve)
+		switch {
+		case err != nil || spec.Custom:
+			// a custom agent calls no endpoint; an unresolved one fails at its Agent's start
+		case strings.HasPrefix(spec.Endpoint, marker):
+			simulated = append(simulated, a)
+		case spec.Auth != nil && spec.Auth.SigV4 != nil:
+			unproxied = append(unproxied, a)
+		default:
+			own[a] = spec.Endpoint
+		}
+	}
+	return simulated, own, unproxied
 }
 
 // deploy provisions the topology (a restart finds its tables again) and
@@ -158,7 +226,7 @@ func (d *devRun) deploy(ctx context.Context, o localrun.Options) error {
 	if d.stack, err = localrun.New(ctx, o); err != nil {
 		return err
 	}
-	// An async step's service answers through the orders queue, as a real one would.
+	// An async step's simulated service answers through the events queue, as a real one would.
 	d.sim.OnCallback(d.stack.Callbacks(func(err error) { fmt.Fprintln(logf, err) }))
 	if err := d.sayResources(ctx, logPath); err != nil {
 		return err

@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // sasctlAs runs the binary with env and returns its exit code and output.
@@ -84,7 +89,8 @@ boto3.client("sqs").send_message(QueueUrl=os.environ["SAS_ORDERS_QUEUE_URL"], Me
 func TestDevServesUntilInterruptedAndLeavesNoProcess(t *testing.T) {
 	bin, runDir := buildSasctl(t), t.TempDir()
 	examples := filepath.Join("..", "..", "shared", "workflow", "examples")
-	d := startDev(t, bin, runDir, "--workflows", filepath.Join(examples, "order.yaml")+","+filepath.Join(examples, "single.yaml"))
+	ledger, ownFile := ownService(t)
+	d := startDev(t, bin, runDir, "--workflows", filepath.Join(examples, "order.yaml")+","+filepath.Join(examples, "single.yaml")+","+ownFile)
 	env := d.pastedEnv()
 	for _, prefix := range []string{"export AWS_ENDPOINT_URL=http://127.0.0.1:", "export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:",
 		"export AWS_REGION=", "export AWS_ACCESS_KEY_ID=test", "export AWS_SECRET_ACCESS_KEY=test", "export SAS_PREFIX=sas",
@@ -105,6 +111,7 @@ func TestDevServesUntilInterruptedAndLeavesNoProcess(t *testing.T) {
 	require.Zero(t, code, out)
 	require.Contains(t, out, "Order dev-go-1: Processed")
 	d.requireFaultsChange(bin)
+	d.requireFaultProxy(bin, env, ledger)
 	d.requireConsole()
 	code, out = sasctlAs(t, bin, devEnv(), "dev", "--run-dir", runDir, "--moto-port", "0", "--dynamodb-port", "0")
 	require.Equal(t, 1, code, out)
@@ -223,4 +230,103 @@ func TestConsoleCommandServesADeploymentOnLoopbackOnly(t *testing.T) {
 	require.Contains(t, string(body), `data-state="Processed"`)
 	cancel()
 	require.Zero(t, <-done, "Ctrl-C stops it cleanly")
+}
+
+// ownService is a service of the test's own (it keeps the idempotency keys
+// of the calls it receives) and a workflow file whose agent calls it.
+func ownService(t *testing.T) (*keys, string) {
+	t.Helper()
+	k := &keys{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k.add(r.Header.Get("Idempotency-Key"))
+		fmt.Fprint(w, `{"booked":true}`)
+	}))
+	t.Cleanup(srv.Close)
+	file := filepath.Join(t.TempDir(), "own.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(fmt.Sprintf(`name: own
+defaults: {timeout: 5s, maxFailures: 2}
+agents:
+  ledger: {endpoint: %q}
+steps:
+  - name: book
+    agent: ledger
+`, srv.URL+"/books")), 0o644))
+	return k, file
+}
+
+// keys are the idempotency keys a service received.
+type keys struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (k *keys) add(key string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.seen = append(k.seen, key)
+}
+
+func (k *keys) has(key string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Contains(k.seen, key)
+}
+
+// requireFaultProxy: sasctl dev put its fault proxy in front of the
+// agent whose service is the test's own; an order goes through it; with the
+// service refused for good by sasctl dev faults, an order fails and the
+// service never sees its call.
+func (d *devProcess) requireFaultProxy(bin string, env []string, ledger *keys) {
+	t := d.t
+	t.Helper()
+	line := d.waitLine("fault proxy for agent ledger: ", time.Second)
+	require.Contains(t, line, "/v1/proxy/ledger -> http://127.0.0.1:")
+	send := func(id string) {
+		c := exec.Command(bin, "submit", "-")
+		c.Env = env
+		c.Stdin = strings.NewReader(fmt.Sprintf(`{"orderId":%q,"workflow":"own","customerId":"c","items":[]}`, id))
+		out2, err := c.CombinedOutput()
+		require.NoError(t, err, "%s", out2)
+	}
+	waitState := func(id, state string) {
+		require.Eventually(t, func() bool { st, _ := orderState(t, bin, env, id); return st == state }, 60*time.Second,
+			200*time.Millisecond, "order %s reaches %s", id, state)
+	}
+	send("dev-own-1")
+	waitState("dev-own-1", "Processed")
+	require.True(t, ledger.has("dev-own-1/book"), "the call went through the proxy to the service")
+	code, out := sasctlAs(t, bin, devEnv(), "dev", "faults", "--run-dir", d.runDir, "--service", "ledger", "--permanent", "1")
+	require.Zero(t, code, out)
+	send("dev-own-2")
+	waitState("dev-own-2", "Failed")
+	require.False(t, ledger.has("dev-own-2/book"), "refused by the proxy: the service never saw it")
+	code, out = sasctlAs(t, bin, devEnv(), "dev", "faults", "--run-dir", d.runDir, "--clear")
+	require.Zero(t, code, out)
+}
+
+// sasctl dev's fault proxy goes in front of each HTTP agent whose service
+// is not the simulator, but one that signs its calls (a proxy would break
+// the signature); a custom agent calls nothing.
+func TestTheFaultProxyGoesInFrontOfEachOwnService(t *testing.T) {
+	t.Parallel()
+	d, err := workflow.ParseFile("w.yaml", []byte(`name: w
+defaults: {timeout: 5s}
+agents:
+  sim: {endpoint: "${SAS_REMOTE_BASE_URL}/v1/services/sim"}
+  own: {endpoint: "https://own.example/api"}
+  var: {endpoint: "${OWN_URL}/x"}
+  signed: {endpoint: "https://signed.example", auth: {sigv4: {service: execute-api, region: eu-west-1}}}
+  code: {custom: true}
+steps:
+  - {name: a, agent: sim}
+  - {name: b, agent: own}
+  - {name: c, agent: var}
+  - {name: d, agent: signed}
+  - {name: e, agent: code}
+`), workflow.Options{})
+	require.NoError(t, err)
+	simulated, own, unproxied := agentsByEndpoint(workflow.MustSet(d), map[string]string{"OWN_URL": "http://127.0.0.1:9"})
+	require.Equal(t, []string{"sim"}, simulated)
+	require.Equal(t, map[string]string{"own": "https://own.example/api", "var": "http://127.0.0.1:9/x"}, own)
+	require.Equal(t, []string{"signed"}, unproxied)
 }

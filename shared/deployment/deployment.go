@@ -153,6 +153,9 @@ type Deployment struct {
 	Remotes map[string]agent.Remote
 	// Vars fill the ${NAME}s of an agent's declaration (nil: os.Getenv).
 	Vars workflow.Vars
+	// Endpoints, by agent name, replace its declaration's endpoint (sasctl
+	// dev's fault proxy in front of a service of your own); nil: none.
+	Endpoints map[string]string
 }
 
 func (d *Deployment) emitter(fn string) *metrics.Emitter { return metrics.New(d.Metrics, fn) }
@@ -211,6 +214,9 @@ func (d *Deployment) Agent(ctx context.Context, name, instanceID string) (*agent
 	spec, err := d.Config.Workflows.ResolveAgent(name, d.Vars)
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", name, err)
+	}
+	if ep, ok := d.Endpoints[name]; ok && !spec.Custom {
+		spec.Endpoint = ep
 	}
 	remote, err := d.remote(ctx, spec)
 	if err != nil {

@@ -48,6 +48,9 @@ type Options struct {
 	// the others (a name not in Vars is read from the environment).
 	RemoteURL string
 	Vars      map[string]string
+	// Endpoints, by agent name, replace its declaration's endpoint once
+	// resolved (sasctl dev's fault proxy in front of a service of your own).
+	Endpoints map[string]string
 	// Remotes are the Agents written in Go (custom: true), by agent name.
 	Remotes map[string]agent.Remote
 
@@ -136,7 +139,7 @@ func New(ctx context.Context, o Options) (*Stack, error) {
 		w = io.MultiWriter(tally, metrics.Locked(o.Metrics))
 	}
 	d := &deployment.Deployment{Config: cfg, Clients: clients, Log: o.Log, Metrics: w, Remotes: o.Remotes,
-		Vars: o.vars(), Auth: localAuth(clients)}
+		Vars: o.vars(), Auth: localAuth(clients), Endpoints: o.Endpoints}
 	s := &Stack{Opts: o, Deployment: d, Resources: res, Store: d.Store(), Tally: tally, Stats: runner.NewStats()}
 	if s.AlertInbox, err = s.subscribeInbox(ctx); err != nil {
 		return nil, err
@@ -161,7 +164,7 @@ func (o Options) withDefaults() Options {
 		o.Prefix = deployment.DefaultPrefix
 	}
 	if o.Workflows.IsZero() {
-		o.Workflows = workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow))
+		o.Workflows = DefaultWorkflows()
 	}
 	if o.VisibilityTimeout <= 0 {
 		o.VisibilityTimeout = 30 * time.Second
@@ -201,6 +204,10 @@ func (s *Stack) subscribeInbox(ctx context.Context) (string, error) {
 	}
 	return aws.ToString(q.QueueUrl), nil
 }
+
+// DefaultWorkflows are what a stack runs given no workflows: the example
+// order workflow.
+func DefaultWorkflows() workflow.Set { return workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow)) }
 
 // ClientQueuePrefix is the name prefix of the reply queues a local stack
 // allows by default.

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"sync"
 	"time"
@@ -70,6 +71,7 @@ type Callback struct {
 type Stats struct {
 	Calls, Applied, Replayed, Transient, Permanent, Stalled, Slow int
 	Unauthorized                                                  int // calls refused (401) for their credentials
+	Forwarded                                                     int // calls the fault proxy passed to their service's own endpoint
 }
 
 // Simulator is the remote services' state. Safe for concurrent use.
@@ -84,6 +86,7 @@ type Simulator struct {
 	guards map[string]Guard // by service
 	// callback takes async calls' answers (OnCallback); nil: none is sent.
 	callback func(Callback)
+	proxies  map[string]*url.URL // the services behind the fault proxy, by name: their own endpoints
 }
 
 // OnCallback sets where async calls' answers go (the local stack sends each
@@ -166,11 +169,13 @@ func (s *Simulator) Start(addr string) (*Server, error) {
 // Handler is the simulator's HTTP API:
 //
 //	POST /v1/services/{service}/{action} apply an effect (Idempotency-Key header)
+//	POST /v1/proxy/{service}/{action}    the service's faults, then its own endpoint (Proxy)
 //	PUT  /v1/services/{service}/faults  set the service's knobs (JSON Faults)
 //	GET  /v1/ledger                     the applied effects (JSON)
 func (s *Simulator) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/services/{service}/{action}", s.apply)
+	mux.HandleFunc("POST /v1/proxy/{service}/{action}", s.proxy)
 	mux.HandleFunc("PUT /v1/services/{service}/faults", func(w http.ResponseWriter, r *http.Request) {
 		var f Faults
 		if err := json.NewDecoder(r.Body).Decode(&f); err != nil {
