@@ -207,7 +207,9 @@ func (s *Stack) subscribeInbox(ctx context.Context) (string, error) {
 
 // DefaultWorkflows are what a stack runs given no workflows: the example
 // order workflow.
-func DefaultWorkflows() workflow.Set { return workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow)) }
+func DefaultWorkflows() workflow.Set {
+	return workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow))
+}
 
 // ClientQueuePrefix is the name prefix of the reply queues a local stack
 // allows by default.
