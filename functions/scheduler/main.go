@@ -20,5 +20,5 @@ func main() {
 	if err != nil {
 		log.Fatalf("scheduler: %v", err)
 	}
-	lambda.Start(h.Handle)
+	lambda.Start(deployment.Traced(d, h.Handle))
 }

@@ -19,5 +19,5 @@ func main() {
 	if err != nil {
 		log.Fatalf("submission: %v", err)
 	}
-	lambda.Start(h.Handle)
+	lambda.Start(deployment.Traced(d, h.Handle))
 }

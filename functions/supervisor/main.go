@@ -16,5 +16,5 @@ func main() {
 	if err != nil {
 		log.Fatalf("supervisor: %v", err)
 	}
-	lambda.Start(d.Supervisor(deployment.InstanceID()).Handle)
+	lambda.Start(deployment.Traced(d, d.Supervisor(deployment.InstanceID()).Handle))
 }

@@ -133,6 +133,9 @@ func (p Props) Validate() error {
 	if err := checkBaseNames(p.WorkflowFiles); err != nil {
 		return err
 	}
+	if p.Tracing == "otlp" && p.ADOTLayerARN == "" {
+		return fmt.Errorf("context tracing=otlp needs adotLayerArn: the AWS Distro for OpenTelemetry collector layer (arm64) of your region")
+	}
 	if p.SupervisorRate < time.Minute || p.SupervisorRate%time.Minute != 0 {
 		return fmt.Errorf("context supervisorRate=%s: an EventBridge schedule is whole minutes, at least 1m",
 			deployment.ShortDuration(p.SupervisorRate))

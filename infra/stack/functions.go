@@ -230,8 +230,19 @@ func function(st awscdk.Stack, p Props, spec fnSpec) awslambda.Function {
 	if spec.reserved > 0 {
 		props.ReservedConcurrentExecutions = jsii.Number(spec.reserved)
 	}
+	var layers []awslambda.ILayerVersion
 	if spec.layer != nil {
-		props.Layers = &[]awslambda.ILayerVersion{spec.layer}
+		layers = append(layers, spec.layer)
+	}
+	if p.Tracing == "otlp" {
+		// One trace per order (shared/tracing): the ADOT layer's collector
+		// takes the spans on localhost:4318 and sends them to X-Ray.
+		layers = append(layers, awslambda.LayerVersion_FromLayerVersionArn(st, jsii.String(spec.id+"Adot"), jsii.String(p.ADOTLayerARN)))
+		props.Tracing = awslambda.Tracing_ACTIVE
+		role.AddToPolicy(statement([]string{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}, []*string{jsii.String("*")}))
+	}
+	if len(layers) > 0 {
+		props.Layers = &layers
 	}
 	fn := awslambda.NewFunction(st, jsii.String(spec.id), props)
 	// CDK makes the function depend on its role and the role's policy; the

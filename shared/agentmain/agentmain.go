@@ -44,5 +44,5 @@ func Start(custom agent.Remote) {
 	if err != nil {
 		log.Fatalf("agent: %v", err)
 	}
-	lambda.Start(h.Handle)
+	lambda.Start(deployment.Traced(d, h.Handle))
 }

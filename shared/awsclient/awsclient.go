@@ -20,6 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/logging"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/sas-go/sas/shared/tracing"
 )
 
 // Options adjust how the configuration is loaded.
@@ -68,6 +70,7 @@ func Load(ctx context.Context, o Options) (*Clients, error) {
 		return nil, fmt.Errorf("load AWS config: %w", err)
 	}
 	cfg.APIOptions = append(cfg.APIOptions, o.APIOptions...)
+	tracing.AWSMiddlewares(&cfg.APIOptions)
 	cfg.Logger = quietLogger{cfg.Logger}
 	return &Clients{
 		Config: cfg,
@@ -126,6 +129,7 @@ func FromLambdaEnv() (*Clients, error) {
 		return nil
 	}
 	cfg.BaseEndpoint = endpoint("") // the other clients made from Config (Secrets Manager, SSM)
+	tracing.AWSMiddlewares(&cfg.APIOptions)
 	return &Clients{
 		Config:   cfg,
 		DynamoDB: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = endpoint("DYNAMODB") }),

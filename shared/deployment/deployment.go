@@ -5,6 +5,7 @@
 package deployment
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -24,6 +25,7 @@ import (
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/submission"
 	"github.com/sas-go/sas/shared/supervisor"
+	"github.com/sas-go/sas/shared/tracing"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -156,6 +158,18 @@ type Deployment struct {
 	// Endpoints, by agent name, replace its declaration's endpoint (sasctl
 	// dev's fault proxy in front of a service of your own); nil: none.
 	Endpoints map[string]string
+	// FlushTraces flushes the spans made so far (tracing.Setup's); nil:
+	// tracing is off.
+	FlushTraces func(context.Context) error
+}
+
+// Traced is h, its spans flushed at the end of each invocation (tracing.Flushed),
+// when tracing is on.
+func Traced[In, Out any](d *Deployment, h func(context.Context, In) (Out, error)) func(context.Context, In) (Out, error) {
+	if d.FlushTraces == nil {
+		return h
+	}
+	return tracing.Flushed(d.FlushTraces, h)
 }
 
 func (d *Deployment) emitter(fn string) *metrics.Emitter { return metrics.New(d.Metrics, fn) }
@@ -255,6 +269,11 @@ func (d *Deployment) remote(ctx context.Context, spec workflow.Agent) (agent.Rem
 	client := d.HTTP
 	if client == nil {
 		client = &http.Client{}
+	}
+	if tracing.Enabled() { // a client span per call; its traceparent header reaches the service
+		c := *client
+		c.Transport = tracing.HTTPTransport(cmp.Or(c.Transport, http.DefaultTransport))
+		client = &c
 	}
 	r := &agent.HTTPRemote{Endpoint: spec.Endpoint, Service: spec.Name, Transient: spec.Transient, Refuse: spec.Refuse, Client: client,
 		Log: d.Log.With("function", "agent-"+spec.Name)}

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/sas-go/sas/shared/awsclient"
+	"github.com/sas-go/sas/shared/tracing"
 )
 
 // FromLambdaEnv builds the deployment a Lambda function runs in: its
@@ -19,12 +20,20 @@ func FromLambdaEnv(ctx context.Context) (*Deployment, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Tracing first: the clients are instrumented if it is on.
+	flush, err := tracing.Setup(ctx, os.Getenv("AWS_LAMBDA_FUNCTION_NAME"))
+	if err != nil {
+		return nil, err
+	}
 	clients, err := awsclient.FromLambdaEnv()
 	if err != nil {
 		return nil, err
 	}
-	return &Deployment{Config: cfg, Clients: clients, Metrics: os.Stdout,
-		Log: slog.New(slog.NewJSONHandler(os.Stderr, nil))}, nil
+	d := &Deployment{Config: cfg, Clients: clients, Metrics: os.Stdout, Log: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
+	if tracing.Enabled() {
+		d.FlushTraces = flush
+	}
+	return d, nil
 }
 
 // InstanceID names this execution environment, short (it is kept in

@@ -58,6 +58,10 @@ type Settings struct {
 	// TargetRate is the orders a second the deadline index's shards are
 	// sized for (topology.ShardsFor); 0: deadlineShards says.
 	TargetRate int
+	// Tracing is the functions' exporter (shared/tracing): "otlp" to the
+	// AWS Distro for OpenTelemetry layer ADOTLayerARN names (X-Ray); "": off.
+	Tracing      string
+	ADOTLayerARN string
 }
 
 // The defaults of the settings that bound a deployment's throughput
@@ -133,8 +137,10 @@ func (st Setting) DefaultText() string {
 }
 
 var (
-	prefixPattern = &pattern{regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,31}$`), "1-32 letters, digits, - or _, starting with a letter"}
-	urlPattern    = &pattern{regexp.MustCompile(`^https?://\S+$`), "an http(s) URL"}
+	prefixPattern  = &pattern{regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,31}$`), "1-32 letters, digits, - or _, starting with a letter"}
+	urlPattern     = &pattern{regexp.MustCompile(`^https?://\S+$`), "an http(s) URL"}
+	tracingPattern = &pattern{regexp.MustCompile(`^(otlp|off)?$`), "otlp or off"}
+	layerPattern   = &pattern{regexp.MustCompile(`^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:layer:[A-Za-z0-9_-]+:[0-9]+$`), "a Lambda layer version ARN"}
 	// queuePrefixPattern is the start of a queue name: the IAM grant and the
 	// functions' check both take a reply queue prefix as one.
 	queuePrefixPattern = &pattern{regexp.MustCompile(`^[A-Za-z0-9_-]{1,79}$`), "the start of a queue name (1-79 letters, digits, - or _)"}
@@ -196,6 +202,12 @@ var Table = []Setting{
 	{Name: "remoteBaseUrl", Context: "remoteBaseUrl", Env: EnvRemoteBaseURL,
 		Usage: "fills ${SAS_REMOTE_BASE_URL} in the workflows' endpoints; an http(s) URL",
 		bind:  func(s *Settings) Value { return text(&s.RemoteBaseURL, urlPattern) }},
+	{Name: "tracing", Context: "tracing", Env: "SAS_TRACING", Default: "off",
+		Usage: "one OpenTelemetry trace per order: otlp exports each function's spans to the ADOT Lambda layer's collector (adotLayerArn), which sends them to X-Ray; build with make build TRACING=otlp",
+		bind:  func(s *Settings) Value { return text(&s.Tracing, tracingPattern) }},
+	{Name: "adotLayerArn", Context: "adotLayerArn",
+		Usage: "the AWS Distro for OpenTelemetry Lambda layer (arm64, collector) of your region, for tracing=otlp",
+		bind:  func(s *Settings) Value { return text(&s.ADOTLayerARN, layerPattern) }},
 	{Name: "assetDir", Context: "assetDir",
 		Usage: "the folder of the built functions (make build)",
 		bind:  func(s *Settings) Value { return text(&s.AssetDir, nil) }},

@@ -31,6 +31,17 @@ type Buffer struct {
 type buffered struct {
 	owner, queueURL, body string
 	delay                 int32
+	attrs                 map[string]types.MessageAttributeValue // its trace context
+}
+
+// size is what the message counts against a request's size: its body and
+// its attributes' names, types and values.
+func (m buffered) size() int {
+	n := len(m.body)
+	for k, v := range m.attrs {
+		n += len(k) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue))
+	}
+	return n
 }
 
 // BatchAPI is the part of the SQS client a Buffer uses.
@@ -53,10 +64,10 @@ func bufferOf(ctx context.Context) (*Buffer, string) {
 	return b, owner
 }
 
-func (b *Buffer) add(owner, queueURL, body string, delay int32) {
+func (b *Buffer) add(owner, queueURL, body string, delay int32, attrs map[string]types.MessageAttributeValue) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.out = append(b.out, buffered{owner: owner, queueURL: queueURL, body: body, delay: delay})
+	b.out = append(b.out, buffered{owner: owner, queueURL: queueURL, body: body, delay: delay, attrs: attrs})
 }
 
 // Len is how many messages wait.
@@ -90,8 +101,8 @@ func (b *Buffer) Flush(ctx context.Context, skip map[string]bool) (failed map[st
 		msgs := byQueue[url]
 		for len(msgs) > 0 {
 			n, size := 0, 0
-			for n < len(msgs) && n < maxBatchEntries && (n == 0 || size+len(msgs[n].body) <= maxBatchBytes) {
-				size += len(msgs[n].body)
+			for n < len(msgs) && n < maxBatchEntries && (n == 0 || size+msgs[n].size() <= maxBatchBytes) {
+				size += msgs[n].size()
 				n++
 			}
 			if serr := b.send(ctx, url, msgs[:n], failed); serr != nil && err == nil {
@@ -107,7 +118,7 @@ func (b *Buffer) send(ctx context.Context, url string, msgs []buffered, failed m
 	entries := make([]types.SendMessageBatchRequestEntry, len(msgs))
 	for i, m := range msgs {
 		entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(m.body),
-			DelaySeconds: m.delay}
+			DelaySeconds: m.delay, MessageAttributes: m.attrs}
 	}
 	res, err := b.api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
 	if err != nil {

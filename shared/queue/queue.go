@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sas-go/sas/shared/tracing"
 )
 
 // API is the part of the SQS client the sender uses.
@@ -39,12 +41,13 @@ func (s *Sender) SendJSON(ctx context.Context, queueURL string, v any, delay tim
 		return fmt.Errorf("encode message for %s: %w", queueURL, err)
 	}
 	secs := min(max(int32((delay+time.Second-1)/time.Second), 0), 900)
+	attrs := tracing.Attributes(ctx) // the order's trace goes on in whoever takes it
 	if b, owner := bufferOf(ctx); b != nil {
-		b.add(owner, queueURL, string(body), secs)
+		b.add(owner, queueURL, string(body), secs, attrs)
 		return nil
 	}
 	_, err = s.api.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body)), DelaySeconds: secs,
+		QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body)), DelaySeconds: secs, MessageAttributes: attrs,
 	})
 	if err != nil {
 		return fmt.Errorf("send to %s: %w", queueURL, err)

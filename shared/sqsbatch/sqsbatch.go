@@ -14,10 +14,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/queue"
+	"github.com/sas-go/sas/shared/tracing"
 )
 
 // RecordFunc handles one record. Return an error wrapping a
@@ -209,6 +213,16 @@ func (p *Processor) flushWhileRunning(ctx context.Context, buf *queue.Buffer, fa
 
 // one handles a record and reports whether it is done (processed or rejected).
 func (p *Processor) one(ctx context.Context, rec events.SQSMessage, fn RecordFunc) (done bool) {
+	// A span of its own in the trace the message carries (its order's).
+	ctx, span := tracing.Tracer().Start(tracing.FromMessage(ctx, rec.MessageAttributes), p.Name,
+		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attribute.String("messaging.system", "aws_sqs"),
+			attribute.String("messaging.message.id", rec.MessageId), attribute.String("messaging.destination.name", p.Name)))
+	defer func() {
+		if !done {
+			span.SetStatus(codes.Error, "record failed")
+		}
+		span.End()
+	}()
 	defer func() {
 		if r := recover(); r != nil {
 			p.Log.Error("record handler panicked; will retry", "message_id", rec.MessageId, "panic", r)
@@ -216,6 +230,9 @@ func (p *Processor) one(ctx context.Context, rec events.SQSMessage, fn RecordFun
 		}
 	}()
 	err := fn(ctx, rec)
+	if err != nil {
+		span.RecordError(err)
+	}
 	if err == nil {
 		return true
 	}

@@ -1,0 +1,136 @@
+// Package tracing makes one OpenTelemetry trace of an order across its
+// hops: the trace context travels in each SQS message's attributes (W3C
+// traceparent and tracestate), each handler makes a span of each message it
+// takes (sqsbatch.Processor), each remote call a client span (otelhttp, whose
+// traceparent header reaches the service), and each AWS call a span
+// (otelaws). It is off unless SAS_TRACING names an exporter: deployed, the
+// AWS Distro for OpenTelemetry Lambda layer's collector (otlp, on
+// localhost:4318) sends the spans to X-Ray.
+package tracing
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/middleware"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Env is the variable that turns tracing on: "otlp" exports over OTLP/HTTP
+// (to OTEL_EXPORTER_OTLP_ENDPOINT, by default the ADOT layer's collector on
+// localhost:4318); unset or "off": no spans are made.
+const Env = "SAS_TRACING"
+
+// Enabled reports whether tracing is on: Env says so, or a program (a
+// test) installed a provider with Use.
+func Enabled() bool {
+	v := strings.ToLower(os.Getenv(Env))
+	return used.Load() || (v != "" && v != "off")
+}
+
+// used: Use installed a provider.
+var used atomic.Bool
+
+// Use installs tp as the global tracer provider and turns tracing on (a
+// test's in-memory exporter; a program's own provider). The clients and
+// handlers built after it are instrumented.
+func Use(tp trace.TracerProvider) {
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(propagator)
+	used.Store(true)
+}
+
+// Flushed is h, flushing the spans at the end of each invocation (a Lambda
+// environment is frozen between invocations: spans left in a batch would
+// wait until the next one, or be lost).
+func Flushed[In, Out any](flush func(context.Context) error, h func(context.Context, In) (Out, error)) func(context.Context, In) (Out, error) {
+	return func(ctx context.Context, in In) (Out, error) {
+		out, err := h(ctx, in)
+		if ferr := flush(ctx); ferr != nil {
+			slog.Warn("spans not flushed", "err", ferr)
+		}
+		return out, err
+	}
+}
+
+// HTTPTransport is base with a client span per request and the trace
+// context in its traceparent header, when tracing is on (else base).
+func HTTPTransport(base http.RoundTripper) http.RoundTripper {
+	if !Enabled() {
+		return base
+	}
+	return otelhttp.NewTransport(base)
+}
+
+// AWSMiddlewares adds a span per AWS call to an SDK configuration's
+// middlewares, when tracing is on.
+func AWSMiddlewares(opts *[]func(*middleware.Stack) error) {
+	if Enabled() {
+		*opts = append(*opts, awsSpans)
+	}
+}
+
+// propagator carries the trace context in message attributes and headers.
+var propagator = propagation.TraceContext{}
+
+// Tracer is the product's tracer (from the global provider: a no-op one
+// until Setup or a test sets another).
+func Tracer() trace.Tracer { return otel.Tracer("github.com/sas-go/sas") }
+
+// Setup installs the global tracer provider when Env says so, for the
+// service named (a Lambda function: submission, agent-payment…), and
+// returns what flushes its spans (a Lambda invocation's are flushed at its
+// end: Flushed). With tracing off it installs nothing. The OTLP exporter
+// (and OpenTelemetry's SDK, 9 MB a binary) is built in only with the build
+// tag otlp (make build TRACING=otlp): without it, Env on is an error that
+// says so.
+func Setup(ctx context.Context, service string) (flush func(context.Context) error, err error) {
+	if !Enabled() {
+		return func(context.Context) error { return nil }, nil
+	}
+	if v := strings.ToLower(os.Getenv(Env)); v != "otlp" {
+		return nil, fmt.Errorf("%s=%q: the exporter is otlp (or off)", Env, v)
+	}
+	return setupOTLP(ctx, service)
+}
+
+// Attributes are the SQS message attributes that carry ctx's trace context
+// (none if ctx has no span: tracing is off).
+func Attributes(ctx context.Context) map[string]types.MessageAttributeValue {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return nil
+	}
+	c := propagation.MapCarrier{}
+	propagator.Inject(ctx, c)
+	out := make(map[string]types.MessageAttributeValue, len(c))
+	for k, v := range c {
+		out[k] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+	}
+	return out
+}
+
+// FromMessage is ctx with the trace context a message's attributes carry
+// (ctx itself if they carry none).
+func FromMessage(ctx context.Context, attrs map[string]events.SQSMessageAttribute) context.Context {
+	c := propagation.MapCarrier{}
+	for _, k := range propagator.Fields() {
+		if a, ok := attrs[k]; ok && a.StringValue != nil {
+			c[k] = *a.StringValue
+		}
+	}
+	if len(c) == 0 {
+		return ctx
+	}
+	return propagator.Extract(ctx, c)
+}

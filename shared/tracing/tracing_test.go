@@ -1,0 +1,112 @@
+package tracing_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sas-go/sas/shared/devkit/emulator/emulatortest"
+	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/tracing"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+var motoEndpoint string
+
+func TestMain(m *testing.M) { os.Exit(emulatortest.MainWithMoto(m, &motoEndpoint)) }
+
+// The trace context of a span travels in a message's attributes and comes
+// back out of them; a message without them leaves the context as it was.
+func TestTheTraceContextTravelsInMessageAttributes(t *testing.T) {
+	tp := sdktrace.NewTracerProvider()
+	ctx, span := tp.Tracer("t").Start(context.Background(), "send")
+	defer span.End()
+	require.Nil(t, tracing.Attributes(context.Background()), "no span, nothing to carry")
+	attrs := tracing.Attributes(ctx)
+	require.Contains(t, attrs, "traceparent")
+	in := map[string]events.SQSMessageAttribute{}
+	for k, v := range attrs {
+		in[k] = events.SQSMessageAttribute{DataType: "String", StringValue: v.StringValue}
+	}
+	got := trace.SpanContextFromContext(tracing.FromMessage(context.Background(), in))
+	require.Equal(t, span.SpanContext().TraceID(), got.TraceID())
+	require.Equal(t, span.SpanContext().SpanID(), got.SpanID())
+	require.True(t, got.IsRemote())
+	bare := context.Background()
+	require.Equal(t, bare, tracing.FromMessage(bare, nil))
+}
+
+// An order through the local pipeline is one trace: Submission's span, the
+// Scheduler's and each Agent's, their HTTP calls to the services and their
+// DynamoDB calls, across every queue between them. (A batch of messages a
+// handler sends at once is sent outside any one record's span: its
+// SendMessageBatch is a trace of its own; each message carries its own
+// record's trace context.)
+func TestAnOrderIsOneTrace(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	tracing.Use(tp)
+	sim := remotesim.New(1)
+	srv, err := sim.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	stack, err := localrun.New(context.Background(), localrun.Options{Endpoint: motoEndpoint,
+		Prefix: fmt.Sprintf("tr%d", time.Now().UnixNano()%1e6), RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second,
+		SupervisorEvery: 200 * time.Millisecond, Settings: workflow.Settings{StepTimeout: 8 * time.Second, PickupTimeout: 2 * time.Second}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = stack.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.NoError(t, stack.SendOrders(context.Background(), localrun.DemoOrder("o-tr1", 1).JSON()))
+	wctx, wcancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer wcancel()
+	tasks, err := stack.WaitEnded(wctx, []string{"o-tr1"}, 100*time.Millisecond, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.Processed, tasks["o-tr1"].State)
+	require.NoError(t, tp.ForceFlush(context.Background()))
+
+	// The trace Submission's span of the order began.
+	spans := exp.GetSpans()
+	byTrace := map[trace.TraceID][]string{}
+	for _, s := range spans {
+		byTrace[s.SpanContext.TraceID()] = append(byTrace[s.SpanContext.TraceID()], s.Name)
+	}
+	var names []string
+	for _, ns := range byTrace {
+		if slices.Contains(ns, "agent-shipping") {
+			names = ns
+		}
+	}
+	require.NotEmpty(t, names, "a trace reached the last agent")
+	for _, want := range []string{"submission", "scheduler", "agent-inventory", "agent-payment", "agent-shipping"} {
+		require.Contains(t, names, want, "one trace from Submission to the last agent")
+	}
+	count := func(prefix string) int {
+		n := 0
+		for _, s := range names {
+			if strings.HasPrefix(s, prefix) {
+				n++
+			}
+		}
+		return n
+	}
+	require.GreaterOrEqual(t, count("HTTP POST"), 3, "each remote call a client span: %v", names)
+	require.Positive(t, count("DynamoDB."), "the AWS calls too: %v", names)
+	seen := sim.Ledger()
+	require.Len(t, seen, 3)
+	t.Logf("the order's trace: %d spans (%d HTTP calls, %d DynamoDB calls) of %d traces' %d spans", len(names), count("HTTP POST"),
+		count("DynamoDB."), len(byTrace), len(spans))
+}
