@@ -64,10 +64,11 @@ func (h *Handler) beforeCall(ctx context.Context, def workflow.Definition, st *s
 			}
 		}
 	}
-	if late := h.Now().Sub(turn); h.cfg.RateLimit.Calls > 0 && late > h.cfg.RateLimit.Interval() {
+	if late := h.Now().Sub(turn); h.cfg.RateLimit.Calls > 0 && late > time.Duration(max(h.cfg.RateLimit.Burst, 1))*h.cfg.RateLimit.Interval() {
 		// It came back well after its turn (a slow delivery, a wait for its
-		// key): made now, it would crowd the calls whose turns are now. It
-		// takes a new one.
+		// key; a turn of a burst may be up to a burst's intervals ago): made
+		// now, it would crowd the calls whose turns are now. It takes a new
+		// one.
 		v, err := h.gate.Admit(ctx, h.cfg.Name, h.cfg.RateLimit, time.Time{}, h.Now())
 		if err != nil {
 			let()

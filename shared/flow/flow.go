@@ -161,10 +161,15 @@ func (s Store) SlowDown(ctx context.Context, agent string, until time.Time) erro
 // the one before it whatever instance took it. The agent's schedule is one
 // item: a call moves its next free time on by the interval, with one write
 // while calls queue up, two when the schedule had fallen behind now.
+//
+// With a burst of B, the schedule may lag up to B-1 intervals behind now:
+// after a quiet spell, B calls take turns at once (their times in the
+// past: no wait), then the next waits an interval.
 func (s Store) Turn(ctx context.Context, agent string, limit workflow.Rate, now time.Time) (time.Time, error) {
 	interval := limit.Interval().Milliseconds()
 	key := agentKey(agent, "rate")
-	nowV := &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli(), 10)}
+	floor := now.UnixMilli() - int64(max(limit.Burst-1, 0))*interval // the earliest a turn may be
+	nowV := &types.AttributeValueMemberN{Value: strconv.FormatInt(floor, 10)}
 	for range 3 {
 		// Calls queue up: the next free time is ahead of now.
 		out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: key,
@@ -178,19 +183,20 @@ func (s Store) Turn(ctx context.Context, agent string, limit workflow.Rate, now 
 			if err := attributevalue.Unmarshal(out.Attributes["NextAt"], &next); err != nil {
 				return time.Time{}, fmt.Errorf("decode agent %s's schedule: %w", agent, err)
 			}
-			return time.UnixMilli(next - interval).In(now.Location()), nil
+			return time.UnixMilli(next - interval).In(now.Location()), nil // in a burst: up to Burst-1 intervals ago
 		}
 		if !errors.As(err, &ccf) {
 			return time.Time{}, fmt.Errorf("take a turn of agent %s: %w", agent, err)
 		}
-		// The schedule fell behind: this call is now, the next one an
-		// interval on (unless another call took now meanwhile).
-		// The limit is kept beside the schedule, for an operator's view.
+		// The schedule fell behind (more than a burst): this call is now, and
+		// the schedule restarts a burst's lag behind it (unless another call
+		// took a turn meanwhile). The limit is kept beside the schedule, for
+		// an operator's view.
 		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: key,
 			UpdateExpression:    aws.String("SET NextAt = :next, RateLimit = :limit"),
 			ConditionExpression: aws.String("attribute_not_exists(NextAt) OR NextAt <= :now"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":now": nowV,
-				":next":  &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli()+interval, 10)},
+				":next":  &types.AttributeValueMemberN{Value: strconv.FormatInt(floor+interval, 10)},
 				":limit": &types.AttributeValueMemberS{Value: limit.String()}}})
 		if err == nil {
 			return now, nil

@@ -277,3 +277,33 @@ func TestAnIdleInstanceReadsItsControlAfresh(t *testing.T) {
 		require.Zero(t, v.Wait, "resumed while it was idle: read before it answers")
 	})
 }
+
+// A burst: after a quiet spell, that many calls take turns at once, then
+// each waits an interval after the one before; over any span the calls
+// stay within the rate and the burst.
+func TestABurstLetsThatManyCallsGoAtOnce(t *testing.T) {
+	each(t, func(t *testing.T, s flow.Store) {
+		ctx := context.Background()
+		limit := workflow.Rate{Calls: 10, Per: time.Second, Burst: 4} // 100 ms apart, 4 at once
+		var at []time.Time
+		for range 6 {
+			turn, err := s.Turn(ctx, "payment", limit, t0)
+			require.NoError(t, err)
+			at = append(at, turn)
+		}
+		for i := range 4 {
+			require.False(t, at[i].After(t0), "call %d of the burst goes at once: %s", i, at[i].Sub(t0))
+		}
+		require.Equal(t, t0.Add(100*time.Millisecond), at[4], "then an interval apart")
+		require.Equal(t, t0.Add(200*time.Millisecond), at[5])
+		later := t0.Add(10 * time.Second) // quiet again: a whole burst
+		for i := range 4 {
+			turn, err := s.Turn(ctx, "payment", limit, later)
+			require.NoError(t, err)
+			require.False(t, turn.After(later), "after a quiet spell, call %d goes at once", i)
+		}
+		turn, err := s.Turn(ctx, "payment", limit, later)
+		require.NoError(t, err)
+		require.Equal(t, later.Add(100*time.Millisecond), turn)
+	})
+}

@@ -81,6 +81,8 @@ type agentSpec struct {
 	Concurrency int `yaml:"concurrency"`
 	// RateLimit bounds its calls across every instance: 50/s, 600/m.
 	RateLimit string `yaml:"rateLimit"`
+	// RateBurst lets that many calls go at once after a quiet spell.
+	RateBurst int `yaml:"rateBurst"`
 	// PerKey bounds its calls in flight per value of an expression.
 	PerKey *perKeySpec `yaml:"perKey"`
 }

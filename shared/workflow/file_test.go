@@ -290,14 +290,15 @@ func TestAnAgentsConcurrency(t *testing.T) {
 // flight per key whose value comes from the step's document.
 func TestAnAgentsRateLimitAndCallsInFlightPerKey(t *testing.T) {
 	t.Parallel()
-	text := "name: a\nagents: {a: {endpoint: 'http://a', rateLimit: 600/m, perKey: {key: .order.customer, inFlight: 2}}," +
+	text := "name: a\nagents: {a: {endpoint: 'http://a', rateLimit: 600/m, rateBurst: 5, perKey: {key: .order.customer, inFlight: 2}}," +
 		" b: {endpoint: 'http://b', perKey: {key: '.results.open.account'}}}\n" +
 		"steps: [{name: open, agent: b, timeout: 1s}, {name: s, agent: a, timeout: 1s}]\n"
 	d, err := workflow.ParseFile("x.yaml", []byte(text), workflow.Options{})
 	require.NoError(t, err)
 	require.NoError(t, schema(t).Validate(instance(t, []byte(text))))
 	a := d.AgentSpecs["a"]
-	require.Equal(t, workflow.Rate{Calls: 600, Per: time.Minute}, a.RateLimit)
+	require.Equal(t, workflow.Rate{Calls: 600, Per: time.Minute, Burst: 5}, a.RateLimit)
+	require.Equal(t, "600/m burst 5", a.RateLimit.String())
 	require.Equal(t, 100*time.Millisecond, a.RateLimit.Interval())
 	require.Equal(t, 2, a.PerKey.InFlight)
 	require.Equal(t, 1, d.AgentSpecs["b"].PerKey.InFlight, "one at a time unless it says")

@@ -208,6 +208,14 @@ func (r *specReader) agent(name string, a agentSpec) Agent {
 		}
 		out.RateLimit = rate
 	}
+	switch b := a.RateBurst; {
+	case b != 0 && a.RateLimit == "":
+		r.add(path+".rateBurst", "a burst goes with a rateLimit")
+	case b < 0 || b > MaxBurst:
+		r.add(path+".rateBurst", "%d: a burst is 1 to %d calls", b, MaxBurst)
+	default:
+		out.RateLimit.Burst = b
+	}
 	if a.PerKey != nil {
 		out.PerKey = r.perKey(path+".perKey", *a.PerKey)
 	}

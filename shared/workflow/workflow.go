@@ -201,21 +201,32 @@ func (p PerKey) KeyFor(doc Document) (string, error) {
 	return string(v), nil
 }
 
-// Rate is at most Calls calls every Per.
+// Rate is at most Calls calls every Per, with bursts of up to Burst calls
+// at once after a quiet spell (0 or 1: none: each call an interval after
+// the one before).
 type Rate struct {
 	Calls int           `json:",omitempty"`
 	Per   time.Duration `json:",omitempty"`
+	Burst int           `json:",omitempty"`
 }
+
+// MaxBurst is the largest burst a rate limit may allow.
+const MaxBurst = 10_000
 
 // Interval is the time between two calls at the rate.
 func (r Rate) Interval() time.Duration { return r.Per / time.Duration(r.Calls) }
 
-// String is the rate as a workflow file writes it: 50/s, 600/m.
+// String is the rate as a workflow file writes it: 50/s, 600/m, and its
+// burst if it has one (50/s burst 10).
 func (r Rate) String() string {
+	unit := "s"
 	if r.Per == time.Minute {
-		return fmt.Sprintf("%d/m", r.Calls)
+		unit = "m"
 	}
-	return fmt.Sprintf("%d/s", r.Calls)
+	if r.Burst > 1 {
+		return fmt.Sprintf("%d/%s burst %d", r.Calls, unit, r.Burst)
+	}
+	return fmt.Sprintf("%d/%s", r.Calls, unit)
 }
 
 // rateRE is a rate limit as a file writes it.
