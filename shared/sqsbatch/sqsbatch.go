@@ -214,7 +214,7 @@ func (p *Processor) flushWhileRunning(ctx context.Context, buf *queue.Buffer, fa
 // one handles a record and reports whether it is done (processed or rejected).
 func (p *Processor) one(ctx context.Context, rec events.SQSMessage, fn RecordFunc) (done bool) {
 	// A span of its own in the trace the message carries (its order's).
-	ctx, span := tracing.Tracer().Start(tracing.FromMessage(ctx, rec.MessageAttributes), p.Name,
+	ctx, span := tracing.Tracer().Start(tracing.FromMessage(ctx, rec), p.Name,
 		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attribute.String("messaging.system", "aws_sqs"),
 			attribute.String("messaging.message.id", rec.MessageId), attribute.String("messaging.destination.name", p.Name)))
 	defer func() {

@@ -120,17 +120,58 @@ func Attributes(ctx context.Context) map[string]types.MessageAttributeValue {
 	return out
 }
 
-// FromMessage is ctx with the trace context a message's attributes carry
-// (ctx itself if they carry none).
-func FromMessage(ctx context.Context, attrs map[string]events.SQSMessageAttribute) context.Context {
+// FromMessage is ctx with the trace context a message carries: its
+// traceparent attribute, or else the X-Ray trace header Lambda sets on it
+// (system attribute AWSTraceHeader, when its sender was traced by X-Ray);
+// ctx itself if it carries neither.
+func FromMessage(ctx context.Context, rec events.SQSMessage) context.Context {
 	c := propagation.MapCarrier{}
 	for _, k := range propagator.Fields() {
-		if a, ok := attrs[k]; ok && a.StringValue != nil {
+		if a, ok := rec.MessageAttributes[k]; ok && a.StringValue != nil {
 			c[k] = *a.StringValue
 		}
 	}
-	if len(c) == 0 {
-		return ctx
+	if len(c) > 0 {
+		return propagator.Extract(ctx, c)
 	}
-	return propagator.Extract(ctx, c)
+	if sc, ok := fromXRay(rec.Attributes["AWSTraceHeader"]); ok {
+		return trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
+	return ctx
+}
+
+// fromXRay reads an X-Ray trace header (Root=1-5759e988-bd862e3fe1be46a994272793;
+// Parent=53995c3f42cd8ad8;Sampled=1): the same trace in W3C's ids (the
+// Root's time and random parts are the trace id's 32 hex digits).
+func fromXRay(h string) (trace.SpanContext, bool) {
+	var root, parent string
+	sampled := false
+	for _, part := range strings.Split(h, ";") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		switch k {
+		case "Root":
+			root = v
+		case "Parent":
+			parent = v
+		case "Sampled":
+			sampled = v == "1"
+		}
+	}
+	fields := strings.Split(root, "-")
+	if len(fields) != 3 || fields[0] != "1" {
+		return trace.SpanContext{}, false
+	}
+	tid, err := trace.TraceIDFromHex(fields[1] + fields[2])
+	if err != nil {
+		return trace.SpanContext{}, false
+	}
+	sid, err := trace.SpanIDFromHex(parent)
+	if err != nil {
+		return trace.SpanContext{}, false
+	}
+	var flags trace.TraceFlags
+	if sampled {
+		flags = trace.FlagsSampled
+	}
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, Remote: true}), true
 }

@@ -40,12 +40,23 @@ func TestTheTraceContextTravelsInMessageAttributes(t *testing.T) {
 	for k, v := range attrs {
 		in[k] = events.SQSMessageAttribute{DataType: "String", StringValue: v.StringValue}
 	}
-	got := trace.SpanContextFromContext(tracing.FromMessage(context.Background(), in))
+	got := trace.SpanContextFromContext(tracing.FromMessage(context.Background(), events.SQSMessage{MessageAttributes: in}))
 	require.Equal(t, span.SpanContext().TraceID(), got.TraceID())
 	require.Equal(t, span.SpanContext().SpanID(), got.SpanID())
 	require.True(t, got.IsRemote())
 	bare := context.Background()
-	require.Equal(t, bare, tracing.FromMessage(bare, nil))
+	require.Equal(t, bare, tracing.FromMessage(bare, events.SQSMessage{}))
+
+	// A message whose sender X-Ray traced: Lambda's AWSTraceHeader.
+	xray := tracing.FromMessage(bare, events.SQSMessage{Attributes: map[string]string{
+		"AWSTraceHeader": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"}})
+	sc := trace.SpanContextFromContext(xray)
+	require.Equal(t, "5759e988bd862e3fe1be46a994272793", sc.TraceID().String())
+	require.Equal(t, "53995c3f42cd8ad8", sc.SpanID().String())
+	require.True(t, sc.IsSampled())
+	for _, bad := range []string{"Root=2-5759e988-bd86;Parent=53995c3f42cd8ad8", "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=xyz", "nonsense"} {
+		require.Equal(t, bare, tracing.FromMessage(bare, events.SQSMessage{Attributes: map[string]string{"AWSTraceHeader": bad}}), bad)
+	}
 }
 
 // An order through the local pipeline is one trace: Submission's span, the
