@@ -128,7 +128,7 @@ func (c *Client) Submit(ctx context.Context, order any) (string, error) {
 // (kept for its wait, or refused to the events DLQ) the pipeline decides.
 func (c *Client) Signal(ctx context.Context, orderID, event string, data any, eventID string) (operator.Signalled, error) {
 	var b json.RawMessage
-	if data != nil {
+	if !none(data) {
 		var err error
 		if b, err = encode(data); err != nil {
 			return operator.Signalled{}, fmt.Errorf("%w: its data: %v", ErrBadEvent, err)
@@ -175,7 +175,7 @@ func (c *Client) Retry(ctx context.Context, orderID, step, by string) (outcome.H
 // (encoded as JSON; nil: none), and the order goes on.
 func (c *Client) Skip(ctx context.Context, orderID, step string, result any, by string) (outcome.HoldDecided, error) {
 	d := outcome.HoldDecision{OrderID: orderID, Action: outcome.HoldSkip, Step: step, By: by}
-	if result != nil {
+	if !none(result) {
 		b, err := encode(result)
 		if err != nil {
 			return outcome.HoldDecided{}, &HeldError{Reason: "its result: " + err.Error()}
@@ -188,6 +188,20 @@ func (c *Client) Skip(ctx context.Context, orderID, step string, result any, by 
 // Undo undoes a Held order now, as its step's failure would have.
 func (c *Client) Undo(ctx context.Context, orderID, by string) (outcome.HoldDecided, error) {
 	return c.op.DecideHeld(ctx, outcome.HoldDecision{OrderID: orderID, Action: outcome.HoldUndo, By: by})
+}
+
+// none reports whether v is no data: nil, or empty bytes (a typed nil
+// json.RawMessage among them).
+func none(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case json.RawMessage:
+		return len(x) == 0
+	case []byte:
+		return len(x) == 0
+	}
+	return false
 }
 
 // encode is v as JSON: a string or []byte as it is (it must be JSON).

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -71,8 +72,12 @@ func TestAnApplicationDrivesAnOrderWithTheClient(t *testing.T) {
 
 	_, err = c.Signal(ctx, "o-none", "approved", nil, "")
 	require.ErrorIs(t, err, client.ErrNotFound)
+	_, err = c.Signal(ctx, "o-none", "approved", json.RawMessage(nil), "")
+	require.ErrorIs(t, err, client.ErrNotFound, "empty data is no data")
 	_, err = c.Signal(ctx, id, "approved!", nil, "")
 	require.ErrorIs(t, err, client.ErrBadEvent)
+	_, err = c.Signal(ctx, id, "approved", json.RawMessage("{nope"), "")
+	require.ErrorIs(t, err, client.ErrBadEvent, "data that is not JSON")
 	sent, err := c.Signal(ctx, id, "approved", map[string]any{"amountCents": 1998, "by": "ana"}, "e-1")
 	require.NoError(t, err)
 	require.Equal(t, "e-1", sent.EventID)
