@@ -192,7 +192,9 @@ func TestRedriveMovesADeadLetterBack(t *testing.T) {
 func TestCancelFromTheCLI(t *testing.T) {
 	t.Parallel()
 	p := newPipeline(t)
-	p.sim.SetFaults("payment"+"/charge-payment", remotesim.Faults{Latency: 2 * time.Second})
+	// The charge hangs until its attempt's CompleteBy, however long the
+	// cancel takes to come on a loaded machine: it is running when it does.
+	p.sim.SetFaults("payment/charge-payment", remotesim.Faults{StallOrders: []string{"o-cx"}})
 	code, _, _ := p.ctl(orderJSON("o-cx"), "submit", "-")
 	require.Zero(t, code)
 	require.Eventually(t, func() bool {

@@ -22,6 +22,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -66,8 +67,12 @@ func newPipelineOf(t *testing.T, set workflow.Set, s workflow.Settings) *pipelin
 	t.Cleanup(func() { _ = srv.Close() })
 	prefix := fmt.Sprintf("cli%d-%d", time.Now().UnixNano()%1e6, seq.Add(1))
 	logs := &emulatortest.Logs{}
+	// As many deadline shards as sasctl reads by default, as sasctl dev does:
+	// an index entry sasctl writes (a cancel's) lands in a shard the
+	// pipeline's Supervisor sweeps.
 	stack, err := localrun.New(context.Background(), localrun.Options{Endpoint: motoEndpoint, Prefix: prefix,
-		Workflows: set, Settings: s, RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second, SupervisorEvery: 200 * time.Millisecond,
+		DeadlineShards: topology.Default(prefix).DeadlineShards,
+		Workflows:      set, Settings: s, RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second, SupervisorEvery: 200 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	require.NoError(t, err)
 	t.Cleanup(func() {
