@@ -137,7 +137,14 @@ func lostOutcomeUnderLoad(t *testing.T, l steadyLoad) {
 	mu.Lock()
 	sent := append([]string(nil), ids...)
 	mu.Unlock()
-	tasks := e.waitEnded(sent)
+	// The traffic drains (every order it sent ends) within a generous bound:
+	// what this test measures is the lost outcome's recovery, above; on a
+	// starved machine (moto, -race, the other packages) the drain of 128
+	// orders has taken over 90 s.
+	drain, drained := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer drained()
+	tasks, err := e.stack.WaitEnded(drain, sent, 200*time.Millisecond, nil)
+	require.NoError(t, err)
 
 	overdue := recoveryOf(e, lost)
 	mu.Lock()
