@@ -171,7 +171,8 @@ func (s Store) Turn(ctx context.Context, agent string, limit workflow.Rate, now 
 	floor := now.UnixMilli() - int64(max(limit.Burst-1, 0))*interval // the earliest a turn may be
 	nowV := &types.AttributeValueMemberN{Value: strconv.FormatInt(floor, 10)}
 	for range 3 {
-		// Calls queue up: the next free time is ahead of now.
+		// Calls queue up: the next free time is ahead of the floor (now,
+		// less a burst's lag).
 		out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: key,
 			UpdateExpression: aws.String("SET NextAt = NextAt + :i"), ConditionExpression: aws.String("NextAt > :now"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":now": nowV,

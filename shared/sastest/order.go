@@ -118,16 +118,21 @@ func (o *Order) start(ref workflow.Ref) {
 // the records done, its item, and for an undo its step's result.
 func (o *Order) document(ref workflow.Ref) (workflow.Document, error) {
 	doc := workflow.Document{Order: o.body, Results: map[string]json.RawMessage{}}
-	lists := map[int][]json.RawMessage{}
+	items := map[int]int{} // each forEach step's item count
+	for r := range o.state.Recs {
+		if r.Item > 0 && !r.Undo {
+			items[r.Index]++
+		}
+	}
+	lists := map[int][]json.RawMessage{} // a forEach step's result: its items', in order (null: no answer)
 	for r, res := range o.results {
 		rec := o.state.Recs[r]
 		if rec.State != workflow.Processed {
 			continue
 		}
 		if r.Item > 0 && !r.Undo {
-			n := len(o.state.Recs) // enough; trimmed below
 			if lists[r.Index] == nil {
-				lists[r.Index] = make([]json.RawMessage, n)
+				lists[r.Index] = slices.Repeat([]json.RawMessage{json.RawMessage("null")}, items[r.Index])
 			}
 			lists[r.Index][r.Item-1] = res
 		} else {
@@ -137,20 +142,8 @@ func (o *Order) document(ref workflow.Ref) (workflow.Document, error) {
 			doc.Result = res
 		}
 	}
-	for i, items := range lists {
-		n := 0
-		for r := range o.state.Recs {
-			if r.Index == i && !r.Undo && r.Item > 0 {
-				n++
-			}
-		}
-		items = items[:n]
-		for k := range items {
-			if items[k] == nil {
-				items[k] = json.RawMessage("null")
-			}
-		}
-		b, err := json.Marshal(items)
+	for i, list := range lists {
+		b, err := json.Marshal(list)
 		if err != nil {
 			return doc, err
 		}
