@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/outcome"
@@ -51,13 +50,7 @@ func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st
 	if h.Crash != nil {
 		h.Crash("agent.after-record") // recorded: what it made ready waits for its pickup deadline
 	}
-	reply := message.AgentReply{Kind: message.KindReply, OrderID: st.OrderID, Step: st.Index, Undo: st.Undo, Item: st.Item,
-		StepName: st.Name, Attempt: st.Attempt, ReplyTo: st.ReplyQueue, Round: st.Round,
-		Workflow: st.Workflow, Version: st.WfVersion, Payload: payload,
-		OK: a.Refusal == "", Error: a.Refusal, Recorded: true, State: string(rec.State), Ready: message.Starts(rec.Ready)}
-	if reply.OK {
-		reply.Result = resultJSON(result)
-	}
+	reply := outcome.Reply(def, a, rec, resultJSON(result), payload)
 	// If this send is lost, what the outcome made ready is found unclaimed
 	// at its pickup deadline, and the Supervisor sends it again.
 	return h.send.SendJSON(ctx, h.cfg.ResponseQueueURL, reply, 0)
@@ -69,4 +62,17 @@ func (h *Handler) stale(st *statestore.Step) {
 	h.metrics.Count(metrics.StaleReplies, 1, map[string]any{"OrderID": st.OrderID, "Attempt": st.Attempt})
 	h.log.Info("outcome of an attempt that is no longer current: nothing recorded", "order_id", st.OrderID,
 		"step", st.Name, "attempt", st.Attempt)
+}
+
+// replyMove replies what a give-back made ready while the order is undone
+// (rec): the Scheduler starts it; nothing is done or refused.
+func (h *Handler) replyMove(ctx context.Context, def workflow.Definition, st *statestore.Step, payload json.RawMessage, rec outcome.Recorded) error {
+	if rec.State.Ended() {
+		notify.CountEnd(h.metrics, st.OrderID, rec.State)
+	}
+	reply := outcome.Reply(def, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(), Name: st.Name, Attempt: st.Attempt}, rec, nil, payload)
+	reply.OK, reply.GivenBack = false, true
+	// If this send is lost, the undo made ready is found unclaimed at its
+	// pickup deadline, and the Supervisor sends it.
+	return h.send.SendJSON(ctx, h.cfg.ResponseQueueURL, reply, 0)
 }

@@ -33,6 +33,10 @@ type Delivered struct {
 	Recorded
 	Ref  workflow.Ref // the record it completes (or will)
 	Name string       // that record's action
+	// Outcome is what was recorded for that record, when Recorded: its
+	// attempt (a callback's) and its refusal (the callback's, or its answer
+	// over the result limit), for the reply that follows it (Reply).
+	Outcome Attempt
 	// Kept: the order does not wait for the event yet; the wait takes it
 	// when the order reaches it. Repeat: the event was taken before.
 	Kept, Repeat bool
@@ -75,6 +79,7 @@ func (r Recorder) Event(ctx context.Context, def workflow.Definition, e Event) (
 			e.Name, e.OrderID, e.Sender, def.Steps[i].Name, strings.Join(w.Senders, ", "))}
 	}
 	d := Delivered{Ref: workflow.Ref{Index: i}, Name: def.Steps[i].Name}
+	d.Outcome = Attempt{OrderID: e.OrderID, Ref: d.Ref, Name: d.Name, Now: e.Now}
 	data := e.Data
 	if len(data) == 0 {
 		data = json.RawMessage("null")
@@ -223,6 +228,7 @@ func (r Recorder) callback(ctx context.Context, def workflow.Definition, e Event
 		}
 		at.ResultBytes = len(e.Data)
 	}
+	d.Outcome = at
 	d.Recorded, err = r.Record(ctx, def, at)
 	if err != nil || !d.Recorded.Stale {
 		return d, err

@@ -88,28 +88,17 @@ func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Ev
 		return nil
 	}
 	h.metrics.Count(metrics.EventsReceived, 1, map[string]any{"OrderID": e.OrderID, "Event": e.Event})
-	attempt := 0
-	if t, err := outcome.ParseToken(e.Token); err == nil {
-		attempt = t.Attempt
-	}
-	return h.follow(ctx, def, e.OrderID, d.Ref, d.Name, attempt, e.Error, d.Recorded, e.Data)
+	return h.follow(ctx, def, d.Outcome, d.Recorded, e.Data)
 }
 
-// follow hands a recorded outcome to the Scheduler, which tells the order's
-// caller (and the operator, for a refusal) and starts what it made ready:
-// one route for what follows every outcome. An end is counted here, where it
-// was recorded. If the send is lost, what was made ready is found unclaimed
-// at its pickup deadline (a refusal's alert, at its due time).
-func (h *Handler) follow(ctx context.Context, def workflow.Definition, orderID string, ref workflow.Ref, name string,
-	attempt int, refusal string, rec outcome.Recorded, result ...json.RawMessage) error {
+// follow hands outcome a, recorded as rec, to the Scheduler, which tells the
+// order's caller (and the operator, for a refusal) and starts what it made
+// ready: one route for what follows every outcome. An end is counted here,
+// where it was recorded. If the send is lost, what was made ready is found
+// unclaimed at its pickup deadline (a refusal's alert, at its due time).
+func (h *Handler) follow(ctx context.Context, def workflow.Definition, a outcome.Attempt, rec outcome.Recorded, result json.RawMessage) error {
 	if rec.State.Ended() {
-		notify.CountEnd(h.metrics, orderID, rec.State)
+		notify.CountEnd(h.metrics, a.OrderID, rec.State)
 	}
-	reply := message.AgentReply{Kind: message.KindReply, OrderID: orderID, Step: ref.Index, Undo: ref.Undo, StepName: name,
-		Attempt: attempt, OK: refusal == "", Error: refusal, ReplyTo: rec.ReplyQueue, Round: rec.Round,
-		Workflow: def.Name, Version: def.Version, Recorded: true, State: string(rec.State), Ready: message.Starts(rec.Ready)}
-	if len(result) > 0 && refusal == "" {
-		reply.Result = result[0]
-	}
-	return h.send.SendJSON(ctx, h.cfg.SchedulerQueueURL, reply, 0)
+	return h.send.SendJSON(ctx, h.cfg.SchedulerQueueURL, outcome.Reply(def, a, rec, result, nil), 0)
 }

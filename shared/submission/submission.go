@@ -211,7 +211,7 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 	starter := outcome.Starter{Dispatch: h.dispatch, Store: h.store, Recorder: outcome.Recorder{Store: h.store}, Now: h.Now, Log: h.log}
 	done, err := starter.Start(ctx, def, o.OrderID, def.Starts(items), json.RawMessage(body))
 	for _, c := range done { // a timer at once, or a kept event: the Scheduler follows it
-		if err := h.follow(ctx, def, o.OrderID, c.Ref, c.Name, 0, "", c.Recorded); err != nil {
+		if err := h.follow(ctx, def, outcome.Attempt{OrderID: o.OrderID, Ref: c.Ref, Name: c.Name}, c.Recorded, nil); err != nil {
 			return err
 		}
 	}
