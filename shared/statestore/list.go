@@ -65,8 +65,9 @@ func (s *Store) CountTasks(ctx context.Context) (map[workflow.State]int, error) 
 	return c.ByState, err
 }
 
-// Census is the orders by state and the steps at work: ready and waiting for
-// a claim (their message in a queue), or claimed (an attempt running).
+// Census is the orders by state and the steps at work of those in flight
+// (not ended): ready and waiting for a claim (their message in a queue),
+// claimed (an attempt running), or parked.
 type Census struct {
 	ByState     map[workflow.State]int
 	Waiting     int           // ready records not claimed (or, a wait or timer, not armed) yet
@@ -100,8 +101,15 @@ func (s *Store) Census(ctx context.Context, now time.Time) (Census, error) {
 	return c, nil
 }
 
+// add counts order it: its state, and, only while it is in flight, its
+// records at work. An ended order's records are at work no more, whatever
+// they still hold (a cancelled order's step that never ran stays ready).
 func (c *Census) add(it stateItem, now time.Time) {
-	c.ByState[workflow.State(it.State)]++
+	state := workflow.State(it.State)
+	c.ByState[state]++
+	if state.Ended() {
+		return
+	}
 	for _, r := range it.Recs {
 		switch {
 		case r.State == string(workflow.Processing):

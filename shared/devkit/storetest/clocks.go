@@ -25,6 +25,7 @@ var clockTests = map[string]func(*testing.T, *statestore.Store){
 	"LateReplyCompletesARequeuedRecord":   lateReplyOfLatestAttempt,
 	"ResubmitGivesANewDeadline":           resubmitNewDeadline,
 	"CensusCountsTheStepsAtWork":          census,
+	"CensusCountsOnlyOrdersInFlight":      censusInFlight,
 }
 
 func overdueAt(t *testing.T, s *statestore.Store, at time.Time) []statestore.Step {
@@ -249,4 +250,24 @@ func census(t *testing.T, s *statestore.Store) {
 	require.Equal(t, 2, c.Waiting)
 	require.Equal(t, 1, c.Running)
 	require.Equal(t, time.Minute, c.LongestWait, "o-1's first step, ready since t0")
+}
+
+// censusInFlight: an ended order's records are not at work, whatever they
+// hold: a cancelled order's never-run step is not waiting for a claim.
+func censusInFlight(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	submit(t, s, "o-1", 2)
+	created, err := s.Submit(ctx, statestore.Submission{OrderID: "o-2", Order: `{"orderId":"o-2"}`, Workflow: def(1),
+		Now: t0.Add(30 * time.Second)})
+	require.NoError(t, err)
+	require.True(t, created)
+	res, err := cancel(ctx, s, cancelReq("o-1", t0.Add(40*time.Second)))
+	require.NoError(t, err)
+	require.Equal(t, workflow.Cancelled, res.State, "nothing ran: it ends at once")
+	c, err := s.Census(ctx, t0.Add(time.Minute))
+	require.NoError(t, err)
+	require.Equal(t, map[workflow.State]int{workflow.Pending: 1, workflow.Cancelled: 1}, c.ByState)
+	require.Equal(t, 1, c.Waiting, "o-2's first step only")
+	require.Zero(t, c.Running)
+	require.Equal(t, 30*time.Second, c.LongestWait, "o-2's, ready since t0+30s")
 }
