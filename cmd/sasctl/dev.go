@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -121,8 +122,9 @@ func (d *devRun) printEnv() {
 
 // exports are the environment variables a user's shell needs, in order:
 // the SDKs' endpoint, region and dummy credentials, then what sasctl's
-// defaults read (the prefix, the agents) and the orders and events queues'
-// URLs.
+// defaults read (the prefix, the agents), the orders and events queues'
+// URLs, and the workflow files it runs (sasctl submit checks orders against
+// them).
 func (d *devRun) exports() [][2]string {
 	t := d.stack.Topology()
 	region := d.stack.Deployment.Clients.Config.Region
@@ -130,9 +132,26 @@ func (d *devRun) exports() [][2]string {
 	if d.state.DynamoDBEndpoint != "" {
 		out = append(out, [2]string{"AWS_ENDPOINT_URL_DYNAMODB", d.state.DynamoDBEndpoint})
 	}
-	return append(out, [][2]string{{"AWS_REGION", region}, {"AWS_DEFAULT_REGION", region},
+	out = append(out, [][2]string{{"AWS_REGION", region}, {"AWS_DEFAULT_REGION", region},
 		{"AWS_ACCESS_KEY_ID", "test"}, {"AWS_SECRET_ACCESS_KEY", "test"},
 		{"SAS_PREFIX", t.Prefix}, {"SAS_AGENTS", strings.Join(t.Agents, ",")},
 		{"SAS_ORDERS_QUEUE_URL", d.stack.QueueURL(t.OrdersQueue().Name)},
 		{"SAS_EVENTS_QUEUE_URL", d.stack.QueueURL(t.EventsQueue().Name)}}...)
+	if files := absolutePaths(d.flags.WorkflowFiles); len(files) > 0 {
+		out = append(out, [2]string{"SAS_WORKFLOWS", strings.Join(files, ",")}) // sasctl submit checks orders against them
+	}
+	return out
+}
+
+// absolutePaths are paths made absolute, for a shell in another directory
+// (a path that cannot be is kept as it is).
+func absolutePaths(paths []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		out = append(out, p)
+	}
+	return out
 }

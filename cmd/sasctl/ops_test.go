@@ -193,6 +193,30 @@ func TestSubmitFromAFileStdinAndGenerate(t *testing.T) {
 	require.Contains(t, errs, "not one")
 }
 
+// With the deployment's workflow files, submit checks each order as
+// Submission does: the workflow it names, then that workflow's schema; an
+// order either would refuse is not sent, and is named with the reason.
+func TestSubmitChecksTheWorkflowsSchema(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t)
+	examples := filepath.Join("..", "..", "shared", "workflow", "examples")
+	files := filepath.Join(examples, "order.yaml") + "," + filepath.Join(examples, "approval.yaml")
+	noQuantity := `{"orderId":"o-w2","customerId":"c-1","items":[{"sku":"A","quantity":0,"unitPriceCents":1}]}`
+	returns := `{"orderId":"o-w3","workflow":"returns","customerId":"c-1","items":[{"sku":"A","quantity":1,"unitPriceCents":1}]}`
+	code, out, errs := p.ctl(orderJSON("o-w1")+"\n"+noQuantity+"\n"+returns+"\n", "submit", "-", "--workflows", files)
+	require.Equal(t, 1, code, errs)
+	require.Equal(t, "sent 1 orders to "+p.prefix+"-orders\n", out)
+	lines := strings.Split(strings.TrimSpace(errs), "\n")
+	require.Len(t, lines, 2, errs)
+	require.Regexp(t, `^sasctl submit: order 2 not sent: order o-w2: items\[0\]\.quantity: .+ \(workflow order's schema\)$`, lines[0])
+	require.Equal(t, `sasctl submit: order 3 not sent: order o-w3: workflow "returns" is not one this deployment runs (order, approval)`, lines[1])
+	p.waitEnded("o-w1")
+
+	code, _, errs = p.ctl("", "submit", "-", "--workflows", filepath.Join(examples, "none.yaml"))
+	require.Equal(t, 2, code, "a workflow file that cannot be read: nothing done")
+	require.Contains(t, errs, "--workflows: ")
+}
+
 func TestListByStateAndPaging(t *testing.T) {
 	t.Parallel()
 	p := newPipeline(t)

@@ -11,7 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 func submitCmd() *cobra.Command {
@@ -25,8 +27,12 @@ func submitCmd() *cobra.Command {
 		Short: "send orders from a file, stdin (-), or --generate N",
 		Long: `submit sends orders to the deployment's orders queue: JSON lines, or one JSON array, from FILE
 or stdin (-); or, with --generate N, N made-up orders. Each is checked as Submission checks it
-first: one that would be refused is not sent, and is named on stderr with the reason (exit 1).`,
-		Example: "  sasctl submit orders.jsonl\n  sasctl submit --generate 100",
+first: one that would be refused is not sent, and is named on stderr with the reason (exit 1). With
+the deployment's workflow files (--workflows, default $SAS_WORKFLOWS, which sasctl dev exports), that
+includes the workflow the order names, its schema and its forEach items; without them, the order's
+envelope only.`,
+		Example: "  sasctl submit orders.jsonl\n  sasctl submit --generate 100\n" +
+			"  sasctl submit --workflows workflows/order.yaml,workflows/approval.yaml orders.jsonl",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if generate > 0 {
 				return noArgs(cmd, args)
@@ -34,6 +40,10 @@ first: one that would be refused is not sent, and is named on stderr with the re
 			return exactly(1, "one FILE (or - for stdin), or --generate N")(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			workflows, err := deployedWorkflows(t.WorkflowFiles)
+			if err != nil {
+				return err
+			}
 			bodies, err := orderBodies(args, generate, reply, cmd.InOrStdin())
 			if err != nil {
 				return err
@@ -42,6 +52,7 @@ first: one that would be refused is not sent, and is named on stderr with the re
 			if err != nil {
 				return err
 			}
+			op.Workflows = workflows
 			res, err := op.Submit(cmd.Context(), bodies)
 			if err != nil {
 				return t.explain(err)
@@ -60,9 +71,24 @@ first: one that would be refused is not sent, and is named on stderr with the re
 		},
 	}
 	targetFlags(cmd, &t, true)
+	t.bind(cmd.Flags(), "workflows")
 	cmd.Flags().IntVar(&generate, "generate", 0, "send N made-up orders instead of reading any")
 	cmd.Flags().StringVar(&reply, "reply-queue", "", "with --generate: the reply queue the orders name")
 	return cmd
+}
+
+// deployedWorkflows are the deployment's workflows, loaded from its files
+// (--workflows) as a deployment loads them; none named: none known (the
+// zero Set), and orders are checked without them.
+func deployedWorkflows(files []string) (workflow.Set, error) {
+	if len(files) == 0 {
+		return workflow.Set{}, nil
+	}
+	set, err := deployment.LoadWorkflows(files, "", 0)
+	if err != nil {
+		return set, usageErrorf("--workflows: %w", err)
+	}
+	return set, nil
 }
 
 // orderBodies are the orders to send: made up, or read from the file.

@@ -17,6 +17,7 @@ func signalCmd() *cobra.Command {
 	var (
 		t             target
 		data, eventID string
+		ahead         bool
 	)
 	cmd := &cobra.Command{
 		Use:   "signal ORDER EVENT",
@@ -25,10 +26,14 @@ func signalCmd() *cobra.Command {
 {"kind":"event","orderId":ORDER,"event":EVENT,"eventId":...,"data":...}. The step that waits for
 EVENT (wait: {event: EVENT}) takes the data as its result; an event that arrives before the order
 reaches that step is kept until it does. It prints the eventId (made up when --event-id is not
-given): sending it again is a no-op. An event the order cannot take (no step waits for it, the order
-ended) goes to the events DLQ with the reason.`,
+given): sending it again is a no-op. An order that is not stored is said so, and nothing is sent;
+with --ahead (an order just submitted, not stored yet) the event is sent all the same, and Submission
+takes it once the order is stored, or, if it is not within about 10 s, puts it in the events DLQ. An
+event the order cannot take (no step waits for it, the order ended) goes to the events DLQ with the
+reason.`,
 		Example: `  sasctl signal o-1 approved --data '{"amountCents": 1998, "by": "ana"}'
-  sasctl signal o-1 approved --data @approval.json --event-id e-7`,
+  sasctl signal o-1 approved --data @approval.json --event-id e-7
+  sasctl submit order.json && sasctl signal --ahead o-1 approved`,
 		Args: exactly(2, "an ORDER id and an EVENT name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			body, err := readData(data, cmd.InOrStdin())
@@ -39,12 +44,19 @@ ended) goes to the events DLQ with the reason.`,
 			if err != nil {
 				return err
 			}
-			res, err := client.Of(op).Signal(cmd.Context(), args[0], args[1], body, eventID)
-			if errors.Is(err, client.ErrBadEvent) {
+			res, err := client.Of(op).Signal(cmd.Context(), args[0], args[1], body, eventID, signalOptions(ahead)...)
+			switch {
+			case errors.Is(err, client.ErrBadEvent):
 				return usageError{err}
-			}
-			if err != nil {
+			case errors.Is(err, client.ErrNotFound):
+				return fmt.Errorf("order %s not found: nothing sent (an order just submitted may not be stored yet: "+
+					"--ahead sends the event all the same)", args[0])
+			case err != nil:
 				return t.explainOrder(args[0], err)
+			}
+			if res.Ahead {
+				fmt.Fprintf(cmd.ErrOrStderr(), "order %s is not stored yet: Submission takes the event once it is, "+
+					"or, if it is not within about 10 s, puts the event in the events DLQ\n", res.OrderID)
 			}
 			out := cmd.OutOrStdout()
 			return emit(out, t.output, res, func() {
@@ -56,7 +68,17 @@ ended) goes to the events DLQ with the reason.`,
 	targetFlags(cmd, &t, true)
 	cmd.Flags().StringVar(&data, "data", "", "the event's data: JSON, or @FILE to read it from a file (@- from stdin)")
 	cmd.Flags().StringVar(&eventID, "event-id", "", "the event's id (1-128 letters, digits or _.:-); default: a new one")
+	cmd.Flags().BoolVar(&ahead, "ahead", false, "send the event even if the order is not stored yet (just submitted): Submission takes it once it is")
 	return cmd
+}
+
+// signalOptions are client.Signal's options for --ahead: without it, only
+// an order stored now is sent its event.
+func signalOptions(ahead bool) []client.SignalOption {
+	if ahead {
+		return nil
+	}
+	return []client.SignalOption{client.IfStored()}
 }
 
 // readData reads --data: JSON, @FILE or @- (stdin); "" is no data.

@@ -118,7 +118,15 @@ func TestSignalBeforeTheWaitIsKept(t *testing.T) {
 	require.NotContains(t, out, "processed (attempt 0)")
 	code, _, errs = p.ctl("", "signal", "o-nosuch", "approved")
 	require.Equal(t, 1, code)
-	require.Contains(t, errs, "order o-nosuch not found", "said at once, nothing sent")
+	require.Contains(t, errs, "order o-nosuch not found: nothing sent", "said at once")
+	require.Contains(t, errs, "--ahead sends the event all the same")
+	var ahead operator.Signalled
+	code, out, errs = p.ctl("", "signal", "o-nosuch", "approved", "--ahead", "--event-id", "e-ahead", "--output", "json")
+	require.Zero(t, code, errs)
+	requireShape(t, "signal", out)
+	require.NoError(t, json.Unmarshal([]byte(out), &ahead))
+	require.Equal(t, operator.Signalled{OrderID: "o-nosuch", Event: "approved", EventID: "e-ahead", Queue: p.prefix + "-events", Ahead: true}, ahead)
+	require.Contains(t, errs, "order o-nosuch is not stored yet: Submission takes the event once it is")
 	var st operator.Status
 	p.json("status", &st, "status", "o-early")
 	require.JSONEq(t, `{"amountCents": 500, "by": "bo"}`, string(st.Records[1].Result))

@@ -4,7 +4,7 @@
 // decisions on a held order. It is the code sasctl runs (through the same
 // shared/operator), so an application sees what an operator sees.
 //
-// Its errors are typed: ErrNotFound for an order that does not exist, a
+// Its errors are typed: ErrNotFound for an order that is not stored, a
 // *RejectedError for an order the pipeline would refuse (nothing sent), a
 // *NotCancellableError, a *HeldError, and ErrBadEvent for an event that
 // cannot be sent.
@@ -30,8 +30,8 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// ErrNotFound means the order does not exist (or has expired from the
-// state table).
+// ErrNotFound means the order is not stored: it does not exist, has
+// expired from the state table, or (just submitted) is not stored yet.
 var ErrNotFound = statestore.ErrNotFound
 
 // ErrBadEvent wraps why an event cannot be sent (a bad name, id or data):
@@ -70,6 +70,10 @@ type Options struct {
 	// DeadlineShards is the deployment's deadlineShards (default 1), for
 	// List's orders in flight.
 	DeadlineShards int
+	// Workflows are the deployment's workflows, if the application has
+	// them: Submit checks each order against its workflow's schema too, as
+	// Submission does. None: the order's envelope only.
+	Workflows workflow.Set
 }
 
 // Client acts on one deployment; it is safe for concurrent use.
@@ -91,7 +95,9 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 	}
 	t := topology.Default(prefix)
 	t.DeadlineShards = max(opts.DeadlineShards, 1)
-	return Of(operator.New(c, t)), nil
+	op := operator.New(c, t)
+	op.Workflows = opts.Workflows
+	return Of(op), nil
 }
 
 // Of is a client on an operator (sasctl's).
@@ -99,7 +105,8 @@ func Of(op *operator.Operator) *Client { return &Client{op: op} }
 
 // Submit sends one order to the orders queue: a JSON object as a string or
 // []byte, or a value encoded as JSON (a shop.Order, say). An order
-// Submission would refuse (no orderId, not JSON, an unknown field) is a
+// Submission would refuse (no orderId, not JSON, an unknown field; with
+// Options.Workflows, one its workflow's schema refuses) is a
 // *RejectedError and is not sent. It returns the order's id. Submission
 // takes it asynchronously: Status finds it once it is stored.
 func (c *Client) Submit(ctx context.Context, order any) (string, error) {
@@ -121,12 +128,33 @@ func (c *Client) Submit(ctx context.Context, order any) (string, error) {
 	return o.OrderID, nil
 }
 
+// SignalOption changes what Signal does.
+type SignalOption func(*signalOptions)
+
+// signalOptions are what the SignalOptions chose.
+type signalOptions struct {
+	ifStored bool
+}
+
+// IfStored makes Signal send the event only to an order stored now: an
+// order not stored (yet) is ErrNotFound, and nothing is sent.
+func IfStored() SignalOption { return func(o *signalOptions) { o.ifStored = true } }
+
 // Signal sends an event to an order, with data (encoded as JSON; nil:
 // none) and eventID (""; one is made: sending the same id again is a
-// no-op). An order that does not exist is ErrNotFound (nothing sent); an
-// event that cannot be sent wraps ErrBadEvent. What the order makes of it
-// (kept for its wait, or refused to the events DLQ) the pipeline decides.
-func (c *Client) Signal(ctx context.Context, orderID, event string, data any, eventID string) (operator.Signalled, error) {
+// no-op). An event that cannot be sent wraps ErrBadEvent (nothing sent).
+// An order not stored yet (Submit returns before Submission stores the
+// order) is sent its event all the same, as a service's event on the
+// events queue is: Signalled.Ahead says so, and Submission takes the event
+// once the order is stored, or, if it is not within about 10 s, refuses it
+// to the events DLQ. With IfStored, such an order is ErrNotFound instead.
+// What the order makes of the event (kept for its wait, or refused to the
+// events DLQ) the pipeline decides.
+func (c *Client) Signal(ctx context.Context, orderID, event string, data any, eventID string, opts ...SignalOption) (operator.Signalled, error) {
+	var o signalOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	var b json.RawMessage
 	if !none(data) {
 		var err error
@@ -134,7 +162,7 @@ func (c *Client) Signal(ctx context.Context, orderID, event string, data any, ev
 			return operator.Signalled{}, fmt.Errorf("%w: its data: %v", ErrBadEvent, err)
 		}
 	}
-	return c.op.Signal(ctx, orderID, event, eventID, b)
+	return c.op.Signal(ctx, orderID, event, eventID, b, !o.ifStored)
 }
 
 // Cancel cancels an order: what has not started does not, what runs is

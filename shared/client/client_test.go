@@ -27,6 +27,15 @@ func TestMain(m *testing.M) { os.Exit(emulatortest.MainWithMoto(m, &motoEndpoint
 // an application reaches a deployment: by its prefix and endpoint.
 func pipeline(t *testing.T) *client.Client {
 	t.Helper()
+	c, start := idlePipeline(t)
+	start()
+	return c
+}
+
+// idlePipeline is pipeline with its functions not started yet: start runs
+// them (and the test's end stops them).
+func idlePipeline(t *testing.T) (c *client.Client, start func()) {
+	t.Helper()
 	sim := remotesim.New(1)
 	srv, err := sim.Start("127.0.0.1:0")
 	require.NoError(t, err)
@@ -36,14 +45,10 @@ func pipeline(t *testing.T) *client.Client {
 		Workflows: workflow.MustSet(workflow.MustExample("approval")), VisibilityTimeout: 5 * time.Second,
 		SupervisorEvery: 200 * time.Millisecond, Settings: workflow.Settings{StepTimeout: 8 * time.Second, PickupTimeout: 2 * time.Second}})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = stack.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 	t.Setenv("AWS_REGION", "us-east-1")
-	c, err := client.New(context.Background(), client.Options{Prefix: prefix, Endpoint: motoEndpoint})
+	c, err = client.New(context.Background(), client.Options{Prefix: prefix, Endpoint: motoEndpoint})
 	require.NoError(t, err)
-	return c
+	return c, func() { t.Cleanup(stack.Start(context.Background())) }
 }
 
 // waitFor polls the order's status until ok says so.
@@ -70,9 +75,9 @@ func TestAnApplicationDrivesAnOrderWithTheClient(t *testing.T) {
 	require.Equal(t, "o-cl1", id)
 	waitFor(t, c, id, func(st operator.Status) bool { return len(st.Records) > 1 && st.Records[1].Waiting != nil })
 
-	_, err = c.Signal(ctx, "o-none", "approved", nil, "")
+	_, err = c.Signal(ctx, "o-none", "approved", nil, "", client.IfStored())
 	require.ErrorIs(t, err, client.ErrNotFound)
-	_, err = c.Signal(ctx, "o-none", "approved", json.RawMessage(nil), "")
+	_, err = c.Signal(ctx, "o-none", "approved", json.RawMessage(nil), "", client.IfStored())
 	require.ErrorIs(t, err, client.ErrNotFound, "empty data is no data")
 	_, err = c.Signal(ctx, id, "approved!", nil, "")
 	require.ErrorIs(t, err, client.ErrBadEvent)
@@ -112,6 +117,29 @@ func TestAnApplicationDrivesAnOrderWithTheClient(t *testing.T) {
 		require.ErrorAs(t, err, &rej, "%v", c2.order)
 		require.Contains(t, rej.Error(), c2.says, "%v", c2.order)
 	}
+}
+
+// An application signals an order right after submitting it, before
+// Submission has stored it: the event is sent all the same (Ahead), as one
+// on the events queue from the application's own SQS client would be, and
+// the order takes it once it is stored.
+func TestASignalRightAfterSubmitIsTaken(t *testing.T) {
+	c, start := idlePipeline(t) // nothing takes the order before the event is sent
+	ctx := context.Background()
+	o := localrun.DemoOrder("o-cl2", 1)
+	o.Workflow = "approval"
+	id, err := c.Submit(ctx, o)
+	require.NoError(t, err)
+	_, err = c.Signal(ctx, id, "approved", nil, "", client.IfStored())
+	require.ErrorIs(t, err, client.ErrNotFound, "asked for a stored order only: nothing sent")
+	sent, err := c.Signal(ctx, id, "approved", map[string]any{"amountCents": 1998, "by": "ana"}, "e-early")
+	require.NoError(t, err)
+	require.True(t, sent.Ahead, "sent before its order was stored")
+	start()
+	st := waitFor(t, c, id, func(st operator.Status) bool { return st.Order.State.Ended() })
+	require.Equal(t, workflow.Processed, st.Order.State)
+	require.Equal(t, "e-early", st.Order.Events["approved"])
+	require.JSONEq(t, `{"amountCents": 1998, "by": "ana"}`, string(st.Records[1].Result), "the event's data is the wait's result")
 }
 
 func ids(orders []operator.Order) []string {

@@ -247,7 +247,7 @@ func (s *Server) signal(r *http.Request, id string) (string, error) {
 		}
 		data = json.RawMessage(text)
 	}
-	res, err := s.op.Signal(r.Context(), id, r.PostFormValue("event"), strings.TrimSpace(r.PostFormValue("eventId")), data)
+	res, err := s.op.Signal(r.Context(), id, r.PostFormValue("event"), strings.TrimSpace(r.PostFormValue("eventId")), data, false)
 	if err != nil {
 		return "", err
 	}

@@ -35,7 +35,11 @@ type Operator struct {
 	// PickupTimeout is a resubmitted step's pickup deadline, for an order
 	// stored before its workflow's was kept.
 	PickupTimeout time.Duration
-	Now           func() time.Time
+	// Workflows are the deployment's workflows, when known (sasctl
+	// --workflows): Submit checks each order against its workflow's schema
+	// too, as Submission does. None: its envelope only.
+	Workflows workflow.Set
+	Now       func() time.Time
 
 	sqs  *sqs.Client
 	mu   sync.Mutex

@@ -2,6 +2,8 @@ package operator
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
 )
 
@@ -27,9 +30,9 @@ type Rejected struct {
 	Reason string `json:"reason"`
 }
 
-// Submit validates each order body as Submission would and sends the valid
-// ones to the orders queue, ten per request; invalid ones are not sent and
-// are reported with their reasons.
+// Submit validates each order body as Submission would (admit) and sends
+// the valid ones to the orders queue, ten per request; invalid ones are not
+// sent and are reported with their reasons.
 func (o *Operator) Submit(ctx context.Context, bodies []string) (Submitted, error) {
 	q := o.Topology.OrdersQueue().Name
 	res := Submitted{Queue: q, Rejected: []Rejected{}}
@@ -54,8 +57,12 @@ func (o *Operator) Submit(ctx context.Context, bodies []string) (Submitted, erro
 		return nil
 	}
 	for i, b := range bodies {
-		if _, err := message.DecodeOrder(b); err != nil {
-			res.Rejected = append(res.Rejected, Rejected{Item: i + 1, Reason: strings.TrimPrefix(err.Error(), "invalid message: ")})
+		refused, err := o.admit(ctx, b)
+		if err != nil {
+			return res, err
+		}
+		if refused != nil {
+			res.Rejected = append(res.Rejected, Rejected{Item: i + 1, Reason: strings.TrimPrefix(refused.Error(), "invalid message: ")})
 			continue
 		}
 		batch = append(batch, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String(b)})
@@ -66,6 +73,34 @@ func (o *Operator) Submit(ctx context.Context, bodies []string) (Submitted, erro
 		}
 	}
 	return res, flush()
+}
+
+// admit checks an order body as Submission does before it stores it: its
+// envelope, then, when the deployment's workflows are known, the workflow
+// it names (or, one the deployment no longer runs, the one it was stored
+// with) and the order against that workflow's schema and forEach items.
+// refused says why Submission would refuse it; err, that the check itself
+// failed.
+func (o *Operator) admit(ctx context.Context, body string) (refused, err error) {
+	ord, refused := message.DecodeOrder(body)
+	if refused != nil || o.Workflows.IsZero() {
+		return refused, nil
+	}
+	def, notRun := o.Workflows.Lookup(ord.Workflow)
+	if notRun != nil {
+		stored, err := o.Store.Definition(ctx, ord.OrderID)
+		if errors.Is(err, statestore.ErrNotFound) {
+			return fmt.Errorf("order %s: %w", ord.OrderID, notRun), nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("order %s: its stored workflow: %w", ord.OrderID, err)
+		}
+		def = stored
+	}
+	if _, err := def.Admit(json.RawMessage(ord.JSON())); err != nil {
+		return fmt.Errorf("order %s: %w", ord.OrderID, err), nil
+	}
+	return nil, nil
 }
 
 // QueueNames are the short names redrive takes: orders, scheduler,

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/statestore"
 )
 
 // Signalled says what an event sent to an order was.
@@ -21,6 +22,10 @@ type Signalled struct {
 	Event   string `json:"event"`
 	EventID string `json:"eventId"` // send it again to repeat the event: a repeat is a no-op
 	Queue   string `json:"queue"`
+	// Ahead: the order was not stored when the event was sent (Signal with
+	// ahead). Submission takes the event once the order is stored, or,
+	// if it is not within about 10 s, refuses it to the events DLQ.
+	Ahead bool `json:"ahead,omitempty"`
 }
 
 // ErrBadSignal wraps why an event cannot be sent (a bad name, id or data):
@@ -32,10 +37,14 @@ var ErrBadSignal = errors.New("bad event")
 // takes its data as its result, or the order keeps it until it reaches
 // that step. With no eventID, one is made (sasctl-<16 hex digits>): sending
 // the same eventID again is a no-op. An event Submission would refuse to
-// decode is not sent: the error wraps ErrBadSignal and says why. What the
-// order makes of it (no step waits for it, the order ended) Submission
-// decides, and puts a refused event in the events DLQ with the reason.
-func (o *Operator) Signal(ctx context.Context, orderID, event, eventID string, data json.RawMessage) (Signalled, error) {
+// decode is not sent: the error wraps ErrBadSignal and says why. An order
+// not stored (yet) is ErrNotFound and nothing is sent, unless ahead: then
+// the event is sent all the same (Signalled.Ahead), as a service's would
+// be, and Submission takes it once the order is stored (an order just
+// submitted), or refuses it. What the order makes of it (no step waits for
+// it, the order ended) Submission decides, and puts a refused event in the
+// events DLQ with the reason.
+func (o *Operator) Signal(ctx context.Context, orderID, event, eventID string, data json.RawMessage, ahead bool) (Signalled, error) {
 	if eventID == "" {
 		eventID = newEventID()
 	}
@@ -46,20 +55,24 @@ func (o *Operator) Signal(ctx context.Context, orderID, event, eventID string, d
 	if _, err := message.DecodeOrdersMessage(string(body)); err != nil {
 		return Signalled{}, fmt.Errorf("%w: %s", ErrBadSignal, strings.TrimPrefix(err.Error(), "invalid message: "))
 	}
-	// An operator signals an order that exists: one that does not is said
-	// so here, rather than "sent" and found in the DLQ 15 s later.
-	if _, _, err := o.Store.Load(ctx, orderID); err != nil {
+	res := Signalled{OrderID: orderID, Event: event, EventID: eventID, Queue: o.Topology.EventsQueue().Name}
+	// An order that is not stored is said so here, rather than "sent" and
+	// found in the DLQ 10 s later; unless the caller knows it is on its way.
+	_, _, err = o.Store.Load(ctx, orderID)
+	switch {
+	case errors.Is(err, statestore.ErrNotFound) && ahead:
+		res.Ahead = true
+	case err != nil:
 		return Signalled{}, fmt.Errorf("signal %s: %w", orderID, err)
 	}
-	q := o.Topology.EventsQueue().Name
-	url, err := o.QueueURL(ctx, q)
+	url, err := o.QueueURL(ctx, res.Queue)
 	if err != nil {
 		return Signalled{}, err
 	}
 	if _, err := o.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(string(body))}); err != nil {
-		return Signalled{}, fmt.Errorf("send event %s to %s: %w", event, q, err)
+		return Signalled{}, fmt.Errorf("send event %s to %s: %w", event, res.Queue, err)
 	}
-	return Signalled{OrderID: orderID, Event: event, EventID: eventID, Queue: q}, nil
+	return res, nil
 }
 
 // newEventID is a fresh eventId.

@@ -171,12 +171,9 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 		return err
 	}
 	body := o.JSON()
-	if err := def.CheckOrder(json.RawMessage(body)); err != nil {
-		return message.Invalid("order %s: %v", o.OrderID, err)
-	}
-	items, err := def.Items(json.RawMessage(body))
+	items, err := def.Admit(json.RawMessage(body))
 	if err != nil {
-		return message.Invalid("order %s cannot run workflow %s: %v", o.OrderID, def.Name, err)
+		return message.Invalid("order %s: %v", o.OrderID, err)
 	}
 	now := h.Now()
 	created, err := h.store.Submit(ctx, statestore.Submission{
@@ -222,13 +219,13 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 // this deployment does not run is refused, unless the order was accepted
 // before it stopped running it: then a resend runs what it started with.
 func (h *Handler) definition(ctx context.Context, o message.Order) (workflow.Definition, error) {
-	if def, ok := h.cfg.Workflows.Get(o.Workflow); ok {
+	def, notRun := h.cfg.Workflows.Lookup(o.Workflow)
+	if notRun == nil {
 		return def, nil
 	}
 	def, err := h.store.Definition(ctx, o.OrderID)
 	if errors.Is(err, statestore.ErrNotFound) {
-		return def, message.Invalid("order %s: workflow %q is not one this deployment runs (%s)", o.OrderID, o.Workflow,
-			strings.Join(h.cfg.Workflows.Names(), ", "))
+		return def, message.Invalid("order %s: %v", o.OrderID, notRun)
 	}
 	return def, err
 }

@@ -1,0 +1,33 @@
+package workflow
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Lookup is the workflow an order names ("": the set's first), or an error
+// that says the set does not run it and which it runs.
+func (s Set) Lookup(name string) (Definition, error) {
+	if d, ok := s.Get(name); ok {
+		return d, nil
+	}
+	return Definition{}, fmt.Errorf("workflow %q is not one this deployment runs (%s)", name, strings.Join(s.Names(), ", "))
+}
+
+// Admit checks an order (its JSON) as Submission does before it stores it:
+// against the workflow's schema, then for the items its forEach steps run
+// over, whose counts it returns (by step index). The error names the
+// order's field at fault, or says why the order cannot run the workflow.
+// Submission runs it on each order it takes; sasctl submit, on each it
+// sends, so that what Submission would refuse is not sent.
+func (d Definition) Admit(order json.RawMessage) (map[int]int, error) {
+	if err := d.CheckOrder(order); err != nil {
+		return nil, err
+	}
+	items, err := d.Items(order)
+	if err != nil {
+		return nil, fmt.Errorf("cannot run workflow %s: %w", d.Name, err)
+	}
+	return items, nil
+}
