@@ -148,7 +148,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if !ok || action.Agent != h.cfg.Name {
 		return message.Invalid("request for %s: %s is not an action of agent %q in workflow %q", req.OrderID, req.StepName, h.cfg.Name, def.Name)
 	}
-	turn, waits, err := h.admit(ctx, &req)
+	turned, waits, err := h.admit(ctx, &req)
 	if err != nil || waits {
 		return err
 	}
@@ -158,6 +158,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	}
 	st, err := h.claim(ctx, req, nonce)
 	if err != nil || st == nil {
+		h.turnBack(ctx, turned && err == nil) // nothing to run: its turn is another call's
 		return err
 	}
 	if h.Crash != nil {
@@ -187,7 +188,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if err != nil {
 		return err // SQS delivers it again; the claim is this attempt's already
 	}
-	let, gaveBack, err := h.beforeCall(ctx, def, st, req, key, turn)
+	let, gaveBack, err := h.beforeCall(ctx, def, st, req, key, turned)
 	if err != nil || gaveBack {
 		return err
 	}
@@ -201,7 +202,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if action.Async {
 		ctx, deadline = h.asyncCall(ctx, st, nonce, deadline)
 	}
-	result, err := h.call(ctx, st, input, deadline)
+	result, retried, err := h.call(h.withTurns(ctx, deadline), st, input, deadline)
 	if h.Crash != nil {
 		h.Crash("agent.after-call") // the outcome is not recorded: the Supervisor recovers the attempt at CompleteBy
 	}
@@ -231,7 +232,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		h.log.Warn("result over the limit; recorded as a failure", "order_id", st.OrderID, "step", st.Name, "bytes", len(result))
 	case err == nil:
 	case errors.As(err, &slow) && h.gate != nil:
-		return h.slowDown(ctx, def, st, slow, req)
+		return h.slowDown(ctx, def, st, slow, req, retried)
 	case IsPermanent(err):
 		a.Refusal = err.Error()
 		h.log.Warn("non-transient remote fault; recorded as a refusal", "order_id", st.OrderID, "err", err)
@@ -334,11 +335,6 @@ func (h *Handler) claim(ctx context.Context, req message.AgentRequest, nonce str
 // it waits.
 func (h *Handler) later(ctx context.Context, req message.AgentRequest, wait time.Duration, why string) error {
 	wait = min(wait, MaxDelay)
-	if !req.Turn.IsZero() {
-		// SQS delays by whole seconds: back a little before its turn, the
-		// call waits for it in the Agent (flow.MaxTurnSleep), never after.
-		wait = wait.Truncate(time.Second)
-	}
 	if err := h.send.SendJSON(ctx, h.cfg.RequestQueueURL, req, wait); err != nil {
 		return fmt.Errorf("send %s's request again in %s: %w", req.OrderID, wait, err)
 	}
@@ -354,7 +350,7 @@ const MaxDelay = 15 * time.Minute
 // instance of the agent holds its calls until then; this attempt is given
 // back with no failure counted, and its request sent again for then.
 func (h *Handler) slowDown(ctx context.Context, def workflow.Definition, st *statestore.Step, slow *SlowDownError,
-	req message.AgentRequest) error {
+	req message.AgentRequest, retried bool) error {
 	now := h.Now()
 	until := now.Add(slow.After)
 	h.log.Warn("the service asked to slow down: every instance holds its calls", "order_id", st.OrderID, "until", until, "err", slow)
@@ -362,6 +358,8 @@ func (h *Handler) slowDown(ctx context.Context, def workflow.Definition, st *sta
 		return err
 	}
 	h.gate.Forget()
-	return h.giveBack(ctx, def, st, flow.Verdict{Wait: slow.After + time.Duration(rand.Int64N(int64(time.Second))),
-		Why: slow.Error()}, req)
+	// A 429 or 503 with Retry-After did nothing; a try before it that met
+	// a transient fault may have.
+	return h.release(ctx, def, st, flow.Verdict{Wait: slow.After + time.Duration(rand.Int64N(int64(time.Second))),
+		Why: slow.Error()}, req, retried)
 }

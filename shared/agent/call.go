@@ -16,9 +16,17 @@ import (
 )
 
 // call runs the remote call with retries until it succeeds, fails
-// permanently, or the deadline (CompleteBy less the margin) comes.
-func (h *Handler) call(ctx context.Context, st *statestore.Step, payload []byte, deadline time.Time) ([]byte, error) {
+// permanently, or the deadline (CompleteBy less the margin) comes. Every
+// retry takes a turn of the agent's rate limit, as the first did. retried
+// says whether a try before the last met a transient fault (it may have
+// taken effect).
+func (h *Handler) call(ctx context.Context, st *statestore.Step, payload []byte, deadline time.Time) ([]byte, bool, error) {
 	for n := 0; ; n++ {
+		if n > 0 {
+			if err := h.awaitTurn(ctx, deadline); err != nil {
+				return nil, true, err
+			}
+		}
 		if err := h.breaker.Allow(); err == nil {
 			res, err := h.try(ctx, st, payload, deadline)
 			var slow *SlowDownError
@@ -27,20 +35,20 @@ func (h *Handler) call(ctx context.Context, st *statestore.Step, payload []byte,
 			// every instance's calls, and its breaker learns nothing.
 			h.breaker.Record(err != nil && !IsPermanent(err) && !slowed)
 			if err == nil || IsPermanent(err) || slowed {
-				return res, err
+				return res, n > 0, err
 			}
 			h.log.Debug("transient remote fault", "order_id", st.OrderID, "attempt", st.Attempt, "try", n, "err", err)
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, n > 0, ctx.Err()
 		}
 		wait := h.cfg.Backoff.Delay(n)
 		if !h.Now().Add(wait).Before(deadline) {
-			return nil, errDeadline
+			return nil, true, errDeadline
 		}
 		h.metrics.Count(metrics.AgentRetries, 1, map[string]any{"OrderID": st.OrderID, "Try": n + 1})
 		if err := h.Sleep(ctx, wait); err != nil {
-			return nil, err
+			return nil, true, err
 		}
 	}
 }

@@ -18,30 +18,33 @@ import (
 const KeyWait = time.Second
 
 // admit is the flow control before a claim: a pause, a back-off its service
-// asked for, its rate limit's turn. A call that must wait has its request
-// sent again, delayed (waits); otherwise turn is when the call may be made.
-func (h *Handler) admit(ctx context.Context, req *message.AgentRequest) (turn time.Time, waits bool, err error) {
+// asked for, its rate limit's turn, decided now (the call follows the claim
+// within milliseconds). A call that must wait has its request sent again,
+// delayed (waits); turned says it took a turn, to give back if the call is
+// not made after all.
+func (h *Handler) admit(ctx context.Context, req *message.AgentRequest) (turned, waits bool, err error) {
 	if h.gate == nil {
-		return time.Time{}, false, nil
+		return false, false, nil
 	}
-	v, err := h.gate.Admit(ctx, h.cfg.Name, h.cfg.RateLimit, req.Turn, h.Now())
+	req.Turn = time.Time{} // a turn booked by an Agent of an earlier version: none is booked now
+	v, err := h.gate.Admit(ctx, h.cfg.Name, h.cfg.RateLimit, time.Time{}, h.Now())
 	if err != nil {
-		return time.Time{}, false, err // SQS delivers it again
+		return false, false, err // SQS delivers it again
 	}
 	if v.Wait > 0 {
-		req.Turn = v.At // its rate limit's turn, if it took one: it keeps it
-		return time.Time{}, true, h.later(ctx, *req, v.Wait, v.Why)
+		return false, true, h.later(ctx, *req, v.Wait, v.Why)
 	}
-	return v.At, false, nil
+	return v.Turned, false, nil
 }
 
 // beforeCall is the flow control of a claimed attempt, right before its
 // call: a slot of its key (at most PerKey.InFlight calls at once per key),
-// its turn, and a pause or a back-off that came meanwhile (another instance
-// met a 429). An attempt that may not call now is given back, no failure
-// counted (gaveBack). let gives its key's slot back: the call's end.
+// and a pause or a back-off that came meanwhile (another instance met a
+// 429). An attempt that may not call now is given back, no failure counted
+// and nothing undone (gaveBack), and its turn, if it took one, handed back.
+// let gives its key's slot back: the call's end.
 func (h *Handler) beforeCall(ctx context.Context, def workflow.Definition, st *statestore.Step, req message.AgentRequest,
-	key string, turn time.Time) (let func(), gaveBack bool, err error) {
+	key string, turned bool) (let func(), gaveBack bool, err error) {
 	let = func() {}
 	if h.gate == nil {
 		return let, false, nil
@@ -50,11 +53,13 @@ func (h *Handler) beforeCall(ctx context.Context, def workflow.Definition, st *s
 		holder := flow.Holder(st.OrderID, st.Ref(), st.Round, st.Attempt)
 		hold, err := h.gate.Store.Hold(ctx, h.cfg.Name, key, h.cfg.PerKey.InFlight, holder, st.CompleteBy, h.Now())
 		if err != nil {
+			h.turnBack(ctx, turned)
 			return let, false, err // SQS delivers it again; the claim is recovered at its CompleteBy
 		}
 		if !hold.Held {
+			h.turnBack(ctx, turned)
 			return let, true, h.giveBack(ctx, def, st, flow.Verdict{Wait: KeyWait,
-				Why: fmt.Sprintf("%d call(s) of agent %s's key %q in flight, its limit (perKey)", hold.Holders, h.cfg.Name, key)}, req)
+				Why: fmt.Sprintf("waiting for a slot of key %q (%d call(s) of agent %s in flight, its perKey limit)", key, hold.Holders, h.cfg.Name)}, req)
 		}
 		let = func() {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -64,30 +69,9 @@ func (h *Handler) beforeCall(ctx context.Context, def workflow.Definition, st *s
 			}
 		}
 	}
-	if late := h.Now().Sub(turn); h.cfg.RateLimit.Calls > 0 && late > time.Duration(max(h.cfg.RateLimit.Burst, 1))*h.cfg.RateLimit.Interval() {
-		// It came back well after its turn (a slow delivery, a wait for its
-		// key; a turn of a burst may be up to a burst's intervals ago): made
-		// now, it would crowd the calls whose turns are now. It takes a new
-		// one.
-		v, err := h.gate.Admit(ctx, h.cfg.Name, h.cfg.RateLimit, time.Time{}, h.Now())
-		if err != nil {
-			let()
-			return func() {}, false, err
-		}
-		if v.Wait > 0 {
-			let()
-			return func() {}, true, h.giveBack(ctx, def, st, v, req)
-		}
-		turn = v.At
-	}
-	if d := turn.Sub(h.Now()); d > 0 {
-		if err := h.Sleep(ctx, d); err != nil {
-			let()
-			return func() {}, false, err
-		}
-	}
 	if v, err := h.gate.Recheck(ctx, h.cfg.Name, h.Now()); err != nil || v.Wait > 0 {
 		let()
+		h.turnBack(ctx, turned)
 		if err != nil {
 			return func() {}, false, err
 		}
@@ -96,16 +80,88 @@ func (h *Handler) beforeCall(ctx context.Context, def workflow.Definition, st *s
 	return let, false, nil
 }
 
-// giveBack gives the claimed attempt back with no failure counted, ready
-// again when v's wait ends, and sends its request again for then.
+// turnBack hands back a turn of the rate limit taken for a call that was
+// not made (turned: one was taken).
+func (h *Handler) turnBack(ctx context.Context, turned bool) {
+	if !turned {
+		return
+	}
+	if err := h.gate.Store.GiveTurnBack(ctx, h.cfg.Name, h.cfg.RateLimit, h.Now()); err != nil {
+		h.log.Warn("a turn not handed back: the rate limit loses it", "agent", h.cfg.Name, "err", err)
+	}
+}
+
+// awaitTurn waits for a turn of the rate limit for a request to the service
+// after the attempt's first (a retry, a call again after its credentials
+// were read again): every request takes its turn. Past deadline, errDeadline.
+func (h *Handler) awaitTurn(ctx context.Context, deadline time.Time) error {
+	if h.gate == nil || h.cfg.RateLimit.Calls == 0 {
+		return nil
+	}
+	for {
+		now := h.Now()
+		if !now.Before(deadline) {
+			return errDeadline
+		}
+		v, err := h.gate.Turn(ctx, h.cfg.Name, h.cfg.RateLimit, deadline, now)
+		if err != nil || v.Turned {
+			return err
+		}
+		if !h.Now().Add(v.Wait).Before(deadline) {
+			return errDeadline
+		}
+		if err := h.Sleep(ctx, v.Wait); err != nil {
+			return err
+		}
+	}
+}
+
+// turnKey carries to a Remote the wait for a turn of its agent's rate limit
+// before a request beyond an attempt's first.
+type turnKey struct{}
+
+// AwaitTurn waits for a turn of the rate limit of the agent whose call ctx
+// is, if it has one: a Remote that makes a second request within one call
+// (after reading its credentials again) calls it first.
+func AwaitTurn(ctx context.Context) error {
+	if f, ok := ctx.Value(turnKey{}).(func(context.Context) error); ok {
+		return f(ctx)
+	}
+	return nil
+}
+
+// withTurns is ctx carrying the wait for a turn up to deadline (AwaitTurn).
+func (h *Handler) withTurns(ctx context.Context, deadline time.Time) context.Context {
+	if h.gate == nil || h.cfg.RateLimit.Calls == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, turnKey{}, func(ctx context.Context) error { return h.awaitTurn(ctx, deadline) })
+}
+
+// giveBack gives the claimed attempt back before its call was made, with no
+// failure counted and nothing to undo, ready again when v's wait ends, and
+// sends its request again for then.
 func (h *Handler) giveBack(ctx context.Context, def workflow.Definition, st *statestore.Step, v flow.Verdict,
 	req message.AgentRequest) error {
+	return h.release(ctx, def, st, v, req, false)
+}
+
+// release gives the claimed attempt back, no failure counted (ran: a
+// request of it may have taken effect), ready again when v's wait ends; if
+// the order is being undone, the undoing goes on (what it made ready is
+// replied to the Scheduler); else the request is sent again for then.
+func (h *Handler) release(ctx context.Context, def workflow.Definition, st *statestore.Step, v flow.Verdict,
+	req message.AgentRequest, ran bool) error {
 	now := h.Now()
-	released, err := outcome.Recorder{Store: h.store}.Release(ctx, def, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(),
-		Attempt: st.Attempt, Round: st.Round, Token: st.Token, Read: st.Read, Now: now}, now.Add(v.Wait), v.Why)
-	if err != nil || !released {
+	rec, err := outcome.Recorder{Store: h.store}.Release(ctx, def, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(),
+		Attempt: st.Attempt, Round: st.Round, Token: st.Token, Read: st.Read, Ran: ran, Now: now}, now.Add(v.Wait), v.Why)
+	if err != nil || rec.Stale {
 		return err // not its to give back (recovered meanwhile): nothing more
 	}
-	req.Turn = v.At // a new turn of its rate limit, if it took one
+	if rec.State != workflow.Pending && rec.State != workflow.Held {
+		// The order is being undone (or ended): the attempt runs no more,
+		// and what the undoing made ready goes to the Scheduler.
+		return h.replyMove(ctx, def, st, req.Payload, rec)
+	}
 	return h.later(ctx, req, v.Wait, v.Why)
 }

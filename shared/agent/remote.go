@@ -94,6 +94,9 @@ func (r *HTTPRemote) Apply(ctx context.Context, action, key string, payload []by
 			r.Log.Info("the service refused the agent's credentials: read again, the call made once more",
 				"service", r.Service, "status", s, "key", key)
 		}
+		if err := AwaitTurn(ctx); err != nil { // a second request takes its turn too
+			return nil, err
+		}
 		s, body, retryAfter, err = r.post(ctx, action, key, payload)
 	}
 	if err != nil {

@@ -156,62 +156,92 @@ func (s Store) SlowDown(ctx context.Context, agent string, until time.Time) erro
 	return nil
 }
 
-// Turn takes the next call of agent at a rate of limit: the time it may be
-// made, now or later, each call interval (limit.Per / limit.Calls) after
-// the one before it whatever instance took it. The agent's schedule is one
-// item: a call moves its next free time on by the interval, with one write
-// while calls queue up, two when the schedule had fallen behind now.
+// Take decides, at the moment of a call, whether agent may call its service
+// now at a rate of limit: a generic cell rate algorithm (GCRA, as redis-cell
+// and most API gateways keep it). The agent's schedule is one item holding
+// its theoretical arrival time T (NextAt): a call may go now if T is at most
+// a burst's tolerance, (Burst-1) intervals, past now, and it moves T on to
+// max(T, now) + one interval. A call that may not go books nothing: Take
+// says when the next may (next), and the caller asks again then. No future
+// turn is ever reserved, so none is left unused when a delayed call comes
+// back late: with a backlog the service sees the whole rate.
 //
-// With a burst of B, the schedule may lag up to B-1 intervals behind now:
-// after a quiet spell, B calls take turns at once (their times in the
-// past: no wait), then the next waits an interval.
-func (s Store) Turn(ctx context.Context, agent string, limit workflow.Rate, now time.Time) (time.Time, error) {
+// One conditional write a call while calls queue up or the schedule is
+// idle; a race lost to another instance is decided again on the T that
+// write returns, never an error.
+func (s Store) Take(ctx context.Context, agent string, limit workflow.Rate, now time.Time) (ok bool, next time.Time, err error) {
 	interval := limit.Interval().Milliseconds()
+	tolerance := int64(max(limit.Burst-1, 0)) * interval
 	key := agentKey(agent, "rate")
-	floor := now.UnixMilli() - int64(max(limit.Burst-1, 0))*interval // the earliest a turn may be
-	nowV := &types.AttributeValueMemberN{Value: strconv.FormatInt(floor, 10)}
-	for range 3 {
-		// Calls queue up: the next free time is ahead of the floor (now,
-		// less a burst's lag).
-		out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: key,
-			UpdateExpression: aws.String("SET NextAt = NextAt + :i"), ConditionExpression: aws.String("NextAt > :now"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":now": nowV,
-				":i": &types.AttributeValueMemberN{Value: strconv.FormatInt(interval, 10)}},
-			ReturnValues: types.ReturnValueUpdatedNew})
-		var ccf *types.ConditionalCheckFailedException
-		if err == nil {
-			var next int64
-			if err := attributevalue.Unmarshal(out.Attributes["NextAt"], &next); err != nil {
-				return time.Time{}, fmt.Errorf("decode agent %s's schedule: %w", agent, err)
-			}
-			return time.UnixMilli(next - interval).In(now.Location()), nil // in a burst: up to Burst-1 intervals ago
-		}
-		if !errors.As(err, &ccf) {
-			return time.Time{}, fmt.Errorf("take a turn of agent %s: %w", agent, err)
-		}
-		// The schedule fell behind (more than a burst): this call is now, and
-		// the schedule restarts a burst's lag behind it (unless another call
-		// took a turn meanwhile). The limit is kept beside the schedule, for
-		// an operator's view.
-		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: key,
-			UpdateExpression:    aws.String("SET NextAt = :next, RateLimit = :limit"),
-			ConditionExpression: aws.String("attribute_not_exists(NextAt) OR NextAt <= :now"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":now": nowV,
-				":next":  &types.AttributeValueMemberN{Value: strconv.FormatInt(floor+interval, 10)},
-				":limit": &types.AttributeValueMemberS{Value: limit.String()}}})
-		if err == nil {
-			return now, nil
-		}
-		if !errors.As(err, &ccf) {
-			return time.Time{}, fmt.Errorf("take a turn of agent %s: %w", agent, err)
-		}
+	nowMs := now.UnixMilli()
+	n := func(v int64) types.AttributeValue {
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 	}
-	return time.Time{}, fmt.Errorf("take a turn of agent %s: its schedule changed under each of 3 tries", agent)
+	var ccf *types.ConditionalCheckFailedException
+	tat, known := int64(0), false
+	for try := 0; try < 8; try++ {
+		var in *dynamodb.UpdateItemInput
+		switch {
+		case known && tat > nowMs+tolerance:
+			return false, time.UnixMilli(tat - tolerance).In(now.Location()), nil
+		case known && tat >= nowMs:
+			// Calls queue up: this one is within the tolerance.
+			in = &dynamodb.UpdateItemInput{TableName: &s.table, Key: key,
+				UpdateExpression:          aws.String("SET NextAt = NextAt + :i"),
+				ConditionExpression:       aws.String("NextAt = :tat"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":i": n(interval), ":tat": n(tat)}}
+		default:
+			// The schedule is idle (or not read yet): the call is now. The
+			// limit is kept beside it, for an operator's view.
+			in = &dynamodb.UpdateItemInput{TableName: &s.table, Key: key,
+				UpdateExpression:    aws.String("SET NextAt = :next, RateLimit = :limit"),
+				ConditionExpression: aws.String("attribute_not_exists(NextAt) OR NextAt < :now"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":now": n(nowMs), ":next": n(nowMs + interval),
+					":limit": &types.AttributeValueMemberS{Value: limit.String()}}}
+		}
+		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+		_, err := s.db.UpdateItem(ctx, in)
+		if err == nil {
+			return true, now, nil
+		}
+		if !errors.As(err, &ccf) {
+			return false, time.Time{}, fmt.Errorf("take a turn of agent %s: %w", agent, err)
+		}
+		var it struct {
+			NextAt int64 `dynamodbav:"NextAt"`
+		}
+		if err := attributevalue.UnmarshalMap(ccf.Item, &it); err != nil {
+			return false, time.Time{}, fmt.Errorf("decode agent %s's schedule: %w", agent, err)
+		}
+		tat, known = it.NextAt, true
+	}
+	// Lost every race: others took the turns meanwhile; try an interval on.
+	return false, now.Add(limit.Interval()), nil
 }
 
-// Booked is the next free turn of agent's rate limit (zero: none taken
-// yet): past now, calls wait for turns booked up to then; and the limit as
-// the calls last took it ("" if none did).
+// GiveTurnBack hands back a turn Take gave a call that was then not made
+// (its key's slots were all held, its record was no longer to claim): the
+// schedule moves back an interval, unless that would put it before now
+// (nothing is queued then: the turn is free anyway).
+func (s Store) GiveTurnBack(ctx context.Context, agent string, limit workflow.Rate, now time.Time) error {
+	interval := limit.Interval().Milliseconds()
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: agentKey(agent, "rate"),
+		UpdateExpression:    aws.String("SET NextAt = NextAt - :i"),
+		ConditionExpression: aws.String("NextAt >= :floor"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":i":     &types.AttributeValueMemberN{Value: strconv.FormatInt(interval, 10)},
+			":floor": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli()+interval, 10)}}})
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		return fmt.Errorf("give a turn of agent %s back: %w", agent, err)
+	}
+	return nil
+}
+
+// Booked is the theoretical arrival time of agent's rate limit (zero: no
+// call took a turn yet): while it is ahead of now by more than the burst's
+// tolerance, calls wait for their turn; and the limit as the calls last
+// took it ("" if none did).
 func (s Store) Booked(ctx context.Context, agent string) (time.Time, string, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: agentKey(agent, "rate")})
 	if err != nil {
@@ -230,30 +260,41 @@ func (s Store) Booked(ctx context.Context, agent string) (time.Time, string, err
 // Verdict is what Admit decided for one call.
 type Verdict struct {
 	// Wait > 0: not now: the request comes back after Wait (Why says
-	// why); At, if set, is the turn its rate limit gave it. Otherwise the
-	// call is made at At (a rate limit's turn, within MaxTurnSleep).
-	Wait time.Duration
-	Why  string
-	At   time.Time
+	// why). Otherwise the call may be made now, and Turned says it took a
+	// turn of its rate limit (given back with GiveTurnBack if it is not
+	// made after all).
+	Wait   time.Duration
+	Why    string
+	Turned bool
 }
 
 // Gate is one Agent instance's view of its flow items: the control cached
-// for ControlTTL.
+// for ControlTTL; and its calls' turns of the rate limit, asked for one at
+// a time (the instance's calls wait in line for it, so that only one of
+// them at a time races the other instances).
 type Gate struct {
 	Store      Store
 	mu         sync.Mutex
 	read       time.Time
 	last       Control
 	refreshing bool
+	line       sync.Mutex // one call of this instance at a time asks for a turn
+	// Sleep waits for a turn (nil: a timer; tests replace it).
+	Sleep func(ctx context.Context, d time.Duration) error
 }
+
+// MaxTurnWait is how long a call waits in its Agent for a turn of its rate
+// limit before its request is sent again for later: long enough that a
+// backlog's calls take every turn, short enough that an instance is not
+// held long.
+const MaxTurnWait = 3 * time.Second
 
 // Admit says whether agent may call its service now, at most limit calls a
 // period (zero: no limit). A pause or a back-off makes the call wait; a rate
-// limit gives the call its turn (Store.Turn): At, if it is near, or else a
-// Wait until it (At set: the request carries its turn, and takes no other).
-//
-// A call that has its turn already (turn, from its request) takes no other.
-func (g *Gate) Admit(ctx context.Context, agent string, limit workflow.Rate, turn, now time.Time) (Verdict, error) {
+// limit gives the call a turn (Store.Take), waiting for it in the Agent up
+// to MaxTurnWait (never past by, if set), or else a Wait for the request to
+// come back.
+func (g *Gate) Admit(ctx context.Context, agent string, limit workflow.Rate, by, now time.Time) (Verdict, error) {
 	c, err := g.control(ctx, agent, now)
 	if err != nil {
 		return Verdict{}, err
@@ -266,24 +307,55 @@ func (g *Gate) Admit(ctx context.Context, agent string, limit workflow.Rate, tur
 		return Verdict{Wait: c.SlowUntil.Sub(now) + jitter, Why: fmt.Sprintf("agent %s's service asked for no calls before %s",
 			agent, c.SlowUntil.UTC().Format(time.RFC3339))}, nil
 	case limit.Calls == 0:
-		return Verdict{At: now}, nil
+		return Verdict{}, nil
 	}
-	at := turn
-	if at.IsZero() {
-		if at, err = g.Store.Turn(ctx, agent, limit, now); err != nil {
-			return Verdict{}, err
-		}
-	}
-	if wait := at.Sub(now); wait > MaxTurnSleep {
-		return Verdict{Wait: wait, At: at, Why: fmt.Sprintf("agent %s's rate limit (%s): its turn is at %s", agent, limit,
-			at.UTC().Format(time.RFC3339Nano))}, nil
-	}
-	return Verdict{At: at}, nil
+	return g.Turn(ctx, agent, limit, by, now)
 }
 
-// MaxTurnSleep is how long a call waits for its turn in its Agent; a later
-// turn has its request sent again, delayed, carrying the turn.
-const MaxTurnSleep = time.Second
+// Turn waits in line for a turn of agent's rate limit, up to MaxTurnWait
+// (and never past by, if set), from now: Turned, or a Wait for the request
+// to come back when the turn is further off.
+func (g *Gate) Turn(ctx context.Context, agent string, limit workflow.Rate, by, now time.Time) (Verdict, error) {
+	until := now.Add(MaxTurnWait)
+	if !by.IsZero() && by.Before(until) {
+		until = by
+	}
+	queued := time.Now()
+	g.line.Lock()
+	defer g.line.Unlock()
+	now = now.Add(time.Since(queued)) // as long as it waited in line
+	for {
+		ok, next, err := g.Store.Take(ctx, agent, limit, now)
+		if err != nil {
+			return Verdict{}, err
+		}
+		if ok {
+			return Verdict{Turned: true}, nil
+		}
+		if next.After(until) {
+			return Verdict{Wait: max(next.Sub(now), time.Second), Why: fmt.Sprintf("waiting for its rate turn (agent %s, %s)",
+				agent, limit)}, nil
+		}
+		if err := g.sleep(ctx, next.Sub(now)); err != nil {
+			return Verdict{}, err
+		}
+		now = next
+	}
+}
+
+func (g *Gate) sleep(ctx context.Context, d time.Duration) error {
+	if g.Sleep != nil {
+		return g.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // Recheck is Admit's pause and back-off again (read afresh if the cached
 // control is older than ControlTTL): a claimed call checks them right before

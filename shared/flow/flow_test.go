@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -99,52 +98,44 @@ func TestASlowDownHoldsCallsUntilItPasses(t *testing.T) {
 	})
 }
 
-// A rate limit of 20 a second, 50 calls at once from many instances: each
-// gets a turn of its own, 50 ms after the one before (one write each, or
-// two for the first, the schedule having fallen behind); the first 21 are
-// within a second, the others are told to wait for theirs. A call that has
-// its turn takes no other.
-func TestARateLimitGivesEachCallATurnOfItsOwn(t *testing.T) {
+// A rate limit of 20 a second decided at the moment of each call (GCRA),
+// three instances asking every 10 ms for 2.5 s: a call goes exactly every
+// 50 ms, never two in one interval, and no turn is booked ahead and lost:
+// the service sees the whole rate.
+func TestARateLimitDecidesEachCallAtItsMoment(t *testing.T) {
 	each(t, func(t *testing.T, s flow.Store) {
 		ctx := context.Background()
 		limit := workflow.Rate{Calls: 20, Per: time.Second}
 		now := t0.Add(300 * time.Millisecond)
-		var mu sync.Mutex
-		var turns []time.Time
-		var waits int
-		var wg sync.WaitGroup
-		var failed atomic.Int32
-		for range 50 {
-			wg.Go(func() {
-				v, err := (&flow.Gate{Store: s}).Admit(ctx, "payment", limit, time.Time{}, now)
-				if err != nil {
-					failed.Add(1)
-					return
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				turns = append(turns, v.At)
-				if v.Wait > 0 {
-					waits++
-					if v.Wait != v.At.Sub(now) {
+		var went []int
+		for tick := range 250 {
+			at := now.Add(time.Duration(tick) * 10 * time.Millisecond)
+			var wg sync.WaitGroup
+			var oks, failed atomic.Int32
+			for range 3 {
+				wg.Go(func() {
+					ok, next, err := s.Take(ctx, "payment", limit, at)
+					switch {
+					case err != nil:
 						failed.Add(1)
+					case ok:
+						oks.Add(1)
+					case !next.After(at) || next.After(at.Add(50*time.Millisecond)):
+						failed.Add(1) // told a time that is not the next turn
 					}
-				}
-			})
+				})
+			}
+			wg.Wait()
+			require.Zero(t, failed.Load())
+			require.LessOrEqual(t, oks.Load(), int32(1), "one call an interval at %s", at.Sub(now))
+			if oks.Load() == 1 {
+				went = append(went, tick)
+			}
 		}
-		wg.Wait()
-		require.Zero(t, failed.Load())
-		slices.SortFunc(turns, func(a, b time.Time) int { return a.Compare(b) })
-		for i, at := range turns {
-			require.Equal(t, now.Add(time.Duration(i)*50*time.Millisecond), at, "turn %d", i)
+		require.Len(t, went, 50, "every turn of 2.5 s taken")
+		for i, tick := range went {
+			require.Equal(t, 5*i, tick, "call %d at its moment", i)
 		}
-		require.Equal(t, 50-21, waits, "those more than a second away wait in the queue")
-		v, err := (&flow.Gate{Store: s}).Admit(ctx, "payment", limit, turns[49], now.Add(2400*time.Millisecond))
-		require.NoError(t, err)
-		require.Equal(t, flow.Verdict{At: turns[49]}, v, "its own turn, no other")
-		v, err = (&flow.Gate{Store: s}).Admit(ctx, "payment", limit, time.Time{}, now.Add(time.Hour))
-		require.NoError(t, err)
-		require.Equal(t, now.Add(time.Hour), v.At, "the schedule fell behind: now")
 		require.Equal(t, "50/s 600/m", fmt.Sprint(workflow.Rate{Calls: 50, Per: time.Second}, " ", workflow.Rate{Calls: 600, Per: time.Minute}))
 	})
 }
@@ -278,32 +269,65 @@ func TestAnIdleInstanceReadsItsControlAfresh(t *testing.T) {
 	})
 }
 
-// A burst: after a quiet spell, that many calls take turns at once, then
-// each waits an interval after the one before; over any span the calls
-// stay within the rate and the burst.
+// A call waits in its Agent for its turn up to MaxTurnWait, then is told to
+// come back; a turn handed back (its call not made) is the next call's.
+func TestACallWaitsInItsAgentForItsTurn(t *testing.T) {
+	each(t, func(t *testing.T, s flow.Store) {
+		ctx := context.Background()
+		limit := workflow.Rate{Calls: 10, Per: time.Second}
+		var slept time.Duration
+		g := &flow.Gate{Store: s, Sleep: func(_ context.Context, d time.Duration) error { slept += d; return nil }}
+		turned := 0
+		for range 40 {
+			v, err := g.Turn(ctx, "ocr", limit, time.Time{}, t0)
+			require.NoError(t, err)
+			if v.Turned {
+				turned++
+				continue
+			}
+			require.Greater(t, v.Wait, flow.MaxTurnWait-time.Second, "told to come back for a turn further off")
+			require.Contains(t, v.Why, "waiting for its rate turn")
+		}
+		require.Equal(t, 31, turned, "the turns of MaxTurnWait (and the one now)")
+		at := t0.Add(3 * time.Second)
+		ok, next, err := s.Take(ctx, "ocr", limit, at)
+		require.NoError(t, err)
+		require.False(t, ok, "the 31 turns reach past 3 s")
+		require.Equal(t, t0.Add(3100*time.Millisecond), next)
+		require.NoError(t, s.GiveTurnBack(ctx, "ocr", limit, t0))
+		ok, next, err = s.Take(ctx, "ocr", limit, at)
+		require.NoError(t, err)
+		require.True(t, ok, "the turn handed back is taken (next was %s)", next.Sub(t0))
+	})
+}
+
+// A burst: after a quiet spell, that many calls go at once, then each an
+// interval after the one before.
 func TestABurstLetsThatManyCallsGoAtOnce(t *testing.T) {
 	each(t, func(t *testing.T, s flow.Store) {
 		ctx := context.Background()
 		limit := workflow.Rate{Calls: 10, Per: time.Second, Burst: 4} // 100 ms apart, 4 at once
-		var at []time.Time
-		for range 6 {
-			turn, err := s.Turn(ctx, "payment", limit, t0)
-			require.NoError(t, err)
-			at = append(at, turn)
-		}
 		for i := range 4 {
-			require.False(t, at[i].After(t0), "call %d of the burst goes at once: %s", i, at[i].Sub(t0))
+			ok, _, err := s.Take(ctx, "payment", limit, t0)
+			require.NoError(t, err)
+			require.True(t, ok, "call %d of the burst goes at once", i)
 		}
-		require.Equal(t, t0.Add(100*time.Millisecond), at[4], "then an interval apart")
-		require.Equal(t, t0.Add(200*time.Millisecond), at[5])
+		ok, next, err := s.Take(ctx, "payment", limit, t0)
+		require.NoError(t, err)
+		require.False(t, ok)
+		require.Equal(t, t0.Add(100*time.Millisecond), next, "then an interval apart")
+		ok, _, err = s.Take(ctx, "payment", limit, next)
+		require.NoError(t, err)
+		require.True(t, ok)
 		later := t0.Add(10 * time.Second) // quiet again: a whole burst
 		for i := range 4 {
-			turn, err := s.Turn(ctx, "payment", limit, later)
+			ok, _, err := s.Take(ctx, "payment", limit, later)
 			require.NoError(t, err)
-			require.False(t, turn.After(later), "after a quiet spell, call %d goes at once", i)
+			require.True(t, ok, "after a quiet spell, call %d goes at once", i)
 		}
-		turn, err := s.Turn(ctx, "payment", limit, later)
+		ok, next, err = s.Take(ctx, "payment", limit, later)
 		require.NoError(t, err)
-		require.Equal(t, later.Add(100*time.Millisecond), turn)
+		require.False(t, ok)
+		require.Equal(t, later.Add(100*time.Millisecond), next)
 	})
 }

@@ -105,6 +105,10 @@ type AgentReply struct {
 	Recorded bool    `json:"recorded,omitempty"`
 	State    string  `json:"state,omitempty"`
 	Ready    []Start `json:"ready,omitempty"`
+	// GivenBack: the attempt was given back before its call was made (its
+	// flow control held it) while the order is undone: nothing is done or
+	// refused; the Scheduler only starts Ready (the undoing going on).
+	GivenBack bool `json:"givenBack,omitempty"`
 }
 
 // Start names a record to start: a step, or a step's undo action.

@@ -121,23 +121,31 @@ func (r Recorder) settle(ctx context.Context, def workflow.Definition, orderID s
 	return Recorded{State: task.State, ReplyQueue: task.ReplyQueue, Round: task.Round, Ready: w.Move.Ready, Move: w.Move}, nil
 }
 
-// Release gives claimed attempt a back with no failure counted: its service
-// asked for no call before until (a Retry-After), and the record is ready
-// again then. It reports whether it did (false: the attempt is no longer
-// the record's to give back).
-func (r Recorder) Release(ctx context.Context, def workflow.Definition, a Attempt, until time.Time, reason string) (bool, error) {
+// Release gives claimed attempt a back with no failure counted: its flow
+// control held the call (a pause, a Retry-After, its key's slots all held),
+// and the record is ready again at until. a.Ran says whether a request of
+// the attempt may have taken effect (a retry after a transient fault); if
+// not, the record keeps no claim that would have it undone, only that it
+// waited and why. If the order is being undone, the undoing goes on
+// (Recorded.Ready: what it made ready). Recorded.Stale: the attempt is no
+// longer the record's to give back.
+func (r Recorder) Release(ctx context.Context, def workflow.Definition, a Attempt, until time.Time, reason string) (Recorded, error) {
 	f := &statestore.Fence{Ref: a.Ref, Attempt: a.Attempt, Round: a.Round, Token: a.Token}
-	_, _, err := Settle(ctx, r.Store, a.OrderID, a.Read, func(s statestore.Snapshot) (*statestore.Write, error) {
+	snap, w, err := Settle(ctx, r.Store, a.OrderID, a.Read, func(s statestore.Snapshot) (*statestore.Write, error) {
 		st, ok := s.Step(a.Ref)
 		if !ok || st.State != workflow.Processing || !f.Holds(s, a.Now) {
 			return nil, statestore.ErrStale
 		}
-		return &statestore.Write{Move: s.Order().GiveBack(a.Ref), Fence: f, Now: a.Now,
+		return &statestore.Write{Move: s.Order().GiveBack(a.Ref, a.Ran), Fence: f, Now: a.Now, Due: a.Now.Add(def.PickupTimeout),
 			Looks: []statestore.Look{{Ref: a.Ref, FailureCount: st.FailureCount, Reason: reason, ReadyAt: until, By: "its agent",
-				Due: until.Add(def.PickupTimeout)}}}, nil
+				Held: !a.Ran, Due: until.Add(def.PickupTimeout)}}}, nil
 	})
 	if errors.Is(err, statestore.ErrStale) || errors.Is(err, statestore.ErrNotFound) {
-		return false, nil
+		return Recorded{Stale: true}, nil
 	}
-	return err == nil, err
+	if err != nil {
+		return Recorded{}, err
+	}
+	task := snap.Task()
+	return Recorded{State: task.State, ReplyQueue: task.ReplyQueue, Round: task.Round, Ready: w.Move.Ready, Move: w.Move}, nil
 }

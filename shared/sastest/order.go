@@ -248,7 +248,7 @@ func (o *Order) attemptEnded(ref workflow.Ref, attempt int) {
 		o.fail(ref, workflow.TimedOut, true, rec.lastError)
 		return
 	}
-	o.state = o.state.After(o.state.GiveBack(ref))
+	o.state = o.state.After(o.state.GiveBack(ref, true))
 	o.schedule(o.k.now.Add(workflow.RecoveryDelay(a.RetryBackoff, rec.failures)), true, func() { o.start(ref) })
 }
 

@@ -75,10 +75,14 @@ func (h *Handler) reply(ctx context.Context, def workflow.Definition, r message.
 		crash(h.Crash, "scheduler.after-record")
 		r.State, r.Ready = string(rec.State), message.Starts(rec.Ready)
 	}
-	if r.OK {
+	switch {
+	case r.GivenBack: // nothing done or refused: the undoing goes on
+	case r.OK:
 		h.done(ctx, r)
-	} else if err := h.refused(ctx, def, r); err != nil {
-		return err
+	default:
+		if err := h.refused(ctx, def, r); err != nil {
+			return err
+		}
 	}
 	refs := make([]workflow.Ref, 0, len(r.Ready))
 	for _, s := range r.Ready {

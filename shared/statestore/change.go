@@ -3,12 +3,14 @@ package statestore
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -16,16 +18,39 @@ import (
 )
 
 // MaxExpressionBytes is DynamoDB's limit on an update's or a condition's
-// expression. The largest write the rules make (the completion that makes
-// the items of a forEach step ready: 100 records) stays well under it: each
-// record takes a short alias (#a…), and no write names a record it does
-// not change.
+// expression. A write names each record it changes field by field (a short
+// alias each, #a…), which is the cheapest form while it changes a few; a
+// write that would pass the limit so (a sweep that gives back 30 items, a
+// cancel of 30 accepted async items, a held order going on) is written in a
+// form that does not grow with its fields: each record it changes whole
+// (R.#a = :w…), or the whole record map (R = :R), on the condition that the
+// order is still the version it was decided on (Store.Apply). DynamoDB
+// bills an update by the larger of the item before and after, so the whole
+// form costs no more write units.
 const MaxExpressionBytes = 4096
 
 // ErrTooLarge means a write's expression would pass DynamoDB's limit. It is
-// never sent: the limits the workflow files are checked against keep every
-// write under it, and a test holds each at the limit.
+// never sent. Store.Apply never returns it (it writes whole records
+// instead); the single-record writes (a claim, an arming) cannot reach it.
 var ErrTooLarge = errors.New("write too large for one DynamoDB expression")
+
+// opKind is what a recOp does to a record's field.
+type opKind int
+
+const (
+	opSet    opKind = iota // the field = v
+	opRemove               // the field removed
+	opCount                // the field + 1 (0 if absent)
+	opKeep                 // the field = v if absent
+	opAppend               // v (a list) appended to the field (a list)
+)
+
+// recOp is one change to one field of a record.
+type recOp struct {
+	field string
+	kind  opKind
+	v     types.AttributeValue
+}
 
 // change builds one conditional UpdateItem of an order's state item: a
 // record's transition and the task's are one atomic write. Every change
@@ -35,8 +60,14 @@ type change struct {
 	names                       map[string]string
 	vals                        map[string]types.AttributeValue
 	recs                        map[string]string // a record's sort key → its path
-	now                         time.Time
-	ends                        bool // it may end the task: the store sets when it expires
+	// ops are the changes to each record's fields, by its path, in the
+	// order the paths were first changed (order).
+	ops       map[string][]recOp
+	order     []string
+	shared    map[string]string // a value's text → its placeholder (shared by every field set to it)
+	versioned bool              // conditioned on the item's version
+	now       time.Time
+	ends      bool // it may end the task: the store sets when it expires
 }
 
 func newChange(now time.Time) *change {
@@ -45,6 +76,7 @@ func newChange(now time.Time) *change {
 		names: map[string]string{},
 		vals:  map[string]types.AttributeValue{":one": num(1)},
 		recs:  map[string]string{},
+		ops:   map[string][]recOp{},
 		now:   now,
 	}
 	c.set = append(c.set, "U = "+c.at())
@@ -98,9 +130,150 @@ func (c *change) when(format string, path string) {
 // besides being made ready, claimed and done, which the record's own times
 // tell.
 func (c *change) incident(path, format string, args ...any) {
-	c.vals[":none"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
-	v := c.val("EV"+strings.TrimPrefix(path, "R.#"), &types.AttributeValueMemberL{Value: []types.AttributeValue{str(incident(c.now, format, args...))}})
-	c.set = append(c.set, fmt.Sprintf("%[1]s.ev = list_append(if_not_exists(%[1]s.ev, :none), %[2]s)", path, v))
+	c.op(path, recOp{field: "ev", kind: opAppend,
+		v: &types.AttributeValueMemberL{Value: []types.AttributeValue{str(incident(c.now, format, args...))}}})
+}
+
+// put sets field of the record at path to v.
+func (c *change) put(path, field string, v types.AttributeValue) {
+	c.op(path, recOp{field: field, kind: opSet, v: v})
+}
+
+// drop removes fields of the record at path.
+func (c *change) drop(path string, fields ...string) {
+	for _, f := range fields {
+		c.op(path, recOp{field: f, kind: opRemove})
+	}
+}
+
+// count adds one to field of the record at path (from 0).
+func (c *change) count(path, field string) { c.op(path, recOp{field: field, kind: opCount}) }
+
+// keep sets field of the record at path to v, unless it is set.
+func (c *change) keep(path, field string, v types.AttributeValue) {
+	c.op(path, recOp{field: field, kind: opKeep, v: v})
+}
+
+func (c *change) op(path string, o recOp) {
+	if _, ok := c.ops[path]; !ok {
+		c.order = append(c.order, path)
+	}
+	c.ops[path] = append(c.ops[path], o)
+}
+
+// share is the placeholder of v, one for every field set to the same
+// number or string.
+func (c *change) share(v types.AttributeValue) string {
+	var text string
+	switch x := v.(type) {
+	case *types.AttributeValueMemberS:
+		text = "S" + x.Value
+	case *types.AttributeValueMemberN:
+		text = "N" + x.Value
+	default:
+		return c.val("x"+strconv.Itoa(len(c.vals)), v)
+	}
+	if p, ok := c.shared[text]; ok {
+		return p
+	}
+	if c.shared == nil {
+		c.shared = map[string]string{}
+	}
+	p := c.val("v"+strconv.Itoa(len(c.shared)), v)
+	c.shared[text] = p
+	return p
+}
+
+// fields is the record ops as field-by-field update clauses.
+func (c *change) fields() (set, remove []string) {
+	for _, p := range c.order {
+		for _, o := range c.ops[p] {
+			f := p + "." + o.field
+			switch o.kind {
+			case opSet:
+				set = append(set, f+"="+c.share(o.v))
+			case opRemove:
+				remove = append(remove, f)
+			case opCount:
+				set = append(set, f+"=if_not_exists("+f+","+c.share(num(0))+")+"+c.share(num(1)))
+			case opKeep:
+				set = append(set, f+"=if_not_exists("+f+","+c.share(o.v)+")")
+			case opAppend:
+				none := c.val("none", &types.AttributeValueMemberL{Value: []types.AttributeValue{}})
+				set = append(set, f+"=list_append(if_not_exists("+f+","+none+"),"+c.share(o.v)+")")
+			}
+		}
+	}
+	return set, remove
+}
+
+// wholeRecords is the record ops as whole records written over the item as
+// it was read: one clause per record changed, or, when even those would be
+// too many, the whole record map. Only for a write conditioned on the
+// item's version (the records are exactly as read).
+func (c *change) wholeRecords(it stateItem, budget int) ([]string, error) {
+	recs := make(map[string]types.AttributeValue, len(c.order))
+	for _, p := range c.order {
+		sk := c.names[strings.TrimPrefix(p, "R.")]
+		m, err := attributevalue.MarshalMap(it.Recs[sk])
+		if err != nil {
+			return nil, fmt.Errorf("encode record %s: %w", sk, err)
+		}
+		for _, o := range c.ops[p] {
+			apply(m, o)
+		}
+		recs[p] = &types.AttributeValueMemberM{Value: m}
+	}
+	set := make([]string, 0, len(c.order))
+	n := 0
+	for i, p := range c.order {
+		clause := p + "=" + c.val("w"+strconv.Itoa(i), recs[p])
+		set, n = append(set, clause), n+len(clause)+1
+	}
+	if n <= budget {
+		return set, nil
+	}
+	for i := range c.order { // every record instead, as it is after the write
+		delete(c.vals, ":w"+strconv.Itoa(i))
+	}
+	all := make(map[string]types.AttributeValue, len(it.Recs))
+	for sk, r := range it.Recs {
+		m, err := attributevalue.MarshalMap(r)
+		if err != nil {
+			return nil, fmt.Errorf("encode record %s: %w", sk, err)
+		}
+		all[sk] = &types.AttributeValueMemberM{Value: m}
+	}
+	for p, v := range recs {
+		all[c.names[strings.TrimPrefix(p, "R.")]] = v
+	}
+	return []string{"R=" + c.val("R", &types.AttributeValueMemberM{Value: all})}, nil
+}
+
+// apply does o to the record m.
+func apply(m map[string]types.AttributeValue, o recOp) {
+	switch o.kind {
+	case opSet:
+		m[o.field] = o.v
+	case opRemove:
+		delete(m, o.field)
+	case opCount:
+		n := int64(0)
+		if v, ok := m[o.field].(*types.AttributeValueMemberN); ok {
+			n, _ = strconv.ParseInt(v.Value, 10, 64)
+		}
+		m[o.field] = num(n + 1)
+	case opKeep:
+		if _, ok := m[o.field]; !ok {
+			m[o.field] = o.v
+		}
+	case opAppend:
+		var l []types.AttributeValue
+		if v, ok := m[o.field].(*types.AttributeValueMemberL); ok {
+			l = slices.Clone(v.Value)
+		}
+		m[o.field] = &types.AttributeValueMemberL{Value: append(l, o.v.(*types.AttributeValueMemberL).Value...)}
+	}
 }
 
 // index puts the order in the deadline index, due at due.
@@ -112,7 +285,12 @@ func (c *change) index(orderID string, shards int, due time.Time) {
 func (c *change) leaveIndex() { c.remove = append(c.remove, "DueShard", "DueAt") }
 
 // version conditions the change on the item's version as read.
-func (c *change) version(v int) { c.cond = append(c.cond, "V = "+c.val("version", num(int64(v)))) }
+func (c *change) version(v int) {
+	if !c.versioned {
+		c.versioned = true
+		c.cond = append(c.cond, "V = "+c.val("version", num(int64(v))))
+	}
+}
 
 // state conditions the change on the task's state.
 func (c *change) state(s workflow.State) {
@@ -132,24 +310,48 @@ func (c *change) task(to workflow.State, lastError string) {
 	}
 }
 
-// input is the change's UpdateItem of the order's state item; a change
-// that ends the task sets when it expires too (Store.WithRetention). An
-// expression over DynamoDB's limit is ErrTooLarge.
+// input is the change's UpdateItem of the order's state item, its records
+// changed field by field; a change that ends the task sets when it expires
+// too (Store.WithRetention). An expression over DynamoDB's limit is
+// ErrTooLarge.
 func (s *Store) input(c *change, orderID string) (*dynamodb.UpdateItemInput, error) {
-	table, set := s.state, c.set
+	set, remove := c.fields()
+	return s.render(c, orderID, set, remove)
+}
+
+// inputWhole is the change's UpdateItem with its records written whole
+// over it, the item as read, on the condition that it is still that
+// version: an expression that does not grow with what the write changes.
+func (s *Store) inputWhole(c *change, it stateItem) (*dynamodb.UpdateItemInput, error) {
+	c.version(it.Version)
+	fixed := len(strings.Join(c.set, ",")) + len(strings.Join(c.remove, ",")) + len(strings.Join(c.add, ",")) +
+		len(strings.Join(c.del, ",")) + 64
+	set, err := c.wholeRecords(it, MaxExpressionBytes-fixed)
+	if err != nil {
+		return nil, err
+	}
+	return s.render(c, it.OrderID, set, nil)
+}
+
+// render is the UpdateItem of c's task clauses and its records' (set,
+// remove).
+func (s *Store) render(c *change, orderID string, recSet, recRemove []string) (*dynamodb.UpdateItemInput, error) {
+	table := s.state
+	set := append(slices.Clone(c.set), recSet...)
 	if c.ends && s.keep > 0 {
-		set = append(slices.Clone(set), ExpiresAttribute+" = "+c.val("expires", s.expires(c.now)))
+		set = append(set, ExpiresAttribute+" = "+c.val("expires", s.expires(c.now)))
 	}
 	expr := "SET " + strings.Join(set, ",")
 	for _, clause := range []struct {
 		verb  string
 		parts []string
-	}{{"REMOVE", c.remove}, {"ADD", c.add}, {"DELETE", c.del}} {
+	}{{"REMOVE", append(slices.Clone(c.remove), recRemove...)}, {"ADD", c.add}, {"DELETE", c.del}} {
 		if len(clause.parts) > 0 {
 			expr += " " + clause.verb + " " + strings.Join(clause.parts, ",")
 		}
 	}
 	cond := strings.Join(c.cond, " AND ")
+	c.prune(expr + " " + cond)
 	if len(expr) > MaxExpressionBytes || len(cond) > MaxExpressionBytes {
 		return nil, fmt.Errorf("order %s: update %d bytes, condition %d (at most %d each): %w", orderID, len(expr), len(cond),
 			MaxExpressionBytes, ErrTooLarge)
@@ -166,4 +368,27 @@ func (s *Store) input(c *change, orderID string) (*dynamodb.UpdateItemInput, err
 		in.ConditionExpression = aws.String(cond)
 	}
 	return in, nil
+}
+
+// placeholder is a name's or a value's placeholder in an expression.
+var placeholder = regexp.MustCompile(`[#:][A-Za-z0-9_]+`)
+
+// prune drops the names and values the expressions do not use (DynamoDB
+// refuses a request with one): a record written whole names none of its
+// fields.
+func (c *change) prune(exprs string) {
+	used := map[string]bool{}
+	for _, p := range placeholder.FindAllString(exprs, -1) {
+		used[p] = true
+	}
+	for n := range c.names {
+		if !used[n] {
+			delete(c.names, n)
+		}
+	}
+	for v := range c.vals {
+		if !used[v] {
+			delete(c.vals, v)
+		}
+	}
 }

@@ -53,7 +53,7 @@ func (s *Store) Claim(ctx context.Context, c Claim) (Step, error) {
 	if c.Token != "" {
 		ch.set = append(ch.set, p+".tk = "+ch.val("token", str(c.Token)))
 	}
-	ch.remove = append(ch.remove, p+".ac", p+".hk") // an earlier attempt's acceptance, and its slot
+	ch.remove = append(ch.remove, p+".ac", p+".hk", p+".hy") // an earlier attempt's acceptance, its slot, and what it waited for
 	in, err := s.input(ch, c.OrderID)
 	if err != nil {
 		return Step{}, err

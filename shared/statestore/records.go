@@ -75,10 +75,16 @@ type Step struct {
 	// flight whose slot it holds (workflow.Agent.PerKey), let go by its
 	// callback.
 	Slot   string
-	DoneAt time.Time      // when it was Processed or failed for good
-	Waits  int            // times the Supervisor found it waiting (unclaimed, or its reply queued)
-	Resent int            // of those, times it sent its message again
-	Cause  workflow.Cause // why it is in Error
+	DoneAt time.Time // when it was Processed or failed for good
+	Waits  int       // times the Supervisor found it waiting (unclaimed, or its reply queued)
+	// FlowWaits is how often its agent's flow control gave an attempt back
+	// before its call (no failure, nothing to undo); FlowWhy, while it waits
+	// to be claimed again, for what it waits (its rate turn, a slot of its
+	// key, a pause, its service's Retry-After).
+	FlowWaits int
+	FlowWhy   string
+	Resent    int            // of those, times it sent its message again
+	Cause     workflow.Cause // why it is in Error
 	// After is, for an Error, the task's state its failure led to
 	// (Compensating, Failed, CompensationFailed): what its alert says.
 	After workflow.State
@@ -278,6 +284,8 @@ type recItem struct {
 	LastError    string   `dynamodbav:"e,omitempty"`
 	Alerted      bool     `dynamodbav:"al,omitempty"`
 	Incidents    []string `dynamodbav:"ev,omitempty"` // "<Unix ms, base 36> <what>"
+	FlowWaits    int      `dynamodbav:"hw,omitempty"` // attempts its flow control gave back before their call
+	FlowWhy      string   `dynamodbav:"hy,omitempty"` // why the latest was, while it waits to be claimed again
 
 	Kind     string `dynamodbav:"ki,omitempty"` // "" an agent's, "event" a wait, "timer"
 	Event    string `dynamodbav:"wn,omitempty"` // the event a wait waits for
@@ -468,6 +476,7 @@ func (it stateItem) step(sk string, v view) Step {
 		State:        workflow.State(r.State), Attempt: r.Attempt, FailureCount: r.FailureCount,
 		LockedBy: r.LockedBy, CompleteBy: fromMs(r.CompleteBy), DueAt: fromMs(r.DueAt), ReadyAt: fromMs(r.ReadyAt),
 		ClaimedAt: fromMs(r.ClaimedAt), AcceptedAt: fromMs(r.Accepted), Slot: r.Slot, DoneAt: fromMs(r.DoneAt), Waits: r.Waits, Resent: r.Resent,
+		FlowWaits: r.FlowWaits, FlowWhy: r.FlowWhy,
 		Cause: workflow.Cause(r.Cause), After: workflow.State(r.After), Deadline: deadline, LastError: r.LastError, Alerted: r.Alerted,
 		Cancelling: !ref.Undo && it.State != string(workflow.Pending),
 		Stopped:    !ref.Undo && ready && it.State != string(workflow.Pending), Ran: r.ran(),

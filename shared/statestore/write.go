@@ -79,6 +79,10 @@ type Look struct {
 	// Retry, for a give-back of a record that failed for good (a held
 	// order's, retried by its operator): its failure is forgotten.
 	Retry bool
+	// Held, for a give-back by its Agent's flow control (a pause, a
+	// Retry-After, its key's slots all held) before the call was made: it
+	// did nothing, and waits; Reason says for what.
+	Held bool
 }
 
 // Conflict means what a decision read of the order changed before its write
@@ -96,12 +100,20 @@ func (c *Conflict) Error() string {
 // no longer holds (the outcome is not the record's to record: nothing
 // follows); or a *Conflict to decide again on.
 func (s *Store) Apply(ctx context.Context, snap Snapshot, w Write) (Snapshot, error) {
-	ch := newChange(w.Now)
-	if w.Fence != nil {
-		w.Fence.condition(ch, snap.it)
+	build := func() *change {
+		ch := newChange(w.Now)
+		if w.Fence != nil {
+			w.Fence.condition(ch, snap.it)
+		}
+		s.compile(ch, snap.it, w)
+		return ch
 	}
-	s.compile(ch, snap.it, w)
-	in, err := s.input(ch, snap.it.OrderID)
+	in, err := s.input(build(), snap.it.OrderID)
+	if errors.Is(err, ErrTooLarge) {
+		// Too many fields to name one by one: the records it changes are
+		// written whole, on the order as read.
+		in, err = s.inputWhole(build(), snap.it)
+	}
 	if err != nil {
 		return snap, err
 	}
@@ -199,7 +211,7 @@ func (s *Store) compile(ch *change, it stateItem, w Write) {
 	m := w.Move
 	readCondition(ch, it, m.Read)
 	for _, l := range w.Looks {
-		look(ch, l)
+		look(ch, l, it.Recs[sortKey(l.Ref)])
 	}
 	errs, itemsDone := []string{}, map[int]int{}
 	after := m.State
@@ -210,10 +222,11 @@ func (s *Store) compile(ch *change, it stateItem, w Write) {
 		p := ch.rec(c.Ref)
 		switch c.State {
 		case workflow.Processed:
-			ch.set = append(ch.set, p+".s="+ch.val("processed", str(string(workflow.Processed))), p+".dn="+ch.val("DN"+p[3:], num(ms(c.DoneAt))))
-			ch.remove = append(ch.remove, p+".d", p+".tk")
+			ch.put(p, "s", str(string(workflow.Processed)))
+			ch.put(p, "dn", num(ms(c.DoneAt)))
+			ch.drop(p, "d", "tk")
 			if w.ResultBytes > 0 && ((w.Fence != nil && c.Ref == w.Fence.Ref) || (w.Fence == nil && c.Ref == w.ResultOf)) {
-				ch.set = append(ch.set, p+".o="+ch.val("resultBytes", num(int64(w.ResultBytes))))
+				ch.put(p, "o", num(int64(w.ResultBytes)))
 			}
 			if c.Ref.Item > 0 && !c.Ref.Undo {
 				itemsDone[c.Ref.Index]++
@@ -226,10 +239,13 @@ func (s *Store) compile(ch *change, it stateItem, w Write) {
 			if l, ok := lookAt(w.Looks, c.Ref); ok {
 				reason = l.Reason
 			}
-			ch.set = append(ch.set, p+".s="+ch.val("error", str(string(workflow.Error))), p+".e="+ch.val("E"+p[3:], str(clip(reason, MaxRecordErrorBytes))),
-				p+".d="+ch.val("alertDue", num(ms(w.Due))), p+".c="+ch.val("C"+p[3:], str(string(c.Cause))),
-				p+".dn="+ch.val("DN"+p[3:], num(ms(c.DoneAt))), p+".af="+ch.val("after", str(string(after))))
-			ch.remove = append(ch.remove, p+".tk")
+			ch.put(p, "s", str(string(workflow.Error)))
+			ch.put(p, "e", str(clip(reason, MaxRecordErrorBytes)))
+			ch.put(p, "d", num(ms(w.Due)))
+			ch.put(p, "c", str(string(c.Cause)))
+			ch.put(p, "dn", num(ms(c.DoneAt)))
+			ch.put(p, "af", str(string(after)))
+			ch.drop(p, "tk")
 			errs = append(errs, sortKey(c.Ref))
 			if len(errs) == 1 {
 				ch.set = append(ch.set, "Err="+ch.val("taskError", str(clip(label(workflow.RecordName(it.Recs[sortKey(c.Ref)].Name, c.Ref), c.Ref)+": "+reason, MaxErrorBytes))))
@@ -241,18 +257,20 @@ func (s *Store) compile(ch *change, it stateItem, w Write) {
 	}
 	for _, r := range m.Ready {
 		p := ch.rec(r)
-		ch.set = append(ch.set, p+".d="+ch.val("rd", num(ms(w.Due))), p+".ra="+ch.at())
+		ch.put(p, "d", num(ms(w.Due)))
+		ch.put(p, "ra", num(ms(w.Now)))
 	}
 	if m.Pivot != nil && !slicesContains(errs, sortKey(*m.Pivot)) {
 		// The undoing stops at a record that took effect (or may have: one
 		// given up on, already alerted for its failure) with no undo: it is
 		// due for an alert of its own, saying so.
 		p := ch.rec(*m.Pivot)
-		ch.set = append(ch.set, p+".d="+ch.at(), p+".af="+ch.val("after", str(string(after))))
+		ch.put(p, "d", num(ms(w.Now)))
+		ch.put(p, "af", str(string(after)))
 		if it.Recs[sortKey(*m.Pivot)].State != string(workflow.Error) {
-			ch.set = append(ch.set, p+".e="+ch.val("pivotWhy", str("it took effect and has no undo: the order cannot be undone")))
+			ch.put(p, "e", str("it took effect and has no undo: the order cannot be undone"))
 		}
-		ch.remove = append(ch.remove, p+".al")
+		ch.drop(p, "al")
 		errs = append(errs, sortKey(*m.Pivot))
 		if len(errs) == 1 {
 			ch.set = append(ch.set, "Err="+ch.val("taskError", str(fmt.Sprintf("%s took effect and has no undo: the order cannot be undone",
@@ -343,40 +361,53 @@ func readCondition(ch *change, it stateItem, r workflow.Read) {
 	}
 }
 
-// look adds the Supervisor's bookkeeping of one record.
-func look(ch *change, l Look) {
+// look adds the Supervisor's bookkeeping of one record, or a give-back's.
+func look(ch *change, l Look, r recItem) {
 	p := ch.rec(l.Ref)
-	a := p[3:]
 	if !l.Due.IsZero() {
-		ch.set = append(ch.set, p+".d="+ch.val("D"+a, num(ms(l.Due))))
+		ch.put(p, "d", num(ms(l.Due)))
 	}
 	switch {
 	case l.Waited:
-		ch.set = append(ch.set, p+".w=if_not_exists("+p+".w,:zero)+:one")
-		ch.val("zero", num(0))
+		ch.count(p, "w")
 		if l.Resent {
-			ch.set = append(ch.set, p+".rs=if_not_exists("+p+".rs,:zero)+:one")
+			ch.count(p, "rs")
 		}
 		if l.Woken {
-			ch.set = append(ch.set, p+".wk=if_not_exists("+p+".wk,"+ch.at()+")")
+			ch.keep(p, "wk", num(ms(ch.now)))
 		}
 	case !l.ReadyAt.IsZero(): // given back
-		ch.set = append(ch.set, p+".s="+ch.val("pending", str(string(workflow.Pending))),
-			p+".fc="+ch.val("FC"+a, num(int64(l.FailureCount))), p+".e="+ch.val("E"+a, str(clip(l.Reason, MaxRecordErrorBytes))),
-			p+".ra="+ch.val("RA"+a, num(ms(l.ReadyAt))))
-		ch.remove = append(ch.remove, p+".lk", p+".cb", p+".tk", p+".ac", p+".hk") // a recovered attempt's token is refused from now on
+		ch.put(p, "s", str(string(workflow.Pending)))
+		ch.put(p, "fc", num(int64(l.FailureCount)))
+		ch.put(p, "ra", num(ms(l.ReadyAt)))
+		ch.drop(p, "lk", "cb", "tk", "ac", "hk") // a recovered attempt's token is refused from now on
 		if l.Retry {
-			ch.remove = append(ch.remove, p+".dn", p+".c", p+".af", p+".al")
+			ch.drop(p, "dn", "c", "af", "al")
 			ch.del = append(ch.del, "Ua "+ch.val("retried", &types.AttributeValueMemberSS{Value: []string{sortKey(l.Ref)}}))
 		}
 		switch {
+		case l.Held:
+			// Its flow control held the call, which was never made: a wait,
+			// not a failure. The record keeps how often and the latest
+			// reason (not a line each: a call may wait an hour), and, if
+			// no earlier attempt of the round may have run, no claim that
+			// would make it "may have run".
+			ch.count(p, "hw")
+			ch.put(p, "hy", str(clip(l.Reason, MaxIncidentBytes)))
+			if l.FailureCount == 0 {
+				ch.drop(p, "ca")
+			}
 		case l.By != "":
+			ch.put(p, "e", str(clip(l.Reason, MaxRecordErrorBytes)))
 			ch.incident(p, "attempt given back by %s: %s", l.By, clip(l.Reason, MaxIncidentBytes))
-		case l.FailureCount <= MaxIncidents:
-			ch.incident(p, "recovered by the supervisor (failure %d): %s", l.FailureCount, clip(l.Reason, MaxIncidentBytes))
+		default:
+			ch.put(p, "e", str(clip(l.Reason, MaxRecordErrorBytes)))
+			if l.FailureCount <= MaxIncidents {
+				ch.incident(p, "recovered by the supervisor (failure %d): %s", l.FailureCount, clip(l.Reason, MaxIncidentBytes))
+			}
 		}
 	default: // given up on
-		ch.set = append(ch.set, p+".fc="+ch.val("FC"+a, num(int64(l.FailureCount))))
+		ch.put(p, "fc", num(int64(l.FailureCount)))
 	}
 }
 

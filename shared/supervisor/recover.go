@@ -15,11 +15,6 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// maxLooks bounds the records one write of an order looks at: each takes
-// about 40 bytes of its expression (DynamoDB allows 4 KB). An order with
-// more due writes again, from what the first write returned.
-const maxLooks = 40
-
 // maxWrites bounds the writes one sweep makes of one order, races lost
 // included: what is left is due still, for the next sweep.
 const maxWrites = 12
@@ -140,7 +135,7 @@ func (s *Supervisor) plan(ctx context.Context, snap statestore.Snapshot, steps [
 		}
 	}
 	for _, st := range steps {
-		if decided[st.Ref()] || !s.looksAt(st, o) || len(p.write.Looks) >= maxLooks {
+		if decided[st.Ref()] || !s.looksAt(st, o) {
 			continue
 		}
 		f := s.found(st, o, now)
@@ -161,7 +156,7 @@ func (s *Supervisor) plan(ctx context.Context, snap statestore.Snapshot, steps [
 		case workflow.Retry:
 			l.FailureCount, l.Reason, l.ReadyAt = dec.FailureCount, waitingFor(st), now.Add(dec.After)
 			l.Due = l.ReadyAt.Add(s.pickup(snap))
-			m := o.GiveBack(st.Ref())
+			m := o.GiveBack(st.Ref(), true)
 			o, p.write.Move = o.After(m), p.write.Move.Then(m)
 		default:
 			continue // decided above

@@ -83,7 +83,8 @@ type Change struct {
 	Ref   Ref
 	State State // Processed or Error; Pending: an attempt given back, to run again
 	Cause Cause // for Error
-	// Ran, for Error: the record may have taken effect (it is undone too).
+	// Ran, for Error or Pending (an attempt given back): the record may
+	// have taken effect (it is undone too).
 	Ran    bool
 	DoneAt time.Time
 }
@@ -147,8 +148,8 @@ func (o Order) After(m Move) Order {
 		r := next.Recs[c.Ref]
 		r.State, r.DoneAt = c.State, c.DoneAt
 		r.Ready = c.State == Pending // an attempt given back is ready again
-		r.Ran = (c.State == Error && c.Ran) || c.State == Pending
-		r.Retried = r.Retried || c.State == Pending
+		r.Ran = (c.State == Error && c.Ran) || (c.State == Pending && (c.Ran || r.Retried))
+		r.Retried = r.Retried || (c.State == Pending && c.Ran)
 		next.Recs[c.Ref] = r
 	}
 	for _, ref := range m.Ready {

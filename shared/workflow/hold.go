@@ -59,7 +59,7 @@ func (d Definition) RetryHeld(o Order, ref Ref) (Move, error) {
 	if err := o.holds(ref); err != nil {
 		return Move{}, err
 	}
-	return d.goOn(o, Move{Changes: []Change{{Ref: ref, State: Pending}}, Read: Read{Version: true}}), nil
+	return d.goOn(o, Move{Changes: []Change{{Ref: ref, State: Pending, Ran: true}}, Read: Read{Version: true}}), nil
 }
 
 // SkipHeld takes held record ref as done (its result, if any, given by the

@@ -76,10 +76,22 @@ func (o Order) Fail(ref Ref, cause Cause, ran bool, now time.Time) Move {
 }
 
 // GiveBack is an attempt of record ref that did not complete given back: the
-// record is ready again, to run after a backoff. It may have taken effect,
-// so if the order is undone before it runs again, it is undone too.
-func (o Order) GiveBack(ref Ref) Move {
-	return Move{Changes: []Change{{Ref: ref, State: Pending}}, Read: Read{Version: true}}
+// record is ready again, to run after a backoff. ran says whether its call
+// may have taken effect (an attempt recovered after its CompleteBy, an
+// async call its service accepted): then, if the order is undone before it
+// runs again, it is undone too. An attempt given back before its call was
+// made (its agent's flow control held it) did nothing: it is undone only if
+// an earlier attempt may have run (Rec.Retried).
+//
+// While the order is undone, the record given back does not run again (a
+// step's record is stopped), and the undoing, which may have awaited it,
+// goes on.
+func (o Order) GiveBack(ref Ref, ran bool) Move {
+	m := Move{Changes: []Change{{Ref: ref, State: Pending, Ran: ran}}, Read: Read{Version: true}}
+	if o.State != Compensating {
+		return m
+	}
+	return m.Then(o.After(m).compensate())
 }
 
 // windDown records change c of an order that is undone from now on (or is
@@ -199,7 +211,7 @@ func (o Order) Cancel() (Move, CancelVerdict, string) {
 			// Its service works on it and its callback may be hours away:
 			// the attempt is given back (its token refused from now on)
 			// rather than awaited, and undone, as it may have taken effect.
-			m.Changes = append(m.Changes, Change{Ref: ref, State: Pending})
+			m.Changes = append(m.Changes, Change{Ref: ref, State: Pending, Ran: true})
 		}
 	}
 	m = m.Then(o.After(m).compensate())

@@ -97,7 +97,7 @@ func TestARetriedStepRefusedIsUndoneAllTheSame(t *testing.T) {
 	r := start(t, valid(), nil) // reserve (undo) → charge (undo) → ship
 	r.done(step(0))
 	r.claim(step(1))
-	r.o = r.o.After(r.o.GiveBack(step(1))) // its attempt recovered: given back, to run again
+	r.o = r.o.After(r.o.GiveBack(step(1), true)) // its attempt recovered: given back, to run again
 	require.True(t, r.o.Recs[step(1)].Retried)
 	r.claim(step(1))
 	m := r.fail(step(1), workflow.Refused, false)
@@ -251,7 +251,7 @@ func TestCancel(t *testing.T) {
 	t.Parallel()
 	retried := func(r *run, ref workflow.Ref) { // an attempt recovered: its call may have been applied
 		r.claim(ref)
-		r.o = r.o.After(r.o.GiveBack(ref))
+		r.o = r.o.After(r.o.GiveBack(ref, true))
 	}
 	cases := map[string]struct {
 		d       workflow.Definition

@@ -63,7 +63,7 @@ func giveUp(ctx context.Context, s *statestore.Store, read statestore.Step, coun
 // giveBack is the Supervisor giving read's overdue attempt back, ready
 // again at readyAt and due at due.
 func giveBack(ctx context.Context, s *statestore.Store, read statestore.Step, count int, reason string, readyAt, due, now time.Time) error {
-	_, err := s.Apply(ctx, *read.Read, statestore.Write{Move: read.Read.Order().GiveBack(read.Ref()), Now: now,
+	_, err := s.Apply(ctx, *read.Read, statestore.Write{Move: read.Read.Order().GiveBack(read.Ref(), true), Now: now,
 		Looks: []statestore.Look{{Ref: read.Ref(), FailureCount: count, Reason: reason, ReadyAt: readyAt, Due: due}}})
 	return err
 }

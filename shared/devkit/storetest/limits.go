@@ -32,6 +32,9 @@ func Limits(t *testing.T, db *dynamodb.Client) {
 		"TheLargestOrderRunsAndIsUndone":                  largestOrder,
 		"TheLongestLineIsUndoneFromItsEnd":                longestLine,
 		"TheLargestOrderStaysSmallWhateverItsServicesSay": staysSmall,
+		"ASweepGivesBackAndGivesUpOnAHundredItems":        sweepsAHundredItems,
+		"ACancelGivesBackAHundredAcceptedAsyncItems":      cancelsAHundredAccepted,
+		"AHeldOrderGoesOnWithAHundredItemsReady":          heldGoesOnWithAHundredReady,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

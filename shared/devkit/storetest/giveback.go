@@ -1,0 +1,104 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// An attempt its Agent's flow control gives back before its call (a pause,
+// a Retry-After, its key's slots all held) did nothing: it is not "may have
+// run", the undoing that awaited it goes on, and however often it waits the
+// record keeps a count and the latest reason, not a line each.
+var giveBackTests = map[string]func(*testing.T, *statestore.Store){
+	"AGiveBackWhileTheOrderIsUndoneGoesOnWithTheUndo": giveBackWhileUndone,
+	"AGiveBackBeforeItsCallIsNotRun":                  giveBackNotRun,
+	"WaitingDoesNotGrowTheItem":                       waitingKeepsACount,
+}
+
+// release gives st back as its Agent's flow control does.
+func release(t *testing.T, s *statestore.Store, st statestore.Step, why string, at time.Time) outcome.Recorded {
+	t.Helper()
+	rec, err := outcome.Recorder{Store: s}.Release(context.Background(), def(3), outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(),
+		Attempt: st.Attempt, Round: st.Round, Token: st.Token, Read: st.Read, Now: at}, at.Add(time.Second), why)
+	require.NoError(t, err)
+	require.False(t, rec.Stale)
+	return rec
+}
+
+func giveBackWhileUndone(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 3, 1)
+	st := claimedAs(t, s, "o-1", step1, t0)
+	res, err := cancel(ctx, s, cancelReq("o-1", t0.Add(time.Second)))
+	require.NoError(t, err)
+	require.Equal(t, workflow.CancelAwaits, res.Verdict, "its call is awaited")
+	rec := release(t, s, st, "agent svc's service asked for no calls before …", t0.Add(2*time.Second))
+	require.Equal(t, []workflow.Ref{undo0}, rec.Ready, "the undoing goes on: the step that never called is not undone")
+	task, recs := state(t, s)
+	require.Equal(t, workflow.Compensating, task.State)
+	require.False(t, task.Due.IsZero(), "the order stays in the deadline index")
+	require.True(t, recs[step1].Stopped, "the step given back does not run again")
+	require.Equal(t, workflow.Cancelled, finishUndo(t, s, "o-1", undo0))
+}
+
+func giveBackNotRun(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 2, 1) // step 1 is a pivot: no undo
+	st := claimedAs(t, s, "o-1", step1, t0)
+	release(t, s, st, "waiting for a slot of key \"c-1\"", t0.Add(time.Second))
+	_, recs := state(t, s)
+	require.False(t, recs[step1].Ran, "a call never made did nothing")
+	res, err := cancel(ctx, s, cancelReq("o-1", t0.Add(2*time.Second)))
+	require.NoError(t, err, "the pivot never ran: the order can still be cancelled")
+	require.Equal(t, workflow.CancelStops, res.Verdict)
+	require.Equal(t, &undo0, res.Undo)
+
+	// Given back after an attempt the Supervisor recovered: that one may
+	// have run.
+	submitAs(t, s, "o-2", 2)
+	run(t, s, "o-2", step0, t0)
+	first := claimedAs(t, s, "o-2", step1, t0)
+	require.NoError(t, giveBack(ctx, s, first, 1, "not completed by its CompleteBy", t0.Add(time.Minute), t0.Add(2*time.Minute),
+		t0.Add(time.Minute)))
+	second := claimedAs(t, s, "o-2", step1, t0.Add(time.Minute))
+	release(t, s, second, "its rate turn", t0.Add(time.Minute))
+	snap, err := s.Read(ctx, "o-2")
+	require.NoError(t, err)
+	st2, _ := snap.Step(step1)
+	require.True(t, st2.Ran, "its first attempt may have run")
+	_, err = cancel(ctx, s, cancelReq("o-2", t0.Add(2*time.Minute)))
+	require.True(t, statestore.IsNotCancellable(err), "%v", err)
+}
+
+func waitingKeepsACount(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 3, 1)
+	var size int
+	for n := range 50 {
+		at := t0.Add(time.Duration(n) * time.Second)
+		release(t, s, claimedAs(t, s, "o-1", step1, at), "waiting for a slot of key \"c-1\" (1st in line)", at)
+		if n == 0 {
+			var err error
+			size, err = s.ItemBytes(ctx, "o-1")
+			require.NoError(t, err)
+		}
+	}
+	after, err := s.ItemBytes(ctx, "o-1")
+	require.NoError(t, err)
+	require.LessOrEqual(t, after, size+8, "fifty waits grow the item by a counter's digits at most")
+	_, recs := state(t, s)
+	require.Empty(t, recs[step1].Incidents, "no line a wait")
+	require.Equal(t, 50, recs[step1].FlowWaits)
+	require.Contains(t, recs[step1].FlowWhy, "1st in line")
+	require.Empty(t, recs[step1].LastError, "a wait is not an error")
+	require.Equal(t, 0, recs[step1].FailureCount)
+	st := claimedAs(t, s, "o-1", step1, t0.Add(time.Hour))
+	require.Empty(t, st.FlowWhy, "claimed: it waits no more")
+}
