@@ -92,10 +92,13 @@ func workflowShowCmd() *cobra.Command {
 	var f wfFlags
 	cmd := &cobra.Command{
 		Use:   "show FILE",
-		Short: "show a file's steps, waits, undo chain and agents, or a Mermaid flowchart",
+		Short: "show a file's steps, waits, undo and agents, or a Mermaid flowchart",
 		Long: `show prints a workflow file's deadlines, a table of its steps (agent calls, event waits, timers,
-async calls) each with its undo action, the undo chain, and its agents as declared (never a
-credential's value); --mermaid prints a Mermaid flowchart instead.`,
+async calls) each with its undo action, and what the table leaves out (inputs, a hold on failure, a
+wait's senders); then, for each step that calls an agent, what the engine undoes if its service
+refuses it for good and how the order ends (the engine's own rules, run on a simulated order); then
+its agents as declared (never a credential's value) with their flow control (rateLimit, rateBurst,
+perKey, concurrency). --mermaid prints a Mermaid flowchart instead.`,
 		Example: "  sasctl workflow show shared/workflow/examples/approval.yaml --mermaid",
 		Args:    exactly(1, "one workflow FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -115,7 +118,7 @@ credential's value); --mermaid prints a Mermaid flowchart instead.`,
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().BoolVar(&f.mermaid, "mermaid", false, "print a Mermaid flowchart of the steps and the undo chain")
+	cmd.Flags().BoolVar(&f.mermaid, "mermaid", false, "print a Mermaid flowchart of the steps and the undo the engine runs")
 	return cmd
 }
 

@@ -3,14 +3,15 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/sas-go/sas/shared/workflow"
 )
 
 // printMermaid prints a flowchart: the steps left to right, the last to
-// Processed; each step's undo action on a dashed edge; the undo chain in
-// reverse order, ending in Failed. A wait for an event is a hexagon, a
+// Processed; each step's undo action on a dashed edge; the undo actions in
+// the order the engine runs them, to how the order ends (undoEdges). A wait for an event is a hexagon, a
 // timer a parallelogram and an async step a subroutine box, each with a
 // class of its own (wait, timer, async) styled apart.
 func printMermaid(out io.Writer, d workflow.Definition) {
@@ -68,28 +69,64 @@ func mermaidNode(s workflow.Step) string {
 }
 
 // printMermaidUndo draws each undo action on a dashed edge from its step,
-// then, for a linear workflow, the undo chain from the last undo action
-// back to the first, to Failed (steps that run at once are undone latest
-// completion first: no chain is fixed in advance).
+// then the undo as the engine runs it (undoEdges).
 func printMermaidUndo(out io.Writer, d workflow.Definition) {
-	var chain []string
 	for i, s := range d.Steps {
 		if s.Undo != nil {
 			fmt.Fprintf(out, "  s%d -. undo .-> u%d\n", i+1, i+1)
-			chain = append([]string{fmt.Sprintf("u%d", i+1)}, chain...)
 		}
 	}
-	if len(chain) == 0 || !d.Linear() {
-		return
-	}
-	fmt.Fprintf(out, "  failed([\"%s\"])\n", workflow.Failed)
-	for i, id := range chain {
-		next := "failed"
-		if i+1 < len(chain) {
-			next = chain[i+1]
+	ends, edges := undoEdges(d)
+	for _, end := range []workflow.State{workflow.Failed, workflow.CompensationFailed} {
+		if ends[end] {
+			fmt.Fprintf(out, "  %s([\"%s\"])\n", endNode(end), end)
 		}
-		fmt.Fprintf(out, "  %s --> %s\n", id, next)
 	}
+	for _, e := range edges {
+		fmt.Fprintf(out, "  %s\n", e)
+	}
+}
+
+// undoEdges are the edges of the undo as the engine runs it after each
+// step's refusal (workflow.Definition.UndoPlans), each once: from an undo
+// action to the next, from the last to how the order ends, and from a
+// step that has run and has no undo to CompensationFailed. A refusal that
+// undoes nothing draws nothing: the order ends at once. ends are the end
+// nodes the edges reach.
+func undoEdges(d workflow.Definition) (ends map[workflow.State]bool, edges []string) {
+	ends = map[workflow.State]bool{}
+	add := func(e string) {
+		if !slices.Contains(edges, e) {
+			edges = append(edges, e)
+		}
+	}
+	for _, p := range d.UndoPlans() {
+		prev := ""
+		for _, u := range p.Undo {
+			id := fmt.Sprintf("u%d", u.Index+1)
+			if prev != "" && prev != id {
+				add(prev + " --> " + id)
+			}
+			prev = id
+		}
+		if p.Pivot != nil {
+			ends[workflow.CompensationFailed] = true
+			add(fmt.Sprintf("s%d -. no undo .-> %s", p.Pivot.Index+1, endNode(workflow.CompensationFailed)))
+		}
+		if prev != "" {
+			ends[p.End] = true
+			add(prev + " --> " + endNode(p.End))
+		}
+	}
+	return ends, edges
+}
+
+// endNode is the node of an order's end.
+func endNode(s workflow.State) string {
+	if s == workflow.CompensationFailed {
+		return "compfailed"
+	}
+	return strings.ToLower(string(s))
 }
 
 // mermaidLabel is a node's label: the record's name, then what does it

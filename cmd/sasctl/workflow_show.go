@@ -12,12 +12,34 @@ import (
 )
 
 // printShow prints the workflow: its deadlines, a table of its steps each
-// followed by its undo action, the undo chain, and its agents.
+// followed by its undo action, what the table leaves out of a step (its
+// input, its hold on failure, the senders its wait takes), what the engine
+// undoes if each step is refused, and its agents with their flow control.
 func printShow(out io.Writer, d workflow.Definition) {
 	fmt.Fprintf(out, "workflow %s v%s (%s)\n", d.Name, d.Version, d.File)
 	fmt.Fprintf(out, "deadline %s (as long again for its undo actions), pickup timeout %s\n\n",
 		deploy.ShortDuration(d.Deadline), deploy.ShortDuration(d.PickupTimeout))
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	printSteps(out, d)
+	if details := stepDetails(d); len(details) > 0 {
+		fmt.Fprintf(out, "\n%s\n", strings.Join(details, "\n"))
+	}
+	if !d.Linear() {
+		fmt.Fprintf(out, "\n%s\n", levelsText(d))
+	}
+	fmt.Fprintf(out, "\n%s\n\n", undoText(d))
+	printAgents(out, d)
+	if limits := flowLimits(d); len(limits) > 0 {
+		fmt.Fprintf(out, "\n%s\n", strings.Join(limits, "\n"))
+	}
+	if vars := d.Vars(); len(vars) > 0 {
+		fmt.Fprintf(out, "\nneeds at deploy: %s\n", strings.Join(vars, ", "))
+	}
+}
+
+// printSteps prints the table of steps, each followed by its undo action.
+func printSteps(out io.Writer, d workflow.Definition) {
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tKIND\tNAME\tAGENT\tACTION\tTIMEOUT\tMAX FAILURES\tRETRY BACKOFF")
 	for i, s := range d.Steps {
 		n := strconv.Itoa(i + 1)
@@ -29,13 +51,8 @@ func printShow(out io.Writer, d workflow.Definition) {
 		printAction(tw, "", "undo", s.Undo)
 	}
 	tw.Flush()
-	if !d.Linear() {
-		fmt.Fprintf(out, "\n%s\n", levelsText(d))
-	}
-	fmt.Fprintf(out, "\n%s\n\n", undoChain(d))
-	printAgents(out, d)
-	if vars := d.Vars(); len(vars) > 0 {
-		fmt.Fprintf(out, "\nneeds at deploy: %s\n", strings.Join(vars, ", "))
+	for _, line := range strings.Split(strings.TrimSuffix(table.String(), "\n"), "\n") {
+		fmt.Fprintln(out, strings.TrimRight(line, " ")) // an undo-less row's empty cells
 	}
 }
 
@@ -84,7 +101,7 @@ func parkedTimeout(s workflow.Step) string {
 
 func printAction(tw io.Writer, n, kind string, a *workflow.Action) {
 	if a == nil {
-		fmt.Fprintf(tw, "%s\t%s\t-\n", n, kind)
+		fmt.Fprintf(tw, "%s\t%s\t-\t\t\t\t\t\n", n, kind) // every cell, or the columns below lose their alignment
 		return
 	}
 	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", n, kind, a.Name, a.Agent, a.DoName(),
@@ -116,24 +133,65 @@ func levelsText(d workflow.Definition) string {
 	return strings.Join(lines, "\n")
 }
 
-// undoChain says what runs when a step fails for good: the undo actions of
-// the steps before it, in reverse order, then the order is Failed.
-func undoChain(d workflow.Definition) string {
-	if !d.Linear() {
-		return "undo: a step that fails for good stops what is ready, awaits what runs, then undoes what completed, " +
-			"the latest completion first (a step without undo that completed: CompensationFailed)"
-	}
-	var chain []string
-	for i := len(d.Steps) - 1; i >= 0; i-- {
-		if u := d.Steps[i].Undo; u != nil {
-			chain = append(chain, u.Name)
+// stepDetails are what the table of steps leaves out, a line each: a
+// step's input, its hold on failure, and the senders a wait takes its event
+// from.
+func stepDetails(d workflow.Definition) []string {
+	var out []string
+	for _, s := range d.Steps {
+		if s.Input != "" {
+			out = append(out, fmt.Sprintf("%s: input %s", s.Name, oneLine(s.Input)))
+		}
+		if s.Undo != nil && s.Undo.Input != "" {
+			out = append(out, fmt.Sprintf("%s: input %s", s.Undo.Name, oneLine(s.Undo.Input)))
+		}
+		if s.HoldFor > 0 {
+			out = append(out, fmt.Sprintf("%s: onFailure hold: its failure holds the order for the operator, %s at most, then undoes it",
+				s.Name, deploy.ShortDuration(s.HoldFor)))
+		}
+		if s.Wait != nil && len(s.Wait.Senders) > 0 {
+			out = append(out, fmt.Sprintf("%s: takes event %s only from senders %s", s.Name, s.Wait.Event, strings.Join(s.Wait.Senders, ", ")))
 		}
 	}
-	if len(chain) == 0 {
-		return "undo chain: none (no step has an undo action): a step that fails for good fails the order"
+	return out
+}
+
+// undoText says, for each step that calls an agent, what the engine undoes
+// if its service refuses it for good (the steps started before it done),
+// and how the order ends: workflow.Definition.UndoPlans, the engine's own
+// rules run on a simulated order.
+func undoText(d workflow.Definition) string {
+	plans := d.UndoPlans()
+	if len(plans) == 0 {
+		return "undo: no step calls an agent, so none is refused and nothing is undone"
 	}
-	return "undo chain (a step that fails for good undoes the steps completed before it, the latest first): " +
-		strings.Join(append(chain, string(workflow.Failed)), " → ")
+	lines := []string{"undo, as the engine runs it if a step's service refuses it for good " +
+		"(the steps started before it done; the latest completion is undone first):"}
+	for _, p := range plans {
+		lines = append(lines, fmt.Sprintf("  %s refused → %s", d.Steps[p.Step].Name, planText(d, p)))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// planText is a plan on a line: the undo actions in the order they run,
+// then how the order ends, and why when it ends CompensationFailed.
+func planText(d workflow.Definition, p workflow.UndoPlan) string {
+	steps := make([]string, 0, len(p.Undo)+1)
+	for _, u := range p.Undo {
+		steps = append(steps, d.UndoName(u))
+	}
+	end := string(p.End)
+	switch {
+	case p.Pivot != nil:
+		end += fmt.Sprintf(" (%s has run and has no undo: the operator decides)", d.Steps[p.Pivot.Index].Name)
+	case len(p.Undo) == 0 && p.End == workflow.Failed:
+		end += " (nothing to undo)"
+	}
+	text := strings.Join(append(steps, end), " → ")
+	if p.Held {
+		return fmt.Sprintf("Held for the operator (%s at most); if undone: %s", deploy.ShortDuration(p.HoldFor), text)
+	}
+	return text
 }
 
 // printAgents prints the agents the steps call, in step order: how each
@@ -151,6 +209,30 @@ func printAgents(out io.Writer, d workflow.Definition) {
 			refuseText(a), authText(a.Auth))
 	}
 	tw.Flush()
+}
+
+// flowLimits are what bounds each agent's calls beyond its timeout, a line
+// each: its rate limit (and burst), its calls in flight per key, and its
+// function's instances at once.
+func flowLimits(d workflow.Definition) []string {
+	var out []string
+	for _, name := range d.Agents() {
+		a := d.AgentSpecs[name]
+		var limits []string
+		if a.RateLimit.Calls > 0 {
+			limits = append(limits, "rateLimit "+a.RateLimit.String())
+		}
+		if k := a.PerKey; k != nil {
+			limits = append(limits, fmt.Sprintf("perKey: %d in flight per %s", k.InFlight, oneLine(k.Key)))
+		}
+		if a.Concurrency > 0 {
+			limits = append(limits, fmt.Sprintf("concurrency %d instances", a.Concurrency))
+		}
+		if len(limits) > 0 {
+			out = append(out, fmt.Sprintf("%s: %s", name, strings.Join(limits, "; ")))
+		}
+	}
+	return out
 }
 
 func transientText(codes []int) string {

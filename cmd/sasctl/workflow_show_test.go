@@ -22,7 +22,9 @@ func TestWorkflowShowOrder(t *testing.T) {
 	requireRow(t, stdout, "undo", "refund-payment", "payment", "refund-payment", "20s", "3", "5s")
 	requireRow(t, stdout, "3", "step", "create-shipment", "shipping", "create-shipment", "20s", "3", "5s")
 	requireRow(t, stdout, "undo", "-")
-	require.Contains(t, stdout, ": refund-payment → release-inventory → Failed\n")
+	require.Contains(t, stdout, "\n  reserve-inventory refused → Failed (nothing to undo)\n"+
+		"  charge-payment refused → release-inventory → Failed\n"+
+		"  create-shipment refused → refund-payment → release-inventory → Failed\n")
 	requireRow(t, stdout, "inventory", "http", "${SAS_REMOTE_BASE_URL}/v1/services/inventory", "10s", "408,429,5xx", "(default)",
 		"other", "4xx", "none")
 	require.Contains(t, stdout, "\nneeds at deploy: SAS_REMOTE_BASE_URL\n")
@@ -113,7 +115,9 @@ func TestWorkflowShowWaitsTimersAndAsyncSteps(t *testing.T) {
 	requireRow(t, stdout, "1", "step", "reserve-inventory", "inventory", "reserve-inventory", "20s", "3", "5s")
 	requireRow(t, stdout, "2", "wait", "await-approval", "-", "event", "approved", "72h", "-", "-")
 	requireRow(t, stdout, "3", "step", "charge-approved", "payment", "charge-payment", "20s", "3", "5s")
-	require.Contains(t, stdout, ": refund-approved → release-inventory → Failed\n")
+	require.Contains(t, stdout, "\n  charge-approved refused → release-inventory → Failed\n", "the wait has nothing to undo")
+	require.NotContains(t, stdout, "await-approval refused", "a wait is not refused: it times out")
+	require.Contains(t, stdout, `charge-approved: input {orderId: .order.orderId, customerId: .order.customerId, amountCents: .results["await-approval"].amountCents, approvedBy: .results["await-approval"].by}`)
 
 	file := writeWorkflow(t, "parked.yaml", parkedSteps)
 	code, stdout, stderr = sasctl(t, "workflow", "show", file)
@@ -172,11 +176,89 @@ func TestWorkflowShowParallel(t *testing.T) {
 	require.Contains(t, stdout, "  1: reserve-east | reserve-west | authorize-payment\n")
 	require.Contains(t, stdout, "  2: charge-payment after reserve-east+reserve-west+authorize-payment\n")
 	require.Contains(t, stdout, "  3: pack-item (each of items) after charge-payment\n")
-	require.Contains(t, stdout, "the latest completion first")
+	require.Contains(t, stdout, "the latest completion is undone first")
+	require.Contains(t, stdout, "\n  create-shipment refused → unpack-item (each item) → refund-payment → void-authorization → "+
+		"release-west → release-east → Failed\n")
 	code, stdout, stderr = sasctl(t, "workflow", "show", "--mermaid", exampleFile("parallel"))
 	require.Zero(t, code, stderr)
 	for _, e := range []string{"s1 --> s4", "s2 --> s4", "s3 --> s4", "s4 --> s5", "s5 --> s6", "s6 --> processed", "s5 -. undo .-> u5"} {
 		require.Contains(t, stdout, "  "+e+"\n")
 	}
 	require.NotContains(t, stdout, "s1 --> s2", "no line between steps that run at once")
+}
+
+// pivotFlow has a step without undo between two with one: past it, the
+// engine cannot undo what came before it. Its last step holds the order on
+// failure; its agent's calls are bounded; its wait takes its event from
+// one sender.
+const pivotFlow = `name: pivot
+agents:
+  shop:
+    endpoint: "https://shop.example.com"
+    concurrency: 20
+    rateLimit: 50/s
+    rateBurst: 10
+    perKey: {key: .order.customerId, inFlight: 2}
+defaults: {timeout: 10s}
+steps:
+  - {name: reserve, agent: shop, undo: {name: release}}
+  - {name: ship, agent: shop}
+  - {name: charge, agent: shop, undo: {name: refund}}
+  - {name: notify, agent: shop}
+  - {name: confirm, agent: shop, onFailure: hold, holdFor: 2h}
+  - name: delivered
+    wait: {event: delivered, senders: [AROACOURIER]}
+`
+
+// show draws the undo the engine runs, from its rules: refused after a step
+// that cannot be undone, the order undoes what came after that step only
+// and ends CompensationFailed; it is not a line of every undo action to
+// Failed.
+func TestWorkflowShowDrawsTheEnginesUndo(t *testing.T) {
+	t.Parallel()
+	file := writeWorkflow(t, "pivot.yaml", pivotFlow)
+	code, stdout, stderr := sasctl(t, "workflow", "show", file)
+	require.Zero(t, code, stderr)
+	require.Contains(t, stdout, "\n  reserve refused → Failed (nothing to undo)\n"+
+		"  ship refused → release → Failed\n"+
+		"  charge refused → CompensationFailed (ship has run and has no undo: the operator decides)\n"+
+		"  notify refused → refund → CompensationFailed (ship has run and has no undo: the operator decides)\n"+
+		"  confirm refused → Held for the operator (2h at most); if undone: CompensationFailed "+
+		"(notify has run and has no undo: the operator decides)\n")
+	require.NotContains(t, stdout, "refund → release")
+
+	code, stdout, _ = sasctl(t, "workflow", "show", "--mermaid", file)
+	require.Zero(t, code)
+	out := outLines(stdout)
+	for _, want := range []string{`  failed(["Failed"])`, `  compfailed(["CompensationFailed"])`, "  u1 --> failed",
+		"  u3 --> compfailed", "  s2 -. no undo .-> compfailed"} {
+		require.Contains(t, out, want)
+	}
+	require.NotContains(t, out, "  u3 --> u1")
+}
+
+// show lists every field of the file's agents and steps: the agents' flow
+// control, a hold on failure, a wait's senders, in the text and the JSON.
+func TestWorkflowShowListsEveryField(t *testing.T) {
+	t.Parallel()
+	file := writeWorkflow(t, "pivot.yaml", pivotFlow)
+	code, stdout, stderr := sasctl(t, "workflow", "show", file)
+	require.Zero(t, code, stderr)
+	require.Contains(t, stdout, "\nconfirm: onFailure hold: its failure holds the order for the operator, 2h at most, then undoes it\n")
+	require.Contains(t, stdout, "\ndelivered: takes event delivered only from senders AROACOURIER\n")
+	require.Contains(t, stdout, "\nshop: rateLimit 50/s burst 10; perKey: 2 in flight per .order.customerId; concurrency 20 instances\n")
+
+	code, stdout, _ = sasctl(t, "workflow", "show", file, "-o", "json")
+	require.Zero(t, code)
+	var v showView
+	require.NoError(t, json.Unmarshal([]byte(stdout), &v))
+	require.Equal(t, agentView{Name: "shop", Endpoint: "https://shop.example.com", Timeout: "10s", Concurrency: 20,
+		RateLimit: "50/s", RateBurst: 10, PerKey: &perKeyView{Key: ".order.customerId", InFlight: 2}}, v.Agents[0])
+	require.Equal(t, "hold", v.Steps[4].OnFailure)
+	require.Equal(t, "2h", v.Steps[4].HoldFor)
+	require.Equal(t, []string{"AROACOURIER"}, v.Steps[5].Wait.Senders)
+	require.Equal(t, refusalView{Step: "notify", Undo: []string{"refund"}, Ends: "CompensationFailed", Pivot: "ship"}, v.Refusals[3])
+	require.Equal(t, refusalView{Step: "confirm", HeldFor: "2h", Undo: []string{}, Ends: "CompensationFailed", Pivot: "notify"},
+		v.Refusals[4])
+	require.Len(t, v.Refusals, 5, "a wait is not refused")
 }

@@ -15,6 +15,24 @@ type showView struct {
 	Steps         []actionView `json:"steps"`
 	Agents        []agentView  `json:"agents"`
 	Needs         []string     `json:"needs"`
+	// Refusals are what the engine does if each step that calls an agent
+	// is refused for good (workflow.Definition.UndoPlans).
+	Refusals []refusalView `json:"refusals"`
+}
+
+// refusalView is what the engine does if a step's service refuses it for
+// good, the steps started before it done: the undo actions it runs, in
+// order, and how the order ends.
+type refusalView struct {
+	Step string `json:"step"`
+	// HeldFor, for a step with onFailure: hold, is how long the order is
+	// held for the operator at most; Undo and Ends follow if it is undone.
+	HeldFor string   `json:"heldFor,omitempty"`
+	Undo    []string `json:"undo"`
+	Ends    string   `json:"ends"`
+	// Pivot, for CompensationFailed, is the step that has run and has no
+	// undo action: the undoing stops there, for the operator.
+	Pivot string `json:"pivot,omitempty"`
 }
 
 // actionView is a step or undo action: an agent's call (kind agent), or a
@@ -26,10 +44,15 @@ type actionView struct {
 	Agent        string      `json:"agent,omitempty"`
 	Action       string      `json:"action,omitempty"`
 	Async        bool        `json:"async,omitempty"`
+	Needs        []string    `json:"needs,omitempty"`   // the steps it waits for (none: the one before; noNeeds: none)
+	NoNeeds      bool        `json:"noNeeds,omitempty"` // needs: [], it starts with the order
+	ForEach      string      `json:"forEach,omitempty"`
 	Input        string      `json:"input,omitempty"`
 	Timeout      string      `json:"timeout,omitempty"`
 	MaxFailures  int         `json:"maxFailures,omitempty"`
 	RetryBackoff string      `json:"retryBackoff,omitempty"`
+	OnFailure    string      `json:"onFailure,omitempty"` // hold: its failure holds the order (none: undo, the default)
+	HoldFor      string      `json:"holdFor,omitempty"`
 	Wait         *waitView   `json:"wait,omitempty"`
 	Sleep        *sleepView  `json:"sleep,omitempty"`
 	Undo         *actionView `json:"undo,omitempty"`
@@ -37,9 +60,10 @@ type actionView struct {
 
 // waitView is a step that waits for an event.
 type waitView struct {
-	Event     string `json:"event"`
-	Timeout   string `json:"timeout,omitempty"` // none: the order's deadline bounds it
-	OnTimeout string `json:"onTimeout"`         // fail or continue
+	Event     string   `json:"event"`
+	Timeout   string   `json:"timeout,omitempty"` // none: the order's deadline bounds it
+	OnTimeout string   `json:"onTimeout"`         // fail or continue
+	Senders   []string `json:"senders,omitempty"` // the only senders whose event it takes
 }
 
 // sleepView is a timer.
@@ -57,6 +81,18 @@ type agentView struct {
 	Transient []int     `json:"transient,omitempty"`
 	Refuse    []int     `json:"refuse,omitempty"`
 	Auth      *authView `json:"auth,omitempty"`
+	// Concurrency is its function's most instances at once (0: the
+	// deployment's agentConcurrency).
+	Concurrency int         `json:"concurrency,omitempty"`
+	RateLimit   string      `json:"rateLimit,omitempty"` // 50/s, 600/m
+	RateBurst   int         `json:"rateBurst,omitempty"`
+	PerKey      *perKeyView `json:"perKey,omitempty"`
+}
+
+// perKeyView bounds an agent's calls in flight per value of an expression.
+type perKeyView struct {
+	Key      string `json:"key"`
+	InFlight int    `json:"inFlight"`
 }
 
 // authView is an agent's auth as declared: where its secret is, not the
@@ -85,18 +121,52 @@ func newShowView(d workflow.Definition) showView {
 			u := newActionView(*s.Undo)
 			st.Undo = &u
 		}
+		st.Needs, st.NoNeeds, st.ForEach = s.Needs, s.NoNeeds, s.ForEach
+		if s.HoldFor > 0 {
+			st.OnFailure, st.HoldFor = "hold", deploy.ShortDuration(s.HoldFor)
+		}
 		v.Steps = append(v.Steps, st)
 	}
 	for _, name := range d.Agents() {
-		a := d.AgentSpecs[name]
-		av := agentView{Name: name, Custom: a.Custom, Endpoint: a.Endpoint, Transient: a.Transient, Refuse: a.Refuse}
-		if a.Auth != nil {
-			av.Auth = newAuthView(*a.Auth)
-		}
-		if !a.Custom {
-			av.Timeout = deploy.ShortDuration(a.Timeout)
-		}
-		v.Agents = append(v.Agents, av)
+		v.Agents = append(v.Agents, newAgentView(name, d.AgentSpecs[name]))
+	}
+	v.Refusals = []refusalView{}
+	for _, p := range d.UndoPlans() {
+		v.Refusals = append(v.Refusals, newRefusalView(d, p))
+	}
+	return v
+}
+
+// newAgentView is an agent as declared, with its flow control.
+func newAgentView(name string, a workflow.Agent) agentView {
+	v := agentView{Name: name, Custom: a.Custom, Endpoint: a.Endpoint, Transient: a.Transient, Refuse: a.Refuse,
+		Concurrency: a.Concurrency}
+	if a.Auth != nil {
+		v.Auth = newAuthView(*a.Auth)
+	}
+	if !a.Custom {
+		v.Timeout = deploy.ShortDuration(a.Timeout)
+	}
+	if r := a.RateLimit; r.Calls > 0 {
+		v.RateLimit, v.RateBurst = workflow.Rate{Calls: r.Calls, Per: r.Per}.String(), r.Burst
+	}
+	if k := a.PerKey; k != nil {
+		v.PerKey = &perKeyView{Key: k.Key, InFlight: k.InFlight}
+	}
+	return v
+}
+
+// newRefusalView is plan p of d as the JSON shows it.
+func newRefusalView(d workflow.Definition, p workflow.UndoPlan) refusalView {
+	v := refusalView{Step: d.Steps[p.Step].Name, Undo: []string{}, Ends: string(p.End)}
+	for _, u := range p.Undo {
+		v.Undo = append(v.Undo, d.UndoName(u))
+	}
+	if p.Held {
+		v.HeldFor = deploy.ShortDuration(p.HoldFor)
+	}
+	if p.Pivot != nil {
+		v.Pivot = d.Steps[p.Pivot.Index].Name
 	}
 	return v
 }
@@ -117,6 +187,7 @@ func newStepView(s workflow.Step) actionView {
 		if s.Wait.Continue {
 			w.OnTimeout = "continue"
 		}
+		w.Senders = s.Wait.Senders
 		return actionView{Name: s.Name, Kind: string(workflow.KindEvent), Wait: w}
 	case s.Sleep != nil:
 		v := &sleepView{Until: s.Sleep.Until}

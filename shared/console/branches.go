@@ -13,7 +13,7 @@ import (
 // workflow whose steps run at once, its branches (layoutBranches).
 func layoutOf(st operator.Status) graph {
 	if len(st.Needs) == 0 {
-		return layout(st.Records)
+		return layout(st.Records, st.UndoNext)
 	}
 	return layoutBranches(st.Records, st.Needs)
 }

@@ -2,6 +2,7 @@ package console
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -11,7 +12,7 @@ import (
 
 // graph is an order's workflow laid out for an SVG: the steps left to right
 // with arrows in the order they run, each undo action under its step, and
-// arrows back from right to left in the order the undo actions run.
+// arrows between the undo actions in the order the engine runs them.
 type graph struct {
 	W, H  int
 	Boxes []box
@@ -77,8 +78,9 @@ const (
 )
 
 // layout places the records: steps (by index), and undo actions under the
-// steps they undo.
-func layout(recs []operator.Record) graph {
+// steps they undo, with an arrow from each undo action to those the engine
+// runs right after it (undoNext, by name: operator.Status.UndoNext).
+func layout(recs []operator.Record, undoNext map[string][]string) graph {
 	var steps []operator.Record
 	undos := map[int]operator.Record{}
 	for _, r := range recs {
@@ -93,33 +95,48 @@ func layout(recs []operator.Record) graph {
 	if len(undos) > 0 {
 		g.H = undoY + boxH + 24
 	}
-	prevUndo := -1
+	undoCol := map[string]int{} // an undo action's column, by name
 	for col, st := range steps {
 		g.Boxes = append(g.Boxes, newBox(st, colX(col), stepY))
 		if col > 0 {
 			g.Edges = append(g.Edges, edge{X1: colX(col-1) + boxW, Y1: stepY + boxH/2, X2: colX(col) - 4, Y2: stepY + boxH/2, Class: "forward"})
 		}
 		if u, ok := undos[st.Index]; ok {
-			g.addUndo(u, col, prevUndo)
-			prevUndo = col
+			g.addUndo(u, col)
+			undoCol[u.Name] = col
 		}
 	}
+	g.addUndoOrder(undoCol, undoNext)
 	return g
 }
 
 // colX is the left edge of a column's boxes.
 func colX(col int) int { return margin + col*(boxW+gapX) }
 
-// addUndo places an undo action under its step's column, linked to it, with
-// an arrow to the undo action that runs after it (the one of the previous
-// column that has one, prev; -1 for none).
-func (g *graph) addUndo(u operator.Record, col, prev int) {
+// addUndo places an undo action under its step's column, linked to it.
+func (g *graph) addUndo(u operator.Record, col int) {
 	x := colX(col)
 	g.Boxes = append(g.Boxes, newBox(u, x, undoY))
 	g.Edges = append(g.Edges, edge{X1: x + boxW/2, Y1: stepY + boxH, X2: x + boxW/2, Y2: undoY, Class: "undoes", Plain: true})
-	if prev >= 0 {
-		// Undo actions run right to left: this one, then the one before.
-		g.Edges = append(g.Edges, edge{X1: x, Y1: undoY + boxH/2, X2: colX(prev) + boxW + 4, Y2: undoY + boxH/2, Class: "back"})
+}
+
+// addUndoOrder draws an arrow from each undo action to each the engine runs
+// right after it: back, right to left, as a line of steps is undone.
+func (g *graph) addUndoOrder(undoCol map[string]int, undoNext map[string][]string) {
+	for _, from := range slices.Sorted(maps.Keys(undoNext)) {
+		col, ok := undoCol[from]
+		for _, to := range undoNext[from] {
+			next, found := undoCol[to]
+			if !ok || !found || next == col {
+				continue
+			}
+			y := undoY + boxH/2
+			e := edge{X1: colX(col), Y1: y, X2: colX(next) + boxW + 4, Y2: y, Class: "back"}
+			if next > col { // forward: from its right edge to the next one's left
+				e.X1, e.X2 = colX(col)+boxW, colX(next)-4
+			}
+			g.Edges = append(g.Edges, e)
+		}
 	}
 }
 

@@ -20,6 +20,10 @@ type Status struct {
 	// Needs, for a workflow whose steps run at once, are the steps each step
 	// waits for, by name (a step that needs nothing starts with the order).
 	Needs map[string][]string `json:"needs,omitempty"`
+	// UndoNext are, for each undo action (by name), the undo actions the
+	// engine runs right after it, whichever step's refusal started the
+	// undoing (workflow.Definition.UndoNext): the console draws its arrows.
+	UndoNext map[string][]string `json:"undoNext,omitempty"`
 }
 
 // Event is one line of an order's timeline.
@@ -48,8 +52,13 @@ func (o *Operator) Status(ctx context.Context, orderID string) (Status, error) {
 		}
 	}
 	s := Status{Order: OrderOf(task), Records: make([]Record, 0, len(recs)), Timeline: []Event{}}
-	if s.Needs, err = o.needs(ctx, orderID); err != nil {
+	d, err := o.Store.Definition(ctx, orderID)
+	if err != nil {
 		return Status{}, err
+	}
+	s.Needs = needsOf(d)
+	if next := d.UndoNext(); len(next) > 0 {
+		s.UndoNext = next
 	}
 	for _, r := range recs {
 		rec := recordOf(r, task.State, steps)
@@ -66,12 +75,11 @@ func (o *Operator) Status(ctx context.Context, orderID string) (Status, error) {
 	return s, nil
 }
 
-// needs are what each step of the order's workflow needs, by name; none
-// for a line of steps (each needs the one before it).
-func (o *Operator) needs(ctx context.Context, orderID string) (map[string][]string, error) {
-	d, err := o.Store.Definition(ctx, orderID)
-	if err != nil || d.Linear() {
-		return nil, err
+// needsOf are what each step of workflow d needs, by name; none for a line
+// of steps (each needs the one before it).
+func needsOf(d workflow.Definition) map[string][]string {
+	if d.Linear() {
+		return nil
 	}
 	out := map[string][]string{}
 	for i, st := range d.Steps {
@@ -80,7 +88,7 @@ func (o *Operator) needs(ctx context.Context, orderID string) (map[string][]stri
 			out[st.Name] = append(out[st.Name], d.Steps[j].Name)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // runOrder sorts steps first, by index (and item), then undo actions in the
