@@ -283,10 +283,11 @@ type Gate struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// MaxTurnWait is how long a call waits in its Agent for a turn of its rate
-// limit before its request is sent again for later: long enough that a
-// backlog's calls take every turn, short enough that an instance is not
-// held long.
+// MaxTurnWait is how long a call at the head of its Agent instance's line
+// waits for a turn of its rate limit before its request is sent again for
+// later (never past its invocation's time): long enough that the instances'
+// calls take every turn of a backlog between them, so few requests go round
+// the queue again.
 const MaxTurnWait = 3 * time.Second
 
 // Admit says whether agent may call its service now, at most limit calls a
@@ -316,14 +317,17 @@ func (g *Gate) Admit(ctx context.Context, agent string, limit workflow.Rate, by,
 // (and never past by, if set), from now: Turned, or a Wait for the request
 // to come back when the turn is further off.
 func (g *Gate) Turn(ctx context.Context, agent string, limit workflow.Rate, by, now time.Time) (Verdict, error) {
-	until := now.Add(MaxTurnWait)
-	if !by.IsZero() && by.Before(until) {
-		until = by
-	}
 	queued := time.Now()
 	g.line.Lock()
 	defer g.line.Unlock()
 	now = now.Add(time.Since(queued)) // as long as it waited in line
+	until := now.Add(MaxTurnWait)     // from its place at the head of the line
+	if !by.IsZero() && by.Before(until) {
+		until = by
+	}
+	if d, ok := ctx.Deadline(); ok && d.Add(-time.Second).Before(until) {
+		until = d.Add(-time.Second) // its invocation's time: the request is sent again before it ends
+	}
 	for {
 		ok, next, err := g.Store.Take(ctx, agent, limit, now)
 		if err != nil {
