@@ -130,6 +130,10 @@ type Waiting struct {
 	Event string    `json:"event,omitempty"` // the event's name
 	Since time.Time `json:"since"`           // when it began to wait (a wait or timer armed; a callback's call claimed)
 	Until time.Time `json:"until,omitzero"`  // its timeout, its wake time, or the callback's CompleteBy
+	// Why, for "flow" (its agent's flow control holds its call), is for
+	// what, and Times how often it has waited so.
+	Why   string `json:"why,omitempty"`
+	Times int    `json:"times,omitempty"`
 }
 
 // What says in words what it waits for: event "approved", a timer, a
@@ -140,6 +144,8 @@ func (w Waiting) What() string {
 		return fmt.Sprintf("event %q", w.Event)
 	case "timer":
 		return "a timer"
+	case "flow":
+		return fmt.Sprintf("its agent's flow control (%s; %d time(s))", w.Why, w.Times)
 	}
 	return "its service's callback"
 }
@@ -189,6 +195,11 @@ func waitingOf(s statestore.Step) *Waiting {
 		return w
 	case s.State == workflow.Processing && s.Async:
 		return &Waiting{For: "callback", Since: utc(s.ClaimedAt), Until: utc(s.CompleteBy)}
+	case s.State == workflow.Pending && s.FlowWhy != "" && !s.DueAt.IsZero():
+		// Its agent's flow control gave its attempt back before the call:
+		// it waits for its rate turn, a slot of its key, a pause's end or
+		// its service's back-off, and is claimed again then.
+		return &Waiting{For: "flow", Why: s.FlowWhy, Times: s.FlowWaits, Since: utc(s.ReadyAt)}
 	}
 	return nil
 }

@@ -86,3 +86,18 @@ func TestClockSaysTheDayOfAnotherDay(t *testing.T) {
 	require.Equal(t, "11-28 08:00:00", Clock(now.Add(72*time.Hour), now))
 	require.Equal(t, "11-24 23:00:00", Clock(time.Date(2026, 11, 25, 0, 0, 0, 0, time.FixedZone("CET", 3600)), now))
 }
+
+// A record its agent's flow control holds is shown waiting, for what and
+// how often, never as an error.
+func TestARecordHeldByItsFlowControlIsShownWaiting(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	st := statestore.Step{Name: "ocr", State: workflow.Pending, Attempt: 19, DueAt: at.Add(time.Minute), ReadyAt: at,
+		FlowWaits: 18, FlowWhy: `waiting for a slot of key "c-1"`}
+	r := recordOf(st, workflow.Pending, nil)
+	require.Empty(t, r.LastError)
+	require.Equal(t, &Waiting{For: "flow", Why: `waiting for a slot of key "c-1"`, Times: 18, Since: at}, r.Waiting)
+	require.Contains(t, r.Waiting.What(), `its agent's flow control (waiting for a slot of key "c-1"; 18 time(s))`)
+	st.State, st.DueAt = workflow.Processing, time.Time{}
+	require.Nil(t, recordOf(st, workflow.Pending, nil).Waiting, "claimed: it waits no more")
+}
