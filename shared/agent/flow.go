@@ -64,7 +64,7 @@ func (h *Handler) beforeCall(ctx context.Context, def workflow.Definition, st *s
 		let = func() {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
-			if err := h.gate.Store.Let(ctx, h.cfg.Name, key, holder); err != nil {
+			if _, err := h.gate.Store.Let(ctx, h.cfg.Name, key, holder, h.Now()); err != nil {
 				h.log.Warn("a slot not let go: it is free at the attempt's CompleteBy", "order_id", st.OrderID, "key", key, "err", err)
 			}
 		}

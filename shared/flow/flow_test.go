@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -137,114 +136,6 @@ func TestARateLimitDecidesEachCallAtItsMoment(t *testing.T) {
 			require.Equal(t, 5*i, tick, "call %d at its moment", i)
 		}
 		require.Equal(t, "50/s 600/m", fmt.Sprint(workflow.Rate{Calls: 50, Per: time.Second}, " ", workflow.Rate{Calls: 600, Per: time.Minute}))
-	})
-}
-
-// A key's slots: at most the limit held at once, a holder holds its own
-// again, a slot let go is free at once, and a hold whose time passed (an
-// Agent that crashed) is removed by the next call that finds the key full.
-func TestAKeysSlotsAreHeldUpToTheLimitAndNeverLeak(t *testing.T) {
-	each(t, func(t *testing.T, s flow.Store) {
-		ctx := context.Background()
-		end := t0.Add(10 * time.Second)
-		for _, h := range []string{"o-1/0#1", "o-2/0#1"} {
-			got, err := s.Hold(ctx, "payment", "c-1", 2, h, end, t0)
-			require.NoError(t, err)
-			require.True(t, got.Held, h)
-		}
-		got, err := s.Hold(ctx, "payment", "c-1", 2, "o-3/0#1", end.Add(time.Second), t0)
-		require.NoError(t, err)
-		require.False(t, got.Held, "the key is full")
-		require.Equal(t, 2, got.Holders)
-		require.True(t, got.Next.Equal(end), "a slot is free by the first hold's end: %s", got.Next)
-		got, err = s.Hold(ctx, "payment", "c-1", 2, "o-1/0#1", end, t0)
-		require.NoError(t, err)
-		require.True(t, got.Held, "a holder holds its own slot still")
-		got, err = s.Hold(ctx, "payment", "c-2", 2, "o-3/0#1", end, t0)
-		require.NoError(t, err)
-		require.True(t, got.Held, "another key's slots are its own")
-		got, err = s.Hold(ctx, "inventory", "c-1", 1, "o-3/1#1", end, t0)
-		require.NoError(t, err)
-		require.True(t, got.Held, "another agent's keys are its own")
-
-		require.NoError(t, s.Let(ctx, "payment", "c-1", "o-1/0#1"))
-		require.NoError(t, s.Let(ctx, "payment", "c-1", "o-1/0#1"), "let go twice: nothing more")
-		got, err = s.Hold(ctx, "payment", "c-1", 2, "o-3/0#1", end, t0)
-		require.NoError(t, err)
-		require.True(t, got.Held, "a slot let go is free at once")
-
-		// o-2 and o-3 crash: their holds end at end; after it, the key's
-		// slots are free again whatever they never let go.
-		got, err = s.Hold(ctx, "payment", "c-1", 2, "o-4/0#1", end.Add(time.Minute), end.Add(-time.Millisecond))
-		require.NoError(t, err)
-		require.False(t, got.Held)
-		for _, h := range []string{"o-4/0#1", "o-5/0#1"} {
-			got, err = s.Hold(ctx, "payment", "c-1", 2, h, end.Add(time.Minute), end)
-			require.NoError(t, err)
-			require.True(t, got.Held, "%s: the crashed holds ended", h)
-		}
-		holders, err := s.Holders(ctx, "payment", "c-1")
-		require.NoError(t, err)
-		require.Len(t, holders, 2)
-		require.Contains(t, holders, "o-4/0#1")
-		require.Contains(t, holders, "o-5/0#1")
-
-		long := strings.Repeat("k", flow.MaxKeyBytes+1)
-		got, err = s.Hold(ctx, "payment", long, 1, "o-6/0#1", end, t0)
-		require.NoError(t, err)
-		require.True(t, got.Held, "a long key is kept as its hash")
-		got, err = s.Hold(ctx, "payment", long, 1, "o-7/0#1", end, t0)
-		require.NoError(t, err)
-		require.False(t, got.Held)
-	})
-}
-
-// Many holders race for a key's slots, over and over, each letting its
-// slot go at once or crashing (its hold ends by itself): at no moment do
-// more than the limit hold one, counted by the holders themselves, and in
-// every round every free slot is taken.
-func TestRacingHoldersNeverExceedAKeysLimit(t *testing.T) {
-	each(t, func(t *testing.T, s flow.Store) {
-		ctx := context.Background()
-		const racers, limit, rounds = 6, 2, 4
-		now := t0
-		for round := range rounds {
-			var inside, most, held atomic.Int32
-			var wg sync.WaitGroup
-			for i := range racers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					holder := fmt.Sprintf("o-%d/0#%d", i, round)
-					got, err := s.Hold(ctx, "payment", "c-1", limit, holder, now.Add(time.Second), now)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if !got.Held {
-						return
-					}
-					held.Add(1)
-					n := inside.Add(1)
-					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-					}
-					time.Sleep(time.Millisecond)
-					inside.Add(-1)
-					if i%2 == 0 { // the odd ones crash: their holds end at now+1s
-						if err := s.Let(ctx, "payment", "c-1", holder); err != nil {
-							t.Error(err)
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			require.LessOrEqual(t, int(most.Load()), limit, "round %d", round)
-			require.GreaterOrEqual(t, int(held.Load()), limit, "round %d: every free slot is taken", round)
-			now = now.Add(2 * time.Second) // the crashed holds have ended
-			holders, err := s.Holders(ctx, "payment", "c-1")
-			require.NoError(t, err)
-			require.LessOrEqual(t, len(holders), limit, "round %d", round)
-		}
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sas-go/sas/shared/dispatch"
+	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
@@ -86,9 +87,10 @@ type Deps struct {
 	Slots SlotReleaser
 }
 
-// SlotReleaser lets go a slot of an agent's calls in flight (flow.Store).
+// SlotReleaser lets go a slot of an agent's calls in flight (flow.Store),
+// and says which waiters it was handed to.
 type SlotReleaser interface {
-	Let(ctx context.Context, agent, key, holder string) error
+	Let(ctx context.Context, agent, key, holder string, now time.Time) ([]flow.Waiter, error)
 }
 
 // New builds the handler; it fails if an agent of the workflows has no queue.
