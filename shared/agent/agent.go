@@ -217,7 +217,13 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		// and its key's slot, if it holds one, ends at its CompleteBy.
 		accepted = true
 		st.Slot = key
-		if err := h.store.Accept(ctx, *st, h.Now()); err != nil && !errors.Is(err, statestore.ErrStale) {
+		err := h.store.Accept(ctx, *st, h.Now())
+		switch {
+		case errors.Is(err, statestore.ErrStale):
+			// Its callback came first (or the attempt ended otherwise): it
+			// found no slot noted to let go, so the slot goes here.
+			accepted = false
+		case err != nil:
 			h.log.Warn("async call accepted, not noted: a cancel awaits its callback", "order_id", st.OrderID, "err", err)
 		}
 		return nil // its callback records the outcome; by CompleteBy, or the Supervisor recovers the attempt
@@ -312,6 +318,7 @@ func (h *Handler) claim(ctx context.Context, req message.AgentRequest, nonce str
 		Owner: h.cfg.InstanceID, Token: nonce, Now: now})
 	switch {
 	case errors.Is(err, statestore.ErrNotClaimable):
+		h.leaveLine(ctx, req)
 		h.metrics.Count(metrics.NothingToClaim, 1, map[string]any{"OrderID": req.OrderID, "Step": req.Step, "Undo": req.Undo})
 		h.log.Debug("request dropped: nothing claimable (a duplicate, a late request, or no such order or step)",
 			"order_id", req.OrderID, "step", req.Step, "undo", req.Undo)

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/sas-go/sas/shared/flow"
@@ -50,24 +49,17 @@ func (h *Handler) beforeCall(ctx context.Context, def workflow.Definition, st *s
 		return let, false, nil
 	}
 	if key != "" {
-		holder := flow.Holder(st.OrderID, st.Ref(), st.Round, st.Attempt)
-		hold, err := h.gate.Store.Hold(ctx, h.cfg.Name, key, h.cfg.PerKey.InFlight, holder, st.CompleteBy, h.Now())
+		slot, err := h.holdSlot(ctx, st, req, key)
 		if err != nil {
 			h.turnBack(ctx, turned)
 			return let, false, err // SQS delivers it again; the claim is recovered at its CompleteBy
 		}
-		if !hold.Held {
+		if !slot.held {
 			h.turnBack(ctx, turned)
-			return let, true, h.giveBack(ctx, def, st, flow.Verdict{Wait: KeyWait,
-				Why: fmt.Sprintf("waiting for a slot of key %q (%d call(s) of agent %s in flight, its perKey limit)", key, hold.Holders, h.cfg.Name)}, req)
+			req.Slot, req.Round = key, st.Round // its fallback: if it finds nothing to run, it leaves the line
+			return let, true, h.giveBack(ctx, def, st, flow.Verdict{Wait: slot.wait, Why: slot.why}, req)
 		}
-		let = func() {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			if _, err := h.gate.Store.Let(ctx, h.cfg.Name, key, holder, h.Now()); err != nil {
-				h.log.Warn("a slot not let go: it is free at the attempt's CompleteBy", "order_id", st.OrderID, "key", key, "err", err)
-			}
-		}
+		let = func() { h.letSlot(ctx, st, key) }
 	}
 	if v, err := h.gate.Recheck(ctx, h.cfg.Name, h.Now()); err != nil || v.Wait > 0 {
 		let()

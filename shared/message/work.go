@@ -69,10 +69,16 @@ type AgentRequest struct {
 	// Payload is the order, if the Scheduler had it; an Agent reads the
 	// orders table for a request without one.
 	Payload json.RawMessage `json:"payload,omitempty"`
-	// Turn, set by an Agent that sent its own request again for later, is
-	// the time its agent's rate limit gave the call: it calls then,
-	// taking no other turn.
+	// Turn was set by an Agent of an earlier version that booked its call's
+	// turn of its rate limit ahead; none is booked now (the turn is decided
+	// at the call's moment), and it is ignored.
 	Turn time.Time `json:"turn,omitzero"`
+	// Slot, on a request that waits in the line of its agent's key (the
+	// key, workflow.Agent.PerKey), and Round, its attempt's round: if it
+	// finds nothing to run (its order was cancelled or ended while it
+	// waited), its Agent takes it out of the line.
+	Slot  string `json:"slot,omitempty"`
+	Round int    `json:"round,omitempty"`
 }
 
 // Ref is the record the request is about.

@@ -167,7 +167,7 @@ func (o *Operator) Cancel(ctx context.Context, orderID, by, reason string) (Canc
 	// The reply queue was checked against the deployment's list when the
 	// order was accepted: the one the order names is allowed.
 	k := outcome.Canceller{Store: o.Store, Start: start, Notify: notify.New(queue.NewSender(o.sqs), notify.Stored{}, nil,
-		slog.New(slog.DiscardHandler))}
+		slog.New(slog.DiscardHandler)), Slots: dispatch.Slots{Store: o.Flow, AgentQueues: start.AgentQueues, Send: start.Send}}
 	res, err := k.Cancel(ctx, statestore.CancelRequest{OrderID: orderID, By: by, Reason: reason, Pickup: o.PickupTimeout, Now: o.Now()})
 	if err != nil {
 		return Cancelled{}, err

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -26,6 +27,16 @@ type Canceller struct {
 	Store  Writer
 	Start  RecordStarter    // nil: the caller starts Cancellation.Undo
 	Notify *notify.Notifier // nil: nobody is told
+	// Slots lets go the slot of its agent's calls in flight that an
+	// accepted async attempt the cancel gives back held (nil: it ends at
+	// the attempt's CompleteBy).
+	Slots SlotLetter
+}
+
+// SlotLetter lets a slot of an agent's calls in flight go, handing it on
+// (dispatch.Slots).
+type SlotLetter interface {
+	LetGo(ctx context.Context, agent, key, holder string, now time.Time) error
 }
 
 // Cancel cancels the order c names. A refusal (*statestore.NotCancellableError)
@@ -47,6 +58,16 @@ func (k Canceller) Cancel(ctx context.Context, c statestore.CancelRequest) (stat
 	}
 	if k.Notify != nil {
 		k.Notify.CancelAccepted(ctx, ev, res.State)
+	}
+	for _, sl := range res.Slots {
+		// The attempt given back is undone: the undo, of the same key
+		// perhaps, must not wait for the attempt's CompleteBy.
+		if k.Slots == nil {
+			break
+		}
+		if err := k.Slots.LetGo(ctx, sl.Agent, sl.Key, sl.Holder, c.Now); err != nil {
+			return res, err // the cancel is recorded: asked again, it is a repeat; the slot ends at its CompleteBy
+		}
 	}
 	if res.Undo == nil || k.Start == nil {
 		return res, nil
@@ -80,6 +101,10 @@ func (k Canceller) decide(ctx context.Context, c statestore.CancelRequest) (stat
 		for _, ch := range m.Changes {
 			if ch.State == workflow.Pending { // an accepted async attempt, given back to be undone
 				st, _ := s.Step(ch.Ref)
+				if st.Slot != "" {
+					res.Slots = append(res.Slots, flow.Slot{Agent: st.Agent, Key: st.Slot,
+						Holder: flow.Holder(st.OrderID, st.Ref(), st.Round, st.Attempt)})
+				}
 				looks = append(looks, statestore.Look{Ref: ch.Ref, FailureCount: st.FailureCount, ReadyAt: c.Now, By: "the cancel",
 					Reason: fmt.Sprintf("attempt %d, its call accepted by its service, is not awaited: it is undone", st.Attempt)})
 			}

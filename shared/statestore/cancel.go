@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -40,4 +41,7 @@ type Cancellation struct {
 	Round      int
 	Workflow   string // the order's workflow, and its version
 	WfVersion  string
+	// Slots are the slots of their agents' calls in flight that the
+	// accepted async attempts it gave back held, to let go.
+	Slots []flow.Slot
 }

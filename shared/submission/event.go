@@ -71,9 +71,11 @@ func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Ev
 	}
 	if d.Slot.Key != "" && h.slots != nil {
 		// Its attempt ended: the slot of its agent's calls in flight it held
-		// is free for the next (else it ends at the attempt's CompleteBy).
-		if _, err := h.slots.Let(ctx, d.Slot.Agent, d.Slot.Key, d.Slot.Holder, h.Now()); err != nil {
-			h.log.Warn("a slot not let go: it is free at the attempt's CompleteBy", "order_id", e.OrderID, "key", d.Slot.Key, "err", err)
+		// goes to the first in its key's line (else it ends at the
+		// attempt's CompleteBy).
+		if err := h.slotsOf().LetGo(ctx, d.Slot.Agent, d.Slot.Key, d.Slot.Holder, h.Now()); err != nil {
+			h.log.Warn("a slot not let go or not handed on: it is free at the attempt's CompleteBy, or its reservation ends",
+				"order_id", e.OrderID, "key", d.Slot.Key, "err", err)
 		}
 	}
 	switch {

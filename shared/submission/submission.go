@@ -93,6 +93,15 @@ type SlotReleaser interface {
 	Let(ctx context.Context, agent, key, holder string, now time.Time) ([]flow.Waiter, error)
 }
 
+// slotsOf lets go the slots of the agents' calls in flight that ended here
+// (an async call's callback, a cancel), handing them on (nil: none).
+func (h *Handler) slotsOf() outcome.SlotLetter {
+	if h.slots == nil {
+		return nil
+	}
+	return dispatch.Slots{Store: h.slots, AgentQueues: h.cfg.AgentQueues, Send: h.send}
+}
+
 // New builds the handler; it fails if an agent of the workflows has no queue.
 func New(cfg Config, d Deps) (*Handler, error) {
 	if cfg.Workflows.IsZero() {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -20,6 +21,7 @@ var giveBackTests = map[string]func(*testing.T, *statestore.Store){
 	"AGiveBackWhileTheOrderIsUndoneGoesOnWithTheUndo": giveBackWhileUndone,
 	"AGiveBackBeforeItsCallIsNotRun":                  giveBackNotRun,
 	"WaitingDoesNotGrowTheItem":                       waitingKeepsACount,
+	"ACancelLetsTheSlotOfAnAcceptedCallGo":            cancelLetsTheSlotGo,
 }
 
 // release gives st back as its Agent's flow control does.
@@ -101,4 +103,29 @@ func waitingKeepsACount(t *testing.T, s *statestore.Store) {
 	require.Equal(t, 0, recs[step1].FailureCount)
 	st := claimedAs(t, s, "o-1", step1, t0.Add(time.Hour))
 	require.Empty(t, st.FlowWhy, "claimed: it waits no more")
+}
+
+// slotsLet records the slots a cancel lets go.
+type slotsLet struct{ let []flow.Slot }
+
+func (l *slotsLet) LetGo(_ context.Context, agent, key, holder string, _ time.Time) error {
+	l.let = append(l.let, flow.Slot{Agent: agent, Key: key, Holder: holder})
+	return nil
+}
+
+// A cancel that gives an accepted async call back lets go the slot of its
+// key the call held: its undo, of the same key perhaps, does not wait for
+// the attempt's CompleteBy (hours, perhaps).
+func cancelLetsTheSlotGo(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runTo(t, s, 3, 1)
+	st, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step1, Agent: "svc", Owner: "a-1", Token: "n1", Now: t0})
+	require.NoError(t, err)
+	st.Slot = "c-1"
+	require.NoError(t, s.Accept(ctx, st, t0))
+	slots := &slotsLet{}
+	res, err := outcome.Canceller{Store: s, Slots: slots}.Cancel(ctx, cancelReq("o-1", t0.Add(time.Second)))
+	require.NoError(t, err)
+	require.Equal(t, workflow.CancelStops, res.Verdict)
+	require.Equal(t, []flow.Slot{{Agent: "svc", Key: "c-1", Holder: flow.Holder("o-1", step1, 1, st.Attempt)}}, slots.let)
 }

@@ -1,0 +1,146 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// A call whose key's slots are all held (workflow.Agent.PerKey) waits in the
+// key's line, first come first served (flow.Store.Wait): its attempt is
+// given back once, and the holder that lets a slot go sends the request of
+// the first in line, whose slot is reserved for it (flow.ReserveFor). So a
+// waiting call costs no claim, no give-back and no SQS message a second,
+// and the state item does not grow while it waits. Its own request is sent
+// again for the earliest time a holder's hold ends by itself (a crashed
+// Agent's, at its CompleteBy), at most KeyPoll later: a fallback, in case a
+// hand-off is lost.
+
+// KeyPoll bounds how long a call waiting in its key's line waits before it
+// looks again by itself.
+const KeyPoll = 5 * time.Minute
+
+// slotWait is what holding a slot of key decided for a claimed attempt:
+// held (let lets it go at the call's end), or waiting with its attempt to
+// give back (wait, why).
+type slotWait struct {
+	held bool
+	wait time.Duration
+	why  string
+}
+
+// holdSlot takes a slot of key for the claimed attempt st, or puts it in the
+// key's line.
+func (h *Handler) holdSlot(ctx context.Context, st *statestore.Step, req message.AgentRequest, key string) (slotWait, error) {
+	holder := flow.Holder(st.OrderID, st.Ref(), st.Round, st.Attempt)
+	limit := h.cfg.PerKey.InFlight
+	hold, err := h.gate.Store.Hold(ctx, h.cfg.Name, key, limit, holder, st.CompleteBy, h.Now())
+	if err != nil {
+		return slotWait{}, err
+	}
+	h.handOn(ctx, hold.Handed)
+	if hold.Held {
+		return slotWait{held: true}, nil
+	}
+	line, err := json.Marshal(waiting(req, st.Round, key))
+	if err != nil {
+		return slotWait{}, fmt.Errorf("encode %s's place in line: %w", st.OrderID, err)
+	}
+	place, err := h.gate.Store.Wait(ctx, h.cfg.Name, key, limit, flow.Waiter{ID: flow.WaiterOf(holder), Request: line}, h.Now())
+	if errors.Is(err, flow.ErrWaiterTooLarge) || (err == nil && place.Position == 0 && !place.Reserved) {
+		// No place in line (too long, or too large a request): it looks
+		// again a second later.
+		return slotWait{wait: KeyWait, why: fmt.Sprintf("waiting for a slot of key %q (its line is full)", key)}, nil
+	}
+	if err != nil {
+		return slotWait{}, err
+	}
+	h.handOn(ctx, place.Handed)
+	if place.Reserved { // a slot came free meanwhile, and it is first
+		hold, err := h.gate.Store.Hold(ctx, h.cfg.Name, key, limit, holder, st.CompleteBy, h.Now())
+		if err != nil {
+			return slotWait{}, err
+		}
+		h.handOn(ctx, hold.Handed)
+		if hold.Held {
+			return slotWait{held: true}, nil
+		}
+	}
+	poll := KeyPoll
+	if !place.Next.IsZero() {
+		poll = min(max(place.Next.Sub(h.Now()), KeyWait), KeyPoll)
+	}
+	return slotWait{wait: poll, why: fmt.Sprintf("waiting for a slot of key %q (%s in line)", key, ordinal(place.Position))}, nil
+}
+
+// letSlot lets the attempt's slot of key go and sends the request of whom
+// it was handed to.
+func (h *Handler) letSlot(ctx context.Context, st *statestore.Step, key string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	handed, err := h.gate.Store.Let(ctx, h.cfg.Name, key, flow.Holder(st.OrderID, st.Ref(), st.Round, st.Attempt), h.Now())
+	if err != nil {
+		h.log.Warn("a slot not let go: it is free at the attempt's CompleteBy", "order_id", st.OrderID, "key", key, "err", err)
+		return
+	}
+	h.handOn(ctx, handed)
+}
+
+// handOn sends the requests of the waiters a slot was handed to. A request
+// lost here frees its reservation after flow.ReserveFor, and its waiter
+// looks again by itself.
+func (h *Handler) handOn(ctx context.Context, handed []flow.Waiter) {
+	for _, w := range handed {
+		if err := h.send.SendJSON(ctx, h.cfg.RequestQueueURL, json.RawMessage(w.Request), 0); err != nil {
+			h.log.Warn("a slot's hand-off not sent: its reservation ends by itself", "waiter", w.ID, "err", err)
+		}
+	}
+}
+
+// leaveLine takes a request that no longer has anything to run out of its
+// key's line (its order was cancelled or ended while it waited), handing
+// what it held on.
+func (h *Handler) leaveLine(ctx context.Context, req message.AgentRequest) {
+	if h.gate == nil || req.Slot == "" {
+		return
+	}
+	st, err := h.store.Record(ctx, req.OrderID, req.Ref())
+	if err == nil && (st.State == workflow.Processing || (st.State == workflow.Pending && !st.Stopped && !st.DueAt.IsZero())) {
+		return // another request of it runs it, or will: it keeps its place
+	}
+	handed, err := h.gate.Store.Leave(ctx, h.cfg.Name, req.Slot, flow.WaiterID(req.OrderID, req.Ref(), max(req.Round, 1)), h.Now())
+	if err != nil {
+		h.log.Warn("a call not taken out of its key's line: its reservation ends by itself", "order_id", req.OrderID, "err", err)
+		return
+	}
+	h.handOn(ctx, handed)
+}
+
+// waiting is the request a call keeps in its key's line: what starts it
+// again, without the order (the Agent reads it), naming its key.
+func waiting(req message.AgentRequest, round int, key string) message.AgentRequest {
+	return message.AgentRequest{OrderID: req.OrderID, Step: req.Step, Undo: req.Undo, Item: req.Item, StepName: req.StepName,
+		Action: req.Action, Workflow: req.Workflow, Version: req.Version, Round: round, Slot: key}
+}
+
+// ordinal is n as 1st, 2nd, 3rd, 4th….
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
+}
