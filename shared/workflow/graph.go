@@ -23,12 +23,6 @@ const (
 	MaxSteps        = 50  // steps of a workflow
 	MaxForEachItems = 100 // items of one forEach step, checked at Submission
 	MaxRecords      = 400 // records of one order: steps, items and undo actions
-	// MaxReadyAtOnce bounds the records one completion makes ready: every
-	// record of each step whose needs it completes, items included. Each is
-	// named in that one write, whose expression DynamoDB bounds at 4 KB;
-	// a forEach step's 100 items fit with room, two at once do not. Checked
-	// at Submission, where the items are known.
-	MaxReadyAtOnce = 128
 )
 
 var forEachRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
@@ -287,7 +281,7 @@ func (d Definition) Items(order json.RawMessage) (map[int]int, error) {
 		}
 		out[i] = len(items)
 	}
-	return out, d.readyAtOnce(out)
+	return out, nil
 }
 
 // forEachArray is the array of the order a forEach step runs over: the
@@ -319,23 +313,6 @@ func forEachArray(order json.RawMessage, st Step) ([]json.RawMessage, error) {
 		return nil, fmt.Errorf("step %s runs once per item of the order's %q, which is not an array", st.Name, st.ForEach)
 	}
 	return items, nil
-}
-
-// readyAtOnce says which completion would make more than MaxReadyAtOnce
-// records ready in an order with items, if one would.
-func (d Definition) readyAtOnce(items map[int]int) error {
-	for i, st := range d.Steps {
-		n, names := 0, []string{}
-		for _, t := range d.Dependents(i) {
-			n += len(RecordsOf(t, items))
-			names = append(names, d.Steps[t].Name)
-		}
-		if n > MaxReadyAtOnce {
-			return fmt.Errorf("step %s's completion would make %d records ready at once (steps %s, with their items): at most %d",
-				st.Name, n, strings.Join(names, ", "), MaxReadyAtOnce)
-		}
-	}
-	return nil
 }
 
 // Item is item k (1-based) of the order's array that forEach step i runs

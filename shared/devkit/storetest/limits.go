@@ -35,6 +35,7 @@ func Limits(t *testing.T, db *dynamodb.Client) {
 		"ASweepGivesBackAndGivesUpOnAHundredItems":        sweepsAHundredItems,
 		"ACancelGivesBackAHundredAcceptedAsyncItems":      cancelsAHundredAccepted,
 		"AHeldOrderGoesOnWithAHundredItemsReady":          heldGoesOnWithAHundredReady,
+		"TwoStepsOfAHundredItemsAreMadeReadyAtOnce":       twoHundredReadyAtOnce,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

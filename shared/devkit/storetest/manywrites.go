@@ -164,3 +164,20 @@ func heldGoesOnWithAHundredReady(t *testing.T, s *statestore.Store, m *measured)
 	claimedAs(t, s, "o-held", workflow.Ref{Index: 2, Item: n[2]}, t0.Add(time.Minute))
 	m.report(t, "a held order going on with a hundred items ready")
 }
+
+// twoHundredReadyAtOnce: two steps per item (100 items each) both need the
+// first step: its completion makes 200 records ready in one write (the
+// whole record map), and each runs.
+func twoHundredReadyAtOnce(t *testing.T, s *statestore.Store, m *measured) {
+	ctx := context.Background()
+	d, n, order := items("o-two", false)
+	d.Steps[2].Needs, d.Steps[2].Undo = []string{d.Steps[0].Name}, nil
+	_, err := s.Submit(ctx, statestore.Submission{OrderID: "o-two", Order: order, Workflow: d, Items: n, Now: t0})
+	require.NoError(t, err)
+	r := finish(t, s, d, claimedAs(t, s, "o-two", workflow.Ref{Index: 0}, t0), "", t0)
+	require.Len(t, r.Ready, n[1]+n[2], "both steps' items, one write")
+	for _, ref := range []workflow.Ref{{Index: 1, Item: 1}, {Index: 2, Item: n[2]}} {
+		finish(t, s, d, claimedAs(t, s, "o-two", ref, t0.Add(time.Second)), "", t0.Add(time.Second))
+	}
+	m.report(t, "two hundred records made ready at once")
+}
