@@ -18,9 +18,32 @@ const (
 	transient
 	permanent
 	stall
+	throttled
 )
 
+// status is the HTTP status a verdict answers a call with (0: none, the
+// call hangs), for the call log.
+func (v verdict) status(async bool) int {
+	switch {
+	case v == stall && async:
+		return http.StatusAccepted
+	case v == apply || v == replay:
+		if async {
+			return http.StatusAccepted
+		}
+		return http.StatusOK
+	case v == transient:
+		return http.StatusServiceUnavailable
+	case v == permanent:
+		return http.StatusUnprocessableEntity
+	case v == throttled:
+		return http.StatusTooManyRequests
+	}
+	return 0
+}
+
 func (s *Simulator) apply(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
 	service, action, key := r.PathValue("service"), r.PathValue("action"), r.Header.Get("Idempotency-Key")
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	if err != nil || key == "" {
@@ -61,8 +84,12 @@ func (s *Simulator) apply(w http.ResponseWriter, r *http.Request) {
 		effect.Input = json.RawMessage(body)
 	}
 	callback := s.callback
+	s.logCall(Call{Service: service, Action: action, Key: key, At: arrived, Status: v.status(token != "")})
 	s.mu.Unlock()
 	switch {
+	case v == throttled:
+		w.Header().Set("Retry-After", f.retryAfter())
+		http.Error(w, service+": too many requests", http.StatusTooManyRequests)
 	case (v == apply || v == replay || v == stall) && token != "":
 		w.WriteHeader(http.StatusAccepted) // async: the answer comes with the callback
 		if v != stall && callback != nil {
@@ -118,6 +145,10 @@ func (s *Simulator) decide(service, action, key, orderID string, f Faults, now t
 	s.calls[id]++
 	n := s.calls[id]
 	s.stats.Calls++
+	if f.throttles(now) {
+		s.stats.Throttled++
+		return throttled, nil
+	}
 	lost := slices.Contains(f.LostReplyOrders, orderID)
 	if e, ok := s.ledger[id]; ok {
 		e.Calls = n

@@ -74,6 +74,10 @@ func (s *Simulator) proxy(w http.ResponseWriter, r *http.Request) {
 	v := s.decideProxy(service, action, key, orderID, f, time.Now())
 	s.mu.Unlock()
 	switch v {
+	case throttled:
+		w.Header().Set("Retry-After", f.retryAfter())
+		http.Error(w, service+": too many requests (fault proxy)", http.StatusTooManyRequests)
+		return
 	case transient:
 		http.Error(w, service+" temporarily unavailable (fault proxy)", http.StatusServiceUnavailable)
 		return
@@ -99,6 +103,10 @@ func (s *Simulator) decideProxy(service, action, key, orderID string, f Faults, 
 	s.calls[id]++
 	n := s.calls[id]
 	s.stats.Calls++
+	if f.throttles(now) {
+		s.stats.Throttled++
+		return throttled
+	}
 	for _, win := range f.Outages {
 		if !now.Before(win.From) && now.Before(win.To) {
 			s.stats.Transient++

@@ -64,6 +64,8 @@ func TestTheFaultProxyForwardsWhatNoFaultStops(t *testing.T) {
 		"refused":   {remotesim.Faults{PermanentOrders: []string{"o-2"}}, http.StatusUnprocessableEntity},
 		"outage":    {remotesim.Faults{Outages: []remotesim.Window{{From: time.Now().Add(-time.Minute), To: time.Now().Add(time.Minute)}}}, http.StatusServiceUnavailable},
 		"stall":     {remotesim.Faults{StallOrders: []string{"o-2"}}, 0},
+		"throttled": {remotesim.Faults{Throttled: []remotesim.Window{{From: time.Now().Add(-time.Minute), To: time.Now().Add(time.Minute)}},
+			RetryAfter: time.Second}, http.StatusTooManyRequests},
 	} {
 		sim.SetFaults("payment", c.f)
 		code, _ := post("o-2/charge")

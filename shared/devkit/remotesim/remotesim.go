@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -39,6 +40,29 @@ type Faults struct {
 	// X-Callback-Token header, answered 202) takes to call back with its
 	// answer; a LostReplyOrders order's never does.
 	CallbackDelay time.Duration `json:"callbackDelay,omitempty"`
+	// Throttled: a call inside a window is answered 429 Too Many Requests
+	// with a Retry-After header of RetryAfter (whole seconds, at least 1),
+	// before any other fault and whether its key was applied or not (a
+	// gateway's rate limiter in front of the service); nothing is applied.
+	Throttled  []Window      `json:"throttled,omitempty"`
+	RetryAfter time.Duration `json:"retryAfter,omitempty"`
+}
+
+// retryAfter is the Retry-After header f's 429 carries: whole seconds, at
+// least one.
+func (f Faults) retryAfter() string {
+	return strconv.Itoa(max(int((f.RetryAfter+time.Second-1)/time.Second), 1))
+}
+
+// throttles reports whether a call at now falls in one of f's Throttled
+// windows.
+func (f Faults) throttles(now time.Time) bool {
+	for _, win := range f.Throttled {
+		if !now.Before(win.From) && now.Before(win.To) {
+			return true
+		}
+	}
+	return false
 }
 
 // Window is a span of wall-clock time.
@@ -70,6 +94,7 @@ type Callback struct {
 // Stats count the calls by answer.
 type Stats struct {
 	Calls, Applied, Replayed, Transient, Permanent, Stalled, Slow int
+	Throttled                                                     int // calls answered 429 with Retry-After
 	Unauthorized                                                  int // calls refused (401) for their credentials
 	Forwarded                                                     int // calls the fault proxy passed to their service's own endpoint
 }
@@ -87,6 +112,44 @@ type Simulator struct {
 	// callback takes async calls' answers (OnCallback); nil: none is sent.
 	callback func(Callback)
 	proxies  map[string]*url.URL // the services behind the fault proxy, by name: their own endpoints
+	logged   map[string][]Call   // the calls of the services LogCalls named, by service
+}
+
+// Call is one call a service received, as LogCalls keeps it.
+type Call struct {
+	Service, Action, Key string
+	At                   time.Time // when it arrived, before the service's latency
+	Status               int       // what it was answered (0: it hung until the caller gave up)
+}
+
+// LogCalls keeps every call the services receive from now on (Calls
+// returns them): when each arrived and how it was answered.
+func (s *Simulator) LogCalls(services ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.logged == nil {
+		s.logged = map[string][]Call{}
+	}
+	for _, svc := range services {
+		if _, ok := s.logged[svc]; !ok {
+			s.logged[svc] = []Call{}
+		}
+	}
+}
+
+// Calls are the calls service received since LogCalls named it, in the
+// order they were answered (nil if it was not named).
+func (s *Simulator) Calls(service string) []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.logged[service])
+}
+
+// logCall keeps a call of a service LogCalls named; s.mu is held.
+func (s *Simulator) logCall(c Call) {
+	if l, ok := s.logged[c.Service]; ok {
+		s.logged[c.Service] = append(l, c)
+	}
 }
 
 // OnCallback sets where async calls' answers go (the local stack sends each

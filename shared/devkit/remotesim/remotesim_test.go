@@ -88,3 +88,44 @@ func TestSimulatorHTTPKnobsAndLedger(t *testing.T) {
 	require.Empty(t, l)
 	require.Equal(t, 400, call(t, url, "", "o-1"), "an idempotency key is required")
 }
+
+// A 429 storm: inside its window every call, of a key applied or not, is
+// answered 429 with a Retry-After of whole seconds and applies nothing;
+// after it the service answers as before. The call log keeps when each
+// call came and what it was answered.
+func TestSimulatorThrottlesWithRetryAfter(t *testing.T) {
+	t.Parallel()
+	sim, url := start(t, remotesim.Faults{})
+	sim.LogCalls("inventory")
+	require.Equal(t, 200, call(t, url, "o-1/s", "o-1"))
+	now := time.Now()
+	sim.SetFaults("", remotesim.Faults{Throttled: []remotesim.Window{{From: now.Add(-time.Second), To: now.Add(time.Minute)}},
+		RetryAfter: 1500 * time.Millisecond, PermanentRate: 1})
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/services/inventory/apply", bytes.NewBufferString(`{}`))
+	req.Header.Set("Idempotency-Key", "o-2/s")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "before the refusal for good: a gateway's limit")
+	require.Equal(t, "2", resp.Header.Get("Retry-After"), "whole seconds, rounded up")
+	require.Equal(t, 429, call(t, url, "o-1/s", "o-1"), "a key applied before is throttled too")
+	require.Len(t, sim.Ledger(), 1, "nothing applied in the storm")
+
+	sim.SetFaults("", remotesim.Faults{Throttled: []remotesim.Window{{From: now.Add(-time.Minute), To: now.Add(-time.Second)}}})
+	require.Equal(t, 200, call(t, url, "o-2/s", "o-2"), "the storm is over")
+	require.Equal(t, 2, sim.Stats().Throttled)
+
+	calls := sim.Calls("inventory")
+	require.Len(t, calls, 4)
+	var statuses []int
+	for i, c := range calls {
+		statuses = append(statuses, c.Status)
+		require.Equal(t, "inventory", c.Service)
+		require.False(t, c.At.Before(now.Add(-time.Minute)))
+		if i > 0 {
+			require.False(t, c.At.Before(calls[i-1].At), "in the order they came")
+		}
+	}
+	require.Equal(t, []int{200, 429, 429, 200}, statuses)
+	require.Nil(t, sim.Calls("payment"), "only the services named are logged")
+}
