@@ -1,6 +1,8 @@
 // Package shapes generates workflows of random shapes for the explorer and
 // the chaos run: lines, branches of different lengths, joins, steps per item,
-// waits, timers and async calls, each valid as a workflow file is.
+// waits, timers and async calls, and, with Options.Flow, flow control (rate
+// limits, calls in flight per key, holds on failure), each valid as a
+// workflow file is.
 package shapes
 
 import (
@@ -8,7 +10,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/sas-go/sas/shared/workflow"
@@ -29,6 +33,55 @@ type Options struct {
 	// Endpoint, if set, is where an agent's service is (a workflow file's
 	// endpoint: ${VAR}s allowed): the workflow declares its agents so.
 	Endpoint func(agent string) string
+	// Flow, if set, adds flow control: steps that call its agents, and
+	// steps that hold the order on failure. Without it the shapes a seed
+	// gives are those it gave before Flow was.
+	Flow *Flow
+}
+
+// Flow is the flow control a generated workflow may declare.
+type Flow struct {
+	// Agents are the flow-controlled agents (their RateLimit, PerKey), by
+	// name: a step that calls an agent calls one of them, not one of
+	// Options.Agents, with the chance Share. Each is one service, declared
+	// alike in every workflow that calls it (workflow.NewSet requires it).
+	Agents map[string]workflow.Agent
+	Share  float64
+	// Hold is the chance that a step that calls an agent holds the order on
+	// failure (onFailure: hold) for its operator, for HoldFor at most.
+	Hold    float64
+	HoldFor time.Duration
+}
+
+// PerCustomer is the key FlowAgents bound calls in flight by: the order's
+// customer.
+const PerCustomer = ".order.customerId"
+
+// FlowAgents are three flow-controlled agents: "rated" (at most rate),
+// "keyed" (at most inFlight calls at once per customer) and "metered"
+// (both).
+func FlowAgents(rate workflow.Rate, inFlight int) map[string]workflow.Agent {
+	key := func() *workflow.PerKey { return &workflow.PerKey{Key: PerCustomer, InFlight: inFlight} }
+	return map[string]workflow.Agent{
+		"rated":   {RateLimit: rate},
+		"keyed":   {PerKey: key()},
+		"metered": {RateLimit: rate, PerKey: key()},
+	}
+}
+
+// names are the flow's agents, sorted (a seed's choice must not follow
+// the map's order).
+func (f *Flow) names() []string { return slices.Sorted(maps.Keys(f.Agents)) }
+
+// flowStep may move agent step st to a flow-controlled agent, and make it
+// hold the order on failure.
+func (f *Flow) flowStep(rng *rand.Rand, st *workflow.Step) {
+	if names := f.names(); len(names) > 0 && rng.Float64() < f.Share {
+		st.Agent = names[rng.IntN(len(names))]
+	}
+	if rng.Float64() < f.Hold {
+		st.HoldFor = f.HoldFor
+	}
 }
 
 // Defaults are the options the explorer uses: five steps over three agents,
@@ -56,6 +109,9 @@ func Random(rng *rand.Rand, name string, o Options) workflow.Definition {
 			st.Sleep = &workflow.Sleep{For: o.Timeout / 2}
 		case o.Async && k == 2:
 			st.Async, st.Timeout = true, 4*o.Timeout
+		}
+		if o.Flow != nil && st.Kind() == workflow.KindAgent {
+			o.Flow.flowStep(rng, &st)
 		}
 		if o.ForEach && st.Kind() == workflow.KindAgent && !perItem && rng.IntN(10) < 3 {
 			perItem, st.ForEach = true, "items" // an async call per item too
@@ -87,7 +143,12 @@ func declare(d *workflow.Definition, o Options) {
 	}
 	d.AgentSpecs = map[string]workflow.Agent{}
 	for _, a := range d.Agents() {
-		d.AgentSpecs[a] = workflow.Agent{Name: a, Endpoint: o.Endpoint(a), Timeout: workflow.DefaultAgentTimeout}
+		var spec workflow.Agent
+		if o.Flow != nil {
+			spec = o.Flow.Agents[a]
+		}
+		spec.Name, spec.Endpoint, spec.Timeout = a, o.Endpoint(a), workflow.DefaultAgentTimeout
+		d.AgentSpecs[a] = spec
 	}
 }
 
