@@ -47,7 +47,7 @@ resume reaches every instance within about a second.`,
 		run("resume", "let a paused agent's calls go on", func(cmd *cobra.Command, op *operator.Operator, a string) (operator.AgentFlow, error) {
 			return op.ResumeAgent(cmd.Context(), a)
 		}),
-		run("show", "show whether the agent is paused or slowed down by its service", func(cmd *cobra.Command, op *operator.Operator, a string) (operator.AgentFlow, error) {
+		run("show", "show whether the agent is paused or slowed down by its service, and its keys in use", func(cmd *cobra.Command, op *operator.Operator, a string) (operator.AgentFlow, error) {
 			return op.AgentFlow(cmd.Context(), a)
 		}))
 	return cmd
@@ -71,5 +71,8 @@ func printAgentFlow(out io.Writer, verb string, f operator.AgentFlow) {
 	}
 	if f.SlowUntil.After(time.Now()) {
 		fmt.Fprintf(out, "its service asked for no calls before %s (Retry-After)\n", f.SlowUntil.Format(time.RFC3339))
+	}
+	if f.KeysInUse > 0 {
+		fmt.Fprintln(out, keysPart(f)+" (--output json lists them)")
 	}
 }

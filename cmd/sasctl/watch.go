@@ -25,8 +25,10 @@ func watchCmd() *cobra.Command {
 		Use:   "watch",
 		Short: "live counts of orders by state, steps at work and queue depths",
 		Long: `watch prints, every --every, the orders by state, the steps waiting for a claim (and the longest
-wait), running and parked (waiting for an event or a time), and each work queue's depth. It scans
-the state table at each refresh. On a terminal it redraws one line.`,
+wait), running and parked (waiting for an event or a time), each work queue's depth, and each agent
+whose calls are held (paused, slowed down by its service, queueing for its rate limit) or that has
+keys in use (perKey: how many, and how many calls wait in their lines). It scans the state table at
+each refresh. On a terminal it redraws one line.`,
 		Example: "  sasctl watch\n  sasctl watch --once -o json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -90,8 +92,9 @@ type snapshot struct {
 	Parked      int               `json:"parkedSteps"`
 	LongestWait operator.Duration `json:"longestWait"`
 	Queues      map[string]int    `json:"queueDepths"` // messages waiting, by work queue
-	// Agents are those whose calls are held: paused, slowed down by their
-	// service, or queueing for their rate limit.
+	// Agents are those whose calls are held (paused, slowed down by their
+	// service, or queueing for their rate limit) or that have keys in use
+	// (perKey).
 	Agents []operator.AgentFlow `json:"agents,omitempty"`
 }
 
@@ -117,7 +120,7 @@ func takeSnapshot(ctx context.Context, op *operator.Operator) (snapshot, error) 
 		if err != nil {
 			return s, err
 		}
-		if f.Paused || f.SlowUntil.After(s.At) || f.BookedUntil.After(s.At) {
+		if f.Paused || f.SlowUntil.After(s.At) || f.BookedUntil.After(s.At) || f.KeysInUse > 0 {
 			s.Agents = append(s.Agents, f)
 		}
 	}
@@ -161,14 +164,37 @@ func (s snapshot) line() string {
 		line += " | queued: " + strings.Join(queued, ", ")
 	}
 	for _, f := range s.Agents {
-		switch {
-		case f.Paused:
-			line += fmt.Sprintf(" | agent %s paused", f.Agent)
-		case f.SlowUntil.After(s.At):
-			line += fmt.Sprintf(" | agent %s slowed down by its service for %s", f.Agent, f.SlowUntil.Sub(s.At).Round(time.Second))
-		default:
-			line += fmt.Sprintf(" | agent %s's rate limit %s booked %s ahead", f.Agent, f.RateLimit, f.BookedUntil.Sub(s.At).Round(100*time.Millisecond))
+		for _, part := range agentParts(f, s.At) {
+			line += " | " + part
 		}
 	}
 	return line
+}
+
+// agentParts say what holds f's calls at at, if anything, and how many of
+// its keys are in use, if any.
+func agentParts(f operator.AgentFlow, at time.Time) []string {
+	var parts []string
+	switch {
+	case f.Paused:
+		parts = append(parts, fmt.Sprintf("agent %s paused", f.Agent))
+	case f.SlowUntil.After(at):
+		parts = append(parts, fmt.Sprintf("agent %s slowed down by its service for %s", f.Agent, f.SlowUntil.Sub(at).Round(time.Second)))
+	case f.BookedUntil.After(at):
+		parts = append(parts, fmt.Sprintf("agent %s's rate limit %s booked %s ahead", f.Agent, f.RateLimit, f.BookedUntil.Sub(at).Round(100*time.Millisecond)))
+	}
+	if f.KeysInUse > 0 {
+		parts = append(parts, keysPart(f))
+	}
+	return parts
+}
+
+// keysPart is f's keys in use: "agent ocr: 3 keys in use, 7 calls waiting
+// in line (longest 12s)".
+func keysPart(f operator.AgentFlow) string {
+	part := fmt.Sprintf("agent %s: %d key%s in use, ", f.Agent, f.KeysInUse, plural(f.KeysInUse))
+	if f.KeyWaiters == 0 {
+		return part + "no call waiting in line"
+	}
+	return part + fmt.Sprintf("%d call%s waiting in line (longest %s)", f.KeyWaiters, plural(f.KeyWaiters), f.LongestKeyWait)
 }

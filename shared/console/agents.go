@@ -14,11 +14,22 @@ type agentRow struct {
 	operator.AgentFlow
 	Slowed bool // its service asked for no calls before SlowUntil, still ahead
 	Queued bool // calls queue for its rate limit's turns, booked up to BookedUntil
+	// KeyRows are its keys in use (AgentFlow.Keys), the busiest first.
+	KeyRows []keyRow
+}
+
+// keyRow is a key in use of an agent, as its table shows it.
+type keyRow struct {
+	operator.KeyInUse
+	// OldestWait is how long the first in its line has waited ("": no one
+	// waits).
+	OldestWait string
 }
 
 // agents serves the agents page: whether each agent is paused, slowed down by
 // its service (Retry-After) or queueing for its rate limit, with a button to
-// pause or resume it.
+// pause or resume it; and a table per agent of its keys in use (perKey):
+// each key's calls in flight and its line, each call's order linked.
 func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	var rows []agentRow
@@ -28,9 +39,23 @@ func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
 			s.failErr(w, r, "read agent "+a+"'s flow control", err)
 			return
 		}
-		rows = append(rows, agentRow{AgentFlow: f, Slowed: f.SlowUntil.After(now), Queued: f.BookedUntil.After(now)})
+		rows = append(rows, agentRow{AgentFlow: f, Slowed: f.SlowUntil.After(now), Queued: f.BookedUntil.After(now),
+			KeyRows: keyRows(f.Keys, now)})
 	}
 	s.render(w, r, http.StatusOK, "agents", view{Title: "Agents", Nav: "agents", Data: rows})
+}
+
+// keyRows are an agent's keys in use as its table shows them at now.
+func keyRows(keys []operator.KeyInUse, now time.Time) []keyRow {
+	var out []keyRow
+	for _, k := range keys {
+		row := keyRow{KeyInUse: k}
+		if len(k.Waiters) > 0 {
+			row.OldestWait = operator.Duration(max(now.Sub(k.Waiters[0].Since), 0).Round(time.Second)).String()
+		}
+		out = append(out, row)
+	}
+	return out
 }
 
 // actOnAgent pauses or resumes an agent (the same as sasctl agent pause and

@@ -20,6 +20,14 @@ type AgentFlow struct {
 	// RateLimit is its rate limit as its calls last took it (50/s; "":
 	// none taken).
 	RateLimit string `json:"rateLimit,omitempty"`
+	// KeysInUse is how many keys of its perKey have calls in flight, a
+	// slot reserved or calls waiting; KeyWaiters how many calls wait in
+	// their lines, the longest for LongestKeyWait.
+	KeysInUse      int      `json:"keysInUse,omitempty"`
+	KeyWaiters     int      `json:"keyWaiters,omitempty"`
+	LongestKeyWait Duration `json:"longestKeyWait,omitzero"`
+	// Keys are its keys in use, the busiest first, at most MaxKeysShown.
+	Keys []KeyInUse `json:"keys,omitempty"`
 	// Changed, for pause and resume: whether this call changed it.
 	Changed bool `json:"changed"`
 }
@@ -53,7 +61,8 @@ func (o *Operator) ResumeAgent(ctx context.Context, agent string) (AgentFlow, er
 	return f, err
 }
 
-// AgentFlow reads the agent's flow control.
+// AgentFlow reads the agent's flow control, and its keys in use (its
+// calls in flight per key and their lines).
 func (o *Operator) AgentFlow(ctx context.Context, agent string) (AgentFlow, error) {
 	c, err := o.Flow.Control(ctx, agent)
 	if err != nil {
@@ -63,8 +72,14 @@ func (o *Operator) AgentFlow(ctx context.Context, agent string) (AgentFlow, erro
 	if err != nil {
 		return AgentFlow{}, err
 	}
-	return AgentFlow{Agent: agent, Paused: c.Paused, PausedBy: c.PausedBy, PausedAt: utc(c.PausedAt), SlowUntil: utc(c.SlowUntil),
-		BookedUntil: utc(booked), RateLimit: limit}, nil
+	keys, err := o.Flow.Keys(ctx, agent, MaxKeysShown)
+	if err != nil {
+		return AgentFlow{}, err
+	}
+	f := AgentFlow{Agent: agent, Paused: c.Paused, PausedBy: c.PausedBy, PausedAt: utc(c.PausedAt), SlowUntil: utc(c.SlowUntil),
+		BookedUntil: utc(booked), RateLimit: limit}
+	f.keysInUse(keys, o.Now())
+	return f, nil
 }
 
 func (o *Operator) knownAgent(agent string) error {
