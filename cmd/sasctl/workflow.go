@@ -59,7 +59,8 @@ func workflowValidateCmd() *cobra.Command {
 		Short: "check workflow files as a deployment loads them: every problem, with its file:line and field",
 		Long: `validate checks workflow files together, as a deployment loads them: every problem of every file at
 once, each with its file:line and field (exit 1 if any), or each workflow's summary and the ${NAME}s
-a deploy must set.`,
+a deploy must set. Warnings (a path into the order a file with no schema reads, unchecked) are
+printed too, on stderr, and leave the exit code 0.`,
 		Example: "  sasctl workflow validate shop.yaml returns.yaml",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -68,12 +69,12 @@ a deploy must set.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, files []string) error {
-			set, err := workflow.LoadFiles(files, f.options())
+			set, warnings, err := workflow.ValidateFiles(files, f.options())
 			ps := workflow.AsProblems(err)
 			if err != nil && ps == nil {
 				return err
 			}
-			report := newValidateReport(set, ps)
+			report := newValidateReport(set, ps, warnings)
 			out := cmd.OutOrStdout()
 			if err := emit(out, f.output, report, func() { printValidate(out, cmd.ErrOrStderr(), report) }); err != nil {
 				return err
@@ -138,6 +139,8 @@ type validateReport struct {
 	Workflows []wfSummary   `json:"workflows"`
 	Needs     []string      `json:"needs"`
 	Problems  []problemView `json:"problems"`
+	// Warnings leave the files valid.
+	Warnings []problemView `json:"warnings"`
 }
 
 // wfSummary is one valid file's workflow.
@@ -159,11 +162,9 @@ type problemView struct {
 	Problem string `json:"problem"`
 }
 
-func newValidateReport(set workflow.Set, ps workflow.Problems) validateReport {
-	r := validateReport{Valid: len(ps) == 0, Workflows: []wfSummary{}, Needs: []string{}, Problems: []problemView{}}
-	for _, p := range ps {
-		r.Problems = append(r.Problems, problemView{File: p.File, Line: p.Line, Field: p.Field, Problem: p.What})
-	}
+func newValidateReport(set workflow.Set, ps, warnings workflow.Problems) validateReport {
+	r := validateReport{Valid: len(ps) == 0, Workflows: []wfSummary{}, Needs: []string{}, Problems: views(ps),
+		Warnings: views(warnings)}
 	if set.IsZero() {
 		return r
 	}
@@ -173,6 +174,30 @@ func newValidateReport(set workflow.Set, ps workflow.Problems) validateReport {
 	}
 	r.Needs = orEmpty(set.Vars())
 	return r
+}
+
+// tally counts the problems and warnings: "2 problems, 1 warning", "1
+// warning (valid)", or "" if there are none.
+func (r validateReport) tally() string {
+	count := func(n int, what string) string { return fmt.Sprintf("%d %s%s", n, what, plural(n)) }
+	switch {
+	case !r.Valid && len(r.Warnings) > 0:
+		return count(len(r.Problems), "problem") + ", " + count(len(r.Warnings), "warning")
+	case !r.Valid:
+		return count(len(r.Problems), "problem")
+	case len(r.Warnings) > 0:
+		return count(len(r.Warnings), "warning") + " (valid)"
+	}
+	return ""
+}
+
+// views are problems as JSON (an empty list if none).
+func views(ps workflow.Problems) []problemView {
+	out := []problemView{}
+	for _, p := range ps {
+		out = append(out, problemView{File: p.File, Line: p.Line, Field: p.Field, Problem: p.What})
+	}
+	return out
 }
 
 func undoCount(d workflow.Definition) int {
@@ -192,16 +217,25 @@ func orEmpty(s []string) []string {
 	return s
 }
 
-// printValidate prints the problems on stderr, one a line, or each file's
-// workflow and the ${NAME}s it needs.
+// printValidate prints each valid file's workflow and the ${NAME}s it
+// needs, then the problems and warnings on stderr, one a line.
 func printValidate(stdout, stderr io.Writer, r validateReport) {
-	if !r.Valid {
-		for _, p := range r.Problems {
-			fmt.Fprintln(stderr, workflow.Problem{File: p.File, Line: p.Line, Field: p.Field, What: p.Problem})
-		}
-		fmt.Fprintf(stderr, "sasctl workflow validate: %d problem%s\n", len(r.Problems), plural(len(r.Problems)))
-		return
+	if r.Valid {
+		printSummaries(stdout, r)
 	}
+	for _, p := range r.Problems {
+		fmt.Fprintln(stderr, workflow.Problem{File: p.File, Line: p.Line, Field: p.Field, What: p.Problem})
+	}
+	for _, p := range r.Warnings {
+		fmt.Fprintln(stderr, workflow.Problem{File: p.File, Line: p.Line, Field: p.Field, What: p.Problem, Warning: true})
+	}
+	if tally := r.tally(); tally != "" {
+		fmt.Fprintf(stderr, "sasctl workflow validate: %s\n", tally)
+	}
+}
+
+// printSummaries prints each file's workflow and the ${NAME}s it needs.
+func printSummaries(stdout io.Writer, r validateReport) {
 	for _, w := range r.Workflows {
 		fmt.Fprintf(stdout, "%s: workflow %s v%s, %d step%s (%d with an undo action), agents %s\n", w.File, w.Name,
 			w.Version, w.Steps, plural(w.Steps), w.UndoActions, strings.Join(w.Agents, ", "))

@@ -117,6 +117,61 @@ func TestWorkflowValidateJSON(t *testing.T) {
 	}, r.Problems)
 }
 
+// perCustomer bounds its calls per customer, reading the order with no
+// schema to check the path against.
+const perCustomer = `name: per-customer
+defaults: {timeout: 5s}
+agents:
+  crm:
+    endpoint: https://crm.example.com
+    perKey: {key: .order.customerId}
+steps:
+  - name: note
+    agent: crm
+`
+
+func TestWorkflowValidateWarnsOfUncheckedOrderPaths(t *testing.T) {
+	t.Parallel()
+	file := writeWorkflow(t, "per-customer.yaml", perCustomer)
+	warning := file + `:6: warning: agents.crm.perKey.key: reads .order.customerId unchecked: the workflow has no schema, ` +
+		`and a field an order lacks is null (a null key bounds nothing); declare the order's schema to check it`
+	code, stdout, stderr := sasctl(t, "workflow", "validate", file)
+	require.Zero(t, code, "warnings only: valid")
+	require.Regexp(t, `per-customer\.yaml: workflow per-customer v[0-9a-f]{8}, 1 step`, stdout)
+	require.Equal(t, []string{warning, "sasctl workflow validate: 1 warning (valid)"}, outLines(stderr))
+
+	code, stdout, _ = sasctl(t, "workflow", "validate", "--output", "json", file)
+	require.Zero(t, code)
+	var r validateReport
+	require.NoError(t, json.Unmarshal([]byte(stdout), &r))
+	require.True(t, r.Valid)
+	require.Empty(t, r.Problems)
+	require.Len(t, r.Warnings, 1)
+	require.Equal(t, "agents.crm.perKey.key", r.Warnings[0].Field)
+
+	// With problems, the warnings are said too, after them.
+	broken := writeWorkflow(t, "per-customer.yaml", perCustomer+"deadline: soon\n")
+	code, stdout, stderr = sasctl(t, "workflow", "validate", broken)
+	require.Equal(t, 1, code)
+	require.Empty(t, stdout)
+	require.Equal(t, []string{
+		broken + `:10: deadline: "soon" is not a duration like 30s, 5m or 24h`,
+		strings.Replace(warning, file, broken, 1),
+		"sasctl workflow validate: 1 problem, 1 warning",
+	}, outLines(stderr))
+
+	// With a schema, a path it cannot produce is a problem.
+	dir := filepath.Dir(file)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "customer.json"), []byte(`{"type":"object","additionalProperties":false,"properties":{"customer":{"type":"string"}}}`), 0o644))
+	require.NoError(t, os.WriteFile(file, []byte(perCustomer+"schema: customer.json\n"), 0o644))
+	code, _, stderr = sasctl(t, "workflow", "validate", file)
+	require.Equal(t, 1, code)
+	require.Equal(t, []string{
+		file + ":6: agents.crm.perKey.key: reads .order.customerId: the schema allows no field customerId in .order (only customer)",
+		"sasctl workflow validate: 1 problem",
+	}, outLines(stderr))
+}
+
 func TestWorkflowValidateAcrossFiles(t *testing.T) {
 	t.Parallel()
 	single, err := os.ReadFile(exampleFile("single"))

@@ -150,18 +150,23 @@ func (b *byteSize) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// Problem is one thing wrong with a workflow file.
+// Problem is one thing wrong with a workflow file, or, a Warning, one it
+// may mean otherwise than it says: a warning leaves the file valid.
 type Problem struct {
-	File  string
-	Line  int    // 0 when no line applies
-	Field string // the path of the field, as steps[1].timeout
-	What  string
+	File    string
+	Line    int    // 0 when no line applies
+	Field   string // the path of the field, as steps[1].timeout
+	What    string
+	Warning bool
 }
 
 func (p Problem) String() string {
 	where := p.File
 	if p.Line > 0 {
 		where += fmt.Sprintf(":%d", p.Line)
+	}
+	if p.Warning {
+		where += ": warning"
 	}
 	if p.Field != "" {
 		return where + ": " + p.Field + ": " + p.What
@@ -178,6 +183,19 @@ func (ps Problems) Error() string {
 		lines[i] = p.String()
 	}
 	return strings.Join(lines, "\n")
+}
+
+// split parts ps into problems and warnings, each in its order (nil if
+// none).
+func (ps Problems) split() (problems, warnings Problems) {
+	for _, p := range ps {
+		if p.Warning {
+			warnings = append(warnings, p)
+		} else {
+			problems = append(problems, p)
+		}
+	}
+	return problems, warnings
 }
 
 // AsProblems returns err's problems, or nil if it has none.
@@ -214,7 +232,8 @@ func LoadFile(path string, o Options) (Definition, error) {
 
 // ParseFile parses a workflow file (YAML or JSON) named name and validates
 // it. The error is Problems: every problem, each with its line and field.
-// The ${NAME}s of its agent declarations stay as written, for Resolve.
+// Its warnings, which leave it valid, are the definition's Warnings. The
+// ${NAME}s of its agent declarations stay as written, for Resolve.
 func ParseFile(name string, data []byte, o Options) (Definition, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
@@ -243,6 +262,7 @@ func ParseFile(name string, data []byte, o Options) (Definition, error) {
 		return slices.ContainsFunc(decoded, func(d Problem) bool { return d.Field == p.Field })
 	})...)
 	slices.SortStableFunc(ps, func(a, b Problem) int { return a.Line - b.Line })
+	ps, def.Warnings = ps.split()
 	if len(ps) > 0 {
 		return def, ps
 	}

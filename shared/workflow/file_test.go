@@ -51,6 +51,7 @@ func TestExamplesParseAndMatchTheSchema(t *testing.T) {
 		require.NoError(t, err)
 		d, err := workflow.ParseFile(name+".yaml", data, workflow.Options{MaxStepTimeout: 25 * time.Second})
 		require.NoError(t, err, name)
+		require.Empty(t, d.Warnings, "%s: every path into the order is checked against its schema", name)
 		require.Equal(t, name, d.Name)
 		require.Len(t, d.Version, 8, "a short hash")
 		require.NoError(t, d.Validate(d.Agents()), name)

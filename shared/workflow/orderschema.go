@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -71,79 +70,22 @@ func readSchema(file string, s schemaSpec, dir fs.FS) (doc json.RawMessage, from
 	return b, from, nil
 }
 
-// readSchema reads and compiles the file's schema into d, and checks each
-// forEach against it; the version covers it.
+// readSchema reads and compiles the file's schema into d, and checks the
+// paths into the order its expressions read against it (checkOrderReads);
+// the version covers it.
 func (d *Definition) readSchema(file string, s schemaSpec, dir fs.FS) Problems {
 	doc, from, err := readSchema(file, s, dir)
 	if err == nil && doc != nil {
 		d.schema, err = compileSchema(doc)
 	}
-	if err != nil || doc == nil {
-		if err != nil {
-			return Problems{{Field: "schema", What: err.Error()}}
-		}
-		return nil
+	if err != nil {
+		return Problems{{Field: "schema", What: err.Error()}}
 	}
-	d.Schema, d.SchemaFile = doc, from
-	d.Version = d.version()
-	var ps Problems
-	for i, st := range d.Steps {
-		if st.ForEach == "" {
-			continue
-		}
-		if what := arrayInSchema(doc, st.ForEach); what != "" {
-			ps = append(ps, Problem{Field: fmt.Sprintf("steps[%d].forEach", i), What: fmt.Sprintf("%q: %s", st.ForEach, what)})
-		}
+	if doc != nil {
+		d.Schema, d.SchemaFile = doc, from
+		d.Version = d.version()
 	}
-	return ps
-}
-
-// arrayInSchema says what is wrong with the forEach path in the schema doc
-// ("": nothing it can tell): a field the schema does not allow, or one not
-// an array. A path it cannot follow (a filter, a $ref) is left to
-// Submission.
-func arrayInSchema(doc json.RawMessage, path string) string {
-	var fields []string
-	switch {
-	case forEachRE.MatchString(path):
-		fields = []string{path}
-	case forEachPathRE.MatchString(path):
-		for _, f := range strings.Split(path, ".")[1:] {
-			name, indexed := strings.CutSuffix(f, "]")
-			if indexed {
-				return "" // through an array's item: left to Submission
-			}
-			fields = append(fields, name)
-		}
-	default:
-		return ""
-	}
-	var node map[string]any
-	if json.Unmarshal(doc, &node) != nil {
-		return ""
-	}
-	for _, f := range fields {
-		props, _ := node["properties"].(map[string]any)
-		next, ok := props[f].(map[string]any)
-		if !ok {
-			if node["additionalProperties"] == false {
-				return fmt.Sprintf("the schema allows no field %s there", f)
-			}
-			return ""
-		}
-		node = next
-	}
-	switch t := node["type"].(type) {
-	case string:
-		if t != "array" {
-			return fmt.Sprintf("the schema makes it %s, not an array", t)
-		}
-	case []any:
-		if !slices.Contains(t, any("array")) {
-			return "the schema does not let it be an array"
-		}
-	}
-	return ""
+	return d.checkOrderReads(doc)
 }
 
 // compileSchema compiles a JSON Schema document.

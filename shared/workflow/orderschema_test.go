@@ -119,8 +119,8 @@ func TestASchemaFileAndItsProblems(t *testing.T) {
 		"not a schema": {"name: t\nschema: {type: 7}\n", "t.yaml:2: schema: not a valid JSON Schema"},
 		"a path":       {"name: t\nschema: ../x.json\n", `t.yaml:2: schema: "../x.json": name a file beside the workflow file`},
 		"no file":      {"name: t\nschema: nope.json\n", "t.yaml:2: schema: schema file: open nope.json"},
-		"not an array": {"name: t\nschema: {properties: {items: {type: object}}}\n", `steps[0].forEach: "items": the schema makes it object, not an array`},
-		"not allowed":  {"name: t\nschema: {additionalProperties: false, properties: {orderId: {}}}\n", `steps[0].forEach: ".booking.people": the schema allows no field booking there`},
+		"not an array": {"name: t\nschema: {properties: {items: {type: object}}}\n", `steps[0].forEach: "items": the schema makes .items an object, not an array`},
+		"not allowed":  {"name: t\nschema: {additionalProperties: false, properties: {orderId: {}}}\n", `steps[0].forEach: ".booking.people": the schema allows no field booking in the order (only orderId)`},
 	} {
 		forEach := "items"
 		if name == "not allowed" {

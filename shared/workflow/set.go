@@ -57,25 +57,34 @@ func MustSet(defs ...Definition) Set {
 
 // LoadFiles reads, parses and validates workflow files into a set, the
 // first file's workflow the default. The error is Problems: every problem of
-// every file.
+// every file. Warnings are left out (ValidateFiles has them).
 func LoadFiles(paths []string, o Options) (Set, error) {
+	s, _, err := ValidateFiles(paths, o)
+	return s, err
+}
+
+// ValidateFiles is LoadFiles that also returns every file's warnings
+// (Definition.Warnings), those of a file with problems too, file by file.
+func ValidateFiles(paths []string, o Options) (Set, Problems, error) {
 	var defs []Definition
-	var ps Problems
+	var ps, warnings Problems
 	for _, p := range paths {
 		d, err := LoadFile(p, o)
+		warnings = append(warnings, d.Warnings...)
 		if e := AsProblems(err); e != nil {
 			ps = append(ps, e...)
 			continue
 		}
 		if err != nil {
-			return Set{}, err
+			return Set{}, warnings, err
 		}
 		defs = append(defs, d)
 	}
 	if len(ps) > 0 {
-		return Set{}, ps
+		return Set{}, warnings, ps
 	}
-	return NewSet(defs...)
+	s, err := NewSet(defs...)
+	return s, warnings, err
 }
 
 // IsZero reports whether the set has no workflow.

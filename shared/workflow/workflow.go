@@ -127,8 +127,12 @@ type Definition struct {
 	// AgentSpecs are the remote services the steps call, by name.
 	AgentSpecs map[string]Agent `json:"-"`
 	// File is the file the definition was read from, if any.
-	File  string  `json:"-"`
-	lines lineMap // where each field of File is
+	File string `json:"-"`
+	// Warnings are what validation found in File that leaves it valid (a
+	// path into the order it could not check, with no schema): sasctl
+	// workflow validate prints them; a deployment ignores them.
+	Warnings Problems `json:"-"`
+	lines    lineMap  // where each field of File is
 }
 
 // Agent is one remote service: how its Agent reaches it.
