@@ -39,9 +39,21 @@ func definitionKey(name, version string) map[string]types.AttributeValue {
 	return key("wf#"+name+"@"+version, "DEF")
 }
 
-// PutDefinition stores a workflow version's definition, once: Submit calls
-// it before the first order of a version this process submits.
+// PutDefinition stores a workflow version's definition, once: Submit does
+// before the first order of a version this process submits.
 func (s *Store) PutDefinition(ctx context.Context, d workflow.Definition) error {
+	o := s.definedOnce(d)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := s.putDefinition(ctx, d); err != nil {
+		return err
+	}
+	o.done = true
+	return nil
+}
+
+// putDefinition writes d unless its version's definition is stored already.
+func (s *Store) putDefinition(ctx context.Context, d workflow.Definition) error {
 	b, err := json.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("encode workflow %s %s: %w", d.Name, d.Version, err)
@@ -53,7 +65,6 @@ func (s *Store) PutDefinition(ctx context.Context, d workflow.Definition) error 
 	if err != nil && !isConditionFailed(err) {
 		return fmt.Errorf("store workflow %s %s: %w", d.Name, d.Version, err)
 	}
-	s.defined.Store(d.Name+"@"+d.Version, true)
 	return nil
 }
 

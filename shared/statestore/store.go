@@ -43,7 +43,16 @@ type Store struct {
 	state   string
 	shards  int
 	keep    time.Duration // how long an ended order is kept (0: forever)
-	defined sync.Map      // the workflow versions whose definition this process stored
+	defined sync.Map      // by workflow version, *definedOnce: whether this process stored its definition
+}
+
+// definedOnce is one workflow version's definition as this process stored
+// it: the first submission of the version writes it while the others of its
+// batch, which run at once, wait for that write instead of each making its
+// own.
+type definedOnce struct {
+	mu   sync.Mutex
+	done bool
 }
 
 // ExpiresAttribute is the attribute DynamoDB's time to live reads on both

@@ -87,12 +87,26 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 }
 
 // definitionOnce stores the workflow version's definition the first time
-// this process submits an order of it (Definition reads it back).
+// this process submits an order of it (Definition reads it back): one write
+// a process, however many of its submissions start at once.
 func (s *Store) definitionOnce(ctx context.Context, d workflow.Definition) error {
-	if _, done := s.defined.Load(d.Name + "@" + d.Version); done {
+	o := s.definedOnce(d)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done {
 		return nil
 	}
-	return s.PutDefinition(ctx, d)
+	if err := s.putDefinition(ctx, d); err != nil {
+		return err // the next submission tries again
+	}
+	o.done = true
+	return nil
+}
+
+// definedOnce is d's version's entry of s.defined.
+func (s *Store) definedOnce(d workflow.Definition) *definedOnce {
+	v, _ := s.defined.LoadOrStore(d.Name+"@"+d.Version, &definedOnce{})
+	return v.(*definedOnce)
 }
 
 // waits reports whether a workflow waits for an event.
