@@ -230,6 +230,11 @@ func (r Recorder) callback(ctx context.Context, def workflow.Definition, e Event
 	}
 	d.Outcome = at
 	d.Recorded, err = r.Record(ctx, def, at)
+	if err == nil && !d.Recorded.Stale && d.Recorded.Slot != "" {
+		// The slot as the write found it noted: the Agent may have noted its
+		// acceptance after this callback's token was read.
+		d.Slot = flow.Slot{Agent: a.Agent, Key: d.Recorded.Slot, Holder: flow.Holder(e.OrderID, t.Ref, max(t.Round, 1), t.Attempt)}
+	}
 	if err != nil || !d.Recorded.Stale {
 		return d, err
 	}

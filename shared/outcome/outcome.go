@@ -68,6 +68,9 @@ type Recorded struct {
 	Ready []workflow.Ref
 	// Move is what the rules decided.
 	Move workflow.Move
+	// Slot, for an async attempt recorded, is the key of its agent's calls
+	// in flight whose slot it held, as the write found it noted.
+	Slot string
 }
 
 // Recorder records outcomes.
@@ -118,7 +121,11 @@ func (r Recorder) settle(ctx context.Context, def workflow.Definition, orderID s
 		return Recorded{}, err
 	}
 	task := snap.Task()
-	return Recorded{State: task.State, ReplyQueue: task.ReplyQueue, Round: task.Round, Ready: w.Move.Ready, Move: w.Move}, nil
+	rec := Recorded{State: task.State, ReplyQueue: task.ReplyQueue, Round: task.Round, Ready: w.Move.Ready, Move: w.Move}
+	if st, ok := snap.Step(f.Ref); ok {
+		rec.Slot = st.Slot
+	}
+	return rec, nil
 }
 
 // Release gives claimed attempt a back with no failure counted: its flow
@@ -136,8 +143,12 @@ func (r Recorder) Release(ctx context.Context, def workflow.Definition, a Attemp
 		if !ok || st.State != workflow.Processing || !f.Holds(s, a.Now) {
 			return nil, statestore.ErrStale
 		}
+		readyAt := until
+		if !a.Ran {
+			readyAt = a.Now // ready now: its Agent holds its request back (a key's line may hand it a slot sooner)
+		}
 		return &statestore.Write{Move: s.Order().GiveBack(a.Ref, a.Ran), Fence: f, Now: a.Now, Due: a.Now.Add(def.PickupTimeout),
-			Looks: []statestore.Look{{Ref: a.Ref, FailureCount: st.FailureCount, Reason: reason, ReadyAt: until, By: "its agent",
+			Looks: []statestore.Look{{Ref: a.Ref, FailureCount: st.FailureCount, Reason: reason, ReadyAt: readyAt, By: "its agent",
 				Held: !a.Ran, Due: until.Add(def.PickupTimeout)}}}, nil
 	})
 	if errors.Is(err, statestore.ErrStale) || errors.Is(err, statestore.ErrNotFound) {

@@ -90,6 +90,12 @@ func (s *Simulator) apply(w http.ResponseWriter, r *http.Request) {
 	case v == throttled:
 		w.Header().Set("Retry-After", f.retryAfter())
 		http.Error(w, service+": too many requests", http.StatusTooManyRequests)
+	case (v == apply || v == replay || v == stall) && token != "" && f.CallbackFirst && v != stall && callback != nil:
+		// It calls back before it answers: the callback is on its way
+		// before the Agent can note that the call was accepted.
+		callback(Callback{OrderID: orderID, Token: token, Answer: answerOf(effect, f)})
+		time.Sleep(callbackFirstLead)
+		w.WriteHeader(http.StatusAccepted)
 	case (v == apply || v == replay || v == stall) && token != "":
 		w.WriteHeader(http.StatusAccepted) // async: the answer comes with the callback
 		if v != stall && callback != nil {
@@ -187,3 +193,7 @@ func (s *Simulator) decide(service, action, key, orderID string, f Faults, now t
 	}
 	return apply, e
 }
+
+// callbackFirstLead is how long a service that calls back first waits before
+// it answers 202: time for the pipeline to take the callback.
+const callbackFirstLead = 500 * time.Millisecond

@@ -40,6 +40,10 @@ type Faults struct {
 	// X-Callback-Token header, answered 202) takes to call back with its
 	// answer; a LostReplyOrders order's never does.
 	CallbackDelay time.Duration `json:"callbackDelay,omitempty"`
+	// CallbackFirst: an async call's service calls back first, then
+	// answers 202 half a second later (its callback may be recorded before
+	// its Agent notes the acceptance).
+	CallbackFirst bool `json:"callbackFirst,omitempty"`
 	// Throttled: a call inside a window is answered 429 Too Many Requests
 	// with a Retry-After header of RetryAfter (whole seconds, at least 1),
 	// before any other fault and whether its key was applied or not (a
