@@ -58,6 +58,9 @@ func (s *Store) putDefinition(ctx context.Context, d workflow.Definition) error 
 	if err != nil {
 		return fmt.Errorf("encode workflow %s %s: %w", d.Name, d.Version, err)
 	}
+	if len(b) > workflow.MaxDefinitionBytes { // a workflow file's validation refuses it first
+		return fmt.Errorf("store workflow %s %s: its definition is %d bytes, at most %d", d.Name, d.Version, len(b), workflow.MaxDefinitionBytes)
+	}
 	item := definitionKey(d.Name, d.Version)
 	item["Def"] = str(string(b))
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.state, Item: item,

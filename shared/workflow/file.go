@@ -255,6 +255,7 @@ func ParseFile(name string, data []byte, o Options) (Definition, error) {
 	def, ps := spec.definition(o)
 	def.File, def.lines = name, lines
 	ps = append(ps, def.readSchema(name, spec.Schema, o.Dir)...)
+	ps = append(ps, def.storedSize()...)
 	for i := range ps {
 		ps[i].File, ps[i].Line = name, lines.of(ps[i].Field)
 	}

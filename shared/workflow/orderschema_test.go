@@ -2,8 +2,10 @@ package workflow_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -129,4 +131,28 @@ func TestASchemaFileAndItsProblems(t *testing.T) {
 		_, err := workflow.ParseFile(filepath.Join(dir, "t.yaml"), []byte(c.file+"defaults: {timeout: 5s}\nagents:\n  a: {endpoint: \"https://a.example.com\"}\nsteps:\n  - {name: s, agent: a, forEach: \""+forEach+"\"}\n"), workflow.Options{})
 		require.ErrorContains(t, err, c.want, name)
 	}
+}
+
+// A definition, its schema included, is kept in one DynamoDB item: one up
+// to MaxDefinitionBytes is taken, a larger one refused with the reason (the
+// store's conformance suite keeps the largest on both engines).
+func TestADefinitionFitsTheStoresItem(t *testing.T) {
+	t.Parallel()
+	file := func(description int) []byte {
+		return []byte("name: big\nschema: {type: object, description: \"" + strings.Repeat("x", description) +
+			"\"}\ndefaults: {timeout: 5s}\nagents:\n  a: {endpoint: \"https://a.example.com\"}\nsteps:\n  - {name: s, agent: a}\n")
+	}
+	small, err := workflow.ParseFile("big.yaml", file(10), workflow.Options{})
+	require.NoError(t, err)
+	n, err := small.StoredBytes()
+	require.NoError(t, err)
+	room := workflow.MaxDefinitionBytes - n + 10
+	d, err := workflow.ParseFile("big.yaml", file(room), workflow.Options{})
+	require.NoError(t, err, "at the limit")
+	n, err = d.StoredBytes()
+	require.NoError(t, err)
+	require.Equal(t, workflow.MaxDefinitionBytes, n)
+	_, err = workflow.ParseFile("big.yaml", file(room+1), workflow.Options{})
+	require.ErrorContains(t, err, fmt.Sprintf("big.yaml:2: schema: the workflow's definition, its schema included, is %d bytes: at most %d",
+		workflow.MaxDefinitionBytes+1, workflow.MaxDefinitionBytes))
 }

@@ -36,6 +36,7 @@ func Limits(t *testing.T, db *dynamodb.Client) {
 		"ACancelGivesBackAHundredAcceptedAsyncItems":      cancelsAHundredAccepted,
 		"AHeldOrderGoesOnWithAHundredItemsReady":          heldGoesOnWithAHundredReady,
 		"TwoStepsOfAHundredItemsAreMadeReadyAtOnce":       twoHundredReadyAtOnce,
+		"TheLargestDefinitionIsKeptWhole":                 largestDefinition,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -180,4 +181,30 @@ func twoHundredReadyAtOnce(t *testing.T, s *statestore.Store, m *measured) {
 		finish(t, s, d, claimedAs(t, s, "o-two", ref, t0.Add(time.Second)), "", t0.Add(time.Second))
 	}
 	m.report(t, "two hundred records made ready at once")
+}
+
+// largestDefinition: a workflow's definition of MaxDefinitionBytes (its
+// schema included) is kept in one item and read back whole for its orders.
+func largestDefinition(t *testing.T, s *statestore.Store, _ *measured) {
+	ctx := context.Background()
+	d := def(2)
+	d.Name, d.Version = "big", "v-big"
+	schema := func(n int) json.RawMessage {
+		return json.RawMessage(`{"type":"object","description":"` + strings.Repeat("x", n) + `"}`)
+	}
+	d.Schema = schema(0)
+	empty, err := d.StoredBytes()
+	require.NoError(t, err)
+	d.Schema = schema(workflow.MaxDefinitionBytes - empty)
+	n, err := d.StoredBytes()
+	require.NoError(t, err)
+	require.Equal(t, workflow.MaxDefinitionBytes, n)
+	_, err = s.Submit(ctx, statestore.Submission{OrderID: "o-bigdef", Order: `{"orderId":"o-bigdef"}`, Workflow: d, Now: t0})
+	require.NoError(t, err)
+	back, err := s.Definition(ctx, "o-bigdef")
+	require.NoError(t, err)
+	require.JSONEq(t, string(d.Schema), string(back.Schema), "read back whole")
+	d.Version = "v-bigge" // as long: one byte more of schema is one over
+	d.Schema = schema(workflow.MaxDefinitionBytes - empty + 1)
+	require.ErrorContains(t, s.PutDefinition(ctx, d), "at most", "never sent to DynamoDB")
 }
