@@ -44,6 +44,10 @@ func TestAPausedAgentsOrdersWaitAndGoOnWhenResumed(t *testing.T) {
 		require.Zero(t, recs[1].Attempt, "never claimed")
 		require.Zero(t, recs[1].FailureCount)
 	}
+	code, out, _ = p.ctl("", "status", "o-p1")
+	require.Zero(t, code)
+	require.Contains(t, out, "charge-payment waits for its agent's flow control (agent payment is paused (by", "waiting shown as waiting")
+	require.NotContains(t, out, "last error")
 	code, out, _ = p.ctl("", "agent show", "payment")
 	require.Zero(t, code)
 	require.Contains(t, out, "agent payment: paused by")

@@ -68,6 +68,9 @@ type Store struct {
 // NewStore is the flow items of the state table.
 func NewStore(db DB, stateTable string) Store { return Store{db: db, table: stateTable} }
 
+// Usable reports whether s has a table to read (a zero Store has none).
+func (s Store) Usable() bool { return s.db != nil && s.table != "" }
+
 func agentKey(agent, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		topology.KeyOrderID: &types.AttributeValueMemberS{Value: "~agent/" + agent},

@@ -71,6 +71,9 @@ func (o *Operator) Status(ctx context.Context, orderID string) (Status, error) {
 			s.Timeline = append(s.Timeline, waitEvent(rec.Name, *rec.Waiting))
 		}
 	}
+	if err := o.flowWaits(ctx, s.Records, o.Now()); err != nil {
+		return Status{}, err
+	}
 	slices.SortStableFunc(s.Timeline, func(a, b Event) int { return a.At.Compare(b.At) })
 	return s, nil
 }

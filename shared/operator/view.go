@@ -145,7 +145,10 @@ func (w Waiting) What() string {
 	case "timer":
 		return "a timer"
 	case "flow":
-		return fmt.Sprintf("its agent's flow control (%s; %d time(s))", w.Why, w.Times)
+		if w.Times > 0 {
+			return fmt.Sprintf("its agent's flow control (%s; given back %d time(s))", w.Why, w.Times)
+		}
+		return fmt.Sprintf("its agent's flow control (%s)", w.Why)
 	}
 	return "its service's callback"
 }

@@ -97,7 +97,7 @@ func TestARecordHeldByItsFlowControlIsShownWaiting(t *testing.T) {
 	r := recordOf(st, workflow.Pending, nil)
 	require.Empty(t, r.LastError)
 	require.Equal(t, &Waiting{For: "flow", Why: `waiting for a slot of key "c-1"`, Times: 18, Since: at}, r.Waiting)
-	require.Contains(t, r.Waiting.What(), `its agent's flow control (waiting for a slot of key "c-1"; 18 time(s))`)
+	require.Contains(t, r.Waiting.What(), `its agent's flow control (waiting for a slot of key "c-1"; given back 18 time(s))`)
 	st.State, st.DueAt = workflow.Processing, time.Time{}
 	require.Nil(t, recordOf(st, workflow.Pending, nil).Waiting, "claimed: it waits no more")
 }
