@@ -4,36 +4,36 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// check says which of the invariants the run broke, if any, from the order
-// as the store has it at its end, what the services applied, the claims and
-// the alerts.
-func (w *World) check(ctx context.Context, task statestore.Task) []string {
+// check says which of the invariants the run broke, if any: each order's
+// end as the store has it against what the services applied, the claims
+// and the alerts; then the flow control (slots, calls in flight per key,
+// the rate) and DynamoDB's limits.
+func (w *World) check(ctx context.Context) []string {
 	var bad []string
-	fail := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	for _, o := range w.orders {
+		bad = append(bad, w.checkOrder(ctx, o)...)
+	}
+	bad = append(bad, w.checkClaims()...)
+	bad = append(bad, w.checkFlow(ctx)...)
+	return append(bad, w.checkLimits()...)
+}
+
+// checkOrder checks o's end.
+func (w *World) checkOrder(ctx context.Context, o *order) []string {
+	var bad []string
+	fail := func(format string, args ...any) { bad = append(bad, o.id+": "+fmt.Sprintf(format, args...)) }
+	task, recs, err := w.store.Load(ctx, o.id)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: %v", o.id, err)}
+	}
+	o.end = task
 	if !task.State.Ended() {
 		fail("no lost order: it is %s", task.State)
-	}
-	_, recs, err := w.store.Load(ctx, w.id)
-	if err != nil {
-		return append(bad, err.Error())
-	}
-	byRef := map[workflow.Ref]statestore.Step{}
-	for _, r := range recs {
-		byRef[r.Ref()] = r
-	}
-	last := map[workflow.Ref]int{}
-	for _, c := range w.claims {
-		if !c.needsMet {
-			fail("nothing starts before its needs: %v claimed (attempt %d) before every step it needs was done", c.ref, c.attempt)
-		}
-		if c.attempt <= last[c.ref] {
-			fail("exclusive claim: %v attempt %d claimed after attempt %d", c.ref, c.attempt, last[c.ref])
-		}
-		last[c.ref] = c.attempt
 	}
 	for _, r := range recs {
 		if r.FailureCount > r.MaxFailures {
@@ -43,6 +43,44 @@ func (w *World) check(ctx context.Context, task statestore.Task) []string {
 			fail("every failure alerted: %s is in Error, not alerted", r.RecordName())
 		}
 	}
+	for _, b := range w.effects(task, recs) {
+		fail("%s", b)
+	}
+	for _, b := range w.undoOrder(recs) {
+		fail("%s", b)
+	}
+	alerts := w.alertsOf(o.id)
+	if task.State == workflow.CompensationFailed && len(alerts) == 0 {
+		fail("CompensationFailed is alerted: no alert was published")
+	}
+	if task.State == workflow.CompensationFailed && w.whyCompensationFailed(recs) == "" {
+		fail("CompensationFailed only where a pivot ran or an undo failed for good: no step without an undo may have run, " +
+			"no undo failed")
+	}
+	undone := false
+	for _, r := range recs {
+		undone = undone || (r.Undo && w.ledger.at(w.key(r)) >= 0)
+	}
+	for _, a := range alerts {
+		if a.OrderState == workflow.Failed && undone && !a.Undo {
+			fail("alerts say what the failure decided: %s's alert says %q, and undo actions ran", a.StepName, a.Compensation)
+		}
+	}
+	if !w.faults && !o.cancelled && task.State != workflow.Processed && !w.timedOutWait(recs) {
+		fail("waiting is not failing: with no fault, the order ended %s", task.State)
+	}
+	return bad
+}
+
+// effects checks that what the services applied matches task's end:
+// everything for a Processed order and nothing undone; everything done
+// undone after a failure; no effect after its undo.
+func (w *World) effects(task statestore.Task, recs []statestore.Step) []string {
+	var bad []string
+	byRef := map[workflow.Ref]statestore.Step{}
+	for _, r := range recs {
+		byRef[r.Ref()] = r
+	}
 	applied := func(r statestore.Step) bool { return w.ledger.at(w.key(r)) >= 0 }
 	for _, r := range recs {
 		if r.Undo || r.Kind != workflow.KindAgent {
@@ -51,39 +89,80 @@ func (w *World) check(ctx context.Context, task statestore.Task) []string {
 		u, hasUndo := byRef[workflow.UndoOf(r.Ref())]
 		switch {
 		case task.State == workflow.Processed && !applied(r) && !w.skipped[w.key(r)]:
-			fail("a Processed order has every effect: %s's was never applied", r.RecordName())
+			bad = append(bad, fmt.Sprintf("a Processed order has every effect: %s's was never applied", r.RecordName()))
 		case task.State == workflow.Processed && hasUndo && applied(u):
-			fail("a Processed order undid nothing: %s was undone", r.RecordName())
+			bad = append(bad, fmt.Sprintf("a Processed order undid nothing: %s was undone", r.RecordName()))
 		case (task.State == workflow.Failed || task.State == workflow.Cancelled) && applied(r) && !(hasUndo && applied(u)):
-			fail("everything done is undone after a failure: %s took effect and was not undone (the order is %s)", r.RecordName(), task.State)
+			bad = append(bad, fmt.Sprintf("everything done is undone after a failure: %s took effect and was not undone (the order is %s)",
+				r.RecordName(), task.State))
 		case hasUndo && applied(u) && applied(r) && w.ledger.at(w.key(u)) < w.ledger.at(w.key(r)):
-			fail("an effect comes before its undo: %s was applied after its undo", r.RecordName())
+			bad = append(bad, fmt.Sprintf("an effect comes before its undo: %s was applied after its undo", r.RecordName()))
 		}
-	}
-	bad = append(bad, w.undoOrder(recs, byRef)...)
-	if task.State == workflow.CompensationFailed && len(w.alerts) == 0 {
-		fail("CompensationFailed is alerted: no alert was published")
-	}
-	undone := false
-	for _, r := range recs {
-		undone = undone || (r.Undo && w.ledger.at(w.key(r)) >= 0)
-	}
-	for _, a := range w.alerts {
-		if a.OrderState == workflow.Failed && undone && !a.Undo {
-			fail("alerts say what the failure decided: %s's alert says %q, and undo actions ran", a.StepName, a.Compensation)
-		}
-	}
-	if !w.faults && task.State != workflow.Processed && !w.timedOutWait(recs) {
-		fail("waiting is not failing: with no fault, the order ended %s", task.State)
 	}
 	return bad
+}
+
+// whyCompensationFailed says why an order whose records are recs may end
+// CompensationFailed ("": no reason): a step without an undo (a pivot) that
+// may have run (a call of it reached its service and was not refused, an
+// attempt of it was killed after its claim, or its operator skipped it), or
+// an undo that failed for good.
+func (w *World) whyCompensationFailed(recs []statestore.Step) string {
+	for _, r := range recs {
+		switch {
+		case r.Undo && r.State == workflow.Error:
+			return r.RecordName() + " failed for good"
+		case r.Undo || r.Kind != workflow.KindAgent || w.def.Steps[r.Index].Undo != nil:
+		case w.mayHaveRun(w.key(r)) || w.skipped[w.key(r)]:
+			return r.RecordName() + ", a pivot, may have run"
+		}
+	}
+	return ""
+}
+
+// checkClaims checks that nothing was claimed before what it needs was
+// done, and that each record's attempts were claimed one after another.
+func (w *World) checkClaims() []string {
+	var bad []string
+	type rec struct {
+		order string
+		ref   workflow.Ref
+	}
+	last := map[rec]int{}
+	for _, c := range w.claims {
+		if !c.needsMet {
+			bad = append(bad, fmt.Sprintf("nothing starts before its needs: %s %v claimed (attempt %d) before every step it needs was done",
+				c.order, c.ref, c.attempt))
+		}
+		k := rec{c.order, c.ref}
+		if c.attempt <= last[k] {
+			bad = append(bad, fmt.Sprintf("exclusive claim: %s %v attempt %d claimed after attempt %d", c.order, c.ref, c.attempt, last[k]))
+		}
+		last[k] = c.attempt
+	}
+	return bad
+}
+
+// alertsOf are the alerts published about order id.
+func (w *World) alertsOf(id string) []alert.Failure {
+	var out []alert.Failure
+	for _, a := range w.alerts {
+		if a.OrderID == id {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // undoOrder checks that undo actions ran after the undo actions of the
 // records that ran after their own (a step's undo before those of the steps
 // it needs, whatever the shape).
-func (w *World) undoOrder(recs []statestore.Step, byRef map[workflow.Ref]statestore.Step) []string {
+func (w *World) undoOrder(recs []statestore.Step) []string {
 	var bad []string
+	byRef := map[workflow.Ref]statestore.Step{}
+	for _, r := range recs {
+		byRef[r.Ref()] = r
+	}
 	for _, r := range recs {
 		if r.Undo || w.ledger.at(w.key(byRef[workflow.UndoOf(r.Ref())])) < 0 {
 			continue

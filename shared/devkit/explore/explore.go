@@ -1,17 +1,21 @@
 // Package explore drives the product's own handlers and its real state
-// store through seeded interleavings of everything that can happen to an
-// order (claims, completions, refusals, timeouts, hangs, crashes, cancels,
-// events early and late, callbacks twice, messages lost, repeated and
-// delayed, Supervisor sweeps), over small workflows of every shape, and
-// checks that every order ends and the invariants hold. Found, a failure
-// names its seed, which replays it: FoundationDB's simulation and
-// TigerBeetle's VOPR in miniature.
+// store through seeded interleavings of everything that can happen to a few
+// orders at once (claims, completions, refusals, timeouts, hangs, crashes,
+// cancels, events early and late, callbacks twice and before their call is
+// answered, messages lost, repeated and delayed, several invocations at
+// once, Supervisor sweeps, and the flow control: rate limits, calls in
+// flight per key shared by the orders, pauses, a service's Retry-After),
+// over small workflows of every shape, and checks that every order ends as
+// it must and the invariants hold. Found, a failure names its seed, which
+// replays it: FoundationDB's simulation and TigerBeetle's VOPR in
+// miniature.
 package explore
 
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,7 +27,6 @@ import (
 	"github.com/sas-go/sas/shared/devkit/shapes"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
-	"github.com/sas-go/sas/shared/workflow"
 )
 
 // Options bound an exploration.
@@ -33,17 +36,25 @@ type Options struct {
 	Runs    int           // at most this many runs (0: no bound but For)
 	Workers int           // runs at once, each on tables of its own
 	Prefix  string        // of the workers' tables
+	// Large makes every run large: one order whose forEach step has 30 to
+	// 100 items, at the documented limits (accepted async items cancelled,
+	// items timing out in one sweep, a held order going on with them all).
+	Large bool
 }
 
 // Report is what an exploration found.
 type Report struct {
-	Runs   int            // orders run
-	Faulty int            // of them, with faults injected
-	Ends   map[string]int // by end state
+	Runs   int            // runs
+	Orders int            // orders run (a run has one to four)
+	Faulty int            // runs with faults injected
+	Ends   map[string]int // orders by end state
 	// Held counts the orders a step's failure held for their operator;
 	// Decided, the operator's decisions taken on them, by action.
-	Held     int
-	Decided  map[string]int
+	Held    int
+	Decided map[string]int
+	// Drove counts what the runs drove beyond deliveries and answers: the
+	// flow control, early callbacks, invocations at once, large scenarios.
+	Drove    map[string]int
 	Failures []Failure // runs that broke an invariant (the first few)
 	Elapsed  time.Duration
 }
@@ -51,26 +62,31 @@ type Report struct {
 // Failure is one run that broke an invariant.
 type Failure struct {
 	Seed     uint64
-	Workflow string // the workflow, as JSON
+	Large    bool
+	Workflow string // the workflow and its agents' flow control
 	Broken   []string
 	Trace    []string // what the explorer did
 	Logs     string   // the handlers' logs
 }
 
 func (f Failure) String() string {
-	return fmt.Sprintf("seed %d broke:\n  %s\nworkflow %s\ntrace:\n  %s\nlogs:\n%s", f.Seed, strings.Join(f.Broken, "\n  "), f.Workflow,
-		strings.Join(f.Trace, "\n  "), f.Logs)
+	replay := fmt.Sprintf("-explore.seed %d -explore.runs 1", f.Seed)
+	if f.Large {
+		replay += " -explore.large"
+	}
+	return fmt.Sprintf("seed %d (replay: go test ./shared/devkit/explore -run TestExplore %s) broke:\n  %s\nworkflow %s\ntrace:\n  %s\nlogs:\n%s",
+		f.Seed, replay, strings.Join(f.Broken, "\n  "), f.Workflow, strings.Join(f.Trace, "\n  "), f.Logs)
 }
 
 // Explore runs orders of generated shapes until opts.For passes (or
 // opts.Runs are done), opts.Workers at once on db.
 func Explore(ctx context.Context, db *dynamodb.Client, opts Options) (Report, error) {
 	start := time.Now()
-	rep := Report{Ends: map[string]int{}, Decided: map[string]int{}}
+	rep := Report{Ends: map[string]int{}, Decided: map[string]int{}, Drove: map[string]int{}}
 	var mu sync.Mutex
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, opts.Workers)
+	errs := make(chan error, max(opts.Workers, 1))
 	for k := range max(opts.Workers, 1) {
 		wg.Go(func() {
 			topo := topology.Default(fmt.Sprintf("%s%d", opts.Prefix, k), shapes.Defaults().Agents...)
@@ -79,29 +95,17 @@ func Explore(ctx context.Context, db *dynamodb.Client, opts Options) (Report, er
 				errs <- err
 				return
 			}
-			store := statestore.New(db, topo.OrdersTable(), topo.StateTable(), 1)
+			var after time.Time // the worker's runs share its tables' flow items: each starts after the last ended
 			for ctx.Err() == nil && time.Since(start) < opts.For {
 				i := next.Add(1) - 1
 				if opts.Runs > 0 && i >= int64(opts.Runs) {
 					return
 				}
 				seed := opts.Seed + uint64(i)
-				res, err := One(ctx, store, topo, seed)
+				res, err := One(ctx, db, topo, seed, opts.Large, after)
+				after = res.until
 				mu.Lock()
-				rep.Runs++
-				if res.faulty {
-					rep.Faulty++
-				}
-				rep.Ends[res.end]++
-				if res.held {
-					rep.Held++
-				}
-				for a, n := range res.decided {
-					rep.Decided[a] += n
-				}
-				if len(res.failure.Broken) > 0 && len(rep.Failures) < 3 {
-					rep.Failures = append(rep.Failures, res.failure)
-				}
+				rep.add(res)
 				mu.Unlock()
 				if err != nil {
 					errs <- fmt.Errorf("seed %d: %w", seed, err)
@@ -116,60 +120,73 @@ func Explore(ctx context.Context, db *dynamodb.Client, opts Options) (Report, er
 	return rep, <-errs
 }
 
-type result struct {
-	end     string
-	faulty  bool
-	failure Failure
-	held    bool
-	decided map[string]int
+// add counts one run.
+func (r *Report) add(res result) {
+	r.Runs++
+	r.Orders += len(res.ends)
+	if res.faulty {
+		r.Faulty++
+	}
+	for _, e := range res.ends {
+		r.Ends[e]++
+	}
+	r.Held += res.held
+	for a, n := range res.decided {
+		r.Decided[a] += n
+	}
+	for a, n := range res.drove {
+		r.Drove[a] += n
+	}
+	if len(res.failure.Broken) > 0 && len(r.Failures) < 3 {
+		r.Failures = append(r.Failures, res.failure)
+	}
 }
 
-// One runs the order seed names on store (tables of topo): its workflow,
-// its items, whether faults are injected and every choice follow from the
-// seed.
-func One(ctx context.Context, store *statestore.Store, topo topology.Topology, seed uint64) (result, error) {
-	rng := rand.New(rand.NewPCG(seed, 0x5a5))
-	o := shapes.Defaults()
-	var d workflow.Definition
-	if rng.IntN(6) == 0 {
-		d = shapes.Branches(o)
-	} else {
-		d = shapes.Random(rng, fmt.Sprintf("shape%d", seed), o)
-	}
-	if rng.IntN(3) == 0 { // steps that hold their order for the operator on failure
-		for i, st := range d.Steps {
-			if st.Kind() == workflow.KindAgent && rng.IntN(2) == 0 {
-				d.Steps[i].HoldFor = time.Duration(1+rng.IntN(30)) * time.Minute
-			}
-		}
-	}
-	items := 1 + rng.IntN(3)
-	faulty := rng.IntN(4) > 0
-	w, err := newWorld(d, fmt.Sprintf("x%d", seed), items, topo, store, rng, faulty)
+// result is what one run found.
+type result struct {
+	ends    []string // its orders' end states
+	faulty  bool
+	failure Failure
+	held    int
+	decided map[string]int
+	drove   map[string]int
+	until   time.Time // its clock at its end
+}
+
+// One runs the orders seed names on db (tables of topo), its clock starting
+// after after: its workflow, its orders, its agents' flow control, whether
+// faults are injected and every choice follow from the seed (and large).
+func One(ctx context.Context, db statestore.API, topo topology.Topology, seed uint64, large bool, after time.Time) (result, error) {
+	p := newPlan(seed, large)
+	w, err := newWorld(p, topo, db, after)
 	if err != nil {
-		return result{}, fmt.Errorf("workflow %s: %w", d.Name, err)
+		return result{until: after}, fmt.Errorf("workflow %s: %w", p.def.Name, err)
 	}
-	task, err := w.run(ctx)
-	res := result{end: string(task.State), faulty: faulty, held: w.wasHeld(), decided: w.decided}
-	broken := w.check(ctx, task)
+	err = w.run(ctx)
+	res := result{faulty: p.faulty, held: w.heldOrders(), decided: w.decided, drove: w.drove, until: w.clock()}
+	broken := w.check(ctx)
+	for _, o := range w.orders {
+		res.ends = append(res.ends, string(o.end.State))
+	}
 	if err != nil {
 		broken = append([]string{err.Error()}, broken...)
 	}
 	if len(broken) > 0 {
-		res.failure = Failure{Seed: seed, Workflow: describe(d), Broken: broken, Trace: w.trace, Logs: w.logs.String()}
+		res.failure = Failure{Seed: seed, Large: large, Workflow: w.describe(), Broken: broken, Trace: w.traced(), Logs: w.logs.String()}
 	}
 	return res, nil
 }
 
-// describe is the workflow's steps, one line.
-func describe(d workflow.Definition) string {
+// describe is the workflow's steps and its agents' flow control, one line.
+func (w *World) describe() string {
+	d := w.def
 	var parts []string
 	for i, st := range d.Steps {
 		var needs []string
 		for _, n := range d.Needs(i) {
 			needs = append(needs, d.Steps[n].Name)
 		}
-		p := fmt.Sprintf("%s(%s", st.Name, st.Kind())
+		p := fmt.Sprintf("%s(%s %s", st.Name, st.Kind(), st.Agent)
 		if st.Async {
 			p += " async"
 		}
@@ -184,5 +201,14 @@ func describe(d workflow.Definition) string {
 		}
 		parts = append(parts, fmt.Sprintf("%s) needs [%s]", p, strings.Join(needs, ",")))
 	}
-	return d.Name + ": " + strings.Join(parts, "; ")
+	var flows []string
+	for _, a := range slices.Sorted(maps.Keys(w.flows)) {
+		flows = append(flows, a+": "+w.flows[a].String())
+	}
+	var orders []string
+	for _, o := range w.orders {
+		orders = append(orders, fmt.Sprintf("%s of %s, %d items", o.id, o.customer, o.items))
+	}
+	return fmt.Sprintf("%s: %s; agents [%s]; orders [%s]%s", d.Name, strings.Join(parts, "; "), strings.Join(flows, "; "),
+		strings.Join(orders, "; "), w.scenarioNote())
 }

@@ -20,16 +20,28 @@ func TestMain(m *testing.M) { os.Exit(emulatortest.MainWithEngines(m, engines)) 
 
 var (
 	seed     = flag.Uint64("explore.seed", 0, "the first run's seed (0: from the clock)")
-	duration = flag.Duration("explore.for", 30*time.Second, "how long each engine explores (the long mode: -explore.for 30m)")
+	duration = flag.Duration("explore.for", 25*time.Second, "how long each engine explores (the long mode: -explore.for 30m)")
 	runs     = flag.Int("explore.runs", 0, "stop after this many runs per engine (1 with -explore.seed replays one)")
+	large    = flag.Bool("explore.large", false, "every run large: a forEach step of 30 to 100 items at the documented limits")
 )
 
+// regressions are seeds that found defects, replayed first on every engine
+// (unless -explore.seed names one): each still reaches what it found.
+var regressions = []struct {
+	seed  uint64
+	large bool
+	found string
+}{}
+
 // Orders of every small shape (lines, branches of different lengths, joins,
-// a step per item, a wait, a timer, an async call), each through a seeded
-// interleaving of claims, answers, refusals, hangs, crashes, cancels,
-// events, callbacks, lost, repeated and delayed messages and sweeps, on the
-// real state store: every order ends, and every invariant holds. A failure
-// prints its seed: go test -run TestExplore -explore.seed N -explore.runs 1.
+// a step per item, a wait, a timer, an async call), a few at once sharing a
+// customer, each through a seeded interleaving of claims, answers,
+// refusals, hangs, crashes, cancels, events, callbacks (before their call's
+// answer too), lost, repeated and delayed messages, invocations at once and
+// sweeps, with the flow control (rate limits, calls in flight per key,
+// pauses, 429s with Retry-After) on the real state store: every order ends
+// as it must, and every invariant holds. A failure prints its seed: go test
+// -run TestExplore -explore.seed N -explore.runs 1.
 func TestExplore(t *testing.T) {
 	base := *seed
 	if base == 0 {
@@ -39,11 +51,22 @@ func TestExplore(t *testing.T) {
 	for name, e := range engines {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			rep, err := explore.Explore(context.Background(), e.Clients.DynamoDB, explore.Options{Seed: base, For: *duration,
-				Runs: *runs, Workers: 3, Prefix: fmt.Sprintf("x%d%s", base%10000, name[:1])})
+			ctx := context.Background()
+			if *seed == 0 {
+				for i, r := range regressions {
+					rep, err := explore.Explore(ctx, e.Clients.DynamoDB, explore.Options{Seed: r.seed, Runs: 1, For: time.Hour, Workers: 1,
+						Large: r.large, Prefix: fmt.Sprintf("r%d%s%d", base%10000, name[:1], i)})
+					require.NoError(t, err)
+					for _, f := range rep.Failures {
+						t.Errorf("regression seed %d (%s) fails again: %s", r.seed, r.found, f)
+					}
+				}
+			}
+			rep, err := explore.Explore(ctx, e.Clients.DynamoDB, explore.Options{Seed: base, For: *duration,
+				Runs: *runs, Workers: 3, Large: *large, Prefix: fmt.Sprintf("x%d%s", base%10000, name[:1])})
 			require.NoError(t, err)
-			t.Logf("%s: %d orders in %s (%d with faults), ended %v; %d held for their operator, decisions %v", name, rep.Runs,
-				rep.Elapsed.Round(time.Second), rep.Faulty, rep.Ends, rep.Held, rep.Decided)
+			t.Logf("%s: %d runs, %d orders in %s (%d runs with faults), ended %v; %d held for their operator, decisions %v; drove %v",
+				name, rep.Runs, rep.Orders, rep.Elapsed.Round(time.Second), rep.Faulty, rep.Ends, rep.Held, rep.Decided, rep.Drove)
 			for _, f := range rep.Failures {
 				t.Errorf("%s", f)
 			}

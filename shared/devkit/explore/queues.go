@@ -136,14 +136,15 @@ func (q *queues) hide(m *msg, at time.Time) {
 	m.visibleAt = at
 }
 
-// nextVisible is when the next hidden message becomes visible (zero: none).
-func (q *queues) nextVisible() time.Time {
+// nextVisible is when the next hidden message of the named queues becomes
+// visible (zero: none).
+func (q *queues) nextVisible(names ...string) time.Time {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := q.now()
 	var next time.Time
 	for _, m := range q.msgs {
-		if m.visibleAt.After(now) && (next.IsZero() || m.visibleAt.Before(next)) {
+		if m.visibleAt.After(now) && slices.Contains(names, m.queue) && (next.IsZero() || m.visibleAt.Before(next)) {
 			next = m.visibleAt
 		}
 	}

@@ -2,53 +2,60 @@ package explore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/sas-go/sas/shared/message"
-	"github.com/sas-go/sas/shared/outcome"
-	"github.com/sas-go/sas/shared/shop"
 	"github.com/sas-go/sas/shared/statestore"
-	"github.com/sas-go/sas/shared/workflow"
 )
 
-// steps bounds the explorer's free choices in one run; then it drains: no
-// more faults, everything delivered, answered and swept until the order
-// ends (it must).
+// steps bounds the explorer's free choices in one run (a large run has
+// more); then it drains: no more faults, everything delivered, answered and
+// swept until every order ends (it must).
 const steps = 80
 
-// runTime bounds one run's real time: a run that takes longer is stuck.
-const runTime = time.Minute
+// maxDrain bounds the drain's steps per order (and per ten items).
+const maxDrain = 5000
 
-// run plays one order through the world: the order sent, then steps free
-// choices (what to deliver, drop, repeat or delay, how each call ends, when
-// events, callbacks, cancels and sweeps come, when time passes), then the
-// drain. It returns the order's end as the store has it.
-func (w *World) run(ctx context.Context) (statestore.Task, error) {
-	ctx, cancel := context.WithTimeout(ctx, runTime)
+// runTime bounds one run's real time (a large run's, largeRunTime): a run
+// that takes longer is stuck.
+const (
+	runTime      = time.Minute
+	largeRunTime = 4 * time.Minute
+)
+
+// run plays the run's orders through the world: the first sent (the others
+// with it, or later), then free choices (what to deliver, one at a time or
+// several at once, drop, repeat or delay, how each call ends, when events,
+// callbacks, cancels, pauses, hold decisions and sweeps come, when time
+// passes), then the drain. A large run plays its scenario first.
+func (w *World) run(ctx context.Context) error {
+	limit, n := runTime, steps
+	if w.scenario != none {
+		limit, n = largeRunTime, 3*steps
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	w.ctx = ctx
-	w.send(w.topo.OrdersQueue().Name, w.orderBody(), 0)
-	w.note("order %s of %s sent (%d items), faults %v", w.id, w.def.Name, w.items, w.faulty)
-	for i := 0; i < steps && ctx.Err() == nil; i++ {
-		if i%10 == 9 && len(w.parked) == 0 && w.ended(ctx) {
-			break
+	w.sendOrder(w.orders[0])
+	for _, o := range w.orders[1:] {
+		if w.rng.IntN(2) == 0 {
+			w.sendOrder(o)
+		}
+	}
+	w.script(ctx)
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		if i%10 == 9 && len(w.parked) == 0 && w.unsent() == nil {
+			if done, _ := w.loadEnds(ctx); done {
+				break
+			}
 		}
 		w.choose(ctx)
 	}
 	return w.drain(ctx)
-}
-
-func (w *World) orderBody() string {
-	o := shop.Order{OrderID: w.id, CustomerID: "c-1"}
-	for k := range w.items {
-		o.Items = append(o.Items, shop.Item{SKU: "SKU-" + strconv.Itoa(k), Quantity: 1, UnitPriceCents: 100})
-	}
-	return o.JSON()
 }
 
 func (w *World) send(queueName, body string, delay int32) {
@@ -61,71 +68,140 @@ func (w *World) choose(ctx context.Context) {
 	visible := w.q.visible(w.consumed()...)
 	switch {
 	case r < 10 && len(w.parked) > 0, r < 45 && len(w.parked) > 0 && len(visible) == 0:
-		c := w.parked[w.rng.IntN(len(w.parked))]
-		kind := answerDone
-		if w.faulty {
-			kind = outcomeKind(pick(w.rng, 70, 6, 10, 7, 7))
-		}
-		w.note("answer %s %s: %s", c.agent, c.key, kind)
-		if kind == answerHang { // time passes to its deadline, and past anything due before
-			w.expire(c.deadline.Add(time.Millisecond))
-			break
-		}
-		w.answer(c, kind)
-	case r < 55 && len(visible) > 0:
+		w.answerSome()
+	case r < 13 && len(w.sleeping) > 0, r < 55 && len(w.sleeping) > 0 && len(visible) == 0:
+		w.expire(w.nextSleeper().until)
+	case r < 50 && len(visible) > 0:
 		m := visible[w.rng.IntN(len(visible))]
-		w.crashing = w.faulty && w.rng.IntN(12) == 0
+		w.setCrashing(w.faulty && w.rng.IntN(12) == 0)
 		w.note("deliver %s %s", m.queue, brief(m.body))
 		w.deliver(m)
+		w.setCrashing(false)
+	case r < 54 && len(visible) > 1:
+		w.deliverAtOnce(visible)
+	case r < 56 && len(visible) > 0:
+		m := visible[w.rng.IntN(len(visible))]
+		w.note("sweep beside deliver %s %s", m.queue, brief(m.body))
+		w.count("sweeps beside a handler")
+		w.sweep(m)
 	case r < 59 && len(visible) > 0: // delivered twice: SQS delivers at least once
 		m := visible[w.rng.IntN(len(visible))]
 		w.note("deliver twice %s %s", m.queue, brief(m.body))
 		w.send(m.queue, m.body, 0)
 		w.deliver(m)
-	case r < 62 && len(visible) > 0 && w.faulty && !w.isOrder(visible): // lost (the order itself is in SQS: it is not)
-		m := visible[w.rng.IntN(len(visible))]
-		w.note("drop %s %s", m.queue, brief(m.body))
-		w.q.remove(m)
-	case r < 66 && len(visible) > 0:
-		m := visible[w.rng.IntN(len(visible))]
+	case r < 62 && len(visible) > 0 && w.faulty:
+		w.drop(visible[w.rng.IntN(len(visible))])
+	case r < 66 && len(visible) > 0 && (w.faulty || !w.isCallback(visible[0])):
+		m := visible[0]
 		d := time.Duration(1+w.rng.IntN(20)) * time.Second
 		w.note("delay %s by %s", m.queue, d)
 		w.q.hide(m, w.clock().Add(d))
-	case r < 72 && len(w.async) > 0:
+	default:
+		w.chooseElse(ctx, r)
+	}
+}
+
+// chooseElse is choose's other steps: what the world's people do, sweeps,
+// progress without faults, or time passing.
+func (w *World) chooseElse(ctx context.Context, r int) {
+	switch {
+	case r < 71 && len(w.async) > 0:
 		w.callback(w.async[w.rng.IntN(len(w.async))], w.faulty && w.rng.IntN(5) == 0)
-	case r < 76 && w.waits():
-		w.event()
-	case r < 78 && w.faulty && w.rng.IntN(12) == 0:
-		w.cancel(ctx)
-	case r < 86 && w.heldNow(ctx):
-		w.decideHold(ctx)
-	case r < 88:
-		w.sweep(ctx)
+	case r < 74 && w.waits() && w.randomOrder(w.rng) != nil:
+		w.event(w.randomOrder(w.rng))
+	case r < 76 && w.faulty && w.rng.IntN(8) == 0 && w.randomOrder(w.rng) != nil:
+		w.cancel(w.randomOrder(w.rng))
+	case r < 81 && w.heldNow(ctx) != nil:
+		w.decideHold(ctx, w.heldNow(ctx))
+	case r < 84 && w.rng.IntN(3) == 0:
+		w.pauseOrResume(ctx)
+	case r < 87 && w.unsent() != nil:
+		w.sendOrder(w.unsent())
+	case r < 90:
+		w.sweep()
 	case !w.faulty && len(w.parked) > 0: // with no fault, no call outlasts its attempt
+		w.note("answer %s %s: done", w.parked[0].agent, w.parked[0].key)
 		w.answer(w.parked[0], answerDone)
 	case !w.faulty && len(w.async) > 0:
 		w.callback(w.async[0], false)
-	case !w.faulty && w.waits() && w.sent[w.waitName()] == 0:
-		w.event()
+	case !w.faulty && w.eventless() != nil:
+		w.event(w.eventless())
 	default:
 		w.tick()
 	}
 }
 
-// pick is an index of weights, at random.
-func pick(rng interface{ IntN(int) int }, weights ...int) int {
-	total := 0
-	for _, x := range weights {
-		total += x
+// deliverAtOnce delivers two or three of visible at once: their handlers
+// race on the store.
+func (w *World) deliverAtOnce(visible []*msg) {
+	n := min(2+w.rng.IntN(2), len(visible))
+	var msgs []*msg
+	for _, i := range w.rng.Perm(len(visible))[:n] {
+		msgs = append(msgs, visible[i])
+		w.note("deliver at once %s %s", visible[i].queue, brief(visible[i].body))
 	}
-	n := rng.IntN(total)
-	for i, x := range weights {
-		if n < x {
-			return i
+	w.count("invocations at once")
+	w.deliver(msgs...)
+}
+
+// drop loses m, unless it is what a client sent (an order, a cancel): SQS
+// keeps what it took; the explorer loses only what the pipeline sends (a
+// send lost with its sender) and events.
+func (w *World) drop(m *msg) {
+	if w.fromClient(m) {
+		return
+	}
+	w.note("drop %s %s", m.queue, brief(m.body))
+	w.dropped++
+	w.q.remove(m)
+}
+
+func (w *World) fromClient(m *msg) bool {
+	if m.queue != w.topo.OrdersQueue().Name {
+		return false
+	}
+	v, err := message.DecodeOrdersMessage(m.body)
+	if err != nil {
+		return false
+	}
+	_, isEvent := v.(message.Event)
+	return !isEvent
+}
+
+// isCallback reports whether m is an async call's callback.
+func (w *World) isCallback(m *msg) bool {
+	if m.queue != w.topo.OrdersQueue().Name {
+		return false
+	}
+	v, err := message.DecodeOrdersMessage(m.body)
+	e, ok := v.(message.Event)
+	return err == nil && ok && e.Token != ""
+}
+
+// eventless is an order sent that never had its wait's event sent (nil:
+// none, or the workflow waits for none).
+func (w *World) eventless() *order {
+	name := w.waitName()
+	if name == "" {
+		return nil
+	}
+	for _, o := range w.orders {
+		if o.sent && o.events[name] == 0 && !o.end.State.Ended() {
+			return o
 		}
-		n -= x
 	}
-	return len(weights) - 1
+	return nil
+}
+
+// nextSleeper is the sleeper whose time comes first.
+func (w *World) nextSleeper() *sleeper {
+	var s *sleeper
+	for _, x := range w.sleeping {
+		if s == nil || x.until.Before(s.until) {
+			s = x
+		}
+	}
+	return s
 }
 
 func brief(body string) string {
@@ -135,182 +211,10 @@ func brief(body string) string {
 	return body
 }
 
-// callback answers an accepted async call: its effect applied and its data
-// sent back, or its refusal; perhaps twice.
-func (w *World) callback(c *call, refuse bool) {
-	if c.refused != nil {
-		refuse = *c.refused // a repeat of the callback
-	}
-	c.refused = &refuse
-	e := message.Event{Kind: message.KindEvent, OrderID: w.id, Token: c.token}
-	switch {
-	case refuse:
-		e.Error = "refused later by the explorer"
-	case w.undoneFirst(c.key):
-		// Its undo came first (a cancel gave the accepted attempt back):
-		// the service, as the contract asks, drops the work it had
-		// accepted; its callback still comes, and is refused.
-		w.note("callback %s: its undo came first, its work dropped", c.key)
-		e.Data = json.RawMessage(`{"dropped":true}`)
-	default:
-		w.ledger.apply(c.key)
-		e.Data = json.RawMessage(fmt.Sprintf(`{"key":%q}`, c.key))
-	}
-	if !w.faulty || w.rng.IntN(4) > 0 {
-		w.async = remove(w.async, c) // else: it may come again
-	}
-	b, _ := json.Marshal(e)
-	w.note("callback %s refused=%v", c.key, refuse)
-	w.send(w.topo.OrdersQueue().Name, string(b), 0)
-}
-
-// undoneFirst reports whether the undo of the step whose idempotency key
-// is key reached its service: an async call accepted before it must not
-// take effect after it (docs/workflows.md: a cancel undoes an accepted
-// async step without awaiting its callback).
-func (w *World) undoneFirst(key string) bool {
-	rec := strings.TrimPrefix(key, w.id+"/")
-	name, item, _ := strings.Cut(rec, "#")
-	for _, st := range w.def.Steps {
-		if st.Name != name || st.Undo == nil {
-			continue
-		}
-		undo := st.Undo.Name
-		if item != "" {
-			undo += "#" + item
-		}
-		return w.ledger.at(w.id+"/"+undo) >= 0
-	}
-	return false
-}
-
-// waits reports whether the workflow waits for an event.
-func (w *World) waits() bool {
-	for _, st := range w.def.Steps {
-		if st.Wait != nil {
-			return true
-		}
-	}
-	return false
-}
-
-// event sends the event a wait of the workflow waits for: at any time
-// (before its order reaches it, or after), perhaps again, perhaps with
-// another eventId.
-func (w *World) event() {
-	for _, st := range w.def.Steps {
-		if st.Wait == nil {
-			continue
-		}
-		id := "e-" + st.Wait.Event
-		if w.faulty && w.rng.IntN(6) == 0 {
-			id += "-other"
-		}
-		w.sent[st.Wait.Event]++
-		b, _ := json.Marshal(message.Event{Kind: message.KindEvent, OrderID: w.id, Event: st.Wait.Event, EventID: id,
-			Data: json.RawMessage(`{"approved":true}`)})
-		w.note("event %s (%s)", st.Wait.Event, id)
-		w.send(w.topo.OrdersQueue().Name, string(b), 0)
-	}
-}
-
-// cancel asks for the order's cancellation, as an operator does.
-func (w *World) cancel(ctx context.Context) {
-	k := outcome.Canceller{Store: w.store}
-	res, err := k.Cancel(ctx, statestore.CancelRequest{OrderID: w.id, By: "explorer", Pickup: w.def.PickupTimeout, Now: w.clock()})
-	w.cancelled = true
-	w.note("cancel: %v %v", res.Verdict, err)
-	if err == nil && res.Undo != nil {
-		sts, err := w.store.RecordsOf(ctx, w.id, []workflow.Ref{*res.Undo})
-		if err == nil {
-			w.send(w.topo.AgentRequests(sts[0].Agent).Name, mustJSON(sts[0].Request()), 0)
-		}
-	}
-}
-
-// wasHeld reports whether a step's failure held the order (its alert said
-// so).
-func (w *World) wasHeld() bool {
-	for _, a := range w.alerts {
-		if a.OrderState == workflow.Held {
-			return true
-		}
-	}
-	return false
-}
-
-// heldNow reports whether the order is held for its operator.
-func (w *World) heldNow(ctx context.Context) bool {
-	task, _, err := w.store.Load(ctx, w.id)
-	return err == nil && task.State == workflow.Held
-}
-
-// decideHold is an operator's decision on the held order, at random: retry
-// the held step, skip it with a result, or undo the order. The requests of
-// what it makes ready are sent (with faults, perhaps lost: the Supervisor
-// finds them unclaimed).
-func (w *World) decideHold(ctx context.Context) {
-	snap, err := w.store.Read(ctx, w.id)
-	if err != nil {
-		w.note("decide on the held order: %v", err)
-		return
-	}
-	held := snap.Order().Held()
-	if len(held) == 0 {
-		return
-	}
-	ref := held[w.rng.IntN(len(held))]
-	st, _ := snap.Step(ref)
-	act := []outcome.HoldAction{outcome.HoldRetry, outcome.HoldSkip, outcome.HoldUndo}[w.rng.IntN(3)]
-	d := outcome.HoldDecision{OrderID: w.id, Action: act, Step: st.RecordName(), By: "explorer", Now: w.clock()}
-	if act == outcome.HoldSkip {
-		d.Result = json.RawMessage(`{"skipped":true}`)
-	}
-	res, err := outcome.Holds{Store: w.store, Pickup: w.def.PickupTimeout}.Decide(ctx, d)
-	w.note("hold: %s %s: %s %v (start %v)", act, st.RecordName(), res.State, err, res.Start)
-	if err != nil {
-		return
-	}
-	w.decided[string(act)]++
-	if act == outcome.HoldSkip {
-		w.skipped[w.key(st)] = true
-	}
-	if w.faulty && w.rng.IntN(4) == 0 {
-		w.note("hold: its starts lost")
-		return
-	}
-	sts, err := w.store.RecordsOf(ctx, w.id, res.Start)
-	if err != nil {
-		w.note("hold: %v", err)
-		return
-	}
-	for _, st := range sts {
-		if st.Kind == workflow.KindAgent {
-			w.send(w.topo.AgentRequests(st.Agent).Name, mustJSON(st.Request()), 0)
-		} else {
-			w.send(w.topo.SchedulerQueue().Name, mustJSON(message.NewSchedule(st.OrderID, st.Ref(), st.Workflow, st.WfVersion)), 0)
-		}
-	}
-}
-
-func mustJSON(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-// sweep runs the Supervisor once.
-func (w *World) sweep(ctx context.Context) {
-	w.crashing = w.faulty && w.rng.IntN(10) == 0
-	rep, err := w.sup.Sweep(ctx)
-	w.crashing = false
-	w.note("sweep: resent %d held %d recovered %d gave up %d woken %d lost races %d err %v", rep.Resent, rep.Held,
-		rep.Recovered, rep.GaveUp, rep.Woken, rep.Lost, err)
-}
-
 // tick moves the clock on: to the next message's return, or by up to a
 // pickup timeout.
 func (w *World) tick() {
-	next := w.q.nextVisible()
+	next := w.q.nextVisible(w.consumed()...)
 	if next.IsZero() || w.rng.IntN(2) == 0 {
 		next = w.clock().Add(time.Duration(1+w.rng.IntN(int(w.def.PickupTimeout/time.Second))) * time.Second)
 	}
@@ -318,96 +222,135 @@ func (w *World) tick() {
 	w.expire(next)
 }
 
-// ended reports whether the order has ended.
-func (w *World) ended(ctx context.Context) bool {
-	task, _, err := w.store.Load(ctx, w.id)
-	return err == nil && task.State.Ended()
+// loadEnds reads each order's task into its end, and reports whether every
+// order has ended and left the deadline index.
+func (w *World) loadEnds(ctx context.Context) (bool, error) {
+	done := true
+	for _, o := range w.orders {
+		task, _, err := w.store.Load(ctx, o.id)
+		if err != nil && !errors.Is(err, statestore.ErrNotFound) {
+			return false, err
+		}
+		o.end = task
+		done = done && task.State.Ended() && task.Due.IsZero()
+	}
+	return done, nil
 }
 
-// drain ends the run: no more faults; every call answered, every message
-// delivered, the events the waits need sent, the Supervisor sweeping and the
-// clock moving, until the order has ended and left the deadline index. It
-// fails if that takes longer than the order's deadline, twice (its
-// compensation's) and a margin.
-func (w *World) drain(ctx context.Context) (statestore.Task, error) {
+// drain ends the run: no more faults, agents resumed, every order sent;
+// every call answered, every message delivered, the events the waits need
+// sent, sleepers woken, the Supervisor sweeping and the clock moving, until
+// every order has ended and left the deadline index; then every message
+// left (a delayed one too) is delivered. It fails if that takes longer than
+// the orders' deadline, twice (their compensation's) and a margin.
+func (w *World) drain(ctx context.Context) error {
 	w.faulty = false
 	w.note("drain")
+	for _, a := range slices.Sorted(maps.Keys(w.paused)) {
+		w.resume(ctx, a)
+	}
+	for o := w.unsent(); o != nil; o = w.unsent() {
+		w.sendOrder(o)
+	}
 	limit := w.clock().Add(2*w.def.Deadline + time.Hour)
-	var task statestore.Task
 	for n := 0; ; n++ {
 		visible := w.q.visible(w.consumed()...)
-		if len(visible) == 0 && len(w.parked) == 0 && len(w.async) == 0 {
-			var err error
-			if task, _, err = w.store.Load(ctx, w.id); err != nil && !errors.Is(err, statestore.ErrNotFound) {
-				return task, err
+		if len(visible) == 0 && len(w.parked) == 0 && len(w.async) == 0 && len(w.sleeping) == 0 {
+			done, err := w.loadEnds(ctx)
+			if err != nil {
+				return err
 			}
-			if task.State.Ended() && task.Due.IsZero() {
-				return task, nil // ended, and out of the deadline index
+			if done {
+				w.emptyQueues(ctx)
+				return nil
 			}
 		}
 		if ctx.Err() != nil {
-			return task, fmt.Errorf("order %s: the run took more than %s of real time (stuck?)", w.id, runTime)
+			return fmt.Errorf("the run took more than its real time (stuck?)")
 		}
-		if w.clock().After(limit) || n > 5000 {
+		if w.clock().After(limit) || n > maxDrain*len(w.orders)*max(w.orders[0].items/10, 1) {
 			w.noteRecords(ctx)
-			return task, fmt.Errorf("order %s did not end and leave the deadline index (it is %s, due %s) by %s, the limit of its deadlines",
-				w.id, task.State, task.Due.Format(time.RFC3339), limit.Format(time.RFC3339))
+			return fmt.Errorf("not every order ended and left the deadline index (%s) by %s, the limit of their deadlines",
+				w.states(), limit.Format(time.RFC3339))
 		}
+		w.drainStep(n, visible)
+	}
+}
+
+// drainStep is one step of the drain.
+func (w *World) drainStep(n int, visible []*msg) {
+	switch {
+	case len(w.parked) > 0:
+		c := w.parked[0]
+		w.note("answer %s %s: done", c.agent, c.key)
+		w.answer(c, answerDone)
+	case len(visible) > 0:
+		w.note("deliver %s %s", visible[0].queue, brief(visible[0].body))
+		w.deliver(visible[0])
+	case len(w.async) > 0:
+		w.callback(w.async[0], false)
+	case w.eventless() != nil:
+		w.event(w.eventless())
+	case len(w.sleeping) > 0:
+		w.expire(w.nextSleeper().until)
+	case n%2 == 0:
+		w.sweep()
+	default:
+		next := w.q.nextVisible(w.consumed()...)
+		if next.IsZero() || next.After(w.clock().Add(w.def.PickupTimeout)) {
+			next = w.clock().Add(w.def.PickupTimeout)
+		}
+		w.note("tick to %s", next.Format("15:04:05"))
+		w.expire(next)
+	}
+}
+
+// emptyQueues delivers every message left once the orders ended, a
+// delayed one at its time (a call waiting in its key's line, its fallback
+// poll): each finds its order ended, and takes it out of what it waited in.
+func (w *World) emptyQueues(ctx context.Context) {
+	for n := 0; n < 500 && ctx.Err() == nil; n++ {
+		visible := w.q.visible(w.consumed()...)
 		switch {
 		case len(w.parked) > 0:
-			c := w.parked[0]
-			w.note("answer %s %s: done", c.agent, c.key)
-			w.answer(c, answerDone)
+			w.answer(w.parked[0], answerDone)
 		case len(visible) > 0:
 			w.note("deliver %s %s", visible[0].queue, brief(visible[0].body))
 			w.deliver(visible[0])
+		case len(w.sleeping) > 0:
+			w.expire(w.nextSleeper().until)
 		case len(w.async) > 0:
 			w.callback(w.async[0], false)
-		case w.waits() && w.sent[w.waitName()] == 0 && !task.State.Ended():
-			w.event()
-		case n%2 == 0:
-			w.sweep(ctx)
 		default:
-			next := w.q.nextVisible()
-			if next.IsZero() || next.After(w.clock().Add(w.def.PickupTimeout)) {
-				next = w.clock().Add(w.def.PickupTimeout)
+			next := w.q.nextVisible(w.consumed()...)
+			if next.IsZero() {
+				return
 			}
-			w.note("tick to %s", next.Format("15:04:05"))
 			w.expire(next)
 		}
 	}
 }
 
-func (w *World) waitName() string {
-	for _, st := range w.def.Steps {
-		if st.Wait != nil {
-			return st.Wait.Event
-		}
+// states are the orders' states, as last loaded.
+func (w *World) states() string {
+	var s []string
+	for _, o := range w.orders {
+		s = append(s, fmt.Sprintf("%s %s due %s", o.id, o.end.State, o.end.Due.Format(time.RFC3339)))
 	}
-	return ""
+	return fmt.Sprint(s)
 }
 
-// isOrder reports whether the first of msgs a drop would pick could be the
-// order as its client sent it: SQS keeps what it took; the explorer loses
-// only what the pipeline sends (a send lost with its sender).
-func (w *World) isOrder(msgs []*msg) bool {
-	for _, m := range msgs {
-		if m.queue == w.topo.OrdersQueue().Name && m.body == w.orderBody() {
-			return true
-		}
-	}
-	return false
-}
-
-// noteRecords notes the order's records as they are, for a failure's report.
+// noteRecords notes the orders' records as they are, for a failure's report.
 func (w *World) noteRecords(ctx context.Context) {
-	_, recs, err := w.store.Load(ctx, w.id)
-	if err != nil {
-		w.note("records: %v", err)
-		return
-	}
-	for _, r := range recs {
-		w.note("record %s: %s attempt %d due %s stopped %v unalerted %v alerted %v", r.RecordName(), r.State, r.Attempt,
-			r.DueAt.Format("15:04:05"), r.Stopped, r.Unalerted, r.Alerted)
+	for _, o := range w.orders {
+		_, recs, err := w.store.Load(ctx, o.id)
+		if err != nil {
+			w.note("records of %s: %v", o.id, err)
+			continue
+		}
+		for _, r := range recs {
+			w.note("record %s/%s: %s attempt %d due %s stopped %v unalerted %v alerted %v", o.id, r.RecordName(), r.State, r.Attempt,
+				r.DueAt.Format("15:04:05"), r.Stopped, r.Unalerted, r.Alerted)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package explore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 // on around it.
 type call struct {
 	agent, action, key string
+	order              *order
 	token              string // an async attempt's, for its callback
 	refused            *bool  // an async call's callback, once decided: a repeat says the same
 	// deadline is when the caller stops waiting (its request's deadline);
@@ -21,8 +23,12 @@ type call struct {
 	// applied after it: a service does not apply a call its caller gave up
 	// on (the design's contract), so an undo that follows never comes first.
 	deadline time.Time
-	actor    *actor // the invocation that waits
-	answer   chan answer
+	// early: the service accepted it and sent its callback before answering
+	// (the callback may be recorded before the Agent notes the acceptance).
+	early  bool
+	busy   bool   // the service counts it in flight (books)
+	actor  *actor // the invocation that waits
+	answer chan answer
 }
 
 type answer struct {
@@ -38,29 +44,128 @@ type service struct {
 
 // Apply implements agent.Remote.
 func (s service) Apply(ctx context.Context, action, key string, _ []byte) ([]byte, error) {
-	c := &call{agent: s.agent, action: action, key: key, token: agent.CallbackToken(ctx), answer: make(chan answer, 1)}
+	c := &call{agent: s.agent, action: action, key: key, order: s.w.orderOf(key), token: agent.CallbackToken(ctx),
+		actor: actorOf(ctx), answer: make(chan answer, 1)}
 	c.deadline, _ = ctx.Deadline() // the Agent's clock is the world's: so is this
-	s.w.yields <- c
+	s.w.began(c)
+	select {
+	case s.w.yields <- parking{call: c}:
+	case <-s.w.ctx.Done():
+		return nil, s.w.ctx.Err()
+	}
 	a := <-c.answer
 	return a.body, a.err
+}
+
+// books are what the services saw: calls in flight per agent and key (the
+// calls parked, and the async calls accepted and not called back), the
+// time of every call per agent, and which calls may have taken effect.
+type books struct {
+	inFlight map[string]int         // by agent and customer
+	calls    map[string][]time.Time // by agent, in the explorer's time
+	mayRun   map[string]bool        // idempotency keys a call of which may have taken effect
+	reached  map[string]bool        // idempotency keys a call of which reached its service
+	over     []string               // calls over their key's limit, as the service saw them
+	// accepted are the slot holders (flow.Holder) of the async attempts
+	// their service accepted; calledBack, of those whose callback
+	// Submission took, and when.
+	accepted   map[string]bool
+	calledBack map[string]time.Time
+}
+
+func newBooks() books {
+	return books{inFlight: map[string]int{}, calls: map[string][]time.Time{}, mayRun: map[string]bool{}, reached: map[string]bool{},
+		accepted: map[string]bool{}, calledBack: map[string]time.Time{}}
+}
+
+// began books c's start at its service: one more call in flight for its
+// key, and an async call accepted for the same record dropped if c is its
+// undo (the service drops accepted work its undo reaches).
+func (w *World) began(c *call) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.svc.calls[c.agent] = append(w.svc.calls[c.agent], w.now)
+	w.svc.reached[c.key] = true
+	for _, a := range w.async {
+		if a.busy && w.undoKey(a.key) == c.key {
+			w.idleLocked(a)
+		}
+	}
+	if c.order == nil {
+		return
+	}
+	c.busy = true
+	k := c.agent + "/" + c.order.customer
+	w.svc.inFlight[k]++
+	if f := w.flows[c.agent]; f.perKey != nil && w.svc.inFlight[k] > f.perKey.InFlight && len(w.svc.over) < 3 {
+		w.svc.over = append(w.svc.over, fmt.Sprintf("at %s agent %s's service had %d calls of key %s in flight (%s), its perKey limit %d",
+			w.now.Format("15:04:05.000"), c.agent, w.svc.inFlight[k], c.order.customer, c.key, f.perKey.InFlight))
+	}
+}
+
+// idle books c's end at its service (answered, called back, given up on).
+func (w *World) idle(c *call) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.idleLocked(c)
+}
+
+func (w *World) idleLocked(c *call) {
+	if c.busy {
+		c.busy = false
+		w.svc.inFlight[c.agent+"/"+c.order.customer]--
+	}
+}
+
+// ran books that a call of key may have taken effect.
+func (w *World) ran(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.svc.mayRun[key] = true
+}
+
+func (w *World) mayHaveRun(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.svc.mayRun[key]
+}
+
+// undoKey is the idempotency key of the undo of the record whose key is
+// key ("" if its step has none).
+func (w *World) undoKey(key string) string {
+	id, rec, _ := strings.Cut(key, "/")
+	name, item, _ := strings.Cut(rec, "#")
+	for _, st := range w.def.Steps {
+		if st.Name != name || st.Undo == nil {
+			continue
+		}
+		undo := st.Undo.Name
+		if item != "" {
+			undo += "#" + item
+		}
+		return id + "/" + undo
+	}
+	return ""
+}
+
+// reachedService reports whether a call of key reached its service.
+func (w *World) reachedService(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.svc.reached[key]
 }
 
 // ledger is what the services applied, once per idempotency key (as a
 // service that honours the key does), in the order applied.
 type ledger struct {
 	mu      sync.Mutex
-	applied []string       // keys, in the order first applied
-	calls   map[string]int // calls that applied or found it applied, by key
+	applied []string // keys, in the order first applied
 }
 
 // apply applies key's effect unless it was; it reports whether it was new.
 func (l *ledger) apply(key string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.calls == nil {
-		l.calls = map[string]int{}
-	}
-	l.calls[key]++
 	for _, k := range l.applied {
 		if k == key {
 			return false
@@ -91,20 +196,24 @@ const (
 	answerTransient                    // failed for now: nothing applied
 	answerLost                         // applied, its answer lost on the way back
 	answerHang                         // no answer before the attempt's CompleteBy (applied or not)
+	answerSlow                         // 429 with a Retry-After: nothing applied, every instance holds its calls
 )
 
 func (k outcomeKind) String() string {
-	return [...]string{"done", "refused", "transient", "lost", "hang"}[k]
+	return [...]string{"done", "refused", "transient", "lost", "hang", "429"}[k]
 }
 
 // answerOf is what the service answers for kind (the effect, if any, was
 // applied by the caller).
-func answerOf(kind outcomeKind, c *call) answer {
+func answerOf(kind outcomeKind, c *call, retryAfter time.Duration) answer {
 	switch kind {
 	case answerDone:
-		return answer{body: []byte(fmt.Sprintf(`{"key":%q}`, c.key))}
+		return answer{body: fmt.Appendf(nil, `{"key":%q}`, c.key)}
 	case answerRefused:
 		return answer{err: &agent.PermanentError{Status: 409, Body: "refused by the explorer"}}
+	case answerSlow:
+		return answer{err: &agent.SlowDownError{Status: 429, After: retryAfter,
+			Text: fmt.Sprintf("%s answered HTTP 429, Retry-After %s (the explorer)", c.agent, retryAfter)}}
 	default:
 		return answer{err: fmt.Errorf("%s (the explorer)", kind)}
 	}

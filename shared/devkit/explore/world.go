@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,9 +18,9 @@ import (
 
 	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/alert"
+	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
-	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/scheduler"
@@ -36,103 +35,148 @@ import (
 // failed (or is still handling) comes back this long after its delivery.
 const visibility = 30 * time.Second
 
-// World is one order's run: the product's own handlers (Submission, the
-// Scheduler, an Agent per service, the Supervisor) over a real state store,
-// with queues, services and a clock the explorer holds. Only one handler
-// runs at a time: an Agent's call parks it until the explorer answers, and
-// meanwhile anything else may happen.
+// World is one run: a few orders of one workflow through the product's own
+// handlers (Submission, the Scheduler, Agent instances per service, each
+// with its flow control's gate, the Supervisor) over a real state store,
+// with queues, services and a clock the explorer holds. A handler runs
+// until it ends or parks: in a service call, or asleep (a backoff, a wait
+// for its rate turn), until the explorer answers or wakes it; meanwhile
+// anything else may happen. The explorer starts one invocation at a time,
+// or several at once (then they race on the store).
 type World struct {
-	def       workflow.Definition
-	id        string
-	items     int
-	topo      topology.Topology
-	store     *statestore.Store
-	rng       *rand.Rand
-	faulty    bool // faults are injected (else: only races, duplicates and delays)
-	faults    bool // faults were injected in this run (faulty before the drain)
-	cancelled bool
+	plan
+	topo   topology.Topology
+	store  *statestore.Store
+	flow   flow.Store
+	byID   map[string]*order
+	faults bool // faults were injected in this run (faulty before the drain)
 
-	mu  sync.Mutex
+	mu  sync.Mutex // the clock, the alerts, the claims, the trace, the service's books
 	now time.Time
 
-	q      *queues
-	ledger ledger
-	yields chan *call
-	parked []*call
-	async  []*call // async calls accepted, their callbacks not sent
+	q        *queues
+	ledger   ledger
+	svc      books
+	yields   chan parking
+	finished chan *actor
+	parked   []*call
+	async    []*call // async calls accepted, their callbacks not sent
+	sleeping []*sleeper
 
-	sub    *submission.Handler
-	sched  *scheduler.Handler
-	agents map[string]*agent.Handler
-	sup    *supervisor.Supervisor
+	sub       *submission.Handler
+	sched     *scheduler.Handler
+	instances map[string][]*instance // each agent's, each with its gate
+	sup       *supervisor.Supervisor
+	set       workflow.Set
+	sender    *queue.Sender
 
 	alerts   []alert.Failure
 	claims   []claimed
 	trace    []string
-	logs     bytes.Buffer
-	logMu    sync.Mutex
+	logs     logs
 	crashing bool            // the handler now running is killed at its next crash point
 	ctx      context.Context // the run's: its real time
-	sent     map[string]int  // events sent, by name
+	paused   map[string]bool // agents paused by the explorer
 	skipped  map[string]bool // records an operator skipped (their effect never applied), by idempotency key
-	decided  map[string]int  // the operator's decisions on the held order taken, by action
+	decided  map[string]int  // the operator's decisions on held orders taken, by action
+	drove    map[string]int  // what the run drove (Report.Drove)
+	dropped  int             // messages the explorer lost
+	limits   []string        // writes over DynamoDB's limits
+	largest  largest         // the largest expression and item written
+}
+
+// instance is one Agent instance: it runs one invocation at a time.
+type instance struct {
+	h    *agent.Handler
+	busy bool
 }
 
 // claimed is an attempt an Agent's claim started, and whether everything
 // its record's step needs was done in the order the claim returned.
 type claimed struct {
+	order, key string // the record's order and idempotency key
 	ref        workflow.Ref
 	attempt    int
 	completeBy time.Time
 	needsMet   bool
 }
 
-// newWorld builds the handlers of one order's run of d over store, on the
-// tables of topo (one deadline shard), with rng deciding everything.
-func newWorld(d workflow.Definition, id string, items int, topo topology.Topology, store *statestore.Store, rng *rand.Rand, faulty bool) (*World, error) {
-	w := &World{def: d, id: id, items: items, topo: topo, store: store, rng: rng, faulty: faulty, faults: faulty, now: time.Now().Truncate(time.Second),
-		yields: make(chan *call), agents: map[string]*agent.Handler{}, sent: map[string]int{},
-		skipped: map[string]bool{}, decided: map[string]int{}}
+// newWorld builds the handlers of plan p's run over db, on the tables of
+// topo (one deadline shard), its clock starting after after.
+func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time) (*World, error) {
+	now := time.Now().Truncate(time.Second)
+	if !after.IsZero() && !now.After(after) {
+		now = after.Add(time.Hour).Truncate(time.Second)
+	}
+	w := &World{plan: p, topo: topo, faults: p.faulty, now: now, byID: map[string]*order{},
+		yields: make(chan parking), finished: make(chan *actor), instances: map[string][]*instance{},
+		svc: newBooks(), paused: map[string]bool{}, skipped: map[string]bool{}, decided: map[string]int{}, drove: map[string]int{}}
+	for _, o := range p.orders {
+		w.byID[o.id] = o
+	}
+	limited := limitedDB{API: db, w: w}
+	w.store = statestore.New(limited, topo.OrdersTable(), topo.StateTable(), 1)
+	w.flow = flow.NewStore(limited, topo.StateTable())
 	w.q = &queues{now: w.clock}
-	set, err := workflow.NewSet(d)
-	if err != nil {
+	var err error
+	if w.set, err = workflow.NewSet(p.def); err != nil {
 		return nil, err
 	}
-	send := queue.NewSender(w.q)
-	log := slog.New(slog.NewTextHandler(&logWriter{w: w}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	w.sender = queue.NewSender(w.q)
+	log := slog.New(slog.NewTextHandler(&w.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	m := metrics.New(io.Discard, "explore")
-	ntf := notify.New(send, notify.Allowed(nil), m, log)
+	ntf := notify.New(w.sender, notify.Allowed(nil), m, log)
 	requests, agentQueues := map[string]string{}, map[string]supervisor.AgentQueues{}
-	for _, a := range d.Agents() {
+	for _, a := range p.def.Agents() {
 		requests[a] = w.url(topo.AgentRequests(a).Name)
 		agentQueues[a] = supervisor.AgentQueues{Requests: requests[a], Responses: w.url(topo.AgentResponses(a).Name)}
 	}
-	watched := watchedStore{Store: store, w: w}
-	if w.sub, err = submission.New(submission.Config{Workflows: set, AgentQueues: requests,
+	if w.sub, err = submission.New(submission.Config{Workflows: w.set, AgentQueues: requests,
 		SchedulerQueueURL: w.url(topo.SchedulerQueue().Name), DLQURL: w.url(topo.OrdersQueue().DLQName)},
-		submission.Deps{Store: store, Send: send, Notify: ntf, Metrics: m, Log: log}); err != nil {
+		submission.Deps{Store: w.store, Send: w.sender, Notify: ntf, Metrics: m, Log: log, Slots: w.flow}); err != nil {
 		return nil, err
 	}
 	alerts := alert.New(publisher{w}, "arn:aws:sns:us-east-1:000000000000:alerts", m)
-	if w.sched, err = scheduler.New(scheduler.Config{Workflows: set, AgentQueues: requests, DLQURL: w.url(topo.SchedulerQueue().DLQName)},
-		scheduler.Deps{Store: store, Send: send, Alerts: alerts, Notify: ntf, Metrics: m, Log: log}); err != nil {
+	if w.sched, err = scheduler.New(scheduler.Config{Workflows: w.set, AgentQueues: requests, DLQURL: w.url(topo.SchedulerQueue().DLQName)},
+		scheduler.Deps{Store: w.store, Send: w.sender, Alerts: alerts, Notify: ntf, Metrics: m, Log: log}); err != nil {
 		return nil, err
 	}
-	for _, a := range d.Agents() {
-		h := agent.New(agent.Config{Workflows: set, Name: a, InstanceID: "explore-" + a,
-			ResponseQueueURL: w.url(topo.AgentResponses(a).Name), DLQURL: w.url(topo.AgentRequests(a).DLQName),
-			Backoff: resilience.Backoff{Base: time.Second, Max: 4 * time.Second}, CallTimeout: time.Minute, Margin: 100 * time.Millisecond},
-			agent.Deps{Remote: service{agent: a, w: w}, Breaker: &resilience.Breaker{Threshold: 1 << 30, Cooldown: time.Hour},
-				Store: watched, Send: send, Metrics: m, Log: log})
-		h.Now, h.Sleep, h.Crash = w.clock, w.sleep, w.crash
-		w.agents[a] = h
-	}
 	w.sup = supervisor.New(supervisor.Config{SchedulerQueueURL: w.url(topo.SchedulerQueue().Name), AgentQueues: agentQueues,
-		PickupTimeout: d.PickupTimeout, ShardParallelism: 1, Parallel: 1},
-		supervisor.Deps{Store: store, Queues: send, Alerts: alerts, Notify: ntf, Metrics: m, Log: log})
+		PickupTimeout: p.def.PickupTimeout, ShardParallelism: 1, Parallel: 1},
+		supervisor.Deps{Store: w.store, Queues: w.sender, Alerts: alerts, Notify: ntf, Metrics: m, Log: log})
 	w.sub.Now, w.sched.Now, w.sup.Now = w.clock, w.clock, w.clock
 	w.sub.Crash, w.sched.Crash, w.sup.Crash = w.crash, w.crash, w.crash
 	return w, nil
+}
+
+// newInstance starts another instance of agent a: its own gate (its
+// control cached, its line for rate turns), asleep only in the explorer's
+// time.
+func (w *World) newInstance(a string) *instance {
+	f := w.flows[a]
+	log := slog.New(slog.NewTextHandler(&w.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	h := agent.New(agent.Config{Workflows: w.set, Name: a, InstanceID: fmt.Sprintf("explore-%s-%d", a, len(w.instances[a])+1),
+		ResponseQueueURL: w.url(w.topo.AgentResponses(a).Name), RequestQueueURL: w.url(w.topo.AgentRequests(a).Name),
+		DLQURL: w.url(w.topo.AgentRequests(a).DLQName), RateLimit: f.rate, PerKey: f.perKey,
+		Backoff: resilience.Backoff{Base: time.Second, Max: 4 * time.Second}, CallTimeout: time.Minute, Margin: 100 * time.Millisecond},
+		agent.Deps{Remote: service{agent: a, w: w}, Breaker: &resilience.Breaker{Threshold: 1 << 30, Cooldown: time.Hour},
+			Store: watchedStore{Store: w.store, w: w}, Send: w.sender, Metrics: metrics.New(io.Discard, "explore"), Log: log,
+			Gate: &flow.Gate{Store: w.flow, Sleep: w.sleeper("its rate turn")}})
+	h.Now, h.Sleep, h.Crash = w.clock, w.sleeper("a backoff"), w.crash
+	in := &instance{h: h}
+	w.instances[a] = append(w.instances[a], in)
+	return in
+}
+
+// instanceFor is an idle instance of agent a, started if every one is busy
+// (as Lambda scales out).
+func (w *World) instanceFor(a string) *instance {
+	for _, in := range w.instances[a] {
+		if !in.busy {
+			return in
+		}
+	}
+	return w.newInstance(a)
 }
 
 func (w *World) url(name string) string { return "https://sqs.explore.local/000000000000/" + name }
@@ -152,33 +196,78 @@ func (w *World) advance(to time.Time) {
 	}
 }
 
-// sleep is an Agent's backoff: no time passes but the explorer's.
-func (w *World) sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
-
 // crash kills the handler running at its crash point, if the explorer
-// chose to (once).
+// chose to (once). An Agent killed right after its claim leaves an attempt
+// that may have run as far as the product knows: its CompleteBy passes
+// with no outcome.
 func (w *World) crash(point string) {
-	if w.crashing {
-		w.crashing = false
+	w.mu.Lock()
+	crash := w.crashing
+	w.crashing = false
+	if crash && point == "agent.after-claim" && len(w.claims) > 0 {
+		w.svc.mayRun[w.claims[len(w.claims)-1].key] = true // the invocation's own: it runs alone
+	}
+	w.mu.Unlock()
+	if crash {
 		w.note("  killed at %s", point)
 		panic("killed by the explorer at " + point)
 	}
 }
 
-func (w *World) note(format string, args ...any) {
-	w.trace = append(w.trace, fmt.Sprintf("%s %s", w.clock().Format("15:04:05.000"), fmt.Sprintf(format, args...)))
+// setCrashing makes the next crash point reached kill its handler (or not).
+func (w *World) setCrashing(on bool) {
+	w.mu.Lock()
+	w.crashing = on
+	w.mu.Unlock()
 }
 
-// logWriter keeps the handlers' logs of the world, for a failure's report.
-type logWriter struct{ w *World }
+func (w *World) note(format string, args ...any) {
+	line := fmt.Sprintf("%s %s", w.clock().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+	w.mu.Lock()
+	w.trace = append(w.trace, line)
+	w.mu.Unlock()
+}
 
-func (l *logWriter) Write(b []byte) (int, error) {
-	l.w.logMu.Lock()
-	defer l.w.logMu.Unlock()
-	if l.w.logs.Len() < 1<<20 {
-		l.w.logs.Write(b)
+func (w *World) traced() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.trace)
+}
+
+// count adds one to what the run drove.
+func (w *World) count(what string) {
+	w.mu.Lock()
+	w.drove[what]++
+	w.mu.Unlock()
+}
+
+// logs keeps the handlers' logs of the world, for a failure's report, and
+// whether any said that the state store refused a write as too large.
+type logs struct {
+	mu       sync.Mutex
+	b        bytes.Buffer
+	tooLarge []string
+}
+
+// tooLargeText is how statestore.ErrTooLarge reads in a log line.
+var tooLargeText = []byte(statestore.ErrTooLarge.Error())
+
+func (l *logs) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if bytes.Contains(b, tooLargeText) && len(l.tooLarge) < 3 {
+		l.tooLarge = append(l.tooLarge, strings.TrimSpace(string(b)))
+	}
+	if l.b.Len() < 1<<20 {
+		l.b.Write(b)
 	}
 	return len(b), nil
+}
+
+func (l *logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // publisher takes the alerts.
@@ -206,8 +295,11 @@ type watchedStore struct {
 func (s watchedStore) Claim(ctx context.Context, c statestore.Claim) (statestore.Step, error) {
 	st, err := s.Store.Claim(ctx, c)
 	if err == nil {
-		s.w.claims = append(s.w.claims, claimed{ref: st.Ref(), attempt: st.Attempt, completeBy: st.CompleteBy, needsMet: s.w.needsMet(st)})
-		s.w.note("  claimed %s attempt %d", st.RecordName(), st.Attempt)
+		s.w.mu.Lock()
+		s.w.claims = append(s.w.claims, claimed{order: st.OrderID, key: s.w.key(st), ref: st.Ref(), attempt: st.Attempt,
+			completeBy: st.CompleteBy, needsMet: s.w.needsMet(st)})
+		s.w.mu.Unlock()
+		s.w.note("  claimed %s/%s attempt %d", st.OrderID, st.RecordName(), st.Attempt)
 	}
 	return st, err
 }
@@ -229,149 +321,34 @@ func (w *World) needsMet(st statestore.Step) bool {
 	return true
 }
 
-// actor is one handler invocation: it runs until it ends, or parks in a
-// service call.
-type actor struct {
-	m    *msg
-	what string
-	done chan struct{}
-	resp events.SQSEventResponse
-	err  error
-}
+// handler is what consumes a queue: an invocation of it takes one event.
+type handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
 
-// deliver hands m to its queue's consumer, as one SQS delivery: in flight
-// (invisible) while handled, deleted once handled, back after the
-// visibility timeout if it failed. It returns when the invocation ends or
-// parks.
-func (w *World) deliver(m *msg) {
-	m.receives++
-	w.q.hide(m, w.clock().Add(visibility))
-	handle, what := w.consumer(m.queue)
-	ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: m.id, Body: m.body, EventSourceARN: "arn:aws:sqs:::" + m.queue,
-		Attributes: map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.receives),
-			"SentTimestamp": strconv.FormatInt(m.sentAt.UnixMilli(), 10)}}}}
-	a := &actor{m: m, what: what, done: make(chan struct{})}
-	go func() {
-		defer close(a.done)
-		a.resp, a.err = handle(context.Background(), ev)
-	}()
-	w.await(a)
-}
-
-// await waits for a to end or park (or for the run's real time to end:
-// an invocation that does neither is stuck).
-func (w *World) await(a *actor) {
-	select {
-	case <-w.ctx.Done():
-		w.note("  %s neither ended nor called a service: stuck", a.what)
-	case <-a.done:
-		w.crashing = false
-		if a.err != nil || len(a.resp.BatchItemFailures) > 0 {
-			w.note("  %s failed: it comes back after its visibility timeout", a.what)
-			return // invisible until the visibility timeout set at delivery
-		}
-		w.q.remove(a.m)
-	case c := <-w.yields:
-		c.actor = a
-		w.parked = append(w.parked, c)
-		w.note("  %s calls %s %s", a.what, c.agent, c.action)
-	}
-}
-
-// answer ends parked call c as kind says, and runs its invocation on. A hang
-// is the call outlasting its caller: time passes to its deadline, its effect
-// applied before then, or never.
-func (w *World) answer(c *call, kind outcomeKind) {
-	w.parked = remove(w.parked, c)
-	if kind == answerRefused && w.ledger.at(c.key) >= 0 {
-		kind = answerDone // a service that applied a key answers its repeats as it did: it refuses no more
-	}
-	switch {
-	case kind == answerDone && c.token != "":
-		w.async = append(w.async, c) // accepted: the callback comes later, by the attempt's CompleteBy
-		c.deadline = w.completeBy(c)
-		c.answer <- answer{body: []byte(`{"accepted":true}`)}
-		w.await(c.actor)
-		return
-	case c.token != "": // an async call's effect comes with its callback
-	case kind == answerDone || kind == answerLost, kind == answerHang && w.rng.IntN(2) == 0:
-		w.ledger.apply(c.key)
-	}
-	c.answer <- answerOf(kind, c)
-	w.await(c.actor)
-}
-
-// expire lets time pass to at: every call whose caller stops waiting
-// before then hangs (its effect applied before its deadline, or never), and
-// every async call past its attempt's CompleteBy is settled at the service
-// (applied, its callback to come late, or dropped).
-func (w *World) expire(at time.Time) {
-	for {
-		var first *call
-		for _, c := range append(append([]*call(nil), w.parked...), w.async...) {
-			if !c.deadline.IsZero() && c.deadline.Before(at) && (first == nil || c.deadline.Before(first.deadline)) {
-				first = c
-			}
-		}
-		if first == nil {
-			break
-		}
-		w.advance(first.deadline)
-		if slices.Contains(w.parked, first) {
-			w.note("hang %s %s: its caller gave up", first.agent, first.key)
-			w.answer(first, answerHang)
-			continue
-		}
-		first.deadline = time.Time{} // settled: applied now and called back late, or never
-		if w.rng.IntN(2) == 0 && !w.undoneFirst(first.key) {
-			w.note("async %s applied at its attempt's CompleteBy: its callback comes late", first.key)
-			w.ledger.apply(first.key)
-			refused := false
-			first.refused = &refused
-		} else {
-			w.note("async %s never done: no callback", first.key)
-			w.async = remove(w.async, first)
-		}
-	}
-	w.advance(at)
-}
-
-// completeBy is the CompleteBy of the attempt an async call's token names.
-func (w *World) completeBy(c *call) time.Time {
-	t, err := outcome.ParseToken(c.token)
-	if err != nil {
-		return time.Time{}
-	}
-	for _, cl := range w.claims {
-		if cl.ref == t.Ref && cl.attempt == t.Attempt {
-			return cl.completeBy
-		}
-	}
-	return time.Time{}
-}
-
-// consumer is the handler that reads the named queue.
-func (w *World) consumer(name string) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), string) {
+// consumer is the handler that reads the named queue (an Agent's: an idle
+// instance of it, marked busy), and its name.
+func (w *World) consumer(name string) (handler, string, *instance) {
 	switch {
 	case name == w.topo.OrdersQueue().Name:
-		return w.sub.Handle, "submission"
+		return w.sub.Handle, "submission", nil
 	case name == w.topo.SchedulerQueue().Name || strings.HasSuffix(name, "-responses"):
-		return w.sched.Handle, "scheduler"
+		return w.sched.Handle, "scheduler", nil
 	}
-	for a, h := range w.agents {
+	for _, a := range w.def.Agents() {
 		if name == w.topo.AgentRequests(a).Name {
-			return h.Handle, "agent-" + a
+			in := w.instanceFor(a)
+			in.busy = true
+			return in.h.Handle, "agent-" + a, in
 		}
 	}
 	return func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 		return events.SQSEventResponse{}, fmt.Errorf("no consumer of %s", name)
-	}, "nobody"
+	}, "nobody", nil
 }
 
 // consumed are the queues a handler reads (not the DLQs).
 func (w *World) consumed() []string {
 	out := []string{w.topo.OrdersQueue().Name, w.topo.SchedulerQueue().Name}
-	for a := range w.agents {
+	for _, a := range w.def.Agents() {
 		out = append(out, w.topo.AgentRequests(a).Name, w.topo.AgentResponses(a).Name)
 	}
 	return out
@@ -386,14 +363,22 @@ func remove[T comparable](s []T, x T) []T {
 	return s
 }
 
-// longest is the longest timeout of the workflow's actions.
-func (w *World) longest() time.Duration {
-	var out time.Duration
-	for _, st := range w.def.Steps {
-		out = max(out, st.Timeout)
-		if st.Undo != nil {
-			out = max(out, st.Undo.Timeout)
+// orderOf is the order an idempotency key (or a holder, a waiter) names.
+func (w *World) orderOf(key string) *order {
+	id, _, _ := strings.Cut(key, "/")
+	return w.byID[id]
+}
+
+// randomOrder is one of the run's orders sent so far (nil: none).
+func (w *World) randomOrder(rng *rand.Rand) *order {
+	var sent []*order
+	for _, o := range w.orders {
+		if o.sent {
+			sent = append(sent, o)
 		}
 	}
-	return out
+	if len(sent) == 0 {
+		return nil
+	}
+	return sent[rng.IntN(len(sent))]
 }

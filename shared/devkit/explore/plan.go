@@ -1,0 +1,136 @@
+package explore
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/sas-go/sas/shared/devkit/shapes"
+	"github.com/sas-go/sas/shared/shop"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// plan is what a seed decides before its run: the workflow, the orders and
+// their customers, each agent's flow control, whether faults are injected,
+// and, for a large run, its scenario.
+type plan struct {
+	seed     uint64
+	rng      *rand.Rand
+	def      workflow.Definition
+	orders   []*order
+	flows    map[string]agentFlow
+	faulty   bool
+	scenario scenario // none for an ordinary run
+}
+
+// order is one order of a run. Its customer is the key of its calls in
+// flight (customerKey): the orders of a run share a hot customer, or have
+// one of their own.
+type order struct {
+	id, customer string
+	items        int
+	sent         bool // its message is on the orders queue
+	cancelled    bool
+	events       map[string]int  // events sent, by name
+	end          statestore.Task // as the store had it when the run ended
+}
+
+// hot is the customer most orders of a run share.
+const hot = "c-hot"
+
+// customerKey is the perKey expression of the explorer's agents: one key
+// per customer.
+const customerKey = ".order.customerId"
+
+// agentFlow is one agent's flow control in a run (every agent has a gate:
+// pauses and Retry-Afters reach any of them).
+type agentFlow struct {
+	rate   workflow.Rate
+	perKey *workflow.PerKey
+}
+
+func (f agentFlow) String() string {
+	var s string
+	if f.rate.Calls > 0 {
+		s = "rate " + f.rate.String()
+	}
+	if f.perKey != nil {
+		s += fmt.Sprintf(" perKey %s inFlight %d", f.perKey.Key, f.perKey.InFlight)
+	}
+	return s
+}
+
+// newPlan is the plan of the run seed names.
+func newPlan(seed uint64, large bool) plan {
+	p := plan{seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5a5))}
+	if large {
+		return largePlan(p)
+	}
+	rng, o := p.rng, shapes.Defaults()
+	if rng.IntN(6) == 0 {
+		p.def = shapes.Branches(o)
+	} else {
+		p.def = shapes.Random(rng, fmt.Sprintf("shape%d", seed), o)
+	}
+	if rng.IntN(3) == 0 { // steps that hold their order for the operator on failure
+		for i, st := range p.def.Steps {
+			if st.Kind() == workflow.KindAgent && rng.IntN(2) == 0 {
+				p.def.Steps[i].HoldFor = time.Duration(1+rng.IntN(30)) * time.Minute
+			}
+		}
+	}
+	p.faulty = rng.IntN(4) > 0
+	p.flows = randomFlows(rng, p.def.Agents())
+	for k := range 1 + rng.IntN(3) {
+		p.orders = append(p.orders, newOrder(seed, k, customer(rng, k), 1+rng.IntN(3)))
+	}
+	return p
+}
+
+func newOrder(seed uint64, k int, customer string, items int) *order {
+	return &order{id: fmt.Sprintf("x%d-%d", seed, k), customer: customer, items: items, events: map[string]int{}}
+}
+
+// customer is the k-th order's: the first is the hot customer's, and most
+// of the others too.
+func customer(rng *rand.Rand, k int) string {
+	if k == 0 || rng.IntN(3) > 0 {
+		return hot
+	}
+	return "c-" + strconv.Itoa(k)
+}
+
+// randomFlows is a flow control for each of agents, at random: a rate
+// limit (with a burst or not), calls in flight per customer, both or
+// neither; in a third of the runs, none at all.
+func randomFlows(rng *rand.Rand, agents []string) map[string]agentFlow {
+	out := map[string]agentFlow{}
+	if rng.IntN(3) == 0 {
+		return out
+	}
+	rates := []workflow.Rate{{Calls: 1, Per: time.Second}, {Calls: 2, Per: time.Second, Burst: 2}, {Calls: 30, Per: time.Minute, Burst: 3}}
+	for _, a := range agents {
+		var f agentFlow
+		if rng.IntN(2) == 0 {
+			f.rate = rates[rng.IntN(len(rates))]
+		}
+		if rng.IntN(2) == 0 {
+			f.perKey = &workflow.PerKey{Key: customerKey, InFlight: 1 + rng.IntN(2)}
+		}
+		if f.rate.Calls > 0 || f.perKey != nil {
+			out[a] = f
+		}
+	}
+	return out
+}
+
+// body is the order as its client sends it.
+func (o *order) body() string {
+	so := shop.Order{OrderID: o.id, CustomerID: o.customer}
+	for k := range o.items {
+		so.Items = append(so.Items, shop.Item{SKU: "SKU-" + strconv.Itoa(k), Quantity: 1, UnitPriceCents: 100})
+	}
+	return so.JSON()
+}
