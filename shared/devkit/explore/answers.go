@@ -24,7 +24,7 @@ func (w *World) answerSome() {
 	if w.faulty {
 		kind = outcomeKind(pick(w.rng, 65, 6, 10, 7, 7, slow))
 	}
-	if c.token != "" && !c.early && kind == answerDone && w.rng.IntN(3) == 0 {
+	if c.token != "" && !c.early && !w.tokenAccepted(c.token) && kind == answerDone && w.rng.IntN(3) == 0 {
 		w.callbackEarly(c)
 		return
 	}
@@ -41,8 +41,11 @@ func (w *World) answerSome() {
 // applied before then, or never.
 func (w *World) answer(c *call, kind outcomeKind) {
 	w.parked = remove(w.parked, c)
+	// A repeat of an async call its service accepted (its answer was lost):
+	// accepted still, and nothing more started.
+	repeat := c.token != "" && !c.early && w.tokenAccepted(c.token)
 	switch {
-	case c.early && (kind == answerRefused || kind == answerTransient || kind == answerSlow):
+	case (c.early || repeat) && (kind == answerRefused || kind == answerTransient || kind == answerSlow):
 		kind = answerDone // it accepted the call already: it says so
 	case kind == answerRefused && w.ledger.at(c.key) >= 0:
 		kind = answerDone // a service that applied a key answers its repeats as it did: it refuses no more
@@ -55,13 +58,14 @@ func (w *World) answer(c *call, kind outcomeKind) {
 	}
 	retryAfter := time.Duration(1+w.rng.IntN(20)) * time.Second
 	switch {
-	case kind == answerDone && c.token != "" && !c.early:
+	case kind == answerDone && c.token != "" && !c.early && !repeat:
 		w.async = append(w.async, c) // accepted: the callback comes later, by the attempt's CompleteBy
 		c.deadline = w.completeBy(c)
 		c.answer <- answer{body: []byte(`{"accepted":true}`)}
 		w.settle(c.actor)
 		return
-	case kind == answerDone && c.early:
+	case kind == answerDone && (c.early || repeat):
+		w.idle(c)
 		c.answer <- answer{body: []byte(`{"accepted":true}`)}
 		w.settle(c.actor)
 		return
@@ -195,11 +199,20 @@ func (w *World) holderOf(c *call) string {
 // acceptedAsync books that async call c was accepted by its service: its
 // attempt's slot, if it holds one, is held until its callback is taken.
 func (w *World) acceptedAsync(c *call) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.svc.tokens[c.token] = true
 	if h := w.holderOf(c); h != "" {
-		w.mu.Lock()
 		w.svc.accepted[h] = true
-		w.mu.Unlock()
 	}
+}
+
+// tokenAccepted reports whether the async call whose token is token was
+// accepted by its service.
+func (w *World) tokenAccepted(token string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.svc.tokens[token]
 }
 
 // tokenHolder is the holder of the slot of the async attempt token names.

@@ -109,7 +109,7 @@ func (w *World) chooseElse(ctx context.Context, r int) {
 		w.callback(w.async[w.rng.IntN(len(w.async))], w.faulty && w.rng.IntN(5) == 0)
 	case r < 74 && w.waits() && w.randomOrder(w.rng) != nil:
 		w.event(w.randomOrder(w.rng))
-	case r < 76 && w.faulty && w.rng.IntN(8) == 0 && w.randomOrder(w.rng) != nil:
+	case r < 76 && w.faulty && w.rng.IntN(25) == 0 && w.randomOrder(w.rng) != nil:
 		w.cancel(w.randomOrder(w.rng))
 	case r < 81 && w.heldNow(ctx) != nil:
 		w.decideHold(ctx, w.heldNow(ctx))

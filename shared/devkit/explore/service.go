@@ -71,11 +71,12 @@ type books struct {
 	// Submission took, and when.
 	accepted   map[string]bool
 	calledBack map[string]time.Time
+	tokens     map[string]bool // the tokens of the async calls accepted
 }
 
 func newBooks() books {
 	return books{inFlight: map[string]int{}, calls: map[string][]time.Time{}, mayRun: map[string]bool{}, reached: map[string]bool{},
-		accepted: map[string]bool{}, calledBack: map[string]time.Time{}}
+		accepted: map[string]bool{}, calledBack: map[string]time.Time{}, tokens: map[string]bool{}}
 }
 
 // began books c's start at its service: one more call in flight for its
