@@ -148,7 +148,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if !ok || action.Agent != h.cfg.Name {
 		return message.Invalid("request for %s: %s is not an action of agent %q in workflow %q", req.OrderID, req.StepName, h.cfg.Name, def.Name)
 	}
-	turned, waits, err := h.admit(ctx, &req)
+	waits, err := h.admit(ctx, &req)
 	if err != nil || waits {
 		return err
 	}
@@ -158,7 +158,6 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	}
 	st, err := h.claim(ctx, req, nonce)
 	if err != nil || st == nil {
-		h.turnBack(ctx, turned && err == nil) // nothing to run: its turn is another call's
 		return err
 	}
 	if h.Crash != nil {
@@ -188,7 +187,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if err != nil {
 		return err // SQS delivers it again; the claim is this attempt's already
 	}
-	let, gaveBack, err := h.beforeCall(ctx, def, st, req, key, turned)
+	let, gaveBack, err := h.beforeCall(ctx, def, st, req, key)
 	if err != nil || gaveBack {
 		return err
 	}

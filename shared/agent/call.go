@@ -22,12 +22,15 @@ import (
 // taken effect).
 func (h *Handler) call(ctx context.Context, st *statestore.Step, payload []byte, deadline time.Time) ([]byte, bool, error) {
 	for n := 0; ; n++ {
-		if n > 0 {
-			if err := h.awaitTurn(ctx, deadline); err != nil {
-				return nil, true, err
-			}
-		}
 		if err := h.breaker.Allow(); err == nil {
+			// The turn beforeCall took is for a request made at once; any
+			// later one (a retry, or a first held by the breaker) takes its
+			// own, and one the breaker refuses takes none.
+			if n > 0 {
+				if err := h.awaitTurn(ctx, deadline); err != nil {
+					return nil, true, err
+				}
+			}
 			res, err := h.try(ctx, st, payload, deadline)
 			var slow *SlowDownError
 			slowed := h.gate != nil && errors.As(err, &slow)

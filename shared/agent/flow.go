@@ -16,34 +16,34 @@ import (
 // seconds).
 const KeyWait = time.Second
 
-// admit is the flow control before a claim: a pause, a back-off its service
-// asked for, its rate limit's turn, decided now (the call follows the claim
-// within milliseconds). A call that must wait has its request sent again,
-// delayed (waits); turned says it took a turn, to give back if the call is
-// not made after all.
-func (h *Handler) admit(ctx context.Context, req *message.AgentRequest) (turned, waits bool, err error) {
+// admit is the flow control before a claim: a pause, or a back-off its
+// service asked for. A call that must wait has its request sent again,
+// delayed (waits).
+func (h *Handler) admit(ctx context.Context, req *message.AgentRequest) (waits bool, err error) {
 	if h.gate == nil {
-		return false, false, nil
+		return false, nil
 	}
 	req.Turn = time.Time{} // a turn booked by an Agent of an earlier version: none is booked now
-	v, err := h.gate.Admit(ctx, h.cfg.Name, h.cfg.RateLimit, time.Time{}, h.Now())
+	v, err := h.gate.Recheck(ctx, h.cfg.Name, h.Now())
 	if err != nil {
-		return false, false, err // SQS delivers it again
+		return false, err // SQS delivers it again
 	}
 	if v.Wait > 0 {
-		return false, true, h.later(ctx, *req, v.Wait, v.Why)
+		return true, h.later(ctx, *req, v.Wait, v.Why)
 	}
-	return v.Turned, false, nil
+	return false, nil
 }
 
 // beforeCall is the flow control of a claimed attempt, right before its
 // call: a slot of its key (at most PerKey.InFlight calls at once per key),
-// and a pause or a back-off that came meanwhile (another instance met a
-// 429). An attempt that may not call now is given back, no failure counted
-// and nothing undone (gaveBack), and its turn, if it took one, handed back.
-// let gives its key's slot back: the call's end.
+// a pause or a back-off that came meanwhile (another instance met a 429),
+// and last its rate limit's turn, decided at the moment of the call (so the
+// service sees the calls spaced as their turns: nothing between the turn
+// and the call but the request). An attempt that may not call now is given
+// back, no failure counted and nothing undone (gaveBack). let gives its
+// key's slot back: the call's end.
 func (h *Handler) beforeCall(ctx context.Context, def workflow.Definition, st *statestore.Step, req message.AgentRequest,
-	key string, turned bool) (let func(), gaveBack bool, err error) {
+	key string) (let func(), gaveBack bool, err error) {
 	let = func() {}
 	if h.gate == nil {
 		return let, false, nil
@@ -51,36 +51,26 @@ func (h *Handler) beforeCall(ctx context.Context, def workflow.Definition, st *s
 	if key != "" {
 		slot, err := h.holdSlot(ctx, st, req, key)
 		if err != nil {
-			h.turnBack(ctx, turned)
 			return let, false, err // SQS delivers it again; the claim is recovered at its CompleteBy
 		}
 		if !slot.held {
-			h.turnBack(ctx, turned)
 			req.Slot, req.Round = key, st.Round // its fallback: if it finds nothing to run, it leaves the line
 			return let, true, h.giveBack(ctx, def, st, flow.Verdict{Wait: slot.wait, Why: slot.why}, req)
 		}
 		let = func() { h.letSlot(ctx, st, key) }
 	}
-	if v, err := h.gate.Recheck(ctx, h.cfg.Name, h.Now()); err != nil || v.Wait > 0 {
+	v, err := h.gate.Recheck(ctx, h.cfg.Name, h.Now())
+	if err == nil && v.Wait == 0 && h.cfg.RateLimit.Calls > 0 {
+		v, err = h.gate.Turn(ctx, h.cfg.Name, h.cfg.RateLimit, st.CompleteBy.Add(-h.cfg.Margin), h.Now())
+	}
+	if err != nil || v.Wait > 0 {
 		let()
-		h.turnBack(ctx, turned)
 		if err != nil {
 			return func() {}, false, err
 		}
 		return func() {}, true, h.giveBack(ctx, def, st, v, req)
 	}
 	return let, false, nil
-}
-
-// turnBack hands back a turn of the rate limit taken for a call that was
-// not made (turned: one was taken).
-func (h *Handler) turnBack(ctx context.Context, turned bool) {
-	if !turned {
-		return
-	}
-	if err := h.gate.Store.GiveTurnBack(ctx, h.cfg.Name, h.cfg.RateLimit, h.Now()); err != nil {
-		h.log.Warn("a turn not handed back: the rate limit loses it", "agent", h.cfg.Name, "err", err)
-	}
 }
 
 // awaitTurn waits for a turn of the rate limit for a request to the service

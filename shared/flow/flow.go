@@ -222,25 +222,6 @@ func (s Store) Take(ctx context.Context, agent string, limit workflow.Rate, now 
 	return false, now.Add(limit.Interval()), nil
 }
 
-// GiveTurnBack hands back a turn Take gave a call that was then not made
-// (its key's slots were all held, its record was no longer to claim): the
-// schedule moves back an interval, unless that would put it before now
-// (nothing is queued then: the turn is free anyway).
-func (s Store) GiveTurnBack(ctx context.Context, agent string, limit workflow.Rate, now time.Time) error {
-	interval := limit.Interval().Milliseconds()
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: agentKey(agent, "rate"),
-		UpdateExpression:    aws.String("SET NextAt = NextAt - :i"),
-		ConditionExpression: aws.String("NextAt >= :floor"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":i":     &types.AttributeValueMemberN{Value: strconv.FormatInt(interval, 10)},
-			":floor": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli()+interval, 10)}}})
-	var ccf *types.ConditionalCheckFailedException
-	if err != nil && !errors.As(err, &ccf) {
-		return fmt.Errorf("give a turn of agent %s back: %w", agent, err)
-	}
-	return nil
-}
-
 // Booked is the theoretical arrival time of agent's rate limit (zero: no
 // call took a turn yet): while it is ahead of now by more than the burst's
 // tolerance, calls wait for their turn; and the limit as the calls last
@@ -264,8 +245,7 @@ func (s Store) Booked(ctx context.Context, agent string) (time.Time, string, err
 type Verdict struct {
 	// Wait > 0: not now: the request comes back after Wait (Why says
 	// why). Otherwise the call may be made now, and Turned says it took a
-	// turn of its rate limit (given back with GiveTurnBack if it is not
-	// made after all).
+	// turn of its rate limit.
 	Wait   time.Duration
 	Why    string
 	Turned bool
@@ -281,7 +261,8 @@ type Gate struct {
 	read       time.Time
 	last       Control
 	refreshing bool
-	line       sync.Mutex // one call of this instance at a time asks for a turn
+	line       chan struct{} // one call of this instance at a time asks for a turn (enterLine)
+	lineOnce   sync.Once
 	// Sleep waits for a turn (nil: a timer; tests replace it).
 	Sleep func(ctx context.Context, d time.Duration) error
 }
@@ -320,9 +301,12 @@ func (g *Gate) Admit(ctx context.Context, agent string, limit workflow.Rate, by,
 // (and never past by, if set), from now: Turned, or a Wait for the request
 // to come back when the turn is further off.
 func (g *Gate) Turn(ctx context.Context, agent string, limit workflow.Rate, by, now time.Time) (Verdict, error) {
+	why := fmt.Sprintf("waiting for its rate turn (agent %s, %s)", agent, limit)
 	queued := time.Now()
-	g.line.Lock()
-	defer g.line.Unlock()
+	if !g.enterLine(ctx, by, now) {
+		return Verdict{Wait: time.Second, Why: why}, nil // its time ran out in line
+	}
+	defer g.leaveLine()
 	now = now.Add(time.Since(queued)) // as long as it waited in line
 	until := now.Add(MaxTurnWait)     // from its place at the head of the line
 	if !by.IsZero() && by.Before(until) {
@@ -340,8 +324,7 @@ func (g *Gate) Turn(ctx context.Context, agent string, limit workflow.Rate, by, 
 			return Verdict{Turned: true}, nil
 		}
 		if next.After(until) {
-			return Verdict{Wait: max(next.Sub(now), time.Second), Why: fmt.Sprintf("waiting for its rate turn (agent %s, %s)",
-				agent, limit)}, nil
+			return Verdict{Wait: max(next.Sub(now), time.Second), Why: why}, nil
 		}
 		if err := g.sleep(ctx, next.Sub(now)); err != nil {
 			return Verdict{}, err
@@ -349,6 +332,29 @@ func (g *Gate) Turn(ctx context.Context, agent string, limit workflow.Rate, by, 
 		now = next
 	}
 }
+
+// enterLine waits for the head of the instance's line, no later than by
+// (zero: no bound; by is on the clock of now) or ctx's end; it reports
+// whether it got there.
+func (g *Gate) enterLine(ctx context.Context, by, now time.Time) bool {
+	g.lineOnce.Do(func() { g.line = make(chan struct{}, 1) })
+	var timeout <-chan time.Time
+	if !by.IsZero() {
+		t := time.NewTimer(by.Sub(now))
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case g.line <- struct{}{}:
+		return true
+	case <-timeout:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (g *Gate) leaveLine() { <-g.line }
 
 func (g *Gate) sleep(ctx context.Context, d time.Duration) error {
 	if g.Sleep != nil {

@@ -161,7 +161,7 @@ func TestAnIdleInstanceReadsItsControlAfresh(t *testing.T) {
 }
 
 // A call waits in its Agent for its turn up to MaxTurnWait, then is told to
-// come back; a turn handed back (its call not made) is the next call's.
+// come back.
 func TestACallWaitsInItsAgentForItsTurn(t *testing.T) {
 	each(t, func(t *testing.T, s flow.Store) {
 		ctx := context.Background()
@@ -180,15 +180,10 @@ func TestACallWaitsInItsAgentForItsTurn(t *testing.T) {
 			require.Contains(t, v.Why, "waiting for its rate turn")
 		}
 		require.Equal(t, 31, turned, "the turns of MaxTurnWait (and the one now)")
-		at := t0.Add(3 * time.Second)
-		ok, next, err := s.Take(ctx, "ocr", limit, at)
+		ok, next, err := s.Take(ctx, "ocr", limit, t0.Add(3*time.Second))
 		require.NoError(t, err)
 		require.False(t, ok, "the 31 turns reach past 3 s")
 		require.Equal(t, t0.Add(3100*time.Millisecond), next)
-		require.NoError(t, s.GiveTurnBack(ctx, "ocr", limit, t0))
-		ok, next, err = s.Take(ctx, "ocr", limit, at)
-		require.NoError(t, err)
-		require.True(t, ok, "the turn handed back is taken (next was %s)", next.Sub(t0))
 	})
 }
 

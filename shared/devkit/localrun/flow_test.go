@@ -28,7 +28,7 @@ import (
 type service struct {
 	mu     sync.Mutex
 	calls  []time.Time
-	answer func(at time.Time) (status int, retryAfter string)
+	answer func(at time.Time, key string) (status int, retryAfter string)
 }
 
 func (s *service) start(t *testing.T) string {
@@ -39,7 +39,7 @@ func (s *service) start(t *testing.T) string {
 		s.mu.Unlock()
 		status, ra := http.StatusOK, ""
 		if s.answer != nil {
-			status, ra = s.answer(now)
+			status, ra = s.answer(now, r.Header.Get("Idempotency-Key"))
 		}
 		if ra != "" {
 			w.Header().Set("Retry-After", ra)
@@ -115,17 +115,34 @@ func TestARateLimitKeepsABurstUnderTheServicesLimit(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("SAS_RATE_LIMIT")); err == nil && v > 0 {
 		limit, binds = v, false // perhaps above what the pipeline makes here
 	}
+	// SAS_RATE_KEYS=20 SAS_RATE_IN_FLIGHT=2: the orders spread over that
+	// many customers, at most that many calls of one at once (perKey).
+	keys, inFlight := 0, 1
+	if v, err := strconv.Atoi(os.Getenv("SAS_RATE_KEYS")); err == nil && v > 0 {
+		keys = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("SAS_RATE_IN_FLIGHT")); err == nil && v > 0 {
+		inFlight = v
+	}
+	extra := fmt.Sprintf(", rateLimit: %d/s", limit)
+	if keys > 0 {
+		extra += fmt.Sprintf(", perKey: {key: .order.customerId, inFlight: %d}", inFlight)
+	}
 	svc := &service{}
 	url := svc.start(t)
 	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
-		running(t, charging(url, fmt.Sprintf(", rateLimit: %d/s", limit)))(o)
+		running(t, charging(url, extra))(o)
 		o.Settings.StepTimeout = 20 * time.Second
 	})
 	ids := make([]string, n)
 	var bodies []string
 	for i := range n {
 		ids[i] = fmt.Sprintf("o-rl%03d", i)
-		bodies = append(bodies, localrun.DemoOrder(ids[i], 1).JSON())
+		o := localrun.DemoOrder(ids[i], 1)
+		if keys > 0 {
+			o.CustomerID = fmt.Sprintf("c-%d", i%keys)
+		}
+		bodies = append(bodies, o.JSON())
 	}
 	start := time.Now()
 	require.NoError(t, e.stack.SendOrders(context.Background(), bodies...))
@@ -152,6 +169,48 @@ func TestARateLimitKeepsABurstUnderTheServicesLimit(t *testing.T) {
 	require.LessOrEqual(t, most, limit+(limit+9)/10, "the service's limit, across every instance")
 }
 
+// A service that answers 503 to the first two calls of each order, its
+// agent limited to 5 calls a second: the Agent's retries within an attempt
+// take their turns too, so the struggling service never sees more than the
+// limit (before, 30 orders made 18 calls in one second at 5/s).
+func TestEveryRetryTakesItsRateTurn(t *testing.T) {
+	t.Parallel()
+	const n, limit = 20, 5
+	svc := &service{}
+	var mu sync.Mutex
+	tries := map[string]int{}
+	svc.answer = func(_ time.Time, key string) (int, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		tries[key]++
+		if tries[key] <= 2 {
+			return http.StatusServiceUnavailable, ""
+		}
+		return http.StatusOK, ""
+	}
+	url := svc.start(t)
+	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
+		running(t, charging(url, fmt.Sprintf(", rateLimit: %d/s", limit)))(o)
+		o.Settings.StepTimeout = 25 * time.Second
+	})
+	var ids, bodies []string
+	for i := range n {
+		ids = append(ids, fmt.Sprintf("o-rr%03d", i))
+		bodies = append(bodies, localrun.DemoOrder(ids[i], 1).JSON())
+	}
+	require.NoError(t, e.stack.SendOrders(context.Background(), bodies...))
+	tasks := e.waitEnded(ids)
+	for _, id := range ids {
+		require.Equal(t, workflow.Processed, tasks[id].State, id)
+		require.Zero(t, e.step(id, 0).FailureCount, "%s: retried within its attempt", id)
+	}
+	most := svc.most(time.Second)
+	e.stop()
+	t.Logf("%d orders, each answered 503 twice, against %d/s: %d calls, at most %d in any second", n, limit, len(svc.calls), most)
+	require.Len(t, svc.calls, 3*n, "two 503s and the call that went through, each order")
+	require.LessOrEqual(t, most, limit+(limit+9)/10, "retries took their turns")
+}
+
 // A service answering 429 with Retry-After for a while: every instance of
 // its agent holds its calls for the back-off it asked for (the one call
 // that met the 429 besides), and no order fails or counts a failure. In CI
@@ -169,7 +228,7 @@ func TestARetryAfterSlowsEveryInstanceDown(t *testing.T) {
 	svc := &service{}
 	var until time.Time
 	var mu sync.Mutex
-	svc.answer = func(at time.Time) (int, string) {
+	svc.answer = func(at time.Time, _ string) (int, string) {
 		mu.Lock()
 		defer mu.Unlock()
 		if until.IsZero() {
