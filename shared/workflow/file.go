@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -49,17 +50,33 @@ type actionSpec struct {
 	limitsSpec `yaml:",inline"`
 }
 
+// undoSpec is a step's undo as written: an action, or none (the step
+// changes nothing that needs undoing).
+type undoSpec struct {
+	actionSpec
+	none bool
+}
+
+// UnmarshalYAML reads `undo: none` or an action.
+func (u *undoSpec) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Value == "none" {
+		u.none = true
+		return nil
+	}
+	return n.Decode(&u.actionSpec)
+}
+
 type stepSpec struct {
 	actionSpec `yaml:",inline"`
-	Needs      *[]string   `yaml:"needs"`
-	ForEach    string      `yaml:"forEach"`
-	Async      bool        `yaml:"async"`
-	Undo       *actionSpec `yaml:"undo"`
-	Wait       *waitSpec   `yaml:"wait"`
-	Sleep      duration    `yaml:"sleep"`
-	Until      string      `yaml:"until"`     // jq over the step's document: an RFC 3339 time or Unix seconds
-	OnFailure  string      `yaml:"onFailure"` // undo (the default) or hold
-	HoldFor    duration    `yaml:"holdFor"`   // with hold: how long, at most (default: the order's deadline)
+	Needs      *[]string `yaml:"needs"`
+	ForEach    string    `yaml:"forEach"`
+	Async      bool      `yaml:"async"`
+	Undo       *undoSpec `yaml:"undo"`
+	Wait       *waitSpec `yaml:"wait"`
+	Sleep      duration  `yaml:"sleep"`
+	Until      string    `yaml:"until"`     // jq over the step's document: an RFC 3339 time or Unix seconds
+	OnFailure  string    `yaml:"onFailure"` // undo (the default) or hold
+	HoldFor    duration  `yaml:"holdFor"`   // with hold: how long, at most (default: the order's deadline)
 }
 
 type waitSpec struct {
@@ -237,7 +254,7 @@ func LoadFile(path string, o Options) (Definition, error) {
 func ParseFile(name string, data []byte, o Options) (Definition, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return Definition{}, Problems{{File: name, Line: yamlLine(err), What: yamlMessage(err)}}
+		return Definition{}, Problems{{File: name, Line: yamlProblemLine(data, err), What: yamlMessage(err)}}
 	}
 	var spec fileSpec
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -277,6 +294,39 @@ func yamlLine(err error) int {
 	var n int
 	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
 		fmt.Sscan(m[1], &n)
+	}
+	return n
+}
+
+// yamlProblemLine is the line of data where the syntax error err is.
+// yaml.v3 names the line of what it was reading when it met the problem
+// (the mapping or list the bad line is in, counted from 0: a top-level
+// key's problem is "line 1", or none), not the problem's own. The parser
+// reads a file in order, so the problem is on the first line at which the
+// file's beginning fails as the whole file does: found by bisection, about
+// log2(lines) parses of a file that already failed. A beginning that never
+// fails so (an error only the end of the file brings) keeps the line the
+// error names.
+func yamlProblemLine(data []byte, err error) int {
+	what := yamlMessage(err)
+	ends := []int{} // the offset after each line
+	for i, b := range data {
+		if b == '\n' {
+			ends = append(ends, i+1)
+		}
+	}
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		ends = append(ends, len(data))
+	}
+	failsSo := func(lines int) bool {
+		var n yaml.Node
+		e := yaml.Unmarshal(data[:ends[lines-1]], &n)
+		return e != nil && yamlMessage(e) == what
+	}
+	// The first n with failsSo(n), if failing so holds from there on.
+	n := sort.Search(len(ends), func(i int) bool { return failsSo(i + 1) }) + 1
+	if n > len(ends) || !failsSo(n) {
+		return yamlLine(err)
 	}
 	return n
 }

@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -333,5 +334,32 @@ func TestAnAgentsRateLimitAndCallsInFlightPerKey(t *testing.T) {
 		text := "name: a\nagents: {a: {endpoint: 'http://a', " + bad + "}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n"
 		_, err := workflow.ParseFile("x.yaml", []byte(text), workflow.Options{})
 		require.ErrorContains(t, err, says, bad)
+	}
+}
+
+// A YAML syntax error is reported at its own line: yaml.v3 names the line
+// of the mapping or list it was reading (line 1 for a problem among the
+// top-level keys, line 2 for one in the steps' list), not the bad line.
+func TestAYAMLErrorIsReportedAtItsLine(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("name: long\ndeadline: 1h\ndefaults: {timeout: 5s}\nagents:\n  a: {endpoint: \"https://a.example.com\"}\nsteps:\n")
+	for i := 0; strings.Count(b.String(), "\n") < 62; i++ {
+		fmt.Fprintf(&b, "  - name: s%d\n    agent: a\n", i)
+	}
+	require.Equal(t, 62, strings.Count(b.String(), "\n"))
+	valid := b.String() + "  - name: last\n    agent: a\n"
+	_, err := workflow.ParseFile("x.yaml", []byte(valid), workflow.Options{})
+	require.NoError(t, err)
+
+	for name, c := range map[string]struct{ text, want string }{
+		"a step's key indented too little": {b.String() + "   maxFailures: 2\n", "x.yaml:63: did not find expected '-' indicator"},
+		"a step indented too much":         {b.String() + "    - name: last\n", "x.yaml:63: did not find expected key"},
+		"a key indented too little":        {"name: a\nagents:\n  a:\n    endpoint: e\n timeout: 1s\n", "x.yaml:5: did not find expected key"},
+		"a top-level key":                  {strings.Replace(valid, "  - name: s0\n", "  - name: s0\n timeout: 1s\n", 1), "x.yaml:8: did not find expected key"},
+		"a value too deep":                 {b.String() + "  - name: last\n    agent: a\n      timeout: 5s\n", "x.yaml:65: mapping values are not allowed in this context"},
+	} {
+		_, err := workflow.ParseFile("x.yaml", []byte(c.text), workflow.Options{})
+		require.Equal(t, c.want, problems(err)[0], name)
 	}
 }
