@@ -206,7 +206,7 @@ func (d *Definition) Compile() error {
 		}
 	}
 	if len(d.Schema) > 0 && d.schema == nil {
-		sch, err := compileSchema(d.Schema)
+		sch, err := compileSchema(d.Schema, schemaName(d.File, d.SchemaFile))
 		if err != nil {
 			return fmt.Errorf("workflow %q's schema: %w", d.Name, err)
 		}

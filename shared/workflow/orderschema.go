@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -76,7 +77,7 @@ func readSchema(file string, s schemaSpec, dir fs.FS) (doc json.RawMessage, from
 func (d *Definition) readSchema(file string, s schemaSpec, dir fs.FS) Problems {
 	doc, from, err := readSchema(file, s, dir)
 	if err == nil && doc != nil {
-		d.schema, err = compileSchema(doc)
+		d.schema, err = compileSchema(doc, schemaName(file, from))
 	}
 	if err != nil {
 		return Problems{{Field: "schema", What: err.Error()}}
@@ -88,21 +89,70 @@ func (d *Definition) readSchema(file string, s schemaSpec, dir fs.FS) Problems {
 	return d.checkOrderReads(doc)
 }
 
-// compileSchema compiles a JSON Schema document.
-func compileSchema(doc json.RawMessage) (*jsonschema.Schema, error) {
+// schemaURL is the name the schema compiler knows a workflow's schema by:
+// not a file (a relative name would be resolved to a file:// URL in the
+// working directory, one that does not exist), and replaced in a compile
+// error by the name the reader knows the schema by (schemaErr).
+const schemaURL = schemaBase + "schema.json"
+
+// schemaBase is where a relative "$ref" of the schema is resolved: nowhere
+// real (noLoader loads nothing).
+const schemaBase = "sas-workflow:///"
+
+// schemaRefRE is the schema's URL, and a JSON pointer into it, as the
+// compiler's errors quote it.
+var schemaRefRE = regexp.MustCompile(`"` + regexp.QuoteMeta(schemaURL) + `#([^"]*)"`)
+
+// compileSchema compiles a JSON Schema document; a compile error names it
+// as name says (the workflow file's schema field, or the schema's file),
+// and a "$ref" may point only within it.
+func compileSchema(doc json.RawMessage, name string) (*jsonschema.Schema, error) {
 	v, err := jsonschema.UnmarshalJSON(strings.NewReader(string(doc)))
 	if err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
 	}
 	c := jsonschema.NewCompiler()
-	if err := c.AddResource("order.schema.json", v); err != nil {
-		return nil, err
+	c.UseLoader(noLoader{})
+	if err := c.AddResource(schemaURL, v); err != nil {
+		return nil, schemaErr(err, name)
 	}
-	sch, err := c.Compile("order.schema.json")
+	sch, err := c.Compile(schemaURL)
 	if err != nil {
-		return nil, fmt.Errorf("not a valid JSON Schema: %s", strings.TrimPrefix(err.Error(), "jsonschema: "))
+		return nil, fmt.Errorf("not a valid JSON Schema: %w", schemaErr(err, name))
 	}
 	return sch, nil
+}
+
+// schemaErr is the compiler's error with the schema named as name, and a
+// place in it as a JSON pointer.
+func schemaErr(err error, name string) error {
+	msg := strings.TrimPrefix(err.Error(), "jsonschema: ")
+	msg = schemaRefRE.ReplaceAllStringFunc(msg, func(m string) string {
+		if ptr := schemaRefRE.FindStringSubmatch(m)[1]; ptr != "" {
+			return fmt.Sprintf("%s at %s", name, ptr)
+		}
+		return name
+	})
+	return errors.New(strings.ReplaceAll(msg, schemaBase, ""))
+}
+
+// noLoader loads no schema: a workflow's schema is all in one document (a
+// "$ref" to another file or URL is refused, never read from the machine it
+// runs on or the network).
+type noLoader struct{}
+
+// Load refuses url.
+func (noLoader) Load(string) (any, error) {
+	return nil, errors.New("a $ref points within the schema (#/$defs/...): no other file or URL is read")
+}
+
+// schemaName is how an error names the workflow's schema: the workflow
+// file's schema field (inline), or the schema's file.
+func schemaName(file, from string) string {
+	if from != "" {
+		return "schema file " + from
+	}
+	return file + "'s field schema"
 }
 
 // CheckOrder checks an order (its JSON, every member) against the
@@ -115,7 +165,7 @@ func (d Definition) CheckOrder(order json.RawMessage) error {
 	sch := d.schema
 	if sch == nil { // a definition read back from a store
 		var err error
-		if sch, err = compileSchema(d.Schema); err != nil {
+		if sch, err = compileSchema(d.Schema, schemaName(d.File, d.SchemaFile)); err != nil {
 			return fmt.Errorf("workflow %s's schema: %w", d.Name, err)
 		}
 	}

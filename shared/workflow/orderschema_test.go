@@ -104,6 +104,7 @@ func TestASchemaFileAndItsProblems(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "trip.schema.yaml"), []byte("type: object\nrequired: [orderId, legs]\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.schema.yaml"), []byte("type: object\nminimum: x\n"), 0o644))
 	file := filepath.Join(dir, "trip.yaml")
 	require.NoError(t, os.WriteFile(file, []byte("name: trip\nschema: trip.schema.yaml\ndefaults: {timeout: 5s}\nagents:\n  a: {endpoint: \"https://a.example.com\"}\nsteps:\n  - {name: s, agent: a}\n"), 0o644))
 	d, err := workflow.LoadFile(file, workflow.Options{})
@@ -118,7 +119,11 @@ func TestASchemaFileAndItsProblems(t *testing.T) {
 	require.Equal(t, d.Version, inline.Version, "the same schema, the same version, wherever it is written")
 
 	for name, c := range map[string]struct{ file, want string }{
-		"not a schema": {"name: t\nschema: {type: 7}\n", "t.yaml:2: schema: not a valid JSON Schema"},
+		"not a schema": {"name: t\nschema: {type: 7}\n", "t.yaml:2: schema: not a valid JSON Schema: " + filepath.Join(dir, "t.yaml") +
+			"'s field schema is not valid against metaschema"},
+		"a bad $ref":   {"name: t\nschema: {properties: {a: {$ref: \"#/nope\"}}}\n", "t.yaml's field schema at /nope not found"},
+		"outside":      {"name: t\nschema: {$ref: other.json}\n", `t.yaml:2: schema: not a valid JSON Schema: failing loading "other.json": a $ref points within the schema`},
+		"its file":     {"name: t\nschema: bad.schema.yaml\n", "t.yaml:2: schema: not a valid JSON Schema: schema file bad.schema.yaml is not valid against metaschema"},
 		"a path":       {"name: t\nschema: ../x.json\n", `t.yaml:2: schema: "../x.json": name a file beside the workflow file`},
 		"no file":      {"name: t\nschema: nope.json\n", "t.yaml:2: schema: schema file: open nope.json"},
 		"not an array": {"name: t\nschema: {properties: {items: {type: object}}}\n", `steps[0].forEach: "items": the schema makes .items an object, not an array`},
@@ -130,6 +135,8 @@ func TestASchemaFileAndItsProblems(t *testing.T) {
 		}
 		_, err := workflow.ParseFile(filepath.Join(dir, "t.yaml"), []byte(c.file+"defaults: {timeout: 5s}\nagents:\n  a: {endpoint: \"https://a.example.com\"}\nsteps:\n  - {name: s, agent: a, forEach: \""+forEach+"\"}\n"), workflow.Options{})
 		require.ErrorContains(t, err, c.want, name)
+		require.NotContains(t, err.Error(), "order.schema.json", "a schema is named as the file names it, never as a made-up file")
+		require.NotContains(t, err.Error(), "file://", name)
 	}
 }
 
