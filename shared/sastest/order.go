@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sas-go/sas/shared/workflow"
@@ -30,6 +31,10 @@ type record struct {
 	armed     bool // a wait or a timer, ready and waiting
 	lastError string
 	cause     workflow.Cause
+	// admitting: its agent's flow control holds its next attempt (in its
+	// key's line, or waiting for its rate turn); slot: it holds a slot of
+	// its key for its next attempt.
+	admitting, slot bool
 }
 
 // Step is one record of the order as a test reads it.
@@ -46,14 +51,35 @@ type Step struct {
 func (o *Order) State() workflow.State { return o.state.State }
 
 // Result is the result of the record named name (a step's, an undo's, or
-// step#N an item's), nil if it has none.
+// step#N an item's), nil if it has none. A forEach step's (or its undo's)
+// is its items' results as a JSON list, in item order, null for an item
+// with none: what the steps after it read as .results.<step>.
 func (o *Order) Result(name string) json.RawMessage {
+	var items []json.RawMessage
 	for ref, r := range o.state.Recs {
-		if workflow.RecordName(r.Name, ref) == name {
+		switch {
+		case workflow.RecordName(r.Name, ref) == name:
 			return o.results[ref]
+		case ref.Item > 0 && r.Name == name:
+			if len(items) < ref.Item {
+				items = append(items, make([]json.RawMessage, ref.Item-len(items))...)
+			}
+			items[ref.Item-1] = o.results[ref]
 		}
 	}
-	return nil
+	if items == nil {
+		return nil
+	}
+	for i, res := range items {
+		if res == nil {
+			items[i] = json.RawMessage("null")
+		}
+	}
+	b, err := json.Marshal(items)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // Step is the record named name (a step's, an undo's, step#N an item's);
@@ -110,7 +136,7 @@ func (o *Order) start(ref workflow.Ref) {
 	case workflow.KindTimer:
 		o.sleep(ref)
 	default:
-		o.claim(ref)
+		o.admit(ref)
 	}
 }
 
@@ -166,6 +192,7 @@ func (o *Order) claim(ref workflow.Ref) {
 	o.state = o.state.Claimed(ref)
 	rec := o.rec[ref]
 	rec.attempt++
+	rec.admitting = false
 	attempt, completeBy := rec.attempt, o.k.now.Add(a.Timeout)
 	doc, err := o.document(ref)
 	var in json.RawMessage
@@ -184,14 +211,24 @@ func (o *Order) claim(ref workflow.Ref) {
 	}
 	// An attempt that does not complete ends at its CompleteBy, a failure.
 	o.k.at(completeBy, !async, o.current(ref, attempt), func() { o.attemptEnded(ref, attempt) })
-	o.call(ref, c, completeBy, 50*time.Millisecond)
+	o.call(ref, c, completeBy, 50*time.Millisecond, true)
 }
 
 // call makes one call of an attempt, and the Agent's retries of a
-// transient failure within it.
-func (o *Order) call(ref workflow.Ref, c Call, completeBy time.Time, backoff time.Duration) {
+// transient failure within it. Each takes a turn of its agent's rate limit
+// (turned: the attempt's first, whose turn its admission took): one whose
+// turn is past its CompleteBy is not made.
+func (o *Order) call(ref workflow.Ref, c Call, completeBy time.Time, backoff time.Duration, turned bool) {
 	if o.state.Recs[ref].State != workflow.Processing || o.rec[ref].attempt != c.Attempt {
 		return
+	}
+	if !turned {
+		if ok, next := o.k.turn(c.Agent); !ok {
+			if next.Before(completeBy) {
+				o.k.at(next, true, o.current(ref, c.Attempt), func() { o.call(ref, c, completeBy, backoff, false) })
+			}
+			return
+		}
 	}
 	c.At = o.k.now
 	o.k.calls = append(o.k.calls, c)
@@ -203,7 +240,7 @@ func (o *Order) call(ref workflow.Ref, c Call, completeBy time.Time, backoff tim
 	case answerTransient:
 		o.rec[ref].lastError = ans.reason
 		if next := o.k.now.Add(backoff); next.Before(completeBy) {
-			o.k.at(next, true, o.current(ref, c.Attempt), func() { o.call(ref, c, completeBy, min(2*backoff, 2*time.Second)) })
+			o.k.at(next, true, o.current(ref, c.Attempt), func() { o.call(ref, c, completeBy, min(2*backoff, 2*time.Second), false) })
 		}
 	case answerHang:
 	case answerAccept:
@@ -277,7 +314,7 @@ func (o *Order) apply(m workflow.Move) {
 		}
 	}
 	for _, ref := range append(slices.Clone(m.Ready), m.Resume...) {
-		o.rec[ref].armed = false
+		o.rec[ref].armed, o.rec[ref].admitting, o.rec[ref].slot = false, false, false
 		o.ready(ref)
 	}
 	if m.State == workflow.Held {
@@ -336,11 +373,15 @@ func (o *Order) sleep(ref workflow.Ref) {
 	})
 }
 
-// event takes an event for the order.
-func (o *Order) event(name string, data json.RawMessage) error {
+// event takes an event for the order from sender.
+func (o *Order) event(name string, data json.RawMessage, sender string) error {
 	i, ok := o.k.def.WaitFor(name)
 	if !ok {
 		return fmt.Errorf("workflow %s waits for no event %q", o.k.def.Name, name)
+	}
+	if w := o.k.def.Steps[i].Wait; !w.Accepts(sender) {
+		return fmt.Errorf("event %q for order %s: its sender %q is not one step %s takes it from (senders: %s; sastest.From sets it)",
+			name, o.ID, sender, o.k.def.Steps[i].Name, strings.Join(w.Senders, ", "))
 	}
 	ref := workflow.Ref{Index: i}
 	r := o.state.Recs[ref]

@@ -6,11 +6,15 @@
 // once). No emulator, no queue, no network: a test of a workflow runs in
 // milliseconds.
 //
+// An agent's flow control runs on the virtual clock too: its rateLimit
+// spaces its calls (Call.At shows when each was made), and its perKey
+// calls in flight queue the calls over it, first come first served.
+//
 // What it leaves out is what the deployment adds around the rules: queues
 // (nothing is lost or delivered twice here), the Supervisor's looks (an
 // attempt that does not complete ends at its CompleteBy exactly), the
-// circuit breaker and the flow control. Those are tested by the product's
-// own suites; this kit tests your workflow.
+// circuit breaker, pauses and a service's 429 Retry-After. Those are
+// tested by the product's own suites; this kit tests your workflow.
 //
 //	k := sastest.New(t, "workflows/approval.yaml")
 //	k.Handle("payment", func(c sastest.Call) sastest.Answer { return sastest.OK(map[string]any{"charged": true}) })
@@ -120,6 +124,8 @@ type Kit struct {
 	orders   map[string]*Order
 	calls    []Call
 	tokens   map[string]token
+	keys     map[string]*keyLine  // each agent's key's slots and line (agent NUL key)
+	tat      map[string]time.Time // each agent's rate limit's theoretical arrival time
 }
 
 type token struct {
@@ -155,7 +161,8 @@ func NewOf(t testing.TB, d workflow.Definition) *Kit {
 	if err := d.Compile(); err != nil {
 		t.Fatalf("sastest: %v", err)
 	}
-	return &Kit{t: t, def: d, handlers: map[string]Handler{}, now: Epoch, orders: map[string]*Order{}, tokens: map[string]token{}}
+	return &Kit{t: t, def: d, handlers: map[string]Handler{}, now: Epoch, orders: map[string]*Order{}, tokens: map[string]token{},
+		keys: map[string]*keyLine{}, tat: map[string]time.Time{}}
 }
 
 // Handle makes fn the service of agent: it answers every action of it. An
@@ -181,10 +188,26 @@ func (k *Kit) Calls(agent string) []Call {
 }
 
 // Submit takes an order (JSON as a string or []byte, or a value encoded as
-// JSON): it must have an orderId, and the workflow's schema must accept it.
-// Its first steps start at the next Run or Advance.
+// JSON): it must have an orderId, and the workflow's schema must accept it;
+// a refusal fails the test (TrySubmit returns it). Its first steps start at
+// the next Run or Advance.
 func (k *Kit) Submit(order any) *Order {
 	k.t.Helper()
+	o, err := k.TrySubmit(order)
+	if err != nil {
+		k.t.Fatalf("sastest: %v", err)
+	}
+	return o
+}
+
+// TrySubmit takes an order as Submit does, or returns why it is refused,
+// as Submission refuses it (no orderId, an order submitted twice, one the
+// workflow's schema refuses: the field at fault, a forEach's items): a test
+// asserts a refusal.
+//
+//	_, err := k.TrySubmit(`{"orderId":"o-1"}`)
+//	require.ErrorContains(t, err, "missing property 'customerId'")
+func (k *Kit) TrySubmit(order any) (*Order, error) {
 	var body json.RawMessage
 	switch v := order.(type) {
 	case string:
@@ -194,7 +217,7 @@ func (k *Kit) Submit(order any) *Order {
 	default:
 		b, err := json.Marshal(v)
 		if err != nil {
-			k.t.Fatalf("sastest: encode the order: %v", err)
+			return nil, fmt.Errorf("encode the order: %w", err)
 		}
 		body = b
 	}
@@ -202,17 +225,17 @@ func (k *Kit) Submit(order any) *Order {
 		OrderID string `json:"orderId"`
 	}
 	if err := json.Unmarshal(body, &head); err != nil || head.OrderID == "" {
-		k.t.Fatalf("sastest: an order is a JSON object with an orderId: %s", body)
+		return nil, fmt.Errorf("an order is a JSON object with an orderId: %s", body)
 	}
 	if _, dup := k.orders[head.OrderID]; dup {
-		k.t.Fatalf("sastest: order %s submitted twice", head.OrderID)
+		return nil, fmt.Errorf("order %s submitted twice", head.OrderID)
 	}
 	if err := k.def.CheckOrder(body); err != nil {
-		k.t.Fatalf("sastest: order %s: %v", head.OrderID, err)
+		return nil, fmt.Errorf("order %s: %w", head.OrderID, err)
 	}
 	items, err := k.def.Items(body)
 	if err != nil {
-		k.t.Fatalf("sastest: order %s: %v", head.OrderID, err)
+		return nil, fmt.Errorf("order %s: %w", head.OrderID, err)
 	}
 	o := &Order{k: k, ID: head.OrderID, body: body, state: k.def.Start(items), rec: map[workflow.Ref]*record{},
 		results: map[workflow.Ref]json.RawMessage{}, kept: map[string]json.RawMessage{}}
@@ -224,7 +247,7 @@ func (k *Kit) Submit(order any) *Order {
 		o.ready(ref)
 	}
 	k.at(k.now.Add(k.def.Deadline), false, func() bool { return !o.state.State.Ended() && o.state.State != workflow.Held }, o.deadline)
-	return o
+	return o, nil
 }
 
 // Order is the order as the kit runs it.
@@ -245,6 +268,7 @@ func (k *Kit) Run() {
 		}
 		// In time order; it stops at work only time passing brings (a
 		// wait's timeout, say), and never jumps past it.
+		k.letSlots()
 		k.dropDead()
 		if len(k.queue) == 0 || (!k.queue[0].internal && k.queue[0].at.After(k.now)) {
 			return
@@ -258,8 +282,12 @@ func (k *Kit) Run() {
 func (k *Kit) Advance(d time.Duration) {
 	k.t.Helper()
 	until := k.now.Add(d)
-	for k.dropDead(); len(k.queue) > 0 && !k.queue[0].at.After(until); k.dropDead() {
+	for k.letSlots(); k.dropDead(); {
+		if len(k.queue) == 0 || k.queue[0].at.After(until) {
+			break
+		}
 		k.pop(0)
+		k.letSlots()
 	}
 	k.now = until
 	k.Run()
@@ -276,11 +304,13 @@ func (k *Kit) pop(i int) {
 }
 
 // dropDead drops the jobs at the head of the queue with nothing left to do
-// (an attempt's CompleteBy once it completed, say).
-func (k *Kit) dropDead() {
+// (an attempt's CompleteBy once it completed, say); it reports true, for
+// a loop's condition.
+func (k *Kit) dropDead() bool {
 	for len(k.queue) > 0 && k.queue[0].live != nil && !k.queue[0].live() {
 		k.queue = k.queue[1:]
 	}
+	return true
 }
 
 // at schedules fn at t, while live says it has work to do (nil: always).
@@ -294,11 +324,28 @@ func (k *Kit) at(t time.Time, internal bool, live func() bool, fn func()) {
 	k.queue = slices.Insert(k.queue, i, j)
 }
 
+// SignalOption sets how Signal sends its event.
+type SignalOption func(*signal)
+
+type signal struct{ sender string }
+
+// From sends the event as sender: its SQS SenderId (an IAM user's unique
+// id, AIDA..., or role-id:session), which a wait's senders are checked
+// against. Without it the event has no sender, which a wait naming its
+// senders refuses.
+func From(sender string) SignalOption { return func(s *signal) { s.sender = sender } }
+
 // Signal sends an event to an order, as a client does: the wait for it
 // completes (its data the step's result), or it is kept for the wait if the
 // order has not reached it. An event the order cannot take is an error that
-// says why.
-func (k *Kit) Signal(orderID, event string, data any) error {
+// says why (from a sender its wait does not name, say).
+//
+//	err := k.Signal("o-1", "approved", data, sastest.From("AROAEXAMPLE:ana"))
+func (k *Kit) Signal(orderID, event string, data any, opts ...SignalOption) error {
+	var sig signal
+	for _, opt := range opts {
+		opt(&sig)
+	}
 	o, ok := k.orders[orderID]
 	if !ok {
 		return fmt.Errorf("order %s not found", orderID)
@@ -310,7 +357,7 @@ func (k *Kit) Signal(orderID, event string, data any) error {
 			return err
 		}
 	}
-	return o.event(event, b)
+	return o.event(event, b, sig.sender)
 }
 
 // Callback answers an accepted async call (its Call's Token) with a: OK or
