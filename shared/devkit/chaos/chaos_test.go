@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/devkit/chaos"
 	"github.com/sas-go/sas/shared/devkit/emulator/emulatortest"
+	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -80,4 +84,55 @@ func keys(m map[string]int) []string {
 		}
 	}
 	return out
+}
+
+// TestFlowControlUnderChaosKeepsEveryInvariant runs a small plan whose
+// orders mostly run on the flow shapes (rate limits, calls in flight per
+// customer, holds on failure), with every fault, a pauser, a storm of 429s
+// and an operator deciding held orders, on each state-store engine: every
+// invariant holds, and the flow control's own. The delivered rate while a
+// backlog lasted is logged, not asserted (it follows the machine's speed).
+func TestFlowControlUnderChaosKeepsEveryInvariant(t *testing.T) {
+	for name, ddb := range map[string]*string{"moto": new(string), "DynamoDB Local": &dynamodbEndpoint} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			n := 40
+			if v, err := strconv.Atoi(os.Getenv("SAS_CHAOS_FLOW_ORDERS")); err == nil && v > 0 {
+				n = v
+			}
+			plan := chaos.DefaultPlan(20261126, n)
+			plan.DynamoDBEndpoint = *ddb
+			plan.Flow = chaos.DefaultFlow()
+			// Most orders on the flow shapes, half their steps holding on
+			// failure, more refusals: a few dozen orders show every kind.
+			plan.Flow.Share, plan.Flow.Hold, plan.Permanent = 0.8, 0.5, 0.08
+			plan.Timeout = 3 * time.Minute
+			var logs bytes.Buffer
+			start := time.Now()
+			res, err := chaos.Run(context.Background(), plan, endpoint, &logs, func(c localrun.Counts) {
+				t.Logf("%5.0fs %d/%d ended, %d running, %d compensating", time.Since(start).Seconds(), c.Ended(), c.Total, c.Running,
+					c.Compensating)
+			})
+			var table bytes.Buffer
+			res.Print(&table)
+			t.Logf("\n%s", table.String())
+			if dir := os.Getenv("SAS_CHAOS_LOGS"); dir != "" { // the handlers' logs, to read a failure
+				require.NoError(t, os.WriteFile(filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".log"), logs.Bytes(), 0o644))
+			}
+			require.NoError(t, err)
+			require.True(t, res.Checked)
+			require.Zero(t, res.Violations.Count(), "invariants broken:\n%s", table.String())
+			f := res.Flow
+			require.NotNil(t, f)
+			require.Positive(t, f.Pauses, "an agent was paused and resumed")
+			require.Positive(t, f.Throttled, "its service answered 429s")
+			require.Positive(t, f.Holds, "orders were held on failure")
+			require.NotEmpty(t, f.Rates)
+			for _, rf := range f.Rates {
+				require.Positive(t, rf.Calls, rf.Agent)
+				require.LessOrEqual(t, rf.Most, rf.Bound, rf.Agent)
+			}
+			require.Positive(t, f.Keys)
+		})
+	}
 }

@@ -20,12 +20,19 @@ type Violations struct {
 	OverThreshold []string `json:"overThreshold"` // 4: FailureCount past MaxFailures
 	Unalerted     []string `json:"unalerted"`     // 1, 4: an Error record whose alert was never confirmed
 	Unrejected    []string `json:"unrejected"`    // 7: a bad input or refused event not in the DLQ with its reason
+	// The flow control's (Plan.Flow): a span of a rate limit's period with
+	// more calls than the limit and its burst (and one for clock edges); a
+	// slot held or reserved, or a place in a key's line kept, for an ended
+	// order; an order held on failure that did not end.
+	RateExceeded []string `json:"rateExceeded,omitempty"`
+	SlotsLeft    []string `json:"slotsLeft,omitempty"`
+	HeldNotEnded []string `json:"heldNotEnded,omitempty"`
 }
 
 // Count is the number of violations.
 func (v Violations) Count() int {
 	return len(v.Lost) + len(v.NotEnded) + len(v.AppliedTwice) + len(v.Inconsistent) + len(v.OverThreshold) + len(v.Unalerted) +
-		len(v.Unrejected)
+		len(v.Unrejected) + len(v.RateExceeded) + len(v.SlotsLeft) + len(v.HeldNotEnded)
 }
 
 // Check checks the invariants over the submitted orders, from every record
@@ -33,6 +40,14 @@ func (v Violations) Count() int {
 // the workflow of set it ran.
 func Check(set workflow.Set, ids []string, tasks map[string]statestore.Task,
 	records map[string][]statestore.Step, ledger []remotesim.Effect) (Violations, map[workflow.State]int) {
+	return checkSkipped(set, ids, tasks, records, ledger, nil)
+}
+
+// checkSkipped is Check where the operator skipped some held records with a
+// result ("ORDER RECORD" in skipped): each is done though its service may
+// never have applied it.
+func checkSkipped(set workflow.Set, ids []string, tasks map[string]statestore.Task,
+	records map[string][]statestore.Step, ledger []remotesim.Effect, skipped map[string]bool) (Violations, map[workflow.State]int) {
 	var v Violations
 	ends := map[workflow.State]int{}
 	effects := map[string]map[string]int{} // order → step or undo name/round → times applied
@@ -70,7 +85,8 @@ func Check(set workflow.Set, ids []string, tasks map[string]statestore.Task,
 			v.Inconsistent = append(v.Inconsistent, id+": ran workflow "+t.Workflow+", which the run does not have")
 			continue
 		}
-		if why := consistent(def, t, records[id], effects[id]); why != "" {
+		skip := func(name string) bool { return skipped[id+" "+name] }
+		if why := consistent(def, t, records[id], effects[id], skip); why != "" {
 			v.Inconsistent = append(v.Inconsistent, id+": "+why)
 		}
 	}
@@ -86,8 +102,11 @@ func Check(set workflow.Set, ids []string, tasks map[string]statestore.Task,
 // item of a forEach step), its effect and its undo once; a record that may
 // have taken effect (given up on after an attempt, its answer over the
 // limit, or stopped after an attempt was recovered) had its undo run either way (without an undo it must not have taken
-// effect); a record that never ran has nothing.
-func consistent(def workflow.Definition, t statestore.Task, recs []statestore.Step, applied map[string]int) string {
+// effect); a record that never ran has nothing. A record the operator
+// skipped (a held one, taken as done) took effect at most once, and is
+// undone as a completed one is.
+func consistent(def workflow.Definition, t statestore.Task, recs []statestore.Step, applied map[string]int,
+	skipped func(name string) bool) string {
 	if !t.State.Ended() || t.State == workflow.CompensationFailed {
 		return "" // an operator's case: the alert says which undo did not happen
 	}
@@ -105,6 +124,12 @@ func consistent(def workflow.Definition, t statestore.Task, recs []statestore.St
 		// over the limit, or stopped by the undoing after an attempt was
 		// recovered. A record never claimed did nothing: as a refusal.
 		ran := r.Ran
+		if r.State == workflow.Processed && skipped(name) {
+			if did > 1 || (t.State == workflow.Processed && undid != 0) || (t.State != workflow.Processed && undid != boolInt(st.Undo != nil)) {
+				return fmt.Sprintf("%s but skipped step %s applied %d times, undone %d times", t.State, name, did, undid)
+			}
+			continue
+		}
 		switch {
 		case t.State == workflow.Processed && (did != 1 || undid != 0):
 			return fmt.Sprintf("Processed but %s applied %d times, undone %d times", name, did, undid)

@@ -5,9 +5,11 @@
 package chaos
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/devkit/runner"
+	"github.com/sas-go/sas/shared/message"
 )
 
 // Crashed is what an injected crash panics with.
@@ -34,12 +37,16 @@ type Injector struct {
 	rng        *rand.Rand
 	seen       map[string]int
 	deliveries map[string]int // by function and body
+	// lostLines are the keys (agent and key) a request of a call waiting
+	// in the key's line was dropped for: its hand-off or its own look
+	// again, lost.
+	lostLines map[string]bool
 }
 
 // NewInjector returns the injector of a plan.
 func NewInjector(p Plan) *Injector {
 	return &Injector{plan: p, rng: rand.New(rand.NewPCG(p.Seed, 0xc4a05)), seen: map[string]int{},
-		deliveries: map[string]int{}}
+		deliveries: map[string]int{}, lostLines: map[string]bool{}}
 }
 
 func (in *Injector) count(kind string) {
@@ -71,6 +78,7 @@ func (in *Injector) Message(function string, m types.Message) runner.Action {
 	switch {
 	case x < p.Drop && function != "submission":
 		in.count("message dropped (" + function + ")")
+		in.noteLostLine(function, aws.ToString(m.Body))
 		return runner.Drop
 	case x < p.Drop+p.Delay:
 		in.count("message delayed (" + function + ")")
@@ -108,3 +116,29 @@ func (in *Injector) Crash(point string) {
 		time.Sleep(in.plan.PauseFor)
 	}
 }
+
+// noteLostLine notes the key of a dropped agent request that waits in its
+// key's line (message.AgentRequest.Slot).
+func (in *Injector) noteLostLine(function, body string) {
+	agent, ok := strings.CutPrefix(function, "agent-")
+	if !ok || !strings.Contains(body, `"slot"`) {
+		return
+	}
+	var req message.AgentRequest
+	if json.Unmarshal([]byte(body), &req) != nil || req.Slot == "" {
+		return
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.lostLines[lineKey(agent, req.Slot)] = true
+}
+
+// LostLine reports whether a request waiting in agent's key's line was
+// dropped.
+func (in *Injector) LostLine(agent, key string) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.lostLines[lineKey(agent, key)]
+}
+
+func lineKey(agent, key string) string { return agent + "\x00" + key }

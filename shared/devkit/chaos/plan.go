@@ -75,6 +75,10 @@ type Plan struct {
 	// no order), and approvals to ended orders: each must be rejected to the
 	// orders DLQ with its reason.
 	BadInput bool
+	// Flow runs a share of the orders on shapes with flow control, under a
+	// pauser, a storm of 429s and an operator deciding held orders
+	// (FlowPlan; its zero value: none).
+	Flow FlowPlan
 	// BatchWindow is the event source mappings' batching window. None by
 	// default: the plan's timeouts are seconds (a 3 s step timeout, a 5 s
 	// pickup deadline), and a deployment's 1 s a hop would be a third of
@@ -103,9 +107,9 @@ func DefaultPlan(seed uint64, orders int) Plan {
 }
 
 // NoFaults switches every injected fault off, and runs the order workflow
-// alone: a burst plan measures waiting alone.
+// alone (no flow control either): a burst plan measures waiting alone.
 func (p *Plan) NoFaults() {
-	p.Waits, p.Parallel, p.Generated, p.BadInput = 0, 0, 0, false
+	p.Waits, p.Parallel, p.Generated, p.BadInput, p.Flow = 0, 0, 0, false, FlowPlan{}
 	p.Drop, p.Delay, p.Duplicate, p.Crash, p.Pause = 0, 0, 0, 0, 0
 	p.Transient, p.Stall, p.Slow, p.Permanent, p.UndoFailure, p.Outage, p.Cancel = 0, 0, 0, 0, 0, 0, 0
 }
@@ -137,6 +141,7 @@ func (p Plan) faults(start time.Time) map[string]remotesim.Faults {
 			}
 		}
 	}
+	p.withFlowFaults(out)
 	return out
 }
 
@@ -146,8 +151,8 @@ const paymentAgent = "payment"
 
 // workflows are the workflows a run's orders run.
 func (p Plan) workflows() workflow.Set {
-	return workflow.MustSet(append([]workflow.Definition{workflow.MustExample(workflow.OrderWorkflow), waitsDefinition(),
-		workflow.MustExample(workflow.ParallelWorkflow)}, p.shapes()...)...)
+	return workflow.MustSet(append(append([]workflow.Definition{workflow.MustExample(workflow.OrderWorkflow), waitsDefinition(),
+		workflow.MustExample(workflow.ParallelWorkflow)}, p.shapes()...), p.flowShapes()...)...)
 }
 
 // shapeLatency is each generated shape's agent's latency.
@@ -157,12 +162,19 @@ var shapeLatency = map[string]time.Duration{"alpha": 10 * time.Millisecond, "bet
 // seed: timers and async calls, no waits (the run sends events to the waits
 // workflow's orders alone).
 func (p Plan) shapes() []workflow.Definition {
-	o := shapes.Defaults()
-	o.Waits, o.Timeout, o.Pickup, o.Deadline = false, 3*time.Second, 5*time.Second, time.Hour
-	o.Endpoint = func(a string) string { return "${SAS_REMOTE_BASE_URL}/v1/services/" + a }
+	o := p.shapeOptions()
 	out := make([]workflow.Definition, p.Shapes)
 	for k := range out {
 		out[k] = shapes.Random(rand.New(rand.NewPCG(p.Seed, uint64(k))), fmt.Sprintf("shape%d", k), o)
 	}
 	return out
+}
+
+// shapeOptions are the generated shapes' options: timers and async calls,
+// no waits, the plan's clocks, every agent a service of the simulator.
+func (p Plan) shapeOptions() shapes.Options {
+	o := shapes.Defaults()
+	o.Waits, o.Timeout, o.Pickup, o.Deadline = false, 3*time.Second, 5*time.Second, time.Hour
+	o.Endpoint = func(a string) string { return "${SAS_REMOTE_BASE_URL}/v1/services/" + a }
+	return o
 }

@@ -47,9 +47,16 @@ type Result struct {
 	DeadLetters map[string]int                    `json:"deadLetters"` // messages left in each DLQ
 	// Unrejected are the run's bad inputs and refused events that did not
 	// reach the orders DLQ with their reason.
-	Unrejected []string      `json:"-"`
-	Drain      time.Duration `json:"drainNanos"`
-	Checked    bool          `json:"checked"` // the invariants were checked (the run was not cut short first)
+	Unrejected []string                   `json:"-"`
+	tasks      map[string]statestore.Task // every order's, at the end
+	// Stuck describes, for a run cut short, flow orders that did not end:
+	// their records at work and their keys' slots and lines.
+	Stuck []string `json:"stuck,omitempty"`
+	// Flow is what the plan's flow control did and how its limits held
+	// (nil: the plan has none).
+	Flow    *FlowFigures  `json:"flow,omitempty"`
+	Drain   time.Duration `json:"drainNanos"`
+	Checked bool          `json:"checked"` // the invariants were checked (the run was not cut short first)
 }
 
 // Run sends the plan's orders through a local stack on the emulator at
@@ -80,12 +87,20 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 		return res, err
 	}
 	sim.OnCallback(stack.Callbacks(nil)) // the async services answer through the orders queue
-	ids, cancels, signals, waitErr := runOrders(ctx, stack, p, &res, progress)
+	var fr *flowRun
+	if p.flowOn() {
+		fr = newFlowRun(stack, p, sim, start)
+		sim.LogCalls(p.calledServices()...)
+	}
+	ids, cancels, signals, waitErr := runOrders(ctx, stack, p, &res, progress, fr)
 	res.Faults = inj.Counts()
 	res.Faults["order cancelled (a cancel message sent)"] = cancels.sent
 	maps.Copy(res.Faults, signals.counts())
-	if err := res.check(ctx, stack, sim, p, ids, waitErr == nil); err != nil {
+	if err := res.check(ctx, stack, sim, p, ids, waitErr == nil, fr); err != nil {
 		return res, err
+	}
+	if fr != nil {
+		res.flowChecked(fr, sim, inj)
 	}
 	if waitErr != nil && res.Violations.Count() == 0 {
 		return res, waitErr
@@ -96,7 +111,8 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 // runOrders runs the stack while it drives the plan's orders, and stops it
 // when they ended (or the plan's timeout passed) and the bad input was
 // rejected; res.Drain is how long the orders took.
-func runOrders(ctx context.Context, stack *localrun.Stack, p Plan, res *Result, progress func(localrun.Counts)) ([]string, *canceller, *signaller, error) {
+func runOrders(ctx context.Context, stack *localrun.Stack, p Plan, res *Result, progress func(localrun.Counts),
+	fr *flowRun) ([]string, *canceller, *signaller, error) {
 	start := time.Now()
 	defer stack.Start(ctx)()
 	ids := make([]string, p.Orders)
@@ -115,10 +131,22 @@ func runOrders(ctx context.Context, stack *localrun.Stack, p Plan, res *Result, 
 			}
 		}
 	}
-	err := drive(wctx, stack, p, ids, cancels, signals, progress)
+	actors := []scheduler{cancels, signals}
+	stopFlow := func() {}
+	if fr != nil {
+		actors, stopFlow = append(actors, fr), fr.start(wctx)
+	}
+	err := drive(wctx, stack, p, ids, actors, progress)
+	stopFlow()
 	cancels.wait()
 	signals.wait()
 	res.Drain = time.Since(start)
+	switch {
+	case err == nil && fr != nil:
+		err = fr.settle(ctx, ids)
+	case fr != nil:
+		res.Stuck = fr.diagnose(ctx, ids)
+	}
 	if err == nil && p.BadInput {
 		res.Unrejected, err = rejectAfterTheEnd(ctx, stack, p, ids, bad)
 	}
@@ -159,7 +187,8 @@ func firstWaits(p Plan, ids []string) string {
 
 // check reads the end of the run (the DLQs, every order's state, the
 // simulator's ledger) and checks the invariants on it.
-func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesim.Simulator, p Plan, ids []string, ended bool) error {
+func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesim.Simulator, p Plan, ids []string, ended bool,
+	fr *flowRun) error {
 	if err := r.countDeadLetters(ctx, stack); err != nil {
 		return err
 	}
@@ -174,7 +203,8 @@ func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesi
 			return err
 		}
 	}
-	r.Violations, r.EndStates = Check(stack.Deployment.Config.Workflows, ids, tasks, records, sim.Ledger())
+	r.Violations, r.EndStates = checkSkipped(stack.Deployment.Config.Workflows, ids, tasks, records, sim.Ledger(), fr.skippedRecords())
+	r.tasks = tasks
 	r.Violations.Inconsistent = append(r.Violations.Inconsistent, checkApprovals(p, ids, tasks, sim.Ledger())...)
 	r.Violations.Unrejected = r.Unrejected
 	r.ByWorkflow = map[string]map[workflow.State]int{}
@@ -277,7 +307,7 @@ func awaitAlerts(ctx context.Context, stack *localrun.Stack, p Plan) (map[string
 // handler killed between an order's last write and its metric loses the
 // metric, never the end, and an end counted only from metrics would leave a
 // phantom in flight for good, shrinking the window until nothing is sent.
-func drive(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, cancels *canceller, signals *signaller,
+func drive(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, actors []scheduler,
 	progress func(localrun.Counts)) error {
 	window := p.InFlight
 	if window <= 0 {
@@ -312,8 +342,9 @@ func drive(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, can
 			if err := stack.SendOrders(ctx, bodies...); err != nil {
 				return err
 			}
-			cancels.schedule(ctx, ids[sent:sent+n])
-			signals.schedule(ctx, ids[sent:sent+n])
+			for _, a := range actors {
+				a.schedule(ctx, ids[sent:sent+n])
+			}
 			sent += n
 		}
 		if progress != nil && time.Since(lastProgress) > 5*time.Second {
@@ -326,6 +357,12 @@ func drive(ctx context.Context, stack *localrun.Stack, p Plan, ids []string, can
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// scheduler is what acts on the orders drive sends, as it sends them: the
+// cancels, the approvals, the flow control's operator.
+type scheduler interface {
+	schedule(ctx context.Context, ids []string)
 }
 
 // canceller sends the plan's cancel messages, each at its random point.
@@ -393,8 +430,11 @@ func (r Result) Print(w io.Writer) {
 	}
 	byName := map[string]map[workflow.State]int{} // the generated shapes together
 	for wf, e := range r.ByWorkflow {
-		if strings.HasPrefix(wf, "shape") {
+		switch {
+		case strings.HasPrefix(wf, "shape"):
 			wf = "generated shapes"
+		case strings.HasPrefix(wf, "flow"):
+			wf = "flow shapes"
 		}
 		if byName[wf] == nil {
 			byName[wf] = map[workflow.State]int{}
@@ -411,6 +451,7 @@ func (r Result) Print(w io.Writer) {
 		fmt.Fprintln(w, "\nThe run was cut short before the invariants were checked.")
 		return
 	}
+	r.Flow.print(w, row)
 	v := r.Violations
 	row("orders lost", len(v.Lost))
 	row("orders not ended", len(v.NotEnded))
@@ -419,14 +460,23 @@ func (r Result) Print(w io.Writer) {
 	row("failure counts past the threshold", len(v.OverThreshold))
 	row("Error records never alerted", len(v.Unalerted))
 	row("bad input not rejected with its reason", len(v.Unrejected))
+	if r.Flow != nil {
+		row("seconds over a rate limit and its burst", len(v.RateExceeded))
+		row("slots or places kept for ended orders", len(v.SlotsLeft))
+		row("held orders not ended", len(v.HeldNotEnded))
+	}
 	if v.Count() == 0 {
 		fmt.Fprintln(w, "\nEvery invariant held.")
 		return
 	}
 	fmt.Fprintln(w, "\nINVARIANTS BROKEN:")
+	for _, s := range r.Stuck {
+		fmt.Fprintln(w, "  stuck: "+s)
+	}
 	for name, ids := range map[string][]string{"lost": v.Lost, "not ended": v.NotEnded, "applied twice": v.AppliedTwice,
 		"inconsistent": v.Inconsistent, "over threshold": v.OverThreshold, "never alerted": v.Unalerted,
-		"bad input not rejected with its reason": v.Unrejected} {
+		"bad input not rejected with its reason": v.Unrejected, "over a rate limit": v.RateExceeded,
+		"slots or places kept for ended orders": v.SlotsLeft, "held, not ended": v.HeldNotEnded} {
 		if len(ids) > 0 {
 			fmt.Fprintf(w, "  %s: %s\n", name, strings.Join(ids, ", "))
 		}

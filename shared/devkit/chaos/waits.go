@@ -79,6 +79,9 @@ func (p Plan) orderBody(id string, i int) string {
 	switch {
 	case p.waits(id):
 		o.Workflow = WaitsWorkflow
+	case p.flowOrder(id):
+		o.Workflow, o.CustomerID = p.flowShape(id), p.customerOf(id)
+		o.Items = items(o.Items, i)
 	case p.Shapes > 0 && remotesim.Mix(p.Seed, "generated", id) < p.Generated:
 		o.Workflow = fmt.Sprintf("shape%d", int(remotesim.Mix(p.Seed, "shape", id)*float64(p.Shapes)))
 		o.Items = items(o.Items, i)
