@@ -48,7 +48,14 @@ func printSteps(out io.Writer, d workflow.Definition) {
 			continue
 		}
 		printAction(tw, n, stepKind(s), &s.Action)
-		printAction(tw, "", "undo", s.Undo)
+		switch {
+		case s.NoUndo:
+			fmt.Fprintf(tw, "\tundo\tnone (nothing to undo)\t\t\t\t\t\n")
+		case s.Undo == nil:
+			fmt.Fprintf(tw, "\tundo\t- (a pivot: the order cannot be undone past it once it ran)\t\t\t\t\t\n")
+		default:
+			printAction(tw, "", "undo", s.Undo)
+		}
 	}
 	tw.Flush()
 	for _, line := range strings.Split(strings.TrimSuffix(table.String(), "\n"), "\n") {

@@ -21,7 +21,7 @@ func TestWorkflowShowOrder(t *testing.T) {
 	requireRow(t, stdout, "2", "step", "charge-payment", "payment", "charge-payment", "20s", "3", "5s")
 	requireRow(t, stdout, "undo", "refund-payment", "payment", "refund-payment", "20s", "3", "5s")
 	requireRow(t, stdout, "3", "step", "create-shipment", "shipping", "create-shipment", "20s", "3", "5s")
-	requireRow(t, stdout, "undo", "-")
+	requireRow(t, stdout, "undo", "-", "(a", "pivot:", "the", "order", "cannot", "be", "undone", "past", "it", "once", "it", "ran)")
 	require.Contains(t, stdout, "\n  reserve-inventory refused → Failed (nothing to undo)\n"+
 		"  charge-payment refused → release-inventory → Failed\n"+
 		"  create-shipment refused → refund-payment → release-inventory → Failed\n")
@@ -151,7 +151,7 @@ func TestWorkflowShowWaitsTimersAndAsyncSteps(t *testing.T) {
 	var v showView
 	require.NoError(t, json.Unmarshal([]byte(stdout), &v))
 	require.Equal(t, actionView{Name: "charge-later", Kind: "agent", Agent: "payment", Action: "charge-later", Async: true,
-		Timeout: "2h", MaxFailures: 3, RetryBackoff: "0s"}, v.Steps[0])
+		Timeout: "2h", MaxFailures: 3, RetryBackoff: "0s", Pivot: true}, v.Steps[0])
 	require.Equal(t, actionView{Name: "nap", Kind: "timer", Sleep: &sleepView{For: "2h"}}, v.Steps[1])
 	require.Equal(t, actionView{Name: "until-delivery", Kind: "timer", Sleep: &sleepView{Until: ".order.deliverAfter"}}, v.Steps[2])
 	require.Equal(t, actionView{Name: "maybe-approved", Kind: "event", Wait: &waitView{Event: "approved", Timeout: "1h", OnTimeout: "continue"}}, v.Steps[3])

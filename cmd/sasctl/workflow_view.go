@@ -56,6 +56,10 @@ type actionView struct {
 	Wait         *waitView   `json:"wait,omitempty"`
 	Sleep        *sleepView  `json:"sleep,omitempty"`
 	Undo         *actionView `json:"undo,omitempty"`
+	// NothingToUndo: the file's undo: none (no pivot); a step that calls
+	// an agent with neither this nor an undo is a pivot.
+	NothingToUndo bool `json:"nothingToUndo,omitempty"`
+	Pivot         bool `json:"pivot,omitempty"`
 }
 
 // waitView is a step that waits for an event.
@@ -121,6 +125,8 @@ func newShowView(d workflow.Definition) showView {
 			u := newActionView(*s.Undo)
 			st.Undo = &u
 		}
+		st.NothingToUndo = s.NoUndo
+		st.Pivot = s.Kind() == workflow.KindAgent && s.Undo == nil && !s.NoUndo
 		st.Needs, st.NoNeeds, st.ForEach = s.Needs, s.NoNeeds, s.ForEach
 		if s.HoldFor > 0 {
 			st.OnFailure, st.HoldFor = "hold", deploy.ShortDuration(s.HoldFor)

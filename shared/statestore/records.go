@@ -265,6 +265,7 @@ type recItem struct {
 	MaxFailures int    `dynamodbav:"m"`
 	BackoffMs   int64  `dynamodbav:"b,omitempty"`
 	HasUndo     bool   `dynamodbav:"h,omitempty"`
+	NoUndo      bool   `dynamodbav:"nu,omitempty"` // its step changes nothing to undo (undo: none): no pivot
 	HoldMs      int64  `dynamodbav:"hf,omitempty"` // its failure holds the order this long (onFailure: hold)
 
 	State        string   `dynamodbav:"s"` // ProcessState
@@ -369,7 +370,7 @@ func (it stateItem) order() workflow.Order {
 	for sk, r := range it.Recs {
 		ref := refOf(sk)
 		o.Recs[ref] = workflow.Rec{Ref: ref, Name: r.Name, State: workflow.State(r.State), Ready: r.State == string(workflow.Pending) && r.DueAt != 0,
-			Kind: workflow.Kind(r.Kind), HasUndo: r.HasUndo, Ran: r.ran(), Retried: r.FailureCount > 0, DoneAt: fromMs(r.DoneAt),
+			Kind: workflow.Kind(r.Kind), HasUndo: r.HasUndo, NothingToUndo: r.NoUndo, Ran: r.ran(), Retried: r.FailureCount > 0, DoneAt: fromMs(r.DoneAt),
 			Accepted: r.State == string(workflow.Processing) && r.Accepted != 0, HoldFor: time.Duration(r.HoldMs) * time.Millisecond}
 	}
 	return o

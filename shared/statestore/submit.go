@@ -150,6 +150,7 @@ func records(sub Submission, due int64) map[string]recItem {
 		}
 		it := rec(st.Action)
 		it.HasUndo, it.Kind, it.Async, it.HoldMs = r.HasUndo, string(r.Kind), st.Async, st.HoldFor.Milliseconds()
+		it.NoUndo = r.NothingToUndo
 		if st.Wait != nil {
 			it.Continue, it.Event = st.Wait.Continue, st.Wait.Event
 		}

@@ -24,6 +24,9 @@ type Rec struct {
 	Ready   bool   // Pending and made ready (a wait or a timer: or parked): its start is due
 	Kind    Kind
 	HasUndo bool // a step's record whose step has an undo action
+	// NothingToUndo: a step's record whose step says it changes nothing to
+	// undo (Step.NoUndo): no undo runs, and it is no pivot.
+	NothingToUndo bool
 	// Ran: it may have taken effect though it is not Processed: claimed in
 	// the round and then given up on (or its answer was over the limit), or
 	// ready again after its attempt was recovered (its answer lost).
@@ -268,7 +271,7 @@ func (d Definition) Start(items map[int]int) Order {
 	for i, st := range d.Steps {
 		for _, ref := range RecordsOf(i, items) {
 			o.Recs[ref] = Rec{Ref: ref, Name: st.Name, State: Pending, Ready: len(d.Needs(i)) == 0, Kind: st.Kind(),
-				HasUndo: st.Undo != nil, HoldFor: st.HoldFor}
+				HasUndo: st.Undo != nil, NothingToUndo: st.NoUndo, HoldFor: st.HoldFor}
 			if st.Undo != nil {
 				u := UndoOf(ref)
 				o.Recs[u] = Rec{Ref: u, Name: st.Undo.Name, State: Pending}

@@ -142,7 +142,7 @@ func (o Order) compensate() Move {
 	}
 	var todo []Rec
 	for ref, r := range o.Recs {
-		if !ref.Undo && r.Kind == KindAgent && (r.State == Processed || r.Ran) && o.Recs[UndoOf(ref)].State != Processed {
+		if !ref.Undo && r.Kind == KindAgent && !r.NothingToUndo && (r.State == Processed || r.Ran) && o.Recs[UndoOf(ref)].State != Processed {
 			todo = append(todo, r)
 		}
 	}
@@ -200,7 +200,7 @@ func (o Order) Cancel() (Move, CancelVerdict, string) {
 	}
 	for _, ref := range o.Recs.sorted() {
 		r := o.Recs[ref]
-		if !ref.Undo && !r.HasUndo && r.Kind == KindAgent && (r.State == Processed || r.State == Processing || r.Ran) {
+		if !ref.Undo && !r.HasUndo && !r.NothingToUndo && r.Kind == KindAgent && (r.State == Processed || r.State == Processing || r.Ran) {
 			return Move{}, CancelRefused, fmt.Sprintf("step %s has run, or is running, and cannot be undone: "+
 				"the order can no longer be cancelled", RecordName(r.Name, ref))
 		}

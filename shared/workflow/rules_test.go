@@ -330,3 +330,52 @@ func TestUndoingFollowsTheDependenciesWhateverTheClocksSay(t *testing.T) {
 	m := r.fail(step(2), workflow.Refused, false)
 	require.Equal(t, []workflow.Ref{undo(1)}, m.Ready, "the refund before the release")
 }
+
+// A step that says undo: none changes nothing to undo: the undoing passes
+// it by (it is no pivot), and a cancel after it ran is taken; a step with
+// no undo at all is a pivot, as before.
+func TestAStepWithNothingToUndoIsNoPivot(t *testing.T) {
+	t.Parallel()
+	d, err := workflow.ParseFile("claims.yaml", []byte(`name: claims
+defaults: {timeout: 5s}
+agents:
+  a: {endpoint: "https://a.example.com"}
+steps:
+  - {name: reserve, agent: a, undo: {name: release}}
+  - {name: ocr, agent: a, undo: none}
+  - {name: charge, agent: a, undo: {name: refund}}
+  - {name: notify, agent: a}
+`), workflow.Options{})
+	require.NoError(t, err)
+	require.True(t, d.Steps[1].NoUndo)
+	require.Nil(t, d.Steps[1].Undo)
+
+	r := start(t, d, nil)
+	r.done(step(0))
+	r.done(step(1))
+	r.done(step(2))
+	m := r.fail(step(3), workflow.Refused, false)
+	require.Equal(t, []workflow.Ref{undo(2)}, m.Ready, "refund first")
+	m = r.done(undo(2))
+	require.Equal(t, []workflow.Ref{undo(0)}, m.Ready, "then release: ocr has nothing to undo")
+	m = r.done(undo(0))
+	require.Equal(t, workflow.Failed, m.State, "undone, not CompensationFailed")
+
+	r = start(t, d, nil)
+	r.done(step(0))
+	r.done(step(1))
+	m, verdict, why := r.o.Cancel()
+	require.Equal(t, workflow.CancelStops, verdict, why)
+	require.Equal(t, []workflow.Ref{undo(0)}, m.Ready, "ocr ran, and the order can still be cancelled")
+
+	d.Steps[1].NoUndo = false // no undo at all: a pivot
+	r = start(t, d, nil)
+	r.done(step(0))
+	r.done(step(1))
+	_, verdict, why = r.o.Cancel()
+	require.Equal(t, workflow.CancelRefused, verdict)
+	require.Contains(t, why, "step ocr has run, or is running, and cannot be undone")
+
+	_, err = workflow.ParseFile("w.yaml", []byte("name: w\ndefaults: {timeout: 5s}\nsteps:\n  - {name: nap, sleep: 1m, undo: none}\n"), workflow.Options{})
+	require.ErrorContains(t, err, "w.yaml:4: steps[0].undo: step \"nap\" waits or sleeps: it calls no agent, so it has no undo")
+}

@@ -93,8 +93,11 @@ func (r *specReader) step(i int, s stepSpec) Step {
 		return r.parked(path, s)
 	}
 	st := Step{Action: r.action(path, s.actionSpec, "", s.Async)}
-	if s.Undo != nil {
-		u := r.action(path+".undo", *s.Undo, st.Agent, false)
+	switch {
+	case s.Undo != nil && s.Undo.none:
+		st.NoUndo = true
+	case s.Undo != nil:
+		u := r.action(path+".undo", s.Undo.actionSpec, st.Agent, false)
 		st.Undo = &u
 	}
 	st.HoldFor = r.hold(path, s)

@@ -81,9 +81,14 @@ type Action struct {
 // an event or a timer (Kind).
 type Step struct {
 	Action
-	Undo  *Action
-	Wait  *Wait  `json:",omitempty"`
-	Sleep *Sleep `json:",omitempty"`
+	Undo *Action
+	// NoUndo: the step changes nothing that needs undoing (the file's
+	// undo: none: a lookup, a read, a notification that may be sent
+	// twice). Unlike a step without an undo (a pivot), it never stops the
+	// undoing nor refuses a cancel.
+	NoUndo bool   `json:",omitempty"`
+	Wait   *Wait  `json:",omitempty"`
+	Sleep  *Sleep `json:",omitempty"`
 	// Needs names the steps this one waits for (the file's needs:); nil:
 	// the step before it (Definition.Needs). NoNeeds: the file said
 	// needs: [], so it starts with the order.

@@ -118,6 +118,7 @@ func Run(t *testing.T, newStore func(t *testing.T) *statestore.Store) {
 	maps.Copy(tests, sweepTests)
 	maps.Copy(tests, parallelTests)
 	maps.Copy(tests, giveBackTests)
+	maps.Copy(tests, noUndoTests)
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
