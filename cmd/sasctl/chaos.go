@@ -18,6 +18,7 @@ import (
 	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/devkit/chaos"
 	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // chaosFlags are sasctl chaos's flags beyond the plan's.
@@ -26,6 +27,30 @@ type chaosFlags struct {
 	runDir, cacheDir        string
 	output                  output
 	dynamodbLocal, noFaults bool
+	flow                    flowFlags
+}
+
+// flowFlags are sasctl chaos's flow-control flags: --flow turns it on.
+type flowFlags struct {
+	share               float64
+	rate, burst, perKey int
+	hold                float64
+}
+
+// plan puts the flow control the flags ask for on p (none without --flow).
+func (f flowFlags) plan(p *chaos.Plan) error {
+	if f.share <= 0 {
+		return nil
+	}
+	if f.share > 1 || f.hold < 0 || f.hold > 1 || f.rate < 0 || f.burst < 0 || f.perKey < 0 {
+		return usageErrorf("--flow and --flow-hold are shares from 0 to 1; --flow-rate, --flow-burst and --flow-in-flight are not negative")
+	}
+	p.Flow = chaos.DefaultFlow()
+	p.Flow.Share, p.Flow.Hold, p.Flow.InFlight = f.share, f.hold, f.perKey
+	if f.rate > 0 {
+		p.Flow.Rate = workflow.Rate{Calls: f.rate, Per: time.Second, Burst: max(f.burst, 1)}
+	}
+	return nil
 }
 
 func chaosCmd() *cobra.Command {
@@ -39,8 +64,12 @@ func chaosCmd() *cobra.Command {
 DynamoDB Local) with every fault of the design injected at once: dropped, delayed and duplicated
 messages, killed handlers, paused agents, transient and permanent remote faults, an outage and
 cancels. The seed chooses the faults: the same seed replays the same run. It checks each invariant
-from the state table and the simulator's ledger, and fails (exit 1) if one broke.`,
-		Example: "  sasctl chaos --orders 10000 --in-flight 300 --supervisors 2 --dynamodb-local",
+from the state table and the simulator's ledger, and fails (exit 1) if one broke. With --flow, a
+share of the orders runs on shapes with flow control (rate limits, calls in flight per customer,
+holds on failure) under a pauser, a storm of 429s and an operator deciding held orders, and the
+flow control's own invariants are checked too.`,
+		Example: "  sasctl chaos --orders 10000 --in-flight 300 --supervisors 2 --dynamodb-local\n" +
+			"  sasctl chaos --orders 2000 --in-flight 300 --flow 0.3 --dynamodb-local",
 		Args:    noArgs,
 		PreRunE: f.check,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -48,6 +77,9 @@ from the state table and the simulator's ledger, and fails (exit 1) if one broke
 				return usageErrorf("--orders must be at least 1")
 			}
 			p.Settings, p.SupervisorEvery, p.BatchWindow = f.Overrides, f.SupervisorRate, f.Topology.BatchWindow
+			if err := f.flow.plan(&p); err != nil {
+				return err
+			}
 			if f.noFaults {
 				p.NoFaults()
 			}
@@ -60,6 +92,12 @@ from the state table and the simulator's ledger, and fails (exit 1) if one broke
 	planFlags(cmd.Flags(), &p)
 	fs := cmd.Flags()
 	fs.BoolVar(&f.noFaults, "no-faults", false, "inject no fault at all (a burst plan: with --throttle, waiting alone)")
+	fs.Float64Var(&f.flow.share, "flow", 0, "share of orders (of those not waiting) run on generated shapes with flow control "+
+		"(rate limits, calls in flight per customer, holds on failure), under a pauser, a storm of 429s and an operator deciding held orders")
+	fs.IntVar(&f.flow.rate, "flow-rate", 0, "with --flow: the rate-limited agents' calls a second (default: the seed's, 2 to 5)")
+	fs.IntVar(&f.flow.burst, "flow-burst", 0, "with --flow-rate: their burst (default 1)")
+	fs.IntVar(&f.flow.perKey, "flow-in-flight", 0, "with --flow: the keyed agents' calls at once per customer (default: the seed's, 1 or 2)")
+	fs.Float64Var(&f.flow.hold, "flow-hold", chaos.DefaultFlow().Hold, "with --flow: share of the flow shapes' steps that hold the order on failure")
 	fs.StringVar(&f.runDir, "run-dir", ".run", "where logs go")
 	fs.BoolVar(&f.dynamodbLocal, "dynamodb-local", false, "keep the state store on DynamoDB Local, moto serving SQS and SNS")
 	fs.StringVar(&f.cacheDir, "cache-dir", defaultCacheDir(), "where DynamoDB Local is installed on first use (with --dynamodb-local)")
