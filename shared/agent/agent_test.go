@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -432,4 +433,29 @@ func TestAgentAbandonsAnAsyncAttemptItsServiceNeverAccepted(t *testing.T) {
 	require.Empty(t, f.out.replies, "nothing recorded, nothing replied")
 	require.Len(t, store.ended, 1)
 	require.Contains(t, store.ended[0], "o-1 attempt 3: its service did not accept the call")
+}
+
+// An attempt whose service answered only transient faults until its
+// CompleteBy writes nothing (the Supervisor recovers it), and its
+// "attempt abandoned" line says what the service last answered: the
+// Supervisor's give-up reason points to that line.
+func TestAnAttemptOutOfTimeLogsItsServicesLastAnswer(t *testing.T) {
+	t.Parallel()
+	d := workflow.Orders(workflow.Settings{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	f := newFixtureOf(t, remotesim.Faults{}, d)
+	f.claims.timeout = 300 * time.Millisecond
+	var log bytes.Buffer
+	h := agent.New(agent.Config{Workflows: workflow.MustSet(d), Name: "inventory", InstanceID: "agent-inventory/test"},
+		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()},
+			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: f.claims, Outcomes: recorder{f.claims}, Send: f.out,
+			Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.NewTextHandler(&log, nil))})
+	_, err := h.Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.Empty(t, f.claims.recorded, "nothing written: the Supervisor recovers the attempt")
+	require.Contains(t, log.String(), `msg="attempt abandoned; no reply sent" order_id=o-1 attempt=3`)
+	require.Contains(t, log.String(), "CompleteBy passed; its service last answered: inventory answered HTTP 503 (transient): down for maintenance")
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/sas-go/sas/shared/message"
@@ -21,6 +22,7 @@ import (
 // says whether a try before the last met a transient fault (it may have
 // taken effect).
 func (h *Handler) call(ctx context.Context, st *statestore.Step, payload []byte, deadline time.Time) ([]byte, bool, error) {
+	var last error // the service's last transient answer, for the line that says the attempt ran out of time
 	for n := 0; ; n++ {
 		if err := h.breaker.Allow(); err == nil {
 			// The turn beforeCall took is for a request made at once; any
@@ -28,7 +30,7 @@ func (h *Handler) call(ctx context.Context, st *statestore.Step, payload []byte,
 			// own, and one the breaker refuses takes none.
 			if n > 0 {
 				if err := h.awaitTurn(ctx, deadline); err != nil {
-					return nil, true, err
+					return nil, true, pastDeadline(err, last)
 				}
 			}
 			res, err := h.try(ctx, st, payload, deadline)
@@ -41,19 +43,31 @@ func (h *Handler) call(ctx context.Context, st *statestore.Step, payload []byte,
 				return res, n > 0, err
 			}
 			h.log.Debug("transient remote fault", "order_id", st.OrderID, "attempt", st.Attempt, "try", n, "err", err)
+			last = err
 		}
 		if ctx.Err() != nil {
 			return nil, n > 0, ctx.Err()
 		}
 		wait := h.cfg.Backoff.Delay(n)
 		if !h.Now().Add(wait).Before(deadline) {
-			return nil, true, errDeadline
+			return nil, true, pastDeadline(errDeadline, last)
 		}
 		h.metrics.Count(metrics.AgentRetries, 1, map[string]any{"OrderID": st.OrderID, "Try": n + 1})
 		if err := h.Sleep(ctx, wait); err != nil {
 			return nil, true, err
 		}
 	}
+}
+
+// pastDeadline is err, if it is errDeadline, with the service's last
+// transient answer (nil: none came): the Agent's "attempt abandoned" log
+// line says it, and the Supervisor's give-up reason points to that line.
+// Nothing more is written for it: an attempt out of time costs no write.
+func pastDeadline(err, last error) error {
+	if last == nil || !errors.Is(err, errDeadline) {
+		return err
+	}
+	return fmt.Errorf("%w; its service last answered: %v", err, last)
 }
 
 func (h *Handler) try(ctx context.Context, st *statestore.Step, payload []byte, deadline time.Time) ([]byte, error) {

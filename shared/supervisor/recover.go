@@ -301,7 +301,11 @@ func waitingFor(st statestore.Step) string {
 		return fmt.Sprintf("attempt %d (%s): no callback by %s", st.Attempt, st.LockedBy, stamp(st.CompleteBy))
 	}
 	if st.State == workflow.Processing {
-		return fmt.Sprintf("attempt %d (%s) not completed by %s", st.Attempt, st.LockedBy, stamp(st.CompleteBy))
+		// What its service last answered is not on the record (an attempt
+		// out of time writes nothing): the Agent's line says it.
+		return fmt.Sprintf("attempt %d (%s) not completed by %s; its service's last answer, if one came, is in its Agent's "+
+			"log line \"attempt abandoned; no reply sent\" (order_id %s, attempt %d)", st.Attempt, st.LockedBy,
+			stamp(st.CompleteBy), st.OrderID, st.Attempt)
 	}
 	return fmt.Sprintf("not claimed since it was ready at %s", stamp(st.ReadyAt))
 }

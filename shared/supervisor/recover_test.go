@@ -1,0 +1,29 @@
+package supervisor
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// A step given up on at its threshold says which attempt ran out of time,
+// and where what its service last answered is: its Agent's line (an
+// attempt out of time writes nothing to the record).
+func TestAGiveUpPointsToTheServicesLastAnswer(t *testing.T) {
+	t.Parallel()
+	completeBy := time.Date(2026, 1, 1, 9, 0, 20, 0, time.UTC)
+	st := statestore.Step{OrderID: "o-1", State: workflow.Processing, Attempt: 3, LockedBy: "agent-payment/1", CompleteBy: completeBy}
+	st.MaxFailures = 3
+	cause, reason := whyGiveUp(st, workflow.Found{State: workflow.Processing}, completeBy.Add(time.Second))
+	require.Equal(t, workflow.TimedOut, cause)
+	require.Equal(t, `failure threshold 3 reached: attempt 3 (agent-payment/1) not completed by 2026-01-01T09:00:20Z; `+
+		`its service's last answer, if one came, is in its Agent's log line "attempt abandoned; no reply sent" (order_id o-1, attempt 3)`, reason)
+
+	st.Async = true
+	_, reason = whyGiveUp(st, workflow.Found{State: workflow.Processing}, completeBy.Add(time.Second))
+	require.Equal(t, "failure threshold 3 reached: attempt 3 (agent-payment/1): no callback by 2026-01-01T09:00:20Z", reason)
+}
