@@ -1,6 +1,7 @@
 // Command sasctl is the operator and developer CLI of the
 // Scheduler-Agent-Supervisor pipeline: it inspects and acts on a deployment
-// (status, list, watch, submit, signal, resubmit, cancel, redrive, console),
+// (status, list, watch, submit, signal, resubmit, cancel, redrive, dlq,
+// console),
 // runs one locally (demo, dev, chaos, bench) and checks workflow files
 // (workflow validate, workflow show). Built on spf13/cobra: flags go before
 // or after the arguments, `sasctl help CMD` explains a command, and
@@ -85,7 +86,7 @@ settings: credentials, region, and AWS_ENDPOINT_URL for an emulator. docs/cli.md
 		&cobra.Group{ID: "files", Title: "Commands on workflow files:"},
 		&cobra.Group{ID: "plan", Title: "Commands that plan a deployment:"})
 	for _, c := range append([]*cobra.Command{statusCmd(), listCmd(), watchCmd(), submitCmd(), signalCmd(), resubmitCmd(),
-		cancelCmd(), redriveCmd(), consoleCmd(), agentCmd()}, holdCmds()...) {
+		cancelCmd(), redriveCmd(), dlqCmd(), consoleCmd(), agentCmd()}, holdCmds()...) {
 		c.GroupID = "deployment"
 		root.AddCommand(c)
 	}

@@ -164,7 +164,8 @@ func TestSubmitFromAFileStdinAndGenerate(t *testing.T) {
 	code, out, errs := p.ctl("", "submit", file)
 	require.Equal(t, 1, code, "an order was not sent")
 	require.Equal(t, "sent 2 orders to "+p.prefix+"-orders\n", out)
-	require.Equal(t, "sasctl submit: order 2 not sent: orderId \"o bad\" must be 1-64 letters, digits or _.:- starting with a letter or digit\n", errs)
+	require.Equal(t, "sasctl submit: order 2 not sent: orderId \"o bad\" must be 1-64 letters, digits or _.:- starting with a letter or digit\n"+
+		submitHint+"\n", errs, "the orders not sent, then where to look for the others' verdicts")
 
 	var res operator.Submitted
 	code, out, _ = p.ctl("["+orderJSON("o-s1")+"]", "submit", "-", "--output", "json")
@@ -207,7 +208,8 @@ func TestSubmitChecksTheWorkflowsSchema(t *testing.T) {
 	require.Equal(t, 1, code, errs)
 	require.Equal(t, "sent 1 orders to "+p.prefix+"-orders\n", out)
 	lines := strings.Split(strings.TrimSpace(errs), "\n")
-	require.Len(t, lines, 2, errs)
+	require.Len(t, lines, 3, errs)
+	require.Equal(t, submitHint, lines[2])
 	require.Regexp(t, `^sasctl submit: order 2 not sent: order o-w2: items\[0\]\.quantity: .+ \(workflow order's schema\)$`, lines[0])
 	require.Equal(t, `sasctl submit: order 3 not sent: order o-w3: workflow "returns" is not one this deployment runs (order, approval)`, lines[1])
 	p.waitEnded("o-w1")

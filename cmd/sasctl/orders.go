@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -21,6 +23,7 @@ func submitCmd() *cobra.Command {
 		t        target
 		generate int
 		reply    string
+		wait     time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "submit FILE|-",
@@ -30,7 +33,12 @@ or stdin (-); or, with --generate N, N made-up orders. Each is checked as Submis
 first: one that would be refused is not sent, and is named on stderr with the reason (exit 1). With
 the deployment's workflow files (--workflows, default $SAS_WORKFLOWS, which sasctl dev exports), that
 includes the workflow the order names, its schema and its forEach items; without them, the order's
-envelope only.`,
+envelope only.
+
+Submission takes the orders sent asynchronously: with --wait DURATION, submit waits for each one's
+verdict: taken (stored as sent), or refused (found in the orders DLQ: its reason on stderr, exit 1);
+no verdict within DURATION is exit 1 too. Without it, sasctl status ORDER says whether an order was
+taken, and sasctl dlq show orders lists those refused, with the reason.`,
 		Example: "  sasctl submit orders.jsonl\n  sasctl submit --generate 100\n" +
 			"  sasctl submit --workflows workflows/order.yaml,workflows/approval.yaml orders.jsonl",
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -53,28 +61,72 @@ envelope only.`,
 				return err
 			}
 			op.Workflows = workflows
+			since := time.Now()
 			res, err := op.Submit(cmd.Context(), bodies)
 			if err != nil {
 				return t.explain(err)
 			}
 			out := cmd.OutOrStdout()
-			if err := emit(out, t.output, res, func() { fmt.Fprintf(out, "sent %d orders to %s\n", res.Sent, res.Queue) }); err != nil {
+			sent := func() { fmt.Fprintf(out, "sent %d orders to %s\n", res.Sent, res.Queue) }
+			if wait <= 0 {
+				if err := emit(out, t.output, res, sent); err != nil {
+					return err
+				}
+				err := rejected(cmd, res)
+				if res.Sent > 0 {
+					fmt.Fprintln(cmd.ErrOrStderr(), submitHint)
+				}
 				return err
 			}
-			for _, r := range res.Rejected {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s: order %d not sent: %s\n", cmd.CommandPath(), r.Item, r.Reason)
+			verdicts, err := op.AwaitOrders(cmd.Context(), sentBodies(bodies, res), since, wait, verdictEvery)
+			if err != nil {
+				return t.explain(err)
 			}
-			if len(res.Rejected) > 0 {
-				return errReported
+			if err := emit(out, t.output, submitWaited{res, verdicts}, sent); err != nil {
+				return err
 			}
-			return nil
+			err = rejected(cmd, res)
+			for _, v := range verdicts {
+				if !printVerdict(t.textOut(out), cmd.ErrOrStderr(), cmd.CommandPath(), "order "+v.OrderID, "orders", v, wait) {
+					err = errReported
+				}
+			}
+			return err
 		},
 	}
 	targetFlags(cmd, &t, true)
 	t.bind(cmd.Flags(), "workflows")
 	cmd.Flags().IntVar(&generate, "generate", 0, "send N made-up orders instead of reading any")
+	waitFlag(cmd, &wait, "each order")
 	cmd.Flags().StringVar(&reply, "reply-queue", "", "with --generate: the reply queue the orders name")
 	return cmd
+}
+
+// submitHint says where to look for what Submission made of the orders.
+const submitHint = "whether Submission took them: sasctl status ORDER; an order it refused is in the orders DLQ " +
+	"with the reason: sasctl dlq show orders (or submit with --wait 10s)"
+
+// rejected names on stderr each order submit did not send: errReported if
+// any.
+func rejected(cmd *cobra.Command, res operator.Submitted) error {
+	for _, r := range res.Rejected {
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: order %d not sent: %s\n", cmd.CommandPath(), r.Item, r.Reason)
+	}
+	if len(res.Rejected) > 0 {
+		return errReported
+	}
+	return nil
+}
+
+// sentBodies are the bodies submit sent: those it did not reject.
+func sentBodies(bodies []string, res operator.Submitted) []string {
+	out := make([]string, 0, res.Sent)
+	for i, b := range bodies {
+		if !slices.ContainsFunc(res.Rejected, func(r operator.Rejected) bool { return r.Item == i+1 }) {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // deployedWorkflows are the deployment's workflows, loaded from its files

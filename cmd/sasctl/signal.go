@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +19,7 @@ func signalCmd() *cobra.Command {
 		t             target
 		data, eventID string
 		ahead         bool
+		wait          time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "signal ORDER EVENT",
@@ -25,14 +27,17 @@ func signalCmd() *cobra.Command {
 		Long: `signal sends an event to an order on the deployment's events queue, as a service would:
 {"kind":"event","orderId":ORDER,"event":EVENT,"eventId":...,"data":...}. The step that waits for
 EVENT (wait: {event: EVENT}) takes the data as its result; an event that arrives before the order
-reaches that step is kept until it does. It prints the eventId (made up when --event-id is not
+reaches that step is kept until it does (the order records it). It prints the eventId (made up when --event-id is not
 given): sending it again is a no-op. An order that is not stored is said so, and nothing is sent;
 with --ahead (an order just submitted, not stored yet) the event is sent all the same, and Submission
 takes it once the order is stored, or, if it is not within about 10 s, puts it in the events DLQ. An
-event the order cannot take (no step waits for it, the order ended) goes to the events DLQ with the
-reason.`,
+event the order cannot take (no step waits for it, the order ended, a sender the wait does not
+take) goes to the events DLQ with the reason: sasctl dlq show events. With --wait DURATION it waits
+for the verdict: taken (the order recorded the event), or refused (found in the events DLQ: the
+reason on stderr, exit 1); no verdict within DURATION is exit 1 too.`,
 		Example: `  sasctl signal o-1 approved --data '{"amountCents": 1998, "by": "ana"}'
   sasctl signal o-1 approved --data @approval.json --event-id e-7
+  sasctl signal o-1 approved --wait 10s
   sasctl submit order.json && sasctl signal --ahead o-1 approved`,
 		Args: exactly(2, "an ORDER id and an EVENT name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -44,7 +49,9 @@ reason.`,
 			if err != nil {
 				return err
 			}
-			res, err := client.Of(op).Signal(cmd.Context(), args[0], args[1], body, eventID, signalOptions(ahead)...)
+			since := time.Now()
+			c := client.Of(op)
+			res, err := c.Signal(cmd.Context(), args[0], args[1], body, eventID, signalOptions(ahead)...)
 			switch {
 			case errors.Is(err, client.ErrBadEvent):
 				return usageError{err}
@@ -59,15 +66,33 @@ reason.`,
 					"or, if it is not within about 10 s, puts the event in the events DLQ\n", res.OrderID)
 			}
 			out := cmd.OutOrStdout()
-			return emit(out, t.output, res, func() {
+			sent := func() {
 				fmt.Fprintf(out, "sent event %s to order %s (eventId %s: send it again with --event-id %[3]s, and it is a no-op)\n",
 					res.Event, res.OrderID, res.EventID)
-			})
+			}
+			if wait <= 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "whether order %s took it: sasctl status %[1]s; an event refused is in the "+
+					"events DLQ with the reason: sasctl dlq show events (or send with --wait 10s)\n", res.OrderID)
+				return emit(out, t.output, res, sent)
+			}
+			v, err := c.AwaitEvent(cmd.Context(), res, since, wait)
+			if err != nil {
+				return t.explain(err)
+			}
+			if err := emit(out, t.output, signalWaited{res, &v}, sent); err != nil {
+				return err
+			}
+			if !printVerdict(t.textOut(out), cmd.ErrOrStderr(), cmd.CommandPath(), "event "+res.Event+" of order "+res.OrderID,
+				"events", v, wait) {
+				return errReported
+			}
+			return nil
 		},
 	}
 	targetFlags(cmd, &t, true)
 	cmd.Flags().StringVar(&data, "data", "", "the event's data: JSON, or @FILE to read it from a file (@- from stdin)")
 	cmd.Flags().StringVar(&eventID, "event-id", "", "the event's id (1-128 letters, digits or _.:-); default: a new one")
+	waitFlag(cmd, &wait, "the event")
 	cmd.Flags().BoolVar(&ahead, "ahead", false, "send the event even if the order is not stored yet (just submitted): Submission takes it once it is")
 	return cmd
 }

@@ -100,6 +100,9 @@ func (o *Operator) admit(ctx context.Context, body string) (refused, err error) 
 	if _, err := def.Admit(json.RawMessage(ord.JSON())); err != nil {
 		return fmt.Errorf("order %s: %w", ord.OrderID, err), nil
 	}
+	if err := def.TimersFit(json.RawMessage(ord.JSON()), o.Now()); err != nil {
+		return fmt.Errorf("order %s: %w", ord.OrderID, err), nil
+	}
 	return nil, nil
 }
 
@@ -136,16 +139,13 @@ type Redriven struct {
 // DLQ meanwhile is not moved twice. Each message is sent before it is
 // deleted: a crash in between duplicates, never loses.
 func (o *Operator) Redrive(ctx context.Context, short string, max int) (Redriven, error) {
-	q, err := o.queueByShortName(short)
-	if err != nil {
-		return Redriven{}, err
-	}
-	res := Redriven{From: q.DLQName, To: q.Name}
-	src, err := o.QueueURL(ctx, q.Name)
-	if err != nil {
-		return res, err
-	}
-	dlq, err := o.QueueURL(ctx, q.DLQName)
+	res, err := o.RedriveAll(ctx, short, max)
+	return res.Redriven, err
+}
+
+// RedriveAll is Redrive, saying which messages it moved.
+func (o *Operator) RedriveAll(ctx context.Context, short string, max int) (DLQRedriven, error) {
+	q, src, dlq, res, err := o.redriveEnds(ctx, short)
 	if err != nil {
 		return res, err
 	}
@@ -153,16 +153,39 @@ func (o *Operator) Redrive(ctx context.Context, short string, max int) (Redriven
 	if err != nil {
 		return res, err
 	}
-	for _, m := range taken {
+	return res, o.move(ctx, q, src, dlq, taken, &res)
+}
+
+// redriveEnds are a queue's and its DLQ's URLs, and an empty result.
+func (o *Operator) redriveEnds(ctx context.Context, short string) (q topology.Queue, src, dlq string, res DLQRedriven, err error) {
+	if q, err = o.queueByShortName(short); err != nil {
+		return q, "", "", res, err
+	}
+	res = DLQRedriven{Redriven: Redriven{From: q.DLQName, To: q.Name}, Messages: []DLQMessage{}}
+	if src, err = o.QueueURL(ctx, q.Name); err != nil {
+		return q, "", "", res, err
+	}
+	dlq, err = o.QueueURL(ctx, q.DLQName)
+	return q, src, dlq, res, err
+}
+
+// move sends each message back to its queue (its body only, without the
+// reason), then deletes it from the DLQ, and adds it to res.
+func (o *Operator) move(ctx context.Context, q topology.Queue, src, dlq string, msgs []types.Message, res *DLQRedriven) error {
+	now := o.Now()
+	for _, m := range msgs {
 		if _, err := o.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &src, MessageBody: m.Body}); err != nil {
-			return res, fmt.Errorf("send to %s: %w", q.Name, err)
+			return fmt.Errorf("send to %s: %w", q.Name, err)
 		}
 		res.Moved++
+		d := dlqMessage(m, now)
+		d.Body = ""
+		res.Messages = append(res.Messages, d)
 		if _, err := o.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &dlq, ReceiptHandle: m.ReceiptHandle}); err != nil {
-			return res, fmt.Errorf("delete from %s (its last message was sent, and stays in it too): %w", q.DLQName, err)
+			return fmt.Errorf("delete from %s (its last message was sent, and stays in it too): %w", q.DLQName, err)
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // take receives up to max messages of a dead-letter queue, hiding them for
@@ -171,7 +194,9 @@ func (o *Operator) take(ctx context.Context, url, name string, max int) ([]types
 	var taken []types.Message
 	for len(taken) < max {
 		out, err := o.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url,
-			MaxNumberOfMessages: int32(min(10, max-len(taken))), VisibilityTimeout: 300, WaitTimeSeconds: 1})
+			MaxNumberOfMessages: int32(min(10, max-len(taken))), VisibilityTimeout: 300, WaitTimeSeconds: 1,
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}})
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", name, err)
 		}

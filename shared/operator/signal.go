@@ -26,6 +26,9 @@ type Signalled struct {
 	// ahead). Submission takes the event once the order is stored, or,
 	// if it is not within about 10 s, refuses it to the events DLQ.
 	Ahead bool `json:"ahead,omitempty"`
+	// MessageID is the id SQS gave the event's message (a message SQS
+	// moves to the DLQ keeps it; one Submission refuses gets a new one).
+	MessageID string `json:"-"`
 }
 
 // ErrBadSignal wraps why an event cannot be sent (a bad name, id or data):
@@ -69,9 +72,11 @@ func (o *Operator) Signal(ctx context.Context, orderID, event, eventID string, d
 	if err != nil {
 		return Signalled{}, err
 	}
-	if _, err := o.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(string(body))}); err != nil {
+	out, err := o.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(string(body))})
+	if err != nil {
 		return Signalled{}, fmt.Errorf("send event %s to %s: %w", event, res.Queue, err)
 	}
+	res.MessageID = aws.ToString(out.MessageId)
 	return res, nil
 }
 

@@ -1,0 +1,52 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// DLQRedriven says what a redrive moved, message by message.
+type DLQRedriven struct {
+	Redriven
+	Messages []DLQMessage `json:"messages"` // each without its body
+}
+
+// RedriveMessage moves one message, by its id, from a queue's DLQ back to
+// the queue (its body only, without its reason). It walks the DLQ as Peek
+// does (each message received hidden for 30 s), moves the one with the id,
+// and makes the others visible again at once; ErrNoDeadLetter if none of
+// the first DLQReadMax has it.
+func (o *Operator) RedriveMessage(ctx context.Context, short, id string) (DLQRedriven, error) {
+	q, src, dlq, res, err := o.redriveEnds(ctx, short)
+	if err != nil {
+		return res, err
+	}
+	var seen []types.Message
+	defer func() { o.unhide(dlq, seen) }()
+	for len(seen) < DLQReadMax {
+		out, err := o.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: &dlq, MaxNumberOfMessages: 10, VisibilityTimeout: peekHide, WaitTimeSeconds: 1,
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		})
+		if err != nil {
+			return res, fmt.Errorf("read %s: %w", q.DLQName, err)
+		}
+		if len(out.Messages) == 0 {
+			break
+		}
+		for i, m := range out.Messages {
+			if aws.ToString(m.MessageId) == id {
+				seen = append(seen, out.Messages[:i]...)
+				seen = append(seen, out.Messages[i+1:]...)
+				return res, o.move(ctx, q, src, dlq, []types.Message{m}, &res)
+			}
+		}
+		seen = append(seen, out.Messages...)
+	}
+	return res, fmt.Errorf("%w %s in %s", ErrNoDeadLetter, id, q.DLQName)
+}
