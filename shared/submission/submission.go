@@ -187,6 +187,9 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 		return message.Invalid("order %s: %v", o.OrderID, err)
 	}
 	now := h.Now()
+	if err := def.TimersFit(json.RawMessage(body), now); err != nil {
+		return message.Invalid("order %s: %v", o.OrderID, err)
+	}
 	created, err := h.store.Submit(ctx, statestore.Submission{
 		OrderID: o.OrderID, Order: body, ReplyQueue: o.ReplyQueue, Workflow: def, Items: items, Now: now})
 	if err != nil {
