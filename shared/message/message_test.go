@@ -192,3 +192,23 @@ func TestAReplyWithTheLargestResultIsTaken(t *testing.T) {
 	_, err = message.DecodeSchedulerMessage(string(b))
 	require.NoError(t, err, "%d bytes", len(b))
 }
+
+// A reply of an attempt its flow control gave back while its order is
+// undone says neither done nor refused, and what the undoing made ready:
+// the Scheduler takes it (it was rejected to the DLQ as "not ok but no
+// error given", found by the explorer).
+func TestAGivenBackReplyIsTaken(t *testing.T) {
+	t.Parallel()
+	r := message.AgentReply{Kind: message.KindReply, OrderID: "o-1", Step: 1, StepName: "s", Attempt: 2, GivenBack: true,
+		Recorded: true, State: "Compensating", Ready: []message.Start{{Step: 0, Undo: true}}}
+	b, err := json.Marshal(r)
+	require.NoError(t, err)
+	got, err := message.DecodeSchedulerMessage(string(b))
+	require.NoError(t, err)
+	require.True(t, got.(message.AgentReply).GivenBack)
+	r.GivenBack = false
+	b, err = json.Marshal(r)
+	require.NoError(t, err)
+	_, err = message.DecodeSchedulerMessage(string(b))
+	require.ErrorContains(t, err, "not ok but no error given")
+}

@@ -186,7 +186,7 @@ func DecodeSchedulerMessage(body string) (any, error) {
 		if !idPattern.MatchString(r.OrderID) || r.Step < 0 || !itemOK(r.Item) || r.Attempt < 0 || (r.Attempt == 0 && !r.Recorded) {
 			return nil, Invalid("reply: bad orderId %q, step %d or attempt %d", truncate(r.OrderID), r.Step, r.Attempt)
 		}
-		if !r.OK && r.Error == "" {
+		if !r.OK && r.Error == "" && !r.GivenBack { // given back: nothing done, nothing refused
 			return nil, Invalid("reply for %s: not ok but no error given", r.OrderID)
 		}
 		return r, r.checkRecorded()
