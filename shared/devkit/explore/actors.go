@@ -52,6 +52,7 @@ func (w *World) sleeper(why string) func(context.Context, time.Duration) error {
 			return ctx.Err()
 		}
 		s := &sleeper{actor: a, until: w.clock().Add(d), why: why, wake: make(chan struct{})}
+		w.count("sleeps: " + why)
 		select {
 		case w.yields <- parking{sleep: s}:
 		case <-w.ctx.Done():

@@ -102,6 +102,7 @@ func (w *World) callbackEarly(c *call) {
 // (applied, its callback to come late, or dropped), and every sleeper whose
 // time comes wakes, in the order of their times.
 func (w *World) expire(at time.Time) {
+	w.deliverCallbacks()
 	for {
 		var first *call
 		for _, c := range append(slices.Clone(w.parked), w.async...) {
@@ -147,6 +148,20 @@ func (w *World) answerInTime(c *call) {
 	w.callback(c, false)
 	if vs := w.q.visible(w.topo.OrdersQueue().Name); len(vs) > 0 {
 		w.deliver(vs[len(vs)-1])
+	}
+}
+
+// deliverCallbacks delivers, in a run with no fault, the callbacks waiting
+// in the orders queue before time passes: none comes after its attempt's
+// CompleteBy.
+func (w *World) deliverCallbacks() {
+	if w.faulty {
+		return
+	}
+	for _, m := range w.q.visible(w.topo.OrdersQueue().Name) {
+		if w.isCallback(m) {
+			w.deliver(m)
+		}
 	}
 }
 

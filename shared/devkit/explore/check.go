@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -20,7 +22,29 @@ func (w *World) check(ctx context.Context) []string {
 	}
 	bad = append(bad, w.checkClaims()...)
 	bad = append(bad, w.checkFlow(ctx)...)
+	bad = append(bad, w.checkRejected()...)
 	return append(bad, w.checkLimits()...)
+}
+
+// checkRejected checks that no message the pipeline sent itself (on the
+// Scheduler's and the Agents' queues) was rejected as invalid: only what
+// comes from outside (an order, an event, a callback) may be.
+func (w *World) checkRejected() []string {
+	dlqs := []string{w.topo.SchedulerQueue().DLQName}
+	for _, a := range w.def.Agents() {
+		dlqs = append(dlqs, w.topo.AgentRequests(a).DLQName, w.topo.AgentResponses(a).DLQName)
+	}
+	var bad []string
+	for _, q := range dlqs {
+		for _, m := range w.q.in(q) {
+			bad = append(bad, fmt.Sprintf("the pipeline's own messages are valid: %s rejected %s (%s)", q, brief(m.body),
+				aws.ToString(m.attrs["RejectReason"].StringValue)))
+			if len(bad) == 3 {
+				return bad
+			}
+		}
+	}
+	return bad
 }
 
 // checkOrder checks o's end.

@@ -54,9 +54,12 @@ type Report struct {
 	Decided map[string]int
 	// Drove counts what the runs drove beyond deliveries and answers: the
 	// flow control, early callbacks, invocations at once, large scenarios.
-	Drove    map[string]int
-	Failures []Failure // runs that broke an invariant (the first few)
-	Elapsed  time.Duration
+	Drove map[string]int
+	// LargestExpression and LargestItem are the largest update or condition
+	// expression and the largest item any run wrote, in bytes.
+	LargestExpression, LargestItem int
+	Failures                       []Failure // runs that broke an invariant (the first few)
+	Elapsed                        time.Duration
 }
 
 // Failure is one run that broke an invariant.
@@ -137,6 +140,7 @@ func (r *Report) add(res result) {
 	for a, n := range res.drove {
 		r.Drove[a] += n
 	}
+	r.LargestExpression, r.LargestItem = max(r.LargestExpression, res.largest.expression), max(r.LargestItem, res.largest.item)
 	if len(res.failure.Broken) > 0 && len(r.Failures) < 3 {
 		r.Failures = append(r.Failures, res.failure)
 	}
@@ -151,6 +155,7 @@ type result struct {
 	decided map[string]int
 	drove   map[string]int
 	until   time.Time // its clock at its end
+	largest largest
 }
 
 // One runs the orders seed names on db (tables of topo), its clock starting
@@ -163,7 +168,7 @@ func One(ctx context.Context, db statestore.API, topo topology.Topology, seed ui
 		return result{until: after}, fmt.Errorf("workflow %s: %w", p.def.Name, err)
 	}
 	err = w.run(ctx)
-	res := result{faulty: p.faulty, held: w.heldOrders(), decided: w.decided, drove: w.drove, until: w.clock()}
+	res := result{faulty: p.faulty, held: w.heldOrders(), decided: w.decided, drove: w.drove, until: w.clock(), largest: w.largest}
 	broken := w.check(ctx)
 	for _, o := range w.orders {
 		res.ends = append(res.ends, string(o.end.State))

@@ -65,8 +65,9 @@ func TestExplore(t *testing.T) {
 			rep, err := explore.Explore(ctx, e.Clients.DynamoDB, explore.Options{Seed: base, For: *duration,
 				Runs: *runs, Workers: 3, Large: *large, Prefix: fmt.Sprintf("x%d%s", base%10000, name[:1])})
 			require.NoError(t, err)
-			t.Logf("%s: %d runs, %d orders in %s (%d runs with faults), ended %v; %d held for their operator, decisions %v; drove %v",
-				name, rep.Runs, rep.Orders, rep.Elapsed.Round(time.Second), rep.Faulty, rep.Ends, rep.Held, rep.Decided, rep.Drove)
+			t.Logf("%s: %d runs, %d orders in %s (%d runs with faults), ended %v; %d held for their operator, decisions %v; drove %v; "+
+				"largest expression %d bytes, item %d bytes", name, rep.Runs, rep.Orders, rep.Elapsed.Round(time.Second), rep.Faulty, rep.Ends,
+				rep.Held, rep.Decided, rep.Drove, rep.LargestExpression, rep.LargestItem)
 			for _, f := range rep.Failures {
 				t.Errorf("%s", f)
 			}

@@ -67,11 +67,10 @@ func largePlan(p plan) plan {
 	}
 	p.def.PickupTimeout, p.def.Deadline, p.def.Version = o.Pickup, o.Deadline, name
 	p.flows = map[string]agentFlow{}
-	if f := largeFlow(p); f.rate.Calls > 0 || f.perKey != nil {
-		p.flows["alpha"] = f
-	}
-	if p.scenario == largeRandom {
-		p.flows = randomFlows(rng, p.def.Agents())
+	for _, a := range p.def.Agents() {
+		if f := largeFlow(p); (a == "alpha" || p.scenario == largeRandom) && (f.rate.Calls > 0 || f.perKey != nil) {
+			p.flows[a] = f
+		}
 	}
 	p.orders = []*order{newOrder(p.seed, 0, hot, 30+rng.IntN(71))}
 	return p
@@ -89,9 +88,9 @@ func randomWithItems(p plan, o shapes.Options) workflow.Definition {
 	}
 }
 
-// largeFlow is the items' agent's flow control in a scripted large run: a
-// rate with a burst, a slot for every item (a key's item with 100
-// holders), both or neither.
+// largeFlow is an agent's flow control in a large run: a rate with a
+// burst, a slot for every item (a key's item with 100 holders) or for two
+// calls at once (the free scenario's), both or neither.
 func largeFlow(p plan) agentFlow {
 	var f agentFlow
 	if p.rng.IntN(2) == 0 {
@@ -99,6 +98,9 @@ func largeFlow(p plan) agentFlow {
 	}
 	if p.rng.IntN(2) == 0 {
 		f.perKey = &workflow.PerKey{Key: customerKey, InFlight: 100}
+		if p.scenario == largeRandom && p.rng.IntN(2) == 0 {
+			f.perKey.InFlight = 2
+		}
 	}
 	return f
 }

@@ -89,6 +89,29 @@ func newPlan(seed uint64, large bool) plan {
 	return p
 }
 
+// driven counts what the plan drives: the flow control of its agents, and
+// orders sharing a customer.
+func (p plan) driven(count func(string)) {
+	for _, f := range p.flows {
+		if f.rate.Calls > 0 {
+			count("agents with a rate limit")
+		}
+		if f.perKey != nil {
+			count("agents with calls in flight per key")
+		}
+	}
+	customers := map[string]int{}
+	for _, o := range p.orders {
+		customers[o.customer]++
+	}
+	for _, n := range customers {
+		if n > 1 && len(p.flows) > 0 {
+			count("runs with orders sharing a key")
+		}
+	}
+}
+
+// newOrder is the k-th order of the run seed names.
 func newOrder(seed uint64, k int, customer string, items int) *order {
 	return &order{id: fmt.Sprintf("x%d-%d", seed, k), customer: customer, items: items, events: map[string]int{}}
 }

@@ -99,7 +99,7 @@ func (w *World) began(c *call) {
 	k := c.agent + "/" + c.order.customer
 	w.svc.inFlight[k]++
 	if f := w.flows[c.agent]; f.perKey != nil && w.svc.inFlight[k] > f.perKey.InFlight && len(w.svc.over) < 3 {
-		w.svc.over = append(w.svc.over, fmt.Sprintf("at %s agent %s's service had %d calls of key %s in flight (%s), its perKey limit %d",
+		w.svc.over = append(w.svc.over, fmt.Sprintf("calls in flight per key: at %s agent %s's service had %d calls of key %s in flight (%s), its perKey limit %d",
 			w.now.Format("15:04:05.000"), c.agent, w.svc.inFlight[k], c.order.customer, c.key, f.perKey.InFlight))
 	}
 }

@@ -114,6 +114,7 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 	for _, o := range p.orders {
 		w.byID[o.id] = o
 	}
+	p.driven(w.count)
 	limited := limitedDB{API: db, w: w}
 	w.store = statestore.New(limited, topo.OrdersTable(), topo.StateTable(), 1)
 	w.flow = flow.NewStore(limited, topo.StateTable())
