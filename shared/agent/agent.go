@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -254,7 +255,16 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		return nil
 	case errors.Is(err, errDeadline):
 		h.expired(st, err.Error())
-		return nil // record and send nothing: the Supervisor recovers the step
+		if strings.Contains(err.Error(), lastAnswered) {
+			// Its service answered, transiently, and the attempt is out of
+			// time: the attempt ends now with what the service said (one
+			// write, only for an attempt that fails so), for the give-up's
+			// alert and status to name it.
+			if err := h.store.Abandon(ctx, *st, err.Error(), h.Now()); err != nil && !errors.Is(err, statestore.ErrStale) {
+				h.log.Warn("attempt not ended early: recovered at its CompleteBy", "order_id", st.OrderID, "err", err)
+			}
+		}
+		return nil // no outcome and no reply: the Supervisor recovers the step
 	default:
 		return err // the function itself is out of time: SQS retries the request
 	}

@@ -64,6 +64,14 @@ type claims struct {
 	stale    bool
 	mu       sync.Mutex
 	recorded []string
+	ended    []string // the attempts ended early, with why
+}
+
+func (c *claims) Abandon(_ context.Context, st statestore.Step, reason string, _ time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ended = append(c.ended, fmt.Sprintf("%s attempt %d: %s", st.OrderID, st.Attempt, reason))
+	return nil
 }
 
 func (c *claims) record(what string) (workflow.State, error) {
@@ -276,6 +284,8 @@ func TestAgentSendsNothingPastCompleteBy(t *testing.T) {
 	require.Empty(t, f.claims.recorded, "nothing recorded: the Supervisor recovers the attempt")
 	require.Less(t, time.Since(start), 5*time.Second, "bounded by CompleteBy")
 	require.EqualValues(t, 1, f.tally.Sum(metrics.AgentDeadlineExpired))
+	require.Len(t, f.claims.ended, 1, "its service answered (its call timed out): the attempt ends now, saying so")
+	require.Contains(t, f.claims.ended[0], "its service last answered: ")
 }
 
 func TestAgentRunsNothingItCannotClaim(t *testing.T) {

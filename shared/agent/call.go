@@ -67,8 +67,12 @@ func pastDeadline(err, last error) error {
 	if last == nil || !errors.Is(err, errDeadline) {
 		return err
 	}
-	return fmt.Errorf("%w; its service last answered: %v", err, last)
+	return fmt.Errorf("%w; %s%v", err, lastAnswered, last)
 }
+
+// lastAnswered introduces the service's last transient answer in an
+// attempt's reason.
+const lastAnswered = "its service last answered: "
 
 func (h *Handler) try(ctx context.Context, st *statestore.Step, payload []byte, deadline time.Time) ([]byte, error) {
 	limit := h.Now().Add(h.cfg.CallTimeout)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sas-go/sas/shared/alert"
@@ -301,8 +302,11 @@ func waitingFor(st statestore.Step) string {
 		return fmt.Sprintf("attempt %d (%s): no callback by %s", st.Attempt, st.LockedBy, stamp(st.CompleteBy))
 	}
 	if st.State == workflow.Processing {
-		// What its service last answered is not on the record (an attempt
-		// out of time writes nothing): the Agent's line says it.
+		// An attempt its Agent ended after its service answered, transiently,
+		// notes the answer (an incident); otherwise the Agent's line has it.
+		if why := abandoned(st); why != "" {
+			return fmt.Sprintf("attempt %d (%s) not completed by %s: %s", st.Attempt, st.LockedBy, stamp(st.CompleteBy), why)
+		}
 		return fmt.Sprintf("attempt %d (%s) not completed by %s; its service's last answer, if one came, is in its Agent's "+
 			"log line \"attempt abandoned; no reply sent\" (order_id %s, attempt %d)", st.Attempt, st.LockedBy,
 			stamp(st.CompleteBy), st.OrderID, st.Attempt)
@@ -311,6 +315,18 @@ func waitingFor(st statestore.Step) string {
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// abandoned is why st's current attempt was ended by its Agent, if it was
+// ("": not noted): the incident of that attempt's abandonment.
+func abandoned(st statestore.Step) string {
+	prefix := fmt.Sprintf("attempt %d abandoned by its agent: ", st.Attempt)
+	for i := len(st.Incidents) - 1; i >= 0; i-- {
+		if what, ok := strings.CutPrefix(st.Incidents[i].What, prefix); ok {
+			return what
+		}
+	}
+	return ""
+}
 
 // alert tells the operator st failed for good (or, a record that took
 // effect with no undo, that the undoing stopped at it), and records it sent.

@@ -23,7 +23,15 @@ func TestAGiveUpPointsToTheServicesLastAnswer(t *testing.T) {
 	require.Equal(t, `failure threshold 3 reached: attempt 3 (agent-payment/1) not completed by 2026-01-01T09:00:20Z; `+
 		`its service's last answer, if one came, is in its Agent's log line "attempt abandoned; no reply sent" (order_id o-1, attempt 3)`, reason)
 
-	st.Async = true
+	// Its Agent ended it, noting what the service last answered: the
+	// reason (the alert's, status's) says it.
+	st.Incidents = []statestore.Event{{What: "attempt 2 abandoned by its agent: an older one"},
+		{What: "attempt 3 abandoned by its agent: CompleteBy passed; its service last answered: payment answered HTTP 503 (transient): down"}}
+	_, reason = whyGiveUp(st, workflow.Found{State: workflow.Processing}, completeBy.Add(time.Second))
+	require.Equal(t, "failure threshold 3 reached: attempt 3 (agent-payment/1) not completed by 2026-01-01T09:00:20Z: "+
+		"CompleteBy passed; its service last answered: payment answered HTTP 503 (transient): down", reason)
+
+	st.Async, st.Incidents = true, nil
 	_, reason = whyGiveUp(st, workflow.Found{State: workflow.Processing}, completeBy.Add(time.Second))
 	require.Equal(t, "failure threshold 3 reached: attempt 3 (agent-payment/1): no callback by 2026-01-01T09:00:20Z", reason)
 }
