@@ -74,6 +74,7 @@ func (w *World) answer(c *call, kind outcomeKind) {
 		w.ledger.apply(c.key)
 	}
 	if kind == answerSlow {
+		w.slowed(c.agent, retryAfter)
 		w.count("429 with Retry-After")
 		if c.order != nil && c.order.cancelled {
 			w.count("429 with Retry-After, its order cancelled")

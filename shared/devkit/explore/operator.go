@@ -177,14 +177,16 @@ func (w *World) pauseOrResume(ctx context.Context) {
 		return
 	}
 	a := agents[w.rng.IntN(len(agents))]
-	if w.paused[a] || len(w.paused) > 0 && w.rng.IntN(2) == 0 {
+	if _, ok := w.paused[a]; ok || len(w.paused) > 0 && w.rng.IntN(2) == 0 {
 		w.resume(ctx, slices.Sorted(maps.Keys(w.paused))[0])
 		return
 	}
 	ok, err := w.flow.Pause(ctx, a, "explorer", w.clock())
 	w.note("pause %s: %v %v", a, ok, err)
 	if err == nil {
-		w.paused[a] = true
+		w.mu.Lock()
+		w.paused[a] = w.now
+		w.mu.Unlock()
 		w.count("pauses")
 	}
 }
@@ -193,7 +195,9 @@ func (w *World) resume(ctx context.Context, a string) {
 	ok, err := w.flow.Resume(ctx, a)
 	w.note("resume %s: %v %v", a, ok, err)
 	if err == nil {
+		w.mu.Lock()
 		delete(w.paused, a)
+		w.mu.Unlock()
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sas-go/sas/shared/agent"
+	"github.com/sas-go/sas/shared/flow"
 )
 
 // call is a remote call an Agent made, parked until the explorer answers
@@ -72,11 +73,18 @@ type books struct {
 	accepted   map[string]bool
 	calledBack map[string]time.Time
 	tokens     map[string]bool // the tokens of the async calls accepted
+	tries      map[*actor]int  // calls by invocation: its first is its attempt's first try
+	slowed     map[string][]window
 }
+
+// window is a span of the explorer's time: a service's Retry-After, from
+// its 429 to its end.
+type window struct{ from, until time.Time }
 
 func newBooks() books {
 	return books{inFlight: map[string]int{}, calls: map[string][]time.Time{}, mayRun: map[string]bool{}, reached: map[string]bool{},
-		accepted: map[string]bool{}, calledBack: map[string]time.Time{}, tokens: map[string]bool{}}
+		accepted: map[string]bool{}, calledBack: map[string]time.Time{}, tokens: map[string]bool{},
+		tries: map[*actor]int{}, slowed: map[string][]window{}}
 }
 
 // began books c's start at its service: one more call in flight for its
@@ -87,6 +95,12 @@ func (w *World) began(c *call) {
 	defer w.mu.Unlock()
 	w.svc.calls[c.agent] = append(w.svc.calls[c.agent], w.now)
 	w.svc.reached[c.key] = true
+	if c.actor != nil && w.svc.tries[c.actor] == 0 {
+		w.held(c)
+	}
+	if c.actor != nil {
+		w.svc.tries[c.actor]++
+	}
 	for _, a := range w.async {
 		if a.busy && w.undoKey(a.key) == c.key {
 			w.idleLocked(a)
@@ -102,6 +116,33 @@ func (w *World) began(c *call) {
 		w.svc.over = append(w.svc.over, fmt.Sprintf("calls in flight per key: at %s agent %s's service had %d calls of key %s in flight (%s), its perKey limit %d",
 			w.now.Format("15:04:05.000"), c.agent, w.svc.inFlight[k], c.order.customer, c.key, f.perKey.InFlight))
 	}
+}
+
+// held checks that c, an attempt's first try, was not made while its
+// agent was paused, or its service had asked for no calls, for longer than
+// an Agent trusts the control it read (flow.MaxStale).
+func (w *World) held(c *call) {
+	note := func(format string, args ...any) {
+		if len(w.svc.over) < 3 {
+			w.svc.over = append(w.svc.over, "the flow control holds calls: "+fmt.Sprintf(format, args...))
+		}
+	}
+	if since, ok := w.paused[c.agent]; ok && w.now.Sub(since) > flow.MaxStale+rateSlack {
+		note("%s called at %s, its agent %s paused since %s", c.key, w.now.Format("15:04:05.000"), c.agent, since.Format("15:04:05.000"))
+	}
+	for _, s := range w.svc.slowed[c.agent] {
+		if w.now.Sub(s.from) > flow.MaxStale+rateSlack && w.now.Before(s.until) {
+			note("%s called at %s, its service having asked at %s for no calls before %s", c.key, w.now.Format("15:04:05.000"),
+				s.from.Format("15:04:05.000"), s.until.Format("15:04:05.000"))
+		}
+	}
+}
+
+// slowed books a 429 of agent's service asking for no calls for after.
+func (w *World) slowed(agent string, after time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.svc.slowed[agent] = append(w.svc.slowed[agent], window{from: w.now, until: w.now.Add(after)})
 }
 
 // idle books c's end at its service (answered, called back, given up on).

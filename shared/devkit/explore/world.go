@@ -74,15 +74,15 @@ type World struct {
 	claims   []claimed
 	trace    []string
 	logs     logs
-	crashing bool            // the handler now running is killed at its next crash point
-	ctx      context.Context // the run's: its real time
-	paused   map[string]bool // agents paused by the explorer
-	skipped  map[string]bool // records an operator skipped (their effect never applied), by idempotency key
-	decided  map[string]int  // the operator's decisions on held orders taken, by action
-	drove    map[string]int  // what the run drove (Report.Drove)
-	dropped  int             // messages the explorer lost
-	limits   []string        // writes over DynamoDB's limits
-	largest  largest         // the largest expression and item written
+	crashing bool                 // the handler now running is killed at its next crash point
+	ctx      context.Context      // the run's: its real time
+	paused   map[string]time.Time // agents paused by the explorer, since when
+	skipped  map[string]bool      // records an operator skipped (their effect never applied), by idempotency key
+	decided  map[string]int       // the operator's decisions on held orders taken, by action
+	drove    map[string]int       // what the run drove (Report.Drove)
+	dropped  int                  // messages the explorer lost
+	limits   []string             // writes over DynamoDB's limits
+	largest  largest              // the largest expression and item written
 }
 
 // instance is one Agent instance: it runs one invocation at a time.
@@ -110,7 +110,7 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 	}
 	w := &World{plan: p, topo: topo, faults: p.faulty, now: now, byID: map[string]*order{},
 		yields: make(chan parking), finished: make(chan *actor), instances: map[string][]*instance{},
-		svc: newBooks(), paused: map[string]bool{}, skipped: map[string]bool{}, decided: map[string]int{}, drove: map[string]int{}}
+		svc: newBooks(), paused: map[string]time.Time{}, skipped: map[string]bool{}, decided: map[string]int{}, drove: map[string]int{}}
 	for _, o := range p.orders {
 		w.byID[o.id] = o
 	}
