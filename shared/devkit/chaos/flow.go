@@ -49,7 +49,8 @@ type FlowPlan struct {
 	PauseEvery, PauseFor time.Duration
 	// Storm is how long one flow agent's service answers every call 429
 	// with a Retry-After of RetryAfter, from StormAt after its first call
-	// (0: no storm).
+	// (longer if no call came meanwhile: until one is answered 429; 0: no
+	// storm).
 	Storm, StormAt, RetryAfter time.Duration
 }
 

@@ -42,7 +42,8 @@ type RateFigure struct {
 	// Most is the most calls in any span of the limit's period; Bound the
 	// most the check allows: the limit, its burst (at least 1), and one
 	// call for clock edges.
-	Most, Bound int
+	Most  int `json:"most"`
+	Bound int `json:"bound"`
 	// Backlog is how long at least a period's calls (the limit and its
 	// burst) waited on its request queue, pauses and storms left out;
 	// BacklogCalls the calls its service received meanwhile; Delivered
@@ -359,8 +360,14 @@ func (fig *FlowFigures) print(w io.Writer, row func(k string, v any)) {
 // lines, so that a stall can be read.
 func (f *flowRun) diagnose(ctx context.Context, ids []string) []string {
 	var out []string
+	for _, a := range f.plan.flowNames() {
+		if c, err := f.store.Control(ctx, a); err == nil && (c.Paused || c.SlowUntil.After(time.Now())) {
+			out = append(out, fmt.Sprintf("agent %s: paused %t (by %s at %s), slowed down until %s", a, c.Paused, c.PausedBy,
+				c.PausedAt.Format("15:04:05.000"), c.SlowUntil.Format("15:04:05.000")))
+		}
+	}
 	for _, id := range ids {
-		if len(out) >= 10 || !f.plan.flowOrder(id) || f.plan.waits(id) {
+		if len(out) >= 12 || !f.plan.flowOrder(id) || f.plan.waits(id) {
 			continue
 		}
 		task, recs, err := f.stack.Store.Load(ctx, id)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -127,7 +128,9 @@ func (f *flowRun) pause(ctx context.Context, agent string, d time.Duration) {
 	if err == nil {
 		sleepCtx(ctx, d)
 	}
-	f.resume(context.WithoutCancel(ctx), agent)
+	if err := f.resume(context.WithoutCancel(ctx), agent); err != nil {
+		f.stack.Opts.Log.Error("chaos: an agent paused not resumed", "agent", agent, "err", err)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.pauses[agent] = append(f.pauses[agent], remotesim.Window{From: from, To: time.Now()})
@@ -135,13 +138,13 @@ func (f *flowRun) pause(ctx context.Context, agent string, d time.Duration) {
 
 // resume resumes agent, trying again for a minute while the write fails
 // (an agent left paused would hold its orders for good).
-func (f *flowRun) resume(ctx context.Context, agent string) {
+func (f *flowRun) resume(ctx context.Context, agent string) error {
 	for end := time.Now().Add(time.Minute); ; {
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		_, err := f.store.Resume(rctx, agent)
 		cancel()
 		if err == nil || time.Now().After(end) || !sleepCtx(ctx, 200*time.Millisecond) {
-			return
+			return err
 		}
 	}
 }
@@ -297,24 +300,39 @@ func (p Plan) flowCalled(has func(workflow.Agent) bool) []string {
 }
 
 // stormAfterFirstCall starts the storm of 429s StormAt after the storm's
-// service received its first call (on a slow machine too, it meets calls).
+// service received its first call, and ends it once it lasted Storm and
+// answered a call 429 (on a slow machine too, it meets calls).
 func (f *flowRun) stormAfterFirstCall(ctx context.Context) {
 	if !f.plan.stormOn() {
 		return
 	}
-	for sleepCtx(ctx, 200*time.Millisecond) {
-		calls := f.sim.Calls(f.plan.stormAgent())
-		if len(calls) == 0 {
-			continue
+	storm := f.plan.stormAgent()
+	for len(f.sim.Calls(storm)) == 0 {
+		if !sleepCtx(ctx, 200*time.Millisecond) {
+			return
 		}
-		from := calls[0].At.Add(f.plan.Flow.StormAt)
-		w := remotesim.Window{From: from, To: from.Add(f.plan.Flow.Storm)}
-		for k, knobs := range f.plan.stormFaults(f.plan.faults(f.began), w) {
-			f.sim.SetFaults(k, knobs)
-		}
-		f.count(func() { f.storm = w })
+	}
+	if !sleepCtx(ctx, f.plan.Flow.StormAt) {
 		return
 	}
+	from := time.Now()
+	f.setStorm(remotesim.Window{From: from, To: from.Add(time.Hour)})
+	defer func() { f.setStorm(remotesim.Window{From: from, To: time.Now()}) }()
+	for sleepCtx(ctx, 200*time.Millisecond) {
+		if time.Since(from) >= f.plan.Flow.Storm && slices.ContainsFunc(f.sim.Calls(storm), func(c remotesim.Call) bool {
+			return c.Status == http.StatusTooManyRequests
+		}) {
+			return
+		}
+	}
+}
+
+// setStorm puts the storm of 429s in window w on its service's knobs.
+func (f *flowRun) setStorm(w remotesim.Window) {
+	for k, knobs := range f.plan.stormFaults(f.plan.faults(f.began), w) {
+		f.sim.SetFaults(k, knobs)
+	}
+	f.count(func() { f.storm = w })
 }
 
 // calledServices are the services whose calls the run keeps: the
