@@ -5,10 +5,10 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sas-go/sas/shared/client"
 	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -50,28 +50,51 @@ type listPage struct {
 
 func listCmd() *cobra.Command {
 	var (
-		t     target
-		state stateFlag
-		limit int
-		next  string
+		t            target
+		state        stateFlag
+		limit        int
+		next         string
+		search       operator.Search
+		older, newer string
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "list orders, by state, a page at a time",
-		Long: `list lists orders, optionally in one state, a page at a time, each page newest first: it
-scans the state table, so its cost grows with the table, and pages follow the table's order (the
-newest order is on the first page only if the table is small enough for one).`,
-		Example: "  sasctl list --state Failed\n  sasctl list --limit 100 --next TOKEN",
-		Args:    noArgs,
+		Short: "list orders, by state, id prefix, workflow or age, a page at a time",
+		Long: `list lists orders, optionally searched (in one state, by orderId prefix (--id-prefix), by workflow, older or
+newer than an age), a page at a time, each page newest first: it scans the state table, so its cost
+grows with the table, and pages follow the table's order (the newest order is on the first page
+only if the table is small enough for one). The search is the scan's FilterExpression: only the
+orders that match come back, but DynamoDB bills every item read, so a page of a narrow search may
+read much of the table, or all of it. A page's token must be used with the same search.`,
+		Example: "  sasctl list --state Failed\n  sasctl list --id-prefix web- --workflow order --newer-than 1h\n" +
+			"  sasctl list --state Held --older-than 2d\n  sasctl list --limit 100 --next TOKEN",
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 1 {
 				return usageErrorf("--limit must be at least 1")
+			}
+			for _, a := range []struct {
+				flag, v string
+				to      *time.Duration
+			}{{"--older-than", older, &search.OlderThan}, {"--newer-than", newer, &search.NewerThan}} {
+				if a.v == "" {
+					continue
+				}
+				d, err := operator.ParseAge(a.v)
+				if err != nil {
+					return usageErrorf("%s: %v", a.flag, err)
+				}
+				*a.to = d
+			}
+			search.State = state.state
+			if err := search.Check(); err != nil {
+				return usageErrorf("%v", err)
 			}
 			op, err := t.connect(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
-			orders, token, err := client.Of(op).List(cmd.Context(), state.state, limit, next)
+			orders, token, err := op.List(cmd.Context(), search, limit, next)
 			if err != nil {
 				return t.explain(err)
 			}
@@ -83,13 +106,13 @@ newest order is on the first page only if the table is small enough for one).`,
 			out := cmd.OutOrStdout()
 			return emit(out, t.output, page, func() {
 				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "ORDER\tSTATE\tROUND\tCREATED\tUPDATED\tLAST ERROR")
+				fmt.Fprintln(tw, "ORDER\tWORKFLOW\tSTATE\tROUND\tCREATED\tUPDATED\tLAST ERROR")
 				for _, o := range page.Orders {
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", o.OrderID, o.State, o.Round, stamp(o.CreatedAt), stamp(o.UpdatedAt), short(o.LastError, 70))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", o.OrderID, o.Workflow, o.State, o.Round, stamp(o.CreatedAt), stamp(o.UpdatedAt), short(o.LastError, 70))
 				}
 				tw.Flush()
 				if token != "" {
-					fmt.Fprintf(out, "more: sasctl list --next %s\n", token)
+					fmt.Fprintf(out, "more: sasctl list%s --next %s\n", searchArgs(state.state, search, older, newer), token)
 				}
 			})
 		},
@@ -98,6 +121,32 @@ newest order is on the first page only if the table is small enough for one).`,
 	cmd.Flags().Var(&state, "state", "only orders in this state: "+strings.Join(stateNames(), ", "))
 	_ = cmd.RegisterFlagCompletionFunc("state", cobra.FixedCompletions(stateNames(), cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().IntVar(&limit, "limit", 50, "orders per page")
-	cmd.Flags().StringVar(&next, "next", "", "the page token a previous list printed")
+	cmd.Flags().StringVar(&next, "next", "", "the page token a previous list printed (with the same search)")
+	cmd.Flags().StringVar(&search.Prefix, "id-prefix", "", "only orders whose orderId starts with this (--prefix is the deployment's)")
+	cmd.Flags().StringVar(&search.Workflow, "workflow", "", "only orders of this workflow (its name)")
+	cmd.Flags().StringVar(&older, "older-than", "", "only orders created longer ago than this (10m, 1h, 2d)")
+	cmd.Flags().StringVar(&newer, "newer-than", "", "only orders created less long ago than this (10m, 1h, 2d)")
 	return cmd
+}
+
+// searchArgs are the flags that repeat a search, for the next page's command.
+func searchArgs(state workflow.State, s operator.Search, older, newer string) string {
+	var b strings.Builder
+	for _, f := range []struct{ name, v string }{{"state", string(state)}, {"id-prefix", s.Prefix},
+		{"workflow", s.Workflow}, {"older-than", older}, {"newer-than", newer}} {
+		if f.v != "" {
+			fmt.Fprintf(&b, " --%s %s", f.name, shellQuote(f.v))
+		}
+	}
+	return b.String()
+}
+
+// shellQuote quotes v for a shell if it needs it.
+func shellQuote(v string) string {
+	if strings.IndexFunc(v, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '.' || r == '/' || r == ':' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return v
+	}
+	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
 }

@@ -251,7 +251,30 @@ func TestListByStateAndPaging(t *testing.T) {
 	require.GreaterOrEqual(t, len(page.Orders), 3)
 	require.True(t, slices.IsSortedFunc(page.Orders, func(a, b operator.Order) int { return b.CreatedAt.Compare(a.CreatedAt) }),
 		"newest first")
-	code, _, errs := p.ctl("", "list", "--state", "Stuck")
+	// Searched: by id prefix, workflow and age, server-side.
+	ids := func(args ...string) []string {
+		var page listPage
+		p.json("list", &page, "list", args...)
+		var out []string
+		for _, o := range page.Orders {
+			out = append(out, o.OrderID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	require.Equal(t, []string{"o-l2"}, ids("--id-prefix", "o-l2"))
+	require.Equal(t, []string{"o-l1", "o-l2", "o-l3"}, ids("--workflow", "order", "--newer-than", "1h"))
+	require.Empty(t, ids("--older-than", "1h"))
+	require.Empty(t, ids("--workflow", "approval"))
+	require.Equal(t, []string{"o-l2", "o-l3"}, ids("--state", "failed", "--id-prefix", "o-l"))
+	code, out, _ = p.ctl("", "list", "--state", "Failed", "--id-prefix", "o-l", "--limit", "1")
+	require.Zero(t, code)
+	require.Contains(t, out, "more: sasctl list --state Failed --id-prefix o-l --next ", "the next page's command keeps the search")
+	code, _, errs := p.ctl("", "list", "--older-than", "1h", "--newer-than", "10m")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "no order is older than 1h and newer than 10m")
+
+	code, _, errs = p.ctl("", "list", "--state", "Stuck")
 	require.Equal(t, 2, code)
 	require.Contains(t, errs, `unknown state "Stuck"; the states are Pending, Held, Compensating, Processed, Failed, CompensationFailed, Cancelled`)
 	code, _, errs = p.ctl("", "list", "--next", "nonsense")

@@ -155,6 +155,69 @@ func TestConsoleInABrowserSendsAnEventToAWaitingOrder(t *testing.T) {
 	require.True(t, charged, "the order was charged")
 }
 
+// The orders page's search in a real browser: by id prefix in an ended
+// state, by workflow in flight, and by age; each search is in the page's URL,
+// and the list shows each order's workflow.
+func TestConsoleInABrowserSearchesOrdersByPrefixAndWorkflow(t *testing.T) {
+	p := thePipeline(t)
+	base := serve(t, p, nil)
+	var bodies []string
+	for i, id := range []string{"find-a1", "find-a2", "find-b1"} {
+		bodies = append(bodies, localrun.DemoOrder(id, i).JSON())
+	}
+	require.NoError(t, p.stack.SendOrders(t.Context(), append(bodies, approvalOrder("find-a3"))...))
+	for _, id := range []string{"find-a1", "find-a2", "find-b1"} {
+		p.waitState(t, id, workflow.Processed)
+	}
+	p.waitParked(t, "find-a3", 1)
+
+	ctx := browser(t)
+	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+	// listed is the orders of the page's list whose id starts with find-,
+	// by id, with their workflow (its cell says it, and its version).
+	listed := func(what string) map[string]string {
+		t.Helper()
+		rows, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`Object.fromEntries(
+			[...document.querySelectorAll('#orders tr[data-order^="find-"]')].map(r => [r.dataset.order, r.querySelector('td.wf').dataset.workflow]))`))
+		require.NoError(t, err, what)
+		return rows
+	}
+	search := func(what, state, prefix, wf, older, newer string) {
+		t.Helper()
+		actions := []chromedp.Action[chromedp.Void]{chromedp.Navigate(base + "/"), chromedp.WaitVisible(css(`#search`)),
+			chromedp.SetValue(css(`#search-state`), state)}
+		for field, v := range map[string]string{"prefix": prefix, "workflow": wf, "older": older, "newer": newer} {
+			if v != "" { // the fields of a page opened without a search are empty
+				actions = append(actions, chromedp.SendKeys(css(`#search-`+field), v))
+			}
+		}
+		steps(t, ctx, what, append(actions, chromedp.Click(css(`#search-go`)),
+			chromedp.WaitVisible(css(`#search-clear`)), chromedp.WaitVisible(css(`#orders`)))...)
+	}
+
+	search("search Processed by prefix", "Processed", "find-a", "", "", "")
+	require.Equal(t, map[string]string{"find-a1": "order", "find-a2": "order"}, listed("by prefix"))
+	location, err := chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	require.Contains(t, location, "prefix=find-a")
+	require.Contains(t, location, "state=Processed")
+	steps(t, ctx, "the link keeps the search", chromedp.Navigate(location), chromedp.WaitVisible(css(`#search-clear`)))
+	require.Equal(t, map[string]string{"find-a1": "order", "find-a2": "order"}, listed("the same link"))
+
+	search("search in flight by workflow", "inflight", "find-", "approval", "", "")
+	require.Equal(t, map[string]string{"find-a3": "approval"}, listed("by workflow"))
+	search("search Processed by workflow", "Processed", "find-", "order", "", "")
+	require.Equal(t, map[string]string{"find-a1": "order", "find-a2": "order", "find-b1": "order"}, listed("order's"))
+
+	search("search by age: new", "Processed", "find-", "", "", "1h")
+	require.Len(t, listed("newer than 1h"), 3)
+	search("search by age: old", "Processed", "find-", "", "1h", "")
+	require.Empty(t, listed("older than 1h"))
+	empty, err := chromedp.Run(ctx, chromedp.Text(css(`#orders td.empty`)))
+	require.NoError(t, err)
+	require.Contains(t, empty, "match the search")
+}
+
 // steps runs the browser's actions; if one fails, the test fails with the
 // page it was on, and a screenshot of it in .run/console-failure.png.
 func steps(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {

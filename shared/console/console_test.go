@@ -59,20 +59,23 @@ func TestBadInputGetsAClearAnswer(t *testing.T) {
 		code int
 		says string
 	}{
-		"/orders/no-such-order":          {404, `There is no order &#34;no-such-order&#34;`},
-		"/orders/%3Cscript%3Ex":          {404, `&lt;script&gt;x`},
-		"/?state=Failed&next=garbage":    {400, `bad page token &#34;garbage&#34;`},
-		"/?state=inflight&next=e30x!":    {400, `bad page token`},
-		"/?state=Exploded":               {400, `Unknown list &#34;Exploded&#34;`},
-		"/orders/no-such-order/resubmit": {404, `There is no order`},
-		"/orders/no-such-order/explode":  {404, `An order has no action &#34;explode&#34;`},
-		"/dlq/nowhere/redrive":           {404, `There is no queue &#34;nowhere&#34;`},
-		"/faults":                        {404, `faults are changed only under`},
-		"/nothing/here":                  {404, `There is no page /nothing/here`},
-		"/static/console.js":             {200, `data-live`},
-		"/?state=Processed":              {200, `What a refresh costs`},
-		"/alerts":                        {200, p.op.AlertInboxName()},
-		"/dlq":                           {200, p.op.Topology.OrdersQueue().DLQName},
+		"/orders/no-such-order":            {404, `There is no order &#34;no-such-order&#34;`},
+		"/orders/%3Cscript%3Ex":            {404, `&lt;script&gt;x`},
+		"/?state=Failed&next=garbage":      {400, `bad page token &#34;garbage&#34;`},
+		"/?state=inflight&next=e30x!":      {400, `bad page token`},
+		"/?state=Exploded":                 {400, `Unknown list &#34;Exploded&#34;`},
+		"/orders/no-such-order/resubmit":   {404, `There is no order`},
+		"/orders/no-such-order/explode":    {404, `An order has no action &#34;explode&#34;`},
+		"/dlq/nowhere/redrive":             {404, `There is no queue &#34;nowhere&#34;`},
+		"/faults":                          {404, `faults are changed only under`},
+		"/nothing/here":                    {404, `There is no page /nothing/here`},
+		"/static/console.js":               {200, `data-live`},
+		"/?state=Processed":                {200, `What a refresh costs`},
+		"/?state=Failed&older=soon":        {400, `&#34;soon&#34; is not an age`},
+		"/?older=1h&newer=10m":             {400, `no order is older than 1h and newer than 10m`},
+		"/?state=Failed&prefix=x&newer=2d": {200, `What a search costs`},
+		"/alerts":                          {200, p.op.AlertInboxName()},
+		"/dlq":                             {200, p.op.Topology.OrdersQueue().DLQName},
 	} {
 		code, body := get(t, base+path)
 		require.Equal(t, want.code, code, "%s: %s", path, body)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -41,10 +42,38 @@ type listView struct {
 	PageSize  int
 	Shards    int
 	Every     time.Duration // how old the ended states' counts may get
+	// Search is the search the list shows (its state aside: the tab), from
+	// the URL query, so that a link keeps it.
+	Search operator.Search
+	// Form is the search as typed, for the form (an age as given).
+	Form url.Values
 }
 
-// orders serves the orders page: its tabs with their counts and a page of
-// one list. The in-flight list and count come from the deadline index at
+// Searching reports whether the list is searched, not whole.
+func (v listView) Searching() bool { return !v.Search.Empty() }
+
+// Link is the first page of the list in state, with the same search.
+func (v listView) Link(state string) string {
+	q := v.Search.Query()
+	q.Set("state", state)
+	return "/?" + q.Encode()
+}
+
+// States are the lists the search form offers: the tabs' keys and labels.
+func (v listView) States() []tab {
+	out := []tab{{Key: inFlightTab, Label: "In flight"}}
+	for _, st := range scannedStates {
+		out = append(out, tab{Key: string(st), Label: string(st)})
+	}
+	for i := range out {
+		out[i].Active = out[i].Key == v.State
+	}
+	return out
+}
+
+// orders serves the orders page: its tabs with their counts, the search form,
+// and a page of one list, searched if the query says so (prefix, workflow,
+// older, newer: operator.SearchOf). The in-flight list and count come from the deadline index at
 // every request; the ended states' counts from a scan, at most once every
 // CensusEvery and never for a live refresh (?partial=1).
 func (s *Server) orders(w http.ResponseWriter, r *http.Request) {
@@ -59,6 +88,12 @@ func (s *Server) orders(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.InFlight = v.State == inFlightTab
+	search, err := operator.SearchOf(q)
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, "Bad search", fmt.Sprintf("The search is not one the console can run: %s.", err))
+		return
+	}
+	v.Search, v.Form = search, q
 	if status, heading, detail := s.list(r.Context(), &v); status != 0 {
 		s.fail(w, r, status, heading, detail)
 		return
@@ -76,9 +111,11 @@ func (s *Server) list(ctx context.Context, v *listView) (status int, heading, de
 	var next string
 	var err error
 	if v.InFlight {
-		v.Orders, next, err = s.op.Store.InFlight(ctx, s.cfg.PageSize, v.Page)
+		v.Orders, next, err = s.op.InFlight(ctx, v.Search, s.cfg.PageSize, v.Page)
 	} else {
-		v.Orders, next, err = s.op.Store.ListTasks(ctx, workflow.State(v.State), s.cfg.PageSize, v.Page)
+		search := v.Search
+		search.State = workflow.State(v.State)
+		v.Orders, next, err = s.op.ListTasks(ctx, search, s.cfg.PageSize, v.Page)
 	}
 	switch {
 	case errors.Is(err, statestore.ErrBadPageToken):
@@ -88,7 +125,10 @@ func (s *Server) list(ctx context.Context, v *listView) (status int, heading, de
 		return http.StatusBadGateway, "The deployment did not answer", "list orders: " + err.Error()
 	}
 	if next != "" {
-		v.Next = "/?" + url.Values{"state": {v.State}, "next": {next}}.Encode()
+		q := v.Search.Query()
+		q.Set("state", v.State)
+		q.Set("next", next)
+		v.Next = "/?" + q.Encode()
 	}
 	return 0, "", ""
 }

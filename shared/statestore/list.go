@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,16 +21,68 @@ import (
 // first page). The returned token is "" after the last page. It scans the
 // state table: an operator's tool, not a hot path; its cost follows the table.
 func (s *Store) ListTasks(ctx context.Context, state workflow.State, limit int, token string) ([]Task, string, error) {
+	return s.SearchTasks(ctx, TaskFilter{State: state}, limit, token)
+}
+
+// TaskFilter is what a search of the orders keeps; its zero value keeps
+// every order.
+type TaskFilter struct {
+	State         workflow.State // "": any
+	Prefix        string         // the order id starts with it
+	Workflow      string         // the order's workflow's name
+	CreatedAfter  time.Time      // created after it (zero: any time)
+	CreatedBefore time.Time      // created before it (zero: any time)
+}
+
+// Keeps reports whether the filter keeps task t (the same test the scan's
+// FilterExpression makes, for lists read otherwise).
+func (f TaskFilter) Keeps(t Task) bool {
+	return (f.State == "" || t.State == f.State) && strings.HasPrefix(t.OrderID, f.Prefix) &&
+		(f.Workflow == "" || t.Workflow == f.Workflow) &&
+		(f.CreatedAfter.IsZero() || t.CreatedAt.After(f.CreatedAfter)) &&
+		(f.CreatedBefore.IsZero() || t.CreatedAt.Before(f.CreatedBefore))
+}
+
+// expression is the filter as a scan's FilterExpression and its values.
+func (f TaskFilter) expression() (string, map[string]types.AttributeValue) {
+	filter := "SK = :task"
+	vals := map[string]types.AttributeValue{":task": str(taskSK)}
+	if f.State != "" {
+		filter += " AND St = :state"
+		vals[":state"] = str(string(f.State))
+	}
+	if f.Prefix != "" {
+		filter += " AND begins_with(OrderID, :prefix)"
+		vals[":prefix"] = str(f.Prefix)
+	}
+	if f.Workflow != "" {
+		filter += " AND Wf = :wf"
+		vals[":wf"] = str(f.Workflow)
+	}
+	if !f.CreatedAfter.IsZero() {
+		filter += " AND C > :after"
+		vals[":after"] = num(f.CreatedAfter.UnixMilli())
+	}
+	if !f.CreatedBefore.IsZero() {
+		filter += " AND C < :before"
+		vals[":before"] = num(f.CreatedBefore.UnixMilli())
+	}
+	return filter, vals
+}
+
+// SearchTasks returns up to limit task records the filter keeps, starting
+// after the page token from an earlier call ("" for the first page); the
+// returned token is "" after the last page. It scans the state table, with
+// the filter as the scan's FilterExpression: DynamoDB sends back only the
+// orders kept, but bills every item it reads, so a page of a narrow search
+// may read much of the table (or all of it) to fill itself.
+func (s *Store) SearchTasks(ctx context.Context, f TaskFilter, limit int, token string) ([]Task, string, error) {
 	start, err := decodeToken(token)
 	if err != nil {
 		return nil, "", err
 	}
-	filter := "SK = :task"
-	vals := map[string]types.AttributeValue{":task": str(taskSK)}
-	if state != "" {
-		filter += " AND St = :state"
-		vals[":state"] = str(string(state))
-	}
+	limit = max(limit, 1)
+	filter, vals := f.expression()
 	var out []Task
 	for {
 		page, err := s.db.Scan(ctx, &dynamodb.ScanInput{

@@ -1,0 +1,176 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Search is a search of the orders, the same for sasctl list and the
+// console's orders page: an order is kept if it matches every part given
+// (an empty part keeps every order).
+type Search struct {
+	State     workflow.State // its state
+	Prefix    string         // its orderId starts with it
+	Workflow  string         // its workflow's name
+	OlderThan time.Duration  // created more than this long ago
+	NewerThan time.Duration  // created less than this long ago
+}
+
+// The names of a search's parts in a URL query (the console's links);
+// sasctl list's flags are --id-prefix, --workflow, --older-than and
+// --newer-than.
+const (
+	QueryPrefix    = "prefix"
+	QueryWorkflow  = "workflow"
+	QueryOlderThan = "older"
+	QueryNewerThan = "newer"
+)
+
+// SearchOf reads the search parts of a URL query (all but the state, which
+// the caller reads as it lists it); a bad age is an error naming it.
+func SearchOf(q url.Values) (Search, error) {
+	s := Search{Prefix: strings.TrimSpace(q.Get(QueryPrefix)), Workflow: strings.TrimSpace(q.Get(QueryWorkflow))}
+	for _, a := range []struct {
+		key string
+		to  *time.Duration
+	}{{QueryOlderThan, &s.OlderThan}, {QueryNewerThan, &s.NewerThan}} {
+		v := strings.TrimSpace(q.Get(a.key))
+		if v == "" {
+			continue
+		}
+		d, err := ParseAge(v)
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", a.key, err)
+		}
+		*a.to = d
+	}
+	return s, s.Check()
+}
+
+// ParseAge reads an age: a Go duration ("10m", "1h30m") or a number of days
+// ("2d").
+func ParseAge(v string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil {
+			v = strconv.Itoa(n*24) + "h"
+		}
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is not an age: write one like 10m, 1h or 2d", v)
+	}
+	return d, nil
+}
+
+// Check refuses a search that can keep nothing: one whose orders must be
+// both older than an age and newer than a smaller one.
+func (s Search) Check() error {
+	if s.OlderThan < 0 || s.NewerThan < 0 {
+		return fmt.Errorf("an age is positive")
+	}
+	if s.OlderThan != 0 && s.NewerThan != 0 && s.NewerThan <= s.OlderThan {
+		return fmt.Errorf("no order is older than %s and newer than %s", Duration(s.OlderThan), Duration(s.NewerThan))
+	}
+	return nil
+}
+
+// Empty reports whether the search keeps every order of its state.
+func (s Search) Empty() bool {
+	return s.Prefix == "" && s.Workflow == "" && s.OlderThan == 0 && s.NewerThan == 0
+}
+
+// Query is the search's parts (not its state) in a URL query.
+func (s Search) Query() url.Values {
+	q := url.Values{}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set(QueryPrefix, s.Prefix)
+	set(QueryWorkflow, s.Workflow)
+	if s.OlderThan > 0 {
+		set(QueryOlderThan, Duration(s.OlderThan).String())
+	}
+	if s.NewerThan > 0 {
+		set(QueryNewerThan, Duration(s.NewerThan).String())
+	}
+	return q
+}
+
+// Filter is the search as of now: the ages become times of creation.
+func (s Search) Filter(now time.Time) statestore.TaskFilter {
+	f := statestore.TaskFilter{State: s.State, Prefix: s.Prefix, Workflow: s.Workflow}
+	if s.OlderThan > 0 {
+		f.CreatedBefore = now.Add(-s.OlderThan)
+	}
+	if s.NewerThan > 0 {
+		f.CreatedAfter = now.Add(-s.NewerThan)
+	}
+	return f
+}
+
+// ListTasks lists the orders the search keeps, up to limit, from the page
+// token next ("" for the first page), and returns the next page's token
+// ("" after the last). It scans the state table with the search as the
+// scan's FilterExpression: only the orders kept come back, but DynamoDB bills
+// every item read, so a narrow search may read much of the table to fill a
+// page.
+func (o *Operator) ListTasks(ctx context.Context, s Search, limit int, next string) ([]statestore.Task, string, error) {
+	if err := s.Check(); err != nil {
+		return nil, "", err
+	}
+	return o.Store.SearchTasks(ctx, s.Filter(time.Now()), limit, next)
+}
+
+// List is ListTasks as the views sasctl prints.
+func (o *Operator) List(ctx context.Context, s Search, limit int, next string) ([]Order, string, error) {
+	tasks, token, err := o.ListTasks(ctx, s, limit, next)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]Order, 0, len(tasks))
+	for _, t := range tasks {
+		out = append(out, OrderOf(t))
+	}
+	return out, token, nil
+}
+
+// InFlight lists the orders in flight (Pending or Compensating) the search
+// keeps (its State aside), up to limit, from the page token next, from the
+// deadline index (no scan). The index cannot filter: with a search, pages
+// are read until limit orders are kept or the index ends, so a narrow
+// search reads every order in flight (never the ended ones).
+func (o *Operator) InFlight(ctx context.Context, s Search, limit int, next string) ([]statestore.Task, string, error) {
+	if err := s.Check(); err != nil {
+		return nil, "", err
+	}
+	if s.Empty() {
+		return o.Store.InFlight(ctx, limit, next)
+	}
+	f := s.Filter(time.Now())
+	f.State = ""
+	var out []statestore.Task
+	for {
+		page, token, err := o.Store.InFlight(ctx, limit-len(out), next)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, t := range page {
+			if f.Keeps(t) {
+				out = append(out, t)
+			}
+		}
+		if token == "" || len(out) >= limit {
+			return out, token, nil
+		}
+		next = token
+	}
+}
