@@ -76,7 +76,11 @@ func runRefused(t *testing.T, d workflow.Definition, step string) refusalView {
 	o := k.Submit(`{"orderId":"o-1","customerId":"c-1","items":[{"sku":"A","quantity":1,"unitPriceCents":100}]}`)
 	for _, st := range d.Steps {
 		if st.Wait != nil {
-			require.NoError(t, k.Signal("o-1", st.Wait.Event, map[string]any{"amountCents": 100, "by": "ana"}), "kept for its wait")
+			var from []sastest.SignalOption
+			if len(st.Wait.Senders) > 0 { // a wait that takes its event from named senders only
+				from = append(from, sastest.From(st.Wait.Senders[0]))
+			}
+			require.NoError(t, k.Signal("o-1", st.Wait.Event, map[string]any{"amountCents": 100, "by": "ana"}, from...), "kept for its wait")
 		}
 	}
 	k.Run()
