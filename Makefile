@@ -44,10 +44,10 @@ dev: ## run the pipeline locally until Ctrl-C, with the web console; prints the 
 test: ## everything: gofmt, vet, arm64 builds, unit, conformance, integration and infra tests
 	.ci/test
 
-build: $(FUNCTIONS:%=build/%/bootstrap) ## the Lambda assets (provided.al2023, arm64); TRACING=otlp builds in the OTLP exporter (cdk deploy -c tracing=true)
+build: $(FUNCTIONS:%=build/%/bootstrap) ## the Lambda assets (provided.al2023, arm64), the OTLP trace exporter in each (docs/cost.md)
 
 build/%/bootstrap: FORCE
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -trimpath -tags lambda.norpc$(if $(TRACING),$(comma)otlp) -ldflags='-s -w' -o $@ ./functions/$*
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -trimpath -tags lambda.norpc -ldflags='-s -w' -o $@ ./functions/$*
 
 $(CDK):
 	npm install --prefix .cdk --no-audit --no-fund --loglevel=error $(CDK_PACKAGES)

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -13,12 +16,14 @@ import (
 	"github.com/sas-go/sas/shared/console"
 	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/tracing"
 )
 
 // devFlags are sasctl dev's flags.
 type devFlags struct {
 	settingFlags
 	runDir, cacheDir, listen string
+	otlp                     string // the OTLP/HTTP collector the spans go to ("": OTEL_EXPORTER_OTLP_ENDPOINT's, if set)
 	motoPort, dynamodbPort   int
 	seed                     uint64
 	faults                   faultFlags
@@ -43,7 +48,8 @@ folder), the remote-service simulator, the local runner, the Supervisor's schedu
 each on 127.0.0.1. It prints the lines to paste into another shell, after which the AWS CLI, the
 SDKs and every sasctl command use it. sasctl dev faults changes its simulator's faults. make dev
 runs it.`,
-		Example: "  sasctl dev --workflows shared/workflow/examples/approval.yaml\n  sasctl dev --transient 0.2 --step-timeout 5s",
+		Example: "  sasctl dev --workflows shared/workflow/examples/approval.yaml\n  sasctl dev --transient 0.2 --step-timeout 5s\n" +
+			"  sasctl dev --otlp http://127.0.0.1:4318   # each order's trace to a local Jaeger",
 		Args:    noArgs,
 		PreRunE: f.check,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -60,6 +66,8 @@ runs it.`,
 	fs.IntVar(&f.motoPort, "moto-port", devMotoPort, "moto_server's port on 127.0.0.1 (0 for a free one)")
 	fs.IntVar(&f.dynamodbPort, "dynamodb-port", devDynamoDBPort, "DynamoDB Local's port on 127.0.0.1 (0 for a free one)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the simulator's random faults")
+	fs.StringVar(&f.otlp, "otlp", "", "send each order's trace over OTLP/HTTP to the OpenTelemetry collector at this URL (Jaeger's http://127.0.0.1:4318); "+
+		"sets "+tracing.EndpointEnv+", which the other OTEL_ variables (headers, sampler, service name) go with")
 	f.faults.register(fs)
 	f.bind(fs, localSettings...)
 	cmd.AddCommand(devFaultsCmd())
@@ -79,6 +87,40 @@ func (f devFlags) validate() error {
 	if err := f.faults.change.Validate(); err != nil {
 		return usageError{err}
 	}
+	if f.otlp != "" {
+		if u, err := url.Parse(f.otlp); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageErrorf("--otlp %s is not an http(s) URL: the collector's OTLP/HTTP base, such as http://127.0.0.1:4318", f.otlp)
+		}
+	}
+	return nil
+}
+
+// tracing sends the pipeline's spans (its handlers run in this process) to
+// the collector --otlp names, or the standard variables name
+// (OTEL_EXPORTER_OTLP_ENDPOINT), each order one trace; their spans are
+// flushed when dev stops. Nothing is traced if neither names one.
+func (d *devRun) tracing(ctx context.Context) error {
+	if d.flags.otlp != "" {
+		if err := os.Setenv(tracing.EndpointEnv, d.flags.otlp); err != nil {
+			return err
+		}
+	}
+	if !tracing.Enabled() {
+		return nil
+	}
+	flush, err := tracing.Setup(ctx, "sas-dev")
+	if err != nil {
+		return err
+	}
+	d.later(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := flush(ctx); err != nil {
+			fmt.Fprintf(d.out, "traces not all sent: %v\n", err)
+		}
+	})
+	fmt.Fprintf(d.out, "traces: each order's to the OTLP collector at %s\n",
+		cmp.Or(os.Getenv(tracing.TracesEndpointEnv), os.Getenv(tracing.EndpointEnv), tracing.DefaultEndpoint))
 	return nil
 }
 

@@ -57,6 +57,9 @@ func (d *devRun) start(ctx context.Context) error {
 	if err := d.claimRunDir(); err != nil {
 		return err
 	}
+	if err := d.tracing(ctx); err != nil { // before the clients: they are traced if it is on
+		return err
+	}
 	if err := d.emulators(ctx, &o); err != nil {
 		return err
 	}

@@ -160,6 +160,7 @@ func TestDevRefusesBadFlagsBeforeStartingAnything(t *testing.T) {
 		"--moto-port 70000 is not a port":                                                 {"dev", "--moto-port", "70000"},
 		"the console listens on 127.0.0.1 only":                                           {"dev", "--listen", "0.0.0.0:8090"},
 		`unknown command "now"`:                                                           {"dev", "now"},
+		"--otlp 127.0.0.1:4318 is not an http(s) URL":                                     {"dev", "--otlp", "127.0.0.1:4318"},
 		"want SERVICE:DURATION":                                                           {"dev", "faults", "--outage", "payment"},
 		`latency: "soon" is not a duration from 0 to 1m`:                                  {"dev", "faults", "--latency", "soon"},
 	} {

@@ -155,7 +155,8 @@ func TestTheCapacitySettingsRefuseBadValues(t *testing.T) {
 // Context tracing=otlp traces every function: the ADOT collector layer
 // (context adotLayerArn) beside its own, X-Ray active tracing, the right to
 // send segments, and SAS_TRACING for shared/tracing; without it, none of
-// that. tracing=otlp needs the layer; a bad value is refused.
+// that. tracing=otlp needs the layer (or otlpEndpoint); a bad value is
+// refused.
 func TestTracingTurnsOnInEveryFunction(t *testing.T) {
 	const layer = "arn:aws:lambda:eu-west-1:901920570463:layer:aws-otel-collector-arm64-ver-0-102-1:1"
 	tmpl := synthContext(t, map[string]any{"tracing": "otlp", "adotLayerArn": layer})
@@ -177,8 +178,24 @@ func TestTracingTurnsOnInEveryFunction(t *testing.T) {
 	b, _ = json.Marshal(of(plain, "AWS::IAM::Policy"))
 	require.NotContains(t, string(b), "xray:")
 
+	// A collector of one's own (otlpEndpoint): its URL in every function's
+	// environment, its headers secret read by the functions (its name in the
+	// template, never its value), no layer and no X-Ray.
+	own := synthContext(t, map[string]any{"otlpEndpoint": "https://api.honeycomb.io", "otlpHeadersSecret": "sas/honeycomb"})
+	for id, f := range of(own, "AWS::Lambda::Function") {
+		vars := f["Environment"].(map[string]any)["Variables"].(map[string]any)
+		require.Equal(t, "https://api.honeycomb.io", vars["OTEL_EXPORTER_OTLP_ENDPOINT"], id)
+		require.Equal(t, "sas/honeycomb", vars["SAS_OTLP_HEADERS_SECRET"], id)
+		require.Nil(t, f["TracingConfig"], id)
+		require.Nil(t, f["Layers"], id)
+	}
+	b, _ = json.Marshal(of(own, "AWS::IAM::Policy"))
+	require.Contains(t, string(b), "secret:sas/honeycomb-??????")
+
 	_, err := stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"tracing": "otlp"}}))
 	require.ErrorContains(t, err, "context tracing=otlp needs adotLayerArn")
+	_, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"otlpHeadersSecret": "k"}}))
+	require.ErrorContains(t, err, "set otlpEndpoint too")
 	_, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"tracing": "xray"}}))
 	require.ErrorContains(t, err, `"xray" is not otlp or off`)
 }

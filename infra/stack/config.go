@@ -133,8 +133,11 @@ func (p Props) Validate() error {
 	if err := checkBaseNames(p.WorkflowFiles); err != nil {
 		return err
 	}
-	if p.Tracing == "otlp" && p.ADOTLayerARN == "" {
-		return fmt.Errorf("context tracing=otlp needs adotLayerArn: the AWS Distro for OpenTelemetry collector layer (arm64) of your region")
+	if p.Tracing == "otlp" && p.ADOTLayerARN == "" && p.OTLPEndpoint == "" {
+		return fmt.Errorf("context tracing=otlp needs adotLayerArn (the AWS Distro for OpenTelemetry collector layer, arm64, of your region: X-Ray) or otlpEndpoint (a collector of your own)")
+	}
+	if p.OTLPHeadersSecret != "" && p.OTLPEndpoint == "" {
+		return fmt.Errorf("context otlpHeadersSecret is the headers of otlpEndpoint's collector: set otlpEndpoint too")
 	}
 	if p.SupervisorRate < time.Minute || p.SupervisorRate%time.Minute != 0 {
 		return fmt.Errorf("context supervisorRate=%s: an EventBridge schedule is whole minutes, at least 1m",

@@ -234,9 +234,14 @@ func function(st awscdk.Stack, p Props, spec fnSpec) awslambda.Function {
 	if spec.layer != nil {
 		layers = append(layers, spec.layer)
 	}
-	if p.Tracing == "otlp" {
+	if p.OTLPHeadersSecret != "" && p.Tracing != "off" {
+		// The collector's headers (an API key), read at the function's start.
+		role.AddToPolicy(statement([]string{"secretsmanager:GetSecretValue"}, []*string{secretARN(p.OTLPHeadersSecret)}))
+	}
+	if p.Tracing == "otlp" && p.ADOTLayerARN != "" {
 		// One trace per order (shared/tracing): the ADOT layer's collector
-		// takes the spans on localhost:4318 and sends them to X-Ray.
+		// takes the spans on localhost:4318 (unless otlpEndpoint names
+		// another collector) and sends them to X-Ray.
 		layers = append(layers, awslambda.LayerVersion_FromLayerVersionArn(st, jsii.String(spec.id+"Adot"), jsii.String(p.ADOTLayerARN)))
 		props.Tracing = awslambda.Tracing_ACTIVE
 		role.AddToPolicy(statement([]string{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}, []*string{jsii.String("*")}))
@@ -277,3 +282,12 @@ func (p Props) agentConcurrency(a string) int {
 }
 
 func title(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+
+// secretARN is the ARN of the secret named name (or name, an ARN already):
+// Secrets Manager adds six characters to a name in its ARN.
+func secretARN(name string) *string {
+	if strings.HasPrefix(name, "arn:") {
+		return jsii.String(name)
+	}
+	return awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:"+name+"-??????"), nil)
+}

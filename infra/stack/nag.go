@@ -31,7 +31,7 @@ func suppressions(st awscdk.Stack, r *Resources) {
 		Id: jsii.String("AwsSolutions-IAM5"),
 		Reason: jsii.String("Each function may write only its own log group's streams (log-group:NAME:*), " +
 			"and send status messages only to reply queues whose names start with a configured prefix (PREFIX*); " +
-			"an agent may read only its own secret (NAME-??????: Secrets Manager's suffix), " +
+			"an agent may read only its own secret and each function the OTLP collector's headers secret (NAME-??????: Secrets Manager's suffix), " +
 			"and invoke only its own API's stage (its workflow file's resource)."),
 		AppliesTo: &[]interface{}{
 			map[string]*string{"regex": jsii.String("/^Resource::<.*LogsDD?[A-F0-9]*\\.Arn>:\\*$/")},

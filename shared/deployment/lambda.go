@@ -5,8 +5,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"os"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/tracing"
@@ -20,12 +25,16 @@ func FromLambdaEnv(ctx context.Context) (*Deployment, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Tracing first: the clients are instrumented if it is on.
-	flush, err := tracing.Setup(ctx, os.Getenv("AWS_LAMBDA_FUNCTION_NAME"))
+	// The clients are instrumented if tracing is on (the environment says
+	// so); the exporter's headers may be a secret they read.
+	clients, err := awsclient.FromLambdaEnv()
 	if err != nil {
 		return nil, err
 	}
-	clients, err := awsclient.FromLambdaEnv()
+	if err := otlpHeadersFromSecret(ctx, secretsmanager.NewFromConfig(clients.Config), os.Getenv); err != nil {
+		return nil, err
+	}
+	flush, err := tracing.Setup(ctx, os.Getenv("AWS_LAMBDA_FUNCTION_NAME"))
 	if err != nil {
 		return nil, err
 	}
@@ -34,6 +43,36 @@ func FromLambdaEnv(ctx context.Context) (*Deployment, error) {
 		d.FlushTraces = flush
 	}
 	return d, nil
+}
+
+// OTLPHeadersSecretEnv names the Secrets Manager secret whose text is the
+// OTLP exporter's headers, in OTEL_EXPORTER_OTLP_HEADERS's form
+// (x-honeycomb-team=KEY): the stack sets it from context otlpHeadersSecret,
+// so that no key is in the template or the function's configuration.
+const OTLPHeadersSecretEnv = "SAS_OTLP_HEADERS_SECRET"
+
+// secretReader reads a secret's text (Secrets Manager's GetSecretValue).
+type secretReader interface {
+	GetSecretValue(context.Context, *secretsmanager.GetSecretValueInput, ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+}
+
+// otlpHeadersFromSecret adds the headers of the secret OTLPHeadersSecretEnv
+// names, when tracing is on, to OTEL_EXPORTER_OTLP_HEADERS (read by
+// tracing.Setup), once, at the function's cold start.
+func otlpHeadersFromSecret(ctx context.Context, sm secretReader, getenv func(string) string) error {
+	name := getenv(OTLPHeadersSecretEnv)
+	if name == "" || !tracing.Enabled() {
+		return nil
+	}
+	out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &name})
+	if err != nil {
+		return fmt.Errorf("the OTLP headers secret %s (%s): %w", name, OTLPHeadersSecretEnv, err)
+	}
+	h := strings.TrimSpace(aws.ToString(out.SecretString))
+	if h == "" {
+		return fmt.Errorf("the OTLP headers secret %s (%s) is empty: it holds key=value,… (x-honeycomb-team=KEY)", name, OTLPHeadersSecretEnv)
+	}
+	return os.Setenv(tracing.HeadersEnv, strings.Trim(getenv(tracing.HeadersEnv)+","+h, ","))
 }
 
 // InstanceID names this execution environment, short (it is kept in

@@ -59,9 +59,16 @@ type Settings struct {
 	// sized for (topology.ShardsFor); 0: deadlineShards says.
 	TargetRate int
 	// Tracing is the functions' exporter (shared/tracing): "otlp" to the
-	// AWS Distro for OpenTelemetry layer ADOTLayerARN names (X-Ray); "": off.
+	// AWS Distro for OpenTelemetry layer ADOTLayerARN names (X-Ray), or to
+	// OTLPEndpoint; "": on only if OTLPEndpoint is set; "off": off.
 	Tracing      string
 	ADOTLayerARN string
+	// OTLPEndpoint is the OpenTelemetry collector the functions send their
+	// spans to over OTLP/HTTP (their OTEL_EXPORTER_OTLP_ENDPOINT), and
+	// OTLPHeadersSecret the Secrets Manager secret holding its headers
+	// (an API key: read by each function at its start, never in the
+	// template).
+	OTLPEndpoint, OTLPHeadersSecret string
 }
 
 // The defaults of the settings that bound a deployment's throughput
@@ -140,6 +147,7 @@ var (
 	prefixPattern  = &pattern{regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,31}$`), "1-32 letters, digits, - or _, starting with a letter"}
 	urlPattern     = &pattern{regexp.MustCompile(`^https?://\S+$`), "an http(s) URL"}
 	tracingPattern = &pattern{regexp.MustCompile(`^(otlp|off)?$`), "otlp or off"}
+	secretPattern  = &pattern{regexp.MustCompile(`^[A-Za-z0-9/_+=.@-]{1,512}$|^arn:aws[a-z-]*:secretsmanager:\S+$`), "a Secrets Manager secret's name or ARN"}
 	layerPattern   = &pattern{regexp.MustCompile(`^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:layer:[A-Za-z0-9_-]+:[0-9]+$`), "a Lambda layer version ARN"}
 	// queuePrefixPattern is the start of a queue name: the IAM grant and the
 	// functions' check both take a reply queue prefix as one.
@@ -203,11 +211,17 @@ var Table = []Setting{
 		Usage: "fills ${SAS_REMOTE_BASE_URL} in the workflows' endpoints; an http(s) URL",
 		bind:  func(s *Settings) Value { return text(&s.RemoteBaseURL, urlPattern) }},
 	{Name: "tracing", Context: "tracing", Env: "SAS_TRACING", Default: "off",
-		Usage: "one OpenTelemetry trace per order: otlp exports each function's spans to the ADOT Lambda layer's collector (adotLayerArn), which sends them to X-Ray; build with make build TRACING=otlp",
+		Usage: "one OpenTelemetry trace per order: otlp exports each function's spans to the ADOT Lambda layer's collector (adotLayerArn), which sends them to X-Ray, or to otlpEndpoint; off: none, even with otlpEndpoint",
 		bind:  func(s *Settings) Value { return text(&s.Tracing, tracingPattern) }},
 	{Name: "adotLayerArn", Context: "adotLayerArn",
 		Usage: "the AWS Distro for OpenTelemetry Lambda layer (arm64, collector) of your region, for tracing=otlp",
 		bind:  func(s *Settings) Value { return text(&s.ADOTLayerARN, layerPattern) }},
+	{Name: "otlpEndpoint", Context: "otlpEndpoint", Env: "OTEL_EXPORTER_OTLP_ENDPOINT",
+		Usage: "one OpenTelemetry trace per order, sent over OTLP/HTTP to this collector (Jaeger, Grafana Tempo, Honeycomb's https://api.honeycomb.io): the functions' OTEL_EXPORTER_OTLP_ENDPOINT; no ADOT layer needed",
+		bind:  func(s *Settings) Value { return text(&s.OTLPEndpoint, urlPattern) }},
+	{Name: "otlpHeadersSecret", Context: "otlpHeadersSecret", Env: "SAS_OTLP_HEADERS_SECRET",
+		Usage: "the Secrets Manager secret (name or ARN) whose text is the headers otlpEndpoint wants, as OTEL_EXPORTER_OTLP_HEADERS writes them (x-honeycomb-team=KEY): each function reads it when it starts",
+		bind:  func(s *Settings) Value { return text(&s.OTLPHeadersSecret, secretPattern) }},
 	{Name: "assetDir", Context: "assetDir",
 		Usage: "the folder of the built functions (make build)",
 		bind:  func(s *Settings) Value { return text(&s.AssetDir, nil) }},

@@ -3,9 +3,12 @@
 // traceparent and tracestate), each handler makes a span of each message it
 // takes (sqsbatch.Processor), each remote call a client span (otelhttp, whose
 // traceparent header reaches the service), and each AWS call a span
-// (otelaws). It is off unless SAS_TRACING names an exporter: deployed, the
-// AWS Distro for OpenTelemetry Lambda layer's collector (otlp, on
-// localhost:4318) sends the spans to X-Ray.
+// (otelaws). It is off unless the environment asks for it: the standard
+// OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) sends
+// the spans over OTLP/HTTP to any OpenTelemetry collector (Jaeger, Grafana
+// Tempo, Honeycomb); SAS_TRACING=otlp alone sends them to the AWS Distro for
+// OpenTelemetry Lambda layer's collector on localhost:4318, which sends them
+// to X-Ray.
 package tracing
 
 import (
@@ -29,14 +32,27 @@ import (
 
 // Env is the variable that turns tracing on: "otlp" exports over OTLP/HTTP
 // (to OTEL_EXPORTER_OTLP_ENDPOINT, by default the ADOT layer's collector on
-// localhost:4318); unset or "off": no spans are made.
+// localhost:4318); "off": no spans are made, whatever else is set; unset:
+// on if an OTLP endpoint is named (EndpointEnv, TracesEndpointEnv).
 const Env = "SAS_TRACING"
 
-// Enabled reports whether tracing is on: Env says so, or a program (a
-// test) installed a provider with Use.
+// Enabled reports whether tracing is on: Env says so, or an OTLP endpoint
+// is named (and neither Env=off, OTEL_SDK_DISABLED=true nor
+// OTEL_TRACES_EXPORTER=none says otherwise), or a program (a test)
+// installed a provider with Use.
 func Enabled() bool {
-	v := strings.ToLower(os.Getenv(Env))
-	return used.Load() || (v != "" && v != "off")
+	if used.Load() {
+		return true
+	}
+	switch v := strings.ToLower(os.Getenv(Env)); v {
+	case "off":
+		return false
+	case "":
+		return (os.Getenv(EndpointEnv) != "" || os.Getenv(TracesEndpointEnv) != "") &&
+			!strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") && !strings.EqualFold(os.Getenv("OTEL_TRACES_EXPORTER"), "none")
+	default:
+		return true
+	}
 }
 
 // used: Use installed a provider.
@@ -88,21 +104,25 @@ var propagator = propagation.TraceContext{}
 // until Setup or a test sets another).
 func Tracer() trace.Tracer { return otel.Tracer("github.com/sas-go/sas") }
 
-// Setup installs the global tracer provider when Env says so, for the
-// service named (a Lambda function: submission, agent-payment…), and
-// returns what flushes its spans (a Lambda invocation's are flushed at its
-// end: Flushed). With tracing off it installs nothing. The OTLP exporter
-// (and OpenTelemetry's SDK, 9 MB a binary) is built in only with the build
-// tag otlp (make build TRACING=otlp): without it, Env on is an error that
-// says so.
+// Setup installs the global tracer provider when tracing is on (Enabled),
+// for the service named (a Lambda function: submission, agent-payment…;
+// OTEL_SERVICE_NAME wins), exporting over OTLP/HTTP as the standard
+// variables say (Exporter), and returns what flushes its spans (a Lambda
+// invocation's are flushed at its end: Flushed). With tracing off it
+// installs nothing. The exporter is in every build: OpenTelemetry's SDK and
+// OTLP's protobuf messages add 1.9 MB to a bootstrap, within its 16 MB (docs/cost.md).
 func Setup(ctx context.Context, service string) (flush func(context.Context) error, err error) {
 	if !Enabled() {
 		return func(context.Context) error { return nil }, nil
 	}
-	if v := strings.ToLower(os.Getenv(Env)); v != "otlp" {
+	if v := strings.ToLower(os.Getenv(Env)); v != "" && v != "otlp" {
 		return nil, fmt.Errorf("%s=%q: the exporter is otlp (or off)", Env, v)
 	}
-	return setupOTLP(ctx, service)
+	tp, err := setupOTLP(ctx, service)
+	if err != nil {
+		return nil, err
+	}
+	return tp.ForceFlush, nil
 }
 
 // Attributes are the SQS message attributes that carry ctx's trace context

@@ -1,18 +1,24 @@
 package tracing_test
 
 import (
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -64,11 +70,24 @@ func TestTheTraceContextTravelsInMessageAttributes(t *testing.T) {
 // DynamoDB calls, across every queue between them. (A batch of messages a
 // handler sends at once is sent outside any one record's span: its
 // SendMessageBatch is a trace of its own; each message carries its own
-// record's trace context.)
+// record's trace context.) The spans reach an OpenTelemetry collector over
+// OTLP/HTTP by the standard variables alone: OTEL_EXPORTER_OTLP_ENDPOINT
+// names a receiver of the test's own, which gets them as protobuf (gzipped,
+// as OTEL_EXPORTER_OTLP_COMPRESSION asks), with the headers
+// OTEL_EXPORTER_OTLP_HEADERS names (Honeycomb's key) and the service
+// OTEL_SERVICE_NAME names.
 func TestAnOrderIsOneTrace(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	tracing.Use(tp)
+	rcv := &otlpReceiver{}
+	collector := httptest.NewServer(rcv)
+	t.Cleanup(collector.Close)
+	t.Setenv(tracing.EndpointEnv, collector.URL)
+	t.Setenv(tracing.HeadersEnv, "x-honeycomb-team=k%3D1, other = 2")
+	t.Setenv(tracing.CompressionEnv, "gzip")
+	t.Setenv("OTEL_SERVICE_NAME", "shop")
+	require.True(t, tracing.Enabled(), "the endpoint alone turns tracing on")
+	flush, err := tracing.Setup(context.Background(), "sas-test")
+	require.NoError(t, err)
+
 	sim := remotesim.New(1)
 	srv, err := sim.Start("127.0.0.1:0")
 	require.NoError(t, err)
@@ -87,13 +106,15 @@ func TestAnOrderIsOneTrace(t *testing.T) {
 	tasks, err := stack.WaitEnded(wctx, []string{"o-tr1"}, 100*time.Millisecond, nil)
 	require.NoError(t, err)
 	require.Equal(t, workflow.Processed, tasks["o-tr1"].State)
-	require.NoError(t, tp.ForceFlush(context.Background()))
+	require.NoError(t, flush(context.Background()))
 
-	// The trace Submission's span of the order began.
-	spans := exp.GetSpans()
-	byTrace := map[trace.TraceID][]string{}
+	// What the collector received: the trace Submission's span of the order began.
+	spans, requests := rcv.received(t)
+	require.NotZero(t, requests)
+	byTrace := map[string][]string{}
 	for _, s := range spans {
-		byTrace[s.SpanContext.TraceID()] = append(byTrace[s.SpanContext.TraceID()], s.Name)
+		id := fmt.Sprintf("%x", s.TraceId)
+		byTrace[id] = append(byTrace[id], s.Name)
 	}
 	var names []string
 	for _, ns := range byTrace {
@@ -118,6 +139,81 @@ func TestAnOrderIsOneTrace(t *testing.T) {
 	require.Positive(t, count("DynamoDB."), "the AWS calls too: %v", names)
 	seen := sim.Ledger()
 	require.Len(t, seen, 3)
-	t.Logf("the order's trace: %d spans (%d HTTP calls, %d DynamoDB calls) of %d traces' %d spans", len(names), count("HTTP POST"),
-		count("DynamoDB."), len(byTrace), len(spans))
+	t.Logf("the order's trace: %d spans (%d HTTP calls, %d DynamoDB calls) of %d traces' %d spans, in %d OTLP requests", len(names),
+		count("HTTP POST"), count("DynamoDB."), len(byTrace), len(spans), requests)
+}
+
+// otlpReceiver is an OTLP/HTTP trace receiver: it decodes each request's
+// ExportTraceServiceRequest (TracesData has its wire form) and checks what
+// every request carries.
+type otlpReceiver struct {
+	mu       sync.Mutex
+	spans    []*tracepb.Span
+	requests int
+	errs     []string
+}
+
+func (r *otlpReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fail := func(format string, args ...any) {
+		r.errs = append(r.errs, fmt.Sprintf(format, args...))
+		http.Error(w, "bad request", http.StatusBadRequest)
+	}
+	switch {
+	case req.Method != http.MethodPost || req.URL.Path != "/v1/traces":
+		fail("%s %s", req.Method, req.URL.Path)
+		return
+	case req.Header.Get("Content-Type") != "application/x-protobuf":
+		fail("content type %q", req.Header.Get("Content-Type"))
+		return
+	case req.Header.Get("X-Honeycomb-Team") != "k=1" || req.Header.Get("Other") != "2":
+		fail("headers %v", req.Header)
+		return
+	case req.Header.Get("Content-Encoding") != "gzip":
+		fail("not gzipped")
+		return
+	}
+	z, err := gzip.NewReader(req.Body)
+	if err != nil {
+		fail("gzip: %v", err)
+		return
+	}
+	body, err := io.ReadAll(z)
+	if err != nil {
+		fail("body: %v", err)
+		return
+	}
+	var data tracepb.TracesData
+	if err := proto.Unmarshal(body, &data); err != nil {
+		fail("protobuf: %v", err)
+		return
+	}
+	for _, rs := range data.ResourceSpans {
+		service := ""
+		for _, a := range rs.GetResource().GetAttributes() {
+			if a.Key == "service.name" {
+				service = a.GetValue().GetStringValue()
+			}
+		}
+		if service != "shop" {
+			fail("service.name %q, not OTEL_SERVICE_NAME's", service)
+			return
+		}
+		for _, ss := range rs.ScopeSpans {
+			r.spans = append(r.spans, ss.Spans...)
+		}
+	}
+	r.requests++
+	w.Header().Set("Content-Type", "application/x-protobuf")
+}
+
+// received are the spans of every request, and how many requests; it fails
+// t if any request was wrong.
+func (r *otlpReceiver) received(t *testing.T) ([]*tracepb.Span, int) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	require.Empty(t, r.errs, "every request an OTLP/HTTP export")
+	return r.spans, r.requests
 }
