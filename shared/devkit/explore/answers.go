@@ -107,7 +107,10 @@ func (w *World) expire(at time.Time) {
 	for {
 		var first *call
 		for _, c := range append(slices.Clone(w.parked), w.async...) {
-			if !c.deadline.IsZero() && c.deadline.Before(at) && (first == nil || c.deadline.Before(first.deadline)) {
+			// An async call's work ends at its CompleteBy, when its slot's
+			// hold does: at at, it is over.
+			due := c.deadline.Before(at) || (c.deadline.Equal(at) && !slices.Contains(w.parked, c))
+			if !c.deadline.IsZero() && due && (first == nil || c.deadline.Before(first.deadline)) {
 				first = c
 			}
 		}
