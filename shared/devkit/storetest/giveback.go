@@ -94,7 +94,9 @@ func waitingKeepsACount(t *testing.T, s *statestore.Store) {
 	}
 	after, err := s.ItemBytes(ctx, "o-1")
 	require.NoError(t, err)
-	require.LessOrEqual(t, after, size+8, "fifty waits grow the item by a counter's digits at most")
+	// A line a wait grew it ~111 bytes each (5.4 KB for these 49); now only
+	// its counters' digits grow (the version, the attempt, the waits).
+	require.LessOrEqual(t, after, size+32, "fifty waits grow the item by its counters' digits at most")
 	_, recs := state(t, s)
 	require.Empty(t, recs[step1].Incidents, "no line a wait")
 	require.Equal(t, 50, recs[step1].FlowWaits)
