@@ -92,14 +92,16 @@ func Explore(ctx context.Context, db *dynamodb.Client, opts Options) (Report, er
 	errs := make(chan error, max(opts.Workers, 1))
 	for k := range max(opts.Workers, 1) {
 		wg.Go(func() {
-			topo := topology.Default(fmt.Sprintf("%s%d", opts.Prefix, k), shapes.Defaults().Agents...)
-			topo.DeadlineShards = 1
-			if err := provision.EnsureTables(ctx, db, topo); err != nil {
-				errs <- err
-				return
-			}
+			var topo topology.Topology
 			var after time.Time // the worker's runs share its tables' flow items: each starts after the last ended
-			for ctx.Err() == nil && time.Since(start) < opts.For {
+			for gen := 0; ctx.Err() == nil && time.Since(start) < opts.For; {
+				if topo.Prefix == "" {
+					var err error
+					if topo, err = tables(ctx, db, fmt.Sprintf("%s%d", opts.Prefix, k), gen); err != nil {
+						errs <- err
+						return
+					}
+				}
 				i := next.Add(1) - 1
 				if opts.Runs > 0 && i >= int64(opts.Runs) {
 					return
@@ -114,6 +116,9 @@ func Explore(ctx context.Context, db *dynamodb.Client, opts Options) (Report, er
 					errs <- fmt.Errorf("seed %d: %w", seed, err)
 					return
 				}
+				if len(res.failure.Broken) > 0 { // its orders may not have ended: the next run gets tables of its own
+					topo, gen = topology.Topology{}, gen+1
+				}
 			}
 		})
 	}
@@ -121,6 +126,17 @@ func Explore(ctx context.Context, db *dynamodb.Client, opts Options) (Report, er
 	close(errs)
 	rep.Elapsed = time.Since(start)
 	return rep, <-errs
+}
+
+// tables are the tables of a worker's runs (of its gen-th generation: a
+// failed run's orders are left to themselves), made if need be.
+func tables(ctx context.Context, db *dynamodb.Client, prefix string, gen int) (topology.Topology, error) {
+	if gen > 0 {
+		prefix += fmt.Sprintf("g%d", gen)
+	}
+	topo := topology.Default(prefix, shapes.Defaults().Agents...)
+	topo.DeadlineShards = 1
+	return topo, provision.EnsureTables(ctx, db, topo)
 }
 
 // add counts one run.

@@ -126,7 +126,9 @@ func (w *World) script(ctx context.Context) {
 	case timeoutsInOneSweep:
 		w.faults = true
 		w.progress(ctx, func() bool { return w.claimsOf(o.id, 0) >= o.items })
+		w.faulty = true // every call hangs past its deadline
 		w.expire(w.latestCompleteBy().Add(time.Second))
+		w.faulty = false
 		w.sweep()
 	case heldThenGoOn:
 		w.faults = true

@@ -157,7 +157,7 @@ func (w *World) start(ctx context.Context, id string, refs []workflow.Ref) {
 // tooLarge notes a write the state store refused as too large for
 // DynamoDB (statestore.ErrTooLarge): the check reports it.
 func (w *World) tooLarge(err error) {
-	if errors.Is(err, statestore.ErrTooLarge) {
+	if errors.Is(err, statestore.ErrTooLarge) && len(w.logs.tooLarge) < 3 {
 		w.logs.mu.Lock()
 		w.logs.tooLarge = append(w.logs.tooLarge, err.Error())
 		w.logs.mu.Unlock()
