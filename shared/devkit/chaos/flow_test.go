@@ -1,6 +1,8 @@
 package chaos
 
 import (
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -188,4 +190,41 @@ func TestASkippedRecordIsDoneWithoutItsEffect(t *testing.T) {
 	skipped := map[string]bool{"o-done charge-payment": true, "o-undone charge-payment": true}
 	v, _ := checkSkipped(workflow.MustSet(def), ids, tasks, records, ledger, skipped)
 	require.Equal(t, []string{"o-unskipped: Processed but charge-payment applied 0 times, undone 0 times"}, v.Inconsistent)
+}
+
+// The flow checks catch each broken invariant: a second over a limit and
+// its burst, a slot kept for an ended order (not one behind a lost
+// hand-off), a held order that did not end.
+func TestCheckFlowFindsEachBrokenInvariant(t *testing.T) {
+	p := flowPlan()
+	p.Flow.Rate = workflow.Rate{Calls: 2, Per: time.Second, Burst: 1}
+	sim := remotesim.New(1)
+	sim.LogCalls("rated")
+	srv, err := sim.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	defer srv.Close()
+	for i := range 5 { // five calls in well under a second: at most 2 + 1, and one for clock edges
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/services/rated/s0", strings.NewReader(`{}`))
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("o-%d/s0", i))
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	inj := NewInjector(p)
+	inj.noteLostLine("agent-keyed", `{"orderId":"o-9","step":1,"slot":"hot-1","round":1}`)
+	later := time.Now().Add(time.Minute)
+	f := &flowRun{plan: p, held: map[string]bool{"o-held": true, "o-done": true}, left: keysLeft{keys: 2, left: []slotEntry{
+		{agent: "keyed", key: "hot-0", kind: "holds a slot", id: flow.Holder("o-1", workflow.Ref{Index: 1}, 1, 1), until: later},
+		{agent: "keyed", key: "hot-1", kind: "waiter", id: flow.WaiterID("o-2", workflow.Ref{Index: 1}, 1)},
+	}}}
+	tasks := map[string]statestore.Task{"o-held": {State: workflow.Held}, "o-done": {State: workflow.Processed}}
+	var r Result
+	r.checkFlow(f, sim, inj, tasks)
+	require.Len(t, r.Violations.RateExceeded, 1)
+	require.Contains(t, r.Violations.RateExceeded[0], "agent rated: 5 calls within 1s (limit 2/s: at most 4")
+	require.Len(t, r.Violations.SlotsLeft, 1)
+	require.True(t, strings.HasPrefix(r.Violations.SlotsLeft[0], "o-1: agent keyed key \"hot-0\""), r.Violations.SlotsLeft[0])
+	require.Equal(t, 1, r.Flow.LostLine, "the waiter behind a lost hand-off is counted apart")
+	require.Equal(t, []string{"o-held: Held"}, r.Violations.HeldNotEnded)
+	require.Equal(t, 3, r.Violations.Count())
 }

@@ -179,16 +179,31 @@ func (r *Result) checkFlow(f *flowRun, sim *remotesim.Simulator, inj *Injector, 
 	if f.plan.stormOn() {
 		fig.Storm = f.plan.stormAgent()
 	}
+	r.checkRates(f, sim, fig)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r.checkHolds(f, tasks, fig)
+	r.checkKeys(f, inj, fig)
+	r.Flow = fig
+}
+
+// checkRates checks each rate-limited agent's calls per period; f.mu is
+// not held.
+func (r *Result) checkRates(f *flowRun, sim *remotesim.Simulator, fig *FlowFigures) {
 	agents := f.plan.flowAgents()
 	for _, a := range f.plan.rateLimited() {
-		fig.Rates = append(fig.Rates, f.rateFigure(a, agents[a].RateLimit, sim.Calls(a)))
-		if rf := fig.Rates[len(fig.Rates)-1]; rf.Most > rf.Bound {
+		rf := f.rateFigure(a, agents[a].RateLimit, sim.Calls(a))
+		fig.Rates = append(fig.Rates, rf)
+		if rf.Most > rf.Bound {
 			r.Violations.RateExceeded = append(r.Violations.RateExceeded, fmt.Sprintf("agent %s: %d calls within %s (limit %s: at most %d, "+
 				"one more for clock edges)", a, rf.Most, agents[a].RateLimit.Per, rf.Limit, rf.Bound))
 		}
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
+}
+
+// checkHolds counts the pauses, holds and decisions, and checks that every
+// order seen held ended; f.mu is held.
+func (r *Result) checkHolds(f *flowRun, tasks map[string]statestore.Task, fig *FlowFigures) {
 	for _, ws := range f.pauses {
 		fig.Pauses += len(ws)
 	}
@@ -204,6 +219,13 @@ func (r *Result) checkFlow(f *flowRun, sim *remotesim.Simulator, inj *Injector, 
 			r.Violations.HeldNotEnded = append(r.Violations.HeldNotEnded, fmt.Sprintf("%s: %s", id, tasks[id].State))
 		}
 	}
+	slices.Sort(r.Violations.HeldNotEnded)
+}
+
+// checkKeys reports what the key items kept of ended orders (settleKeys):
+// a live entry is a violation unless a line request of its key was lost;
+// f.mu is held.
+func (r *Result) checkKeys(f *flowRun, inj *Injector, fig *FlowFigures) {
 	fig.Keys, fig.Lapsed, fig.Settled = f.left.keys, f.left.lapsed, f.left.settled
 	for _, e := range f.left.left {
 		if inj.LostLine(e.agent, e.key) {
@@ -213,8 +235,6 @@ func (r *Result) checkFlow(f *flowRun, sim *remotesim.Simulator, inj *Injector, 
 		r.Violations.SlotsLeft = append(r.Violations.SlotsLeft, e.order()+": "+e.String())
 	}
 	slices.Sort(r.Violations.SlotsLeft)
-	slices.Sort(r.Violations.HeldNotEnded)
-	r.Flow = fig
 }
 
 // rateFigure is what agent's service saw of its calls, limited to limit.
