@@ -383,6 +383,9 @@ func look(ch *change, l Look, r recItem) {
 		ch.drop(p, "lk", "cb", "tk", "ac", "hk") // a recovered attempt's token is refused from now on
 		if l.Retry {
 			ch.drop(p, "dn", "c", "af", "al")
+			if !r.ran() { // refused: it did nothing, and is no "may have run" for its retry (workflow's RetryHeld)
+				ch.drop(p, "ca")
+			}
 			ch.del = append(ch.del, "Ua "+ch.val("retried", &types.AttributeValueMemberSS{Value: []string{sortKey(l.Ref)}}))
 		}
 		switch {

@@ -52,14 +52,15 @@ func (o Order) holds(ref Ref) error {
 }
 
 // RetryHeld runs held record ref again: it is ready (its attempt given
-// back: it may have taken effect, so it is undone if the order is later),
-// and, if nothing else holds the order, the order goes on. The store resets
-// its failure count (statestore.Look.Retry).
+// back: if its failure said it may have taken effect, it is undone if the
+// order is later; a refusal did nothing), and, if nothing else holds the
+// order, the order goes on. The store resets its failure count
+// (statestore.Look.Retry).
 func (d Definition) RetryHeld(o Order, ref Ref) (Move, error) {
 	if err := o.holds(ref); err != nil {
 		return Move{}, err
 	}
-	return d.goOn(o, Move{Changes: []Change{{Ref: ref, State: Pending, Ran: true}}, Read: Read{Version: true}}), nil
+	return d.goOn(o, Move{Changes: []Change{{Ref: ref, State: Pending, Ran: o.Recs[ref].Ran}}, Read: Read{Version: true}}), nil
 }
 
 // SkipHeld takes held record ref as done (its result, if any, given by the
