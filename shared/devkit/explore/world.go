@@ -1,9 +1,7 @@
 package explore
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,7 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 
 	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/alert"
@@ -240,86 +237,6 @@ func (w *World) count(what string) {
 	w.mu.Lock()
 	w.drove[what]++
 	w.mu.Unlock()
-}
-
-// logs keeps the handlers' logs of the world, for a failure's report, and
-// whether any said that the state store refused a write as too large.
-type logs struct {
-	mu       sync.Mutex
-	b        bytes.Buffer
-	tooLarge []string
-}
-
-// tooLargeText is how statestore.ErrTooLarge reads in a log line.
-var tooLargeText = []byte(statestore.ErrTooLarge.Error())
-
-func (l *logs) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if bytes.Contains(b, tooLargeText) && len(l.tooLarge) < 3 {
-		l.tooLarge = append(l.tooLarge, strings.TrimSpace(string(b)))
-	}
-	if l.b.Len() < 1<<20 {
-		l.b.Write(b)
-	}
-	return len(b), nil
-}
-
-func (l *logs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// publisher takes the alerts.
-type publisher struct{ w *World }
-
-func (p publisher) Publish(_ context.Context, in *sns.PublishInput, _ ...func(*sns.Options)) (*sns.PublishOutput, error) {
-	var f alert.Failure
-	if err := json.Unmarshal([]byte(*in.Message), &f); err != nil {
-		return nil, err
-	}
-	p.w.mu.Lock()
-	defer p.w.mu.Unlock()
-	p.w.alerts = append(p.w.alerts, f)
-	return &sns.PublishOutput{}, nil
-}
-
-// watchedStore is the store as the Agents see it, each claim noted.
-type watchedStore struct {
-	*statestore.Store
-	w *World
-}
-
-// Claim implements agent.Store, noting whether the record's needs were all
-// done in the order the claim returned.
-func (s watchedStore) Claim(ctx context.Context, c statestore.Claim) (statestore.Step, error) {
-	st, err := s.Store.Claim(ctx, c)
-	if err == nil {
-		s.w.mu.Lock()
-		s.w.claims = append(s.w.claims, claimed{order: st.OrderID, key: s.w.key(st), ref: st.Ref(), attempt: st.Attempt,
-			completeBy: st.CompleteBy, needsMet: s.w.needsMet(st)})
-		s.w.mu.Unlock()
-		s.w.note("  claimed %s/%s attempt %d", st.OrderID, st.RecordName(), st.Attempt)
-	}
-	return st, err
-}
-
-// needsMet reports whether every record of the steps st's step needs is
-// Processed in the order its claim returned (an undo's: trivially).
-func (w *World) needsMet(st statestore.Step) bool {
-	if st.Undo || st.Read == nil {
-		return true
-	}
-	o := st.Read.Order()
-	for _, n := range w.def.Needs(st.Index) {
-		for ref, r := range o.Recs {
-			if ref.Index == n && !ref.Undo && r.State != workflow.Processed {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // handler is what consumes a queue: an invocation of it takes one event.
