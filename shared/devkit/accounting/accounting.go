@@ -7,12 +7,16 @@
 //
 // Where an emulator's report of a transaction differs from what DynamoDB
 // bills for it, the meter counts what DynamoDB bills and keeps the report
-// beside it (Usage.ReportedWriteUnits); see transactionUnits.
+// beside it (Usage.ReportedWriteUnits); see transactionUnits. A write
+// refused by its condition reports nothing, but DynamoDB bills it: see
+// refusedUnits.
 package accounting
 
 import (
 	"context"
+	"errors"
 	"maps"
+	"math"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,6 +25,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/sas-go/sas/shared/statestore"
 )
 
 // EmptyReceive is the operation name under which ReceiveMessage calls that
@@ -41,14 +47,21 @@ type Usage struct {
 	ReadUnits  float64 // DynamoDB read capacity units, as reported
 	WriteUnits float64 // DynamoDB write capacity units, as DynamoDB bills them (indexes included)
 	// ReportedWriteUnits are the write units as the engine reported them;
-	// they differ from WriteUnits only for transactions (transactionUnits).
+	// they differ from WriteUnits for transactions (transactionUnits) and
+	// for writes refused by their condition (refusedUnits).
 	ReportedWriteUnits float64
+	// Refused are the writes refused by their condition
+	// (ConditionalCheckFailed), and RefusedUnits the write units DynamoDB
+	// bills for them (in WriteUnits too): no engine reports them.
+	Refused      int64
+	RefusedUnits float64
 }
 
 // Add returns the sum of u and o.
 func (u Usage) Add(o Usage) Usage {
 	return Usage{Requests: u.Requests + o.Requests, ReadUnits: u.ReadUnits + o.ReadUnits, WriteUnits: u.WriteUnits + o.WriteUnits,
-		ReportedWriteUnits: u.ReportedWriteUnits + o.ReportedWriteUnits}
+		ReportedWriteUnits: u.ReportedWriteUnits + o.ReportedWriteUnits, Refused: u.Refused + o.Refused,
+		RefusedUnits: u.RefusedUnits + o.RefusedUnits}
 }
 
 // Meter counts requests; safe for concurrent use.
@@ -91,6 +104,9 @@ func (m *Meter) AddTo(stack *middleware.Stack) error {
 			out, md, err := next.HandleInitialize(ctx, in)
 			k := Key{Function: FunctionOf(ctx), Service: awsmiddleware.GetServiceID(ctx), Operation: awsmiddleware.GetOperationName(ctx)}
 			var u Usage
+			if units, ok := refusedUnits(in.Parameters, err); ok {
+				u.WriteUnits, u.Refused, u.RefusedUnits = units, 1, units
+			}
 			if err == nil {
 				if r, ok := out.Result.(*sqs.ReceiveMessageOutput); ok && len(r.Messages) == 0 {
 					k.Operation = EmptyReceive
@@ -154,6 +170,31 @@ func askCapacity(params any) {
 	case *dynamodb.TransactGetItemsInput:
 		set(&p.ReturnConsumedCapacity)
 	}
+}
+
+// refusedUnits are the write units DynamoDB bills for a single-item write
+// (PutItem, UpdateItem, DeleteItem) its condition refused: a unit per
+// started KB of the larger of the existing item and the new one, at least
+// one (DynamoDB developer guide, "DynamoDB read and write operations":
+// a failed conditional write still consumes write capacity). The existing
+// item's size is known when the request asked for it back
+// (ReturnValuesOnConditionCheckFailure), a put's new item always; else one
+// unit, what an item under 1 KB (every item of this product's happy path)
+// costs. ok is false for any other request or outcome.
+func refusedUnits(params any, err error) (units float64, ok bool) {
+	var ccf *ddbtypes.ConditionalCheckFailedException
+	if err == nil || !errors.As(err, &ccf) {
+		return 0, false
+	}
+	size := statestore.ItemSize(ccf.Item)
+	switch p := params.(type) {
+	case *dynamodb.PutItemInput:
+		size = max(size, statestore.ItemSize(p.Item))
+	case *dynamodb.UpdateItemInput, *dynamodb.DeleteItemInput:
+	default:
+		return 0, false
+	}
+	return max(1, math.Ceil(float64(size)/1024)), true
 }
 
 // consumed returns the read and write units a DynamoDB response reports.
