@@ -76,6 +76,53 @@ func TestMeterCountsRequestsAndReportedUnits(t *testing.T) {
 	require.Len(t, got, 5)
 }
 
+// A write its condition refuses reports no capacity, but DynamoDB bills it:
+// a unit per started KB of the larger of the existing item (when the request
+// asked for it back) and the new one, at least one. The meter bills it so,
+// and counts it apart.
+func TestMeterBillsAWriteItsConditionRefused(t *testing.T) {
+	ctx := context.Background()
+	meter := accounting.NewForDynamoDBLocal()
+	c, err := awsclient.Load(ctx, awsclient.Options{Endpoint: motoURL, DynamoDBEndpoint: ddbURL, Emulated: true,
+		APIOptions: []func(*middleware.Stack) error{meter.AddTo}})
+	require.NoError(t, err)
+	table := "refused-" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+	_, err = c.DynamoDB.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: &table, BillingMode: ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("PK"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("PK"), KeyType: ddbtypes.KeyTypeHash}}})
+	require.NoError(t, err)
+	s := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
+	small := map[string]ddbtypes.AttributeValue{"PK": s("small")}
+	large := map[string]ddbtypes.AttributeValue{"PK": s("large"), "Body": s(strings.Repeat("x", 1500))}
+	for _, it := range []map[string]ddbtypes.AttributeValue{small, large} {
+		_, err = c.DynamoDB.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: it})
+		require.NoError(t, err)
+	}
+	meter.Reset()
+	notThere := aws.String("attribute_not_exists(PK)")
+	_, err = c.DynamoDB.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: small, ConditionExpression: notThere})
+	require.Error(t, err)
+	_, err = c.DynamoDB.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: large, ConditionExpression: notThere})
+	require.Error(t, err)
+	update := func(key string, old ddbtypes.ReturnValuesOnConditionCheckFailure) {
+		_, err := c.DynamoDB.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &table,
+			Key: map[string]ddbtypes.AttributeValue{"PK": s(key)}, UpdateExpression: aws.String("SET N = :n"),
+			ConditionExpression:                 aws.String("attribute_not_exists(PK)"),
+			ExpressionAttributeValues:           map[string]ddbtypes.AttributeValue{":n": s("1")},
+			ReturnValuesOnConditionCheckFailure: old})
+		require.Error(t, err)
+	}
+	update("large", ddbtypes.ReturnValuesOnConditionCheckFailureAllOld)
+	update("large", "")
+	got := meter.Snapshot()
+	put := got[accounting.Key{Service: "DynamoDB", Operation: "PutItem"}]
+	require.Equal(t, accounting.Usage{Requests: 2, WriteUnits: 1 + 2, Refused: 2, RefusedUnits: 1 + 2}, put,
+		"a put refused: the larger of the items, 1 KB then 2 KB")
+	upd := got[accounting.Key{Service: "DynamoDB", Operation: "UpdateItem"}]
+	require.Equal(t, accounting.Usage{Requests: 2, WriteUnits: 2 + 1, Refused: 2, RefusedUnits: 2 + 1}, upd,
+		"an update refused: the existing item's 2 KB when it asked for it back, else the least, one")
+}
+
 // An index write inside a transaction: DynamoDB Local reports it at twice
 // the units it reports outside one; the meter for DynamoDB Local bills it at
 // the standard rate, as DynamoDB does, and keeps the report beside it.
@@ -160,7 +207,8 @@ func TestBenchSmallRun(t *testing.T) {
 		between(writes, float64(2*steps), "one claim and one outcome per step, by its agent")
 		require.Zero(t, r.Requests["scheduler DynamoDB TransactWriteItems"], "a step's and its task's change are one item's")
 		require.GreaterOrEqual(t, r.PerOrder.WriteUnits, 4+2*float64(steps), "submission: two items at two units each")
-		between(r.PerOrder.ReportedWriteUnits-r.PerOrder.WriteUnits, 1, "the submission's index entry: reported at 2, billed at 1")
+		between(r.PerOrder.ReportedWriteUnits-(r.PerOrder.WriteUnits-r.PerOrder.RefusedWriteUnits), 1,
+			"the submission's index entry: reported at 2, billed at 1")
 		if steps == 1 {
 			require.Zero(t, r.Requests["scheduler SQS SendMessageBatch"],
 				"the first step goes from Submission to its Agent: a one-step order's Scheduler only reads its reply")

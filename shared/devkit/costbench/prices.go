@@ -49,7 +49,10 @@ type PerOrder struct {
 	// ReportedWriteUnits are the write units as DynamoDB Local reported
 	// them (accounting.Usage.ReportedWriteUnits); not priced.
 	ReportedWriteUnits float64 `json:"dynamodbWriteUnitsReported"`
-	SNSPublishes       float64 `json:"snsPublishes"`
+	// RefusedWriteUnits are the write units of writes refused by their
+	// condition, in WriteUnits: no engine reports them.
+	RefusedWriteUnits float64 `json:"dynamodbWriteUnitsRefused"`
+	SNSPublishes      float64 `json:"snsPublishes"`
 	// LogBytes are the bytes written to CloudWatch Logs: the handlers' log
 	// lines, their EMF documents and Lambda's lines per invocation.
 	LogBytes float64 `json:"logBytes"`

@@ -24,9 +24,10 @@ func (r Result) Print(w io.Writer) {
 			u.ReadUnits, u.WriteUnits, u.LogBytes, c.SQS, c.Lambda, c.DynamoDB, c.Logs, c.Total, run.SFN.Standard.Total, run.Ratio,
 			run.LatencyP50, run.CoordinatorsAt128MB)
 	}
-	fmt.Fprintln(w, "(log B: bytes per order written to CloudWatch Logs, priced at $0.50 per GB ingested; p50: submission to end,\n"+
-		"the median order; @128MB: $/M total with Submission and Scheduler at 128 MB, were their handler time to hold:\n"+
-		"a floor, as Lambda gives less CPU to less memory)")
+	fmt.Fprintln(w, "(GB-s: billed time × memory, priced from the requests and messages counted, at AWS's latencies (costbench.LambdaModel),\n"+
+		"not from the time measured against the emulators, which grows with the machine's load; log B: bytes per order\n"+
+		"written to CloudWatch Logs, priced at $0.50 per GB ingested; p50: submission to end, the median order;\n"+
+		"@128MB: $/M total with Submission and Scheduler at 128 MB, their CPU work twice as long)")
 	fmt.Fprintln(w)
 	if len(r.Runs) == 0 {
 		return
@@ -49,18 +50,25 @@ func (r Result) Print(w io.Writer) {
 			if units, ok := run.Units[k]; ok {
 				line += fmt.Sprintf(", %5.2f capacity units", units)
 			}
+			if refused := run.Refused[k]; refused > 0 {
+				line += fmt.Sprintf(" (%.3f refused by their condition)", refused)
+			}
+			if unpriced := run.Unpriced[k]; unpriced > 0 {
+				line += fmt.Sprintf(" (%.2f not priced: flushed while the batch ran, longer here than in AWS)", unpriced)
+			}
 			fmt.Fprintln(w, line)
 		}
 		fns := slices.Sorted(maps.Keys(run.Functions))
 		for _, fn := range fns {
 			f := run.Functions[fn]
-			fmt.Fprintf(w, "    %-58s %6.2f per order, %4.1f messages and %5.1f ms each, %.5f GB-s per order\n",
-				"λ "+fn, f.InvocationsPerOrder, f.MessagesPerInvocation, f.MsPerInvocation, f.GBSecondsPerOrder)
+			fmt.Fprintf(w, "    %-58s %6.2f per order, %4.1f messages and %3.0f ms billed each (%5.1f ms measured), %.5f GB-s per order\n",
+				"λ "+fn, f.InvocationsPerOrder, f.MessagesPerInvocation, f.BilledMsPerInvocation, f.MsPerInvocation, f.GBSecondsPerOrder)
 		}
 		printLogs(w, run)
 		if u := run.PerOrder; math.Abs(u.ReportedWriteUnits-u.WriteUnits) > 1e-9 {
 			fmt.Fprintf(w, "    DynamoDB Local reported %.2f write units per order, DynamoDB bills %.2f: it bills an index\n"+
-				"    write inside a transaction at the standard rate, where DynamoDB Local reports it doubled\n", u.ReportedWriteUnits, u.WriteUnits)
+				"    write inside a transaction at the standard rate, where DynamoDB Local reports it doubled, and a write\n"+
+				"    its condition refused, which no engine reports\n", u.ReportedWriteUnits, u.WriteUnits)
 		}
 	}
 }

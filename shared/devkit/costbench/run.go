@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -47,12 +48,17 @@ type Plan struct {
 	// none); a deployment's by default.
 	BatchWindow time.Duration
 	Prices      Prices
+	// Lambda prices the functions' time from what they did (zero:
+	// NominalLambda); the handler time measured against the emulators is
+	// reported beside it.
+	Lambda LambdaModel
 }
 
 // DefaultPlan measures n orders of both workflows at batch sizes 1, 2, 5, 10.
 func DefaultPlan(n int) Plan {
 	return Plan{Orders: n, Workflows: []string{workflow.SingleWorkflow, workflow.OrderWorkflow},
-		BatchSizes: []int{1, 2, 5, 10}, Timeout: 5 * time.Minute, Prices: ListPrices, BatchWindow: topology.DefaultBatchWindow}
+		BatchSizes: []int{1, 2, 5, 10}, Timeout: 5 * time.Minute, Prices: ListPrices, BatchWindow: topology.DefaultBatchWindow,
+		Lambda: NominalLambda}
 }
 
 // Run is one measured run: one workflow at one batch size.
@@ -79,6 +85,15 @@ type Run struct {
 	Requests map[string]float64 `json:"requestsPerOrder"`
 	// Units are the DynamoDB capacity units per order, by the same key.
 	Units map[string]float64 `json:"dynamodbUnitsPerOrder"`
+	// Refused are the writes per order refused by their condition (a
+	// duplicate's claim, a race lost), by the same key: billed, though no
+	// engine reports them (accounting.Usage.Refused).
+	Refused map[string]float64 `json:"refusedWritesPerOrder,omitempty"`
+	// Unpriced are the requests per order, by the same key, counted but
+	// not priced: the sends a handler flushed while its records ran
+	// because its invocation outlasted, against the emulators, what the
+	// model prices (LambdaModel.BatchSends).
+	Unpriced map[string]float64 `json:"unpricedRequestsPerOrder,omitempty"`
 	// IdleReceivesPerMinute are the pollers' empty receives, a fixed cost
 	// (it follows the time the queues are polled, not the orders).
 	IdleReceivesPerMinute float64 `json:"idleReceivesPerMinute"`
@@ -88,9 +103,9 @@ type Run struct {
 	// Supervisor apart).
 	Logs LogUse `json:"logsPerOrder"`
 	// CoordinatorsAt128MB is the cost per million with Submission and the
-	// Scheduler at 128 MB instead of 256, were their handler time to hold
-	// (they mostly wait on DynamoDB and SQS; Lambda gives less CPU below
-	// 1,769 MB, so it is a floor, not a measurement).
+	// Scheduler at 128 MB instead of 256, their time priced by the same
+	// model (they mostly wait on DynamoDB and SQS; their CPU work takes
+	// twice as long at half the memory).
 	CoordinatorsAt128MB float64 `json:"costPerMillionCoordinatorsAt128MB"`
 }
 
@@ -98,8 +113,13 @@ type Run struct {
 type FunctionUse struct {
 	InvocationsPerOrder   float64 `json:"invocationsPerOrder"`
 	MessagesPerInvocation float64 `json:"messagesPerInvocation"`
-	MsPerInvocation       float64 `json:"msPerInvocation"` // handler time, against the local emulators
-	GBSecondsPerOrder     float64 `json:"gbSecondsPerOrder"`
+	// MsPerInvocation is the handler time measured against the local
+	// emulators: theirs, and it grows with the machine's load; not priced.
+	MsPerInvocation float64 `json:"msPerInvocation"`
+	// BilledMsPerInvocation is the time priced, from what the invocations
+	// did (Plan.Lambda).
+	BilledMsPerInvocation float64 `json:"billedMsPerInvocation"`
+	GBSecondsPerOrder     float64 `json:"gbSecondsPerOrder"` // billed
 	Logs                  LogUse  `json:"logsPerOrder"`
 }
 
@@ -210,7 +230,7 @@ func measure(ctx context.Context, p Plan, wf string, batch, resultBytes int) (Ru
 			return Run{}, fmt.Errorf("order %s ended %s with no fault injected", id, t.State)
 		}
 	}
-	r := tally(p, def, batch, resultBytes, elapsed, meter.Snapshot(), stack, logs.snapshot())
+	r := tally(p, def, batch, resultBytes, elapsed, meter.Snapshot(), stack.Stats.Snapshot(), sim.Stats().Calls, logs.snapshot())
 	r.LatencyP50 = medianLatency(tasks).Seconds()
 	return r, nil
 }
@@ -229,19 +249,21 @@ func medianLatency(tasks map[string]statestore.Task) time.Duration {
 }
 
 func tally(p Plan, def workflow.Definition, batch, resultBytes int, elapsed time.Duration, counts map[accounting.Key]accounting.Usage,
-	stack *localrun.Stack, logs map[string]LogUse) Run {
+	stats map[string]runner.FunctionStats, serviceCalls int, logs map[string]LogUse) Run {
 	r := Run{Workflow: def.Name, Steps: len(def.Steps), BatchSize: batch, ResultBytes: resultBytes, Orders: p.Orders, Seconds: elapsed.Seconds(),
-		Requests: map[string]float64{}, Units: map[string]float64{}}
+		Requests: map[string]float64{}, Units: map[string]float64{}, Refused: map[string]float64{}}
 	u := r.countRequests(counts, elapsed)
-	agentSeconds := r.countLambda(&u, stack.Stats.Snapshot(), logs)
+	model := p.Lambda
+	if model.Latency == nil {
+		model = NominalLambda
+	}
+	fns := invocations(counts, stats, serviceCalls)
+	r.priceBatchSends(&u, fns, model)
+	agentSeconds, lighterGBs := r.countLambda(&u, fns, model, logs)
 	r.PerOrder = u
 	r.Cost = p.Prices.PerMillion(u)
 	lighter := u
-	for fn, f := range r.Functions {
-		if !strings.HasPrefix(fn, "agent-") {
-			lighter.LambdaGBSeconds -= f.GBSecondsPerOrder / 2
-		}
-	}
+	lighter.LambdaGBSeconds = lighterGBs
 	r.CoordinatorsAt128MB = p.Prices.PerMillion(lighter).Total
 	r.SFN = p.Prices.SFN(len(def.Steps), agentSeconds)
 	if r.Cost.Total > 0 {
@@ -271,39 +293,116 @@ func (r *Run) countRequests(counts map[accounting.Key]accounting.Usage, elapsed 
 			u.SNSPublishes += float64(c.Requests) / n
 		case "DynamoDB":
 			r.Units[k.Function+" "+k.Service+" "+k.Operation] += (c.ReadUnits + c.WriteUnits) / n
+			if c.Refused > 0 {
+				r.Refused[k.Function+" "+k.Service+" "+k.Operation] += float64(c.Refused) / n
+			}
 			u.ReadUnits += c.ReadUnits / n
 			u.WriteUnits += c.WriteUnits / n
 			u.ReportedWriteUnits += c.ReportedWriteUnits / n
+			u.RefusedWriteUnits += c.RefusedUnits / n
 		}
 	}
 	return u
 }
 
-// countLambda adds the functions' invocations, GB-seconds and log bytes per
-// order to u, r.Functions and r.Logs, and returns the agents' seconds per
-// order.
-func (r *Run) countLambda(u *PerOrder, stats map[string]runner.FunctionStats, logs map[string]LogUse) (agentSeconds float64) {
-	n := float64(r.Orders)
-	var msgs, invocations int
-	r.Functions = map[string]FunctionUse{}
+// functionRun is one function's invocations in a run: what the model
+// prices, and the handler time measured.
+type functionRun struct {
+	Invocation
+	HandlerTime time.Duration
+}
+
+// invocations gathers each function's invocations, messages and handler
+// time (stats), the requests its handlers made (counts, the event source
+// mapping's apart), and the agents' service calls, shared out by their
+// messages (the Supervisor apart).
+func invocations(counts map[accounting.Key]accounting.Usage, stats map[string]runner.FunctionStats, serviceCalls int) map[string]functionRun {
+	out := map[string]functionRun{}
+	agentMsgs := 0
 	for fn, s := range stats {
 		if fn == "supervisor" {
 			continue
 		}
+		out[fn] = functionRun{Invocation: Invocation{Invocations: s.Invocations, Messages: s.Messages, Requests: map[string]int64{}},
+			HandlerTime: s.HandlerTime}
+		if strings.HasPrefix(fn, "agent-") {
+			agentMsgs += s.Messages
+		}
+	}
+	for k, c := range counts {
+		if f, ok := out[k.Function]; ok && !mappingOperations[k.Operation] {
+			f.Requests[k.Service+" "+k.Operation] += c.Requests
+		}
+	}
+	for fn, f := range out {
+		if strings.HasPrefix(fn, "agent-") && agentMsgs > 0 {
+			f.ServiceCalls = int(math.Round(float64(serviceCalls) * float64(f.Messages) / float64(agentMsgs)))
+			out[fn] = f
+		}
+	}
+	return out
+}
+
+// priceBatchSends prices each function's PerBatch requests as the model
+// does (LambdaModel.BatchSends): those counted beyond it are in
+// r.Unpriced, out of u and of fns.
+func (r *Run) priceBatchSends(u *PerOrder, fns map[string]functionRun, model LambdaModel) {
+	n := float64(r.Orders)
+	for fn, f := range fns {
+		memMB := topology.CoordinatorMemoryMB
+		if strings.HasPrefix(fn, "agent-") {
+			memMB = topology.AgentMemoryMB
+		}
+		for op := range model.PerBatch {
+			counted := f.Requests[op]
+			priced := model.BatchSends(fn, op, memMB, f.Invocation)
+			if priced >= counted {
+				continue
+			}
+			f.Requests[op] = priced
+			if r.Unpriced == nil {
+				r.Unpriced = map[string]float64{}
+			}
+			r.Unpriced[fn+" "+op] = float64(counted-priced) / n
+			if strings.HasPrefix(op, "SQS ") {
+				u.SQSRequests -= float64(counted-priced) / n
+			}
+		}
+	}
+}
+
+// countLambda adds the functions' invocations, billed GB-seconds (priced
+// by model) and log bytes per order to u, r.Functions and r.Logs. It
+// returns the agents' billed seconds per order, and the GB-seconds per order
+// were Submission and the Scheduler at 128 MB (their CPU work takes twice as
+// long there).
+func (r *Run) countLambda(u *PerOrder, fns map[string]functionRun, model LambdaModel,
+	logs map[string]LogUse) (agentSeconds, coordinatorsAt128MB float64) {
+	n := float64(r.Orders)
+	var msgs, invocations int
+	r.Functions = map[string]FunctionUse{}
+	for fn, s := range fns {
 		mem, memMB := CoordinatorMemoryGB, topology.CoordinatorMemoryMB
 		if strings.HasPrefix(fn, "agent-") {
 			mem, memMB = AgentMemoryGB, topology.AgentMemoryMB
-			agentSeconds += s.HandlerTime.Seconds() / n
+		}
+		billed := model.Billed(fn, memMB, s.Invocation).Seconds() * float64(s.Invocations)
+		if strings.HasPrefix(fn, "agent-") {
+			agentSeconds += billed / n
+			coordinatorsAt128MB += billed * mem / n
+		} else {
+			coordinatorsAt128MB += model.Billed(fn, topology.AgentMemoryMB, s.Invocation).Seconds() * float64(s.Invocations) * AgentMemoryGB / n
 		}
 		l := asLambdaWrites(logs[fn], s.Invocations, memMB).per(n)
 		r.Logs.add(l)
 		u.LambdaInvocations += float64(s.Invocations) / n
-		u.LambdaGBSeconds += s.HandlerTime.Seconds() * mem / n
+		u.LambdaGBSeconds += billed * mem / n
 		if s.Invocations > 0 {
 			r.Functions[fn] = FunctionUse{InvocationsPerOrder: float64(s.Invocations) / n,
 				MessagesPerInvocation: float64(s.Messages) / float64(s.Invocations),
 				MsPerInvocation:       s.HandlerTime.Seconds() * 1000 / float64(s.Invocations),
-				GBSecondsPerOrder:     s.HandlerTime.Seconds() * mem / n, Logs: l}
+				BilledMsPerInvocation: billed * 1000 / float64(s.Invocations),
+				GBSecondsPerOrder:     billed * mem / n, Logs: l}
 		}
 		msgs += s.Messages
 		invocations += s.Invocations
@@ -313,5 +412,5 @@ func (r *Run) countLambda(u *PerOrder, stats map[string]runner.FunctionStats, lo
 	}
 	r.Logs.add(logs["other"].per(n)) // lines no function claims: counted, none expected
 	u.LogBytes = r.Logs.Total()
-	return agentSeconds
+	return agentSeconds, coordinatorsAt128MB
 }
