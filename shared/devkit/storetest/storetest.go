@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,7 +36,7 @@ func NewStore(t *testing.T, db *dynamodb.Client) *statestore.Store {
 // client the test wraps.
 func NewTables(t *testing.T, db *dynamodb.Client) topology.Topology {
 	t.Helper()
-	topo := topology.Default(fmt.Sprintf("conf%d-%d", time.Now().UnixNano()%1e6, tableSeq.Add(1)), "svc")
+	topo := topology.Default(fmt.Sprintf("conf%x-%d", rand.Uint32(), tableSeq.Add(1)), "svc") // unique across test processes too
 	topo.DeadlineShards = 3
 	require.NoError(t, provision.EnsureTables(context.Background(), db, topo))
 	return topo
