@@ -36,8 +36,9 @@ func benchCmd() *cobra.Command {
 		Short: "count every AWS request of N orders, price them, compare with Step Functions",
 		Long: `bench runs N orders of each example workflow (single, order) at each batch size against moto_server
 and DynamoDB Local, counts every AWS request (an SDK middleware) and DynamoDB's consumed capacity,
-prices them at us-east-1 list prices, and compares with Step Functions Standard. It writes the
-result as JSON and an SVG chart.`,
+prices them at us-east-1 list prices, and compares with Step Functions Standard. Lambda time is
+priced from what the invocations did at AWS's latencies (the time measured against the emulators
+moves with the machine's load; it is printed beside). It writes the result as JSON and an SVG chart.`,
 		Example: "  sasctl bench --orders 200 --batch-sizes 10\n  sasctl bench --result-bytes 0,1024",
 		Args:    noArgs,
 		PreRunE: f.check,
@@ -54,6 +55,8 @@ result as JSON and an SVG chart.`,
 	fs.StringVar(&f.batches, "batch-sizes", "1,2,5,10", "event source mapping batch sizes, 1 to 10")
 	fs.StringVar(&f.results, "result-bytes", "0", "sizes of the services' answers, each kept as its step's result (0: none), e.g. 0,1024")
 	fs.DurationVar(&p.Timeout, "timeout", p.Timeout, "give up on a run after this long")
+	fs.DurationVar(&p.Lambda.ServiceLatency, "service-latency", 0,
+		"price each agent's call as its service answering in this long (the simulator answers at once)")
 	fs.StringVar(&f.runDir, "run-dir", ".run", "where emulator logs go")
 	fs.StringVar(&f.cacheDir, "cache-dir", defaultCacheDir(), "where DynamoDB Local is installed")
 	fs.StringVar(&f.jsonPath, "json", ".run/bench.json", "write the result as JSON here (\"\" for none)")
