@@ -34,7 +34,7 @@ type chaosFlags struct {
 type flowFlags struct {
 	share               float64
 	rate, burst, perKey int
-	hold                float64
+	hold, refuse        float64
 }
 
 // plan puts the flow control the flags ask for on p (none without --flow).
@@ -42,11 +42,11 @@ func (f flowFlags) plan(p *chaos.Plan) error {
 	if f.share <= 0 {
 		return nil
 	}
-	if f.share > 1 || f.hold < 0 || f.hold > 1 || f.rate < 0 || f.burst < 0 || f.perKey < 0 {
-		return usageErrorf("--flow and --flow-hold are shares from 0 to 1; --flow-rate, --flow-burst and --flow-in-flight are not negative")
+	if f.share > 1 || f.hold < 0 || f.hold > 1 || f.refuse < 0 || f.refuse > 1 || f.rate < 0 || f.burst < 0 || f.perKey < 0 {
+		return usageErrorf("--flow, --flow-hold and --flow-refuse are shares from 0 to 1; --flow-rate, --flow-burst and --flow-in-flight are not negative")
 	}
 	p.Flow = chaos.DefaultFlow()
-	p.Flow.Share, p.Flow.Hold, p.Flow.InFlight = f.share, f.hold, f.perKey
+	p.Flow.Share, p.Flow.Hold, p.Flow.Refuse, p.Flow.InFlight = f.share, f.hold, f.refuse, f.perKey
 	if f.rate > 0 {
 		p.Flow.Rate = workflow.Rate{Calls: f.rate, Per: time.Second, Burst: max(f.burst, 1)}
 	}
@@ -98,6 +98,7 @@ flow control's own invariants are checked too.`,
 	fs.IntVar(&f.flow.burst, "flow-burst", 0, "with --flow-rate: their burst (default 1)")
 	fs.IntVar(&f.flow.perKey, "flow-in-flight", 0, "with --flow: the keyed agents' calls at once per customer (default: the seed's, 1 or 2)")
 	fs.Float64Var(&f.flow.hold, "flow-hold", chaos.DefaultFlow().Hold, "with --flow: share of the flow shapes' steps that hold the order on failure")
+	fs.Float64Var(&f.flow.refuse, "flow-refuse", chaos.DefaultFlow().Refuse, "with --flow: share of the flow agents' actions refused for good")
 	fs.StringVar(&f.runDir, "run-dir", ".run", "where logs go")
 	fs.BoolVar(&f.dynamodbLocal, "dynamodb-local", false, "keep the state store on DynamoDB Local, moto serving SQS and SNS")
 	fs.StringVar(&f.cacheDir, "cache-dir", defaultCacheDir(), "where DynamoDB Local is installed on first use (with --dynamodb-local)")

@@ -36,9 +36,11 @@ type FlowPlan struct {
 	Rate     workflow.Rate
 	InFlight int
 	// Hold is the share of the flow shapes' agent steps that hold the
-	// order on failure, for HoldFor.
-	Hold    float64
-	HoldFor time.Duration
+	// order on failure, for HoldFor; Refuse the share of the flow agents'
+	// actions refused for good (their undo actions' are the plan's
+	// UndoFailure), so that holds come up.
+	Hold, Refuse float64
+	HoldFor      time.Duration
 	// Decide is the chance the operator decides a held order (retry the
 	// step, skip it with a result, or undo the order, at random) within
 	// DecideWithin; the others are undone at their hold's end.
@@ -55,11 +57,12 @@ type FlowPlan struct {
 }
 
 // DefaultFlow is flow control for a share of the orders: a hold on a
-// quarter of the flow shapes' agent steps, three quarters of the holds
+// quarter of the flow shapes' agent steps, a tenth of the flow agents'
+// actions refused for good, three quarters of the holds
 // decided, a pause every 45 s or so, a 4 s storm of 429s 3 s after its
 // service's first call.
 func DefaultFlow() FlowPlan {
-	return FlowPlan{Share: 0.3, Shapes: 8, Hot: 0.3, HotKeys: 3, Hold: 0.25, HoldFor: 8 * time.Second,
+	return FlowPlan{Share: 0.3, Shapes: 8, Hot: 0.3, HotKeys: 3, Hold: 0.25, Refuse: 0.1, HoldFor: 8 * time.Second,
 		Decide: 0.75, DecideWithin: 6 * time.Second, PauseEvery: 45 * time.Second, PauseFor: 3 * time.Second,
 		Storm: 4 * time.Second, StormAt: 3 * time.Second, RetryAfter: time.Second}
 }
@@ -145,14 +148,15 @@ func (p Plan) stormAgent() string {
 // stormOn reports whether the plan has a storm of 429s.
 func (p Plan) stormOn() bool { return p.flowOn() && p.Flow.Storm > 0 }
 
-// withFlowFaults adds the flow agents' latencies to the simulator's knobs.
+// withFlowFaults adds the flow agents' latencies and refusals to the
+// simulator's knobs.
 func (p Plan) withFlowFaults(out map[string]remotesim.Faults) {
 	if !p.flowOn() {
 		return
 	}
 	for a, latency := range flowLatency {
 		f := out[""]
-		f.Latency = latency
+		f.Latency, f.PermanentRate = latency, p.Flow.Refuse
 		out[a] = f
 	}
 }

@@ -110,6 +110,7 @@ func TestTheStormIsOneServices(t *testing.T) {
 		require.Empty(t, f.Throttled, k)
 	}
 	require.Equal(t, 150*time.Millisecond, faults["keyed"].Latency)
+	require.Equal(t, p.Flow.Refuse, faults["keyed"].PermanentRate, "the flow agents' actions refused for good")
 	require.Contains(t, p.calledServices(), p.stormAgent())
 }
 
