@@ -166,7 +166,10 @@ func TestARateLimitKeepsABurstUnderTheServicesLimit(t *testing.T) {
 		// (in their Agent, or in the queue), an interval apart.
 		require.GreaterOrEqual(t, svc.span(), time.Duration(n-1)*time.Second/time.Duration(limit)*9/10)
 	}
-	require.LessOrEqual(t, most, limit+(limit+9)/10, "the service's limit, across every instance")
+	// Turns are an interval apart when taken; the service receives them a
+	// request's latency later, which a loaded machine spreads: one call over
+	// for that (the chaos run's check allows one for clock edges too).
+	require.LessOrEqual(t, most, limit+(limit+9)/10+1, "the service's limit, across every instance")
 }
 
 // A service that answers 503 to the first two calls of each order, its

@@ -39,7 +39,9 @@ func Limits(t *testing.T, db *dynamodb.Client) {
 		"TheLargestDefinitionIsKeptWhole":                 largestDefinition,
 	} {
 		t.Run(name, func(t *testing.T) {
-			t.Parallel()
+			// One case at a time on an engine: run at once on DynamoDB Local
+			// on a loaded CI machine, claims of records a write had just made
+			// ready were refused now and then (not seen one at a time).
 			m := &measured{Client: db}
 			topo := NewTables(t, db)
 			fn(t, statestore.New(m, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards), m)
