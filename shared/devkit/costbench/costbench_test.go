@@ -215,6 +215,20 @@ func TestBenchSmallRun(t *testing.T) {
 		}
 		require.Positive(t, r.LatencyP50)
 		requireLogsCounted(t, r)
+		// Lambda time is priced from the counts, not from the time measured
+		// against the emulators: an Agent's invocation of ten quick calls
+		// bills tens of milliseconds, under its 250 ms reply flush, whatever
+		// the machine's load made of it here.
+		gbs := 0.0
+		for fn, f := range r.Functions {
+			require.Positive(t, f.BilledMsPerInvocation, fn)
+			require.Positive(t, f.MsPerInvocation, fn)
+			if strings.HasPrefix(fn, "agent-") {
+				require.Less(t, f.BilledMsPerInvocation, 250.0, fn)
+			}
+			gbs += f.GBSecondsPerOrder
+		}
+		require.InDelta(t, gbs, r.PerOrder.LambdaGBSeconds, 1e-12)
 		require.Greater(t, r.Cost.Total, 0.0)
 		require.Less(t, r.CoordinatorsAt128MB, r.Cost.Total)
 		require.Equal(t, steps+2, r.SFN.Transitions)
