@@ -1,6 +1,9 @@
 package statestore
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"regexp"
@@ -67,7 +70,8 @@ type change struct {
 	shared    map[string]string // a value's text → its placeholder (shared by every field set to it)
 	versioned bool              // conditioned on the item's version
 	now       time.Time
-	ends      bool // it may end the task: the store sets when it expires
+	ends      bool   // it may end the task: the store sets when it expires
+	id        string // the write's own id (W): see Store.updateItem
 }
 
 func newChange(now time.Time) *change {
@@ -80,7 +84,40 @@ func newChange(now time.Time) *change {
 		now:   now,
 	}
 	c.set = append(c.set, "U = "+c.at())
+	c.id = writeID()
+	c.set = append(c.set, WriteIDAttribute+" = "+c.val("wid", str(c.id)))
 	return c
+}
+
+// WriteIDAttribute is the state item's attribute naming the last write that
+// changed it (a random id per write): a write the SDK tries again after its
+// first try was applied but its answer lost knows itself by it.
+const WriteIDAttribute = "W"
+
+// writeID is a new write's id: 64 random bits.
+func writeID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// updateItem runs in, c's UpdateItem of the order's state item. A refusal
+// by its condition whose item's write id is c's own is the write itself: an
+// earlier try of this request was applied and its answer lost (a connection
+// cut while the answer was read; the SDK tries the request again), so the
+// item as it is now is the write's outcome. Without this, a claim would
+// refuse itself and its step wait for the Supervisor, a completion would be
+// taken as stale and its reply never sent.
+func (s *Store) updateItem(ctx context.Context, c *change, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	out, err := s.db.UpdateItem(ctx, in)
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		if id, ok := ccf.Item[WriteIDAttribute].(*types.AttributeValueMemberS); ok && id.Value == c.id {
+			return &dynamodb.UpdateItemOutput{Attributes: ccf.Item}, nil
+		}
+	}
+	return out, err
 }
 
 // rec is record r's path in the expressions (R.#a, R.#b…, one alias per

@@ -60,7 +60,7 @@ func (s *Store) Claim(ctx context.Context, c Claim) (Step, error) {
 	}
 	in.ReturnValues = types.ReturnValueAllNew
 	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-	out, err := s.db.UpdateItem(ctx, in)
+	out, err := s.updateItem(ctx, ch, in)
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		return Step{}, notClaimable(ccf.Item, c)
@@ -115,7 +115,7 @@ func (s *Store) Abandon(ctx context.Context, st Step, reason string, now time.Ti
 		return err
 	}
 	in.ReturnValues = types.ReturnValueAllNew
-	out, err := s.db.UpdateItem(ctx, in)
+	out, err := s.updateItem(ctx, ch, in)
 	if isConditionFailed(err) {
 		return ErrStale
 	}
@@ -153,7 +153,7 @@ func (s *Store) update(ctx context.Context, orderID string, ch *change, what str
 	if err != nil {
 		return err
 	}
-	_, err = s.db.UpdateItem(ctx, in)
+	_, err = s.updateItem(ctx, ch, in)
 	if isConditionFailed(err) {
 		return ErrStale
 	}

@@ -33,6 +33,15 @@ func TestRetention(t *testing.T) {
 }
 
 // The documented limits, at the limit, on every engine.
+func TestALostAnswerIsTheWriteItself(t *testing.T) {
+	for name, e := range engines {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			storetest.LostAnswers(t, e.Clients.DynamoDB)
+		})
+	}
+}
+
 func TestLimits(t *testing.T) {
 	for name, e := range engines {
 		t.Run(name, func(t *testing.T) {

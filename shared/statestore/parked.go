@@ -44,7 +44,7 @@ func (s *Store) Arm(ctx context.Context, orderID string, r workflow.Ref, kind wo
 		return Step{}, nil, err
 	}
 	in.ReturnValues = types.ReturnValueAllNew
-	out, err := s.db.UpdateItem(ctx, in)
+	out, err := s.updateItem(ctx, ch, in)
 	if isConditionFailed(err) {
 		return Step{}, nil, ErrStale
 	}

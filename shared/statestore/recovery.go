@@ -27,7 +27,7 @@ func (s *Store) MarkAlerted(ctx context.Context, orderID string, r workflow.Ref,
 	if err != nil {
 		return err
 	}
-	_, err = s.db.UpdateItem(ctx, in)
+	_, err = s.updateItem(ctx, ch, in)
 	if err != nil && !isConditionFailed(err) {
 		return fmt.Errorf("mark %s/%s alerted: %w", orderID, sortKey(r), err)
 	}

@@ -241,12 +241,19 @@ func (s *Store) replace(ctx context.Context, it stateItem, read int) error {
 	if it.Events != nil && len(it.Events) == 0 {
 		av["Evt"] = emptyMap()
 	}
+	id := writeID()
+	av[WriteIDAttribute] = str(id)
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: &s.state, Item: av,
-		ConditionExpression:       aws.String("V = :version"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":version": num(int64(read))},
+		ConditionExpression:                 aws.String("V = :version"),
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":version": num(int64(read))},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if isConditionFailed(err) {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		if w, ok := ccf.Item[WriteIDAttribute].(*types.AttributeValueMemberS); ok && w.Value == id {
+			return nil // an earlier try of this write was applied, its answer lost
+		}
 		return ErrStale
 	}
 	return err

@@ -108,18 +108,20 @@ func (s *Store) Apply(ctx context.Context, snap Snapshot, w Write) (Snapshot, er
 		s.compile(ch, snap.it, w)
 		return ch
 	}
-	in, err := s.input(build(), snap.it.OrderID)
+	ch := build()
+	in, err := s.input(ch, snap.it.OrderID)
 	if errors.Is(err, ErrTooLarge) {
 		// Too many fields to name one by one: the records it changes are
 		// written whole, on the order as read.
-		in, err = s.inputWhole(build(), snap.it)
+		ch = build()
+		in, err = s.inputWhole(ch, snap.it)
 	}
 	if err != nil {
 		return snap, err
 	}
 	in.ReturnValues = types.ReturnValueAllNew
 	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-	out, err := s.db.UpdateItem(ctx, in)
+	out, err := s.updateItem(ctx, ch, in)
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		var now stateItem
