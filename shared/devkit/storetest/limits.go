@@ -38,6 +38,7 @@ func Limits(t *testing.T, db *dynamodb.Client) {
 		"AHeldOrderGoesOnWithAHundredItemsReady":          heldGoesOnWithAHundredReady,
 		"TwoStepsOfAHundredItemsAreMadeReadyAtOnce":       twoHundredReadyAtOnce,
 		"TheLargestDefinitionIsKeptWhole":                 largestDefinition,
+		"EveryKindOfWriteFitsAtTheLimits":                 everyKind,
 	} {
 		t.Run(name, func(t *testing.T) {
 			// One case at a time on an engine, to keep a loaded machine's
@@ -63,6 +64,9 @@ type measured struct {
 	update, cond     int
 	updates, refused int
 	tries            []string // attempts the SDK retried, and why
+	kind             string   // the kind of the writes now made (as)
+	kinds            map[string]*kindSize
+	order            []string // the kinds, in the order first made
 }
 
 // retried notes each attempt of a request that failed for another reason
@@ -85,6 +89,7 @@ func (m *measured) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 	m.update = max(m.update, len(aws.ToString(in.UpdateExpression)))
 	m.cond = max(m.cond, len(aws.ToString(in.ConditionExpression)))
 	m.updates++
+	m.note(len(aws.ToString(in.UpdateExpression)), len(aws.ToString(in.ConditionExpression)), 0)
 	m.mu.Unlock()
 	out, err := m.Client.UpdateItem(ctx, in, append(opts, func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, m.retried)
@@ -95,6 +100,14 @@ func (m *measured) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 		m.mu.Unlock()
 	}
 	return out, err
+}
+
+func (m *measured) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	m.mu.Lock()
+	m.cond = max(m.cond, len(aws.ToString(in.ConditionExpression)))
+	m.note(0, len(aws.ToString(in.ConditionExpression)), statestore.ItemSize(in.Item))
+	m.mu.Unlock()
+	return m.Client.PutItem(ctx, in, opts...)
 }
 
 func (m *measured) report(t *testing.T, what string) {
