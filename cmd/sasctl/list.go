@@ -106,9 +106,10 @@ read much of the table, or all of it. A page's token must be used with the same 
 			out := cmd.OutOrStdout()
 			return emit(out, t.output, page, func() {
 				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "ORDER\tWORKFLOW\tSTATE\tROUND\tCREATED\tUPDATED\tLAST ERROR")
+				fmt.Fprintln(tw, "ORDER\tWORKFLOW\tSTATE\tROUND\tCREATED\tUPDATED\tWAITING\tLAST ERROR")
 				for _, o := range page.Orders {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", o.OrderID, o.Workflow, o.State, o.Round, stamp(o.CreatedAt), stamp(o.UpdatedAt), short(o.LastError, 70))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", o.OrderID, o.Workflow, o.State, o.Round, stamp(o.CreatedAt),
+						stamp(o.UpdatedAt), flowWaiting(o), short(o.LastError, 60))
 				}
 				tw.Flush()
 				if token != "" {
@@ -127,6 +128,19 @@ read much of the table, or all of it. A page's token must be used with the same 
 	cmd.Flags().StringVar(&older, "older-than", "", "only orders created longer ago than this (10m, 1h, 2d)")
 	cmd.Flags().StringVar(&newer, "newer-than", "", "only orders created less long ago than this (10m, 1h, 2d)")
 	return cmd
+}
+
+// flowWaiting is what an order's steps wait for from their agents' flow
+// control, in a few words ("-" if nothing).
+func flowWaiting(o operator.Order) string {
+	if o.FlowWaiting == 0 {
+		return "-"
+	}
+	what := short(o.FlowWhy, 50)
+	if o.FlowWaiting > 1 {
+		what += fmt.Sprintf(" (+%d steps)", o.FlowWaiting-1)
+	}
+	return what
 }
 
 // searchArgs are the flags that repeat a search, for the next page's command.

@@ -332,6 +332,21 @@ func TestAnAgentIsPausedAndResumedFromTheConsole(t *testing.T) {
 	f, err := p.op.AgentFlow(t.Context(), "shipping")
 	require.NoError(t, err)
 	require.True(t, f.Paused)
+	// An order whose shipment is ready while its agent is paused waits, and
+	// is listed so (here and in sasctl list), not as failing.
+	require.NoError(t, p.stack.SendOrders(t.Context(), localrun.DemoOrder("paused-1", 1).JSON()))
+	waiting := regexp.MustCompile(`(?s)data-order="paused-1">.*?<td class="waiting">agent shipping is paused \(by console-test\)</td>\s*<td class="err"></td>`)
+	require.Eventually(t, func() bool { _, body := get(t, base+"/"); return waiting.MatchString(body) }, 60*time.Second,
+		200*time.Millisecond, "the orders page shows the order waiting for its paused agent")
+	listed, _, err := p.op.List(t.Context(), operator.Search{Prefix: "paused-1"}, 10, "")
+	require.NoError(t, err)
+	require.Len(t, listed, 1)
+	require.Equal(t, 1, listed[0].FlowWaiting)
+	require.Equal(t, "agent shipping is paused (by console-test)", listed[0].FlowWhy)
+	require.Empty(t, listed[0].LastError)
+	_, err = p.op.Cancel(t.Context(), "paused-1", "console-test", "done looking")
+	require.NoError(t, err)
+	p.waitState(t, "paused-1", workflow.Cancelled)
 	code, _, h = post(t, base+"/agents/shipping/resume", url.Values{"token": {tok}}, origin)
 	require.Equal(t, http.StatusSeeOther, code)
 	_, body = get(t, base+h.Get("Location"))

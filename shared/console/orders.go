@@ -35,7 +35,7 @@ type listView struct {
 	Tabs      []tab
 	State     string // the tab shown
 	InFlight  bool
-	Orders    []statestore.Task
+	Orders    []operator.Order
 	Page      string // this page's token ("" for the first)
 	Next      string // the next page's link, if any
 	CountedAt time.Time
@@ -109,13 +109,17 @@ func (s *Server) orders(w http.ResponseWriter, r *http.Request) {
 // show instead.
 func (s *Server) list(ctx context.Context, v *listView) (status int, heading, detail string) {
 	var next string
+	var tasks []statestore.Task
 	var err error
 	if v.InFlight {
-		v.Orders, next, err = s.op.InFlight(ctx, v.Search, s.cfg.PageSize, v.Page)
+		tasks, next, err = s.op.InFlight(ctx, v.Search, s.cfg.PageSize, v.Page)
 	} else {
 		search := v.Search
 		search.State = workflow.State(v.State)
-		v.Orders, next, err = s.op.ListTasks(ctx, search, s.cfg.PageSize, v.Page)
+		tasks, next, err = s.op.ListTasks(ctx, search, s.cfg.PageSize, v.Page)
+	}
+	if err == nil {
+		v.Orders, err = s.op.Views(ctx, tasks)
 	}
 	switch {
 	case errors.Is(err, statestore.ErrBadPageToken):

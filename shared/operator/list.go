@@ -3,7 +3,9 @@ package operator
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -136,11 +138,46 @@ func (o *Operator) List(ctx context.Context, s Search, limit int, next string) (
 	if err != nil {
 		return nil, "", err
 	}
+	out, err := o.Views(ctx, tasks)
+	return out, token, err
+}
+
+// Views are tasks as the views sasctl and the console show, with the steps
+// that wait for their agent's flow control.
+func (o *Operator) Views(ctx context.Context, tasks []statestore.Task) ([]Order, error) {
 	out := make([]Order, 0, len(tasks))
 	for _, t := range tasks {
 		out = append(out, OrderOf(t))
 	}
-	return out, token, nil
+	return out, o.agentWaits(ctx, tasks, out, o.Now())
+}
+
+// agentWaits marks as waiting, in orders (the views of tasks), the steps
+// ready for an agent that holds its calls now (paused, slowed by its
+// service, its rate turns queued): one read of each agent's flow control a
+// page.
+func (o *Operator) agentWaits(ctx context.Context, tasks []statestore.Task, orders []Order, now time.Time) error {
+	holds := map[string]string{}
+	for i, t := range tasks {
+		for _, agent := range slices.Sorted(maps.Keys(t.ReadyFor)) {
+			why, ok := holds[agent]
+			if !ok {
+				var err error
+				if why, err = o.agentHold(ctx, agent, now); err != nil {
+					return err
+				}
+				holds[agent] = why
+			}
+			if why == "" {
+				continue
+			}
+			if orders[i].FlowWaiting == 0 {
+				orders[i].FlowWhy = why
+			}
+			orders[i].FlowWaiting += t.ReadyFor[agent]
+		}
+	}
+	return nil
 }
 
 // InFlight lists the orders in flight (Pending or Compensating) the search

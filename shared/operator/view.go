@@ -71,6 +71,11 @@ type Order struct {
 	// hold ends (it is undone then, unless the operator decided before).
 	HeldAt    time.Time `json:"heldAt,omitzero"`
 	HeldUntil time.Time `json:"heldUntil,omitzero"`
+	// FlowWaiting counts the steps that wait for their agent's flow control
+	// (their attempt given back before its call), FlowWhy why the first
+	// waits: waiting, not failing.
+	FlowWaiting int    `json:"flowWaiting,omitempty"`
+	FlowWhy     string `json:"flowWhy,omitempty"`
 }
 
 // OrderOf is the view of a stored task.
@@ -78,7 +83,8 @@ func OrderOf(t statestore.Task) Order {
 	return Order{OrderID: t.OrderID, Workflow: t.Workflow, Version: t.Version, State: t.State, Round: t.Round,
 		Steps: t.StepCount, ReplyQueue: t.ReplyQueue, LastError: t.LastError, CreatedAt: utc(t.CreatedAt),
 		UpdatedAt: utc(t.UpdatedAt), CompletedAt: utc(t.CompletedAt), CancelledBy: t.CancelledBy,
-		CancelledAt: utc(t.CancelledAt), CancelReason: t.CancelReason, Events: t.Events, HeldAt: utc(t.HeldAt), HeldUntil: utc(t.HeldUntil)}
+		CancelledAt: utc(t.CancelledAt), CancelReason: t.CancelReason, Events: t.Events, HeldAt: utc(t.HeldAt), HeldUntil: utc(t.HeldUntil),
+		FlowWaiting: t.FlowWaiting, FlowWhy: t.FlowWhy}
 }
 
 // Record is one step or undo action of an order.

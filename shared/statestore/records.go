@@ -43,6 +43,16 @@ type Task struct {
 	HeldAt, HeldUntil time.Time
 	// Deadline is the round's deadline, then its compensation's.
 	Deadline time.Time
+	// FlowWaiting counts the steps ready again after their agent's flow
+	// control gave their attempt back before its call (a key full, a pause,
+	// a Retry-After): they wait, they did not fail. FlowWhy is why one of
+	// them (the first by its name) waits.
+	FlowWaiting int
+	FlowWhy     string
+	// ReadyFor counts, by agent, the other steps ready for a claim (their
+	// request sent, or on its way back from a delay): an agent that holds
+	// its calls (paused, slowed, its rate turns queued) makes them wait.
+	ReadyFor map[string]int
 }
 
 // Step is the record of one step of one order, or of a step's undo action.
@@ -350,13 +360,28 @@ func fromMs(v int64) time.Time {
 }
 
 func (it stateItem) task() Task {
-	steps := 0
-	for sk := range it.Recs {
+	steps, waiting, why, whySK := 0, 0, "", ""
+	var ready map[string]int
+	for sk, r := range it.Recs {
 		if !refOf(sk).Undo {
 			steps++
 		}
+		if r.State != string(workflow.Pending) || r.DueAt == 0 || r.Kind != "" || !it.runs(refOf(sk)) {
+			continue
+		}
+		if r.FlowWhy != "" {
+			waiting++
+			if whySK == "" || sk < whySK {
+				why, whySK = r.FlowWhy, sk
+			}
+		} else if r.Agent != "" {
+			if ready == nil {
+				ready = map[string]int{}
+			}
+			ready[r.Agent]++
+		}
 	}
-	return Task{OrderID: it.OrderID, Workflow: it.Workflow, Version: it.WfVersion, State: workflow.State(it.State),
+	return Task{FlowWaiting: waiting, FlowWhy: why, ReadyFor: ready, OrderID: it.OrderID, Workflow: it.Workflow, Version: it.WfVersion, State: workflow.State(it.State),
 		StepCount: steps, Round: it.Round, ReplyQueue: it.ReplyQueue, LastError: it.LastError, CreatedAt: fromMs(it.CreatedAt),
 		UpdatedAt: fromMs(it.UpdatedAt), CompletedAt: fromMs(it.CompletedAt),
 		CancelledBy: it.CxBy, CancelledAt: fromMs(it.CxAt), CancelReason: it.CxWhy, Events: it.Events, Due: fromMs(it.DueAt),

@@ -103,8 +103,19 @@ func waitingKeepsACount(t *testing.T, s *statestore.Store) {
 	require.Contains(t, recs[step1].FlowWhy, "1st in line")
 	require.Empty(t, recs[step1].LastError, "a wait is not an error")
 	require.Equal(t, 0, recs[step1].FailureCount)
+	listed := func() statestore.Task { // as sasctl list and the console's orders read it
+		tasks, _, err := s.SearchTasks(ctx, statestore.TaskFilter{}, 10, "")
+		require.NoError(t, err)
+		require.Len(t, tasks, 1)
+		return tasks[0]
+	}
+	task := listed()
+	require.Equal(t, 1, task.FlowWaiting, "listed as waiting for its flow control")
+	require.Contains(t, task.FlowWhy, "1st in line")
 	st := claimedAs(t, s, "o-1", step1, t0.Add(time.Hour))
 	require.Empty(t, st.FlowWhy, "claimed: it waits no more")
+	task = listed()
+	require.Zero(t, task.FlowWaiting, "claimed: listed as waiting no more")
 }
 
 // slotsLet records the slots a cancel lets go.
