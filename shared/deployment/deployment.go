@@ -311,6 +311,6 @@ func (d *Deployment) SupervisorParts(instanceID string) (supervisor.Config, supe
 			PickupTimeout: d.Config.Workflows.Default().PickupTimeout, BacklogDepth: d.Config.BacklogDepth,
 			// Every shard at once; the orders handled at once across them are bounded.
 			Parallel: d.Config.SupervisorParallelism, ShardParallelism: t.DeadlineShards,
-		}, supervisor.Deps{Store: d.Store(), Queues: queue.NewSender(d.Clients.SQS),
+		}, supervisor.Deps{Store: d.Store(), Queues: queue.NewSender(d.Clients.SQS), Flow: flow.NewStore(d.Clients.DynamoDB, t.StateTable()),
 			Alerts: alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), Notify: d.notifier(m, log), Metrics: m, Log: log}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/statestore"
@@ -15,16 +16,24 @@ import (
 // does. The message that starts it may wait in the scheduler queue (a
 // re-send), its agent's request queue, or the response queue of the agent
 // whose outcome made it ready (the reply the Scheduler starts it from);
-// any of them holding BacklogDepth visible messages, or any delayed one, is
-// a backlog. Below
+// any of them holding BacklogDepth visible messages is a backlog. Below
 // that, a consumer takes the message within a poll, so a record still
 // unclaimed past its pickup deadline has likely lost it. A depth it cannot
 // read counts as no backlog: a re-sent message costs only a refused claim.
 //
+// Delayed messages explain the wait only on the request queue of an agent
+// whose flow control holds its calls now (paused, or slowed by its
+// service's Retry-After): its Agent sends such a request again delayed and
+// writes nothing, so the record's own request is likely among them. Any
+// other delayed message is another order's retry after its back-off, or a
+// wait for a key's slot or a rate turn (those give their attempt back, and
+// the record's pickup clock starts when their wait ends): it never holds a
+// lost message's re-send back.
+//
 // A claimed record needs no such look: its Agent records the outcome before
 // replying, so no outcome of an attempt waits in a queue unrecorded, and an
 // attempt past its CompleteBy is judged then.
-func (s *Supervisor) backlog(ctx context.Context, d *depths, queues ...string) string {
+func (s *Supervisor) backlog(ctx context.Context, d *depths, st statestore.Step, queues ...string) string {
 	for _, u := range queues {
 		if u == "" {
 			continue
@@ -34,10 +43,10 @@ func (s *Supervisor) backlog(ctx context.Context, d *depths, queues ...string) s
 		case err != nil:
 		case n.Visible >= s.cfg.BacklogDepth:
 			return fmt.Sprintf("%s holds %d messages", queueName(u), n.Visible)
-		case n.Delayed > 0:
-			// Its agent's flow control (a rate limit, a back-off, a pause)
-			// holds calls: the record's request is likely among them.
-			return fmt.Sprintf("%s holds %d messages its agent's flow control delayed", queueName(u), n.Delayed)
+		case n.Delayed > 0 && st.Kind == workflow.KindAgent && u == s.cfg.AgentQueues[st.Agent].Requests:
+			if why := d.holds(ctx, s.d.Flow, st.Agent, s.Now()); why != "" {
+				return fmt.Sprintf("%s holds %d delayed messages: %s", queueName(u), n.Delayed, why)
+			}
 		}
 	}
 	return ""
@@ -62,9 +71,46 @@ func queueName(url string) string { return url[strings.LastIndex(url, "/")+1:] }
 // depths reads each queue's depth once per sweep, however many records and
 // shards ask for it at once.
 type depths struct {
-	queues Queues
-	mu     sync.Mutex
-	reads  map[string]*depthRead
+	queues  Queues
+	mu      sync.Mutex
+	reads   map[string]*depthRead
+	holdsOf map[string]*holdRead // by agent
+}
+
+// holdRead is one read of an agent's flow control in a sweep.
+type holdRead struct {
+	once sync.Once
+	why  string
+}
+
+// holds says why agent holds its calls now ("" if it does not, or its
+// control cannot be read: a re-send costs only a refused claim), read once
+// a sweep.
+func (d *depths) holds(ctx context.Context, f FlowControl, agent string, now time.Time) string {
+	if f == nil {
+		return ""
+	}
+	d.mu.Lock()
+	if d.holdsOf == nil {
+		d.holdsOf = map[string]*holdRead{}
+	}
+	r := d.holdsOf[agent]
+	if r == nil {
+		r = &holdRead{}
+		d.holdsOf[agent] = r
+	}
+	d.mu.Unlock()
+	r.once.Do(func() {
+		c, err := f.Control(ctx, agent)
+		switch {
+		case err != nil:
+		case c.Paused:
+			r.why = "agent " + agent + " is paused"
+		case c.SlowUntil.After(now):
+			r.why = "agent " + agent + "'s service slowed it until " + c.SlowUntil.UTC().Format(time.RFC3339)
+		}
+	})
+	return r.why
 }
 
 type depthRead struct {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -50,7 +51,47 @@ func TestABacklogExplainsOnlyAReadyStepsWait(t *testing.T) {
 		{"claimed, every queue deep", claimed, depthsOf{"q/scheduler": deep, "q/b-requests": deep, "q/b-responses": deep,
 			"q/a-responses": deep}, false},
 	} {
-		why := s.backlog(context.Background(), &depths{queues: c.q}, s.startQueues(c.st)...)
+		why := s.backlog(context.Background(), &depths{queues: c.q}, c.st, s.startQueues(c.st)...)
+		require.Equal(t, c.explained, why != "", "%s: %q", c.name, why)
+	}
+}
+
+// controls answers each agent's flow control (none: running).
+type controls map[string]flow.Control
+
+func (c controls) Control(_ context.Context, agent string) (flow.Control, error) { return c[agent], nil }
+
+// Delayed messages explain a ready step's wait only on its own agent's
+// request queue and only while that agent holds its calls (paused, or
+// slowed by its service): its Agent sends such a request again delayed and
+// writes nothing. Any other delayed message (another order's retry after
+// its back-off) never holds a lost message's re-send back: in a chaos run, a
+// lost message waited minutes behind other orders' retries.
+func TestOnlyAnAgentThatHoldsItsCallsExplainsAWaitByDelayedMessages(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	ready := statestore.Step{Agent: "b", State: workflow.Pending, ReadiedBy: "a"}
+	delayed := depthsOf{"q/b-requests": {Delayed: 3}}
+	for _, c := range []struct {
+		name      string
+		q         depthsOf
+		flow      FlowControl
+		explained bool
+	}{
+		{"delayed requests, its agent running (others' retries)", delayed, controls{}, false},
+		{"delayed requests, no flow control read", delayed, nil, false},
+		{"delayed requests, its agent paused", delayed, controls{"b": {Paused: true}}, true},
+		{"delayed requests, its agent slowed until later", delayed, controls{"b": {SlowUntil: now.Add(time.Minute)}}, true},
+		{"delayed requests, its agent's slow-down over", delayed, controls{"b": {SlowUntil: now.Add(-time.Second)}}, false},
+		{"delayed requests, another agent paused", delayed, controls{"a": {Paused: true}}, false},
+		{"delayed replies of the readying agent, it paused", depthsOf{"q/a-responses": {Delayed: 3}}, controls{"a": {Paused: true}}, false},
+		{"its agent paused, nothing delayed", depthsOf{}, controls{"b": {Paused: true}}, false},
+	} {
+		s := New(Config{BacklogDepth: 10, SchedulerQueueURL: "q/scheduler", AgentQueues: map[string]AgentQueues{
+			"a": {Requests: "q/a-requests", Responses: "q/a-responses"},
+			"b": {Requests: "q/b-requests", Responses: "q/b-responses"}}}, Deps{Flow: c.flow})
+		s.Now = func() time.Time { return now }
+		why := s.backlog(context.Background(), &depths{queues: c.q}, ready, s.startQueues(ready)...)
 		require.Equal(t, c.explained, why != "", "%s: %q", c.name, why)
 	}
 }

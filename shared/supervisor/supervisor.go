@@ -25,6 +25,7 @@ import (
 
 	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/dispatch"
+	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/queue"
@@ -56,10 +57,17 @@ type Alerter interface {
 // AgentQueues are one agent's request and response queue URLs.
 type AgentQueues struct{ Requests, Responses string }
 
+// FlowControl reads an agent's flow control (flow.Store): whether it holds
+// its calls now.
+type FlowControl interface {
+	Control(ctx context.Context, agent string) (flow.Control, error)
+}
+
 // Deps are what the Supervisor calls.
 type Deps struct {
 	Store   Store
 	Queues  Queues
+	Flow    FlowControl // nil: no agent holds its calls (delayed messages explain no wait)
 	Alerts  Alerter
 	Notify  *notify.Notifier
 	Metrics *metrics.Emitter

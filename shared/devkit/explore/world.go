@@ -141,7 +141,7 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 	}
 	w.sup = supervisor.New(supervisor.Config{SchedulerQueueURL: w.url(topo.SchedulerQueue().Name), AgentQueues: agentQueues,
 		PickupTimeout: p.def.PickupTimeout, ShardParallelism: 1, Parallel: 1},
-		supervisor.Deps{Store: w.store, Queues: w.sender, Alerts: alerts, Notify: ntf, Metrics: m, Log: log})
+		supervisor.Deps{Store: w.store, Queues: w.sender, Flow: w.flow, Alerts: alerts, Notify: ntf, Metrics: m, Log: log})
 	w.sub.Now, w.sched.Now, w.sup.Now = w.clock, w.clock, w.clock
 	w.sub.Crash, w.sched.Crash, w.sup.Crash = w.crash, w.crash, w.crash
 	return w, nil

@@ -438,3 +438,44 @@ func callbackLetsTheSlotGo(t *testing.T, faults remotesim.Faults) {
 	e.stop()
 	require.Positive(t, e.stack.Tally.Sum(metrics.FlowWaits), "the customer's calls waited for its slot")
 }
+
+// An agent paused for several pickup timeouts: each of its ready steps
+// waits, its one request sent again delayed by the Agent (nothing written),
+// and the Supervisor holds its re-sends back, since the agent holds its
+// calls (its flow control read once a sweep); resumed, every order goes on
+// and the service is called once an order.
+func TestAPausedAgentsWaitsAreHeldBackNotResent(t *testing.T) {
+	t.Parallel()
+	svc := &service{}
+	e := newEnv(t, remotesim.Faults{}, running(t, charging(svc.start(t), "")))
+	op := e.operatorOf()
+	_, err := op.PauseAgent(context.Background(), "payment", "test")
+	require.NoError(t, err)
+	var ids, bodies []string
+	for i := range 5 {
+		ids = append(ids, fmt.Sprintf("o-pz%d", i))
+		bodies = append(bodies, localrun.DemoOrder(ids[i], 1).JSON())
+	}
+	require.NoError(t, e.stack.SendOrders(context.Background(), bodies...))
+	// Each order's wait past its pickup timeout (2 s), looked at and held
+	// back at least twice by the Supervisor (every 200 ms).
+	e.eventually("every order's wait held back twice", 90*time.Second, func() bool {
+		return e.stack.Tally.Sum(metrics.WaitsHeld) >= float64(2*len(ids))
+	})
+	require.Zero(t, e.stack.Tally.Sum(metrics.MessagesResent), "nothing re-sent while the agent holds its calls")
+	for _, id := range ids {
+		require.Zero(t, e.step(id, 0).Attempt, "%s: no attempt while paused", id)
+	}
+	svc.mu.Lock()
+	require.Empty(t, svc.calls, "no call while paused")
+	svc.mu.Unlock()
+	_, err = op.ResumeAgent(context.Background(), "payment")
+	require.NoError(t, err)
+	for id, task := range e.waitEnded(ids) {
+		require.Equal(t, workflow.Processed, task.State, id)
+		require.Zero(t, e.step(id, 0).FailureCount, "%s: a pause is no failure", id)
+	}
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	require.Len(t, svc.calls, len(ids), "one call an order")
+}
