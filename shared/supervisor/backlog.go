@@ -68,19 +68,40 @@ func (s *Supervisor) startQueues(st statestore.Step) []string {
 
 func queueName(url string) string { return url[strings.LastIndex(url, "/")+1:] }
 
-// depths reads each queue's depth once per sweep, however many records and
-// shards ask for it at once.
+// depths reads each queue's depth, and each agent's flow control, once per
+// sweep, however many records and shards ask for it at once.
 type depths struct {
 	queues  Queues
-	mu      sync.Mutex
-	reads   map[string]*depthRead
-	holdsOf map[string]*holdRead // by agent
+	depths  once[queue.Depth] // by queue URL
+	holdsOf once[string]      // by agent
 }
 
-// holdRead is one read of an agent's flow control in a sweep.
-type holdRead struct {
+// once is a value read at most once per key, however many ask at once.
+type once[T any] struct {
+	mu    sync.Mutex
+	reads map[string]*read[T]
+}
+
+type read[T any] struct {
 	once sync.Once
-	why  string
+	v    T
+	err  error
+}
+
+// get is key's value, read by f on first use.
+func (o *once[T]) get(key string, f func() (T, error)) (T, error) {
+	o.mu.Lock()
+	if o.reads == nil {
+		o.reads = map[string]*read[T]{}
+	}
+	r := o.reads[key]
+	if r == nil {
+		r = &read[T]{}
+		o.reads[key] = r
+	}
+	o.mu.Unlock()
+	r.once.Do(func() { r.v, r.err = f() })
+	return r.v, r.err
 }
 
 // holds says why agent holds its calls now ("" if it does not, or its
@@ -90,46 +111,21 @@ func (d *depths) holds(ctx context.Context, f FlowControl, agent string, now tim
 	if f == nil {
 		return ""
 	}
-	d.mu.Lock()
-	if d.holdsOf == nil {
-		d.holdsOf = map[string]*holdRead{}
-	}
-	r := d.holdsOf[agent]
-	if r == nil {
-		r = &holdRead{}
-		d.holdsOf[agent] = r
-	}
-	d.mu.Unlock()
-	r.once.Do(func() {
+	why, _ := d.holdsOf.get(agent, func() (string, error) {
 		c, err := f.Control(ctx, agent)
 		switch {
 		case err != nil:
+			return "", err
 		case c.Paused:
-			r.why = "agent " + agent + " is paused"
+			return "agent " + agent + " is paused", nil
 		case c.SlowUntil.After(now):
-			r.why = "agent " + agent + "'s service slowed it until " + c.SlowUntil.UTC().Format(time.RFC3339)
+			return "agent " + agent + "'s service slowed it until " + c.SlowUntil.UTC().Format(time.RFC3339), nil
 		}
+		return "", nil
 	})
-	return r.why
-}
-
-type depthRead struct {
-	once sync.Once
-	n    queue.Depth
-	err  error
+	return why
 }
 
 func (d *depths) depth(ctx context.Context, url string) (queue.Depth, error) {
-	d.mu.Lock()
-	if d.reads == nil {
-		d.reads = map[string]*depthRead{}
-	}
-	r := d.reads[url]
-	if r == nil {
-		r = &depthRead{}
-		d.reads[url] = r
-	}
-	d.mu.Unlock()
-	r.once.Do(func() { r.n, r.err = d.queues.Depth(ctx, url) })
-	return r.n, r.err
+	return d.depths.get(url, func() (queue.Depth, error) { return d.queues.Depth(ctx, url) })
 }
