@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -192,6 +193,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if err != nil || gaveBack {
 		return err
 	}
+	let = sync.OnceFunc(let)
 	accepted := false
 	defer func() {
 		if !accepted { // an accepted async call's slot is let go by its callback, or ends at its CompleteBy
@@ -203,6 +205,12 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		ctx, deadline = h.asyncCall(ctx, st, nonce, deadline)
 	}
 	result, retried, err := h.call(h.withTurns(ctx, deadline), st, input, deadline)
+	if !action.Async {
+		// The call is over: its key's slot goes now, before its outcome is
+		// written, so that the next call of the key (its request handed
+		// on) starts a write sooner.
+		let()
+	}
 	if h.Crash != nil {
 		h.Crash("agent.after-call") // the outcome is not recorded: the Supervisor recovers the attempt at CompleteBy
 	}
