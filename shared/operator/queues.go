@@ -97,10 +97,7 @@ func (o *Operator) admit(ctx context.Context, body string) (refused, err error) 
 		}
 		def = stored
 	}
-	if _, err := def.Admit(json.RawMessage(ord.JSON())); err != nil {
-		return fmt.Errorf("order %s: %w", ord.OrderID, err), nil
-	}
-	if err := def.TimersFit(json.RawMessage(ord.JSON()), o.Now()); err != nil {
+	if _, err := def.Admit(json.RawMessage(ord.JSON()), o.Now()); err != nil {
 		return fmt.Errorf("order %s: %w", ord.OrderID, err), nil
 	}
 	return nil, nil

@@ -203,3 +203,29 @@ steps:
 	require.Equal(t, "o-8", calls[len(calls)-1].OrderID)
 	require.Equal(t, o7.At.Add(time.Hour), calls[len(calls)-1].At)
 }
+
+// The kit takes an order as Submission does: one whose timer would end
+// after its deadline is refused with the reason, not taken to fail
+// expired.
+func TestATimerPastTheDeadlineIsRefusedAsSubmissionRefusesIt(t *testing.T) {
+	k := kit(t, `name: later
+deadline: 2h
+agents:
+  shop: {endpoint: "http://shop"}
+defaults: {timeout: 5s}
+steps:
+  - name: wait-for-it
+    until: .order.at
+  - name: ship
+    agent: shop
+`)
+	_, err := k.TrySubmit(`{"orderId":"o-1","at":"2026-01-01T12:00:00Z"}`)
+	require.ErrorContains(t, err, "order o-1: step wait-for-it sleeps until 2026-01-01T12:00:00Z")
+	require.ErrorContains(t, err, "after the order's deadline")
+	o, err := k.TrySubmit(`{"orderId":"o-2","at":"2026-01-01T10:00:00Z"}`)
+	require.NoError(t, err, "within the deadline")
+	k.Handle("shop", func(sastest.Call) sastest.Answer { return sastest.OK(nil) })
+	k.Run()
+	require.Equal(t, workflow.Processed, o.State())
+	require.Equal(t, "2026-01-01T10:00:00Z", k.Calls("shop")[0].At.UTC().Format(time.RFC3339))
+}

@@ -230,10 +230,7 @@ func (k *Kit) TrySubmit(order any) (*Order, error) {
 	if _, dup := k.orders[head.OrderID]; dup {
 		return nil, fmt.Errorf("order %s submitted twice", head.OrderID)
 	}
-	if err := k.def.CheckOrder(body); err != nil {
-		return nil, fmt.Errorf("order %s: %w", head.OrderID, err)
-	}
-	items, err := k.def.Items(body)
+	items, err := k.def.Admit(body, k.now) // as Submission takes it
 	if err != nil {
 		return nil, fmt.Errorf("order %s: %w", head.OrderID, err)
 	}

@@ -182,12 +182,9 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 		return err
 	}
 	body := o.JSON()
-	items, err := def.Admit(json.RawMessage(body))
-	if err != nil {
-		return message.Invalid("order %s: %v", o.OrderID, err)
-	}
 	now := h.Now()
-	if err := def.TimersFit(json.RawMessage(body), now); err != nil {
+	items, err := def.Admit(json.RawMessage(body), now)
+	if err != nil {
 		return message.Invalid("order %s: %v", o.OrderID, err)
 	}
 	created, err := h.store.Submit(ctx, statestore.Submission{

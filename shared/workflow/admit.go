@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Lookup is the workflow an order names ("": the set's first), or an error
@@ -15,19 +16,24 @@ func (s Set) Lookup(name string) (Definition, error) {
 	return Definition{}, fmt.Errorf("workflow %q is not one this deployment runs (%s)", name, strings.Join(s.Names(), ", "))
 }
 
-// Admit checks an order (its JSON) as Submission does before it stores it:
-// against the workflow's schema, then for the items its forEach steps run
-// over, whose counts it returns (by step index). The error names the
-// order's field at fault, or says why the order cannot run the workflow.
-// Submission runs it on each order it takes; sasctl submit, on each it
-// sends, so that what Submission would refuse is not sent.
-func (d Definition) Admit(order json.RawMessage) (map[int]int, error) {
+// Admit checks an order (its JSON) submitted at as Submission does before
+// it stores it: against the workflow's schema, then for the items its
+// forEach steps run over, whose counts it returns (by step index), then its
+// timers against its deadline (TimersFit). The error names the order's
+// field at fault, or says why the order cannot run the workflow. Submission
+// runs it on each order it takes; sasctl submit, on each it sends, so that
+// what Submission would refuse is not sent; the test kit (sastest), on each
+// a test submits.
+func (d Definition) Admit(order json.RawMessage, at time.Time) (map[int]int, error) {
 	if err := d.CheckOrder(order); err != nil {
 		return nil, err
 	}
 	items, err := d.Items(order)
 	if err != nil {
 		return nil, fmt.Errorf("cannot run workflow %s: %w", d.Name, err)
+	}
+	if err := d.TimersFit(order, at); err != nil {
+		return nil, err
 	}
 	return items, nil
 }
