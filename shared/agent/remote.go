@@ -119,16 +119,34 @@ func (r *HTTPRemote) Apply(ctx context.Context, action, key string, payload []by
 			r.Service, s, retryAfter, text)}
 	case r.transient(s):
 		return nil, fmt.Errorf("%s answered HTTP %d (transient): %s", r.Service, s, text)
+	case s == http.StatusNotFound || s == http.StatusMethodNotAllowed:
+		// Most often the endpoint is not the service's base URL: say where
+		// the call went (without a query, which may carry a secret).
+		u, _ := url.Parse(r.url(action))
+		if u != nil {
+			u.RawQuery, u.User = "", nil
+		}
+		return nil, &PermanentError{Status: s, Body: fmt.Sprintf("%s (POST %s: an action is POSTed to the agent's endpoint/ACTION; "+
+			"is %s's endpoint its service's base URL?)", text, u, r.Service)}
 	default:
 		return nil, &PermanentError{Status: s, Body: text}
 	}
 }
 
+// url is where action is POSTed: under the endpoint's path, its query
+// kept (a service that takes a code in its query, as some do).
+func (r *HTTPRemote) url(action string) string {
+	u, err := url.Parse(r.Endpoint)
+	if err != nil { // a loaded endpoint is a URL (workflow.Agent's check)
+		return strings.TrimSuffix(r.Endpoint, "/") + "/" + url.PathEscape(action)
+	}
+	return u.JoinPath(action).String()
+}
+
 // post makes the call: its status, its body (one byte past the largest
 // result limit at most), and how long its Retry-After asks to wait (0: none).
 func (r *HTTPRemote) post(ctx context.Context, action, key string, payload []byte) (int, []byte, time.Duration, error) {
-	u := strings.TrimSuffix(r.Endpoint, "/") + "/" + url.PathEscape(action)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(payload))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url(action), bytes.NewReader(payload))
 	if err != nil {
 		return 0, nil, 0, fmt.Errorf("build request to %s: %w", r.Service, err)
 	}

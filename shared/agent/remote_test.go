@@ -66,3 +66,28 @@ func TestHTTPRemoteRefusesTheStepForTheStatusesTheWorkflowLists(t *testing.T) {
 	_, err := noAuth.Apply(context.Background(), "403", "o-1/charge", []byte(`{}`))
 	require.True(t, agent.IsPermanent(err), "without credentials a 403 refuses the step")
 }
+
+// A 404 (or 405) refuses the step and says where the call went, without
+// the endpoint's query, which may carry a secret: most often the endpoint
+// is not the service's base URL (an action is POSTed under it).
+func TestANotFoundSaysWhereTheCallWent(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	r := &agent.HTTPRemote{Endpoint: srv.URL + "/validate?token=s3cret", Service: "checks", Client: srv.Client()}
+	_, err := r.Apply(context.Background(), "validate", "o-1/validate", []byte(`{}`))
+	require.True(t, agent.IsPermanent(err))
+	require.ErrorContains(t, err, "remote refused the request permanently (HTTP 404): 404 page not found (POST "+srv.URL+
+		"/validate/validate: an action is POSTed to the agent's endpoint/ACTION; is checks's endpoint its service's base URL?)")
+	require.NotContains(t, err.Error(), "s3cret")
+}
+
+// An endpoint's query stays a query: the action goes under its path.
+func TestAnEndpointsQueryIsKept(t *testing.T) {
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.URL.String() }))
+	t.Cleanup(srv.Close)
+	r := &agent.HTTPRemote{Endpoint: srv.URL + "/api/?code=abc", Service: "checks", Client: srv.Client()}
+	_, err := r.Apply(context.Background(), "validate", "o-1/validate", []byte(`{}`))
+	require.NoError(t, err)
+	require.Equal(t, "/api/validate?code=abc", got)
+}
