@@ -185,7 +185,7 @@ func cancelWhat(res statestore.Cancellation) string {
 	case res.Verdict == workflow.CancelAwaits:
 		return "a step is running: its outcome is awaited, then the completed steps are undone and it ends Cancelled"
 	case res.State == workflow.Cancelled:
-		return fmt.Sprintf("step %s will not run; nothing had completed: it ended Cancelled", res.Stopped)
+		return fmt.Sprintf("step %s will not run; nothing completed has anything to undo: it ended Cancelled", res.Stopped)
 	default:
 		return fmt.Sprintf("step %s will not run; the completed steps are being undone, then it ends Cancelled", res.Stopped)
 	}
