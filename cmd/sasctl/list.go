@@ -138,7 +138,7 @@ func flowWaiting(o operator.Order) string {
 	}
 	what := short(o.FlowWhy, 50)
 	if o.FlowWaiting > 1 {
-		what += fmt.Sprintf(" (+%d steps)", o.FlowWaiting-1)
+		what += fmt.Sprintf(" (+%d more)", o.FlowWaiting-1)
 	}
 	return what
 }
