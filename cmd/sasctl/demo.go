@@ -25,6 +25,7 @@ type demoFlags struct {
 	latency, timeout            time.Duration
 	seed                        uint64
 	runDir, cacheDir            string
+	queues                      string
 }
 
 func demoCmd() *cobra.Command {
@@ -61,12 +62,16 @@ effect applied twice. make run runs it.`,
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the simulator's random faults")
 	fs.StringVar(&f.runDir, "run-dir", ".run", "where logs go")
 	fs.StringVar(&f.cacheDir, "cache-dir", defaultCacheDir(), "where DynamoDB Local is installed on first use")
+	queuesFlag(fs, &f.queues)
 	f.bind(fs, localSettings...)
 	return cmd
 }
 
 // validate says what is wrong with the flags, before anything starts.
 func (f demoFlags) validate() error {
+	if err := checkQueues(f.queues); err != nil {
+		return err
+	}
 	switch {
 	case f.orders < 1 || f.orders > 100_000:
 		return usageErrorf("--orders must be 1..100000")
@@ -100,6 +105,11 @@ func runDemo(ctx context.Context, f demoFlags, out io.Writer) error {
 		return err
 	}
 	defer stopDDB()
+	queuesEndpoint, stopQueues, err := localQueues(f.queues, 0, out)
+	if err != nil {
+		return err
+	}
+	defer stopQueues()
 
 	sim := remotesim.New(f.seed)
 	sim.SetFaults("", remotesim.Faults{Latency: f.latency, TransientRate: f.transient, StallRate: f.stall, PermanentRate: f.permanent})
@@ -115,7 +125,7 @@ func runDemo(ctx context.Context, f demoFlags, out io.Writer) error {
 		return err
 	}
 	defer logf.Close()
-	o.Endpoint, o.DynamoDBEndpoint, o.RemoteURL = endpoint, dynamodbEndpoint, srv.URL
+	o.Endpoint, o.DynamoDBEndpoint, o.QueuesEndpoint, o.RemoteURL = endpoint, dynamodbEndpoint, queuesEndpoint, srv.URL
 	stack, err := demoStack(ctx, o, logf, out)
 	if err != nil {
 		return err

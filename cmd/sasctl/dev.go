@@ -25,6 +25,8 @@ type devFlags struct {
 	runDir, cacheDir, listen string
 	otlp                     string // the OTLP/HTTP collector the spans go to ("": OTEL_EXPORTER_OTLP_ENDPOINT's, if set)
 	motoPort, dynamodbPort   int
+	queues                   string // --queues: moto or in-process
+	queuesPort               int
 	seed                     uint64
 	faults                   faultFlags
 }
@@ -34,6 +36,7 @@ type devFlags struct {
 const (
 	devMotoPort     = 4566 // LocalStack's edge port: clients configured for one find the other
 	devDynamoDBPort = 8000 // DynamoDB Local's own default
+	devQueuesPort   = 9324 // the in-process queues' (--queues in-process): ElasticMQ's, the usual local SQS port
 	devConsole      = "127.0.0.1:8090"
 )
 
@@ -65,6 +68,8 @@ runs it.`,
 	fs.StringVar(&f.listen, "listen", devConsole, "the console's address (127.0.0.1 only; PORT 0 for a free one)")
 	fs.IntVar(&f.motoPort, "moto-port", devMotoPort, "moto_server's port on 127.0.0.1 (0 for a free one)")
 	fs.IntVar(&f.dynamodbPort, "dynamodb-port", devDynamoDBPort, "DynamoDB Local's port on 127.0.0.1 (0 for a free one)")
+	queuesFlag(fs, &f.queues)
+	fs.IntVar(&f.queuesPort, "queues-port", devQueuesPort, "the in-process queues' port on 127.0.0.1 (--queues in-process; 0 for a free one)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the simulator's random faults")
 	fs.StringVar(&f.otlp, "otlp", "", "send each order's trace over OTLP/HTTP to the OpenTelemetry collector at this URL (Jaeger's http://127.0.0.1:4318); "+
 		"sets "+tracing.EndpointEnv+", which the other OTEL_ variables (headers, sampler, service name) go with")
@@ -76,7 +81,10 @@ runs it.`,
 
 // validate says what is wrong with the flags, before anything starts.
 func (f devFlags) validate() error {
-	for name, p := range map[string]int{"--moto-port": f.motoPort, "--dynamodb-port": f.dynamodbPort} {
+	if err := checkQueues(f.queues); err != nil {
+		return err
+	}
+	for name, p := range map[string]int{"--moto-port": f.motoPort, "--dynamodb-port": f.dynamodbPort, "--queues-port": f.queuesPort} {
 		if p < 0 || p > 65535 {
 			return usageErrorf("%s %d is not a port (0 for a free one)", name, p)
 		}
@@ -173,6 +181,9 @@ func (d *devRun) exports() [][2]string {
 	out := [][2]string{{"AWS_ENDPOINT_URL", d.state.Endpoint}}
 	if d.state.DynamoDBEndpoint != "" {
 		out = append(out, [2]string{"AWS_ENDPOINT_URL_DYNAMODB", d.state.DynamoDBEndpoint})
+	}
+	if d.state.QueuesEndpoint != "" {
+		out = append(out, [][2]string{{"AWS_ENDPOINT_URL_SQS", d.state.QueuesEndpoint}, {"AWS_ENDPOINT_URL_SNS", d.state.QueuesEndpoint}}...)
 	}
 	out = append(out, [][2]string{{"AWS_REGION", region}, {"AWS_DEFAULT_REGION", region},
 		{"AWS_ACCESS_KEY_ID", "test"}, {"AWS_SECRET_ACCESS_KEY", "test"},

@@ -31,7 +31,8 @@ type devState struct {
 	Token            string         `json:"token"`
 	Endpoint         string         `json:"endpoint"`
 	DynamoDBEndpoint string         `json:"dynamodbEndpoint,omitempty"`
-	Processes        map[string]int `json:"processes,omitempty"` // started, by name: their PIDs
+	QueuesEndpoint   string         `json:"queuesEndpoint,omitempty"` // SQS and SNS served in process (--queues in-process)
+	Processes        map[string]int `json:"processes,omitempty"`      // started, by name: their PIDs
 }
 
 func devStatePath(runDir string) string { return filepath.Join(runDir, "dev.json") }

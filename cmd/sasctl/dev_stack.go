@@ -63,6 +63,9 @@ func (d *devRun) start(ctx context.Context) error {
 	if err := d.emulators(ctx, &o); err != nil {
 		return err
 	}
+	if err := d.queues(&o); err != nil {
+		return err
+	}
 	if err := d.simulator(&o); err != nil {
 		return err
 	}
@@ -106,6 +109,19 @@ func (d *devRun) emulators(ctx context.Context, o *localrun.Options) error {
 		filepath.Join(dbDir, emulator.DynamoDBLocalFile), ddb.LogPath)
 	d.state.Endpoint, d.state.DynamoDBEndpoint = moto.Endpoint, ddb.Endpoint
 	o.Endpoint, o.DynamoDBEndpoint = moto.Endpoint, ddb.Endpoint
+	return nil
+}
+
+// queues starts the in-process queues if --queues asks for them.
+func (d *devRun) queues(o *localrun.Options) error {
+	endpoint, stop, err := localQueues(d.flags.queues, d.flags.queuesPort, d.out)
+	if err != nil {
+		return err
+	}
+	if endpoint != "" {
+		d.later(func() { stop(); fmt.Fprintln(d.out, "stopped the in-process queues") })
+	}
+	d.state.QueuesEndpoint, o.QueuesEndpoint = endpoint, endpoint
 	return nil
 }
 
@@ -259,7 +275,10 @@ func (d *devRun) sayResources(ctx context.Context, logPath string) error {
 		tables = "found again, with the orders of an earlier run"
 	}
 	where := "moto keeps them in memory: a restart recreates them empty"
-	if len(d.state.Processes) == 0 {
+	switch {
+	case d.state.QueuesEndpoint != "":
+		where = "served in process, in memory: a restart recreates them empty"
+	case len(d.state.Processes) == 0:
 		where = "kept by the emulator at AWS_ENDPOINT_URL"
 	}
 	t := d.stack.Topology()

@@ -90,7 +90,8 @@ func TestDevServesUntilInterruptedAndLeavesNoProcess(t *testing.T) {
 	bin, runDir := buildSasctl(t), t.TempDir()
 	examples := filepath.Join("..", "..", "shared", "workflow", "examples")
 	ledger, ownFile := ownService(t)
-	d := startDev(t, bin, runDir, "--workflows", filepath.Join(examples, "order.yaml")+","+filepath.Join(examples, "single.yaml")+","+ownFile)
+	workflows := filepath.Join(examples, "order.yaml") + "," + filepath.Join(examples, "single.yaml") + "," + ownFile
+	d := startDev(t, bin, runDir, "--workflows", workflows)
 	env := d.pastedEnv()
 	for _, prefix := range []string{"export AWS_ENDPOINT_URL=http://127.0.0.1:", "export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:",
 		"export AWS_REGION=", "export AWS_ACCESS_KEY_ID=test", "export AWS_SECRET_ACCESS_KEY=test", "export SAS_PREFIX=sas",
@@ -118,11 +119,20 @@ func TestDevServesUntilInterruptedAndLeavesNoProcess(t *testing.T) {
 	require.Contains(t, out, "another sasctl dev runs from "+runDir)
 
 	d.requireStopsEverything()
-	// The tables survive a restart: the orders are found again.
-	again := startDev(t, bin, runDir)
+	// The tables survive a restart: the orders are found again. This time
+	// the queues are served in process: boto3 and sasctl reach them with only
+	// the printed lines (AWS_ENDPOINT_URL_SQS and _SNS among them).
+	again := startDev(t, bin, runDir, "--workflows", workflows, "--queues", "in-process", "--queues-port", "0")
 	require.Contains(t, again.waitLine("resources ready: ", time.Second), "found again")
-	st, _ := orderState(t, bin, again.pastedEnv(), "dev-go-1")
+	env = again.pastedEnv()
+	st, _ := orderState(t, bin, env, "dev-go-1")
 	require.Equal(t, "Processed", st)
+	again.waitLine("export AWS_ENDPOINT_URL_SQS=http://127.0.0.1:", time.Second)
+	sendWithBoto3(t, env, "dev-boto-2")
+	require.Eventually(t, func() bool {
+		st, _ := orderState(t, bin, env, "dev-boto-2")
+		return st == "Processed"
+	}, 60*time.Second, 200*time.Millisecond, "an order through the in-process queues reaches Processed")
 	again.requireStopsEverything()
 }
 
@@ -158,6 +168,7 @@ func TestDevRefusesBadFlagsBeforeStartingAnything(t *testing.T) {
 		`invalid argument "0" for "--supervisor-rate" flag: must be at least 1ms, not 0s`: {"dev", "--supervisor-rate", "0"},
 		"transient: 2 is not a share from 0 to 1":                                         {"dev", "--transient", "2"},
 		"--moto-port 70000 is not a port":                                                 {"dev", "--moto-port", "70000"},
+		"--queues sqlite: want moto or in-process":                                        {"dev", "--queues", "sqlite"},
 		"the console listens on 127.0.0.1 only":                                           {"dev", "--listen", "0.0.0.0:8090"},
 		`unknown command "now"`:                                                           {"dev", "now"},
 		"--otlp 127.0.0.1:4318 is not an http(s) URL":                                     {"dev", "--otlp", "127.0.0.1:4318"},

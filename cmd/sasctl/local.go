@@ -8,8 +8,11 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/pflag"
+
 	"github.com/sas-go/sas/shared/devkit/emulator"
 	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/devkit/sqsmem"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -47,6 +50,41 @@ func localEndpoint(ctx context.Context, runDir string, out io.Writer) (endpoint 
 	}
 	fmt.Fprintf(out, "moto_server started on %s (pid %d, log %s)\n", moto.Endpoint, moto.PID(), moto.LogPath)
 	return moto.Endpoint, func() { _ = moto.Stop() }, nil
+}
+
+// Who serves a local stack's queues (SQS, and the SNS topic of its alerts):
+// --queues.
+const (
+	queuesMoto      = "moto"
+	queuesInProcess = "in-process"
+)
+
+// queuesFlag registers --queues on fs, into kind.
+func queuesFlag(fs *pflag.FlagSet, kind *string) {
+	fs.StringVar(kind, "queues", queuesMoto, "who serves the queues (SQS, and SNS for the alerts): "+queuesMoto+
+		", or "+queuesInProcess+" (in this process, in Go, in memory; moto still serves Secrets Manager and SSM)")
+}
+
+// checkQueues says what is wrong with --queues.
+func checkQueues(kind string) error {
+	if kind != queuesMoto && kind != queuesInProcess {
+		return usageErrorf("--queues %s: want %s or %s", kind, queuesMoto, queuesInProcess)
+	}
+	return nil
+}
+
+// localQueues starts the in-process queues on 127.0.0.1:port (0: a free
+// port) if kind asks for them: endpoint is theirs, or "" for moto's.
+func localQueues(kind string, port int, out io.Writer) (endpoint string, stop func(), err error) {
+	if kind != queuesInProcess {
+		return "", func() {}, nil
+	}
+	mem, err := sqsmem.Listen(fmt.Sprintf("127.0.0.1:%d", port), sqsmem.Options{})
+	if err != nil {
+		return "", nil, err
+	}
+	fmt.Fprintf(out, "queues (SQS, and SNS for the alerts) served in process on %s, in memory\n", mem.Endpoint)
+	return mem.Endpoint, func() { _ = mem.Close() }, nil
 }
 
 // localDynamoDB starts DynamoDB Local for the state store (installed into

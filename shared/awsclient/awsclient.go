@@ -31,6 +31,10 @@ type Options struct {
 	// DynamoDBEndpoint, when set, is used for DynamoDB instead (another
 	// emulator, e.g. DynamoDB Local, which reports consumed capacity).
 	DynamoDBEndpoint string
+	// QueuesEndpoint, when set, is used for SQS and SNS instead (the
+	// in-process queues of shared/devkit/sqsmem, which also serve the SNS
+	// topics that deliver to them).
+	QueuesEndpoint string
 	// Emulated marks an emulator target: a default region and dummy
 	// credentials are used when none are configured, and response checksum
 	// validation is off (DynamoDB Local's error responses fail it).
@@ -82,8 +86,16 @@ func Load(ctx context.Context, o Options) (*Clients, error) {
 				d.BaseEndpoint = aws.String(o.DynamoDBEndpoint)
 			}
 		}),
-		SQS: sqs.NewFromConfig(cfg),
-		SNS: sns.NewFromConfig(cfg),
+		SQS: sqs.NewFromConfig(cfg, func(q *sqs.Options) {
+			if o.QueuesEndpoint != "" {
+				q.BaseEndpoint = aws.String(o.QueuesEndpoint)
+			}
+		}),
+		SNS: sns.NewFromConfig(cfg, func(n *sns.Options) {
+			if o.QueuesEndpoint != "" {
+				n.BaseEndpoint = aws.String(o.QueuesEndpoint)
+			}
+		}),
 	}, nil
 }
 

@@ -36,6 +36,7 @@ import (
 type Options struct {
 	Endpoint         string            // the emulator; "" lets the SDK read AWS_ENDPOINT_URL
 	DynamoDBEndpoint string            // a separate DynamoDB emulator (e.g. DynamoDB Local), if any
+	QueuesEndpoint   string            // separate SQS and SNS (the in-process queues of sqsmem), if any
 	Meter            *accounting.Meter // counts every AWS request by function, if set
 	BatchSize        int               // messages per invocation, like an event source mapping's (default 10)
 	Prefix           string            // resource name prefix (default deployment.DefaultPrefix)
@@ -101,7 +102,7 @@ type Stack struct {
 // New provisions the resources (idempotently) and composes the handlers.
 func New(ctx context.Context, o Options) (*Stack, error) {
 	o = o.withDefaults()
-	copts := awsclient.Options{Endpoint: o.Endpoint, DynamoDBEndpoint: o.DynamoDBEndpoint, Emulated: true}
+	copts := awsclient.Options{Endpoint: o.Endpoint, DynamoDBEndpoint: o.DynamoDBEndpoint, QueuesEndpoint: o.QueuesEndpoint, Emulated: true}
 	if o.Meter != nil {
 		copts.APIOptions = append(copts.APIOptions, o.Meter.AddTo)
 	}

@@ -30,7 +30,7 @@ func TestConformance(t *testing.T) {
 	for name, tg := range targets {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			c, err := awsclient.Load(context.Background(), awsclient.Options{Endpoint: tg.endpoint, Emulated: true})
+			c, err := awsclient.Load(context.Background(), awsclient.Options{Endpoint: tg.endpoint, QueuesEndpoint: tg.endpoint, Emulated: true})
 			require.NoError(t, err)
 			sqsconf.Run(t, sqsconf.Target{SQS: c.SQS, SNS: c.SNS, Gaps: tg.gaps})
 		})

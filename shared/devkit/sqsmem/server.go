@@ -125,10 +125,11 @@ func (l *Listening) Close() error {
 	return nil
 }
 
-// newID returns a random id in the UUID format SQS uses for message ids.
+// newID returns a random UUID, the format of SQS's message ids.
 func newID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
+	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80 // version 4, RFC 4122 variant
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }

@@ -38,8 +38,13 @@ func (s *Server) serveSNS(w http.ResponseWriter, r *http.Request) {
 		result, err = s.subscribe(r)
 	case "Publish":
 		result, err = s.publish(r)
+	case "":
+		err = fmt.Errorf("no Action: SQS is served in its JSON protocol only (X-Amz-Target: AmazonSQS.*), SNS in its query protocol")
 	default:
-		err = fmt.Errorf("the action %q is not served in process (only CreateTopic, Subscribe and Publish)", action)
+		err = fmt.Errorf("the action %q is not served in process (SNS: only CreateTopic, Subscribe and Publish)", action)
+		if operations[action] != nil {
+			err = fmt.Errorf("SQS's %s in the query protocol is not served in process: use a client that speaks SQS's JSON protocol (AWS SDK for Go v2, a 2024 or later boto3 or AWS CLI)", action)
+		}
 	}
 	if err != nil {
 		writeSNSError(w, "InvalidParameter", err.Error())

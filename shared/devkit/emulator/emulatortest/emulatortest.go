@@ -11,6 +11,7 @@ import (
 
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/devkit/emulator"
+	"github.com/sas-go/sas/shared/devkit/sqsmem"
 )
 
 // CacheDir is where installed emulators and logs go: $SAS_CACHE_DIR, or
@@ -53,6 +54,35 @@ func DynamoDBLocal(ctx context.Context) (*emulator.Process, error) {
 	return emulator.StartDynamoDBLocal(ctx, CacheDir(), logDir())
 }
 
+// QueuesEnv chooses the queues of a test binary: "in-process" serves SQS and
+// SNS from shared/devkit/sqsmem in the test process (Queues sets the SDK's
+// AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL_SNS to it, which take precedence
+// over every client's base endpoint); unset or "moto", moto serves them.
+const QueuesEnv = "SAS_TEST_QUEUES"
+
+// Queues starts the in-process queues if QueuesEnv asks for them, and points
+// the SDK's SQS and SNS clients of this process (and of the processes it
+// starts) at them; stop stops them.
+func Queues() (stop func(), err error) {
+	switch v := os.Getenv(QueuesEnv); v {
+	case "", "moto":
+		return func() {}, nil
+	case "in-process":
+	default:
+		return nil, fmt.Errorf("%s=%q: want in-process or moto", QueuesEnv, v)
+	}
+	mem, err := sqsmem.Listen("", sqsmem.Options{})
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_SNS"} {
+		if err := os.Setenv(k, mem.Endpoint); err != nil {
+			return nil, fmt.Errorf("set %s: %w", k, err)
+		}
+	}
+	return func() { _ = mem.Close() }, nil
+}
+
 // MainWithMoto is a TestMain body: it starts moto (or uses AWS_ENDPOINT_URL),
 // sets *endpoint, runs the tests and stops moto; it returns the exit code.
 func MainWithMoto(m *testing.M, endpoint *string) int {
@@ -61,6 +91,11 @@ func MainWithMoto(m *testing.M, endpoint *string) int {
 		return Fail(err)
 	}
 	defer p.Stop()
+	stopQueues, err := Queues()
+	if err != nil {
+		return Fail(err)
+	}
+	defer stopQueues()
 	*endpoint = p.Endpoint
 	return m.Run()
 }
@@ -74,6 +109,11 @@ func MainWithMotoAndDynamoDBLocal(m *testing.M, moto, dynamodb *string) int {
 		return Fail(err)
 	}
 	defer p.Stop()
+	stopQueues, err := Queues()
+	if err != nil {
+		return Fail(err)
+	}
+	defer stopQueues()
 	if os.Getenv("AWS_ENDPOINT_URL") != "" {
 		*moto = p.Endpoint
 		return m.Run()
@@ -110,6 +150,11 @@ func MainWithEngines(m *testing.M, engines map[string]Engine) int {
 		return Fail(err)
 	}
 	defer moto.Stop()
+	stopQueues, err := Queues()
+	if err != nil {
+		return Fail(err)
+	}
+	defer stopQueues()
 	ddb, err := DynamoDBLocal(ctx)
 	if err != nil {
 		return Fail(err)
