@@ -16,11 +16,12 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// LostAnswers runs on db the writes an Agent and the Scheduler make, each
-// applied by the engine but its answer lost on the way back (a connection
-// cut while the answer was read: the SDK sends the request again, and its
-// condition then fails on the write's own outcome). Each must still be the
-// write: a claim that refused itself would leave its step to the
+// LostAnswers runs on db the writes Submission, an Agent and the Scheduler
+// make, each applied by the engine but its answer lost on the way back (a
+// connection cut while the answer was read: the SDK sends the request
+// again, and its condition then fails on the write's own outcome). Each
+// must still be the write: a submission taken as a duplicate would start
+// nothing, a claim that refused itself would leave its step to the
 // Supervisor's recovery, a completion taken as stale would never send its
 // reply. (Seen on DynamoDB Local on a loaded machine: "deserialization
 // failed, read tcp …: use of closed network connection", then a claim of a
@@ -35,30 +36,34 @@ func LostAnswers(t *testing.T, db *dynamodb.Client) {
 	s := statestore.New(client, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
 	ctx := context.Background()
 	d := def(3)
-	_, err := s.Submit(ctx, statestore.Submission{OrderID: "o-lost", Order: `{"orderId":"o-lost"}`, Workflow: d, Now: t0})
+	require.NoError(t, s.PutDefinition(ctx, d))
+	lossy.lose(1)
+	created, err := s.Submit(ctx, statestore.Submission{OrderID: "o-lost", Order: `{"orderId":"o-lost"}`, Workflow: d, Now: t0})
 	require.NoError(t, err)
+	require.Equal(t, 1, lossy.lost(), "the submission's answer was lost")
+	require.True(t, created, "a submission whose answer was lost is the submission (its transaction's token)")
 
 	lossy.lose(1)
 	st, err := claim(ctx, s, "o-lost", step0, "agent-1", t0)
 	require.NoError(t, err, "a claim whose answer was lost is the claim")
-	require.Equal(t, 1, lossy.lost(), "the first answer was lost")
+	require.Equal(t, 2, lossy.lost(), "the claim's answer was lost")
 	require.Equal(t, workflow.Processing, st.State)
 	require.Equal(t, 1, st.Attempt, "claimed once")
 
 	lossy.lose(1)
 	require.NoError(t, s.Accept(ctx, st, t0.Add(time.Second)), "an acceptance whose answer was lost")
-	require.Equal(t, 2, lossy.lost())
+	require.Equal(t, 3, lossy.lost())
 
 	lossy.lose(1)
 	r := finish(t, s, d, st, "", t0.Add(2*time.Second)) // fails the test if taken as stale
-	require.Equal(t, 3, lossy.lost())
+	require.Equal(t, 4, lossy.lost())
 	require.Equal(t, []workflow.Ref{step1}, r.Ready, "the completion's next step, made ready once")
 
 	next, err := claim(ctx, s, "o-lost", step1, "agent-1", t0.Add(3*time.Second))
 	require.NoError(t, err)
 	lossy.lose(1)
 	require.NoError(t, s.Abandon(ctx, next, "no answer", t0.Add(4*time.Second)), "an abandon whose answer was lost")
-	require.Equal(t, 4, lossy.lost())
+	require.Equal(t, 5, lossy.lost())
 	_, recs, err := s.Load(ctx, "o-lost")
 	require.NoError(t, err)
 	for _, rec := range recs {
@@ -70,7 +75,7 @@ func LostAnswers(t *testing.T, db *dynamodb.Client) {
 }
 
 // losing is an HTTP client that, when armed, loses the answers of writes
-// (UpdateItem, PutItem) the engine applied.
+// (UpdateItem, PutItem, TransactWriteItems) the engine applied.
 type losing struct {
 	next        dynamodb.HTTPClient
 	mu          sync.Mutex
@@ -86,7 +91,8 @@ func (l *losing) Do(r *http.Request) (*http.Response, error) {
 	resp, err := l.next.Do(r)
 	target := r.Header.Get("X-Amz-Target")
 	if err != nil || resp.StatusCode != http.StatusOK ||
-		!(strings.HasSuffix(target, ".UpdateItem") || strings.HasSuffix(target, ".PutItem")) {
+		!(strings.HasSuffix(target, ".UpdateItem") || strings.HasSuffix(target, ".PutItem") ||
+			strings.HasSuffix(target, ".TransactWriteItems")) {
 		return resp, err
 	}
 	l.mu.Lock()
