@@ -26,6 +26,7 @@ type benchFlags struct {
 	examples, batches, results            string
 	runDir, cacheDir, jsonPath, chartPath string
 	output                                output
+	queues                                string // --queues: moto or in-process
 }
 
 func benchCmd() *cobra.Command {
@@ -61,6 +62,7 @@ moves with the machine's load; it is printed beside). It writes the result as JS
 	fs.StringVar(&f.cacheDir, "cache-dir", defaultCacheDir(), "where DynamoDB Local is installed")
 	fs.StringVar(&f.jsonPath, "json", ".run/bench.json", "write the result as JSON here (\"\" for none)")
 	fs.StringVar(&f.chartPath, "chart", ".run/bench.svg", "write the chart (SVG) here (\"\" for none)")
+	queuesFlag(fs, &f.queues)
 	outputFlag(cmd, &f.output)
 	f.bind(fs, "batchWindowSeconds")
 	return cmd
@@ -83,6 +85,9 @@ func (f *benchFlags) parse() error {
 	}
 	if p.Orders < 1 {
 		return errors.New("--orders must be at least 1")
+	}
+	if err := checkQueues(f.queues); err != nil {
+		return err
 	}
 	return nil
 }
@@ -115,6 +120,12 @@ func runBench(ctx context.Context, f benchFlags, stdout, stderr io.Writer) error
 	}
 	defer stop()
 	f.plan.Endpoint = endpoint
+	queues, stopQueues, err := localQueues(f.queues, 0, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopQueues()
+	f.plan.QueuesEndpoint = queues
 	// DynamoDB Local reports the units per table and index (the meter prices
 	// them as DynamoDB bills, see accounting.NewForDynamoDBLocal). An
 	// AWS_ENDPOINT_URL (LocalStack, which runs DynamoDB Local) serves it all.

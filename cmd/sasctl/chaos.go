@@ -27,6 +27,7 @@ type chaosFlags struct {
 	runDir, cacheDir        string
 	output                  output
 	dynamodbLocal, noFaults bool
+	queues                  string // --queues: moto or in-process
 	flow                    flowFlags
 }
 
@@ -76,6 +77,9 @@ flow control's own invariants are checked too.`,
 			if p.Orders < 1 {
 				return usageErrorf("--orders must be at least 1")
 			}
+			if err := checkQueues(f.queues); err != nil {
+				return err
+			}
 			p.Settings, p.SupervisorEvery, p.BatchWindow = f.Overrides, f.SupervisorRate, f.Topology.BatchWindow
 			if err := f.flow.plan(&p); err != nil {
 				return err
@@ -100,8 +104,9 @@ flow control's own invariants are checked too.`,
 	fs.Float64Var(&f.flow.hold, "flow-hold", chaos.DefaultFlow().Hold, "with --flow: share of the flow shapes' steps that hold the order on failure")
 	fs.Float64Var(&f.flow.refuse, "flow-refuse", chaos.DefaultFlow().Refuse, "with --flow: share of the flow agents' actions refused for good")
 	fs.StringVar(&f.runDir, "run-dir", ".run", "where logs go")
-	fs.BoolVar(&f.dynamodbLocal, "dynamodb-local", false, "keep the state store on DynamoDB Local, moto serving SQS and SNS")
+	fs.BoolVar(&f.dynamodbLocal, "dynamodb-local", false, "keep the state store on DynamoDB Local (SQS and SNS: moto's, or --queues)")
 	fs.StringVar(&f.cacheDir, "cache-dir", defaultCacheDir(), "where DynamoDB Local is installed on first use (with --dynamodb-local)")
+	queuesFlag(fs, &f.queues)
 	outputFlag(cmd, &f.output)
 	f.bind(fs, without(localSettings, "prefix", "workflows", "backlogDepth")...)
 	return cmd
@@ -146,6 +151,12 @@ func runChaos(ctx context.Context, p chaos.Plan, f chaosFlags, stdout, stderr io
 		defer stopDDB()
 		p.DynamoDBEndpoint = ddb
 	}
+	queues, stopQueues, err := localQueues(f.queues, 0, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopQueues()
+	p.QueuesEndpoint = queues
 	logPath := filepath.Join(f.runDir, "chaos.log")
 	logs, err := os.Create(logPath)
 	if err != nil {

@@ -46,6 +46,9 @@ type Plan struct {
 	// DynamoDBEndpoint is a separate DynamoDB engine (DynamoDB Local) for the
 	// state store, if any; otherwise DynamoDB is the endpoint's.
 	DynamoDBEndpoint string
+	// QueuesEndpoint serves SQS and SNS instead of the endpoint, if set (the
+	// in-process queues of shared/devkit/sqsmem).
+	QueuesEndpoint string
 	// InFlight caps the orders sent but not ended (0: send all at once), so a
 	// long run keeps the emulator's queues short.
 	InFlight int

@@ -43,7 +43,10 @@ type Plan struct {
 	// engine that reports consumed capacity per table and index, read with
 	// accounting.NewForDynamoDBLocal. moto reports a flat 1 per request.
 	DynamoDBEndpoint string
-	Timeout          time.Duration // per run
+	// QueuesEndpoint serves SQS and SNS instead of Endpoint, if set (the
+	// in-process queues of shared/devkit/sqsmem).
+	QueuesEndpoint string
+	Timeout        time.Duration // per run
 	// BatchWindow is the event source mappings' batching window (zero:
 	// none); a deployment's by default.
 	BatchWindow time.Duration
@@ -189,7 +192,7 @@ func measure(ctx context.Context, p Plan, wf string, batch, resultBytes int) (Ru
 	meter := accounting.NewForDynamoDBLocal() // the state store is on DynamoDB Local, or LocalStack's
 	logs := newLogMeter()                     // what the functions write, as CloudWatch Logs ingests it
 	stack, err := localrun.New(ctx, localrun.Options{
-		Endpoint: p.Endpoint, DynamoDBEndpoint: p.DynamoDBEndpoint, Meter: meter, BatchSize: batch,
+		Endpoint: p.Endpoint, DynamoDBEndpoint: p.DynamoDBEndpoint, QueuesEndpoint: p.QueuesEndpoint, Meter: meter, BatchSize: batch,
 		Prefix:    fmt.Sprintf("bench%d-%d", time.Now().UnixNano()%1e6, seq.Add(1)),
 		Workflows: workflow.MustSet(def), RemoteURL: srv.URL,
 		// Lambda polls each queue with at least five pollers; two are
