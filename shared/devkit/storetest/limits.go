@@ -41,10 +41,11 @@ func Limits(t *testing.T, db *dynamodb.Client) {
 		"EveryKindOfWriteFitsAtTheLimits":                 everyKind,
 	} {
 		t.Run(name, func(t *testing.T) {
-			// One case at a time on an engine, to keep a loaded machine's
-			// requests short. (The claims refused now and then on DynamoDB
-			// Local were its answers lost and the SDK's tries again: see
-			// LostAnswers; the SDK's tries are logged if a case fails.)
+			// One case at a time on an engine: on a saturated 2-core
+			// machine the cases at once are no faster. (The claims refused
+			// now and then on DynamoDB Local were its answers lost and the
+			// SDK's tries again: see LostAnswers; the SDK's tries are
+			// logged if a case fails.)
 			m := &measured{Client: db}
 			topo := NewTables(t, db)
 			t.Cleanup(func() {
