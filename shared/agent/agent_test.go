@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -467,5 +468,37 @@ func TestAnAttemptOutOfTimeLogsItsServicesLastAnswer(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, f.claims.recorded, "nothing written: the Supervisor recovers the attempt")
 	require.Contains(t, log.String(), `msg="attempt abandoned; no reply sent" order_id=o-1 attempt=3`)
+	require.Contains(t, log.String(), "CompleteBy passed; its service last answered: inventory answered HTTP 503 (transient): down for maintenance")
+}
+
+// A try cut short by its own time (a slow answer, a starved machine) does
+// not hide what the service answered before it: the attempt's line says
+// the 503, not the timeout.
+func TestATryOutOfTimeKeepsTheServicesLastAnswer(t *testing.T) {
+	t.Parallel()
+	d := workflow.Orders(workflow.Settings{})
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.Copy(io.Discard, r.Body) // read whole, the server sees the caller go away
+		select {                           // then no answer in time
+		case <-r.Context().Done():
+		case <-time.After(2 * time.Second):
+		}
+	}))
+	t.Cleanup(srv.Close)
+	f := newFixtureOf(t, remotesim.Faults{}, d)
+	f.claims.timeout = 300 * time.Millisecond
+	var log bytes.Buffer
+	h := agent.New(agent.Config{Workflows: workflow.MustSet(d), Name: "inventory", InstanceID: "agent-inventory/test"},
+		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()},
+			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: f.claims, Outcomes: recorder{f.claims}, Send: f.out,
+			Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.NewTextHandler(&log, nil))})
+	_, err := h.Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, calls.Load(), int32(2), "a second try, cut short")
 	require.Contains(t, log.String(), "CompleteBy passed; its service last answered: inventory answered HTTP 503 (transient): down for maintenance")
 }

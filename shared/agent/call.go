@@ -43,7 +43,11 @@ func (h *Handler) call(ctx context.Context, st *statestore.Step, payload []byte,
 				return res, n > 0, err
 			}
 			h.log.Debug("transient remote fault", "order_id", st.OrderID, "attempt", st.Attempt, "try", n, "err", err)
-			last = err
+			if last == nil || !errors.Is(err, context.DeadlineExceeded) {
+				// A try its own time cut short (a slow answer, a starved
+				// machine) does not hide what the service answered before.
+				last = err
+			}
 		}
 		if ctx.Err() != nil {
 			return nil, n > 0, ctx.Err()
