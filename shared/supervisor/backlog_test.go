@@ -59,7 +59,9 @@ func TestABacklogExplainsOnlyAReadyStepsWait(t *testing.T) {
 // controls answers each agent's flow control (none: running).
 type controls map[string]flow.Control
 
-func (c controls) Control(_ context.Context, agent string) (flow.Control, error) { return c[agent], nil }
+func (c controls) Control(_ context.Context, agent string) (flow.Control, error) {
+	return c[agent], nil
+}
 
 // Delayed messages explain a ready step's wait only on its own agent's
 // request queue and only while that agent holds its calls (paused, or
