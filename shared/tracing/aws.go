@@ -10,13 +10,20 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// awsSpans adds a client span around each AWS call ("DynamoDB.UpdateItem"),
-// with the attributes OpenTelemetry's AWS conventions name: what otelaws
-// does, without its dependency on the S3 client the product never calls.
+// awsSpans adds a client span around each AWS call ("DynamoDB.UpdateItem")
+// made within a span (a handler's for a message, a sweep's), with the
+// attributes OpenTelemetry's AWS conventions name: what otelaws does,
+// without its dependency on the S3 client the product never calls.
 func awsSpans(stack *middleware.Stack) error {
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("sasTracing",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (
 			middleware.InitializeOutput, middleware.Metadata, error) {
+			if !trace.SpanContextFromContext(ctx).IsValid() {
+				// A call made for no order (a local runner's poll, an idle
+				// receive): no trace of its own, or every second of polling
+				// would be one in the collector.
+				return next.HandleInitialize(ctx, in)
+			}
 			service, op := awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx)
 			ctx, span := Tracer().Start(ctx, service+"."+op, trace.WithSpanKind(trace.SpanKindClient),
 				trace.WithAttributes(attribute.String("rpc.system", "aws-api"), attribute.String("rpc.service", service),

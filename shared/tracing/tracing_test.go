@@ -137,6 +137,15 @@ func TestAnOrderIsOneTrace(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, count("HTTP POST"), 3, "each remote call a client span: %v", names)
 	require.Positive(t, count("DynamoDB."), "the AWS calls too: %v", names)
+	for id, ns := range byTrace { // the runner's polls and idle receives make no trace of their own
+		aws := 0
+		for _, n := range ns {
+			if strings.HasPrefix(n, "SQS.") || strings.HasPrefix(n, "DynamoDB.") || strings.HasPrefix(n, "SNS.") {
+				aws++
+			}
+		}
+		require.Less(t, aws, len(ns), "trace %s is AWS calls alone, for no order: %v", id, ns)
+	}
 	seen := sim.Ledger()
 	require.Len(t, seen, 3)
 	t.Logf("the order's trace: %d spans (%d HTTP calls, %d DynamoDB calls) of %d traces' %d spans, in %d OTLP requests", len(names),
