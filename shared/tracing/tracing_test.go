@@ -25,6 +25,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/emulator/emulatortest"
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/sqsbatch"
 	"github.com/sas-go/sas/shared/tracing"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -111,11 +112,22 @@ func TestAnOrderIsOneTrace(t *testing.T) {
 	// What the collector received: the trace Submission's span of the order began.
 	spans, requests := rcv.received(t)
 	require.NotZero(t, requests)
-	byTrace := map[string][]string{}
+	byTrace, consumers := map[string][]string{}, 0
 	for _, s := range spans {
 		id := fmt.Sprintf("%x", s.TraceId)
 		byTrace[id] = append(byTrace[id], s.Name)
+		if s.Kind == tracepb.Span_SPAN_KIND_CONSUMER { // a handler's span of a message: it names the order
+			var order string
+			for _, a := range s.Attributes {
+				if a.Key == sqsbatch.OrderIDAttribute {
+					order = a.Value.GetStringValue()
+				}
+			}
+			require.Equal(t, "o-tr1", order, "span %s names its order", s.Name)
+			consumers++
+		}
 	}
+	require.GreaterOrEqual(t, consumers, 5, "a span a message: Submission, the Scheduler, three agents")
 	var names []string
 	for _, ns := range byTrace {
 		if slices.Contains(ns, "agent-shipping") {
