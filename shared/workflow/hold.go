@@ -70,8 +70,8 @@ func (d Definition) SkipHeld(o Order, ref Ref, now time.Time) (Move, error) {
 	if err := o.holds(ref); err != nil {
 		return Move{}, err
 	}
-	return d.goOn(o, Move{Changes: []Change{{Ref: ref, State: Processed, DoneAt: o.Recs.doneAt(now)}},
-		Read: Read{Version: true}}), nil
+	return d.goOn(o, finishing(o, Move{Changes: []Change{{Ref: ref, State: Processed, DoneAt: o.Recs.doneAt(now)}},
+		Read: Read{Version: true}})), nil
 }
 
 // UndoHeld undoes held order o now, as its failure would have: what is

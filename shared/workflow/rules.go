@@ -24,7 +24,7 @@ func (d Definition) Complete(o Order, ref Ref, now time.Time) Move {
 	c := Change{Ref: ref, State: Processed, DoneAt: o.Recs.doneAt(now)}
 	if !ref.Undo && o.State == Held {
 		// Recorded; what it makes ready is decided when the order goes on.
-		return Move{Changes: []Change{c}, Read: Read{Version: true}}
+		return finishing(o, Move{Changes: []Change{c}, Read: Read{Version: true}})
 	}
 	if ref.Undo || o.State != Pending {
 		return o.windDown(c)
@@ -219,6 +219,20 @@ func (o Order) Cancel() (Move, CancelVerdict, string) {
 		return m, CancelAwaits, ""
 	}
 	return m, CancelStops, ""
+}
+
+// finishing marks m, which makes its change's record Processed, as a write
+// that finishes a step when it does (Read.Finishes): every such write moves
+// the order's count of them on, so that a completion decided before it (on
+// an order that did not have that step finished) cannot land after it and
+// miss the join, or the end, it makes. A completion recorded while its
+// order is held, and an operator's skip, finish steps too.
+func finishing(o Order, m Move) Move {
+	ref := m.Changes[0].Ref
+	if o.After(m).Recs.finishedSteps()[ref.Index] {
+		m.Read.Finishes = true
+	}
+	return m
 }
 
 // finishedSteps are the steps every record of which is Processed.

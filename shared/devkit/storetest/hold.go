@@ -26,6 +26,7 @@ var holdTests = map[string]func(*testing.T, *statestore.Store){
 	"AHeldOrderStartsNothingAndGoesOnWhereItStood":  holdParallel,
 	"DecisionsOnAHeldOrderRaceOneWins":              holdRace,
 	"ACancelUndoesAHeldOrder":                       holdCancel,
+	"ACompletionDecidedBeforeASkipSeesTheStepDone":  holdSkipThenStale,
 }
 
 // holding is a workflow of three steps (two with undo actions) whose
@@ -276,4 +277,33 @@ func holdCancel(t *testing.T, s *statestore.Store) {
 	require.Equal(t, workflow.CancelStops, res.Verdict)
 	require.Equal(t, &undo0, res.Undo)
 	require.Equal(t, workflow.Cancelled, finishUndo(t, s, "o-1", undo0))
+}
+
+// Two branches, the second holding on failure: the first is claimed (its
+// claim reads the second running), the second fails and holds the order,
+// the operator skips it (the order goes on, the first still running), then
+// the first completes, deciding first on what its claim read. The skip
+// finished a step since: the completion must see it, and end the order
+// Processed. (Found by the explorer, seed 588323654: the skip did not move
+// the count of writes that finish a step on, so the stale decision landed,
+// and the order stayed Pending with every step done, out of the index.)
+func holdSkipThenStale(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	d := def(2)
+	d.Name = "branches"
+	d.Steps[1].NoNeeds, d.Steps[1].HoldFor = true, time.Hour
+	created, err := s.Submit(ctx, statestore.Submission{OrderID: "o-1", Order: `{"orderId":"o-1"}`, Workflow: d, Now: t0})
+	require.NoError(t, err)
+	require.True(t, created)
+	first := claimedAs(t, s, "o-1", step0, t0)
+	second := claimedAs(t, s, "o-1", step1, t0)
+	require.Equal(t, workflow.Held, finish(t, s, d, second, "card expired", t0).State)
+	res, err := decide(s, outcome.HoldDecision{OrderID: "o-1", Action: outcome.HoldSkip, Result: json.RawMessage(`{"ok":true}`),
+		Now: t0.Add(time.Minute)})
+	require.NoError(t, err)
+	require.Empty(t, res.Start)
+	r := finish(t, s, d, first, "", t0.Add(2*time.Minute)) // decided first on its claim's read
+	require.Equal(t, workflow.Processed, r.State, "every step done: the order ends")
+	task, _ := state(t, s)
+	require.Equal(t, workflow.Processed, task.State)
 }
