@@ -297,6 +297,7 @@ type recItem struct {
 	Incidents    []string `dynamodbav:"ev,omitempty"` // "<Unix ms, base 36> <what>"
 	FlowWaits    int      `dynamodbav:"hw,omitempty"` // attempts its flow control gave back before their call
 	FlowWhy      string   `dynamodbav:"hy,omitempty"` // why the latest was, while it waits to be claimed again
+	MayHaveRun   bool     `dynamodbav:"mr,omitempty"` // an attempt of the round given back after its request went (no failure counted) may have taken effect
 
 	Kind     string `dynamodbav:"ki,omitempty"` // "" an agent's, "event" a wait, "timer"
 	Event    string `dynamodbav:"wn,omitempty"` // the event a wait waits for
@@ -395,7 +396,7 @@ func (it stateItem) order() workflow.Order {
 	for sk, r := range it.Recs {
 		ref := refOf(sk)
 		o.Recs[ref] = workflow.Rec{Ref: ref, Name: r.Name, State: workflow.State(r.State), Ready: r.State == string(workflow.Pending) && r.DueAt != 0,
-			Kind: workflow.Kind(r.Kind), HasUndo: r.HasUndo, NothingToUndo: r.NoUndo, Ran: r.ran(), Retried: r.FailureCount > 0, DoneAt: fromMs(r.DoneAt),
+			Kind: workflow.Kind(r.Kind), HasUndo: r.HasUndo, NothingToUndo: r.NoUndo, Ran: r.ran(), Retried: r.FailureCount > 0 || r.MayHaveRun, DoneAt: fromMs(r.DoneAt),
 			Accepted: r.State == string(workflow.Processing) && r.Accepted != 0, HoldFor: time.Duration(r.HoldMs) * time.Millisecond}
 	}
 	return o
@@ -409,7 +410,7 @@ func (r recItem) ran() bool {
 	cause := workflow.Cause(r.Cause)
 	switch workflow.State(r.State) {
 	case workflow.Error:
-		return r.ClaimedAt != 0 && (cause.GaveUp() || cause == workflow.Oversized || r.FailureCount > 0)
+		return r.ClaimedAt != 0 && (cause.GaveUp() || cause == workflow.Oversized || r.FailureCount > 0 || r.MayHaveRun)
 	case workflow.Pending:
 		return r.ClaimedAt != 0
 	}

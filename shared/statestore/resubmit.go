@@ -195,7 +195,7 @@ func (it *stateItem) reset(records []string, res Resubmission, due int64, now ti
 		r.ReadyAt, r.DoneAt, r.Cause, r.After = 0, 0, "", ""
 		r.Armed, r.Woken, r.Token, r.Result = 0, 0, "", 0
 		if newRound {
-			r.ClaimedAt = 0 // nothing of the new round ran yet; in the same round, a claim says it may have taken effect
+			r.ClaimedAt, r.MayHaveRun = 0, false // nothing of the new round ran yet; in the same round, a claim says it may have taken effect
 		}
 		if slices.Contains(res.Ready, refOf(sk)) {
 			r.DueAt, r.ReadyAt = due, ms(now)

@@ -395,14 +395,21 @@ func look(ch *change, l Look, r recItem) {
 			// Its flow control held the call, which was never made: a wait,
 			// not a failure. The record keeps how often and the latest
 			// reason (not a line each: a call may wait an hour), and, if
-			// no earlier attempt of the round may have run, no claim that
+			// no earlier attempt of the round may have run (none failed,
+			// none was given back after its request went), no claim that
 			// would make it "may have run".
 			ch.count(p, "hw")
 			ch.put(p, "hy", str(clip(l.Reason, MaxIncidentBytes)))
-			if l.FailureCount == 0 {
+			if l.FailureCount == 0 && !r.MayHaveRun {
 				ch.drop(p, "ca")
 			}
 		case l.By != "":
+			if !l.Retry {
+				// Given back after its request went (a Retry-After after a
+				// retry, a key lost mid-call): it may have taken effect,
+				// whatever the attempts after it do.
+				ch.put(p, "mr", &types.AttributeValueMemberBOOL{Value: true})
+			}
 			ch.put(p, "e", str(clip(l.Reason, MaxRecordErrorBytes)))
 			ch.incident(p, "attempt given back by %s: %s", l.By, clip(l.Reason, MaxIncidentBytes))
 		default:

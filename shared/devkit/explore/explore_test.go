@@ -40,6 +40,7 @@ var regressions = []struct {
 	{344737826, false, "a cancel that gave back an accepted async call left its slot held to its CompleteBy (submission's cancel)"},
 	{419933401, false, "a refused held pivot, retried, was taken as may have run: undone, its order ended CompensationFailed (RetryHeld)"},
 	{588323654, false, "an operator's skip of a held step, while another ran, did not count as a write that finishes a step: that step's completion, decided before the skip, landed after it and the order stayed Pending with every step done (workflow.SkipHeld)"},
+	{864753638, false, "a give-back before its call forgot that an earlier attempt, given back after its request went (a 429 after a retry), may have taken effect: the step was never undone (statestore's look.Held)"},
 	{772976488, true, "a cancel of 30 to 100 accepted async items wrote over 4 KB, refused (statestore.Store.Apply)"},
 	{772976568, true, "100 items timing out in one sweep wrote over 4 KB, refused (statestore.Store.Apply)"},
 }

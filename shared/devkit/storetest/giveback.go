@@ -77,6 +77,29 @@ func giveBackNotRun(t *testing.T, s *statestore.Store) {
 	require.True(t, st2.Ran, "its first attempt may have run")
 	_, err = cancel(ctx, s, cancelReq("o-2", t0.Add(2*time.Minute)))
 	require.True(t, statestore.IsNotCancellable(err), "%v", err)
+
+	// Given back after an attempt its Agent gave back once its request had
+	// gone (a 429 with Retry-After after a retry: no failure counted): that
+	// one may have run too, whatever the attempts after it do. (Found by
+	// the explorer, seed 864753638: the give-back before the next call
+	// forgot it, and the step's effect was never undone.)
+	submitAs(t, s, "o-3", 3)
+	run(t, s, "o-3", step0, t0)
+	first = claimedAs(t, s, "o-3", step1, t0)
+	back, err := outcome.Recorder{Store: s}.Release(ctx, def(3), outcome.Attempt{OrderID: "o-3", Ref: step1, Attempt: first.Attempt,
+		Round: first.Round, Read: first.Read, Ran: true, Now: t0.Add(time.Second)}, t0.Add(2*time.Second), "429, Retry-After 1")
+	require.NoError(t, err)
+	require.False(t, back.Stale)
+	second = claimedAs(t, s, "o-3", step1, t0.Add(2*time.Second))
+	release(t, s, second, "agent svc is paused", t0.Add(2*time.Second))
+	snap, err = s.Read(ctx, "o-3")
+	require.NoError(t, err)
+	st3, _ := snap.Step(step1)
+	require.True(t, st3.Ran, "its first attempt may have run")
+	require.Zero(t, st3.FailureCount, "no failure counted")
+	res, err = cancel(ctx, s, cancelReq("o-3", t0.Add(3*time.Second)))
+	require.NoError(t, err, "step 1 may have run, and has an undo: the order can be cancelled")
+	require.Equal(t, &undo1, res.Undo, "its undo runs first")
 }
 
 func waitingKeepsACount(t *testing.T, s *statestore.Store) {
