@@ -179,6 +179,13 @@ func (w *World) deadlinePassed(c *call) {
 	}
 	c.deadline = time.Time{}
 	w.idle(c)
+	if c.refused != nil {
+		// Its callback was sent already (kept to come again): the service
+		// answered, and does not take back its answer (one that refused the
+		// call does not apply it later).
+		w.async = remove(w.async, c)
+		return
+	}
 	if w.rng.IntN(2) == 0 && !w.undoneFirst(c.key) {
 		w.note("async %s applied at its attempt's CompleteBy: its callback comes late", c.key)
 		w.ledger.apply(c.key)
