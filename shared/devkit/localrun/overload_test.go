@@ -113,17 +113,21 @@ func (b burst) workMessages() float64 {
 func TestBurstOnAThrottledAgentFailsNothing(t *testing.T) {
 	t.Parallel()
 	base := runBurst(t, nil)
+	// The throttle makes the queue wait (about 20 s for the burst, whatever
+	// the machine's speed); the step timeout leaves a starved machine's
+	// call room (a CI run under a load of 16 saw a call pass 3 s).
+	const stepTimeout = 8 * time.Second
 	slow := runBurst(t, func(o *localrun.Options) {
-		o.Settings.StepTimeout = 3 * time.Second
-		o.Throttle = map[string]time.Duration{"agent-" + "payment": 50 * time.Millisecond}
+		o.Settings.StepTimeout = stepTimeout
+		o.Throttle = map[string]time.Duration{"agent-" + "payment": 100 * time.Millisecond}
 	})
 	wait := time.Duration(slow.e.stack.Tally.Max(metrics.QueueWait)) * time.Millisecond
 	req := slow.e.stack.Topology().AgentRequests("payment").Name
 	baseReq := base.e.stack.Topology().AgentRequests("payment").Name
 	t.Logf("payment-request messages per order: %.3f with the backlog, %.3f without; longest queue wait %s "+
-		"(step timeout 3s); waits held back %v, messages re-sent %v", slow.perOrder(req), base.perOrder(baseReq), wait,
-		slow.e.stack.Tally.Sum(metrics.WaitsHeld), slow.e.stack.Tally.Sum(metrics.MessagesResent))
-	require.Greater(t, wait, 3*time.Second, "requests waited in the agent's queue longer than the step timeout")
+		"(step timeout %s); waits held back %v, messages re-sent %v", slow.perOrder(req), base.perOrder(baseReq), wait,
+		stepTimeout, slow.e.stack.Tally.Sum(metrics.WaitsHeld), slow.e.stack.Tally.Sum(metrics.MessagesResent))
+	require.Greater(t, wait, stepTimeout, "requests waited in the agent's queue longer than the step timeout")
 	slow.requireWaitedNotFailed(t)
 	require.LessOrEqual(t, slow.perOrder(req), 1.25*base.perOrder(baseReq),
 		"the backlog did not multiply the agent queue's messages")
@@ -198,11 +202,18 @@ func TestHungAttemptIsRecoveredAtItsCompleteBy(t *testing.T) {
 	for _, id := range ids {
 		require.Equal(t, workflow.Processed, tasks[id].State)
 		st := e.step(id, 0)
-		require.Equal(t, 1, st.FailureCount, "the hung attempt failed")
-		require.Equal(t, 2, st.Attempt)
+		require.GreaterOrEqual(t, st.FailureCount, 1, "the hung attempt failed")
+		require.GreaterOrEqual(t, st.Attempt, 2)
 	}
-	lines := e.stack.Tally.Lines(metrics.SupervisorRecoveries)
-	require.Len(t, lines, len(ids), "one recovery each")
+	// Each hung attempt's recovery (a starved machine may time out another
+	// 2 s call too: it is recovered the same way, and not what is measured).
+	var lines []map[string]any
+	for _, l := range e.stack.Tally.Lines(metrics.SupervisorRecoveries) {
+		if l["Step"] == "reserve-inventory" && l["FailureCount"] == float64(1) {
+			lines = append(lines, l)
+		}
+	}
+	require.Len(t, lines, len(ids), "one recovery of each hung attempt")
 	for _, l := range lines {
 		late := time.Duration(l["OverdueMs"].(float64)) * time.Millisecond
 		t.Logf("%s: recovered %s after its CompleteBy (supervisor every 200ms, pickup timeout 10m)", l["OrderID"], late)
