@@ -212,7 +212,10 @@ func TestEveryRetryTakesItsRateTurn(t *testing.T) {
 	// (An attempt whose turns a loaded machine spaced past its CompleteBy
 	// is recovered and tried again: more calls, each still on its turn.)
 	require.GreaterOrEqual(t, len(svc.calls), 3*n, "two 503s and the call that went through, each order")
-	require.LessOrEqual(t, most, limit+(limit+9)/10, "retries took their turns")
+	// As the rate test: one call more for a request's latency (its turn is
+	// taken before it travels; a loaded machine delays some, and they
+	// arrive closer than their turns: a CI run saw 7 in a second at 5/s).
+	require.LessOrEqual(t, most, limit+(limit+9)/10+1, "retries took their turns")
 }
 
 // A service answering 429 with Retry-After for a while: every instance of
