@@ -457,15 +457,7 @@ func TestAnAttemptOutOfTimeLogsItsServicesLastAnswer(t *testing.T) {
 		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
 	}))
 	t.Cleanup(srv.Close)
-	f := newFixtureOf(t, remotesim.Faults{}, d)
-	f.claims.timeout = 300 * time.Millisecond
-	var log bytes.Buffer
-	h := agent.New(agent.Config{Workflows: workflow.MustSet(d), Name: "inventory", InstanceID: "agent-inventory/test"},
-		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()},
-			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: f.claims, Outcomes: recorder{f.claims}, Send: f.out,
-			Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.NewTextHandler(&log, nil))})
-	_, err := h.Handle(context.Background(), request("o-1"))
-	require.NoError(t, err)
+	f, log := outOfTime(t, d, srv)
 	require.Empty(t, f.claims.recorded, "nothing written: the Supervisor recovers the attempt")
 	require.Contains(t, log.String(), `msg="attempt abandoned; no reply sent" order_id=o-1 attempt=3`)
 	require.Contains(t, log.String(), "CompleteBy passed; its service last answered: inventory answered HTTP 503 (transient): down for maintenance")
@@ -490,6 +482,16 @@ func TestATryOutOfTimeKeepsTheServicesLastAnswer(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
+	_, log := outOfTime(t, d, srv)
+	require.GreaterOrEqual(t, calls.Load(), int32(2), "a second try, cut short")
+	require.Contains(t, log.String(), "CompleteBy passed; its service last answered: inventory answered HTTP 503 (transient): down for maintenance")
+}
+
+// outOfTime runs one request of order o-1 of d through an inventory Agent
+// calling srv, its claims' CompleteBy 300 ms out: the fixture and the
+// Agent's log.
+func outOfTime(t *testing.T, d workflow.Definition, srv *httptest.Server) (*fixture, *bytes.Buffer) {
+	t.Helper()
 	f := newFixtureOf(t, remotesim.Faults{}, d)
 	f.claims.timeout = 300 * time.Millisecond
 	var log bytes.Buffer
@@ -499,6 +501,5 @@ func TestATryOutOfTimeKeepsTheServicesLastAnswer(t *testing.T) {
 			Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.NewTextHandler(&log, nil))})
 	_, err := h.Handle(context.Background(), request("o-1"))
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, calls.Load(), int32(2), "a second try, cut short")
-	require.Contains(t, log.String(), "CompleteBy passed; its service last answered: inventory answered HTTP 503 (transient): down for maintenance")
+	return f, &log
 }
