@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -30,10 +31,17 @@ import (
 // the record's pickup clock starts when their wait ends): it never holds a
 // lost message's re-send back.
 //
+// Such a hold ends by itself, so it explains a wait only until it may have
+// ended (ends): a paused Agent's requests look at the pause again every
+// flow.PausedWait, a slowed one's when the slow-down ends. The Supervisor
+// looks again then (and a pickup later), not at its growing interval: a
+// lost request's re-send never waits a quarter of an hour behind a pause
+// that ended minutes ago.
+//
 // A claimed record needs no such look: its Agent records the outcome before
 // replying, so no outcome of an attempt waits in a queue unrecorded, and an
 // attempt past its CompleteBy is judged then.
-func (s *Supervisor) backlog(ctx context.Context, d *depths, st statestore.Step, queues ...string) string {
+func (s *Supervisor) backlog(ctx context.Context, d *depths, st statestore.Step, queues ...string) (why string, ends time.Duration) {
 	for _, u := range queues {
 		if u == "" {
 			continue
@@ -42,14 +50,14 @@ func (s *Supervisor) backlog(ctx context.Context, d *depths, st statestore.Step,
 		switch {
 		case err != nil:
 		case n.Visible >= s.cfg.BacklogDepth:
-			return fmt.Sprintf("%s holds %d messages", queueName(u), n.Visible)
+			return fmt.Sprintf("%s holds %d messages", queueName(u), n.Visible), 0
 		case n.Delayed > 0 && st.Kind == workflow.KindAgent && u == s.cfg.AgentQueues[st.Agent].Requests:
-			if why := d.holds(ctx, s.d.Flow, st.Agent, s.Now()); why != "" {
-				return fmt.Sprintf("%s holds %d delayed messages: %s", queueName(u), n.Delayed, why)
+			if h := d.holds(ctx, s.d.Flow, st.Agent, s.Now()); h.why != "" {
+				return fmt.Sprintf("%s holds %d delayed messages: %s", queueName(u), n.Delayed, h.why), h.ends
 			}
 		}
 	}
-	return ""
+	return "", 0
 }
 
 // startQueues are the queues a ready record's start may wait in: its
@@ -73,7 +81,16 @@ func queueName(url string) string { return url[strings.LastIndex(url, "/")+1:] }
 type depths struct {
 	queues  Queues
 	depths  once[queue.Depth] // by queue URL
-	holdsOf once[string]      // by agent
+	holdsOf once[hold]        // by agent
+}
+
+// hold is why an agent holds its calls now ("": it does not), and how soon
+// that may end: its requests look at a pause again within flow.PausedWait;
+// a slow-down ends at its time (its requests come back within a second of
+// jitter after it).
+type hold struct {
+	why  string
+	ends time.Duration
 }
 
 // once is a value read at most once per key, however many ask at once.
@@ -104,26 +121,27 @@ func (o *once[T]) get(key string, f func() (T, error)) (T, error) {
 	return r.v, r.err
 }
 
-// holds says why agent holds its calls now ("" if it does not, or its
+// holds says why agent holds its calls now (none if it does not, or its
 // control cannot be read: a re-send costs only a refused claim), read once
 // a sweep.
-func (d *depths) holds(ctx context.Context, f FlowControl, agent string, now time.Time) string {
+func (d *depths) holds(ctx context.Context, f FlowControl, agent string, now time.Time) hold {
 	if f == nil {
-		return ""
+		return hold{}
 	}
-	why, _ := d.holdsOf.get(agent, func() (string, error) {
+	h, _ := d.holdsOf.get(agent, func() (hold, error) {
 		c, err := f.Control(ctx, agent)
 		switch {
 		case err != nil:
-			return "", err
+			return hold{}, err
 		case c.Paused:
-			return "agent " + agent + " is paused", nil
+			return hold{"agent " + agent + " is paused", flow.PausedWait}, nil
 		case c.SlowUntil.After(now):
-			return "agent " + agent + "'s service slowed it until " + c.SlowUntil.UTC().Format(time.RFC3339), nil
+			return hold{"agent " + agent + "'s service slowed it until " + c.SlowUntil.UTC().Format(time.RFC3339),
+				c.SlowUntil.Sub(now) + time.Second}, nil
 		}
-		return "", nil
+		return hold{}, nil
 	})
-	return why
+	return h
 }
 
 func (d *depths) depth(ctx context.Context, url string) (queue.Depth, error) {

@@ -51,8 +51,9 @@ func TestABacklogExplainsOnlyAReadyStepsWait(t *testing.T) {
 		{"claimed, every queue deep", claimed, depthsOf{"q/scheduler": deep, "q/b-requests": deep, "q/b-responses": deep,
 			"q/a-responses": deep}, false},
 	} {
-		why := s.backlog(context.Background(), &depths{queues: c.q}, c.st, s.startQueues(c.st)...)
+		why, ends := s.backlog(context.Background(), &depths{queues: c.q}, c.st, s.startQueues(c.st)...)
 		require.Equal(t, c.explained, why != "", "%s: %q", c.name, why)
+		require.Zero(t, ends, "%s: a queue's backlog does not end by itself", c.name)
 	}
 }
 
@@ -79,21 +80,26 @@ func TestOnlyAnAgentThatHoldsItsCallsExplainsAWaitByDelayedMessages(t *testing.T
 		q         depthsOf
 		flow      FlowControl
 		explained bool
+		ends      time.Duration // how soon the hold may end (the next look's bound)
 	}{
-		{"delayed requests, its agent running (others' retries)", delayed, controls{}, false},
-		{"delayed requests, no flow control read", delayed, nil, false},
-		{"delayed requests, its agent paused", delayed, controls{"b": {Paused: true}}, true},
-		{"delayed requests, its agent slowed until later", delayed, controls{"b": {SlowUntil: now.Add(time.Minute)}}, true},
-		{"delayed requests, its agent's slow-down over", delayed, controls{"b": {SlowUntil: now.Add(-time.Second)}}, false},
-		{"delayed requests, another agent paused", delayed, controls{"a": {Paused: true}}, false},
-		{"delayed replies of the readying agent, it paused", depthsOf{"q/a-responses": {Delayed: 3}}, controls{"a": {Paused: true}}, false},
-		{"its agent paused, nothing delayed", depthsOf{}, controls{"b": {Paused: true}}, false},
+		{"delayed requests, its agent running (others' retries)", delayed, controls{}, false, 0},
+		{"delayed requests, no flow control read", delayed, nil, false, 0},
+		{"delayed requests, its agent paused", delayed, controls{"b": {Paused: true}}, true, flow.PausedWait},
+		{"delayed requests, its agent slowed until later", delayed, controls{"b": {SlowUntil: now.Add(time.Minute)}}, true,
+			time.Minute + time.Second},
+		{"delayed requests, its agent's slow-down over", delayed, controls{"b": {SlowUntil: now.Add(-time.Second)}}, false, 0},
+		{"delayed requests, another agent paused", delayed, controls{"a": {Paused: true}}, false, 0},
+		{"delayed replies of the readying agent, it paused", depthsOf{"q/a-responses": {Delayed: 3}}, controls{"a": {Paused: true}}, false, 0},
+		{"its agent paused, nothing delayed", depthsOf{}, controls{"b": {Paused: true}}, false, 0},
+		{"its agent paused, its request queue deep too", depthsOf{"q/b-requests": {Visible: 10, Delayed: 3}},
+			controls{"b": {Paused: true}}, true, 0},
 	} {
 		s := New(Config{BacklogDepth: 10, SchedulerQueueURL: "q/scheduler", AgentQueues: map[string]AgentQueues{
 			"a": {Requests: "q/a-requests", Responses: "q/a-responses"},
 			"b": {Requests: "q/b-requests", Responses: "q/b-responses"}}}, Deps{Flow: c.flow})
 		s.Now = func() time.Time { return now }
-		why := s.backlog(context.Background(), &depths{queues: c.q}, ready, s.startQueues(ready)...)
+		why, ends := s.backlog(context.Background(), &depths{queues: c.q}, ready, s.startQueues(ready)...)
 		require.Equal(t, c.explained, why != "", "%s: %q", c.name, why)
+		require.Equal(t, c.ends, ends, c.name)
 	}
 }

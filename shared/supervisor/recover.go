@@ -143,9 +143,9 @@ func (s *Supervisor) plan(ctx context.Context, snap statestore.Snapshot, steps [
 		var backlog string
 		switch {
 		case f.Parked == "":
-			backlog = s.backlog(ctx, d, st, s.startQueues(st)...)
+			backlog, f.BacklogEnds = s.backlog(ctx, d, st, s.startQueues(st)...)
 		case f.SinceWoken > 0:
-			backlog = s.backlog(ctx, d, st, s.cfg.SchedulerQueueURL) // where its wake waits
+			backlog, _ = s.backlog(ctx, d, st, s.cfg.SchedulerQueueURL) // where its wake waits
 		}
 		f.Backlogged = backlog != ""
 		dec := workflow.Decide(f, s.pickup(snap))

@@ -32,6 +32,10 @@ type Found struct {
 	// Backlogged: a queue the message that starts the ready record
 	// (Pending) may be waiting in holds a backlog.
 	Backlogged bool
+	// BacklogEnds: the backlog is its agent holding its calls (paused, or
+	// slowed by its service), which may end this soon; the next look comes
+	// then and a pickup later, not at the growing interval.
+	BacklogEnds time.Duration
 	// Parked: a wait or a timer armed by the Scheduler, due now: a timer's
 	// time came, or a wait's timeout passed (Continue: the order goes on).
 	Parked   Kind
@@ -81,7 +85,11 @@ func Decide(f Found, pickup time.Duration) Decision {
 	case f.Parked == KindEvent:
 		return Decision{Verdict: GiveUp, FailureCount: f.FailureCount} // no event by its timeout
 	case f.State == Pending && f.Backlogged:
-		return Decision{Verdict: Hold, FailureCount: f.FailureCount, After: WaitInterval(pickup, f.Waited)}
+		after := WaitInterval(pickup, f.Waited)
+		if f.BacklogEnds > 0 {
+			after = min(after, f.BacklogEnds+pickup)
+		}
+		return Decision{Verdict: Hold, FailureCount: f.FailureCount, After: after}
 	case f.State == Pending:
 		return Decision{Verdict: Resend, FailureCount: f.FailureCount, After: WaitInterval(pickup, f.Waited)}
 	case f.Cancelled:

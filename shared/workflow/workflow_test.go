@@ -86,6 +86,28 @@ func TestDecideNeverCountsQueueWaitAsAFailure(t *testing.T) {
 	}
 }
 
+// A wait held back by its agent holding its calls (paused, or slowed by its
+// service) is looked at again when that hold may have ended and a pickup
+// later, however long it waited: in a chaos run, the last order's lost
+// request waited 15 minutes behind a pause that had ended long before.
+func TestAWaitHeldByAPauseIsLookedAtWhenThePauseMayHaveEnded(t *testing.T) {
+	t.Parallel()
+	a := workflow.Action{MaxFailures: 3}
+	pickup := 10 * time.Second
+	for _, c := range []struct {
+		waited, ends, after time.Duration
+	}{
+		{time.Hour, 30 * time.Second, 40 * time.Second},      // paused: its requests look again every 30 s
+		{time.Hour, 2 * time.Minute, 2*time.Minute + pickup}, // slowed: until its slow-down ends
+		{5 * time.Second, time.Minute, pickup},               // never later than the growing interval
+		{time.Hour, 0, workflow.MaxRecoveryDelay},            // another backlog: the growing interval
+	} {
+		d := workflow.Decide(workflow.Found{Action: a, State: workflow.Pending, Waited: c.waited, Backlogged: true,
+			BacklogEnds: c.ends}, pickup)
+		require.Equal(t, workflow.Decision{Verdict: workflow.Hold, After: c.after}, d, "%+v", c)
+	}
+}
+
 // An attempt past its CompleteBy is judged then, whatever the queues hold:
 // its Agent records the outcome before it replies, so a reply still in a
 // queue means a recorded outcome, never a claimed record.
