@@ -23,8 +23,11 @@ type Violations struct {
 	// The flow control's (Plan.Flow): a span of a rate limit's period with
 	// more calls than the limit and its burst (and one for clock edges); a
 	// slot held or reserved, or a place in a key's line kept, for an ended
-	// order; an order held on failure that did not end.
+	// order; an order held on failure that did not end; a rate limit that
+	// delivered less than MinDelivered of its rate while a backlog of
+	// ready requests lasted (at least MinBacklog of it).
 	RateExceeded []string `json:"rateExceeded,omitempty"`
+	RateShort    []string `json:"rateShort,omitempty"`
 	SlotsLeft    []string `json:"slotsLeft,omitempty"`
 	HeldNotEnded []string `json:"heldNotEnded,omitempty"`
 }
@@ -32,7 +35,7 @@ type Violations struct {
 // Count is the number of violations.
 func (v Violations) Count() int {
 	return len(v.Lost) + len(v.NotEnded) + len(v.AppliedTwice) + len(v.Inconsistent) + len(v.OverThreshold) + len(v.Unalerted) +
-		len(v.Unrejected) + len(v.RateExceeded) + len(v.SlotsLeft) + len(v.HeldNotEnded)
+		len(v.Unrejected) + len(v.RateExceeded) + len(v.RateShort) + len(v.SlotsLeft) + len(v.HeldNotEnded)
 }
 
 // Check checks the invariants over the submitted orders, from every record

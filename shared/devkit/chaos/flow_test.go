@@ -131,11 +131,11 @@ func TestMostCountsTheBusiestSpan(t *testing.T) {
 }
 
 // The backlog's span counts the sampled intervals with enough requests
-// waiting at both ends, outside pauses and storms, and the calls in them.
+// ready at both ends, outside pauses and storms, and the calls in them.
 func TestBacklogCountsCallsWhileRequestsWaited(t *testing.T) {
 	t0 := time.Now()
 	s := func(sec float64, n int) sample {
-		return sample{At: t0.Add(time.Duration(sec * float64(time.Second))), Waiting: n}
+		return sample{At: t0.Add(time.Duration(sec * float64(time.Second))), Ready: n}
 	}
 	samples := []sample{s(0, 9), s(1, 9), s(2, 9), s(3, 2), s(4, 9), s(5, 9), s(9, 9), s(10, 9), s(11, 9)}
 	var calls []time.Time
@@ -148,6 +148,25 @@ func TestBacklogCountsCallsWhileRequestsWaited(t *testing.T) {
 	// [5,9) is too long a gap, [10,11) meets the quiet span.
 	require.Equal(t, 4*time.Second, span)
 	require.Equal(t, 16, n)
+}
+
+// A rate limit is short of its rate when it delivered less than 90% of it
+// over a backlog of at least 30 s; a shorter backlog is reported, not
+// judged.
+func TestARateIsShortOnlyOverALongEnoughBacklog(t *testing.T) {
+	for _, c := range []struct {
+		backlog time.Duration
+		share   float64
+		short   bool
+	}{
+		{40 * time.Second, 0.6, true},
+		{40 * time.Second, 0.95, false},
+		{MinBacklog, 0.89, true},
+		{MinBacklog - time.Second, 0.1, false},
+		{0, 0, false},
+	} {
+		require.Equal(t, c.short, RateFigure{Backlog: c.backlog, Share: c.share}.short(), "%+v", c)
+	}
 }
 
 // Entries name their order; a waiter is live, a hold until its end.

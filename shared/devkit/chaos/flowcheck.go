@@ -44,15 +44,21 @@ type RateFigure struct {
 	// call for clock edges.
 	Most  int `json:"most"`
 	Bound int `json:"bound"`
-	// Backlog is how long at least a period's calls (the limit and its
-	// burst) waited on its request queue, pauses and storms left out;
-	// BacklogCalls the calls its service received meanwhile; Delivered
-	// their rate a second, Share that rate over the limit's.
+	// Backlog is how long at least two periods' calls (the limit and its
+	// burst, twice: an injected crash or delay keeps a few messages in
+	// flight, not called) were ready on its request queue (sample), pauses
+	// and storms left out; BacklogCalls the calls its service received
+	// meanwhile; Delivered their rate a second, Share that rate over the
+	// limit's.
 	Backlog      time.Duration `json:"backlogNanos"`
 	BacklogCalls int           `json:"backlogCalls"`
 	Delivered    float64       `json:"delivered"`
 	Share        float64       `json:"share"`
 }
+
+// short reports whether the limit delivered less than MinDelivered of its
+// rate over a backlog of at least MinBacklog.
+func (rf RateFigure) short() bool { return rf.Backlog >= MinBacklog && rf.Share < MinDelivered }
 
 // slotEntry is a holder, a reservation or a waiter in a key's item.
 type slotEntry struct {
@@ -187,8 +193,17 @@ func (r *Result) checkFlow(f *flowRun, sim *remotesim.Simulator, inj *Injector, 
 	r.Flow = fig
 }
 
-// checkRates checks each rate-limited agent's calls per period; f.mu is
-// not held.
+// MinDelivered is the least share of its rate a rate limit delivers while
+// a backlog of ready requests lasts, and MinBacklog the least backlog over
+// a run that the check judges (a shorter one is reported, not judged: a few
+// seconds' calls are mostly clock edges).
+const (
+	MinDelivered = 0.9
+	MinBacklog   = 30 * time.Second
+)
+
+// checkRates checks each rate-limited agent's calls per period, and its
+// delivered rate while a backlog lasted; f.mu is not held.
 func (r *Result) checkRates(f *flowRun, sim *remotesim.Simulator, fig *FlowFigures) {
 	agents := f.plan.flowAgents()
 	for _, a := range f.plan.rateLimited() {
@@ -197,6 +212,10 @@ func (r *Result) checkRates(f *flowRun, sim *remotesim.Simulator, fig *FlowFigur
 		if rf.Most > rf.Bound {
 			r.Violations.RateExceeded = append(r.Violations.RateExceeded, fmt.Sprintf("agent %s: %d calls within %s (limit %s: at most %d, "+
 				"one more for clock edges)", a, rf.Most, agents[a].RateLimit.Per, rf.Limit, rf.Bound))
+		}
+		if rf.short() {
+			r.Violations.RateShort = append(r.Violations.RateShort, fmt.Sprintf("agent %s: %.2f calls/s over %.0f s of backlog, "+
+				"%.0f%% of its limit %s (at least %.0f%%)", a, rf.Delivered, rf.Backlog.Seconds(), 100*rf.Share, rf.Limit, 100*MinDelivered))
 		}
 	}
 }
@@ -249,7 +268,7 @@ func (f *flowRun) rateFigure(agent string, limit workflow.Rate, calls []remotesi
 	f.mu.Lock()
 	samples := slices.Clone(f.samples[agent])
 	f.mu.Unlock()
-	rf.Backlog, rf.BacklogCalls = backlog(samples, at, f.quiet(agent), limit.Calls+burst)
+	rf.Backlog, rf.BacklogCalls = backlog(samples, at, f.quiet(agent), 2*(limit.Calls+burst))
 	if rf.Backlog > 0 {
 		rf.Delivered = float64(rf.BacklogCalls) / rf.Backlog.Seconds()
 		rf.Share = rf.Delivered * limit.Per.Seconds() / float64(limit.Calls)
@@ -287,14 +306,14 @@ func most(at []time.Time, d time.Duration) int {
 }
 
 // backlog is how long, between consecutive samples at most 2 s apart, at
-// least threshold requests waited (both samples), outside the quiet spans;
-// and how many of the sorted calls came meanwhile.
+// least threshold requests were ready (both samples), outside the quiet
+// spans; and how many of the sorted calls came meanwhile.
 func backlog(samples []sample, at []time.Time, quiet []remotesim.Window, threshold int) (time.Duration, int) {
 	var span time.Duration
 	n := 0
 	for i := 0; i+1 < len(samples); i++ {
 		a, b := samples[i], samples[i+1]
-		if a.Waiting < threshold || b.Waiting < threshold || b.At.Sub(a.At) > 2*time.Second || overlaps(quiet, a.At, b.At) {
+		if a.Ready < threshold || b.Ready < threshold || b.At.Sub(a.At) > 2*time.Second || overlaps(quiet, a.At, b.At) {
 			continue
 		}
 		span += b.At.Sub(a.At)

@@ -49,11 +49,13 @@ type flowRun struct {
 	held    map[string]bool               // orders seen held
 }
 
-// sample is how many requests of an agent waited at a moment (visible,
-// in flight and delayed on its request queue).
+// sample is how many requests of an agent were ready at a moment: visible
+// or in flight on its request queue (an Agent's calls wait for their turn
+// in it, their messages in flight). A delayed request waits for something
+// else than its turn: a key's slot, a back-off after a failure, a pause.
 type sample struct {
-	At      time.Time
-	Waiting int
+	At    time.Time
+	Ready int
 }
 
 // newFlowRun is the flow actors of a run on stack.
@@ -249,7 +251,7 @@ func (f *flowRun) count(do func()) {
 }
 
 // sampleBacklogs reads, every half second, how many requests of each
-// rate-limited agent wait on its request queue.
+// rate-limited agent are ready on its request queue (sample).
 func (f *flowRun) sampleBacklogs(ctx context.Context) {
 	q := queue.NewSender(f.stack.Deployment.Clients.SQS)
 	urls := map[string]string{}
@@ -263,7 +265,7 @@ func (f *flowRun) sampleBacklogs(ctx context.Context) {
 				continue
 			}
 			f.count(func() {
-				f.samples[a] = append(f.samples[a], sample{At: time.Now(), Waiting: d.Visible + d.InFlight + d.Delayed})
+				f.samples[a] = append(f.samples[a], sample{At: time.Now(), Ready: d.Visible + d.InFlight})
 			})
 		}
 	}

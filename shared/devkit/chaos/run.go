@@ -462,6 +462,7 @@ func (r Result) Print(w io.Writer) {
 	row("bad input not rejected with its reason", len(v.Unrejected))
 	if r.Flow != nil {
 		row("seconds over a rate limit and its burst", len(v.RateExceeded))
+		row("rate limits short of their rate in a backlog", len(v.RateShort))
 		row("slots or places kept for ended orders", len(v.SlotsLeft))
 		row("held orders not ended", len(v.HeldNotEnded))
 	}
@@ -476,6 +477,7 @@ func (r Result) Print(w io.Writer) {
 	for name, ids := range map[string][]string{"lost": v.Lost, "not ended": v.NotEnded, "applied twice": v.AppliedTwice,
 		"inconsistent": v.Inconsistent, "over threshold": v.OverThreshold, "never alerted": v.Unalerted,
 		"bad input not rejected with its reason": v.Unrejected, "over a rate limit": v.RateExceeded,
+		"short of its rate in a backlog":        v.RateShort,
 		"slots or places kept for ended orders": v.SlotsLeft, "held, not ended": v.HeldNotEnded} {
 		if len(ids) > 0 {
 			fmt.Fprintf(w, "  %s: %s\n", name, strings.Join(ids, ", "))
