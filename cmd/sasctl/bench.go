@@ -35,8 +35,8 @@ func benchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "count every AWS request of N orders, price them, compare with Step Functions",
-		Long: `bench runs N orders of each example workflow (single, order) at each batch size against moto_server
-and DynamoDB Local, counts every AWS request (an SDK middleware) and DynamoDB's consumed capacity,
+		Long: `bench runs N orders of each example workflow (single, order) at each batch size against the
+in-process queues (--queues), moto_server and DynamoDB Local, counts every AWS request (an SDK middleware) and DynamoDB's consumed capacity,
 prices them at us-east-1 list prices, and compares with Step Functions Standard. Lambda time is
 priced from what the invocations did at AWS's latencies (the time measured against the emulators
 moves with the machine's load; it is printed beside). It writes the result as JSON and an SVG chart.`,

@@ -61,8 +61,8 @@ func chaosCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "chaos",
 		Short: "run orders through the local stack with every fault injected, and check every invariant",
-		Long: `chaos sends orders through a local stack (moto_server, and with --dynamodb-local the state store on
-DynamoDB Local) with every fault of the design injected at once: dropped, delayed and duplicated
+		Long: `chaos sends orders through a local stack (its queues in process, or moto_server's with --queues
+moto; the state store on moto_server, or on DynamoDB Local with --dynamodb-local) with every fault of the design injected at once: dropped, delayed and duplicated
 messages, killed handlers, paused agents, transient and permanent remote faults, an outage and
 cancels. The seed chooses the faults: the same seed replays the same run. It checks each invariant
 from the state table and the simulator's ledger, and fails (exit 1) if one broke. With --flow, a
@@ -104,7 +104,7 @@ flow control's own invariants are checked too.`,
 	fs.Float64Var(&f.flow.hold, "flow-hold", chaos.DefaultFlow().Hold, "with --flow: share of the flow shapes' steps that hold the order on failure")
 	fs.Float64Var(&f.flow.refuse, "flow-refuse", chaos.DefaultFlow().Refuse, "with --flow: share of the flow agents' actions refused for good")
 	fs.StringVar(&f.runDir, "run-dir", ".run", "where logs go")
-	fs.BoolVar(&f.dynamodbLocal, "dynamodb-local", false, "keep the state store on DynamoDB Local (SQS and SNS: moto's, or --queues)")
+	fs.BoolVar(&f.dynamodbLocal, "dynamodb-local", false, "keep the state store on DynamoDB Local (SQS and SNS: --queues)")
 	fs.StringVar(&f.cacheDir, "cache-dir", defaultCacheDir(), "where DynamoDB Local is installed on first use (with --dynamodb-local)")
 	queuesFlag(fs, &f.queues)
 	outputFlag(cmd, &f.output)

@@ -36,8 +36,8 @@ func demoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "run the pipeline locally on a demo batch, with faults, and print a summary",
-		Long: `demo runs the whole pipeline locally against moto_server (started for it, unless AWS_ENDPOINT_URL
-names an emulator) and DynamoDB Local: it provisions the deployment, starts the remote-service
+		Long: `demo runs the whole pipeline locally, its queues in process (--queues), against moto_server
+(started for it, unless AWS_ENDPOINT_URL names an emulator) and DynamoDB Local: it provisions the deployment, starts the remote-service
 simulator with faults, submits a batch of orders and malformed ones, shows progress, prints a
 summary and stops what it started. It fails (exit 1) if an order was lost, did not end, or had an
 effect applied twice. make run runs it.`,

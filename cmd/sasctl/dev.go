@@ -46,8 +46,8 @@ func devCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "run the pipeline locally until Ctrl-C, with the web console",
-		Long: `dev keeps the pipeline up until Ctrl-C: moto_server and DynamoDB Local (its tables kept in the run
-folder), the remote-service simulator, the local runner, the Supervisor's schedule and the console,
+		Long: `dev keeps the pipeline up until Ctrl-C: the queues (in process, or moto's with --queues moto),
+moto_server and DynamoDB Local (its tables kept in the run folder), the remote-service simulator, the local runner, the Supervisor's schedule and the console,
 each on 127.0.0.1. It prints the lines to paste into another shell, after which the AWS CLI, the
 SDKs and every sasctl command use it. sasctl dev faults changes its simulator's faults. make dev
 runs it.`,

@@ -63,9 +63,14 @@ func orderBody(id, workflow string) string {
 }
 
 // sendWithGoSDK sends an order with a plain AWS SDK client configured from
-// the printed lines only, as a user's own Go program would.
+// the printed lines only, as a user's own Go program would: the SQS
+// endpoint's own variable first, as config.LoadDefaultConfig reads them.
 func sendWithGoSDK(t *testing.T, env map[string]string, id string) {
-	client := sqs.NewFromConfig(aws.Config{Region: env["AWS_REGION"], BaseEndpoint: aws.String(env["AWS_ENDPOINT_URL"]),
+	endpoint := env["AWS_ENDPOINT_URL_SQS"]
+	if endpoint == "" {
+		endpoint = env["AWS_ENDPOINT_URL"]
+	}
+	client := sqs.NewFromConfig(aws.Config{Region: env["AWS_REGION"], BaseEndpoint: aws.String(endpoint),
 		Credentials: credentials.NewStaticCredentialsProvider(env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], "")})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -94,6 +99,7 @@ func TestDevServesUntilInterruptedAndLeavesNoProcess(t *testing.T) {
 	d := startDev(t, bin, runDir, "--workflows", workflows)
 	env := d.pastedEnv()
 	for _, prefix := range []string{"export AWS_ENDPOINT_URL=http://127.0.0.1:", "export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:",
+		"export AWS_ENDPOINT_URL_SQS=http://127.0.0.1:", "export AWS_ENDPOINT_URL_SNS=http://127.0.0.1:",
 		"export AWS_REGION=", "export AWS_ACCESS_KEY_ID=test", "export AWS_SECRET_ACCESS_KEY=test", "export SAS_PREFIX=sas",
 		"orders queue: http://127.0.0.1:", "orders table: sas-orders", "state table: sas-state", "console: http://127.0.0.1:"} {
 		d.waitLine(prefix, time.Second)
@@ -114,25 +120,25 @@ func TestDevServesUntilInterruptedAndLeavesNoProcess(t *testing.T) {
 	d.requireFaultsChange(bin)
 	d.requireFaultProxy(bin, env, ledger)
 	d.requireConsole()
-	code, out = sasctlAs(t, bin, devEnv(), "dev", "--run-dir", runDir, "--moto-port", "0", "--dynamodb-port", "0")
+	code, out = sasctlAs(t, bin, devEnv(), "dev", "--run-dir", runDir, "--moto-port", "0", "--dynamodb-port", "0", "--queues-port", "0")
 	require.Equal(t, 1, code, out)
 	require.Contains(t, out, "another sasctl dev runs from "+runDir)
 
 	d.requireStopsEverything()
 	// The tables survive a restart: the orders are found again. This time
-	// the queues are served in process: boto3 and sasctl reach them with only
-	// the printed lines (AWS_ENDPOINT_URL_SQS and _SNS among them).
-	again := startDev(t, bin, runDir, "--workflows", workflows, "--queues", "in-process", "--queues-port", "0")
+	// the queues are moto's (--queues moto): boto3 and sasctl reach them with
+	// only the printed lines (no AWS_ENDPOINT_URL_SQS among them).
+	again := startDev(t, bin, runDir, "--workflows", workflows, "--queues", "moto")
 	require.Contains(t, again.waitLine("resources ready: ", time.Second), "found again")
 	env = again.pastedEnv()
+	require.NotContains(t, again.output(), "AWS_ENDPOINT_URL_SQS", "moto serves the queues")
 	st, _ := orderState(t, bin, env, "dev-go-1")
 	require.Equal(t, "Processed", st)
-	again.waitLine("export AWS_ENDPOINT_URL_SQS=http://127.0.0.1:", time.Second)
 	sendWithBoto3(t, env, "dev-boto-2")
 	require.Eventually(t, func() bool {
 		st, _ := orderState(t, bin, env, "dev-boto-2")
 		return st == "Processed"
-	}, 60*time.Second, 200*time.Millisecond, "an order through the in-process queues reaches Processed")
+	}, 60*time.Second, 200*time.Millisecond, "an order through moto's queues reaches Processed")
 	again.requireStopsEverything()
 }
 

@@ -58,7 +58,7 @@ func devEnv() []string {
 func startDev(t *testing.T, bin, runDir string, more ...string) *devProcess {
 	t.Helper()
 	args := append([]string{"dev", "--run-dir", runDir, "--cache-dir", emulatortest.CacheDir(),
-		"--moto-port", "0", "--dynamodb-port", "0", "--listen", "127.0.0.1:0",
+		"--moto-port", "0", "--dynamodb-port", "0", "--queues-port", "0", "--listen", "127.0.0.1:0",
 		"--supervisor-rate", "200ms", "--pickup-timeout", "2s"}, more...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = devEnv()

@@ -59,10 +59,17 @@ const (
 	queuesInProcess = "in-process"
 )
 
-// queuesFlag registers --queues on fs, into kind.
+// queuesFlag registers --queues on fs, into kind: in-process by default,
+// unless AWS_ENDPOINT_URL names an emulator (LocalStack), which then serves
+// the queues too, as it serves everything else.
 func queuesFlag(fs *pflag.FlagSet, kind *string) {
-	fs.StringVar(kind, "queues", queuesMoto, "who serves the queues (SQS, and SNS for the alerts): "+queuesMoto+
-		", or "+queuesInProcess+" (in this process, in Go, in memory; moto still serves Secrets Manager and SSM)")
+	def := queuesInProcess
+	if os.Getenv("AWS_ENDPOINT_URL") != "" {
+		def = queuesMoto
+	}
+	fs.StringVar(kind, "queues", def, "who serves the queues (SQS, and SNS for the alerts): "+queuesInProcess+
+		" (in this process, in Go, in memory; the default unless AWS_ENDPOINT_URL is set), or "+queuesMoto+
+		" (moto_server's, or the emulator AWS_ENDPOINT_URL names); moto serves Secrets Manager and SSM either way")
 }
 
 // checkQueues says what is wrong with --queues.

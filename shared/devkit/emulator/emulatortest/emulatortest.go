@@ -54,19 +54,26 @@ func DynamoDBLocal(ctx context.Context) (*emulator.Process, error) {
 	return emulator.StartDynamoDBLocal(ctx, CacheDir(), logDir())
 }
 
-// QueuesEnv chooses the queues of a test binary: "in-process" serves SQS and
-// SNS from shared/devkit/sqsmem in the test process (Queues sets the SDK's
+// QueuesEnv chooses the queues of a test binary: "in-process" (the default,
+// unless AWS_ENDPOINT_URL names an emulator) serves SQS and SNS from
+// shared/devkit/sqsmem in the test process (Queues sets the SDK's
 // AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL_SNS to it, which take precedence
-// over every client's base endpoint); unset or "moto", moto serves them.
+// over every client's base endpoint); "moto", moto (or the emulator
+// AWS_ENDPOINT_URL names) serves them.
 const QueuesEnv = "SAS_TEST_QUEUES"
 
-// Queues starts the in-process queues if QueuesEnv asks for them, and points
-// the SDK's SQS and SNS clients of this process (and of the processes it
-// starts) at them; stop stops them.
+// Queues starts the in-process queues unless QueuesEnv asks for moto's (or
+// AWS_ENDPOINT_URL names an emulator), and points the SDK's SQS and SNS
+// clients of this process (and of the processes it starts) at them; stop
+// stops them.
 func Queues() (stop func(), err error) {
 	switch v := os.Getenv(QueuesEnv); v {
-	case "", "moto":
+	case "moto":
 		return func() {}, nil
+	case "":
+		if os.Getenv("AWS_ENDPOINT_URL") != "" {
+			return func() {}, nil
+		}
 	case "in-process":
 	default:
 		return nil, fmt.Errorf("%s=%q: want in-process or moto", QueuesEnv, v)
