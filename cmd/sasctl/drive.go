@@ -48,6 +48,7 @@ func drive(ctx context.Context, stack *localrun.Stack, sim *remotesim.Simulator,
 	}
 	rng := remotesimShuffle(f.seed)
 	rng(bodies)
+	cpu := startCPU()
 	start := time.Now()
 	if err := stack.SendOrders(ctx, bodies...); err != nil {
 		return err
@@ -67,10 +68,12 @@ func drive(ctx context.Context, stack *localrun.Stack, sim *remotesim.Simulator,
 	})
 	p.done()
 	elapsed := time.Since(start)
+	used := cpu.uses() // before the wait for the malformed ones
 	// Let the malformed ones reach their DLQ before counting them.
 	waitFor(ctx, 10*time.Second, func() bool { return int(stack.Tally.Sum(metrics.MalformedMessages)) >= f.malformed })
 	s := summarize(ctx, stack, sim, ids, tasks, elapsed)
 	s.print(out, f)
+	printCPU(out, used, f.orders)
 	printInvocations(out, stack)
 	if err != nil {
 		return fmt.Errorf("not every order ended: %w", err)
