@@ -16,15 +16,23 @@ import (
 	"github.com/sas-go/sas/shared/topology"
 )
 
-// synthContext synthesizes the stack with context (beside a prefix and
-// stand-in assets), as `cdk synth -c key=value` does.
-func synthContext(t *testing.T, context map[string]any) map[string]any {
+// standInAssets is a folder of stand-in function assets, a distinct one
+// each, as make build would leave them.
+func standInAssets(t *testing.T) string {
 	t.Helper()
 	assets := t.TempDir()
 	for _, fn := range []string{"submission", "scheduler", "agent", "supervisor", "loyalty"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(assets, fn), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(assets, fn, "bootstrap"), []byte(fn), 0o755))
 	}
+	return assets
+}
+
+// synthContext synthesizes the stack with context (beside a prefix and
+// stand-in assets), as `cdk synth -c key=value` does.
+func synthContext(t *testing.T, context map[string]any) map[string]any {
+	t.Helper()
+	assets := standInAssets(t)
 	ctx := map[string]any{"prefix": "shop", "assetDir": assets}
 	for k, v := range context {
 		ctx[k] = v

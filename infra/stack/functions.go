@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -43,6 +44,7 @@ type fnSpec struct {
 	allow     []awsiam.PolicyStatement
 	reserved  float64 // reserved concurrency; 0: none
 	layer     awslambda.ILayerVersion
+	key       awskms.IKey // the data's customer managed key (nil: AWS's own keys)
 }
 
 func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
@@ -62,7 +64,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 	for _, a := range submissionAgents(p.Workflows) {
 		starts = append(starts, arn(t.AgentRequests(a).Name))
 	}
-	f.Submission = function(st, p, fnSpec{id: "Submission", asset: "submission", memory: coordinatorMemory, env: env, layer: layer,
+	f.Submission = function(st, p, fnSpec{id: "Submission", asset: "submission", memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
 		allow: []awsiam.PolicyStatement{
 			statement([]string{"dynamodb:PutItem", "dynamodb:GetItem"}, []*string{r.Orders.TableArn(), stateARN}), // an order, and a resent one's check
 			// A cancel; an event recorded (its data a result) or kept; a first step that waits armed.
@@ -76,7 +78,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 	for _, a := range t.Agents {
 		agentQueues = append(agentQueues, arn(t.AgentRequests(a).Name))
 	}
-	f.Scheduler = function(st, p, fnSpec{id: "Scheduler", asset: "scheduler", memory: coordinatorMemory, env: env, layer: layer,
+	f.Scheduler = function(st, p, fnSpec{id: "Scheduler", asset: "scheduler", memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
 		allow: []awsiam.PolicyStatement{
 			// GetItem: an order of an older workflow version, an event's state; Query:
 			// a timer's until over the results; PutItem: an event's data kept.
@@ -98,7 +100,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 	for _, a := range t.Agents {
 		waitQueues = append(waitQueues, arn(t.AgentRequests(a).Name), arn(t.AgentResponses(a).Name))
 	}
-	f.Supervisor = function(st, p, fnSpec{id: "Supervisor", asset: "supervisor", memory: coordinatorMemory, env: env, layer: layer,
+	f.Supervisor = function(st, p, fnSpec{id: "Supervisor", asset: "supervisor", memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
 		reserved: 1, // one sweep at a time is enough for a minute's schedule; several would be safe
 		allow: []awsiam.PolicyStatement{
 			statement([]string{"dynamodb:Query"}, []*string{awscdk.Fn_Join(jsii.String(""),
@@ -147,7 +149,8 @@ func agentFunction(st awscdk.Stack, p Props, r *Resources, a string, env map[str
 	if s := credentialStatement(spec); s != nil {
 		allow = append(allow, s)
 	}
-	fn := function(st, p, fnSpec{id: "Agent" + title(a), asset: asset, memory: agentMemory, env: aenv, allow: allow, layer: layer})
+	fn := function(st, p, fnSpec{id: "Agent" + title(a), asset: asset, memory: agentMemory, env: aenv, allow: allow, layer: layer,
+		key: r.Key})
 	consume(fn, r.Queues[t.AgentRequests(a).Name], t.BatchWindow, p.agentConcurrency(a)) // protects the remote service
 	return fn
 }
@@ -206,7 +209,7 @@ func statement(actions []string, resources []*string) awsiam.PolicyStatement {
 // group and a role allowed only what spec says (and to write its logs).
 func function(st awscdk.Stack, p Props, spec fnSpec) awslambda.Function {
 	logs := awslogs.NewLogGroup(st, jsii.String(spec.id+"Logs"), &awslogs.LogGroupProps{
-		Retention: awslogs.RetentionDays_ONE_MONTH, RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		Retention: awslogs.RetentionDays_ONE_MONTH, RemovalPolicy: awscdk.RemovalPolicy_DESTROY, EncryptionKey: spec.key,
 	})
 	role := awsiam.NewRole(st, jsii.String(spec.id+"Role"), &awsiam.RoleProps{
 		AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
@@ -214,6 +217,9 @@ func function(st awscdk.Stack, p Props, spec fnSpec) awslambda.Function {
 	role.AddToPolicy(statement([]string{"logs:CreateLogStream", "logs:PutLogEvents"}, []*string{logs.LogGroupArn()}))
 	for _, s := range spec.allow {
 		role.AddToPolicy(s)
+	}
+	if spec.key != nil {
+		role.AddToPolicy(keyUse(spec.key))
 	}
 	props := &awslambda.FunctionProps{
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),

@@ -20,6 +20,9 @@ func suppressions(st awscdk.Stack, r *Resources) {
 		Id: jsii.String("AwsSolutions-SQS3"), Reason: jsii.String("The alert inbox is read by the operator, never consumed by a function: nothing to dead-letter."),
 	}}, jsii.Bool(true))
 	for _, t := range []awscdk.Resource{r.Alerts, r.Alarms} {
+		if r.Key != nil {
+			break // encrypted under the customer managed key (context kms)
+		}
 		cdknag.NagSuppressions_AddResourceSuppressions(t, &[]*cdknag.NagPackSuppression{{
 			Id: jsii.String("AwsSolutions-SNS2"),
 			Reason: jsii.String("The topics carry order ids, step names and error text, no payment data; " +

@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -22,6 +23,7 @@ type Resources struct {
 	Alerts        awssns.Topic            // per-order failure events (the functions publish)
 	AlertInbox    awssqs.Queue            // subscribed to Alerts: what the operator reads
 	Alarms        awssns.Topic            // CloudWatch alarm actions
+	Key           awskms.IKey             // the customer managed key of them all (context kms), or nil: AWS's own keys
 }
 
 // New defines the whole stack.
@@ -38,6 +40,7 @@ func New(scope constructs.Construct, id string, p Props, sp *awscdk.StackProps) 
 
 func resources(st awscdk.Stack, p Props) *Resources {
 	t := p.Topology
+	key := dataKey(st, p)
 	table := func(id, name string, sort bool) awsdynamodb.Table {
 		props := &awsdynamodb.TableProps{
 			TableName:    jsii.String(name),
@@ -51,33 +54,44 @@ func resources(st awscdk.Stack, p Props) *Resources {
 			// with retentionDays=0 none does, and the attribute is never set.
 			TimeToLiveAttribute: jsii.String(topology.KeyExpires),
 		}
+		if key != nil {
+			props.Encryption, props.EncryptionKey = awsdynamodb.TableEncryption_CUSTOMER_MANAGED, key
+		}
 		if sort {
 			props.SortKey = &awsdynamodb.Attribute{Name: jsii.String(topology.KeySort), Type: awsdynamodb.AttributeType_STRING}
 		}
 		return awsdynamodb.NewTable(st, jsii.String(id), props)
 	}
 	r := &Resources{Orders: table("OrdersTable", t.OrdersTable(), false), State: table("StateTable", t.StateTable(), true),
-		Queues: map[string]awssqs.Queue{}}
+		Queues: map[string]awssqs.Queue{}, Key: key}
 	r.State.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
 		IndexName:      jsii.String(topology.DeadlineIndex),
 		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(topology.KeyDueShard), Type: awsdynamodb.AttributeType_STRING},
 		SortKey:        &awsdynamodb.Attribute{Name: jsii.String(topology.KeyDueAt), Type: awsdynamodb.AttributeType_NUMBER},
 		ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY, // see statestore.Store.Overdue
 	})
+	encrypted := func(props *awssqs.QueueProps) *awssqs.QueueProps {
+		props.Encryption, props.EnforceSSL = awssqs.QueueEncryption_SQS_MANAGED, jsii.Bool(true)
+		if key != nil {
+			props.Encryption, props.EncryptionMasterKey = awssqs.QueueEncryption_KMS, key
+			props.DataKeyReuse = awscdk.Duration_Seconds(jsii.Number(DataKeyReuse))
+		}
+		return props
+	}
 	for _, q := range t.Queues() {
-		dlq := awssqs.NewQueue(st, jsii.String(q.DLQName), &awssqs.QueueProps{
-			QueueName: jsii.String(q.DLQName), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
-			RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
-		})
+		dlq := awssqs.NewQueue(st, jsii.String(q.DLQName), encrypted(&awssqs.QueueProps{
+			QueueName: jsii.String(q.DLQName), RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+		}))
 		r.Queues[q.DLQName] = dlq
-		r.Queues[q.Name] = awssqs.NewQueue(st, jsii.String(q.Name), &awssqs.QueueProps{
-			QueueName: jsii.String(q.Name), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
+		r.Queues[q.Name] = awssqs.NewQueue(st, jsii.String(q.Name), encrypted(&awssqs.QueueProps{
+			QueueName:         jsii.String(q.Name),
 			VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(q.VisibilityTimeout.Seconds())),
 			DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(float64(q.MaxReceiveCount))},
-		})
+		}))
 	}
 	topic := func(id, name string) awssns.Topic {
-		tp := awssns.NewTopic(st, jsii.String(id), &awssns.TopicProps{TopicName: jsii.String(name), EnforceSSL: jsii.Bool(true)})
+		tp := awssns.NewTopic(st, jsii.String(id), &awssns.TopicProps{TopicName: jsii.String(name), EnforceSSL: jsii.Bool(true),
+			MasterKey: key})
 		if p.AlarmEmail != "" {
 			tp.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(p.AlarmEmail), nil))
 		}
@@ -86,10 +100,9 @@ func resources(st awscdk.Stack, p Props) *Resources {
 	grantEventSenders(r.Queues[t.EventsQueue().Name], p.EventSenders)
 	r.Alerts = topic("AlertTopic", t.AlertTopic())
 	// The alerts sent, kept 14 days for the operator (the console reads them).
-	r.AlertInbox = awssqs.NewQueue(st, jsii.String("AlertInbox"), &awssqs.QueueProps{
-		QueueName: jsii.String(t.AlertInbox()), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
-		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
-	})
+	r.AlertInbox = awssqs.NewQueue(st, jsii.String("AlertInbox"), encrypted(&awssqs.QueueProps{
+		QueueName: jsii.String(t.AlertInbox()), RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+	}))
 	r.Alerts.AddSubscription(awssnssubscriptions.NewSqsSubscription(r.AlertInbox,
 		&awssnssubscriptions.SqsSubscriptionProps{RawMessageDelivery: jsii.Bool(true)}))
 	r.Alarms = topic("AlarmTopic", t.Prefix+"-alarms")

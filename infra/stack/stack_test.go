@@ -402,6 +402,7 @@ func TestConfigRefusesBadContext(t *testing.T) {
 		"prefix":                {"my shop", `context prefix="my shop": "my shop" is not 1-32 letters, digits, - or _, starting with a letter`},
 		"remoteBaseUrl":         {"remote.example.com", `context remoteBaseUrl="remote.example.com": "remote.example.com" is not an http(s) URL`},
 		"supervisorRateMinutes": {"5", "context supervisorRateMinutes is now supervisorRate (a duration such as 5m)"},
+		"kms":                   {"alias/shop", `context kms="alias/shop": "alias/shop" is not create, or a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID)`},
 	} {
 		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{ctx: bad.value}})
 		_, err := stack.Config(app)

@@ -38,11 +38,7 @@ func synthWorkflows(t *testing.T, files ...string) (map[string]any, assertions.A
 	for _, f := range files {
 		paths = append(paths, filepath.Join(root, "shared", "workflow", "examples", f))
 	}
-	assets := t.TempDir()
-	for _, fn := range []string{"submission", "scheduler", "agent", "supervisor", "loyalty"} {
-		require.NoError(t, os.MkdirAll(filepath.Join(assets, fn), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(assets, fn, "bootstrap"), []byte(fn), 0o755)) // a distinct asset each
-	}
+	assets := standInAssets(t)
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir()), Context: &map[string]any{
 		"prefix": "shop", "workflows": strings.Join(paths, ","), "assetDir": assets,
 	}})

@@ -69,7 +69,15 @@ type Settings struct {
 	// (an API key: read by each function at its start, never in the
 	// template).
 	OTLPEndpoint, OTLPHeadersSecret string
+	// KMS is the key the stack's data is encrypted under: "" for AWS's own
+	// keys, KMSCreate for a customer managed key the stack creates, or the
+	// ARN of the customer's own key.
+	KMS string
 }
+
+// KMSCreate is the KMS setting that makes the stack create its own customer
+// managed key.
+const KMSCreate = "create"
 
 // The defaults of the settings that bound a deployment's throughput
 // (docs/capacity.md): each event source mapping's MaximumConcurrency, and
@@ -148,6 +156,7 @@ var (
 	urlPattern     = &pattern{regexp.MustCompile(`^https?://\S+$`), "an http(s) URL"}
 	tracingPattern = &pattern{regexp.MustCompile(`^(otlp|off)?$`), "otlp or off"}
 	secretPattern  = &pattern{regexp.MustCompile(`^[A-Za-z0-9/_+=.@-]{1,512}$|^arn:aws[a-z-]*:secretsmanager:\S+$`), "a Secrets Manager secret's name or ARN"}
+	kmsPattern     = &pattern{regexp.MustCompile(`^(create|arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+)$`), "create, or a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID)"}
 	layerPattern   = &pattern{regexp.MustCompile(`^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:layer:[A-Za-z0-9_-]+:[0-9]+$`), "a Lambda layer version ARN"}
 	// queuePrefixPattern is the start of a queue name: the IAM grant and the
 	// functions' check both take a reply queue prefix as one.
@@ -222,6 +231,9 @@ var Table = []Setting{
 	{Name: "otlpHeadersSecret", Context: "otlpHeadersSecret", Env: "SAS_OTLP_HEADERS_SECRET",
 		Usage: "the Secrets Manager secret (name or ARN) whose text is the headers otlpEndpoint wants, as OTEL_EXPORTER_OTLP_HEADERS writes them (x-honeycomb-team=KEY): each function reads it when it starts",
 		bind:  func(s *Settings) Value { return text(&s.OTLPHeadersSecret, secretPattern) }},
+	{Name: "kms", Context: "kms", Default: "AWS's own keys",
+		Usage: "the customer managed KMS key the tables, every queue and DLQ, the topics and the log groups are encrypted under: create (the stack creates one, rotated yearly, kept when the stack is deleted) or your key's ARN (its key policy must let CloudWatch Logs, CloudWatch alarms and SNS use it: docs/operations.md)",
+		bind:  func(s *Settings) Value { return text(&s.KMS, kmsPattern) }},
 	{Name: "assetDir", Context: "assetDir",
 		Usage: "the folder of the built functions (make build)",
 		bind:  func(s *Settings) Value { return text(&s.AssetDir, nil) }},
