@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -156,8 +157,8 @@ func schemaName(file, from string) string {
 }
 
 // CheckOrder checks an order (its JSON, every member) against the
-// workflow's schema, if it has one: the error names the first field at
-// fault and what is wrong with it.
+// workflow's schema, if it has one: the error names each field at fault
+// (up to maxFaults) and what is wrong with it.
 func (d Definition) CheckOrder(order json.RawMessage) error {
 	if len(d.Schema) == 0 {
 		return nil
@@ -178,15 +179,37 @@ func (d Definition) CheckOrder(order json.RawMessage) error {
 	if !errors.As(err, &ve) {
 		return err
 	}
-	leaf := ve
-	for len(leaf.Causes) > 0 {
-		leaf = leaf.Causes[0]
+	var faults []string
+	for _, leaf := range leaves(ve) {
+		field := "the order"
+		if len(leaf.InstanceLocation) > 0 {
+			field = FieldPath(leaf.InstanceLocation)
+		}
+		if f := field + ": " + leaf.ErrorKind.LocalizedString(english); !slices.Contains(faults, f) {
+			faults = append(faults, f)
+		}
 	}
-	field := "the order"
-	if len(leaf.InstanceLocation) > 0 {
-		field = FieldPath(leaf.InstanceLocation)
+	if len(faults) > maxFaults {
+		faults = append(faults[:maxFaults], fmt.Sprintf("and %d more", len(faults)-maxFaults))
 	}
-	return fmt.Errorf("%s: %s (workflow %s's schema)", field, leaf.ErrorKind.LocalizedString(english), d.Name)
+	return fmt.Errorf("%s (workflow %s's schema)", strings.Join(faults, "; "), d.Name)
+}
+
+// maxFaults is how many of an order's faults a refusal names: the rest are
+// counted.
+const maxFaults = 5
+
+// leaves are the faults of a validation error that have no causes of
+// their own, depth first: what is wrong, field by field.
+func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(ve.Causes) == 0 {
+		return []*jsonschema.ValidationError{ve}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range ve.Causes {
+		out = append(out, leaves(c)...)
+	}
+	return out
 }
 
 // english prints the schema library's messages.

@@ -63,6 +63,9 @@ func TestAnOrderIsCheckedAgainstItsWorkflowsSchema(t *testing.T) {
 		err := d.CheckOrder(json.RawMessage(order))
 		require.ErrorContains(t, err, want, order)
 	}
+	// Every field at fault is named, not the first alone.
+	err = d.CheckOrder(json.RawMessage(`{"orderId":"b-1","booking":{"out":"2027-01-02","passengers":[{"name":7},{"name":""}]}}`))
+	require.ErrorContains(t, err, "booking.passengers[0].name: got number, want string; booking.passengers[1].name: minLength")
 	_, err = d.Items(json.RawMessage(`{"orderId":"b-1","booking":{"passengers":{"name":"Ada"}}}`))
 	require.ErrorContains(t, err, `step book-seat runs once per item of the order's ".booking.passengers", which is not an array`)
 
