@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -115,10 +116,19 @@ func printRecords(out io.Writer, recs []operator.Record) {
 	fmt.Fprintln(tw, "STEP\tKIND\tSTATE\tATTEMPTS\tFAILURES\tCOMPLETE BY\tDUE\tLAST ERROR")
 	now := time.Now()
 	for _, r := range recs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\t%s\n", r.Name, r.KindText(), r.State, r.Attempt, r.Failures,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", r.Name, r.KindText(), r.State, attempts(r), r.Failures,
 			r.MaxFailures, operator.Clock(r.CompleteBy, now), operator.Clock(r.DueAt, now), short(r.LastError, 70))
 	}
 	tw.Flush()
+}
+
+// attempts is a record's attempts, and of them those its flow control gave
+// back before their call ("19 (18 waited)"): waiting is not failing.
+func attempts(r operator.Record) string {
+	if r.FlowWaits == 0 {
+		return strconv.Itoa(r.Attempt)
+	}
+	return fmt.Sprintf("%d (%d waited)", r.Attempt, r.FlowWaits)
 }
 
 // printWaiting says what each waiting record waits for, since and until

@@ -89,16 +89,20 @@ func OrderOf(t statestore.Task) Order {
 
 // Record is one step or undo action of an order.
 type Record struct {
-	Name        string          `json:"name"`           // its step's or undo's name, and for one item of a forEach step, #item (pack-item#2)
-	Index       int             `json:"index"`          // its step's position in the workflow, from 0
-	Item        int             `json:"item,omitempty"` // for one item of a forEach step: which (from 1)
-	Undo        bool            `json:"undo"`
-	Kind        string          `json:"kind"` // "agent", "event" (a wait) or "timer"
-	Agent       string          `json:"agent,omitempty"`
-	Async       bool            `json:"async,omitempty"` // its service answers later, with a callback
-	Event       string          `json:"event,omitempty"` // the event a wait waits for
-	State       workflow.State  `json:"state"`
-	Attempt     int             `json:"attempt"`
+	Name    string         `json:"name"`           // its step's or undo's name, and for one item of a forEach step, #item (pack-item#2)
+	Index   int            `json:"index"`          // its step's position in the workflow, from 0
+	Item    int            `json:"item,omitempty"` // for one item of a forEach step: which (from 1)
+	Undo    bool           `json:"undo"`
+	Kind    string         `json:"kind"` // "agent", "event" (a wait) or "timer"
+	Agent   string         `json:"agent,omitempty"`
+	Async   bool           `json:"async,omitempty"` // its service answers later, with a callback
+	Event   string         `json:"event,omitempty"` // the event a wait waits for
+	State   workflow.State `json:"state"`
+	Attempt int            `json:"attempt"`
+	// FlowWaits are the attempts its agent's flow control gave back before
+	// their call (a rate turn, a key's slot, a pause, a Retry-After): of
+	// Attempt, those that called nothing and failed nothing.
+	FlowWaits   int             `json:"flowWaits,omitempty"`
 	Failures    int             `json:"failures"`
 	MaxFailures int             `json:"maxFailures"`
 	Timeout     Duration        `json:"timeout,omitzero"`
@@ -162,7 +166,7 @@ func (w Waiting) What() string {
 // recordOf is the view of a stored record of an order in state.
 func recordOf(s statestore.Step, task workflow.State, steps map[workflow.Ref]workflow.State) Record {
 	r := Record{Name: s.RecordName(), Index: s.Index, Item: s.Item, Undo: s.Undo, Kind: kindName(s.Kind), Agent: s.Agent, Async: s.Async,
-		Event: s.Event, State: shownState(s, task, steps), Attempt: s.Attempt, Failures: s.FailureCount,
+		Event: s.Event, State: shownState(s, task, steps), Attempt: s.Attempt, FlowWaits: s.FlowWaits, Failures: s.FailureCount,
 		MaxFailures: s.MaxFailures, Timeout: Duration(s.Timeout), ReadyAt: utc(s.ReadyAt), ClaimedAt: utc(s.ClaimedAt),
 		CompleteBy: utc(s.CompleteBy), DueAt: utc(s.DueAt), DoneAt: utc(s.DoneAt), Cause: s.Cause, LastError: s.LastError}
 	r.Waiting = waitingOf(s)

@@ -96,6 +96,7 @@ func TestARecordHeldByItsFlowControlIsShownWaiting(t *testing.T) {
 		FlowWaits: 18, FlowWhy: `waiting for a slot of key "c-1"`}
 	r := recordOf(st, workflow.Pending, nil)
 	require.Empty(t, r.LastError)
+	require.Equal(t, 18, r.FlowWaits, "of its 19 attempts, 18 called nothing")
 	require.Equal(t, &Waiting{For: "flow", Why: `waiting for a slot of key "c-1"`, Times: 18, Since: at}, r.Waiting)
 	require.Contains(t, r.Waiting.What(), `its agent's flow control (waiting for a slot of key "c-1"; given back 18 time(s))`)
 	st.State, st.DueAt = workflow.Processing, time.Time{}

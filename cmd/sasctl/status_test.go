@@ -1,0 +1,23 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// A step whose attempts its flow control gave back shows them as waited,
+// beside its attempts: waiting is not failing.
+func TestStatusShowsTheAttemptsThatWaited(t *testing.T) {
+	var out bytes.Buffer
+	printRecords(&out, []operator.Record{
+		{Name: "ocr", Kind: "agent", State: workflow.Processed, Attempt: 19, FlowWaits: 18, MaxFailures: 3},
+		{Name: "pay", Kind: "agent", State: workflow.Processed, Attempt: 2, Failures: 1, MaxFailures: 3},
+	})
+	require.Regexp(t, `ocr +step +Processed +19 \(18 waited\) +0/3`, out.String())
+	require.Regexp(t, `pay +step +Processed +2 +1/3`, out.String())
+}
