@@ -11,20 +11,20 @@ import (
 // printTable writes the figures as a Markdown table, then each peer's as
 // ratios to this product's, then where each engine's CPU and memory went.
 func printTable(out io.Writer, rs []harness.Result, burst int) {
-	fmt.Fprintf(out, "| engine | one alone p50 / p95 | %d at once | orders/s | CPU s | CPU ms an order | peak RSS |\n", burst)
+	fmt.Fprintf(out, "| engine | one alone p50 / p95 | %d at once | orders/s | CPU s | CPU ms an order | peak memory |\n", burst)
 	fmt.Fprintln(out, "|---|---|---|---|---|---|---|")
 	for _, r := range rs {
 		if reason := why(r); reason != "" {
 			fmt.Fprintf(out, "| %s | %s | | | | | |\n", labels[r.Engine], reason)
 			continue
 		}
-		fmt.Fprintf(out, "| %s | %s / %s ms | %.1f s | %.1f | %.1f | %.1f | %s MB |\n", labels[r.Engine],
-			num(r.P50MS), num(r.P95MS), r.DrainSec, rate(r), cpu(r), 1000*cpu(r)/float64(r.Burst), thousands(rss(r)))
+		fmt.Fprintf(out, "| %s | %s / %s ms | %.1f s | %.1f | %s | %.1f | %s MB |\n", labels[r.Engine],
+			num(r.P50MS), num(r.P95MS), r.DrainSec, rate(r), seconds(cpu(r)), 1000*cpu(r)/float64(r.Burst), thousands(rss(r)))
 	}
 	base, ok := find(rs, "sas")
 	if ok && why(base) == "" {
 		fmt.Fprintln(out, "\nEach peer's figure divided by this product's (under 1: the peer is faster, or uses less):")
-		fmt.Fprintln(out, "\n| engine | p50 | p95 | drain time | CPU s | peak RSS |")
+		fmt.Fprintln(out, "\n| engine | p50 | p95 | drain time | CPU s | peak memory |")
 		fmt.Fprintln(out, "|---|---|---|---|---|---|")
 		for _, r := range rs {
 			if r.Engine == "sas" || why(r) != "" {
@@ -34,7 +34,8 @@ func printTable(out io.Writer, rs []harness.Result, burst int) {
 				ratio(r.P95MS, base.P95MS), ratio(r.DrainSec, base.DrainSec), ratio(cpu(r), cpu(base)), ratio(rss(r), rss(base)))
 		}
 	}
-	fmt.Fprintln(out, "\nWhere the burst's CPU seconds and the peak memory went (peak RSS: each process's own peak, summed):")
+	fmt.Fprintln(out, "\nWhere the burst's CPU seconds and the memory went (memory: the peak of the processes' proportional set sizes "+
+		"(PSS) added up, sampled every 250 ms over the whole run; memory processes share counts once):")
 	for _, r := range rs {
 		if why(r) == "" {
 			fmt.Fprintf(out, "- %s: %s\n", labels[r.Engine], breakdown(r))
@@ -67,12 +68,7 @@ func cpu(r harness.Result) (s float64) {
 	return s
 }
 
-func rss(r harness.Result) (mb float64) {
-	for _, p := range r.Procs {
-		mb += p.PeakRSSMB
-	}
-	return mb
-}
+func rss(r harness.Result) float64 { return r.PeakMB }
 
 func breakdown(r harness.Result) string {
 	var parts []string
@@ -81,7 +77,7 @@ func breakdown(r harness.Result) string {
 		if p.Count > 1 {
 			n = fmt.Sprintf("%s (%d processes)", n, p.Count)
 		}
-		parts = append(parts, fmt.Sprintf("%s %.1f s, %s MB", n, p.CPUSeconds, thousands(p.PeakRSSMB)))
+		parts = append(parts, fmt.Sprintf("%s %s s, %s MB", n, seconds(p.CPUSeconds), thousands(p.PeakMB)))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -122,4 +118,12 @@ func thousands(v float64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// seconds is a CPU time with a precision that fits it.
+func seconds(v float64) string {
+	if v < 1 {
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
 }

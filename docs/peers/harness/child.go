@@ -62,7 +62,8 @@ type Result struct {
 	P95MS       float64   `json:"p95ms"`
 	Burst       int       `json:"burst"`
 	DrainSec    float64   `json:"drainSeconds"`
-	Procs       []ProcUse `json:"processes"` // over the burst
+	Procs       []ProcUse `json:"processes"` // CPU over the burst, memory over the run
+	PeakMB      float64   `json:"peakMB"`    // the peak of every process's memory together
 }
 
 // Logf writes a progress line on stderr.
@@ -88,8 +89,10 @@ func measure(ctx context.Context, c Config, self string, start func(context.Cont
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	began := time.Now()
+	meter := StartMeter(self)
 	e, err := start(ctx)
 	if err != nil {
+		meter.Stop()
 		r.Unavailable = err.Error()
 		return nil
 	}
@@ -109,12 +112,12 @@ func measure(ctx context.Context, c Config, self string, start func(context.Cont
 	}
 	r.P50MS, r.P95MS = ms(Percentile(lat, 0.50)), ms(Percentile(lat, 0.95))
 	Logf("%d orders one at a time: p50 %.1f ms, p95 %.1f ms; now %d at once", c.One, r.P50MS, r.P95MS, c.Burst)
-	from := SnapCPU()
+	meter.Restart()
 	drain, err := Burst(ctx, e, "burst", c.Burst)
 	if err != nil {
 		return err
 	}
-	r.Procs = UsesSince(from, self)
+	r.Procs, r.PeakMB = meter.Stop()
 	r.DrainSec = drain.Seconds()
 	Logf("%d at once drained in %.1fs (%.1f orders/s)", c.Burst, r.DrainSec, float64(c.Burst)/r.DrainSec)
 	return nil
