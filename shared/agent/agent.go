@@ -216,6 +216,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	}
 	var a outcome.Attempt
 	var slow *SlowDownError
+	var open *BreakerOpenError
 	switch {
 	case err == nil && action.Async:
 		h.log.Debug("async call accepted: the service answers with an event carrying the token", "order_id", st.OrderID,
@@ -247,6 +248,11 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	case err == nil:
 	case errors.As(err, &slow) && h.gate != nil:
 		return h.slowDown(ctx, def, st, slow, req, retried)
+	case errors.As(err, &open):
+		// Nothing was called: given back, its key's slot let go, and sent
+		// again for when the breaker may let a call through.
+		return h.release(ctx, def, st, flow.Verdict{Wait: max(open.Wait, 0) + time.Duration(rand.Int64N(int64(time.Second))),
+			Why: open.Error()}, req, false)
 	case IsPermanent(err):
 		a.Refusal = err.Error()
 		h.log.Warn("non-transient remote fault; recorded as a refusal", "order_id", st.OrderID, "err", err)

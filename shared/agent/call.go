@@ -24,7 +24,15 @@ import (
 func (h *Handler) call(ctx context.Context, st *statestore.Step, payload []byte, deadline time.Time) ([]byte, bool, error) {
 	var last error // the service's last transient answer, for the line that says the attempt ran out of time
 	for n := 0; ; n++ {
-		if err := h.breaker.Allow(); err == nil {
+		err := h.breaker.Allow()
+		if err != nil && n == 0 {
+			// No request of the attempt went: it is given back until the
+			// breaker may let one through, no failure counted. An attempt
+			// that waited out an open breaker ran out of its time, and its
+			// step failed for good with its service never called.
+			return nil, false, &BreakerOpenError{Agent: h.cfg.Name, Wait: h.breaker.RetryIn()}
+		}
+		if err == nil {
 			// The turn beforeCall took is for a request made at once; any
 			// later one (a retry, or a first held by the breaker) takes its
 			// own, and one the breaker refuses takes none.
@@ -61,6 +69,19 @@ func (h *Handler) call(ctx context.Context, st *statestore.Step, payload []byte,
 			return nil, true, err
 		}
 	}
+}
+
+// BreakerOpenError is an attempt's call held by its Agent instance's
+// circuit breaker before any request of it went: its service failed calls
+// in a row, and the instance makes none until Wait has passed.
+type BreakerOpenError struct {
+	Agent string
+	Wait  time.Duration
+}
+
+func (e *BreakerOpenError) Error() string {
+	return fmt.Sprintf("agent %s's circuit breaker is open (its service failed calls in a row): no call for %s",
+		e.Agent, e.Wait.Round(time.Millisecond))
 }
 
 // pastDeadline is err, if it is errDeadline, with the service's last

@@ -60,6 +60,22 @@ func (b *Breaker) advance() {
 	}
 }
 
+// RetryIn is how long until the breaker may let a call through: what is
+// left of its cooldown while open; a cooldown while half-open with its
+// trial call in flight (that call decides); zero otherwise.
+func (b *Breaker) RetryIn() time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.advance()
+	switch {
+	case b.state == Open:
+		return b.Cooldown - b.now().Sub(b.openedAt)
+	case b.state == HalfOpen && b.trial:
+		return b.Cooldown
+	}
+	return 0
+}
+
 // Allow reports whether a call may go ahead now; it returns ErrOpen if not.
 // Every allowed call must be followed by Record.
 func (b *Breaker) Allow() error {

@@ -79,3 +79,23 @@ func TestBreakerSuccessResetsTheCount(t *testing.T) {
 	require.Equal(t, resilience.Closed, b.State(), "failures must be consecutive")
 	require.Equal(t, "closed", b.State().String())
 }
+
+// RetryIn says how long until the breaker may let a call through: what is
+// left of its cooldown, a whole cooldown while a trial call decides, none
+// when closed.
+func TestBreakerSaysWhenItMayLetACallThrough(t *testing.T) {
+	t.Parallel()
+	c := &clock{t: time.Unix(0, 0)}
+	b := &resilience.Breaker{Threshold: 1, Cooldown: 2 * time.Second, Now: c.now}
+	require.Zero(t, b.RetryIn(), "closed")
+	require.NoError(t, b.Allow())
+	b.Record(true)
+	c.t = c.t.Add(500 * time.Millisecond)
+	require.Equal(t, 1500*time.Millisecond, b.RetryIn(), "open: the rest of its cooldown")
+	c.t = c.t.Add(1500 * time.Millisecond)
+	require.Zero(t, b.RetryIn(), "half-open, no trial yet: now")
+	require.NoError(t, b.Allow())
+	require.Equal(t, 2*time.Second, b.RetryIn(), "a trial in flight decides: a cooldown")
+	b.Record(false)
+	require.Zero(t, b.RetryIn(), "closed again")
+}

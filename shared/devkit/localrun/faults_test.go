@@ -45,6 +45,38 @@ func TestTransientRemoteErrorsAbsorbedByAgent(t *testing.T) {
 	e.requireEffectsOnce(ids)
 }
 
+// An attempt that meets its Agent's circuit breaker open before any
+// request of it went is given back, no failure counted, and comes back when
+// the breaker may let a call through. It waited out the breaker before: its
+// time ran out without a call, a failure was counted, and in a 10,000-order
+// chaos run steps failed for good (and their undos, CompensationFailed)
+// with their service never called.
+func TestAnAttemptHeldByAnOpenBreakerIsGivenBackNotFailed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{}, nil)
+	e.sim.SetFaults("inventory", remotesim.Faults{TransientRate: 1}) // every call a 503: five in a row open the breaker
+	first := localrun.DemoOrder("o-brk-first", 0)
+	require.NoError(t, e.stack.SendOrders(context.Background(), first.JSON()))
+	e.eventually("the breaker opened", 30*time.Second, func() bool { return e.sim.Stats().Transient >= 5 })
+	calls := e.sim.Stats().Calls
+	second := localrun.DemoOrder("o-brk-second", 1)
+	require.NoError(t, e.stack.SendOrders(context.Background(), second.JSON()))
+	e.eventually("the second order's attempt given back", 30*time.Second, func() bool {
+		_, steps, err := e.stack.Store.Load(context.Background(), second.OrderID)
+		return err == nil && steps[0].FlowWaits >= 1
+	})
+	e.sim.SetFaults("inventory", remotesim.Faults{}) // the service is back before the attempt comes back
+	st := e.step(second.OrderID, 0)
+	require.Zero(t, st.FailureCount, "no call went: no failure")
+	require.Contains(t, st.FlowWhy, "circuit breaker is open", "it says why it waits")
+	tasks := e.waitEnded([]string{first.OrderID, second.OrderID})
+	require.Equal(t, workflow.Processed, tasks[second.OrderID].State)
+	require.Zero(t, e.step(second.OrderID, 0).FailureCount, "its one call, once the service was back, succeeded")
+	require.Equal(t, workflow.Processed, tasks[first.OrderID].State, "the first order's failures (its calls) under the threshold")
+	require.Greater(t, e.sim.Stats().Calls, calls)
+	e.requireEffectsOnce([]string{first.OrderID, second.OrderID})
+}
+
 func TestAgentNeverRepliesSupervisorRetries(t *testing.T) {
 	t.Parallel()
 	// Every reservation's first call hangs: the agent gives up at CompleteBy
@@ -61,7 +93,7 @@ func TestAgentNeverRepliesSupervisorRetries(t *testing.T) {
 		// open the agent's circuit breaker long enough to expire a second.
 		require.GreaterOrEqual(t, st.FailureCount, 1)
 		require.GreaterOrEqual(t, st.Attempt, 2)
-		require.LessOrEqual(t, st.Attempt, st.FailureCount+1, "no attempt without a recovery")
+		require.LessOrEqual(t, st.Attempt, st.FailureCount+1+st.FlowWaits, "no attempt without a recovery or a give-back")
 		failures += st.FailureCount
 	}
 	require.EqualValues(t, failures, e.stack.Tally.Sum(metrics.SupervisorRecoveries))
