@@ -156,12 +156,19 @@ func newFixtureOf(t *testing.T, f remotesim.Faults, d workflow.Definition) *fixt
 	t.Cleanup(func() { _ = srv.Close() })
 	out, tally := &sent{}, metrics.NewTally()
 	c := &claims{timeout: 10 * time.Second, refuse: map[string]error{}}
-	h := agent.New(agent.Config{Workflows: workflow.MustSet(d), Name: "inventory", InstanceID: "agent-inventory/test",
+	fx := &fixture{url: srv.URL, sim: sim, out: out, claims: c, tally: tally}
+	fx.h = fx.handler(d, &resilience.Breaker{Threshold: 100, Cooldown: time.Second})
+	return fx
+}
+
+// handler is an Agent of workflow d on the fixture's service, claims and
+// queues, with breaker b.
+func (f *fixture) handler(d workflow.Definition, b *resilience.Breaker) *agent.Handler {
+	return agent.New(agent.Config{Workflows: workflow.MustSet(d), Name: "inventory", InstanceID: "agent-inventory/test",
 		Backoff: resilience.Backoff{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}, CallTimeout: time.Second},
-		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL + "/v1/services/inventory", Service: "inventory", Client: http.DefaultClient},
-			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: c, Outcomes: recorder{c}, Send: out,
-			Metrics: metrics.New(tally, "agent"), Log: slog.New(slog.DiscardHandler)})
-	return &fixture{url: srv.URL, h: h, sim: sim, out: out, claims: c, tally: tally}
+		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: f.url + "/v1/services/inventory", Service: "inventory", Client: http.DefaultClient},
+			Breaker: b, Store: f.claims, Outcomes: recorder{f.claims}, Send: f.out,
+			Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler)})
 }
 
 // request asks for step 0 of the order, carrying the order.
@@ -287,6 +294,26 @@ func TestAgentSendsNothingPastCompleteBy(t *testing.T) {
 	require.EqualValues(t, 1, f.tally.Sum(metrics.AgentDeadlineExpired))
 	require.Len(t, f.claims.ended, 1, "its service answered (its call timed out): the attempt ends now, saying so")
 	require.Contains(t, f.claims.ended[0], "its service last answered: ")
+}
+
+// A try cut short by its attempt's own deadline (the attempt's time taken
+// by its rate turn or its line, the service silent so far) tells nothing of
+// the service: it does not count toward opening the breaker, or an instance
+// whose calls wait long for their turns opens it on its own; a try given a
+// whole call timeout that the service lets pass counts.
+func TestATryCutByItsAttemptsDeadlineDoesNotOpenTheBreaker(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{StallFirst: 1000}) // the service never answers
+	b := &resilience.Breaker{Threshold: 1, Cooldown: time.Hour}
+	h := f.handler(workflow.Orders(workflow.Settings{}), b)
+	f.claims.timeout = 300 * time.Millisecond // less than a call timeout (1 s)
+	_, err := h.Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.Equal(t, resilience.Closed, b.State(), "its own deadline, not the service, ended the try")
+	f.claims.timeout = 1500 * time.Millisecond
+	_, err = h.Handle(context.Background(), request("o-2"))
+	require.NoError(t, err)
+	require.Equal(t, resilience.Open, b.State(), "a whole call timeout without an answer is the service's")
 }
 
 func TestAgentRunsNothingItCannotClaim(t *testing.T) {

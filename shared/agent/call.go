@@ -34,19 +34,32 @@ func (h *Handler) call(ctx context.Context, st *statestore.Step, payload []byte,
 		}
 		if err == nil {
 			// The turn beforeCall took is for a request made at once; any
-			// later one (a retry, or a first held by the breaker) takes its
-			// own, and one the breaker refuses takes none.
+			// later one (a retry) takes its own, and one the breaker
+			// refuses takes none.
 			if n > 0 {
 				if err := h.awaitTurn(ctx, deadline); err != nil {
+					h.breaker.Forgo()
 					return nil, true, pastDeadline(err, last)
 				}
 			}
+			// A try whose time is the attempt's, not a whole call timeout,
+			// may be cut short by the attempt's own deadline.
+			short := deadline.Before(h.Now().Add(h.cfg.CallTimeout))
 			res, err := h.try(ctx, st, payload, deadline)
 			var slow *SlowDownError
 			slowed := h.gate != nil && errors.As(err, &slow)
-			// A service that asks to slow down is up: the flow control holds
-			// every instance's calls, and its breaker learns nothing.
-			h.breaker.Record(err != nil && !IsPermanent(err) && !slowed)
+			switch {
+			case short && errors.Is(err, context.DeadlineExceeded):
+				// Cut by the attempt's own time (its turn, or its line, took
+				// the rest): the service's health is not told by it, or five
+				// such tries in a row would open the breaker on every call.
+				h.breaker.Forgo()
+			default:
+				// A service that asks to slow down is up: the flow control
+				// holds every instance's calls, and its breaker learns
+				// nothing.
+				h.breaker.Record(err != nil && !IsPermanent(err) && !slowed)
+			}
 			if err == nil || IsPermanent(err) || slowed {
 				return res, n > 0, err
 			}

@@ -77,7 +77,7 @@ func (b *Breaker) RetryIn() time.Duration {
 }
 
 // Allow reports whether a call may go ahead now; it returns ErrOpen if not.
-// Every allowed call must be followed by Record.
+// Every allowed call must be followed by Record or Forgo.
 func (b *Breaker) Allow() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -92,6 +92,18 @@ func (b *Breaker) Allow() error {
 		b.trial = true
 	}
 	return nil
+}
+
+// Forgo reports an allowed call that told nothing of the service (its
+// caller's own deadline cut it short): no failure is counted and none
+// forgotten; a half-open breaker's trial is let go, so that another call
+// may be the trial.
+func (b *Breaker) Forgo() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state == HalfOpen {
+		b.trial = false
+	}
 }
 
 // Record reports the outcome of an allowed call. Only failures of the remote

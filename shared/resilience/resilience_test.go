@@ -99,3 +99,24 @@ func TestBreakerSaysWhenItMayLetACallThrough(t *testing.T) {
 	b.Record(false)
 	require.Zero(t, b.RetryIn(), "closed again")
 }
+
+// A call that told nothing of the service changes no count, and lets a
+// half-open breaker's trial go so that another call may be the trial.
+func TestAForgoneCallCountsNothingAndFreesTheTrial(t *testing.T) {
+	t.Parallel()
+	c := &clock{t: time.Unix(0, 0)}
+	b := &resilience.Breaker{Threshold: 2, Cooldown: time.Second, Now: c.now}
+	require.NoError(t, b.Allow())
+	b.Record(true)
+	require.NoError(t, b.Allow())
+	b.Forgo()
+	require.Equal(t, resilience.Closed, b.State(), "one failure counted, the forgone call none")
+	require.NoError(t, b.Allow())
+	b.Record(true)
+	require.Equal(t, resilience.Open, b.State())
+	c.t = c.t.Add(time.Second)
+	require.NoError(t, b.Allow(), "the trial")
+	require.ErrorIs(t, b.Allow(), resilience.ErrOpen, "one trial at a time")
+	b.Forgo()
+	require.NoError(t, b.Allow(), "the forgone trial let another through")
+}
