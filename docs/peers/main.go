@@ -36,7 +36,8 @@ func main() {
 	var c harness.Config
 	var o options
 	c.Bind(flag.CommandLine)
-	flag.StringVar(&o.engines, "engines", "sas,temporal,dbos", "engines to run, in this order, comma-separated: sas (this product), temporal, dbos")
+	flag.StringVar(&o.engines, "engines", "sas,temporal,temporal-file,dbos",
+		"engines to run, in this order, comma-separated: sas (this product), temporal (SQLite in memory), temporal-file, dbos")
 	flag.StringVar(&o.temporalSrc, "temporal-src", "temporal", "the Temporal engine's module, built into --run-dir on first use (the first build takes about 15 minutes)")
 	flag.StringVar(&o.temporalBin, "temporal-bin", "", "the Temporal engine's program, already built (instead of --temporal-src)")
 	flag.Parse()

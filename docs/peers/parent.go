@@ -19,9 +19,10 @@ import (
 
 // labels describe each engine in the table.
 var labels = map[string]string{
-	"sas":      "this product: local pipeline (queues in process, DynamoDB Local)",
-	"temporal": "Temporal: server in process (temporaltest), SQLite in memory",
-	"dbos":     "DBOS Transact (Go) on PostgreSQL, fsync on",
+	"sas":           "this product: local pipeline (queues in process, DynamoDB Local)",
+	"temporal":      "Temporal: server in process, SQLite in memory",
+	"temporal-file": "Temporal: server in process, SQLite in a file",
+	"dbos":          "DBOS Transact (Go) on PostgreSQL, fsync on",
 }
 
 // runAll starts the service, runs each engine in a child process, one after
@@ -48,7 +49,7 @@ func runAll(ctx context.Context, c harness.Config, o options, out io.Writer) err
 	for _, name := range names {
 		fmt.Fprintln(os.Stderr, labels[name])
 		c.Engine = name
-		results = append(results, runOne(ctx, c, o, name))
+		results = append(results, runOne(ctx, c, &o, name))
 	}
 	fmt.Fprintf(out, "\n%d orders one after another (after %d not counted), then %d at once; the three-step order, "+
 		"each step a POST to one local service answering at once (not counted below); %d CPUs, %s; "+
@@ -59,7 +60,7 @@ func runAll(ctx context.Context, c harness.Config, o options, out io.Writer) err
 }
 
 // runOne runs one engine in a child process and reads its result.
-func runOne(ctx context.Context, c harness.Config, o options, name string) harness.Result {
+func runOne(ctx context.Context, c harness.Config, o *options, name string) harness.Result {
 	c.RunDir = filepath.Join(c.RunDir, name)
 	if err := os.MkdirAll(c.RunDir, 0o755); err != nil {
 		return harness.Result{Engine: name, Error: err.Error()}
@@ -84,9 +85,11 @@ func runOne(ctx context.Context, c harness.Config, o options, name string) harne
 }
 
 // program is the program that runs engine name: this one, or the Temporal
-// engine's, built from o.temporalSrc unless o.temporalBin names it.
-func program(ctx context.Context, c harness.Config, o options, name string) (string, error) {
-	if name != "temporal" {
+// engine's, built from o.temporalSrc unless o.temporalBin names it (or it
+// was built for the other Temporal engine of this run: o.temporalBin is
+// then set).
+func program(ctx context.Context, c harness.Config, o *options, name string) (string, error) {
+	if !strings.HasPrefix(name, "temporal") {
 		return os.Executable()
 	}
 	if o.temporalBin != "" {
@@ -102,6 +105,7 @@ func program(ctx context.Context, c harness.Config, o options, name string) (str
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("its program did not build (%w): %s", err, lastLines(string(out), 3))
 	}
+	o.temporalBin = bin
 	return bin, nil
 }
 
@@ -117,7 +121,7 @@ func engineNames(list string) ([]string, error) {
 	for n := range strings.SplitSeq(list, ",") {
 		n = strings.TrimSpace(n)
 		if _, ok := labels[n]; !ok {
-			return nil, fmt.Errorf("--engines: unknown engine %q (want sas, temporal, dbos)", n)
+			return nil, fmt.Errorf("--engines: unknown engine %q (want sas, temporal, temporal-file, dbos)", n)
 		}
 		out = append(out, n)
 	}

@@ -1,7 +1,8 @@
 // Command temporal is the peers benchmark's Temporal engine: Temporal's
-// server in this process (the temporaltest package: its frontend on
-// loopback, SQLite in memory), a worker with Temporal's default options,
-// and the order as a workflow of three activities. The peers program
+// server in this process, as its temporaltest package runs it (its
+// frontend on loopback; SQLite in memory, or in a file for --child
+// temporal-file), a worker with Temporal's default options, and the order
+// as a workflow of three activities. The peers program
 // builds and runs it as a child; it is a module of its own because
 // Temporal's server and the product cannot share one build (they want
 // different versions of OpenTelemetry's log API).
@@ -14,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -22,9 +24,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
-	"go.temporal.io/server/temporaltest"
+	"go.temporal.io/server/common/log"
 
 	"github.com/sas-go/sas/docs/peers/harness"
+	"github.com/sas-go/sas/docs/peers/temporal/lite"
 )
 
 // taskQueue is the task queue of the benchmark's workflow.
@@ -37,8 +40,14 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	svc := harness.NewService(c.ServiceURL)
-	err := harness.RunChild(ctx, c, "Go process (server, worker)", func(context.Context) (harness.Engine, error) {
-		return start(svc)
+	err := harness.RunChild(ctx, c, "Go process (server, worker)", func(ctx context.Context) (harness.Engine, error) {
+		switch c.Engine {
+		case "temporal":
+			return start(ctx, svc, "")
+		case "temporal-file":
+			return start(ctx, svc, filepath.Join(c.RunDir, "temporal.db"))
+		}
+		return nil, fmt.Errorf("--child %s: this program runs temporal and temporal-file", c.Engine)
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "temporal:", err)
@@ -48,8 +57,9 @@ func main() {
 
 // engine is the running server, its client and worker.
 type engine struct {
-	server *temporaltest.TestServer
+	server *lite.LiteServer
 	client client.Client
+	worker worker.Worker
 	runs   harness.Handles[client.WorkflowRun]
 }
 
@@ -75,22 +85,43 @@ func order(ctx workflow.Context, orderID, body string) error {
 	return nil
 }
 
-// start starts the server, a client and a worker.
-func start(svc *harness.Service) (_ *engine, err error) {
-	e := &engine{}
-	defer func() {
-		if r := recover(); r != nil { // temporaltest panics when it cannot start
-			err = fmt.Errorf("start the Temporal server: %v", r)
+// namespace is the one namespace the server is made with.
+const namespace = "peers"
+
+// start starts the server (SQLite in memory, or in the file dbFile, made
+// anew), a client and a worker.
+func start(ctx context.Context, svc *harness.Service, dbFile string) (_ *engine, err error) {
+	cfg := &lite.LiteServerConfig{Ephemeral: dbFile == "", DatabaseFilePath: dbFile, FrontendIP: "127.0.0.1",
+		Namespaces: []string{namespace}, Logger: log.NewNoopLogger()}
+	where := "SQLite in memory"
+	if dbFile != "" {
+		if err := os.Remove(dbFile); err != nil && !os.IsNotExist(err) {
+			return nil, fmt.Errorf("remove the last run's database: %w", err)
 		}
-	}()
+		where = "SQLite in " + dbFile
+	}
+	e := &engine{}
+	if e.server, err = lite.NewLiteServer(cfg); err != nil {
+		return nil, fmt.Errorf("make the Temporal server: %w", err)
+	}
+	if err := e.server.Start(); err != nil {
+		return nil, fmt.Errorf("start the Temporal server: %w", err)
+	}
+	harness.Logf("Temporal server in process, frontend on %s, %s", e.server.FrontendHostPort(), where)
 	quiet := tlog.NewStructuredLogger(slog.New(slog.DiscardHandler))
-	e.server = temporaltest.NewServer(temporaltest.WithBaseClientOptions(client.Options{Logger: quiet}))
-	harness.Logf("Temporal server in process, frontend on %s, SQLite in memory", e.server.GetFrontendHostPort())
-	e.client = e.server.GetDefaultClient()
-	e.server.NewWorker(taskQueue, func(r worker.Registry) {
-		r.RegisterWorkflow(order)
-		r.RegisterActivity(&activities{svc: svc})
-	})
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if e.client, err = e.server.NewClientWithOptions(dctx, client.Options{Namespace: namespace, Logger: quiet}); err != nil {
+		_ = e.server.Stop()
+		return nil, fmt.Errorf("Temporal client: %w", err)
+	}
+	e.worker = worker.New(e.client, taskQueue, worker.Options{})
+	e.worker.RegisterWorkflow(order)
+	e.worker.RegisterActivity(&activities{svc: svc})
+	if err := e.worker.Start(); err != nil {
+		_ = e.Close()
+		return nil, fmt.Errorf("Temporal worker: %w", err)
+	}
 	return e, nil
 }
 
@@ -107,12 +138,13 @@ func (e *engine) Wait(ctx context.Context, ids []string) (map[string]time.Time, 
 }
 
 // Close stops the worker, the client and the server.
-func (e *engine) Close() (err error) {
-	defer func() {
-		if r := recover(); r != nil { // Stop reports a shutdown error through a testing.T it has not
-			err = fmt.Errorf("stop the Temporal server: %v", r)
-		}
-	}()
-	e.server.Stop()
+func (e *engine) Close() error {
+	if e.worker != nil {
+		e.worker.Stop()
+	}
+	e.client.Close()
+	if err := e.server.Stop(); err != nil {
+		return fmt.Errorf("stop the Temporal server: %w", err)
+	}
 	return nil
 }
