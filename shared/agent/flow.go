@@ -16,6 +16,12 @@ import (
 // seconds).
 const KeyWait = time.Second
 
+// MinCallTime is the least time a call is left after its rate turn, before
+// its attempt's CompleteBy (or its whole call timeout, if shorter): an
+// attempt that waited in its instance's line for a turn past that is given
+// back instead.
+const MinCallTime = time.Second
+
 // admit is the flow control before a claim: a pause, or a back-off its
 // service asked for. A call that must wait has its request sent again,
 // delayed (waits).
@@ -61,7 +67,11 @@ func (h *Handler) beforeCall(ctx context.Context, def workflow.Definition, st *s
 	}
 	v, err := h.gate.Recheck(ctx, h.cfg.Name, h.Now())
 	if err == nil && v.Wait == 0 && h.cfg.RateLimit.Calls > 0 {
-		v, err = h.gate.Turn(ctx, h.cfg.Name, h.cfg.RateLimit, st.CompleteBy.Add(-h.cfg.Margin), h.Now())
+		// Its turn leaves the call time to be made: one that came later is
+		// given back (no turn taken), not made to be cut by its attempt's
+		// own deadline and counted as a failure.
+		by := st.CompleteBy.Add(-h.cfg.Margin - min(h.cfg.CallTimeout, MinCallTime))
+		v, err = h.gate.Turn(ctx, h.cfg.Name, h.cfg.RateLimit, by, h.Now())
 	}
 	if err != nil || v.Wait > 0 {
 		let()

@@ -172,6 +172,35 @@ func TestARateLimitKeepsABurstUnderTheServicesLimit(t *testing.T) {
 	require.LessOrEqual(t, most, limit+(limit+9)/10+1, "the service's limit, across every instance")
 }
 
+// Calls that wait in their Agent's line for rate turns past what their
+// attempt leaves for a call are given back, not started to be cut by the
+// attempt's own deadline: 20 orders at once against 2 calls a second, steps
+// of 3 s, a service answering in 300 ms. Each attempt that got its turn in
+// the last instants of its time made a call its deadline cut, and counted
+// a failure; now none fails and none counts one.
+func TestATurnLeavesTheCallTimeToBeMade(t *testing.T) {
+	t.Parallel()
+	svc := &service{answer: func(time.Time, string) (int, string) {
+		time.Sleep(300 * time.Millisecond)
+		return http.StatusOK, ""
+	}}
+	url := svc.start(t)
+	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
+		running(t, charging(url, ", rateLimit: 2/s"))(o)
+		o.Settings.StepTimeout, o.Settings.MaxFailures = 3*time.Second, 10
+	})
+	var ids, bodies []string
+	for i := range 20 {
+		ids = append(ids, fmt.Sprintf("o-ct%02d", i))
+		bodies = append(bodies, localrun.DemoOrder(ids[i], 1).JSON())
+	}
+	require.NoError(t, e.stack.SendOrders(context.Background(), bodies...))
+	for id, task := range e.waitEnded(ids) {
+		require.Equal(t, workflow.Processed, task.State, id)
+		require.Zero(t, e.step(id, 0).FailureCount, "%s: no call was cut by its own attempt's deadline", id)
+	}
+}
+
 // A service that answers 503 to the first two calls of each order, its
 // agent limited to 5 calls a second: the Agent's retries within an attempt
 // take their turns too, so the struggling service never sees more than the
