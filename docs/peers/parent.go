@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sas-go/sas/docs/peers/harness"
@@ -72,6 +73,10 @@ func runOne(ctx context.Context, c harness.Config, o *options, name string) harn
 	cmd := exec.CommandContext(ctx, prog, c.Args()...)
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
+	// Interrupted, the child is asked to stop (it then stops what it
+	// started: DynamoDB Local runs in a process group of its own), and
+	// killed only if it has not after 30 s.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 30 * time.Second
 	err = cmd.Run()
 	var r harness.Result
