@@ -104,7 +104,7 @@ func program(ctx context.Context, c harness.Config, o *options, name string) (st
 	if err != nil {
 		return "", fmt.Errorf("the Temporal engine's program: %w", err)
 	}
-	harness.Logf("building the Temporal engine (%s): the first build takes about 15 minutes", o.temporalSrc)
+	harness.Logf("building the Temporal engine from %s (the first build takes about 15 minutes, later ones seconds)", o.temporalSrc)
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
 	build.Dir = o.temporalSrc
 	if out, err := build.CombinedOutput(); err != nil {
