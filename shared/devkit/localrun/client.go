@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -97,10 +98,20 @@ func CountTasks(ids []string, tasks map[string]statestore.Task) Counts {
 }
 
 // WaitEnded polls until every order's task has ended or ctx ends, calling
-// progress after each poll.
+// progress after each poll. A poll reads the orders not yet seen ended: an
+// order that ended stays so (only an operator's resubmit or retry starts it
+// again), so what it ended as is kept, not read again. It returns every
+// order's task as last read.
 func (s *Stack) WaitEnded(ctx context.Context, ids []string, every time.Duration, progress func(Counts)) (map[string]statestore.Task, error) {
+	tasks := make(map[string]statestore.Task, len(ids))
+	left := ids
 	for {
-		c, tasks, err := s.Count(ctx, ids)
+		read, err := s.Store.Tasks(ctx, left)
+		if err == nil {
+			maps.Copy(tasks, read)
+			left = notEnded(left, tasks)
+		}
+		c := CountTasks(ids, tasks)
 		if err == nil && progress != nil {
 			progress(c)
 		}
@@ -116,6 +127,17 @@ func (s *Stack) WaitEnded(ctx context.Context, ids []string, every time.Duration
 		case <-time.After(every):
 		}
 	}
+}
+
+// notEnded are the ids whose task is not known to have ended.
+func notEnded(ids []string, tasks map[string]statestore.Task) []string {
+	var out []string
+	for _, id := range ids {
+		if t, ok := tasks[id]; !ok || !t.State.Ended() {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // Peek returns the messages visible on a queue now, leaving them there
