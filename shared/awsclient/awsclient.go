@@ -5,6 +5,7 @@
 package awsclient
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -76,24 +77,32 @@ func Load(ctx context.Context, o Options) (*Clients, error) {
 	cfg.APIOptions = append(cfg.APIOptions, o.APIOptions...)
 	tracing.AWSMiddlewares(&cfg.APIOptions)
 	cfg.Logger = quietLogger{cfg.Logger}
+	// A service's own endpoint wins over the one for every service, as
+	// AWS_ENDPOINT_URL_<SERVICE> wins over AWS_ENDPOINT_URL for the SDK: an
+	// Options.Endpoint would otherwise win over the variable (the SDK
+	// prefers an endpoint set in code), and the tests' in-process queues,
+	// named by AWS_ENDPOINT_URL_SQS, would serve nothing.
+	dynamo := cmp.Or(o.DynamoDBEndpoint, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"))
+	queues := cmp.Or(o.QueuesEndpoint, os.Getenv("AWS_ENDPOINT_URL_SQS"))
+	topics := cmp.Or(o.QueuesEndpoint, os.Getenv("AWS_ENDPOINT_URL_SNS"))
 	return &Clients{
 		Config: cfg,
 		DynamoDB: dynamodb.NewFromConfig(cfg, func(d *dynamodb.Options) {
 			if o.Emulated {
 				d.DisableValidateResponseChecksum = true
 			}
-			if o.DynamoDBEndpoint != "" {
-				d.BaseEndpoint = aws.String(o.DynamoDBEndpoint)
+			if dynamo != "" {
+				d.BaseEndpoint = aws.String(dynamo)
 			}
 		}),
 		SQS: sqs.NewFromConfig(cfg, func(q *sqs.Options) {
-			if o.QueuesEndpoint != "" {
-				q.BaseEndpoint = aws.String(o.QueuesEndpoint)
+			if queues != "" {
+				q.BaseEndpoint = aws.String(queues)
 			}
 		}),
 		SNS: sns.NewFromConfig(cfg, func(n *sns.Options) {
-			if o.QueuesEndpoint != "" {
-				n.BaseEndpoint = aws.String(o.QueuesEndpoint)
+			if topics != "" {
+				n.BaseEndpoint = aws.String(topics)
 			}
 		}),
 	}, nil
