@@ -63,7 +63,11 @@ func (s *Store) Claim(ctx context.Context, c Claim) (Step, error) {
 	out, err := s.updateItem(ctx, ch, in)
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return Step{}, notClaimable(ccf.Item, c)
+		if own := claimedBy(ccf.Item, c); own != nil {
+			out, err = own, nil // its earlier try, applied: its answer was lost, and another write landed since
+		} else {
+			return Step{}, notClaimable(ccf.Item, c)
+		}
 	}
 	if err != nil {
 		return Step{}, fmt.Errorf("claim %s/%s: %w", c.OrderID, sortKey(c.Ref), err)
@@ -79,6 +83,23 @@ func (s *Store) Claim(ctx context.Context, c Claim) (Step, error) {
 // ErrWrongAgent means the record is ready but belongs to another agent: the
 // request was routed to the wrong queue.
 var ErrWrongAgent = errors.New("record belongs to another agent")
+
+// claimedBy is the item as it was, if its record is this very claim's,
+// applied by an earlier try whose answer was lost (the SDK sent it again):
+// the record is at work, locked by the claim's owner at the claim's time.
+// The item's write id says so only while no other write of the order
+// landed since; a record's owner and time say so whatever came after.
+func claimedBy(old map[string]types.AttributeValue, c Claim) *dynamodb.UpdateItemOutput {
+	var it stateItem
+	if old == nil || attributevalue.UnmarshalMap(old, &it) != nil {
+		return nil
+	}
+	r, ok := it.Recs[sortKey(c.Ref)]
+	if !ok || r.State != string(workflow.Processing) || r.LockedBy != c.Owner || r.ClaimedAt != ms(c.Now) {
+		return nil
+	}
+	return &dynamodb.UpdateItemOutput{Attributes: old}
+}
 
 // notClaimable says why a claim was refused, from the record as it was.
 func notClaimable(old map[string]types.AttributeValue, c Claim) error {

@@ -9,10 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -50,20 +53,41 @@ func LostAnswers(t *testing.T, db *dynamodb.Client) {
 	require.Equal(t, workflow.Processing, st.State)
 	require.Equal(t, 1, st.Attempt, "claimed once")
 
+	// A claim whose answer was lost, another write of the order landing
+	// before the SDK's try again (the item's write id is then another's):
+	// its record says it is the claim's own (a CI run's claim of the
+	// largest order, items claimed at once, was refused by itself so).
+	other := "o-lost-2"
+	_, err = s.Submit(ctx, statestore.Submission{OrderID: other, Order: `{"orderId":"o-lost-2"}`, Workflow: d, Now: t0})
+	require.NoError(t, err)
+	lossy.loseThen(func() {
+		_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(topo.StateTable()),
+			Key: map[string]types.AttributeValue{topology.KeyOrderID: &types.AttributeValueMemberS{Value: other},
+				topology.KeySort: &types.AttributeValueMemberS{Value: "TASK"}},
+			UpdateExpression:          aws.String("SET " + statestore.WriteIDAttribute + " = :w"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":w": &types.AttributeValueMemberS{Value: "another-write"}}})
+		require.NoError(t, err)
+	})
+	again, err := claim(ctx, s, other, step0, "agent-1", t0)
+	require.NoError(t, err, "a claim whose answer was lost, another write since, is the claim")
+	require.Equal(t, 3, lossy.lost())
+	require.Equal(t, workflow.Processing, again.State)
+	require.Equal(t, 1, again.Attempt, "claimed once")
+
 	lossy.lose(1)
 	require.NoError(t, s.Accept(ctx, st, t0.Add(time.Second)), "an acceptance whose answer was lost")
-	require.Equal(t, 3, lossy.lost())
+	require.Equal(t, 4, lossy.lost())
 
 	lossy.lose(1)
 	r := finish(t, s, d, st, "", t0.Add(2*time.Second)) // fails the test if taken as stale
-	require.Equal(t, 4, lossy.lost())
+	require.Equal(t, 5, lossy.lost())
 	require.Equal(t, []workflow.Ref{step1}, r.Ready, "the completion's next step, made ready once")
 
 	next, err := claim(ctx, s, "o-lost", step1, "agent-1", t0.Add(3*time.Second))
 	require.NoError(t, err)
 	lossy.lose(1)
 	require.NoError(t, s.Abandon(ctx, next, "no answer", t0.Add(4*time.Second)), "an abandon whose answer was lost")
-	require.Equal(t, 5, lossy.lost())
+	require.Equal(t, 6, lossy.lost())
 	_, recs, err := s.Load(ctx, "o-lost")
 	require.NoError(t, err)
 	for _, rec := range recs {
@@ -80,9 +104,19 @@ type losing struct {
 	next        dynamodb.HTTPClient
 	mu          sync.Mutex
 	armed, gone int
+	then        func() // run once after the next answer lost
 }
 
 func (l *losing) lose(n int) { l.mu.Lock(); l.armed += n; l.mu.Unlock() }
+
+// loseThen loses the next write's answer, and runs then before the SDK
+// tries the write again (another writer's write landing in between).
+func (l *losing) loseThen(then func()) {
+	l.mu.Lock()
+	l.armed++
+	l.then = then
+	l.mu.Unlock()
+}
 
 func (l *losing) lost() int { l.mu.Lock(); defer l.mu.Unlock(); return l.gone }
 
@@ -101,10 +135,17 @@ func (l *losing) Do(r *http.Request) (*http.Response, error) {
 		l.armed--
 		l.gone++
 	}
+	then := l.then
+	if lose {
+		l.then = nil
+	}
 	l.mu.Unlock()
 	if !lose {
 		return resp, nil
 	}
 	_ = resp.Body.Close()
+	if then != nil {
+		then()
+	}
 	return nil, syscall.ECONNRESET
 }
