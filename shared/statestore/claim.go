@@ -48,7 +48,8 @@ func (s *Store) Claim(ctx context.Context, c Claim) (Step, error) {
 	ch.state(taskFrom(c.Ref))
 	ch.set = append(ch.set, p+".s = "+ch.val("processing", str(string(workflow.Processing))),
 		p+".lk = "+ch.val("owner", str(c.Owner)), p+".cb = "+ch.at()+" + "+p+".t",
-		p+".d = "+ch.at()+" + "+p+".t", p+".k = if_not_exists("+p+".k, :zero) + :one", p+".ca = "+ch.at())
+		p+".d = "+ch.at()+" + "+p+".t", p+".k = if_not_exists("+p+".k, :zero) + :one", p+".ca = "+ch.at(),
+		p+".cw = :wid") // this claim's own id (the change's write id), kept on its record
 	ch.val("zero", num(0))
 	if c.Token != "" {
 		ch.set = append(ch.set, p+".tk = "+ch.val("token", str(c.Token)))
@@ -63,7 +64,7 @@ func (s *Store) Claim(ctx context.Context, c Claim) (Step, error) {
 	out, err := s.updateItem(ctx, ch, in)
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		if own := claimedBy(ccf.Item, c); own != nil {
+		if own := claimedBy(ccf.Item, c, ch.id); own != nil {
 			out, err = own, nil // its earlier try, applied: its answer was lost, and another write landed since
 		} else {
 			return Step{}, notClaimable(ccf.Item, c)
@@ -86,16 +87,18 @@ var ErrWrongAgent = errors.New("record belongs to another agent")
 
 // claimedBy is the item as it was, if its record is this very claim's,
 // applied by an earlier try whose answer was lost (the SDK sent it again):
-// the record is at work, locked by the claim's owner at the claim's time.
-// The item's write id says so only while no other write of the order
-// landed since; a record's owner and time say so whatever came after.
-func claimedBy(old map[string]types.AttributeValue, c Claim) *dynamodb.UpdateItemOutput {
+// the record is at work and keeps this claim's own id. The item's write id
+// says so only while no other write of the order landed since; the
+// record's says so whatever came after. (Its owner and time would not: a
+// request delivered twice is claimed by the same instance in the same
+// millisecond, and the explorer saw the second run the first's attempt.)
+func claimedBy(old map[string]types.AttributeValue, c Claim, id string) *dynamodb.UpdateItemOutput {
 	var it stateItem
 	if old == nil || attributevalue.UnmarshalMap(old, &it) != nil {
 		return nil
 	}
 	r, ok := it.Recs[sortKey(c.Ref)]
-	if !ok || r.State != string(workflow.Processing) || r.LockedBy != c.Owner || r.ClaimedAt != ms(c.Now) {
+	if !ok || r.State != string(workflow.Processing) || r.ClaimWrite != id {
 		return nil
 	}
 	return &dynamodb.UpdateItemOutput{Attributes: old}

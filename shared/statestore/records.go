@@ -287,6 +287,7 @@ type recItem struct {
 	DueAt        int64    `dynamodbav:"d,omitempty"` // the record's own deadline
 	ReadyAt      int64    `dynamodbav:"ra,omitempty"`
 	ClaimedAt    int64    `dynamodbav:"ca,omitempty"`
+	ClaimWrite   string   `dynamodbav:"cw,omitempty"` // the write id of the claim that started its latest attempt
 	DoneAt       int64    `dynamodbav:"dn,omitempty"`
 	Waits        int      `dynamodbav:"w,omitempty"`
 	Resent       int      `dynamodbav:"rs,omitempty"`

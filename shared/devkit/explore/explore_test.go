@@ -41,6 +41,8 @@ var regressions = []struct {
 	{419933401, false, "a refused held pivot, retried, was taken as may have run: undone, its order ended CompensationFailed (RetryHeld)"},
 	{588323654, false, "an operator's skip of a held step, while another ran, did not count as a write that finishes a step: that step's completion, decided before the skip, landed after it and the order stayed Pending with every step done (workflow.SkipHeld)"},
 	{864753638, false, "a give-back before its call forgot that an earlier attempt, given back after its request went (a 429 after a retry), may have taken effect: the step was never undone (statestore's look.Held)"},
+	{405096854, false, "a request delivered twice to one instance in the same millisecond took the first delivery's claim for its own lost answer (owner and time), and ran the attempt twice (statestore's claimedBy)"},
+	{405096864, false, "the same, found in the same run: two claims of one attempt (statestore's claimedBy)"},
 	{772976488, true, "a cancel of 30 to 100 accepted async items wrote over 4 KB, refused (statestore.Store.Apply)"},
 	{772976568, true, "100 items timing out in one sweep wrote over 4 KB, refused (statestore.Store.Apply)"},
 }

@@ -73,6 +73,10 @@ func LostAnswers(t *testing.T, db *dynamodb.Client) {
 	require.Equal(t, 3, lossy.lost())
 	require.Equal(t, workflow.Processing, again.State)
 	require.Equal(t, 1, again.Attempt, "claimed once")
+	// The same request delivered twice, claimed by the same instance in
+	// the same millisecond: the second is no answer of the first's, lost.
+	_, err = claim(ctx, s, other, step0, "agent-1", t0)
+	require.ErrorIs(t, err, statestore.ErrNotClaimable, "a second claim, though by the same owner at the same time")
 
 	lossy.lose(1)
 	require.NoError(t, s.Accept(ctx, st, t0.Add(time.Second)), "an acceptance whose answer was lost")
