@@ -35,11 +35,16 @@ type sent struct {
 	mu       sync.Mutex
 	replies  []message.AgentReply
 	rejected []string
+	later    []time.Duration // the delays of requests sent again to wait
 }
 
-func (s *sent) SendJSON(_ context.Context, _ string, v any, _ time.Duration) error {
+func (s *sent) SendJSON(_ context.Context, _ string, v any, d time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, again := v.(message.AgentRequest); again {
+		s.later = append(s.later, d)
+		return nil
+	}
 	s.replies = append(s.replies, v.(message.AgentReply))
 	return nil
 }
@@ -60,6 +65,7 @@ type claims struct {
 	readyAgo    time.Duration // how long the step had been ready when claimed
 	refuse      map[string]error
 	reads       atomic.Int32 // orders read: for requests that carry none
+	claimed     atomic.Int32 // claims made
 	// Outcomes: stale makes every record refused as not current; recorded
 	// lists the completions and failures written.
 	stale    bool
@@ -119,6 +125,7 @@ func (c *claims) Definition(context.Context, string) (workflow.Definition, error
 }
 
 func (c *claims) Claim(_ context.Context, cl statestore.Claim) (statestore.Step, error) {
+	c.claimed.Add(1)
 	if err := c.refuse[cl.OrderID]; err != nil {
 		return statestore.Step{}, err
 	}
@@ -314,6 +321,27 @@ func TestATryCutByItsAttemptsDeadlineDoesNotOpenTheBreaker(t *testing.T) {
 	_, err = h.Handle(context.Background(), request("o-2"))
 	require.NoError(t, err)
 	require.Equal(t, resilience.Open, b.State(), "a whole call timeout without an answer is the service's")
+}
+
+// A request that finds its instance's breaker open waits before its claim:
+// sent again for when the breaker may let a call through, with nothing
+// claimed (no attempt, no write), so no key's slot or rate turn is taken
+// for a call that cannot be made.
+func TestARequestWaitsOutAnOpenBreakerBeforeItsClaim(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{})
+	b := &resilience.Breaker{Threshold: 1, Cooldown: time.Hour}
+	require.NoError(t, b.Allow())
+	b.Record(true) // open for an hour
+	h := f.handler(workflow.Orders(workflow.Settings{}), b)
+	resp, err := h.Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Zero(t, f.claims.claimed.Load(), "nothing claimed")
+	require.Zero(t, f.sim.Stats().Calls)
+	require.Empty(t, f.out.replies)
+	require.Len(t, f.out.later, 1, "its request sent again")
+	require.Equal(t, agent.MaxDelay, f.out.later[0], "for when the breaker may let a call through (at most SQS's longest delay)")
 }
 
 func TestAgentRunsNothingItCannotClaim(t *testing.T) {

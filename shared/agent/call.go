@@ -29,7 +29,9 @@ func (h *Handler) call(ctx context.Context, st *statestore.Step, payload []byte,
 			// No request of the attempt went: it is given back until the
 			// breaker may let one through, no failure counted. An attempt
 			// that waited out an open breaker ran out of its time, and its
-			// step failed for good with its service never called.
+			// step failed for good with its service never called. (A
+			// request that finds the breaker open is held back before its
+			// claim, admit; this is one that it opened on meanwhile.)
 			return nil, false, &BreakerOpenError{Agent: h.cfg.Name, Wait: h.breaker.RetryIn()}
 		}
 		if err == nil {

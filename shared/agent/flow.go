@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 
 	"github.com/sas-go/sas/shared/flow"
@@ -22,10 +23,15 @@ const KeyWait = time.Second
 // back instead.
 const MinCallTime = time.Second
 
-// admit is the flow control before a claim: a pause, or a back-off its
-// service asked for. A call that must wait has its request sent again,
-// delayed (waits).
+// admit is the flow control before a claim: the instance's circuit breaker
+// open, a pause, or a back-off its service asked for. A call that must wait
+// has its request sent again, delayed (waits), with nothing claimed, no
+// key's slot held and no rate turn taken.
 func (h *Handler) admit(ctx context.Context, req *message.AgentRequest) (waits bool, err error) {
+	if w := h.breaker.RetryIn(); w > 0 {
+		open := &BreakerOpenError{Agent: h.cfg.Name, Wait: w}
+		return true, h.later(ctx, *req, w+time.Duration(rand.Int64N(int64(time.Second))), open.Error())
+	}
 	if h.gate == nil {
 		return false, nil
 	}
