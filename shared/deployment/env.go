@@ -41,6 +41,12 @@ const (
 	EnvSupervisorParallelism = "SAS_SUPERVISOR_PARALLELISM"
 	// EnvRetentionDays is how long an ended order is kept (0: forever).
 	EnvRetentionDays = "SAS_RETENTION_DAYS"
+	// EnvPayloadBucket is the bucket that keeps payloads too large to travel
+	// inline (shared/payload); unset: none, and payloads are inline only.
+	EnvPayloadBucket = "SAS_PAYLOAD_BUCKET"
+	// EnvPayloadInlineBytes is the largest payload kept inline in a message
+	// or an item; a larger one goes to the payload bucket.
+	EnvPayloadInlineBytes = "SAS_PAYLOAD_INLINE_BYTES"
 )
 
 // FromEnv reads a deployment's configuration (Table's settings with an

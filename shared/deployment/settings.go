@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/supervisor"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
@@ -44,6 +45,12 @@ type Settings struct {
 	// RetentionDays is how long an ended order stays in both tables before
 	// DynamoDB's TTL deletes it (0: kept forever).
 	RetentionDays int
+	// PayloadBucket keeps the payloads over PayloadInlineBytes (an order, a
+	// step's result, an event's data): a claim check travels in their place
+	// (shared/payload). "": none, and a payload is inline only.
+	PayloadBucket string
+	// PayloadInlineBytes is the largest payload kept inline.
+	PayloadInlineBytes int
 
 	// The stack's alone.
 	SupervisorRate     time.Duration // the Supervisor's schedule
@@ -96,6 +103,7 @@ func DefaultSettings() Settings {
 		BacklogDepth:          supervisor.BacklogDepthDefault,
 		SupervisorParallelism: supervisor.ParallelDefault,
 		RetentionDays:         RetentionDaysDefault,
+		PayloadInlineBytes:    payload.DefaultInline,
 		SupervisorRate:        time.Minute,
 		QueueWaitAlarm:        5 * time.Minute,
 		AssetDir:              "build",
@@ -265,6 +273,13 @@ var Table = []Setting{
 	{Name: "retentionDays", Context: "retentionDays", Env: EnvRetentionDays,
 		Usage: "days an ended order stays in both tables before DynamoDB's TTL deletes it (0 to 3650; 0: kept forever)",
 		bind:  func(s *Settings) Value { return number(&s.RetentionDays, 0, 3650) }},
+	{Name: "payloadInlineBytes", Context: "payloadInlineBytes", Env: EnvPayloadInlineBytes,
+		Usage: fmt.Sprintf("the largest order, result or event data kept inline in a message or an item (%d to %d bytes): a larger one goes to the payload bucket, a claim check in its place",
+			payload.MinInline, payload.MaxInline),
+		bind: func(s *Settings) Value { return number(&s.PayloadInlineBytes, payload.MinInline, payload.MaxInline) }},
+	{Name: "payloadBucket", Env: EnvPayloadBucket, Default: "set by the stack",
+		Usage: "the bucket that keeps payloads over payloadInlineBytes",
+		bind:  func(s *Settings) Value { return text(&s.PayloadBucket, nil) }},
 	{Name: "functionTimeout", Env: EnvFunctionTimeout, Flag: "function-timeout",
 		Usage: "the queue-driven functions' timeout; a step's may be at most this less 5s",
 		bind:  func(s *Settings) Value { return duration(&s.Topology.FunctionTimeout, StepTimeoutMargin+time.Second) }},

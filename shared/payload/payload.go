@@ -1,0 +1,323 @@
+// Package payload keeps what is too large to travel in a queue message or to
+// sit in a DynamoDB item (an order, a step's result, an event's data) in an
+// S3 bucket, and a claim check in its place: a small JSON object that names
+// the object, its size and its SHA-256. Whoever needs the payload itself
+// (the Agent, for its call) reads it back by the check; everything else (the
+// queues, the tables, the Scheduler) carries the check.
+//
+// Orders sent by the AWS SQS Extended Client libraries (their S3 pointer
+// message, Pointer) are taken as they are.
+package payload
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// The sizes a payload may have.
+const (
+	// MaxBytes is the largest payload: an order, a step's result, an
+	// event's data.
+	MaxBytes = 16 << 20
+	// DefaultInline is the largest payload kept inline by default: an order
+	// and a result at it, with their envelope, fit one SQS message (256 KB)
+	// and one DynamoDB item (400 KB) with room to spare.
+	DefaultInline = 32 << 10
+	// MinInline and MaxInline bound the inline setting.
+	MinInline = 1 << 10
+	MaxInline = 64 << 10
+)
+
+// Member is the member of a claim check that names its object.
+const Member = "$sasPayload"
+
+// Ref is where a payload is kept.
+type Ref struct {
+	Bucket string `json:"bucket"`
+	Key    string `json:"key"`
+	Bytes  int    `json:"bytes"`
+	SHA256 string `json:"sha256"` // hex
+}
+
+// String names the object as s3://bucket/key.
+func (r Ref) String() string { return "s3://" + r.Bucket + "/" + r.Key }
+
+// Check is the claim check of ref, with head's members beside it (an
+// order's orderId, workflow and replyQueue, which the product reads without
+// the payload; none: nil).
+func Check(ref Ref, head map[string]string) json.RawMessage {
+	m := map[string]any{Member: ref}
+	for k, v := range head {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	b, _ := json.Marshal(m) // strings and a struct of them: no error
+	return b
+}
+
+// checkMarker is how every check's JSON names its object; a payload without
+// it is no check (a quick test before any decoding).
+var checkMarker = []byte(`"` + Member + `":`)
+
+// Parse returns the Ref raw is a claim check of; ok is false for a payload
+// that is not one.
+func Parse(raw []byte) (Ref, bool) {
+	if len(raw) > 4096 || !bytes.Contains(raw, checkMarker) {
+		return Ref{}, false
+	}
+	var c map[string]json.RawMessage
+	if json.Unmarshal(raw, &c) != nil {
+		return Ref{}, false
+	}
+	var ref Ref
+	if json.Unmarshal(c[Member], &ref) != nil || ref.Bucket == "" || ref.Key == "" {
+		return Ref{}, false
+	}
+	return ref, true
+}
+
+// IsCheck reports whether raw is a claim check.
+func IsCheck(raw []byte) bool {
+	_, ok := Parse(raw)
+	return ok
+}
+
+// API is the part of the S3 client the store uses.
+type API interface {
+	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	CopyObject(ctx context.Context, in *s3.CopyObjectInput, opts ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, opts ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+}
+
+// Store keeps payloads in one bucket. A nil *Store keeps every payload
+// inline, and cannot read a check.
+type Store struct {
+	api    API
+	bucket string
+	inline int
+}
+
+// New is a store over bucket keeping payloads up to inline bytes inline (0:
+// DefaultInline).
+func New(api API, bucket string, inline int) *Store {
+	if inline <= 0 {
+		inline = DefaultInline
+	}
+	return &Store{api: api, bucket: bucket, inline: inline}
+}
+
+// Inline is the largest payload kept inline: MaxInline for a nil store,
+// which keeps every payload so.
+func (s *Store) Inline() int {
+	if s == nil {
+		return MaxInline
+	}
+	return s.inline
+}
+
+// Max is the largest payload the store takes: MaxBytes, or, without a
+// bucket, MaxInline.
+func (s *Store) Max() int {
+	if s == nil {
+		return MaxInline
+	}
+	return MaxBytes
+}
+
+// Bucket is the store's bucket ("" for a nil store).
+func (s *Store) Bucket() string {
+	if s == nil {
+		return ""
+	}
+	return s.bucket
+}
+
+// OrderPrefix is where an order's payloads are kept: every key of the order
+// starts with it.
+func OrderPrefix(orderID string) string { return "orders/" + orderID + "/" }
+
+// Key is the key of a payload of an order: under its prefix, by what it is
+// (order, a record's result) and its SHA-256, so that a write tried again
+// writes the same object.
+func Key(orderID, what string, sum [sha256.Size]byte) string {
+	return OrderPrefix(orderID) + what + "/" + hex.EncodeToString(sum[:])
+}
+
+// Keep returns body itself if it fits inline, and otherwise keeps it as
+// what of the order and returns its claim check (with head beside it). A
+// body over Max is an error: the caller refuses it before.
+func (s *Store) Keep(ctx context.Context, orderID, what string, body []byte, head map[string]string) (json.RawMessage, error) {
+	if len(body) <= s.Inline() {
+		return body, nil
+	}
+	ref, err := s.Put(ctx, orderID, what, body)
+	if err != nil {
+		return nil, err
+	}
+	return Check(ref, head), nil
+}
+
+// Put keeps body as what of the order.
+func (s *Store) Put(ctx context.Context, orderID, what string, body []byte) (Ref, error) {
+	if s == nil {
+		return Ref{}, fmt.Errorf("keep %d bytes of %s's %s: this deployment has no payload bucket (inline at most %d)",
+			len(body), orderID, what, MaxInline)
+	}
+	if len(body) > MaxBytes {
+		return Ref{}, fmt.Errorf("keep %d bytes of %s's %s: over the %d-byte limit of a payload", len(body), orderID, what, MaxBytes)
+	}
+	sum := sha256.Sum256(body)
+	ref := Ref{Bucket: s.bucket, Key: Key(orderID, what, sum), Bytes: len(body), SHA256: hex.EncodeToString(sum[:])}
+	_, err := s.api.PutObject(ctx, &s3.PutObjectInput{Bucket: &ref.Bucket, Key: &ref.Key, Body: bytes.NewReader(body),
+		ContentLength: aws.Int64(int64(len(body))), ContentType: aws.String("application/json")})
+	if err != nil {
+		return Ref{}, fmt.Errorf("keep %s's %s (%d bytes) at %s: %w", orderID, what, len(body), ref, err)
+	}
+	return ref, nil
+}
+
+// Error is a payload that cannot be read back as it was kept: its object is
+// gone, or holds other bytes. No try again changes it: the step that needs
+// it fails.
+type Error struct {
+	Ref    Ref
+	Reason string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("payload %s: %s", e.Ref, e.Reason) }
+
+// Resolve is the payload raw is a claim check of, read back and checked
+// against its size and SHA-256; raw itself if it is no check. A payload
+// that is gone or not as kept is an *Error; an S3 error otherwise is
+// returned as it is (transient: try again).
+func (s *Store) Resolve(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+	ref, ok := Parse(raw)
+	if !ok {
+		return raw, nil
+	}
+	return s.Get(ctx, ref)
+}
+
+// Get reads back the payload ref names.
+func (s *Store) Get(ctx context.Context, ref Ref) ([]byte, error) {
+	if s == nil {
+		return nil, fmt.Errorf("read payload %s: this deployment has no payload bucket", ref)
+	}
+	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &ref.Bucket, Key: &ref.Key})
+	if err != nil {
+		var nk *types.NoSuchKey
+		var nb *types.NoSuchBucket
+		if errors.As(err, &nk) || errors.As(err, &nb) {
+			return nil, &Error{Ref: ref, Reason: "not found (deleted, or expired with its order's retention)"}
+		}
+		return nil, fmt.Errorf("read payload %s: %w", ref, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(out.Body, int64(ref.Bytes)+1))
+	if err != nil {
+		return nil, fmt.Errorf("read payload %s: %w", ref, err)
+	}
+	if len(b) != ref.Bytes {
+		return nil, &Error{Ref: ref, Reason: fmt.Sprintf("holds %s, not the %d kept", sizeOf(len(b), ref.Bytes), ref.Bytes)}
+	}
+	if sum := sha256.Sum256(b); !strings.EqualFold(hex.EncodeToString(sum[:]), ref.SHA256) {
+		return nil, &Error{Ref: ref, Reason: "its bytes are not the ones kept (SHA-256 differs)"}
+	}
+	return b, nil
+}
+
+func sizeOf(n, want int) string {
+	if n > want {
+		return fmt.Sprintf("more than %d bytes", want)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// Renew writes every payload of an order again in place, so that the
+// bucket's expiry (days after an object's last write) counts from now: a
+// resubmitted order keeps them for its new round.
+func (s *Store) Renew(ctx context.Context, orderID string) (int, error) {
+	if s == nil {
+		return 0, nil
+	}
+	n := 0
+	p := s3.NewListObjectsV2Paginator(s.api, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(OrderPrefix(orderID))})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return n, fmt.Errorf("list the payloads of %s: %w", orderID, err)
+		}
+		for _, o := range page.Contents {
+			_, err := s.api.CopyObject(ctx, &s3.CopyObjectInput{Bucket: &s.bucket, Key: o.Key,
+				CopySource: aws.String(s.bucket + "/" + aws.ToString(o.Key)), MetadataDirective: types.MetadataDirectiveReplace,
+				ContentType: aws.String("application/json")})
+			if err != nil {
+				return n, fmt.Errorf("renew payload s3://%s/%s: %w", s.bucket, aws.ToString(o.Key), err)
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Pointer reads the S3 pointer message the AWS SQS Extended Client
+// libraries (Java, Python) send in place of a body too large for SQS:
+// ["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":…,"s3Key":…}].
+// ok is false for any other body.
+func Pointer(body string) (bucket, key string, ok bool) {
+	if !strings.HasPrefix(strings.TrimSpace(body), `["software.amazon.payloadoffloading.PayloadS3Pointer"`) || len(body) > 4096 {
+		return "", "", false
+	}
+	var parts []json.RawMessage
+	if json.Unmarshal([]byte(body), &parts) != nil || len(parts) != 2 {
+		return "", "", false
+	}
+	var p struct {
+		Bucket string `json:"s3BucketName"`
+		Key    string `json:"s3Key"`
+	}
+	if json.Unmarshal(parts[1], &p) != nil || p.Bucket == "" || p.Key == "" {
+		return "", "", false
+	}
+	return p.Bucket, p.Key, true
+}
+
+// Fetch reads an object a sender kept (an Extended Client's payload): at
+// most limit bytes, a larger one an error. A missing object is an *Error.
+func (s *Store) Fetch(ctx context.Context, bucket, key string, limit int) ([]byte, error) {
+	ref := Ref{Bucket: bucket, Key: key}
+	if s == nil {
+		return nil, fmt.Errorf("read %s: this deployment has no payload bucket", ref)
+	}
+	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+	if err != nil {
+		var nk *types.NoSuchKey
+		var nb *types.NoSuchBucket
+		if errors.As(err, &nk) || errors.As(err, &nb) {
+			return nil, &Error{Ref: ref, Reason: "not found"}
+		}
+		return nil, fmt.Errorf("read %s: %w", ref, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(out.Body, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", ref, err)
+	}
+	if len(b) > limit {
+		return nil, &Error{Ref: ref, Reason: fmt.Sprintf("over the %d-byte limit of a payload", limit)}
+	}
+	return b, nil
+}
