@@ -24,6 +24,7 @@ import (
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/sqsbatch"
 	"github.com/sas-go/sas/shared/statestore"
@@ -96,6 +97,10 @@ type Deps struct {
 	// Gate is the agent's flow control (a rate limit, a back-off its
 	// service asked for, a pause); nil: none.
 	Gate *flow.Gate
+	// Payloads keeps a result over the inline limit in the payload bucket
+	// (nil: none, every result inline, at most payload.MaxInline). The
+	// Store reads back what the step's document names by claim check.
+	Payloads *payload.Store
 }
 
 // Handler is the Agent Lambda handler.
@@ -111,6 +116,7 @@ type Handler struct {
 	batch    *sqsbatch.Processor
 	catalog  *dispatch.Catalog
 	gate     *flow.Gate // nil: no flow control
+	payloads *payload.Store
 	Now      func() time.Time
 	Sleep    func(ctx context.Context, d time.Duration) error
 	// Crash, if set, is called after the remote call and before the reply; a
@@ -127,7 +133,7 @@ func New(cfg Config, d Deps) *Handler {
 		d.Outcomes = outcome.Recorder{Store: d.Store}
 	}
 	return &Handler{cfg: cfg, remote: d.Remote, breaker: d.Breaker, store: d.Store, outcomes: d.Outcomes, send: d.Send, metrics: d.Metrics,
-		log: d.Log, Now: time.Now, Sleep: sleep, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store}, gate: d.Gate,
+		log: d.Log, Now: time.Now, Sleep: sleep, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store}, gate: d.Gate, payloads: d.Payloads,
 		batch: &sqsbatch.Processor{Name: "agent-" + cfg.Name, DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics,
 			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), FlushEvery: ReplyFlush}}
 }
@@ -245,6 +251,10 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		a.Refusal, a.Ran = fmt.Sprintf("%s answered %s, over workflow %s's %d-byte result limit (resultLimit)",
 			st.Agent, answered(len(result)), def.Name, def.Limit()), true
 		h.log.Warn("result over the limit; recorded as a failure", "order_id", st.OrderID, "step", st.Name, "bytes", len(result))
+	case err == nil && len(result) > h.payloads.Max():
+		a.Refusal, a.Ran = fmt.Sprintf("%s answered %d bytes, over the %d a deployment without a payload bucket keeps (payloadBucket)",
+			st.Agent, len(result), h.payloads.Max()), true
+		h.log.Warn("result over what this deployment keeps; recorded as a failure", "order_id", st.OrderID, "step", st.Name, "bytes", len(result))
 	case err == nil:
 	case errors.As(err, &slow) && h.gate != nil:
 		return h.slowDown(ctx, def, st, slow, req, retried)
@@ -301,8 +311,8 @@ func answered(n int) string {
 // document is a *PermanentError: no retry changes it; one out of time is
 // workflow.ErrExpressionTimeout.
 func (h *Handler) input(ctx context.Context, def workflow.Definition, st *statestore.Step, a workflow.Action,
-	payload json.RawMessage) (json.RawMessage, workflow.Document, json.RawMessage, error) {
-	order := payload
+	sent json.RawMessage) (json.RawMessage, workflow.Document, json.RawMessage, error) {
+	order := sent
 	if len(order) == 0 {
 		o, err := h.store.Order(ctx, st.OrderID)
 		if err != nil {
@@ -310,12 +320,16 @@ func (h *Handler) input(ctx context.Context, def workflow.Definition, st *states
 		}
 		order = json.RawMessage(o)
 	}
-	doc, err := h.store.Document(ctx, *st, order)
+	doc, err := h.store.Document(ctx, *st, order) // the payloads its claim checks name read back
+	var lost *payload.Error
+	if errors.As(err, &lost) {
+		return order, doc, nil, &PermanentError{Status: 0, Body: fmt.Sprintf("%s's input: %v", st.Name, err)}
+	}
 	if err != nil {
 		return order, doc, nil, err
 	}
 	if st.Item > 0 { // one item of a forEach step: its item, and where it is
-		item, err := def.Item(order, st.Index, st.Item)
+		item, err := def.Item(doc.Order, st.Index, st.Item)
 		if err != nil {
 			return order, doc, nil, &PermanentError{Status: 0, Body: err.Error()}
 		}

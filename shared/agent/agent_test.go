@@ -259,14 +259,19 @@ func TestAgentRepliesPermanentFaultAtOnce(t *testing.T) {
 
 // An answer over the largest result limit is oversized, even when the
 // workflow allows the largest: the remote reads one byte past it, so an
-// answer is never cut to a size that passes (broken JSON kept as done).
+// answer is never cut to a size that passes (broken JSON kept as done). A
+// deployment without a payload bucket keeps an answer up to the inline
+// maximum, and refuses a larger one, naming the setting.
 func TestAnAnswerOverTheLargestLimitIsOversized(t *testing.T) {
 	t.Parallel()
 	d := workflow.Orders(workflow.Settings{})
 	d.ResultLimit = workflow.MaxResultLimit
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := 60 << 10
-		if strings.Contains(r.Header.Get("Idempotency-Key"), "o-big") {
+		switch key := r.Header.Get("Idempotency-Key"); {
+		case strings.Contains(key, "o-big"):
+			n = workflow.MaxResultLimit + 100<<10
+		case strings.Contains(key, "o-mid"):
 			n = 100 << 10
 		}
 		fmt.Fprintf(w, `{"pad":%q}`, strings.Repeat("x", n))
@@ -280,11 +285,15 @@ func TestAnAnswerOverTheLargestLimitIsOversized(t *testing.T) {
 	_, err := h.Handle(context.Background(), request("o-big"))
 	require.NoError(t, err)
 	require.Len(t, f.claims.recorded, 1)
-	require.Contains(t, f.claims.recorded[0], "fail o-big attempt 3: inventory answered more than 65536 bytes, over workflow order's 65536-byte result limit")
+	require.Contains(t, f.claims.recorded[0], "fail o-big attempt 3: inventory answered more than 16777216 bytes, over workflow order's 16777216-byte result limit")
+
+	_, err = h.Handle(context.Background(), request("o-mid"))
+	require.NoError(t, err)
+	require.Contains(t, f.claims.recorded[1], "fail o-mid attempt 3: inventory answered 102410 bytes, over the 65536 a deployment without a payload bucket keeps (payloadBucket)")
 
 	_, err = h.Handle(context.Background(), request("o-2"))
 	require.NoError(t, err)
-	require.Equal(t, "complete o-2 attempt 3", f.claims.recorded[1], "an answer under the limit is kept")
+	require.Equal(t, "complete o-2 attempt 3", f.claims.recorded[2], "an answer under the limit is kept")
 }
 
 func TestAgentSendsNothingPastCompleteBy(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
@@ -19,11 +20,19 @@ import (
 func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st *statestore.Step, a outcome.Attempt, result []byte, payload json.RawMessage) error {
 	a.OrderID, a.Ref, a.Name, a.Attempt, a.Round, a.Now = st.OrderID, st.Ref(), st.Name, st.Attempt, st.Round, h.Now()
 	a.Read = st.Read // where the others stood at its claim: the first guess
+	kept := resultJSON(result)
 	if a.Refusal == "" && len(result) > 0 {
+		// A result over the inline limit is kept in the payload bucket
+		// first, its claim check recorded and replied in its place (the
+		// same bytes, the same object: a try again writes it again).
+		var err error
+		if kept, err = h.payloads.Keep(ctx, st.OrderID, fmt.Sprintf("results/%s-r%d", st.RecordName(), st.Round), kept, nil); err != nil {
+			return err // not recorded: as below
+		}
 		// The result first: once the outcome is recorded, what follows may
 		// read it. A later attempt's result there means this one is stale.
-		err := h.store.PutResult(ctx, statestore.Result{OrderID: st.OrderID, Ref: st.Ref(), Name: st.Name, Round: st.Round,
-			Attempt: st.Attempt, JSON: resultJSON(result), Now: a.Now, Deadline: def.Deadline})
+		err = h.store.PutResult(ctx, statestore.Result{OrderID: st.OrderID, Ref: st.Ref(), Name: st.Name, Round: st.Round,
+			Attempt: st.Attempt, JSON: kept, Now: a.Now, Deadline: def.Deadline})
 		if errors.Is(err, statestore.ErrStale) {
 			h.stale(st)
 			return nil
@@ -50,7 +59,7 @@ func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st
 	if h.Crash != nil {
 		h.Crash("agent.after-record") // recorded: what it made ready waits for its pickup deadline
 	}
-	reply := outcome.Reply(def, a, rec, resultJSON(result), payload)
+	reply := outcome.Reply(def, a, rec, kept, payload)
 	// If this send is lost, what the outcome made ready is found unclaimed
 	// at its pickup deadline, and the Supervisor sends it again.
 	return h.send.SendJSON(ctx, h.cfg.ResponseQueueURL, reply, 0)

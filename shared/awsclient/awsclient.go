@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/logging"
@@ -50,6 +51,9 @@ type Clients struct {
 	DynamoDB *dynamodb.Client
 	SQS      *sqs.Client
 	SNS      *sns.Client
+	// S3 keeps the payloads too large for a message or an item
+	// (shared/payload).
+	S3 *s3.Client
 }
 
 // Load reads the SDK configuration and builds the clients.
@@ -105,6 +109,7 @@ func Load(ctx context.Context, o Options) (*Clients, error) {
 				n.BaseEndpoint = aws.String(topics)
 			}
 		}),
+		S3: newS3(cfg, cmp.Or(os.Getenv("AWS_ENDPOINT_URL_S3"), o.Endpoint, os.Getenv("AWS_ENDPOINT_URL"))),
 	}, nil
 }
 
@@ -156,5 +161,19 @@ func FromLambdaEnv() (*Clients, error) {
 		DynamoDB: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = endpoint("DYNAMODB") }),
 		SQS:      sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = endpoint("SQS") }),
 		SNS:      sns.NewFromConfig(cfg, func(o *sns.Options) { o.BaseEndpoint = endpoint("SNS") }),
+		S3:       newS3(cfg, aws.ToString(endpoint("S3"))),
 	}, nil
+}
+
+// newS3 is the S3 client of cfg. An emulator's endpoint (moto, LocalStack)
+// is addressed by path (http://host/bucket/key): its host name carries no
+// bucket. The SDK validates no response checksum unless asked: a payload
+// is checked against the SHA-256 its claim check names (payload.Store.Get).
+func newS3(cfg aws.Config, endpoint string) *s3.Client {
+	return s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+		if endpoint != "" {
+			o.BaseEndpoint, o.UsePathStyle = aws.String(endpoint), true
+		}
+	})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/scheduler"
@@ -182,7 +183,16 @@ func (d *Deployment) notifier(m *metrics.Emitter, log *slog.Logger) *notify.Noti
 func (d *Deployment) Store() *statestore.Store {
 	t := d.Config.Topology
 	return statestore.New(d.Clients.DynamoDB, t.OrdersTable(), t.StateTable(), t.DeadlineShards).
-		WithRetention(time.Duration(d.Config.RetentionDays) * 24 * time.Hour)
+		WithRetention(time.Duration(d.Config.RetentionDays) * 24 * time.Hour).WithPayloads(d.Payloads())
+}
+
+// Payloads is the deployment's payload store: nil if it has no payload
+// bucket (every payload inline, at most payload.MaxInline).
+func (d *Deployment) Payloads() *payload.Store {
+	if d.Config.PayloadBucket == "" {
+		return nil
+	}
+	return payload.New(d.Clients.S3, d.Config.PayloadBucket, d.Config.PayloadInlineBytes)
 }
 
 // Submission builds the Submission handler.
@@ -198,7 +208,7 @@ func (d *Deployment) Submission() (*submission.Handler, error) {
 		EventsQueueURL:     d.Config.QueueURL(t.EventsQueue().Name),
 		EventsDLQURL:       d.Config.QueueURL(t.EventsQueue().DLQName),
 		AllowedReplyQueues: notify.Allowed(d.Config.AllowedReplyQueues),
-	}, submission.Deps{Store: d.Store(), Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log,
+	}, submission.Deps{Store: d.Store(), Payloads: d.Payloads(), Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log,
 		Slots: flow.NewStore(d.Clients.DynamoDB, d.Config.Topology.StateTable())})
 }
 
@@ -251,7 +261,7 @@ func (d *Deployment) Agent(ctx context.Context, name, instanceID string) (*agent
 		RequestQueueURL: d.Config.QueueURL(t.AgentRequests(name).Name), RateLimit: spec.RateLimit, PerKey: spec.PerKey,
 		DLQURL: d.Config.QueueURL(t.AgentRequests(name).DLQName), Backoff: backoff,
 		CallTimeout: spec.Timeout, Margin: 100 * time.Millisecond,
-	}, agent.Deps{Remote: remote,
+	}, agent.Deps{Remote: remote, Payloads: d.Payloads(),
 		Breaker: &resilience.Breaker{Threshold: b.Threshold, Cooldown: b.Cooldown}, Store: d.Store(),
 		Gate: &flow.Gate{Store: flow.NewStore(d.Clients.DynamoDB, t.StateTable())},
 		Send: queue.NewSender(d.Clients.SQS), Metrics: d.emitter(fn), Log: d.Log.With("function", fn, "instance", instanceID)}), nil

@@ -3,14 +3,17 @@ package message
 import (
 	"encoding/json"
 	"regexp"
+
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // KindEvent marks an event on the orders queue.
 const KindEvent = "event"
 
 // MaxEventBytes is the largest event body accepted: the largest result a
-// workflow may keep (64 KB) and the envelope.
-const MaxEventBytes = 68 * 1024
+// workflow may keep (16 MB: its data, kept in the payload bucket, comes by
+// an SQS Extended Client pointer) and the envelope.
+const MaxEventBytes = workflow.MaxResultLimit + 4*1024
 
 var (
 	eventPattern   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)

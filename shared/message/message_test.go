@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -51,7 +52,8 @@ func TestDecodeOrderRejectsWithAReason(t *testing.T) {
 		strings.Replace(good, `"orderId":"o-1",`, ``, 1):                   "orderId",
 		strings.Replace(good, `"o-1"`, `"has space"`, 1):                   "orderId",
 		strings.Replace(good, `"o-1"`, `"o-1","workflow":"Not A Name"`, 1): `workflow "Not A Name" is not a workflow's name`,
-		strings.Repeat(" ", message.MaxOrderBytes+1):                       "over the 32768-byte limit",
+		strings.Repeat(" ", message.MaxOrderBytes+1):                       "over the 16777216-byte limit",
+		`{"orderId":"o","$sasPayload":{"bucket":"b","key":"k"}}`:           "the product's own",
 		strings.Replace(good, `}]}`, `}],"replyQueue":"not a url"}`, 1):    "replyQueue is not a queue URL",
 	}
 	for body, want := range cases {
@@ -177,13 +179,14 @@ func TestValidJSONRefusesWhatHasTwoMeanings(t *testing.T) {
 	require.False(t, message.ValidJSON([]byte(`ok`)))
 }
 
-// A recorded reply carries the order and its step's result, each at its
-// largest: the Scheduler takes it.
+// A recorded reply carries the order and its step's result, each inline at
+// its largest (a larger one travels as its claim check): the Scheduler
+// takes it.
 func TestAReplyWithTheLargestResultIsTaken(t *testing.T) {
 	t.Parallel()
-	res, err := json.Marshal(map[string]string{"blob": strings.Repeat("x", workflow.MaxResultLimit-16)})
+	res, err := json.Marshal(map[string]string{"blob": strings.Repeat("x", payload.MaxInline-16)})
 	require.NoError(t, err)
-	order, err := json.Marshal(map[string]string{"orderId": "o-1", "note": strings.Repeat("y", message.MaxOrderBytes-40)})
+	order, err := json.Marshal(map[string]string{"orderId": "o-1", "note": strings.Repeat("y", payload.MaxInline-40)})
 	require.NoError(t, err)
 	r := message.AgentReply{Kind: message.KindReply, OrderID: "o-1", Step: 0, StepName: "s", Attempt: 1, OK: true, Result: res,
 		Payload: order, Recorded: true, State: "Pending", Ready: []message.Start{{Step: 1}}}

@@ -6,13 +6,15 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sas-go/sas/shared/payload"
 )
 
-// MaxOrderBytes is the largest order body accepted: the order is stored
-// whole (its item in the orders table, and read into each step's document)
-// and sent in each Agent request beside the results its input reads, all
-// within SQS's 256 KB message and DynamoDB's 400 KB item.
-const MaxOrderBytes = 32 * 1024
+// MaxOrderBytes is the largest order body accepted. One over the inline
+// limit (payload.Store.Inline) is kept in the payload bucket and travels
+// and is stored as its claim check; one over SQS's 256 KB comes by an SQS
+// Extended Client pointer (payload.Pointer).
+const MaxOrderBytes = payload.MaxBytes
 
 var (
 	idPattern       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$`)
@@ -37,7 +39,7 @@ type Order struct {
 }
 
 // productFields are the members of an order the product reads.
-var productFields = []string{"orderId", "workflow", "replyQueue", "kind"}
+var productFields = []string{"orderId", "workflow", "replyQueue", "kind", payload.Member}
 
 // orderHead is what an order says to the product itself.
 type orderHead struct {
@@ -66,6 +68,9 @@ func DecodeOrder(body string) (Order, error) {
 	}
 	if _, ok := members["kind"]; ok {
 		return Order{}, Invalid("unknown field \"kind\": an order has no kind (a cancel is %q, an event %q)", KindCancel, KindEvent)
+	}
+	if _, ok := members[payload.Member]; ok {
+		return Order{}, Invalid("member %q is the product's own (a claim check of a payload kept in S3): an order has none", payload.Member)
 	}
 	for name := range members {
 		for _, f := range productFields {
@@ -153,13 +158,13 @@ func DecodeOrdersMessage(body string) (any, error) {
 		}
 		return e, e.Validate()
 	}
-	if len(body) <= MaxOrderBytes && head.Kind != nil {
+	if head.Kind != nil {
 		if *head.Kind != KindCancel {
 			return nil, Invalid("unknown kind %q on the orders queue (an order has no kind; a cancel is %q, an event %q)",
 				truncate(*head.Kind), KindCancel, KindEvent)
 		}
 		var c Cancel
-		if err := decodeStrict(body, MaxOrderBytes, &c); err != nil {
+		if err := decodeStrict(body, MaxEventBytes, &c); err != nil {
 			return nil, err
 		}
 		switch {

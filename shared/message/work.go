@@ -4,14 +4,15 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
 // MaxWorkBytes is the largest scheduler or agent message accepted: a reply
-// carries the order and the step's result (each at its largest), and the
-// envelope. SQS takes up to 256 KB (and bills each started 64 KB as a
-// request: only a large result costs more).
-const MaxWorkBytes = MaxOrderBytes + workflow.MaxResultLimit + 4*1024
+// carries the order and the step's result (each inline at its largest, or
+// its claim check), and the envelope. SQS takes up to 256 KB (and bills
+// each started 64 KB as a request: only a large result costs more).
+const MaxWorkBytes = 2*payload.MaxInline + 4*1024
 
 // The kinds of message the Scheduler reads.
 const (

@@ -21,6 +21,7 @@ import (
 	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
@@ -42,6 +43,7 @@ type Operator struct {
 	Now       func() time.Time
 
 	sqs  *sqs.Client
+	s3   payload.API
 	mu   sync.Mutex
 	urls map[string]string
 }
@@ -55,6 +57,7 @@ func New(c *awsclient.Clients, t topology.Topology) *Operator {
 		PickupTimeout: workflow.DefaultPickupTimeout,
 		Now:           time.Now,
 		sqs:           c.SQS,
+		s3:            c.S3,
 		urls:          map[string]string{},
 	}
 }
@@ -114,6 +117,11 @@ func (o *Operator) Resubmit(ctx context.Context, orderID, step string) (Resubmit
 	if err != nil {
 		return Resubmitted{}, err
 	}
+	// Its payloads first, as its items: an order at work again never
+	// loses them to the bucket's expiry.
+	if err := o.renewPayloads(ctx, orderID); err != nil {
+		return Resubmitted{}, err
+	}
 	res, err := o.Store.Resubmit(ctx, orderID, step, o.PickupTimeout, o.Now())
 	if err != nil {
 		return Resubmitted{}, err
@@ -123,6 +131,45 @@ func (o *Operator) Resubmit(ctx context.Context, orderID, step string) (Resubmit
 		return Resubmitted{}, err
 	}
 	return Resubmitted{OrderID: orderID, Step: res.Step, Undo: res.Ref.Undo, Round: res.Round}, nil
+}
+
+// renewPayloads writes again every payload the order keeps in the payload
+// bucket (the one its claim checks name), so that the bucket's expiry,
+// counted from an object's last write, gives the new round as long as the
+// first had. An order with none (every payload inline) costs one read.
+func (o *Operator) renewPayloads(ctx context.Context, orderID string) error {
+	bucket, err := o.payloadBucket(ctx, orderID)
+	if err != nil || bucket == "" || o.s3 == nil {
+		return err
+	}
+	_, err = payload.New(o.s3, bucket, 0).Renew(ctx, orderID)
+	return err
+}
+
+// payloadBucket is the bucket an order's claim checks name: its order's,
+// or a result's ("": none).
+func (o *Operator) payloadBucket(ctx context.Context, orderID string) (string, error) {
+	stored, err := o.Store.Order(ctx, orderID)
+	if err != nil {
+		return "", err
+	}
+	if ref, ok := payload.Parse([]byte(stored)); ok {
+		return ref.Bucket, nil
+	}
+	task, _, err := o.Store.Load(ctx, orderID)
+	if err != nil {
+		return "", err
+	}
+	results, err := o.Store.Results(ctx, orderID, task.Round)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range results {
+		if ref, ok := payload.Parse(r.JSON); ok {
+			return ref.Bucket, nil
+		}
+	}
+	return "", nil
 }
 
 // restarter starts records straight at their Agents (a wait or a timer

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 )
 
 // The sizes a payload may have.
@@ -218,9 +219,7 @@ func (s *Store) Get(ctx context.Context, ref Ref) ([]byte, error) {
 	}
 	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &ref.Bucket, Key: &ref.Key})
 	if err != nil {
-		var nk *types.NoSuchKey
-		var nb *types.NoSuchBucket
-		if errors.As(err, &nk) || errors.As(err, &nb) {
+		if gone(err) {
 			return nil, &Error{Ref: ref, Reason: "not found (deleted, or expired with its order's retention)"}
 		}
 		return nil, fmt.Errorf("read payload %s: %w", ref, err)
@@ -237,6 +236,13 @@ func (s *Store) Get(ctx context.Context, ref Ref) ([]byte, error) {
 		return nil, &Error{Ref: ref, Reason: "its bytes are not the ones kept (SHA-256 differs)"}
 	}
 	return b, nil
+}
+
+// gone reports whether err says the object or its bucket does not exist
+// (S3 answers GetObject's NoSuchBucket untyped).
+func gone(err error) bool {
+	var api smithy.APIError
+	return errors.As(err, &api) && (api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NoSuchBucket")
 }
 
 func sizeOf(n, want int) string {
@@ -304,9 +310,7 @@ func (s *Store) Fetch(ctx context.Context, bucket, key string, limit int) ([]byt
 	}
 	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
 	if err != nil {
-		var nk *types.NoSuchKey
-		var nb *types.NoSuchBucket
-		if errors.As(err, &nk) || errors.As(err, &nb) {
+		if gone(err) {
 			return nil, &Error{Ref: ref, Reason: "not found"}
 		}
 		return nil, fmt.Errorf("read %s: %w", ref, err)

@@ -169,11 +169,20 @@ func deflate(b []byte) []byte {
 // (read as of the claim): the order, and the results of the records done in
 // the round, by name; for an undo action, its step's result too. It reads
 // the results only if some record done has one.
+//
+// A payload kept in the payload bucket (the order, a result: their claim
+// checks, shared/payload) is read back; one gone or altered is a
+// *payload.Error.
 func (s *Store) Document(ctx context.Context, st Step, order json.RawMessage) (workflow.Document, error) {
 	doc := workflow.Document{Order: order, Results: map[string]json.RawMessage{}}
 	if st.Read == nil {
 		return doc, fmt.Errorf("document of %s: the record has no order read with it", st.Key())
 	}
+	order, err := s.payloads.Resolve(ctx, order)
+	if err != nil {
+		return doc, fmt.Errorf("the order of %s: %w", st.Key(), err)
+	}
+	doc.Order = order
 	v := st.Read.it.view()
 	if len(v.done) == 0 {
 		return doc, nil
@@ -187,6 +196,9 @@ func (s *Store) Document(ctx context.Context, st Step, order json.RawMessage) (w
 		r, ok := results[ref]
 		if !ok {
 			continue
+		}
+		if r.JSON, err = s.payloads.Resolve(ctx, r.JSON); err != nil {
+			return doc, fmt.Errorf("the result of %s: %w", r.Name, err)
 		}
 		if n := v.items[ref.Index]; n > 0 {
 			if lists[r.Name] == nil {

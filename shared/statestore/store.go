@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -38,12 +39,14 @@ type API interface {
 
 // Store reads and writes the orders table and the state table.
 type Store struct {
-	db      API
-	orders  string
-	state   string
-	shards  int
-	keep    time.Duration // how long an ended order is kept (0: forever)
-	defined sync.Map      // by workflow version, *definedOnce: whether this process stored its definition
+	db     API
+	orders string
+	state  string
+	shards int
+	keep   time.Duration // how long an ended order is kept (0: forever)
+	// payloads reads back what claim checks name (nil: no bucket).
+	payloads *payload.Store
+	defined  sync.Map // by workflow version, *definedOnce: whether this process stored its definition
 }
 
 // definedOnce is one workflow version's definition as this process stored
@@ -68,6 +71,13 @@ const ExpiresAttribute = topology.KeyExpires
 // s.
 func (s *Store) WithRetention(d time.Duration) *Store {
 	s.keep = d
+	return s
+}
+
+// WithPayloads makes Document read back the payloads kept in p's bucket
+// that the order and its results name by claim check.
+func (s *Store) WithPayloads(p *payload.Store) *Store {
+	s.payloads = p
 	return s
 }
 

@@ -60,6 +60,9 @@ func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Ev
 	if err != nil {
 		return err
 	}
+	if e.Data, err = h.keepData(ctx, def, e); err != nil {
+		return err
+	}
 	d, err := outcome.Recorder{Store: h.store}.Event(ctx, def, outcome.Event{OrderID: e.OrderID, Name: e.Event,
 		EventID: e.EventID, Token: e.Token, Data: e.Data, Error: e.Error, Sender: rec.Attributes["SenderId"], Now: h.Now()})
 	switch {
@@ -103,4 +106,24 @@ func (h *Handler) follow(ctx context.Context, def workflow.Definition, a outcome
 		notify.CountEnd(h.metrics, a.OrderID, rec.State)
 	}
 	return h.send.SendJSON(ctx, h.cfg.SchedulerQueueURL, outcome.Reply(def, a, rec, result, nil), 0)
+}
+
+// keepData is the event's data as it is recorded and sent on: itself, or,
+// over the inline limit, its claim check, the data kept in the payload
+// bucket first. Data over the workflow's result limit is left for the
+// recorder to refuse as it refuses any.
+func (h *Handler) keepData(ctx context.Context, def workflow.Definition, e message.Event) (json.RawMessage, error) {
+	n := len(e.Data)
+	switch {
+	case n <= h.payloads.Inline() || n > def.Limit():
+		return e.Data, nil
+	case n > h.payloads.Max():
+		return nil, message.Invalid("event for %s: its data is %d bytes, over the %d a deployment without a payload bucket takes (payloadBucket)",
+			e.OrderID, n, h.payloads.Max())
+	}
+	what := "events/" + e.Event
+	if e.Token != "" {
+		what = "callbacks"
+	}
+	return h.payloads.Keep(ctx, e.OrderID, what, e.Data, nil)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/sqsbatch"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -67,6 +68,7 @@ type Handler struct {
 	dispatch dispatch.Dispatcher
 	catalog  *dispatch.Catalog
 	slots    SlotReleaser
+	payloads *payload.Store
 	Now      func() time.Time
 	// Crash, if set, is called at each crash point (after a write, before the
 	// send that follows it); a chaos test makes it panic there, as a killed
@@ -85,6 +87,10 @@ type Deps struct {
 	// attempt held, when its callback is recorded (nil: they end at the
 	// attempt's CompleteBy).
 	Slots SlotReleaser
+	// Payloads keeps an order over the inline limit in the payload bucket,
+	// and reads the bodies SQS Extended Client pointers name (nil: none:
+	// orders are inline only, at most payload.MaxInline).
+	Payloads *payload.Store
 }
 
 // SlotReleaser lets go a slot of an agent's calls in flight (flow.Store),
@@ -115,7 +121,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		return &sqsbatch.Processor{Name: "submission", DLQURL: dlq, Rejecter: d.Send, Metrics: d.Metrics,
 			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), OnceAtEnd: true, Hider: hiderOf(d.Send), QueueURL: queue}
 	}
-	return &Handler{cfg: cfg, store: d.Store, send: d.Send, notify: d.Notify, metrics: d.Metrics, log: d.Log, slots: d.Slots,
+	return &Handler{cfg: cfg, store: d.Store, send: d.Send, notify: d.Notify, metrics: d.Metrics, log: d.Log, slots: d.Slots, payloads: d.Payloads,
 		Now: time.Now, dispatch: disp, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store},
 		batch: processor(cfg.DLQURL, cfg.QueueURL), events: processor(cfg.EventsDLQURL, cfg.EventsQueueURL)}, nil
 }
@@ -141,7 +147,11 @@ func queueName(arnOrURL string) string {
 }
 
 func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
-	m, err := message.DecodeOrdersMessage(rec.Body)
+	body, err := h.body(ctx, rec)
+	if err != nil {
+		return err
+	}
+	m, err := message.DecodeOrdersMessage(body)
 	if err != nil {
 		return err
 	}
@@ -158,9 +168,34 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	return h.accept(ctx, m.(message.Order))
 }
 
+// body is the message's body, or, for an SQS Extended Client pointer
+// message, the body it kept in S3. A pointer whose object is gone or too
+// large is refused (to the DLQ, with the reason: the pointer is kept
+// there); one this deployment may not read is an error SQS retries, then
+// moves to the DLQ.
+func (h *Handler) body(ctx context.Context, rec events.SQSMessage) (string, error) {
+	bucket, key, ok := payload.Pointer(rec.Body)
+	if !ok {
+		return rec.Body, nil
+	}
+	b, err := h.payloads.Fetch(ctx, bucket, key, message.MaxOrderBytes+message.MaxEventBytes)
+	var lost *payload.Error
+	if errors.As(err, &lost) {
+		return "", message.Invalid("an SQS Extended Client message: %v", err)
+	}
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
 // eventRecord is a record of the events queue: an event, or a callback.
 func (h *Handler) eventRecord(ctx context.Context, rec events.SQSMessage) error {
-	m, err := message.DecodeOrdersMessage(rec.Body)
+	body, err := h.body(ctx, rec)
+	if err != nil {
+		return err
+	}
+	m, err := message.DecodeOrdersMessage(body)
 	if err != nil {
 		return err
 	}
@@ -181,11 +216,15 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 	if err != nil {
 		return err
 	}
-	body := o.JSON()
+	whole := o.JSON()
 	now := h.Now()
-	items, err := def.Admit(json.RawMessage(body), now)
+	items, err := def.Admit(json.RawMessage(whole), now)
 	if err != nil {
 		return message.Invalid("order %s: %v", o.OrderID, err)
+	}
+	body, err := h.keep(ctx, o)
+	if err != nil {
+		return err
 	}
 	created, err := h.store.Submit(ctx, statestore.Submission{
 		OrderID: o.OrderID, Order: body, ReplyQueue: o.ReplyQueue, Workflow: def, Items: items, Now: now})
@@ -198,7 +237,7 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 		h.log.Debug("order accepted", "order_id", o.OrderID) // every order: its metric counts it
 		h.notify.Post(ctx, notify.Event{OrderID: o.OrderID, ReplyQueue: o.ReplyQueue, Round: 1,
 			Event: workflow.EventReceived, State: workflow.Pending, At: now})
-	} else if err := h.sameAsStored(ctx, o, now); err != nil {
+	} else if err := h.sameAsStored(ctx, o, body, now); err != nil {
 		return err
 	} else {
 		// Send the first step's request again all the same: if the first
@@ -210,7 +249,7 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 		if def, err = h.store.Definition(ctx, o.OrderID); err != nil {
 			return err
 		}
-		if items, err = def.Items(json.RawMessage(body)); err != nil {
+		if items, err = def.Items(json.RawMessage(whole)); err != nil {
 			return message.Invalid("order %s cannot run workflow %s: %v", o.OrderID, def.Name, err)
 		}
 	}
@@ -224,6 +263,21 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 		}
 	}
 	return err
+}
+
+// keep is the order as stored and sent on: itself, or, over the inline
+// limit, its claim check (its orderId, workflow and replyQueue beside it),
+// the order kept in the payload bucket first. The same order makes the
+// same check: a resend is known as the same order by it.
+func (h *Handler) keep(ctx context.Context, o message.Order) (string, error) {
+	whole := o.JSON()
+	if len(whole) > h.payloads.Max() {
+		return "", message.Invalid("order %s is %d bytes, over the %d a deployment without a payload bucket takes (payloadBucket)",
+			o.OrderID, len(whole), h.payloads.Max())
+	}
+	kept, err := h.payloads.Keep(ctx, o.OrderID, "order", []byte(whole),
+		map[string]string{"orderId": o.OrderID, "workflow": o.Workflow, "replyQueue": o.ReplyQueue})
+	return string(kept), err
 }
 
 // definition is the workflow an order names (none: the default). A name
@@ -244,9 +298,9 @@ func (h *Handler) definition(ctx context.Context, o message.Order) (workflow.Def
 // sameAsStored checks that a resent OrderID carries the content first
 // accepted: a resend with other content is a conflict, rejected to the DLQ
 // with the reason, counted, and its sender told (never dropped in silence).
-func (h *Handler) sameAsStored(ctx context.Context, o message.Order, now time.Time) error {
+func (h *Handler) sameAsStored(ctx context.Context, o message.Order, body string, now time.Time) error {
 	stored, err := h.store.Order(ctx, o.OrderID)
-	if err != nil || stored == o.JSON() {
+	if err != nil || stored == body {
 		return err
 	}
 	reason := fmt.Sprintf("orderId %s was already accepted with different content", o.OrderID)

@@ -6,6 +6,7 @@ package topology
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -144,6 +145,11 @@ func (t Topology) StateTable() string { return t.Prefix + "-state" }
 
 // AlertTopic receives a per-order failure event for every Error.
 func (t Topology) AlertTopic() string { return t.Prefix + "-alerts" }
+
+// PayloadBucket is the local stack's payload bucket (shared/payload),
+// lower-cased as S3 wants; a deployed stack's is named by CloudFormation and
+// given to its functions (deployment.EnvPayloadBucket).
+func (t Topology) PayloadBucket() string { return strings.ToLower(t.Prefix) + "-payloads" }
 
 // AlertInbox is a queue subscribed to the alert topic, where an operator
 // (the console, a test) reads the alerts sent.

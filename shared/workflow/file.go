@@ -141,8 +141,8 @@ func (d *duration) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// byteSize is a size as written: 4096, "4KB" or "4KiB" (both 1024 bytes a
-// kilobyte).
+// byteSize is a size as written: 4096, "4KB", "4KiB" (both 1024 bytes a
+// kilobyte), "16MB" or "16MiB".
 type byteSize struct {
 	n   int
 	set bool
@@ -152,15 +152,15 @@ type byteSize struct {
 func (b *byteSize) UnmarshalYAML(n *yaml.Node) error {
 	v := strings.TrimSpace(n.Value)
 	unit := 1
-	for _, suffix := range []string{"KiB", "KB", "kB"} {
+	for suffix, u := range map[string]int{"KiB": 1 << 10, "KB": 1 << 10, "kB": 1 << 10, "MiB": 1 << 20, "MB": 1 << 20} {
 		if strings.HasSuffix(v, suffix) {
-			v, unit = strings.TrimSpace(strings.TrimSuffix(v, suffix)), 1024
+			v, unit = strings.TrimSpace(strings.TrimSuffix(v, suffix)), u
 			break
 		}
 	}
 	k, err := strconv.Atoi(v)
 	if err != nil || n.Kind != yaml.ScalarNode {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: column %d: %q is not a size like 4096 or 4KB",
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: column %d: %q is not a size like 4096, 4KB or 16MB",
 			n.Line, n.Column, n.Value)}}
 	}
 	b.n, b.set = k*unit, true

@@ -76,10 +76,12 @@ func (s Step) Kind() Kind {
 }
 
 // DefaultResultLimit and MaxResultLimit bound what a step's result may
-// weigh (a workflow's resultLimit sets its own, up to the maximum).
+// weigh (a workflow's resultLimit sets its own, up to the maximum). A
+// result over the deployment's inline limit is kept in its payload bucket
+// (shared/payload), a claim check in the messages and items in its place.
 const (
 	DefaultResultLimit = 4 << 10
-	MaxResultLimit     = 64 << 10
+	MaxResultLimit     = 16 << 20
 )
 
 // Limit is the most bytes a step's result may have in this workflow.

@@ -178,7 +178,7 @@ func TestParkedStepsAndAsyncStepsParse(t *testing.T) {
 
 const badParked = `name: bad
 deadline: 24h
-resultLimit: 1MB
+resultLimit: 1GB
 agents:
   shop: {endpoint: http://shop.internal}
 steps:
@@ -201,7 +201,7 @@ func TestParkedStepsProblemsNameTheLineAndField(t *testing.T) {
 	t.Parallel()
 	_, err := workflow.ParseFile("bad.yaml", []byte(badParked), workflow.Options{})
 	ps := problems(err)
-	require.Contains(t, ps, `bad.yaml:3: resultLimit: "1MB" is not a size like 4096 or 4KB`)
+	require.Contains(t, ps, `bad.yaml:3: resultLimit: "1GB" is not a size like 4096, 4KB or 16MB`)
 	require.Contains(t, joined(ps), "bad.yaml:9: steps[0].input: jq: ")
 	require.Contains(t, ps, `bad.yaml:11: steps[1].agent: step "approve" waits or sleeps: it calls no agent, so it has no agent`)
 	require.Contains(t, ps, `bad.yaml:12: steps[1].wait.timeout: 72h0m0s is longer than the order's deadline (24h0m0s), which would fail the order first: raise deadline`)

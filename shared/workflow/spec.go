@@ -49,7 +49,7 @@ func (f fileSpec) definition(o Options) (Definition, Problems) {
 	d.PickupTimeout = r.positive("pickupTimeout", f.PickupTimeout, DefaultPickupTimeout)
 	if f.ResultLimit.set {
 		if f.ResultLimit.n < 1 || f.ResultLimit.n > MaxResultLimit {
-			r.add("resultLimit", "%d bytes: a result limit is 1 byte to %dKB", f.ResultLimit.n, MaxResultLimit>>10)
+			r.add("resultLimit", "%d bytes: a result limit is 1 byte to %dMB", f.ResultLimit.n, MaxResultLimit>>20)
 		}
 		d.ResultLimit = f.ResultLimit.n
 	}

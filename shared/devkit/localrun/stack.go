@@ -38,8 +38,11 @@ type Options struct {
 	DynamoDBEndpoint string            // a separate DynamoDB emulator (e.g. DynamoDB Local), if any
 	QueuesEndpoint   string            // separate SQS and SNS (the in-process queues of sqsmem), if any
 	Meter            *accounting.Meter // counts every AWS request by function, if set
-	BatchSize        int               // messages per invocation, like an event source mapping's (default 10)
-	Prefix           string            // resource name prefix (default deployment.DefaultPrefix)
+	// PayloadInline is the largest payload kept inline (default
+	// payload.DefaultInline); a larger one goes to the payload bucket.
+	PayloadInline int
+	BatchSize     int    // messages per invocation, like an event source mapping's (default 10)
+	Prefix        string // resource name prefix (default deployment.DefaultPrefix)
 	// Workflows are the workflows the stack runs (default: the example
 	// order workflow), with Settings' overrides.
 	Workflows workflow.Set
@@ -126,7 +129,7 @@ func New(ctx context.Context, o Options) (*Stack, error) {
 	cfg := deployment.Config{Settings: deployment.Settings{
 		Topology: topo, QueueURLBase: strings.TrimSuffix(ordersURL, "/"+topo.OrdersQueue().Name),
 		AlertTopicARN: res.TopicARN, Overrides: o.Settings, AllowedReplyQueues: o.AllowedReplyQueues,
-		BacklogDepth: o.BacklogDepth,
+		BacklogDepth: o.BacklogDepth, PayloadBucket: res.PayloadBucket, PayloadInlineBytes: o.PayloadInline,
 	}, Workflows: set, AgentBackoff: o.AgentBackoff}
 	if len(cfg.AllowedReplyQueues) == 0 {
 		cfg.AllowedReplyQueues = []string{cfg.QueueURL(ClientQueuePrefix(o.Prefix))}

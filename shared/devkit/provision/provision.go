@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -27,6 +29,8 @@ type Resources struct {
 	QueueURLs map[string]string // by queue name, DLQs included
 	QueueARNs map[string]string // by queue name, DLQs included
 	TopicARN  string
+	// PayloadBucket keeps the payloads too large for a message or an item.
+	PayloadBucket string
 }
 
 // URL returns the URL of the named queue.
@@ -51,7 +55,22 @@ func Ensure(ctx context.Context, c *awsclient.Clients, t topology.Topology) (*Re
 		return nil, fmt.Errorf("create topic %s: %w", t.AlertTopic(), err)
 	}
 	res.TopicARN = aws.ToString(topic.TopicArn)
+	res.PayloadBucket = t.PayloadBucket()
+	if err := EnsureBucket(ctx, c.S3, res.PayloadBucket); err != nil {
+		return nil, err
+	}
 	return res, nil
+}
+
+// EnsureBucket creates a bucket, unless this account has it already.
+func EnsureBucket(ctx context.Context, api *s3.Client, name string) error {
+	_, err := api.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)})
+	var owned *s3types.BucketAlreadyOwnedByYou
+	var exists *s3types.BucketAlreadyExists
+	if err != nil && !errors.As(err, &owned) && !errors.As(err, &exists) {
+		return fmt.Errorf("create bucket %s: %w", name, err)
+	}
+	return nil
 }
 
 // EnsureTables creates the orders table and the state table with its sparse

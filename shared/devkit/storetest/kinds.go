@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -30,7 +31,7 @@ func everyKind(t *testing.T, s *statestore.Store, m *measured) {
 	const id = "o-kinds"
 	d := def(5)
 	d.Name = "kinds"
-	d.ResultLimit = workflow.MaxResultLimit
+	d.ResultLimit = payload.MaxInline
 	d.Steps[1].ForEach, d.Steps[1].Async = "lines", true
 	d.Steps[1].Timeout = time.Hour
 	d.Steps[2] = workflow.Step{Action: workflow.Action{Name: "approve", MaxFailures: 1, Timeout: time.Hour},
@@ -72,11 +73,11 @@ func everyKind(t *testing.T, s *statestore.Store, m *measured) {
 	}
 	m.as("event kept")
 	early, err := rec.Event(ctx, d, outcome.Event{OrderID: id, Name: "approved", EventID: "e-approved",
-		Data: json.RawMessage(`{"by":"` + noise(workflow.MaxResultLimit-16) + `"}`), Now: t0.Add(time.Second)})
+		Data: json.RawMessage(`{"by":"` + noise(payload.MaxInline-16) + `"}`), Now: t0.Add(time.Second)})
 	require.NoError(t, err)
 	require.True(t, early.Kept, "the order does not wait for it yet")
 
-	answer := `{"pad":"` + noise(workflow.MaxResultLimit-16) + `"}` // the largest answer, that does not compress
+	answer := `{"pad":"` + noise(payload.MaxInline-16) + `"}` // the largest answer, that does not compress
 	var ready []workflow.Ref
 	for _, st := range claimed {
 		m.as("callback")

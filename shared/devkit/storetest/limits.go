@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -126,7 +127,7 @@ func (m *measured) report(t *testing.T, what string) {
 func largest() (workflow.Definition, map[int]int, string) {
 	d := def(3)
 	d.Name = "largest"
-	d.ResultLimit = workflow.MaxResultLimit
+	d.ResultLimit = payload.MaxInline
 	d.Steps[2].Undo = &workflow.Action{Name: "undo-s2", Agent: "svc", Timeout: 10 * time.Second, MaxFailures: 3}
 	d.Steps[1].ForEach, d.Steps[2].ForEach = "lines", "parcels"
 	items := map[int]int{1: workflow.MaxForEachItems, 2: workflow.MaxForEachItems - 1}
@@ -159,7 +160,7 @@ func largestOrder(t *testing.T, s *statestore.Store, m *measured) {
 		require.False(t, r.Stale, "%s recorded", st.Key())
 		return r
 	}
-	rec := record(claimedAs(t, s, "o-big", workflow.Ref{Index: 0}, t0), answer(workflow.MaxResultLimit, 0), t0)
+	rec := record(claimedAs(t, s, "o-big", workflow.Ref{Index: 0}, t0), answer(payload.MaxInline, 0), t0)
 	require.Len(t, rec.Ready, items[1], "one write makes the hundred items ready")
 	var ready []workflow.Ref
 	var mu sync.Mutex
@@ -179,7 +180,7 @@ func largestOrder(t *testing.T, s *statestore.Store, m *measured) {
 	first := claimedAs(t, s, "o-big", workflow.Ref{Index: 2, Item: 1}, t0)
 	doc, err := s.Document(ctx, first, json.RawMessage(order))
 	require.NoError(t, err)
-	require.JSONEq(t, string(answer(workflow.MaxResultLimit, 0)), string(doc.Results["s0"]), "the largest answer, read back whole")
+	require.JSONEq(t, string(answer(payload.MaxInline, 0)), string(doc.Results["s0"]), "the largest answer, read back whole")
 	var lines []json.RawMessage
 	require.NoError(t, json.Unmarshal(doc.Results["s1"], &lines))
 	require.Len(t, lines, items[1], "every item's answer, in item order")

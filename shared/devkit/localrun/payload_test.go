@@ -1,0 +1,233 @@
+package localrun_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/agent"
+	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// largeFlow is three steps of one Go agent, the first two with undos, each
+// result up to the largest a workflow may keep.
+const largeFlow = `
+name: large
+resultLimit: 16MB
+deadline: 10m
+pickupTimeout: 30s
+defaults:
+  timeout: 60s
+  maxFailures: 2
+agents:
+  scans:
+    custom: true
+steps:
+  - name: scan
+    agent: scans
+    undo:
+      name: unscan
+  - name: file
+    agent: scans
+    undo:
+      name: unfile
+  - name: ship
+    agent: scans
+`
+
+// scans is the large workflow's service: scan answers with as many bytes as
+// the order asks for, file answers with the sizes and hashes of what it
+// read, ship refuses (so the two before it are undone); every input's
+// size and hash is noted by action.
+type scans struct {
+	mu     sync.Mutex
+	inputs map[string]input // by order/action
+}
+
+type input struct {
+	bytes                       int
+	orderDoc, scanPages, result string // the SHA-256 of the order's doc, of scan's pages, of an undo's result's pages
+}
+
+func sum(s string) string { h := sha256.Sum256([]byte(s)); return fmt.Sprintf("%x", h[:8]) }
+
+func (s *scans) Apply(_ context.Context, action, _ string, in []byte) ([]byte, error) {
+	var doc struct {
+		Order struct {
+			OrderID string `json:"orderId"`
+			Doc     string `json:"doc"`
+			Answer  int    `json:"answer"`
+		} `json:"order"`
+		Results struct {
+			Scan struct {
+				Pages string `json:"pages"`
+			} `json:"scan"`
+		} `json:"results"`
+		Result struct {
+			Pages string `json:"pages"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(in, &doc); err != nil {
+		return nil, &agent.PermanentError{Body: "not a document: " + err.Error()}
+	}
+	s.mu.Lock()
+	if s.inputs == nil {
+		s.inputs = map[string]input{}
+	}
+	s.inputs[doc.Order.OrderID+"/"+action] = input{bytes: len(in), orderDoc: sum(doc.Order.Doc),
+		scanPages: sum(doc.Results.Scan.Pages), result: sum(doc.Result.Pages)}
+	s.mu.Unlock()
+	switch action {
+	case "scan":
+		return json.Marshal(map[string]string{"pages": pages(doc.Order.Answer)})
+	case "ship":
+		return nil, &agent.PermanentError{Status: 422, Body: "no courier takes it"}
+	default:
+		return []byte(`{"ok":true}`), nil
+	}
+}
+
+func (s *scans) of(orderID, action string) (input, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, ok := s.inputs[orderID+"/"+action]
+	return in, ok
+}
+
+// pages is an answer's text, n bytes of it once quoted in {"pages":…}.
+func pages(n int) string {
+	n -= len(`{"pages":""}`)
+	return strings.Repeat("p", max(n, 0))
+}
+
+// largeOrder is an order of n bytes whose scan answers with answer bytes.
+func largeOrder(id string, n, answer int) string {
+	head := fmt.Sprintf(`{"orderId":%q,"workflow":"large","answer":%d,"doc":"`, id, answer)
+	return head + strings.Repeat("d", n-len(head)-2) + `"}`
+}
+
+// sendByPointer sends body as the SQS Extended Client libraries do: kept in
+// the payload bucket, and a pointer to it on the orders queue.
+func (e *env) sendByPointer(body string) {
+	e.t.Helper()
+	ctx := context.Background()
+	bucket, key := e.stack.Resources.PayloadBucket, fmt.Sprintf("incoming/%d", time.Now().UnixNano())
+	_, err := e.stack.Deployment.Clients.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key,
+		Body: strings.NewReader(body), ContentLength: aws.Int64(int64(len(body)))})
+	require.NoError(e.t, err)
+	e.send(e.stack.Topology().OrdersQueue().Name,
+		fmt.Sprintf(`["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":%q,"s3Key":%q}]`, bucket, key))
+}
+
+// An order of 16 MB, sent as the SQS Extended Client sends it, runs three
+// steps whose first answers 16 MB: every service reads back the whole order
+// and the results before it (an undo, its step's), while the queues and the
+// tables carry claim checks only; the third step's refusal undoes the two.
+func TestAnOrderAndAResultOf16MBRunAndAreUndone(t *testing.T) {
+	t.Parallel()
+	svc := &scans{}
+	def, err := workflow.ParseFile("large.yaml", []byte(largeFlow), workflow.Options{})
+	require.NoError(t, err)
+	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
+		o.Workflows = workflow.MustSet(def)
+		o.Remotes = map[string]agent.Remote{"scans": svc}
+	})
+	body := largeOrder("big-1", payload.MaxBytes, payload.MaxBytes)
+	require.Len(t, body, payload.MaxBytes)
+	e.sendByPointer(body)
+	task := e.waitEndedWithin([]string{"big-1"}, 3*time.Minute)["big-1"]
+	require.Equal(t, workflow.Failed, task.State, "ship refused: the order fails, its steps undone")
+
+	var doc struct {
+		Doc string `json:"doc"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &doc))
+	want := sum(doc.Doc)
+	scanned := sum(pages(payload.MaxBytes))
+	for _, action := range []string{"scan", "file", "ship", "unfile", "unscan"} {
+		in, ok := svc.of("big-1", action)
+		require.True(t, ok, "%s was called", action)
+		require.Equal(t, want, in.orderDoc, "%s read the whole order", action)
+		require.Greater(t, in.bytes, payload.MaxBytes, "%s's input holds the order", action)
+		if action != "scan" {
+			require.Equal(t, scanned, in.scanPages, "%s read scan's whole result", action)
+		}
+	}
+	unscan, _ := svc.of("big-1", "unscan")
+	require.Equal(t, scanned, unscan.result, "unscan read its step's whole result")
+
+	// What the table and the queues held: claim checks, not the payloads.
+	stored, err := e.stack.Store.Order(context.Background(), "big-1")
+	require.NoError(t, err)
+	ref, ok := payload.Parse([]byte(stored))
+	require.True(t, ok, "the order item holds a claim check: %.200s", stored)
+	require.Equal(t, payload.MaxBytes, ref.Bytes)
+	require.True(t, strings.HasPrefix(ref.Key, payload.OrderPrefix("big-1")), ref.Key)
+	results, err := e.stack.Store.Results(context.Background(), "big-1", 1)
+	require.NoError(t, err)
+	require.NotEmpty(t, results)
+	for _, r := range results {
+		if r.Name == "scan" {
+			require.True(t, payload.IsCheck(r.JSON), "scan's result item holds a claim check: %.200s", r.JSON)
+		}
+		require.Less(t, len(r.JSON), 4096, "%s's result item", r.Name)
+	}
+}
+
+// A payload that is gone when a step needs it (deleted, or expired with a
+// retention shorter than the order's life) fails that step for good with a
+// reason that names it, its service never called: the order is not lost,
+// nor retried for ever. The undo of the step before needs the order too:
+// it fails the same way, and the order ends CompensationFailed, which
+// alerts the operator.
+func TestAPayloadGoneFailsItsStepWithTheReason(t *testing.T) {
+	t.Parallel()
+	svc := &scans{}
+	def, err := workflow.ParseFile("large.yaml", []byte(strings.Replace(largeFlow, "  - name: file\n", "  - name: wait\n    sleep: 3s\n  - name: file\n", 1)), workflow.Options{})
+	require.NoError(t, err)
+	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
+		o.Workflows = workflow.MustSet(def)
+		o.Remotes = map[string]agent.Remote{"scans": svc}
+		o.PayloadInline = payload.MinInline
+	})
+	e.send(e.stack.Topology().OrdersQueue().Name, largeOrder("gone-1", 100<<10, 10))
+	e.eventually("scan done", 60*time.Second, func() bool { _, ok := svc.of("gone-1", "scan"); return ok })
+	stored, err := e.stack.Store.Order(context.Background(), "gone-1")
+	require.NoError(t, err)
+	ref, ok := payload.Parse([]byte(stored))
+	require.True(t, ok, "a 100 KB order is kept in the bucket")
+	_, err = e.stack.Deployment.Clients.S3.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: &ref.Bucket, Key: &ref.Key})
+	require.NoError(t, err)
+	task := e.waitEndedWithin([]string{"gone-1"}, 2*time.Minute)["gone-1"]
+	require.Equal(t, workflow.CompensationFailed, task.State)
+	for _, action := range []string{"file", "unscan"} {
+		_, called := svc.of("gone-1", action)
+		require.False(t, called, "%s's service was never called without its input", action)
+	}
+	rec := e.records("gone-1")[workflow.Ref{Index: 2}]
+	require.Contains(t, rec.LastError, "not found", "file's reason names the payload gone")
+	require.Contains(t, rec.LastError, ref.Key)
+}
+
+// waitEndedWithin waits (bounded by limit) until every order's task ended.
+func (e *env) waitEndedWithin(ids []string, limit time.Duration) map[string]statestore.Task {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	tasks, err := e.stack.WaitEnded(ctx, ids, 200*time.Millisecond, nil)
+	require.NoError(e.t, err)
+	return tasks
+}

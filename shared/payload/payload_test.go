@@ -1,0 +1,195 @@
+package payload_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/awsclient"
+	"github.com/sas-go/sas/shared/devkit/emulator/emulatortest"
+	"github.com/sas-go/sas/shared/devkit/provision"
+	"github.com/sas-go/sas/shared/payload"
+)
+
+var endpoint string
+
+func TestMain(m *testing.M) { os.Exit(emulatortest.MainWithMoto(m, &endpoint)) }
+
+var seq atomic.Int64
+
+// bucket is a new bucket on the emulator, and its client.
+func bucket(t *testing.T) (*s3.Client, string) {
+	t.Helper()
+	c, err := awsclient.Load(context.Background(), awsclient.Options{Endpoint: endpoint, Emulated: true})
+	require.NoError(t, err)
+	name := fmt.Sprintf("payload-test-%d-%d", time.Now().UnixNano()%1e9, seq.Add(1))
+	require.NoError(t, provision.EnsureBucket(context.Background(), c.S3, name))
+	return c.S3, name
+}
+
+func TestAPayloadOverTheInlineLimitTravelsAsItsClaimCheck(t *testing.T) {
+	t.Parallel()
+	api, b := bucket(t)
+	s := payload.New(api, b, 1024)
+	ctx := context.Background()
+
+	small := []byte(`{"a":"` + strings.Repeat("x", 1000) + `"}`)
+	kept, err := s.Keep(ctx, "o-1", "order", small, nil)
+	require.NoError(t, err)
+	require.Equal(t, small, []byte(kept), "a payload at the limit stays inline")
+
+	large := []byte(`{"a":"` + strings.Repeat("y", 5000) + `"}`)
+	check, err := s.Keep(ctx, "o-1", "order", large, map[string]string{"orderId": "o-1", "workflow": ""})
+	require.NoError(t, err)
+	require.Less(t, len(check), 400)
+	require.Contains(t, string(check), `"orderId":"o-1"`, "the head rides beside the check")
+	require.NotContains(t, string(check), `"workflow"`, "an empty head member is left out")
+	ref, ok := payload.Parse(check)
+	require.True(t, ok)
+	require.Equal(t, len(large), ref.Bytes)
+	require.Equal(t, fmt.Sprintf("%x", sha256.Sum256(large)), ref.SHA256)
+	require.True(t, strings.HasPrefix(ref.Key, payload.OrderPrefix("o-1")))
+
+	again, err := s.Keep(ctx, "o-1", "order", large, map[string]string{"orderId": "o-1"})
+	require.NoError(t, err)
+	require.JSONEq(t, string(check), string(again), "the same payload, the same check: a try again writes the same object")
+
+	back, err := s.Resolve(ctx, check)
+	require.NoError(t, err)
+	require.Equal(t, large, []byte(back))
+	same, err := s.Resolve(ctx, small)
+	require.NoError(t, err)
+	require.Equal(t, small, []byte(same), "what is no check resolves to itself")
+}
+
+func TestAPayloadGoneOrAlteredIsAnErrorThatNamesIt(t *testing.T) {
+	t.Parallel()
+	api, b := bucket(t)
+	s := payload.New(api, b, 1024)
+	ctx := context.Background()
+	body := []byte(`"` + strings.Repeat("z", 4000) + `"`)
+	ref, err := s.Put(ctx, "o-2", "results/charge-r1", body)
+	require.NoError(t, err)
+
+	overwrite := func(b []byte) {
+		_, err := api.PutObject(ctx, &s3.PutObjectInput{Bucket: &ref.Bucket, Key: &ref.Key, Body: strings.NewReader(string(b))})
+		require.NoError(t, err)
+	}
+	var perr *payload.Error
+	altered := append([]byte{}, body...)
+	altered[100] = 'Z'
+	overwrite(altered)
+	_, err = s.Get(ctx, ref)
+	require.ErrorAs(t, err, &perr)
+	require.ErrorContains(t, err, "SHA-256 differs")
+	require.ErrorContains(t, err, ref.Key)
+
+	overwrite(body[:100])
+	_, err = s.Get(ctx, ref)
+	require.ErrorAs(t, err, &perr)
+	require.ErrorContains(t, err, "holds 100 bytes")
+
+	overwrite(append(body, ' '))
+	_, err = s.Get(ctx, ref)
+	require.ErrorAs(t, err, &perr)
+	require.ErrorContains(t, err, "more than")
+
+	_, err = api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &ref.Bucket, Key: &ref.Key})
+	require.NoError(t, err)
+	_, err = s.Resolve(ctx, payload.Check(ref, nil))
+	require.ErrorAs(t, err, &perr)
+	require.ErrorContains(t, err, "not found")
+
+	// Not one of these errors: S3 itself failing, tried again.
+	_, err = payload.New(api, "no-such-bucket-here", 0).Get(ctx, payload.Ref{Bucket: "no-such-bucket-here", Key: "k", Bytes: 1})
+	require.ErrorAs(t, err, &perr, "a bucket that is gone is gone")
+}
+
+func TestWithoutABucketEveryPayloadIsInlineUpToTheInlineMaximum(t *testing.T) {
+	t.Parallel()
+	var s *payload.Store
+	require.Equal(t, payload.MaxInline, s.Inline())
+	require.Equal(t, payload.MaxInline, s.Max())
+	body := []byte(strings.Repeat("a", payload.MaxInline))
+	kept, err := s.Keep(context.Background(), "o", "order", body, nil)
+	require.NoError(t, err)
+	require.Equal(t, body, []byte(kept))
+	_, err = s.Keep(context.Background(), "o", "order", append(body, 'b'), nil)
+	require.ErrorContains(t, err, "no payload bucket")
+	_, err = s.Resolve(context.Background(), payload.Check(payload.Ref{Bucket: "b", Key: "k"}, nil))
+	require.ErrorContains(t, err, "no payload bucket")
+}
+
+func TestAnExtendedClientPointerIsRead(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string][2]string{
+		`["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"b-1","s3Key":"k/2"}]`:   {"b-1", "k/2"},
+		` ["software.amazon.payloadoffloading.PayloadS3Pointer", {"s3Key":"k","s3BucketName":"b"}] `:    {"b", "k"},
+		`["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"","s3Key":"k"}]`:        {},
+		`["software.amazon.payloadoffloading.PayloadS3Pointer"]`:                                        {},
+		`{"orderId":"software.amazon.payloadoffloading.PayloadS3Pointer"}`:                              {},
+		`["other.Pointer",{"s3BucketName":"b","s3Key":"k"}]`:                                            {},
+		`["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"b","s3Key":"k"}] extra`: {},
+	} {
+		b, k, ok := payload.Pointer(body)
+		require.Equal(t, want[0] != "", ok, body)
+		require.Equal(t, want, [2]string{b, k}, body)
+	}
+	api, b := bucket(t)
+	s := payload.New(api, b, 0)
+	ctx := context.Background()
+	_, err := api.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("in/1"), Body: strings.NewReader(`{"orderId":"x"}`)})
+	require.NoError(t, err)
+	got, err := s.Fetch(ctx, b, "in/1", 100)
+	require.NoError(t, err)
+	require.Equal(t, `{"orderId":"x"}`, string(got))
+	_, err = s.Fetch(ctx, b, "in/1", 10)
+	require.ErrorContains(t, err, "over the 10-byte limit")
+	_, err = s.Fetch(ctx, b, "in/2", 100)
+	var perr *payload.Error
+	require.True(t, errors.As(err, &perr), "%v", err)
+}
+
+// A resubmitted order's payloads are written again, so that the bucket's
+// expiry (days after an object's last write) counts from its new round.
+func TestRenewWritesEveryPayloadOfTheOrderAgain(t *testing.T) {
+	t.Parallel()
+	api, b := bucket(t)
+	s := payload.New(api, b, 1024)
+	ctx := context.Background()
+	var refs []payload.Ref
+	for _, what := range []string{"order", "results/a-r1", "results/b-r1"} {
+		ref, err := s.Put(ctx, "o-3", what, []byte(`"`+what+strings.Repeat(".", 2000)+`"`))
+		require.NoError(t, err)
+		refs = append(refs, ref)
+	}
+	_, err := s.Put(ctx, "o-30", "order", []byte(`"another order's"`))
+	require.NoError(t, err)
+	written := func(ref payload.Ref) time.Time {
+		h, err := api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &ref.Bucket, Key: &ref.Key})
+		require.NoError(t, err)
+		return aws.ToTime(h.LastModified)
+	}
+	first := written(refs[0])
+	for !time.Now().Truncate(time.Second).After(first) { // S3 keeps whole seconds: wait for the next
+		time.Sleep(20 * time.Millisecond)
+	}
+	n, err := s.Renew(ctx, "o-3")
+	require.NoError(t, err)
+	require.Equal(t, 3, n, "the order's three payloads, not the other order's")
+	for _, ref := range refs {
+		require.True(t, written(ref).After(first), "%s written again", ref.Key)
+		_, err := s.Get(ctx, ref)
+		require.NoError(t, err, "and still as kept")
+	}
+}
