@@ -102,7 +102,7 @@ func TestTheCapacitySettingsDefaults(t *testing.T) {
 // Each setting that moves a limit changes the template: the mappings'
 // concurrency (an agent's own from its workflow file), the shards a target
 // rate needs, the Supervisor's parallelism, the retention (0: kept forever,
-// which the functions are told).
+// which the functions are told, and the payloads with them).
 func TestTheCapacitySettingsChangeTheTemplate(t *testing.T) {
 	dir := t.TempDir()
 	wf := filepath.Join(dir, "protect.yaml")
@@ -136,6 +136,9 @@ steps:
 		require.Equal(t, "0", env["SAS_RETENTION_DAYS"], "%s: kept forever", fn)
 	}
 	require.Equal(t, "64", envOf(got, "Supervisor")["SAS_SUPERVISOR_PARALLELISM"])
+	require.Equal(t, map[string]any{"Id": "payloads", "Status": "Enabled",
+		"AbortIncompleteMultipartUpload": map[string]any{"DaysAfterInitiation": 1.0}}, payloadRule(t, got),
+		"orders kept forever keep their payloads: no expiry")
 
 	got = synthContext(t, map[string]any{"deadlineShards": "12", "retentionDays": "30"})
 	require.Equal(t, "12", envOf(got, "Scheduler")["SAS_DEADLINE_SHARDS"])

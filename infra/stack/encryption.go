@@ -28,7 +28,7 @@ func dataKey(st awscdk.Stack, p Props) awskms.IKey {
 		return nil
 	case deployment.KMSCreate:
 		k := awskms.NewKey(st, jsii.String("DataKey"), &awskms.KeyProps{
-			Description:       jsii.String("Scheduler-Agent-Supervisor " + p.Topology.Prefix + ": its tables, queues, topics and logs"),
+			Description:       jsii.String("Scheduler-Agent-Supervisor " + p.Topology.Prefix + ": its tables, queues, topics, payloads and logs"),
 			Alias:             jsii.String("alias/" + p.Topology.Prefix + "-data"),
 			EnableKeyRotation: jsii.Bool(true),
 			RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
@@ -66,16 +66,19 @@ func keyPolicy(k awskms.Key) {
 
 // keyUse is what a function's role may do with the key: encrypt and
 // decrypt what it writes to and reads from the tables, queues and topics,
-// and only through those services (kms:ViaService), never directly.
+// and only through those services (kms:ViaService), never directly. (The
+// payload bucket's use is its own statement: payloadUse.keyUse.)
 func keyUse(key awskms.IKey) awsiam.PolicyStatement {
-	via := func(service string) *string {
-		return awscdk.Fn_Sub(jsii.String(service+".${AWS::Region}.amazonaws.com"), nil)
-	}
 	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("DataKeyThroughTheServices"),
 		Actions:   jsii.Strings("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:ReEncryptFrom", "kms:ReEncryptTo", "kms:DescribeKey"),
 		Resources: &[]*string{key.KeyArn()},
 		Conditions: &map[string]any{"StringEquals": map[string]any{
-			"kms:ViaService": []*string{via("dynamodb"), via("sqs"), via("sns")}}},
+			"kms:ViaService": []*string{viaService("dynamodb"), viaService("sqs"), viaService("sns")}}},
 	})
+}
+
+// viaService is the kms:ViaService of an AWS service in the stack's region.
+func viaService(service string) *string {
+	return awscdk.Fn_Sub(jsii.String(service+".${AWS::Region}.amazonaws.com"), nil)
 }

@@ -41,9 +41,11 @@ func synthKMS(t *testing.T, value string) (map[string]any, assertions.Annotation
 	return out, assertions.Annotations_FromStack(st), path
 }
 
-// With context kms, every table, queue and DLQ, topic and log group is
-// encrypted under the one customer managed key, and each function's role
-// may use that key only, only through DynamoDB, SQS and SNS: a key the
+// With context kms, every table, queue and DLQ, topic, log group and the
+// payload bucket is encrypted under the one customer managed key (the
+// payload bucket's access logs cannot be), and each function's role may use
+// that key only, only through DynamoDB, SQS and SNS, and through S3 only to
+// decrypt what it reads and make the data key of what it writes: a key the
 // stack creates (rotated, kept when the stack goes, its policy letting
 // CloudWatch Logs, alarms and SNS use it) or the customer's own.
 func TestYourOwnKeyEncryptsEveryTableQueueTopicAndLogGroup(t *testing.T) {
@@ -78,9 +80,22 @@ func TestYourOwnKeyEncryptsEveryTableQueueTopicAndLogGroup(t *testing.T) {
 			for id, lg := range logs {
 				require.True(t, c.key(lg["KmsKeyId"]), "%s: %v", id, lg["KmsKeyId"])
 			}
+			buckets := of(tmpl, "AWS::S3::Bucket")
+			require.Len(t, buckets, 2, "the payloads and their access logs")
+			for id, b := range buckets {
+				sse := b["BucketEncryption"].(map[string]any)["ServerSideEncryptionConfiguration"].([]any)[0].(map[string]any)
+				def := sse["ServerSideEncryptionByDefault"].(map[string]any)
+				if strings.HasPrefix(id, "PayloadAccessLogs") {
+					require.Equal(t, "AES256", def["SSEAlgorithm"], "%s: a server access log's target cannot use SSE-KMS", id)
+					continue
+				}
+				require.Equal(t, "aws:kms", def["SSEAlgorithm"], id)
+				require.True(t, c.key(def["KMSMasterKeyID"]), "%s: %v", id, def["KMSMasterKeyID"])
+				require.Equal(t, true, sse["BucketKeyEnabled"], "%s: a data key per bucket, not a KMS request per object", id)
+			}
 			roles := 0
 			for id, p := range of(tmpl, "AWS::IAM::Policy") {
-				through := false
+				through, throughS3 := false, false
 				for _, s := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
 					st := s.(map[string]any)
 					if !slices.ContainsFunc(asList(st["Action"]), func(a string) bool { return strings.HasPrefix(a, "kms:") }) {
@@ -95,9 +110,21 @@ func TestYourOwnKeyEncryptsEveryTableQueueTopicAndLogGroup(t *testing.T) {
 						for _, svc := range []string{"dynamodb", "sqs", "sns"} {
 							require.Contains(t, via, svc+".${AWS::Region}.amazonaws.com", id)
 						}
+						require.NotContains(t, via, "s3.", id)
+					}
+					if st["Sid"] == "DataKeyThroughS3" {
+						throughS3 = true
+						want := []string{"kms:Decrypt"} // a reader of payloads
+						if slices.ContainsFunc(expectedS3[roleOf(id)], func(g string) bool { return strings.HasPrefix(g, "s3:PutObject ") }) {
+							want = append(want, "kms:GenerateDataKey") // a writer
+						}
+						require.Equal(t, want, asList(st["Action"]), id)
+						require.Equal(t, map[string]any{"StringEquals": map[string]any{
+							"kms:ViaService": map[string]any{"Fn::Sub": "s3.${AWS::Region}.amazonaws.com"}}}, st["Condition"], id)
 					}
 				}
 				require.True(t, through, "%s: the function may use the key through the services", id)
+				require.True(t, throughS3, "%s: the function may use the key through S3, for the payloads", id)
 				roles++
 			}
 			require.Equal(t, len(expected), roles, "every function's role")

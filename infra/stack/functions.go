@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
@@ -45,6 +46,8 @@ type fnSpec struct {
 	reserved  float64 // reserved concurrency; 0: none
 	layer     awslambda.ILayerVersion
 	key       awskms.IKey // the data's customer managed key (nil: AWS's own keys)
+	bucket    awss3.IBucket
+	payloads  payloadUse // what it does in bucket
 }
 
 func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
@@ -65,6 +68,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 		starts = append(starts, arn(t.AgentRequests(a).Name))
 	}
 	f.Submission = function(st, p, fnSpec{id: "Submission", asset: "submission", memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
+		bucket: r.Payloads, payloads: submissionPayloads,
 		allow: []awsiam.PolicyStatement{
 			statement([]string{"dynamodb:PutItem", "dynamodb:GetItem"}, []*string{r.Orders.TableArn(), stateARN}), // an order, and a resent one's check
 			// A cancel; an event recorded (its data a result) or kept; a first step that waits armed.
@@ -79,6 +83,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 		agentQueues = append(agentQueues, arn(t.AgentRequests(a).Name))
 	}
 	f.Scheduler = function(st, p, fnSpec{id: "Scheduler", asset: "scheduler", memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
+		bucket: r.Payloads, payloads: readerPayloads,
 		allow: []awsiam.PolicyStatement{
 			// GetItem: an order of an older workflow version, an event's state; Query:
 			// a timer's until over the results; PutItem: an event's data kept.
@@ -101,6 +106,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 		waitQueues = append(waitQueues, arn(t.AgentRequests(a).Name), arn(t.AgentResponses(a).Name))
 	}
 	f.Supervisor = function(st, p, fnSpec{id: "Supervisor", asset: "supervisor", memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
+		bucket: r.Payloads, payloads: readerPayloads,
 		reserved: 1, // one sweep at a time is enough for a minute's schedule; several would be safe
 		allow: []awsiam.PolicyStatement{
 			statement([]string{"dynamodb:Query"}, []*string{awscdk.Fn_Join(jsii.String(""),
@@ -150,7 +156,7 @@ func agentFunction(st awscdk.Stack, p Props, r *Resources, a string, env map[str
 		allow = append(allow, s)
 	}
 	fn := function(st, p, fnSpec{id: "Agent" + title(a), asset: asset, memory: agentMemory, env: aenv, allow: allow, layer: layer,
-		key: r.Key})
+		key: r.Key, bucket: r.Payloads, payloads: agentPayloads})
 	consume(fn, r.Queues[t.AgentRequests(a).Name], t.BatchWindow, p.agentConcurrency(a)) // protects the remote service
 	return fn
 }
@@ -184,6 +190,7 @@ func environment(p Props, r *Resources, files []string) map[string]*string {
 	}
 	s := p.Settings
 	s.QueueURLBase, s.AlertTopicARN, s.WorkflowFiles, s.AllowedReplyQueues = base, *r.Alerts.TopicArn(), files, replies
+	s.PayloadBucket = *r.Payloads.BucketName()
 	s.RemoteBaseURL = "" // only the agents whose files name it get it (AgentVars)
 	out := map[string]*string{}
 	for k, v := range s.Env() {
@@ -215,11 +222,12 @@ func function(st awscdk.Stack, p Props, spec fnSpec) awslambda.Function {
 		AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 	})
 	role.AddToPolicy(statement([]string{"logs:CreateLogStream", "logs:PutLogEvents"}, []*string{logs.LogGroupArn()}))
-	for _, s := range spec.allow {
+	for _, s := range append(spec.allow, spec.payloads.statements(spec.bucket)...) {
 		role.AddToPolicy(s)
 	}
 	if spec.key != nil {
 		role.AddToPolicy(keyUse(spec.key))
+		role.AddToPolicy(spec.payloads.keyUse(spec.key))
 	}
 	props := &awslambda.FunctionProps{
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),

@@ -19,6 +19,9 @@ func suppressions(st awscdk.Stack, r *Resources) {
 	cdknag.NagSuppressions_AddResourceSuppressions(r.AlertInbox, &[]*cdknag.NagPackSuppression{{
 		Id: jsii.String("AwsSolutions-SQS3"), Reason: jsii.String("The alert inbox is read by the operator, never consumed by a function: nothing to dead-letter."),
 	}}, jsii.Bool(true))
+	cdknag.NagSuppressions_AddResourceSuppressions(r.PayloadLogs, &[]*cdknag.NagPackSuppression{{
+		Id: jsii.String("AwsSolutions-S1"), Reason: jsii.String("This bucket holds the payload bucket's server access logs: logging it would log the logging."),
+	}}, jsii.Bool(true))
 	for _, t := range []awscdk.Resource{r.Alerts, r.Alarms} {
 		if r.Key != nil {
 			break // encrypted under the customer managed key (context kms)
@@ -35,13 +38,16 @@ func suppressions(st awscdk.Stack, r *Resources) {
 		Reason: jsii.String("Each function may write only its own log group's streams (log-group:NAME:*), " +
 			"and send status messages only to reply queues whose names start with a configured prefix (PREFIX*); " +
 			"an agent may read only its own secret and each function the OTLP collector's headers secret (NAME-??????: Secrets Manager's suffix), " +
-			"and invoke only its own API's stage (its workflow file's resource)."),
+			"and invoke only its own API's stage (its workflow file's resource); " +
+			"a function reads and writes the payload bucket's objects under orders/ (an order's payloads, whose keys are the orders' ids), " +
+			"and Submission reads any of its objects (where an SQS Extended Client's sender put an order)."),
 		AppliesTo: &[]interface{}{
 			map[string]*string{"regex": jsii.String("/^Resource::<.*LogsDD?[A-F0-9]*\\.Arn>:\\*$/")},
 			map[string]*string{"regex": jsii.String("/^Resource::.*LogsDD?[A-F0-9]*\\.Arn$/")},
 			map[string]*string{"regex": jsii.String("/^Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:.*\\*$/")},
 			map[string]*string{"regex": jsii.String("/^Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:.*-\\?\\?\\?\\?\\?\\?$/")},
 			map[string]*string{"regex": jsii.String("/^Resource::arn:aws:execute-api:.*\\*$/")},
+			map[string]*string{"regex": jsii.String("/^Resource::<PayloadBucket[A-F0-9]*\\.Arn>\\/(orders\\/)?\\*$/")},
 		},
 	}}, jsii.Bool(true))
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -24,11 +25,18 @@ type Resources struct {
 	AlertInbox    awssqs.Queue            // subscribed to Alerts: what the operator reads
 	Alarms        awssns.Topic            // CloudWatch alarm actions
 	Key           awskms.IKey             // the customer managed key of them all (context kms), or nil: AWS's own keys
+	Payloads      awss3.Bucket            // the payloads too large for a message or an item (shared/payload)
+	PayloadLogs   awss3.Bucket            // the payload bucket's server access logs
 }
 
 // New defines the whole stack.
 func New(scope constructs.Construct, id string, p Props, sp *awscdk.StackProps) awscdk.Stack {
 	st := awscdk.NewStack(scope, jsii.String(id), sp)
+	// S3 lets a server access log's target bucket take the logs by its
+	// bucket policy (the logging service, for the stack's own bucket only),
+	// not by the log-delivery group's ACL, which is what CDK writes without
+	// this flag (cdk init sets it in a new project's cdk.json).
+	st.Node().SetContext(jsii.String("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"), true)
 	r := resources(st, p)
 	fns := functions(st, p, r)
 	alarms(st, p, r, fns)
@@ -106,6 +114,7 @@ func resources(st awscdk.Stack, p Props) *Resources {
 	r.Alerts.AddSubscription(awssnssubscriptions.NewSqsSubscription(r.AlertInbox,
 		&awssnssubscriptions.SqsSubscriptionProps{RawMessageDelivery: jsii.Bool(true)}))
 	r.Alarms = topic("AlarmTopic", t.Prefix+"-alarms")
+	r.Payloads, r.PayloadLogs = payloadBucket(st, p, key)
 	return r
 }
 
@@ -120,6 +129,7 @@ func outputs(st awscdk.Stack, p Props, r *Resources) {
 	out("AlertTopicArn", r.Alerts.TopicArn())
 	out("AlarmTopicArn", r.Alarms.TopicArn())
 	out("QueueUrlBase", queueURLBase())
+	out("PayloadBucketName", r.Payloads.BucketName()) // where an SQS Extended Client's sender puts its large orders
 }
 
 // queueURLBase is https://sqs.REGION.URLSUFFIX/ACCOUNT, resolved at deploy time.

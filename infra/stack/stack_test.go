@@ -269,13 +269,25 @@ func TestAlarmsNotifyTheAlarmTopic(t *testing.T) {
 }
 
 // expected is what each function's role may do (besides writing its logs).
+// (Their S3 grants' resources: expectedS3.)
 var expected = map[string][]string{
-	"Submission":     {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "sqs:SendMessage"},
-	"Scheduler":      {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "sns:Publish", "sqs:SendMessage"},
-	"Supervisor":     {"dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem", "sns:Publish", "sqs:GetQueueAttributes", "sqs:SendMessage"},
-	"AgentInventory": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "sqs:SendMessage"},
-	"AgentPayment":   {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "sqs:SendMessage"},
-	"AgentShipping":  {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "sqs:SendMessage"},
+	"Submission":     {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:PutObject", "sqs:SendMessage"},
+	"Scheduler":      {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "sns:Publish", "sqs:SendMessage"},
+	"Supervisor":     {"dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "sns:Publish", "sqs:GetQueueAttributes", "sqs:SendMessage"},
+	"AgentInventory": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:PutObject", "sqs:SendMessage"},
+	"AgentPayment":   {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:PutObject", "sqs:SendMessage"},
+	"AgentShipping":  {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:PutObject", "sqs:SendMessage"},
+}
+
+// roleOf is the function (a key of expected) whose role a policy's
+// logical id is, or "".
+func roleOf(policyID string) string {
+	for r := range expected {
+		if strings.HasPrefix(policyID, r+"Role") {
+			return r
+		}
+	}
+	return ""
 }
 
 var consume = []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
@@ -284,12 +296,7 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 	policies := resources("AWS::IAM::Policy")
 	require.Len(t, policies, len(expected))
 	for id, p := range policies {
-		role := ""
-		for r := range expected {
-			if strings.HasPrefix(id, r+"Role") {
-				role = r
-			}
-		}
+		role := roleOf(id)
 		require.NotEmpty(t, role, "policy %s belongs to a function role", id)
 		var actions []string
 		for _, s := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
@@ -359,7 +366,8 @@ func TestFunctionsAreConfiguredWithTheTopology(t *testing.T) {
 		}
 	}
 	outputs := tmpl["Outputs"].(map[string]any)
-	for _, k := range []string{"Prefix", "OrdersQueueUrl", "EventsQueueUrl", "OrdersTableName", "StateTableName", "AlertTopicArn", "AlarmTopicArn", "QueueUrlBase"} {
+	for _, k := range []string{"Prefix", "OrdersQueueUrl", "EventsQueueUrl", "OrdersTableName", "StateTableName", "AlertTopicArn", "AlarmTopicArn", "QueueUrlBase",
+		"PayloadBucketName"} {
 		require.Contains(t, outputs, k)
 	}
 }

@@ -1,0 +1,128 @@
+package stack
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// AccessLogDays is how long the payload bucket's server access logs (who
+// read or wrote which payload) are kept: as long as the functions' logs.
+const AccessLogDays = 30
+
+// PayloadExpiryDays is how many days after its last write S3 deletes a
+// payload (0: never, as retentionDays=0 keeps every order forever). An
+// order's payloads are written while its round runs, which is at most its
+// workflow's deadline; its compensation may run as long again; the ended
+// order is then kept retentionDays, and its items' claim checks name the
+// payloads, so a payload must outlive them: the retention, twice the
+// longest deadline in whole days (rounded up), and a day more for
+// DynamoDB's time to live, which deletes an expired item some time after.
+func PayloadExpiryDays(retentionDays int, longestDeadline time.Duration) int {
+	if retentionDays == 0 {
+		return 0
+	}
+	const day = 24 * time.Hour
+	return retentionDays + int((2*longestDeadline+day-1)/day) + 1
+}
+
+// longestDeadline is the longest order deadline of the set's workflows.
+func longestDeadline(set workflow.Set) time.Duration {
+	var longest time.Duration
+	for _, d := range set.Definitions() {
+		longest = max(longest, d.Deadline)
+	}
+	return longest
+}
+
+// payloadBucket is the bucket that keeps the payloads too large for a
+// message or an item (shared/payload: orders/<orderId>/...), and the
+// objects that senders using the SQS Extended Client put there: private,
+// TLS only, not versioned (a payload is written once, by its hash), under
+// the stack's key when there is one (with an S3 Bucket Key: a data key per
+// bucket for a while, not a KMS request per object), kept when the stack
+// is deleted, as the tables that name its objects are. Its objects expire
+// with their orders (PayloadExpiryDays). Its access logs go to a bucket of
+// their own, under S3's keys (a server access log's target cannot use
+// SSE-KMS).
+func payloadBucket(st awscdk.Stack, p Props, key awskms.IKey) (payloads, logs awss3.Bucket) {
+	private := func(props *awss3.BucketProps) *awss3.BucketProps {
+		props.BlockPublicAccess, props.EnforceSSL, props.Versioned = awss3.BlockPublicAccess_BLOCK_ALL(), jsii.Bool(true), jsii.Bool(false)
+		props.RemovalPolicy = awscdk.RemovalPolicy_RETAIN
+		if props.Encryption == "" {
+			props.Encryption = awss3.BucketEncryption_S3_MANAGED
+		}
+		return props
+	}
+	logs = awss3.NewBucket(st, jsii.String("PayloadAccessLogs"), private(&awss3.BucketProps{
+		LifecycleRules: &[]*awss3.LifecycleRule{{Id: jsii.String("expire"), Expiration: awscdk.Duration_Days(jsii.Number(AccessLogDays))}},
+	}))
+	rule := &awss3.LifecycleRule{Id: jsii.String("payloads"), AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1))}
+	if days := PayloadExpiryDays(p.RetentionDays, longestDeadline(p.Workflows)); days > 0 {
+		rule.Expiration = awscdk.Duration_Days(jsii.Number(float64(days)))
+	}
+	props := &awss3.BucketProps{LifecycleRules: &[]*awss3.LifecycleRule{rule},
+		ServerAccessLogsBucket: logs, ServerAccessLogsPrefix: jsii.String("payloads/")}
+	if key != nil {
+		props.Encryption, props.EncryptionKey, props.BucketKeyEnabled = awss3.BucketEncryption_KMS, key, jsii.Bool(true)
+	}
+	return awss3.NewBucket(st, jsii.String("PayloadBucket"), private(props)), logs
+}
+
+// payloadUse is what a function does with the payload bucket: the keys it
+// may read and those it may write (patterns; "": none). Nothing lists the
+// bucket or deletes from it: its lifecycle does.
+type payloadUse struct{ read, write string }
+
+// ordersKeys are the product's own payloads (shared/payload.OrderPrefix).
+const ordersKeys = "orders/*"
+
+var (
+	// Submission reads any object (an SQS Extended Client's, where its
+	// sender put it) and writes an order's payload.
+	submissionPayloads = payloadUse{read: "*", write: ordersKeys}
+	// An Agent reads what its step is given and writes its result.
+	agentPayloads = payloadUse{read: ordersKeys, write: ordersKeys}
+	// The Scheduler and the Supervisor only read.
+	readerPayloads = payloadUse{read: ordersKeys}
+)
+
+// statements are u's grants on bucket b's objects.
+func (u payloadUse) statements(b awss3.IBucket) []awsiam.PolicyStatement {
+	by := map[string][]string{} // actions by key pattern
+	if u.read != "" {
+		by[u.read] = append(by[u.read], "s3:GetObject")
+	}
+	if u.write != "" {
+		by[u.write] = append(by[u.write], "s3:PutObject")
+	}
+	var out []awsiam.PolicyStatement
+	for _, pattern := range slices.Sorted(maps.Keys(by)) {
+		out = append(out, statement(by[pattern], []*string{b.ArnForObjects(jsii.String(pattern))}))
+	}
+	return out
+}
+
+// keyUse is what a function using the payload bucket may do with the
+// stack's key, through S3 only: decrypt what it reads, and make the data
+// key of what it writes.
+func (u payloadUse) keyUse(key awskms.IKey) awsiam.PolicyStatement {
+	actions := []string{"kms:Decrypt"}
+	if u.write != "" {
+		actions = append(actions, "kms:GenerateDataKey")
+	}
+	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("DataKeyThroughS3"),
+		Actions:    jsii.Strings(actions...),
+		Resources:  &[]*string{key.KeyArn()},
+		Conditions: &map[string]any{"StringEquals": map[string]any{"kms:ViaService": viaService("s3")}},
+	})
+}
