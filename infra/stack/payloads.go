@@ -78,8 +78,12 @@ func payloadBucket(st awscdk.Stack, p Props, key awskms.IKey) (payloads, logs aw
 }
 
 // payloadUse is what a function does with the payload bucket: the keys it
-// may read and those it may write (patterns; "": none). Nothing lists the
-// bucket or deletes from it: its lifecycle does.
+// may read and those it may write (patterns; "": none). A reader may list
+// the bucket too: without s3:ListBucket, S3 answers a read of an object
+// that is gone with 403 AccessDenied, not 404 NoSuchKey, and a payload
+// expired or deleted could not be told from a grant missing (it would be
+// tried again until its message went to the DLQ, not fail its step with
+// the reason). Nothing deletes from it: its lifecycle does.
 type payloadUse struct{ read, write string }
 
 // ordersKeys are the product's own payloads (shared/payload.OrderPrefix).
@@ -105,6 +109,9 @@ func (u payloadUse) statements(b awss3.IBucket) []awsiam.PolicyStatement {
 		by[u.write] = append(by[u.write], "s3:PutObject")
 	}
 	var out []awsiam.PolicyStatement
+	if u.read != "" {
+		out = append(out, statement([]string{"s3:ListBucket"}, []*string{b.BucketArn()}))
+	}
 	for _, pattern := range slices.Sorted(maps.Keys(by)) {
 		out = append(out, statement(by[pattern], []*string{b.ArnForObjects(jsii.String(pattern))}))
 	}

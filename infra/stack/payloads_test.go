@@ -2,6 +2,7 @@ package stack_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -137,6 +138,9 @@ steps:
 func bucketObjects(v any) string {
 	b, _ := json.Marshal(v)
 	m, _ := v.(map[string]any)
+	if att, _ := m["Fn::GetAtt"].([]any); len(att) == 2 && strings.HasPrefix(att[0].(string), "PayloadBucket") && att[1] == "Arn" {
+		return "bucket"
+	}
 	join, _ := m["Fn::Join"].([]any)
 	if len(join) != 2 {
 		return string(b)
@@ -156,12 +160,12 @@ func bucketObjects(v any) string {
 
 // expectedS3 is each role's every S3 grant, as "action on resource".
 var expectedS3 = map[string][]string{
-	"Submission":     {"s3:GetObject on bucket/*", "s3:PutObject on bucket/orders/*"},
-	"Scheduler":      {"s3:GetObject on bucket/orders/*"},
-	"Supervisor":     {"s3:GetObject on bucket/orders/*"},
-	"AgentInventory": {"s3:GetObject on bucket/orders/*", "s3:PutObject on bucket/orders/*"},
-	"AgentPayment":   {"s3:GetObject on bucket/orders/*", "s3:PutObject on bucket/orders/*"},
-	"AgentShipping":  {"s3:GetObject on bucket/orders/*", "s3:PutObject on bucket/orders/*"},
+	"Submission":     {"s3:GetObject on bucket/*", "s3:ListBucket on bucket", "s3:PutObject on bucket/orders/*"},
+	"Scheduler":      {"s3:GetObject on bucket/orders/*", "s3:ListBucket on bucket"},
+	"Supervisor":     {"s3:GetObject on bucket/orders/*", "s3:ListBucket on bucket"},
+	"AgentInventory": {"s3:GetObject on bucket/orders/*", "s3:ListBucket on bucket", "s3:PutObject on bucket/orders/*"},
+	"AgentPayment":   {"s3:GetObject on bucket/orders/*", "s3:ListBucket on bucket", "s3:PutObject on bucket/orders/*"},
+	"AgentShipping":  {"s3:GetObject on bucket/orders/*", "s3:ListBucket on bucket", "s3:PutObject on bucket/orders/*"},
 }
 
 // s3Grants are a role policy's S3 grants, as "action on resource", sorted.
@@ -188,8 +192,9 @@ func s3Grants(policy map[string]any) []string {
 
 // Each function may read (and, Submission and the Agents, write) the
 // payloads under orders/, Submission read an SQS Extended Client's objects
-// anywhere in the bucket, and nothing more: no listing, no deleting, no
-// other bucket.
+// anywhere in the bucket, each reader list the bucket (so that a payload
+// gone is answered 404, not 403), and nothing more: no deleting, no other
+// bucket.
 func TestEachRoleReadsAndWritesOnlyItsPayloads(t *testing.T) {
 	policies := resources("AWS::IAM::Policy")
 	require.Len(t, policies, len(expectedS3))
@@ -197,5 +202,19 @@ func TestEachRoleReadsAndWritesOnlyItsPayloads(t *testing.T) {
 		role := roleOf(id)
 		require.NotEmpty(t, role, id)
 		require.Equal(t, expectedS3[role], s3Grants(p), role)
+	}
+}
+
+// Every function runs with GOMEMLIMIT at four fifths of its memory: an
+// Agent's largest document (a 16 MB order and a 16 MB result) is then
+// collected within its 128 MB, where Go's default would let its heap grow
+// to twice what is live.
+func TestEveryFunctionHasAMemoryLimitUnderItsMemory(t *testing.T) {
+	fns := resources("AWS::Lambda::Function")
+	require.NotEmpty(t, fns)
+	for id, f := range fns {
+		mb := f["MemorySize"].(float64)
+		env := f["Environment"].(map[string]any)["Variables"].(map[string]any)
+		require.Equal(t, fmt.Sprintf("%dMiB", int(mb*4/5)), env["GOMEMLIMIT"], id)
 	}
 }

@@ -271,12 +271,12 @@ func TestAlarmsNotifyTheAlarmTopic(t *testing.T) {
 // expected is what each function's role may do (besides writing its logs).
 // (Their S3 grants' resources: expectedS3.)
 var expected = map[string][]string{
-	"Submission":     {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:PutObject", "sqs:SendMessage"},
-	"Scheduler":      {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "sns:Publish", "sqs:SendMessage"},
-	"Supervisor":     {"dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "sns:Publish", "sqs:GetQueueAttributes", "sqs:SendMessage"},
-	"AgentInventory": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:PutObject", "sqs:SendMessage"},
-	"AgentPayment":   {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:PutObject", "sqs:SendMessage"},
-	"AgentShipping":  {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:PutObject", "sqs:SendMessage"},
+	"Submission":     {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:ListBucket", "s3:PutObject", "sqs:SendMessage"},
+	"Scheduler":      {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:ListBucket", "sns:Publish", "sqs:SendMessage"},
+	"Supervisor":     {"dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:ListBucket", "sns:Publish", "sqs:GetQueueAttributes", "sqs:SendMessage"},
+	"AgentInventory": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:ListBucket", "s3:PutObject", "sqs:SendMessage"},
+	"AgentPayment":   {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:ListBucket", "s3:PutObject", "sqs:SendMessage"},
+	"AgentShipping":  {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:ListBucket", "s3:PutObject", "sqs:SendMessage"},
 }
 
 // roleOf is the function (a key of expected) whose role a policy's
