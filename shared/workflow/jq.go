@@ -155,6 +155,22 @@ func evalJSON(code *gojq.Code, b []byte, what string) (json.RawMessage, error) {
 	if err := json.Unmarshal(b, &in); err != nil {
 		return nil, err
 	}
+	return eval(code, in, what)
+}
+
+// evalDoc runs code over doc: each of its members decoded on its own, with
+// no copy of the whole document as JSON (16 MB of order and 16 MB of a
+// result before it would be 32 MB more of the Agent's memory).
+func evalDoc(code *gojq.Code, doc Document, what string) (json.RawMessage, error) {
+	in, err := doc.value()
+	if err != nil {
+		return nil, err
+	}
+	return eval(code, in, what)
+}
+
+// eval runs code over the decoded document in.
+func eval(code *gojq.Code, in any, what string) (json.RawMessage, error) {
 	jqRuns.Lock()
 	defer jqRuns.Unlock()
 	ctx, cancel := context.WithCancelCause(context.Background())

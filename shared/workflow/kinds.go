@@ -3,7 +3,10 @@ package workflow
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -108,18 +111,100 @@ type Document struct {
 // InputFor is what the action's service receives for doc: the document
 // itself, or what the action's input expression makes of it.
 func (a Action) InputFor(doc Document) (json.RawMessage, error) {
-	if doc.Results == nil {
-		doc.Results = map[string]json.RawMessage{}
-	}
-	b, err := json.Marshal(doc)
-	if err != nil || a.Input == "" {
-		return b, err
+	if a.Input == "" {
+		return doc.JSON()
 	}
 	code, err := a.code()
 	if err != nil {
 		return nil, err
 	}
-	return evalJSON(code, b, fmt.Sprintf("%s's input", a.Name))
+	return evalDoc(code, doc, fmt.Sprintf("%s's input", a.Name))
+}
+
+// JSON is the document as its step's service receives it: written member
+// by member into one buffer of its size, its payloads as they are (each
+// valid JSON: an order checked at Submission, a result kept only if valid,
+// a payload read back checked against its hash), not compacted again as
+// json.Marshal would, which takes twice the memory of a 32 MB document.
+func (doc Document) JSON() (json.RawMessage, error) {
+	n := len(doc.Order) + len(doc.Result) + len(doc.Item) + 64
+	names := slices.Sorted(maps.Keys(doc.Results))
+	for _, name := range names {
+		n += len(name) + len(doc.Results[name]) + 8
+	}
+	b := make([]byte, 0, n)
+	raw := func(v json.RawMessage) []byte {
+		if len(v) == 0 {
+			return append(b, "null"...)
+		}
+		return append(b, v...)
+	}
+	b = append(b, `{"order":`...)
+	b = raw(doc.Order)
+	b = append(b, `,"results":{`...)
+	for i, name := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k, err := json.Marshal(name)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, k...), ':')
+		b = raw(doc.Results[name])
+	}
+	b = append(b, '}')
+	if len(doc.Result) > 0 {
+		b = append(b, `,"result":`...)
+		b = raw(doc.Result)
+	}
+	if len(doc.Item) > 0 {
+		b = append(b, `,"item":`...)
+		b = raw(doc.Item)
+	}
+	if doc.Index != nil {
+		b = append(b, `,"index":`...)
+		b = strconv.AppendInt(b, int64(*doc.Index), 10)
+	}
+	return append(b, '}'), nil
+}
+
+// value is the document decoded for jq, member by member.
+func (doc Document) value() (any, error) {
+	decode := func(v json.RawMessage) (any, error) {
+		var out any
+		if len(v) == 0 {
+			return nil, nil
+		}
+		err := json.Unmarshal(v, &out)
+		return out, err
+	}
+	var err error
+	m := map[string]any{}
+	if m["order"], err = decode(doc.Order); err != nil {
+		return nil, fmt.Errorf("the order: %w", err)
+	}
+	results := make(map[string]any, len(doc.Results))
+	for name, r := range doc.Results {
+		if results[name], err = decode(r); err != nil {
+			return nil, fmt.Errorf("the result of %s: %w", name, err)
+		}
+	}
+	m["results"] = results
+	if len(doc.Result) > 0 {
+		if m["result"], err = decode(doc.Result); err != nil {
+			return nil, fmt.Errorf("its step's result: %w", err)
+		}
+	}
+	if len(doc.Item) > 0 {
+		if m["item"], err = decode(doc.Item); err != nil {
+			return nil, fmt.Errorf("its item: %w", err)
+		}
+	}
+	if doc.Index != nil {
+		m["index"] = float64(*doc.Index)
+	}
+	return m, nil
 }
 
 // code is the compiled input expression (compiled on first use for a
@@ -143,11 +228,7 @@ func (s Sleep) When(readyAt time.Time, doc Document) (time.Time, error) {
 			return time.Time{}, err
 		}
 	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return time.Time{}, err
-	}
-	out, err := evalJSON(code, b, "until")
+	out, err := evalDoc(code, doc, "until")
 	if err != nil {
 		return time.Time{}, err
 	}

@@ -183,20 +183,14 @@ const MaxInFlightPerKey = 1000
 // KeyFor is the key value of a step's document: the expression's string,
 // or its other value as JSON; "" (a null value): the call is not bounded.
 func (p PerKey) KeyFor(doc Document) (string, error) {
-	if doc.Results == nil {
-		doc.Results = map[string]json.RawMessage{}
-	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return "", err
-	}
 	code := p.code
 	if code == nil {
+		var err error
 		if code, err = compileJQ(p.Key); err != nil {
 			return "", err
 		}
 	}
-	v, err := evalJSON(code, b, "perKey.key")
+	v, err := evalDoc(code, doc, "perKey.key")
 	if err != nil {
 		return "", err
 	}
