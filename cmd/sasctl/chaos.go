@@ -125,6 +125,8 @@ func planFlags(fs *pflag.FlagSet, p *chaos.Plan) {
 	fs.Float64Var(&p.UndoFailure, "undo-failure", p.UndoFailure, "share of undo actions refused for good")
 	fs.Float64Var(&p.Cancel, "cancel", p.Cancel, "share of orders a cancel message is sent for, at a random point")
 	fs.Float64Var(&p.Generated, "generated", p.Generated, "share of orders (of those not waiting) run on workflows of generated shapes")
+	fs.Float64Var(&p.Large, "large", p.Large, "share of orders run on the large workflow: documents of 4 KB to 600 KB (kept in the payload bucket, sent by pointer over 256 KB), answers of --large-result bytes")
+	fs.IntVar(&p.LargeResult, "large-result", p.LargeResult, "with --large: about how many bytes the large workflow's service answers")
 	fs.IntVar(&p.Shapes, "shapes", p.Shapes, "how many workflows of generated shapes (branches, joins, steps per item, timers, async calls)")
 	fs.Var(throttleValue{&p.Throttle}, "throttle", "cap functions' pace, e.g. scheduler=20ms,agent-payment=50ms: each "+
 		"message takes that long of the function's one invocation at a time (a function at its maximum concurrency)")

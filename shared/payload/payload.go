@@ -284,7 +284,7 @@ func (s *Store) Renew(ctx context.Context, orderID string) (int, error) {
 // ["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":…,"s3Key":…}].
 // ok is false for any other body.
 func Pointer(body string) (bucket, key string, ok bool) {
-	if !strings.HasPrefix(strings.TrimSpace(body), `["software.amazon.payloadoffloading.PayloadS3Pointer"`) || len(body) > 4096 {
+	if !strings.HasPrefix(strings.TrimSpace(body), `["`+pointerType+`"`) || len(body) > 4096 {
 		return "", "", false
 	}
 	var parts []json.RawMessage
@@ -324,4 +324,31 @@ func (s *Store) Fetch(ctx context.Context, bucket, key string, limit int) ([]byt
 		return nil, &Error{Ref: ref, Reason: fmt.Sprintf("over the %d-byte limit of a payload", limit)}
 	}
 	return b, nil
+}
+
+// MaxMessageBytes is the largest SQS message (256 KiB, its attributes
+// counted): a sender offloads a larger body, as the Extended Client
+// libraries do (Offload).
+const MaxMessageBytes = 256 << 10
+
+// pointerType names the Extended Client's pointer in its message.
+const pointerType = "software.amazon.payloadoffloading.PayloadS3Pointer"
+
+// Offload keeps a message body too large for SQS in the bucket, under
+// incoming/ and its SHA-256, and returns the pointer message to send in its
+// place: the one the SQS Extended Client libraries send, which Submission
+// follows (Pointer).
+func (s *Store) Offload(ctx context.Context, body []byte) (string, error) {
+	if s == nil {
+		return "", fmt.Errorf("offload a %d-byte message: no payload bucket", len(body))
+	}
+	sum := sha256.Sum256(body)
+	key := "incoming/" + hex.EncodeToString(sum[:])
+	_, err := s.api.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(body),
+		ContentLength: aws.Int64(int64(len(body))), ContentType: aws.String("application/json")})
+	if err != nil {
+		return "", fmt.Errorf("offload a %d-byte message to s3://%s/%s: %w", len(body), s.bucket, key, err)
+	}
+	ptr, _ := json.Marshal([]any{pointerType, map[string]string{"s3BucketName": s.bucket, "s3Key": key}}) // strings: no error
+	return string(ptr), nil
 }

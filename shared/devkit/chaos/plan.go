@@ -73,6 +73,12 @@ type Plan struct {
 	// Shapes of them, over three agents each at its own latency.
 	Generated float64
 	Shapes    int
+	// Large is the share of orders (of those not waiting nor on a flow
+	// shape) run on the large workflow (large.yaml):
+	// documents of 4 KB to 600 KB, answers of about LargeResult bytes,
+	// claim checks through every fault.
+	Large       float64
+	LargeResult int
 	// BadInput sends malformed and ambiguous messages among the orders
 	// (a member twice, a reply queue walking out of its prefix, events for
 	// no order), and approvals to ended orders: each must be rejected to the
@@ -100,7 +106,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 		Permanent: 0.02, UndoFailure: 0.10, Outage: 4 * time.Second,
 		Cancel: 0.05, CancelWithin: 4 * time.Second,
 		Waits: 0.3, NoEvent: 0.15, EarlyEvent: 0.2, TwiceEvent: 0.15, EventWithin: 8 * time.Second, BadInput: true,
-		Parallel: 0.3, Generated: 0.3, Shapes: 12,
+		Parallel: 0.3, Generated: 0.3, Shapes: 12, Large: 0.05, LargeResult: 100 << 10,
 		Schedulers: 2, Supervisors: 2, SupervisorEvery: 500 * time.Millisecond,
 		Settings: workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 6, RetryBackoff: 500 * time.Millisecond,
 			PickupTimeout: 5 * time.Second},
@@ -112,7 +118,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 // NoFaults switches every injected fault off, and runs the order workflow
 // alone (no flow control either): a burst plan measures waiting alone.
 func (p *Plan) NoFaults() {
-	p.Waits, p.Parallel, p.Generated, p.BadInput, p.Flow = 0, 0, 0, false, FlowPlan{}
+	p.Waits, p.Parallel, p.Generated, p.BadInput, p.Flow, p.Large = 0, 0, 0, false, FlowPlan{}, 0
 	p.Drop, p.Delay, p.Duplicate, p.Crash, p.Pause = 0, 0, 0, 0, 0
 	p.Transient, p.Stall, p.Slow, p.Permanent, p.UndoFailure, p.Outage, p.Cancel = 0, 0, 0, 0, 0, 0, 0
 }
@@ -133,6 +139,9 @@ func (p Plan) faults(start time.Time) map[string]remotesim.Faults {
 		f.Latency = latency
 		out[a] = f
 	}
+	archive := base // the large workflow's: large answers
+	archive.ResultBytes = p.LargeResult
+	out[largeAgent] = archive
 	for _, d := range p.workflows().Definitions() {
 		for _, st := range d.Steps {
 			if st.Undo != nil {
@@ -148,6 +157,9 @@ func (p Plan) faults(start time.Time) map[string]remotesim.Faults {
 	return out
 }
 
+// largeAgent is the large workflow's agent, whose service answers large.
+const largeAgent = "archive"
+
 // paymentAgent is the order workflow's agent whose service the plan's
 // outage takes down.
 const paymentAgent = "payment"
@@ -155,7 +167,7 @@ const paymentAgent = "payment"
 // workflows are the workflows a run's orders run.
 func (p Plan) workflows() workflow.Set {
 	return workflow.MustSet(append(append([]workflow.Definition{workflow.MustExample(workflow.OrderWorkflow), waitsDefinition(),
-		workflow.MustExample(workflow.ParallelWorkflow)}, p.shapes()...), p.flowShapes()...)...)
+		workflow.MustExample(workflow.ParallelWorkflow), largeDefinition()}, p.shapes()...), p.flowShapes()...)...)
 }
 
 // shapeLatency is each generated shape's agent's latency.

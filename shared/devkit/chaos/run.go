@@ -12,6 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/metrics"
@@ -54,9 +57,12 @@ type Result struct {
 	Stuck []string `json:"stuck,omitempty"`
 	// Flow is what the plan's flow control did and how its limits held
 	// (nil: the plan has none).
-	Flow    *FlowFigures  `json:"flow,omitempty"`
-	Drain   time.Duration `json:"drainNanos"`
-	Checked bool          `json:"checked"` // the invariants were checked (the run was not cut short first)
+	Flow *FlowFigures `json:"flow,omitempty"`
+	// Payloads is what the payload bucket held at the end: the orders,
+	// results and events kept there, and the bodies senders offloaded.
+	Payloads PayloadFigures `json:"payloads"`
+	Drain    time.Duration  `json:"drainNanos"`
+	Checked  bool           `json:"checked"` // the invariants were checked (the run was not cut short first)
 }
 
 // Run sends the plan's orders through a local stack on the emulator at
@@ -192,6 +198,9 @@ func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesi
 	if err := r.countDeadLetters(ctx, stack); err != nil {
 		return err
 	}
+	if err := r.Payloads.count(ctx, stack); err != nil {
+		return err
+	}
 	tasks, records, err := stack.Store.ScanAll(ctx)
 	if err != nil {
 		return err
@@ -226,6 +235,38 @@ func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesi
 			if rec.Undo && rec.State == workflow.Processed {
 				r.Compensations++
 			}
+		}
+	}
+	return nil
+}
+
+// PayloadFigures are the payload bucket's objects at the end of a run.
+type PayloadFigures struct {
+	Kept      int `json:"kept"`      // under orders/: orders, results and event data over the inline limit
+	KeptBytes int `json:"keptBytes"` // their bytes
+	Largest   int `json:"largest"`   // the largest object's bytes
+	Offloaded int `json:"offloaded"` // under incoming/: message bodies sent by an Extended Client pointer
+}
+
+// count lists the stack's payload bucket.
+func (f *PayloadFigures) count(ctx context.Context, stack *localrun.Stack) error {
+	bucket := stack.Resources.PayloadBucket
+	p := s3.NewListObjectsV2Paginator(stack.Deployment.Clients.S3, &s3.ListObjectsV2Input{Bucket: &bucket})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("list the payload bucket: %w", err)
+		}
+		for _, o := range page.Contents {
+			n := int(aws.ToInt64(o.Size))
+			switch key := aws.ToString(o.Key); {
+			case strings.HasPrefix(key, "incoming/"):
+				f.Offloaded++
+			default:
+				f.Kept++
+				f.KeptBytes += n
+			}
+			f.Largest = max(f.Largest, n)
 		}
 	}
 	return nil
@@ -419,6 +460,10 @@ func (r Result) Print(w io.Writer) {
 	}
 	row("undo actions completed (compensations)", r.Compensations)
 	row("stale outcomes fenced off", r.StaleReplies)
+	row("payloads kept in the bucket (orders, results, events)", r.Payloads.Kept)
+	row("  their megabytes", fmt.Sprintf("%.1f", float64(r.Payloads.KeptBytes)/(1<<20)))
+	row("  the largest object's kilobytes", r.Payloads.Largest>>10)
+	row("orders sent by Extended Client pointer", r.Payloads.Offloaded)
 	for _, q := range slices.Sorted(maps.Keys(r.DeadLetters)) {
 		row("messages left in "+q, r.DeadLetters[q])
 	}

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,13 +20,42 @@ import (
 //go:embed waits.yaml
 var waitsFile []byte
 
+//go:embed large.yaml
+var largeFile []byte
+
+// LargeWorkflow is the chaos run's workflow of large orders and results
+// (large.yaml).
+const LargeWorkflow = "large"
+
+// largeDefinition parses large.yaml.
+func largeDefinition() workflow.Definition { return mustParse("chaos/large.yaml", largeFile) }
+
+// large reports whether the plan runs order id on the large workflow (if
+// it runs it on neither the waits workflow nor a flow shape).
+func (p Plan) large(id string) bool { return remotesim.Mix(p.Seed, "large", id) < p.Large }
+
+// largeBody is the i-th order of the run on the large workflow: documents
+// of 4 KB to 600 KB, so that some stay inline, most are kept in the bucket,
+// and some come by pointer.
+func largeBody(o shop.Order, seed uint64) string {
+	n := 4<<10 + int(remotesim.Mix(seed, "documents", o.OrderID)*(600<<10))
+	b, _ := json.Marshal(struct {
+		shop.Order
+		Documents string `json:"documents"`
+	}{o, strings.Repeat("d", n)})
+	return string(b)
+}
+
 // WaitsWorkflow is the chaos run's workflow that waits for an event, sleeps,
 // and calls an async service (waits.yaml).
 const WaitsWorkflow = "waits"
 
 // waitsDefinition parses waits.yaml.
-func waitsDefinition() workflow.Definition {
-	d, err := workflow.ParseFile("chaos/waits.yaml", waitsFile, workflow.Options{})
+func waitsDefinition() workflow.Definition { return mustParse("chaos/waits.yaml", waitsFile) }
+
+// mustParse parses a workflow file of the run's own.
+func mustParse(name string, file []byte) workflow.Definition {
+	d, err := workflow.ParseFile(name, file, workflow.Options{})
 	if err != nil {
 		panic(err) // a test of this package parses it
 	}
@@ -82,6 +112,9 @@ func (p Plan) orderBody(id string, i int) string {
 	case p.flowOrder(id):
 		o.Workflow, o.CustomerID = p.flowShape(id), p.customerOf(id)
 		o.Items = items(o.Items, i)
+	case p.large(id):
+		o.Workflow = LargeWorkflow
+		return largeBody(o, p.Seed)
 	case p.Shapes > 0 && remotesim.Mix(p.Seed, "generated", id) < p.Generated:
 		o.Workflow = fmt.Sprintf("shape%d", int(remotesim.Mix(p.Seed, "shape", id)*float64(p.Shapes)))
 		o.Items = items(o.Items, i)

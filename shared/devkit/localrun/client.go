@@ -14,6 +14,7 @@ import (
 	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/shop"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -29,13 +30,30 @@ func (s *Stack) SendEvents(ctx context.Context, bodies ...string) error {
 	return s.send(ctx, s.Topology().EventsQueue().Name, bodies)
 }
 
-// send sends raw bodies to the queue, ten per request.
+// send sends raw bodies to the queue, ten per request and at most SQS's
+// 256 KiB a request; a body over that is kept in the payload bucket and an
+// SQS Extended Client pointer to it sent in its place, as a sender of
+// large orders does.
 func (s *Stack) send(ctx context.Context, queue string, bodies []string) error {
 	url := s.QueueURL(queue)
-	for start := 0; start < len(bodies); start += 10 {
+	for len(bodies) > 0 {
 		var entries []types.SendMessageBatchRequestEntry
-		for i, b := range bodies[start:min(start+10, len(bodies))] {
-			entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String(b)})
+		size := 0
+		for len(bodies) > 0 && len(entries) < 10 {
+			b := bodies[0]
+			if len(b) > payload.MaxMessageBytes {
+				ptr, err := s.Deployment.Payloads().Offload(ctx, []byte(b))
+				if err != nil {
+					return err
+				}
+				b = ptr
+			}
+			if len(entries) > 0 && size+len(b) > payload.MaxMessageBytes {
+				break
+			}
+			size += len(b)
+			entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(len(entries))), MessageBody: aws.String(b)})
+			bodies = bodies[1:]
 		}
 		out, err := s.Deployment.Clients.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries})
 		if err != nil {

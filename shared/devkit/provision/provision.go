@@ -21,6 +21,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sas-go/sas/shared/awsclient"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/topology"
 )
 
@@ -165,7 +166,11 @@ func ensureQueue(ctx context.Context, api *sqs.Client, q topology.Queue, res *Re
 	}
 	res.QueueURLs[q.DLQName], res.QueueARNs[q.DLQName] = dlqURL, dlqARN
 	url, arn, err := createQueue(ctx, api, q.Name, map[string]string{
-		string(sqstypes.QueueAttributeNameVisibilityTimeout): strconv.Itoa(int(q.VisibilityTimeout.Seconds())),
+		// SQS's classic bound, which the product keeps every message within
+		// (a payload over it travels by claim check): held here, a message
+		// over it fails the test or the local run that sends it.
+		string(sqstypes.QueueAttributeNameMaximumMessageSize): strconv.Itoa(payload.MaxMessageBytes),
+		string(sqstypes.QueueAttributeNameVisibilityTimeout):  strconv.Itoa(int(q.VisibilityTimeout.Seconds())),
 		string(sqstypes.QueueAttributeNameRedrivePolicy): fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":%d}`,
 			dlqARN, q.MaxReceiveCount),
 	})

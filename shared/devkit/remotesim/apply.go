@@ -45,7 +45,7 @@ func (v verdict) status(async bool) int {
 func (s *Simulator) apply(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	service, action, key := r.PathValue("service"), r.PathValue("action"), r.Header.Get("Idempotency-Key")
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20)) // a step's input at the limits: 16 MB of order, 16 MB a result
 	if err != nil || key == "" {
 		http.Error(w, "need a body and an Idempotency-Key header", http.StatusBadRequest)
 		return
@@ -136,10 +136,14 @@ func answerOf(e *Effect, f Faults) json.RawMessage {
 		Lines     []line `json:"lines,omitempty"`
 	}{e.Service, e.Action, e.Key, e.AppliedAt.Format(time.RFC3339Nano), nil}
 	b, _ := json.Marshal(a)
-	for i := 0; len(b) < f.ResultBytes; i++ {
-		h := Mix(uint64(i), e.Key)
-		a.Lines = append(a.Lines, line{SKU: fmt.Sprintf("SKU-%05d", int(h*1e5)), Quantity: 1 + int(h*7),
-			Cents: 99 + int(h*99_900), Location: fmt.Sprintf("aisle-%02d/bin-%03d", int(h*40), int(h*997)%1000)})
+	for i := 0; len(b) < f.ResultBytes; {
+		// As many lines as the bytes left need (each about 80 bytes), then
+		// measured again: a large answer is made in a few marshals.
+		for n := max((f.ResultBytes-len(b))/100, 1); n > 0; n, i = n-1, i+1 {
+			h := Mix(uint64(i), e.Key)
+			a.Lines = append(a.Lines, line{SKU: fmt.Sprintf("SKU-%05d", int(h*1e5)), Quantity: 1 + int(h*7),
+				Cents: 99 + int(h*99_900), Location: fmt.Sprintf("aisle-%02d/bin-%03d", int(h*40), int(h*997)%1000)})
+		}
 		b, _ = json.Marshal(a)
 	}
 	return b
