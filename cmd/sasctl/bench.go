@@ -17,13 +17,14 @@ import (
 
 	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/devkit/costbench"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // benchFlags are sasctl bench's flags.
 type benchFlags struct {
 	settingFlags
 	plan                                  costbench.Plan
-	examples, batches, results            string
+	examples, batches, results, payloads  string
 	runDir, cacheDir, jsonPath, chartPath string
 	output                                output
 	queues                                string // --queues: moto or in-process
@@ -55,6 +56,8 @@ moves with the machine's load; it is printed beside). It writes the result as JS
 	fs.StringVar(&f.examples, "examples", strings.Join(p.Workflows, ","), "the example workflows to measure: single, order")
 	fs.StringVar(&f.batches, "batch-sizes", "1,2,5,10", "event source mapping batch sizes, 1 to 10")
 	fs.StringVar(&f.results, "result-bytes", "0", "sizes of the services' answers, each kept as its step's result (0: none), e.g. 0,1024")
+	fs.StringVar(&f.payloads, "payload-bytes", "", "sizes of order and answers to run the order workflow with besides, e.g. "+
+		"1024,307200,4194304,16777216 (kept in the payload bucket over the inline limit; fewer orders for the largest)")
 	fs.DurationVar(&p.Timeout, "timeout", p.Timeout, "give up on a run after this long")
 	fs.DurationVar(&p.Lambda.ServiceLatency, "service-latency", 0,
 		"price each agent's call as its service answering in this long (the simulator answers at once)")
@@ -82,6 +85,16 @@ func (f *benchFlags) parse() error {
 			return fmt.Errorf("result size %q: want bytes from 0 to %d", v, workflowMaxResult)
 		}
 		p.ResultBytes = append(p.ResultBytes, n)
+	}
+	for _, v := range strings.Split(f.payloads, ",") {
+		if strings.TrimSpace(v) == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 256 || n > workflow.MaxResultLimit {
+			return fmt.Errorf("payload size %q: want bytes from 256 to %d", v, workflow.MaxResultLimit)
+		}
+		p.PayloadBytes = append(p.PayloadBytes, n)
 	}
 	if p.Orders < 1 {
 		return errors.New("--orders must be at least 1")

@@ -34,6 +34,14 @@ func PayloadExpiryDays(retentionDays int, longestDeadline time.Duration) int {
 	return retentionDays + int((2*longestDeadline+day-1)/day) + 1
 }
 
+// IncomingDays is how long a body a sender offloaded under incoming/ (an
+// SQS Extended Client's, with that key prefix, and sasctl's) is kept: its
+// pointer message stays at most 14 days in the orders queue or its DLQ
+// (SQS's longest retention), and Submission keeps the order under orders/
+// as soon as it takes it, so a day more is all it needs. (S3 honours the
+// shorter of two expiries that apply to an object.)
+const IncomingDays = 15
+
 // longestDeadline is the longest order deadline of the set's workflows.
 func longestDeadline(set workflow.Set) time.Duration {
 	var longest time.Duration
@@ -69,7 +77,9 @@ func payloadBucket(st awscdk.Stack, p Props, key awskms.IKey) (payloads, logs aw
 	if days := PayloadExpiryDays(p.RetentionDays, longestDeadline(p.Workflows)); days > 0 {
 		rule.Expiration = awscdk.Duration_Days(jsii.Number(float64(days)))
 	}
-	props := &awss3.BucketProps{LifecycleRules: &[]*awss3.LifecycleRule{rule},
+	incoming := &awss3.LifecycleRule{Id: jsii.String("incoming"), Prefix: jsii.String("incoming/"),
+		Expiration: awscdk.Duration_Days(jsii.Number(IncomingDays))}
+	props := &awss3.BucketProps{LifecycleRules: &[]*awss3.LifecycleRule{rule, incoming},
 		ServerAccessLogsBucket: logs, ServerAccessLogsPrefix: jsii.String("payloads/")}
 	if key != nil {
 		props.Encryption, props.EncryptionKey, props.BucketKeyEnabled = awss3.BucketEncryption_KMS, key, jsii.Bool(true)

@@ -53,7 +53,9 @@ func payloadRule(t *testing.T, tmpl map[string]any) map[string]any {
 	t.Helper()
 	b := resourceOf(t, tmpl, "AWS::S3::Bucket", "PayloadBucket")["Properties"].(map[string]any)
 	rules := b["LifecycleConfiguration"].(map[string]any)["Rules"].([]any)
-	require.Len(t, rules, 1)
+	require.Len(t, rules, 2, "the payloads', and the offloaded bodies'")
+	require.Equal(t, map[string]any{"Id": "incoming", "Prefix": "incoming/", "ExpirationInDays": float64(stack.IncomingDays), "Status": "Enabled"},
+		rules[1], "a body a sender offloaded goes once its message can no longer be in a queue")
 	return rules[0].(map[string]any)
 }
 

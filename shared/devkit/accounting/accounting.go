@@ -23,6 +23,7 @@ import (
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 
@@ -55,13 +56,16 @@ type Usage struct {
 	// bills for them (in WriteUnits too): no engine reports them.
 	Refused      int64
 	RefusedUnits float64
+	// Bytes are the bytes an S3 request moved: a PutObject's body, a
+	// GetObject's answer.
+	Bytes int64
 }
 
 // Add returns the sum of u and o.
 func (u Usage) Add(o Usage) Usage {
 	return Usage{Requests: u.Requests + o.Requests, ReadUnits: u.ReadUnits + o.ReadUnits, WriteUnits: u.WriteUnits + o.WriteUnits,
 		ReportedWriteUnits: u.ReportedWriteUnits + o.ReportedWriteUnits, Refused: u.Refused + o.Refused,
-		RefusedUnits: u.RefusedUnits + o.RefusedUnits}
+		RefusedUnits: u.RefusedUnits + o.RefusedUnits, Bytes: u.Bytes + o.Bytes}
 }
 
 // Meter counts requests; safe for concurrent use.
@@ -112,6 +116,7 @@ func (m *Meter) AddTo(stack *middleware.Stack) error {
 					k.Operation = EmptyReceive
 				}
 				u.ReadUnits, u.WriteUnits = consumed(out.Result)
+				u.Bytes = moved(in.Parameters, out.Result)
 				u.ReportedWriteUnits = u.WriteUnits
 				if t, ok := in.Parameters.(*dynamodb.TransactWriteItemsInput); ok {
 					u.WriteUnits = transactionUnits(t, out.Result.(*dynamodb.TransactWriteItemsOutput), m.local)
@@ -137,6 +142,17 @@ func (m *Meter) Reset() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	clear(m.by)
+}
+
+// moved is the bytes an S3 request carried (0 for any other request).
+func moved(params, result any) int64 {
+	if p, ok := params.(*s3.PutObjectInput); ok {
+		return aws.ToInt64(p.ContentLength)
+	}
+	if r, ok := result.(*s3.GetObjectOutput); ok {
+		return aws.ToInt64(r.ContentLength)
+	}
+	return 0
 }
 
 // askCapacity asks DynamoDB to report what the request consumes, unless the

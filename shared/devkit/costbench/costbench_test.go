@@ -282,3 +282,27 @@ func requireLogsCounted(t *testing.T, r costbench.Run) {
 	require.InDelta(t, r.PerOrder.LogBytes*0.5e-9*1e6, r.Cost.Logs, 1e-9, "$0.50 per GB")
 	require.InDelta(t, r.Cost.SQS+r.Cost.Lambda+r.Cost.DynamoDB+r.Cost.SNS+r.Cost.Logs, r.Cost.Total, 1e-9)
 }
+
+// A payload run counts the payload bucket's requests and bytes: an order of
+// 100 KB (kept, not offloaded: under SQS's 256 KB) and three answers as
+// large are four PUTs, and the steps read back what they are given: the
+// order, then the order and one result, then the order and two, six GETs;
+// their storage is priced.
+func TestAPayloadRunCountsTheBucketsRequestsAndBytes(t *testing.T) {
+	p := costbench.DefaultPlan(4)
+	p.Workflows, p.BatchSizes, p.PayloadBytes = nil, []int{10}, []int{100 << 10}
+	p.Endpoint, p.DynamoDBEndpoint = motoURL, ddbURL
+	p.Timeout = 2 * time.Minute
+	res, err := costbench.Execute(context.Background(), p, nil)
+	require.NoError(t, err)
+	require.Len(t, res.Runs, 1)
+	r := res.Runs[0]
+	require.Equal(t, 100<<10, r.PayloadBytes)
+	require.GreaterOrEqual(t, r.PerOrder.S3Puts, 4.0, "the order and three results")
+	require.Less(t, r.PerOrder.S3Puts, 6.0, "a redelivery writes again, rarely")
+	require.GreaterOrEqual(t, r.PerOrder.S3Gets, 6.0, "what each step reads back")
+	require.InDelta(t, 4*(100<<10), r.PerOrder.S3KeptBytes, 4<<10, "four payloads kept, a result about its size")
+	require.Greater(t, r.PerOrder.S3Bytes, 9*float64(100<<10), "ten moved: four up, six down")
+	require.Greater(t, r.Cost.S3, 0.0)
+	require.InDelta(t, r.Cost.SQS+r.Cost.Lambda+r.Cost.DynamoDB+r.Cost.SNS+r.Cost.Logs+r.Cost.S3, r.Cost.Total, 1e-9)
+}

@@ -19,6 +19,16 @@ type Prices struct {
 	SFNTransition      float64 // Step Functions Standard, per state transition
 	SFNExpressRequest  float64 // Step Functions Express, per execution
 	SFNExpressGBSecond float64 // Express duration, first tier; billed per 100 ms, 64 MB minimum
+	S3Put              float64 // per PUT request, S3 Standard
+	S3Get              float64 // per GET request
+	S3GBMonth          float64 // storage, per GB-month, first tier
+	// S3StorageMonths is how long a payload is kept: the payload bucket's
+	// expiry at the defaults (90 days' retention, a 24 h deadline), 93 days.
+	S3StorageMonths float64
+	// S3BytesPerSecond is what one Lambda function moves to or from S3 on
+	// one connection: the time a payload's transfer adds to the function
+	// that makes it is priced at this rate.
+	S3BytesPerSecond float64
 }
 
 // ListPrices are the prices the bench uses (../shared/ENVIRONMENT.md, and
@@ -37,6 +47,14 @@ var ListPrices = Prices{
 	SFNTransition:      25e-6,
 	SFNExpressRequest:  1e-6,
 	SFNExpressGBSecond: 0.00001667,
+	// aws.amazon.com/s3/pricing, S3 Standard, us-east-1.
+	S3Put:           0.005e-3,
+	S3Get:           0.0004e-3,
+	S3GBMonth:       0.023,
+	S3StorageMonths: 93 / 30.44,
+	// About 85-90 MB/s a connection, as AWS's S3 performance guidelines
+	// put it; the lower end, so that the estimate errs high.
+	S3BytesPerSecond: 85e6,
 }
 
 // PerOrder is what one order used, on average.
@@ -56,6 +74,12 @@ type PerOrder struct {
 	// LogBytes are the bytes written to CloudWatch Logs: the handlers' log
 	// lines, their EMF documents and Lambda's lines per invocation.
 	LogBytes float64 `json:"logBytes"`
+	// The payload bucket's: requests, the bytes they moved (to and from),
+	// and the bytes kept there at the end (stored until the expiry).
+	S3Puts      float64 `json:"s3Puts,omitempty"`
+	S3Gets      float64 `json:"s3Gets,omitempty"`
+	S3Bytes     float64 `json:"s3BytesMoved,omitempty"`
+	S3KeptBytes float64 `json:"s3BytesKept,omitempty"`
 }
 
 // Cost is the dollars per million orders, by service.
@@ -64,7 +88,8 @@ type Cost struct {
 	Lambda   float64 `json:"lambda"`
 	DynamoDB float64 `json:"dynamodb"`
 	SNS      float64 `json:"sns"`
-	Logs     float64 `json:"logs"` // CloudWatch Logs ingestion
+	Logs     float64 `json:"logs"`         // CloudWatch Logs ingestion
+	S3       float64 `json:"s3,omitempty"` // the payload bucket: requests and storage until the expiry
 	SFN      float64 `json:"stepFunctions,omitempty"`
 	Total    float64 `json:"total"`
 }
@@ -77,8 +102,9 @@ func (p Prices) PerMillion(u PerOrder) Cost {
 		DynamoDB: 1e6 * (u.WriteUnits*p.DynamoDBWriteUnit + u.ReadUnits*p.DynamoDBReadUnit),
 		SNS:      1e6 * u.SNSPublishes * p.SNSPublish,
 		Logs:     1e6 * u.LogBytes * p.LogsIngestedByte,
+		S3:       1e6 * (u.S3Puts*p.S3Put + u.S3Gets*p.S3Get + u.S3KeptBytes/1e9*p.S3GBMonth*p.S3StorageMonths),
 	}
-	c.Total = c.SQS + c.Lambda + c.DynamoDB + c.SNS + c.Logs
+	c.Total = c.SQS + c.Lambda + c.DynamoDB + c.SNS + c.Logs + c.S3
 	return c
 }
 

@@ -18,6 +18,9 @@ func (r Result) Print(w io.Writer) {
 		"workflow", "results", "batch", "fill", "SQS req", "Lambda", "GB-s", "DDB RRU", "DDB WRU", "log B",
 		"$/M SQS", "$/M λ", "$/M DDB", "$/M logs", "$/M total", "SFN Std", "ratio", "p50", "@128MB")
 	for _, run := range r.Runs {
+		if run.PayloadBytes > 0 {
+			continue // their own table
+		}
 		u, c := run.PerOrder, run.Cost
 		fmt.Fprintf(w, "%-8s %7s %5d %6.1f %9.2f %9.2f %9.5f %9.2f %9.2f %7.0f | %9.2f %9.2f %9.2f %9.2f | %9.2f %9.2f %6.1fx | %6.2fs %9.2f\n",
 			run.Workflow, resultsLabel(run.ResultBytes), run.BatchSize, run.MeanBatch, u.SQSRequests, u.LambdaInvocations, u.LambdaGBSeconds,
@@ -29,13 +32,14 @@ func (r Result) Print(w io.Writer) {
 		"written to CloudWatch Logs, priced at $0.50 per GB ingested; p50: submission to end, the median order;\n"+
 		"@128MB: $/M total with Submission and Scheduler at 128 MB, their CPU work twice as long)")
 	fmt.Fprintln(w)
+	r.printPayloads(w)
 	if len(r.Runs) == 0 {
 		return
 	}
 	r.printStages(w)
 	largest := slices.Max(r.batchSizes())
 	for _, run := range r.Runs {
-		if run.BatchSize != largest {
+		if run.BatchSize != largest || run.PayloadBytes > 0 {
 			continue
 		}
 		fmt.Fprintf(w, "%s workflow (%d step(s)), batch %d, %s: $%.2f per million orders; Step Functions Standard $%.2f (%d transitions), Express $%.2f\n",
@@ -213,4 +217,42 @@ func printLogs(w io.Writer, run Run) {
 			fmt.Fprintf(w, "    %-58s %6.0f bytes per order: %.2f log lines, %.2f EMF documents\n", "  "+fn, f.Total(), f.Lines, f.MetricLines)
 		}
 	}
+}
+
+// printPayloads writes the payload runs (Plan.PayloadBytes), if any: what a
+// three-step order costs with its order and each answer of a size.
+func (r Result) printPayloads(w io.Writer) {
+	var runs []Run
+	for _, run := range r.Runs {
+		if run.PayloadBytes > 0 {
+			runs = append(runs, run)
+		}
+	}
+	if len(runs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "The order workflow (3 steps) with its order and each service's answer of a size: payloads over the inline\n"+
+		"limit kept in the payload bucket, a claim check in the messages and items\n\n")
+	fmt.Fprintf(w, "%10s %6s %8s %7s %7s %9s %9s %9s | %9s %9s %9s | %9s\n",
+		"payload", "orders", "p50", "S3 PUT", "S3 GET", "MB moved", "MB kept", "SQS req", "$/M S3", "$/M λ", "$/M DDB", "$/M total")
+	for _, run := range runs {
+		u, c := run.PerOrder, run.Cost
+		fmt.Fprintf(w, "%10s %6d %7.2fs %7.2f %7.2f %9.2f %9.2f %9.2f | %9.2f %9.2f %9.2f | %9.2f\n",
+			sizeLabel(run.PayloadBytes), run.Orders, run.LatencyP50, u.S3Puts, u.S3Gets, u.S3Bytes/1e6, u.S3KeptBytes/1e6, u.SQSRequests,
+			c.S3, c.Lambda, c.DynamoDB, c.Total)
+	}
+	fmt.Fprintln(w, "(per order; MB moved: to and from S3; MB kept: stored until the bucket's expiry, priced for 93 days;\n"+
+		"$/M λ adds each payload's transfer at 85 MB/s; p50: submission to end on the emulators, the median order)")
+	fmt.Fprintln(w)
+}
+
+// sizeLabel writes a size in bytes as 1KB, 300KB, 4MB.
+func sizeLabel(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKB", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
 }

@@ -3,12 +3,16 @@ package costbench
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/sas-go/sas/shared/devkit/accounting"
 	"github.com/sas-go/sas/shared/devkit/localrun"
@@ -38,7 +42,13 @@ type Plan struct {
 	// 0 answers nothing (the steps keep no result), n about n bytes of
 	// JSON, kept as each step's result (default: 0).
 	ResultBytes []int
-	Endpoint    string // SQS and SNS (moto_server)
+	// PayloadBytes are sizes of order and of each step's answer to measure
+	// the order workflow with (its schema off, its result limit the
+	// largest): each size's run sends orders of that many bytes whose
+	// services answer as many, kept in the payload bucket over the inline
+	// limit; fewer orders for the largest (PayloadOrders).
+	PayloadBytes []int
+	Endpoint     string // SQS and SNS (moto_server); S3 (the payload bucket)
 	// DynamoDBEndpoint is DynamoDB Local, or LocalStack (which runs it): an
 	// engine that reports consumed capacity per table and index, read with
 	// accounting.NewForDynamoDBLocal. moto reports a flat 1 per request.
@@ -71,9 +81,12 @@ type Run struct {
 	BatchSize int    `json:"batchSize"`
 	// ResultBytes is about how much each step's service answered (0:
 	// nothing), each answer kept as the step's result.
-	ResultBytes int     `json:"resultBytes"`
-	Orders      int     `json:"orders"`
-	Seconds     float64 `json:"seconds"`
+	ResultBytes int `json:"resultBytes"`
+	// PayloadBytes is the order's size of a payload run, and its services'
+	// answers' (0: not one).
+	PayloadBytes int     `json:"payloadBytes,omitempty"`
+	Orders       int     `json:"orders"`
+	Seconds      float64 `json:"seconds"`
 	// MeanBatch is the messages per invocation actually delivered.
 	MeanBatch float64 `json:"meanBatch"`
 	// LatencyP50 is the median time from an order's submission to its end,
@@ -166,7 +179,44 @@ func Execute(ctx context.Context, p Plan, progress func(string)) (Result, error)
 			}
 		}
 	}
+	for _, size := range p.PayloadBytes {
+		b := slices.Max(p.BatchSizes)
+		q := p
+		q.Orders = PayloadOrders(p.Orders, size)
+		if progress != nil {
+			progress(fmt.Sprintf("order workflow, batch size %d, %d-byte orders and answers: %d orders", b, size, q.Orders))
+		}
+		r, err := measurePayloads(ctx, q, b, size)
+		if err != nil {
+			return res, fmt.Errorf("order workflow, %d-byte payloads: %w", size, err)
+		}
+		res.Runs = append(res.Runs, r)
+	}
 	return res, nil
+}
+
+// PayloadOrders is how many orders a payload run of size bytes sends: n, or
+// as many as move about 1 GB of payloads through the emulator (an order's
+// payloads are read back by each step after them), at least 3.
+func PayloadOrders(n, size int) int {
+	return min(n, max(3, (1<<30)/(size*10)))
+}
+
+// measurePayloads is a payload run (Plan.PayloadBytes).
+func measurePayloads(ctx context.Context, p Plan, batch, size int) (Run, error) {
+	def := workflow.MustExample(workflow.OrderWorkflow)
+	def.Schema, def.SchemaFile, def.ResultLimit = nil, "", workflow.MaxResultLimit
+	body := func(id string, i int) string {
+		o := localrun.DemoOrder(id, i)
+		head, _ := json.Marshal(o)
+		pad := max(size-len(head)-len(`,"documents":""`), 0)
+		return string(head[:len(head)-1]) + `,"documents":"` + strings.Repeat("d", pad) + `"}`
+	}
+	// The simulator pads an answer past the size by up to a line: one line
+	// short, the largest stays within the result limit.
+	r, err := measureWith(ctx, p, def, batch, size-256, body)
+	r.PayloadBytes = size
+	return r, err
 }
 
 // answers says what the services answer in a run.
@@ -178,6 +228,17 @@ func answers(resultBytes int) string {
 }
 
 func measure(ctx context.Context, p Plan, wf string, batch, resultBytes int) (Run, error) {
+	def, err := workflow.Example(wf)
+	if err != nil {
+		return Run{}, err
+	}
+	return measureWith(ctx, p, def, batch, resultBytes, func(id string, i int) string { return localrun.DemoOrder(id, i).JSON() })
+}
+
+// measureWith runs p.Orders orders of def (body makes the i-th) whose
+// services answer about resultBytes, at batch size batch.
+func measureWith(ctx context.Context, p Plan, def workflow.Definition, batch, resultBytes int, body func(id string, i int) string) (Run, error) {
+	wf := def.Name
 	sim := remotesim.New(1)
 	sim.SetFaults("", remotesim.Faults{NoResult: resultBytes == 0, ResultBytes: resultBytes})
 	srv, err := sim.Start("127.0.0.1:0")
@@ -185,10 +246,6 @@ func measure(ctx context.Context, p Plan, wf string, batch, resultBytes int) (Ru
 		return Run{}, err
 	}
 	defer srv.Close()
-	def, err := workflow.Example(wf)
-	if err != nil {
-		return Run{}, err
-	}
 	meter := accounting.NewForDynamoDBLocal() // the state store is on DynamoDB Local, or LocalStack's
 	logs := newLogMeter()                     // what the functions write, as CloudWatch Logs ingests it
 	stack, err := localrun.New(ctx, localrun.Options{
@@ -214,7 +271,7 @@ func measure(ctx context.Context, p Plan, wf string, batch, resultBytes int) (Ru
 	bodies := make([]string, p.Orders)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("bench-%s-%d-%05d", wf, batch, i)
-		bodies[i] = localrun.DemoOrder(ids[i], i).JSON()
+		bodies[i] = body(ids[i], i)
 	}
 	start := time.Now()
 	if err := stack.SendOrders(accounting.WithFunction(ctx, Producer), bodies...); err != nil {
@@ -233,7 +290,11 @@ func measure(ctx context.Context, p Plan, wf string, batch, resultBytes int) (Ru
 			return Run{}, fmt.Errorf("order %s ended %s with no fault injected", id, t.State)
 		}
 	}
-	r := tally(p, def, batch, resultBytes, elapsed, meter.Snapshot(), stack.Stats.Snapshot(), sim.Stats().Calls, logs.snapshot())
+	kept, err := keptBytes(ctx, stack)
+	if err != nil {
+		return Run{}, err
+	}
+	r := tally(p, def, batch, resultBytes, elapsed, meter.Snapshot(), stack.Stats.Snapshot(), sim.Stats().Calls, logs.snapshot(), kept)
 	r.LatencyP50 = medianLatency(tasks).Seconds()
 	return r, nil
 }
@@ -251,11 +312,29 @@ func medianLatency(tasks map[string]statestore.Task) time.Duration {
 	return lat[len(lat)/2]
 }
 
+// keptBytes is what the stack's payload bucket holds.
+func keptBytes(ctx context.Context, stack *localrun.Stack) (int64, error) {
+	bucket := stack.Resources.PayloadBucket
+	var n int64
+	pages := s3.NewListObjectsV2Paginator(stack.Deployment.Clients.S3, &s3.ListObjectsV2Input{Bucket: &bucket})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("list the payload bucket: %w", err)
+		}
+		for _, o := range page.Contents {
+			n += aws.ToInt64(o.Size)
+		}
+	}
+	return n, nil
+}
+
 func tally(p Plan, def workflow.Definition, batch, resultBytes int, elapsed time.Duration, counts map[accounting.Key]accounting.Usage,
-	stats map[string]runner.FunctionStats, serviceCalls int, logs map[string]LogUse) Run {
+	stats map[string]runner.FunctionStats, serviceCalls int, logs map[string]LogUse, kept int64) Run {
 	r := Run{Workflow: def.Name, Steps: len(def.Steps), BatchSize: batch, ResultBytes: resultBytes, Orders: p.Orders, Seconds: elapsed.Seconds(),
 		Requests: map[string]float64{}, Units: map[string]float64{}, Refused: map[string]float64{}}
 	u := r.countRequests(counts, elapsed)
+	u.S3KeptBytes = float64(kept) / float64(p.Orders)
 	model := p.Lambda
 	if model.Latency == nil {
 		model = NominalLambda
@@ -263,6 +342,11 @@ func tally(p Plan, def workflow.Definition, batch, resultBytes int, elapsed time
 	fns := invocations(counts, stats, serviceCalls)
 	r.priceBatchSends(&u, fns, model)
 	agentSeconds, lighterGBs := r.countLambda(&u, fns, model, logs)
+	// A payload's transfer to or from S3, priced at the larger memory
+	// (Submission's and the Scheduler's), on top of what the model prices.
+	if p.Prices.S3BytesPerSecond > 0 {
+		u.LambdaGBSeconds += u.S3Bytes / p.Prices.S3BytesPerSecond * CoordinatorMemoryGB
+	}
 	r.PerOrder = u
 	r.Cost = p.Prices.PerMillion(u)
 	lighter := u
@@ -294,6 +378,14 @@ func (r *Run) countRequests(counts map[accounting.Key]accounting.Usage, elapsed 
 			u.SQSRequests += float64(c.Requests) / n
 		case "SNS":
 			u.SNSPublishes += float64(c.Requests) / n
+		case "S3":
+			switch k.Operation {
+			case "PutObject", "CopyObject":
+				u.S3Puts += float64(c.Requests) / n
+			default:
+				u.S3Gets += float64(c.Requests) / n
+			}
+			u.S3Bytes += float64(c.Bytes) / n
 		case "DynamoDB":
 			r.Units[k.Function+" "+k.Service+" "+k.Operation] += (c.ReadUnits + c.WriteUnits) / n
 			if c.Refused > 0 {
