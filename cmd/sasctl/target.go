@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,7 +33,7 @@ func targetFlags(cmd *cobra.Command, t *target, prints bool) {
 	t.Settings = deployment.DefaultSettings()
 	cmd.Flags().StringVar(&t.endpoint, "endpoint", "",
 		"the endpoint of every AWS service (an emulator); default the SDK's own settings: AWS_ENDPOINT_URL, else AWS")
-	t.bind(cmd.Flags(), "prefix", "agents", "deadlineShards")
+	t.bind(cmd.Flags(), "prefix", "agents", "deadlineShards", "payloadBucket")
 	cmd.PreRunE = t.check
 	if prints {
 		outputFlag(cmd, &t.output)
@@ -55,6 +56,7 @@ func (t *target) connect(ctx context.Context, findAgents bool) (*operator.Operat
 	topo := topology.Default(prefix, t.Topology.Agents...)
 	topo.DeadlineShards = t.Topology.DeadlineShards // every shard of a deployment that has more
 	op := operator.New(c, topo)
+	op.PayloadBucket = cmp.Or(t.PayloadBucket, op.PayloadBucket)
 	if !findAgents || len(op.Topology.Agents) > 0 {
 		return op, nil
 	}

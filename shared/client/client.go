@@ -15,6 +15,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,6 +75,11 @@ type Options struct {
 	// them: Submit checks each order against its workflow's schema too, as
 	// Submission does. None: the order's envelope only.
 	Workflows workflow.Set
+	// PayloadBucket is the deployment's payload bucket (the stack's output
+	// PayloadBucketName): Submit keeps an order over SQS's 256 KiB there
+	// and sends a pointer to it, as the SQS Extended Client does. Default:
+	// the local stack's.
+	PayloadBucket string
 }
 
 // Client acts on one deployment; it is safe for concurrent use.
@@ -97,6 +103,7 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 	t.DeadlineShards = max(opts.DeadlineShards, 1)
 	op := operator.New(c, t)
 	op.Workflows = opts.Workflows
+	op.PayloadBucket = cmp.Or(opts.PayloadBucket, op.PayloadBucket)
 	return Of(op), nil
 }
 

@@ -12,6 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/topology"
 )
@@ -135,10 +137,35 @@ func (o *Operator) peekDLQ(ctx context.Context, short string, max int) (DLQConte
 	}
 	now := o.Now()
 	for _, m := range msgs {
-		res.Messages = append(res.Messages, dlqMessage(m, now))
+		d := dlqMessage(m, now)
+		o.followPointer(ctx, &d)
+		res.Messages = append(res.Messages, d)
 	}
 	slices.SortStableFunc(res.Messages, func(a, b DLQMessage) int { return a.SentAt.Compare(b.SentAt) })
 	return res, nil
+}
+
+// followPointer names what an SQS Extended Client pointer message refused
+// to a DLQ was about (its order, its event), read from the body it points
+// to; a body that cannot be read leaves it as it is (its reason says why).
+func (o *Operator) followPointer(ctx context.Context, d *DLQMessage) {
+	bucket, key, ok := payload.Pointer(d.Body)
+	if !ok || o.s3 == nil {
+		return
+	}
+	b, err := payload.New(o.s3, bucket, 0).Fetch(ctx, bucket, key, message.MaxOrderBytes+message.MaxEventBytes)
+	if err != nil {
+		return
+	}
+	var head struct {
+		Kind    string `json:"kind"`
+		OrderID string `json:"orderId"`
+		Event   string `json:"event"`
+		EventID string `json:"eventId"`
+	}
+	if json.Unmarshal(b, &head) == nil {
+		d.Kind, d.OrderID, d.Event, d.EventID = head.Kind, head.OrderID, head.Event, head.EventID
+	}
 }
 
 // DLQMessage is one message of a queue's dead-letter queue, with its whole

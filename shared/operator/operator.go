@@ -40,7 +40,11 @@ type Operator struct {
 	// --workflows): Submit checks each order against its workflow's schema
 	// too, as Submission does. None: its envelope only.
 	Workflows workflow.Set
-	Now       func() time.Time
+	// PayloadBucket is the deployment's payload bucket, where Submit keeps
+	// an order too large for SQS (the stack's output PayloadBucketName; by
+	// default the local stack's, topology.Topology.PayloadBucket).
+	PayloadBucket string
+	Now           func() time.Time
 
 	sqs  *sqs.Client
 	s3   payload.API
@@ -55,6 +59,7 @@ func New(c *awsclient.Clients, t topology.Topology) *Operator {
 		Flow:          flow.NewStore(c.DynamoDB, t.StateTable()),
 		Topology:      t,
 		PickupTimeout: workflow.DefaultPickupTimeout,
+		PayloadBucket: t.PayloadBucket(),
 		Now:           time.Now,
 		sqs:           c.SQS,
 		s3:            c.S3,

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
 )
@@ -41,10 +42,12 @@ func (o *Operator) Submit(ctx context.Context, bodies []string) (Submitted, erro
 		return res, err
 	}
 	var batch []types.SendMessageBatchRequestEntry
+	size := 0 // the batch's bytes: SQS takes 256 KiB a request
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
+		size = 0
 		out, err := o.sqs.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: batch})
 		if err != nil {
 			return fmt.Errorf("send orders: %w", err)
@@ -65,7 +68,23 @@ func (o *Operator) Submit(ctx context.Context, bodies []string) (Submitted, erro
 			res.Rejected = append(res.Rejected, Rejected{Item: i + 1, Reason: strings.TrimPrefix(refused.Error(), "invalid message: ")})
 			continue
 		}
+		if len(b) > payload.MaxMessageBytes {
+			// As the SQS Extended Client sends it: kept in the payload
+			// bucket, a pointer to it on the queue.
+			ptr, err := payload.New(o.s3, o.PayloadBucket, 0).Offload(ctx, []byte(b))
+			if err != nil {
+				return res, fmt.Errorf("order %d is %d bytes, over SQS's %d: %w (the stack's output PayloadBucketName: --payload-bucket)",
+					i+1, len(b), payload.MaxMessageBytes, err)
+			}
+			b = ptr
+		}
+		if size+len(b) > payload.MaxMessageBytes {
+			if err := flush(); err != nil {
+				return res, err
+			}
+		}
 		batch = append(batch, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String(b)})
+		size += len(b)
 		if len(batch) == 10 {
 			if err := flush(); err != nil {
 				return res, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/statestore"
 )
 
@@ -90,7 +91,7 @@ func (o *Operator) AwaitOrders(ctx context.Context, bodies []string, since time.
 			}
 			stored, err := o.Store.Order(ctx, v.OrderID)
 			switch {
-			case err == nil && stored == sent[v.OrderID]:
+			case err == nil && payload.Same(stored, []byte(sent[v.OrderID])):
 				out[i].Verdict = Taken
 			case err != nil && !errors.Is(err, statestore.ErrNotFound):
 				return out, err

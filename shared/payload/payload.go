@@ -352,3 +352,17 @@ func (s *Store) Offload(ctx context.Context, body []byte) (string, error) {
 	ptr, _ := json.Marshal([]any{pointerType, map[string]string{"s3BucketName": s.bucket, "s3Key": key}}) // strings: no error
 	return string(ptr), nil
 }
+
+// Same reports whether stored (an order as the product stored it: itself,
+// or its claim check) is body.
+func Same(stored string, body []byte) bool {
+	if stored == string(body) {
+		return true
+	}
+	ref, ok := Parse([]byte(stored))
+	if !ok || ref.Bytes != len(body) {
+		return false
+	}
+	sum := sha256.Sum256(body)
+	return strings.EqualFold(hex.EncodeToString(sum[:]), ref.SHA256)
+}

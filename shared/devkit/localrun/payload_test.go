@@ -17,6 +17,7 @@ import (
 	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -230,4 +231,36 @@ func (e *env) waitEndedWithin(ids []string, limit time.Duration) map[string]stat
 	tasks, err := e.stack.WaitEnded(ctx, ids, 200*time.Millisecond, nil)
 	require.NoError(e.t, err)
 	return tasks
+}
+
+// sasctl submit and the typed client send an order over SQS's 256 KiB as
+// the SQS Extended Client does, and know it taken by its claim check, or
+// refused by the body its pointer names in the DLQ.
+func TestAnOrderOverSQSsLimitIsSubmittedByPointerAndJudged(t *testing.T) {
+	t.Parallel()
+	svc := &scans{}
+	def, err := workflow.ParseFile("large.yaml", []byte(largeFlow), workflow.Options{})
+	require.NoError(t, err)
+	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
+		o.Workflows = workflow.MustSet(def)
+		o.Remotes = map[string]agent.Remote{"scans": svc}
+	})
+	op := operator.New(e.stack.Deployment.Clients, e.stack.Topology())
+	require.Equal(t, e.stack.Resources.PayloadBucket, op.PayloadBucket, "the local stack's by default")
+	ctx := context.Background()
+	taken := largeOrder("by-client-1", 1<<20, 10)
+	refused := strings.Replace(largeOrder("by-client-2", 1<<20, 10), `"workflow":"large"`, `"workflow":"nosuch"`, 1)
+	since := time.Now()
+	res, err := op.Submit(ctx, []string{taken, refused})
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Sent)
+	verdicts, err := op.AwaitOrders(ctx, []string{taken, refused}, since, 60*time.Second, 200*time.Millisecond)
+	require.NoError(t, err)
+	require.Equal(t, operator.Taken, verdicts[0].Verdict, "stored as its claim check: %+v", verdicts[0])
+	require.Equal(t, operator.Refused, verdicts[1].Verdict, "%+v", verdicts[1])
+	require.Contains(t, verdicts[1].Reason, "nosuch")
+	e.waitEndedWithin([]string{"by-client-1"}, 2*time.Minute)
+	in, ok := svc.of("by-client-1", "scan")
+	require.True(t, ok)
+	require.Greater(t, in.bytes, 1<<20, "scan read the whole order")
 }
