@@ -120,6 +120,22 @@ func largeOrder(id string, n, answer int) string {
 	return head + strings.Repeat("d", n-len(head)-2) + `"}`
 }
 
+// largeEnv is a pipeline running the workflow file flow (largeFlow, or one
+// made from it) on the scans service.
+func largeEnv(t *testing.T, flow string, tweak func(*localrun.Options)) (*env, *scans) {
+	t.Helper()
+	svc := &scans{}
+	def, err := workflow.ParseFile("large.yaml", []byte(flow), workflow.Options{})
+	require.NoError(t, err)
+	return newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
+		o.Workflows = workflow.MustSet(def)
+		o.Remotes = map[string]agent.Remote{"scans": svc}
+		if tweak != nil {
+			tweak(o)
+		}
+	}), svc
+}
+
 // sendByPointer sends body as the SQS Extended Client libraries do: kept in
 // the payload bucket, and a pointer to it on the orders queue.
 func (e *env) sendByPointer(body string) {
@@ -139,13 +155,7 @@ func (e *env) sendByPointer(body string) {
 // tables carry claim checks only; the third step's refusal undoes the two.
 func TestAnOrderAndAResultOf16MBRunAndAreUndone(t *testing.T) {
 	t.Parallel()
-	svc := &scans{}
-	def, err := workflow.ParseFile("large.yaml", []byte(largeFlow), workflow.Options{})
-	require.NoError(t, err)
-	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
-		o.Workflows = workflow.MustSet(def)
-		o.Remotes = map[string]agent.Remote{"scans": svc}
-	})
+	e, svc := largeEnv(t, largeFlow, nil)
 	body := largeOrder("big-1", payload.MaxBytes, payload.MaxBytes)
 	require.Len(t, body, payload.MaxBytes)
 	e.sendByPointer(body)
@@ -196,14 +206,8 @@ func TestAnOrderAndAResultOf16MBRunAndAreUndone(t *testing.T) {
 // alerts the operator.
 func TestAPayloadGoneFailsItsStepWithTheReason(t *testing.T) {
 	t.Parallel()
-	svc := &scans{}
-	def, err := workflow.ParseFile("large.yaml", []byte(strings.Replace(largeFlow, "  - name: file\n", "  - name: wait\n    sleep: 3s\n  - name: file\n", 1)), workflow.Options{})
-	require.NoError(t, err)
-	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
-		o.Workflows = workflow.MustSet(def)
-		o.Remotes = map[string]agent.Remote{"scans": svc}
-		o.PayloadInline = payload.MinInline
-	})
+	flow := strings.Replace(largeFlow, "  - name: file\n", "  - name: wait\n    sleep: 3s\n  - name: file\n", 1)
+	e, svc := largeEnv(t, flow, func(o *localrun.Options) { o.PayloadInline = payload.MinInline })
 	e.send(e.stack.Topology().OrdersQueue().Name, largeOrder("gone-1", 100<<10, 10))
 	e.eventually("scan done", 60*time.Second, func() bool { _, ok := svc.of("gone-1", "scan"); return ok })
 	stored, err := e.stack.Store.Order(context.Background(), "gone-1")
@@ -238,13 +242,7 @@ func (e *env) waitEndedWithin(ids []string, limit time.Duration) map[string]stat
 // refused by the body its pointer names in the DLQ.
 func TestAnOrderOverSQSsLimitIsSubmittedByPointerAndJudged(t *testing.T) {
 	t.Parallel()
-	svc := &scans{}
-	def, err := workflow.ParseFile("large.yaml", []byte(largeFlow), workflow.Options{})
-	require.NoError(t, err)
-	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
-		o.Workflows = workflow.MustSet(def)
-		o.Remotes = map[string]agent.Remote{"scans": svc}
-	})
+	e, svc := largeEnv(t, largeFlow, nil)
 	op := operator.New(e.stack.Deployment.Clients, e.stack.Topology())
 	require.Equal(t, e.stack.Resources.PayloadBucket, op.PayloadBucket, "the local stack's by default")
 	ctx := context.Background()
