@@ -193,11 +193,14 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		return nil
 	}
 	if err != nil {
-		return err // SQS delivers it again; the claim is this attempt's already
+		return h.notCalled(ctx, def, st, req, err)
 	}
 	let, gaveBack, err := h.beforeCall(ctx, def, st, req, key)
-	if err != nil || gaveBack {
-		return err
+	if err != nil {
+		return h.notCalled(ctx, def, st, req, err)
+	}
+	if gaveBack {
+		return nil
 	}
 	let = sync.OnceFunc(let)
 	accepted := false
@@ -293,6 +296,26 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		return err // the function itself is out of time: SQS retries the request
 	}
 	return h.recordOutcome(ctx, def, st, a, result, order)
+}
+
+// notCalled gives back an attempt whose call was not made because what
+// comes before it failed (its input not read: the store or the payload
+// bucket; its flow control not reached): no failure counted, nothing taken
+// as run, and its request sent again after a back-off. Left to SQS, the
+// request's next delivery would find the attempt claimed, and the attempt
+// would run out at its CompleteBy as one that may have run: a step with no
+// undo that failed so would end its order CompensationFailed, its service
+// never called (found by the explorer, with payload reads failing).
+func (h *Handler) notCalled(ctx context.Context, def workflow.Definition, st *statestore.Step, req message.AgentRequest, cause error) error {
+	wait := max(h.cfg.Backoff.Delay(min(st.Attempt, 8)), time.Second) + time.Duration(rand.Int64N(int64(time.Second)))
+	h.log.Warn("attempt given back before its call: what it needs could not be read", "order_id", st.OrderID, "step", st.Name,
+		"attempt", st.Attempt, "again_in", wait.Round(time.Millisecond), "err", cause)
+	if err := h.release(ctx, def, st, flow.Verdict{Wait: wait, Why: "not called: " + cause.Error()}, req, false); err != nil {
+		// Not given back either: SQS delivers the request again, and the
+		// Supervisor recovers the attempt at its CompleteBy.
+		return fmt.Errorf("%w (not given back: %v)", cause, err)
+	}
+	return nil
 }
 
 // answered says how large an answer of n bytes was: the remote reads one

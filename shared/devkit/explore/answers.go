@@ -2,7 +2,6 @@ package explore
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 	"time"
 
@@ -81,7 +80,7 @@ func (w *World) answer(c *call, kind outcomeKind) {
 		}
 	}
 	w.idle(c)
-	c.answer <- answerOf(kind, c, retryAfter)
+	c.answer <- answerOf(kind, c, retryAfter, w.pad())
 	w.settle(c.actor)
 }
 
@@ -288,7 +287,7 @@ func (w *World) callback(c *call, refuse bool) {
 		e.Data = json.RawMessage(`{"dropped":true}`)
 	default:
 		w.ledger.apply(c.key)
-		e.Data = json.RawMessage(fmt.Sprintf(`{"key":%q}`, c.key))
+		e.Data = doneBody(c.key, w.pad())
 	}
 	if !w.faulty || w.rng.IntN(4) > 0 {
 		w.async = remove(w.async, c) // else: it may come again
@@ -323,4 +322,12 @@ func pick(rng interface{ IntN(int) int }, weights ...int) int {
 		n -= x
 	}
 	return len(weights) - 1
+}
+
+// pad is how much a service pads what it answers: padBytes in a payload run.
+func (w *World) pad() int {
+	if w.payloads == nil {
+		return 0
+	}
+	return padBytes
 }

@@ -40,6 +40,9 @@ type Options struct {
 	// 100 items, at the documented limits (accepted async items cancelled,
 	// items timing out in one sweep, a held order going on with them all).
 	Large bool
+	// Plain keeps every payload inline (no run keeps its payloads in its
+	// bucket): a regression seed replays the run it found.
+	Plain bool
 }
 
 // Report is what an exploration found.
@@ -107,7 +110,7 @@ func Explore(ctx context.Context, db *dynamodb.Client, opts Options) (Report, er
 					return
 				}
 				seed := opts.Seed + uint64(i)
-				res, err := One(ctx, db, topo, seed, opts.Large, after)
+				res, err := One(ctx, db, topo, seed, opts.Large, opts.Plain, after)
 				after = res.until
 				mu.Lock()
 				rep.add(res)
@@ -176,9 +179,10 @@ type result struct {
 
 // One runs the orders seed names on db (tables of topo), its clock starting
 // after after: its workflow, its orders, its agents' flow control, whether
-// faults are injected and every choice follow from the seed (and large).
-func One(ctx context.Context, db statestore.API, topo topology.Topology, seed uint64, large bool, after time.Time) (result, error) {
-	p := newPlan(seed, large)
+// faults are injected, whether its payloads are kept in its bucket, and
+// every choice follow from the seed (and large and plain).
+func One(ctx context.Context, db statestore.API, topo topology.Topology, seed uint64, large, plain bool, after time.Time) (result, error) {
+	p := newPlan(seed, large, plain)
 	w, err := newWorld(p, topo, db, after)
 	if err != nil {
 		return result{until: after}, fmt.Errorf("workflow %s: %w", p.def.Name, err)

@@ -1,9 +1,11 @@
 package explore
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sas-go/sas/shared/devkit/shapes"
@@ -23,7 +25,16 @@ type plan struct {
 	flows    map[string]agentFlow
 	faulty   bool
 	scenario scenario // none for an ordinary run
+	// payloads: the run keeps its payloads over payload.MinInline in its
+	// bucket (objects), and its orders, answers and callbacks are larger
+	// than that (padded): claim checks through every interleaving.
+	payloads bool
 }
+
+// padBytes is how much a payload run pads its orders, answers and
+// callbacks: over the inline limit it runs with, under its shapes' result
+// limit.
+const padBytes = 1500
 
 // order is one order of a run. Its customer is the key of its calls in
 // flight (customerKey): the orders of a run share a hot customer, or have
@@ -31,6 +42,7 @@ type plan struct {
 type order struct {
 	id, customer string
 	items        int
+	pad          int  // bytes of padding its body carries (a payload run's)
 	sent         bool // its message is on the orders queue
 	cancelled    bool
 	events       map[string]int  // events sent, by name
@@ -62,12 +74,23 @@ func (f agentFlow) String() string {
 	return s
 }
 
-// newPlan is the plan of the run seed names.
-func newPlan(seed uint64, large bool) plan {
+// newPlan is the plan of the run seed names; plain leaves its payloads
+// inline (a regression seed replays the run that found it).
+func newPlan(seed uint64, large, plain bool) plan {
 	p := plan{seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5a5))}
 	if large {
 		return largePlan(p)
 	}
+	// Decided by a stream of its own: the seed's other choices are as they
+	// were before runs had payloads.
+	p.payloads = !plain && rand.New(rand.NewPCG(seed, 0xc1a)).IntN(3) == 0
+	defer func() {
+		for _, o := range p.orders {
+			if p.payloads {
+				o.pad = padBytes
+			}
+		}
+	}()
 	rng, o := p.rng, shapes.Defaults()
 	if rng.IntN(6) == 0 {
 		p.def = shapes.Branches(o)
@@ -155,5 +178,12 @@ func (o *order) body() string {
 	for k := range o.items {
 		so.Items = append(so.Items, shop.Item{SKU: "SKU-" + strconv.Itoa(k), Quantity: 1, UnitPriceCents: 100})
 	}
-	return so.JSON()
+	if o.pad == 0 {
+		return so.JSON()
+	}
+	b, _ := json.Marshal(struct {
+		shop.Order
+		Note string `json:"note"`
+	}{so, strings.Repeat("n", o.pad)})
+	return string(b)
 }

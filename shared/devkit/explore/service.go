@@ -247,10 +247,10 @@ func (k outcomeKind) String() string {
 
 // answerOf is what the service answers for kind (the effect, if any, was
 // applied by the caller).
-func answerOf(kind outcomeKind, c *call, retryAfter time.Duration) answer {
+func answerOf(kind outcomeKind, c *call, retryAfter time.Duration, pad int) answer {
 	switch kind {
 	case answerDone:
-		return answer{body: fmt.Appendf(nil, `{"key":%q}`, c.key)}
+		return answer{body: doneBody(c.key, pad)}
 	case answerRefused:
 		return answer{err: &agent.PermanentError{Status: 409, Body: "refused by the explorer"}}
 	case answerSlow:
@@ -259,4 +259,13 @@ func answerOf(kind outcomeKind, c *call, retryAfter time.Duration) answer {
 	default:
 		return answer{err: fmt.Errorf("%s (the explorer)", kind)}
 	}
+}
+
+// doneBody is what a service answers (or calls back with) for a call it
+// applied: its key, and pad bytes more in a payload run.
+func doneBody(key string, pad int) []byte {
+	if pad == 0 {
+		return fmt.Appendf(nil, `{"key":%q}`, key)
+	}
+	return fmt.Appendf(nil, `{"key":%q,"pad":%q}`, key, strings.Repeat("p", pad))
 }

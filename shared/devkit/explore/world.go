@@ -18,6 +18,7 @@ import (
 	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/scheduler"
@@ -42,11 +43,13 @@ const visibility = 30 * time.Second
 // or several at once (then they race on the store).
 type World struct {
 	plan
-	topo   topology.Topology
-	store  *statestore.Store
-	flow   flow.Store
-	byID   map[string]*order
-	faults bool // faults were injected in this run (faulty before the drain)
+	topo  topology.Topology
+	store *statestore.Store
+	flow  flow.Store
+	// payloads is a payload run's bucket (nil: every payload inline).
+	payloads *payload.Store
+	byID     map[string]*order
+	faults   bool // faults were injected in this run (faulty before the drain)
 
 	mu  sync.Mutex // the clock, the alerts, the claims, the trace, the service's books
 	now time.Time
@@ -114,6 +117,10 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 	p.driven(w.count)
 	limited := limitedDB{API: db, w: w}
 	w.store = statestore.New(limited, topo.OrdersTable(), topo.StateTable(), 1)
+	if p.payloads {
+		w.payloads = payload.New(newObjects(p.seed, p.faulty, w.count), "explore-payloads", payload.MinInline)
+		w.store.WithPayloads(w.payloads)
+	}
 	w.flow = flow.NewStore(limited, topo.StateTable())
 	w.q = &queues{now: w.clock}
 	var err error
@@ -131,7 +138,7 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 	}
 	if w.sub, err = submission.New(submission.Config{Workflows: w.set, AgentQueues: requests,
 		SchedulerQueueURL: w.url(topo.SchedulerQueue().Name), DLQURL: w.url(topo.OrdersQueue().DLQName)},
-		submission.Deps{Store: w.store, Send: w.sender, Notify: ntf, Metrics: m, Log: log, Slots: w.flow}); err != nil {
+		submission.Deps{Store: w.store, Send: w.sender, Notify: ntf, Metrics: m, Log: log, Slots: w.flow, Payloads: w.payloads}); err != nil {
 		return nil, err
 	}
 	alerts := alert.New(publisher{w}, "arn:aws:sns:us-east-1:000000000000:alerts", m)
@@ -159,7 +166,7 @@ func (w *World) newInstance(a string) *instance {
 		Backoff: resilience.Backoff{Base: time.Second, Max: 4 * time.Second}, CallTimeout: time.Minute, Margin: 100 * time.Millisecond},
 		agent.Deps{Remote: service{agent: a, w: w}, Breaker: &resilience.Breaker{Threshold: 1 << 30, Cooldown: time.Hour},
 			Store: watchedStore{Store: w.store, w: w}, Send: w.sender, Metrics: metrics.New(io.Discard, "explore"), Log: log,
-			Gate: &flow.Gate{Store: w.flow, Sleep: w.sleeper("its rate turn")}})
+			Gate: &flow.Gate{Store: w.flow, Sleep: w.sleeper("its rate turn")}, Payloads: w.payloads})
 	h.Now, h.Sleep, h.Crash = w.clock, w.sleeper("a backoff"), w.crash
 	in := &instance{h: h}
 	w.instances[a] = append(w.instances[a], in)

@@ -1,0 +1,97 @@
+package explore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/sas-go/sas/shared/payload"
+)
+
+// objects is the payload bucket of a run that keeps its payloads there
+// (plan.payloads): in memory, as the explorer's queues are, so that the
+// explorer decides its faults: with faults, a write whose answer is lost
+// after the object was stored (the writer tries again: the same object, by
+// its hash), and a read that fails (its message comes back). Its real
+// behaviour is S3's, tested on moto (shared/payload).
+type objects struct {
+	mu     sync.Mutex
+	rng    *rand.Rand // its own: a regression seed's run is the same without it
+	faulty bool
+	byKey  map[string][]byte
+	count  func(string)
+}
+
+// newObjects is a run's bucket: faults injected if faulty.
+func newObjects(seed uint64, faulty bool, count func(string)) *objects {
+	return &objects{rng: rand.New(rand.NewPCG(seed, 0x0b1)), faulty: faulty, byKey: map[string][]byte{}, count: count}
+}
+
+// fault reports whether the explorer fails this request (1 in n, with faults).
+func (o *objects) fault(n int) bool { return o.faulty && o.rng.IntN(n) == 0 }
+
+// errLost is a request whose answer the explorer lost.
+var errLost = errors.New("connection reset by the explorer")
+
+// PutObject stores the object; with faults, its answer may be lost after.
+func (o *objects) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	b, err := io.ReadAll(in.Body)
+	if err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.byKey[aws.ToString(in.Key)] = b
+	o.count("payloads kept")
+	if o.fault(6) {
+		o.count("payload writes whose answer was lost")
+		return nil, errLost
+	}
+	return &s3.PutObjectOutput{}, nil
+}
+
+// GetObject reads the object; with faults, the read may fail.
+func (o *objects) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.fault(8) {
+		o.count("payload reads failed")
+		return nil, errLost
+	}
+	b, ok := o.byKey[aws.ToString(in.Key)]
+	if !ok {
+		return nil, &types.NoSuchKey{Message: aws.String("no such key")}
+	}
+	o.count("payloads read back")
+	return &s3.GetObjectOutput{Body: io.NopCloser(bytes.NewReader(b)), ContentLength: aws.Int64(int64(len(b)))}, nil
+}
+
+// CopyObject writes an object again in place (payload.Store.Renew).
+func (o *objects) CopyObject(_ context.Context, in *s3.CopyObjectInput, _ ...func(*s3.Options)) (*s3.CopyObjectOutput, error) {
+	return &s3.CopyObjectOutput{}, nil
+}
+
+// ListObjectsV2 lists the keys under a prefix, in one page.
+func (o *objects) ListObjectsV2(_ context.Context, in *s3.ListObjectsV2Input, _ ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := &s3.ListObjectsV2Output{}
+	for _, k := range slices.Sorted(maps.Keys(o.byKey)) {
+		if strings.HasPrefix(k, aws.ToString(in.Prefix)) {
+			out.Contents = append(out.Contents, types.Object{Key: aws.String(k), Size: aws.Int64(int64(len(o.byKey[k])))})
+		}
+	}
+	return out, nil
+}
+
+var _ payload.API = (*objects)(nil)
