@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -157,7 +158,7 @@ func agentFunction(st awscdk.Stack, p Props, r *Resources, a string, env map[str
 	if s := credentialStatement(spec); s != nil {
 		allow = append(allow, s)
 	}
-	fn := function(st, p, fnSpec{id: "Agent" + title(a), asset: asset, memory: agentMemory, env: aenv, allow: allow, layer: layer,
+	fn := function(st, p, fnSpec{id: "Agent" + title(a), asset: asset, memory: float64(cmp.Or(spec.MemoryMB, agentMemory)), env: aenv, allow: allow, layer: layer,
 		key: r.Key, bucket: r.Payloads, payloads: agentPayloads})
 	consume(fn, r.Queues[t.AgentRequests(a).Name], t.BatchWindow, p.agentConcurrency(a)) // protects the remote service
 	return fn

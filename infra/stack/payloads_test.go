@@ -111,8 +111,9 @@ func TestThePayloadBucket(t *testing.T) {
 }
 
 // The expiry counts the longest deadline of the deployment's workflows
-// (two files: 10h and 30h), and context payloadInlineBytes reaches every
-// function.
+// (two files: 10h and 30h), context payloadInlineBytes reaches every
+// function, and an agent's memory: is its function's, its GOMEMLIMIT four
+// fifths of it.
 func TestThePayloadBucketExpiresAfterTheLongestDeadline(t *testing.T) {
 	dir := t.TempDir()
 	var files []string
@@ -121,7 +122,7 @@ func TestThePayloadBucketExpiresAfterTheLongestDeadline(t *testing.T) {
 		require.NoError(t, os.WriteFile(f, []byte(`name: `+name+`
 deadline: `+deadline+`
 agents:
-  stock: {endpoint: "https://stock.example.com"}
+  stock: {endpoint: "https://stock.example.com", memory: 1024}
 steps:
   - {name: one, agent: stock, timeout: 10s}
 `), 0o644))
@@ -130,9 +131,16 @@ steps:
 	slices.Sort(files)
 	got := synthContext(t, map[string]any{"workflows": strings.Join(files, ","), "retentionDays": "30", "payloadInlineBytes": "4096"})
 	require.EqualValues(t, 30+3+1, payloadRule(t, got)["ExpirationInDays"], "30 days, 2 x 30h in whole days, and one")
+	stock := 0
 	for id, f := range of(got, "AWS::Lambda::Function") {
 		require.Equal(t, "4096", f["Environment"].(map[string]any)["Variables"].(map[string]any)["SAS_PAYLOAD_INLINE_BYTES"], id)
+		if strings.HasPrefix(id, "AgentStock") {
+			stock++
+			require.EqualValues(t, 1024, f["MemorySize"], id)
+			require.Equal(t, "819MiB", f["Environment"].(map[string]any)["Variables"].(map[string]any)["GOMEMLIMIT"], id)
+		}
 	}
+	require.Equal(t, 1, stock, "the agent's function")
 }
 
 // bucketObjects names a resource of the payload bucket's objects as

@@ -101,6 +101,9 @@ type Deps struct {
 	// (nil: none, every result inline, at most payload.MaxInline). The
 	// Store reads back what the step's document names by claim check.
 	Payloads *payload.Store
+	// Budget bounds the payload bytes this instance's attempts hold at once
+	// (a batch's run at once); nil: none.
+	Budget *payload.Budget
 }
 
 // Handler is the Agent Lambda handler.
@@ -117,6 +120,7 @@ type Handler struct {
 	catalog  *dispatch.Catalog
 	gate     *flow.Gate // nil: no flow control
 	payloads *payload.Store
+	budget   *payload.Budget
 	Now      func() time.Time
 	Sleep    func(ctx context.Context, d time.Duration) error
 	// Crash, if set, is called after the remote call and before the reply; a
@@ -133,7 +137,7 @@ func New(cfg Config, d Deps) *Handler {
 		d.Outcomes = outcome.Recorder{Store: d.Store}
 	}
 	return &Handler{cfg: cfg, remote: d.Remote, breaker: d.Breaker, store: d.Store, outcomes: d.Outcomes, send: d.Send, metrics: d.Metrics,
-		log: d.Log, Now: time.Now, Sleep: sleep, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store}, gate: d.Gate, payloads: d.Payloads,
+		log: d.Log, Now: time.Now, Sleep: sleep, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store}, gate: d.Gate, payloads: d.Payloads, budget: d.Budget,
 		batch: &sqsbatch.Processor{Name: "agent-" + cfg.Name, DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics,
 			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), FlushEvery: ReplyFlush}}
 }
@@ -171,6 +175,10 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if h.Crash != nil {
 		h.Crash("agent.after-claim") // the attempt runs out at CompleteBy; the Supervisor recovers it
 	}
+	// What its document weighs is held of the instance's payload budget
+	// from its read to the end of its call and its result's keeping.
+	ctx, letBudget := payload.Reserving(ctx, h.budget)
+	defer letBudget()
 	order, doc, input, err := h.input(ctx, def, st, action, req.Payload)
 	var key string
 	if err == nil && h.cfg.PerKey != nil {
@@ -345,7 +353,8 @@ func (h *Handler) input(ctx context.Context, def workflow.Definition, st *states
 	}
 	doc, err := h.store.Document(ctx, *st, order) // the payloads its claim checks name read back
 	var lost *payload.Error
-	if errors.As(err, &lost) {
+	var large *payload.DocumentError
+	if errors.As(err, &lost) || errors.As(err, &large) {
 		return order, doc, nil, &PermanentError{Status: 0, Body: fmt.Sprintf("%s's input: %v", st.Name, err)}
 	}
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -566,4 +567,34 @@ func outOfTime(t *testing.T, d workflow.Definition, srv *httptest.Server) (*fixt
 	_, err := h.Handle(context.Background(), request("o-1"))
 	require.NoError(t, err)
 	return f, &log
+}
+
+// heavyDoc is a store whose step's document weighs 40 MB: it reserves that
+// of its Agent's budget before it would read it back, as the state store
+// does.
+type heavyDoc struct{ *claims }
+
+func (heavyDoc) Document(ctx context.Context, _ statestore.Step, order json.RawMessage) (workflow.Document, error) {
+	return workflow.Document{Order: order}, payload.Reserve(ctx, 40<<20)
+}
+
+// A step whose document weighs more than its Agent reads for one call (a
+// quarter of its memory, at least 33 MB) is refused for good with the
+// reason, its service never called: read, it would take the function past
+// its memory, and every try again the same.
+func TestADocumentOverTheAgentsBudgetIsRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{})
+	store := heavyDoc{f.claims}
+	h := agent.New(agent.Config{Workflows: workflow.MustSet(workflow.Orders(workflow.Settings{})), Name: "inventory",
+		InstanceID: "agent-inventory/test", CallTimeout: time.Second},
+		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: f.url + "/v1/services/inventory", Service: "inventory", Client: http.DefaultClient},
+			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: store, Outcomes: recorder{f.claims}, Send: f.out,
+			Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler), Budget: payload.BudgetFor(128)})
+	resp, err := h.Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Len(t, f.claims.recorded, 1)
+	require.Contains(t, f.claims.recorded[0], "fail o-1 attempt 3: reserve's input: its document (the order and the results before it) is 41943040 bytes, over the 34603008 its agent reads")
+	require.Zero(t, f.sim.Stats().Calls, "its service never called")
 }

@@ -102,16 +102,17 @@ func (r *HTTPRemote) Apply(ctx context.Context, action, key string, payload []by
 	if err != nil {
 		return nil, err
 	}
+	if s >= 200 && s < 300 {
+		if r.Auth != nil { // a service that echoes the credential does not pass it on
+			return []byte(r.Auth.Redact(string(body))), nil
+		}
+		return body, nil // as read: a 16 MB answer is not copied
+	}
 	text := string(bytes.TrimSpace(body))
 	if r.Auth != nil {
 		text = r.Auth.Redact(text)
 	}
 	switch {
-	case s >= 200 && s < 300:
-		if r.Auth != nil { // a service that echoes the credential does not pass it on
-			return []byte(r.Auth.Redact(string(body))), nil
-		}
-		return body, nil
 	case r.credentialRefusal(s):
 		return nil, fmt.Errorf("%s refused the agent's credentials (HTTP %d), read again: %s", r.Service, s, text)
 	case r.transient(s) && retryAfter > 0 && (s == http.StatusTooManyRequests || s == http.StatusServiceUnavailable):
@@ -177,11 +178,24 @@ func (r *HTTPRemote) post(ctx context.Context, action, key string, payload []byt
 	defer resp.Body.Close()
 	// One byte past the largest result limit: an answer over it is known to
 	// be over (and refused as oversized), not cut to a valid-looking size.
-	body, err := io.ReadAll(io.LimitReader(resp.Body, workflow.MaxResultLimit+1))
+	body, err := readAnswer(resp, workflow.MaxResultLimit+1)
 	if err != nil {
 		return 0, nil, 0, fmt.Errorf("read %s answer: %w", r.Service, err)
 	}
 	return resp.StatusCode, body, retryAfter(resp.Header.Get("Retry-After"), time.Now()), nil
+}
+
+// readAnswer reads at most limit bytes of resp's body into one buffer of
+// its Content-Length, when the service says it (io.ReadAll grows its buffer
+// by half again each time: a 16 MB answer would take about twice that
+// while it is read, where an Agent has 128 MB).
+func readAnswer(resp *http.Response, limit int64) ([]byte, error) {
+	if resp.ContentLength <= 0 || resp.ContentLength >= limit {
+		return io.ReadAll(io.LimitReader(resp.Body, limit))
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, resp.ContentLength+1)) // +1: ReadFrom's end of file
+	_, err := buf.ReadFrom(io.LimitReader(resp.Body, limit))
+	return buf.Bytes(), err
 }
 
 // retryAfter reads a Retry-After header (seconds, or an HTTP date) as a

@@ -11,6 +11,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/sas-go/sas/shared/agent"
@@ -26,6 +28,7 @@ import (
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/submission"
 	"github.com/sas-go/sas/shared/supervisor"
+	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/tracing"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -261,10 +264,20 @@ func (d *Deployment) Agent(ctx context.Context, name, instanceID string) (*agent
 		RequestQueueURL: d.Config.QueueURL(t.AgentRequests(name).Name), RateLimit: spec.RateLimit, PerKey: spec.PerKey,
 		DLQURL: d.Config.QueueURL(t.AgentRequests(name).DLQName), Backoff: backoff,
 		CallTimeout: spec.Timeout, Margin: 100 * time.Millisecond,
-	}, agent.Deps{Remote: remote, Payloads: d.Payloads(),
+	}, agent.Deps{Remote: remote, Payloads: d.Payloads(), Budget: payload.BudgetFor(functionMemoryMB(spec.MemoryMB)),
 		Breaker: &resilience.Breaker{Threshold: b.Threshold, Cooldown: b.Cooldown}, Store: d.Store(),
 		Gate: &flow.Gate{Store: flow.NewStore(d.Clients.DynamoDB, t.StateTable())},
 		Send: queue.NewSender(d.Clients.SQS), Metrics: d.emitter(fn), Log: d.Log.With("function", fn, "instance", instanceID)}), nil
+}
+
+// functionMemoryMB is the memory of the Lambda function this runs in
+// (AWS_LAMBDA_FUNCTION_MEMORY_SIZE), or, outside Lambda, the agent's as its
+// workflow file declares it (declared: its function's default).
+func functionMemoryMB(declared int) int {
+	if n, err := strconv.Atoi(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")); err == nil && n > 0 {
+		return n
+	}
+	return cmp.Or(declared, topology.AgentMemoryMB)
 }
 
 // remote is how the agent reaches its service.

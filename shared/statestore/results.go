@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -178,18 +179,32 @@ func (s *Store) Document(ctx context.Context, st Step, order json.RawMessage) (w
 	if st.Read == nil {
 		return doc, fmt.Errorf("document of %s: the record has no order read with it", st.Key())
 	}
+	v := st.Read.it.view()
+	var results map[workflow.Ref]Result
+	if len(v.done) > 0 {
+		var err error
+		if results, err = s.Results(ctx, st.OrderID, st.Round); err != nil {
+			return doc, err
+		}
+	}
+	// What it weighs read back, reserved of its Agent's budget before it is
+	// read (payload.Reserve: none outside an Agent's attempt).
+	weight := payload.Weight(order)
+	for _, ref := range v.done {
+		if r, ok := results[ref]; ok {
+			weight += payload.Weight(r.JSON)
+		}
+	}
+	if err := payload.Reserve(ctx, weight); err != nil {
+		return doc, err
+	}
 	order, err := s.payloads.Resolve(ctx, order)
 	if err != nil {
 		return doc, fmt.Errorf("the order of %s: %w", st.Key(), err)
 	}
 	doc.Order = order
-	v := st.Read.it.view()
 	if len(v.done) == 0 {
 		return doc, nil
-	}
-	results, err := s.Results(ctx, st.OrderID, st.Round)
-	if err != nil {
-		return doc, err
 	}
 	lists := map[string][]json.RawMessage{} // a forEach step's result: its items', in order
 	for _, ref := range v.done {

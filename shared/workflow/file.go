@@ -96,6 +96,8 @@ type agentSpec struct {
 	// Concurrency is its function's most instances at once (0: the
 	// deployment's).
 	Concurrency int `yaml:"concurrency"`
+	// Memory is its function's memory in MB (0: the stack's).
+	Memory int `yaml:"memory"`
 	// RateLimit bounds its calls across every instance: 50/s, 600/m.
 	RateLimit string `yaml:"rateLimit"`
 	// RateBurst lets that many calls go at once after a quiet spell.

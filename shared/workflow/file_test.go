@@ -206,6 +206,7 @@ func TestParseFileRefusesWhatIsNotAWorkflow(t *testing.T) {
 		"custom ep":   {"name: a\nagents: {a: {custom: true, endpoint: 'http://a'}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: agents.a: a custom agent (Go code) has no endpoint, auth, transient or refuse: its code decides"},
 		"refuse 200":  {"name: a\nagents: {a: {endpoint: 'http://a', refuse: [403, 200]}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: agents.a.refuse[1]: 200 is not an HTTP error status (400-599)"},
 		"concurrency": {"name: a\nagents: {a: {endpoint: 'http://a', concurrency: 1}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: agents.a.concurrency: 1: an agent's concurrency (its event source mapping's MaximumConcurrency) is 2 to 1000"},
+		"memory":      {"name: a\nagents: {a: {endpoint: 'http://a', memory: 64}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: agents.a.memory: 64: an agent's memory (its function's, in MB) is 128 to 10240"},
 		"both":        {"name: a\nagents: {a: {endpoint: 'http://a', transient: [409, 429], refuse: [403, 409]}}\nsteps: [{name: s, agent: a, timeout: 1s}]\n", "x.yaml:2: agents.a.refuse[1]: 409 is also transient: a status is retried or refuses the step, not both"},
 	} {
 		_, err := workflow.ParseFile("x.yaml", []byte(c.text), workflow.Options{})
@@ -274,18 +275,29 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-// An agent's concurrency: read from the file, 0 when it says none, and
-// refused out of Lambda's range by the schema too.
-func TestAnAgentsConcurrency(t *testing.T) {
+// An agent's concurrency and memory: read from the file, 0 when it says
+// none (the deployment's), and refused out of Lambda's range by the schema
+// too.
+func TestAnAgentsConcurrencyAndMemory(t *testing.T) {
 	t.Parallel()
-	text := "name: a\nagents: {a: {endpoint: 'http://a', concurrency: 5}, b: {custom: true}}\n" +
-		"steps: [{name: s, agent: a, timeout: 1s}, {name: t, agent: b, timeout: 1s}]\n"
-	d, err := workflow.ParseFile("x.yaml", []byte(text), workflow.Options{})
-	require.NoError(t, err)
-	require.Equal(t, 5, d.AgentSpecs["a"].Concurrency)
-	require.Zero(t, d.AgentSpecs["b"].Concurrency, "the deployment's")
-	require.NoError(t, schema(t).Validate(instance(t, []byte(text))))
-	require.Error(t, schema(t).Validate(instance(t, []byte(strings.Replace(text, "concurrency: 5", "concurrency: 1001", 1)))))
+	for _, c := range []struct {
+		field      string
+		value, bad int
+		got        func(workflow.Agent) int
+	}{
+		{"concurrency", 5, 1001, func(a workflow.Agent) int { return a.Concurrency }},
+		{"memory", 1024, 64, func(a workflow.Agent) int { return a.MemoryMB }},
+	} {
+		text := fmt.Sprintf("name: a\nagents: {a: {endpoint: 'http://a', %s: %d}, b: {custom: true}}\n", c.field, c.value) +
+			"steps: [{name: s, agent: a, timeout: 1s}, {name: t, agent: b, timeout: 1s}]\n"
+		d, err := workflow.ParseFile("x.yaml", []byte(text), workflow.Options{})
+		require.NoError(t, err)
+		require.Equal(t, c.value, c.got(d.AgentSpecs["a"]), c.field)
+		require.Zero(t, c.got(d.AgentSpecs["b"]), "the deployment's %s", c.field)
+		require.NoError(t, schema(t).Validate(instance(t, []byte(text))))
+		bad := strings.Replace(text, fmt.Sprintf("%s: %d", c.field, c.value), fmt.Sprintf("%s: %d", c.field, c.bad), 1)
+		require.Error(t, schema(t).Validate(instance(t, []byte(bad))), c.field)
+	}
 }
 
 // An agent's flow control as a file writes it: a rate limit, and calls in

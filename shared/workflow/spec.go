@@ -200,7 +200,7 @@ func (r *specReader) action(path string, a actionSpec, agent string, async bool)
 func (r *specReader) agent(name string, a agentSpec) Agent {
 	path := "agents." + name
 	out := Agent{Name: name, Timeout: cmp.Or(a.Timeout.Duration, DefaultAgentTimeout), Transient: a.Transient, Refuse: a.Refuse,
-		Custom: a.Custom, Concurrency: a.Concurrency}
+		Custom: a.Custom, Concurrency: a.Concurrency, MemoryMB: a.Memory}
 	if !agentNameRE.MatchString(name) {
 		r.add(path, "%q: an agent's name is 1-25 lower-case letters, digits or -, starting with a letter", name)
 	}
@@ -225,6 +225,9 @@ func (r *specReader) agent(name string, a agentSpec) Agent {
 	if c := a.Concurrency; c != 0 && (c < MinConcurrency || c > MaxConcurrency) {
 		r.add(path+".concurrency", "%d: an agent's concurrency (its event source mapping's MaximumConcurrency) is %d to %d",
 			c, MinConcurrency, MaxConcurrency)
+	}
+	if m := a.Memory; m != 0 && (m < MinMemoryMB || m > MaxMemoryMB) {
+		r.add(path+".memory", "%d: an agent's memory (its function's, in MB) is %d to %d", m, MinMemoryMB, MaxMemoryMB)
 	}
 	r.statuses(path+".transient", a.Transient)
 	r.statuses(path+".refuse", a.Refuse)

@@ -159,6 +159,11 @@ type Agent struct {
 	// protects its service from more calls at once than it takes. 0: the
 	// deployment's agentConcurrency.
 	Concurrency int
+	// MemoryMB is its function's memory (0: the stack's, 128): more for an
+	// agent whose steps read large payloads (each instance reads documents
+	// of up to a quarter of it at once, and at least 33 MB:
+	// payload.BudgetFor).
+	MemoryMB int `json:",omitempty"`
 	// RateLimit bounds its calls across every instance (zero: none): a
 	// call over it waits (flow.Gate), never fails.
 	RateLimit Rate `json:",omitempty"`
@@ -252,6 +257,9 @@ func parseRate(s string) (Rate, error) {
 const (
 	MinConcurrency = 2
 	MaxConcurrency = 1000
+	// MinMemoryMB and MaxMemoryMB are a Lambda function's memory bounds.
+	MinMemoryMB = 128
+	MaxMemoryMB = 10240
 )
 
 // Auth is how an Agent proves itself to its service: a header whose value

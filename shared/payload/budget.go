@@ -1,0 +1,106 @@
+package payload
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/semaphore"
+)
+
+// MinDocumentBytes is the least an Agent reads for one step (its
+// document: its order and the results before it, read back), whatever its
+// memory: an order and a result at the largest, and a megabyte more.
+const MinDocumentBytes = 2*MaxBytes + 1<<20
+
+// DocumentError is a step's document too large for its Agent to read: its
+// budget (BudgetFor its memory) is smaller.
+type DocumentError struct{ Bytes, Max int64 }
+
+func (e *DocumentError) Error() string {
+	return fmt.Sprintf("its document (the order and the results before it) is %d bytes, over the %d its agent reads for one call "+
+		"(a quarter of its memory: raise the agent's memory: in its workflow file)", e.Bytes, e.Max)
+}
+
+// Budget bounds the payload bytes an Agent instance holds at once: the
+// messages of a batch run at once, and ten attempts each reading a 16 MB
+// order would not fit a function's memory. An attempt reserves what its
+// document weighs before it reads it back, and lets it go when its call is
+// over; one that would take more than the whole budget waits for all of it.
+type Budget struct {
+	sem *semaphore.Weighted
+	max int64
+}
+
+// NewBudget is a budget of max bytes.
+func NewBudget(max int64) *Budget { return &Budget{sem: semaphore.NewWeighted(max), max: max} }
+
+// BudgetFor is the budget of a function of memoryMB megabytes: a quarter of
+// it, and at least MinDocumentBytes. (An attempt's input is about its
+// document's size again, and its answer up to a result's: a document of
+// 32 MB peaks at 118-132 MB of a process under a 102 MiB GOMEMLIMIT,
+// measured by BenchmarkAgentAtTheLimits.)
+func BudgetFor(memoryMB int) *Budget {
+	return NewBudget(max(int64(memoryMB)<<20/4, MinDocumentBytes))
+}
+
+type reservationKey struct{}
+
+// Reservation is what one attempt holds of its instance's budget.
+type Reservation struct {
+	b    *Budget
+	mu   sync.Mutex
+	held int64
+}
+
+// Reserving is ctx carrying a reservation of b for one attempt, and the
+// function that lets it go (a nil budget: none, and nothing to let go).
+func Reserving(ctx context.Context, b *Budget) (context.Context, func()) {
+	if b == nil {
+		return ctx, func() {}
+	}
+	r := &Reservation{b: b}
+	return context.WithValue(ctx, reservationKey{}, r), r.release
+}
+
+// Reserve takes n more bytes of the budget of ctx's reservation, waiting
+// for them (none in ctx: nothing to take). A document over the whole
+// budget is a *DocumentError.
+func Reserve(ctx context.Context, n int64) error {
+	r, _ := ctx.Value(reservationKey{}).(*Reservation)
+	if r == nil {
+		return nil
+	}
+	if n > r.b.max {
+		return &DocumentError{Bytes: n, Max: r.b.max}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n = min(n, r.b.max-r.held) // at most the whole budget
+	if n <= 0 {
+		return nil
+	}
+	if err := r.b.sem.Acquire(ctx, n); err != nil {
+		return fmt.Errorf("wait for %d bytes of the Agent's payload budget: %w", n, err)
+	}
+	r.held += n
+	return nil
+}
+
+func (r *Reservation) release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held > 0 {
+		r.b.sem.Release(r.held)
+		r.held = 0
+	}
+}
+
+// Weight is what a payload weighs once read back: its claim check's bytes,
+// or its own.
+func Weight(raw []byte) int64 {
+	if ref, ok := Parse(raw); ok {
+		return int64(ref.Bytes)
+	}
+	return int64(len(raw))
+}

@@ -1,0 +1,48 @@
+package payload
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// An attempt's reservation takes what its document weighs of its
+// instance's budget, at most the whole of it, and lets it all go at once;
+// outside an attempt nothing is reserved; a document over the whole budget
+// is refused.
+func TestAReservationHoldsItsDocumentsBytesOfTheBudget(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, Reserve(context.Background(), 1<<40), "no reservation in ctx: nothing taken, no limit")
+
+	b := BudgetFor(128)
+	require.EqualValues(t, MinDocumentBytes, b.max, "128 MB: a quarter is less than a document at the limits")
+	require.EqualValues(t, 1<<30, BudgetFor(4096).max, "a quarter of 4 GB")
+
+	ctx, done := Reserving(context.Background(), b)
+	require.NoError(t, Reserve(ctx, 20<<20))
+	require.NoError(t, Reserve(ctx, 12<<20), "more of the same attempt's document")
+	require.False(t, b.sem.TryAcquire(2<<20), "32 MB held: 1 MB left")
+	require.True(t, b.sem.TryAcquire(1<<20))
+	b.sem.Release(1 << 20)
+
+	other, otherDone := Reserving(context.Background(), b)
+	got := make(chan error, 1)
+	go func() { got <- Reserve(other, 10<<20) }() // waits for the first attempt's bytes
+	select {
+	case err := <-got:
+		t.Fatalf("another attempt took bytes the first holds: %v", err)
+	default:
+	}
+	done()
+	require.NoError(t, <-got, "the first attempt let its bytes go")
+	otherDone()
+	require.True(t, b.sem.TryAcquire(b.max), "everything let go")
+	b.sem.Release(b.max)
+
+	var derr *DocumentError
+	ctx, done = Reserving(context.Background(), b)
+	defer done()
+	require.ErrorAs(t, Reserve(ctx, b.max+1), &derr)
+	require.ErrorContains(t, derr, "raise the agent's memory")
+}
