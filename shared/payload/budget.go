@@ -63,9 +63,9 @@ func Reserving(ctx context.Context, b *Budget) (context.Context, func()) {
 	return context.WithValue(ctx, reservationKey{}, r), r.release
 }
 
-// Reserve takes n more bytes of the budget of ctx's reservation, waiting
-// for them (none in ctx: nothing to take). A document over the whole
-// budget is a *DocumentError.
+// Reserve takes n bytes of the budget of ctx's reservation, waiting for
+// them, once (none in ctx, or taken already: nothing to take). A document
+// over the whole budget is a *DocumentError.
 func Reserve(ctx context.Context, n int64) error {
 	r, _ := ctx.Value(reservationKey{}).(*Reservation)
 	if r == nil {
@@ -76,8 +76,11 @@ func Reserve(ctx context.Context, n int64) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n = min(n, r.b.max-r.held) // at most the whole budget
-	if n <= 0 {
+	if r.held > 0 {
+		// An attempt reserves once, for its step's document: one read
+		// after it (a timer's until, as the outcome starts it) rides on
+		// that, never waiting for bytes another attempt holds while it
+		// holds its own (two such would wait for each other for ever).
 		return nil
 	}
 	if err := r.b.sem.Acquire(ctx, n); err != nil {

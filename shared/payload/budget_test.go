@@ -8,9 +8,8 @@ import (
 )
 
 // An attempt's reservation takes what its document weighs of its
-// instance's budget, at most the whole of it, and lets it all go at once;
-// outside an attempt nothing is reserved; a document over the whole budget
-// is refused.
+// instance's budget, once, and lets it go at once; outside an attempt
+// nothing is reserved; a document over the whole budget is refused.
 func TestAReservationHoldsItsDocumentsBytesOfTheBudget(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, Reserve(context.Background(), 1<<40), "no reservation in ctx: nothing taken, no limit")
@@ -20,8 +19,8 @@ func TestAReservationHoldsItsDocumentsBytesOfTheBudget(t *testing.T) {
 	require.EqualValues(t, 1<<30, BudgetFor(4096).max, "a quarter of 4 GB")
 
 	ctx, done := Reserving(context.Background(), b)
-	require.NoError(t, Reserve(ctx, 20<<20))
-	require.NoError(t, Reserve(ctx, 12<<20), "more of the same attempt's document")
+	require.NoError(t, Reserve(ctx, 32<<20))
+	require.NoError(t, Reserve(ctx, 12<<20), "a read after its document rides on its reservation: no wait")
 	require.False(t, b.sem.TryAcquire(2<<20), "32 MB held: 1 MB left")
 	require.True(t, b.sem.TryAcquire(1<<20))
 	b.sem.Release(1 << 20)
