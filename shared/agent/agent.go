@@ -26,6 +26,7 @@ import (
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/resilience"
+	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/sqsbatch"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -104,6 +105,9 @@ type Deps struct {
 	// Budget bounds the payload bytes this instance's attempts hold at once
 	// (a batch's run at once); nil: none.
 	Budget *payload.Budget
+	// Sealer seals a sealed order's results under its data key (nil: none
+	// sealed). The Store opens what the step's document holds sealed.
+	Sealer *seal.Sealer
 }
 
 // Handler is the Agent Lambda handler.
@@ -121,6 +125,7 @@ type Handler struct {
 	gate     *flow.Gate // nil: no flow control
 	payloads *payload.Store
 	budget   *payload.Budget
+	sealer   *seal.Sealer
 	Now      func() time.Time
 	Sleep    func(ctx context.Context, d time.Duration) error
 	// Crash, if set, is called after the remote call and before the reply; a
@@ -137,7 +142,7 @@ func New(cfg Config, d Deps) *Handler {
 		d.Outcomes = outcome.Recorder{Store: d.Store}
 	}
 	return &Handler{cfg: cfg, remote: d.Remote, breaker: d.Breaker, store: d.Store, outcomes: d.Outcomes, send: d.Send, metrics: d.Metrics,
-		log: d.Log, Now: time.Now, Sleep: sleep, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store}, gate: d.Gate, payloads: d.Payloads, budget: d.Budget,
+		log: d.Log, Now: time.Now, Sleep: sleep, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store}, gate: d.Gate, payloads: d.Payloads, budget: d.Budget, sealer: d.Sealer,
 		batch: &sqsbatch.Processor{Name: "agent-" + cfg.Name, DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics,
 			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), FlushEvery: ReplyFlush}}
 }
@@ -354,7 +359,8 @@ func (h *Handler) input(ctx context.Context, def workflow.Definition, st *states
 	doc, err := h.store.Document(ctx, *st, order) // the payloads its claim checks name read back
 	var lost *payload.Error
 	var large *payload.DocumentError
-	if errors.As(err, &lost) || errors.As(err, &large) {
+	var broken *seal.Error
+	if errors.As(err, &lost) || errors.As(err, &large) || errors.As(err, &broken) {
 		return order, doc, nil, &PermanentError{Status: 0, Body: fmt.Sprintf("%s's input: %v", st.Name, err)}
 	}
 	if err != nil {

@@ -22,10 +22,14 @@ func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st
 	a.Read = st.Read // where the others stood at its claim: the first guess
 	kept := resultJSON(result)
 	if a.Refusal == "" && len(result) > 0 {
-		// A result over the inline limit is kept in the payload bucket
-		// first, its claim check recorded and replied in its place (the
-		// same bytes, the same object: a try again writes it again).
+		// A sealed order's result is sealed under its data key; over the
+		// inline limit, it is kept in the payload bucket first, its claim
+		// check recorded and replied in its place (the same bytes, the
+		// same object: a try again writes it again).
 		var err error
+		if kept, err = h.seal(ctx, st.OrderID, payload, kept); err != nil {
+			return err // not recorded: as below
+		}
 		if kept, err = h.payloads.Keep(ctx, st.OrderID, fmt.Sprintf("results/%s-r%d", st.RecordName(), st.Round), kept, nil); err != nil {
 			return err // not recorded: as below
 		}
@@ -63,6 +67,19 @@ func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st
 	// If this send is lost, what the outcome made ready is found unclaimed
 	// at its pickup deadline, and the Supervisor sends it again.
 	return h.send.SendJSON(ctx, h.cfg.ResponseQueueURL, reply, 0)
+}
+
+// seal is result sealed under the data key of the order stored as order, if
+// that is sealed; result itself otherwise.
+func (h *Handler) seal(ctx context.Context, orderID string, order, result json.RawMessage) (json.RawMessage, error) {
+	if h.sealer == nil {
+		return result, nil
+	}
+	key, sealed, err := h.sealer.KeyOf(ctx, orderID, order)
+	if err != nil || !sealed {
+		return result, err
+	}
+	return key.Seal(result, nil)
 }
 
 // stale counts an outcome of an attempt no longer current: nothing recorded,

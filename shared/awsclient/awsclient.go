@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -54,6 +55,8 @@ type Clients struct {
 	// S3 keeps the payloads too large for a message or an item
 	// (shared/payload).
 	S3 *s3.Client
+	// KMS makes and opens the orders' data keys (shared/seal).
+	KMS *kms.Client
 }
 
 // Load reads the SDK configuration and builds the clients.
@@ -110,6 +113,11 @@ func Load(ctx context.Context, o Options) (*Clients, error) {
 			}
 		}),
 		S3: newS3(cfg, cmp.Or(os.Getenv("AWS_ENDPOINT_URL_S3"), o.Endpoint, os.Getenv("AWS_ENDPOINT_URL"))),
+		KMS: kms.NewFromConfig(cfg, func(k *kms.Options) {
+			if e := cmp.Or(os.Getenv("AWS_ENDPOINT_URL_KMS"), o.Endpoint); e != "" {
+				k.BaseEndpoint = aws.String(e)
+			}
+		}),
 	}, nil
 }
 
@@ -162,6 +170,7 @@ func FromLambdaEnv() (*Clients, error) {
 		SQS:      sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = endpoint("SQS") }),
 		SNS:      sns.NewFromConfig(cfg, func(o *sns.Options) { o.BaseEndpoint = endpoint("SNS") }),
 		S3:       newS3(cfg, aws.ToString(endpoint("S3"))),
+		KMS:      kms.NewFromConfig(cfg, func(o *kms.Options) { o.BaseEndpoint = endpoint("KMS") }),
 	}, nil
 }
 

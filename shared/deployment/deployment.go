@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/sas-go/sas/shared/agent"
@@ -25,6 +26,7 @@ import (
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/scheduler"
+	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/submission"
 	"github.com/sas-go/sas/shared/supervisor"
@@ -162,6 +164,9 @@ type Deployment struct {
 	// Endpoints, by agent name, replace its declaration's endpoint (sasctl
 	// dev's fault proxy in front of a service of your own); nil: none.
 	Endpoints map[string]string
+
+	sealOnce sync.Once
+	sealer   *seal.Sealer // one for the process: its handlers share the data keys it has opened
 	// FlushTraces flushes the spans made so far (tracing.Setup's); nil:
 	// tracing is off.
 	FlushTraces func(context.Context) error
@@ -186,7 +191,17 @@ func (d *Deployment) notifier(m *metrics.Emitter, log *slog.Logger) *notify.Noti
 func (d *Deployment) Store() *statestore.Store {
 	t := d.Config.Topology
 	return statestore.New(d.Clients.DynamoDB, t.OrdersTable(), t.StateTable(), t.DeadlineShards).
-		WithRetention(time.Duration(d.Config.RetentionDays) * 24 * time.Hour).WithPayloads(d.Payloads())
+		WithRetention(time.Duration(d.Config.RetentionDays) * 24 * time.Hour).WithPayloads(d.Payloads()).WithSealer(d.Sealer())
+}
+
+// Sealer seals the orders' data under the deployment's data key: nil if it
+// has none (dataKey; nothing sealed).
+func (d *Deployment) Sealer() *seal.Sealer {
+	if d.Config.DataKey == "" {
+		return nil
+	}
+	d.sealOnce.Do(func() { d.sealer = seal.New(d.Clients.KMS, d.Config.DataKey) })
+	return d.sealer
 }
 
 // Payloads is the deployment's payload store: nil if it has no payload
@@ -211,7 +226,7 @@ func (d *Deployment) Submission() (*submission.Handler, error) {
 		EventsQueueURL:     d.Config.QueueURL(t.EventsQueue().Name),
 		EventsDLQURL:       d.Config.QueueURL(t.EventsQueue().DLQName),
 		AllowedReplyQueues: notify.Allowed(d.Config.AllowedReplyQueues),
-	}, submission.Deps{Store: d.Store(), Payloads: d.Payloads(), Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log,
+	}, submission.Deps{Store: d.Store(), Payloads: d.Payloads(), Sealer: d.Sealer(), Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log,
 		Slots: flow.NewStore(d.Clients.DynamoDB, d.Config.Topology.StateTable())})
 }
 
@@ -264,7 +279,7 @@ func (d *Deployment) Agent(ctx context.Context, name, instanceID string) (*agent
 		RequestQueueURL: d.Config.QueueURL(t.AgentRequests(name).Name), RateLimit: spec.RateLimit, PerKey: spec.PerKey,
 		DLQURL: d.Config.QueueURL(t.AgentRequests(name).DLQName), Backoff: backoff,
 		CallTimeout: spec.Timeout, Margin: 100 * time.Millisecond,
-	}, agent.Deps{Remote: remote, Payloads: d.Payloads(), Budget: payload.BudgetFor(functionMemoryMB(spec.MemoryMB)),
+	}, agent.Deps{Remote: remote, Payloads: d.Payloads(), Budget: payload.BudgetFor(functionMemoryMB(spec.MemoryMB)), Sealer: d.Sealer(),
 		Breaker: &resilience.Breaker{Threshold: b.Threshold, Cooldown: b.Cooldown}, Store: d.Store(),
 		Gate: &flow.Gate{Store: flow.NewStore(d.Clients.DynamoDB, t.StateTable())},
 		Send: queue.NewSender(d.Clients.SQS), Metrics: d.emitter(fn), Log: d.Log.With("function", fn, "instance", instanceID)}), nil

@@ -47,6 +47,9 @@ const (
 	// EnvPayloadInlineBytes is the largest payload kept inline in a message
 	// or an item; a larger one goes to the payload bucket.
 	EnvPayloadInlineBytes = "SAS_PAYLOAD_INLINE_BYTES"
+	// EnvDataKey is the KMS key that makes each order's data key (sealed
+	// data, shared/seal); unset: nothing sealed.
+	EnvDataKey = "SAS_DATA_KEY"
 )
 
 // FromEnv reads a deployment's configuration (Table's settings with an

@@ -80,6 +80,11 @@ type Settings struct {
 	// keys, KMSCreate for a customer managed key the stack creates, or the
 	// ARN of the customer's own key.
 	KMS string
+	// SealData seals each order's data and results under a data key of its
+	// own, made by the KMS key (the stack's; shared/seal); DataKey is that
+	// key, as the stack tells the functions ("": nothing sealed).
+	SealData bool
+	DataKey  string
 }
 
 // KMSCreate is the KMS setting that makes the stack create its own customer
@@ -242,6 +247,12 @@ var Table = []Setting{
 	{Name: "kms", Context: "kms", Default: "AWS's own keys",
 		Usage: "the customer managed KMS key the tables, every queue and DLQ, the topics and the log groups are encrypted under: create (the stack creates one, rotated yearly, kept when the stack is deleted) or your key's ARN (its key policy must let CloudWatch Logs, CloudWatch alarms and SNS use it: docs/operations.md)",
 		bind:  func(s *Settings) Value { return text(&s.KMS, kmsPattern) }},
+	{Name: "sealData", Context: "sealData", Default: "off",
+		Usage: "true: each order's data, its results and its events' data sealed under a data key of its own (AES-256-GCM, made by the kms key, which it needs), so that the tables, the queues, the payload bucket and the logs hold ciphertext only; sasctl status and the console open it only with kms:Decrypt on the key",
+		bind:  func(s *Settings) Value { return boolean(&s.SealData) }},
+	{Name: "dataKey", Env: EnvDataKey, Default: "set by the stack",
+		Usage: "the KMS key that makes each order's data key, when sealData is on",
+		bind:  func(s *Settings) Value { return text(&s.DataKey, nil) }},
 	{Name: "assetDir", Context: "assetDir",
 		Usage: "the folder of the built functions (make build)",
 		bind:  func(s *Settings) Value { return text(&s.AssetDir, nil) }},

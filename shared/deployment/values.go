@@ -104,6 +104,23 @@ func (v numberValue) Set(s string) error {
 	return nil
 }
 
+// boolValue is true or false.
+type boolValue struct{ p *bool }
+
+func boolean(p *bool) Value { return boolValue{p} }
+
+func (v boolValue) String() string { return strconv.FormatBool(*v.p) }
+func (v boolValue) Type() string   { return "bool" }
+
+func (v boolValue) Set(s string) error {
+	b, err := strconv.ParseBool(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("%q is not true or false", s)
+	}
+	*v.p = b
+	return nil
+}
+
 // durationValue is a Go duration (30s, 5m, 24h), at least min (0: not
 // negative, where 0 leaves the setting to the workflow files).
 type durationValue struct {

@@ -23,6 +23,7 @@ import (
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/queue"
+	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
@@ -46,10 +47,11 @@ type Operator struct {
 	PayloadBucket string
 	Now           func() time.Time
 
-	sqs  *sqs.Client
-	s3   payload.API
-	mu   sync.Mutex
-	urls map[string]string
+	sqs    *sqs.Client
+	s3     payload.API
+	sealer *seal.Sealer // opens with the operator's own credentials
+	mu     sync.Mutex
+	urls   map[string]string
 }
 
 // New returns an operator for the deployment the topology describes.
@@ -63,6 +65,7 @@ func New(c *awsclient.Clients, t topology.Topology) *Operator {
 		Now:           time.Now,
 		sqs:           c.SQS,
 		s3:            c.S3,
+		sealer:        seal.New(c.KMS, ""),
 		urls:          map[string]string{},
 	}
 }

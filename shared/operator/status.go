@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -124,8 +125,27 @@ func (o *Operator) results(ctx context.Context, task statestore.Task, recs []sta
 	}
 	for _, r := range recs {
 		if res, ok := stored[r.Ref()]; ok && r.HasResult && json.Valid(res.JSON) {
-			out[r.Ref()] = res.JSON
+			out[r.Ref()] = o.open(ctx, task.OrderID, res.JSON)
 		}
 	}
 	return out, nil
+}
+
+// open is a result as the operator may read it: sealed (sealData), opened
+// with the operator's own kms:Decrypt on the key, or, without it, its
+// shape: that it is sealed, and why it stays so.
+func (o *Operator) open(ctx context.Context, orderID string, raw json.RawMessage) json.RawMessage {
+	if !seal.IsSealed(raw) {
+		return raw
+	}
+	plain, err := o.sealer.Open(ctx, orderID, raw)
+	if err == nil && json.Valid(plain) {
+		return plain
+	}
+	why := "not JSON once opened"
+	if err != nil {
+		why = err.Error()
+	}
+	b, _ := json.Marshal(map[string]string{seal.Member: "sealed: opening it takes kms:Decrypt on the deployment's key (" + why + ")"})
+	return b
 }

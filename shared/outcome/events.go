@@ -1,6 +1,7 @@
 package outcome
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -23,10 +24,16 @@ type Event struct {
 	EventID string // a repeat of one eventId is a no-op
 	Token   string // an async attempt's callback
 	Data    json.RawMessage
-	Error   string // a callback's refusal: the step fails for good
-	Sender  string // who sent it, as its queue says (SQS's SenderId)
-	Now     time.Time
+	// DataBytes is the data's size as sent, when Data is its claim check or
+	// it sealed (0: len(Data)): the result limit is the sender's data's.
+	DataBytes int
+	Error     string // a callback's refusal: the step fails for good
+	Sender    string // who sent it, as its queue says (SQS's SenderId)
+	Now       time.Time
 }
+
+// size is the event's data's size as sent.
+func (e Event) size() int { return cmp.Or(e.DataBytes, len(e.Data)) }
 
 // Delivered is what an event did.
 type Delivered struct {
@@ -66,9 +73,9 @@ func (r Recorder) Event(ctx context.Context, def workflow.Definition, e Event) (
 	if e.Token != "" {
 		return r.callback(ctx, def, e)
 	}
-	if len(e.Data) > def.Limit() {
+	if e.size() > def.Limit() {
 		return Delivered{}, &Refused{fmt.Sprintf("event for order %s: its data is %d bytes, over workflow %s's %d-byte result limit",
-			e.OrderID, len(e.Data), def.Name, def.Limit())}
+			e.OrderID, e.size(), def.Name, def.Limit())}
 	}
 	i, ok := def.WaitFor(e.Name)
 	if !ok {
@@ -214,9 +221,9 @@ func (r Recorder) callback(ctx context.Context, def workflow.Definition, e Event
 	at := Attempt{OrderID: e.OrderID, Ref: t.Ref, Name: a.Name, Attempt: t.Attempt, Round: t.Round, Token: t.Nonce,
 		Refusal: e.Error, Now: e.Now}
 	switch {
-	case e.Error == "" && len(e.Data) > def.Limit():
+	case e.Error == "" && e.size() > def.Limit():
 		at.Refusal, at.Ran = fmt.Sprintf("%s answered %d bytes, over workflow %s's %d-byte result limit",
-			a.Name, len(e.Data), def.Name, def.Limit()), true
+			a.Name, e.size(), def.Name, def.Limit()), true
 	case e.Error == "" && len(e.Data) > 0:
 		err := r.Store.PutResult(ctx, statestore.Result{OrderID: e.OrderID, Ref: t.Ref, Name: a.Name, Round: t.Round,
 			Attempt: t.Attempt, JSON: e.Data, Now: e.Now, Deadline: def.Deadline})
@@ -226,7 +233,7 @@ func (r Recorder) callback(ctx context.Context, def workflow.Definition, e Event
 		if err != nil {
 			return d, err
 		}
-		at.ResultBytes = len(e.Data)
+		at.ResultBytes = e.size()
 	}
 	d.Outcome = at
 	d.Recorded, err = r.Record(ctx, def, at)

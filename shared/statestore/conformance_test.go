@@ -50,3 +50,12 @@ func TestLimits(t *testing.T) {
 		})
 	}
 }
+
+func TestPayloads(t *testing.T) {
+	for name, e := range engines {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			storetest.Payloads(t, e.Clients)
+		})
+	}
+}

@@ -158,6 +158,16 @@ func (it resultItem) result() (Result, error) {
 	return r, nil
 }
 
+// read is a payload of an order as its steps read it: read back from the
+// payload bucket if a claim check names it there, opened if sealed.
+func (s *Store) read(ctx context.Context, orderID string, raw json.RawMessage) (json.RawMessage, error) {
+	raw, err := s.payloads.Resolve(ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	return s.sealer.Open(ctx, orderID, raw)
+}
+
 func deflate(b []byte) []byte {
 	var buf bytes.Buffer
 	w, _ := flate.NewWriter(&buf, flate.BestCompression) // a valid level: no error
@@ -198,7 +208,7 @@ func (s *Store) Document(ctx context.Context, st Step, order json.RawMessage) (w
 	if err := payload.Reserve(ctx, weight); err != nil {
 		return doc, err
 	}
-	order, err := s.payloads.Resolve(ctx, order)
+	order, err := s.read(ctx, st.OrderID, order)
 	if err != nil {
 		return doc, fmt.Errorf("the order of %s: %w", st.Key(), err)
 	}
@@ -212,7 +222,7 @@ func (s *Store) Document(ctx context.Context, st Step, order json.RawMessage) (w
 		if !ok {
 			continue
 		}
-		if r.JSON, err = s.payloads.Resolve(ctx, r.JSON); err != nil {
+		if r.JSON, err = s.read(ctx, st.OrderID, r.JSON); err != nil {
 			return doc, fmt.Errorf("the result of %s: %w", r.Name, err)
 		}
 		if n := v.items[ref.Index]; n > 0 {

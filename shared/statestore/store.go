@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -46,7 +47,9 @@ type Store struct {
 	keep   time.Duration // how long an ended order is kept (0: forever)
 	// payloads reads back what claim checks name (nil: no bucket).
 	payloads *payload.Store
-	defined  sync.Map // by workflow version, *definedOnce: whether this process stored its definition
+	// sealer opens an order's sealed data (nil: none sealed).
+	sealer  *seal.Sealer
+	defined sync.Map // by workflow version, *definedOnce: whether this process stored its definition
 }
 
 // definedOnce is one workflow version's definition as this process stored
@@ -78,6 +81,13 @@ func (s *Store) WithRetention(d time.Duration) *Store {
 // that the order and its results name by claim check.
 func (s *Store) WithPayloads(p *payload.Store) *Store {
 	s.payloads = p
+	return s
+}
+
+// WithSealer makes Document open the order's data and results sealed
+// under its data key (shared/seal).
+func (s *Store) WithSealer(x *seal.Sealer) *Store {
+	s.sealer = x
 	return s
 }
 

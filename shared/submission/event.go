@@ -60,11 +60,12 @@ func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Ev
 	if err != nil {
 		return err
 	}
+	sent := len(e.Data)
 	if e.Data, err = h.keepData(ctx, def, e); err != nil {
 		return err
 	}
 	d, err := outcome.Recorder{Store: h.store}.Event(ctx, def, outcome.Event{OrderID: e.OrderID, Name: e.Event,
-		EventID: e.EventID, Token: e.Token, Data: e.Data, Error: e.Error, Sender: rec.Attributes["SenderId"], Now: h.Now()})
+		EventID: e.EventID, Token: e.Token, Data: e.Data, DataBytes: sent, Error: e.Error, Sender: rec.Attributes["SenderId"], Now: h.Now()})
 	switch {
 	case outcome.IsRefused(err):
 		h.metrics.Count(metrics.EventsRefused, 1, map[string]any{"OrderID": e.OrderID, "Event": e.Event})
@@ -108,15 +109,34 @@ func (h *Handler) follow(ctx context.Context, def workflow.Definition, a outcome
 	return h.send.SendJSON(ctx, h.cfg.SchedulerQueueURL, outcome.Reply(def, a, rec, result, nil), 0)
 }
 
-// keepData is the event's data as it is recorded and sent on: itself, or,
-// over the inline limit, its claim check, the data kept in the payload
-// bucket first. Data over the workflow's result limit is left for the
-// recorder to refuse as it refuses any.
+// keepData is the event's data as it is recorded and sent on: itself, or
+// sealed under its order's data key (a sealed order's), and, over the
+// inline limit, its claim check, the data kept in the payload bucket first.
+// Data over the workflow's result limit is left for the recorder to refuse
+// as it refuses any.
 func (h *Handler) keepData(ctx context.Context, def workflow.Definition, e message.Event) (json.RawMessage, error) {
-	n := len(e.Data)
-	switch {
-	case n <= h.payloads.Inline() || n > def.Limit():
-		return e.Data, nil
+	data := e.Data
+	if len(data) == 0 || len(data) > def.Limit() {
+		return data, nil
+	}
+	if h.sealer != nil { // sealed under its order's data key, if its order is sealed
+		stored, err := h.store.Order(ctx, e.OrderID)
+		if err != nil {
+			return nil, err
+		}
+		key, sealed, err := h.sealer.KeyOf(ctx, e.OrderID, []byte(stored))
+		if err != nil {
+			return nil, err
+		}
+		if sealed {
+			if data, err = key.Seal(data, nil); err != nil {
+				return nil, err
+			}
+		}
+	}
+	switch n := len(data); {
+	case n <= h.payloads.Inline():
+		return data, nil
 	case n > h.payloads.Max():
 		return nil, message.Invalid("event for %s: its data is %d bytes, over the %d a deployment without a payload bucket takes (payloadBucket)",
 			e.OrderID, n, h.payloads.Max())
@@ -125,5 +145,5 @@ func (h *Handler) keepData(ctx context.Context, def workflow.Definition, e messa
 	if e.Token != "" {
 		what = "callbacks"
 	}
-	return h.payloads.Keep(ctx, e.OrderID, what, e.Data, nil)
+	return h.payloads.Keep(ctx, e.OrderID, what, data, nil)
 }

@@ -6,6 +6,7 @@ package submission
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/sqsbatch"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -69,6 +71,7 @@ type Handler struct {
 	catalog  *dispatch.Catalog
 	slots    SlotReleaser
 	payloads *payload.Store
+	sealer   *seal.Sealer
 	Now      func() time.Time
 	// Crash, if set, is called at each crash point (after a write, before the
 	// send that follows it); a chaos test makes it panic there, as a killed
@@ -91,6 +94,9 @@ type Deps struct {
 	// and reads the bodies SQS Extended Client pointers name (nil: none:
 	// orders are inline only, at most payload.MaxInline).
 	Payloads *payload.Store
+	// Sealer seals each order's data, and its events', under a data key
+	// of its own (nil: none sealed).
+	Sealer *seal.Sealer
 }
 
 // SlotReleaser lets go a slot of an agent's calls in flight (flow.Store),
@@ -121,7 +127,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		return &sqsbatch.Processor{Name: "submission", DLQURL: dlq, Rejecter: d.Send, Metrics: d.Metrics,
 			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), OnceAtEnd: true, Hider: hiderOf(d.Send), QueueURL: queue}
 	}
-	return &Handler{cfg: cfg, store: d.Store, send: d.Send, notify: d.Notify, metrics: d.Metrics, log: d.Log, slots: d.Slots, payloads: d.Payloads,
+	return &Handler{cfg: cfg, store: d.Store, send: d.Send, notify: d.Notify, metrics: d.Metrics, log: d.Log, slots: d.Slots, payloads: d.Payloads, sealer: d.Sealer,
 		Now: time.Now, dispatch: disp, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store},
 		batch: processor(cfg.DLQURL, cfg.QueueURL), events: processor(cfg.EventsDLQURL, cfg.EventsQueueURL)}, nil
 }
@@ -237,7 +243,7 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 		h.log.Debug("order accepted", "order_id", o.OrderID) // every order: its metric counts it
 		h.notify.Post(ctx, notify.Event{OrderID: o.OrderID, ReplyQueue: o.ReplyQueue, Round: 1,
 			Event: workflow.EventReceived, State: workflow.Pending, At: now})
-	} else if err := h.sameAsStored(ctx, o, body, now); err != nil {
+	} else if err := h.sameAsStored(ctx, o, now); err != nil {
 		return err
 	} else {
 		// Send the first step's request again all the same: if the first
@@ -265,19 +271,50 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 	return err
 }
 
-// keep is the order as stored and sent on: itself, or, over the inline
-// limit, its claim check (its orderId, workflow and replyQueue beside it),
-// the order kept in the payload bucket first. The same order makes the
-// same check: a resend is known as the same order by it.
+// keep is the order as stored and sent on: itself, or sealed under a data
+// key of its own (with a Sealer), and, over the inline limit, its claim
+// check, the order kept in the payload bucket first; its orderId, workflow
+// and replyQueue beside it in clear, and a sealed order's data key in its
+// claim check's head.
 func (h *Handler) keep(ctx context.Context, o message.Order) (string, error) {
-	whole := o.JSON()
-	if len(whole) > h.payloads.Max() {
-		return "", message.Invalid("order %s is %d bytes, over the %d a deployment without a payload bucket takes (payloadBucket)",
-			o.OrderID, len(whole), h.payloads.Max())
+	head := map[string]string{"orderId": o.OrderID, "workflow": o.Workflow, "replyQueue": o.ReplyQueue}
+	body := []byte(o.JSON())
+	if h.sealer != nil {
+		key, err := h.sealer.NewKey(ctx, o.OrderID)
+		if err != nil {
+			return "", err
+		}
+		if body, err = key.Seal(body, head); err != nil {
+			return "", err
+		}
+		head[seal.KeyMember] = base64.StdEncoding.EncodeToString(key.Blob())
 	}
-	kept, err := h.payloads.Keep(ctx, o.OrderID, "order", []byte(whole),
-		map[string]string{"orderId": o.OrderID, "workflow": o.Workflow, "replyQueue": o.ReplyQueue})
+	if len(body) > h.payloads.Max() {
+		return "", message.Invalid("order %s is %d bytes, over the %d a deployment without a payload bucket takes (payloadBucket)",
+			o.OrderID, len(body), h.payloads.Max())
+	}
+	kept, err := h.payloads.Keep(ctx, o.OrderID, "order", body, head)
 	return string(kept), err
+}
+
+// same reports whether stored is the order o: as sent, or its claim check
+// (the same bytes, by their hash), or sealed (the same once opened).
+func (h *Handler) same(ctx context.Context, o message.Order, stored string) (bool, error) {
+	if payload.Same(stored, []byte(o.JSON())) {
+		return true, nil
+	}
+	if !seal.IsSealed([]byte(stored)) && !strings.Contains(stored, seal.KeyMember) {
+		return false, nil
+	}
+	raw, err := h.payloads.Resolve(ctx, json.RawMessage(stored))
+	if err != nil {
+		return false, err
+	}
+	plain, err := h.sealer.Open(ctx, o.OrderID, raw)
+	if err != nil {
+		return false, err
+	}
+	return string(plain) == o.JSON(), nil
 }
 
 // definition is the workflow an order names (none: the default). A name
@@ -298,9 +335,12 @@ func (h *Handler) definition(ctx context.Context, o message.Order) (workflow.Def
 // sameAsStored checks that a resent OrderID carries the content first
 // accepted: a resend with other content is a conflict, rejected to the DLQ
 // with the reason, counted, and its sender told (never dropped in silence).
-func (h *Handler) sameAsStored(ctx context.Context, o message.Order, body string, now time.Time) error {
+func (h *Handler) sameAsStored(ctx context.Context, o message.Order, now time.Time) error {
 	stored, err := h.store.Order(ctx, o.OrderID)
-	if err != nil || stored == body {
+	if err != nil {
+		return err
+	}
+	if same, err := h.same(ctx, o, stored); err != nil || same {
 		return err
 	}
 	reason := fmt.Sprintf("orderId %s was already accepted with different content", o.OrderID)

@@ -26,7 +26,9 @@ type badInput struct {
 	dropMetric        string // or dropped on purpose: the metric that counts it
 }
 
-func badInputs(t topology.Topology, queueURLOf func(string) string) []badInput {
+// badInputs are the bad inputs of a stack of topology t (queueURLOf names
+// its queues; pointer sends a body by SQS Extended Client pointer).
+func badInputs(t topology.Topology, queueURLOf, pointer func(string) string) []badInput {
 	orders, sched := t.OrdersQueue(), t.SchedulerQueue()
 	req, resp := t.AgentRequests("inventory"), t.AgentResponses("inventory")
 	good := `{"orderId":"%s","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":100}]%s}`
@@ -57,7 +59,7 @@ func badInputs(t topology.Topology, queueURLOf func(string) string) []badInput {
 		order("no items", `{"orderId":"b8","customerId":"c","items":[]}`, "items: minItems"),
 		order("too many items", `{"orderId":"b9","customerId":"c","items":[`+strings.TrimSuffix(strings.Repeat(`{"sku":"A","quantity":1,"unitPriceCents":1},`, 101), ",")+`]}`, "items: maxItems"),
 		order("bad orderId", fmt.Sprintf(good, "has space", ""), "orderId"),
-		order("oversized", fmt.Sprintf(good, "b10", `,"note":"`+strings.Repeat("x", 40_000)+`"`), "over the 32768-byte limit"),
+		order("oversized, by SQS Extended Client pointer", pointer(tooLarge("b10")), "over the 16777216-byte limit"),
 		order("disallowed reply queue", fmt.Sprintf(good, "b11", `,"replyQueue":"https://sqs.example/1/elsewhere"`), "is not allowed"),
 		order("reply queue walking out of the prefix", fmt.Sprintf(good, "b12", `,"replyQueue":"`+clients+`../`+orders.Name+`"`), "path must be /ACCOUNT/QUEUE"),
 		order("orderId twice", `{"orderId":"b13","orderId":"b14","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":1}]}`, `duplicate object member name "orderId"`),
@@ -93,7 +95,7 @@ func TestBadInputNeverBlocksGoodInput(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{}, patient)
 	ctx := context.Background()
-	inputs := badInputs(e.stack.Topology(), e.stack.QueueURL)
+	inputs := badInputs(e.stack.Topology(), e.stack.QueueURL, e.pointer)
 	require.GreaterOrEqual(t, len(inputs), 25)
 
 	// A forged reply for another attempt of a live order: fenced off.

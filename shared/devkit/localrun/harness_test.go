@@ -191,6 +191,22 @@ func (e *env) send(queue string, bodies ...string) {
 	}
 }
 
+// pointer keeps body in the stack's payload bucket and returns the SQS
+// Extended Client pointer message to send in its place (a body over SQS's
+// 256 KB comes so).
+func (e *env) pointer(body string) string {
+	e.t.Helper()
+	ptr, err := e.stack.Deployment.Payloads().Offload(context.Background(), []byte(body))
+	require.NoError(e.t, err)
+	return ptr
+}
+
+// tooLarge is an order one byte over the largest an order may be.
+func tooLarge(id string) string {
+	head := `{"orderId":"` + id + `","customerId":"c","items":[],"pad":"`
+	return head + strings.Repeat("x", message.MaxOrderBytes+1-len(head)-2) + `"}`
+}
+
 // clientQueue creates a reply queue the stack allows and returns its URL.
 func (e *env) clientQueue(name string) string {
 	e.t.Helper()

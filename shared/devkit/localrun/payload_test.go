@@ -5,12 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/stretchr/testify/require"
 
@@ -19,6 +22,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -31,7 +35,7 @@ resultLimit: 16MB
 deadline: 10m
 pickupTimeout: 30s
 defaults:
-  timeout: 60s
+  timeout: 20s
   maxFailures: 2
 agents:
   scans:
@@ -130,6 +134,10 @@ func largeEnv(t *testing.T, flow string, tweak func(*localrun.Options)) (*env, *
 	return newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
 		o.Workflows = workflow.MustSet(def)
 		o.Remotes = map[string]agent.Remote{"scans": svc}
+		// The file's timeouts, not the quick ones of the other tests: a
+		// step that reads 32 MB back and writes 16 MB through moto's S3
+		// takes seconds on a loaded machine.
+		o.Settings.StepTimeout, o.Settings.PickupTimeout = 20*time.Second, 30*time.Second
 		if tweak != nil {
 			tweak(o)
 		}
@@ -261,4 +269,83 @@ func TestAnOrderOverSQSsLimitIsSubmittedByPointerAndJudged(t *testing.T) {
 	in, ok := svc.of("by-client-1", "scan")
 	require.True(t, ok)
 	require.Greater(t, in.bytes, 1<<20, "scan read the whole order")
+}
+
+// With sealData, an order's data and its results are sealed under a data
+// key of the order's own: the services get them in clear, while the
+// tables, the payload bucket and the handlers' logs hold ciphertext only;
+// an operator reads a result with kms:Decrypt on the key, and without it
+// only that it is sealed.
+func TestSealedDataIsCiphertextEverywhereButTheCall(t *testing.T) {
+	t.Parallel()
+	e, svc := largeEnv(t, largeFlow, func(o *localrun.Options) {
+		o.SealData = true
+		o.PayloadInline = payload.MinInline // some sealed payloads in the bucket, some inline
+	})
+	const secret = "ssn-123-45-6789"
+	ctx := context.Background()
+	small := fmt.Sprintf(`{"orderId":"sealed-1","workflow":"large","answer":200,"doc":%q}`, secret)
+	large := largeOrder("sealed-2", 200<<10, 300<<10)
+	large = strings.Replace(large, `"doc":"`, `"doc":"`+secret, 1)
+	e.send(e.stack.Topology().OrdersQueue().Name, small, large)
+	tasks := e.waitEndedWithin([]string{"sealed-1", "sealed-2"}, 2*time.Minute)
+	for id, task := range tasks {
+		require.Equal(t, workflow.Failed, task.State, "%s: ship refused, the steps undone", id)
+		in, ok := svc.of(id, "file")
+		require.True(t, ok)
+		require.Equal(t, sum(pages(map[string]int{"sealed-1": 200, "sealed-2": 300 << 10}[id])), in.scanPages, "%s: file read scan's answer in clear", id)
+	}
+	in, _ := svc.of("sealed-1", "scan")
+	require.Equal(t, sum(secret), in.orderDoc, "the service got the order in clear")
+
+	// Nowhere at rest: every item of both tables, every object of the bucket.
+	c := e.stack.Deployment.Clients
+	for _, table := range []string{e.stack.Topology().OrdersTable(), e.stack.Topology().StateTable()} {
+		out, err := c.DynamoDB.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table)})
+		require.NoError(t, err)
+		require.NotEmpty(t, out.Items)
+		for _, item := range out.Items {
+			b, _ := json.Marshal(item)
+			require.NotContains(t, string(b), secret, "an item of %s", table)
+			require.NotContains(t, string(b), "pppppppp", "a result in clear in %s", table)
+		}
+	}
+	objs, err := c.S3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(e.stack.Resources.PayloadBucket)})
+	require.NoError(t, err)
+	require.NotEmpty(t, objs.Contents, "the large order and its results are in the bucket")
+	for _, o := range objs.Contents {
+		got, err := c.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(e.stack.Resources.PayloadBucket), Key: o.Key})
+		require.NoError(t, err)
+		b, err := io.ReadAll(got.Body)
+		require.NoError(t, err)
+		if strings.HasPrefix(aws.ToString(o.Key), "orders/") {
+			require.True(t, seal.IsSealed(b), "%s holds a sealed payload", aws.ToString(o.Key))
+		}
+	}
+	require.NotContains(t, e.logs.String(), secret, "the handlers' logs")
+
+	// The operator: with the key, the result in clear; with a key that is
+	// not the order's (no kms:Decrypt on it, for KMS), its shape.
+	op := operator.New(c, e.stack.Topology())
+	st, err := op.Status(ctx, "sealed-1")
+	require.NoError(t, err)
+	require.Contains(t, string(resultOf(t, st, "scan")), `"pages":"ppp`, "opened with the operator's credentials")
+	denied := *c
+	denied.KMS = kms.NewFromConfig(c.Config, func(o *kms.Options) { o.BaseEndpoint = aws.String("http://127.0.0.1:1") }) // no KMS to ask
+	st, err = operator.New(&denied, e.stack.Topology()).Status(ctx, "sealed-1")
+	require.NoError(t, err)
+	require.Contains(t, string(resultOf(t, st, "scan")), "sealed: opening it takes kms:Decrypt")
+	require.NotContains(t, string(resultOf(t, st, "scan")), "ppp")
+}
+
+// resultOf is the result status shows for a record.
+func resultOf(t *testing.T, st operator.Status, name string) json.RawMessage {
+	t.Helper()
+	for _, r := range st.Records {
+		if r.Name == name {
+			return r.Result
+		}
+	}
+	t.Fatalf("no record %s in %+v", name, st.Records)
+	return nil
 }

@@ -41,8 +41,11 @@ type Options struct {
 	// PayloadInline is the largest payload kept inline (default
 	// payload.DefaultInline); a larger one goes to the payload bucket.
 	PayloadInline int
-	BatchSize     int    // messages per invocation, like an event source mapping's (default 10)
-	Prefix        string // resource name prefix (default deployment.DefaultPrefix)
+	// SealData seals each order's data under a data key of its own, made by
+	// a KMS key of the emulator's (alias/<prefix>-data).
+	SealData  bool
+	BatchSize int    // messages per invocation, like an event source mapping's (default 10)
+	Prefix    string // resource name prefix (default deployment.DefaultPrefix)
 	// Workflows are the workflows the stack runs (default: the example
 	// order workflow), with Settings' overrides.
 	Workflows workflow.Set
@@ -125,11 +128,18 @@ func New(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("provision: %w", err)
 	}
+	var dataKey string
+	if o.SealData {
+		if dataKey, err = provision.EnsureKey(ctx, clients.KMS, "alias/"+o.Prefix+"-data"); err != nil {
+			return nil, fmt.Errorf("provision: %w", err)
+		}
+	}
 	ordersURL := res.URL(topo.OrdersQueue().Name)
 	cfg := deployment.Config{Settings: deployment.Settings{
 		Topology: topo, QueueURLBase: strings.TrimSuffix(ordersURL, "/"+topo.OrdersQueue().Name),
 		AlertTopicARN: res.TopicARN, Overrides: o.Settings, AllowedReplyQueues: o.AllowedReplyQueues,
 		BacklogDepth: o.BacklogDepth, PayloadBucket: res.PayloadBucket, PayloadInlineBytes: o.PayloadInline,
+		SealData: o.SealData, DataKey: dataKey,
 	}, Workflows: set, AgentBackoff: o.AgentBackoff}
 	if len(cfg.AllowedReplyQueues) == 0 {
 		cfg.AllowedReplyQueues = []string{cfg.QueueURL(ClientQueuePrefix(o.Prefix))}

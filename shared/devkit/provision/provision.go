@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -61,6 +63,27 @@ func Ensure(ctx context.Context, c *awsclient.Clients, t topology.Topology) (*Re
 		return nil, err
 	}
 	return res, nil
+}
+
+// EnsureKey is the ARN of the KMS key alias names (alias/NAME), created
+// with the alias unless it exists: a local stack's data key (sealData).
+func EnsureKey(ctx context.Context, api *kms.Client, alias string) (string, error) {
+	out, err := api.DescribeKey(ctx, &kms.DescribeKeyInput{KeyId: aws.String(alias)})
+	var missing *kmstypes.NotFoundException
+	switch {
+	case err == nil:
+		return aws.ToString(out.KeyMetadata.Arn), nil
+	case !errors.As(err, &missing):
+		return "", fmt.Errorf("describe key %s: %w", alias, err)
+	}
+	key, err := api.CreateKey(ctx, &kms.CreateKeyInput{Description: aws.String("the data keys of " + alias)})
+	if err != nil {
+		return "", fmt.Errorf("create key %s: %w", alias, err)
+	}
+	if _, err := api.CreateAlias(ctx, &kms.CreateAliasInput{AliasName: aws.String(alias), TargetKeyId: key.KeyMetadata.KeyId}); err != nil {
+		return "", fmt.Errorf("alias %s: %w", alias, err)
+	}
+	return aws.ToString(key.KeyMetadata.Arn), nil
 }
 
 // EnsureBucket creates a bucket, unless this account has it already.
