@@ -29,6 +29,10 @@ type plan struct {
 	// bucket (objects), and its orders, answers and callbacks are larger
 	// than that (padded): claim checks through every interleaving.
 	payloads bool
+	// sealed: the run seals its orders' data under data keys of its key
+	// (keys), in half of the payload runs: sealed payloads through every
+	// interleaving, some kept in the bucket.
+	sealed bool
 }
 
 // padBytes is how much a payload run pads its orders, answers and
@@ -83,7 +87,9 @@ func newPlan(seed uint64, large, plain bool) plan {
 	}
 	// Decided by a stream of its own: the seed's other choices are as they
 	// were before runs had payloads.
-	p.payloads = !plain && rand.New(rand.NewPCG(seed, 0xc1a)).IntN(3) == 0
+	choice := rand.New(rand.NewPCG(seed, 0xc1a))
+	p.payloads = !plain && choice.IntN(3) == 0
+	p.sealed = p.payloads && choice.IntN(2) == 0
 	defer func() {
 		for _, o := range p.orders {
 			if p.payloads {

@@ -22,6 +22,7 @@ import (
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/scheduler"
+	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/submission"
 	"github.com/sas-go/sas/shared/supervisor"
@@ -48,8 +49,13 @@ type World struct {
 	flow  flow.Store
 	// payloads is a payload run's bucket (nil: every payload inline).
 	payloads *payload.Store
-	byID     map[string]*order
-	faults   bool // faults were injected in this run (faulty before the drain)
+	// sealer seals a sealed run's orders' data (nil: none sealed), under
+	// keys; db is the store's engine, for each Agent instance's own store.
+	sealer *seal.Sealer
+	keys   *keys
+	db     statestore.API
+	byID   map[string]*order
+	faults bool // faults were injected in this run (faulty before the drain)
 
 	mu  sync.Mutex // the clock, the alerts, the claims, the trace, the service's books
 	now time.Time
@@ -121,6 +127,12 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 		w.payloads = payload.New(newObjects(p.seed, p.faulty, w.count), "explore-payloads", payload.MinInline)
 		w.store.WithPayloads(w.payloads)
 	}
+	w.db = limited
+	if p.sealed {
+		w.keys = newKeys(p.seed, p.faulty, w.count)
+		w.sealer = seal.New(w.keys, "explore-key")
+		w.store.WithSealer(w.sealer)
+	}
 	w.flow = flow.NewStore(limited, topo.StateTable())
 	w.q = &queues{now: w.clock}
 	var err error
@@ -138,7 +150,7 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 	}
 	if w.sub, err = submission.New(submission.Config{Workflows: w.set, AgentQueues: requests,
 		SchedulerQueueURL: w.url(topo.SchedulerQueue().Name), DLQURL: w.url(topo.OrdersQueue().DLQName)},
-		submission.Deps{Store: w.store, Send: w.sender, Notify: ntf, Metrics: m, Log: log, Slots: w.flow, Payloads: w.payloads}); err != nil {
+		submission.Deps{Store: w.store, Send: w.sender, Notify: ntf, Metrics: m, Log: log, Slots: w.flow, Payloads: w.payloads, Sealer: w.sealer}); err != nil {
 		return nil, err
 	}
 	alerts := alert.New(publisher{w}, "arn:aws:sns:us-east-1:000000000000:alerts", m)
@@ -159,14 +171,21 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 // time.
 func (w *World) newInstance(a string) *instance {
 	f := w.flows[a]
+	// Its own store and sealer in a sealed run, as an instance of its own
+	// function: the data keys it opens are its own to ask KMS for.
+	store, sealer := w.store, w.sealer
+	if w.keys != nil {
+		sealer = seal.New(w.keys, "explore-key")
+		store = statestore.New(w.db, w.topo.OrdersTable(), w.topo.StateTable(), 1).WithPayloads(w.payloads).WithSealer(sealer)
+	}
 	log := slog.New(slog.NewTextHandler(&w.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	h := agent.New(agent.Config{Workflows: w.set, Name: a, InstanceID: fmt.Sprintf("explore-%s-%d", a, len(w.instances[a])+1),
 		ResponseQueueURL: w.url(w.topo.AgentResponses(a).Name), RequestQueueURL: w.url(w.topo.AgentRequests(a).Name),
 		DLQURL: w.url(w.topo.AgentRequests(a).DLQName), RateLimit: f.rate, PerKey: f.perKey,
 		Backoff: resilience.Backoff{Base: time.Second, Max: 4 * time.Second}, CallTimeout: time.Minute, Margin: 100 * time.Millisecond},
 		agent.Deps{Remote: service{agent: a, w: w}, Breaker: &resilience.Breaker{Threshold: 1 << 30, Cooldown: time.Hour},
-			Store: watchedStore{Store: w.store, w: w}, Send: w.sender, Metrics: metrics.New(io.Discard, "explore"), Log: log,
-			Gate: &flow.Gate{Store: w.flow, Sleep: w.sleeper("its rate turn")}, Payloads: w.payloads})
+			Store: watchedStore{Store: store, w: w}, Send: w.sender, Metrics: metrics.New(io.Discard, "explore"), Log: log,
+			Gate: &flow.Gate{Store: w.flow, Sleep: w.sleeper("its rate turn")}, Payloads: w.payloads, Sealer: sealer})
 	h.Now, h.Sleep, h.Crash = w.clock, w.sleeper("a backoff"), w.crash
 	in := &instance{h: h}
 	w.instances[a] = append(w.instances[a], in)

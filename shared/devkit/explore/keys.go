@@ -1,0 +1,86 @@
+package explore
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"errors"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/kms/types"
+
+	"github.com/sas-go/sas/shared/seal"
+)
+
+// keys is the KMS key of a run that seals its orders' data (plan.sealed):
+// in memory, as its bucket is, so that the explorer decides its faults
+// (with faults, a request that fails). A data key is wrapped under the
+// run's key with its encryption context as additional data, as KMS binds
+// it. Its real behaviour is KMS's, tested on moto (shared/seal).
+type keys struct {
+	mu     sync.Mutex
+	rng    *rand.Rand
+	faulty bool
+	master cipher.AEAD
+	count  func(string)
+}
+
+// newKeys is a run's key: faults injected if faulty.
+func newKeys(seed uint64, faulty bool, count func(string)) *keys {
+	rng := rand.New(rand.NewPCG(seed, 0x6b5))
+	k := make([]byte, 32)
+	for i := range k {
+		k[i] = byte(rng.IntN(256))
+	}
+	block, _ := aes.NewCipher(k) // 32 bytes: no error
+	gcm, _ := cipher.NewGCM(block)
+	return &keys{rng: rng, faulty: faulty, master: gcm, count: count}
+}
+
+func (k *keys) fault() bool { return k.faulty && k.rng.IntN(8) == 0 }
+
+func aad(ctx map[string]string) []byte { return []byte(ctx["orderId"]) }
+
+// GenerateDataKey makes a data key, wrapped under the run's key.
+func (k *keys) GenerateDataKey(_ context.Context, in *kms.GenerateDataKeyInput, _ ...func(*kms.Options)) (*kms.GenerateDataKeyOutput, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.fault() {
+		k.count("data keys not made (KMS failed)")
+		return nil, errLost
+	}
+	plain := make([]byte, 32)
+	for i := range plain {
+		plain[i] = byte(k.rng.IntN(256))
+	}
+	nonce := make([]byte, k.master.NonceSize())
+	for i := range nonce {
+		nonce[i] = byte(k.rng.IntN(256))
+	}
+	k.count("data keys made")
+	return &kms.GenerateDataKeyOutput{Plaintext: plain, CiphertextBlob: k.master.Seal(nonce, nonce, plain, aad(in.EncryptionContext))}, nil
+}
+
+// Decrypt unwraps a data key for its encryption context.
+func (k *keys) Decrypt(_ context.Context, in *kms.DecryptInput, _ ...func(*kms.Options)) (*kms.DecryptOutput, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.fault() {
+		k.count("data keys not opened (KMS failed)")
+		return nil, errLost
+	}
+	n := k.master.NonceSize()
+	if len(in.CiphertextBlob) < n {
+		return nil, &types.InvalidCiphertextException{Message: new(string)}
+	}
+	plain, err := k.master.Open(nil, in.CiphertextBlob[:n], in.CiphertextBlob[n:], aad(in.EncryptionContext))
+	if err != nil {
+		return nil, errors.Join(&types.InvalidCiphertextException{Message: new(string)}, err)
+	}
+	k.count("data keys opened")
+	return &kms.DecryptOutput{Plaintext: plain}, nil
+}
+
+var _ seal.API = (*keys)(nil)
