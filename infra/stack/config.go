@@ -139,6 +139,9 @@ func (p Props) Validate() error {
 	if p.OTLPHeadersSecret != "" && p.OTLPEndpoint == "" {
 		return fmt.Errorf("context otlpHeadersSecret is the headers of otlpEndpoint's collector: set otlpEndpoint too")
 	}
+	if p.SealData && p.KMS == "" {
+		return fmt.Errorf("context sealData=true needs context kms (create, or your key's ARN): each order's data key is made under that key")
+	}
 	if p.SupervisorRate < time.Minute || p.SupervisorRate%time.Minute != 0 {
 		return fmt.Errorf("context supervisorRate=%s: an EventBridge schedule is whole minutes, at least 1m",
 			deployment.ShortDuration(p.SupervisorRate))

@@ -82,3 +82,29 @@ func keyUse(key awskms.IKey) awsiam.PolicyStatement {
 func viaService(service string) *string {
 	return awscdk.Fn_Sub(jsii.String(service+".${AWS::Region}.amazonaws.com"), nil)
 }
+
+// sealUse is what a function's role may do with the key when the orders'
+// data is sealed (context sealData; shared/seal): call KMS itself, not
+// through a service, to open an order's data key (kms:Decrypt) and,
+// Submission, to make it (kms:GenerateDataKey), and only for an order's
+// data key: a request whose encryption context is the order's id alone
+// (ForAllValues: no other key; Null false: not without one).
+func sealUse(key awskms.IKey, makesKeys bool) awsiam.PolicyStatement {
+	actions := []string{"kms:Decrypt"}
+	if makesKeys {
+		actions = append([]string{"kms:GenerateDataKey"}, actions...)
+	}
+	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("SealData"),
+		Actions:   jsii.Strings(actions...),
+		Resources: &[]*string{key.KeyArn()},
+		Conditions: &map[string]any{
+			"ForAllValues:StringEquals": map[string]any{"kms:EncryptionContextKeys": []*string{jsii.String(sealContextKey)}},
+			"Null":                      map[string]any{"kms:EncryptionContextKeys": "false"},
+		},
+	})
+}
+
+// sealContextKey is the one key of the encryption context of an order's
+// data key (shared/seal): its value is the order's id.
+const sealContextKey = "orderId"

@@ -3,6 +3,7 @@ package stack_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,13 +23,17 @@ import (
 // ownKey is a customer's key ARN, as context kms takes it.
 const ownKey = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 
-// synthKMS synthesizes the stack with context kms=value and cdk-nag's
-// checks, and returns the template, its annotations and its file.
-func synthKMS(t *testing.T, value string) (map[string]any, assertions.Annotations, string) {
+// synthKMS synthesizes the stack with context kms=value (and more
+// context, if given) and cdk-nag's checks, and returns the template, its
+// annotations and its file.
+func synthKMS(t *testing.T, value string, more ...map[string]any) (map[string]any, assertions.Annotations, string) {
 	t.Helper()
 	assets := standInAssets(t)
-	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir()), Context: &map[string]any{
-		"prefix": "shop", "assetDir": assets, "kms": value, "alarmEmail": "ops@example.com"}})
+	ctx := map[string]any{"prefix": "shop", "assetDir": assets, "kms": value, "alarmEmail": "ops@example.com"}
+	for _, m := range more {
+		maps.Copy(ctx, m)
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir()), Context: &ctx})
 	p, err := stack.Config(app)
 	require.NoError(t, err)
 	st := stack.New(app, "shop-kms", p, nil)
@@ -93,6 +98,7 @@ func TestYourOwnKeyEncryptsEveryTableQueueTopicAndLogGroup(t *testing.T) {
 				require.True(t, c.key(def["KMSMasterKeyID"]), "%s: %v", id, def["KMSMasterKeyID"])
 				require.Equal(t, true, sse["BucketKeyEnabled"], "%s: a data key per bucket, not a KMS request per object", id)
 			}
+			requireNotSealed(t, tmpl) // sealData is off by default
 			roles := 0
 			for id, p := range of(tmpl, "AWS::IAM::Policy") {
 				through, throughS3 := false, false
@@ -159,4 +165,132 @@ func TestYourOwnKeyEncryptsEveryTableQueueTopicAndLogGroup(t *testing.T) {
 			require.NoError(t, err, "cfn-lint findings:\n%s", out)
 		})
 	}
+}
+
+// With context sealData=true (and kms), every function (Submission, the
+// Scheduler, the Supervisor, each Agent: all handle an order's data) is
+// told the key that makes the orders' data keys (SAS_DATA_KEY: the key
+// created, or the customer's), and its role may call KMS with that key
+// directly in one statement, SealData: Submission make an order's data key
+// and open it, the others open it; only on that key, and only for an
+// order's data key (an encryption context of orderId and nothing else; none
+// at all refused). Every other use of the key stays through a service. The
+// stack stays cdk-nag and cfn-lint clean.
+func TestSealedDataGivesEachFunctionTheKeyAndOnlyItsUse(t *testing.T) {
+	for _, kms := range []string{"create", ownKey} {
+		t.Run(strings.SplitN(kms, ":", 2)[0], func(t *testing.T) {
+			tmpl, notes, path := synthKMS(t, kms, map[string]any{"sealData": "true"})
+			var arn any = ownKey
+			if kms == "create" {
+				keys := of(tmpl, "AWS::KMS::Key")
+				require.Len(t, keys, 1)
+				for id := range keys {
+					arn = map[string]any{"Fn::GetAtt": []any{id, "Arn"}}
+				}
+			}
+			fns := of(tmpl, "AWS::Lambda::Function")
+			require.Len(t, fns, len(expected), "Submission, Scheduler, Supervisor and an Agent per agent")
+			for id, f := range fns {
+				env := f["Environment"].(map[string]any)["Variables"].(map[string]any)
+				require.Equal(t, arn, env["SAS_DATA_KEY"], id)
+			}
+			roles := map[string]bool{}
+			for id, p := range of(tmpl, "AWS::IAM::Policy") {
+				role := roleOf(id)
+				require.NotEmpty(t, role, id)
+				var seal []map[string]any
+				for _, s := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+					st := s.(map[string]any)
+					if st["Sid"] == "SealData" {
+						seal = append(seal, st)
+						continue
+					}
+					if !slices.ContainsFunc(asList(st["Action"]), func(a string) bool { return strings.HasPrefix(a, "kms:") }) {
+						continue
+					}
+					if st["Sid"] == nil && st["Condition"] == nil {
+						// Known gap, not sealData's: CDK's SqsEventSource grants a
+						// queue's consumer kms:Decrypt on the queue's key with no
+						// condition (grantConsumeMessages), beside
+						// DataKeyThroughTheServices; the Supervisor consumes none.
+						require.NotEqual(t, "Supervisor", role, id)
+						require.Equal(t, map[string]any{"Effect": "Allow", "Action": "kms:Decrypt", "Resource": arn}, st, id)
+						continue
+					}
+					require.Contains(t, fmt.Sprint(st["Condition"]), "kms:ViaService", "%s: %v: any other use of the key only through a service", id, st["Sid"])
+				}
+				require.Len(t, seal, 1, "%s: one SealData statement", id)
+				want := []any{"kms:Decrypt"}
+				if role == "Submission" {
+					want = []any{"kms:GenerateDataKey", "kms:Decrypt"}
+				}
+				require.Equal(t, map[string]any{
+					"Sid":      "SealData",
+					"Effect":   "Allow",
+					"Action":   want,
+					"Resource": arn,
+					"Condition": map[string]any{
+						"ForAllValues:StringEquals": map[string]any{"kms:EncryptionContextKeys": []any{"orderId"}},
+						"Null":                      map[string]any{"kms:EncryptionContextKeys": "false"},
+					},
+				}, normalizeActions(seal[0]), id)
+				roles[role] = true
+			}
+			require.Len(t, roles, len(expected), "every function's role")
+			requireNagClean(t, notes)
+			lint, err := exec.LookPath("cfn-lint")
+			require.NoError(t, err, "cfn-lint is needed (pip install cfn-lint)")
+			out, err := exec.Command(lint, "--format", "parseable", path).CombinedOutput()
+			require.NoError(t, err, "cfn-lint findings:\n%s", out)
+		})
+	}
+}
+
+// normalizeActions is a statement with its Action a list, as IAM allows a
+// lone action to be written alone.
+func normalizeActions(st map[string]any) map[string]any {
+	out := maps.Clone(st)
+	if a, ok := out["Action"].(string); ok {
+		out["Action"] = []any{a}
+	}
+	return out
+}
+
+// Without context sealData no function is told a data key and no role may
+// call KMS directly (here: no kms either; with kms alone,
+// TestYourOwnKeyEncryptsEveryTableQueueTopicAndLogGroup).
+func TestNothingSealedWithoutSealData(t *testing.T) { requireNotSealed(t, tmpl) }
+
+// requireNotSealed asserts that no function of a template has SAS_DATA_KEY
+// and no role a SealData statement.
+func requireNotSealed(t *testing.T, tmpl map[string]any) {
+	t.Helper()
+	fns := of(tmpl, "AWS::Lambda::Function")
+	require.NotEmpty(t, fns)
+	for id, f := range fns {
+		require.NotContains(t, f["Environment"].(map[string]any)["Variables"], "SAS_DATA_KEY", id)
+	}
+	for id, p := range of(tmpl, "AWS::IAM::Policy") {
+		for _, s := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			require.NotEqual(t, "SealData", s.(map[string]any)["Sid"], id)
+		}
+	}
+}
+
+// sealData needs the key its data keys are made under: without context
+// kms, synth stops and says which contexts; a value not true or false is
+// refused; sealData=false needs nothing.
+func TestSealDataNeedsKMS(t *testing.T) {
+	for _, v := range []any{"true", true} {
+		_, err := stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"sealData": v}}))
+		require.EqualError(t, err, "context sealData=true needs context kms (create, or your key's ARN): each order's data key is made under that key")
+	}
+	_, err := stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"sealData": "yes", "kms": "create"}}))
+	require.ErrorContains(t, err, `context sealData="yes": "yes" is not true or false`)
+	p, err := stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"sealData": "true", "kms": ownKey}}))
+	require.NoError(t, err)
+	require.True(t, p.SealData)
+	p, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"sealData": "false"}}))
+	require.NoError(t, err)
+	require.False(t, p.SealData)
 }

@@ -51,6 +51,7 @@ type fnSpec struct {
 	key       awskms.IKey // the data's customer managed key (nil: AWS's own keys)
 	bucket    awss3.IBucket
 	payloads  payloadUse // what it does in bucket
+	makesKeys bool       // it makes the orders' data keys (sealData): Submission
 }
 
 func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
@@ -71,7 +72,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 		starts = append(starts, arn(t.AgentRequests(a).Name))
 	}
 	f.Submission = function(st, p, fnSpec{id: "Submission", asset: "submission", memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
-		bucket: r.Payloads, payloads: submissionPayloads,
+		bucket: r.Payloads, payloads: submissionPayloads, makesKeys: true,
 		allow: []awsiam.PolicyStatement{
 			statement([]string{"dynamodb:PutItem", "dynamodb:GetItem"}, []*string{r.Orders.TableArn(), stateARN}), // an order, and a resent one's check
 			// A cancel; an event recorded (its data a result) or kept; a first step that waits armed.
@@ -195,6 +196,10 @@ func environment(p Props, r *Resources, files []string) map[string]*string {
 	s.QueueURLBase, s.AlertTopicARN, s.WorkflowFiles, s.AllowedReplyQueues = base, *r.Alerts.TopicArn(), files, replies
 	s.PayloadBucket = *r.Payloads.BucketName()
 	s.RemoteBaseURL = "" // only the agents whose files name it get it (AgentVars)
+	s.DataKey = ""       // the stack's key, when the orders' data is sealed
+	if p.SealData && r.Key != nil {
+		s.DataKey = *r.Key.KeyArn()
+	}
 	out := map[string]*string{}
 	for k, v := range s.Env() {
 		out[k] = jsii.String(v)
@@ -242,6 +247,9 @@ func function(st awscdk.Stack, p Props, spec fnSpec) awslambda.Function {
 	if spec.key != nil {
 		role.AddToPolicy(keyUse(spec.key))
 		role.AddToPolicy(spec.payloads.keyUse(spec.key))
+		if p.SealData {
+			role.AddToPolicy(sealUse(spec.key, spec.makesKeys))
+		}
 	}
 	props := &awslambda.FunctionProps{
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
