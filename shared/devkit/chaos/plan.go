@@ -79,6 +79,9 @@ type Plan struct {
 	// claim checks through every fault.
 	Large       float64
 	LargeResult int
+	// Seal seals every order's data, results and events' data under a data
+	// key of its own (sealData), KMS being moto's.
+	Seal bool
 	// BadInput sends malformed and ambiguous messages among the orders
 	// (a member twice, a reply queue walking out of its prefix, events for
 	// no order), and approvals to ended orders: each must be rejected to the
@@ -106,7 +109,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 		Permanent: 0.02, UndoFailure: 0.10, Outage: 4 * time.Second,
 		Cancel: 0.05, CancelWithin: 4 * time.Second,
 		Waits: 0.3, NoEvent: 0.15, EarlyEvent: 0.2, TwiceEvent: 0.15, EventWithin: 8 * time.Second, BadInput: true,
-		Parallel: 0.3, Generated: 0.3, Shapes: 12, Large: 0.05, LargeResult: 100 << 10,
+		Parallel: 0.3, Generated: 0.3, Shapes: 12, Large: 0.05, LargeResult: 100 << 10, Seal: true,
 		Schedulers: 2, Supervisors: 2, SupervisorEvery: 500 * time.Millisecond,
 		Settings: workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 6, RetryBackoff: 500 * time.Millisecond,
 			PickupTimeout: 5 * time.Second},
