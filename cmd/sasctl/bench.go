@@ -56,6 +56,7 @@ moves with the machine's load; it is printed beside). It writes the result as JS
 	fs.StringVar(&f.examples, "examples", strings.Join(p.Workflows, ","), "the example workflows to measure: single, order")
 	fs.StringVar(&f.batches, "batch-sizes", "1,2,5,10", "event source mapping batch sizes, 1 to 10")
 	fs.StringVar(&f.results, "result-bytes", "0", "sizes of the services' answers, each kept as its step's result (0: none), e.g. 0,1024")
+	fs.BoolVar(&p.Seal, "seal", false, "seal every order's data under a data key of its own (sealData), its KMS requests counted and priced")
 	fs.StringVar(&f.payloads, "payload-bytes", "", "sizes of order and answers to run the order workflow with besides, e.g. "+
 		"1024,307200,4194304,16777216 (kept in the payload bucket over the inline limit; fewer orders for the largest)")
 	fs.DurationVar(&p.Timeout, "timeout", p.Timeout, "give up on a run after this long")

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/sas-go/sas/shared/agent"
@@ -164,9 +163,6 @@ type Deployment struct {
 	// Endpoints, by agent name, replace its declaration's endpoint (sasctl
 	// dev's fault proxy in front of a service of your own); nil: none.
 	Endpoints map[string]string
-
-	sealOnce sync.Once
-	sealer   *seal.Sealer // one for the process: its handlers share the data keys it has opened
 	// FlushTraces flushes the spans made so far (tracing.Setup's); nil:
 	// tracing is off.
 	FlushTraces func(context.Context) error
@@ -194,15 +190,19 @@ func (d *Deployment) Store() *statestore.Store {
 		WithRetention(time.Duration(d.Config.RetentionDays) * 24 * time.Hour).WithPayloads(d.Payloads()).WithSealer(d.Sealer())
 }
 
-// Sealer seals the orders' data under the deployment's data key: nil if it
-// has none (dataKey; nothing sealed).
+// Sealer is a new sealer of the orders' data under the deployment's data
+// key: nil if it has none (dataKey; nothing sealed). Each handler has its
+// own, as each function instance does (the data keys it opened, its own):
+// a local stack's KMS requests are a deployment's.
 func (d *Deployment) Sealer() *seal.Sealer {
 	if d.Config.DataKey == "" {
 		return nil
 	}
-	d.sealOnce.Do(func() { d.sealer = seal.New(d.Clients.KMS, d.Config.DataKey) })
-	return d.sealer
+	return seal.New(d.Clients.KMS, d.Config.DataKey)
 }
+
+// sealedStore is the state store with sealer s (a handler's own).
+func (d *Deployment) sealedStore(s *seal.Sealer) *statestore.Store { return d.Store().WithSealer(s) }
 
 // Payloads is the deployment's payload store: nil if it has no payload
 // bucket (every payload inline, at most payload.MaxInline).
@@ -217,6 +217,7 @@ func (d *Deployment) Payloads() *payload.Store {
 func (d *Deployment) Submission() (*submission.Handler, error) {
 	t := d.Config.Topology
 	m, log := d.emitter("submission"), d.Log.With("function", "submission")
+	sealer := d.Sealer()
 	return submission.New(submission.Config{
 		Workflows:          d.Config.Workflows,
 		AgentQueues:        d.agentRequestQueues(),
@@ -226,7 +227,7 @@ func (d *Deployment) Submission() (*submission.Handler, error) {
 		EventsQueueURL:     d.Config.QueueURL(t.EventsQueue().Name),
 		EventsDLQURL:       d.Config.QueueURL(t.EventsQueue().DLQName),
 		AllowedReplyQueues: notify.Allowed(d.Config.AllowedReplyQueues),
-	}, submission.Deps{Store: d.Store(), Payloads: d.Payloads(), Sealer: d.Sealer(), Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log,
+	}, submission.Deps{Store: d.sealedStore(sealer), Payloads: d.Payloads(), Sealer: sealer, Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log,
 		Slots: flow.NewStore(d.Clients.DynamoDB, d.Config.Topology.StateTable())})
 }
 
@@ -274,13 +275,14 @@ func (d *Deployment) Agent(ctx context.Context, name, instanceID string) (*agent
 	if backoff.Base <= 0 {
 		backoff = resilience.Backoff{Base: 50 * time.Millisecond, Max: 2 * time.Second}
 	}
+	sealer := d.Sealer()
 	return agent.New(agent.Config{
 		Workflows: d.Config.Workflows, Name: name, InstanceID: instanceID, ResponseQueueURL: d.Config.QueueURL(t.AgentResponses(name).Name),
 		RequestQueueURL: d.Config.QueueURL(t.AgentRequests(name).Name), RateLimit: spec.RateLimit, PerKey: spec.PerKey,
 		DLQURL: d.Config.QueueURL(t.AgentRequests(name).DLQName), Backoff: backoff,
 		CallTimeout: spec.Timeout, Margin: 100 * time.Millisecond,
-	}, agent.Deps{Remote: remote, Payloads: d.Payloads(), Budget: payload.BudgetFor(functionMemoryMB(spec.MemoryMB)), Sealer: d.Sealer(),
-		Breaker: &resilience.Breaker{Threshold: b.Threshold, Cooldown: b.Cooldown}, Store: d.Store(),
+	}, agent.Deps{Remote: remote, Payloads: d.Payloads(), Budget: payload.BudgetFor(functionMemoryMB(spec.MemoryMB)), Sealer: sealer,
+		Breaker: &resilience.Breaker{Threshold: b.Threshold, Cooldown: b.Cooldown}, Store: d.sealedStore(sealer),
 		Gate: &flow.Gate{Store: flow.NewStore(d.Clients.DynamoDB, t.StateTable())},
 		Send: queue.NewSender(d.Clients.SQS), Metrics: d.emitter(fn), Log: d.Log.With("function", fn, "instance", instanceID)}), nil
 }

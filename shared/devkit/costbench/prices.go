@@ -25,6 +25,8 @@ type Prices struct {
 	// S3StorageMonths is how long a payload is kept: the payload bucket's
 	// expiry at the defaults (90 days' retention, a 24 h deadline), 93 days.
 	S3StorageMonths float64
+	// KMSRequest is a KMS request (sealData: a data key made or opened).
+	KMSRequest float64
 	// S3BytesPerSecond is what one Lambda function moves to or from S3 on
 	// one connection: the time a payload's transfer adds to the function
 	// that makes it is priced at this rate.
@@ -52,6 +54,7 @@ var ListPrices = Prices{
 	S3Get:           0.0004e-3,
 	S3GBMonth:       0.023,
 	S3StorageMonths: 93 / 30.44,
+	KMSRequest:      0.03e-4, // $0.03 per 10,000 requests (aws.amazon.com/kms/pricing)
 	// About 85-90 MB/s a connection, as AWS's S3 performance guidelines
 	// put it; the lower end, so that the estimate errs high.
 	S3BytesPerSecond: 85e6,
@@ -80,6 +83,8 @@ type PerOrder struct {
 	S3Gets      float64 `json:"s3Gets,omitempty"`
 	S3Bytes     float64 `json:"s3BytesMoved,omitempty"`
 	S3KeptBytes float64 `json:"s3BytesKept,omitempty"`
+	// KMSRequests are the data keys made and opened (sealData).
+	KMSRequests float64 `json:"kmsRequests,omitempty"`
 }
 
 // Cost is the dollars per million orders, by service.
@@ -88,8 +93,9 @@ type Cost struct {
 	Lambda   float64 `json:"lambda"`
 	DynamoDB float64 `json:"dynamodb"`
 	SNS      float64 `json:"sns"`
-	Logs     float64 `json:"logs"`         // CloudWatch Logs ingestion
-	S3       float64 `json:"s3,omitempty"` // the payload bucket: requests and storage until the expiry
+	Logs     float64 `json:"logs"`          // CloudWatch Logs ingestion
+	S3       float64 `json:"s3,omitempty"`  // the payload bucket: requests and storage until the expiry
+	KMS      float64 `json:"kms,omitempty"` // sealData's data keys
 	SFN      float64 `json:"stepFunctions,omitempty"`
 	Total    float64 `json:"total"`
 }
@@ -103,8 +109,9 @@ func (p Prices) PerMillion(u PerOrder) Cost {
 		SNS:      1e6 * u.SNSPublishes * p.SNSPublish,
 		Logs:     1e6 * u.LogBytes * p.LogsIngestedByte,
 		S3:       1e6 * (u.S3Puts*p.S3Put + u.S3Gets*p.S3Get + u.S3KeptBytes/1e9*p.S3GBMonth*p.S3StorageMonths),
+		KMS:      1e6 * u.KMSRequests * p.KMSRequest,
 	}
-	c.Total = c.SQS + c.Lambda + c.DynamoDB + c.SNS + c.Logs + c.S3
+	c.Total = c.SQS + c.Lambda + c.DynamoDB + c.SNS + c.Logs + c.S3 + c.KMS
 	return c
 }
 

@@ -42,6 +42,8 @@ type Plan struct {
 	// 0 answers nothing (the steps keep no result), n about n bytes of
 	// JSON, kept as each step's result (default: 0).
 	ResultBytes []int
+	// Seal seals every run's orders (sealData), its KMS requests counted.
+	Seal bool
 	// PayloadBytes are sizes of order and of each step's answer to measure
 	// the order workflow with (its schema off, its result limit the
 	// largest): each size's run sends orders of that many bytes whose
@@ -257,7 +259,7 @@ func measureWith(ctx context.Context, p Plan, def workflow.Definition, batch, re
 		// agents' queues: the simulator answers at once, so no agent batch
 		// waits on a slow call.
 		Pollers: 2, AgentPollers: 2, SupervisorEvery: time.Second, BatchWindow: p.BatchWindow,
-		Log: logs.logger(), Metrics: logs,
+		Log: logs.logger(), Metrics: logs, SealData: p.Seal,
 	})
 	if err != nil {
 		return Run{}, err
@@ -378,6 +380,8 @@ func (r *Run) countRequests(counts map[accounting.Key]accounting.Usage, elapsed 
 			u.SQSRequests += float64(c.Requests) / n
 		case "SNS":
 			u.SNSPublishes += float64(c.Requests) / n
+		case "KMS":
+			u.KMSRequests += float64(c.Requests) / n
 		case "S3":
 			switch k.Operation {
 			case "PutObject", "CopyObject":
