@@ -281,10 +281,12 @@ func (s *Store) Renew(ctx context.Context, orderID string) (int, error) {
 
 // Pointer reads the S3 pointer message the AWS SQS Extended Client
 // libraries (Java, Python) send in place of a body too large for SQS:
-// ["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":…,"s3Key":…}].
+// ["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":…,"s3Key":…}]
+// (or com.amazon.sqs.javamessaging.MessageS3Pointer, the legacy class).
 // ok is false for any other body.
 func Pointer(body string) (bucket, key string, ok bool) {
-	if !strings.HasPrefix(strings.TrimSpace(body), `["`+pointerType+`"`) || len(body) > 4096 {
+	b := strings.TrimSpace(body)
+	if !strings.HasPrefix(b, `["`+pointerType+`"`) && !strings.HasPrefix(b, `["`+legacyPointerType+`"`) || len(body) > 4096 {
 		return "", "", false
 	}
 	var parts []json.RawMessage
@@ -331,8 +333,13 @@ func (s *Store) Fetch(ctx context.Context, bucket, key string, limit int) ([]byt
 // libraries do (Offload).
 const MaxMessageBytes = 256 << 10
 
-// pointerType names the Extended Client's pointer in its message.
-const pointerType = "software.amazon.payloadoffloading.PayloadS3Pointer"
+// pointerType names the Extended Client's pointer in its message;
+// legacyPointerType, the Java library's first versions' (and Python's,
+// with use_legacy_attribute).
+const (
+	pointerType       = "software.amazon.payloadoffloading.PayloadS3Pointer"
+	legacyPointerType = "com.amazon.sqs.javamessaging.MessageS3Pointer"
+)
 
 // Offload keeps a message body too large for SQS in the bucket, under
 // incoming/ and its SHA-256, and returns the pointer message to send in its

@@ -135,6 +135,7 @@ func TestAnExtendedClientPointerIsRead(t *testing.T) {
 	for body, want := range map[string][2]string{
 		`["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"b-1","s3Key":"k/2"}]`:   {"b-1", "k/2"},
 		` ["software.amazon.payloadoffloading.PayloadS3Pointer", {"s3Key":"k","s3BucketName":"b"}] `:    {"b", "k"},
+		`["com.amazon.sqs.javamessaging.MessageS3Pointer", {"s3BucketName": "b", "s3Key": "k"}]`:        {"b", "k"},
 		`["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"","s3Key":"k"}]`:        {},
 		`["software.amazon.payloadoffloading.PayloadS3Pointer"]`:                                        {},
 		`{"orderId":"software.amazon.payloadoffloading.PayloadS3Pointer"}`:                              {},
