@@ -259,6 +259,27 @@ func (o *Operator) DecideHeld(ctx context.Context, d outcome.HoldDecision) (outc
 	if d.Now.IsZero() {
 		d.Now = o.Now()
 	}
+	if len(d.Result) > 0 { // a skip's result: sealed under its order's data key, as its steps' are
+		stored, err := o.Store.Order(ctx, d.OrderID)
+		if err != nil {
+			return outcome.HoldDecided{}, err
+		}
+		key, sealed, err := o.sealer.KeyOf(ctx, d.OrderID, []byte(stored))
+		if err != nil {
+			return outcome.HoldDecided{}, fmt.Errorf("seal the result for %s (it takes kms:Decrypt on the deployment's key): %w", d.OrderID, err)
+		}
+		given := len(d.Result)
+		if sealed {
+			if d.Result, err = key.Seal(d.Result, nil); err != nil {
+				return outcome.HoldDecided{}, err
+			}
+		}
+		// Over the inline limit, kept in the payload bucket, as a step's is.
+		if d.Result, err = payload.New(o.s3, o.PayloadBucket, 0).Keep(ctx, d.OrderID, "results/skip", d.Result, nil); err != nil {
+			return outcome.HoldDecided{}, fmt.Errorf("keep the result for %s in %s (--payload-bucket): %w", d.OrderID, o.PayloadBucket, err)
+		}
+		d.ResultBytes = given
+	}
 	h := outcome.Holds{Store: o.Store, Start: start, Pickup: o.PickupTimeout,
 		Notify: notify.New(queue.NewSender(o.sqs), notify.Stored{}, nil, slog.New(slog.DiscardHandler))}
 	return h.Decide(ctx, d)

@@ -1,6 +1,7 @@
 package outcome
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,8 +56,11 @@ type HoldDecision struct {
 	// Result, for HoldSkip: the step's result, as its service would have
 	// answered (JSON; none: null).
 	Result json.RawMessage
-	By     string // who decided, for the record's history
-	Now    time.Time
+	// ResultBytes is the result's size as the operator gave it, when Result
+	// is it sealed (0: len(Result)): the result limit is the given one's.
+	ResultBytes int
+	By          string // who decided, for the record's history
+	Now         time.Time
 }
 
 // HoldDecided is what a decision did.
@@ -102,9 +106,9 @@ func (h Holds) Decide(ctx context.Context, d HoldDecision) (HoldDecided, error) 
 			if w.Move, err = def.SkipHeld(o, ref, d.Now); err != nil {
 				return nil, err
 			}
-			if len(d.Result) > def.Limit() {
+			if given := cmp.Or(d.ResultBytes, len(d.Result)); given > def.Limit() {
 				return nil, &workflow.HeldError{Reason: fmt.Sprintf("the result is %d bytes, over workflow %s's %d-byte result limit",
-					len(d.Result), def.Name, def.Limit())}
+					given, def.Name, def.Limit())}
 			}
 			if len(d.Result) > 0 && !stored {
 				if err := h.Store.PutResult(ctx, statestore.Result{OrderID: d.OrderID, Ref: ref, Name: st.Name, Round: st.Round,
@@ -114,7 +118,7 @@ func (h Holds) Decide(ctx context.Context, d HoldDecision) (HoldDecided, error) 
 				stored = true
 			}
 			if stored {
-				w.ResultBytes, w.ResultOf = len(d.Result), ref
+				w.ResultBytes, w.ResultOf = cmp.Or(d.ResultBytes, len(d.Result)), ref
 			}
 		default:
 			return nil, &workflow.HeldError{Reason: fmt.Sprintf("%q: a held order is retried, skipped or undone", d.Action)}
