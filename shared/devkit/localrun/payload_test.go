@@ -21,6 +21,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
@@ -75,6 +76,7 @@ func (s *scans) Apply(_ context.Context, action, _ string, in []byte) ([]byte, e
 			OrderID string `json:"orderId"`
 			Doc     string `json:"doc"`
 			Answer  int    `json:"answer"`
+			Refuse  string `json:"refuse"` // an action refused for this order
 		} `json:"order"`
 		Results struct {
 			Scan struct {
@@ -96,6 +98,8 @@ func (s *scans) Apply(_ context.Context, action, _ string, in []byte) ([]byte, e
 		scanPages: sum(doc.Results.Scan.Pages), result: sum(doc.Result.Pages)}
 	s.mu.Unlock()
 	switch action {
+	case doc.Order.Refuse:
+		return nil, &agent.PermanentError{Status: 409, Body: action + " refused for this order"}
 	case "scan":
 		return json.Marshal(map[string]string{"pages": pages(doc.Order.Answer)})
 	case "ship":
@@ -348,4 +352,36 @@ func resultOf(t *testing.T, st operator.Status, name string) json.RawMessage {
 	}
 	t.Fatalf("no record %s in %+v", name, st.Records)
 	return nil
+}
+
+// An operator's skip of a sealed order's held step seals the result it
+// gives under the order's data key, as a step's would be: the table holds
+// it sealed, the next step reads it in clear.
+func TestASkipsResultOfASealedOrderIsSealed(t *testing.T) {
+	t.Parallel()
+	flow := strings.Replace(largeFlow, "  - name: file\n    agent: scans\n", "  - name: file\n    agent: scans\n    onFailure: hold\n", 1)
+	e, svc := largeEnv(t, flow, func(o *localrun.Options) { o.SealData = true })
+	ctx := context.Background()
+	e.send(e.stack.Topology().OrdersQueue().Name, `{"orderId":"hold-1","workflow":"large","answer":100,"doc":"d","refuse":"file"}`)
+	e.eventually("hold-1 held", time.Minute, func() bool {
+		task, _, err := e.stack.Store.Load(ctx, "hold-1")
+		return err == nil && task.State == workflow.Held
+	})
+	const given = `{"filed":"by hand, ref 77-secret"}`
+	op := operator.New(e.stack.Deployment.Clients, e.stack.Topology())
+	_, err := op.DecideHeld(ctx, outcome.HoldDecision{OrderID: "hold-1", Action: outcome.HoldSkip, Step: "file",
+		Result: json.RawMessage(given), By: "test"})
+	require.NoError(t, err)
+	e.waitEndedWithin([]string{"hold-1"}, time.Minute)
+	results, err := e.stack.Store.Results(ctx, "hold-1", 1)
+	require.NoError(t, err)
+	filed := results[workflow.Ref{Index: 1}].JSON
+	require.True(t, seal.IsSealed(filed), "the skip's result is stored sealed: %.120s", filed)
+	require.NotContains(t, string(filed), "77-secret")
+	in, ok := svc.of("hold-1", "ship")
+	require.True(t, ok, "ship ran after the skip")
+	require.Equal(t, sum(pages(100)), in.scanPages, "ship's input read the results in clear")
+	st, err := op.Status(ctx, "hold-1")
+	require.NoError(t, err)
+	require.JSONEq(t, given, string(resultOf(t, st, "file")), "the operator reads it back")
 }
