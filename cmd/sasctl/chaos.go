@@ -108,7 +108,7 @@ flow control's own invariants are checked too.`,
 	fs.StringVar(&f.cacheDir, "cache-dir", defaultCacheDir(), "where DynamoDB Local is installed on first use (with --dynamodb-local)")
 	queuesFlag(fs, &f.queues)
 	outputFlag(cmd, &f.output)
-	f.bind(fs, without(localSettings, "prefix", "workflows", "backlogDepth")...)
+	f.bind(fs, without(localSettings, "prefix", "workflows", "backlogDepth", "sealData", "payloadInlineBytes")...) // its own --seal
 	return cmd
 }
 
