@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/smithy-go"
 
 	"github.com/sas-go/sas/shared/dispatch"
 	"github.com/sas-go/sas/shared/flow"
@@ -181,8 +182,10 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		h.Crash("agent.after-claim") // the attempt runs out at CompleteBy; the Supervisor recovers it
 	}
 	// What its document weighs is held of the instance's payload budget
-	// from its read to the end of its call and its result's keeping.
-	ctx, letBudget := payload.Reserving(ctx, h.budget)
+	// from its read to the end of its call and its result's keeping; it
+	// waits for it no later than its call could still be made (then it is
+	// given back, nothing called: notCalled), not through its CompleteBy.
+	ctx, letBudget := payload.Reserving(ctx, h.budget, st.CompleteBy.Add(-h.cfg.Margin-min(h.cfg.CallTimeout, MinCallTime)))
 	defer letBudget()
 	order, doc, input, err := h.input(ctx, def, st, action, req.Payload)
 	var key string
@@ -267,6 +270,13 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		a.Refusal, a.Ran = fmt.Sprintf("%s answered %s, over workflow %s's %d-byte result limit (resultLimit)",
 			st.Agent, answered(len(result)), def.Name, def.Limit()), true
 		h.log.Warn("result over the limit; recorded as a failure", "order_id", st.OrderID, "step", st.Name, "bytes", len(result))
+	case err == nil && st.Undo && (payload.IsCheck(result) || seal.IsSealed(result)):
+		result = nil // as an undo's answer over the limit: nothing reads it
+	case err == nil && (payload.IsCheck(result) || seal.IsSealed(result)):
+		// A claim check or sealed data the product did not make would be
+		// read back (or opened) for the next step as if it had: refused.
+		a.Refusal, a.Ran = fmt.Sprintf("%s answered with the product's own form (%s or %s): not a result", st.Agent,
+			payload.Member, seal.Member), true
 	case err == nil && len(result) > h.payloads.Max():
 		a.Refusal, a.Ran = fmt.Sprintf("%s answered %d bytes, over the %d a deployment without a payload bucket keeps (payloadBucket)",
 			st.Agent, len(result), h.payloads.Max()), true
@@ -323,12 +333,40 @@ func (h *Handler) notCalled(ctx context.Context, def workflow.Definition, st *st
 	wait := max(h.cfg.Backoff.Delay(min(st.Attempt, 8)), time.Second) + time.Duration(rand.Int64N(int64(time.Second)))
 	h.log.Warn("attempt given back before its call: what it needs could not be read", "order_id", st.OrderID, "step", st.Name,
 		"attempt", st.Attempt, "again_in", wait.Round(time.Millisecond), "err", cause)
-	if err := h.release(ctx, def, st, flow.Verdict{Wait: wait, Why: "not called: " + cause.Error()}, req, false); err != nil {
+	// Given back even if the function's own time ran out meanwhile.
+	if err := h.release(context.WithoutCancel(ctx), def, st, flow.Verdict{Wait: wait, Why: "not called: " + cause.Error()}, req, false); err != nil {
 		// Not given back either: SQS delivers the request again, and the
 		// Supervisor recovers the attempt at its CompleteBy.
 		return fmt.Errorf("%w (not given back: %v)", cause, err)
 	}
 	return nil
+}
+
+// unreadable reports whether err says a step's input cannot be read, now or
+// after any try again: a payload gone or altered, or not this order's; a
+// document over its agent's budget; sealed data that does not open; or a
+// permission or a key the function does not have (the bucket's, KMS's).
+// The step fails for good with the reason, which alerts its operator; any
+// other error of reading it gives the attempt back to be tried again
+// (notCalled).
+func unreadable(err error) bool {
+	var lost *payload.Error
+	var large *payload.DocumentError
+	var broken *seal.Error
+	if errors.As(err, &lost) || errors.As(err, &large) || errors.As(err, &broken) {
+		return true
+	}
+	var api smithy.APIError
+	if !errors.As(err, &api) {
+		return false
+	}
+	switch api.ErrorCode() {
+	case "AccessDenied", "AllAccessDisabled", // S3: the role may not read the bucket
+		"AccessDeniedException", "DisabledException", "KMSInvalidStateException", "NotFoundException",
+		"InvalidKeyUsageException", "IncorrectKeyException": // KMS: the key or its use is not the function's
+		return true
+	}
+	return false
 }
 
 // answered says how large an answer of n bytes was: the remote reads one
@@ -357,10 +395,7 @@ func (h *Handler) input(ctx context.Context, def workflow.Definition, st *states
 		order = json.RawMessage(o)
 	}
 	doc, err := h.store.Document(ctx, *st, order) // the payloads its claim checks name read back
-	var lost *payload.Error
-	var large *payload.DocumentError
-	var broken *seal.Error
-	if errors.As(err, &lost) || errors.As(err, &large) || errors.As(err, &broken) {
+	if unreadable(err) {
 		return order, doc, nil, &PermanentError{Status: 0, Body: fmt.Sprintf("%s's input: %v", st.Name, err)}
 	}
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/agent"
@@ -597,4 +598,61 @@ func TestADocumentOverTheAgentsBudgetIsRefused(t *testing.T) {
 	require.Len(t, f.claims.recorded, 1)
 	require.Contains(t, f.claims.recorded[0], "fail o-1 attempt 3: reserve's input: its document (the order and the results before it) is 41943040 bytes, over the 34603008 its agent reads")
 	require.Zero(t, f.sim.Stats().Calls, "its service never called")
+}
+
+// A service that answers with the product's own form (a claim check, sealed
+// data) is refused: kept, it would be read back (or opened) for the next
+// step as if the product had made it, another order's object perhaps.
+func TestAnAnswerInTheProductsOwnFormIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, answer := range []string{
+		`{"$sasPayload":{"bucket":"b","key":"orders/other/order/00","bytes":9,"sha256":"00"}}`,
+		`{"$sasSealed":{"key":"a2V5","iv":"aXY=","data":"ZGF0YQ=="}}`,
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, answer) }))
+		t.Cleanup(srv.Close)
+		f := newFixture(t, remotesim.Faults{})
+		d := workflow.Orders(workflow.Settings{})
+		h := agent.New(agent.Config{Workflows: workflow.MustSet(d), Name: "inventory", InstanceID: "agent-inventory/test"},
+			agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()},
+				Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: f.claims, Outcomes: recorder{f.claims}, Send: f.out,
+				Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler)})
+		_, err := h.Handle(context.Background(), request("o-1"))
+		require.NoError(t, err)
+		require.Len(t, f.claims.recorded, 1)
+		require.Contains(t, f.claims.recorded[0], "fail o-1 attempt 3: inventory answered with the product's own form", answer)
+	}
+}
+
+// deniedDoc is a store whose step's document cannot be read: its reads
+// answer err.
+type deniedDoc struct {
+	*claims
+	err error
+}
+
+func (d deniedDoc) Document(context.Context, statestore.Step, json.RawMessage) (workflow.Document, error) {
+	return workflow.Document{}, d.err
+}
+
+// A step whose input the function may not read (the bucket's or the key's
+// permission missing, the key disabled) fails for good with the reason,
+// which alerts its operator, its service never called: given back, it
+// would come back for ever, nothing counted.
+func TestAnInputThatCannotBeReadForGoodIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, code := range []string{"AccessDenied", "AccessDeniedException", "DisabledException", "KMSInvalidStateException"} {
+		f := newFixture(t, remotesim.Faults{})
+		store := deniedDoc{f.claims, fmt.Errorf("read the order: %w", &smithy.GenericAPIError{Code: code, Message: "no"})}
+		h := agent.New(agent.Config{Workflows: workflow.MustSet(workflow.Orders(workflow.Settings{})), Name: "inventory",
+			InstanceID: "agent-inventory/test"},
+			agent.Deps{Remote: &agent.HTTPRemote{Endpoint: f.url + "/v1/services/inventory", Service: "inventory", Client: http.DefaultClient},
+				Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: store, Outcomes: recorder{f.claims}, Send: f.out,
+				Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler)})
+		_, err := h.Handle(context.Background(), request("o-1"))
+		require.NoError(t, err)
+		require.Len(t, f.claims.recorded, 1, code)
+		require.Contains(t, f.claims.recorded[0], "fail o-1 attempt 3: reserve's input: read the order: api error "+code, code)
+		require.Zero(t, f.sim.Stats().Calls, code)
+	}
 }

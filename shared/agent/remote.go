@@ -190,12 +190,21 @@ func (r *HTTPRemote) post(ctx context.Context, action, key string, payload []byt
 // by half again each time: a 16 MB answer would take about twice that
 // while it is read, where an Agent has 128 MB).
 func readAnswer(resp *http.Response, limit int64) ([]byte, error) {
-	if resp.ContentLength <= 0 || resp.ContentLength >= limit {
+	n := resp.ContentLength
+	if n <= 0 || n >= limit {
 		return io.ReadAll(io.LimitReader(resp.Body, limit))
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, resp.ContentLength+1)) // +1: ReadFrom's end of file
-	_, err := buf.ReadFrom(io.LimitReader(resp.Body, limit))
-	return buf.Bytes(), err
+	body := make([]byte, n)
+	if _, err := io.ReadFull(resp.Body, body); err != nil {
+		return nil, err
+	}
+	// A body longer than it said (a broken server) is read on, as any,
+	// up to the limit.
+	more, err := io.ReadAll(io.LimitReader(resp.Body, limit-n))
+	if len(more) > 0 {
+		body = append(body, more...)
+	}
+	return body, err
 }
 
 // retryAfter reads a Retry-After header (seconds, or an HTTP date) as a

@@ -54,6 +54,8 @@ func TestDecodeOrderRejectsWithAReason(t *testing.T) {
 		strings.Replace(good, `"o-1"`, `"o-1","workflow":"Not A Name"`, 1): `workflow "Not A Name" is not a workflow's name`,
 		strings.Repeat(" ", message.MaxOrderBytes+1):                       "over the 16777216-byte limit",
 		`{"orderId":"o","$sasPayload":{"bucket":"b","key":"k"}}`:           "the product's own",
+		`{"orderId":"o","$sasSealed":{"key":"a2V5"}}`:                      "the product's own",
+		`{"orderId":"o","$sasKey":"a2V5"}`:                                 "the product's own",
 		strings.Replace(good, `}]}`, `}],"replyQueue":"not a url"}`, 1):    "replyQueue is not a queue URL",
 	}
 	for body, want := range cases {

@@ -8,6 +8,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/seal"
 )
 
 // MaxOrderBytes is the largest order body accepted. One over the inline
@@ -39,7 +40,7 @@ type Order struct {
 }
 
 // productFields are the members of an order the product reads.
-var productFields = []string{"orderId", "workflow", "replyQueue", "kind", payload.Member}
+var productFields = []string{"orderId", "workflow", "replyQueue", "kind", payload.Member, seal.Member, seal.KeyMember}
 
 // orderHead is what an order says to the product itself.
 type orderHead struct {
@@ -69,8 +70,10 @@ func DecodeOrder(body string) (Order, error) {
 	if _, ok := members["kind"]; ok {
 		return Order{}, Invalid("unknown field \"kind\": an order has no kind (a cancel is %q, an event %q)", KindCancel, KindEvent)
 	}
-	if _, ok := members[payload.Member]; ok {
-		return Order{}, Invalid("member %q is the product's own (a claim check of a payload kept in S3): an order has none", payload.Member)
+	for _, own := range []string{payload.Member, seal.Member, seal.KeyMember} {
+		if _, ok := members[own]; ok {
+			return Order{}, Invalid("member %q is the product's own (a claim check, or sealed data, and its key): an order has none", own)
+		}
 	}
 	for name := range members {
 		for _, f := range productFields {

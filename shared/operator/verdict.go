@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
 )
 
@@ -91,7 +93,7 @@ func (o *Operator) AwaitOrders(ctx context.Context, bodies []string, since time.
 			}
 			stored, err := o.Store.Order(ctx, v.OrderID)
 			switch {
-			case err == nil && payload.Same(stored, []byte(sent[v.OrderID])):
+			case err == nil && o.sameOrder(ctx, v.OrderID, stored, sent[v.OrderID]):
 				out[i].Verdict = Taken
 			case err != nil && !errors.Is(err, statestore.ErrNotFound):
 				return out, err
@@ -142,4 +144,27 @@ func sleepUntil(ctx context.Context, deadline time.Time, every time.Duration) bo
 	case <-time.After(d):
 		return true
 	}
+}
+
+// sameOrder reports whether stored (an order as the product stored it) is
+// the order sent: as sent, or its claim check (by the hash), or sealed
+// (opened with the operator's own kms:Decrypt, and read back from the
+// payload bucket if a claim check names it there). What cannot be opened
+// is not known to be it.
+func (o *Operator) sameOrder(ctx context.Context, orderID, stored, sent string) bool {
+	if payload.Same(stored, []byte(sent)) {
+		return true
+	}
+	if !seal.IsSealed([]byte(stored)) && !strings.Contains(stored, seal.KeyMember) {
+		return false
+	}
+	raw := []byte(stored)
+	if ref, ok := payload.Parse(raw); ok {
+		var err error
+		if raw, err = payload.New(o.s3, ref.Bucket, 0).Resolve(ctx, orderID, raw); err != nil {
+			return false
+		}
+	}
+	plain, err := o.sealer.Open(ctx, orderID, raw)
+	return err == nil && string(plain) == sent
 }

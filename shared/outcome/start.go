@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sas-go/sas/shared/dispatch"
+	claim "github.com/sas-go/sas/shared/payload" // its parameters name the order "payload"
+	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -78,10 +80,13 @@ func (s Starter) start(ctx context.Context, def workflow.Definition, orderID str
 		var err error
 		due, err = s.wakeAt(ctx, st, orderID, ref, payload, now)
 		var ee *workflow.ExpressionError
+		var lost *claim.Error
+		var broken *seal.Error
 		switch {
-		case errors.As(err, &ee):
-			// A fault of the workflow or of the order, which no retry
-			// mends: the step fails for good now, with the reason.
+		case errors.As(err, &ee) || errors.As(err, &lost) || errors.As(err, &broken):
+			// A fault of the workflow or of the order (or its payload gone,
+			// or sealed data that does not open), which no retry mends: the
+			// step fails for good now, with the reason.
 			s.Log.Error("a timer's until gave no time: the step fails", "order_id", orderID, "step", st.Name, "err", err)
 			refusal, due = err.Error(), now
 		case err != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/semaphore"
 )
@@ -48,18 +49,21 @@ type reservationKey struct{}
 
 // Reservation is what one attempt holds of its instance's budget.
 type Reservation struct {
-	b    *Budget
-	mu   sync.Mutex
-	held int64
+	b     *Budget
+	until time.Time // it waits for its bytes no later than this
+	mu    sync.Mutex
+	held  int64
 }
 
-// Reserving is ctx carrying a reservation of b for one attempt, and the
-// function that lets it go (a nil budget: none, and nothing to let go).
-func Reserving(ctx context.Context, b *Budget) (context.Context, func()) {
+// Reserving is ctx carrying a reservation of b for one attempt, which waits
+// for its bytes until until at the latest (its attempt's last moment to
+// make its call), and the function that lets it go (a nil budget: none,
+// and nothing to let go).
+func Reserving(ctx context.Context, b *Budget, until time.Time) (context.Context, func()) {
 	if b == nil {
 		return ctx, func() {}
 	}
-	r := &Reservation{b: b}
+	r := &Reservation{b: b, until: until}
 	return context.WithValue(ctx, reservationKey{}, r), r.release
 }
 
@@ -83,8 +87,14 @@ func Reserve(ctx context.Context, n int64) error {
 		// holds its own (two such would wait for each other for ever).
 		return nil
 	}
-	if err := r.b.sem.Acquire(ctx, n); err != nil {
-		return fmt.Errorf("wait for %d bytes of the Agent's payload budget: %w", n, err)
+	wait := ctx
+	if !r.until.IsZero() {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithDeadline(ctx, r.until)
+		defer cancel()
+	}
+	if err := r.b.sem.Acquire(wait, n); err != nil {
+		return fmt.Errorf("wait for %d bytes of the Agent's payload budget (other attempts of this instance read theirs): %w", n, err)
 	}
 	r.held += n
 	return nil

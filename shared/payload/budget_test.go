@@ -3,6 +3,7 @@ package payload
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -18,14 +19,14 @@ func TestAReservationHoldsItsDocumentsBytesOfTheBudget(t *testing.T) {
 	require.EqualValues(t, MinDocumentBytes, b.max, "128 MB: a quarter is less than a document at the limits")
 	require.EqualValues(t, 1<<30, BudgetFor(4096).max, "a quarter of 4 GB")
 
-	ctx, done := Reserving(context.Background(), b)
+	ctx, done := Reserving(context.Background(), b, time.Time{})
 	require.NoError(t, Reserve(ctx, 32<<20))
 	require.NoError(t, Reserve(ctx, 12<<20), "a read after its document rides on its reservation: no wait")
 	require.False(t, b.sem.TryAcquire(2<<20), "32 MB held: 1 MB left")
 	require.True(t, b.sem.TryAcquire(1<<20))
 	b.sem.Release(1 << 20)
 
-	other, otherDone := Reserving(context.Background(), b)
+	other, otherDone := Reserving(context.Background(), b, time.Time{})
 	got := make(chan error, 1)
 	go func() { got <- Reserve(other, 10<<20) }() // waits for the first attempt's bytes
 	select {
@@ -40,8 +41,24 @@ func TestAReservationHoldsItsDocumentsBytesOfTheBudget(t *testing.T) {
 	b.sem.Release(b.max)
 
 	var derr *DocumentError
-	ctx, done = Reserving(context.Background(), b)
+	ctx, done = Reserving(context.Background(), b, time.Time{})
 	defer done()
 	require.ErrorAs(t, Reserve(ctx, b.max+1), &derr)
 	require.ErrorContains(t, derr, "raise the agent's memory")
+}
+
+// An attempt waits for its bytes no later than its reservation says (its
+// call's last moment): then it is told, and holds nothing.
+func TestAReservationWaitsNoLaterThanItsAttemptCan(t *testing.T) {
+	t.Parallel()
+	b := BudgetFor(128)
+	first, done := Reserving(context.Background(), b, time.Time{})
+	defer done()
+	require.NoError(t, Reserve(first, b.max))
+	late, lateDone := Reserving(context.Background(), b, time.Now()) // its last moment has come
+	defer lateDone()
+	err := Reserve(late, 1<<20)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, "payload budget")
+	require.EqualValues(t, 0, late.Value(reservationKey{}).(*Reservation).held)
 }

@@ -38,6 +38,10 @@ const (
 	// MinInline and MaxInline bound the inline setting.
 	MinInline = 1 << 10
 	MaxInline = 64 << 10
+	// MaxStoredBytes is the largest object the store keeps: a payload at
+	// MaxBytes sealed (shared/seal: its ciphertext in base64, four thirds
+	// of it, and its envelope).
+	MaxStoredBytes = MaxBytes/3*4 + 16<<10
 )
 
 // Member is the member of a claim check that names its object.
@@ -129,13 +133,13 @@ func (s *Store) Inline() int {
 	return s.inline
 }
 
-// Max is the largest payload the store takes: MaxBytes, or, without a
-// bucket, MaxInline.
+// Max is the largest payload the store takes, as kept (sealed, a payload
+// of MaxBytes weighs MaxStoredBytes), or, without a bucket, MaxInline.
 func (s *Store) Max() int {
 	if s == nil {
 		return MaxInline
 	}
-	return MaxBytes
+	return MaxStoredBytes
 }
 
 // Bucket is the store's bucket ("" for a nil store).
@@ -177,8 +181,8 @@ func (s *Store) Put(ctx context.Context, orderID, what string, body []byte) (Ref
 		return Ref{}, fmt.Errorf("keep %d bytes of %s's %s: this deployment has no payload bucket (inline at most %d)",
 			len(body), orderID, what, MaxInline)
 	}
-	if len(body) > MaxBytes {
-		return Ref{}, fmt.Errorf("keep %d bytes of %s's %s: over the %d-byte limit of a payload", len(body), orderID, what, MaxBytes)
+	if len(body) > MaxStoredBytes {
+		return Ref{}, fmt.Errorf("keep %d bytes of %s's %s: over the %d-byte limit of a payload", len(body), orderID, what, MaxStoredBytes)
 	}
 	sum := sha256.Sum256(body)
 	ref := Ref{Bucket: s.bucket, Key: Key(orderID, what, sum), Bytes: len(body), SHA256: hex.EncodeToString(sum[:])}
@@ -200,14 +204,19 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("payload %s: %s", e.Ref, e.Reason) }
 
-// Resolve is the payload raw is a claim check of, read back and checked
-// against its size and SHA-256; raw itself if it is no check. A payload
-// that is gone or not as kept is an *Error; an S3 error otherwise is
-// returned as it is (transient: try again).
-func (s *Store) Resolve(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+// Resolve is the payload of order orderID raw is a claim check of, read
+// back and checked against its size and SHA-256; raw itself if it is no
+// check. A check that names another bucket, or another order's object (a
+// forged one: a service's answer, an event's data), is an *Error, read
+// from nowhere. A payload that is gone or not as kept is an *Error; an S3
+// error otherwise is returned as it is (transient: try again).
+func (s *Store) Resolve(ctx context.Context, orderID string, raw json.RawMessage) (json.RawMessage, error) {
 	ref, ok := Parse(raw)
 	if !ok {
 		return raw, nil
+	}
+	if s != nil && (ref.Bucket != s.bucket || !strings.HasPrefix(ref.Key, OrderPrefix(orderID))) {
+		return nil, &Error{Ref: ref, Reason: fmt.Sprintf("not a payload of order %s in this deployment's bucket", orderID)}
 	}
 	return s.Get(ctx, ref)
 }
@@ -215,7 +224,7 @@ func (s *Store) Resolve(ctx context.Context, raw json.RawMessage) (json.RawMessa
 // Get reads back the payload ref names.
 func (s *Store) Get(ctx context.Context, ref Ref) ([]byte, error) {
 	if s == nil {
-		return nil, fmt.Errorf("read payload %s: this deployment has no payload bucket", ref)
+		return nil, &Error{Ref: ref, Reason: "this deployment has no payload bucket (payloadBucket) to read it from"}
 	}
 	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &ref.Bucket, Key: &ref.Key})
 	if err != nil {

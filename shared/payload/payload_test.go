@@ -64,12 +64,23 @@ func TestAPayloadOverTheInlineLimitTravelsAsItsClaimCheck(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, string(check), string(again), "the same payload, the same check: a try again writes the same object")
 
-	back, err := s.Resolve(ctx, check)
+	back, err := s.Resolve(ctx, "o-1", check)
 	require.NoError(t, err)
 	require.Equal(t, large, []byte(back))
-	same, err := s.Resolve(ctx, small)
+	same, err := s.Resolve(ctx, "o-1", small)
 	require.NoError(t, err)
 	require.Equal(t, small, []byte(same), "what is no check resolves to itself")
+
+	// A check of another order's payload, or of another bucket (a forged
+	// one: a service's answer, an event's data), reads nothing.
+	var perr *payload.Error
+	_, err = s.Resolve(ctx, "o-9", check)
+	require.ErrorAs(t, err, &perr)
+	require.ErrorContains(t, err, "not a payload of order o-9")
+	elsewhere := ref
+	elsewhere.Bucket = "another-bucket"
+	_, err = s.Resolve(ctx, "o-1", payload.Check(elsewhere, nil))
+	require.ErrorAs(t, err, &perr)
 }
 
 func TestAPayloadGoneOrAlteredIsAnErrorThatNamesIt(t *testing.T) {
@@ -106,7 +117,7 @@ func TestAPayloadGoneOrAlteredIsAnErrorThatNamesIt(t *testing.T) {
 
 	_, err = api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &ref.Bucket, Key: &ref.Key})
 	require.NoError(t, err)
-	_, err = s.Resolve(ctx, payload.Check(ref, nil))
+	_, err = s.Resolve(ctx, "o-2", payload.Check(ref, nil))
 	require.ErrorAs(t, err, &perr)
 	require.ErrorContains(t, err, "not found")
 
@@ -126,7 +137,7 @@ func TestWithoutABucketEveryPayloadIsInlineUpToTheInlineMaximum(t *testing.T) {
 	require.Equal(t, body, []byte(kept))
 	_, err = s.Keep(context.Background(), "o", "order", append(body, 'b'), nil)
 	require.ErrorContains(t, err, "no payload bucket")
-	_, err = s.Resolve(context.Background(), payload.Check(payload.Ref{Bucket: "b", Key: "k"}, nil))
+	_, err = s.Resolve(context.Background(), "o", payload.Check(payload.Ref{Bucket: "b", Key: "k"}, nil))
 	require.ErrorContains(t, err, "no payload bucket")
 }
 

@@ -161,7 +161,7 @@ func (s *Sealer) Open(ctx context.Context, orderID string, raw []byte) ([]byte, 
 		return raw, nil
 	}
 	if s == nil {
-		return nil, fmt.Errorf("sealed data of %s: this deployment seals nothing (encryptData): no key to open it", orderID)
+		return nil, &Error{OrderID: orderID, Reason: "this deployment seals nothing (sealData off): it has no key to open it"}
 	}
 	key, err := s.keyOf(ctx, orderID, e.Key)
 	if err != nil {
@@ -190,7 +190,7 @@ func (s *Sealer) KeyOf(ctx context.Context, orderID string, stored []byte) (Key,
 		return Key{}, false, nil
 	}
 	if s == nil {
-		return Key{}, true, fmt.Errorf("sealed order %s: this deployment seals nothing (encryptData): no key to seal its results", orderID)
+		return Key{}, true, &Error{OrderID: orderID, Reason: "this deployment seals nothing (sealData off): it has no key to seal its results"}
 	}
 	k, err := s.keyOf(ctx, orderID, blob)
 	return k, true, err

@@ -161,7 +161,7 @@ func (it resultItem) result() (Result, error) {
 // read is a payload of an order as its steps read it: read back from the
 // payload bucket if a claim check names it there, opened if sealed.
 func (s *Store) read(ctx context.Context, orderID string, raw json.RawMessage) (json.RawMessage, error) {
-	raw, err := s.payloads.Resolve(ctx, raw)
+	raw, err := s.payloads.Resolve(ctx, orderID, raw)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/sqsbatch"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -59,6 +61,10 @@ func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Ev
 	def, err := h.catalog.For(ctx, e.OrderID, task.Workflow, task.Version)
 	if err != nil {
 		return err
+	}
+	if payload.IsCheck(e.Data) || seal.IsSealed(e.Data) {
+		return message.Invalid("event for %s: its data is the product's own form (%s or %s): send the data itself", e.OrderID,
+			payload.Member, seal.Member)
 	}
 	sent := len(e.Data)
 	if e.Data, err = h.keepData(ctx, def, e); err != nil {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -72,6 +73,7 @@ type Handler struct {
 	slots    SlotReleaser
 	payloads *payload.Store
 	sealer   *seal.Sealer
+	large    sync.Mutex // one body by pointer at a time
 	Now      func() time.Time
 	// Crash, if set, is called at each crash point (after a write, before the
 	// send that follows it); a chaos test makes it panic there, as a killed
@@ -153,6 +155,13 @@ func queueName(arnOrURL string) string {
 }
 
 func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
+	if _, _, ok := payload.Pointer(rec.Body); ok {
+		// A body of up to 16 MB, copied a few times while it is checked,
+		// sealed and kept: one at a time per instance, where a batch's
+		// records run at once.
+		h.large.Lock()
+		defer h.large.Unlock()
+	}
 	body, err := h.body(ctx, rec)
 	if err != nil {
 		return err
@@ -184,7 +193,10 @@ func (h *Handler) body(ctx context.Context, rec events.SQSMessage) (string, erro
 	if !ok {
 		return rec.Body, nil
 	}
-	b, err := h.payloads.Fetch(ctx, bucket, key, message.MaxOrderBytes+message.MaxEventBytes)
+	if bucket != h.payloads.Bucket() {
+		return "", message.Invalid("an SQS Extended Client message names bucket %q: send large orders to this deployment's payload bucket (PayloadBucketName)", bucket)
+	}
+	b, err := h.payloads.Fetch(ctx, bucket, key, max(message.MaxOrderBytes, message.MaxEventBytes))
 	var lost *payload.Error
 	if errors.As(err, &lost) {
 		return "", message.Invalid("an SQS Extended Client message: %v", err)
@@ -197,6 +209,10 @@ func (h *Handler) body(ctx context.Context, rec events.SQSMessage) (string, erro
 
 // eventRecord is a record of the events queue: an event, or a callback.
 func (h *Handler) eventRecord(ctx context.Context, rec events.SQSMessage) error {
+	if _, _, ok := payload.Pointer(rec.Body); ok {
+		h.large.Lock() // as an order's (record)
+		defer h.large.Unlock()
+	}
 	body, err := h.body(ctx, rec)
 	if err != nil {
 		return err
@@ -306,7 +322,7 @@ func (h *Handler) same(ctx context.Context, o message.Order, stored string) (boo
 	if !seal.IsSealed([]byte(stored)) && !strings.Contains(stored, seal.KeyMember) {
 		return false, nil
 	}
-	raw, err := h.payloads.Resolve(ctx, json.RawMessage(stored))
+	raw, err := h.payloads.Resolve(ctx, o.OrderID, json.RawMessage(stored))
 	if err != nil {
 		return false, err
 	}

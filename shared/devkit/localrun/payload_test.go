@@ -331,6 +331,11 @@ func TestSealedDataIsCiphertextEverywhereButTheCall(t *testing.T) {
 	// The operator: with the key, the result in clear; with a key that is
 	// not the order's (no kms:Decrypt on it, for KMS), its shape.
 	op := operator.New(c, e.stack.Topology())
+	verdicts, err := op.AwaitOrders(ctx, []string{small, large}, time.Now().Add(-time.Hour), 30*time.Second, 200*time.Millisecond)
+	require.NoError(t, err)
+	for _, v := range verdicts {
+		require.Equal(t, operator.Taken, v.Verdict, "known as sent once opened (sasctl submit --wait): %+v", v)
+	}
 	st, err := op.Status(ctx, "sealed-1")
 	require.NoError(t, err)
 	require.Contains(t, string(resultOf(t, st, "scan")), `"pages":"ppp`, "opened with the operator's credentials")
