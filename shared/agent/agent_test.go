@@ -180,6 +180,14 @@ func (f *fixture) handler(d workflow.Definition, b *resilience.Breaker) *agent.H
 			Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler)})
 }
 
+// with is an Agent of workflow d on remote and store (the fixture's
+// recorder and queues), its payload budget b (nil: none).
+func (f *fixture) with(d workflow.Definition, remote agent.Remote, store agent.Store, b *payload.Budget) *agent.Handler {
+	return agent.New(agent.Config{Workflows: workflow.MustSet(d), Name: "inventory", InstanceID: "agent-inventory/test", CallTimeout: 10 * time.Second},
+		agent.Deps{Remote: remote, Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: store,
+			Outcomes: recorder{f.claims}, Send: f.out, Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler), Budget: b})
+}
+
 // request asks for step 0 of the order, carrying the order.
 func request(orderID string) events.SQSEvent {
 	b, _ := json.Marshal(message.AgentRequest{OrderID: orderID, Step: 0, StepName: "reserve",
@@ -280,10 +288,7 @@ func TestAnAnswerOverTheLargestLimitIsOversized(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	f := newFixtureOf(t, remotesim.Faults{}, d)
-	h := agent.New(agent.Config{Workflows: workflow.MustSet(d), Name: "inventory", InstanceID: "agent-inventory/test"},
-		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()},
-			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: f.claims, Outcomes: recorder{f.claims}, Send: f.out,
-			Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler)})
+	h := f.with(d, &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()}, f.claims, nil)
 	_, err := h.Handle(context.Background(), request("o-big"))
 	require.NoError(t, err)
 	require.Len(t, f.claims.recorded, 1)
@@ -587,11 +592,8 @@ func TestADocumentOverTheAgentsBudgetIsRefused(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, remotesim.Faults{})
 	store := heavyDoc{f.claims}
-	h := agent.New(agent.Config{Workflows: workflow.MustSet(workflow.Orders(workflow.Settings{})), Name: "inventory",
-		InstanceID: "agent-inventory/test", CallTimeout: time.Second},
-		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: f.url + "/v1/services/inventory", Service: "inventory", Client: http.DefaultClient},
-			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: store, Outcomes: recorder{f.claims}, Send: f.out,
-			Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler), Budget: payload.BudgetFor(128)})
+	h := f.with(workflow.Orders(workflow.Settings{}), &agent.HTTPRemote{Endpoint: f.url + "/v1/services/inventory", Service: "inventory",
+		Client: http.DefaultClient}, store, payload.BudgetFor(128))
 	resp, err := h.Handle(context.Background(), request("o-1"))
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
@@ -613,10 +615,7 @@ func TestAnAnswerInTheProductsOwnFormIsRefused(t *testing.T) {
 		t.Cleanup(srv.Close)
 		f := newFixture(t, remotesim.Faults{})
 		d := workflow.Orders(workflow.Settings{})
-		h := agent.New(agent.Config{Workflows: workflow.MustSet(d), Name: "inventory", InstanceID: "agent-inventory/test"},
-			agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()},
-				Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: f.claims, Outcomes: recorder{f.claims}, Send: f.out,
-				Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler)})
+		h := f.with(d, &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()}, f.claims, nil)
 		_, err := h.Handle(context.Background(), request("o-1"))
 		require.NoError(t, err)
 		require.Len(t, f.claims.recorded, 1)
@@ -644,11 +643,8 @@ func TestAnInputThatCannotBeReadForGoodIsRefused(t *testing.T) {
 	for _, code := range []string{"AccessDenied", "AccessDeniedException", "DisabledException", "KMSInvalidStateException"} {
 		f := newFixture(t, remotesim.Faults{})
 		store := deniedDoc{f.claims, fmt.Errorf("read the order: %w", &smithy.GenericAPIError{Code: code, Message: "no"})}
-		h := agent.New(agent.Config{Workflows: workflow.MustSet(workflow.Orders(workflow.Settings{})), Name: "inventory",
-			InstanceID: "agent-inventory/test"},
-			agent.Deps{Remote: &agent.HTTPRemote{Endpoint: f.url + "/v1/services/inventory", Service: "inventory", Client: http.DefaultClient},
-				Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: store, Outcomes: recorder{f.claims}, Send: f.out,
-				Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler)})
+		h := f.with(workflow.Orders(workflow.Settings{}), &agent.HTTPRemote{Endpoint: f.url + "/v1/services/inventory", Service: "inventory",
+			Client: http.DefaultClient}, store, nil)
 		_, err := h.Handle(context.Background(), request("o-1"))
 		require.NoError(t, err)
 		require.Len(t, f.claims.recorded, 1, code)
