@@ -39,7 +39,7 @@ func NewBudget(max int64) *Budget { return &Budget{sem: semaphore.NewWeighted(ma
 // BudgetFor is the budget of a function of memoryMB megabytes: a quarter of
 // it, and at least MinDocumentBytes. (An attempt's input is about its
 // document's size again, and its answer up to a result's: a document of
-// 32 MB peaks at 118-132 MB of a process under a 102 MiB GOMEMLIMIT,
+// 32 MB peaks at 116 MB of a process under a 102 MiB GOMEMLIMIT,
 // measured by BenchmarkAgentAtTheLimits.)
 func BudgetFor(memoryMB int) *Budget {
 	return NewBudget(max(int64(memoryMB)<<20/4, MinDocumentBytes))
