@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -385,7 +386,7 @@ func answered(n int) string {
 // document is a *PermanentError: no retry changes it; one out of time is
 // workflow.ErrExpressionTimeout.
 func (h *Handler) input(ctx context.Context, def workflow.Definition, st *statestore.Step, a workflow.Action,
-	sent json.RawMessage) (json.RawMessage, workflow.Document, json.RawMessage, error) {
+	sent json.RawMessage) (json.RawMessage, workflow.Document, callInput, error) {
 	order := sent
 	if len(order) == 0 {
 		o, err := h.store.Order(ctx, st.OrderID)
@@ -409,14 +410,28 @@ func (h *Handler) input(ctx context.Context, def workflow.Definition, st *states
 		index := st.Item - 1
 		doc.Item, doc.Index = item, &index
 	}
-	in, err := a.InputFor(doc)
+	parts, err := a.InputParts(doc) // the document's own bytes, not copied, when the input is the whole of it
 	if errors.Is(err, workflow.ErrExpressionTimeout) {
 		return order, doc, nil, err // perhaps a starved CPU: tried again
 	}
 	if err != nil {
 		return order, doc, nil, &PermanentError{Status: 0, Body: err.Error()} // it names the step's input
 	}
-	return order, doc, in, nil
+	return order, doc, callInput(parts), nil
+}
+
+// callInput is what a step's service receives, in pieces (its document's
+// payloads among them, as read back): an HTTP agent sends them one after
+// another, with no copy of a document of up to 33 MB; an Agent in Go gets
+// them joined.
+type callInput [][]byte
+
+// bytes is the input joined.
+func (in callInput) bytes() []byte {
+	if len(in) == 1 {
+		return in[0]
+	}
+	return slices.Concat(in...)
 }
 
 // claim starts an attempt of the record the request names. It returns nil,

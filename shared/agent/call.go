@@ -21,7 +21,7 @@ import (
 // retry takes a turn of the agent's rate limit, as the first did. retried
 // says whether a try before the last met a transient fault (it may have
 // taken effect).
-func (h *Handler) call(ctx context.Context, st *statestore.Step, payload []byte, deadline time.Time) ([]byte, bool, error) {
+func (h *Handler) call(ctx context.Context, st *statestore.Step, payload callInput, deadline time.Time) ([]byte, bool, error) {
 	var last error // the service's last transient answer, for the line that says the attempt ran out of time
 	for n := 0; ; n++ {
 		err := h.breaker.Allow()
@@ -114,14 +114,18 @@ func pastDeadline(err, last error) error {
 // attempt's reason.
 const lastAnswered = "its service last answered: "
 
-func (h *Handler) try(ctx context.Context, st *statestore.Step, payload []byte, deadline time.Time) ([]byte, error) {
+func (h *Handler) try(ctx context.Context, st *statestore.Step, payload callInput, deadline time.Time) ([]byte, error) {
 	limit := h.Now().Add(h.cfg.CallTimeout)
 	if deadline.Before(limit) {
 		limit = deadline
 	}
 	cctx, cancel := context.WithDeadline(ctx, limit)
 	defer cancel()
-	return h.remote.Apply(cctx, st.Definition().DoName(), workflow.IdempotencyKey(st.OrderID, st.RecordName(), st.Round), payload)
+	action, key := st.Definition().DoName(), workflow.IdempotencyKey(st.OrderID, st.RecordName(), st.Round)
+	if r, ok := h.remote.(*HTTPRemote); ok {
+		return r.applyParts(cctx, action, key, payload)
+	}
+	return h.remote.Apply(cctx, action, key, payload.bytes())
 }
 
 func (h *Handler) expired(st *statestore.Step, why string) {

@@ -88,6 +88,15 @@ type HTTPRemote struct {
 // know the caller), so the order waits rather than being undone for a
 // credential that an operator can fix.
 func (r *HTTPRemote) Apply(ctx context.Context, action, key string, payload []byte) ([]byte, error) {
+	return r.applyParts(ctx, action, key, callInput{payload})
+}
+
+// applyParts is Apply with its payload in pieces, sent one after another.
+func (r *HTTPRemote) applyParts(ctx context.Context, action, key string, payload callInput) ([]byte, error) {
+	if r.Auth != nil {
+		// Its credentials may sign the body (SigV4): one piece.
+		payload = callInput{payload.bytes()}
+	}
 	s, body, retryAfter, err := r.post(ctx, action, key, payload)
 	if err == nil && r.credentialRefusal(s) && r.Auth.Refresh(ctx) {
 		if r.Log != nil {
@@ -146,10 +155,24 @@ func (r *HTTPRemote) url(action string) string {
 
 // post makes the call: its status, its body (one byte past the largest
 // result limit at most), and how long its Retry-After asks to wait (0: none).
-func (r *HTTPRemote) post(ctx context.Context, action, key string, payload []byte) (int, []byte, time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url(action), bytes.NewReader(payload))
+func (r *HTTPRemote) post(ctx context.Context, action, key string, payload callInput) (int, []byte, time.Duration, error) {
+	reader := func() io.Reader {
+		readers := make([]io.Reader, len(payload))
+		for i, p := range payload {
+			readers[i] = bytes.NewReader(p)
+		}
+		return io.MultiReader(readers...)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url(action), reader())
 	if err != nil {
 		return 0, nil, 0, fmt.Errorf("build request to %s: %w", r.Service, err)
+	}
+	for _, p := range payload {
+		req.ContentLength += int64(len(p))
+	}
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(reader()), nil } // a retry of the transport's
+	if req.ContentLength == 0 {
+		req.Body, req.GetBody = http.NoBody, nil // none (io.MultiReader's length is not known to net/http)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
@@ -162,7 +185,7 @@ func (r *HTTPRemote) post(ctx context.Context, action, key string, payload []byt
 		req.Header.Set("X-Request-Deadline", dl.UTC().Format(time.RFC3339Nano))
 	}
 	if r.Auth != nil {
-		if err := r.Auth.Authorize(ctx, req, payload); err != nil {
+		if err := r.Auth.Authorize(ctx, req, payload.bytes()); err != nil {
 			return 0, nil, 0, fmt.Errorf("credentials for %s: %w", r.Service, err)
 		}
 	}

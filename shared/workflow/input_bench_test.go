@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -27,5 +28,46 @@ func BenchmarkInputOfTheLargestDocument(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A document's parts, joined, are the document json.Marshal makes of it
+// (the same members and values), whatever it holds.
+func TestADocumentsPartsAreItsJSON(t *testing.T) {
+	t.Parallel()
+	index := 2
+	for _, doc := range []workflow.Document{
+		{},
+		{Order: json.RawMessage(`{"orderId":"o"}`)},
+		{Order: json.RawMessage(`{"orderId":"o"}`), Results: map[string]json.RawMessage{"b": json.RawMessage(`[1]`), "a\"x": json.RawMessage(`"s"`)},
+			Result: json.RawMessage(`{"r":true}`), Item: json.RawMessage(`{"sku":"A"}`), Index: &index},
+	} {
+		parts, err := doc.Parts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		joined := strings.Join(func() []string {
+			var out []string
+			for _, p := range parts {
+				out = append(out, string(p))
+			}
+			return out
+		}(), "")
+		if doc.Results == nil {
+			doc.Results = map[string]json.RawMessage{}
+		}
+		want, _ := json.Marshal(doc)
+		var got, wanted any
+		if err := json.Unmarshal([]byte(joined), &got); err != nil {
+			t.Fatalf("%s: %v", joined, err)
+		}
+		_ = json.Unmarshal(want, &wanted)
+		if !reflect.DeepEqual(got, wanted) {
+			t.Fatalf("parts %s, want %s", joined, want)
+		}
+		whole, err := doc.JSON()
+		if err != nil || string(whole) != joined {
+			t.Fatalf("JSON %s, parts %s (%v)", whole, joined, err)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -121,52 +122,61 @@ func (a Action) InputFor(doc Document) (json.RawMessage, error) {
 	return evalDoc(code, doc, fmt.Sprintf("%s's input", a.Name))
 }
 
-// JSON is the document as its step's service receives it: written member
-// by member into one buffer of its size, its payloads as they are (each
-// valid JSON: an order checked at Submission, a result kept only if valid,
-// a payload read back checked against its hash), not compacted again as
-// json.Marshal would, which takes twice the memory of a 32 MB document.
+// JSON is the document as its step's service receives it: its Parts, in
+// one buffer of its size.
 func (doc Document) JSON() (json.RawMessage, error) {
-	n := len(doc.Order) + len(doc.Result) + len(doc.Item) + 64
-	names := slices.Sorted(maps.Keys(doc.Results))
-	for _, name := range names {
-		n += len(name) + len(doc.Results[name]) + 8
+	parts, err := doc.Parts()
+	if err != nil {
+		return nil, err
 	}
-	b := make([]byte, 0, n)
+	return bytes.Join(parts, nil), nil
+}
+
+// Parts are the document's JSON in pieces, whose concatenation is the
+// document: its payloads as they are, not copied (each valid JSON: an order
+// checked at Submission, a result kept only if valid, a payload read back
+// checked against its hash), between the few bytes that join them. An
+// HTTP agent sends them one after another; json.Marshal would compact a
+// copy, twice the memory of a 32 MB document.
+func (doc Document) Parts() ([][]byte, error) {
 	raw := func(v json.RawMessage) []byte {
 		if len(v) == 0 {
-			return append(b, "null"...)
+			return []byte("null")
 		}
-		return append(b, v...)
+		return v
 	}
-	b = append(b, `{"order":`...)
-	b = raw(doc.Order)
-	b = append(b, `,"results":{`...)
-	for i, name := range names {
-		if i > 0 {
-			b = append(b, ',')
-		}
+	parts := [][]byte{[]byte(`{"order":`), raw(doc.Order), []byte(`,"results":{`)}
+	for i, name := range slices.Sorted(maps.Keys(doc.Results)) {
 		k, err := json.Marshal(name)
 		if err != nil {
 			return nil, err
 		}
-		b = append(append(b, k...), ':')
-		b = raw(doc.Results[name])
+		if i > 0 {
+			k = append([]byte{','}, k...)
+		}
+		parts = append(parts, append(k, ':'), raw(doc.Results[name]))
 	}
-	b = append(b, '}')
+	parts = append(parts, []byte{'}'})
 	if len(doc.Result) > 0 {
-		b = append(b, `,"result":`...)
-		b = raw(doc.Result)
+		parts = append(parts, []byte(`,"result":`), doc.Result)
 	}
 	if len(doc.Item) > 0 {
-		b = append(b, `,"item":`...)
-		b = raw(doc.Item)
+		parts = append(parts, []byte(`,"item":`), doc.Item)
 	}
 	if doc.Index != nil {
-		b = append(b, `,"index":`...)
-		b = strconv.AppendInt(b, int64(*doc.Index), 10)
+		parts = append(parts, strconv.AppendInt([]byte(`,"index":`), int64(*doc.Index), 10))
 	}
-	return append(b, '}'), nil
+	return append(parts, []byte{'}'}), nil
+}
+
+// InputParts is InputFor in pieces: the document's Parts, not joined, for
+// an action with no input expression; else the expression's value.
+func (a Action) InputParts(doc Document) ([][]byte, error) {
+	if a.Input == "" {
+		return doc.Parts()
+	}
+	in, err := a.InputFor(doc)
+	return [][]byte{in}, err
 }
 
 // value is the document decoded for jq, member by member.
