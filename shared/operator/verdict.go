@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/payload"
-	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
 )
 
@@ -146,25 +144,11 @@ func sleepUntil(ctx context.Context, deadline time.Time, every time.Duration) bo
 	}
 }
 
-// sameOrder reports whether stored (an order as the product stored it) is
-// the order sent: as sent, or its claim check (by the hash), or sealed
-// (opened with the operator's own kms:Decrypt, and read back from the
-// payload bucket if a claim check names it there). What cannot be opened
-// is not known to be it.
+// sameOrder reports whether stored is the order sent (statestore.SameOrder:
+// a sealed one opened with the operator's own kms:Decrypt, read back from
+// the deployment's payload bucket if its claim check names it there). What
+// cannot be read is not known to be it.
 func (o *Operator) sameOrder(ctx context.Context, orderID, stored, sent string) bool {
-	if payload.Same(stored, []byte(sent)) {
-		return true
-	}
-	if !seal.IsSealed([]byte(stored)) && !strings.Contains(stored, seal.KeyMember) {
-		return false
-	}
-	raw := []byte(stored)
-	if ref, ok := payload.Parse(raw); ok {
-		var err error
-		if raw, err = payload.New(o.s3, ref.Bucket, 0).Resolve(ctx, orderID, raw); err != nil {
-			return false
-		}
-	}
-	plain, err := o.sealer.Open(ctx, orderID, raw)
-	return err == nil && string(plain) == sent
+	same, err := statestore.SameOrder(ctx, payload.New(o.s3, o.PayloadBucket, 0), o.sealer, orderID, stored, sent)
+	return err == nil && same
 }

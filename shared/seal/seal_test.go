@@ -122,3 +122,33 @@ func TestAnOrdersKeyIsFoundFromItsStoredForm(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok, "an order not sealed")
 }
+
+// The largest payload sealed (four thirds of it in base64, and its
+// envelope) is kept in the payload bucket and read back and opened whole:
+// a 16 MB result of a sealed order is not refused after its call took
+// effect.
+func TestTheLargestPayloadSealedIsKeptAndOpened(t *testing.T) {
+	t.Parallel()
+	s, _, _ := sealer(t)
+	ctx := context.Background()
+	c, err := awsclient.Load(ctx, awsclient.Options{Endpoint: endpoint, Emulated: true})
+	require.NoError(t, err)
+	bucket := "seal-test-largest"
+	require.NoError(t, provision.EnsureBucket(ctx, c.S3, bucket))
+	p := payload.New(c.S3, bucket, 0)
+	key, err := s.NewKey(ctx, "o-big")
+	require.NoError(t, err)
+	plain := []byte(`{"pages":"` + strings.Repeat("p", payload.MaxBytes-12) + `"}`)
+	require.Len(t, plain, payload.MaxBytes)
+	sealed, err := key.Seal(plain, nil)
+	require.NoError(t, err)
+	require.Greater(t, len(sealed), payload.MaxBytes)
+	require.LessOrEqual(t, len(sealed), payload.MaxStoredBytes)
+	kept, err := p.Keep(ctx, "o-big", "results/s0-r1", sealed, nil)
+	require.NoError(t, err)
+	back, err := p.Resolve(ctx, "o-big", kept)
+	require.NoError(t, err)
+	opened, err := s.Open(ctx, "o-big", back)
+	require.NoError(t, err)
+	require.Equal(t, plain, opened)
+}

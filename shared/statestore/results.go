@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -17,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -158,14 +160,36 @@ func (it resultItem) result() (Result, error) {
 	return r, nil
 }
 
-// read is a payload of an order as its steps read it: read back from the
-// payload bucket if a claim check names it there, opened if sealed.
+// read is a payload of an order as its steps read it (Read).
 func (s *Store) read(ctx context.Context, orderID string, raw json.RawMessage) (json.RawMessage, error) {
-	raw, err := s.payloads.Resolve(ctx, orderID, raw)
+	return Read(ctx, s.payloads, s.sealer, orderID, raw)
+}
+
+// Read is a payload of an order as its steps read it: read back from p's
+// bucket if a claim check names it there, opened by x if sealed.
+func Read(ctx context.Context, p *payload.Store, x *seal.Sealer, orderID string, raw json.RawMessage) (json.RawMessage, error) {
+	raw, err := p.Resolve(ctx, orderID, raw)
 	if err != nil {
 		return nil, err
 	}
-	return s.sealer.Open(ctx, orderID, raw)
+	return x.Open(ctx, orderID, raw)
+}
+
+// SameOrder reports whether stored, an order as the product stored it
+// (itself, its claim check, or sealed, in p's bucket, under x's key), is
+// body: by its bytes, or its claim check's hash, or, sealed, once read.
+func SameOrder(ctx context.Context, p *payload.Store, x *seal.Sealer, orderID, stored, body string) (bool, error) {
+	if payload.Same(stored, []byte(body)) {
+		return true, nil
+	}
+	if !seal.IsSealed([]byte(stored)) && !strings.Contains(stored, seal.KeyMember) {
+		return false, nil
+	}
+	plain, err := Read(ctx, p, x, orderID, json.RawMessage(stored))
+	if err != nil {
+		return false, err
+	}
+	return string(plain) == body, nil
 }
 
 func deflate(b []byte) []byte {

@@ -313,26 +313,6 @@ func (h *Handler) keep(ctx context.Context, o message.Order) (string, error) {
 	return string(kept), err
 }
 
-// same reports whether stored is the order o: as sent, or its claim check
-// (the same bytes, by their hash), or sealed (the same once opened).
-func (h *Handler) same(ctx context.Context, o message.Order, stored string) (bool, error) {
-	if payload.Same(stored, []byte(o.JSON())) {
-		return true, nil
-	}
-	if !seal.IsSealed([]byte(stored)) && !strings.Contains(stored, seal.KeyMember) {
-		return false, nil
-	}
-	raw, err := h.payloads.Resolve(ctx, o.OrderID, json.RawMessage(stored))
-	if err != nil {
-		return false, err
-	}
-	plain, err := h.sealer.Open(ctx, o.OrderID, raw)
-	if err != nil {
-		return false, err
-	}
-	return string(plain) == o.JSON(), nil
-}
-
 // definition is the workflow an order names (none: the default). A name
 // this deployment does not run is refused, unless the order was accepted
 // before it stopped running it: then a resend runs what it started with.
@@ -356,7 +336,7 @@ func (h *Handler) sameAsStored(ctx context.Context, o message.Order, now time.Ti
 	if err != nil {
 		return err
 	}
-	if same, err := h.same(ctx, o, stored); err != nil || same {
+	if same, err := statestore.SameOrder(ctx, h.payloads, h.sealer, o.OrderID, stored, o.JSON()); err != nil || same {
 		return err
 	}
 	reason := fmt.Sprintf("orderId %s was already accepted with different content", o.OrderID)

@@ -30,13 +30,18 @@ type keys struct {
 // newKeys is a run's key: faults injected if faulty.
 func newKeys(seed uint64, faulty bool, count func(string)) *keys {
 	rng := rand.New(rand.NewPCG(seed, 0x6b5))
-	k := make([]byte, 32)
-	for i := range k {
-		k[i] = byte(rng.IntN(256))
-	}
-	block, _ := aes.NewCipher(k) // 32 bytes: no error
+	block, _ := aes.NewCipher(random(rng, 32)) // 32 bytes: no error
 	gcm, _ := cipher.NewGCM(block)
 	return &keys{rng: rng, faulty: faulty, master: gcm, count: count}
+}
+
+// random is n bytes of rng's: a run's keys and nonces, the same for a seed.
+func random(rng *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.IntN(256))
+	}
+	return b
 }
 
 func (k *keys) fault() bool { return k.faulty && k.rng.IntN(8) == 0 }
@@ -51,14 +56,7 @@ func (k *keys) GenerateDataKey(_ context.Context, in *kms.GenerateDataKeyInput, 
 		k.count("data keys not made (KMS failed)")
 		return nil, errLost
 	}
-	plain := make([]byte, 32)
-	for i := range plain {
-		plain[i] = byte(k.rng.IntN(256))
-	}
-	nonce := make([]byte, k.master.NonceSize())
-	for i := range nonce {
-		nonce[i] = byte(k.rng.IntN(256))
-	}
+	plain, nonce := random(k.rng, 32), random(k.rng, k.master.NonceSize())
 	k.count("data keys made")
 	return &kms.GenerateDataKeyOutput{Plaintext: plain, CiphertextBlob: k.master.Seal(nonce, nonce, plain, aad(in.EncryptionContext))}, nil
 }
