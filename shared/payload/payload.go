@@ -226,7 +226,8 @@ func (s *Store) Get(ctx context.Context, ref Ref) ([]byte, error) {
 	if s == nil {
 		return nil, &Error{Ref: ref, Reason: "this deployment has no payload bucket (payloadBucket) to read it from"}
 	}
-	b, err := s.object(ctx, ref, ref.Bytes, "not found (deleted, or expired with its order's retention)")
+	b, err := s.object(ctx, ref, ref.Bytes, "not found (deleted, or expired with its order's retention)",
+		fmt.Sprintf("holds more than %d bytes, not the %d kept", ref.Bytes, ref.Bytes))
 	if err != nil {
 		return nil, err
 	}
@@ -243,8 +244,9 @@ func (s *Store) Get(ctx context.Context, ref Ref) ([]byte, error) {
 // that a larger one is known to be larger), into one buffer of its length
 // when S3 says it (io.ReadAll would grow its buffer by copies: a 16 MB
 // payload would take about twice that while it is read, in an Agent of
-// 128 MB). One that does not exist is an *Error, missing its reason.
-func (s *Store) object(ctx context.Context, ref Ref, limit int, missing string) ([]byte, error) {
+// 128 MB). One that does not exist is an *Error, missing its reason; one
+// whose length is over limit, an *Error with over, refused unread.
+func (s *Store) object(ctx context.Context, ref Ref, limit int, missing, over string) ([]byte, error) {
 	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &ref.Bucket, Key: &ref.Key})
 	if err != nil {
 		if gone(err) {
@@ -253,8 +255,12 @@ func (s *Store) object(ctx context.Context, ref Ref, limit int, missing string) 
 		return nil, fmt.Errorf("read %s: %w", ref, err)
 	}
 	defer out.Body.Close()
+	n := aws.ToInt64(out.ContentLength)
+	if n > int64(limit) {
+		return nil, &Error{Ref: ref, Reason: over} // refused unread: its length says enough
+	}
 	body := io.LimitReader(out.Body, int64(limit)+1)
-	if n := aws.ToInt64(out.ContentLength); n > 0 && n <= int64(limit) {
+	if n > 0 {
 		b := make([]byte, n)
 		if _, err := io.ReadFull(body, b); err != nil {
 			return nil, fmt.Errorf("read %s: %w", ref, err)
@@ -344,9 +350,10 @@ func (s *Store) Fetch(ctx context.Context, bucket, key string, limit int) ([]byt
 	if s == nil {
 		return nil, fmt.Errorf("read %s: this deployment has no payload bucket", ref)
 	}
-	b, err := s.object(ctx, ref, limit, "not found")
+	over := fmt.Sprintf("over the %d-byte limit of a payload", limit)
+	b, err := s.object(ctx, ref, limit, "not found", over)
 	if err == nil && len(b) > limit {
-		return nil, &Error{Ref: ref, Reason: fmt.Sprintf("over the %d-byte limit of a payload", limit)}
+		return nil, &Error{Ref: ref, Reason: over}
 	}
 	return b, err
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -141,7 +140,7 @@ func TestBadInputNeverBlocksGoodInput(t *testing.T) {
 	}
 	for dlq, bodies := range wanted {
 		got := map[string]string{}
-		e.eventually("rejections in "+dlq, 30*time.Second, func() bool {
+		e.eventually("rejections in "+dlq, e.rejectionWait(), func() bool {
 			msgs, err := e.stack.Peek(ctx, e.stack.QueueURL(dlq))
 			require.NoError(t, err)
 			for _, m := range msgs {

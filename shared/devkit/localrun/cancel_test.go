@@ -177,7 +177,7 @@ func TestConflictingResendIsRejectedWithItsReason(t *testing.T) {
 func (e *env) rejection(dlq, body string) string {
 	e.t.Helper()
 	var reason string
-	e.eventually("a rejection in "+dlq, 30*time.Second, func() bool {
+	e.eventually("a rejection in "+dlq, e.rejectionWait(), func() bool {
 		for b, r := range e.deadLetters(dlq) {
 			if strings.Contains(b, body) {
 				reason = r

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/require"
@@ -175,7 +174,7 @@ func TestDisallowedReplyQueueRejected(t *testing.T) {
 	e.waitEnded([]string{"o-good"})
 	ctx := context.Background()
 	reasons := map[string]string{}
-	e.eventually("the orders rejected to the DLQ", 20*time.Second, func() bool {
+	e.eventually("the orders rejected to the DLQ", e.rejectionWait(), func() bool {
 		msgs, err := e.stack.Peek(ctx, e.stack.QueueURL(topo.OrdersQueue().DLQName))
 		require.NoError(t, err)
 		for _, m := range msgs {

@@ -276,7 +276,7 @@ func TestMalformedOrdersRejectedGoodOnesProceed(t *testing.T) {
 	// SQS delivers at least once (moto, like SQS, can hand one message to two
 	// pollers), so a bad order may be rejected twice: count distinct bodies.
 	rejected := map[string]string{}
-	e.eventually("every rejected order in the DLQ", 20*time.Second, func() bool {
+	e.eventually("every rejected order in the DLQ", e.rejectionWait(), func() bool {
 		m, err := e.stack.Peek(ctx, dlqURL)
 		require.NoError(t, err)
 		for _, msg := range m {

@@ -118,6 +118,14 @@ func (e *env) waitEnded(ids []string) map[string]statestore.Task {
 	return tasks
 }
 
+// rejectionWait is how long a test waits for a rejection in a DLQ: it may
+// come after a redelivery (a handler's call to moto failing for a moment on a
+// loaded machine is an error SQS retries after the visibility timeout, as it
+// would in AWS), so one visibility timeout and a margin over it.
+func (e *env) rejectionWait() time.Duration {
+	return 2*e.stack.Opts.VisibilityTimeout + 15*time.Second
+}
+
 // eventually waits until cond holds, polling; it fails the test after limit.
 func (e *env) eventually(what string, limit time.Duration, cond func() bool) {
 	e.t.Helper()
