@@ -108,6 +108,12 @@ func writeID() string {
 // item as it is now is the write's outcome. Without this, a claim would
 // refuse itself and its step wait for the Supervisor, a completion would be
 // taken as stale and its reply never sent.
+//
+// A write that fails otherwise (the SDK's tries spent: throttled, a 500, a
+// connection cut) may have been applied all the same, its answer lost on
+// one of them: the item is read back, and if its write id is c's, that is
+// the outcome; if not, the error is an *UnknownOutcome carrying the item as
+// it is (a claim finds itself there by its record: claimedBy).
 func (s *Store) updateItem(ctx context.Context, c *change, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
 	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	out, err := s.db.UpdateItem(ctx, in)
@@ -116,9 +122,33 @@ func (s *Store) updateItem(ctx context.Context, c *change, in *dynamodb.UpdateIt
 		if id, ok := ccf.Item[WriteIDAttribute].(*types.AttributeValueMemberS); ok && id.Value == c.id {
 			return &dynamodb.UpdateItemOutput{Attributes: ccf.Item}, nil
 		}
+		return out, err
 	}
-	return out, err
+	if err == nil || ctx.Err() != nil {
+		return out, err
+	}
+	got, rerr := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: in.TableName, Key: in.Key, ConsistentRead: aws.Bool(true)})
+	if rerr != nil {
+		return out, err // not known: the caller's message comes back, or the Supervisor finds the record
+	}
+	if id, ok := got.Item[WriteIDAttribute].(*types.AttributeValueMemberS); ok && id.Value == c.id {
+		return &dynamodb.UpdateItemOutput{Attributes: got.Item}, nil
+	}
+	return out, &UnknownOutcome{Err: err, Item: got.Item}
 }
+
+// UnknownOutcome is a write that failed with an error that does not say
+// whether it was applied, and the item as read back after it (another
+// write's since, or as it was: not known which).
+type UnknownOutcome struct {
+	Err  error
+	Item map[string]types.AttributeValue
+}
+
+func (e *UnknownOutcome) Error() string { return e.Err.Error() }
+
+// Unwrap is the write's error.
+func (e *UnknownOutcome) Unwrap() error { return e.Err }
 
 // rec is record r's path in the expressions (R.#a, R.#b…, one alias per
 // record however often it is named).

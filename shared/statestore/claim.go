@@ -63,7 +63,12 @@ func (s *Store) Claim(ctx context.Context, c Claim) (Step, error) {
 	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	out, err := s.updateItem(ctx, ch, in)
 	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
+	var unknown *UnknownOutcome
+	if errors.As(err, &unknown) {
+		if own := claimedBy(unknown.Item, c, ch.id); own != nil {
+			out, err = own, nil // applied, its answer lost, and another write landed since
+		}
+	} else if errors.As(err, &ccf) {
 		if own := claimedBy(ccf.Item, c, ch.id); own != nil {
 			out, err = own, nil // its earlier try, applied: its answer was lost, and another write landed since
 		} else {
@@ -78,8 +83,23 @@ func (s *Store) Claim(ctx context.Context, c Claim) (Step, error) {
 		return Step{}, fmt.Errorf("decode claimed %s/%s: %w", c.OrderID, sortKey(c.Ref), err)
 	}
 	st := it.step(sortKey(c.Ref), it.view())
-	return st, s.pullIn(ctx, it, ms(st.CompleteBy))
+	if err := s.pullIn(ctx, it, ms(st.CompleteBy)); err != nil {
+		return st, &LateLook{Err: err}
+	}
+	return st, nil
 }
+
+// LateLook is a claim made whose order's deadline index entry could not be
+// pulled in to its CompleteBy: the claim holds, and a hung attempt is found
+// at the entry's time, later (as after a crash between the two writes).
+type LateLook struct{ Err error }
+
+func (e *LateLook) Error() string {
+	return "claimed, its deadline index entry not pulled in (a hung attempt is found later): " + e.Err.Error()
+}
+
+// Unwrap is the index write's error.
+func (e *LateLook) Unwrap() error { return e.Err }
 
 // ErrWrongAgent means the record is ready but belongs to another agent: the
 // request was routed to the wrong queue.

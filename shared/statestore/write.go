@@ -387,6 +387,12 @@ func look(ch *change, l Look, r recItem) {
 			ch.drop(p, "dn", "c", "af", "al")
 			if !r.ran() { // refused: it did nothing, and is no "may have run" for its retry (workflow's RetryHeld)
 				ch.drop(p, "ca")
+			} else {
+				// Its failure is forgotten, not that an attempt of the
+				// round may have taken effect: a give-back of a later
+				// attempt before its call (its flow control, a payload
+				// not read) keeps the claim that says so.
+				ch.put(p, "mr", &types.AttributeValueMemberBOOL{Value: true})
 			}
 			ch.del = append(ch.del, "Ua "+ch.val("retried", &types.AttributeValueMemberSS{Value: []string{sortKey(l.Ref)}}))
 		}

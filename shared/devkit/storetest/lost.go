@@ -60,14 +60,7 @@ func LostAnswers(t *testing.T, db *dynamodb.Client) {
 	other := "o-lost-2"
 	_, err = s.Submit(ctx, statestore.Submission{OrderID: other, Order: `{"orderId":"o-lost-2"}`, Workflow: d, Now: t0})
 	require.NoError(t, err)
-	lossy.loseThen(func() {
-		_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(topo.StateTable()),
-			Key: map[string]types.AttributeValue{topology.KeyOrderID: &types.AttributeValueMemberS{Value: other},
-				topology.KeySort: &types.AttributeValueMemberS{Value: "TASK"}},
-			UpdateExpression:          aws.String("SET " + statestore.WriteIDAttribute + " = :w"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":w": &types.AttributeValueMemberS{Value: "another-write"}}})
-		require.NoError(t, err)
-	})
+	lossy.loseThen(func() { anotherWrite(t, db, topo.StateTable(), other, "another-write") })
 	again, err := claim(ctx, s, other, step0, "agent-1", t0)
 	require.NoError(t, err, "a claim whose answer was lost, another write since, is the claim")
 	require.Equal(t, 3, lossy.lost())
@@ -100,6 +93,45 @@ func LostAnswers(t *testing.T, db *dynamodb.Client) {
 			require.Equal(t, workflow.Processing, rec.State)
 		}
 	}
+
+	// The SDK's tries spent (one here): the store reads the item back
+	// after a write whose outcome the error does not say.
+	once := &losing{}
+	single := dynamodb.New(db.Options(), func(o *dynamodb.Options) {
+		once.next = o.HTTPClient
+		o.HTTPClient = once
+		o.RetryMaxAttempts = 1
+	})
+	s1 := statestore.New(single, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
+	third := "o-lost-3"
+	_, err = s1.Submit(ctx, statestore.Submission{OrderID: third, Order: `{"orderId":"o-lost-3"}`, Workflow: d, Now: t0})
+	require.NoError(t, err)
+	once.lose(1)
+	c3, err := claim(ctx, s1, third, step0, "agent-1", t0)
+	require.NoError(t, err, "a claim whose answer was lost, no try again, is the claim (read back)")
+	require.Equal(t, 1, once.lost())
+	require.Equal(t, 1, c3.Attempt)
+	once.lose(1)
+	r3 := finish(t, s1, d, c3, "", t0.Add(time.Second))
+	require.Equal(t, 2, once.lost())
+	require.Equal(t, []workflow.Ref{step1}, r3.Ready, "a completion whose answer was lost, no try again: the completion")
+	once.loseThen(func() { anotherWrite(t, db, topo.StateTable(), third, "another-write-2") }) // before the read back
+	c4, err := claim(ctx, s1, third, step1, "agent-1", t0.Add(2*time.Second))
+	require.NoError(t, err, "a claim whose answer was lost, no try again, another write since: the claim, by its record")
+	require.Equal(t, 3, once.lost())
+	require.Equal(t, workflow.Processing, c4.State)
+	require.Equal(t, 1, c4.Attempt)
+}
+
+// anotherWrite lands another writer's write on order id's state item (its
+// write id then id's).
+func anotherWrite(t *testing.T, db *dynamodb.Client, table, order, id string) {
+	_, err := db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{TableName: aws.String(table),
+		Key: map[string]types.AttributeValue{topology.KeyOrderID: &types.AttributeValueMemberS{Value: order},
+			topology.KeySort: &types.AttributeValueMemberS{Value: "TASK"}},
+		UpdateExpression:          aws.String("SET " + statestore.WriteIDAttribute + " = :w"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":w": &types.AttributeValueMemberS{Value: id}}})
+	require.NoError(t, err)
 }
 
 // losing is an HTTP client that, when armed, loses the answers of writes
