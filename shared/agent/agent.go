@@ -252,14 +252,14 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		// and its key's slot, if it holds one, ends at its CompleteBy.
 		accepted = true
 		st.Slot = key
-		err := h.store.Accept(ctx, *st, h.Now())
+		err := h.persist(ctx, st, "its acceptance", func(ctx context.Context) error { return h.store.Accept(ctx, *st, h.Now()) })
 		switch {
 		case errors.Is(err, statestore.ErrStale):
 			// Its callback came first (or the attempt ended otherwise): it
 			// found no slot noted to let go, so the slot goes here.
 			accepted = false
 		case err != nil:
-			h.log.Warn("async call accepted, not noted: a cancel awaits its callback", "order_id", st.OrderID, "err", err)
+			h.log.Warn(AcceptNotNoted, "order_id", st.OrderID, "holder", flow.Holder(st.OrderID, st.Ref(), st.Round, st.Attempt), "err", err)
 		}
 		return nil // its callback records the outcome; by CompleteBy, or the Supervisor recovers the attempt
 	case err == nil && len(result) > def.Limit() && st.Undo:
@@ -321,6 +321,11 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	}
 	return h.recordOutcome(ctx, def, st, a, result, order)
 }
+
+// AcceptNotNoted is what an Agent logs when its service accepted an async
+// call and the state store failed to note it: a cancel awaits the call's
+// callback, and its key's slot, if it holds one, is free at its CompleteBy.
+const AcceptNotNoted = "async call accepted, not noted: a cancel awaits its callback"
 
 // notCalled gives back an attempt whose call was not made because what
 // comes before it failed (its input not read: the store or the payload
@@ -441,6 +446,11 @@ func (h *Handler) claim(ctx context.Context, req message.AgentRequest, nonce str
 	now := h.Now()
 	st, err := h.store.Claim(ctx, statestore.Claim{OrderID: req.OrderID, Ref: req.Ref(), Agent: h.cfg.Name,
 		Owner: h.cfg.InstanceID, Token: nonce, Now: now})
+	var late *statestore.LateLook
+	if errors.As(err, &late) { // claimed: it runs (given back, it would be as late for the next claim)
+		h.log.Warn("claimed; its order's next look not moved to the attempt's CompleteBy", "order_id", req.OrderID, "step", req.StepName, "err", err)
+		err = nil
+	}
 	switch {
 	case errors.Is(err, statestore.ErrNotClaimable):
 		h.leaveLine(ctx, req)
@@ -487,9 +497,13 @@ func (h *Handler) slowDown(ctx context.Context, def workflow.Definition, st *sta
 	until := now.Add(slow.After)
 	h.log.Warn("the service asked to slow down: every instance holds its calls", "order_id", st.OrderID, "until", until, "err", slow)
 	if err := h.gate.Store.SlowDown(ctx, h.cfg.Name, until); err != nil {
-		return err
+		// The other instances go on calling until a 429 of theirs; this
+		// attempt still waits the Retry-After, given back (left to SQS,
+		// it would run out as one that may have run).
+		h.log.Warn("the slow-down not noted for the other instances", "order_id", st.OrderID, "err", err)
+	} else {
+		h.gate.Forget()
 	}
-	h.gate.Forget()
 	// A 429 or 503 with Retry-After did nothing; a try before it that met
 	// a transient fault may have.
 	return h.release(ctx, def, st, flow.Verdict{Wait: slow.After + time.Duration(rand.Int64N(int64(time.Second))),

@@ -150,9 +150,14 @@ func (h *Handler) giveBack(ctx context.Context, def workflow.Definition, st *sta
 // replied to the Scheduler); else the request is sent again for then.
 func (h *Handler) release(ctx context.Context, def workflow.Definition, st *statestore.Step, v flow.Verdict,
 	req message.AgentRequest, ran bool) error {
-	now := h.Now()
-	rec, err := outcome.Recorder{Store: h.store}.Release(ctx, def, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(),
-		Attempt: st.Attempt, Round: st.Round, Token: st.Token, Read: st.Read, Ran: ran, Now: now}, now.Add(v.Wait), v.Why)
+	var rec outcome.Recorded
+	err := h.persist(ctx, st, "its give-back", func(ctx context.Context) error {
+		now := h.Now()
+		var err error
+		rec, err = outcome.Recorder{Store: h.store}.Release(ctx, def, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(),
+			Attempt: st.Attempt, Round: st.Round, Token: st.Token, Read: st.Read, Ran: ran, Now: now}, now.Add(v.Wait), v.Why)
+		return err
+	})
 	if err != nil || rec.Stale {
 		return err // not its to give back (recovered meanwhile): nothing more
 	}

@@ -43,6 +43,7 @@ func (h *Handler) holdSlot(ctx context.Context, st *statestore.Step, req message
 	limit := h.cfg.PerKey.InFlight
 	hold, err := h.gate.Store.Hold(ctx, h.cfg.Name, key, limit, holder, st.CompleteBy, h.Now())
 	if err != nil {
+		h.letSlot(ctx, st, key) // the hold may have been written, its answer lost: its attempt is given back
 		return slotWait{}, err
 	}
 	h.handOn(ctx, hold.Handed)
@@ -60,12 +61,17 @@ func (h *Handler) holdSlot(ctx context.Context, st *statestore.Step, req message
 		return slotWait{wait: KeyWait, why: fmt.Sprintf("waiting for a slot of key %q (its line is full)", key)}, nil
 	}
 	if err != nil {
+		// Its place may have been written, its answer lost: its request
+		// is sent again, and the place taken out of line.
+		h.leave(ctx, st.OrderID, key, flow.WaiterOf(holder))
 		return slotWait{}, err
 	}
 	h.handOn(ctx, place.Handed)
 	if place.Reserved { // a slot came free meanwhile, and it is first
 		hold, err := h.gate.Store.Hold(ctx, h.cfg.Name, key, limit, holder, st.CompleteBy, h.Now())
 		if err != nil {
+			h.letSlot(ctx, st, key)
+			h.leave(ctx, st.OrderID, key, flow.WaiterOf(holder))
 			return slotWait{}, err
 		}
 		h.handOn(ctx, hold.Handed)
@@ -80,14 +86,39 @@ func (h *Handler) holdSlot(ctx context.Context, st *statestore.Step, req message
 	return slotWait{wait: poll, why: fmt.Sprintf("waiting for a slot of key %q (%s in line)", key, ordinal(place.Position))}, nil
 }
 
-// letSlot lets the attempt's slot of key go and sends the request of whom
-// it was handed to.
+// letSlot lets the attempt's slot of key go, if it holds it, and sends the
+// request of whom it was handed to.
 func (h *Handler) letSlot(ctx context.Context, st *statestore.Step, key string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	handed, err := h.gate.Store.Let(ctx, h.cfg.Name, key, flow.Holder(st.OrderID, st.Ref(), st.Round, st.Attempt), h.Now())
+	holder := flow.Holder(st.OrderID, st.Ref(), st.Round, st.Attempt)
+	handed, err := h.gate.Store.Let(ctx, h.cfg.Name, key, holder, h.Now())
 	if err != nil {
-		h.log.Warn("a slot not let go: it is free at the attempt's CompleteBy", "order_id", st.OrderID, "key", key, "err", err)
+		h.log.Warn(SlotNotLetGo, "order_id", st.OrderID, "key", key, "holder", holder, "err", err)
+		return
+	}
+	h.handOn(ctx, handed)
+}
+
+// SlotNotLetGo is what an Agent logs when a slot it may hold could not be
+// let go (the state store failed): the slot is free at its attempt's
+// CompleteBy.
+const SlotNotLetGo = "a slot not let go: it is free at the attempt's CompleteBy"
+
+// NotOutOfLine is what an Agent logs when a call could not be taken out of
+// its key's line (the state store failed): a slot reserved for it is free
+// after flow.ReserveFor, and one handed to it finds nothing to run.
+const NotOutOfLine = "a call not taken out of its key's line: its reservation ends by itself"
+
+// leave takes waiter out of key's line, if it is in it, handing on what it
+// held (best effort: a place left frees its reservation after
+// flow.ReserveFor).
+func (h *Handler) leave(ctx context.Context, orderID, key, waiter string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	handed, err := h.gate.Store.Leave(ctx, h.cfg.Name, key, waiter, h.Now())
+	if err != nil {
+		h.log.Warn(NotOutOfLine, "order_id", orderID, "key", key, "waiter", waiter, "err", err)
 		return
 	}
 	h.handOn(ctx, handed)
@@ -115,12 +146,7 @@ func (h *Handler) leaveLine(ctx context.Context, req message.AgentRequest) {
 	if err == nil && (st.State == workflow.Processing || (st.State == workflow.Pending && !st.Stopped && !st.DueAt.IsZero())) {
 		return // another request of it runs it, or will: it keeps its place
 	}
-	handed, err := h.gate.Store.Leave(ctx, h.cfg.Name, req.Slot, flow.WaiterID(req.OrderID, req.Ref(), max(req.Round, 1)), h.Now())
-	if err != nil {
-		h.log.Warn("a call not taken out of its key's line: its reservation ends by itself", "order_id", req.OrderID, "err", err)
-		return
-	}
-	h.handOn(ctx, handed)
+	h.leave(ctx, req.OrderID, req.Slot, flow.WaiterID(req.OrderID, req.Ref(), max(req.Round, 1)))
 }
 
 // waiting is the request a call keeps in its key's line: what starts it

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
@@ -20,33 +21,40 @@ import (
 func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st *statestore.Step, a outcome.Attempt, result []byte, payload json.RawMessage) error {
 	a.OrderID, a.Ref, a.Name, a.Attempt, a.Round, a.Now = st.OrderID, st.Ref(), st.Name, st.Attempt, st.Round, h.Now()
 	a.Read = st.Read // where the others stood at its claim: the first guess
-	kept := resultJSON(result)
-	if a.Refusal == "" && len(result) > 0 {
-		// A sealed order's result is sealed under its data key; over the
-		// inline limit, it is kept in the payload bucket first, its claim
-		// check recorded and replied in its place (the same bytes, the
-		// same object: a try again writes it again).
+	var kept json.RawMessage
+	var rec outcome.Recorded
+	err := h.persist(ctx, st, "its outcome", func(ctx context.Context) error {
+		kept = resultJSON(result)
+		if a.Refusal == "" && len(result) > 0 {
+			// A sealed order's result is sealed under its data key; over
+			// the inline limit, it is kept in the payload bucket first,
+			// its claim check recorded and replied in its place (the same
+			// bytes, the same object: a try again writes it again).
+			var err error
+			if kept, err = h.seal(ctx, st.OrderID, payload, kept); err != nil {
+				return err
+			}
+			if kept, err = h.payloads.Keep(ctx, st.OrderID, fmt.Sprintf("results/%s-r%d", st.RecordName(), st.Round), kept, nil); err != nil {
+				return err
+			}
+			// The result first: once the outcome is recorded, what follows
+			// may read it. A later attempt's result there means this one
+			// is stale.
+			err = h.store.PutResult(ctx, statestore.Result{OrderID: st.OrderID, Ref: st.Ref(), Name: st.Name, Round: st.Round,
+				Attempt: st.Attempt, JSON: kept, Now: a.Now, Deadline: def.Deadline})
+			if errors.Is(err, statestore.ErrStale) {
+				rec.Stale = true
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			a.ResultBytes = len(result)
+		}
 		var err error
-		if kept, err = h.seal(ctx, st.OrderID, payload, kept); err != nil {
-			return err // not recorded: as below
-		}
-		if kept, err = h.payloads.Keep(ctx, st.OrderID, fmt.Sprintf("results/%s-r%d", st.RecordName(), st.Round), kept, nil); err != nil {
-			return err // not recorded: as below
-		}
-		// The result first: once the outcome is recorded, what follows may
-		// read it. A later attempt's result there means this one is stale.
-		err = h.store.PutResult(ctx, statestore.Result{OrderID: st.OrderID, Ref: st.Ref(), Name: st.Name, Round: st.Round,
-			Attempt: st.Attempt, JSON: kept, Now: a.Now, Deadline: def.Deadline})
-		if errors.Is(err, statestore.ErrStale) {
-			h.stale(st)
-			return nil
-		}
-		if err != nil {
-			return err // not recorded: as below
-		}
-		a.ResultBytes = len(result)
-	}
-	rec, err := h.outcomes.Record(ctx, def, a)
+		rec, err = h.outcomes.Record(ctx, def, a)
+		return err
+	})
 	if err != nil {
 		// Not recorded: SQS delivers the request again, and its claim is
 		// refused; the Supervisor recovers the attempt at its CompleteBy
@@ -68,6 +76,41 @@ func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st
 	// at its pickup deadline, and the Supervisor sends it again.
 	return h.send.SendJSON(ctx, h.cfg.ResponseQueueURL, reply, 0)
 }
+
+// writeTries is how often an Agent tries a write only it can make: a
+// call's outcome (its service's answer is nowhere else), an attempt given
+// back before its call. Left to SQS, the request's next delivery finds the
+// attempt claimed, and the attempt runs out at its CompleteBy as one that
+// may have run: a refusal would count as a timeout, and a step with no undo
+// that failed so would end its order CompensationFailed (found by the
+// explorer, with the state store failing writes).
+const writeTries = 5
+
+// persist runs write, and again after a failure, backing off, up to
+// writeTries times while the attempt is current (before its CompleteBy) and
+// the invocation has time: a failure that is not the attempt's (ErrStale)
+// is the state store's, or the payload bucket's, or KMS's, for a moment.
+func (h *Handler) persist(ctx context.Context, st *statestore.Step, what string, write func(context.Context) error) error {
+	for try := 1; ; try++ {
+		err := write(ctx)
+		if err == nil || errors.Is(err, statestore.ErrStale) || try == writeTries || ctx.Err() != nil {
+			return err
+		}
+		wait := max(h.cfg.Backoff.Delay(try), MinWriteWait)
+		if !h.Now().Add(wait).Before(st.CompleteBy) {
+			return err
+		}
+		h.log.Warn("an attempt's write failed: tried again", "order_id", st.OrderID, "step", st.Name, "attempt", st.Attempt,
+			"what", what, "try", try, "again_in", wait.Round(time.Millisecond), "err", err)
+		if serr := h.Sleep(ctx, wait); serr != nil {
+			return err
+		}
+	}
+}
+
+// MinWriteWait is the least an Agent waits before it tries a failed write
+// again (persist).
+const MinWriteWait = 100 * time.Millisecond
 
 // seal is result sealed under the data key of the order stored as order, if
 // that is sealed; result itself otherwise.
