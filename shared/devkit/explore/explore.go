@@ -43,6 +43,10 @@ type Options struct {
 	// Plain keeps every payload inline (no run keeps its payloads in its
 	// bucket): a regression seed replays the run it found.
 	Plain bool
+	// NoStoreFaults injects no state store faults (no run fails a read or a
+	// write, or loses a write's answer): a regression seed found before
+	// runs had them replays the run it found.
+	NoStoreFaults bool
 }
 
 // Report is what an exploration found.
@@ -110,7 +114,7 @@ func Explore(ctx context.Context, db *dynamodb.Client, opts Options) (Report, er
 					return
 				}
 				seed := opts.Seed + uint64(i)
-				res, err := One(ctx, db, topo, seed, opts.Large, opts.Plain, after)
+				res, err := One(ctx, db, topo, seed, opts, after)
 				after = res.until
 				mu.Lock()
 				rep.add(res)
@@ -180,9 +184,11 @@ type result struct {
 // One runs the orders seed names on db (tables of topo), its clock starting
 // after after: its workflow, its orders, its agents' flow control, whether
 // faults are injected, whether its payloads are kept in its bucket, and
-// every choice follow from the seed (and large and plain).
-func One(ctx context.Context, db statestore.API, topo topology.Topology, seed uint64, large, plain bool, after time.Time) (result, error) {
-	p := newPlan(seed, large, plain)
+// every choice follow from the seed (and opts' Large, Plain and
+// NoStoreFaults).
+func One(ctx context.Context, db statestore.API, topo topology.Topology, seed uint64, opts Options, after time.Time) (result, error) {
+	large := opts.Large
+	p := newPlan(seed, large, opts.Plain, !opts.NoStoreFaults)
 	w, err := newWorld(p, topo, db, after)
 	if err != nil {
 		return result{until: after}, fmt.Errorf("workflow %s: %w", p.def.Name, err)

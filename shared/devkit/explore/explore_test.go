@@ -33,20 +33,28 @@ var regressions = []struct {
 	large    bool
 	found    string
 	payloads bool // found in a run that kept its payloads in its bucket (the others replay plain)
+	store    bool // found in a run with state store faults (the others replay without)
 }{
-	{99137274, false, "a give-back by the flow control while the order was undone stranded it Compensating (workflow.Order.GiveBack)", false},
-	{330073597, false, "a give-back marked a call never made as may have run: a pivot it held ended its order CompensationFailed (outcome.Recorder.Release)", false},
-	{350051285, false, "the reply of a give-back while the order was undone was rejected to the DLQ (message.DecodeSchedulerMessage)", false},
-	{355317237, false, "a callback recorded before its Agent noted the acceptance left the async call's slot held to its CompleteBy (agent)", false},
-	{344737826, false, "a cancel that gave back an accepted async call left its slot held to its CompleteBy (submission's cancel)", false},
-	{419933401, false, "a refused held pivot, retried, was taken as may have run: undone, its order ended CompensationFailed (RetryHeld)", false},
-	{588323654, false, "an operator's skip of a held step, while another ran, did not count as a write that finishes a step: that step's completion, decided before the skip, landed after it and the order stayed Pending with every step done (workflow.SkipHeld)", false},
-	{864753638, false, "a give-back before its call forgot that an earlier attempt, given back after its request went (a 429 after a retry), may have taken effect: the step was never undone (statestore's look.Held)", false},
-	{405096854, false, "a request delivered twice to one instance in the same millisecond took the first delivery's claim for its own lost answer (owner and time), and ran the attempt twice (statestore's claimedBy)", false},
-	{405096864, false, "the same, found in the same run: two claims of one attempt (statestore's claimedBy)", false},
-	{533470184, false, "a payload read that failed after the claim, before the call, was left to SQS: the claim refused the retry, the attempt ran out as one that may have run, and a step with no undo ended its order CompensationFailed, its service never called (agent.notCalled)", true},
-	{772976488, true, "a cancel of 30 to 100 accepted async items wrote over 4 KB, refused (statestore.Store.Apply)", false},
-	{772976568, true, "100 items timing out in one sweep wrote over 4 KB, refused (statestore.Store.Apply)", false},
+	{99137274, false, "a give-back by the flow control while the order was undone stranded it Compensating (workflow.Order.GiveBack)", false, false},
+	{330073597, false, "a give-back marked a call never made as may have run: a pivot it held ended its order CompensationFailed (outcome.Recorder.Release)", false, false},
+	{350051285, false, "the reply of a give-back while the order was undone was rejected to the DLQ (message.DecodeSchedulerMessage)", false, false},
+	{355317237, false, "a callback recorded before its Agent noted the acceptance left the async call's slot held to its CompleteBy (agent)", false, false},
+	{344737826, false, "a cancel that gave back an accepted async call left its slot held to its CompleteBy (submission's cancel)", false, false},
+	{419933401, false, "a refused held pivot, retried, was taken as may have run: undone, its order ended CompensationFailed (RetryHeld)", false, false},
+	{588323654, false, "an operator's skip of a held step, while another ran, did not count as a write that finishes a step: that step's completion, decided before the skip, landed after it and the order stayed Pending with every step done (workflow.SkipHeld)", false, false},
+	{864753638, false, "a give-back before its call forgot that an earlier attempt, given back after its request went (a 429 after a retry), may have taken effect: the step was never undone (statestore's look.Held)", false, false},
+	{405096854, false, "a request delivered twice to one instance in the same millisecond took the first delivery's claim for its own lost answer (owner and time), and ran the attempt twice (statestore's claimedBy)", false, false},
+	{405096864, false, "the same, found in the same run: two claims of one attempt (statestore's claimedBy)", false, false},
+	{533470184, false, "a payload read that failed after the claim, before the call, was left to SQS: the claim refused the retry, the attempt ran out as one that may have run, and a step with no undo ended its order CompensationFailed, its service never called (agent.notCalled)", true, false},
+	{884815293, false, "a key's slot whose hold was written, its answer lost, stayed held after its attempt was given back, to its CompleteBy (agent's holdSlot)", true, true},
+	{484531356, false, "a claim written, its answer lost with the SDK's tries spent, refused itself when its request came back: the attempt ran out as one that may have run, and a step with no undo ended its order CompensationFailed, its service never called (statestore's updateItem reads the item back)", true, true},
+	{484531498, false, "an operator's retry of a held step that may have run forgot so once a later attempt was given back before its call (a payload not read): cancelled, the step was never undone (statestore's look: Retry keeps mr)", true, true},
+	{587908592, false, "a claim made whose deadline index entry was not pulled in (the store failed) was taken as not made: its request came back, its claim refused, and the attempt ran out as one that may have run (statestore.LateLook: the claim holds)", true, true},
+	{587909018, false, "a refusal whose recording failed (the store failed) was left to SQS: the claim refused the retry, and the attempt ran out as one that may have run, its order CompensationFailed for a step that did nothing (agent's persist)", true, true},
+	{587908706, false, "an async call accepted, its acceptance not noted (the store failed), held its key's slot to its CompleteBy: reported, as designed, and tried again first (agent's persist)", true, true},
+	{186850431, false, "a 429 whose slow-down the store failed to note was left to SQS: the attempt ran out as one that may have run, though its service did nothing (agent's slowDown gives it back all the same)", true, true},
+	{772976488, true, "a cancel of 30 to 100 accepted async items wrote over 4 KB, refused (statestore.Store.Apply)", false, false},
+	{772976568, true, "100 items timing out in one sweep wrote over 4 KB, refused (statestore.Store.Apply)", false, false},
 }
 
 // Orders of every small shape (lines, branches of different lengths, joins,
@@ -100,7 +108,7 @@ func replay(ctx context.Context, t *testing.T, e emulatortest.Engine, prefix str
 			limit <- struct{}{}
 			defer func() { <-limit }()
 			rep, err := explore.Explore(ctx, e.Clients.DynamoDB, explore.Options{Seed: r.seed, Runs: 1, For: time.Hour, Workers: 1,
-				Large: r.large, Plain: !r.payloads, Prefix: fmt.Sprintf("%s%d", prefix, i)})
+				Large: r.large, Plain: !r.payloads, NoStoreFaults: !r.store, Prefix: fmt.Sprintf("%s%d", prefix, i)})
 			if err != nil {
 				t.Errorf("regression seed %d: %v", r.seed, err)
 			}

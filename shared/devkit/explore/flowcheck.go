@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/flow"
 )
 
@@ -68,19 +71,36 @@ func (w *World) slotsLetGo(ctx context.Context, a string) []string {
 			return append(bad, err.Error())
 		}
 		for _, h := range slices.Sorted(maps.Keys(k.Holders)) {
-			if w.orderOf(h) == nil || flow.WaiterOf(h) == h || !w.heldPastItsEnd(h, k.Holders[h]) {
+			if w.orderOf(h) == nil || flow.WaiterOf(h) == h || !w.heldPastItsEnd(h, k.Holders[h]) ||
+				w.reported(agent.SlotNotLetGo, "holder", h) || w.reported(agent.AcceptNotNoted, "holder", h) {
 				continue
 			}
 			bad = append(bad, fmt.Sprintf("every slot let go: agent %s's key %s is still held by %s (until %s), its order ended",
 				a, c, h, k.Holders[h].Format("15:04:05.000")))
 		}
 		for _, wt := range k.Waiters {
-			if w.orderOf(wt.ID) != nil && w.dropped == 0 {
+			if w.orderOf(wt.ID) != nil && w.dropped == 0 && !w.reported(agent.NotOutOfLine, "waiter", wt.ID) {
 				bad = append(bad, fmt.Sprintf("no ended order waits: %s is still in agent %s's key %s's line", wt.ID, a, c))
 			}
 		}
 	}
 	return bad
+}
+
+// reported reports whether, in a run with state store faults, a handler
+// logged msg with attr's value v: a slot it could not let go, or a call it
+// could not take out of its key's line, when the store failed (each ends by
+// itself: at its attempt's CompleteBy, after flow.ReserveFor).
+func (w *World) reported(msg, attr, v string) bool {
+	if !w.storeFaults {
+		return false
+	}
+	for line := range strings.Lines(w.logs.String()) {
+		if strings.Contains(line, msg) && (strings.Contains(line, " "+attr+"="+v+" ") || strings.Contains(line, " "+attr+"="+strconv.Quote(v)+" ")) {
+			return true
+		}
+	}
+	return false
 }
 
 // heldPastItsEnd reports whether holder, an attempt's, still holds its slot

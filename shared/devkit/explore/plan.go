@@ -33,6 +33,9 @@ type plan struct {
 	// (keys), in half of the payload runs: sealed payloads through every
 	// interleaving, some kept in the bucket.
 	sealed bool
+	// storeFaults: the handlers' state store fails reads and writes, and
+	// loses writes' answers (storeFaults), in a third of the faulty runs.
+	storeFaults bool
 }
 
 // padBytes is how much a payload run pads its orders, answers and
@@ -79,8 +82,9 @@ func (f agentFlow) String() string {
 }
 
 // newPlan is the plan of the run seed names; plain leaves its payloads
-// inline (a regression seed replays the run that found it).
-func newPlan(seed uint64, large, plain bool) plan {
+// inline, and without withStoreFaults its state store has none (a
+// regression seed replays the run that found it).
+func newPlan(seed uint64, large, plain, withStoreFaults bool) plan {
 	p := plan{seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5a5))}
 	if large {
 		return largePlan(p)
@@ -111,6 +115,7 @@ func newPlan(seed uint64, large, plain bool) plan {
 		}
 	}
 	p.faulty = rng.IntN(4) > 0
+	p.storeFaults = withStoreFaults && p.faulty && rand.New(rand.NewPCG(seed, 0xdb)).IntN(3) == 0
 	p.flows = randomFlows(rng, p.def.Agents())
 	for k := range 1 + rng.IntN(3) {
 		p.orders = append(p.orders, newOrder(seed, k, customer(rng, k), 1+rng.IntN(3)))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 
@@ -70,7 +71,8 @@ type watchedStore struct {
 // done in the order the claim returned.
 func (s watchedStore) Claim(ctx context.Context, c statestore.Claim) (statestore.Step, error) {
 	st, err := s.Store.Claim(ctx, c)
-	if err == nil {
+	var late *statestore.LateLook
+	if err == nil || errors.As(err, &late) {
 		s.w.mu.Lock()
 		s.w.claims = append(s.w.claims, claimed{order: st.OrderID, key: s.w.key(st), ref: st.Ref(), attempt: st.Attempt,
 			completeBy: st.CompleteBy, needsMet: s.w.needsMet(st)})

@@ -44,16 +44,19 @@ const visibility = 30 * time.Second
 // or several at once (then they race on the store).
 type World struct {
 	plan
-	topo  topology.Topology
-	store *statestore.Store
-	flow  flow.Store
+	topo topology.Topology
+	// store and flow are the operator's and the checks' (the engine
+	// itself); the handlers' are on handlersDB, with faults in a run with
+	// store faults (storeFaults).
+	store, handlersStore *statestore.Store
+	flow, handlersFlow   flow.Store
+	handlersDB           statestore.API
 	// payloads is a payload run's bucket (nil: every payload inline).
 	payloads *payload.Store
 	// sealer seals a sealed run's orders' data (nil: none sealed), under
-	// keys; db is the store's engine, for each Agent instance's own store.
+	// keys.
 	sealer *seal.Sealer
 	keys   *keys
-	db     statestore.API
 	byID   map[string]*order
 	faults bool // faults were injected in this run (faulty before the drain)
 
@@ -122,18 +125,25 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 	}
 	p.driven(w.count)
 	limited := limitedDB{API: db, w: w}
+	w.handlersDB = limited
+	if p.storeFaults {
+		w.handlersDB = newStoreFaults(limited, p.seed, func() bool { return w.faulty }, w.count)
+	}
 	w.store = statestore.New(limited, topo.OrdersTable(), topo.StateTable(), 1)
+	w.handlersStore = statestore.New(w.handlersDB, topo.OrdersTable(), topo.StateTable(), 1)
 	if p.payloads {
 		w.payloads = payload.New(newObjects(p.seed, p.faulty, w.count), "explore-payloads", payload.MinInline)
 		w.store.WithPayloads(w.payloads)
+		w.handlersStore.WithPayloads(w.payloads)
 	}
-	w.db = limited
 	if p.sealed {
 		w.keys = newKeys(p.seed, p.faulty, w.count)
 		w.sealer = seal.New(w.keys, "explore-key")
 		w.store.WithSealer(w.sealer)
+		w.handlersStore.WithSealer(w.sealer)
 	}
 	w.flow = flow.NewStore(limited, topo.StateTable())
+	w.handlersFlow = flow.NewStore(w.handlersDB, topo.StateTable())
 	w.q = &queues{now: w.clock}
 	var err error
 	if w.set, err = workflow.NewSet(p.def); err != nil {
@@ -150,17 +160,17 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 	}
 	if w.sub, err = submission.New(submission.Config{Workflows: w.set, AgentQueues: requests,
 		SchedulerQueueURL: w.url(topo.SchedulerQueue().Name), DLQURL: w.url(topo.OrdersQueue().DLQName)},
-		submission.Deps{Store: w.store, Send: w.sender, Notify: ntf, Metrics: m, Log: log, Slots: w.flow, Payloads: w.payloads, Sealer: w.sealer}); err != nil {
+		submission.Deps{Store: w.handlersStore, Send: w.sender, Notify: ntf, Metrics: m, Log: log, Slots: w.handlersFlow, Payloads: w.payloads, Sealer: w.sealer}); err != nil {
 		return nil, err
 	}
 	alerts := alert.New(publisher{w}, "arn:aws:sns:us-east-1:000000000000:alerts", m)
 	if w.sched, err = scheduler.New(scheduler.Config{Workflows: w.set, AgentQueues: requests, DLQURL: w.url(topo.SchedulerQueue().DLQName)},
-		scheduler.Deps{Store: w.store, Send: w.sender, Alerts: alerts, Notify: ntf, Metrics: m, Log: log}); err != nil {
+		scheduler.Deps{Store: w.handlersStore, Send: w.sender, Alerts: alerts, Notify: ntf, Metrics: m, Log: log}); err != nil {
 		return nil, err
 	}
 	w.sup = supervisor.New(supervisor.Config{SchedulerQueueURL: w.url(topo.SchedulerQueue().Name), AgentQueues: agentQueues,
 		PickupTimeout: p.def.PickupTimeout, ShardParallelism: 1, Parallel: 1},
-		supervisor.Deps{Store: w.store, Queues: w.sender, Flow: w.flow, Alerts: alerts, Notify: ntf, Metrics: m, Log: log})
+		supervisor.Deps{Store: w.handlersStore, Queues: w.sender, Flow: w.handlersFlow, Alerts: alerts, Notify: ntf, Metrics: m, Log: log})
 	w.sub.Now, w.sched.Now, w.sup.Now = w.clock, w.clock, w.clock
 	w.sub.Crash, w.sched.Crash, w.sup.Crash = w.crash, w.crash, w.crash
 	return w, nil
@@ -173,10 +183,10 @@ func (w *World) newInstance(a string) *instance {
 	f := w.flows[a]
 	// Its own store and sealer in a sealed run, as an instance of its own
 	// function: the data keys it opens are its own to ask KMS for.
-	store, sealer := w.store, w.sealer
+	store, sealer := w.handlersStore, w.sealer
 	if w.keys != nil {
 		sealer = seal.New(w.keys, "explore-key")
-		store = statestore.New(w.db, w.topo.OrdersTable(), w.topo.StateTable(), 1).WithPayloads(w.payloads).WithSealer(sealer)
+		store = statestore.New(w.handlersDB, w.topo.OrdersTable(), w.topo.StateTable(), 1).WithPayloads(w.payloads).WithSealer(sealer)
 	}
 	log := slog.New(slog.NewTextHandler(&w.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	h := agent.New(agent.Config{Workflows: w.set, Name: a, InstanceID: fmt.Sprintf("explore-%s-%d", a, len(w.instances[a])+1),
@@ -185,7 +195,7 @@ func (w *World) newInstance(a string) *instance {
 		Backoff: resilience.Backoff{Base: time.Second, Max: 4 * time.Second}, CallTimeout: time.Minute, Margin: 100 * time.Millisecond},
 		agent.Deps{Remote: service{agent: a, w: w}, Breaker: &resilience.Breaker{Threshold: 1 << 30, Cooldown: time.Hour},
 			Store: watchedStore{Store: store, w: w}, Send: w.sender, Metrics: metrics.New(io.Discard, "explore"), Log: log,
-			Gate: &flow.Gate{Store: w.flow, Sleep: w.sleeper("its rate turn")}, Payloads: w.payloads, Sealer: sealer})
+			Gate: &flow.Gate{Store: w.handlersFlow, Sleep: w.sleeper("its rate turn")}, Payloads: w.payloads, Sealer: sealer})
 	h.Now, h.Sleep, h.Crash = w.clock, w.sleeper("a backoff"), w.crash
 	in := &instance{h: h}
 	w.instances[a] = append(w.instances[a], in)
