@@ -71,6 +71,7 @@ type claims struct {
 	// Outcomes: stale makes every record refused as not current; recorded
 	// lists the completions and failures written.
 	stale    bool
+	failing  atomic.Int32 // records to fail first, as the store does for a moment
 	mu       sync.Mutex
 	recorded []string
 	ended    []string // the attempts ended early, with why
@@ -86,6 +87,9 @@ func (c *claims) Abandon(_ context.Context, st statestore.Step, reason string, _
 func (c *claims) record(what string) (workflow.State, error) {
 	if c.stale {
 		return "", statestore.ErrStale
+	}
+	if c.failing.Add(-1) >= 0 {
+		return "", &smithy.GenericAPIError{Code: "ThrottlingException", Message: "throttled"}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -265,6 +269,28 @@ func TestAgentRepliesPermanentFaultAtOnce(t *testing.T) {
 	require.Equal(t, 1, f.sim.Stats().Calls, "not retried")
 	require.Len(t, f.claims.recorded, 1)
 	require.Contains(t, f.claims.recorded[0], "fail o-1 attempt 3: ", "recorded as a refusal before the reply")
+}
+
+// A refusal the store fails to record for a moment is recorded on a try
+// again, its service called once: left to SQS, the attempt would run out
+// as one that may have run. One the store fails every time is left to it.
+func TestAnOutcomeTheStoreFailsToRecordIsTriedAgain(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{PermanentOrders: []string{"o-1", "o-2"}})
+	f.claims.failing.Store(2)
+	_, err := f.h.Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.Equal(t, 1, f.sim.Stats().Calls, "called once")
+	require.Len(t, f.claims.recorded, 1)
+	require.Contains(t, f.claims.recorded[0], "fail o-1 attempt 3: ", "recorded on the third try")
+	require.Len(t, f.out.replies, 1)
+
+	f.claims.failing.Store(100)
+	resp, err := f.h.Handle(context.Background(), request("o-2"))
+	require.NoError(t, err)
+	require.Len(t, resp.BatchItemFailures, 1, "after its tries, left to SQS")
+	require.Equal(t, int32(100-5), f.claims.failing.Load(), "tried five times")
+	require.Len(t, f.claims.recorded, 1, "nothing more recorded")
 }
 
 // An answer over the largest result limit is oversized, even when the
