@@ -123,6 +123,7 @@ func planFlags(fs *pflag.FlagSet, p *chaos.Plan) {
 	fs.Float64Var(&p.Transient, "transient", p.Transient, "share of remote calls answered 503")
 	fs.Float64Var(&p.Permanent, "permanent", p.Permanent, "share of remote actions refused for good")
 	fs.Float64Var(&p.UndoFailure, "undo-failure", p.UndoFailure, "share of undo actions refused for good")
+	fs.Float64Var(&p.StoreFaults, "store-faults", p.StoreFaults, "share of the handlers' DynamoDB requests that fail, half of the writes' applied and their answers lost (the SDK tries them again)")
 	fs.Float64Var(&p.Cancel, "cancel", p.Cancel, "share of orders a cancel message is sent for, at a random point")
 	fs.Float64Var(&p.Generated, "generated", p.Generated, "share of orders (of those not waiting) run on workflows of generated shapes")
 	fs.Float64Var(&p.Large, "large", p.Large, "share of orders run on the large workflow: documents of 4 KB to 600 KB (kept in the payload bucket, sent by pointer over 256 KB), answers of --large-result bytes")

@@ -91,6 +91,10 @@ type Plan struct {
 	// pauser, a storm of 429s and an operator deciding held orders
 	// (FlowPlan; its zero value: none).
 	Flow FlowPlan
+	// StoreFaults is the share of the handlers' DynamoDB requests that
+	// fail: half before the engine sees them, half (of the writes) applied
+	// and their answers lost. The SDK tries them again, as against AWS.
+	StoreFaults float64
 	// BatchWindow is the event source mappings' batching window. None by
 	// default: the plan's timeouts are seconds (a 3 s step timeout, a 5 s
 	// pickup deadline), and a deployment's 1 s a hop would be a third of
@@ -109,7 +113,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 		Permanent: 0.02, UndoFailure: 0.10, Outage: 4 * time.Second,
 		Cancel: 0.05, CancelWithin: 4 * time.Second,
 		Waits: 0.3, NoEvent: 0.15, EarlyEvent: 0.2, TwiceEvent: 0.15, EventWithin: 8 * time.Second, BadInput: true,
-		Parallel: 0.3, Generated: 0.3, Shapes: 12, Large: 0.05, LargeResult: 100 << 10, Seal: true,
+		Parallel: 0.3, Generated: 0.3, Shapes: 12, Large: 0.05, LargeResult: 100 << 10, Seal: true, StoreFaults: 0.05,
 		Schedulers: 2, Supervisors: 2, SupervisorEvery: 500 * time.Millisecond,
 		Settings: workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 6, RetryBackoff: 500 * time.Millisecond,
 			PickupTimeout: 5 * time.Second},
@@ -122,7 +126,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 // alone (no flow control either): a burst plan measures waiting alone.
 func (p *Plan) NoFaults() {
 	p.Waits, p.Parallel, p.Generated, p.BadInput, p.Flow, p.Large = 0, 0, 0, false, FlowPlan{}, 0
-	p.Drop, p.Delay, p.Duplicate, p.Crash, p.Pause = 0, 0, 0, 0, 0
+	p.Drop, p.Delay, p.Duplicate, p.Crash, p.Pause, p.StoreFaults = 0, 0, 0, 0, 0, 0
 	p.Transient, p.Stall, p.Slow, p.Permanent, p.UndoFailure, p.Outage, p.Cancel = 0, 0, 0, 0, 0, 0, 0
 }
 

@@ -88,7 +88,7 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 		RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second, Schedulers: p.Schedulers, Supervisors: p.Supervisors,
 		SupervisorEvery: p.SupervisorEvery, Faults: inj.Message, DelayFor: p.DelayFor, Crash: inj.Crash,
 		Log: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: logs, BatchWindow: p.BatchWindow, Throttle: p.Throttle,
-		SealData: p.Seal,
+		SealData: p.Seal, StoreFaults: p.storeFaults(inj),
 	})
 	if err != nil {
 		return res, err

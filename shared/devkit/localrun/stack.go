@@ -7,6 +7,7 @@ package localrun
 import (
 	"context"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"io"
 	"log/slog"
 	"os"
@@ -90,8 +91,12 @@ type Options struct {
 	Faults   runner.Faults
 	DelayFor time.Duration      // how long a Delay fault hides a message
 	Crash    func(point string) // crash hook set on every handler (chaos tests)
-	Log      *slog.Logger       // handler logs (default: discarded)
-	Metrics  io.Writer          // EMF lines, besides the stack's own tally
+	// StoreFaults wraps the HTTP client of the handlers' DynamoDB client
+	// (chaos's state store faults, which the SDK's tries meet as they
+	// would AWS's); Stack.Store reads and writes the engine itself.
+	StoreFaults func(dynamodb.HTTPClient) dynamodb.HTTPClient
+	Log         *slog.Logger // handler logs (default: discarded)
+	Metrics     io.Writer    // EMF lines, besides the stack's own tally
 }
 
 // Stack is a provisioned local deployment.
@@ -155,6 +160,11 @@ func New(ctx context.Context, o Options) (*Stack, error) {
 	d := &deployment.Deployment{Config: cfg, Clients: clients, Log: o.Log, Metrics: w, Remotes: o.Remotes,
 		Vars: o.vars(), Auth: localAuth(clients), Endpoints: o.Endpoints}
 	s := &Stack{Opts: o, Deployment: d, Resources: res, Store: d.Store(), Tally: tally, Stats: runner.NewStats()}
+	if o.StoreFaults != nil {
+		d.Clients.DynamoDB = dynamodb.New(clients.DynamoDB.Options(), func(opts *dynamodb.Options) {
+			opts.HTTPClient = o.StoreFaults(opts.HTTPClient)
+		})
+	}
 	if s.AlertInbox, err = s.subscribeInbox(ctx); err != nil {
 		return nil, err
 	}
