@@ -228,7 +228,7 @@ func (d *Deployment) Submission() (*submission.Handler, error) {
 		EventsDLQURL:       d.Config.QueueURL(t.EventsQueue().DLQName),
 		AllowedReplyQueues: notify.Allowed(d.Config.AllowedReplyQueues),
 	}, submission.Deps{Store: d.sealedStore(sealer), Payloads: d.Payloads(), Sealer: sealer, Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log,
-		Slots: flow.NewStore(d.Clients.DynamoDB, d.Config.Topology.StateTable())})
+		Slots: flow.NewStore(d.Clients.DynamoDB, d.Config.Topology.StateTable()), Budget: payload.BudgetFor(functionMemoryMB(topology.CoordinatorMemoryMB))})
 }
 
 // Scheduler builds a Scheduler handler.
@@ -238,7 +238,8 @@ func (d *Deployment) Scheduler() (*scheduler.Handler, error) {
 		Workflows: d.Config.Workflows, AgentQueues: d.agentRequestQueues(),
 		DLQURL: d.Config.QueueURL(d.Config.Topology.SchedulerQueue().DLQName),
 	}, scheduler.Deps{Store: d.Store(), Send: queue.NewSender(d.Clients.SQS),
-		Alerts: alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), Notify: d.notifier(m, log), Metrics: m, Log: log})
+		Alerts: alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), Notify: d.notifier(m, log), Metrics: m, Log: log,
+		Budget: payload.BudgetFor(functionMemoryMB(topology.CoordinatorMemoryMB))})
 }
 
 func (d *Deployment) agentRequestQueues() map[string]string {
@@ -288,8 +289,9 @@ func (d *Deployment) Agent(ctx context.Context, name, instanceID string) (*agent
 }
 
 // functionMemoryMB is the memory of the Lambda function this runs in
-// (AWS_LAMBDA_FUNCTION_MEMORY_SIZE), or, outside Lambda, the agent's as its
-// workflow file declares it (declared: its function's default).
+// (AWS_LAMBDA_FUNCTION_MEMORY_SIZE), or, outside Lambda, declared: the
+// function's as the stack sizes it (an agent's, as its workflow file
+// declares it; 0: an agent's default).
 func functionMemoryMB(declared int) int {
 	if n, err := strconv.Atoi(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")); err == nil && n > 0 {
 		return n

@@ -36,6 +36,10 @@ type Starter struct {
 	Recorder Recorder
 	Now      func() time.Time
 	Log      *slog.Logger
+	// Budget bounds the payload bytes the timers' until documents it reads
+	// hold at once (its function's: the messages of a batch run at once);
+	// nil: an Agent's attempt, whose own reservation they ride on.
+	Budget *claim.Budget
 }
 
 // Completed is a wait or a timer a Starter completed, for the caller to
@@ -82,11 +86,13 @@ func (s Starter) start(ctx context.Context, def workflow.Definition, orderID str
 		var ee *workflow.ExpressionError
 		var lost *claim.Error
 		var broken *seal.Error
+		var large *claim.DocumentError
 		switch {
-		case errors.As(err, &ee) || errors.As(err, &lost) || errors.As(err, &broken):
+		case errors.As(err, &ee) || errors.As(err, &lost) || errors.As(err, &broken) || errors.As(err, &large):
 			// A fault of the workflow or of the order (or its payload gone,
-			// or sealed data that does not open), which no retry mends: the
-			// step fails for good now, with the reason.
+			// sealed data that does not open, or a document larger than its
+			// function reads at once), which no retry mends: the step fails
+			// for good now, with the reason.
 			s.Log.Error("a timer's until gave no time: the step fails", "order_id", orderID, "step", st.Name, "err", err)
 			refusal, due = err.Error(), now
 		case err != nil:
@@ -127,6 +133,8 @@ func (s Starter) wakeAt(ctx context.Context, st workflow.Step, orderID string, r
 	if st.Sleep.Until == "" {
 		return st.Sleep.When(now, workflow.Document{})
 	}
+	ctx, let := claim.Reserving(ctx, s.Budget, time.Time{}) // the function's time bounds the wait
+	defer let()
 	_, recs, err := s.Store.Load(ctx, orderID)
 	if err != nil {
 		return time.Time{}, err

@@ -20,6 +20,7 @@ import (
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/sqsbatch"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -61,6 +62,9 @@ type Deps struct {
 	Notify  *notify.Notifier
 	Metrics *metrics.Emitter
 	Log     *slog.Logger
+	// Budget bounds the payload bytes the timers' until documents it reads
+	// hold at once (nil: none).
+	Budget *payload.Budget
 }
 
 // Handler is the Scheduler Lambda handler.
@@ -76,6 +80,7 @@ type Handler struct {
 	dispatch dispatch.Dispatcher
 	catalog  *dispatch.Catalog
 	recorder outcome.Recorder
+	budget   *payload.Budget
 	Now      func() time.Time
 	// Crash, if set, is called at each crash point (after a write, before the
 	// send that follows it); a chaos test makes it panic there. Nil in production.
@@ -93,7 +98,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	}
 	return &Handler{cfg: cfg, store: d.Store, send: d.Send, alerts: d.Alerts, notify: d.Notify, metrics: d.Metrics,
 		log: d.Log, Now: time.Now, dispatch: disp, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store},
-		recorder: outcome.Recorder{Store: d.Store},
+		recorder: outcome.Recorder{Store: d.Store}, budget: d.Budget,
 		batch: &sqsbatch.Processor{Name: "scheduler", DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics, Log: d.Log,
 			Buffer: sqsbatch.BufferingOf(d.Send), OnceAtEnd: true}}, nil
 }

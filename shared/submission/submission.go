@@ -73,6 +73,7 @@ type Handler struct {
 	slots    SlotReleaser
 	payloads *payload.Store
 	sealer   *seal.Sealer
+	budget   *payload.Budget
 	large    sync.Mutex // one body by pointer at a time
 	Now      func() time.Time
 	// Crash, if set, is called at each crash point (after a write, before the
@@ -99,6 +100,9 @@ type Deps struct {
 	// Sealer seals each order's data, and its events', under a data key
 	// of its own (nil: none sealed).
 	Sealer *seal.Sealer
+	// Budget bounds the payload bytes the timers' until documents it reads
+	// hold at once (nil: none).
+	Budget *payload.Budget
 }
 
 // SlotReleaser lets go a slot of an agent's calls in flight (flow.Store),
@@ -129,7 +133,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		return &sqsbatch.Processor{Name: "submission", DLQURL: dlq, Rejecter: d.Send, Metrics: d.Metrics,
 			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), OnceAtEnd: true, Hider: hiderOf(d.Send), QueueURL: queue}
 	}
-	return &Handler{cfg: cfg, store: d.Store, send: d.Send, notify: d.Notify, metrics: d.Metrics, log: d.Log, slots: d.Slots, payloads: d.Payloads, sealer: d.Sealer,
+	return &Handler{cfg: cfg, store: d.Store, send: d.Send, notify: d.Notify, metrics: d.Metrics, log: d.Log, slots: d.Slots, payloads: d.Payloads, sealer: d.Sealer, budget: d.Budget,
 		Now: time.Now, dispatch: disp, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store},
 		batch: processor(cfg.DLQURL, cfg.QueueURL), events: processor(cfg.EventsDLQURL, cfg.EventsQueueURL)}, nil
 }
@@ -277,7 +281,8 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 	}
 	// The first step (or the steps that need nothing): its request to its
 	// Agent, or, a wait or a timer, armed.
-	starter := outcome.Starter{Dispatch: h.dispatch, Store: h.store, Recorder: outcome.Recorder{Store: h.store}, Now: h.Now, Log: h.log}
+	starter := outcome.Starter{Dispatch: h.dispatch, Store: h.store, Recorder: outcome.Recorder{Store: h.store}, Now: h.Now, Log: h.log,
+		Budget: h.budget}
 	done, err := starter.Start(ctx, def, o.OrderID, def.Starts(items), json.RawMessage(body))
 	for _, c := range done { // a timer at once, or a kept event: the Scheduler follows it
 		if err := h.follow(ctx, def, outcome.Attempt{OrderID: o.OrderID, Ref: c.Ref, Name: c.Name}, c.Recorded, nil); err != nil {

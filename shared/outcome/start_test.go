@@ -1,0 +1,76 @@
+package outcome_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// timerStore is a state store of one order whose first step is a timer: its
+// Document reserves what it would read back (as statestore.Document does),
+// and Arm notes when the timer was armed for.
+type timerStore struct {
+	weight int64
+	read   error     // what the reservation said
+	armed  time.Time // the due Arm was asked for
+}
+
+func (s *timerStore) Load(context.Context, string) (statestore.Task, []statestore.Step, error) {
+	return statestore.Task{}, []statestore.Step{{OrderID: "o-1", Index: 0, Name: "ship-after"}}, nil
+}
+
+func (s *timerStore) Document(ctx context.Context, _ statestore.Step, order json.RawMessage) (workflow.Document, error) {
+	if s.read = payload.Reserve(ctx, s.weight); s.read != nil {
+		return workflow.Document{}, s.read
+	}
+	return workflow.Document{Order: order}, nil
+}
+
+func (s *timerStore) Order(context.Context, string) (string, error) { return "", errors.New("not read") }
+
+func (s *timerStore) Arm(_ context.Context, _ string, _ workflow.Ref, _ workflow.Kind, due, _ time.Time) (statestore.Step, map[string]string, error) {
+	s.armed = due
+	return statestore.Step{}, nil, statestore.ErrStale // armed already: nothing more to start here
+}
+
+// A timer's until over a document larger than its function reads at once
+// (the Scheduler's, Submission's budget) fails its step at once, with the
+// reason, rather than being tried again for ever; within the budget, the
+// timer is armed for the time the document gives.
+func TestATimersUntilReadsItsDocumentWithinItsFunctionsBudget(t *testing.T) {
+	def, err := workflow.ParseFile("timer.yaml", []byte(`name: timer
+deadline: 1h
+steps:
+  - name: ship-after
+    until: .order.at
+`), workflow.Options{})
+	require.NoError(t, err)
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	order := json.RawMessage(`{"orderId":"o-1","at":"2026-11-27T12:00:00Z"}`)
+	start := func(b *payload.Budget, weight int64) *timerStore {
+		s := &timerStore{weight: weight}
+		_, err := outcome.Starter{Store: s, Budget: b, Now: func() time.Time { return now }, Log: slog.New(slog.DiscardHandler)}.
+			Start(context.Background(), def, "o-1", []workflow.Ref{{Index: 0}}, order)
+		require.NoError(t, err)
+		return s
+	}
+
+	over := start(payload.NewBudget(1<<20), 2<<20)
+	var large *payload.DocumentError
+	require.ErrorAs(t, over.read, &large, "the document reserved of the function's budget")
+	require.Equal(t, now, over.armed, "refused: due now, not at the time it would give")
+
+	within := start(payload.NewBudget(1<<20), 1<<10)
+	require.NoError(t, within.read)
+	require.Equal(t, time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC), within.armed.UTC())
+}
