@@ -322,6 +322,12 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	return h.recordOutcome(ctx, def, st, a, result, order)
 }
 
+// SlowDownNotNoted is what an Agent logs when its service asked for no
+// calls for a while (a 429 or 503 with Retry-After) and the state store
+// failed to note it: the agent's other instances go on calling until a 429
+// of their own.
+const SlowDownNotNoted = "the slow-down not noted for the other instances"
+
 // AcceptNotNoted is what an Agent logs when its service accepted an async
 // call and the state store failed to note it: a cancel awaits the call's
 // callback, and its key's slot, if it holds one, is free at its CompleteBy.
@@ -500,7 +506,7 @@ func (h *Handler) slowDown(ctx context.Context, def workflow.Definition, st *sta
 		// The other instances go on calling until a 429 of theirs; this
 		// attempt still waits the Retry-After, given back (left to SQS,
 		// it would run out as one that may have run).
-		h.log.Warn("the slow-down not noted for the other instances", "order_id", st.OrderID, "err", err)
+		h.log.Warn(SlowDownNotNoted, "agent", h.cfg.Name, "order_id", st.OrderID, "until", until, "err", err)
 	} else {
 		h.gate.Forget()
 	}

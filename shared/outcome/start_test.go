@@ -36,7 +36,9 @@ func (s *timerStore) Document(ctx context.Context, _ statestore.Step, order json
 	return workflow.Document{Order: order}, nil
 }
 
-func (s *timerStore) Order(context.Context, string) (string, error) { return "", errors.New("not read") }
+func (s *timerStore) Order(context.Context, string) (string, error) {
+	return "", errors.New("not read")
+}
 
 func (s *timerStore) Arm(_ context.Context, _ string, _ workflow.Ref, _ workflow.Kind, due, _ time.Time) (statestore.Step, map[string]string, error) {
 	s.armed = due

@@ -131,7 +131,7 @@ func (w *World) held(c *call) {
 		note("%s called at %s, its agent %s paused since %s", c.key, w.now.Format("15:04:05.000"), c.agent, since.Format("15:04:05.000"))
 	}
 	for _, s := range w.svc.slowed[c.agent] {
-		if w.now.Sub(s.from) > flow.MaxStale+rateSlack && w.now.Before(s.until) {
+		if w.now.Sub(s.from) > flow.MaxStale+rateSlack && w.now.Before(s.until) && !w.reported(agent.SlowDownNotNoted, "agent", c.agent) {
 			note("%s called at %s, its service having asked at %s for no calls before %s", c.key, w.now.Format("15:04:05.000"),
 				s.from.Format("15:04:05.000"), s.until.Format("15:04:05.000"))
 		}
