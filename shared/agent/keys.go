@@ -94,16 +94,11 @@ func (h *Handler) letSlot(ctx context.Context, st *statestore.Step, key string) 
 	holder := flow.Holder(st.OrderID, st.Ref(), st.Round, st.Attempt)
 	handed, err := h.gate.Store.Let(ctx, h.cfg.Name, key, holder, h.Now())
 	if err != nil {
-		h.log.Warn(SlotNotLetGo, "order_id", st.OrderID, "key", key, "holder", holder, "err", err)
+		h.log.Warn(flow.NotLetGo, "order_id", st.OrderID, "key", key, "holder", holder, "err", err)
 		return
 	}
 	h.handOn(ctx, handed)
 }
-
-// SlotNotLetGo is what an Agent logs when a slot it may hold could not be
-// let go (the state store failed): the slot is free at its attempt's
-// CompleteBy.
-const SlotNotLetGo = "a slot not let go: it is free at the attempt's CompleteBy"
 
 // NotOutOfLine is what an Agent logs when a call could not be taken out of
 // its key's line (the state store failed): a slot reserved for it is free

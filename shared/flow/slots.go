@@ -36,6 +36,11 @@ const MaxKeyBytes = 200
 // to live removes it): one per customer is not kept for ever.
 const slotsIdle = 24 * time.Hour
 
+// NotLetGo is what a handler logs when the state store failed to let a slot
+// go (holder attribute: whose): the slot is free at its attempt's
+// CompleteBy, or when its reservation ends.
+const NotLetGo = "a slot not let go: it is free at its attempt's CompleteBy, or its reservation ends"
+
 // ReserveFor is how long a slot handed to a waiter is kept for it: its
 // request, sent at once, comes back well within it; a request lost frees
 // the slot for the next in line then.

@@ -3,6 +3,7 @@ package outcome
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -31,6 +32,7 @@ type Canceller struct {
 	// accepted async attempt the cancel gives back held (nil: it ends at
 	// the attempt's CompleteBy).
 	Slots SlotLetter
+	Log   *slog.Logger // a slot not let go (nil: nothing logged)
 }
 
 // SlotLetter lets a slot of an agent's calls in flight go, handing it on
@@ -65,8 +67,10 @@ func (k Canceller) Cancel(ctx context.Context, c statestore.CancelRequest) (stat
 		if k.Slots == nil {
 			break
 		}
-		if err := k.Slots.LetGo(ctx, sl.Agent, sl.Key, sl.Holder, c.Now); err != nil {
-			return res, err // the cancel is recorded: asked again, it is a repeat; the slot ends at its CompleteBy
+		if err := k.Slots.LetGo(ctx, sl.Agent, sl.Key, sl.Holder, c.Now); err != nil && k.Log != nil {
+			// The cancel is recorded (asked again, it is a repeat), and
+			// its undo goes on: the slot ends at its CompleteBy.
+			k.Log.Warn(flow.NotLetGo, "order_id", c.OrderID, "key", sl.Key, "holder", sl.Holder, "err", err)
 		}
 	}
 	if res.Undo == nil || k.Start == nil {

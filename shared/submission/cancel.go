@@ -19,7 +19,7 @@ import (
 // cannot be undone) is rejected to the DLQ with the reason.
 func (h *Handler) cancel(ctx context.Context, rec events.SQSMessage, c message.Cancel) error {
 	k := outcome.Canceller{Store: h.store, Notify: h.notify, Start: dispatch.Restarter{Records: h.store,
-		AgentQueues: h.cfg.AgentQueues, SchedulerQueueURL: h.cfg.SchedulerQueueURL, Send: h.send}, Slots: h.slotsOf()}
+		AgentQueues: h.cfg.AgentQueues, SchedulerQueueURL: h.cfg.SchedulerQueueURL, Send: h.send}, Slots: h.slotsOf(), Log: h.log}
 	req := statestore.CancelRequest{OrderID: c.OrderID, By: cancelledBy(rec), Reason: c.Reason,
 		Pickup: h.cfg.Workflows.Default().PickupTimeout, Now: h.Now()}
 	res, err := k.Cancel(ctx, req)

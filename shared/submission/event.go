@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
@@ -84,8 +85,7 @@ func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Ev
 		// goes to the first in its key's line (else it ends at the
 		// attempt's CompleteBy).
 		if err := h.slotsOf().LetGo(ctx, d.Slot.Agent, d.Slot.Key, d.Slot.Holder, h.Now()); err != nil {
-			h.log.Warn("a slot not let go or not handed on: it is free at the attempt's CompleteBy, or its reservation ends",
-				"order_id", e.OrderID, "key", d.Slot.Key, "err", err)
+			h.log.Warn(flow.NotLetGo, "order_id", e.OrderID, "key", d.Slot.Key, "holder", d.Slot.Holder, "err", err)
 		}
 	}
 	switch {

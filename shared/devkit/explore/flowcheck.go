@@ -72,7 +72,7 @@ func (w *World) slotsLetGo(ctx context.Context, a string) []string {
 		}
 		for _, h := range slices.Sorted(maps.Keys(k.Holders)) {
 			if w.orderOf(h) == nil || flow.WaiterOf(h) == h || !w.heldPastItsEnd(h, k.Holders[h]) ||
-				w.reported(agent.SlotNotLetGo, "holder", h) || w.reported(agent.AcceptNotNoted, "holder", h) {
+				w.reported(flow.NotLetGo, "holder", h) || w.reported(agent.AcceptNotNoted, "holder", h) {
 				continue
 			}
 			bad = append(bad, fmt.Sprintf("every slot let go: agent %s's key %s is still held by %s (until %s), its order ended",
