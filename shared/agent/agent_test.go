@@ -72,6 +72,7 @@ type claims struct {
 	// lists the completions and failures written.
 	stale    bool
 	failing  atomic.Int32 // records to fail first, as the store does for a moment
+	puts     atomic.Int32 // results stored
 	mu       sync.Mutex
 	recorded []string
 	ended    []string // the attempts ended early, with why
@@ -123,6 +124,7 @@ func (c *claims) PutResult(context.Context, statestore.Result) error {
 	if c.stale {
 		return statestore.ErrStale
 	}
+	c.puts.Add(1)
 	return nil
 }
 
@@ -285,12 +287,21 @@ func TestAnOutcomeTheStoreFailsToRecordIsTriedAgain(t *testing.T) {
 	require.Contains(t, f.claims.recorded[0], "fail o-1 attempt 3: ", "recorded on the third try")
 	require.Len(t, f.out.replies, 1)
 
+	// A result stored once: a try again records the outcome, not the
+	// result again.
+	f.claims.failing.Store(2)
+	_, err = f.h.Handle(context.Background(), request("o-3"))
+	require.NoError(t, err)
+	require.Len(t, f.claims.recorded, 2)
+	require.Contains(t, f.claims.recorded[1], "complete o-3 attempt 3")
+	require.Equal(t, int32(1), f.claims.puts.Load(), "its result stored once")
+
 	f.claims.failing.Store(100)
 	resp, err := f.h.Handle(context.Background(), request("o-2"))
 	require.NoError(t, err)
 	require.Len(t, resp.BatchItemFailures, 1, "after its tries, left to SQS")
 	require.Equal(t, int32(100-5), f.claims.failing.Load(), "tried five times")
-	require.Len(t, f.claims.recorded, 1, "nothing more recorded")
+	require.Len(t, f.claims.recorded, 2, "nothing more recorded")
 }
 
 // An answer over the largest result limit is oversized, even when the

@@ -21,27 +21,33 @@ import (
 func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st *statestore.Step, a outcome.Attempt, result []byte, payload json.RawMessage) error {
 	a.OrderID, a.Ref, a.Name, a.Attempt, a.Round, a.Now = st.OrderID, st.Ref(), st.Name, st.Attempt, st.Round, h.Now()
 	a.Read = st.Read // where the others stood at its claim: the first guess
-	var kept json.RawMessage
+	kept := resultJSON(result)
 	var rec outcome.Recorded
+	// Each stage done is not done again on a try again (a result sealed
+	// again would be other bytes: another object, another write).
+	sealed, put := false, false
 	err := h.persist(ctx, st, "its outcome", func(ctx context.Context) error {
-		kept = resultJSON(result)
-		if a.Refusal == "" && len(result) > 0 {
+		if a.Refusal == "" && len(result) > 0 && !put {
 			// A sealed order's result is sealed under its data key; over
 			// the inline limit, it is kept in the payload bucket first,
 			// its claim check recorded and replied in its place (the same
 			// bytes, the same object: a try again writes it again).
-			var err error
-			if kept, err = h.seal(ctx, st.OrderID, payload, kept); err != nil {
-				return err
+			if !sealed {
+				out, err := h.seal(ctx, st.OrderID, payload, kept)
+				if err != nil {
+					return err
+				}
+				kept, sealed = out, true
 			}
-			if kept, err = h.payloads.Keep(ctx, st.OrderID, fmt.Sprintf("results/%s-r%d", st.RecordName(), st.Round), kept, nil); err != nil {
+			out, err := h.payloads.Keep(ctx, st.OrderID, fmt.Sprintf("results/%s-r%d", st.RecordName(), st.Round), kept, nil)
+			if err != nil {
 				return err
 			}
 			// The result first: once the outcome is recorded, what follows
 			// may read it. A later attempt's result there means this one
 			// is stale.
 			err = h.store.PutResult(ctx, statestore.Result{OrderID: st.OrderID, Ref: st.Ref(), Name: st.Name, Round: st.Round,
-				Attempt: st.Attempt, JSON: kept, Now: a.Now, Deadline: def.Deadline})
+				Attempt: st.Attempt, JSON: out, Now: a.Now, Deadline: def.Deadline})
 			if errors.Is(err, statestore.ErrStale) {
 				rec.Stale = true
 				return nil
@@ -49,7 +55,7 @@ func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st
 			if err != nil {
 				return err
 			}
-			a.ResultBytes = len(result)
+			kept, put, a.ResultBytes = out, true, len(result)
 		}
 		var err error
 		rec, err = h.outcomes.Record(ctx, def, a)

@@ -1,8 +1,10 @@
 package chaos
 
 import (
+	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -16,13 +18,16 @@ import (
 // spent, the handler sees the error (the product reads the item back).
 type storeFaults struct {
 	next dynamodb.HTTPClient
-	in   *Injector
+	in   *Injector // counts them
+	rate float64
+	mu   *sync.Mutex
+	rng  *rand.Rand // its own: the seed's other faults draw as without it
 }
 
 // Do implements dynamodb.HTTPClient.
 func (f storeFaults) Do(r *http.Request) (*http.Response, error) {
-	rate := f.in.plan.StoreFaults
-	if f.in.draw() < rate/2 {
+	rate := f.rate
+	if f.draw() < rate/2 {
 		f.in.count("state store request failed (the SDK tries it again)")
 		return nil, syscall.ECONNRESET
 	}
@@ -30,7 +35,7 @@ func (f storeFaults) Do(r *http.Request) (*http.Response, error) {
 	target := r.Header.Get("X-Amz-Target")
 	write := strings.HasSuffix(target, ".UpdateItem") || strings.HasSuffix(target, ".PutItem") ||
 		strings.HasSuffix(target, ".TransactWriteItems") || strings.HasSuffix(target, ".DeleteItem")
-	if err != nil || resp.StatusCode != http.StatusOK || !write || f.in.draw() >= rate/2 {
+	if err != nil || resp.StatusCode != http.StatusOK || !write || f.draw() >= rate/2 {
 		return resp, err
 	}
 	_ = resp.Body.Close()
@@ -38,11 +43,11 @@ func (f storeFaults) Do(r *http.Request) (*http.Response, error) {
 	return nil, syscall.ECONNRESET
 }
 
-// draw is the injector's next number in [0,1).
-func (in *Injector) draw() float64 {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.rng.Float64()
+// draw is the next number in [0,1).
+func (f storeFaults) draw() float64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rng.Float64()
 }
 
 // storeFaults wraps the handlers' DynamoDB client with the plan's state
@@ -51,5 +56,9 @@ func (p Plan) storeFaults(in *Injector) func(dynamodb.HTTPClient) dynamodb.HTTPC
 	if p.StoreFaults <= 0 {
 		return nil
 	}
-	return func(next dynamodb.HTTPClient) dynamodb.HTTPClient { return storeFaults{next: next, in: in} }
+	rng := rand.New(rand.NewPCG(p.Seed, 0xdb))
+	mu := &sync.Mutex{}
+	return func(next dynamodb.HTTPClient) dynamodb.HTTPClient {
+		return storeFaults{next: next, in: in, rate: p.StoreFaults, mu: mu, rng: rng}
+	}
 }
