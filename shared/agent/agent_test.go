@@ -519,7 +519,11 @@ func TestAnInputOutOfTimeIsTriedAgainAndAFailingOneRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
 	require.Empty(t, f.claims.recorded, "nothing recorded")
-	require.Equal(t, []string{"o-loop attempt 3: reserve-inventory's input: the expression ran out of time (1s)"}, store.ended)
+	// Out of time, or stopped by what the process allocated meanwhile
+	// (the other tests of this package run beside it): tried again.
+	require.Len(t, store.ended, 1)
+	require.Regexp(t, `^o-loop attempt 3: reserve-inventory's input: (the expression ran out of time \(1s\)|it \(or its process meanwhile\) allocated over 64 MB: tried again)$`,
+		store.ended[0])
 	require.Zero(t, f.sim.Stats().Calls, "its service was not called")
 
 	_, err = h.Handle(context.Background(), request("o-bad"))

@@ -21,17 +21,25 @@ import (
 //     ErrExpressionTimeout, and the step is tried again;
 //   - in what it builds: a string or an array over MaxJQValueBytes made by
 //     `*` or `+` (`"x" * 300000000` would take 300 MB at once) is refused
-//     before it is made, and a run that allocates over MaxJQAllocBytes in
-//     all is stopped (runs are one at a time, so what the process allocates
-//     meanwhile is the run's); both are an ExpressionError, as is any error
-//     of the expression itself: the step is refused, no retry mends it.
+//     before it is made: an ExpressionError, as is any error of the
+//     expression itself: the step is refused, no retry mends it;
+//   - in what its process allocates while it runs: over MaxJQAllocBytes,
+//     the run is stopped. Runs are one at a time, but the other attempts
+//     of a batch go on meanwhile (one reading a 16 MB payload back, or a
+//     16 MB answer), and Go counts allocations by process, not by
+//     goroutine: it may be theirs, not the run's, so it is tried again as
+//     a run out of time is (ErrExpressionTimeout), and a run that passes
+//     it by itself fails its step once its attempts are spent.
 const (
 	MaxJQTime       = time.Second
 	MaxJQValueBytes = 1 << 20
 	MaxJQAllocBytes = 64 << 20
 )
 
-// ErrExpressionTimeout is an expression's run that took over MaxJQTime.
+// ErrExpressionTimeout is an expression's run that took over MaxJQTime,
+// or whose process allocated over MaxJQAllocBytes while it ran: either
+// may be the machine's doing (a starved CPU, the batch's other attempts),
+// not the expression's, and its step is tried again.
 var ErrExpressionTimeout = errors.New("the expression ran out of time")
 
 // ExpressionError is an expression that fails on its document: an error of
@@ -40,8 +48,17 @@ type ExpressionError struct{ What, Reason string }
 
 func (e *ExpressionError) Error() string { return e.What + ": " + e.Reason }
 
-// errTooMuch stops a run that allocated over MaxJQAllocBytes.
-var errTooMuch = fmt.Errorf("it allocated over %d MB", MaxJQAllocBytes>>20)
+// errTooMuch stops a run whose process allocated over MaxJQAllocBytes
+// while it ran: it is ErrExpressionTimeout (tried again).
+var errTooMuch error = tooMuch{}
+
+type tooMuch struct{}
+
+func (tooMuch) Error() string {
+	return fmt.Sprintf("it (or its process meanwhile) allocated over %d MB: tried again", MaxJQAllocBytes>>20)
+}
+
+func (tooMuch) Is(target error) bool { return target == ErrExpressionTimeout }
 
 // compileJQ compiles a jq expression, its `*` and `+` bounded (boundOps).
 func compileJQ(src string) (*gojq.Code, error) {
@@ -183,7 +200,10 @@ func eval(code *gojq.Code, in any, what string) (json.RawMessage, error) {
 	v, err := one(code.RunWithContext(ctx, in))
 	switch {
 	case err != nil && ctx.Err() != nil:
-		if cause := context.Cause(ctx); errors.Is(cause, ErrExpressionTimeout) {
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, errTooMuch):
+			return nil, fmt.Errorf("%s: %w", what, cause)
+		case errors.Is(cause, ErrExpressionTimeout):
 			return nil, fmt.Errorf("%s: %w (%s)", what, ErrExpressionTimeout, MaxJQTime)
 		}
 		return nil, &ExpressionError{What: what, Reason: context.Cause(ctx).Error()}
