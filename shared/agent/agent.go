@@ -182,11 +182,13 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if h.Crash != nil {
 		h.Crash("agent.after-claim") // the attempt runs out at CompleteBy; the Supervisor recovers it
 	}
-	// What its document weighs is held of the instance's payload budget
-	// from its read to the end of its call and its result's keeping; it
-	// waits for it no later than its call could still be made (then it is
-	// given back, nothing called: notCalled), not through its CompleteBy.
-	ctx, letBudget := payload.Reserving(ctx, h.budget, st.CompleteBy.Add(-h.cfg.Margin-min(h.cfg.CallTimeout, MinCallTime)))
+	// What its document weighs, and what its answer may (its workflow's
+	// result limit), is held of the instance's payload budget from its read
+	// to the end of its call and its result's keeping; it waits for it no
+	// later than its call could still be made (then it is given back,
+	// nothing called: notCalled), not through its CompleteBy.
+	ctx, letBudget := payload.Reserving(ctx, h.budget, st.CompleteBy.Add(-h.cfg.Margin-min(h.cfg.CallTimeout, MinCallTime)),
+		int64(def.Limit()))
 	defer letBudget()
 	order, doc, input, err := h.input(ctx, def, st, action, req.Payload)
 	var key string
@@ -210,11 +212,11 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		return nil
 	}
 	if err != nil {
-		return h.notCalled(ctx, def, st, req, err)
+		return h.notCalled(ctx, def, st, req, err, false)
 	}
 	let, gaveBack, err := h.beforeCall(ctx, def, st, req, key)
 	if err != nil {
-		return h.notCalled(ctx, def, st, req, err)
+		return h.notCalled(ctx, def, st, req, err, false)
 	}
 	if gaveBack {
 		return nil
@@ -230,7 +232,9 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if action.Async {
 		ctx, deadline = h.asyncCall(ctx, st, nonce, deadline)
 	}
-	result, retried, err := h.call(h.withTurns(ctx, deadline), st, input, deadline)
+	// The service's answer is read up to the workflow's result limit and a
+	// byte (to know it is over): an answer over it is refused unread.
+	result, retried, err := h.call(withAnswerLimit(h.withTurns(ctx, deadline), def.Limit()), st, input, deadline)
 	if !action.Async {
 		// The call is over: its key's slot goes now, before its outcome is
 		// written, so that the next call of the key (its request handed
@@ -243,7 +247,16 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	var a outcome.Attempt
 	var slow *SlowDownError
 	var open *BreakerOpenError
+	var unread *InputError
 	switch {
+	case errors.As(err, &unread) && unreadable(unread.Err):
+		// A payload of its input gone or altered as it was sent: the step
+		// fails for good with the reason, as one found so before its call.
+		a.Refusal, a.Ran = fmt.Sprintf("%s's input: %v", st.Name, unread.Err), retried
+	case errors.As(err, &unread):
+		// Read as it was sent, its input failed (S3, for a moment): given
+		// back, tried again, as one whose input was not read before it.
+		return h.notCalled(ctx, def, st, req, unread, retried)
 	case err == nil && action.Async:
 		h.log.Debug("async call accepted: the service answers with an event carrying the token", "order_id", st.OrderID,
 			"step", st.Name, "attempt", st.Attempt, "complete_by", st.CompleteBy)
@@ -269,7 +282,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		result = nil
 	case err == nil && len(result) > def.Limit():
 		a.Refusal, a.Ran = fmt.Sprintf("%s answered %s, over workflow %s's %d-byte result limit (resultLimit)",
-			st.Agent, answered(len(result)), def.Name, def.Limit()), true
+			st.Agent, answered(len(result), def.Limit()), def.Name, def.Limit()), true
 		h.log.Warn("result over the limit; recorded as a failure", "order_id", st.OrderID, "step", st.Name, "bytes", len(result))
 	case err == nil && st.Undo && (payload.IsCheck(result) || seal.IsSealed(result)):
 		result = nil // as an undo's answer over the limit: nothing reads it
@@ -341,12 +354,16 @@ const AcceptNotNoted = "async call accepted, not noted: a cancel awaits its call
 // would run out at its CompleteBy as one that may have run: a step with no
 // undo that failed so would end its order CompensationFailed, its service
 // never called (found by the explorer, with payload reads failing).
-func (h *Handler) notCalled(ctx context.Context, def workflow.Definition, st *statestore.Step, req message.AgentRequest, cause error) error {
+//
+// retried: a try of its call before met a transient fault, and may have
+// taken effect (its input failed as it was sent on a later try).
+func (h *Handler) notCalled(ctx context.Context, def workflow.Definition, st *statestore.Step, req message.AgentRequest, cause error,
+	retried bool) error {
 	wait := max(h.cfg.Backoff.Delay(min(st.Attempt, 8)), time.Second) + time.Duration(rand.Int64N(int64(time.Second)))
 	h.log.Warn("attempt given back before its call: what it needs could not be read", "order_id", st.OrderID, "step", st.Name,
 		"attempt", st.Attempt, "again_in", wait.Round(time.Millisecond), "err", cause)
 	// Given back even if the function's own time ran out meanwhile.
-	if err := h.release(context.WithoutCancel(ctx), def, st, flow.Verdict{Wait: wait, Why: "not called: " + cause.Error()}, req, false); err != nil {
+	if err := h.release(context.WithoutCancel(ctx), def, st, flow.Verdict{Wait: wait, Why: "not called: " + cause.Error()}, req, retried); err != nil {
 		// Not given back either: SQS delivers the request again, and the
 		// Supervisor recovers the attempt at its CompleteBy.
 		return fmt.Errorf("%w (not given back: %v)", cause, err)
@@ -381,11 +398,12 @@ func unreadable(err error) bool {
 	return false
 }
 
-// answered says how large an answer of n bytes was: the remote reads one
-// byte past the largest limit, and no further.
-func answered(n int) string {
-	if n > workflow.MaxResultLimit {
-		return fmt.Sprintf("more than %d bytes", workflow.MaxResultLimit)
+// answered says how large an answer of n bytes was: an HTTP agent reads
+// one byte past its workflow's limit, and no further (an Agent in Go
+// answers whole).
+func answered(n, limit int) string {
+	if n == limit+1 {
+		return fmt.Sprintf("more than %d bytes", limit)
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
@@ -402,47 +420,67 @@ func (h *Handler) input(ctx context.Context, def workflow.Definition, st *states
 	if len(order) == 0 {
 		o, err := h.store.Order(ctx, st.OrderID)
 		if err != nil {
-			return nil, workflow.Document{}, nil, err
+			return nil, workflow.Document{}, callInput{}, err
 		}
 		order = json.RawMessage(o)
 	}
-	doc, err := h.store.Document(ctx, *st, order) // the payloads its claim checks name read back
+	ds, stream := h.streams(st, a)
+	var doc workflow.Document
+	var err error
+	if stream {
+		doc, err = ds.DocumentToStream(ctx, *st, order) // the payloads its claim checks name read as they are sent
+	} else {
+		doc, err = h.store.Document(ctx, *st, order) // the payloads its claim checks name read back
+	}
 	if unreadable(err) {
-		return order, doc, nil, &PermanentError{Status: 0, Body: fmt.Sprintf("%s's input: %v", st.Name, err)}
+		return order, doc, callInput{}, &PermanentError{Status: 0, Body: fmt.Sprintf("%s's input: %v", st.Name, err)}
 	}
 	if err != nil {
-		return order, doc, nil, err
+		return order, doc, callInput{}, err
+	}
+	if stream {
+		in, err := h.streamed(st, doc)
+		if err != nil {
+			return order, doc, callInput{}, &PermanentError{Status: 0, Body: fmt.Sprintf("%s's input: %v", st.Name, err)}
+		}
+		if in != nil {
+			return order, doc, callInput{stream: in}, nil
+		}
 	}
 	if st.Item > 0 { // one item of a forEach step: its item, and where it is
 		item, err := def.Item(doc.Order, st.Index, st.Item)
 		if err != nil {
-			return order, doc, nil, &PermanentError{Status: 0, Body: err.Error()}
+			return order, doc, callInput{}, &PermanentError{Status: 0, Body: err.Error()}
 		}
 		index := st.Item - 1
 		doc.Item, doc.Index = item, &index
 	}
 	parts, err := a.InputParts(doc) // the document's own bytes, not copied, when the input is the whole of it
 	if errors.Is(err, workflow.ErrExpressionTimeout) {
-		return order, doc, nil, err // perhaps a starved CPU: tried again
+		return order, doc, callInput{}, err // perhaps a starved CPU: tried again
 	}
 	if err != nil {
-		return order, doc, nil, &PermanentError{Status: 0, Body: err.Error()} // it names the step's input
+		return order, doc, callInput{}, &PermanentError{Status: 0, Body: err.Error()} // it names the step's input
 	}
-	return order, doc, callInput(parts), nil
+	return order, doc, callInput{parts: parts}, nil
 }
 
-// callInput is what a step's service receives, in pieces (its document's
-// payloads among them, as read back): an HTTP agent sends them one after
-// another, with no copy of a document of up to 33 MB; an Agent in Go gets
-// them joined.
-type callInput [][]byte
+// callInput is what a step's service receives: a stream (its document's
+// payloads read back as they are sent), or in pieces held (its document's
+// payloads among them, as read back), which an HTTP agent sends one after
+// another, with no copy of a document of up to 33 MB, and an Agent in Go
+// gets joined.
+type callInput struct {
+	parts  [][]byte
+	stream *Input
+}
 
-// bytes is the input joined.
+// bytes is the input's pieces joined.
 func (in callInput) bytes() []byte {
-	if len(in) == 1 {
-		return in[0]
+	if len(in.parts) == 1 {
+		return in.parts[0]
 	}
-	return slices.Concat(in...)
+	return slices.Concat(in.parts...)
 }
 
 // claim starts an attempt of the record the request names. It returns nil,

@@ -340,6 +340,31 @@ func TestAnAnswerOverTheLargestLimitIsOversized(t *testing.T) {
 	require.Equal(t, "complete o-2 attempt 3", f.claims.recorded[2], "an answer under the limit is kept")
 }
 
+// An answer is read up to its workflow's result limit and a byte, and no
+// further: a service that answers 4 MB where its workflow keeps 4 KB is
+// refused without the Agent holding the 4 MB (ten such calls at once would
+// take a 128 MB Agent past its memory).
+func TestAnAnswerIsReadNoFurtherThanItsWorkflowsLimit(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := []byte(`"` + strings.Repeat("x", 64<<10-2) + `"`)
+		for range 64 { // 4 MB, as long as the Agent reads it
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	f := newFixture(t, remotesim.Faults{})
+	d := workflow.Orders(workflow.Settings{})
+	h := f.with(d, &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()}, f.claims, nil)
+	_, err := h.Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.Len(t, f.claims.recorded, 1)
+	require.Contains(t, f.claims.recorded[0], fmt.Sprintf("fail o-1 attempt 3: inventory answered more than %d bytes, over workflow order's %d-byte result limit",
+		workflow.DefaultResultLimit, workflow.DefaultResultLimit))
+}
+
 func TestAgentSendsNothingPastCompleteBy(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, remotesim.Faults{StallFirst: 1000})

@@ -3,6 +3,8 @@ package agent_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/sas-go/sas/shared/agent"
@@ -88,20 +91,7 @@ func (discardObjects) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...f
 func BenchmarkAgentAtTheLimits(b *testing.B) {
 	def := workflow.Orders(workflow.Settings{})
 	def.ResultLimit = workflow.MaxResultLimit
-	// The service streams its 16 MB answer from 64 KB: the process's
-	// memory is the Agent's.
-	chunk := bytes.Repeat([]byte("p"), 64<<10)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		n := workflow.MaxResultLimit - 64
-		w.Header().Set("Content-Length", fmt.Sprint(n))
-		_, _ = w.Write([]byte(`{"pages":"`))
-		for left := n - 12; left > 0; left -= len(chunk) {
-			_, _ = w.Write(chunk[:min(left, len(chunk))])
-		}
-		_, _ = w.Write([]byte(`"}`))
-	}))
-	b.Cleanup(srv.Close)
+	srv := answering16MB(b)
 	store := largeDoc{claims: &claims{timeout: time.Hour}}
 	h := agent.New(agent.Config{Workflows: workflow.MustSet(def), Name: "inventory", InstanceID: "agent-inventory/bench",
 		ResponseQueueURL: "q", DLQURL: "dlq", CallTimeout: time.Minute},
@@ -119,6 +109,27 @@ func BenchmarkAgentAtTheLimits(b *testing.B) {
 	b.ReportMetric(peakRSS(), "peak-rss-MB")
 }
 
+// answering16MB is a service that reads its request and answers 16 MB
+// (64 bytes short), streamed from 64 KB: the process's memory is the
+// Agent's.
+func answering16MB(b *testing.B) *httptest.Server {
+	chunk := bytes.Repeat([]byte("p"), 64<<10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n, err := io.Copy(io.Discard, r.Body); err != nil || n != r.ContentLength {
+			return // the request broke off
+		}
+		n := workflow.MaxResultLimit - 64
+		w.Header().Set("Content-Length", fmt.Sprint(n))
+		_, _ = w.Write([]byte(`{"pages":"`))
+		for left := n - 12; left > 0; left -= len(chunk) {
+			_, _ = w.Write(chunk[:min(left, len(chunk))])
+		}
+		_, _ = w.Write([]byte(`"}`))
+	}))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
 // peakRSS is the process's resident high-water mark, in MB (VmHWM).
 func peakRSS() float64 {
 	b, err := os.ReadFile("/proc/self/status")
@@ -133,4 +144,77 @@ func peakRSS() float64 {
 		}
 	}
 	return 0
+}
+
+// BenchmarkAgentStreamingAtTheLimits is BenchmarkAgentAtTheLimits with its
+// document's payloads streamed from the bucket as they are sent (a step
+// whose input is its whole document: statestore's DocumentToStream). The
+// bucket makes its two 16 MB objects as they are read, so that the
+// process's memory is the Agent's:
+// GOMEMLIMIT=102MiB go test -run '^$' -bench AgentStreamingAtTheLimits -benchtime 5x ./shared/agent.
+func BenchmarkAgentStreamingAtTheLimits(b *testing.B) {
+	def := workflow.Orders(workflow.Settings{})
+	def.ResultLimit = workflow.MaxResultLimit
+	srv := answering16MB(b)
+	objects := madeObjects{}
+	store := payload.New(objects, "bench", 0)
+	order, result := objects.ref("orders/o-1/order/x", `{"orderId":"o-1","doc":"`, 'd'), objects.ref("orders/o-1/results/scan-r1/x", `{"pages":"`, 'p')
+	docs := streamDoc{claims: &claims{timeout: time.Hour}, order: payload.Check(order, nil), result: payload.Check(result, nil)}
+	h := agent.New(agent.Config{Workflows: workflow.MustSet(def), Name: "inventory", InstanceID: "agent-inventory/bench",
+		ResponseQueueURL: "q", DLQURL: "dlq", CallTimeout: time.Minute},
+		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()},
+			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: docs, Outcomes: recorder{docs.claims},
+			Send: handlerbench.EncodeOnly{}, Metrics: metrics.New(io.Discard, "agent"), Log: slog.New(slog.DiscardHandler),
+			Payloads: store, Budget: payload.BudgetFor(128)})
+	ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: `{"orderId":"o-1","step":0,"stepName":"reserve-inventory"}`}}}
+	for b.Loop() {
+		resp, err := h.Handle(context.Background(), ev)
+		if err != nil || len(resp.BatchItemFailures) > 0 {
+			b.Fatal(err, resp)
+		}
+	}
+	b.ReportMetric(peakRSS(), "peak-rss-MB")
+}
+
+// madeObjects is a payload bucket whose objects are made as they are read
+// (pad's bytes), by key; it keeps what it is given as discardObjects does.
+type madeObjects map[string]func() io.Reader
+
+// ref is the Ref of the object of pad(head, c) at key, its hash read once.
+func (m madeObjects) ref(key, head string, c byte) payload.Ref {
+	m[key] = func() io.Reader { return padReader(head, c) }
+	h := sha256.New()
+	n, _ := io.Copy(h, m[key]())
+	return payload.Ref{Bucket: "bench", Key: key, Bytes: int(n), SHA256: hex.EncodeToString(h.Sum(nil))}
+}
+
+func (m madeObjects) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	return &s3.GetObjectOutput{Body: io.NopCloser(m[*in.Key]()), ContentLength: aws.Int64(workflow.MaxResultLimit - 64)}, nil
+}
+
+func (madeObjects) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	return discardObjects{}.PutObject(ctx, in, opts...)
+}
+
+func (madeObjects) CopyObject(context.Context, *s3.CopyObjectInput, ...func(*s3.Options)) (*s3.CopyObjectOutput, error) {
+	return nil, io.ErrUnexpectedEOF
+}
+
+func (madeObjects) ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+	return nil, io.ErrUnexpectedEOF
+}
+
+// padReader reads pad(head, c) without holding it: head, c, and its end.
+func padReader(head string, c byte) io.Reader {
+	n := workflow.MaxResultLimit - 64
+	return io.MultiReader(strings.NewReader(head), io.LimitReader(repeat(c), int64(n-len(head)-2)), strings.NewReader(`"}`))
+}
+
+type repeat byte
+
+func (r repeat) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r)
+	}
+	return len(p), nil
 }

@@ -48,6 +48,12 @@ func (h *Handler) call(ctx context.Context, st *statestore.Step, payload callInp
 			// may be cut short by the attempt's own deadline.
 			short := deadline.Before(h.Now().Add(h.cfg.CallTimeout))
 			res, err := h.try(ctx, st, payload, deadline)
+			if err != nil && payload.stream != nil && payload.stream.Err() != nil {
+				// Its input failed as it was sent: the service did not have
+				// it, and tells nothing of its health.
+				h.breaker.Forgo()
+				return nil, n > 0, &InputError{Err: payload.stream.Err()}
+			}
 			var slow *SlowDownError
 			slowed := h.gate != nil && errors.As(err, &slow)
 			switch {
@@ -122,8 +128,12 @@ func (h *Handler) try(ctx context.Context, st *statestore.Step, payload callInpu
 	cctx, cancel := context.WithDeadline(ctx, limit)
 	defer cancel()
 	action, key := st.Definition().DoName(), workflow.IdempotencyKey(st.OrderID, st.RecordName(), st.Round)
+	if payload.stream != nil {
+		h.metrics.Count(metrics.PayloadsStreamed, float64(payload.stream.refs), map[string]any{"OrderID": st.OrderID, "Step": st.Name})
+		return h.remote.(Streamer).ApplyInput(cctx, action, key, payload.stream)
+	}
 	if r, ok := h.remote.(*HTTPRemote); ok {
-		return r.applyParts(cctx, action, key, payload)
+		return r.applyParts(cctx, action, key, payload.parts)
 	}
 	return h.remote.Apply(cctx, action, key, payload.bytes())
 }

@@ -88,16 +88,50 @@ type HTTPRemote struct {
 // know the caller), so the order waits rather than being undone for a
 // credential that an operator can fix.
 func (r *HTTPRemote) Apply(ctx context.Context, action, key string, payload []byte) ([]byte, error) {
-	return r.applyParts(ctx, action, key, callInput{payload})
+	return r.applyParts(ctx, action, key, [][]byte{payload})
+}
+
+// ApplyInput implements Streamer: Apply with the input read as it is sent.
+// An agent with credentials, which may sign the body, takes no stream.
+func (r *HTTPRemote) ApplyInput(ctx context.Context, action, key string, in *Input) ([]byte, error) {
+	if r.Auth != nil {
+		return nil, fmt.Errorf("call %s: an agent with credentials signs its input, and takes no stream", r.Service)
+	}
+	return r.apply(ctx, action, key, requestBody{size: in.Size, open: func() (io.ReadCloser, error) { return in.Open(ctx) }}, nil)
 }
 
 // applyParts is Apply with its payload in pieces, sent one after another.
-func (r *HTTPRemote) applyParts(ctx context.Context, action, key string, payload callInput) ([]byte, error) {
+func (r *HTTPRemote) applyParts(ctx context.Context, action, key string, parts [][]byte) ([]byte, error) {
+	var signed []byte
 	if r.Auth != nil {
 		// Its credentials may sign the body (SigV4): one piece.
-		payload = callInput{payload.bytes()}
+		signed = callInput{parts: parts}.bytes()
+		parts = [][]byte{signed}
 	}
-	s, body, retryAfter, err := r.post(ctx, action, key, payload)
+	body := requestBody{open: func() (io.ReadCloser, error) {
+		readers := make([]io.Reader, len(parts))
+		for i, p := range parts {
+			readers[i] = bytes.NewReader(p)
+		}
+		return io.NopCloser(io.MultiReader(readers...)), nil
+	}}
+	for _, p := range parts {
+		body.size += int64(len(p))
+	}
+	return r.apply(ctx, action, key, body, signed)
+}
+
+// requestBody is a request's body: size bytes, read from the start by
+// each open.
+type requestBody struct {
+	size int64
+	open func() (io.ReadCloser, error)
+}
+
+// apply makes the call with body, signed (the body's bytes, for the
+// credentials; nil: none) and reads its answer.
+func (r *HTTPRemote) apply(ctx context.Context, action, key string, payload requestBody, signed []byte) ([]byte, error) {
+	s, body, retryAfter, err := r.post(ctx, action, key, payload, signed)
 	if err == nil && r.credentialRefusal(s) && r.Auth.Refresh(ctx) {
 		if r.Log != nil {
 			r.Log.Info("the service refused the agent's credentials: read again, the call made once more",
@@ -106,7 +140,7 @@ func (r *HTTPRemote) applyParts(ctx context.Context, action, key string, payload
 		if err := AwaitTurn(ctx); err != nil { // a second request takes its turn too
 			return nil, err
 		}
-		s, body, retryAfter, err = r.post(ctx, action, key, payload)
+		s, body, retryAfter, err = r.post(ctx, action, key, payload, signed)
 	}
 	if err != nil {
 		return nil, err
@@ -153,26 +187,23 @@ func (r *HTTPRemote) url(action string) string {
 	return u.JoinPath(action).String()
 }
 
-// post makes the call: its status, its body (one byte past the largest
-// result limit at most), and how long its Retry-After asks to wait (0: none).
-func (r *HTTPRemote) post(ctx context.Context, action, key string, payload callInput) (int, []byte, time.Duration, error) {
-	reader := func() io.Reader {
-		readers := make([]io.Reader, len(payload))
-		for i, p := range payload {
-			readers[i] = bytes.NewReader(p)
-		}
-		return io.MultiReader(readers...)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url(action), reader())
+// post makes the call: its status, its body (one byte past the answer
+// limit at most), and how long its Retry-After asks to wait (0: none).
+func (r *HTTPRemote) post(ctx context.Context, action, key string, payload requestBody, signed []byte) (int, []byte, time.Duration, error) {
+	body, err := payload.open()
 	if err != nil {
+		return 0, nil, 0, fmt.Errorf("call %s: read its input: %w", r.Service, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url(action), body)
+	if err != nil {
+		body.Close()
 		return 0, nil, 0, fmt.Errorf("build request to %s: %w", r.Service, err)
 	}
-	for _, p := range payload {
-		req.ContentLength += int64(len(p))
-	}
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(reader()), nil } // a retry of the transport's
+	req.ContentLength = payload.size
+	req.GetBody = payload.open // a retry of the transport's
 	if req.ContentLength == 0 {
-		req.Body, req.GetBody = http.NoBody, nil // none (io.MultiReader's length is not known to net/http)
+		body.Close()
+		req.Body, req.GetBody = http.NoBody, nil // none (the body's length is not known to net/http)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
@@ -185,7 +216,7 @@ func (r *HTTPRemote) post(ctx context.Context, action, key string, payload callI
 		req.Header.Set("X-Request-Deadline", dl.UTC().Format(time.RFC3339Nano))
 	}
 	if r.Auth != nil {
-		if err := r.Auth.Authorize(ctx, req, payload.bytes()); err != nil {
+		if err := r.Auth.Authorize(ctx, req, signed); err != nil {
 			return 0, nil, 0, fmt.Errorf("credentials for %s: %w", r.Service, err)
 		}
 	}
@@ -199,13 +230,13 @@ func (r *HTTPRemote) post(ctx context.Context, action, key string, payload callI
 		return 0, nil, 0, fmt.Errorf("call %s: %w", r.Service, err)
 	}
 	defer resp.Body.Close()
-	// One byte past the largest result limit: an answer over it is known to
-	// be over (and refused as oversized), not cut to a valid-looking size.
-	body, err := readAnswer(resp, workflow.MaxResultLimit+1)
+	// One byte past the answer limit: an answer over it is known to be over
+	// (and refused as oversized), not cut to a valid-looking size.
+	answer, err := readAnswer(resp, int64(answerLimit(ctx))+1)
 	if err != nil {
 		return 0, nil, 0, fmt.Errorf("read %s answer: %w", r.Service, err)
 	}
-	return resp.StatusCode, body, retryAfter(resp.Header.Get("Retry-After"), time.Now()), nil
+	return resp.StatusCode, answer, retryAfter(resp.Header.Get("Retry-After"), time.Now()), nil
 }
 
 // readAnswer reads at most limit bytes of resp's body into one buffer of
@@ -273,4 +304,23 @@ func (r *HTTPRemote) transient(status int) bool {
 		return slices.Contains(r.Transient, status)
 	}
 	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
+}
+
+// answerLimitKey carries the largest answer a call's caller keeps.
+type answerLimitKey struct{}
+
+// withAnswerLimit is ctx whose call's answer is read up to n bytes and one
+// more (its workflow's result limit): a service that answers more has it
+// refused as oversized, never held.
+func withAnswerLimit(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, answerLimitKey{}, n)
+}
+
+// answerLimit is the answer limit ctx carries: the largest result limit if
+// none.
+func answerLimit(ctx context.Context) int {
+	if n, ok := ctx.Value(answerLimitKey{}).(int); ok && n > 0 {
+		return min(n, workflow.MaxResultLimit)
+	}
+	return workflow.MaxResultLimit
 }

@@ -45,6 +45,7 @@ const (
 	EventsRefused        = "EventsRefused"        // events no order can take, rejected to the DLQ
 	SweepLooks           = "SweepLooks"           // orders the Supervisor looked at: its due index entries read
 	SweepsOutOfTime      = "SweepsOutOfTime"      // sweeps whose time budget ended with due orders unread
+	PayloadsStreamed     = "PayloadsStreamed"     // payloads an Agent sent its service as it read them back from the bucket
 )
 
 // Emitter writes EMF documents; safe for concurrent use.
@@ -81,7 +82,7 @@ const MaxValues = 100
 var perInvocation = map[string]bool{
 	OrdersAccepted: true, DuplicateOrders: true, OrdersProcessed: true, OrdersCompensated: true,
 	OrdersCancelled: true, CancelsRequested: true, StepsClaimed: true, NothingToClaim: true,
-	AgentRetries: true, QueueWait: true, ReplyWait: true, EventsReceived: true, SweepLooks: true,
+	AgentRetries: true, QueueWait: true, ReplyWait: true, EventsReceived: true, SweepLooks: true, PayloadsStreamed: true,
 }
 
 // Aggregated reports whether the named metric is kept until Flush (its

@@ -133,7 +133,7 @@ func (s Starter) wakeAt(ctx context.Context, st workflow.Step, orderID string, r
 	if st.Sleep.Until == "" {
 		return st.Sleep.When(now, workflow.Document{})
 	}
-	ctx, let := claim.Reserving(ctx, s.Budget, time.Time{}) // the function's time bounds the wait
+	ctx, let := claim.Reserving(ctx, s.Budget, time.Time{}, 0) // the function's time bounds the wait
 	defer let()
 	_, recs, err := s.Store.Load(ctx, orderID)
 	if err != nil {

@@ -37,10 +37,10 @@ type Budget struct {
 func NewBudget(max int64) *Budget { return &Budget{sem: semaphore.NewWeighted(max), max: max} }
 
 // BudgetFor is the budget of a function of memoryMB megabytes: a quarter of
-// it, and at least MinDocumentBytes. (An attempt's input is about its
-// document's size again, and its answer up to a result's: a document of
-// 32 MB peaks at 116 MB of a process under a 102 MiB GOMEMLIMIT,
-// measured by BenchmarkAgentAtTheLimits.)
+// it, and at least MinDocumentBytes. (A document of 32 MB read whole, and
+// an answer of 16 MB, peak at 85-117 MB of a process under a 102 MiB
+// GOMEMLIMIT, measured by BenchmarkAgentAtTheLimits; streamed, at 53-69
+// MB, by BenchmarkAgentStreamingAtTheLimits.)
 func BudgetFor(memoryMB int) *Budget {
 	return NewBudget(max(int64(memoryMB)<<20/4, MinDocumentBytes))
 }
@@ -49,27 +49,30 @@ type reservationKey struct{}
 
 // Reservation is what one attempt holds of its instance's budget.
 type Reservation struct {
-	b     *Budget
-	until time.Time // it waits for its bytes no later than this
-	mu    sync.Mutex
-	held  int64
+	b      *Budget
+	until  time.Time // it waits for its bytes no later than this
+	answer int64     // what its answer may weigh
+	mu     sync.Mutex
+	held   int64
 }
 
 // Reserving is ctx carrying a reservation of b for one attempt, which waits
 // for its bytes until until at the latest (its attempt's last moment to
 // make its call), and the function that lets it go (a nil budget: none,
-// and nothing to let go).
-func Reserving(ctx context.Context, b *Budget, until time.Time) (context.Context, func()) {
+// and nothing to let go). answer is what the attempt's answer may weigh
+// (its workflow's result limit): reserved with its document, as much of it
+// as the budget holds beside the document.
+func Reserving(ctx context.Context, b *Budget, until time.Time, answer int64) (context.Context, func()) {
 	if b == nil {
 		return ctx, func() {}
 	}
-	r := &Reservation{b: b, until: until}
+	r := &Reservation{b: b, until: until, answer: max(answer, 0)}
 	return context.WithValue(ctx, reservationKey{}, r), r.release
 }
 
-// Reserve takes n bytes of the budget of ctx's reservation, waiting for
-// them, once (none in ctx, or taken already: nothing to take). A document
-// over the whole budget is a *DocumentError.
+// Reserve takes n bytes of the budget of ctx's reservation, and its
+// answer's, waiting for them, once (none in ctx, or taken already: nothing
+// to take). A document over the whole budget is a *DocumentError.
 func Reserve(ctx context.Context, n int64) error {
 	r, _ := ctx.Value(reservationKey{}).(*Reservation)
 	if r == nil {
@@ -80,6 +83,11 @@ func Reserve(ctx context.Context, n int64) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// Its answer's bytes with its document's: an attempt with a document
+	// at the whole budget runs alone, its answer its function's quarter
+	// more (BudgetFor); ten small ones whose answers may be 16 MB each do
+	// not run at once in 128 MB.
+	n = min(n+r.answer, r.b.max)
 	if r.held > 0 {
 		// An attempt reserves once, for its step's document: one read
 		// after it (a timer's until, as the outcome starts it) rides on

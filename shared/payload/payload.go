@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"strings"
 
@@ -211,15 +212,109 @@ func (e *Error) Error() string { return fmt.Sprintf("payload %s: %s", e.Ref, e.R
 // from nowhere. A payload that is gone or not as kept is an *Error; an S3
 // error otherwise is returned as it is (transient: try again).
 func (s *Store) Resolve(ctx context.Context, orderID string, raw json.RawMessage) (json.RawMessage, error) {
-	ref, ok := Parse(raw)
-	if !ok {
-		return raw, nil
-	}
-	if s != nil && (ref.Bucket != s.bucket || !strings.HasPrefix(ref.Key, OrderPrefix(orderID))) {
-		return nil, &Error{Ref: ref, Reason: fmt.Sprintf("not a payload of order %s in this deployment's bucket", orderID)}
+	ref, ok, err := s.RefOf(orderID, raw)
+	if !ok || err != nil {
+		return raw, err
 	}
 	return s.Get(ctx, ref)
 }
+
+// RefOf is the Ref raw is a claim check of, if it is one (ok); a check
+// that names another bucket, or another order's object, is an *Error.
+func (s *Store) RefOf(orderID string, raw []byte) (ref Ref, ok bool, err error) {
+	ref, ok = Parse(raw)
+	if !ok {
+		return ref, false, nil
+	}
+	if s != nil && (ref.Bucket != s.bucket || !strings.HasPrefix(ref.Key, OrderPrefix(orderID))) {
+		return ref, true, &Error{Ref: ref, Reason: fmt.Sprintf("not a payload of order %s in this deployment's bucket", orderID)}
+	}
+	return ref, true, nil
+}
+
+// Open is the payload ref names as a stream, to be sent on as it is read
+// (the Agent's call of a step whose input is its document): ref.Bytes long,
+// each byte checked as it comes, and the last one given only once the whole
+// has been checked against ref's SHA-256, so that a receiver that reads up
+// to the length it was told never has bytes other than the kept ones. A
+// payload that is gone, or holds other bytes, is an *Error (from Open, or
+// from a Read); an S3 error otherwise is returned as it is (transient).
+func (s *Store) Open(ctx context.Context, ref Ref) (io.ReadCloser, error) {
+	if s == nil {
+		return nil, &Error{Ref: ref, Reason: "this deployment has no payload bucket (payloadBucket) to read it from"}
+	}
+	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &ref.Bucket, Key: &ref.Key})
+	if err != nil {
+		if gone(err) {
+			return nil, &Error{Ref: ref, Reason: "not found (deleted, or expired with its order's retention)"}
+		}
+		return nil, fmt.Errorf("read %s: %w", ref, err)
+	}
+	if n := aws.ToInt64(out.ContentLength); n > 0 && n != int64(ref.Bytes) {
+		out.Body.Close()
+		return nil, &Error{Ref: ref, Reason: fmt.Sprintf("holds %s, not the %d kept", sizeOf(int(min(n, MaxStoredBytes+1)), ref.Bytes), ref.Bytes)}
+	}
+	return &checked{ref: ref, body: out.Body, sum: sha256.New()}, nil
+}
+
+// checked is an object read as Open gives it.
+type checked struct {
+	ref  Ref
+	body io.ReadCloser
+	sum  hash.Hash
+	n    int // bytes given
+	err  error
+}
+
+func (c *checked) Read(p []byte) (int, error) {
+	switch {
+	case c.err != nil:
+		return 0, c.err
+	case c.n == c.ref.Bytes:
+		return 0, io.EOF
+	case len(p) == 0:
+		return 0, nil
+	case c.n < c.ref.Bytes-1:
+		// Every byte but the last, as it comes.
+		k, err := c.body.Read(p[:min(len(p), c.ref.Bytes-1-c.n)])
+		c.sum.Write(p[:k])
+		c.n += k
+		if errors.Is(err, io.EOF) {
+			c.err = &Error{Ref: c.ref, Reason: fmt.Sprintf("holds %d bytes, not the %d kept", c.n, c.ref.Bytes)}
+			return k, nil // the bytes read, then the error
+		}
+		if err != nil {
+			c.err = fmt.Errorf("read %s: %w", c.ref, err)
+			return k, nil
+		}
+		return k, nil
+	}
+	// The last byte: given once the object is read to its end and its
+	// bytes are the kept ones.
+	var last [2]byte
+	k, err := io.ReadFull(c.body, last[:])
+	switch {
+	case k == 2:
+		c.err = &Error{Ref: c.ref, Reason: fmt.Sprintf("holds more than %d bytes, not the %d kept", c.ref.Bytes, c.ref.Bytes)}
+	case err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF):
+		c.err = fmt.Errorf("read %s: %w", c.ref, err)
+	case k == 0:
+		c.err = &Error{Ref: c.ref, Reason: fmt.Sprintf("holds %d bytes, not the %d kept", c.n, c.ref.Bytes)}
+	default:
+		c.sum.Write(last[:1])
+		if !strings.EqualFold(hex.EncodeToString(c.sum.Sum(nil)), c.ref.SHA256) {
+			c.err = &Error{Ref: c.ref, Reason: "its bytes are not the ones kept (SHA-256 differs)"}
+		}
+	}
+	if c.err != nil {
+		return 0, c.err
+	}
+	p[0] = last[0]
+	c.n++
+	return 1, nil
+}
+
+func (c *checked) Close() error { return c.body.Close() }
 
 // Get reads back the payload ref names.
 func (s *Store) Get(ctx context.Context, ref Ref) ([]byte, error) {

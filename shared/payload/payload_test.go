@@ -1,14 +1,17 @@
 package payload_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -204,4 +207,85 @@ func TestRenewWritesEveryPayloadOfTheOrderAgain(t *testing.T) {
 		_, err := s.Get(ctx, ref)
 		require.NoError(t, err, "and still as kept")
 	}
+}
+
+// Open streams a payload as it is read, checked: a receiver given its
+// length never has bytes other than the kept ones, for its last byte comes
+// only once the whole object was checked against its hash.
+func TestAnOpenedPayloadGivesItsLastByteOnlyOnceChecked(t *testing.T) {
+	t.Parallel()
+	api, b := bucket(t)
+	s := payload.New(api, b, 1024)
+	ctx := context.Background()
+	body := []byte(`"` + strings.Repeat("s", 100_000) + `"`)
+	ref, err := s.Put(ctx, "o-4", "order", body)
+	require.NoError(t, err)
+
+	r, err := s.Open(ctx, ref)
+	require.NoError(t, err)
+	got, err := io.ReadAll(r)
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	require.Equal(t, body, got, "the object, whole")
+
+	var perr *payload.Error
+	altered := append([]byte{}, body...)
+	altered[5000] = 'S'
+	_, err = api.PutObject(ctx, &s3.PutObjectInput{Bucket: &ref.Bucket, Key: &ref.Key, Body: bytes.NewReader(altered)})
+	require.NoError(t, err)
+	r, err = s.Open(ctx, ref)
+	require.NoError(t, err, "its length is the kept one")
+	got, err = io.ReadAll(r)
+	require.ErrorAs(t, err, &perr)
+	require.ErrorContains(t, err, "SHA-256 differs")
+	require.Len(t, got, len(body)-1, "every byte but the last: a receiver of its length never has the whole")
+	r.Close()
+
+	for _, other := range [][]byte{body[:500], append(append([]byte{}, body...), ' ')} {
+		_, err = api.PutObject(ctx, &s3.PutObjectInput{Bucket: &ref.Bucket, Key: &ref.Key, Body: bytes.NewReader(other)})
+		require.NoError(t, err)
+		_, err = s.Open(ctx, ref)
+		require.ErrorAs(t, err, &perr, "%d bytes", len(other))
+		require.ErrorContains(t, err, "not the 100002 kept")
+	}
+	_, err = api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &ref.Bucket, Key: &ref.Key})
+	require.NoError(t, err)
+	_, err = s.Open(ctx, ref)
+	require.ErrorAs(t, err, &perr)
+	require.ErrorContains(t, err, "not found")
+
+	// A read cut short (a connection reset) is S3 failing, tried again:
+	// no *Error; nor one whose length S3 did not say, that ends short.
+	for name, obj := range map[string]*s3.GetObjectOutput{
+		"cut":   {Body: io.NopCloser(io.MultiReader(bytes.NewReader(body[:700]), iotest.ErrReader(errors.New("connection reset")))), ContentLength: aws.Int64(int64(len(body)))},
+		"short": {Body: io.NopCloser(bytes.NewReader(body[:700]))},
+		"long":  {Body: io.NopCloser(bytes.NewReader(append(append([]byte{}, body...), ' ')))},
+	} {
+		r, err := payload.New(cannedObject{obj}, b, 1024).Open(ctx, ref)
+		require.NoError(t, err, name)
+		got, err := io.ReadAll(r)
+		if name == "cut" {
+			require.False(t, errors.As(err, &perr), "%s: %v", name, err)
+			require.ErrorContains(t, err, "connection reset")
+		} else {
+			require.ErrorAs(t, err, &perr, name)
+		}
+		require.Less(t, len(got), len(body), name)
+	}
+}
+
+// cannedObject answers every GetObject with its object.
+type cannedObject struct{ out *s3.GetObjectOutput }
+
+func (c cannedObject) GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	return c.out, nil
+}
+func (cannedObject) PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	return nil, errors.New("not kept here")
+}
+func (cannedObject) CopyObject(context.Context, *s3.CopyObjectInput, ...func(*s3.Options)) (*s3.CopyObjectOutput, error) {
+	return nil, errors.New("not kept here")
+}
+func (cannedObject) ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+	return nil, errors.New("not kept here")
 }

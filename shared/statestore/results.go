@@ -209,6 +209,20 @@ func deflate(b []byte) []byte {
 // checks, shared/payload) is read back; one gone or altered is a
 // *payload.Error.
 func (s *Store) Document(ctx context.Context, st Step, order json.RawMessage) (workflow.Document, error) {
+	return s.document(ctx, st, order, false)
+}
+
+// DocumentToStream is Document with the payloads kept in the payload bucket
+// left unread, their claim checks in their place, for its Agent to stream
+// them to its service as it sends them (payload.Store.Open), and reserving
+// of its budget only what it reads. A sealed order's (the store has a
+// sealer) are read and opened, and so are a forEach step's items' results,
+// which its list joins.
+func (s *Store) DocumentToStream(ctx context.Context, st Step, order json.RawMessage) (workflow.Document, error) {
+	return s.document(ctx, st, order, s.sealer == nil)
+}
+
+func (s *Store) document(ctx context.Context, st Step, order json.RawMessage, stream bool) (workflow.Document, error) {
 	doc := workflow.Document{Order: order, Results: map[string]json.RawMessage{}}
 	if st.Read == nil {
 		return doc, fmt.Errorf("document of %s: the record has no order read with it", st.Key())
@@ -223,16 +237,29 @@ func (s *Store) Document(ctx context.Context, st Step, order json.RawMessage) (w
 	}
 	// What it weighs read back, reserved of its Agent's budget before it is
 	// read (payload.Reserve: none outside an Agent's attempt).
-	weight := payload.Weight(order)
+	streamed := func(raw json.RawMessage, listed bool) bool { return stream && !listed && payload.IsCheck(raw) }
+	weigh := func(raw json.RawMessage, listed bool) int64 {
+		if streamed(raw, listed) {
+			return int64(len(raw))
+		}
+		return payload.Weight(raw)
+	}
+	weight := weigh(order, false)
 	for _, ref := range v.done {
 		if r, ok := results[ref]; ok {
-			weight += payload.Weight(r.JSON)
+			weight += weigh(r.JSON, v.items[ref.Index] > 0)
 		}
 	}
 	if err := payload.Reserve(ctx, weight); err != nil {
 		return doc, err
 	}
-	order, err := s.read(ctx, st.OrderID, order)
+	read := func(raw json.RawMessage, listed bool) (json.RawMessage, error) {
+		if streamed(raw, listed) {
+			return raw, nil
+		}
+		return s.read(ctx, st.OrderID, raw)
+	}
+	order, err := read(order, false)
 	if err != nil {
 		return doc, fmt.Errorf("the order of %s: %w", st.Key(), err)
 	}
@@ -246,7 +273,7 @@ func (s *Store) Document(ctx context.Context, st Step, order json.RawMessage) (w
 		if !ok {
 			continue
 		}
-		if r.JSON, err = s.read(ctx, st.OrderID, r.JSON); err != nil {
+		if r.JSON, err = read(r.JSON, v.items[ref.Index] > 0); err != nil {
 			return doc, fmt.Errorf("the result of %s: %w", r.Name, err)
 		}
 		if n := v.items[ref.Index]; n > 0 {

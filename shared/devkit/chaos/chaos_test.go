@@ -113,6 +113,10 @@ func TestFlowControlUnderChaosKeepsEveryInvariant(t *testing.T) {
 			// Most orders on the flow shapes, half their steps holding on
 			// failure, more refusals: a few dozen orders show every kind.
 			plan.Flow.Share, plan.Flow.Hold, plan.Permanent = 0.8, 0.5, 0.08
+			// Its data unsealed (the other chaos run seals them), half of
+			// the other orders large: their steps' payloads are streamed
+			// from the bucket to their services as they are read.
+			plan.Seal, plan.Large = false, 0.5
 			plan.Timeout = 3 * time.Minute
 			var logs bytes.Buffer
 			start := time.Now()
@@ -146,6 +150,7 @@ func TestFlowControlUnderChaosKeepsEveryInvariant(t *testing.T) {
 				require.LessOrEqual(t, rf.Most, rf.Bound, rf.Agent)
 			}
 			require.Positive(t, f.Keys)
+			require.Positive(t, res.Payloads.Streamed, "payloads streamed to their services as they were read")
 		})
 	}
 }

@@ -247,6 +247,7 @@ type PayloadFigures struct {
 	KeptBytes int `json:"keptBytes"` // their bytes
 	Largest   int `json:"largest"`   // the largest object's bytes
 	Offloaded int `json:"offloaded"` // under incoming/: message bodies sent by an Extended Client pointer
+	Streamed  int `json:"streamed"`  // payloads Agents sent their services as they read them back (unsealed)
 }
 
 // count lists the stack's payload bucket.
@@ -299,6 +300,7 @@ func (r *Result) count(stack *localrun.Stack) {
 	r.Held = int(t.Sum(metrics.WaitsHeld))
 	r.Expired = int(t.Sum(metrics.DeadlinesPassed))
 	r.StaleReplies = int(t.Sum(metrics.StaleReplies))
+	r.Payloads.Streamed = int(t.Sum(metrics.PayloadsStreamed))
 	r.QueueWaitMax = time.Duration(t.Max(metrics.QueueWait)) * time.Millisecond
 	r.Rejected = map[string]int{}
 	for _, l := range t.Lines(metrics.MalformedMessages) {
@@ -465,6 +467,7 @@ func (r Result) Print(w io.Writer) {
 	row("  their megabytes", fmt.Sprintf("%.1f", float64(r.Payloads.KeptBytes)/(1<<20)))
 	row("  the largest object's kilobytes", r.Payloads.Largest>>10)
 	row("orders sent by Extended Client pointer", r.Payloads.Offloaded)
+	row("payloads streamed to their services as read", r.Payloads.Streamed)
 	for _, q := range slices.Sorted(maps.Keys(r.DeadLetters)) {
 		row("messages left in "+q, r.DeadLetters[q])
 	}

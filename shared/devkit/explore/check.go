@@ -23,6 +23,9 @@ func (w *World) check(ctx context.Context) []string {
 	bad = append(bad, w.checkClaims()...)
 	bad = append(bad, w.checkFlow(ctx)...)
 	bad = append(bad, w.checkRejected()...)
+	for _, in := range w.svc.inputs {
+		bad = append(bad, "a service receives its step's input as it was kept: "+in)
+	}
 	return append(bad, w.checkLimits()...)
 }
 

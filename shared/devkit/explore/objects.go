@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing/iotest"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -64,16 +65,27 @@ func (o *objects) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(
 func (o *objects) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	cut := false
 	if o.fault(8) {
-		o.count("payload reads failed")
-		return nil, errLost
+		if cut = o.rng.IntN(2) == 0; !cut {
+			o.count("payload reads failed")
+			return nil, errLost
+		}
 	}
 	b, ok := o.byKey[aws.ToString(in.Key)]
 	if !ok {
 		return nil, &types.NoSuchKey{Message: aws.String("no such key")}
 	}
-	o.count("payloads read back")
-	return &s3.GetObjectOutput{Body: io.NopCloser(bytes.NewReader(b)), ContentLength: aws.Int64(int64(len(b)))}, nil
+	var body io.Reader = bytes.NewReader(b)
+	if cut {
+		// Its connection reset halfway: read whole into memory, or sent on
+		// to a service as it is read (a step's input, streamed), it fails.
+		o.count("payload reads cut short")
+		body = io.MultiReader(bytes.NewReader(b[:len(b)/2]), iotest.ErrReader(errLost))
+	} else {
+		o.count("payloads read back")
+	}
+	return &s3.GetObjectOutput{Body: io.NopCloser(body), ContentLength: aws.Int64(int64(len(b)))}, nil
 }
 
 // CopyObject writes an object again in place (payload.Store.Renew).

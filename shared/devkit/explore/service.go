@@ -2,7 +2,9 @@ package explore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -58,6 +60,28 @@ func (s service) Apply(ctx context.Context, action, key string, _ []byte) ([]byt
 	return a.body, a.err
 }
 
+// ApplyInput implements agent.Streamer: the input read as it is sent, as an
+// HTTP service reads its body. One that breaks off (a payload read back
+// that failed, or is not as kept) is a request its service never had: it
+// acts on no part of it. One it has whole is the step's document.
+func (s service) ApplyInput(ctx context.Context, action, key string, in *agent.Input) ([]byte, error) {
+	r, err := in.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("the request broke off: %w", err)
+	}
+	s.w.count("inputs streamed")
+	if int64(len(b)) != in.Size || !json.Valid(b) {
+		s.w.wrongInput(fmt.Sprintf("agent %s's service received a %d-byte input for %s, told %d bytes, valid JSON %t",
+			s.agent, len(b), key, in.Size, json.Valid(b)))
+	}
+	return s.Apply(ctx, action, key, b)
+}
+
 // books are what the services saw: calls in flight per agent and key (the
 // calls parked, and the async calls accepted and not called back), the
 // time of every call per agent, and which calls may have taken effect.
@@ -74,6 +98,7 @@ type books struct {
 	calledBack map[string]time.Time
 	tokens     map[string]bool // the tokens of the async calls accepted
 	tries      map[*actor]int  // calls by invocation: its first is its attempt's first try
+	inputs     []string        // streamed inputs a service received other than the step's document
 	slowed     map[string][]window
 }
 
@@ -284,4 +309,14 @@ func doneBody(key string, pad int) []byte {
 		return fmt.Appendf(nil, `{"key":%q}`, key)
 	}
 	return fmt.Appendf(nil, `{"key":%q,"pad":%q}`, key, strings.Repeat("p", pad))
+}
+
+// wrongInput books an input a service received that was not its step's
+// document.
+func (w *World) wrongInput(what string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.svc.inputs) < 3 {
+		w.svc.inputs = append(w.svc.inputs, what)
+	}
 }

@@ -1,6 +1,7 @@
 package localrun_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -66,11 +67,38 @@ type scans struct {
 type input struct {
 	bytes                       int
 	orderDoc, scanPages, result string // the SHA-256 of the order's doc, of scan's pages, of an undo's result's pages
+	streamed                    bool   // read as the Agent sent it (agent.Streamer)
+}
+
+// ApplyInput implements agent.Streamer: the document decoded as it is read.
+func (s *scans) ApplyInput(ctx context.Context, action, key string, in *agent.Input) ([]byte, error) {
+	r, err := in.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	n := &counted{r: r}
+	return s.apply(action, json.NewDecoder(n), func() int { return n.n }, true)
+}
+
+type counted struct {
+	r io.Reader
+	n int
+}
+
+func (c *counted) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n += k
+	return k, err
 }
 
 func sum(s string) string { h := sha256.Sum256([]byte(s)); return fmt.Sprintf("%x", h[:8]) }
 
 func (s *scans) Apply(_ context.Context, action, _ string, in []byte) ([]byte, error) {
+	return s.apply(action, json.NewDecoder(bytes.NewReader(in)), func() int { return len(in) }, false)
+}
+
+func (s *scans) apply(action string, dec *json.Decoder, read func() int, streamed bool) ([]byte, error) {
 	var doc struct {
 		Order struct {
 			OrderID string `json:"orderId"`
@@ -87,15 +115,15 @@ func (s *scans) Apply(_ context.Context, action, _ string, in []byte) ([]byte, e
 			Pages string `json:"pages"`
 		} `json:"result"`
 	}
-	if err := json.Unmarshal(in, &doc); err != nil {
+	if err := dec.Decode(&doc); err != nil {
 		return nil, &agent.PermanentError{Body: "not a document: " + err.Error()}
 	}
 	s.mu.Lock()
 	if s.inputs == nil {
 		s.inputs = map[string]input{}
 	}
-	s.inputs[doc.Order.OrderID+"/"+action] = input{bytes: len(in), orderDoc: sum(doc.Order.Doc),
-		scanPages: sum(doc.Results.Scan.Pages), result: sum(doc.Result.Pages)}
+	s.inputs[doc.Order.OrderID+"/"+action] = input{bytes: read(), orderDoc: sum(doc.Order.Doc),
+		scanPages: sum(doc.Results.Scan.Pages), result: sum(doc.Result.Pages), streamed: streamed}
 	s.mu.Unlock()
 	switch action {
 	case doc.Order.Refuse:
@@ -185,6 +213,7 @@ func TestAnOrderAndAResultOf16MBRunAndAreUndone(t *testing.T) {
 		require.True(t, ok, "%s was called", action)
 		require.Equal(t, want, in.orderDoc, "%s read the whole order", action)
 		require.Greater(t, in.bytes, payload.MaxBytes, "%s's input holds the order", action)
+		require.True(t, in.streamed, "%s's input streamed from the bucket as it was sent", action)
 		if action != "scan" {
 			require.Equal(t, scanned, in.scanPages, "%s read scan's whole result", action)
 		}

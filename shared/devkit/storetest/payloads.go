@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/stretchr/testify/require"
@@ -65,6 +66,22 @@ func Payloads(t *testing.T, c *awsclient.Clients) {
 	require.NoError(t, err)
 	require.Equal(t, body, string(doc.Order), "the order read back whole")
 	require.Equal(t, string(answer), string(doc.Results["s0"]), "the result read back whole")
+
+	// To stream: the checks left in the document, for its Agent to read
+	// as it sends them, and only their bytes reserved of its budget (a
+	// budget of 4 KB holds them; read whole, the document is 32 MB over).
+	small := payload.NewBudget(4096)
+	rctx, let := payload.Reserving(ctx, small, time.Time{}, 0)
+	doc, err = s.DocumentToStream(rctx, next, order)
+	let()
+	require.NoError(t, err)
+	require.JSONEq(t, string(order), string(doc.Order), "the order's check, unread")
+	require.JSONEq(t, string(kept), string(doc.Results["s0"]), "the result's check, unread")
+	rctx, let = payload.Reserving(ctx, small, time.Time{}, 0)
+	_, err = s.Document(rctx, next, order)
+	let()
+	var large *payload.DocumentError
+	require.ErrorAs(t, err, &large, "read whole, over the 4 KB")
 
 	// s1 refused: s0's undo reads the order and its step's result back.
 	r := finish(t, s, d, next, "refused", t0.Add(1))

@@ -1,0 +1,151 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/agent"
+	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/resilience"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// bucketObjects is a payload bucket in memory (payload.Store's reads and
+// checks are tested on moto; here the subject is the Agent's use of them).
+type bucketObjects struct {
+	payload.API
+	mu    sync.Mutex
+	byKey map[string][]byte
+}
+
+func (o *bucketObjects) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	b, err := io.ReadAll(in.Body)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.byKey[aws.ToString(in.Key)] = b
+	return &s3.PutObjectOutput{}, err
+}
+
+func (o *bucketObjects) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	b, ok := o.byKey[aws.ToString(in.Key)]
+	if !ok {
+		return nil, &types.NoSuchKey{Message: aws.String("no such key")}
+	}
+	return &s3.GetObjectOutput{Body: io.NopCloser(bytes.NewReader(b)), ContentLength: aws.Int64(int64(len(b)))}, nil
+}
+
+// streamDoc is a store that leaves its document's payloads in the bucket,
+// as statestore.Store's DocumentToStream does (tested on both engines):
+// its order and one result before the step, by claim check. Its Document
+// (read whole) is not for a step it streams.
+type streamDoc struct {
+	*claims
+	order, result json.RawMessage
+}
+
+func (d streamDoc) DocumentToStream(context.Context, statestore.Step, json.RawMessage) (workflow.Document, error) {
+	return workflow.Document{Order: d.order, Results: map[string]json.RawMessage{"scan": d.result}}, nil
+}
+
+func (streamDoc) Document(context.Context, statestore.Step, json.RawMessage) (workflow.Document, error) {
+	panic("a step whose input is its whole document streams it")
+}
+
+// streamed is an Agent whose step's document is a 1 MB order and a 1 MB
+// result, kept in its bucket, and what its service received whole (its
+// Content-Length of bytes).
+func streamed(t *testing.T) (f *fixture, h *agent.Handler, objects *bucketObjects, refs []payload.Ref, whole func() [][]byte, want []byte) {
+	t.Helper()
+	var mu sync.Mutex
+	var bodies [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil || int64(len(b)) != r.ContentLength {
+			return // the request broke off: a server acts on no part of a body
+		}
+		mu.Lock()
+		bodies = append(bodies, b)
+		mu.Unlock()
+		fmt.Fprint(w, `{"reserved":true}`)
+	}))
+	t.Cleanup(srv.Close)
+	objects = &bucketObjects{byKey: map[string][]byte{}}
+	store := payload.New(objects, "bucket", 0)
+	order := []byte(`{"orderId":"o-1","scan":"` + strings.Repeat("o", 1<<20) + `"}`)
+	result := []byte(`{"pages":"` + strings.Repeat("p", 1<<20) + `"}`)
+	f = newFixture(t, remotesim.Faults{})
+	var checks []json.RawMessage
+	for _, kept := range []struct {
+		what string
+		b    []byte
+	}{{"order", order}, {"results/scan-r1", result}} {
+		ref, err := store.Put(context.Background(), "o-1", kept.what, kept.b)
+		require.NoError(t, err)
+		refs = append(refs, ref)
+		checks = append(checks, payload.Check(ref, nil))
+	}
+	d := workflow.Orders(workflow.Settings{})
+	h = agent.New(agent.Config{Workflows: workflow.MustSet(d), Name: "inventory", InstanceID: "agent-inventory/test", CallTimeout: 10 * time.Second},
+		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()},
+			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: streamDoc{claims: f.claims, order: checks[0], result: checks[1]},
+			Outcomes: recorder{f.claims}, Send: f.out, Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler), Payloads: store,
+			Budget: payload.BudgetFor(128)})
+	want = []byte(`{"order":` + string(order) + `,"results":{"scan":` + string(result) + `}}`)
+	return f, h, objects, refs, func() [][]byte { mu.Lock(); defer mu.Unlock(); return bodies }, want
+}
+
+// A step whose input is its whole document sends it as it is read back
+// from the bucket: its service receives the document, its length told.
+func TestAStepsDocumentIsStreamedFromTheBucket(t *testing.T) {
+	t.Parallel()
+	f, h, _, _, whole, want := streamed(t)
+	resp, err := h.Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Len(t, whole(), 1)
+	require.Equal(t, want, whole()[0])
+	require.Equal(t, []string{"complete o-1 attempt 3"}, f.claims.recorded)
+}
+
+// A payload of the document that is not as kept when it is sent fails the
+// step with the reason: its service never has the whole of a body (the
+// payload's last byte is not sent), and so acts on none. One that is gone
+// fails it before any byte is sent.
+func TestAPayloadNotAsKeptFailsItsStepAndItsServiceNeverHasIt(t *testing.T) {
+	t.Parallel()
+	f, h, objects, refs, whole, _ := streamed(t)
+	objects.byKey[refs[1].Key][1000] = 'X' // the result, altered, as long
+	_, err := h.Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.Empty(t, whole(), "its service had no whole body")
+	require.Len(t, f.claims.recorded, 1)
+	require.Contains(t, f.claims.recorded[0], "fail o-1 attempt 3: reserve's input: payload "+refs[1].String()+": its bytes are not the ones kept (SHA-256 differs)")
+
+	f, h, objects, refs, whole, _ = streamed(t)
+	delete(objects.byKey, refs[0].Key)
+	_, err = h.Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.Empty(t, whole())
+	require.Len(t, f.claims.recorded, 1)
+	require.Contains(t, f.claims.recorded[0], "fail o-1 attempt 3: reserve's input: payload "+refs[0].String()+": not found")
+}
