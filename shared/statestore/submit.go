@@ -73,6 +73,8 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 	if waits(wf) {
 		state["Evt"] = emptyMap() // where the round's events are kept (a nested SET needs its map)
 	}
+	id := writeID()
+	state[WriteIDAttribute] = str(id)
 	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{TableName: &s.orders, Item: orderItem, ConditionExpression: notExists}},
 		{Put: &types.Put{TableName: &s.state, Item: state, ConditionExpression: notExists}},
@@ -80,10 +82,30 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 	if codes, ok := cancelled(err); ok && slices.Contains(codes, "ConditionalCheckFailed") {
 		return false, nil
 	}
+	if err != nil && ctx.Err() == nil && s.wrote(ctx, sub.OrderID, id) {
+		// The SDK's tries spent (its token makes a try again of an applied
+		// transaction succeed), the answer of one that was applied was
+		// lost: the state item carries this submission's write id. Taken
+		// as a duplicate, the order would run all the same, its "received"
+		// never posted nor counted.
+		return true, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("submit order %s: %w", sub.OrderID, err)
 	}
 	return true, nil
+}
+
+// wrote reports whether the order's state item, read back, carries write
+// id: the write was applied (false if it cannot be read).
+func (s *Store) wrote(ctx context.Context, orderID, id string) bool {
+	got, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.state, ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{topology.KeyOrderID: str(orderID), topology.KeySort: str(taskSK)}})
+	if err != nil {
+		return false
+	}
+	w, ok := got.Item[WriteIDAttribute].(*types.AttributeValueMemberS)
+	return ok && w.Value == id
 }
 
 // definitionOnce stores the workflow version's definition the first time
