@@ -10,10 +10,11 @@ import (
 	"github.com/sas-go/sas/shared/flow"
 )
 
-// SlotStore lets a slot of an agent's calls in flight go (flow.Store.Let),
+// SlotStore lets a slot of an agent's calls in flight go (flow.Store.Let), or passes it (Pass),
 // and says whom it was handed to.
 type SlotStore interface {
 	Let(ctx context.Context, agent, key, holder string, now time.Time) ([]flow.Waiter, error)
+	Pass(ctx context.Context, agent, key, holder, waiterID string, until, now time.Time) ([]flow.Waiter, error)
 }
 
 // Slots lets go the slots of an agent's calls in flight that an attempt
@@ -37,6 +38,24 @@ func (s Slots) LetGo(ctx context.Context, agent, key, holder string, now time.Ti
 	if err != nil {
 		return fmt.Errorf("let go a slot of agent %s's key %q: %w", agent, key, err)
 	}
+	return s.send(ctx, agent, key, handed)
+}
+
+// Pass hands sl's slot to the call sl.To (flow.Store.Pass), and sends the
+// requests of the waiters handed a slot on the way.
+func (s Slots) Pass(ctx context.Context, sl flow.Slot, now time.Time) error {
+	if s.Store == nil {
+		return nil
+	}
+	handed, err := s.Store.Pass(ctx, sl.Agent, sl.Key, sl.Holder, sl.To, sl.Until, now)
+	if err != nil {
+		return err
+	}
+	return s.send(ctx, sl.Agent, sl.Key, handed)
+}
+
+// send sends the requests of the waiters handed a slot of agent's key.
+func (s Slots) send(ctx context.Context, agent, key string, handed []flow.Waiter) error {
 	var errs []error
 	for _, w := range handed {
 		url := s.AgentQueues[agent]

@@ -94,8 +94,13 @@ func WaiterOf(holder string) string {
 	return holder
 }
 
-// Slot is a slot an attempt holds: its agent, its key and its holder.
-type Slot struct{ Agent, Key, Holder string }
+// Slot is a slot an attempt holds: its agent, its key and its holder; To,
+// if set, is the call it is to be passed to (Pass), until Until.
+type Slot struct {
+	Agent, Key, Holder string
+	To                 string
+	Until              time.Time
+}
 
 // Hold is what Store.Hold found.
 type Hold struct {
@@ -206,6 +211,24 @@ func (s Store) Let(ctx context.Context, agent, key, holder string, now time.Time
 	r, err := s.run(ctx, agent, key, op{kind: opLet, holder: holder, now: now})
 	if err != nil {
 		return nil, fmt.Errorf("let go a slot of agent %s's key %q: %w", agent, key, err)
+	}
+	return r.handed, nil
+}
+
+// Pass hands holder's slot of agent's key to the call waiterID names
+// (WaiterID), reserved for it until until, in one write: no other call
+// takes it between. A cancel passes an accepted async call's slot to its
+// undo (of the same agent and key), whose Hold takes it: the service, which
+// drops the accepted call when its undo comes, has no call of the key more
+// in flight than its limit meanwhile, and the undo does not wait for the
+// call's CompleteBy. A reservation not taken lapses at until and goes to
+// the next in line (Hold, Let and Wait remove it on the way). A holder
+// that holds none passes nothing; a call a slot is reserved for already
+// has holder's let go (returned as Let's are: send their requests).
+func (s Store) Pass(ctx context.Context, agent, key, holder, waiterID string, until, now time.Time) ([]Waiter, error) {
+	r, err := s.run(ctx, agent, key, op{kind: opPass, holder: holder, waiter: waiterID, until: until.UnixMilli(), now: now})
+	if err != nil {
+		return nil, fmt.Errorf("pass a slot of agent %s's key %q to %q: %w", agent, key, waiterID, err)
 	}
 	return r.handed, nil
 }

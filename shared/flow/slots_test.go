@@ -731,3 +731,83 @@ func makeCall(ctx context.Context, s flow.Store, i, limit int, woken <-chan stru
 		}
 	}
 }
+
+// A slot passed to a call (a cancelled async call's, to its undo) changes
+// hands in one write: the key stays full, no call in line or newcomer takes
+// it, and the call it was passed to takes it by its Hold. Passed and not
+// taken, it lapses at its time and goes to the first in line. A holder
+// that holds none passes nothing; a call that has a slot kept for it
+// already has the passer's let go.
+func TestASlotPassedToAnUndoIsTakenByItAlone(t *testing.T) {
+	eachTable(t, func(t *testing.T, s flow.Store, tb table) {
+		ctx := context.Background()
+		end := t0.Add(time.Hour)
+		undo := flow.WaiterID("o-0", workflow.Ref{Undo: true}, 1)
+		undoAttempt := flow.Holder("o-0", workflow.Ref{Undo: true}, 1, 1)
+		got, err := s.Hold(ctx, "payment", "c-1", 1, attempt(0, 1), end, t0)
+		require.NoError(t, err)
+		require.True(t, got.Held)
+		p, err := s.Wait(ctx, "payment", "c-1", 1, waiter(call(1)), t0)
+		require.NoError(t, err)
+		require.Equal(t, 1, p.Position)
+
+		handed, err := s.Pass(ctx, "payment", "c-1", attempt(0, 1), undo, t0.Add(time.Minute), t0)
+		require.NoError(t, err)
+		require.Empty(t, handed, "the slot is the undo's: nothing handed on")
+		k, err := s.Key(ctx, "payment", "c-1")
+		require.NoError(t, err)
+		require.Empty(t, k.Holders)
+		require.Equal(t, map[string]time.Time{undo: t0.Add(time.Minute)}, k.Reserved)
+		require.Equal(t, 1, k.Position(call(1)), "call 1 still waits")
+		require.True(t, tb.expires(t, "payment", "c-1").After(t0.Add(time.Minute)))
+
+		got, err = s.Hold(ctx, "payment", "c-1", 1, attempt(1, 2), end, t0.Add(time.Second))
+		require.NoError(t, err)
+		require.False(t, got.Held, "the first in line does not take the undo's slot")
+		got, err = s.Hold(ctx, "payment", "c-1", 1, attempt(7, 1), end, t0.Add(time.Second))
+		require.NoError(t, err)
+		require.False(t, got.Held, "nor does a newcomer")
+		got, err = s.Hold(ctx, "payment", "c-1", 1, undoAttempt, end, t0.Add(2*time.Second))
+		require.NoError(t, err)
+		require.True(t, got.Held, "the undo takes it")
+		handed, err = s.Let(ctx, "payment", "c-1", undoAttempt, t0.Add(3*time.Second))
+		require.NoError(t, err)
+		require.Equal(t, []string{call(1)}, ids(handed), "and lets it go to the first in line")
+
+		// Passed and not taken: it lapses, and goes to the first in line.
+		got, err = s.Hold(ctx, "payment", "c-2", 1, attempt(0, 1), end, t0)
+		require.NoError(t, err)
+		require.True(t, got.Held)
+		_, err = s.Wait(ctx, "payment", "c-2", 1, waiter(call(2)), t0)
+		require.NoError(t, err)
+		_, err = s.Pass(ctx, "payment", "c-2", attempt(0, 1), undo, t0.Add(time.Minute), t0)
+		require.NoError(t, err)
+		got, err = s.Hold(ctx, "payment", "c-2", 1, attempt(2, 2), end, t0.Add(time.Minute))
+		require.NoError(t, err)
+		require.True(t, got.Held, "the lapsed pass went to the first in line")
+
+		// Nothing to pass; a call with a slot kept already.
+		handed, err = s.Pass(ctx, "payment", "c-2", attempt(5, 1), undo, t0.Add(time.Minute), t0)
+		require.NoError(t, err)
+		require.Empty(t, handed)
+		k, err = s.Key(ctx, "payment", "c-2")
+		require.NoError(t, err)
+		require.Equal(t, map[string]time.Time{attempt(2, 2): end}, k.Holders, "a stranger passes nothing")
+		for _, h := range []string{attempt(3, 1), attempt(4, 1)} {
+			got, err = s.Hold(ctx, "payment", "c-3", 2, h, end, t0)
+			require.NoError(t, err)
+			require.True(t, got.Held)
+		}
+		_, err = s.Wait(ctx, "payment", "c-3", 2, waiter(call(6)), t0)
+		require.NoError(t, err)
+		_, err = s.Pass(ctx, "payment", "c-3", attempt(3, 1), undo, t0.Add(time.Minute), t0)
+		require.NoError(t, err)
+		handed, err = s.Pass(ctx, "payment", "c-3", attempt(4, 1), undo, t0.Add(time.Minute), t0)
+		require.NoError(t, err)
+		require.Equal(t, []string{call(6)}, ids(handed), "the undo has a slot kept already: this one is let go, to the first in line")
+		k, err = s.Key(ctx, "payment", "c-3")
+		require.NoError(t, err)
+		require.Empty(t, k.Holders)
+		require.Len(t, k.Reserved, 2, "the undo's and call 6's")
+	})
+}

@@ -147,15 +147,16 @@ const (
 	opLet
 	opLeave
 	opSettle // hands on what a let or a leave freed and could not hand on in its write
+	opPass   // a holder's slot reserved for another call (its undo's) in the same write
 )
 
 // op is one call to a key's slots.
 type op struct {
 	kind   opKind
-	holder string  // hold, let: the attempt
-	waiter string  // hold (WaiterOf(holder)), wait, leave: its call
+	holder string  // hold, let, pass: the attempt
+	waiter string  // hold (WaiterOf(holder)), wait, leave: its call; pass: the call it passes to
 	join   waiting // wait: the waiter as it joins
-	until  int64   // hold: when its hold ends, Unix ms
+	until  int64   // hold: when its hold ends, Unix ms; pass: when the reservation lapses
 	limit  int     // hold, wait: the key's slots (let, leave: the item's)
 	now    time.Time
 }
@@ -184,6 +185,7 @@ type change struct {
 	reserve []string
 	take    bool // o.holder takes a slot (out of the line, if its call is in it)
 	convert bool // o.holder takes the slot reserved for its call
+	pass    bool // o.holder's slot is reserved for o.waiter instead
 	// lineServed: every waiter in line is handed a slot (or takes one) and
 	// slots are left, free or for a call not in line: no one may have
 	// joined meanwhile (Tail unchanged).
@@ -211,6 +213,14 @@ func (o op) decide(it snapshot) (c change, write, done bool) {
 		if _, ok := it.Holders[o.holder]; !ok {
 			return c, false, false // not a holder: nothing to let go
 		}
+	case opPass:
+		if _, ok := it.Holders[o.holder]; !ok {
+			return c, false, false // not a holder: nothing to pass
+		}
+		if _, ok := it.Reserved[o.waiter]; !ok {
+			return change{pass: true, n: it.N}, true, true
+		}
+		// A slot is kept for the call already: this one is let go.
 	case opLeave:
 		_, waits := it.Waiting[o.waiter]
 		_, reserved := it.Reserved[o.waiter]
@@ -222,12 +232,12 @@ func (o op) decide(it snapshot) (c change, write, done bool) {
 	if c.empty() {
 		return c, false, false
 	}
-	done = o.kind == opLet || o.kind == opLeave || c.take || o.kind == opWait && slices.Contains(c.reserve, o.waiter)
+	done = o.kind == opLet || o.kind == opPass || o.kind == opLeave || c.take || o.kind == opWait && slices.Contains(c.reserve, o.waiter)
 	return c, true, done
 }
 
 func (c change) empty() bool {
-	return len(c.ended) == 0 && !c.let && c.leave == "" && !c.join && len(c.reserve) == 0 && !c.take && !c.convert
+	return len(c.ended) == 0 && !c.let && c.leave == "" && !c.join && len(c.reserve) == 0 && !c.take && !c.convert && !c.pass
 }
 
 // plan is o's write on it: it removes the holds and reservations that have
@@ -245,7 +255,7 @@ func (o op) plan(it snapshot) change {
 	}
 	line := it.line()
 	switch o.kind {
-	case opLet:
+	case opLet, opPass: // a pass whose call has a slot kept already lets this one go
 		c.let = true
 		n--
 	case opLeave:
@@ -317,7 +327,7 @@ func (it snapshot) ended(o op) []ended {
 // nothing new.
 func (o op) expires(c change) int64 {
 	var last int64
-	if c.take || c.convert {
+	if c.take || c.convert || c.pass {
 		last = o.until
 	}
 	if len(c.reserve) > 0 {
@@ -370,6 +380,9 @@ func (o op) apply(it snapshot, c change) snapshot {
 	case c.convert:
 		delete(next.Reserved, o.waiter)
 		next.Holders[o.holder] = o.until
+	case c.pass:
+		delete(next.Holders, o.holder)
+		next.Reserved[o.waiter] = o.until
 	case c.join:
 		w := o.join
 		w.Seq = it.Tail
@@ -402,6 +415,14 @@ func (o op) update(it snapshot, c change) *expr {
 		e.remove = append(e.remove, reserved+"."+w)
 		e.set = append(e.set, holders+"."+h+" = "+e.num(o.until))
 		e.cond = append(e.cond, "attribute_exists("+reserved+"."+w+")", "attribute_not_exists("+holders+"."+h+")")
+		e.expires(o.expires(c), it.exp)
+		return e
+	}
+	if c.pass { // the slot changes hands: N as it is
+		w, h := e.name(o.waiter), e.name(o.holder)
+		e.remove = append(e.remove, holders+"."+h)
+		e.set = append(e.set, reserved+"."+w+" = "+e.num(o.until))
+		e.cond = append(e.cond, "attribute_exists("+holders+"."+h+")", "attribute_not_exists("+reserved+"."+w+")")
 		e.expires(o.expires(c), it.exp)
 		return e
 	}

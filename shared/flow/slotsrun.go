@@ -58,7 +58,7 @@ func (s Store) run(ctx context.Context, agent, key string, o op) (result, error)
 		r.handed = append(r.handed, o.handed(it, c)...)
 		it, losses = o.apply(it, c), 0
 		switch {
-		case done && (o.kind == opLet || o.kind == opLeave):
+		case done && (o.kind == opLet || o.kind == opLeave || o.kind == opPass && c.let):
 			// Made; what one write could not hand on (maxTouch), the
 			// next does.
 			r.done, o = true, op{kind: opSettle, now: o.now}

@@ -39,6 +39,9 @@ type Canceller struct {
 // (dispatch.Slots).
 type SlotLetter interface {
 	LetGo(ctx context.Context, agent, key, holder string, now time.Time) error
+	// Pass hands sl's slot to the call sl.To, reserved for it until
+	// sl.Until (flow.Store.Pass).
+	Pass(ctx context.Context, sl flow.Slot, now time.Time) error
 }
 
 // Cancel cancels the order c names. A refusal (*statestore.NotCancellableError)
@@ -63,11 +66,18 @@ func (k Canceller) Cancel(ctx context.Context, c statestore.CancelRequest) (stat
 	}
 	for _, sl := range res.Slots {
 		// The attempt given back is undone: the undo, of the same key
-		// perhaps, must not wait for the attempt's CompleteBy.
+		// perhaps, must not wait for the attempt's CompleteBy. An undo of
+		// the same agent has the slot passed to it; else it is let go.
 		if k.Slots == nil {
 			break
 		}
-		if err := k.Slots.LetGo(ctx, sl.Agent, sl.Key, sl.Holder, c.Now); err != nil && k.Log != nil {
+		var err error
+		if sl.To != "" {
+			err = k.Slots.Pass(ctx, sl, c.Now)
+		} else {
+			err = k.Slots.LetGo(ctx, sl.Agent, sl.Key, sl.Holder, c.Now)
+		}
+		if err != nil && k.Log != nil {
 			// The cancel is recorded (asked again, it is a repeat), and
 			// its undo goes on: the slot ends at its CompleteBy.
 			k.Log.Warn(flow.NotLetGo, "order_id", c.OrderID, "key", sl.Key, "holder", sl.Holder, "err", err)
@@ -106,8 +116,27 @@ func (k Canceller) decide(ctx context.Context, c statestore.CancelRequest) (stat
 			if ch.State == workflow.Pending { // an accepted async attempt, given back to be undone
 				st, _ := s.Step(ch.Ref)
 				if st.Slot != "" {
-					res.Slots = append(res.Slots, flow.Slot{Agent: st.Agent, Key: st.Slot,
-						Holder: flow.Holder(st.OrderID, st.Ref(), st.Round, st.Attempt)})
+					sl := flow.Slot{Agent: st.Agent, Key: st.Slot, Holder: flow.Holder(st.OrderID, st.Ref(), st.Round, st.Attempt)}
+					undo := workflow.Ref{Index: ch.Ref.Index, Item: ch.Ref.Item, Undo: true}
+					u, ok := s.Step(undo)
+					switch {
+					case ok && u.Agent == st.Agent:
+						// Its undo, of the same agent, takes the slot from
+						// it: the service drops the accepted call when the
+						// undo comes, and no other call of the key is in
+						// flight between. Kept for it until its pickup
+						// deadline brings the Supervisor, at the least
+						// flow.ReserveFor.
+						sl.To, sl.Until = flow.WaiterID(st.OrderID, undo, st.Round), c.Now.Add(max(s.Pickup(c.Pickup), flow.ReserveFor))
+						res.Slots = append(res.Slots, sl)
+					case ok:
+						// Its undo is another agent's, and waits for no
+						// slot of this one; the accepted call may go on at
+						// its service: its slot is held until the
+						// attempt's CompleteBy, as the call may be.
+					default:
+						res.Slots = append(res.Slots, sl)
+					}
 				}
 				looks = append(looks, statestore.Look{Ref: ch.Ref, FailureCount: st.FailureCount, ReadyAt: c.Now, By: "the cancel",
 					Reason: fmt.Sprintf("attempt %d, its call accepted by its service, is not awaited: it is undone", st.Attempt)})

@@ -109,6 +109,7 @@ type Deps struct {
 // and says which waiters it was handed to.
 type SlotReleaser interface {
 	Let(ctx context.Context, agent, key, holder string, now time.Time) ([]flow.Waiter, error)
+	Pass(ctx context.Context, agent, key, holder, waiterID string, until, now time.Time) ([]flow.Waiter, error)
 }
 
 // slotsOf lets go the slots of the agents' calls in flight that ended here

@@ -56,7 +56,7 @@ var regressions = []struct {
 	{389796936, false, "a call whose rate turn waited a second after its flow control's check was made past its service's 429, four seconds on (agent's beforeCall checks again after the turn)", true, true},
 	{469616230, false, "a 429 whose slow-down the store failed to note let the agent's other instances call on until a 429 of their own: reported by the Agent (agent.SlowDownNotNoted), and not counted against it", true, true},
 	{991210170, false, "an async call's callback recorded, its slot's let-go failed (the store failed): reported with its holder (flow.NotLetGo), and a cancel's the same, its undo started all the same", true, true},
-	{469616195, false, "a cancel let an accepted async call's slot go, and another order's call took it before the undo was called: its service had one call of the key more in flight than the limit (documented; explore's cancelledAsync)", true, true},
+	{469616195, false, "a cancel let an accepted async call's slot go, and another order's call took it before the undo was called: its service had one call of the key more in flight than the limit (the cancel passes the slot to the undo: flow.Store.Pass)", true, true},
 	{991208956, false, "the same, with a limit of 2", true, true},
 	{772976488, true, "a cancel of 30 to 100 accepted async items wrote over 4 KB, refused (statestore.Store.Apply)", false, false},
 	{772976568, true, "100 items timing out in one sweep wrote over 4 KB, refused (statestore.Store.Apply)", false, false},

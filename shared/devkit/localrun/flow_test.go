@@ -471,6 +471,46 @@ func callbackLetsTheSlotGo(t *testing.T, faults remotesim.Faults) {
 	require.Positive(t, e.stack.Tally.Sum(metrics.FlowWaits), "the customer's calls waited for its slot")
 }
 
+// A cancel of an order whose async call its service accepted passes the
+// call's slot of its customer to the call's undo: the next order of the
+// customer, waiting in the key's line, is called only after the undo (the
+// service, which drops the accepted call when its undo comes, never has two
+// calls of the customer in flight); let go at the cancel, the slot went to
+// the waiting order first (explorer seeds 469616195, 991208956). Nor does
+// the undo wait for the accepted call's CompleteBy, an hour away.
+func TestACancelPassesAnAcceptedCallsSlotToItsUndo(t *testing.T) {
+	t.Parallel()
+	wf := strings.Replace(asyncFlow, "  payment: {endpoint: \"${SAS_REMOTE_BASE_URL}/v1/services/payment\"}",
+		"  payment: {endpoint: \"${SAS_REMOTE_BASE_URL}/v1/services/payment\", perKey: {key: .order.customerId}}", 1)
+	wf = strings.Replace(wf, "    async: true\n    timeout: 6s", "    async: true\n    timeout: 1h\n    undo: {name: refund-payment}", 1)
+	e := newEnv(t, remotesim.Faults{}, running(t, wf))
+	e.sim.SetFaults("payment", remotesim.Faults{CallbackDelay: time.Hour})
+	e.order("o-pass-a", "")
+	e.eventually("a's charge accepted by its service", 60*time.Second, func() bool {
+		_, recs, err := e.stack.Store.Load(context.Background(), "o-pass-a")
+		return err == nil && !recs[1].AcceptedAt.IsZero()
+	})
+	e.order("o-pass-b", "")
+	e.eventually("b's charge waiting in its customer's line", 60*time.Second, func() bool {
+		_, recs, err := e.stack.Store.Load(context.Background(), "o-pass-b")
+		return err == nil && len(recs) > 1 && strings.Contains(recs[1].FlowWhy, "in line")
+	})
+	e.cancelMessage("o-pass-a")
+	require.Equal(t, workflow.Cancelled, e.waitEnded([]string{"o-pass-a"})["o-pass-a"].State)
+	e.eventually("b's charge accepted once a's refund let its slot go", 60*time.Second, func() bool {
+		_, recs, err := e.stack.Store.Load(context.Background(), "o-pass-b")
+		return err == nil && !recs[1].AcceptedAt.IsZero()
+	})
+	var order []string
+	for _, eff := range e.sim.Ledger() {
+		if eff.Service == "payment" {
+			order = append(order, eff.OrderID+" "+eff.Action)
+		}
+	}
+	require.Equal(t, []string{"o-pass-a charge-payment", "o-pass-a refund-payment", "o-pass-b charge-payment"}, order,
+		"the undo took the slot before the customer's next call")
+}
+
 // An agent paused for several pickup timeouts: each of its ready steps
 // waits, its one request sent again delayed by the Agent (nothing written),
 // and the Supervisor holds its re-sends back, since the agent holds its

@@ -21,7 +21,7 @@ var giveBackTests = map[string]func(*testing.T, *statestore.Store){
 	"AGiveBackWhileTheOrderIsUndoneGoesOnWithTheUndo": giveBackWhileUndone,
 	"AGiveBackBeforeItsCallIsNotRun":                  giveBackNotRun,
 	"WaitingDoesNotGrowTheItem":                       waitingKeepsACount,
-	"ACancelLetsTheSlotOfAnAcceptedCallGo":            cancelLetsTheSlotGo,
+	"ACancelPassesTheSlotOfAnAcceptedCallToItsUndo":   cancelPassesTheSlotToItsUndo,
 }
 
 // release gives st back as its Agent's flow control does.
@@ -141,18 +141,26 @@ func waitingKeepsACount(t *testing.T, s *statestore.Store) {
 	require.Zero(t, task.FlowWaiting, "claimed: listed as waiting no more")
 }
 
-// slotsLet records the slots a cancel lets go.
-type slotsLet struct{ let []flow.Slot }
+// slotsLet records the slots a cancel lets go, and those it passes.
+type slotsLet struct{ let, passed []flow.Slot }
 
 func (l *slotsLet) LetGo(_ context.Context, agent, key, holder string, _ time.Time) error {
 	l.let = append(l.let, flow.Slot{Agent: agent, Key: key, Holder: holder})
 	return nil
 }
 
-// A cancel that gives an accepted async call back lets go the slot of its
-// key the call held: its undo, of the same key perhaps, does not wait for
-// the attempt's CompleteBy (hours, perhaps).
-func cancelLetsTheSlotGo(t *testing.T, s *statestore.Store) {
+func (l *slotsLet) Pass(_ context.Context, sl flow.Slot, _ time.Time) error {
+	l.passed = append(l.passed, sl)
+	return nil
+}
+
+// A cancel that gives an accepted async call back passes the slot of its
+// key the call held to the call's undo, of the same agent: the undo does
+// not wait for the attempt's CompleteBy (hours, perhaps), and no other
+// call of the key takes the slot before it (the service drops the
+// accepted call when its undo comes). It is kept for the undo until its
+// pickup deadline, at the least flow.ReserveFor.
+func cancelPassesTheSlotToItsUndo(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	runTo(t, s, 3, 1)
 	st, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step1, Agent: "svc", Owner: "a-1", Token: "n1", Now: t0})
@@ -163,5 +171,7 @@ func cancelLetsTheSlotGo(t *testing.T, s *statestore.Store) {
 	res, err := outcome.Canceller{Store: s, Slots: slots}.Cancel(ctx, cancelReq("o-1", t0.Add(time.Second)))
 	require.NoError(t, err)
 	require.Equal(t, workflow.CancelStops, res.Verdict)
-	require.Equal(t, []flow.Slot{{Agent: "svc", Key: "c-1", Holder: flow.Holder("o-1", step1, 1, st.Attempt)}}, slots.let)
+	require.Empty(t, slots.let)
+	require.Equal(t, []flow.Slot{{Agent: "svc", Key: "c-1", Holder: flow.Holder("o-1", step1, 1, st.Attempt),
+		To: flow.WaiterID("o-1", undo1, 1), Until: t0.Add(time.Second + flow.ReserveFor)}}, slots.passed)
 }
