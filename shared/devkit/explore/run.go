@@ -100,6 +100,12 @@ func (w *World) choose(ctx context.Context) {
 // progress without faults, or time passing.
 func (w *World) chooseElse(ctx context.Context, r int) {
 	switch {
+	case r < 76 && w.faulty && w.keyedAccepted() != nil && w.rng.IntN(8) == 0:
+		// An accepted async call holding its key's slot, cancelled before
+		// its callback (rare otherwise): the cancel passes the slot to its
+		// undo (flow.Store.Pass).
+		w.count("cancels of an accepted async call holding its key's slot")
+		w.cancel(w.keyedAccepted())
 	case r < 71 && len(w.async) > 0:
 		w.callback(w.async[w.rng.IntN(len(w.async))], w.faulty && w.rng.IntN(5) == 0)
 	case r < 74 && w.waits() && w.randomOrder(w.rng) != nil:
@@ -215,4 +221,15 @@ func (w *World) tick() {
 	}
 	w.note("tick to %s", next.Format("15:04:05"))
 	w.expire(next)
+}
+
+// keyedAccepted is the first order, not cancelled, with an async call its
+// service accepted of an agent with calls in flight per key (nil: none).
+func (w *World) keyedAccepted() *order {
+	for _, a := range w.async {
+		if a.busy && a.order != nil && !a.order.cancelled && w.flows[a.agent].perKey != nil {
+			return a.order
+		}
+	}
+	return nil
 }

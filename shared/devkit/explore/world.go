@@ -160,7 +160,7 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 	}
 	if w.sub, err = submission.New(submission.Config{Workflows: w.set, AgentQueues: requests,
 		SchedulerQueueURL: w.url(topo.SchedulerQueue().Name), DLQURL: w.url(topo.OrdersQueue().DLQName)},
-		submission.Deps{Store: w.handlersStore, Send: w.sender, Notify: ntf, Metrics: m, Log: log, Slots: w.handlersFlow, Payloads: w.payloads, Sealer: w.sealer}); err != nil {
+		submission.Deps{Store: w.handlersStore, Send: w.sender, Notify: ntf, Metrics: m, Log: log, Slots: passCounted{w.handlersFlow, w.count}, Payloads: w.payloads, Sealer: w.sealer}); err != nil {
 		return nil, err
 	}
 	alerts := alert.New(publisher{w}, "arn:aws:sns:us-east-1:000000000000:alerts", m)
@@ -335,4 +335,17 @@ func (w *World) randomOrder(rng *rand.Rand) *order {
 		return nil
 	}
 	return sent[rng.IntN(len(sent))]
+}
+
+// passCounted is Submission's flow store, counting the slots its cancels
+// pass to their undos.
+type passCounted struct {
+	flow.Store
+	count func(string)
+}
+
+// Pass passes the slot, and counts it.
+func (p passCounted) Pass(ctx context.Context, agent, key, holder, waiterID string, until, now time.Time) ([]flow.Waiter, error) {
+	p.count("slots passed to an undo by a cancel")
+	return p.Store.Pass(ctx, agent, key, holder, waiterID, until, now)
 }
