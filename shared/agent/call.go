@@ -48,9 +48,11 @@ func (h *Handler) call(ctx context.Context, st *statestore.Step, payload callInp
 			// may be cut short by the attempt's own deadline.
 			short := deadline.Before(h.Now().Add(h.cfg.CallTimeout))
 			res, err := h.try(ctx, st, payload, deadline)
-			if err != nil && payload.stream != nil && payload.stream.Err() != nil {
-				// Its input failed as it was sent: the service did not have
-				// it, and tells nothing of its health.
+			if err != nil && !answeredBy(err) && payload.stream != nil && payload.stream.Err() != nil {
+				// Its input failed as it was sent, and the call broke off
+				// with no answer: the service did not have the input, and
+				// tells nothing of its health. (A service that answered,
+				// before it read it all, answered: a 413 is its refusal.)
 				h.breaker.Forgo()
 				return nil, n > 0, &InputError{Err: payload.stream.Err()}
 			}
@@ -129,6 +131,7 @@ func (h *Handler) try(ctx context.Context, st *statestore.Step, payload callInpu
 	defer cancel()
 	action, key := st.Definition().DoName(), workflow.IdempotencyKey(st.OrderID, st.RecordName(), st.Round)
 	if payload.stream != nil {
+		// Its payloads, streamed on this try (counted as it starts).
 		h.metrics.Count(metrics.PayloadsStreamed, float64(payload.stream.refs), map[string]any{"OrderID": st.OrderID, "Step": st.Name})
 		return h.remote.(Streamer).ApplyInput(cctx, action, key, payload.stream)
 	}

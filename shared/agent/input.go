@@ -29,7 +29,7 @@ type Input struct {
 	refs   int // the pieces read back from the bucket
 	store  *payload.Store
 	mu     sync.Mutex
-	err    error // what the reads of its last opening met (nil: nothing)
+	last   *opening // its latest opening
 }
 
 // piece is a part of an Input: bytes held, or a payload to read back.
@@ -46,80 +46,130 @@ type Streamer interface {
 	Remote
 	// ApplyInput is Apply with the input as a stream: read it from in.Open,
 	// to its end before acting on it (its last byte comes once its
-	// payloads are checked; a read error means it is not the step's, and
-	// the call is taken as not made, whatever ApplyInput answers).
+	// payloads are checked). An error of ApplyInput's own, other than a
+	// *PermanentError or a *SlowDownError, while a read of its input
+	// failed, is taken as a call not made: its input was not the step's.
 	ApplyInput(ctx context.Context, action, key string, in *Input) ([]byte, error)
 }
 
-// Open is the input from its start. It opens every payload it names first,
-// so that one gone fails here, before any byte is sent; the reader
-// returned closes them.
+// Open is the input from its start. Its first payload is opened at once, so
+// that an order gone fails here, before any byte is sent; each later one
+// when the stream reaches it (S3 need not hold a response open while a
+// slow service reads 16 MB before it). The reader returned closes them.
 func (in *Input) Open(ctx context.Context) (io.ReadCloser, error) {
+	o := &opening{ctx: ctx}
 	in.mu.Lock()
-	in.err = nil
+	in.last = o
 	in.mu.Unlock()
 	readers := make([]io.Reader, 0, len(in.pieces))
-	var open []io.Closer
+	first := true
 	for _, p := range in.pieces {
 		if p.ref == nil {
 			readers = append(readers, bytes.NewReader(p.b))
 			continue
 		}
-		r, err := in.store.Open(ctx, *p.ref)
-		if err != nil {
-			for _, c := range open {
-				c.Close()
+		r := &lazy{o: o, open: func() (io.ReadCloser, error) { return in.store.Open(ctx, *p.ref) }}
+		if first {
+			first = false
+			if err := r.start(); err != nil {
+				o.note(err)
+				return nil, err
 			}
-			in.note(err)
-			return nil, err
 		}
-		open = append(open, r)
-		readers = append(readers, &noting{r: r, in: in})
+		readers = append(readers, r)
 	}
-	return &opened{Reader: io.MultiReader(readers...), closers: open}, nil
+	o.Reader = io.MultiReader(readers...)
+	return o, nil
 }
 
-// Err is what the reads of the input's last opening met: nil if they met
-// nothing (or it was read to its end). A call that failed while its input
-// did was not made: its service never had the whole of it.
+// Err is what the reads of the input's latest opening met, before it was
+// closed or its call's context ended: nil if nothing. A call that failed
+// while its input did was not made: its service never had the whole of it.
 func (in *Input) Err() error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return in.err
-}
-
-func (in *Input) note(err error) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.err == nil {
-		in.err = err
+	if in.last == nil {
+		return nil
 	}
+	return in.last.failure()
 }
 
-// noting is a piece's reader that notes its error in its input.
-type noting struct {
-	r  io.Reader
-	in *Input
-}
-
-func (n *noting) Read(p []byte) (int, error) {
-	k, err := n.r.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) {
-		n.in.note(err)
-	}
-	return k, err
-}
-
-type opened struct {
+// opening is one reading of an Input, from its start.
+type opening struct {
 	io.Reader
-	closers []io.Closer
+	ctx     context.Context
+	mu      sync.Mutex
+	err     error       // the first read error met while it was read
+	closed  bool        // closed (by its reader: net/http, once done with it)
+	closers []io.Closer // the payloads opened
 }
 
-func (o *opened) Close() error {
-	for _, c := range o.closers {
+// note keeps err as the opening's failure: the first, and only while it
+// is read (an error after its Close, or once its call's context ended, is
+// of its ending, not of its payloads).
+func (o *opening) note(err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err == nil && !o.closed && o.ctx.Err() == nil &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		o.err = err
+	}
+}
+
+func (o *opening) failure() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
+
+func (o *opening) Close() error {
+	o.mu.Lock()
+	o.closed = true
+	closers := o.closers
+	o.closers = nil
+	o.mu.Unlock()
+	for _, c := range closers {
 		c.Close()
 	}
 	return nil
+}
+
+// lazy is a payload of an opening, opened when first read.
+type lazy struct {
+	o    *opening
+	open func() (io.ReadCloser, error)
+	r    io.Reader
+}
+
+// start opens the payload, closed with its opening.
+func (l *lazy) start() error {
+	r, err := l.open()
+	if err != nil {
+		return err
+	}
+	l.o.mu.Lock()
+	defer l.o.mu.Unlock()
+	if l.o.closed {
+		r.Close()
+		return io.ErrClosedPipe
+	}
+	l.o.closers = append(l.o.closers, r)
+	l.r = r
+	return nil
+}
+
+func (l *lazy) Read(p []byte) (int, error) {
+	if l.r == nil {
+		if err := l.start(); err != nil {
+			l.o.note(err)
+			return 0, err
+		}
+	}
+	k, err := l.r.Read(p)
+	if err != nil && err != io.EOF {
+		l.o.note(err)
+	}
+	return k, err
 }
 
 // InputError is a call not made because its input could not be read as it

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,7 +53,27 @@ func (o *bucketObjects) GetObject(_ context.Context, in *s3.GetObjectInput, _ ..
 	if !ok {
 		return nil, &types.NoSuchKey{Message: aws.String("no such key")}
 	}
-	return &s3.GetObjectOutput{Body: io.NopCloser(bytes.NewReader(b)), ContentLength: aws.Int64(int64(len(b)))}, nil
+	return &s3.GetObjectOutput{Body: &networkBody{r: bytes.NewReader(b)}, ContentLength: aws.Int64(int64(len(b)))}, nil
+}
+
+// networkBody reads as an S3 response's body does: in pieces of 16 KB, a
+// little time apart, and failing once closed.
+type networkBody struct {
+	r      io.Reader
+	closed atomic.Bool
+}
+
+func (b *networkBody) Read(p []byte) (int, error) {
+	if b.closed.Load() {
+		return 0, errors.New("http: read on closed response body")
+	}
+	time.Sleep(50 * time.Microsecond) // the network's pace: a service may answer before the last piece
+	return b.r.Read(p[:min(len(p), 16<<10)])
+}
+
+func (b *networkBody) Close() error {
+	b.closed.Store(true)
+	return nil
 }
 
 // streamDoc is a store that leaves its document's payloads in the bucket,
@@ -78,7 +100,7 @@ func streamed(t *testing.T) (f *fixture, h *agent.Handler, objects *bucketObject
 	t.Helper()
 	var mu sync.Mutex
 	var bodies [][]byte
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	f, h, objects, refs, want = streamedTo(t, func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
 		if err != nil || int64(len(b)) != r.ContentLength {
 			return // the request broke off: a server acts on no part of a body
@@ -87,7 +109,14 @@ func streamed(t *testing.T) (f *fixture, h *agent.Handler, objects *bucketObject
 		bodies = append(bodies, b)
 		mu.Unlock()
 		fmt.Fprint(w, `{"reserved":true}`)
-	}))
+	})
+	return f, h, objects, refs, func() [][]byte { mu.Lock(); defer mu.Unlock(); return bodies }, want
+}
+
+// streamedTo is streamed's Agent calling a service that serves as serve.
+func streamedTo(t *testing.T, serve http.HandlerFunc) (f *fixture, h *agent.Handler, objects *bucketObjects, refs []payload.Ref, want []byte) {
+	t.Helper()
+	srv := httptest.NewServer(serve)
 	t.Cleanup(srv.Close)
 	objects = &bucketObjects{byKey: map[string][]byte{}}
 	store := payload.New(objects, "bucket", 0)
@@ -111,7 +140,7 @@ func streamed(t *testing.T) (f *fixture, h *agent.Handler, objects *bucketObject
 			Outcomes: recorder{f.claims}, Send: f.out, Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler), Payloads: store,
 			Budget: payload.BudgetFor(128)})
 	want = []byte(`{"order":` + string(order) + `,"results":{"scan":` + string(result) + `}}`)
-	return f, h, objects, refs, func() [][]byte { mu.Lock(); defer mu.Unlock(); return bodies }, want
+	return f, h, objects, refs, want
 }
 
 // A step whose input is its whole document sends it as it is read back
@@ -148,4 +177,24 @@ func TestAPayloadNotAsKeptFailsItsStepAndItsServiceNeverHasIt(t *testing.T) {
 	require.Empty(t, whole())
 	require.Len(t, f.claims.recorded, 1)
 	require.Contains(t, f.claims.recorded[0], "fail o-1 attempt 3: reserve's input: payload "+refs[0].String()+": not found")
+}
+
+// A service that answers before it has read its streamed input (a proxy's
+// 413 for a body too large) answered: its refusal fails the step, whatever
+// the reading of the input, cut off by the answer, met then. Taken for a
+// call not made, the step would be given back and called again for ever.
+func TestAServiceThatAnswersBeforeReadingItsInputAnswered(t *testing.T) {
+	t.Parallel()
+	for i := range 10 {
+		f, h, _, _, _ := streamedTo(t, func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.CopyN(io.Discard, r.Body, 100<<10) // its limit read, the rest refused
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			fmt.Fprint(w, "too large")
+		})
+		resp, err := h.Handle(context.Background(), request("o-1"))
+		require.NoError(t, err)
+		require.Empty(t, resp.BatchItemFailures, "try %d", i)
+		require.Len(t, f.claims.recorded, 1, "try %d", i)
+		require.Contains(t, f.claims.recorded[0], "fail o-1 attempt 3: remote refused the request permanently (HTTP 413): too large", "try %d", i)
+	}
 }

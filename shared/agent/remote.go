@@ -157,12 +157,12 @@ func (r *HTTPRemote) apply(ctx context.Context, action, key string, payload requ
 	}
 	switch {
 	case r.credentialRefusal(s):
-		return nil, fmt.Errorf("%s refused the agent's credentials (HTTP %d), read again: %s", r.Service, s, text)
+		return nil, &statusError{fmt.Sprintf("%s refused the agent's credentials (HTTP %d), read again: %s", r.Service, s, text)}
 	case r.transient(s) && retryAfter > 0 && (s == http.StatusTooManyRequests || s == http.StatusServiceUnavailable):
 		return nil, &SlowDownError{Status: s, After: retryAfter, Text: fmt.Sprintf("%s answered HTTP %d (transient), Retry-After %s: %s",
 			r.Service, s, retryAfter, text)}
 	case r.transient(s):
-		return nil, fmt.Errorf("%s answered HTTP %d (transient): %s", r.Service, s, text)
+		return nil, &statusError{fmt.Sprintf("%s answered HTTP %d (transient): %s", r.Service, s, text)}
 	case s == http.StatusNotFound || s == http.StatusMethodNotAllowed:
 		// Most often the endpoint is not the service's base URL: say where
 		// the call went (without a query, which may carry a secret).
@@ -175,6 +175,21 @@ func (r *HTTPRemote) apply(ctx context.Context, action, key string, payload requ
 	default:
 		return nil, &PermanentError{Status: s, Body: text}
 	}
+}
+
+// statusError is a transient answer of the service: an HTTP status it
+// answered (the call reached it, whatever its input's reading met).
+type statusError struct{ text string }
+
+func (e *statusError) Error() string { return e.text }
+
+// answeredBy reports whether err is an answer of the service itself (a
+// status: a refusal, a slow-down, a transient one), not a call that broke
+// off before one came.
+func answeredBy(err error) bool {
+	var slow *SlowDownError
+	var status *statusError
+	return IsPermanent(err) || errors.As(err, &slow) || errors.As(err, &status)
 }
 
 // url is where action is POSTed: under the endpoint's path, its query
@@ -217,6 +232,7 @@ func (r *HTTPRemote) post(ctx context.Context, action, key string, payload reque
 	}
 	if r.Auth != nil {
 		if err := r.Auth.Authorize(ctx, req, signed); err != nil {
+			req.Body.Close()
 			return 0, nil, 0, fmt.Errorf("credentials for %s: %w", r.Service, err)
 		}
 	}

@@ -809,5 +809,56 @@ func TestASlotPassedToAnUndoIsTakenByItAlone(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, k.Holders)
 		require.Len(t, k.Reserved, 2, "the undo's and call 6's")
+
+		// The same with the passer's own hold past its end (its attempt's
+		// CompleteBy): let go all the same, counted once.
+		for _, h := range []string{attempt(3, 1), attempt(4, 1)} {
+			got, err = s.Hold(ctx, "payment", "c-4", 2, h, t0.Add(time.Second), t0)
+			require.NoError(t, err)
+			require.True(t, got.Held)
+		}
+		late := t0.Add(time.Minute)
+		_, err = s.Pass(ctx, "payment", "c-4", attempt(3, 1), undo, late.Add(time.Minute), late)
+		require.NoError(t, err)
+		_, err = s.Pass(ctx, "payment", "c-4", attempt(4, 1), undo, late.Add(time.Minute), late)
+		require.NoError(t, err, "a hold past its end, its call's slot kept already: let go")
+		k, err = s.Key(ctx, "payment", "c-4")
+		require.NoError(t, err)
+		require.Empty(t, k.Holders)
+		require.Equal(t, map[string]time.Time{undo: late.Add(time.Minute)}, k.Reserved)
+		for i := range 2 {
+			got, err = s.Hold(ctx, "payment", "c-4", 2, attempt(20+i, 1), end, late)
+			require.NoError(t, err)
+			require.Equal(t, i == 0, got.Held, "one slot free beside the undo's, not two, not none")
+		}
+
+		// The undo waiting in line already (its call came first, found the
+		// key full): the pass takes it out of the line, reserves it the
+		// slot, and hands its request back to be sent; it holds one slot.
+		got, err = s.Hold(ctx, "payment", "c-5", 1, attempt(0, 1), end, t0)
+		require.NoError(t, err)
+		require.True(t, got.Held)
+		p, err = s.Wait(ctx, "payment", "c-5", 1, waiter(undo), t0)
+		require.NoError(t, err)
+		require.Equal(t, 1, p.Position)
+		_, err = s.Wait(ctx, "payment", "c-5", 1, waiter(call(8)), t0)
+		require.NoError(t, err)
+		handed, err = s.Pass(ctx, "payment", "c-5", attempt(0, 1), undo, t0.Add(time.Minute), t0)
+		require.NoError(t, err)
+		require.Equal(t, []string{undo}, ids(handed), "its request sent: it takes its slot")
+		k, err = s.Key(ctx, "payment", "c-5")
+		require.NoError(t, err)
+		require.Equal(t, map[string]time.Time{undo: t0.Add(time.Minute)}, k.Reserved)
+		require.Zero(t, k.Position(undo), "out of the line")
+		require.Equal(t, 1, k.Position(call(8)))
+		p, err = s.Wait(ctx, "payment", "c-5", 1, waiter(undo), t0)
+		require.NoError(t, err)
+		require.True(t, p.Reserved, "its wait again is told its slot is kept")
+		got, err = s.Hold(ctx, "payment", "c-5", 1, undoAttempt, end, t0)
+		require.NoError(t, err)
+		require.True(t, got.Held)
+		handed, err = s.Let(ctx, "payment", "c-5", undoAttempt, t0)
+		require.NoError(t, err)
+		require.Equal(t, []string{call(8)}, ids(handed), "one slot, to the next in line")
 	})
 }

@@ -185,7 +185,7 @@ type change struct {
 	reserve []string
 	take    bool // o.holder takes a slot (out of the line, if its call is in it)
 	convert bool // o.holder takes the slot reserved for its call
-	pass    bool // o.holder's slot is reserved for o.waiter instead
+	pass    bool // o.holder's slot is reserved for o.waiter instead (out of the line, if it waits in it)
 	// lineServed: every waiter in line is handed a slot (or takes one) and
 	// slots are left, free or for a call not in line: no one may have
 	// joined meanwhile (Tail unchanged).
@@ -309,7 +309,7 @@ func (o op) plan(it snapshot) change {
 func (it snapshot) ended(o op) []ended {
 	var out []ended
 	for name, end := range it.Holders {
-		if end <= o.ms() && !(o.kind == opLet && name == o.holder) {
+		if end <= o.ms() && !((o.kind == opLet || o.kind == opPass) && name == o.holder) {
 			out = append(out, ended{attrHolders, name, end})
 		}
 	}
@@ -343,9 +343,13 @@ func (o op) expires(c change) int64 {
 	return (sec + 3599) / 3600 * 3600
 }
 
-// handed is the waiters c reserves a slot for, but o's own.
+// handed is the waiters c reserves a slot for, but o's own; and a pass's
+// call, if it waited in line (its request is sent: it takes the slot).
 func (o op) handed(it snapshot, c change) []Waiter {
 	var out []Waiter
+	if _, waits := it.Waiting[o.waiter]; c.pass && waits {
+		out = append(out, it.waiter(o.waiter))
+	}
 	for _, id := range c.reserve {
 		if id != o.waiter || o.kind != opWait {
 			out = append(out, it.waiter(id))
@@ -382,6 +386,7 @@ func (o op) apply(it snapshot, c change) snapshot {
 		next.Holders[o.holder] = o.until
 	case c.pass:
 		delete(next.Holders, o.holder)
+		delete(next.Waiting, o.waiter)
 		next.Reserved[o.waiter] = o.until
 	case c.join:
 		w := o.join
@@ -423,6 +428,12 @@ func (o op) update(it snapshot, c change) *expr {
 		e.remove = append(e.remove, holders+"."+h)
 		e.set = append(e.set, reserved+"."+w+" = "+e.num(o.until))
 		e.cond = append(e.cond, "attribute_exists("+holders+"."+h+")", "attribute_not_exists("+reserved+"."+w+")")
+		if _, waits := it.Waiting[o.waiter]; waits { // its call leaves the line: it has its slot
+			e.remove = append(e.remove, waiting+"."+w)
+			e.cond = append(e.cond, "attribute_exists("+waiting+"."+w+")")
+		} else {
+			e.cond = append(e.cond, "attribute_not_exists("+waiting+"."+w+")")
+		}
 		e.expires(o.expires(c), it.exp)
 		return e
 	}
@@ -452,7 +463,9 @@ func (o op) update(it snapshot, c change) *expr {
 		entry := o.join
 		entry.Seq = it.Tail
 		e.set = append(e.set, waiting+"."+w+" = "+e.val(entryValue(entry)), tail+" = "+e.num(it.Tail+1))
-		e.cond = append(e.cond, "attribute_not_exists("+waiting+"."+w+")")
+		// Nor one a slot was passed to meanwhile (Pass writes neither N nor
+		// Tail): it would hold two.
+		e.cond = append(e.cond, "attribute_not_exists("+waiting+"."+w+")", "attribute_not_exists("+reserved+"."+w+")")
 	}
 	if c.join || c.lineServed {
 		e.cond = append(e.cond, tail+" = "+e.num(it.Tail))
@@ -463,7 +476,7 @@ func (o op) update(it snapshot, c change) *expr {
 		e.set = append(e.set, reserved+"."+w+" = "+e.num(lapse))
 		if _, ok := it.Waiting[id]; ok {
 			e.remove = append(e.remove, waiting+"."+w)
-			e.cond = append(e.cond, "attribute_exists("+waiting+"."+w+")")
+			e.cond = append(e.cond, "attribute_exists("+waiting+"."+w+")", "attribute_not_exists("+reserved+"."+w+")")
 		} else { // o's waiter, as it joins
 			e.cond = append(e.cond, "attribute_not_exists("+waiting+"."+w+")", "attribute_not_exists("+reserved+"."+w+")")
 		}
@@ -471,7 +484,7 @@ func (o op) update(it snapshot, c change) *expr {
 	if c.take {
 		h := e.name(o.holder)
 		e.set = append(e.set, holders+"."+h+" = "+e.num(o.until))
-		e.cond = append(e.cond, "attribute_not_exists("+holders+"."+h+")")
+		e.cond = append(e.cond, "attribute_not_exists("+holders+"."+h+")", "attribute_not_exists("+reserved+"."+e.name(o.waiter)+")")
 		if _, ok := it.Waiting[o.waiter]; ok {
 			w := e.name(o.waiter)
 			e.remove = append(e.remove, waiting+"."+w)

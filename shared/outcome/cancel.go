@@ -28,9 +28,9 @@ type Canceller struct {
 	Store  Writer
 	Start  RecordStarter    // nil: the caller starts Cancellation.Undo
 	Notify *notify.Notifier // nil: nobody is told
-	// Slots lets go the slot of its agent's calls in flight that an
-	// accepted async attempt the cancel gives back held (nil: it ends at
-	// the attempt's CompleteBy).
+	// Slots passes the slot of its agent's calls in flight that an
+	// accepted async attempt the cancel gives back held to the attempt's
+	// undo (nil: it ends at the attempt's CompleteBy).
 	Slots SlotLetter
 	Log   *slog.Logger // a slot not let go (nil: nothing logged)
 }
@@ -65,19 +65,13 @@ func (k Canceller) Cancel(ctx context.Context, c statestore.CancelRequest) (stat
 		k.Notify.CancelAccepted(ctx, ev, res.State)
 	}
 	for _, sl := range res.Slots {
-		// The attempt given back is undone: the undo, of the same key
-		// perhaps, must not wait for the attempt's CompleteBy. An undo of
-		// the same agent has the slot passed to it; else it is let go.
+		// The attempt given back is undone: its undo, of the same agent,
+		// has the slot passed to it, so that it does not wait for the
+		// attempt's CompleteBy and no other call takes it first.
 		if k.Slots == nil {
 			break
 		}
-		var err error
-		if sl.To != "" {
-			err = k.Slots.Pass(ctx, sl, c.Now)
-		} else {
-			err = k.Slots.LetGo(ctx, sl.Agent, sl.Key, sl.Holder, c.Now)
-		}
-		if err != nil && k.Log != nil {
+		if err := k.Slots.Pass(ctx, sl, c.Now); err != nil && k.Log != nil {
 			// The cancel is recorded (asked again, it is a repeat), and
 			// its undo goes on: the slot ends at its CompleteBy.
 			k.Log.Warn(flow.NotLetGo, "order_id", c.OrderID, "key", sl.Key, "holder", sl.Holder, "err", err)
@@ -118,25 +112,22 @@ func (k Canceller) decide(ctx context.Context, c statestore.CancelRequest) (stat
 				if st.Slot != "" {
 					sl := flow.Slot{Agent: st.Agent, Key: st.Slot, Holder: flow.Holder(st.OrderID, st.Ref(), st.Round, st.Attempt)}
 					undo := workflow.Ref{Index: ch.Ref.Index, Item: ch.Ref.Item, Undo: true}
-					u, ok := s.Step(undo)
-					switch {
-					case ok && u.Agent == st.Agent:
+					if u, ok := s.Step(undo); ok && u.Agent == st.Agent {
 						// Its undo, of the same agent, takes the slot from
 						// it: the service drops the accepted call when the
 						// undo comes, and no other call of the key is in
 						// flight between. Kept for it until its pickup
-						// deadline brings the Supervisor, at the least
+						// deadline brings the Supervisor (an undo made
+						// ready after others, or whose key is another,
+						// leaves it idle until then), at the least
 						// flow.ReserveFor.
 						sl.To, sl.Until = flow.WaiterID(st.OrderID, undo, st.Round), c.Now.Add(max(s.Pickup(c.Pickup), flow.ReserveFor))
 						res.Slots = append(res.Slots, sl)
-					case ok:
-						// Its undo is another agent's, and waits for no
-						// slot of this one; the accepted call may go on at
-						// its service: its slot is held until the
-						// attempt's CompleteBy, as the call may be.
-					default:
-						res.Slots = append(res.Slots, sl)
 					}
+					// Else its undo is another agent's, and waits for no
+					// slot of this one, while the accepted call may go on
+					// at its service: its slot is held until the attempt's
+					// CompleteBy, as the call may be.
 				}
 				looks = append(looks, statestore.Look{Ref: ch.Ref, FailureCount: st.FailureCount, ReadyAt: c.Now, By: "the cancel",
 					Reason: fmt.Sprintf("attempt %d, its call accepted by its service, is not awaited: it is undone", st.Attempt)})

@@ -243,6 +243,9 @@ func (s *Store) Open(ctx context.Context, ref Ref) (io.ReadCloser, error) {
 	if s == nil {
 		return nil, &Error{Ref: ref, Reason: "this deployment has no payload bucket (payloadBucket) to read it from"}
 	}
+	if ref.Bytes <= 0 {
+		return nil, &Error{Ref: ref, Reason: "its claim check names no bytes (the product keeps none inline-sized)"}
+	}
 	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &ref.Bucket, Key: &ref.Key})
 	if err != nil {
 		if gone(err) {
@@ -279,7 +282,7 @@ func (c *checked) Read(p []byte) (int, error) {
 		k, err := c.body.Read(p[:min(len(p), c.ref.Bytes-1-c.n)])
 		c.sum.Write(p[:k])
 		c.n += k
-		if errors.Is(err, io.EOF) {
+		if err == io.EOF { // ended early (a cut connection is io.ErrUnexpectedEOF)
 			c.err = &Error{Ref: c.ref, Reason: fmt.Sprintf("holds %d bytes, not the %d kept", c.n, c.ref.Bytes)}
 			return k, nil // the bytes read, then the error
 		}
@@ -290,20 +293,28 @@ func (c *checked) Read(p []byte) (int, error) {
 		return k, nil
 	}
 	// The last byte: given once the object is read to its end and its
-	// bytes are the kept ones.
-	var last [2]byte
+	// bytes are the kept ones. A connection cut before it (io.EOF from a
+	// body shorter than its length is io.ErrUnexpectedEOF) is S3 failing,
+	// tried again; only an object that ends early holds other bytes.
+	var last [1]byte
 	k, err := io.ReadFull(c.body, last[:])
 	switch {
-	case k == 2:
-		c.err = &Error{Ref: c.ref, Reason: fmt.Sprintf("holds more than %d bytes, not the %d kept", c.ref.Bytes, c.ref.Bytes)}
-	case err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF):
-		c.err = fmt.Errorf("read %s: %w", c.ref, err)
-	case k == 0:
+	case k == 0 && err == io.EOF:
 		c.err = &Error{Ref: c.ref, Reason: fmt.Sprintf("holds %d bytes, not the %d kept", c.n, c.ref.Bytes)}
+	case k == 0:
+		c.err = fmt.Errorf("read %s: %w", c.ref, err)
 	default:
-		c.sum.Write(last[:1])
-		if !strings.EqualFold(hex.EncodeToString(c.sum.Sum(nil)), c.ref.SHA256) {
-			c.err = &Error{Ref: c.ref, Reason: "its bytes are not the ones kept (SHA-256 differs)"}
+		var more [1]byte
+		switch m, err := io.ReadFull(c.body, more[:]); {
+		case m == 1:
+			c.err = &Error{Ref: c.ref, Reason: fmt.Sprintf("holds more than %d bytes, not the %d kept", c.ref.Bytes, c.ref.Bytes)}
+		case err != io.EOF:
+			c.err = fmt.Errorf("read %s: %w", c.ref, err)
+		default:
+			c.sum.Write(last[:])
+			if !strings.EqualFold(hex.EncodeToString(c.sum.Sum(nil)), c.ref.SHA256) {
+				c.err = &Error{Ref: c.ref, Reason: "its bytes are not the ones kept (SHA-256 differs)"}
+			}
 		}
 	}
 	if c.err != nil {

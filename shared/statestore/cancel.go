@@ -42,6 +42,6 @@ type Cancellation struct {
 	Workflow   string // the order's workflow, and its version
 	WfVersion  string
 	// Slots are the slots of their agents' calls in flight that the
-	// accepted async attempts it gave back held, to let go.
+	// accepted async attempts it gave back held, to pass to their undos.
 	Slots []flow.Slot
 }

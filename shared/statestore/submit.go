@@ -2,6 +2,7 @@ package statestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -73,21 +74,29 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 	if waits(wf) {
 		state["Evt"] = emptyMap() // where the round's events are kept (a nested SET needs its map)
 	}
+	// The orders item carries this submission's write id (no other write
+	// changes it): a transaction applied whose answer was lost is known by
+	// it. Taken as a duplicate, the order would run all the same, its
+	// "received" never posted nor counted.
 	id := writeID()
-	state[WriteIDAttribute] = str(id)
+	orderItem[WriteIDAttribute] = str(id)
 	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-		{Put: &types.Put{TableName: &s.orders, Item: orderItem, ConditionExpression: notExists}},
+		{Put: &types.Put{TableName: &s.orders, Item: orderItem, ConditionExpression: notExists,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
 		{Put: &types.Put{TableName: &s.state, Item: state, ConditionExpression: notExists}},
 	}})
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 && ownWrite(tce.CancellationReasons[0].Item, id) {
+		// A try again of this very transaction (the SDK's, on an engine
+		// that does not honour its token, or past the token's life).
+		return true, nil
+	}
 	if codes, ok := cancelled(err); ok && slices.Contains(codes, "ConditionalCheckFailed") {
 		return false, nil
 	}
 	if err != nil && ctx.Err() == nil && s.wrote(ctx, sub.OrderID, id) {
 		// The SDK's tries spent (its token makes a try again of an applied
-		// transaction succeed), the answer of one that was applied was
-		// lost: the state item carries this submission's write id. Taken
-		// as a duplicate, the order would run all the same, its "received"
-		// never posted nor counted.
+		// transaction succeed), the answer of one that was applied lost.
 		return true, nil
 	}
 	if err != nil {
@@ -96,15 +105,17 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 	return true, nil
 }
 
-// wrote reports whether the order's state item, read back, carries write
-// id: the write was applied (false if it cannot be read).
+// wrote reports whether the order's orders item, read back, carries write
+// id: the submission was applied (false if it cannot be read).
 func (s *Store) wrote(ctx context.Context, orderID, id string) bool {
-	got, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.state, ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{topology.KeyOrderID: str(orderID), topology.KeySort: str(taskSK)}})
-	if err != nil {
-		return false
-	}
-	w, ok := got.Item[WriteIDAttribute].(*types.AttributeValueMemberS)
+	got, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.orders, ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{topology.KeyOrderID: str(orderID)}})
+	return err == nil && ownWrite(got.Item, id)
+}
+
+// ownWrite reports whether item carries write id.
+func ownWrite(item map[string]types.AttributeValue, id string) bool {
+	w, ok := item[WriteIDAttribute].(*types.AttributeValueMemberS)
 	return ok && w.Value == id
 }
 

@@ -107,6 +107,11 @@ func TestAnOrderIsOneTrace(t *testing.T) {
 	tasks, err := stack.WaitEnded(wctx, []string{"o-tr1"}, 100*time.Millisecond, nil)
 	require.NoError(t, err)
 	require.Equal(t, workflow.Processed, tasks["o-tr1"].State)
+	// The order ends in the Scheduler while the last agent's invocation may
+	// still be ending (its span with it, after its reply): every
+	// invocation ended, then the spans flushed.
+	cancel()
+	<-done
 	require.NoError(t, flush(context.Background()))
 
 	// What the collector received: the trace Submission's span of the order began.

@@ -28,8 +28,9 @@ import (
 //     of a batch go on meanwhile (one reading a 16 MB payload back, or a
 //     16 MB answer), and Go counts allocations by process, not by
 //     goroutine: it may be theirs, not the run's, so it is tried again as
-//     a run out of time is (ErrExpressionTimeout), and a run that passes
-//     it by itself fails its step once its attempts are spent.
+//     a run out of time is (ErrExpressionTimeout). A run that passes it by
+//     itself fails its step once its attempts are spent (an input, a key);
+//     a timer's until, at its order's deadline.
 const (
 	MaxJQTime       = time.Second
 	MaxJQValueBytes = 1 << 20

@@ -22,6 +22,7 @@ var giveBackTests = map[string]func(*testing.T, *statestore.Store){
 	"AGiveBackBeforeItsCallIsNotRun":                  giveBackNotRun,
 	"WaitingDoesNotGrowTheItem":                       waitingKeepsACount,
 	"ACancelPassesTheSlotOfAnAcceptedCallToItsUndo":   cancelPassesTheSlotToItsUndo,
+	"ACancelKeepsTheSlotWhenItsUndoIsAnotherAgents":   cancelKeepsTheSlotForAnotherAgentsUndo,
 }
 
 // release gives st back as its Agent's flow control does.
@@ -161,8 +162,35 @@ func (l *slotsLet) Pass(_ context.Context, sl flow.Slot, _ time.Time) error {
 // accepted call when its undo comes). It is kept for the undo until its
 // pickup deadline, at the least flow.ReserveFor.
 func cancelPassesTheSlotToItsUndo(t *testing.T, s *statestore.Store) {
+	slots, attempt := cancelAcceptedCall(t, s, def(3))
+	require.Empty(t, slots.let)
+	require.Equal(t, []flow.Slot{{Agent: "svc", Key: "c-1", Holder: flow.Holder("o-1", step1, 1, attempt),
+		To: flow.WaiterID("o-1", undo1, 1), Until: t0.Add(time.Second + flow.ReserveFor)}}, slots.passed)
+}
+
+// A cancel that gives back an accepted async call whose undo is another
+// agent's neither passes its slot nor lets it go: that undo waits for no
+// slot of this agent, and the accepted call may go on at its service, so
+// the slot is held until the attempt's CompleteBy.
+func cancelKeepsTheSlotForAnotherAgentsUndo(t *testing.T, s *statestore.Store) {
+	d := def(3)
+	d.Steps[1].Undo.Agent = "ledger"
+	slots, _ := cancelAcceptedCall(t, s, d)
+	require.Empty(t, slots.let)
+	require.Empty(t, slots.passed)
+}
+
+// cancelAcceptedCall runs o-1 of d to its step 1, an async call accepted
+// holding slot c-1, and cancels it: the slots the cancel let go and
+// passed, and the attempt's number.
+func cancelAcceptedCall(t *testing.T, s *statestore.Store, d workflow.Definition) (*slotsLet, int) {
 	ctx := context.Background()
-	runTo(t, s, 3, 1)
+	created, err := s.Submit(ctx, statestore.Submission{OrderID: "o-1", Order: `{"orderId":"o-1"}`, Workflow: d, Now: t0})
+	require.NoError(t, err)
+	require.True(t, created)
+	first, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step0, Agent: "svc", Owner: "a-1", Now: t0})
+	require.NoError(t, err)
+	finish(t, s, d, first, "", t0)
 	st, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step1, Agent: "svc", Owner: "a-1", Token: "n1", Now: t0})
 	require.NoError(t, err)
 	st.Slot = "c-1"
@@ -171,7 +199,5 @@ func cancelPassesTheSlotToItsUndo(t *testing.T, s *statestore.Store) {
 	res, err := outcome.Canceller{Store: s, Slots: slots}.Cancel(ctx, cancelReq("o-1", t0.Add(time.Second)))
 	require.NoError(t, err)
 	require.Equal(t, workflow.CancelStops, res.Verdict)
-	require.Empty(t, slots.let)
-	require.Equal(t, []flow.Slot{{Agent: "svc", Key: "c-1", Holder: flow.Holder("o-1", step1, 1, st.Attempt),
-		To: flow.WaiterID("o-1", undo1, 1), Until: t0.Add(time.Second + flow.ReserveFor)}}, slots.passed)
+	return slots, st.Attempt
 }
