@@ -220,6 +220,14 @@ func TestSealedDataGivesEachFunctionTheKeyAndOnlyItsUse(t *testing.T) {
 					require.Contains(t, fmt.Sprint(st["Condition"]), "kms:ViaService", "%s: %v: any other use of the key only through a service", id, st["Sid"])
 				}
 				require.Len(t, seal, 1, "%s: one SealData statement", id)
+				s3 := slices.Clone(expectedS3[role])
+				if role == "Submission" {
+					// It writes a sealed order over the clear body its
+					// sender offloaded under incoming/ (payload.Store.Reseal).
+					s3 = append(s3, "s3:PutObject on bucket/incoming/*")
+					slices.Sort(s3)
+				}
+				require.Equal(t, s3, s3Grants(p), "%s's S3 grants", role)
 				want := []any{"kms:Decrypt"}
 				if role == "Submission" {
 					want = []any{"kms:GenerateDataKey", "kms:Decrypt"}

@@ -71,8 +71,12 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 	for _, a := range submissionAgents(p.Workflows) {
 		starts = append(starts, arn(t.AgentRequests(a).Name))
 	}
+	submitting := submissionPayloads
+	if p.SealData {
+		submitting = sealingSubmissionPayloads
+	}
 	f.Submission = function(st, p, fnSpec{id: "Submission", asset: "submission", memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
-		bucket: r.Payloads, payloads: submissionPayloads, makesKeys: true,
+		bucket: r.Payloads, payloads: submitting, makesKeys: true,
 		allow: []awsiam.PolicyStatement{
 			statement([]string{"dynamodb:PutItem", "dynamodb:GetItem"}, []*string{r.Orders.TableArn(), stateARN}), // an order, and a resent one's check
 			// A cancel; an event recorded (its data a result) or kept; a first step that waits armed.

@@ -40,14 +40,15 @@ func suppressions(st awscdk.Stack, r *Resources) {
 			"an agent may read only its own secret and each function the OTLP collector's headers secret (NAME-??????: Secrets Manager's suffix), " +
 			"and invoke only its own API's stage (its workflow file's resource); " +
 			"a function reads and writes the payload bucket's objects under orders/ (an order's payloads, whose keys are the orders' ids), " +
-			"and Submission reads any of its objects (where an SQS Extended Client's sender put an order)."),
+			"and Submission reads any of its objects (where an SQS Extended Client's sender put an order) and, " +
+			"with sealData, writes a sealed order over the clear body its sender offloaded under incoming/."),
 		AppliesTo: &[]interface{}{
 			map[string]*string{"regex": jsii.String("/^Resource::<.*LogsDD?[A-F0-9]*\\.Arn>:\\*$/")},
 			map[string]*string{"regex": jsii.String("/^Resource::.*LogsDD?[A-F0-9]*\\.Arn$/")},
 			map[string]*string{"regex": jsii.String("/^Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:.*\\*$/")},
 			map[string]*string{"regex": jsii.String("/^Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:.*-\\?\\?\\?\\?\\?\\?$/")},
 			map[string]*string{"regex": jsii.String("/^Resource::arn:aws:execute-api:.*\\*$/")},
-			map[string]*string{"regex": jsii.String("/^Resource::<PayloadBucket[A-F0-9]*\\.Arn>\\/(orders\\/)?\\*$/")},
+			map[string]*string{"regex": jsii.String("/^Resource::<PayloadBucket[A-F0-9]*\\.Arn>\\/(orders\\/|incoming\\/)?\\*$/")},
 		},
 	}}, jsii.Bool(true))
 }

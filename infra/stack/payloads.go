@@ -94,17 +94,26 @@ func payloadBucket(st awscdk.Stack, p Props, key awskms.IKey) (payloads, logs aw
 // expired or deleted could not be told from a grant missing (it would be
 // tried again until its message went to the DLQ, not fail its step with
 // the reason). Nothing deletes from it: its lifecycle does.
-type payloadUse struct{ read, write string }
+type payloadUse struct {
+	read   string
+	writes []string
+}
 
 // ordersKeys are the product's own payloads (shared/payload.OrderPrefix).
 const ordersKeys = "orders/*"
 
+// incomingKeys are where senders offload bodies (payload.IncomingPrefix).
+const incomingKeys = "incoming/*"
+
 var (
 	// Submission reads any object (an SQS Extended Client's, where its
 	// sender put it) and writes an order's payload.
-	submissionPayloads = payloadUse{read: "*", write: ordersKeys}
+	submissionPayloads = payloadUse{read: "*", writes: []string{ordersKeys}}
+	// With sealData, it writes a sealed order over the clear body its
+	// sender offloaded under incoming/ too (payload.Store.Reseal).
+	sealingSubmissionPayloads = payloadUse{read: "*", writes: []string{incomingKeys, ordersKeys}}
 	// An Agent reads what its step is given and writes its result.
-	agentPayloads = payloadUse{read: ordersKeys, write: ordersKeys}
+	agentPayloads = payloadUse{read: ordersKeys, writes: []string{ordersKeys}}
 	// The Scheduler and the Supervisor only read.
 	readerPayloads = payloadUse{read: ordersKeys}
 )
@@ -115,8 +124,8 @@ func (u payloadUse) statements(b awss3.IBucket) []awsiam.PolicyStatement {
 	if u.read != "" {
 		by[u.read] = append(by[u.read], "s3:GetObject")
 	}
-	if u.write != "" {
-		by[u.write] = append(by[u.write], "s3:PutObject")
+	for _, w := range u.writes {
+		by[w] = append(by[w], "s3:PutObject")
 	}
 	var out []awsiam.PolicyStatement
 	if u.read != "" {
@@ -133,7 +142,7 @@ func (u payloadUse) statements(b awss3.IBucket) []awsiam.PolicyStatement {
 // key of what it writes.
 func (u payloadUse) keyUse(key awskms.IKey) awsiam.PolicyStatement {
 	actions := []string{"kms:Decrypt"}
-	if u.write != "" {
+	if len(u.writes) > 0 {
 		actions = append(actions, "kms:GenerateDataKey")
 	}
 	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{

@@ -486,7 +486,7 @@ func (s *Store) Offload(ctx context.Context, body []byte) (string, error) {
 		return "", fmt.Errorf("offload a %d-byte message: no payload bucket", len(body))
 	}
 	sum := sha256.Sum256(body)
-	key := "incoming/" + hex.EncodeToString(sum[:])
+	key := IncomingPrefix + hex.EncodeToString(sum[:])
 	_, err := s.api.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(body),
 		ContentLength: aws.Int64(int64(len(body))), ContentType: aws.String("application/json")})
 	if err != nil {
@@ -494,6 +494,27 @@ func (s *Store) Offload(ctx context.Context, body []byte) (string, error) {
 	}
 	ptr, _ := json.Marshal([]any{pointerType, map[string]string{"s3BucketName": s.bucket, "s3Key": key}}) // strings: no error
 	return string(ptr), nil
+}
+
+// IncomingPrefix is where senders offload bodies too large for SQS (the
+// SQS Extended Client's key prefix, and Offload's).
+const IncomingPrefix = "incoming/"
+
+// Reseal writes stored (an order as the product stored it: sealed, or the
+// claim check of its sealed payload) over the object a sender offloaded
+// its body to, under IncomingPrefix, so that the bucket holds no clear copy
+// of a sealed order: Submission reads it back by its head's orderId if its
+// pointer message comes again.
+func (s *Store) Reseal(ctx context.Context, key string, stored []byte) error {
+	if s == nil || !strings.HasPrefix(key, IncomingPrefix) {
+		return fmt.Errorf("reseal s3://%s/%s: only a body offloaded under %s is written over", s.Bucket(), key, IncomingPrefix)
+	}
+	_, err := s.api.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(stored),
+		ContentLength: aws.Int64(int64(len(stored))), ContentType: aws.String("application/json")})
+	if err != nil {
+		return fmt.Errorf("reseal s3://%s/%s: %w", s.bucket, key, err)
+	}
+	return nil
 }
 
 // Same reports whether stored (an order as the product stored it: itself,

@@ -185,8 +185,39 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		}
 		return h.event(ctx, rec, m)
 	}
-	return h.accept(ctx, m.(message.Order))
+	o := m.(message.Order)
+	if err := h.accept(ctx, o); err != nil {
+		return err
+	}
+	return h.reseal(ctx, rec, o.OrderID)
 }
+
+// reseal writes a sealed order sent by pointer over the clear body its
+// sender offloaded under incoming/ (payload.Store.Reseal), once it is
+// taken: the bucket keeps no clear copy of it (it expired after 15 days
+// before). If the pointer message comes again, body reads the order back
+// from what is there.
+func (h *Handler) reseal(ctx context.Context, rec events.SQSMessage, orderID string) error {
+	_, key, ok := payload.Pointer(rec.Body)
+	if !ok || h.sealer == nil || !strings.HasPrefix(key, payload.IncomingPrefix) {
+		return nil
+	}
+	stored, err := h.store.Order(ctx, orderID)
+	if err == nil {
+		err = h.payloads.Reseal(ctx, key, []byte(stored))
+	}
+	if err != nil {
+		// The order is taken: its message is done all the same, and the
+		// clear body expires with incoming/'s lifecycle (15 days).
+		h.log.Warn(NotResealed, "order_id", orderID, "key", key, "err", err)
+	}
+	return nil
+}
+
+// NotResealed is what Submission logs when it could not write a sealed
+// order over the clear body its sender offloaded: the body expires with
+// incoming/'s lifecycle.
+const NotResealed = "a sealed order's offloaded body not resealed: it expires with incoming/'s lifecycle"
 
 // body is the message's body, or, for an SQS Extended Client pointer
 // message, the body it kept in S3. A pointer whose object is gone or too
@@ -209,7 +240,31 @@ func (h *Handler) body(ctx context.Context, rec events.SQSMessage) (string, erro
 	if err != nil {
 		return "", err
 	}
+	if h.sealer != nil && (payload.IsCheck(b) || seal.IsSealed(b)) {
+		return h.resealed(ctx, b)
+	}
 	return string(b), nil
+}
+
+// resealed is the order a resealed body (reseal) holds, read back and
+// opened by its head's orderId: its pointer message came again.
+func (h *Handler) resealed(ctx context.Context, stored []byte) (string, error) {
+	var head struct {
+		OrderID string `json:"orderId"`
+	}
+	if json.Unmarshal(stored, &head) != nil || head.OrderID == "" {
+		return "", message.Invalid("an SQS Extended Client message: its body is sealed, and names no order")
+	}
+	plain, err := statestore.Read(ctx, h.payloads, h.sealer, head.OrderID, stored)
+	var lost *payload.Error
+	var broken *seal.Error
+	if errors.As(err, &lost) || errors.As(err, &broken) {
+		return "", message.Invalid("an SQS Extended Client message: its sealed body: %v", err)
+	}
+	if err != nil {
+		return "", err
+	}
+	return string(plain), nil
 }
 
 // eventRecord is a record of the events queue: an event, or a callback.

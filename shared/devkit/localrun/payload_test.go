@@ -21,6 +21,7 @@ import (
 	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/payload"
@@ -177,16 +178,47 @@ func largeEnv(t *testing.T, flow string, tweak func(*localrun.Options)) (*env, *
 }
 
 // sendByPointer sends body as the SQS Extended Client libraries do: kept in
-// the payload bucket, and a pointer to it on the orders queue.
-func (e *env) sendByPointer(body string) {
+// the payload bucket, and a pointer to it on the orders queue. It returns
+// the pointer message and the object's key.
+func (e *env) sendByPointer(body string) (pointer, key string) {
 	e.t.Helper()
 	ctx := context.Background()
 	bucket, key := e.stack.Resources.PayloadBucket, fmt.Sprintf("incoming/%d", time.Now().UnixNano())
 	_, err := e.stack.Deployment.Clients.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key,
 		Body: strings.NewReader(body), ContentLength: aws.Int64(int64(len(body)))})
 	require.NoError(e.t, err)
-	e.send(e.stack.Topology().OrdersQueue().Name,
-		fmt.Sprintf(`["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":%q,"s3Key":%q}]`, bucket, key))
+	pointer = fmt.Sprintf(`["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":%q,"s3Key":%q}]`, bucket, key)
+	e.send(e.stack.Topology().OrdersQueue().Name, pointer)
+	return pointer, key
+}
+
+// With sealData, an order sent by pointer leaves no clear copy in the
+// bucket: once taken, Submission writes the order as it stored it (the
+// claim check of its sealed payload) over the body its sender offloaded
+// under incoming/. The same pointer message sent again reads the order
+// back from there, opened: a duplicate, not a refusal.
+func TestASealedOrderSentByPointerLeavesNoClearCopy(t *testing.T) {
+	t.Parallel()
+	e, _ := largeEnv(t, largeFlow, func(o *localrun.Options) { o.SealData = true })
+	const secret = "ssn-987-65-4321"
+	body := strings.Replace(largeOrder("ptr-sealed-1", 300<<10, 10), `"doc":"`, `"doc":"`+secret, 1)
+	pointer, key := e.sendByPointer(body)
+	require.Equal(t, workflow.Failed, e.waitEndedWithin([]string{"ptr-sealed-1"}, 2*time.Minute)["ptr-sealed-1"].State)
+	c, bucket := e.stack.Deployment.Clients, e.stack.Resources.PayloadBucket
+	got, err := c.S3.GetObject(context.Background(), &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+	require.NoError(t, err)
+	b, err := io.ReadAll(got.Body)
+	require.NoError(t, err)
+	require.False(t, strings.Contains(string(b), secret), "no clear copy under incoming/ (it holds %d bytes: %.100s)", len(b), b)
+	stored, err := e.stack.Store.Order(context.Background(), "ptr-sealed-1")
+	require.NoError(t, err)
+	require.True(t, stored == string(b), "the order as it is stored (the claim check of its sealed payload), not %.100s", b)
+
+	e.send(e.stack.Topology().OrdersQueue().Name, pointer)
+	e.eventually("the pointer sent again taken as a duplicate", 60*time.Second, func() bool {
+		return e.stack.Tally.Sum(metrics.DuplicateOrders) >= 1
+	})
+	require.Zero(t, e.stack.Tally.Sum(metrics.MalformedMessages), "nothing rejected")
 }
 
 // An order of 16 MB, sent as the SQS Extended Client sends it, runs three
