@@ -360,8 +360,12 @@ const AcceptNotNoted = "async call accepted, not noted: a cancel awaits its call
 func (h *Handler) notCalled(ctx context.Context, def workflow.Definition, st *statestore.Step, req message.AgentRequest, cause error,
 	retried bool) error {
 	wait := max(h.cfg.Backoff.Delay(min(st.Attempt, 8)), time.Second) + time.Duration(rand.Int64N(int64(time.Second)))
-	h.log.Warn("attempt given back before its call: what it needs could not be read", "order_id", st.OrderID, "step", st.Name,
-		"attempt", st.Attempt, "again_in", wait.Round(time.Millisecond), "err", cause)
+	level, what := slog.LevelWarn, "attempt given back before its call: what it needs could not be read"
+	if errors.Is(cause, payload.ErrBudgetBusy) { // a wait, as for its flow control: no fault
+		level, what = slog.LevelInfo, "attempt given back before its call: its instance's payload budget is held by others"
+	}
+	h.log.Log(ctx, level, what, "order_id", st.OrderID, "step", st.Name, "attempt", st.Attempt,
+		"again_in", wait.Round(time.Millisecond), "err", cause)
 	// Given back even if the function's own time ran out meanwhile.
 	if err := h.release(context.WithoutCancel(ctx), def, st, flow.Verdict{Wait: wait, Why: "not called: " + cause.Error()}, req, retried); err != nil {
 		// Not given back either: SQS delivers the request again, and the

@@ -217,7 +217,6 @@ func (h *Handler) streamed(st *statestore.Step, doc workflow.Document) (*Input, 
 		return nil, err
 	}
 	in := &Input{store: h.payloads, pieces: make([]piece, 0, len(parts))}
-	refs := 0
 	for _, p := range parts {
 		ref, ok, err := h.payloads.RefOf(st.OrderID, p)
 		if err != nil {
@@ -226,15 +225,14 @@ func (h *Handler) streamed(st *statestore.Step, doc workflow.Document) (*Input, 
 		if ok {
 			in.pieces = append(in.pieces, piece{ref: &ref})
 			in.Size += int64(ref.Bytes)
-			refs++
+			in.refs++
 			continue
 		}
 		in.pieces = append(in.pieces, piece{b: p})
 		in.Size += int64(len(p))
 	}
-	if refs == 0 {
+	if in.refs == 0 {
 		return nil, nil
 	}
-	in.refs = refs
 	return in, nil
 }

@@ -36,6 +36,7 @@ type bucketObjects struct {
 	payload.API
 	mu    sync.Mutex
 	byKey map[string][]byte
+	cut   atomic.Bool // every body's reads fail from now on (a connection reset)
 }
 
 func (o *bucketObjects) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
@@ -53,7 +54,7 @@ func (o *bucketObjects) GetObject(_ context.Context, in *s3.GetObjectInput, _ ..
 	if !ok {
 		return nil, &types.NoSuchKey{Message: aws.String("no such key")}
 	}
-	return &s3.GetObjectOutput{Body: &networkBody{r: bytes.NewReader(b)}, ContentLength: aws.Int64(int64(len(b)))}, nil
+	return &s3.GetObjectOutput{Body: &networkBody{r: bytes.NewReader(b), cut: &o.cut}, ContentLength: aws.Int64(int64(len(b)))}, nil
 }
 
 // networkBody reads as an S3 response's body does: in pieces of 16 KB, a
@@ -61,11 +62,15 @@ func (o *bucketObjects) GetObject(_ context.Context, in *s3.GetObjectInput, _ ..
 type networkBody struct {
 	r      io.Reader
 	closed atomic.Bool
+	cut    *atomic.Bool
 }
 
 func (b *networkBody) Read(p []byte) (int, error) {
 	if b.closed.Load() {
 		return 0, errors.New("http: read on closed response body")
+	}
+	if b.cut.Load() {
+		return 0, errors.New("read: connection reset by peer")
 	}
 	time.Sleep(50 * time.Microsecond) // the network's pace: a service may answer before the last piece
 	return b.r.Read(p[:min(len(p), 16<<10)])
@@ -118,7 +123,12 @@ func streamedTo(t *testing.T, serve http.HandlerFunc) (f *fixture, h *agent.Hand
 	t.Helper()
 	srv := httptest.NewServer(serve)
 	t.Cleanup(srv.Close)
-	objects = &bucketObjects{byKey: map[string][]byte{}}
+	return streamedBy(t, &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()}, &bucketObjects{byKey: map[string][]byte{}})
+}
+
+// streamedBy is streamed's Agent on remote, its bucket objects.
+func streamedBy(t *testing.T, remote agent.Remote, objects *bucketObjects) (f *fixture, h *agent.Handler, _ *bucketObjects, refs []payload.Ref, want []byte) {
+	t.Helper()
 	store := payload.New(objects, "bucket", 0)
 	order := []byte(`{"orderId":"o-1","scan":"` + strings.Repeat("o", 1<<20) + `"}`)
 	result := []byte(`{"pages":"` + strings.Repeat("p", 1<<20) + `"}`)
@@ -135,7 +145,7 @@ func streamedTo(t *testing.T, serve http.HandlerFunc) (f *fixture, h *agent.Hand
 	}
 	d := workflow.Orders(workflow.Settings{})
 	h = agent.New(agent.Config{Workflows: workflow.MustSet(d), Name: "inventory", InstanceID: "agent-inventory/test", CallTimeout: 10 * time.Second},
-		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()},
+		agent.Deps{Remote: remote,
 			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: streamDoc{claims: f.claims, order: checks[0], result: checks[1]},
 			Outcomes: recorder{f.claims}, Send: f.out, Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler), Payloads: store,
 			Budget: payload.BudgetFor(128)})
@@ -179,12 +189,47 @@ func TestAPayloadNotAsKeptFailsItsStepAndItsServiceNeverHasIt(t *testing.T) {
 	require.Contains(t, f.claims.recorded[0], "fail o-1 attempt 3: reserve's input: payload "+refs[0].String()+": not found")
 }
 
+// earlyRefuser is a service in Go that refuses a streamed input once it has
+// read a little of it, as a proxy refuses a body too large, while the rest
+// of the input's reading fails (the connection cut).
+type earlyRefuser struct{ objects *bucketObjects }
+
+func (earlyRefuser) Apply(context.Context, string, string, []byte) ([]byte, error) {
+	panic("its input is streamed")
+}
+
+func (e earlyRefuser) ApplyInput(ctx context.Context, _, _ string, in *agent.Input) ([]byte, error) {
+	r, err := in.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if _, err := io.CopyN(io.Discard, r, 100<<10); err != nil {
+		return nil, err
+	}
+	e.objects.cut.Store(true)
+	if _, err := r.Read(make([]byte, 1)); err == nil {
+		return nil, errors.New("the input read on past its cut")
+	}
+	return nil, &agent.PermanentError{Status: http.StatusRequestEntityTooLarge, Body: "too large"}
+}
+
 // A service that answers before it has read its streamed input (a proxy's
 // 413 for a body too large) answered: its refusal fails the step, whatever
 // the reading of the input, cut off by the answer, met then. Taken for a
 // call not made, the step would be given back and called again for ever.
+// A service in Go whose input's reading fails before it refuses, at once;
+// an HTTP service that answers 413 before reading it all, ten times over.
 func TestAServiceThatAnswersBeforeReadingItsInputAnswered(t *testing.T) {
 	t.Parallel()
+	objects := &bucketObjects{byKey: map[string][]byte{}}
+	f, h, _, _, _ := streamedBy(t, earlyRefuser{objects}, objects)
+	resp, err := h.Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Len(t, f.claims.recorded, 1)
+	require.Contains(t, f.claims.recorded[0], "fail o-1 attempt 3: remote refused the request permanently (HTTP 413): too large")
+
 	for i := range 10 {
 		f, h, _, _, _ := streamedTo(t, func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.CopyN(io.Discard, r.Body, 100<<10) // its limit read, the rest refused

@@ -2,6 +2,7 @@ package payload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -46,6 +47,11 @@ func BudgetFor(memoryMB int) *Budget {
 }
 
 type reservationKey struct{}
+
+// ErrBudgetBusy is an attempt that waited for its bytes until its last
+// moment: other attempts of its instance held them. It waits, it did not
+// fail (its Agent gives it back, to be tried again).
+var ErrBudgetBusy = errors.New("waited for the Agent's payload budget")
 
 // Reservation is what one attempt holds of its instance's budget.
 type Reservation struct {
@@ -102,7 +108,7 @@ func Reserve(ctx context.Context, n int64) error {
 		defer cancel()
 	}
 	if err := r.b.sem.Acquire(wait, n); err != nil {
-		return fmt.Errorf("wait for %d bytes of the Agent's payload budget (other attempts of this instance read theirs): %w", n, err)
+		return fmt.Errorf("%w: %d bytes, other attempts of this instance hold them: %w", ErrBudgetBusy, n, err)
 	}
 	r.held += n
 	return nil

@@ -59,7 +59,7 @@ func TestAReservationWaitsNoLaterThanItsAttemptCan(t *testing.T) {
 	defer lateDone()
 	err := Reserve(late, 1<<20)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.ErrorContains(t, err, "payload budget")
+	require.ErrorIs(t, err, ErrBudgetBusy)
 	require.EqualValues(t, 0, late.Value(reservationKey{}).(*Reservation).held)
 }
 

@@ -246,12 +246,9 @@ func (s *Store) Open(ctx context.Context, ref Ref) (io.ReadCloser, error) {
 	if ref.Bytes <= 0 {
 		return nil, &Error{Ref: ref, Reason: "its claim check names no bytes (the product keeps none inline-sized)"}
 	}
-	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &ref.Bucket, Key: &ref.Key})
+	out, err := s.get(ctx, ref, "not found (deleted, or expired with its order's retention)")
 	if err != nil {
-		if gone(err) {
-			return nil, &Error{Ref: ref, Reason: "not found (deleted, or expired with its order's retention)"}
-		}
-		return nil, fmt.Errorf("read %s: %w", ref, err)
+		return nil, err
 	}
 	if n := aws.ToInt64(out.ContentLength); n > 0 && n != int64(ref.Bytes) {
 		out.Body.Close()
@@ -282,15 +279,16 @@ func (c *checked) Read(p []byte) (int, error) {
 		k, err := c.body.Read(p[:min(len(p), c.ref.Bytes-1-c.n)])
 		c.sum.Write(p[:k])
 		c.n += k
-		if err == io.EOF { // ended early (a cut connection is io.ErrUnexpectedEOF)
+		switch {
+		case err == io.EOF: // ended early (a cut connection is io.ErrUnexpectedEOF)
 			c.err = &Error{Ref: c.ref, Reason: fmt.Sprintf("holds %d bytes, not the %d kept", c.n, c.ref.Bytes)}
-			return k, nil // the bytes read, then the error
-		}
-		if err != nil {
+		case err != nil:
 			c.err = fmt.Errorf("read %s: %w", c.ref, err)
-			return k, nil
 		}
-		return k, nil
+		if k == 0 {
+			return 0, c.err // nothing read: its error now, not a read of nothing
+		}
+		return k, nil // the bytes read, then its error
 	}
 	// The last byte: given once the object is read to its end and its
 	// bytes are the kept ones. A connection cut before it (io.EOF from a
@@ -353,12 +351,9 @@ func (s *Store) Get(ctx context.Context, ref Ref) ([]byte, error) {
 // 128 MB). One that does not exist is an *Error, missing its reason; one
 // whose length is over limit, an *Error with over, refused unread.
 func (s *Store) object(ctx context.Context, ref Ref, limit int, missing, over string) ([]byte, error) {
-	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &ref.Bucket, Key: &ref.Key})
+	out, err := s.get(ctx, ref, missing)
 	if err != nil {
-		if gone(err) {
-			return nil, &Error{Ref: ref, Reason: missing}
-		}
-		return nil, fmt.Errorf("read %s: %w", ref, err)
+		return nil, err
 	}
 	defer out.Body.Close()
 	n := aws.ToInt64(out.ContentLength)
@@ -382,6 +377,19 @@ func (s *Store) object(ctx context.Context, ref Ref, limit int, missing, over st
 		return nil, fmt.Errorf("read %s: %w", ref, err)
 	}
 	return b, nil
+}
+
+// get asks S3 for the object ref names: one that does not exist is an
+// *Error, missing its reason.
+func (s *Store) get(ctx context.Context, ref Ref, missing string) (*s3.GetObjectOutput, error) {
+	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &ref.Bucket, Key: &ref.Key})
+	if err != nil {
+		if gone(err) {
+			return nil, &Error{Ref: ref, Reason: missing}
+		}
+		return nil, fmt.Errorf("read %s: %w", ref, err)
+	}
+	return out, nil
 }
 
 // gone reports whether err says the object or its bucket does not exist

@@ -94,6 +94,13 @@ func newChange(now time.Time) *change {
 // first try was applied but its answer lost knows itself by it.
 const WriteIDAttribute = "W"
 
+// ownWrite reports whether item (as read back, or as a failed condition
+// found it) carries write id: the write was applied.
+func ownWrite(item map[string]types.AttributeValue, id string) bool {
+	w, ok := item[WriteIDAttribute].(*types.AttributeValueMemberS)
+	return ok && w.Value == id
+}
+
 // writeID is a new write's id: 64 random bits.
 func writeID() string {
 	var b [8]byte
@@ -119,7 +126,7 @@ func (s *Store) updateItem(ctx context.Context, c *change, in *dynamodb.UpdateIt
 	out, err := s.db.UpdateItem(ctx, in)
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		if id, ok := ccf.Item[WriteIDAttribute].(*types.AttributeValueMemberS); ok && id.Value == c.id {
+		if ownWrite(ccf.Item, c.id) {
 			return &dynamodb.UpdateItemOutput{Attributes: ccf.Item}, nil
 		}
 		return out, err
@@ -131,7 +138,7 @@ func (s *Store) updateItem(ctx context.Context, c *change, in *dynamodb.UpdateIt
 	if rerr != nil {
 		return out, err // not known: the caller's message comes back, or the Supervisor finds the record
 	}
-	if id, ok := got.Item[WriteIDAttribute].(*types.AttributeValueMemberS); ok && id.Value == c.id {
+	if ownWrite(got.Item, c.id) {
 		return &dynamodb.UpdateItemOutput{Attributes: got.Item}, nil
 	}
 	return out, &UnknownOutcome{Err: err, Item: got.Item}

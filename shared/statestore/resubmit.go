@@ -251,7 +251,7 @@ func (s *Store) replace(ctx context.Context, it stateItem, read int) error {
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		if w, ok := ccf.Item[WriteIDAttribute].(*types.AttributeValueMemberS); ok && w.Value == id {
+		if ownWrite(ccf.Item, id) {
 			return nil // an earlier try of this write was applied, its answer lost
 		}
 		return ErrStale

@@ -113,12 +113,6 @@ func (s *Store) wrote(ctx context.Context, orderID, id string) bool {
 	return err == nil && ownWrite(got.Item, id)
 }
 
-// ownWrite reports whether item carries write id.
-func ownWrite(item map[string]types.AttributeValue, id string) bool {
-	w, ok := item[WriteIDAttribute].(*types.AttributeValueMemberS)
-	return ok && w.Value == id
-}
-
 // definitionOnce stores the workflow version's definition the first time
 // this process submits an order of it (Definition reads it back): one write
 // a process, however many of its submissions start at once.

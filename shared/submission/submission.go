@@ -186,32 +186,29 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		return h.event(ctx, rec, m)
 	}
 	o := m.(message.Order)
-	if err := h.accept(ctx, o); err != nil {
+	stored, err := h.accept(ctx, o)
+	if err != nil {
 		return err
 	}
-	return h.reseal(ctx, rec, o.OrderID)
+	h.reseal(ctx, rec, o.OrderID, stored)
+	return nil
 }
 
-// reseal writes a sealed order sent by pointer over the clear body its
-// sender offloaded under incoming/ (payload.Store.Reseal), once it is
-// taken: the bucket keeps no clear copy of it (it expired after 15 days
-// before). If the pointer message comes again, body reads the order back
-// from what is there.
-func (h *Handler) reseal(ctx context.Context, rec events.SQSMessage, orderID string) error {
+// reseal writes a sealed order sent by pointer, as it is stored, over the
+// clear body its sender offloaded under incoming/ (payload.Store.Reseal),
+// once it is taken: the bucket keeps no clear copy of it (it expired after
+// 15 days before). If the pointer message comes again, body reads the
+// order back from what is there.
+func (h *Handler) reseal(ctx context.Context, rec events.SQSMessage, orderID, stored string) {
 	_, key, ok := payload.Pointer(rec.Body)
 	if !ok || h.sealer == nil || !strings.HasPrefix(key, payload.IncomingPrefix) {
-		return nil
+		return
 	}
-	stored, err := h.store.Order(ctx, orderID)
-	if err == nil {
-		err = h.payloads.Reseal(ctx, key, []byte(stored))
-	}
-	if err != nil {
+	if err := h.payloads.Reseal(ctx, key, []byte(stored)); err != nil {
 		// The order is taken: its message is done all the same, and the
 		// clear body expires with incoming/'s lifecycle (15 days).
 		h.log.Warn(NotResealed, "order_id", orderID, "key", key, "err", err)
 	}
-	return nil
 }
 
 // NotResealed is what Submission logs when it could not write a sealed
@@ -288,39 +285,42 @@ func (h *Handler) eventRecord(ctx context.Context, rec events.SQSMessage) error 
 	return h.event(ctx, rec, e)
 }
 
-func (h *Handler) accept(ctx context.Context, o message.Order) error {
+// accept takes order o: stored and started, or, a duplicate, started again.
+// It returns the order as it is stored (its claim check, sealed).
+func (h *Handler) accept(ctx context.Context, o message.Order) (string, error) {
 	if o.ReplyQueue != "" {
 		if err := h.cfg.AllowedReplyQueues.Check(o.ReplyQueue); err != nil {
-			return message.Invalid("order %s: %v", o.OrderID, err)
+			return "", message.Invalid("order %s: %v", o.OrderID, err)
 		}
 	}
 	def, err := h.definition(ctx, o)
 	if err != nil {
-		return err
+		return "", err
 	}
 	whole := o.JSON()
 	now := h.Now()
 	items, err := def.Admit(json.RawMessage(whole), now)
 	if err != nil {
-		return message.Invalid("order %s: %v", o.OrderID, err)
+		return "", message.Invalid("order %s: %v", o.OrderID, err)
 	}
 	body, err := h.keep(ctx, o)
 	if err != nil {
-		return err
+		return "", err
 	}
 	created, err := h.store.Submit(ctx, statestore.Submission{
 		OrderID: o.OrderID, Order: body, ReplyQueue: o.ReplyQueue, Workflow: def, Items: items, Now: now})
 	if err != nil {
-		return err
+		return "", err
 	}
+	stored := body
 	crash(h.Crash, "submission.after-commit")
 	if created {
 		h.metrics.Count(metrics.OrdersAccepted, 1, map[string]any{"OrderID": o.OrderID})
 		h.log.Debug("order accepted", "order_id", o.OrderID) // every order: its metric counts it
 		h.notify.Post(ctx, notify.Event{OrderID: o.OrderID, ReplyQueue: o.ReplyQueue, Round: 1,
 			Event: workflow.EventReceived, State: workflow.Pending, At: now})
-	} else if err := h.sameAsStored(ctx, o, now); err != nil {
-		return err
+	} else if stored, err = h.sameAsStored(ctx, o, now); err != nil {
+		return "", err
 	} else {
 		// Send the first step's request again all the same: if the first
 		// delivery died between its transaction and this send, this finishes
@@ -329,10 +329,10 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 		h.log.Info("duplicate order ignored", "order_id", o.OrderID)
 		// It runs the definition it was accepted with, whatever runs now.
 		if def, err = h.store.Definition(ctx, o.OrderID); err != nil {
-			return err
+			return "", err
 		}
 		if items, err = def.Items(json.RawMessage(whole)); err != nil {
-			return message.Invalid("order %s cannot run workflow %s: %v", o.OrderID, def.Name, err)
+			return "", message.Invalid("order %s cannot run workflow %s: %v", o.OrderID, def.Name, err)
 		}
 	}
 	// The first step (or the steps that need nothing): its request to its
@@ -342,10 +342,10 @@ func (h *Handler) accept(ctx context.Context, o message.Order) error {
 	done, err := starter.Start(ctx, def, o.OrderID, def.Starts(items), json.RawMessage(body))
 	for _, c := range done { // a timer at once, or a kept event: the Scheduler follows it
 		if err := h.follow(ctx, def, outcome.Attempt{OrderID: o.OrderID, Ref: c.Ref, Name: c.Name}, c.Recorded, nil); err != nil {
-			return err
+			return "", err
 		}
 	}
-	return err
+	return stored, err
 }
 
 // keep is the order as stored and sent on: itself, or sealed under a data
@@ -392,13 +392,14 @@ func (h *Handler) definition(ctx context.Context, o message.Order) (workflow.Def
 // sameAsStored checks that a resent OrderID carries the content first
 // accepted: a resend with other content is a conflict, rejected to the DLQ
 // with the reason, counted, and its sender told (never dropped in silence).
-func (h *Handler) sameAsStored(ctx context.Context, o message.Order, now time.Time) error {
+// It returns the order as stored.
+func (h *Handler) sameAsStored(ctx context.Context, o message.Order, now time.Time) (string, error) {
 	stored, err := h.store.Order(ctx, o.OrderID)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if same, err := statestore.SameOrder(ctx, h.payloads, h.sealer, o.OrderID, stored, o.JSON()); err != nil || same {
-		return err
+		return stored, err
 	}
 	reason := fmt.Sprintf("orderId %s was already accepted with different content", o.OrderID)
 	h.metrics.Count(metrics.ConflictingOrders, 1, map[string]any{"OrderID": o.OrderID})
@@ -406,7 +407,7 @@ func (h *Handler) sameAsStored(ctx context.Context, o message.Order, now time.Ti
 		h.notify.Post(ctx, notify.Event{OrderID: o.OrderID, ReplyQueue: o.ReplyQueue, Round: 1,
 			Event: workflow.EventRejected, Error: reason, At: now})
 	}
-	return message.Invalid("%s", reason)
+	return "", message.Invalid("%s", reason)
 }
 
 func crash(f func(string), point string) {
