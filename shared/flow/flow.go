@@ -266,6 +266,9 @@ type Gate struct {
 	lineOnce   sync.Once
 	// Sleep waits for a turn (nil: a timer; tests replace it).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Background runs a refresh of the cached control (nil: in a goroutine
+	// of its own; a deterministic test runs it in the call that started it).
+	Background func(refresh func())
 }
 
 // MaxTurnWait is how long a call at the head of its Agent instance's line
@@ -397,12 +400,12 @@ func (g *Gate) Forget() {
 // time before they asked) rather than each making its own (ten consistent
 // reads an idle batch, as sasctl bench counted).
 func (g *Gate) control(ctx context.Context, agent string, now time.Time) (Control, error) {
-	if c, ok := g.cached(agent, now); ok {
+	if c, ok := g.fresh(agent, now); ok {
 		return c, nil
 	}
 	g.reading.Lock()
 	defer g.reading.Unlock()
-	if c, ok := g.cached(agent, now); ok { // read while this call waited
+	if c, ok := g.fresh(agent, now); ok { // read while this call waited
 		return c, nil
 	}
 	c, err := g.Store.Control(ctx, agent)
@@ -415,19 +418,34 @@ func (g *Gate) control(ctx context.Context, agent string, now time.Time) (Contro
 	return c, nil
 }
 
+// fresh is agent's control from the cache, if it was read within MaxStale
+// of now, refreshed in the background (Background) past ControlTTL.
+func (g *Gate) fresh(agent string, now time.Time) (Control, bool) {
+	c, ok, stale := g.cached(agent, now)
+	if stale {
+		if g.Background != nil {
+			g.Background(func() { g.refresh(agent, now) })
+		} else {
+			go g.refresh(agent, now)
+		}
+	}
+	return c, ok
+}
+
 // cached is agent's control from the cache, if it was read within MaxStale
-// of now (refreshed in the background past ControlTTL).
-func (g *Gate) cached(agent string, now time.Time) (Control, bool) {
+// of now, and whether this call is to refresh it (past ControlTTL, no
+// refresh under way).
+func (g *Gate) cached(agent string, now time.Time) (c Control, ok, stale bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.read.IsZero() || g.last.Agent != agent || now.Sub(g.read) >= MaxStale {
-		return Control{}, false
+		return Control{}, false, false
 	}
 	if now.Sub(g.read) >= ControlTTL && !g.refreshing {
 		g.refreshing = true
-		go g.refresh(agent, now)
+		stale = true
 	}
-	return g.last, true
+	return g.last, true, stale
 }
 
 // refresh reads agent's control for the cache.

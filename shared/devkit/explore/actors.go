@@ -164,3 +164,14 @@ func (w *World) wake(s *sleeper) {
 	close(s.wake)
 	w.settle(s.actor)
 }
+
+// background runs a handler's background work (an Agent's refresh of its
+// flow control) in the invocation that starts it, so that every request a
+// handler makes is one of the explorer's steps: none races the world's
+// state, and a seed replays the same run.
+func (w *World) background(what string) func(func()) {
+	return func(f func()) {
+		w.count(what)
+		f()
+	}
+}

@@ -195,7 +195,7 @@ func (w *World) newInstance(a string) *instance {
 		Backoff: resilience.Backoff{Base: time.Second, Max: 4 * time.Second}, CallTimeout: time.Minute, Margin: 100 * time.Millisecond},
 		agent.Deps{Remote: service{agent: a, w: w}, Breaker: &resilience.Breaker{Threshold: 1 << 30, Cooldown: time.Hour},
 			Store: watchedStore{Store: store, w: w}, Send: w.sender, Metrics: metrics.New(io.Discard, "explore"), Log: log,
-			Gate: &flow.Gate{Store: w.handlersFlow, Sleep: w.sleeper("its rate turn")}, Payloads: w.payloads, Sealer: sealer})
+			Gate: &flow.Gate{Store: w.handlersFlow, Sleep: w.sleeper("its rate turn"), Background: w.background("flow controls refreshed beside a call")}, Payloads: w.payloads, Sealer: sealer})
 	h.Now, h.Sleep, h.Crash = w.clock, w.sleeper("a backoff"), w.crash
 	in := &instance{h: h}
 	w.instances[a] = append(w.instances[a], in)
