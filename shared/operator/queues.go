@@ -71,10 +71,9 @@ func (o *Operator) Submit(ctx context.Context, bodies []string) (Submitted, erro
 		if len(b) > payload.MaxMessageBytes {
 			// As the SQS Extended Client sends it: kept in the payload
 			// bucket, a pointer to it on the queue.
-			ptr, err := payload.New(o.s3, o.PayloadBucket, 0).Offload(ctx, []byte(b))
+			ptr, err := o.offload(ctx, []byte(b))
 			if err != nil {
-				return res, fmt.Errorf("order %d is %d bytes, over SQS's %d: %w (the stack's output PayloadBucketName: --payload-bucket)",
-					i+1, len(b), payload.MaxMessageBytes, err)
+				return res, fmt.Errorf("order %d is %d bytes: %w", i+1, len(b), err)
 			}
 			b = ptr
 		}
@@ -92,6 +91,18 @@ func (o *Operator) Submit(ctx context.Context, bodies []string) (Submitted, erro
 		}
 	}
 	return res, flush()
+}
+
+// offload keeps body, over SQS's 256 KiB, in the payload bucket, and
+// returns the pointer to send in its place, as the SQS Extended Client
+// does: Submission follows it.
+func (o *Operator) offload(ctx context.Context, body []byte) (string, error) {
+	ptr, err := payload.New(o.s3, o.PayloadBucket, 0).Offload(ctx, body)
+	if err != nil {
+		return "", fmt.Errorf("over SQS's %d bytes, so kept in the payload bucket first: %w (the stack's output PayloadBucketName: --payload-bucket)",
+			payload.MaxMessageBytes, err)
+	}
+	return ptr, nil
 }
 
 // admit checks an order body as Submission does before it stores it: its

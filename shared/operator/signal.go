@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/statestore"
 )
 
@@ -26,6 +27,10 @@ type Signalled struct {
 	// ahead). Submission takes the event once the order is stored, or,
 	// if it is not within about 10 s, refuses it to the events DLQ.
 	Ahead bool `json:"ahead,omitempty"`
+	// Offloaded: the event was over SQS's 256 KiB, so it was kept in the
+	// payload bucket and a pointer to it sent, as the SQS Extended Client
+	// sends one.
+	Offloaded bool `json:"offloaded,omitempty"`
 	// MessageID is the id SQS gave the event's message (a message SQS
 	// moves to the DLQ keeps it; one Submission refuses gets a new one).
 	MessageID string `json:"-"`
@@ -72,7 +77,14 @@ func (o *Operator) Signal(ctx context.Context, orderID, event, eventID string, d
 	if err != nil {
 		return Signalled{}, err
 	}
-	out, err := o.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(string(body))})
+	msg := string(body)
+	if len(body) > payload.MaxMessageBytes {
+		if msg, err = o.offload(ctx, body); err != nil {
+			return Signalled{}, fmt.Errorf("event %s for %s is %d bytes: %w", event, orderID, len(body), err)
+		}
+		res.Offloaded = true
+	}
+	out, err := o.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: &msg})
 	if err != nil {
 		return Signalled{}, fmt.Errorf("send event %s to %s: %w", event, res.Queue, err)
 	}

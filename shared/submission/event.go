@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -50,6 +51,37 @@ func ahead(rec events.SQSMessage, what string, err error) error {
 // under another eventId, a stale token) is rejected to the DLQ with the
 // reason; a repeat of one taken is a no-op.
 func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Event) error {
+	if err := h.take(ctx, rec, e); err != nil {
+		return err
+	}
+	h.resealEvent(ctx, rec, e)
+	return nil
+}
+
+// resealEvent writes an event of a sealed deployment sent by pointer, once
+// taken, over the clear body its sender offloaded under incoming/, without
+// its data (which its order's record keeps, sealed): the bucket keeps no
+// clear copy of it. If the pointer message comes again, what is there is
+// the same event, its eventId or token the same: a repeat, a no-op. An
+// event refused keeps its body for the DLQ's pointer, and it expires with
+// incoming/'s lifecycle, as before.
+func (h *Handler) resealEvent(ctx context.Context, rec events.SQSMessage, e message.Event) {
+	_, key, ok := payload.Pointer(rec.Body)
+	if !ok || h.sealer == nil || len(e.Data) == 0 || !strings.HasPrefix(key, payload.IncomingPrefix) {
+		return
+	}
+	e.Data = nil
+	b, err := json.Marshal(e)
+	if err == nil {
+		err = h.payloads.Reseal(ctx, key, b)
+	}
+	if err != nil {
+		h.log.Warn(NotResealed, "order_id", e.OrderID, "event", e.Event, "key", key, "err", err)
+	}
+}
+
+// take takes event e (event).
+func (h *Handler) take(ctx context.Context, rec events.SQSMessage, e message.Event) error {
 	h.log.Debug("event received", "order_id", e.OrderID, "event", e.Event, "event_id", e.EventID,
 		"receive", rec.Attributes["ApproximateReceiveCount"], "sent", rec.Attributes["SentTimestamp"])
 	task, _, err := h.store.Load(ctx, e.OrderID)

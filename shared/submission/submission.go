@@ -198,7 +198,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 // clear body its sender offloaded under incoming/ (payload.Store.Reseal),
 // once it is taken: the bucket keeps no clear copy of it (it expired after
 // 15 days before). If the pointer message comes again, body reads the
-// order back from what is there.
+// order back from what is there. An event's is resealed by resealEvent.
 func (h *Handler) reseal(ctx context.Context, rec events.SQSMessage, orderID, stored string) {
 	_, key, ok := payload.Pointer(rec.Body)
 	if !ok || h.sealer == nil || !strings.HasPrefix(key, payload.IncomingPrefix) {
@@ -211,10 +211,10 @@ func (h *Handler) reseal(ctx context.Context, rec events.SQSMessage, orderID, st
 	}
 }
 
-// NotResealed is what Submission logs when it could not write a sealed
-// order over the clear body its sender offloaded: the body expires with
-// incoming/'s lifecycle.
-const NotResealed = "a sealed order's offloaded body not resealed: it expires with incoming/'s lifecycle"
+// NotResealed is what Submission logs when it could not write over the
+// clear body a sender offloaded of a sealed deployment's order or event
+// it took: the body expires with incoming/'s lifecycle.
+const NotResealed = "an offloaded body not resealed: it expires with incoming/'s lifecycle"
 
 // body is the message's body, or, for an SQS Extended Client pointer
 // message, the body it kept in S3. A pointer whose object is gone or too

@@ -221,6 +221,59 @@ func TestASealedOrderSentByPointerLeavesNoClearCopy(t *testing.T) {
 	require.Zero(t, e.stack.Tally.Sum(metrics.MalformedMessages), "nothing rejected")
 }
 
+// With sealData, an event sent by pointer (its data over SQS's 256 KiB,
+// offloaded by operator.Signal as the SQS Extended Client would) leaves no
+// clear copy in the bucket either: once taken, Submission writes the event
+// without its data (which its order keeps, sealed) over the body its sender
+// offloaded. The same pointer message sent again is a repeat of the event
+// taken, a no-op: not a refusal.
+func TestASealedEventSentByPointerLeavesNoClearCopy(t *testing.T) {
+	t.Parallel()
+	flow := strings.Replace(approval("1h", ""), "\nname: approval\n", "\nname: approval\nresultLimit: 1MB\n", 1)
+	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
+		running(t, flow)(o)
+		o.SealData = true
+	})
+	ctx := context.Background()
+	e.order("o-big-ev", "")
+	e.parked("o-big-ev", 1)
+	const secret = "ssn-123-45-6789"
+	data := fmt.Sprintf(`{"amountCents":1998,"by":"ana","scan":%q}`, secret+strings.Repeat("s", 300<<10))
+	sent, err := operator.New(e.stack.Deployment.Clients, e.stack.Topology()).Signal(ctx, "o-big-ev", "approved", "e-big", json.RawMessage(data), false)
+	require.NoError(t, err)
+	require.True(t, sent.Offloaded, "an event over SQS's 256 KiB is sent by pointer")
+	require.Equal(t, workflow.Processed, e.waitEnded([]string{"o-big-ev"})["o-big-ev"].State)
+	require.EqualValues(t, 1998, e.input("o-big-ev", "charge-payment")["amountCents"], "the event's data, through the step's input")
+
+	bucket := e.stack.Resources.PayloadBucket
+	objs, err := e.stack.Deployment.Clients.S3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: aws.String(payload.IncomingPrefix)})
+	require.NoError(t, err)
+	require.Len(t, objs.Contents, 1, "the event's offloaded body")
+	key := aws.ToString(objs.Contents[0].Key)
+	e.eventually("the offloaded body written over", 30*time.Second, func() bool {
+		got, err := e.stack.Deployment.Clients.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+		require.NoError(t, err)
+		b, err := io.ReadAll(got.Body)
+		require.NoError(t, err)
+		return !strings.Contains(string(b), secret)
+	})
+	got, err := e.stack.Deployment.Clients.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+	require.NoError(t, err)
+	b, err := io.ReadAll(got.Body)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"kind":"event","orderId":"o-big-ev","event":"approved","eventId":"e-big"}`, string(b), "the event without its data")
+
+	pointer := fmt.Sprintf(`["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":%q,"s3Key":%q}]`, bucket, key)
+	e.send(e.stack.Topology().EventsQueue().Name, pointer)
+	e.eventually("the pointer sent again taken as a repeat", 60*time.Second, func() bool {
+		return strings.Contains(e.logs.String(), "event taken before: nothing more to do")
+	})
+	e.stop() // every invocation ended: its metrics are written
+	require.EqualValues(t, 1, e.stack.Tally.Sum(metrics.EventsReceived))
+	require.Zero(t, e.stack.Tally.Sum(metrics.EventsRefused), "nothing refused")
+	require.Zero(t, e.stack.Tally.Sum(metrics.MalformedMessages), "nothing rejected")
+}
+
 // An order of 16 MB, sent as the SQS Extended Client sends it, runs three
 // steps whose first answers 16 MB: every service reads back the whole order
 // and the results before it (an undo, its step's), while the queues and the
