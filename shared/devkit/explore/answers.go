@@ -255,7 +255,7 @@ func (w *World) calledBack(m *msg) {
 	if m.queue != w.topo.OrdersQueue().Name {
 		return
 	}
-	v, err := message.DecodeOrdersMessage(m.body)
+	v, err := message.DecodeOrdersMessage(w.sent(m))
 	e, ok := v.(message.Event)
 	if err != nil || !ok || e.Token == "" {
 		return
@@ -296,7 +296,11 @@ func (w *World) callback(c *call, refuse bool) {
 	}
 	b, _ := json.Marshal(e)
 	w.note("callback %s refused=%v", c.key, refuse)
-	w.send(w.topo.OrdersQueue().Name, string(b), 0)
+	if len(e.Data) > 0 {
+		w.sendFromOutside(string(b))
+	} else {
+		w.send(w.topo.OrdersQueue().Name, string(b), 0)
+	}
 }
 
 // undoneFirst reports whether the undo of the step whose idempotency key

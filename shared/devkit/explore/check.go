@@ -3,10 +3,13 @@ package explore
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/sas-go/sas/shared/alert"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -23,6 +26,7 @@ func (w *World) check(ctx context.Context) []string {
 	bad = append(bad, w.checkClaims()...)
 	bad = append(bad, w.checkFlow(ctx)...)
 	bad = append(bad, w.checkRejected()...)
+	bad = append(bad, w.checkClearCopies()...)
 	for _, in := range w.svc.inputs {
 		bad = append(bad, "a service receives its step's input as it was kept: "+in)
 	}
@@ -45,6 +49,29 @@ func (w *World) checkRejected() []string {
 			if len(bad) == 3 {
 				return bad
 			}
+		}
+	}
+	return bad
+}
+
+// checkClearCopies checks, in a sealed run, that no body sent by pointer
+// stays in clear under incoming/ once Submission took it: only one it
+// refused (its pointer in the DLQ, for its operator), or whose message
+// its sender lost after it offloaded it (the same body sent again
+// offloads it again), keeps it, to expire.
+func (w *World) checkClearCopies() []string {
+	if w.sealer == nil {
+		return nil
+	}
+	refused := maps.Clone(w.lostPointers)
+	for _, m := range w.q.in(w.topo.OrdersQueue().DLQName) {
+		refused[m.body] = true
+	}
+	var bad []string
+	for _, ptr := range slices.Sorted(maps.Keys(w.offloaded)) {
+		_, key, _ := payload.Pointer(ptr)
+		if body := w.offloaded[ptr]; string(w.bucket.object(key)) == body && !refused[ptr] {
+			bad = append(bad, fmt.Sprintf("a sealed run leaves no clear copy of what it took: %s still holds %s", key, brief(body)))
 		}
 	}
 	return bad

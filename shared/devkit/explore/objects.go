@@ -3,6 +3,9 @@ package explore
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"maps"
@@ -32,6 +35,9 @@ type objects struct {
 	byKey  map[string][]byte
 	count  func(string)
 }
+
+// bucketName is the payload bucket's name in every run.
+const bucketName = "explore-payloads"
 
 // newObjects is a run's bucket: faults injected if faulty.
 func newObjects(seed uint64, faulty bool, count func(string)) *objects {
@@ -104,6 +110,27 @@ func (o *objects) ListObjectsV2(_ context.Context, in *s3.ListObjectsV2Input, _ 
 		}
 	}
 	return out, nil
+}
+
+// offload keeps body under incoming/ as an SQS Extended Client sender
+// does (its own write, with no fault of the explorer's), and returns the
+// pointer message to send in its place.
+func (o *objects) offload(body string) string {
+	sum := sha256.Sum256([]byte(body))
+	key := payload.IncomingPrefix + hex.EncodeToString(sum[:])
+	o.mu.Lock()
+	o.byKey[key] = []byte(body)
+	o.mu.Unlock()
+	ptr, _ := json.Marshal([]any{"software.amazon.payloadoffloading.PayloadS3Pointer",
+		map[string]string{"s3BucketName": bucketName, "s3Key": key}}) // strings: no error
+	return string(ptr)
+}
+
+// object is what key holds now (nil: nothing).
+func (o *objects) object(key string) []byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.byKey[key]
 }
 
 var _ payload.API = (*objects)(nil)

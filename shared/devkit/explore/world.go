@@ -51,8 +51,17 @@ type World struct {
 	store, handlersStore *statestore.Store
 	flow, handlersFlow   flow.Store
 	handlersDB           statestore.API
-	// payloads is a payload run's bucket (nil: every payload inline).
+	// payloads is a payload run's bucket (nil: every payload inline), and
+	// bucket the objects it keeps them in.
 	payloads *payload.Store
+	bucket   *objects
+	// pointing picks, in a payload run, what a sender sends by pointer
+	// (sendFromOutside); offloaded maps each pointer sent to the body it
+	// names, as its sender meant it; lostPointers, those whose message
+	// (one of them) the explorer lost.
+	pointing     *rand.Rand
+	offloaded    map[string]string
+	lostPointers map[string]bool
 	// sealer seals a sealed run's orders' data (nil: none sealed), under
 	// keys.
 	sealer *seal.Sealer
@@ -132,7 +141,9 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 	w.store = statestore.New(limited, topo.OrdersTable(), topo.StateTable(), 1)
 	w.handlersStore = statestore.New(w.handlersDB, topo.OrdersTable(), topo.StateTable(), 1)
 	if p.payloads {
-		w.payloads = payload.New(newObjects(p.seed, p.faulty, w.count), "explore-payloads", payload.MinInline)
+		w.bucket = newObjects(p.seed, p.faulty, w.count)
+		w.payloads = payload.New(w.bucket, bucketName, payload.MinInline)
+		w.pointing, w.offloaded, w.lostPointers = rand.New(rand.NewPCG(p.seed, 0x9017)), map[string]string{}, map[string]bool{}
 		w.store.WithPayloads(w.payloads)
 		w.handlersStore.WithPayloads(w.payloads)
 	}
