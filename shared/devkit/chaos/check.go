@@ -30,12 +30,15 @@ type Violations struct {
 	RateShort    []string `json:"rateShort,omitempty"`
 	SlotsLeft    []string `json:"slotsLeft,omitempty"`
 	HeldNotEnded []string `json:"heldNotEnded,omitempty"`
+	// ClearCopies, in a sealed run (Plan.Seal): a body sent by pointer
+	// left in clear under incoming/ once taken (clearCopies).
+	ClearCopies []string `json:"clearCopies,omitempty"`
 }
 
 // Count is the number of violations.
 func (v Violations) Count() int {
 	return len(v.Lost) + len(v.NotEnded) + len(v.AppliedTwice) + len(v.Inconsistent) + len(v.OverThreshold) + len(v.Unalerted) +
-		len(v.Unrejected) + len(v.RateExceeded) + len(v.RateShort) + len(v.SlotsLeft) + len(v.HeldNotEnded)
+		len(v.Unrejected) + len(v.RateExceeded) + len(v.RateShort) + len(v.SlotsLeft) + len(v.HeldNotEnded) + len(v.ClearCopies)
 }
 
 // Check checks the invariants over the submitted orders, from every record

@@ -217,6 +217,11 @@ func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesi
 	r.tasks = tasks
 	r.Violations.Inconsistent = append(r.Violations.Inconsistent, checkApprovals(p, ids, tasks, sim.Ledger())...)
 	r.Violations.Unrejected = r.Unrejected
+	if p.Seal {
+		if r.Violations.ClearCopies, r.Payloads.WrittenOver, err = clearCopies(ctx, stack, tasks, time.Minute); err != nil {
+			return err
+		}
+	}
 	r.ByWorkflow = map[string]map[workflow.State]int{}
 	for _, t := range tasks {
 		if r.ByWorkflow[t.Workflow] == nil {
@@ -247,7 +252,10 @@ type PayloadFigures struct {
 	KeptBytes int `json:"keptBytes"` // their bytes
 	Largest   int `json:"largest"`   // the largest object's bytes
 	Offloaded int `json:"offloaded"` // under incoming/: message bodies sent by an Extended Client pointer
-	Streamed  int `json:"streamed"`  // payloads Agents sent their services as they read them back (unsealed)
+	// WrittenOver are those a sealed run's Submission wrote over once it
+	// took them (an order's stored form, an event without its data).
+	WrittenOver int `json:"writtenOver,omitempty"`
+	Streamed    int `json:"streamed"` // payloads Agents sent their services as they read them back (unsealed)
 }
 
 // count lists the stack's payload bucket.
@@ -466,7 +474,10 @@ func (r Result) Print(w io.Writer) {
 	row("payloads kept in the bucket (orders, results, events)", r.Payloads.Kept)
 	row("  their megabytes", fmt.Sprintf("%.1f", float64(r.Payloads.KeptBytes)/(1<<20)))
 	row("  the largest object's kilobytes", r.Payloads.Largest>>10)
-	row("orders sent by Extended Client pointer", r.Payloads.Offloaded)
+	row("orders and events sent by Extended Client pointer", r.Payloads.Offloaded)
+	if r.Payloads.WrittenOver > 0 {
+		row("  written over once taken (sealed)", r.Payloads.WrittenOver)
+	}
 	row("payloads streamed to their services as read", r.Payloads.Streamed)
 	for _, q := range slices.Sorted(maps.Keys(r.DeadLetters)) {
 		row("messages left in "+q, r.DeadLetters[q])
@@ -515,6 +526,9 @@ func (r Result) Print(w io.Writer) {
 		row("slots or places kept for ended orders", len(v.SlotsLeft))
 		row("held orders not ended", len(v.HeldNotEnded))
 	}
+	if r.Payloads.Offloaded > 0 {
+		row("clear copies of what was taken left under incoming/", len(v.ClearCopies))
+	}
 	if v.Count() == 0 {
 		fmt.Fprintln(w, "\nEvery invariant held.")
 		return
@@ -527,7 +541,8 @@ func (r Result) Print(w io.Writer) {
 		"inconsistent": v.Inconsistent, "over threshold": v.OverThreshold, "never alerted": v.Unalerted,
 		"bad input not rejected with its reason": v.Unrejected, "over a rate limit": v.RateExceeded,
 		"short of its rate in a backlog":        v.RateShort,
-		"slots or places kept for ended orders": v.SlotsLeft, "held, not ended": v.HeldNotEnded} {
+		"slots or places kept for ended orders": v.SlotsLeft, "held, not ended": v.HeldNotEnded,
+		"clear copies left under incoming/": v.ClearCopies} {
 		if len(ids) > 0 {
 			fmt.Fprintf(w, "  %s: %s\n", name, strings.Join(ids, ", "))
 		}

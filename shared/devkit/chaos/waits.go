@@ -103,6 +103,21 @@ func approval(id string, i int, eventID string) string {
 	return string(b)
 }
 
+// approvalOf is the approval the run sends order id (the i-th) under
+// eventID: in a run with large payloads, as many approvals as orders (Large)
+// carry a scanned document of 260 KB to 400 KB beside what they approve,
+// over SQS's 256 KiB, so that they come by pointer (and, sealed, are
+// written over once taken: checkClearCopies).
+func (p Plan) approvalOf(id string, i int, eventID string) string {
+	if remotesim.Mix(p.Seed, "large-event", id) >= p.Large {
+		return approval(id, i, eventID)
+	}
+	n := 260<<10 + int(remotesim.Mix(p.Seed, "event-documents", id)*(140<<10))
+	b, _ := json.Marshal(message.Event{Kind: message.KindEvent, OrderID: id, Event: approvedEvent, EventID: eventID,
+		Data: json.RawMessage(fmt.Sprintf(`{"amountCents":%d,"scan":%q}`, approvedCents(i), strings.Repeat("s", n)))})
+	return string(b)
+}
+
 // orderBody is the i-th order of the run, on the workflow the plan gives it.
 func (p Plan) orderBody(id string, i int) string {
 	o := localrun.DemoOrder(id, i)
@@ -165,7 +180,7 @@ func (s *signaller) schedule(ctx context.Context, ids []string) {
 		case fateNone:
 			continue
 		case fateEarly:
-			s.send(ctx, approval(id, i, "e-"+id))
+			s.send(ctx, s.plan.approvalOf(id, i, "e-"+id))
 			continue
 		}
 		at := time.Duration(remotesim.Mix(s.plan.Seed, "event-at", id) * float64(s.plan.EventWithin))
@@ -173,10 +188,10 @@ func (s *signaller) schedule(ctx context.Context, ids []string) {
 			if !sleepCtx(ctx, at) {
 				return
 			}
-			s.send(ctx, approval(id, i, "e-"+id))
+			s.send(ctx, s.plan.approvalOf(id, i, "e-"+id))
 			if f == fateTwice && sleepCtx(ctx, time.Second) {
-				s.send(ctx, approval(id, i, "e-"+id))     // a repeat: a no-op
-				s.send(ctx, approval(id, i, "other-"+id)) // another eventId: refused, or taken if it overtook the first
+				s.send(ctx, s.plan.approvalOf(id, i, "e-"+id))     // a repeat: a no-op
+				s.send(ctx, s.plan.approvalOf(id, i, "other-"+id)) // another eventId: refused, or taken if it overtook the first
 			}
 		})
 	}

@@ -1,0 +1,99 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/seal"
+	"github.com/sas-go/sas/shared/statestore"
+)
+
+// clearCopies are the bodies sent by pointer that a sealed run's bucket
+// still holds in clear under incoming/ though Submission took them: an
+// order that is stored, an event with data its order received. A body
+// refused (to the DLQ) keeps its clear copy, and so does one whose repeat
+// is still on its way: the check is tried again for up to within, as the
+// last repeats are taken. It returns them, and how many bodies by pointer
+// it found written over.
+func clearCopies(ctx context.Context, stack *localrun.Stack, tasks map[string]statestore.Task, within time.Duration) (clear []string, over int, err error) {
+	deadline := time.Now().Add(within)
+	for {
+		clear, over, err = findClearCopies(ctx, stack, tasks)
+		if err != nil || len(clear) == 0 || time.Now().After(deadline) {
+			return clear, over, err
+		}
+		if !sleepCtx(ctx, 2*time.Second) {
+			return clear, over, ctx.Err()
+		}
+	}
+}
+
+// findClearCopies reads every object under incoming/ once (clearCopies).
+func findClearCopies(ctx context.Context, stack *localrun.Stack, tasks map[string]statestore.Task) (clear []string, over int, err error) {
+	c, bucket := stack.Deployment.Clients.S3, stack.Resources.PayloadBucket
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: aws.String(payload.IncomingPrefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("list %s under %s: %w", bucket, payload.IncomingPrefix, err)
+		}
+		for _, o := range page.Contents {
+			out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: o.Key})
+			if err != nil {
+				return nil, 0, fmt.Errorf("read s3://%s/%s: %w", bucket, aws.ToString(o.Key), err)
+			}
+			b, err := io.ReadAll(out.Body)
+			_ = out.Body.Close()
+			if err != nil {
+				return nil, 0, fmt.Errorf("read s3://%s/%s: %w", bucket, aws.ToString(o.Key), err)
+			}
+			switch why, written := clearCopy(b, tasks); {
+			case written:
+				over++
+			case why != "":
+				clear = append(clear, aws.ToString(o.Key)+": "+why)
+			}
+		}
+	}
+	slices.Sort(clear)
+	return clear, over, nil
+}
+
+// clearCopy says whether body, under incoming/, is in clear though
+// Submission took it (why), or was written over once taken: an order's
+// stored form (sealed, or its claim check), an event without its data. A
+// body this run did not send, an order not stored, or an event its order
+// did not receive (refused) is neither.
+func clearCopy(body []byte, tasks map[string]statestore.Task) (why string, written bool) {
+	if payload.IsCheck(body) || seal.IsSealed(body) {
+		return "", true
+	}
+	m, err := message.DecodeOrdersMessage(string(body))
+	if err != nil {
+		return "", false
+	}
+	switch m := m.(type) {
+	case message.Order:
+		if _, taken := tasks[m.OrderID]; taken {
+			return fmt.Sprintf("order %s, stored", m.OrderID), false
+		}
+	case message.Event:
+		t, ok := tasks[m.OrderID]
+		switch {
+		case len(m.Data) == 0:
+			return "", true
+		case ok && m.Token == "" && t.Events[m.Event] == m.EventID:
+			return fmt.Sprintf("event %s of order %s, received", m.EventID, m.OrderID), false
+		}
+	}
+	return "", false
+}
