@@ -30,6 +30,17 @@ type Event struct {
 	Error     string // a callback's refusal: the step fails for good
 	Sender    string // who sent it, as its queue says (SQS's SenderId)
 	Now       time.Time
+	// RepeatOnly: the event was taken before, and what it was sent with is
+	// no longer to be had (a body sent by pointer that Submission wrote over
+	// once it took it): a repeat of the event taken is a no-op; anything
+	// else is refused, never taken without its data.
+	RepeatOnly bool
+}
+
+// gone refuses a RepeatOnly event that is not a repeat.
+func (e Event) gone() error {
+	return &Refused{fmt.Sprintf("event for order %s: it was taken before, and the body its pointer names holds its data no longer "+
+		"(written over once taken), so it cannot be taken again: send it again", e.OrderID)}
 }
 
 // size is the event's data's size as sent.
@@ -107,6 +118,8 @@ func (r Recorder) Event(ctx context.Context, def workflow.Definition, e Event) (
 		switch {
 		case err != nil:
 			return d, err
+		case e.RepeatOnly:
+			return d, e.gone()
 		case st.Received != "":
 			return d, &Refused{fmt.Sprintf("order %s already received event %q (eventId %s)", e.OrderID, e.Name, st.Received)}
 		case !st.EndsAt.IsZero() && !st.EndsAt.After(e.Now):
@@ -214,6 +227,8 @@ func (r Recorder) callback(ctx context.Context, def workflow.Definition, e Event
 	case verdict == tokenRepeat:
 		d.Repeat = true
 		return d, nil
+	case e.RepeatOnly:
+		return d, e.gone()
 	case verdict == tokenRefused:
 		return d, &Refused{fmt.Sprintf("event for order %s: the token of attempt %d of %s was used, or its attempt recovered, or the order ended",
 			e.OrderID, t.Attempt, a.Name)}

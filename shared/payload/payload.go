@@ -12,6 +12,7 @@ package payload
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -486,15 +487,17 @@ const (
 )
 
 // Offload keeps a message body too large for SQS in the bucket, under
-// incoming/ and its SHA-256, and returns the pointer message to send in its
-// place: the one the SQS Extended Client libraries send, which Submission
-// follows (Pointer).
+// incoming/ and a random name, and returns the pointer message to send in
+// its place: the one the SQS Extended Client libraries send, which
+// Submission follows (Pointer). As the libraries' (a UUID), each message's
+// object is its own, never another's with the same body: Submission writes
+// over one it took (Reseal) while another may still wait, refused, in a
+// DLQ. A send that fails after it leaves the object to expire.
 func (s *Store) Offload(ctx context.Context, body []byte) (string, error) {
 	if s == nil {
 		return "", fmt.Errorf("offload a %d-byte message: no payload bucket", len(body))
 	}
-	sum := sha256.Sum256(body)
-	key := IncomingPrefix + hex.EncodeToString(sum[:])
+	key := IncomingPrefix + rand.Text()
 	_, err := s.api.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(body),
 		ContentLength: aws.Int64(int64(len(body))), ContentType: aws.String("application/json")})
 	if err != nil {
@@ -509,10 +512,11 @@ func (s *Store) Offload(ctx context.Context, body []byte) (string, error) {
 const IncomingPrefix = "incoming/"
 
 // Reseal writes stored (an order as the product stored it: sealed, or the
-// claim check of its sealed payload) over the object a sender offloaded
-// its body to, under IncomingPrefix, so that the bucket holds no clear copy
-// of a sealed order: Submission reads it back by its head's orderId if its
-// pointer message comes again.
+// claim check of its sealed payload; an event with its data so) over the
+// object a sender offloaded its body to, under IncomingPrefix, so that the
+// bucket holds no clear copy of a sealed order or event: if its pointer
+// message comes again, Submission reads the order back by its head's
+// orderId, and takes the event for a repeat, or refuses it.
 func (s *Store) Reseal(ctx context.Context, key string, stored []byte) error {
 	if s == nil || !strings.HasPrefix(key, IncomingPrefix) {
 		return fmt.Errorf("reseal s3://%s/%s: only a body offloaded under %s is written over", s.Bucket(), key, IncomingPrefix)

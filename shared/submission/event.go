@@ -51,26 +51,41 @@ func ahead(rec events.SQSMessage, what string, err error) error {
 // under another eventId, a stale token) is rejected to the DLQ with the
 // reason; a repeat of one taken is a no-op.
 func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Event) error {
-	if err := h.take(ctx, rec, e); err != nil {
+	// A body sent by pointer that Submission wrote over once it took it
+	// (resealEvent) holds the event as it was stored, its data sealed or
+	// its claim check: it is a repeat, or refused, never taken for that.
+	_, _, byPointer := payload.Pointer(rec.Body)
+	repeatOnly := byPointer && productForm(e.Data)
+	if repeatOnly {
+		e.Data = nil
+	}
+	stored, err := h.take(ctx, rec, e, repeatOnly)
+	if err != nil {
 		return err
 	}
-	h.resealEvent(ctx, rec, e)
+	h.resealEvent(ctx, rec, e, stored)
 	return nil
 }
 
+// productForm reports whether data is in the product's own form: sealed,
+// or a claim check.
+func productForm(data []byte) bool { return payload.IsCheck(data) || seal.IsSealed(data) }
+
 // resealEvent writes an event of a sealed deployment sent by pointer, once
-// taken, over the clear body its sender offloaded under incoming/, without
-// its data (which its order's record keeps, sealed): the bucket keeps no
-// clear copy of it. If the pointer message comes again, what is there is
-// the same event, its eventId or token the same: a repeat, a no-op. An
-// event refused keeps its body for the DLQ's pointer, and it expires with
-// incoming/'s lifecycle, as before.
-func (h *Handler) resealEvent(ctx context.Context, rec events.SQSMessage, e message.Event) {
+// taken, over the clear body its sender offloaded under incoming/, as it
+// was stored (stored: its data sealed, or the claim check of its sealed
+// data): the bucket keeps no clear copy of it. If the pointer message
+// comes again, what is there is taken for a repeat of the event, or
+// refused (outcome.Event.RepeatOnly: the order was resubmitted since, say),
+// never for its data. An event refused keeps its body for the DLQ's
+// pointer, and it expires with incoming/'s lifecycle; so does the data of
+// an order stored before its deployment sealed data (stored in clear).
+func (h *Handler) resealEvent(ctx context.Context, rec events.SQSMessage, e message.Event, stored json.RawMessage) {
 	_, key, ok := payload.Pointer(rec.Body)
-	if !ok || h.sealer == nil || len(e.Data) == 0 || !strings.HasPrefix(key, payload.IncomingPrefix) {
+	if !ok || h.sealer == nil || !productForm(stored) || !strings.HasPrefix(key, payload.IncomingPrefix) {
 		return
 	}
-	e.Data = nil
+	e.Data = stored
 	b, err := json.Marshal(e)
 	if err == nil {
 		err = h.payloads.Reseal(ctx, key, b)
@@ -80,37 +95,40 @@ func (h *Handler) resealEvent(ctx context.Context, rec events.SQSMessage, e mess
 	}
 }
 
-// take takes event e (event).
-func (h *Handler) take(ctx context.Context, rec events.SQSMessage, e message.Event) error {
+// take takes event e (event), a repeat of one taken only if repeatOnly,
+// and returns its data as it was stored, once it is taken (nil: not
+// taken by this delivery, or no data).
+func (h *Handler) take(ctx context.Context, rec events.SQSMessage, e message.Event, repeatOnly bool) (json.RawMessage, error) {
 	h.log.Debug("event received", "order_id", e.OrderID, "event", e.Event, "event_id", e.EventID,
 		"receive", rec.Attributes["ApproximateReceiveCount"], "sent", rec.Attributes["SentTimestamp"])
 	task, _, err := h.store.Load(ctx, e.OrderID)
 	if errors.Is(err, statestore.ErrNotFound) {
-		return ahead(rec, "event for "+e.OrderID, err)
+		return nil, ahead(rec, "event for "+e.OrderID, err)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	def, err := h.catalog.For(ctx, e.OrderID, task.Workflow, task.Version)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if payload.IsCheck(e.Data) || seal.IsSealed(e.Data) {
-		return message.Invalid("event for %s: its data is the product's own form (%s or %s): send the data itself", e.OrderID,
+	if productForm(e.Data) {
+		return nil, message.Invalid("event for %s: its data is the product's own form (%s or %s): send the data itself", e.OrderID,
 			payload.Member, seal.Member)
 	}
 	sent := len(e.Data)
 	if e.Data, err = h.keepData(ctx, def, e); err != nil {
-		return err
+		return nil, err
 	}
 	d, err := outcome.Recorder{Store: h.store}.Event(ctx, def, outcome.Event{OrderID: e.OrderID, Name: e.Event,
-		EventID: e.EventID, Token: e.Token, Data: e.Data, DataBytes: sent, Error: e.Error, Sender: rec.Attributes["SenderId"], Now: h.Now()})
+		EventID: e.EventID, Token: e.Token, Data: e.Data, DataBytes: sent, Error: e.Error, Sender: rec.Attributes["SenderId"], Now: h.Now(),
+		RepeatOnly: repeatOnly})
 	switch {
 	case outcome.IsRefused(err):
 		h.metrics.Count(metrics.EventsRefused, 1, map[string]any{"OrderID": e.OrderID, "Event": e.Event})
-		return message.Invalid("%v", err)
+		return nil, message.Invalid("%v", err)
 	case err != nil:
-		return err
+		return nil, err
 	}
 	if d.Slot.Key != "" && h.slots != nil {
 		// Its attempt ended: the slot of its agent's calls in flight it held
@@ -123,16 +141,16 @@ func (h *Handler) take(ctx context.Context, rec events.SQSMessage, e message.Eve
 	switch {
 	case d.Repeat:
 		h.log.Info("event taken before: nothing more to do", "order_id", e.OrderID, "event", e.Event, "event_id", e.EventID)
-		return nil
+		return e.Data, nil
 	case d.Kept:
 		h.metrics.Count(metrics.EventsReceived, 1, map[string]any{"OrderID": e.OrderID, "Event": e.Event, "Kept": true})
 		h.log.Info("event kept: the order reaches its wait later", "order_id", e.OrderID, "event", e.Event)
-		return nil
+		return e.Data, nil
 	case d.Stale:
-		return nil
+		return nil, nil
 	}
 	h.metrics.Count(metrics.EventsReceived, 1, map[string]any{"OrderID": e.OrderID, "Event": e.Event})
-	return h.follow(ctx, def, d.Outcome, d.Recorded, e.Data)
+	return e.Data, h.follow(ctx, def, d.Outcome, d.Recorded, e.Data)
 }
 
 // follow hands outcome a, recorded as rec, to the Scheduler, which tells the

@@ -21,6 +21,7 @@ import (
 	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/outcome"
@@ -224,9 +225,11 @@ func TestASealedOrderSentByPointerLeavesNoClearCopy(t *testing.T) {
 // With sealData, an event sent by pointer (its data over SQS's 256 KiB,
 // offloaded by operator.Signal as the SQS Extended Client would) leaves no
 // clear copy in the bucket either: once taken, Submission writes the event
-// without its data (which its order keeps, sealed) over the body its sender
-// offloaded. The same pointer message sent again is a repeat of the event
-// taken, a no-op: not a refusal.
+// over as it was stored (its data sealed, kept in the bucket). The same
+// pointer message sent again is a repeat of the event taken, a no-op: not
+// a refusal. Once the order is resubmitted (a new round, its wait armed
+// again), it is refused with the reason, never taken without its data; a
+// new event completes the wait.
 func TestASealedEventSentByPointerLeavesNoClearCopy(t *testing.T) {
 	t.Parallel()
 	flow := strings.Replace(approval("1h", ""), "\nname: approval\n", "\nname: approval\nresultLimit: 1MB\n", 1)
@@ -235,43 +238,59 @@ func TestASealedEventSentByPointerLeavesNoClearCopy(t *testing.T) {
 		o.SealData = true
 	})
 	ctx := context.Background()
+	e.sim.SetFaults("payment", remotesim.Faults{PermanentOrders: []string{"o-big-ev"}}) // round 1 fails after its approval
 	e.order("o-big-ev", "")
 	e.parked("o-big-ev", 1)
 	const secret = "ssn-123-45-6789"
 	data := fmt.Sprintf(`{"amountCents":1998,"by":"ana","scan":%q}`, secret+strings.Repeat("s", 300<<10))
-	sent, err := operator.New(e.stack.Deployment.Clients, e.stack.Topology()).Signal(ctx, "o-big-ev", "approved", "e-big", json.RawMessage(data), false)
+	op := operator.New(e.stack.Deployment.Clients, e.stack.Topology())
+	sent, err := op.Signal(ctx, "o-big-ev", "approved", "e-big", json.RawMessage(data), false)
 	require.NoError(t, err)
 	require.True(t, sent.Offloaded, "an event over SQS's 256 KiB is sent by pointer")
-	require.Equal(t, workflow.Processed, e.waitEnded([]string{"o-big-ev"})["o-big-ev"].State)
-	require.EqualValues(t, 1998, e.input("o-big-ev", "charge-payment")["amountCents"], "the event's data, through the step's input")
+	require.Equal(t, workflow.Failed, e.waitEnded([]string{"o-big-ev"})["o-big-ev"].State, "the charge refused")
 
 	bucket := e.stack.Resources.PayloadBucket
 	objs, err := e.stack.Deployment.Clients.S3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: aws.String(payload.IncomingPrefix)})
 	require.NoError(t, err)
 	require.Len(t, objs.Contents, 1, "the event's offloaded body")
 	key := aws.ToString(objs.Contents[0].Key)
-	e.eventually("the offloaded body written over", 30*time.Second, func() bool {
+	read := func() []byte {
 		got, err := e.stack.Deployment.Clients.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
 		require.NoError(t, err)
 		b, err := io.ReadAll(got.Body)
 		require.NoError(t, err)
-		return !strings.Contains(string(b), secret)
-	})
-	got, err := e.stack.Deployment.Clients.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
-	require.NoError(t, err)
-	b, err := io.ReadAll(got.Body)
-	require.NoError(t, err)
-	require.JSONEq(t, `{"kind":"event","orderId":"o-big-ev","event":"approved","eventId":"e-big"}`, string(b), "the event without its data")
+		return b
+	}
+	e.eventually("the offloaded body written over", 30*time.Second, func() bool { return !strings.Contains(string(read()), secret) })
+	var stored message.Event
+	require.NoError(t, json.Unmarshal(read(), &stored))
+	require.Equal(t, "e-big", stored.EventID)
+	require.True(t, payload.IsCheck(stored.Data), "the event as stored: the claim check of its sealed data, not %.200s", stored.Data)
 
 	pointer := fmt.Sprintf(`["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":%q,"s3Key":%q}]`, bucket, key)
-	e.send(e.stack.Topology().EventsQueue().Name, pointer)
+	events := e.stack.Topology().EventsQueue()
+	e.send(events.Name, pointer)
 	e.eventually("the pointer sent again taken as a repeat", 60*time.Second, func() bool {
 		return strings.Contains(e.logs.String(), "event taken before: nothing more to do")
 	})
+
+	e.sim.SetFaults("payment", remotesim.Faults{})
+	_, err = op.Resubmit(ctx, "o-big-ev", "")
+	require.NoError(t, err)
+	e.eventually("round 2 parked at its wait", 60*time.Second, func() bool {
+		task, recs, err := e.stack.Store.Load(ctx, "o-big-ev")
+		return err == nil && task.Round == 2 && !recs[1].Armed.IsZero() && recs[1].State == workflow.Pending
+	})
+	e.send(events.Name, pointer)
+	require.Contains(t, e.rejection(events.DLQName, key), "it was taken before, and the body its pointer names holds its data no longer")
+	require.Equal(t, workflow.Pending, e.step("o-big-ev", 1).State, "the wait did not take the event without its data")
+	e.signal("o-big-ev", "approved", "e-big-2", `{"amountCents":700,"by":"dee"}`)
+	require.Equal(t, workflow.Processed, e.waitEnded([]string{"o-big-ev"})["o-big-ev"].State)
+	require.EqualValues(t, 700, e.input("o-big-ev", "charge-payment")["amountCents"], "the new event's data")
 	e.stop() // every invocation ended: its metrics are written
-	require.EqualValues(t, 1, e.stack.Tally.Sum(metrics.EventsReceived))
-	require.Zero(t, e.stack.Tally.Sum(metrics.EventsRefused), "nothing refused")
-	require.Zero(t, e.stack.Tally.Sum(metrics.MalformedMessages), "nothing rejected")
+	require.EqualValues(t, 2, e.stack.Tally.Sum(metrics.EventsReceived), "e-big in round 1, e-big-2 in round 2")
+	require.EqualValues(t, 1, e.stack.Tally.Sum(metrics.EventsRefused), "the resealed body in round 2")
+	require.EqualValues(t, 1, e.stack.Tally.Sum(metrics.MalformedMessages), "that one rejected to the DLQ, nothing else")
 }
 
 // An order of 16 MB, sent as the SQS Extended Client sends it, runs three
