@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sas-go/sas/shared/client"
+	"github.com/sas-go/sas/shared/message"
 )
 
 func signalCmd() *cobra.Command {
@@ -34,7 +35,9 @@ takes it once the order is stored, or, if it is not within about 10 s, puts it i
 event the order cannot take (no step waits for it, the order ended, a sender the wait does not
 take) goes to the events DLQ with the reason: sasctl dlq show events. With --wait DURATION it waits
 for the verdict: taken (the order recorded the event), or refused (found in the events DLQ: the
-reason on stderr, exit 1); no verdict within DURATION is exit 1 too.`,
+reason on stderr, exit 1); no verdict within DURATION is exit 1 too. An event over SQS's 256 KiB
+(its data may be up to the workflow's resultLimit) is kept in the payload bucket (--payload-bucket)
+and an SQS Extended Client pointer to it sent.`,
 		Example: `  sasctl signal o-1 approved --data '{"amountCents": 1998, "by": "ana"}'
   sasctl signal o-1 approved --data @approval.json --event-id e-7
   sasctl signal o-1 approved --wait 10s
@@ -115,7 +118,7 @@ func readData(arg string, stdin io.Reader) (json.RawMessage, error) {
 	if path, ok := strings.CutPrefix(arg, "@"); ok {
 		var err error
 		if path == "-" {
-			text, err = io.ReadAll(io.LimitReader(stdin, 1<<20))
+			text, err = io.ReadAll(io.LimitReader(stdin, message.MaxEventBytes+1))
 		} else {
 			text, err = os.ReadFile(path)
 		}
@@ -123,6 +126,9 @@ func readData(arg string, stdin io.Reader) (json.RawMessage, error) {
 			return nil, usageErrorf("--data %s: %w", arg, err)
 		}
 		from = "--data " + arg
+	}
+	if len(text) > message.MaxEventBytes {
+		return nil, usageErrorf("%s is over %d bytes, the largest event (its data at most a workflow's largest resultLimit)", from, message.MaxEventBytes)
 	}
 	var v any
 	if err := json.Unmarshal(text, &v); err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -62,7 +64,10 @@ func TestSignalAnOrderThatWaits(t *testing.T) {
 	require.Equal(t, "reserve-inventory", action(t, st.Records[0].Result), "the first step's answer")
 
 	missing := "@" + filepath.Join(t.TempDir(), "none.json")
+	big := filepath.Join(t.TempDir(), "big.json")
+	require.NoError(t, os.WriteFile(big, []byte(`"`+strings.Repeat("x", message.MaxEventBytes)+`"`), 0o644))
 	for want, args := range map[string][]string{
+		"--data @" + big + " is over 16781312 bytes, the largest event": {"o-ap", "approved", "--data", "@" + big},
 		"--data is not JSON":                    {"o-ap", "approved", "--data", "{amount: 1}"},
 		`event "not allowed!" must be 1-64`:     {"o-ap", "not allowed!"},
 		`eventId "a b" must be 1-128 letters`:   {"o-ap", "approved", "--event-id", "a b"},

@@ -76,9 +76,9 @@ type Options struct {
 	// Submission does. None: the order's envelope only.
 	Workflows workflow.Set
 	// PayloadBucket is the deployment's payload bucket (the stack's output
-	// PayloadBucketName): Submit keeps an order over SQS's 256 KiB there
-	// and sends a pointer to it, as the SQS Extended Client does. Default:
-	// the local stack's.
+	// PayloadBucketName): Submit keeps an order, and Signal an event, over
+	// SQS's 256 KiB there and sends a pointer to it, as the SQS Extended
+	// Client does. Default: the local stack's.
 	PayloadBucket string
 }
 
@@ -156,7 +156,8 @@ func IfStored() SignalOption { return func(o *signalOptions) { o.ifStored = true
 // once the order is stored, or, if it is not within about 10 s, refuses it
 // to the events DLQ. With IfStored, such an order is ErrNotFound instead.
 // What the order makes of the event (kept for its wait, or refused to the
-// events DLQ) the pipeline decides.
+// events DLQ) the pipeline decides. An event over SQS's 256 KiB goes by
+// pointer, as Submit's orders do (Options.PayloadBucket).
 func (c *Client) Signal(ctx context.Context, orderID, event string, data any, eventID string, opts ...SignalOption) (operator.Signalled, error) {
 	var o signalOptions
 	for _, opt := range opts {

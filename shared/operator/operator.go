@@ -42,8 +42,9 @@ type Operator struct {
 	// too, as Submission does. None: its envelope only.
 	Workflows workflow.Set
 	// PayloadBucket is the deployment's payload bucket, where Submit keeps
-	// an order too large for SQS (the stack's output PayloadBucketName; by
-	// default the local stack's, topology.Topology.PayloadBucket).
+	// an order, and Signal an event, too large for SQS (the stack's output
+	// PayloadBucketName; by default the local stack's,
+	// topology.Topology.PayloadBucket).
 	PayloadBucket string
 	Now           func() time.Time
 

@@ -51,7 +51,9 @@ var ErrBadSignal = errors.New("bad event")
 // be, and Submission takes it once the order is stored (an order just
 // submitted), or refuses it. What the order makes of it (no step waits for
 // it, the order ended) Submission decides, and puts a refused event in the
-// events DLQ with the reason.
+// events DLQ with the reason. An event over SQS's 256 KiB is kept in the
+// payload bucket (PayloadBucket) and a pointer to it sent, as the SQS
+// Extended Client sends one (Signalled.Offloaded).
 func (o *Operator) Signal(ctx context.Context, orderID, event, eventID string, data json.RawMessage, ahead bool) (Signalled, error) {
 	if eventID == "" {
 		eventID = newEventID()
@@ -59,6 +61,10 @@ func (o *Operator) Signal(ctx context.Context, orderID, event, eventID string, d
 	body, err := json.Marshal(message.Event{Kind: message.KindEvent, OrderID: orderID, Event: event, EventID: eventID, Data: data})
 	if err != nil {
 		return Signalled{}, fmt.Errorf("%w: data: %w", ErrBadSignal, err)
+	}
+	if len(body) > message.MaxEventBytes {
+		return Signalled{}, fmt.Errorf("%w: it is %d bytes, over the %d an event may be (its data at most a workflow's largest resultLimit)",
+			ErrBadSignal, len(body), message.MaxEventBytes)
 	}
 	if _, err := message.DecodeOrdersMessage(string(body)); err != nil {
 		return Signalled{}, fmt.Errorf("%w: %s", ErrBadSignal, strings.TrimPrefix(err.Error(), "invalid message: "))
