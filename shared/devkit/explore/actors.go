@@ -143,6 +143,11 @@ func (w *World) ended(a *actor) {
 	}
 	w.q.remove(a.m)
 	w.calledBack(a.m)
+	w.mu.Lock()
+	if _, ok := w.offloaded[a.m.body]; ok {
+		w.handledPointers[a.m.body] = true // taken, or refused to the DLQ
+	}
+	w.mu.Unlock()
 }
 
 // park takes an invocation parked.

@@ -47,6 +47,11 @@ type Options struct {
 	// write, or loses a write's answer): a regression seed found before
 	// runs had them replays the run it found.
 	NoStoreFaults bool
+	// NoPointers has senders send every body itself, none by SQS Extended
+	// Client pointer: a regression seed found before they did replays the
+	// run it found (Submission's reads of pointers draw the bucket's
+	// faults).
+	NoPointers bool
 }
 
 // Report is what an exploration found.
@@ -184,11 +189,12 @@ type result struct {
 // One runs the orders seed names on db (tables of topo), its clock starting
 // after after: its workflow, its orders, its agents' flow control, whether
 // faults are injected, whether its payloads are kept in its bucket, and
-// every choice follow from the seed (and opts' Large, Plain and
-// NoStoreFaults).
+// every choice follow from the seed (and opts' Large, Plain,
+// NoStoreFaults and NoPointers).
 func One(ctx context.Context, db statestore.API, topo topology.Topology, seed uint64, opts Options, after time.Time) (result, error) {
 	large := opts.Large
 	p := newPlan(seed, large, opts.Plain, !opts.NoStoreFaults)
+	p.pointers = p.pointers && !opts.NoPointers
 	w, err := newWorld(p, topo, db, after)
 	if err != nil {
 		return result{until: after}, fmt.Errorf("workflow %s: %w", p.def.Name, err)

@@ -3,10 +3,9 @@ package explore
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"math/rand/v2"
@@ -34,6 +33,8 @@ type objects struct {
 	faulty bool
 	byKey  map[string][]byte
 	count  func(string)
+	// offloads names the bodies senders offload (offload).
+	offloads int
 }
 
 // bucketName is the payload bucket's name in every run.
@@ -113,12 +114,12 @@ func (o *objects) ListObjectsV2(_ context.Context, in *s3.ListObjectsV2Input, _ 
 }
 
 // offload keeps body under incoming/ as an SQS Extended Client sender
-// does (its own write, with no fault of the explorer's), and returns the
-// pointer message to send in its place.
+// does, under a name of its own (its own write, with no fault of the
+// explorer's), and returns the pointer message to send in its place.
 func (o *objects) offload(body string) string {
-	sum := sha256.Sum256([]byte(body))
-	key := payload.IncomingPrefix + hex.EncodeToString(sum[:])
 	o.mu.Lock()
+	o.offloads++
+	key := fmt.Sprintf("%sexplore-%d", payload.IncomingPrefix, o.offloads)
 	o.byKey[key] = []byte(body)
 	o.mu.Unlock()
 	ptr, _ := json.Marshal([]any{"software.amazon.payloadoffloading.PayloadS3Pointer",

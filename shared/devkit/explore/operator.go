@@ -70,7 +70,7 @@ func (w *World) event(o *order) {
 // it sends it again). Submission reads it from the bucket, and, in a sealed
 // run, writes over it once it takes it (checkClearCopies).
 func (w *World) sendFromOutside(body string) {
-	if w.bucket != nil && w.pointing.IntN(4) == 0 {
+	if w.pointing != nil && w.pointing.IntN(4) == 0 {
 		ptr := w.bucket.offload(body)
 		w.mu.Lock()
 		w.offloaded[ptr] = body

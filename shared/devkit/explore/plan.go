@@ -33,6 +33,10 @@ type plan struct {
 	// (keys), in half of the payload runs: sealed payloads through every
 	// interleaving, some kept in the bucket.
 	sealed bool
+	// pointers: in a payload run, senders send some bodies by SQS
+	// Extended Client pointer (World.sendFromOutside); a regression seed
+	// found before they did replays without.
+	pointers bool
 	// storeFaults: the handlers' state store fails reads and writes, and
 	// loses writes' answers (storeFaults), in a third of the faulty runs.
 	storeFaults bool
@@ -94,6 +98,7 @@ func newPlan(seed uint64, large, plain, withStoreFaults bool) plan {
 	choice := rand.New(rand.NewPCG(seed, 0xc1a))
 	p.payloads = !plain && choice.IntN(3) == 0
 	p.sealed = p.payloads && choice.IntN(2) == 0
+	p.pointers = p.payloads
 	defer func() {
 		for _, o := range p.orders {
 			if p.payloads {

@@ -155,13 +155,7 @@ func (w *World) drop(m *msg) {
 	w.note("drop %s %s", m.queue, brief(m.body))
 	w.dropped++
 	w.q.remove(m)
-	w.mu.Lock()
-	if _, ok := w.offloaded[m.body]; ok {
-		// Its sender offloaded the body, then lost the message: the
-		// body stays in clear, to expire (checkClearCopies).
-		w.lostPointers[m.body] = true
-	}
-	w.mu.Unlock()
+
 }
 
 func (w *World) fromClient(m *msg) bool {
