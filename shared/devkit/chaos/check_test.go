@@ -121,33 +121,28 @@ func TestTheWaitsWorkflowParses(t *testing.T) {
 // A sealed run's bucket may keep a body sent by pointer in clear only if
 // Submission did not take it: the check names an order stored and an event
 // received whose bodies are still in clear, and counts the ones written
-// over.
+// over, by kind.
 func TestClearCopyFindsWhatWasTakenLeftInClear(t *testing.T) {
 	tasks := map[string]statestore.Task{"o-1": {OrderID: "o-1", Events: map[string]string{"approved": "e-1"}}}
+	check := `{"$sasPayload":{"bucket":"b","key":"orders/o-1/x","bytes":9,"sha256":"00"}}`
 	event := func(id, data string) []byte {
-		e := message.Event{Kind: message.KindEvent, OrderID: "o-1", Event: "approved", EventID: id}
-		if data != "" {
-			e.Data = json.RawMessage(data)
-		}
-		b, err := json.Marshal(e)
+		b, err := json.Marshal(message.Event{Kind: message.KindEvent, OrderID: "o-1", Event: "approved", EventID: id, Data: json.RawMessage(data)})
 		require.NoError(t, err)
 		return b
 	}
 	for _, c := range []struct {
-		name    string
-		body    []byte
-		why     string
-		written bool
+		name, body   string
+		why, written string
 	}{
-		{"an order stored, in clear", []byte(`{"orderId":"o-1","customerId":"c","items":[]}`), "order o-1, stored", false},
-		{"an order not stored (refused)", []byte(`{"orderId":"o-9","customerId":"c","items":[]}`), "", false},
-		{"an order written over with its claim check", []byte(`{"orderId":"o-1","$sasPayload":{"bucket":"b","key":"orders/o-1/x","bytes":9,"sha256":"00"}}`), "", true},
-		{"an event received, in clear", event("e-1", `{"amountCents":1}`), "event e-1 of order o-1, received", false},
-		{"an event refused (another eventId)", event("other-1", `{"amountCents":1}`), "", false},
-		{"an event written over without its data", event("e-1", ""), "", true},
-		{"not a body of the run", []byte("not json"), "", false},
+		{"an order stored, in clear", `{"orderId":"o-1","customerId":"c","items":[]}`, "order o-1, stored", ""},
+		{"an order not stored (refused)", `{"orderId":"o-9","customerId":"c","items":[]}`, "", ""},
+		{"an order written over with its claim check", `{"orderId":"o-1",` + check[1:], "", "order"},
+		{"an event received, in clear", string(event("e-1", `{"amountCents":1}`)), "event e-1 of order o-1, received", ""},
+		{"an event refused (another eventId)", string(event("other-1", `{"amountCents":1}`)), "", ""},
+		{"an event written over as stored", string(event("e-1", check)), "", "event"},
+		{"not a body of the run", "not json", "", ""},
 	} {
-		why, written := clearCopy(c.body, tasks)
+		why, written := clearCopy([]byte(c.body), tasks)
 		require.Equal(t, c.why, why, c.name)
 		require.Equal(t, c.written, written, c.name)
 	}

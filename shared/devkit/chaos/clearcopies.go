@@ -23,8 +23,8 @@ import (
 // refused (to the DLQ) keeps its clear copy, and so does one whose repeat
 // is still on its way: the check is tried again for up to within, as the
 // last repeats are taken. It returns them, and how many bodies by pointer
-// it found written over.
-func clearCopies(ctx context.Context, stack *localrun.Stack, tasks map[string]statestore.Task, within time.Duration) (clear []string, over int, err error) {
+// it found written over, by kind (order, event).
+func clearCopies(ctx context.Context, stack *localrun.Stack, tasks map[string]statestore.Task, within time.Duration) (clear []string, over map[string]int, err error) {
 	deadline := time.Now().Add(within)
 	for {
 		clear, over, err = findClearCopies(ctx, stack, tasks)
@@ -38,27 +38,28 @@ func clearCopies(ctx context.Context, stack *localrun.Stack, tasks map[string]st
 }
 
 // findClearCopies reads every object under incoming/ once (clearCopies).
-func findClearCopies(ctx context.Context, stack *localrun.Stack, tasks map[string]statestore.Task) (clear []string, over int, err error) {
+func findClearCopies(ctx context.Context, stack *localrun.Stack, tasks map[string]statestore.Task) (clear []string, over map[string]int, err error) {
+	over = map[string]int{}
 	c, bucket := stack.Deployment.Clients.S3, stack.Resources.PayloadBucket
 	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: aws.String(payload.IncomingPrefix)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, 0, fmt.Errorf("list %s under %s: %w", bucket, payload.IncomingPrefix, err)
+			return nil, nil, fmt.Errorf("list %s under %s: %w", bucket, payload.IncomingPrefix, err)
 		}
 		for _, o := range page.Contents {
 			out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: o.Key})
 			if err != nil {
-				return nil, 0, fmt.Errorf("read s3://%s/%s: %w", bucket, aws.ToString(o.Key), err)
+				return nil, nil, fmt.Errorf("read s3://%s/%s: %w", bucket, aws.ToString(o.Key), err)
 			}
 			b, err := io.ReadAll(out.Body)
 			_ = out.Body.Close()
 			if err != nil {
-				return nil, 0, fmt.Errorf("read s3://%s/%s: %w", bucket, aws.ToString(o.Key), err)
+				return nil, nil, fmt.Errorf("read s3://%s/%s: %w", bucket, aws.ToString(o.Key), err)
 			}
 			switch why, written := clearCopy(b, tasks); {
-			case written:
-				over++
+			case written != "":
+				over[written]++
 			case why != "":
 				clear = append(clear, aws.ToString(o.Key)+": "+why)
 			}
@@ -69,31 +70,36 @@ func findClearCopies(ctx context.Context, stack *localrun.Stack, tasks map[strin
 }
 
 // clearCopy says whether body, under incoming/, is in clear though
-// Submission took it (why), or was written over once taken: an order's
-// stored form (sealed, or its claim check), an event without its data. A
-// body this run did not send, an order not stored, or an event its order
-// did not receive (refused) is neither.
-func clearCopy(body []byte, tasks map[string]statestore.Task) (why string, written bool) {
-	if payload.IsCheck(body) || seal.IsSealed(body) {
-		return "", true
+// Submission took it (why), or was written over once taken (written: the
+// kind, "order" or "event"): an order as stored (sealed, or its claim
+// check), an event with its data so. A body this run did not send, an
+// order not stored, or an event its order did not receive (refused) is
+// neither.
+func clearCopy(body []byte, tasks map[string]statestore.Task) (why, written string) {
+	if productForm(body) {
+		return "", "order"
 	}
 	m, err := message.DecodeOrdersMessage(string(body))
 	if err != nil {
-		return "", false
+		return "", ""
 	}
 	switch m := m.(type) {
 	case message.Order:
 		if _, taken := tasks[m.OrderID]; taken {
-			return fmt.Sprintf("order %s, stored", m.OrderID), false
+			return fmt.Sprintf("order %s, stored", m.OrderID), ""
 		}
 	case message.Event:
 		t, ok := tasks[m.OrderID]
 		switch {
-		case len(m.Data) == 0:
-			return "", true
+		case productForm(m.Data):
+			return "", "event"
 		case ok && m.Token == "" && t.Events[m.Event] == m.EventID:
-			return fmt.Sprintf("event %s of order %s, received", m.EventID, m.OrderID), false
+			return fmt.Sprintf("event %s of order %s, received", m.EventID, m.OrderID), ""
 		}
 	}
-	return "", false
+	return "", ""
 }
+
+// productForm reports whether b is in the product's own form: sealed, or a
+// claim check.
+func productForm(b []byte) bool { return payload.IsCheck(b) || seal.IsSealed(b) }

@@ -253,9 +253,9 @@ type PayloadFigures struct {
 	Largest   int `json:"largest"`   // the largest object's bytes
 	Offloaded int `json:"offloaded"` // under incoming/: message bodies sent by an Extended Client pointer
 	// WrittenOver are those a sealed run's Submission wrote over once it
-	// took them (an order's stored form, an event without its data).
-	WrittenOver int `json:"writtenOver,omitempty"`
-	Streamed    int `json:"streamed"` // payloads Agents sent their services as they read them back (unsealed)
+	// took them (an order, an event, as stored), by kind.
+	WrittenOver map[string]int `json:"writtenOver,omitempty"`
+	Streamed    int            `json:"streamed"` // payloads Agents sent their services as they read them back (unsealed)
 }
 
 // count lists the stack's payload bucket.
@@ -475,8 +475,8 @@ func (r Result) Print(w io.Writer) {
 	row("  their megabytes", fmt.Sprintf("%.1f", float64(r.Payloads.KeptBytes)/(1<<20)))
 	row("  the largest object's kilobytes", r.Payloads.Largest>>10)
 	row("orders and events sent by Extended Client pointer", r.Payloads.Offloaded)
-	if r.Payloads.WrittenOver > 0 {
-		row("  written over once taken (sealed)", r.Payloads.WrittenOver)
+	for _, kind := range slices.Sorted(maps.Keys(r.Payloads.WrittenOver)) {
+		row("  "+kind+"s written over once taken (sealed)", r.Payloads.WrittenOver[kind])
 	}
 	row("payloads streamed to their services as read", r.Payloads.Streamed)
 	for _, q := range slices.Sorted(maps.Keys(r.DeadLetters)) {
