@@ -54,7 +54,9 @@ func longestDeadline(set workflow.Set) time.Duration {
 // payloadBucket is the bucket that keeps the payloads too large for a
 // message or an item (shared/payload: orders/<orderId>/...), and the
 // objects that senders using the SQS Extended Client put there: private,
-// TLS only, not versioned (a payload is written once, by its hash), under
+// TLS only, not versioned (a payload is written once, by its hash; a body a
+// sender offloaded, under a name of its own, at most written over once
+// with sealData), under
 // the stack's key when there is one (with an S3 Bucket Key: a data key per
 // bucket for a while, not a KMS request per object), kept when the stack
 // is deleted, as the tables that name its objects are. Its objects expire

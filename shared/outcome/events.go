@@ -39,8 +39,12 @@ type Event struct {
 
 // gone refuses a RepeatOnly event that is not a repeat.
 func (e Event) gone() error {
-	return &Refused{fmt.Sprintf("event for order %s: it was taken before, and the body its pointer names holds its data no longer "+
-		"(written over once taken), so it cannot be taken again: send it again", e.OrderID)}
+	what, then := fmt.Sprintf("event %q (eventId %s)", e.Name, e.EventID), "send it again to take it"
+	if e.Token != "" {
+		what, then = "callback", "its token is spent"
+	}
+	return &Refused{fmt.Sprintf("%s for order %s: it was taken before, and the body its pointer names holds its data no longer "+
+		"(written over once taken), so it cannot be taken again: %s", what, e.OrderID, then)}
 }
 
 // size is the event's data's size as sent.

@@ -52,18 +52,20 @@ func ahead(rec events.SQSMessage, what string, err error) error {
 // reason; a repeat of one taken is a no-op.
 func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Event) error {
 	// A body sent by pointer that Submission wrote over once it took it
-	// (resealEvent) holds the event as it was stored, its data sealed or
-	// its claim check: it is a repeat, or refused, never taken for that.
-	_, _, byPointer := payload.Pointer(rec.Body)
-	repeatOnly := byPointer && productForm(e.Data)
+	// (resealEvent) holds the event with its data in the product's form:
+	// it is a repeat, or refused, never taken for that.
+	_, key, byPointer := payload.Pointer(rec.Body)
+	repeatOnly := byPointer && strings.HasPrefix(key, payload.IncomingPrefix) && productForm(e.Data)
 	if repeatOnly {
 		e.Data = nil
 	}
-	stored, err := h.take(ctx, rec, e, repeatOnly)
+	stored, taken, err := h.take(ctx, rec, e, repeatOnly)
 	if err != nil {
 		return err
 	}
-	h.resealEvent(ctx, rec, e, stored)
+	if taken && byPointer {
+		h.resealEvent(ctx, key, e, stored)
+	}
 	return nil
 }
 
@@ -71,54 +73,78 @@ func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Ev
 // or a claim check.
 func productForm(data []byte) bool { return payload.IsCheck(data) || seal.IsSealed(data) }
 
-// resealEvent writes an event of a sealed deployment sent by pointer, once
-// taken, over the clear body its sender offloaded under incoming/, as it
-// was stored (stored: its data sealed, or the claim check of its sealed
-// data): the bucket keeps no clear copy of it. If the pointer message
-// comes again, what is there is taken for a repeat of the event, or
-// refused (outcome.Event.RepeatOnly: the order was resubmitted since, say),
-// never for its data. An event refused keeps its body for the DLQ's
-// pointer, and it expires with incoming/'s lifecycle; so does the data of
-// an order stored before its deployment sealed data (stored in clear).
-func (h *Handler) resealEvent(ctx context.Context, rec events.SQSMessage, e message.Event, stored json.RawMessage) {
-	_, key, ok := payload.Pointer(rec.Body)
-	if !ok || h.sealer == nil || !productForm(stored) || !strings.HasPrefix(key, payload.IncomingPrefix) {
-		return
+// resealEvent writes an event of a sealed order that came by pointer, once
+// taken, over the clear body its sender offloaded under incoming/ (key),
+// its data as it was stored (stored: sealed, or the claim check of its
+// sealed data), or, where that is not at hand (a callback's answer over
+// the result limit, which is not kept), a sealed null: the bucket
+// keeps no clear copy of it. If the pointer message comes again, what is
+// there is taken for a repeat of the event, or refused
+// (outcome.Event.RepeatOnly: the order was resubmitted since, say), never
+// for its data. An event refused keeps its body for the DLQ's pointer, to
+// expire with incoming/'s lifecycle; so does one whose data is under the
+// inline limit for an order stored before its deployment sealed data (its
+// record keeps the data in clear too).
+func (h *Handler) resealEvent(ctx context.Context, key string, e message.Event, stored json.RawMessage) {
+	if h.sealer == nil || !strings.HasPrefix(key, payload.IncomingPrefix) || len(e.Data) == 0 {
+		return // no data, or not written by its sender there
 	}
-	e.Data = stored
-	b, err := json.Marshal(e)
-	if err == nil {
-		err = h.payloads.Reseal(ctx, key, b)
-	}
+	err := func() error {
+		if !productForm(stored) {
+			k, sealed, err := h.orderKey(ctx, e.OrderID)
+			if err != nil || !sealed {
+				return err
+			}
+			if stored, err = k.Seal([]byte("null"), nil); err != nil {
+				return err
+			}
+		}
+		e.Data = stored
+		b, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		return h.payloads.Reseal(ctx, key, b)
+	}()
 	if err != nil {
 		h.log.Warn(NotResealed, "order_id", e.OrderID, "event", e.Event, "key", key, "err", err)
 	}
 }
 
-// take takes event e (event), a repeat of one taken only if repeatOnly,
-// and returns its data as it was stored, once it is taken (nil: not
-// taken by this delivery, or no data).
-func (h *Handler) take(ctx context.Context, rec events.SQSMessage, e message.Event, repeatOnly bool) (json.RawMessage, error) {
+// orderKey is the data key of the order's sealed data (sealed false: the
+// order is not sealed).
+func (h *Handler) orderKey(ctx context.Context, orderID string) (seal.Key, bool, error) {
+	stored, err := h.store.Order(ctx, orderID)
+	if err != nil {
+		return seal.Key{}, false, err
+	}
+	return h.sealer.KeyOf(ctx, orderID, []byte(stored))
+}
+
+// take takes event e (event), a repeat of one taken only if repeatOnly, and
+// says whether it took it (recorded, kept, a repeat), with its data as it
+// was stored (nil: not kept by this delivery).
+func (h *Handler) take(ctx context.Context, rec events.SQSMessage, e message.Event, repeatOnly bool) (json.RawMessage, bool, error) {
 	h.log.Debug("event received", "order_id", e.OrderID, "event", e.Event, "event_id", e.EventID,
 		"receive", rec.Attributes["ApproximateReceiveCount"], "sent", rec.Attributes["SentTimestamp"])
 	task, _, err := h.store.Load(ctx, e.OrderID)
 	if errors.Is(err, statestore.ErrNotFound) {
-		return nil, ahead(rec, "event for "+e.OrderID, err)
+		return nil, false, ahead(rec, "event for "+e.OrderID, err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	def, err := h.catalog.For(ctx, e.OrderID, task.Workflow, task.Version)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if productForm(e.Data) {
-		return nil, message.Invalid("event for %s: its data is the product's own form (%s or %s): send the data itself", e.OrderID,
+		return nil, false, message.Invalid("event for %s: its data is the product's own form (%s or %s): send the data itself", e.OrderID,
 			payload.Member, seal.Member)
 	}
 	sent := len(e.Data)
 	if e.Data, err = h.keepData(ctx, def, e); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	d, err := outcome.Recorder{Store: h.store}.Event(ctx, def, outcome.Event{OrderID: e.OrderID, Name: e.Event,
 		EventID: e.EventID, Token: e.Token, Data: e.Data, DataBytes: sent, Error: e.Error, Sender: rec.Attributes["SenderId"], Now: h.Now(),
@@ -126,9 +152,9 @@ func (h *Handler) take(ctx context.Context, rec events.SQSMessage, e message.Eve
 	switch {
 	case outcome.IsRefused(err):
 		h.metrics.Count(metrics.EventsRefused, 1, map[string]any{"OrderID": e.OrderID, "Event": e.Event})
-		return nil, message.Invalid("%v", err)
+		return nil, false, message.Invalid("%v", err)
 	case err != nil:
-		return nil, err
+		return nil, false, err
 	}
 	if d.Slot.Key != "" && h.slots != nil {
 		// Its attempt ended: the slot of its agent's calls in flight it held
@@ -141,16 +167,16 @@ func (h *Handler) take(ctx context.Context, rec events.SQSMessage, e message.Eve
 	switch {
 	case d.Repeat:
 		h.log.Info("event taken before: nothing more to do", "order_id", e.OrderID, "event", e.Event, "event_id", e.EventID)
-		return e.Data, nil
+		return e.Data, true, nil
 	case d.Kept:
 		h.metrics.Count(metrics.EventsReceived, 1, map[string]any{"OrderID": e.OrderID, "Event": e.Event, "Kept": true})
 		h.log.Info("event kept: the order reaches its wait later", "order_id", e.OrderID, "event", e.Event)
-		return e.Data, nil
+		return e.Data, true, nil
 	case d.Stale:
-		return nil, nil
+		return nil, false, nil
 	}
 	h.metrics.Count(metrics.EventsReceived, 1, map[string]any{"OrderID": e.OrderID, "Event": e.Event})
-	return e.Data, h.follow(ctx, def, d.Outcome, d.Recorded, e.Data)
+	return e.Data, true, h.follow(ctx, def, d.Outcome, d.Recorded, e.Data)
 }
 
 // follow hands outcome a, recorded as rec, to the Scheduler, which tells the
@@ -176,11 +202,7 @@ func (h *Handler) keepData(ctx context.Context, def workflow.Definition, e messa
 		return data, nil
 	}
 	if h.sealer != nil { // sealed under its order's data key, if its order is sealed
-		stored, err := h.store.Order(ctx, e.OrderID)
-		if err != nil {
-			return nil, err
-		}
-		key, sealed, err := h.sealer.KeyOf(ctx, e.OrderID, []byte(stored))
+		key, sealed, err := h.orderKey(ctx, e.OrderID)
 		if err != nil {
 			return nil, err
 		}
