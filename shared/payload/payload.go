@@ -494,10 +494,17 @@ const (
 // over one it took (Reseal) while another may still wait, refused, in a
 // DLQ. A send that fails after it leaves the object to expire.
 func (s *Store) Offload(ctx context.Context, body []byte) (string, error) {
+	return s.OffloadAs(ctx, rand.Text(), body)
+}
+
+// OffloadAs is Offload under incoming/name: a seeded run names its bodies
+// as the run it replays did (a random name would change the pointer
+// messages, and what is picked by their bodies).
+func (s *Store) OffloadAs(ctx context.Context, name string, body []byte) (string, error) {
 	if s == nil {
 		return "", fmt.Errorf("offload a %d-byte message: no payload bucket", len(body))
 	}
-	key := IncomingPrefix + rand.Text()
+	key := IncomingPrefix + name
 	_, err := s.api.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(body),
 		ContentLength: aws.Int64(int64(len(body))), ContentType: aws.String("application/json")})
 	if err != nil {

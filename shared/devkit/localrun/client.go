@@ -42,7 +42,7 @@ func (s *Stack) send(ctx context.Context, queue string, bodies []string) error {
 		for len(bodies) > 0 && len(entries) < 10 {
 			b := bodies[0]
 			if len(b) > payload.MaxMessageBytes {
-				ptr, err := s.Deployment.Payloads().Offload(ctx, []byte(b))
+				ptr, err := s.Deployment.Payloads().OffloadAs(ctx, s.offloads.next([]byte(b)), []byte(b))
 				if err != nil {
 					return err
 				}

@@ -6,12 +6,14 @@ package localrun
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -108,6 +110,29 @@ type Stack struct {
 	Tally      *metrics.Tally // every EMF metric the handlers emitted
 	Stats      *runner.Stats  // invocations by function, across runner restarts
 	AlertInbox string         // a queue subscribed to the alert topic
+	offloads   offloadNames
+}
+
+// offloadNames names the bodies a stack's senders offload (send): by their
+// hash and how many with that hash went before, so that a seeded run's
+// pointer messages, and what its faults pick by a message's body, replay;
+// and each message has an object of its own, as the SQS Extended Client's
+// do.
+type offloadNames struct {
+	mu   sync.Mutex
+	sent map[[sha256.Size]byte]int
+}
+
+// next is body's name.
+func (n *offloadNames) next(body []byte) string {
+	sum := sha256.Sum256(body)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.sent == nil {
+		n.sent = map[[sha256.Size]byte]int{}
+	}
+	n.sent[sum]++
+	return fmt.Sprintf("%x-%d", sum[:16], n.sent[sum])
 }
 
 // New provisions the resources (idempotently) and composes the handlers.
