@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sas-go/sas/shared/payload"
 )
 
 // actor is one handler invocation: it runs until it ends, or parks in a
@@ -17,6 +19,9 @@ type actor struct {
 	inst *instance // an Agent's: busy until it ends
 	resp events.SQSEventResponse
 	err  error
+	// rejected: the invocation sent its message to a DLQ (set in its own
+	// goroutine, read once it ended).
+	rejected bool
 }
 
 // actorKey carries an invocation's actor in its context: a service call or
@@ -83,6 +88,13 @@ func (w *World) deliver(msgs ...*msg) {
 func (w *World) deliverOne(m *msg) *actor {
 	m.receives++
 	w.q.hide(m, w.clock().Add(visibility))
+	w.mu.Lock()
+	if body, ok := w.offloaded[m.body]; ok {
+		if _, key, _ := payload.Pointer(m.body); string(w.bucket.object(key)) != body {
+			w.drove["pointers delivered again once written over"]++
+		}
+	}
+	w.mu.Unlock()
 	handle, what, inst := w.consumer(m.queue)
 	ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: m.id, Body: m.body, EventSourceARN: "arn:aws:sqs:::" + m.queue,
 		Attributes: map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.receives),
@@ -144,8 +156,8 @@ func (w *World) ended(a *actor) {
 	w.q.remove(a.m)
 	w.calledBack(a.m)
 	w.mu.Lock()
-	if _, ok := w.offloaded[a.m.body]; ok {
-		w.handledPointers[a.m.body] = true // taken, or refused to the DLQ
+	if _, ok := w.offloaded[a.m.body]; ok && !a.rejected {
+		w.takenPointers[a.m.body] = true
 	}
 	w.mu.Unlock()
 }

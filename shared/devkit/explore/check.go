@@ -55,22 +55,17 @@ func (w *World) checkRejected() []string {
 }
 
 // checkClearCopies checks, in a sealed run, that no body sent by pointer
-// stays in clear under incoming/ once a delivery of it ended well: taken,
-// it is written over; only one refused (its pointer in the DLQ, for its
-// operator) keeps it, to expire, as does one whose message was lost before
-// any delivery.
+// stays in clear under incoming/ once a delivery of it took it (ended well,
+// not rejected to the DLQ): taken, it is written over. One refused, or
+// whose message was lost before any delivery, keeps it, to expire.
 func (w *World) checkClearCopies() []string {
 	if w.sealer == nil || w.bucket == nil {
 		return nil
 	}
-	refused := map[string]bool{}
-	for _, m := range w.q.in(w.topo.OrdersQueue().DLQName) {
-		refused[m.body] = true
-	}
 	var bad []string
-	for _, ptr := range slices.Sorted(maps.Keys(w.offloaded)) {
+	for _, ptr := range slices.Sorted(maps.Keys(w.takenPointers)) {
 		_, key, _ := payload.Pointer(ptr)
-		if body := w.offloaded[ptr]; string(w.bucket.object(key)) == body && w.handledPointers[ptr] && !refused[ptr] {
+		if body := w.offloaded[ptr]; string(w.bucket.object(key)) == body {
 			bad = append(bad, fmt.Sprintf("a sealed run leaves no clear copy of what it took: %s still holds %s", key, brief(body)))
 		}
 	}

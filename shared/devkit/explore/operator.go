@@ -66,9 +66,9 @@ func (w *World) event(o *order) {
 // sendFromOutside sends body, an order, an event or a callback with data
 // (what comes from outside the pipeline), to the orders queue: in a payload
 // run, one in four by pointer, as an SQS Extended Client sends a body too
-// large for SQS (objects.offload; its sender writes the same body again if
-// it sends it again). Submission reads it from the bucket, and, in a sealed
-// run, writes over it once it takes it (checkClearCopies).
+// large for SQS (objects.offload: each send an object of its own).
+// Submission reads it from the bucket, and, in a sealed run, writes over it
+// once it takes it (checkClearCopies).
 func (w *World) sendFromOutside(body string) {
 	if w.pointing != nil && w.pointing.IntN(4) == 0 {
 		ptr := w.bucket.offload(body)

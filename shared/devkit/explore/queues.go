@@ -52,7 +52,12 @@ func (q *queues) add(url, body string, delay int32, attrs map[string]types.Messa
 }
 
 // SendMessage implements queue.API.
-func (q *queues) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+func (q *queues) SendMessage(ctx context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	if _, ok := in.MessageAttributes["RejectReason"]; ok {
+		if a := actorOf(ctx); a != nil {
+			a.rejected = true // queue.Sender.Reject: the message it handles goes to a DLQ
+		}
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.add(aws.ToString(in.QueueUrl), aws.ToString(in.MessageBody), in.DelaySeconds, in.MessageAttributes)

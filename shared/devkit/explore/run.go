@@ -155,7 +155,6 @@ func (w *World) drop(m *msg) {
 	w.note("drop %s %s", m.queue, brief(m.body))
 	w.dropped++
 	w.q.remove(m)
-
 }
 
 func (w *World) fromClient(m *msg) bool {

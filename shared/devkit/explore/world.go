@@ -57,11 +57,11 @@ type World struct {
 	bucket   *objects
 	// pointing picks, in a payload run, what a sender sends by pointer
 	// (sendFromOutside; nil: nothing); offloaded maps each pointer sent to
-	// the body it names, as its sender meant it; handledPointers are those
-	// a delivery of which Submission ended well (taken, or refused).
-	pointing        *rand.Rand
-	offloaded       map[string]string
-	handledPointers map[string]bool
+	// the body it names, as its sender meant it; takenPointers are those
+	// a delivery of which Submission took (ended well, not rejected).
+	pointing      *rand.Rand
+	offloaded     map[string]string
+	takenPointers map[string]bool
 	// sealer seals a sealed run's orders' data (nil: none sealed), under
 	// keys.
 	sealer *seal.Sealer
@@ -143,7 +143,7 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 	if p.payloads {
 		w.bucket = newObjects(p.seed, p.faulty, w.count)
 		w.payloads = payload.New(w.bucket, bucketName, payload.MinInline)
-		w.offloaded, w.handledPointers = map[string]string{}, map[string]bool{}
+		w.offloaded, w.takenPointers = map[string]string{}, map[string]bool{}
 		if p.pointers {
 			w.pointing = rand.New(rand.NewPCG(p.seed, 0x9017))
 		}
