@@ -284,9 +284,9 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		a.Refusal, a.Ran = fmt.Sprintf("%s answered %s, over workflow %s's %d-byte result limit (resultLimit)",
 			st.Agent, answered(len(result), def.Limit()), def.Name, def.Limit()), true
 		h.log.Warn("result over the limit; recorded as a failure", "order_id", st.OrderID, "step", st.Name, "bytes", len(result))
-	case err == nil && st.Undo && (payload.IsCheck(result) || seal.IsSealed(result)):
+	case err == nil && st.Undo && statestore.InProductForm(result):
 		result = nil // as an undo's answer over the limit: nothing reads it
-	case err == nil && (payload.IsCheck(result) || seal.IsSealed(result)):
+	case err == nil && statestore.InProductForm(result):
 		// A claim check or sealed data the product did not make would be
 		// read back (or opened) for the next step as if it had: refused.
 		a.Refusal, a.Ran = fmt.Sprintf("%s answered with the product's own form (%s or %s): not a result", st.Agent,

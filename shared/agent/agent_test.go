@@ -194,6 +194,11 @@ func (f *fixture) with(d workflow.Definition, remote agent.Remote, store agent.S
 			Outcomes: recorder{f.claims}, Send: f.out, Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler), Budget: b})
 }
 
+// calling is an Agent of d whose service is srv, over HTTP.
+func (f *fixture) calling(d workflow.Definition, srv *httptest.Server) *agent.Handler {
+	return f.with(d, &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()}, f.claims, nil)
+}
+
 // request asks for step 0 of the order, carrying the order.
 func request(orderID string) events.SQSEvent {
 	b, _ := json.Marshal(message.AgentRequest{OrderID: orderID, Step: 0, StepName: "reserve",
@@ -325,7 +330,7 @@ func TestAnAnswerOverTheLargestLimitIsOversized(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	f := newFixtureOf(t, remotesim.Faults{}, d)
-	h := f.with(d, &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()}, f.claims, nil)
+	h := f.calling(d, srv)
 	_, err := h.Handle(context.Background(), request("o-big"))
 	require.NoError(t, err)
 	require.Len(t, f.claims.recorded, 1)
@@ -357,7 +362,7 @@ func TestAnAnswerIsReadNoFurtherThanItsWorkflowsLimit(t *testing.T) {
 	t.Cleanup(srv.Close)
 	f := newFixture(t, remotesim.Faults{})
 	d := workflow.Orders(workflow.Settings{})
-	h := f.with(d, &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()}, f.claims, nil)
+	h := f.calling(d, srv)
 	_, err := h.Handle(context.Background(), request("o-1"))
 	require.NoError(t, err)
 	require.Len(t, f.claims.recorded, 1)
@@ -681,7 +686,7 @@ func TestAnAnswerInTheProductsOwnFormIsRefused(t *testing.T) {
 		t.Cleanup(srv.Close)
 		f := newFixture(t, remotesim.Faults{})
 		d := workflow.Orders(workflow.Settings{})
-		h := f.with(d, &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()}, f.claims, nil)
+		h := f.calling(d, srv)
 		_, err := h.Handle(context.Background(), request("o-1"))
 		require.NoError(t, err)
 		require.Len(t, f.claims.recorded, 1)

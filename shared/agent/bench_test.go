@@ -93,12 +93,18 @@ func BenchmarkAgentAtTheLimits(b *testing.B) {
 	def.ResultLimit = workflow.MaxResultLimit
 	srv := answering16MB(b)
 	store := largeDoc{claims: &claims{timeout: time.Hour}}
+	attemptAtTheLimits(b, def, srv, agent.Deps{Store: store, Outcomes: recorder{store.claims}, Payloads: payload.New(discardObjects{}, "bench", 0)})
+}
+
+// attemptAtTheLimits runs an Agent of def with d (its store, outcomes and
+// bucket) on srv, one attempt an iteration, and reports the process's
+// peak memory.
+func attemptAtTheLimits(b *testing.B, def workflow.Definition, srv *httptest.Server, d agent.Deps) {
+	d.Remote = &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()}
+	d.Breaker = &resilience.Breaker{Threshold: 100, Cooldown: time.Second}
+	d.Send, d.Metrics, d.Log = handlerbench.EncodeOnly{}, metrics.New(io.Discard, "agent"), slog.New(slog.DiscardHandler)
 	h := agent.New(agent.Config{Workflows: workflow.MustSet(def), Name: "inventory", InstanceID: "agent-inventory/bench",
-		ResponseQueueURL: "q", DLQURL: "dlq", CallTimeout: time.Minute},
-		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()},
-			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: store, Outcomes: recorder{store.claims},
-			Send: handlerbench.EncodeOnly{}, Metrics: metrics.New(io.Discard, "agent"), Log: slog.New(slog.DiscardHandler),
-			Payloads: payload.New(discardObjects{}, "bench", 0)})
+		ResponseQueueURL: "q", DLQURL: "dlq", CallTimeout: time.Minute}, d)
 	ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: `{"orderId":"o-1","step":0,"stepName":"reserve-inventory"}`}}}
 	for b.Loop() {
 		resp, err := h.Handle(context.Background(), ev)
@@ -160,20 +166,7 @@ func BenchmarkAgentStreamingAtTheLimits(b *testing.B) {
 	store := payload.New(objects, "bench", 0)
 	order, result := objects.ref("orders/o-1/order/x", `{"orderId":"o-1","doc":"`, 'd'), objects.ref("orders/o-1/results/scan-r1/x", `{"pages":"`, 'p')
 	docs := streamDoc{claims: &claims{timeout: time.Hour}, order: payload.Check(order, nil), result: payload.Check(result, nil)}
-	h := agent.New(agent.Config{Workflows: workflow.MustSet(def), Name: "inventory", InstanceID: "agent-inventory/bench",
-		ResponseQueueURL: "q", DLQURL: "dlq", CallTimeout: time.Minute},
-		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()},
-			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: docs, Outcomes: recorder{docs.claims},
-			Send: handlerbench.EncodeOnly{}, Metrics: metrics.New(io.Discard, "agent"), Log: slog.New(slog.DiscardHandler),
-			Payloads: store, Budget: payload.BudgetFor(128)})
-	ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: `{"orderId":"o-1","step":0,"stepName":"reserve-inventory"}`}}}
-	for b.Loop() {
-		resp, err := h.Handle(context.Background(), ev)
-		if err != nil || len(resp.BatchItemFailures) > 0 {
-			b.Fatal(err, resp)
-		}
-	}
-	b.ReportMetric(peakRSS(), "peak-rss-MB")
+	attemptAtTheLimits(b, def, srv, agent.Deps{Store: docs, Outcomes: recorder{docs.claims}, Payloads: store, Budget: payload.BudgetFor(128)})
 }
 
 // madeObjects is a payload bucket whose objects are made as they are read

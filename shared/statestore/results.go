@@ -165,6 +165,10 @@ func (s *Store) read(ctx context.Context, orderID string, raw json.RawMessage) (
 	return Read(ctx, s.payloads, s.sealer, orderID, raw)
 }
 
+// InProductForm reports whether raw is in the product's own stored form:
+// sealed, or a claim check (what only the product makes, and Read reads).
+func InProductForm(raw []byte) bool { return payload.IsCheck(raw) || seal.IsSealed(raw) }
+
 // Read is a payload of an order as its steps read it: read back from p's
 // bucket if a claim check names it there, opened by x if sealed.
 func Read(ctx context.Context, p *payload.Store, x *seal.Sealer, orderID string, raw json.RawMessage) (json.RawMessage, error) {

@@ -55,7 +55,7 @@ func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Ev
 	// (resealEvent) holds the event with its data in the product's form:
 	// it is a repeat, or refused, never taken for that.
 	_, key, byPointer := payload.Pointer(rec.Body)
-	repeatOnly := byPointer && strings.HasPrefix(key, payload.IncomingPrefix) && productForm(e.Data)
+	repeatOnly := byPointer && strings.HasPrefix(key, payload.IncomingPrefix) && statestore.InProductForm(e.Data)
 	if repeatOnly {
 		e.Data = nil
 	}
@@ -68,10 +68,6 @@ func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Ev
 	}
 	return nil
 }
-
-// productForm reports whether data is in the product's own form: sealed,
-// or a claim check.
-func productForm(data []byte) bool { return payload.IsCheck(data) || seal.IsSealed(data) }
 
 // resealEvent writes an event of a sealed order that came by pointer, once
 // taken, over the clear body its sender offloaded under incoming/ (key),
@@ -90,7 +86,7 @@ func (h *Handler) resealEvent(ctx context.Context, key string, e message.Event, 
 		return // no data, or not written by its sender there
 	}
 	err := func() error {
-		if !productForm(stored) {
+		if !statestore.InProductForm(stored) {
 			k, sealed, err := h.orderKey(ctx, e.OrderID)
 			if err != nil || !sealed {
 				return err
@@ -138,7 +134,7 @@ func (h *Handler) take(ctx context.Context, rec events.SQSMessage, e message.Eve
 	if err != nil {
 		return nil, false, err
 	}
-	if productForm(e.Data) {
+	if statestore.InProductForm(e.Data) {
 		return nil, false, message.Invalid("event for %s: its data is the product's own form (%s or %s): send the data itself", e.OrderID,
 			payload.Member, seal.Member)
 	}

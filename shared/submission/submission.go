@@ -237,7 +237,7 @@ func (h *Handler) body(ctx context.Context, rec events.SQSMessage) (string, erro
 	if err != nil {
 		return "", err
 	}
-	if h.sealer != nil && (payload.IsCheck(b) || seal.IsSealed(b)) {
+	if h.sealer != nil && statestore.InProductForm(b) {
 		return h.resealed(ctx, b)
 	}
 	return string(b), nil

@@ -13,7 +13,6 @@ import (
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/payload"
-	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
 )
 
@@ -76,7 +75,7 @@ func findClearCopies(ctx context.Context, stack *localrun.Stack, tasks map[strin
 // order not stored, or an event its order did not receive (refused) is
 // neither.
 func clearCopy(body []byte, tasks map[string]statestore.Task) (why, written string) {
-	if productForm(body) {
+	if statestore.InProductForm(body) {
 		return "", "order"
 	}
 	m, err := message.DecodeOrdersMessage(string(body))
@@ -91,7 +90,7 @@ func clearCopy(body []byte, tasks map[string]statestore.Task) (why, written stri
 	case message.Event:
 		t, ok := tasks[m.OrderID]
 		switch {
-		case productForm(m.Data):
+		case statestore.InProductForm(m.Data):
 			return "", "event"
 		case ok && m.Token == "" && t.Events[m.Event] == m.EventID:
 			return fmt.Sprintf("event %s of order %s, received", m.EventID, m.OrderID), ""
@@ -99,7 +98,3 @@ func clearCopy(body []byte, tasks map[string]statestore.Task) (why, written stri
 	}
 	return "", ""
 }
-
-// productForm reports whether b is in the product's own form: sealed, or a
-// claim check.
-func productForm(b []byte) bool { return payload.IsCheck(b) || seal.IsSealed(b) }

@@ -293,6 +293,61 @@ func TestASealedEventSentByPointerLeavesNoClearCopy(t *testing.T) {
 	require.EqualValues(t, 1, e.stack.Tally.Sum(metrics.MalformedMessages), "that one rejected to the DLQ, nothing else")
 }
 
+// An event's data may be as large as its workflow's result limit, 16 MB at
+// most: sent by pointer to a sealed deployment, an event one byte over is
+// refused to the events DLQ with the reason, the wait still armed, and one
+// at the limit is taken, its data sealed and kept in the bucket, its
+// offloaded body written over.
+func TestAnEventAtTheResultLimitIsTakenAndOneByteOverIsRefused(t *testing.T) {
+	t.Parallel()
+	flow := largeFlow[:strings.Index(largeFlow, "steps:")] + `steps:
+  - name: scan
+    agent: scans
+  - name: await
+    wait:
+      event: approved
+      timeout: 5m
+`
+	e, _ := largeEnv(t, flow, func(o *localrun.Options) { o.SealData = true })
+	ctx := context.Background()
+	e.send(e.stack.Topology().OrdersQueue().Name, largeOrder("ev-limit", 1000, 10))
+	e.parked("ev-limit", 1)
+	data := func(n int) json.RawMessage {
+		head := `{"scan":"`
+		return json.RawMessage(head + strings.Repeat("s", n-len(head)-2) + `"}`)
+	}
+	op := operator.New(e.stack.Deployment.Clients, e.stack.Topology())
+	over, err := op.Signal(ctx, "ev-limit", "approved", "e-over", data(workflow.MaxResultLimit+1), false)
+	require.NoError(t, err)
+	require.True(t, over.Offloaded)
+	events := e.stack.Topology().EventsQueue()
+	require.Contains(t, e.rejection(events.DLQName, payload.IncomingPrefix),
+		fmt.Sprintf("its data is %d bytes, over workflow large's %d-byte result limit", workflow.MaxResultLimit+1, workflow.MaxResultLimit))
+	require.Equal(t, workflow.Pending, e.step("ev-limit", 1).State, "the wait is still armed")
+
+	at, err := op.Signal(ctx, "ev-limit", "approved", "e-at", data(workflow.MaxResultLimit), false)
+	require.NoError(t, err)
+	require.True(t, at.Offloaded)
+	require.Equal(t, workflow.Processed, e.waitEndedWithin([]string{"ev-limit"}, 2*time.Minute)["ev-limit"].State)
+	results, err := e.stack.Store.Results(ctx, "ev-limit", 1)
+	require.NoError(t, err)
+	ref, ok := payload.Parse(results[workflow.Ref{Index: 1}].JSON)
+	require.True(t, ok, "the wait's result is a claim check: %.200s", results[workflow.Ref{Index: 1}].JSON)
+	require.Greater(t, ref.Bytes, workflow.MaxResultLimit, "of the data sealed")
+	e.eventually("the taken event's body written over", 60*time.Second, func() bool {
+		bucket := e.stack.Resources.PayloadBucket
+		objs, err := e.stack.Deployment.Clients.S3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: aws.String(payload.IncomingPrefix)})
+		require.NoError(t, err)
+		small := 0
+		for _, o := range objs.Contents {
+			if aws.ToInt64(o.Size) < 4096 {
+				small++
+			}
+		}
+		return len(objs.Contents) == 2 && small == 1 // the refused one kept whole for its DLQ pointer
+	})
+}
+
 // An order of 16 MB, sent as the SQS Extended Client sends it, runs three
 // steps whose first answers 16 MB: every service reads back the whole order
 // and the results before it (an undo, its step's), while the queues and the
