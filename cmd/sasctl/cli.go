@@ -115,6 +115,11 @@ func (f *settingFlags) bind(fs *pflag.FlagSet, names ...string) {
 			}
 		}
 		fs.Var(v, st.Flag, usage)
+		if v.Type() == "bool" {
+			// As pflag's own BoolVar: --seal-data alone is true, and the
+			// argument after it is not its value.
+			fs.Lookup(st.Flag).NoOptDefVal = "true"
+		}
 	}
 }
 
