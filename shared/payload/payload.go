@@ -154,7 +154,11 @@ func (s *Store) Bucket() string {
 
 // OrderPrefix is where an order's payloads are kept: every key of the order
 // starts with it.
-func OrderPrefix(orderID string) string { return "orders/" + orderID + "/" }
+func OrderPrefix(orderID string) string { return OrdersPrefix + orderID + "/" }
+
+// OrdersPrefix is where the product keeps the orders' payloads (no sender
+// writes there).
+const OrdersPrefix = "orders/"
 
 // Key is the key of a payload of an order: under its prefix, by what it is
 // (order, a record's result) and its SHA-256, so that a write tried again

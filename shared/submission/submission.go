@@ -229,6 +229,9 @@ func (h *Handler) body(ctx context.Context, rec events.SQSMessage) (string, erro
 	if bucket != h.payloads.Bucket() {
 		return "", message.Invalid("an SQS Extended Client message names bucket %q: send large orders to this deployment's payload bucket (PayloadBucketName)", bucket)
 	}
+	if err := h.sendersKey(key); err != nil {
+		return "", err
+	}
 	b, err := h.payloads.Fetch(ctx, bucket, key, max(message.MaxOrderBytes, message.MaxEventBytes))
 	var lost *payload.Error
 	if errors.As(err, &lost) {
@@ -241,6 +244,26 @@ func (h *Handler) body(ctx context.Context, rec events.SQSMessage) (string, erro
 		return h.resealed(ctx, b)
 	}
 	return string(b), nil
+}
+
+// sendersKey refuses a pointer to an object no sender offloads: the
+// product's own payloads (under orders/, which no sender may write), and,
+// in a deployment that seals data, any outside incoming/: Submission may
+// write over a sender's body there only (reseal), so one elsewhere would
+// stay in clear once its order was taken. The Python Extended Client's
+// default key is a UUID at the bucket's root; its S3Key message attribute
+// names another.
+func (h *Handler) sendersKey(key string) error {
+	if strings.HasPrefix(key, payload.OrdersPrefix) {
+		return message.Invalid("an SQS Extended Client message names %s, one of this deployment's own payloads: senders offload under %s", key, payload.IncomingPrefix)
+	}
+	if h.sealer != nil && !strings.HasPrefix(key, payload.IncomingPrefix) {
+		return message.Invalid("an SQS Extended Client message names %s, outside %s: this deployment seals data, and writes over a body "+
+			"offloaded there once taken, so that the bucket keeps no clear copy, and nowhere else; offload under %s "+
+			"(Java: withS3KeyPrefix(\"%s\"); Python: the message attribute S3Key, \"%s\" and a UUID)",
+			key, payload.IncomingPrefix, payload.IncomingPrefix, payload.IncomingPrefix, payload.IncomingPrefix)
+	}
+	return nil
 }
 
 // resealed is the order a resealed body (reseal) holds, read back and

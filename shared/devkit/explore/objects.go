@@ -115,11 +115,16 @@ func (o *objects) ListObjectsV2(_ context.Context, in *s3.ListObjectsV2Input, _ 
 
 // offload keeps body under incoming/ as an SQS Extended Client sender
 // does, under a name of its own (its own write, with no fault of the
-// explorer's), and returns the pointer message to send in its place.
-func (o *objects) offload(body string) string {
+// explorer's), and returns the pointer message to send in its place. At
+// the root, it keeps it at the bucket's root instead, as the Python
+// library does by default.
+func (o *objects) offload(body string, atRoot bool) string {
 	o.mu.Lock()
 	o.offloads++
 	key := fmt.Sprintf("%sexplore-%d", payload.IncomingPrefix, o.offloads)
+	if atRoot {
+		key = fmt.Sprintf("explore-%d", o.offloads)
+	}
 	o.byKey[key] = []byte(body)
 	o.mu.Unlock()
 	ptr, _ := json.Marshal([]any{"software.amazon.payloadoffloading.PayloadS3Pointer",

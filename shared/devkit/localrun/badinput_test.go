@@ -13,6 +13,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -104,6 +105,16 @@ func TestBadInputNeverBlocksGoodInput(t *testing.T) {
 		queue: e.stack.Topology().AgentResponses("inventory").Name, dropMetric: metrics.StaleReplies,
 		body: fmt.Sprintf(`{"kind":"reply","orderId":"%s","step":0,"stepName":"reserve-inventory","attempt":7,"ok":false,"error":"forged"}`, ids[0])})
 
+	// A pointer to one of the deployment's own payloads (orders/, which no
+	// sender writes), where a good order by pointer may be anywhere else
+	// in the bucket (the Python Extended Client's default: at its root).
+	bucket := e.stack.Resources.PayloadBucket
+	own := fmt.Sprintf(`["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":%q,"s3Key":"%s%s/order/0"}]`,
+		bucket, payload.OrdersPrefix, ids[0])
+	inputs = append(inputs, badInput{name: "a pointer to the deployment's own payload", queue: e.stack.Topology().OrdersQueue().Name,
+		body: own, dlq: e.stack.Topology().OrdersQueue().DLQName, reason: "one of this deployment's own payloads: senders offload under incoming/"})
+	e.sendByPointerAt("3f2b9c1e-7d4a-4f6b-8e21-5a9d0c7b4e36", localrun.DemoOrder("by-pointer-at-root", 0).JSON())
+
 	// Every bad input goes out between good orders, in the same batches.
 	send := func(queue, body string) {
 		url := e.stack.QueueURL(queue)
@@ -121,6 +132,7 @@ func TestBadInputNeverBlocksGoodInput(t *testing.T) {
 			drops[in.dropMetric]++
 		}
 	}
+	more = append(more, "by-pointer-at-root") // taken where its sender put it
 	tasks := e.waitEnded(append(ids, more...))
 	for id, task := range tasks {
 		require.Equal(t, workflow.Processed, task.State, "good order %s untouched", id)

@@ -179,25 +179,35 @@ func largeEnv(t *testing.T, flow string, tweak func(*localrun.Options)) (*env, *
 }
 
 // sendByPointer sends body as the SQS Extended Client libraries do: kept in
-// the payload bucket, and a pointer to it on the orders queue. It returns
-// the pointer message and the object's key.
+// the payload bucket under incoming/, and a pointer to it on the orders
+// queue. It returns the pointer message and the object's key.
 func (e *env) sendByPointer(body string) (pointer, key string) {
 	e.t.Helper()
-	ctx := context.Background()
-	bucket, key := e.stack.Resources.PayloadBucket, fmt.Sprintf("incoming/%d", time.Now().UnixNano())
-	_, err := e.stack.Deployment.Clients.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key,
+	key = fmt.Sprintf("%s%d", payload.IncomingPrefix, time.Now().UnixNano())
+	return e.sendByPointerAt(key, body), key
+}
+
+// sendByPointerAt is sendByPointer with the object under key (the Python
+// library's default: a UUID at the bucket's root).
+func (e *env) sendByPointerAt(key, body string) (pointer string) {
+	e.t.Helper()
+	bucket := e.stack.Resources.PayloadBucket
+	_, err := e.stack.Deployment.Clients.S3.PutObject(context.Background(), &s3.PutObjectInput{Bucket: &bucket, Key: &key,
 		Body: strings.NewReader(body), ContentLength: aws.Int64(int64(len(body)))})
 	require.NoError(e.t, err)
 	pointer = fmt.Sprintf(`["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":%q,"s3Key":%q}]`, bucket, key)
 	e.send(e.stack.Topology().OrdersQueue().Name, pointer)
-	return pointer, key
+	return pointer
 }
 
 // With sealData, an order sent by pointer leaves no clear copy in the
 // bucket: once taken, Submission writes the order as it stored it (the
 // claim check of its sealed payload) over the body its sender offloaded
 // under incoming/. The same pointer message sent again reads the order
-// back from there, opened: a duplicate, not a refusal.
+// back from there, opened: a duplicate, not a refusal. One offloaded
+// elsewhere (the Python library's default key, a UUID at the bucket's
+// root), where Submission may not write, is refused with the reason and
+// how to send it, not taken to stay in clear.
 func TestASealedOrderSentByPointerLeavesNoClearCopy(t *testing.T) {
 	t.Parallel()
 	e, _ := largeEnv(t, largeFlow, func(o *localrun.Options) { o.SealData = true })
@@ -220,6 +230,14 @@ func TestASealedOrderSentByPointerLeavesNoClearCopy(t *testing.T) {
 		return e.stack.Tally.Sum(metrics.DuplicateOrders) >= 1
 	})
 	require.Zero(t, e.stack.Tally.Sum(metrics.MalformedMessages), "nothing rejected")
+
+	const rootKey = "0b7c6a52-1f0e-4e8e-9a51-3d0c2f7e9b11"
+	e.sendByPointerAt(rootKey, strings.Replace(body, "ptr-sealed-1", "ptr-sealed-root", 1))
+	reason := e.rejection(e.stack.Topology().OrdersQueue().DLQName, rootKey)
+	require.Contains(t, reason, "names "+rootKey+", outside incoming/: this deployment seals data")
+	require.Contains(t, reason, `Python: the message attribute S3Key, "incoming/" and a UUID`)
+	_, err = e.stack.Store.Order(context.Background(), "ptr-sealed-root")
+	require.Error(t, err, "not taken")
 }
 
 // With sealData, an event sent by pointer (its data over SQS's 256 KiB,
