@@ -2,6 +2,7 @@ package layout_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/require"
 )
@@ -86,8 +88,55 @@ func TestTheProductNeverImportsTheTooling(t *testing.T) {
 
 var mdLink = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)|<img[^>]+src="([^"]+)"`)
 
+// headingLink is a heading's inline markup that GitHub drops from its
+// anchor: a link's target (its text stays), and emphasis and code marks.
+var headingLink = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+
+// anchors are the fragments GitHub gives a Markdown file's headings (and
+// its explicit <a id>s): the heading's text in lower case, without
+// punctuation, spaces as hyphens, a repeated one numbered (-1, -2…).
+func anchors(text string) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]int{}
+	fenced := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+			continue
+		}
+		for _, m := range explicitAnchor.FindAllStringSubmatch(line, -1) {
+			out[m[1]] = true
+		}
+		if fenced || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		h := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		h = headingLink.ReplaceAllString(h, "$1")
+		var b strings.Builder
+		for _, r := range strings.ToLower(h) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		slug := b.String()
+		if n := seen[slug]; n > 0 {
+			out[fmt.Sprintf("%s-%d", slug, n)] = true
+		} else {
+			out[slug] = true
+		}
+		seen[slug]++
+	}
+	return out
+}
+
+var explicitAnchor = regexp.MustCompile(`<a (?:id|name)="([^"]+)"`)
+
 // Every relative link of the README and the docs resolves to a file of the
-// repository.
+// repository, and one to a heading (file.md#heading, or #heading) to a
+// heading of that file.
 func TestEveryRelativeLinkOfTheDocsResolves(t *testing.T) {
 	dir := root(t)
 	cmd := exec.Command("git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md")
@@ -96,7 +145,7 @@ func TestEveryRelativeLinkOfTheDocsResolves(t *testing.T) {
 	require.NoError(t, err, "git ls-files")
 	files := strings.Fields(string(out))
 	require.Contains(t, files, "README.md")
-	links := 0
+	links, headings := 0, 0
 	for _, f := range files {
 		text, err := os.ReadFile(filepath.Join(dir, f))
 		if os.IsNotExist(err) {
@@ -105,17 +154,28 @@ func TestEveryRelativeLinkOfTheDocsResolves(t *testing.T) {
 		require.NoError(t, err)
 		for _, m := range mdLink.FindAllStringSubmatch(string(text), -1) {
 			target := m[1] + m[2]
-			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") || strings.HasPrefix(target, "#") {
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 				continue
 			}
-			target, _, _ = strings.Cut(target, "#")
+			target, fragment, _ := strings.Cut(target, "#")
 			path := filepath.Join(dir, filepath.Dir(f), target)
+			if target == "" {
+				path = filepath.Join(dir, f)
+			}
 			_, err := os.Stat(path)
 			require.NoError(t, err, "%s links to %s, which does not exist", f, m[0])
 			links++
+			if fragment == "" || !strings.HasSuffix(path, ".md") {
+				continue
+			}
+			to, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.True(t, anchors(string(to))[fragment], "%s links to %s: %s has no heading with that anchor", f, m[0], path)
+			headings++
 		}
 	}
 	require.Greater(t, links, 10, "the docs link to the code and to each other")
+	require.Greater(t, headings, 10, "and to each other's headings")
 }
 
 // The README stays short: depth goes to docs/.
