@@ -248,20 +248,20 @@ func (h *Handler) body(ctx context.Context, rec events.SQSMessage) (string, erro
 
 // sendersKey refuses a pointer to an object no sender offloads: the
 // product's own payloads (under orders/, which no sender may write), and,
-// in a deployment that seals data, any outside incoming/: Submission may
-// write over a sender's body there only (reseal), so one elsewhere would
-// stay in clear once its order was taken. The Python Extended Client's
-// default key is a UUID at the bucket's root; its S3Key message attribute
-// names another.
+// in a deployment that seals data, any outside incoming/: Submission
+// writes over a sender's body once it takes its order or event there only
+// (reseal, resealEvent), so one elsewhere would stay in clear, and the
+// refusal tells its sender at once. (The Python Extended Client's default
+// key is a UUID at the bucket's root; its S3Key message attribute names
+// another.)
 func (h *Handler) sendersKey(key string) error {
 	if strings.HasPrefix(key, payload.OrdersPrefix) {
 		return message.Invalid("an SQS Extended Client message names %s, one of this deployment's own payloads: senders offload under %s", key, payload.IncomingPrefix)
 	}
 	if h.sealer != nil && !strings.HasPrefix(key, payload.IncomingPrefix) {
-		return message.Invalid("an SQS Extended Client message names %s, outside %s: this deployment seals data, and writes over a body "+
-			"offloaded there once taken, so that the bucket keeps no clear copy, and nowhere else; offload under %s "+
-			"(Java: withS3KeyPrefix(\"%s\"); Python: the message attribute S3Key, \"%s\" and a UUID)",
-			key, payload.IncomingPrefix, payload.IncomingPrefix, payload.IncomingPrefix, payload.IncomingPrefix)
+		return message.Invalid("an SQS Extended Client message names %[1]s, outside %[2]s: this deployment seals data, and, once it takes a body, "+
+			"writes over it only under %[2]s, so that the bucket keeps no clear copy; offload under %[2]s "+
+			"(Java: withS3KeyPrefix(\"%[2]s\"); Python: the message attribute S3Key, \"%[2]s\" and a UUID)", key, payload.IncomingPrefix)
 	}
 	return nil
 }

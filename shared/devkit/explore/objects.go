@@ -115,9 +115,9 @@ func (o *objects) ListObjectsV2(_ context.Context, in *s3.ListObjectsV2Input, _ 
 
 // offload keeps body under incoming/ as an SQS Extended Client sender
 // does, under a name of its own (its own write, with no fault of the
-// explorer's), and returns the pointer message to send in its place. At
-// the root, it keeps it at the bucket's root instead, as the Python
-// library does by default.
+// explorer's), and returns the pointer message to send in its place. With
+// atRoot, it keeps it at the bucket's root instead, as the Python library
+// does by default.
 func (o *objects) offload(body string, atRoot bool) string {
 	o.mu.Lock()
 	o.offloads++

@@ -113,7 +113,7 @@ func TestBadInputNeverBlocksGoodInput(t *testing.T) {
 		bucket, payload.OrdersPrefix, ids[0])
 	inputs = append(inputs, badInput{name: "a pointer to the deployment's own payload", queue: e.stack.Topology().OrdersQueue().Name,
 		body: own, dlq: e.stack.Topology().OrdersQueue().DLQName, reason: "one of this deployment's own payloads: senders offload under incoming/"})
-	e.sendByPointerAt("3f2b9c1e-7d4a-4f6b-8e21-5a9d0c7b4e36", localrun.DemoOrder("by-pointer-at-root", 0).JSON())
+	e.sendByPointerAt(e.stack.Topology().OrdersQueue().Name, "3f2b9c1e-7d4a-4f6b-8e21-5a9d0c7b4e36", localrun.DemoOrder("by-pointer-at-root", 0).JSON())
 
 	// Every bad input goes out between good orders, in the same batches.
 	send := func(queue, body string) {

@@ -184,19 +184,19 @@ func largeEnv(t *testing.T, flow string, tweak func(*localrun.Options)) (*env, *
 func (e *env) sendByPointer(body string) (pointer, key string) {
 	e.t.Helper()
 	key = fmt.Sprintf("%s%d", payload.IncomingPrefix, time.Now().UnixNano())
-	return e.sendByPointerAt(key, body), key
+	return e.sendByPointerAt(e.stack.Topology().OrdersQueue().Name, key, body), key
 }
 
-// sendByPointerAt is sendByPointer with the object under key (the Python
-// library's default: a UUID at the bucket's root).
-func (e *env) sendByPointerAt(key, body string) (pointer string) {
+// sendByPointerAt is sendByPointer to queue, with the object under key (the
+// Python library's default: a UUID at the bucket's root).
+func (e *env) sendByPointerAt(queue, key, body string) (pointer string) {
 	e.t.Helper()
 	bucket := e.stack.Resources.PayloadBucket
 	_, err := e.stack.Deployment.Clients.S3.PutObject(context.Background(), &s3.PutObjectInput{Bucket: &bucket, Key: &key,
 		Body: strings.NewReader(body), ContentLength: aws.Int64(int64(len(body)))})
 	require.NoError(e.t, err)
 	pointer = fmt.Sprintf(`["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":%q,"s3Key":%q}]`, bucket, key)
-	e.send(e.stack.Topology().OrdersQueue().Name, pointer)
+	e.send(queue, pointer)
 	return pointer
 }
 
@@ -232,7 +232,7 @@ func TestASealedOrderSentByPointerLeavesNoClearCopy(t *testing.T) {
 	require.Zero(t, e.stack.Tally.Sum(metrics.MalformedMessages), "nothing rejected")
 
 	const rootKey = "0b7c6a52-1f0e-4e8e-9a51-3d0c2f7e9b11"
-	e.sendByPointerAt(rootKey, strings.Replace(body, "ptr-sealed-1", "ptr-sealed-root", 1))
+	e.sendByPointerAt(e.stack.Topology().OrdersQueue().Name, rootKey, strings.Replace(body, "ptr-sealed-1", "ptr-sealed-root", 1))
 	reason := e.rejection(e.stack.Topology().OrdersQueue().DLQName, rootKey)
 	require.Contains(t, reason, "names "+rootKey+", outside incoming/: this deployment seals data")
 	require.Contains(t, reason, `Python: the message attribute S3Key, "incoming/" and a UUID`)
@@ -302,13 +302,19 @@ func TestASealedEventSentByPointerLeavesNoClearCopy(t *testing.T) {
 	e.send(events.Name, pointer)
 	require.Contains(t, e.rejection(events.DLQName, key), "it was taken before, and the body its pointer names holds its data no longer")
 	require.Equal(t, workflow.Pending, e.step("o-big-ev", 1).State, "the wait did not take the event without its data")
+	// An event offloaded at the bucket's root, where Submission could not
+	// write over it: refused with the reason, not taken to stay in clear.
+	const rootKey = "5e0c1d7a-8b2f-4c3e-9d6a-7f1b2c3d4e5f"
+	e.sendByPointerAt(events.Name, rootKey, `{"kind":"event","orderId":"o-big-ev","event":"approved","eventId":"e-root","data":{"amountCents":1,"by":"root"}}`)
+	require.Contains(t, e.rejection(events.DLQName, rootKey), "outside incoming/: this deployment seals data")
+	require.Equal(t, workflow.Pending, e.step("o-big-ev", 1).State, "the event at the root not taken")
 	e.signal("o-big-ev", "approved", "e-big-2", `{"amountCents":700,"by":"dee"}`)
 	require.Equal(t, workflow.Processed, e.waitEnded([]string{"o-big-ev"})["o-big-ev"].State)
 	require.EqualValues(t, 700, e.input("o-big-ev", "charge-payment")["amountCents"], "the new event's data")
 	e.stop() // every invocation ended: its metrics are written
 	require.EqualValues(t, 2, e.stack.Tally.Sum(metrics.EventsReceived), "e-big in round 1, e-big-2 in round 2")
 	require.EqualValues(t, 1, e.stack.Tally.Sum(metrics.EventsRefused), "the resealed body in round 2")
-	require.EqualValues(t, 1, e.stack.Tally.Sum(metrics.MalformedMessages), "that one rejected to the DLQ, nothing else")
+	require.EqualValues(t, 2, e.stack.Tally.Sum(metrics.MalformedMessages), "that one and the one at the root rejected to the DLQ, nothing else")
 }
 
 // An event's data may be as large as its workflow's result limit, 16 MB at
