@@ -38,8 +38,7 @@ func PayloadExpiryDays(retentionDays int, longestDeadline time.Duration) int {
 // SQS Extended Client's, with that key prefix, and sasctl's) is kept: its
 // pointer message stays at most 14 days in the orders queue or its DLQ
 // (SQS's longest retention), and Submission keeps the order under orders/
-// as soon as it takes it, so a day more is all it needs. (S3 honours the
-// shorter of two expiries that apply to an object.)
+// as soon as it takes it, so a day more is all it needs (lifecycle).
 const IncomingDays = 15
 
 // longestDeadline is the longest order deadline of the set's workflows.
@@ -75,18 +74,34 @@ func payloadBucket(st awscdk.Stack, p Props, key awskms.IKey) (payloads, logs aw
 	logs = awss3.NewBucket(st, jsii.String("PayloadAccessLogs"), private(&awss3.BucketProps{
 		LifecycleRules: &[]*awss3.LifecycleRule{{Id: jsii.String("expire"), Expiration: awscdk.Duration_Days(jsii.Number(AccessLogDays))}},
 	}))
-	rule := &awss3.LifecycleRule{Id: jsii.String("payloads"), AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1))}
-	if days := PayloadExpiryDays(p.RetentionDays, longestDeadline(p.Workflows)); days > 0 {
-		rule.Expiration = awscdk.Duration_Days(jsii.Number(float64(days)))
-	}
-	incoming := &awss3.LifecycleRule{Id: jsii.String("incoming"), Prefix: jsii.String("incoming/"),
-		Expiration: awscdk.Duration_Days(jsii.Number(IncomingDays))}
-	props := &awss3.BucketProps{LifecycleRules: &[]*awss3.LifecycleRule{rule, incoming},
-		ServerAccessLogsBucket: logs, ServerAccessLogsPrefix: jsii.String("payloads/")}
+	rules := lifecycle(PayloadExpiryDays(p.RetentionDays, longestDeadline(p.Workflows)))
+	props := &awss3.BucketProps{LifecycleRules: &rules, ServerAccessLogsBucket: logs, ServerAccessLogsPrefix: jsii.String("payloads/")}
 	if key != nil {
 		props.Encryption, props.EncryptionKey, props.BucketKeyEnabled = awss3.BucketEncryption_KMS, key, jsii.Bool(true)
 	}
 	return awss3.NewBucket(st, jsii.String("PayloadBucket"), private(props)), logs
+}
+
+// lifecycle is the payload bucket's expiry, its payloads' after days (0:
+// never). S3 applies the shortest expiry of the rules that match an
+// object, and a rule cannot match all but a prefix, so: the orders'
+// payloads (orders/) expire after days; a sender's body, after
+// IncomingDays under incoming/, and anywhere else (the Python Extended
+// Client's default: the bucket's root) with the payloads but never sooner
+// (a short retention would otherwise take a pointer's body while its
+// message may still wait in a queue or a DLQ). A multipart upload left
+// unfinished is aborted after a day.
+func lifecycle(days int) []*awss3.LifecycleRule {
+	all := &awss3.LifecycleRule{Id: jsii.String("payloads"), AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1))}
+	incoming := &awss3.LifecycleRule{Id: jsii.String("incoming"), Prefix: jsii.String("incoming/"),
+		Expiration: awscdk.Duration_Days(jsii.Number(IncomingDays))}
+	if days == 0 {
+		return []*awss3.LifecycleRule{all, incoming}
+	}
+	all.Expiration = awscdk.Duration_Days(jsii.Number(float64(max(days, IncomingDays))))
+	orders := &awss3.LifecycleRule{Id: jsii.String("orders"), Prefix: jsii.String(ordersPrefix),
+		Expiration: awscdk.Duration_Days(jsii.Number(float64(days)))}
+	return []*awss3.LifecycleRule{all, incoming, orders}
 }
 
 // payloadUse is what a function does with the payload bucket: the keys it
@@ -101,8 +116,12 @@ type payloadUse struct {
 	writes []string
 }
 
-// ordersKeys are the product's own payloads (shared/payload.OrderPrefix).
-const ordersKeys = "orders/*"
+// ordersPrefix is where the product keeps its own payloads
+// (shared/payload.OrdersPrefix), ordersKeys their keys.
+const (
+	ordersPrefix = "orders/"
+	ordersKeys   = ordersPrefix + "*"
+)
 
 // incomingKeys are where senders offload bodies (payload.IncomingPrefix).
 const incomingKeys = "incoming/*"

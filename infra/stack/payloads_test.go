@@ -3,6 +3,7 @@ package stack_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,6 +36,23 @@ func TestPayloadExpiryDays(t *testing.T) {
 	}
 }
 
+// With a retention shorter than a sender's body must be kept, the orders'
+// payloads go with it, and a body a sender offloaded (under incoming/, or
+// at the bucket's root, as the Python Extended Client keys it by default)
+// still stays while its pointer message may wait in a queue or a DLQ.
+func TestAShortRetentionTakesNoSendersBodyBeforeItsMessage(t *testing.T) {
+	got := synthContext(t, map[string]any{"retentionDays": "1"})
+	b := resourceOf(t, got, "AWS::S3::Bucket", "PayloadBucket")["Properties"].(map[string]any)
+	rules := b["LifecycleConfiguration"].(map[string]any)["Rules"].([]any)
+	require.Equal(t, []any{
+		map[string]any{"Id": "payloads", "Status": "Enabled", "ExpirationInDays": float64(stack.IncomingDays),
+			"AbortIncompleteMultipartUpload": map[string]any{"DaysAfterInitiation": 1.0}},
+		map[string]any{"Id": "incoming", "Prefix": "incoming/", "Status": "Enabled", "ExpirationInDays": float64(stack.IncomingDays)},
+		map[string]any{"Id": "orders", "Prefix": "orders/", "Status": "Enabled", "ExpirationInDays": float64(1 + 2 + 1)},
+	}, rules, "1 day, 2 x the order workflow's 24h, and one")
+	require.Less(t, 1+2+1, stack.IncomingDays, "shorter than a sender's body is kept")
+}
+
 // resourceOf is a template's resource (its type, properties and policies)
 // whose logical id starts with prefix.
 func resourceOf(t *testing.T, tmpl map[string]any, typ, prefix string) map[string]any {
@@ -48,15 +66,35 @@ func resourceOf(t *testing.T, tmpl map[string]any, typ, prefix string) map[strin
 	return nil
 }
 
-// payloadRule is the payload bucket's one lifecycle rule.
+// payloadRule is the payload bucket's lifecycle rule of every object, as
+// its payloads see it (their expiry), checked beside the others: a body a
+// sender offloaded under incoming/ goes after IncomingDays, once its
+// message can no longer be in a queue; the orders' payloads, when they
+// expire, after their days; anything else with them, never sooner than a
+// body under incoming/.
 func payloadRule(t *testing.T, tmpl map[string]any) map[string]any {
 	t.Helper()
 	b := resourceOf(t, tmpl, "AWS::S3::Bucket", "PayloadBucket")["Properties"].(map[string]any)
 	rules := b["LifecycleConfiguration"].(map[string]any)["Rules"].([]any)
-	require.Len(t, rules, 2, "the payloads', and the offloaded bodies'")
+	all := rules[0].(map[string]any)
+	require.Equal(t, "payloads", all["Id"])
+	require.Nil(t, all["Prefix"], "every object")
 	require.Equal(t, map[string]any{"Id": "incoming", "Prefix": "incoming/", "ExpirationInDays": float64(stack.IncomingDays), "Status": "Enabled"},
 		rules[1], "a body a sender offloaded goes once its message can no longer be in a queue")
-	return rules[0].(map[string]any)
+	days, expires := all["ExpirationInDays"].(float64)
+	if !expires {
+		require.Len(t, rules, 2, "orders kept forever: their payloads too")
+		return all
+	}
+	require.Len(t, rules, 3, "every object's, the offloaded bodies', the orders' payloads'")
+	orders := rules[2].(map[string]any)
+	require.Equal(t, "orders", orders["Id"])
+	require.Equal(t, "orders/", orders["Prefix"])
+	require.Equal(t, max(orders["ExpirationInDays"].(float64), stack.IncomingDays), days,
+		"anything else with the payloads, never sooner than a body under incoming/")
+	out := maps.Clone(all)
+	out["ExpirationInDays"] = orders["ExpirationInDays"]
+	return out
 }
 
 // The payload bucket is private, TLS only, not versioned, under S3's keys
