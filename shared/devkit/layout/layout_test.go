@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -88,32 +90,50 @@ func TestTheProductNeverImportsTheTooling(t *testing.T) {
 
 var mdLink = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)|<img[^>]+src="([^"]+)"`)
 
-// headingLink is a heading's inline markup that GitHub drops from its
-// anchor: a link's target (its text stays), and emphasis and code marks.
-var headingLink = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+// heading is an ATX heading (up to three spaces, one to six #s, a space or
+// nothing), its text without a closing run of #s.
+var heading = regexp.MustCompile(`^ {0,3}#{1,6}(?:\s+(.*?))?(?:\s+#+)?\s*$`)
+
+// Markup GitHub drops from a heading's anchor: a link's target (its text
+// stays), and, outside code spans, an HTML tag and the underscores that
+// open or close emphasis (snake_case keeps its own).
+var (
+	headingLink  = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+	htmlTag      = regexp.MustCompile(`<[^>]+>`)
+	emphasisMark = regexp.MustCompile(`(^|\W)_+|_+(\W|$)`)
+)
 
 // anchors are the fragments GitHub gives a Markdown file's headings (and
-// its explicit <a id>s): the heading's text in lower case, without
-// punctuation, spaces as hyphens, a repeated one numbered (-1, -2…).
+// its explicit <a id>s), as github-slugger makes them: the heading's text
+// in lower case, without punctuation, spaces as hyphens, one already
+// given numbered (-1, -2…).
 func anchors(text string) map[string]bool {
 	out := map[string]bool{}
-	seen := map[string]int{}
-	fenced := false
+	occurrences := map[string]int{}
+	fence := ""
 	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			fenced = !fenced
+		if t := strings.TrimSpace(line); fence == "" && (strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~")) {
+			fence = t[:3]
+			continue
+		} else if fence != "" {
+			if strings.HasPrefix(t, fence) {
+				fence = ""
+			}
 			continue
 		}
 		for _, m := range explicitAnchor.FindAllStringSubmatch(line, -1) {
 			out[m[1]] = true
 		}
-		if fenced || !strings.HasPrefix(line, "#") {
+		m := heading.FindStringSubmatch(line)
+		if m == nil {
 			continue
 		}
-		h := strings.TrimSpace(strings.TrimLeft(line, "#"))
-		h = headingLink.ReplaceAllString(h, "$1")
+		parts := strings.Split(headingLink.ReplaceAllString(m[1], "$1"), "`")
+		for i := 0; i < len(parts); i += 2 { // outside code spans
+			parts[i] = emphasisMark.ReplaceAllString(htmlTag.ReplaceAllString(parts[i], ""), "$1$2")
+		}
 		var b strings.Builder
-		for _, r := range strings.ToLower(h) {
+		for _, r := range strings.ToLower(strings.Join(parts, "")) {
 			switch {
 			case r == ' ':
 				b.WriteRune('-')
@@ -121,15 +141,35 @@ func anchors(text string) map[string]bool {
 				b.WriteRune(r)
 			}
 		}
-		slug := b.String()
-		if n := seen[slug]; n > 0 {
-			out[fmt.Sprintf("%s-%d", slug, n)] = true
-		} else {
-			out[slug] = true
+		slug, base := b.String(), b.String()
+		for out[slug] {
+			occurrences[base]++
+			slug = fmt.Sprintf("%s-%d", base, occurrences[base])
 		}
-		seen[slug]++
+		out[slug] = true
 	}
 	return out
+}
+
+// TestAnchorsAreGitHubs checks anchors on headings whose anchors GitHub is
+// known to make.
+func TestAnchorsAreGitHubs(t *testing.T) {
+	text := strings.Join([]string{
+		"# Operations",
+		"### `<queue>-dlq-not-empty`: messages were set aside",
+		"## A [linked](x.md) heading ##",
+		"  ## _Emphasis_ and snake_case",
+		"## A <b>bold</b> word",
+		"## Foo", "## Foo-1", "## Foo",
+		"#tag is not a heading",
+		"```", "# not a heading", `<a id="fenced">`, "```",
+		"~~~", "## nor this", "~~~",
+		`Text <a id="explicit"></a>`,
+	}, "\n")
+	want := []string{"operations", "queue-dlq-not-empty-messages-were-set-aside", "a-linked-heading",
+		"emphasis-and-snake_case", "a-bold-word", "foo", "foo-1", "foo-2", "explicit"}
+	got := anchors(text)
+	require.ElementsMatch(t, want, slices.Collect(maps.Keys(got)))
 }
 
 var explicitAnchor = regexp.MustCompile(`<a (?:id|name)="([^"]+)"`)
