@@ -21,17 +21,21 @@ const AccessLogDays = 30
 // PayloadExpiryDays is how many days after its last write S3 deletes a
 // payload (0: never, as retentionDays=0 keeps every order forever). An
 // order's payloads are written while its round runs, which is at most its
-// workflow's deadline; its compensation may run as long again; the ended
-// order is then kept retentionDays, and its items' claim checks name the
-// payloads, so a payload must outlive them: the retention, twice the
-// longest deadline in whole days (rounded up), and a day more for
-// DynamoDB's time to live, which deletes an expired item some time after.
-func PayloadExpiryDays(retentionDays int, longestDeadline time.Duration) int {
+// workflow's deadline; a hold stops that clock for up to its step's
+// holdFor, and the operator's decision that ends it writes the payloads
+// again (operator.DecideHeld), as a resubmission does, but one that ends
+// by itself (the Supervisor undoes the order) does not; its compensation
+// may run as long as a round; the ended order is then kept retentionDays,
+// and its items' claim checks name the payloads, so a payload must outlive
+// them: the retention, twice the longest deadline and the longest hold in
+// whole days (rounded up), and a day more for DynamoDB's time to live,
+// which deletes an expired item some time after.
+func PayloadExpiryDays(retentionDays int, longestDeadline, longestHold time.Duration) int {
 	if retentionDays == 0 {
 		return 0
 	}
 	const day = 24 * time.Hour
-	return retentionDays + int((2*longestDeadline+day-1)/day) + 1
+	return retentionDays + int((2*longestDeadline+longestHold+day-1)/day) + 1
 }
 
 // IncomingDays is how long a body a sender offloaded under incoming/ (an
@@ -41,11 +45,22 @@ func PayloadExpiryDays(retentionDays int, longestDeadline time.Duration) int {
 // as soon as it takes it, so a day more is all it needs (lifecycle).
 const IncomingDays = 15
 
-// longestDeadline is the longest order deadline of the set's workflows.
+// longestDeadline is the longest order deadline of the set's workflows;
+// longestHold, the longest a failure holds one of their orders (holdFor).
 func longestDeadline(set workflow.Set) time.Duration {
 	var longest time.Duration
 	for _, d := range set.Definitions() {
 		longest = max(longest, d.Deadline)
+	}
+	return longest
+}
+
+func longestHold(set workflow.Set) time.Duration {
+	var longest time.Duration
+	for _, d := range set.Definitions() {
+		for _, st := range d.Steps {
+			longest = max(longest, st.HoldFor)
+		}
 	}
 	return longest
 }
@@ -74,7 +89,7 @@ func payloadBucket(st awscdk.Stack, p Props, key awskms.IKey) (payloads, logs aw
 	logs = awss3.NewBucket(st, jsii.String("PayloadAccessLogs"), private(&awss3.BucketProps{
 		LifecycleRules: &[]*awss3.LifecycleRule{{Id: jsii.String("expire"), Expiration: awscdk.Duration_Days(jsii.Number(AccessLogDays))}},
 	}))
-	rules := lifecycle(PayloadExpiryDays(p.RetentionDays, longestDeadline(p.Workflows)))
+	rules := lifecycle(PayloadExpiryDays(p.RetentionDays, longestDeadline(p.Workflows), longestHold(p.Workflows)))
 	props := &awss3.BucketProps{LifecycleRules: &rules, ServerAccessLogsBucket: logs, ServerAccessLogsPrefix: jsii.String("payloads/")}
 	if key != nil {
 		props.Encryption, props.EncryptionKey, props.BucketKeyEnabled = awss3.BucketEncryption_KMS, key, jsii.Bool(true)

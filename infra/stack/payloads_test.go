@@ -21,18 +21,22 @@ import (
 // kept forever keeps its payloads forever.
 func TestPayloadExpiryDays(t *testing.T) {
 	for _, c := range []struct {
-		retention int
-		deadline  time.Duration
-		want      int
+		retention      int
+		deadline, hold time.Duration
+		want           int
 	}{
-		{90, 24 * time.Hour, 90 + 2 + 1},
-		{30, 30 * time.Hour, 30 + 3 + 1}, // 60h: 3 days, rounded up
-		{30, 36 * time.Hour, 30 + 3 + 1},
-		{7, 72 * time.Hour, 7 + 6 + 1},
-		{1, time.Minute, 1 + 1 + 1},
-		{0, 24 * time.Hour, 0},
+		{90, 24 * time.Hour, 0, 90 + 2 + 1},
+		{30, 30 * time.Hour, 0, 30 + 3 + 1}, // 60h: 3 days, rounded up
+		{30, 36 * time.Hour, 0, 30 + 3 + 1},
+		{7, 72 * time.Hour, 0, 7 + 6 + 1},
+		{1, time.Minute, 0, 1 + 1 + 1},
+		{0, 24 * time.Hour, 0, 0},
+		{1, 96 * time.Hour, 96 * time.Hour, 1 + 12 + 1},  // held as long as its deadline
+		{30, 30 * time.Hour, 12 * time.Hour, 30 + 3 + 1}, // 72h: 3 days
+		{30, 30 * time.Hour, 13 * time.Hour, 30 + 4 + 1},
+		{0, 24 * time.Hour, 24 * time.Hour, 0},
 	} {
-		require.Equal(t, c.want, stack.PayloadExpiryDays(c.retention, c.deadline), "retention %d, deadline %s", c.retention, c.deadline)
+		require.Equal(t, c.want, stack.PayloadExpiryDays(c.retention, c.deadline, c.hold), "retention %d, deadline %s, hold %s", c.retention, c.deadline, c.hold)
 	}
 }
 
@@ -149,26 +153,27 @@ func TestThePayloadBucket(t *testing.T) {
 }
 
 // The expiry counts the longest deadline of the deployment's workflows
-// (two files: 10h and 30h), context payloadInlineBytes reaches every
-// function, and an agent's memory: is its function's, its GOMEMLIMIT four
-// fifths of it.
+// (two files: 20h and 30h) and their longest hold (20h), context
+// payloadInlineBytes reaches every function, and an agent's memory: is its
+// function's, its GOMEMLIMIT four fifths of it.
 func TestThePayloadBucketExpiresAfterTheLongestDeadline(t *testing.T) {
 	dir := t.TempDir()
 	var files []string
-	for name, deadline := range map[string]string{"quick": "10h", "slow": "30h"} {
+	for name, deadline := range map[string]string{"quick": "20h", "slow": "30h"} {
 		f := filepath.Join(dir, name+".yaml")
 		require.NoError(t, os.WriteFile(f, []byte(`name: `+name+`
 deadline: `+deadline+`
 agents:
   stock: {endpoint: "https://stock.example.com", memory: 1024}
 steps:
-  - {name: one, agent: stock, timeout: 10s}
+  - {name: one, agent: stock, timeout: 10s, onFailure: hold}
 `), 0o644))
 		files = append(files, f)
 	}
 	slices.Sort(files)
 	got := synthContext(t, map[string]any{"workflows": strings.Join(files, ","), "retentionDays": "30", "payloadInlineBytes": "4096"})
-	require.EqualValues(t, 30+3+1, payloadRule(t, got)["ExpirationInDays"], "30 days, 2 x 30h in whole days, and one")
+	require.EqualValues(t, 30+4+1, payloadRule(t, got)["ExpirationInDays"],
+		"30 days, 2 x 30h and a hold as long as slow's deadline (30h: holdFor's default) in whole days, and one")
 	stock := 0
 	for id, f := range of(got, "AWS::Lambda::Function") {
 		require.Equal(t, "4096", f["Environment"].(map[string]any)["Variables"].(map[string]any)["SAS_PAYLOAD_INLINE_BYTES"], id)

@@ -257,6 +257,13 @@ func (o *Operator) DecideHeld(ctx context.Context, d outcome.HoldDecision) (outc
 	if err != nil {
 		return outcome.HoldDecided{}, err
 	}
+	// Its payloads first, as a resubmission's: a hold stops the order's
+	// deadline, not the bucket's expiry, which counts days from an
+	// object's last write (stack.PayloadExpiryDays counts one hold: the
+	// one the Supervisor ends).
+	if err := o.renewPayloads(ctx, d.OrderID); err != nil {
+		return outcome.HoldDecided{}, err
+	}
 	if d.Now.IsZero() {
 		d.Now = o.Now()
 	}

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -557,6 +559,48 @@ func TestSealedDataIsCiphertextEverywhereButTheCall(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(resultOf(t, st, "scan")), "sealed: opening it takes kms:Decrypt")
 	require.NotContains(t, string(resultOf(t, st, "scan")), "ppp")
+}
+
+// An operator's decision on a held order writes its payloads again, as a
+// resubmission does: a hold stops the order's deadline, not the bucket's
+// expiry, which counts days from an object's last write.
+func TestADecisionOnAHeldOrderRenewsItsPayloads(t *testing.T) {
+	t.Parallel()
+	flow := strings.Replace(largeFlow, "  - name: file\n    agent: scans\n", "  - name: file\n    agent: scans\n    onFailure: hold\n", 1)
+	e, _ := largeEnv(t, flow, nil)
+	ctx := context.Background()
+	body := strings.Replace(largeOrder("hold-2", 100<<10, 100<<10), `"answer"`, `"refuse":"file","answer"`, 1)
+	e.send(e.stack.Topology().OrdersQueue().Name, body)
+	e.eventually("hold-2 held", time.Minute, func() bool {
+		task, _, err := e.stack.Store.Load(ctx, "hold-2")
+		return err == nil && task.State == workflow.Held
+	})
+	bucket := e.stack.Resources.PayloadBucket
+	written := func() map[string]time.Time {
+		objs, err := e.stack.Deployment.Clients.S3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: aws.String(payload.OrderPrefix("hold-2"))})
+		require.NoError(t, err)
+		at := map[string]time.Time{}
+		for _, o := range objs.Contents {
+			at[aws.ToString(o.Key)] = aws.ToTime(o.LastModified)
+		}
+		return at
+	}
+	before := written()
+	require.Len(t, before, 2, "the order and scan's result, kept in the bucket")
+	latest := slices.MaxFunc(slices.Collect(maps.Values(before)), time.Time.Compare)
+	for !time.Now().Truncate(time.Second).After(latest) { // S3 keeps whole seconds: wait for the next
+		time.Sleep(20 * time.Millisecond)
+	}
+	op := operator.New(e.stack.Deployment.Clients, e.stack.Topology())
+	_, err := op.DecideHeld(ctx, outcome.HoldDecision{OrderID: "hold-2", Action: outcome.HoldSkip, Step: "file",
+		Result: json.RawMessage(`{"filed":"by hand"}`), By: "test"})
+	require.NoError(t, err)
+	after := written()
+	for key, at := range before {
+		require.True(t, after[key].After(at), "%s written again (%s, then %s)", key, at, after[key])
+	}
+	require.Equal(t, workflow.Failed, e.waitEndedWithin([]string{"hold-2"}, time.Minute)["hold-2"].State,
+		"ship refuses, and what ran before is undone: its payloads read back as kept")
 }
 
 // resultOf is the result status shows for a record.
