@@ -12,9 +12,8 @@ import (
 
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
-	"github.com/sas-go/sas/shared/dispatch"
 	"github.com/sas-go/sas/shared/flow"
-	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/workflow"
@@ -27,11 +26,12 @@ type flowRun struct {
 	stack *localrun.Stack
 	plan  Plan
 	store flow.Store
-	holds outcome.Holds
-	sim   *remotesim.Simulator
-	began time.Time // the run's start: its knobs' clock
-	wg    sync.WaitGroup
-	left  keysLeft // what the key items kept of ended orders (settleKeys)
+	// operator takes the operator's decisions on held orders.
+	operator *operator.Operator
+	sim      *remotesim.Simulator
+	began    time.Time // the run's start: its knobs' clock
+	wg       sync.WaitGroup
+	left     keysLeft // what the key items kept of ended orders (settleKeys)
 
 	mu      sync.Mutex
 	storm   remotesim.Window              // when the storm of 429s was (zero: not yet)
@@ -62,16 +62,12 @@ type sample struct {
 func newFlowRun(stack *localrun.Stack, p Plan, sim *remotesim.Simulator, began time.Time) *flowRun {
 	c := stack.Deployment.Clients
 	topo := stack.Topology()
-	send := queue.NewSender(c.SQS)
-	start := dispatch.Restarter{Records: stack.Store, AgentQueues: map[string]string{},
-		SchedulerQueueURL: stack.QueueURL(topo.SchedulerQueue().Name), Send: send}
-	for _, a := range topo.Agents {
-		start.AgentQueues[a] = stack.QueueURL(topo.AgentRequests(a).Name)
-	}
+	// The operator decides as sasctl does (operator.DecideHeld): a skip's
+	// result sealed and kept as a step's, the order's payloads written again.
+	op := operator.New(c, topo)
+	op.PickupTimeout = p.Settings.PickupTimeout
 	return &flowRun{stack: stack, plan: p, sim: sim, began: began, store: flow.NewStore(c.DynamoDB, topo.StateTable()),
-		holds: outcome.Holds{Store: stack.Store, Start: start, Pickup: p.Settings.PickupTimeout,
-			Notify: notify.New(send, notify.Stored{}, nil, stack.Opts.Log)},
-		open: map[string]bool{}, episode: map[string]int{}, seen: map[string]bool{}, pauses: map[string][]remotesim.Window{},
+		operator: op, open: map[string]bool{}, episode: map[string]int{}, seen: map[string]bool{}, pauses: map[string][]remotesim.Window{},
 		samples: map[string][]sample{}, decided: map[outcome.HoldAction]int{}, skipped: map[string]bool{}, held: map[string]bool{}}
 }
 
@@ -228,7 +224,7 @@ func (f *flowRun) decide(ctx context.Context, id, n string) {
 	if act == outcome.HoldSkip {
 		d.Result = json.RawMessage(`{"skipped":true}`)
 	}
-	_, err = f.holds.Decide(ctx, d)
+	_, err = f.operator.DecideHeld(ctx, d)
 	f.count(func() {
 		switch {
 		case err == nil:
