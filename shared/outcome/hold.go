@@ -21,6 +21,9 @@ type HoldStore interface {
 	Writer
 	Definition(ctx context.Context, orderID string) (workflow.Definition, error)
 	PutResult(ctx context.Context, r statestore.Result) error
+	// Keep pushes out when what the order keeps may expire, before the
+	// decision puts it to work again (statestore.Store.Keep).
+	Keep(ctx context.Context, snap statestore.Snapshot, now time.Time) error
 }
 
 // Holds carries out an operator's decisions on held orders (workflow's
@@ -80,14 +83,28 @@ func (h Holds) Decide(ctx context.Context, d HoldDecision) (HoldDecided, error) 
 		return HoldDecided{}, err
 	}
 	out := HoldDecided{OrderID: d.OrderID}
-	stored := false
+	stored, kept := false, false
+	// keep pushes out when its items expire, once the decision is taken:
+	// the hold stopped the order's deadline, not their time to live.
+	keep := func(s statestore.Snapshot, w *statestore.Write) (*statestore.Write, error) {
+		if !kept {
+			if err := h.Store.Keep(ctx, s, d.Now); err != nil {
+				return nil, err
+			}
+			kept = true
+		}
+		return w, nil
+	}
 	after, w, err := Settle(ctx, h.Store, d.OrderID, nil, func(s statestore.Snapshot) (*statestore.Write, error) {
 		o := s.Order()
 		w := &statestore.Write{Now: d.Now, Due: d.Now.Add(s.Pickup(h.Pickup))}
 		if d.Action == HoldUndo {
 			m, err := o.UndoHeld()
+			if err != nil {
+				return nil, err
+			}
 			w.Move = m
-			return w, err
+			return keep(s, w)
 		}
 		ref, err := heldRef(s, o, d.Step)
 		if err != nil {
@@ -112,7 +129,7 @@ func (h Holds) Decide(ctx context.Context, d HoldDecision) (HoldDecided, error) 
 			}
 			if len(d.Result) > 0 && !stored {
 				if err := h.Store.PutResult(ctx, statestore.Result{OrderID: d.OrderID, Ref: ref, Name: st.Name, Round: st.Round,
-					Attempt: st.Attempt, JSON: d.Result, Now: d.Now, Deadline: def.Deadline}); err != nil {
+					Attempt: st.Attempt, JSON: d.Result, Now: d.Now, Lifetime: def.Lifetime(), Keep: s.Retention()}); err != nil {
 					return nil, err
 				}
 				stored = true
@@ -123,7 +140,7 @@ func (h Holds) Decide(ctx context.Context, d HoldDecision) (HoldDecided, error) 
 		default:
 			return nil, &workflow.HeldError{Reason: fmt.Sprintf("%q: a held order is retried, skipped or undone", d.Action)}
 		}
-		return w, nil
+		return keep(s, w)
 	})
 	if err != nil {
 		return out, err

@@ -70,8 +70,9 @@ type change struct {
 	shared    map[string]string // a value's text → its placeholder (shared by every field set to it)
 	versioned bool              // conditioned on the item's version
 	now       time.Time
-	ends      bool   // it may end the task: the store sets when it expires
-	id        string // the write's own id (W): see Store.updateItem
+	ends      bool          // it may end the task: the store sets when it expires
+	retain    time.Duration // the order's retention, if it ends (0: forever)
+	id        string        // the write's own id (W): see Store.updateItem
 }
 
 func newChange(now time.Time) *change {
@@ -412,8 +413,8 @@ func (s *Store) inputWhole(c *change, it stateItem) (*dynamodb.UpdateItemInput, 
 func (s *Store) render(c *change, orderID string, recSet, recRemove []string) (*dynamodb.UpdateItemInput, error) {
 	table := s.state
 	set := append(slices.Clone(c.set), recSet...)
-	if c.ends && s.keep > 0 {
-		set = append(set, ExpiresAttribute+" = "+c.val("expires", s.expires(c.now)))
+	if c.ends && c.retain > 0 {
+		set = append(set, ExpiresAttribute+" = "+c.val("expires", expires(c.now, c.retain)))
 	}
 	expr := "SET " + strings.Join(set, ",")
 	for _, clause := range []struct {

@@ -247,6 +247,8 @@ type stateItem struct {
 	DueAt       int64              `dynamodbav:"DueAt,omitempty"`
 	DeadlineAt  int64              `dynamodbav:"Dl,omitempty"`   // the round's deadline, then its compensation's
 	DeadlineMs  int64              `dynamodbav:"DlMs,omitempty"` // the workflow's order deadline, for later rounds
+	LifetimeMs  int64              `dynamodbav:"LfMs,omitempty"` // the workflow's Lifetime: what the order keeps outlives it
+	KeepS       int64              `dynamodbav:"KpS,omitempty"`  // the retention it was submitted with, in seconds (0: forever)
 	Unalerted   []string           `dynamodbav:"Ua,stringset,omitempty"`
 	CxBy        string             `dynamodbav:"CxBy,omitempty"`  // who asked for the order's cancellation
 	CxAt        int64              `dynamodbav:"CxAt,omitempty"`  // when

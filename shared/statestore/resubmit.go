@@ -92,7 +92,7 @@ func (s *Store) resubmit(ctx context.Context, orderID, step string, pickup time.
 	// In the index by the earlier of the pickup deadline and the first
 	// record's timeout, as Submit puts a new order.
 	it.DueShard, it.DueAt = shardOf(orderID, s.shards), min(due, ms(now)+it.Recs[sortKey(res.Ref)].TimeoutMs)
-	if err := s.keepOrder(ctx, orderID, now.Add(2*time.Duration(it.DeadlineMs)*time.Millisecond)); err != nil {
+	if err := s.keepOrder(ctx, orderID, now.Add(it.lifetime()), it.retention(s.keep)); err != nil {
 		return res, err
 	}
 	if err := s.replace(ctx, it, read); errors.Is(err, ErrStale) {
@@ -259,17 +259,25 @@ func (s *Store) replace(ctx context.Context, it stateItem, read int) error {
 	return err
 }
 
-// keepOrder pushes out when a resubmitted order may expire (with a
-// retention): its orders item and its kept results (which the new round's
-// steps may read) expire at end, the latest its new round can end, plus the
-// retention. It is written before the state item, so that an order at work
-// again never loses them (if the state write then fails, they are only kept
-// longer).
-func (s *Store) keepOrder(ctx context.Context, orderID string, end time.Time) error {
-	if s.keep == 0 {
+// Keep pushes out, before a decision puts the order of snap to work again
+// (an operator's on a held order), when what it keeps may expire: its
+// orders item and its results, past the latest end it can now reach (its
+// Lifetime from now) plus its retention, as a resubmission does. A hold
+// stops the order's deadline, not the time its items have to live.
+func (s *Store) Keep(ctx context.Context, snap Snapshot, now time.Time) error {
+	return s.keepOrder(ctx, snap.it.OrderID, now.Add(snap.it.lifetime()), snap.it.retention(s.keep))
+}
+
+// keepOrder pushes out when an order at work again may expire (with a
+// retention, keep): its orders item and its kept results (which its steps
+// may read) expire at end, the latest it can now end, plus keep. It is
+// written before the state item, so that an order at work again never
+// loses them (if the state write then fails, they are only kept longer).
+func (s *Store) keepOrder(ctx context.Context, orderID string, end time.Time, keep time.Duration) error {
+	if keep == 0 {
 		return nil
 	}
-	exp := map[string]types.AttributeValue{":exp": s.expires(end)}
+	exp := map[string]types.AttributeValue{":exp": expires(end, keep)}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.orders, Key: map[string]types.AttributeValue{topology.KeyOrderID: str(orderID)},
 		UpdateExpression:          aws.String("SET " + ExpiresAttribute + " = :exp"),

@@ -39,10 +39,12 @@ type Result struct {
 	EventID string // the event that carried it, if any
 	JSON    json.RawMessage
 	Now     time.Time
-	// Deadline is the order's workflow deadline (0: the default): with a
-	// retention (Store.WithRetention), the result expires past the latest
-	// end the order can reach from now, as its orders item does.
-	Deadline time.Duration
+	// Lifetime is the longest the order may go on from now (its
+	// workflow's Lifetime; 0: that of the default deadline), and Keep its
+	// retention (Snapshot.Retention; 0: the store's): with a retention, the
+	// result expires past the latest end the order can reach, as its
+	// orders item does.
+	Lifetime, Keep time.Duration
 }
 
 // resultItem is a result as stored: key OrderID + "R#" and the record's key.
@@ -86,8 +88,8 @@ func (s *Store) PutResult(ctx context.Context, r Result) error {
 	if err != nil {
 		return fmt.Errorf("encode the result of %s/%s: %w", r.OrderID, sortKey(r.Ref), err)
 	}
-	if s.keep > 0 {
-		item[ExpiresAttribute] = s.expires(r.Now.Add(2 * cmp.Or(r.Deadline, workflow.DefaultOrderDeadline)))
+	if keep := cmp.Or(r.Keep, s.keep); keep > 0 {
+		item[ExpiresAttribute] = expires(r.Now.Add(cmp.Or(r.Lifetime, 2*workflow.DefaultOrderDeadline)), keep)
 	}
 	cond := "attribute_not_exists(SK) OR Rd < :rd OR (Rd = :rd AND k < :k)"
 	vals := map[string]types.AttributeValue{":rd": num(int64(it.Round))}

@@ -33,6 +33,10 @@ func (s Snapshot) Order() workflow.Order { return s.it.order() }
 // Task is the order's task record.
 func (s Snapshot) Task() Task { return s.it.task() }
 
+// Retention is how long the order is kept once ended, as it was submitted
+// (0: as the store keeps it).
+func (s Snapshot) Retention() time.Duration { return s.it.retention(0) }
+
 // Steps are the order's records.
 func (s Snapshot) Steps() []Step { return s.it.steps() }
 

@@ -66,12 +66,13 @@ type definedOnce struct {
 // deleted, in Unix seconds. An order in flight has none on its state item.
 const ExpiresAttribute = topology.KeyExpires
 
-// WithRetention makes s keep an ended order for d (0: forever): the write
-// that ends an order sets its state item's ExpiresAttribute to the end
-// plus d, and Submit sets its orders item's to the latest end its deadlines
-// allow (submission plus twice the order's deadline: its round's, then its
-// compensation's) plus d, so the order outlives its state item. It returns
-// s.
+// WithRetention makes s keep an ended order for d (0: forever): Submit
+// sets its orders item's ExpiresAttribute to the latest end the order can
+// reach (submission plus its workflow's Lifetime: its round, a hold, its
+// compensation) plus d, so the order outlives its state item, and writes d
+// on the state item, so that the write that ends the order, whoever makes
+// it (a store without a retention, as an operator's, too), sets the state
+// item's to the end plus d. It returns s.
 func (s *Store) WithRetention(d time.Duration) *Store {
 	s.keep = d
 	return s
@@ -91,9 +92,31 @@ func (s *Store) WithSealer(x *seal.Sealer) *Store {
 	return s
 }
 
-// expires is the ExpiresAttribute value for an order ending at end.
-func (s *Store) expires(end time.Time) types.AttributeValue {
-	return num(end.Add(s.keep).Unix())
+// expires is the ExpiresAttribute value for an order ending at end and
+// kept keep.
+func expires(end time.Time, keep time.Duration) types.AttributeValue {
+	return num(end.Add(keep).Unix())
+}
+
+// retention is how long the order of it is kept once ended: the retention
+// it was submitted with, which every writer honours (an operator's, which
+// knows no retention of its own, too), or, for an order stored before
+// items carried it, the store's.
+func (it stateItem) retention(store time.Duration) time.Duration {
+	if it.KeepS > 0 {
+		return time.Duration(it.KeepS) * time.Second
+	}
+	return store
+}
+
+// lifetime is the longest the order of it may go on from now
+// (workflow.Definition.Lifetime), or, for an order stored before items
+// carried it, twice its deadline.
+func (it stateItem) lifetime() time.Duration {
+	if it.LifetimeMs > 0 {
+		return time.Duration(it.LifetimeMs) * time.Millisecond
+	}
+	return 2 * time.Duration(it.DeadlineMs) * time.Millisecond
 }
 
 // New returns a store over the given tables; shards is the number of

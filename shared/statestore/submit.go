@@ -49,7 +49,7 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 	}
 	wf := sub.Workflow
 	if s.keep > 0 {
-		orderItem[ExpiresAttribute] = s.expires(sub.Now.Add(2 * wf.Deadline))
+		orderItem[ExpiresAttribute] = expires(sub.Now.Add(wf.Lifetime()), s.keep)
 	}
 	due := ms(sub.Now.Add(wf.PickupTimeout))
 	first := wf.PickupTimeout
@@ -66,6 +66,7 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 		State:      string(workflow.Pending), Round: 1,
 		DueShard: shardOf(sub.OrderID, s.shards), DueAt: look, CreatedAt: now, UpdatedAt: now,
 		DeadlineAt: ms(sub.Now.Add(wf.Deadline)), DeadlineMs: wf.Deadline.Milliseconds(),
+		LifetimeMs: wf.Lifetime().Milliseconds(), KeepS: int64(s.keep / time.Second),
 		ItemsDone: itemsDone(sub.Items), Finished: &finished, Recs: records(sub, due),
 	})
 	if err != nil {

@@ -102,6 +102,7 @@ func (c *Conflict) Error() string {
 func (s *Store) Apply(ctx context.Context, snap Snapshot, w Write) (Snapshot, error) {
 	build := func() *change {
 		ch := newChange(w.Now)
+		ch.retain = snap.it.retention(s.keep)
 		if w.Fence != nil {
 			w.Fence.condition(ch, snap.it)
 		}

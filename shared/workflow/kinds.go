@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -87,6 +88,20 @@ const (
 	DefaultResultLimit = 4 << 10
 	MaxResultLimit     = 16 << 20
 )
+
+// Lifetime is the longest an order of this workflow may go on from any
+// moment of a round: the rest of the round (at most its deadline), one
+// hold that ends by itself (its longest holdFor: a hold stops the round's
+// deadline, and an operator's decision that ends one counts from then
+// again), then its compensation (as long as a round). What it keeps, its
+// items and its payloads, must outlive it.
+func (d Definition) Lifetime() time.Duration {
+	var hold time.Duration
+	for _, st := range d.Steps {
+		hold = max(hold, st.HoldFor)
+	}
+	return 2*cmp.Or(d.Deadline, DefaultOrderDeadline) + hold
+}
 
 // Limit is the most bytes a step's result may have in this workflow.
 func (d Definition) Limit() int {

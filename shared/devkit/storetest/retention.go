@@ -20,10 +20,13 @@ import (
 // Retention checks on db that an ended order carries when DynamoDB's time to
 // live may delete it, on both tables (their time to live turned on):
 // its state item from the write that ends it, the end plus the retention;
-// its orders item from its submission, the latest end its deadlines allow
-// plus the retention; none on the state item of an order in flight, or of
-// one resubmitted, whose orders item is kept longer; none at all with no
-// retention.
+// its orders item from its submission, the latest end its workflow allows
+// (its Lifetime: its round, a hold, its compensation) plus the retention;
+// none on the state item of an order in flight, or of one resubmitted,
+// whose orders item is kept longer; none at all with no retention. An
+// operator's store, which knows no retention, honours the one the order
+// was submitted with: the write that ends it, a resubmission and a
+// decision on a held order.
 func Retention(t *testing.T, db *dynamodb.Client) {
 	t.Helper()
 	ctx := context.Background()
@@ -60,7 +63,7 @@ func Retention(t *testing.T, db *dynamodb.Client) {
 		}
 		return expiresItem(table, id, "")
 	}
-	latest := t0.Add(2 * def(1).Deadline).Add(keep).Unix()
+	latest := t0.Add(def(1).Lifetime()).Add(keep).Unix()
 
 	submit(t, s, "o-1", 1) // ends Processed a minute after its submission
 	st, err := claim(ctx, s, "o-1", step0, "sched", t0)
@@ -83,10 +86,10 @@ func Retention(t *testing.T, db *dynamodb.Client) {
 	// A result kept (as an async step's refusal may follow its data, or an
 	// earlier step's answer): it outlives any end the order can reach.
 	require.NoError(t, s.PutResult(ctx, statestore.Result{OrderID: "o-2", Ref: step0, Name: "s0", Round: 1, Attempt: st.Attempt,
-		JSON: []byte(`{"id":"r-1"}`), Now: t0, Deadline: def(2).Deadline}))
+		JSON: []byte(`{"id":"r-1"}`), Now: t0, Lifetime: def(2).Lifetime()}))
 	got, ok = expiresItem(topo.StateTable(), "o-2", "R#s0")
 	require.True(t, ok, "a kept result expires")
-	require.Equal(t, t0.Add(2*def(2).Deadline).Add(keep).Unix(), got)
+	require.Equal(t, t0.Add(def(2).Lifetime()).Add(keep).Unix(), got)
 	_, err = refuse(ctx, s, "o-2", step0, st.Attempt, "declined", t0)
 	require.NoError(t, err)
 	task, _, err := s.Load(ctx, "o-2")
@@ -101,9 +104,54 @@ func Retention(t *testing.T, db *dynamodb.Client) {
 	_, ok = expires(topo.StateTable(), "o-2")
 	require.False(t, ok, "at work again: kept")
 	got, _ = expires(topo.OrdersTable(), "o-2")
-	require.Equal(t, later.Add(2*def(2).Deadline).Add(keep).Unix(), got, "its orders item outlives its new round")
+	require.Equal(t, later.Add(def(2).Lifetime()).Add(keep).Unix(), got, "its orders item outlives its new round")
 	got, _ = expiresItem(topo.StateTable(), "o-2", "R#s0")
-	require.Equal(t, later.Add(2*def(2).Deadline).Add(keep).Unix(), got, "and so do its results, which the new round may read")
+	require.Equal(t, later.Add(def(2).Lifetime()).Add(keep).Unix(), got, "and so do its results, which the new round may read")
+
+	// An operator's store knows no retention: it keeps the order's own.
+	operator := statestore.New(db, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
+	submit(t, s, "o-5", 2)
+	st, err = claim(ctx, s, "o-5", step0, "sched", t0)
+	require.NoError(t, err)
+	require.NoError(t, s.PutResult(ctx, statestore.Result{OrderID: "o-5", Ref: step0, Name: "s0", Round: 1, Attempt: st.Attempt,
+		JSON: []byte(`{"id":"r-5"}`), Now: t0, Lifetime: def(2).Lifetime()}))
+	_, err = refuse(ctx, s, "o-5", step0, st.Attempt, "declined", t0)
+	require.NoError(t, err)
+	_, err = operator.Resubmit(ctx, "o-5", "", time.Minute, later)
+	require.NoError(t, err)
+	got, _ = expires(topo.OrdersTable(), "o-5")
+	require.Equal(t, later.Add(def(2).Lifetime()).Add(keep).Unix(), got, "resubmitted by an operator: its orders item outlives its new round")
+	got, _ = expiresItem(topo.StateTable(), "o-5", "R#s0")
+	require.Equal(t, later.Add(def(2).Lifetime()).Add(keep).Unix(), got, "and its results")
+
+	// A workflow whose step may hold the order: its items outlive a hold,
+	// and a decision on one pushes them out, as a resubmission does.
+	held := def(2)
+	held.Steps[1].HoldFor = 12 * time.Hour
+	require.Equal(t, 2*held.Deadline+12*time.Hour, held.Lifetime())
+	submitDef(t, s, "o-4", held)
+	got, _ = expires(topo.OrdersTable(), "o-4")
+	require.Equal(t, t0.Add(held.Lifetime()).Add(keep).Unix(), got, "the round, a hold, the compensation, and the retention")
+	snap, err := operator.Read(ctx, "o-4")
+	require.NoError(t, err)
+	require.Equal(t, keep, snap.Retention(), "the retention it was submitted with")
+	decided := t0.Add(30 * time.Hour)
+	require.NoError(t, operator.Keep(ctx, snap, decided))
+	got, _ = expires(topo.OrdersTable(), "o-4")
+	require.Equal(t, decided.Add(held.Lifetime()).Add(keep).Unix(), got, "a decision puts it to work again")
+	// Ended by an operator's write: the end plus its own retention.
+	st, err = claim(ctx, s, "o-4", step0, "sched", decided)
+	require.NoError(t, err)
+	_, err = complete(ctx, s, "o-4", step0, st.Attempt, decided)
+	require.NoError(t, err)
+	st, err = claim(ctx, s, "o-4", step1, "sched", decided)
+	require.NoError(t, err)
+	ended := decided.Add(time.Minute)
+	_, err = complete(ctx, operator, "o-4", step1, st.Attempt, ended)
+	require.NoError(t, err)
+	got, ok = expires(topo.StateTable(), "o-4")
+	require.True(t, ok, "an order an operator's write ended expires")
+	require.Equal(t, ended.Add(keep).Unix(), got)
 
 	forever := statestore.New(db, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
 	submit(t, forever, "o-3", 1)
