@@ -11,7 +11,11 @@
 //
 // It needs the deployment's AWS credentials: SQS SendMessage on the orders
 // and events queues, DynamoDB reads of the state table (status, list), and
-// its writes for cancel and the held-order decisions.
+// its writes for cancel and the held-order decisions; for an order with
+// payloads in the payload bucket, a held-order decision writes them again
+// (s3:ListBucket on the bucket, s3:GetObject and s3:PutObject on its
+// orders/*), and an order or event over 256 KiB is offloaded under its
+// incoming/ (s3:PutObject there).
 package client
 
 import (

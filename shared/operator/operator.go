@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -128,7 +129,7 @@ func (o *Operator) Resubmit(ctx context.Context, orderID, step string) (Resubmit
 	}
 	// Its payloads first, as its items: an order at work again never
 	// loses them to the bucket's expiry.
-	if err := o.renewPayloads(ctx, orderID); err != nil {
+	if err := o.renewPayloads(ctx, orderID, workflow.Failed, workflow.CompensationFailed); err != nil {
 		return Resubmitted{}, err
 	}
 	res, err := o.Store.Resubmit(ctx, orderID, step, o.PickupTimeout, o.Now())
@@ -144,20 +145,31 @@ func (o *Operator) Resubmit(ctx context.Context, orderID, step string) (Resubmit
 
 // renewPayloads writes again every payload the order keeps in the payload
 // bucket (the one its claim checks name), so that the bucket's expiry,
-// counted from an object's last write, gives the new round as long as the
-// first had. An order with none (every payload inline) costs one read.
-func (o *Operator) renewPayloads(ctx context.Context, orderID string) error {
-	bucket, err := o.payloadBucket(ctx, orderID)
+// counted from an object's last write, gives the order going on as long
+// as its first round had; only if the order is in one of states (the
+// action then refused writes nothing again: an ended order's payloads are
+// not kept past its retention). It costs a read of the order's state item
+// and of its orders item (and of its results, if the order is inline),
+// then a list and a copy of each payload.
+func (o *Operator) renewPayloads(ctx context.Context, orderID string, states ...workflow.State) error {
+	task, _, err := o.Store.Load(ctx, orderID)
+	if err != nil || !slices.Contains(states, task.State) {
+		return err
+	}
+	bucket, err := o.payloadBucket(ctx, orderID, task.Round)
 	if err != nil || bucket == "" || o.s3 == nil {
 		return err
 	}
-	_, err = payload.New(o.s3, bucket, 0).Renew(ctx, orderID)
-	return err
+	if _, err = payload.New(o.s3, bucket, 0).Renew(ctx, orderID); err != nil {
+		return fmt.Errorf("write order %s's payloads again, so that they outlive it (it takes s3:ListBucket on %s, "+
+			"and s3:GetObject and s3:PutObject on its orders/*): %w", orderID, bucket, err)
+	}
+	return nil
 }
 
 // payloadBucket is the bucket an order's claim checks name: its order's,
-// or a result's ("": none).
-func (o *Operator) payloadBucket(ctx context.Context, orderID string) (string, error) {
+// or a result's of its round ("": none).
+func (o *Operator) payloadBucket(ctx context.Context, orderID string, round int) (string, error) {
 	stored, err := o.Store.Order(ctx, orderID)
 	if err != nil {
 		return "", err
@@ -165,11 +177,7 @@ func (o *Operator) payloadBucket(ctx context.Context, orderID string) (string, e
 	if ref, ok := payload.Parse([]byte(stored)); ok {
 		return ref.Bucket, nil
 	}
-	task, _, err := o.Store.Load(ctx, orderID)
-	if err != nil {
-		return "", err
-	}
-	results, err := o.Store.Results(ctx, orderID, task.Round)
+	results, err := o.Store.Results(ctx, orderID, round)
 	if err != nil {
 		return "", err
 	}
@@ -261,7 +269,7 @@ func (o *Operator) DecideHeld(ctx context.Context, d outcome.HoldDecision) (outc
 	// deadline, not the bucket's expiry, which counts days from an
 	// object's last write (stack.PayloadExpiryDays counts one hold: the
 	// one the Supervisor ends).
-	if err := o.renewPayloads(ctx, d.OrderID); err != nil {
+	if err := o.renewPayloads(ctx, d.OrderID, workflow.Held); err != nil {
 		return outcome.HoldDecided{}, err
 	}
 	if d.Now.IsZero() {

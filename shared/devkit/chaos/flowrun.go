@@ -65,7 +65,9 @@ func newFlowRun(stack *localrun.Stack, p Plan, sim *remotesim.Simulator, began t
 	// The operator decides as sasctl does (operator.DecideHeld): a skip's
 	// result sealed and kept as a step's, the order's payloads written again.
 	op := operator.New(c, topo)
-	op.PickupTimeout = p.Settings.PickupTimeout
+	if p.Settings.PickupTimeout > 0 {
+		op.PickupTimeout = p.Settings.PickupTimeout
+	}
 	return &flowRun{stack: stack, plan: p, sim: sim, began: began, store: flow.NewStore(c.DynamoDB, topo.StateTable()),
 		operator: op, open: map[string]bool{}, episode: map[string]int{}, seen: map[string]bool{}, pauses: map[string][]remotesim.Window{},
 		samples: map[string][]sample{}, decided: map[outcome.HoldAction]int{}, skipped: map[string]bool{}, held: map[string]bool{}}
