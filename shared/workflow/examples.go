@@ -145,6 +145,11 @@ func (d Definition) With(s Settings) Definition {
 	}
 	if s.OrderDeadline > 0 {
 		out.Deadline = s.OrderDeadline
+		// A hold is no longer than the deadline, whose results it must
+		// keep (its file's by default): a shorter one bounds it too.
+		for i := range out.Steps {
+			out.Steps[i].HoldFor = min(out.Steps[i].HoldFor, out.Deadline)
+		}
 	}
 	out.Version = out.version()
 	return out

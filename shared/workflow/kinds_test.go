@@ -182,6 +182,19 @@ func TestParkedStepsAndAsyncStepsParse(t *testing.T) {
 	require.Equal(t, d.Steps[1].Sleep.For, over.Steps[1].Sleep.For)
 }
 
+// An order deadline that overrides the files' bounds their holds too: a
+// hold is no longer than the deadline whose results it must keep.
+func TestAnOrderDeadlineOverrideBoundsAHold(t *testing.T) {
+	d := workflow.MustExample(workflow.OrderWorkflow)
+	d.Steps[1].HoldFor = d.Deadline // onFailure: hold, holdFor its default
+	short := d.With(workflow.Settings{OrderDeadline: 2 * time.Hour})
+	require.Equal(t, 2*time.Hour, short.Steps[1].HoldFor)
+	require.Equal(t, 4*time.Hour+2*time.Hour, short.Lifetime(), "its round, its hold, its compensation")
+	require.Zero(t, short.Steps[0].HoldFor, "a step that holds nothing still does not")
+	long := d.With(workflow.Settings{OrderDeadline: 100 * time.Hour})
+	require.Equal(t, d.Deadline, long.Steps[1].HoldFor, "a longer deadline leaves the hold as written")
+}
+
 const badParked = `name: bad
 deadline: 24h
 resultLimit: 1GB
