@@ -351,9 +351,9 @@ func apply(m map[string]types.AttributeValue, o recOp) {
 	}
 }
 
-// index puts the order in the deadline index, due at due.
-func (c *change) index(orderID string, shards int, due time.Time) {
-	c.set = append(c.set, "DueShard = "+c.val("shard", str(shardOf(orderID, shards))), "DueAt = "+c.val("due", num(ms(due))))
+// index puts the order in the deadline index, in shard, due at due.
+func (c *change) index(shard string, due time.Time) {
+	c.set = append(c.set, "DueShard = "+c.val("shard", str(shard)), "DueAt = "+c.val("due", num(ms(due))))
 }
 
 // leaveIndex takes the order out of the deadline index.

@@ -32,6 +32,17 @@ func TestRetention(t *testing.T) {
 	}
 }
 
+// An order stays in the deadline index's shard Submission picked, on
+// every engine, whoever writes it.
+func TestAnOrderKeepsItsShard(t *testing.T) {
+	for name, e := range engines {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			storetest.OwnShard(t, e.Clients.DynamoDB)
+		})
+	}
+}
+
 // The documented limits, at the limit, on every engine.
 func TestALostAnswerIsTheWriteItself(t *testing.T) {
 	for name, e := range engines {

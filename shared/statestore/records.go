@@ -4,6 +4,7 @@
 package statestore
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -244,6 +245,7 @@ type stateItem struct {
 	LastError   string             `dynamodbav:"Err,omitempty"`
 	Version     int                `dynamodbav:"V"`
 	DueShard    string             `dynamodbav:"DueShard,omitempty"`
+	Shard       string             `dynamodbav:"Dsh,omitempty"` // its shard of the deadline index, as Submission picked it (DueShard while in it)
 	DueAt       int64              `dynamodbav:"DueAt,omitempty"`
 	DeadlineAt  int64              `dynamodbav:"Dl,omitempty"`   // the round's deadline, then its compensation's
 	DeadlineMs  int64              `dynamodbav:"DlMs,omitempty"` // the workflow's order deadline, for later rounds
@@ -570,6 +572,15 @@ func (it stateItem) nextDue() int64 {
 }
 
 // shardOf spreads the orders' deadline-index entries over n partitions.
+// shard is the order's shard of the deadline index: the one Submission
+// picked, with the deployment's shards, which every writer keeps (an
+// operator's store, whose count may be another, too: an order put in a
+// shard the Supervisor does not sweep would never be looked at); for an
+// order stored before items carried it, the one of n shards.
+func (it stateItem) shard(n int) string {
+	return cmp.Or(it.Shard, shardOf(it.OrderID, n))
+}
+
 func shardOf(orderID string, n int) string {
 	h := fnv.New32a()
 	h.Write([]byte(orderID))

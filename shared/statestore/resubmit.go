@@ -91,7 +91,7 @@ func (s *Store) resubmit(ctx context.Context, orderID, step string, pickup time.
 	it.reset(reset, res, due, now)
 	// In the index by the earlier of the pickup deadline and the first
 	// record's timeout, as Submit puts a new order.
-	it.DueShard, it.DueAt = shardOf(orderID, s.shards), min(due, ms(now)+it.Recs[sortKey(res.Ref)].TimeoutMs)
+	it.DueShard, it.DueAt = it.shard(s.shards), min(due, ms(now)+it.Recs[sortKey(res.Ref)].TimeoutMs)
 	if err := s.keepOrder(ctx, orderID, now.Add(it.lifetime()), it.retention(s.keep)); err != nil {
 		return res, err
 	}

@@ -64,7 +64,7 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 		OrderID: sub.OrderID, SK: taskSK, Workflow: wf.Name, WfVersion: wf.Version, PickupMs: wf.PickupTimeout.Milliseconds(),
 		ReplyQueue: sub.ReplyQueue,
 		State:      string(workflow.Pending), Round: 1,
-		DueShard: shardOf(sub.OrderID, s.shards), DueAt: look, CreatedAt: now, UpdatedAt: now,
+		DueShard: shardOf(sub.OrderID, s.shards), Shard: shardOf(sub.OrderID, s.shards), DueAt: look, CreatedAt: now, UpdatedAt: now,
 		DeadlineAt: ms(sub.Now.Add(wf.Deadline)), DeadlineMs: wf.Deadline.Milliseconds(),
 		LifetimeMs: wf.Lifetime().Milliseconds(), KeepS: int64(s.keep / time.Second),
 		ItemsDone: itemsDone(sub.Items), Finished: &finished, Recs: records(sub, due),

@@ -1,6 +1,7 @@
 package statestore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -57,6 +58,7 @@ type Early struct {
 	OrderID string
 	Version int       // as read: MoveOn is conditional on it
 	Next    time.Time // when it is due next; zero: it leaves the index
+	Shard   string    // the shard it was read in, where it stays
 }
 
 // Shards is the number of partitions of the deadline index.
@@ -96,7 +98,7 @@ func (s *Store) DuePage(ctx context.Context, q DueQuery) (DuePage, error) {
 		if len(due.Steps) > 0 {
 			page.Due = append(page.Due, due)
 		} else {
-			page.Early = append(page.Early, Early{OrderID: it.OrderID, Version: it.Version, Next: fromMs(it.nextDue())})
+			page.Early = append(page.Early, Early{OrderID: it.OrderID, Version: it.Version, Next: fromMs(it.nextDue()), Shard: it.DueShard})
 		}
 	}
 	return page, nil
@@ -110,7 +112,7 @@ func (s *Store) MoveOn(ctx context.Context, e Early, now time.Time) error {
 	ch := newChange(now)
 	ch.version(e.Version)
 	if !e.Next.IsZero() {
-		ch.index(e.OrderID, s.shards, e.Next)
+		ch.index(cmp.Or(e.Shard, shardOf(e.OrderID, s.shards)), e.Next)
 	} else {
 		ch.leaveIndex()
 	}

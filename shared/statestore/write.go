@@ -320,7 +320,7 @@ func (s *Store) compileTask(ch *change, it stateItem, w Write) {
 		// The order as read, exactly: its entry goes where the write leaves
 		// its work due.
 		if due := it.with(w).nextDue(); due != 0 {
-			ch.index(it.OrderID, s.shards, fromMs(due))
+			ch.index(it.shard(s.shards), fromMs(due))
 		} else if it.DueShard != "" {
 			ch.leaveIndex()
 		}

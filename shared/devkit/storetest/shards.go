@@ -1,0 +1,81 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/topology"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// OwnShard checks on db that an order stays in the shard of the deadline
+// index Submission picked for it, with the deployment's shards, whoever
+// writes it next: an operator's store told another count (sasctl's
+// --deadline-shards left at its default, say) resubmits it, and records
+// its step's outcome, into that shard, not into one the Supervisor, which
+// sweeps the deployment's shards, would never read.
+func OwnShard(t *testing.T, db *dynamodb.Client) {
+	t.Helper()
+	ctx := context.Background()
+	topo := NewTables(t, db) // 3 shards
+	s := statestore.New(db, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
+	operator := statestore.New(db, topo.OrdersTable(), topo.StateTable(), 16)
+	shard := func(id string, n int) string {
+		h := fnv.New32a()
+		h.Write([]byte(id))
+		return fmt.Sprint(h.Sum32() % uint32(n))
+	}
+	id := ""
+	for i := 0; id == ""; i++ { // an order whose shard of 16 is none of the 3
+		if c := fmt.Sprintf("o-%d", i); shard(c, 16) != shard(c, topo.DeadlineShards) && shard(c, 16) >= "3" {
+			id = c
+		}
+	}
+	dueShard := func() string {
+		t.Helper()
+		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(topo.StateTable()), ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{topology.KeyOrderID: &types.AttributeValueMemberS{Value: id},
+				topology.KeySort: &types.AttributeValueMemberS{Value: "TASK"}}})
+		require.NoError(t, err)
+		v, _ := out.Item[topology.KeyDueShard].(*types.AttributeValueMemberS)
+		if v == nil {
+			return ""
+		}
+		return v.Value
+	}
+	submit(t, s, id, 2)
+	mine := shard(id, topo.DeadlineShards)
+	require.Equal(t, mine, dueShard(), "Submission's pick")
+	st, err := claim(ctx, s, id, step0, "sched", t0)
+	require.NoError(t, err)
+	_, err = refuse(ctx, s, id, step0, st.Attempt, "declined", t0)
+	require.NoError(t, err)
+
+	later := t0.Add(time.Hour)
+	_, err = operator.Resubmit(ctx, id, "", time.Minute, later)
+	require.NoError(t, err)
+	require.Equal(t, mine, dueShard(), "resubmitted by an operator: in the shard Submission picked")
+	task, _, err := operator.Load(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, 2, task.Round)
+	// A write of the operator's store that leaves work due keeps it there:
+	// the step's outcome, which makes the next step ready.
+	st, err = claim(ctx, s, id, step0, "sched", later)
+	require.NoError(t, err)
+	_, err = recordAttempt(ctx, operator, outcome.Attempt{OrderID: id, Ref: step0, Attempt: st.Attempt, Round: 2, Now: later})
+	require.NoError(t, err)
+	_, steps, err := operator.Load(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, workflow.Processed, steps[0].State)
+	require.Equal(t, mine, dueShard(), "and its next write, too")
+}
