@@ -47,7 +47,7 @@ func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st
 			// may read it. A later attempt's result there means this one
 			// is stale.
 			err = h.store.PutResult(ctx, statestore.Result{OrderID: st.OrderID, Ref: st.Ref(), Name: st.Name, Round: st.Round,
-				Attempt: st.Attempt, JSON: out, Now: a.Now, Lifetime: def.Lifetime()})
+				Attempt: st.Attempt, JSON: out, Now: a.Now, Lifetime: def.Lifetime(), Keep: st.Retention()})
 			if errors.Is(err, statestore.ErrStale) {
 				rec.Stale = true
 				return nil

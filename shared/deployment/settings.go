@@ -282,7 +282,7 @@ var Table = []Setting{
 		Usage: "the orders the Supervisor's sweep handles at once, across every shard (1 to 256): its looks a second grow with it",
 		bind:  func(s *Settings) Value { return number(&s.SupervisorParallelism, 1, 256) }},
 	{Name: "retentionDays", Context: "retentionDays", Env: EnvRetentionDays,
-		Usage: "days an ended order stays in both tables before DynamoDB's TTL deletes it (0 to 3650; 0: kept forever)",
+		Usage: "days an ended order stays in both tables before DynamoDB's TTL deletes it (0 to 3650; 0: kept forever); an order keeps the retention it was submitted with",
 		bind:  func(s *Settings) Value { return number(&s.RetentionDays, 0, 3650) }},
 	{Name: "payloadInlineBytes", Context: "payloadInlineBytes", Env: EnvPayloadInlineBytes, Flag: "payload-inline-bytes",
 		Usage: fmt.Sprintf("the largest order, result or event data kept inline in a message or an item (%d to %d bytes): a larger one goes to the payload bucket, a claim check in its place",

@@ -134,7 +134,7 @@ func (r Recorder) Event(ctx context.Context, def workflow.Definition, e Event) (
 		}
 		if !stored {
 			err = r.Store.PutResult(ctx, statestore.Result{OrderID: e.OrderID, Ref: d.Ref, Name: d.Name, Round: st.Round,
-				EventID: e.EventID, JSON: data, Now: e.Now, Lifetime: def.Lifetime()})
+				EventID: e.EventID, JSON: data, Now: e.Now, Lifetime: def.Lifetime(), Keep: snap.Retention()})
 			if errors.Is(err, statestore.ErrStale) {
 				return d, &Refused{fmt.Sprintf("order %s is taking another event %q", e.OrderID, e.Name)}
 			}
@@ -245,7 +245,7 @@ func (r Recorder) callback(ctx context.Context, def workflow.Definition, e Event
 			a.Name, e.size(), def.Name, def.Limit()), true
 	case e.Error == "" && len(e.Data) > 0:
 		err := r.Store.PutResult(ctx, statestore.Result{OrderID: e.OrderID, Ref: t.Ref, Name: a.Name, Round: t.Round,
-			Attempt: t.Attempt, JSON: e.Data, Now: e.Now, Lifetime: def.Lifetime()})
+			Attempt: t.Attempt, JSON: e.Data, Now: e.Now, Lifetime: def.Lifetime(), Keep: rec.Retention()})
 		if errors.Is(err, statestore.ErrStale) {
 			return d, &Refused{fmt.Sprintf("event for order %s: the token's attempt %d of %s is no longer current", e.OrderID, t.Attempt, a.Name)}
 		}

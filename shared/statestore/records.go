@@ -4,7 +4,6 @@
 package statestore
 
 import (
-	"cmp"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -250,7 +249,7 @@ type stateItem struct {
 	DeadlineAt  int64              `dynamodbav:"Dl,omitempty"`   // the round's deadline, then its compensation's
 	DeadlineMs  int64              `dynamodbav:"DlMs,omitempty"` // the workflow's order deadline, for later rounds
 	LifetimeMs  int64              `dynamodbav:"LfMs,omitempty"` // the workflow's Lifetime: what the order keeps outlives it
-	KeepS       int64              `dynamodbav:"KpS,omitempty"`  // the retention it was submitted with, in seconds (0: forever)
+	KeepS       int64              `dynamodbav:"KpS,omitempty"`  // the retention it was submitted with, in seconds (-1: forever; none: stored before items carried it)
 	Unalerted   []string           `dynamodbav:"Ua,stringset,omitempty"`
 	CxBy        string             `dynamodbav:"CxBy,omitempty"`  // who asked for the order's cancellation
 	CxAt        int64              `dynamodbav:"CxAt,omitempty"`  // when
@@ -572,15 +571,25 @@ func (it stateItem) nextDue() int64 {
 }
 
 // shardOf spreads the orders' deadline-index entries over n partitions.
-// shard is the order's shard of the deadline index: the one Submission
-// picked, with the deployment's shards, which every writer keeps (an
-// operator's store, whose count may be another, too: an order put in a
-// shard the Supervisor does not sweep would never be looked at); for an
-// order stored before items carried it, the one of n shards.
+// shard is the order's shard of the deadline index, for a writer of n
+// shards: the one Submission picked, with the deployment's shards, which
+// every writer keeps (an operator's store, whose count may be another,
+// too: an order put in a shard the Supervisor does not sweep would never
+// be looked at); else, for an order stored before items carried it, the
+// one it is in; else the one of n shards. One of n or more is not kept:
+// the deployment's shards were lowered (a writer of fewer than the
+// deployment's, as an operator's left at its default, puts it in one the
+// Supervisor sweeps all the same).
 func (it stateItem) shard(n int) string {
-	return cmp.Or(it.Shard, shardOf(it.OrderID, n))
+	for _, s := range []string{it.Shard, it.DueShard} {
+		if i, err := strconv.Atoi(s); err == nil && i < n {
+			return s
+		}
+	}
+	return shardOf(it.OrderID, n)
 }
 
+// shardOf is orderID's shard of n: its FNV-32a hash, modulo n.
 func shardOf(orderID string, n int) string {
 	h := fnv.New32a()
 	h.Write([]byte(orderID))

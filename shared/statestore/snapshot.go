@@ -34,8 +34,17 @@ func (s Snapshot) Order() workflow.Order { return s.it.order() }
 func (s Snapshot) Task() Task { return s.it.task() }
 
 // Retention is how long the order is kept once ended, as it was submitted
-// (0: as the store keeps it).
-func (s Snapshot) Retention() time.Duration { return s.it.retention(0) }
+// (Forever; 0: its item predates it, the store's).
+func (s Snapshot) Retention() time.Duration { return s.it.ownRetention() }
+
+// Retention is the retention of st's order as it was read (Snapshot's; 0:
+// none read).
+func (st Step) Retention() time.Duration {
+	if st.Read == nil {
+		return 0
+	}
+	return st.Read.Retention()
+}
 
 // Steps are the order's records.
 func (s Snapshot) Steps() []Step { return s.it.steps() }

@@ -98,15 +98,44 @@ func expires(end time.Time, keep time.Duration) types.AttributeValue {
 	return num(end.Add(keep).Unix())
 }
 
-// retention is how long the order of it is kept once ended: the retention
-// it was submitted with, which every writer honours (an operator's, which
-// knows no retention of its own, too), or, for an order stored before
-// items carried it, the store's.
+// retention is how long the order of it is kept once ended (0: forever):
+// the retention it was submitted with, which every writer honours (an
+// operator's, which knows no retention of its own, too), or, for an order
+// stored before items carried it, the store's.
 func (it stateItem) retention(store time.Duration) time.Duration {
-	if it.KeepS > 0 {
-		return time.Duration(it.KeepS) * time.Second
+	switch own := it.ownRetention(); own {
+	case 0:
+		return store
+	case Forever:
+		return 0
+	default:
+		return own
 	}
-	return store
+}
+
+// ownRetention is the retention the order was submitted with: Forever, or
+// 0 if its item predates it.
+func (it stateItem) ownRetention() time.Duration {
+	switch {
+	case it.KeepS > 0:
+		return time.Duration(it.KeepS) * time.Second
+	case it.KeepS < 0:
+		return Forever
+	}
+	return 0
+}
+
+// Forever is the retention of an order submitted to be kept forever
+// (retentionDays=0), as Step.Keep and Snapshot.Retention give it, and
+// Result.Keep takes it.
+const Forever time.Duration = -1
+
+// keepSeconds is how a retention is kept on a state item (KpS).
+func keepSeconds(keep time.Duration) int64 {
+	if keep == 0 {
+		return -1
+	}
+	return int64(keep / time.Second)
 }
 
 // lifetime is the longest the order of it may go on from now

@@ -66,7 +66,7 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 		State:      string(workflow.Pending), Round: 1,
 		DueShard: shardOf(sub.OrderID, s.shards), Shard: shardOf(sub.OrderID, s.shards), DueAt: look, CreatedAt: now, UpdatedAt: now,
 		DeadlineAt: ms(sub.Now.Add(wf.Deadline)), DeadlineMs: wf.Deadline.Milliseconds(),
-		LifetimeMs: wf.Lifetime().Milliseconds(), KeepS: int64(s.keep / time.Second),
+		LifetimeMs: wf.Lifetime().Milliseconds(), KeepS: keepSeconds(s.keep),
 		ItemsDone: itemsDone(sub.Items), Finished: &finished, Recs: records(sub, due),
 	})
 	if err != nil {

@@ -153,11 +153,18 @@ func Retention(t *testing.T, db *dynamodb.Client) {
 	require.True(t, ok, "an order an operator's write ended expires")
 	require.Equal(t, ended.Add(keep).Unix(), got)
 
+	// Submitted to be kept forever, it is, whoever ends it: a store with a
+	// retention (retentionDays turned on since) too.
 	forever := statestore.New(db, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
 	submit(t, forever, "o-3", 1)
-	st, err = claim(ctx, forever, "o-3", step0, "sched", t0)
+	st, err = claim(ctx, s, "o-3", step0, "sched", t0)
 	require.NoError(t, err)
-	_, err = complete(ctx, forever, "o-3", step0, st.Attempt, t0)
+	require.Equal(t, statestore.Forever, st.Retention())
+	require.NoError(t, s.PutResult(ctx, statestore.Result{OrderID: "o-3", Ref: step0, Name: "s0", Round: 1, Attempt: st.Attempt,
+		JSON: []byte(`{"id":"r-3"}`), Now: t0, Lifetime: def(1).Lifetime(), Keep: st.Retention()}))
+	_, ok = expiresItem(topo.StateTable(), "o-3", "R#s0")
+	require.False(t, ok, "nor its result")
+	_, err = complete(ctx, s, "o-3", step0, st.Attempt, t0)
 	require.NoError(t, err)
 	_, ok = expires(topo.StateTable(), "o-3")
 	require.False(t, ok, "no retention: kept forever")
