@@ -270,7 +270,8 @@ func (s *Store) Keep(ctx context.Context, snap Snapshot, now time.Time) error {
 
 // keepOrder pushes out when an order at work again may expire (with a
 // retention, keep): its orders item and its kept results (which its steps
-// may read) expire at end, the latest it can now end, plus keep. It is
+// may read) expire at end, the latest it can now end, plus keep, if that
+// is later than they would. It is
 // written before the state item, so that an order at work again never
 // loses them (if the state write then fails, they are only kept longer).
 func (s *Store) keepOrder(ctx context.Context, orderID string, end time.Time, keep time.Duration) error {
@@ -278,10 +279,14 @@ func (s *Store) keepOrder(ctx context.Context, orderID string, end time.Time, ke
 		return nil
 	}
 	exp := map[string]types.AttributeValue{":exp": expires(end, keep)}
+	// Only ever later: a writer whose clock runs behind another's, or
+	// whose order's lifetime is shorter than a result's, never pulls an
+	// expiry in.
+	later := "(attribute_not_exists(" + ExpiresAttribute + ") OR " + ExpiresAttribute + " < :exp)"
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.orders, Key: map[string]types.AttributeValue{topology.KeyOrderID: str(orderID)},
 		UpdateExpression:          aws.String("SET " + ExpiresAttribute + " = :exp"),
-		ConditionExpression:       aws.String("attribute_exists(OrderID)"),
+		ConditionExpression:       aws.String("attribute_exists(OrderID) AND " + later),
 		ExpressionAttributeValues: exp,
 	})
 	if err != nil && !isConditionFailed(err) {
@@ -300,7 +305,7 @@ func (s *Store) keepOrder(ctx context.Context, orderID string, end time.Time, ke
 		for _, key := range page.Items {
 			_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.state, Key: key,
 				UpdateExpression:          aws.String("SET " + ExpiresAttribute + " = :exp"),
-				ConditionExpression:       aws.String("attribute_exists(#sk)"),
+				ConditionExpression:       aws.String("attribute_exists(#sk) AND " + later),
 				ExpressionAttributeNames:  map[string]string{"#sk": topology.KeySort},
 				ExpressionAttributeValues: exp})
 			if err != nil && !isConditionFailed(err) {

@@ -139,6 +139,9 @@ func Retention(t *testing.T, db *dynamodb.Client) {
 	require.NoError(t, operator.Keep(ctx, snap, decided))
 	got, _ = expires(topo.OrdersTable(), "o-4")
 	require.Equal(t, decided.Add(held.Lifetime()).Add(keep).Unix(), got, "a decision puts it to work again")
+	require.NoError(t, operator.Keep(ctx, snap, t0), "a writer whose clock runs behind")
+	got, _ = expires(topo.OrdersTable(), "o-4")
+	require.Equal(t, decided.Add(held.Lifetime()).Add(keep).Unix(), got, "never pulls an expiry in")
 	// Ended by an operator's write: the end plus its own retention.
 	st, err = claim(ctx, s, "o-4", step0, "sched", decided)
 	require.NoError(t, err)
