@@ -522,6 +522,10 @@ func (s *Store) OffloadAs(ctx context.Context, name string, body []byte) (string
 // SQS Extended Client's key prefix, and Offload's).
 const IncomingPrefix = "incoming/"
 
+// Incoming reports whether key is under IncomingPrefix: a body a sender
+// offloaded there, which Reseal may write over.
+func Incoming(key string) bool { return strings.HasPrefix(key, IncomingPrefix) }
+
 // Reseal writes stored (an order as the product stored it: sealed, or the
 // claim check of its sealed payload; an event with its data so) over the
 // object a sender offloaded its body to, under IncomingPrefix, so that the
@@ -529,7 +533,7 @@ const IncomingPrefix = "incoming/"
 // message comes again, Submission reads the order back by its head's
 // orderId, and takes the event for a repeat, or refuses it.
 func (s *Store) Reseal(ctx context.Context, key string, stored []byte) error {
-	if s == nil || !strings.HasPrefix(key, IncomingPrefix) {
+	if s == nil || !Incoming(key) {
 		return fmt.Errorf("reseal s3://%s/%s: only a body offloaded under %s is written over", s.Bucket(), key, IncomingPrefix)
 	}
 	_, err := s.api.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(stored),

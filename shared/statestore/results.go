@@ -41,7 +41,7 @@ type Result struct {
 	Now     time.Time
 	// Lifetime is the longest the order may go on from now (its
 	// workflow's Lifetime; 0: that of the default deadline), and Keep its
-	// retention (Snapshot.Retention, Step.Keep: Forever; 0: the store's):
+	// retention (Snapshot.Retention, Step.Retention: Forever; 0: the store's):
 	// with a retention, the result expires past the latest end the order
 	// can reach, as its orders item does.
 	Lifetime, Keep time.Duration
@@ -88,11 +88,7 @@ func (s *Store) PutResult(ctx context.Context, r Result) error {
 	if err != nil {
 		return fmt.Errorf("encode the result of %s/%s: %w", r.OrderID, sortKey(r.Ref), err)
 	}
-	keep := s.keep
-	if r.Keep != 0 {
-		keep = max(r.Keep, 0)
-	}
-	if keep > 0 {
+	if keep := inForce(r.Keep, s.keep); keep > 0 {
 		item[ExpiresAttribute] = expires(r.Now.Add(cmp.Or(r.Lifetime, 2*workflow.DefaultOrderDeadline)), keep)
 	}
 	cond := "attribute_not_exists(SK) OR Rd < :rd OR (Rd = :rd AND k < :k)"

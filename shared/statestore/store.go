@@ -103,14 +103,20 @@ func expires(end time.Time, keep time.Duration) types.AttributeValue {
 // operator's, which knows no retention of its own, too), or, for an order
 // stored before items carried it, the store's.
 func (it stateItem) retention(store time.Duration) time.Duration {
-	switch own := it.ownRetention(); own {
+	return inForce(it.ownRetention(), store)
+}
+
+// inForce is the retention that applies (0: forever) to an order submitted
+// with own (Forever; 0: unknown, as an item that predates it) by a writer
+// whose store keeps store.
+func inForce(own, store time.Duration) time.Duration {
+	switch own {
 	case 0:
 		return store
 	case Forever:
 		return 0
-	default:
-		return own
 	}
+	return own
 }
 
 // ownRetention is the retention the order was submitted with: Forever, or
@@ -126,7 +132,7 @@ func (it stateItem) ownRetention() time.Duration {
 }
 
 // Forever is the retention of an order submitted to be kept forever
-// (retentionDays=0), as Step.Keep and Snapshot.Retention give it, and
+// (retentionDays=0), as Step.Retention and Snapshot.Retention give it, and
 // Result.Keep takes it.
 const Forever time.Duration = -1
 

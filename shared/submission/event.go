@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -55,7 +54,7 @@ func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Ev
 	// (resealEvent) holds the event with its data in the product's form:
 	// it is a repeat, or refused, never taken for that.
 	_, key, byPointer := payload.Pointer(rec.Body)
-	repeatOnly := byPointer && strings.HasPrefix(key, payload.IncomingPrefix) && statestore.InProductForm(e.Data)
+	repeatOnly := byPointer && payload.Incoming(key) && statestore.InProductForm(e.Data)
 	if repeatOnly {
 		e.Data = nil
 	}
@@ -80,10 +79,11 @@ func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Ev
 // for its data. An event refused keeps its body for the DLQ's pointer, to
 // expire with incoming/'s lifecycle; so does one whose data is under the
 // inline limit for an order stored before its deployment sealed data (its
-// record keeps the data in clear too).
+// record keeps the data in clear too). (With a sealer, body took a pointer
+// under incoming/ only: sendersKey.)
 func (h *Handler) resealEvent(ctx context.Context, key string, e message.Event, stored json.RawMessage) {
-	if h.sealer == nil || !strings.HasPrefix(key, payload.IncomingPrefix) || len(e.Data) == 0 {
-		return // no data, or not written by its sender there
+	if h.sealer == nil || len(e.Data) == 0 {
+		return // not sealed, or no data
 	}
 	err := func() error {
 		if !statestore.InProductForm(stored) {

@@ -199,9 +199,10 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 // once it is taken: the bucket keeps no clear copy of it (it expired after
 // 15 days before). If the pointer message comes again, body reads the
 // order back from what is there. An event's is resealed by resealEvent.
+// (With a sealer, body took a pointer under incoming/ only: sendersKey.)
 func (h *Handler) reseal(ctx context.Context, rec events.SQSMessage, orderID, stored string) {
 	_, key, ok := payload.Pointer(rec.Body)
-	if !ok || h.sealer == nil || !strings.HasPrefix(key, payload.IncomingPrefix) {
+	if !ok || h.sealer == nil {
 		return
 	}
 	if err := h.payloads.Reseal(ctx, key, []byte(stored)); err != nil {
@@ -258,7 +259,7 @@ func (h *Handler) sendersKey(key string) error {
 	if strings.HasPrefix(key, payload.OrdersPrefix) {
 		return message.Invalid("an SQS Extended Client message names %s, one of this deployment's own payloads: senders offload under %s", key, payload.IncomingPrefix)
 	}
-	if h.sealer != nil && !strings.HasPrefix(key, payload.IncomingPrefix) {
+	if h.sealer != nil && !payload.Incoming(key) {
 		return message.Invalid("an SQS Extended Client message names %[1]s, outside %[2]s: this deployment seals data, and, once it takes a body, "+
 			"writes over it only under %[2]s, so that the bucket keeps no clear copy; offload under %[2]s "+
 			"(Java: withS3KeyPrefix(\"%[2]s\"); Python: the message attribute S3Key, \"%[2]s\" and a UUID)", key, payload.IncomingPrefix)

@@ -563,7 +563,8 @@ func TestSealedDataIsCiphertextEverywhereButTheCall(t *testing.T) {
 
 // An operator's decision on a held order writes its payloads again, as a
 // resubmission does: a hold stops the order's deadline, not the bucket's
-// expiry, which counts days from an object's last write.
+// expiry, which counts days from an object's last write. If S3 refuses
+// that, nothing is decided.
 func TestADecisionOnAHeldOrderRenewsItsPayloads(t *testing.T) {
 	t.Parallel()
 	flow := strings.Replace(largeFlow, "  - name: file\n    agent: scans\n", "  - name: file\n    agent: scans\n    onFailure: hold\n", 1)
@@ -591,9 +592,21 @@ func TestADecisionOnAHeldOrderRenewsItsPayloads(t *testing.T) {
 	for !time.Now().Truncate(time.Second).After(latest) { // S3 keeps whole seconds: wait for the next
 		time.Sleep(20 * time.Millisecond)
 	}
-	op := operator.New(e.stack.Deployment.Clients, e.stack.Topology())
-	_, err := op.DecideHeld(ctx, outcome.HoldDecision{OrderID: "hold-2", Action: outcome.HoldSkip, Step: "file",
-		Result: json.RawMessage(`{"filed":"by hand"}`), By: "test"})
+	skip := outcome.HoldDecision{OrderID: "hold-2", Action: outcome.HoldSkip, Step: "file", Result: json.RawMessage(`{"filed":"by hand"}`), By: "test"}
+	// An operator S3 refuses: no decision without its payloads renewed,
+	// and the reason names what it takes.
+	c := e.stack.Deployment.Clients
+	denied := *c
+	denied.S3 = s3.NewFromConfig(c.Config, func(o *s3.Options) { o.BaseEndpoint = aws.String("http://127.0.0.1:1") }) // no S3 to ask
+	_, err := operator.New(&denied, e.stack.Topology()).DecideHeld(ctx, skip)
+	require.ErrorContains(t, err, "write order hold-2's payloads again, so that they outlive it (it takes s3:ListBucket on")
+	task, _, err := e.stack.Store.Load(ctx, "hold-2")
+	require.NoError(t, err)
+	require.Equal(t, workflow.Held, task.State, "nothing decided")
+	require.Equal(t, before, written(), "nothing written again")
+
+	op := operator.New(c, e.stack.Topology())
+	_, err = op.DecideHeld(ctx, skip)
 	require.NoError(t, err)
 	after := written()
 	for key, at := range before {

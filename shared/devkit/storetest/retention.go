@@ -17,6 +17,20 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
+// rawItem is the item of order id (and sort key sk, if any) in table, as
+// stored; the test fails if there is none.
+func rawItem(t *testing.T, db *dynamodb.Client, table, id, sk string) map[string]types.AttributeValue {
+	t.Helper()
+	k := map[string]types.AttributeValue{topology.KeyOrderID: &types.AttributeValueMemberS{Value: id}}
+	if sk != "" {
+		k[topology.KeySort] = &types.AttributeValueMemberS{Value: sk}
+	}
+	out, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(table), Key: k, ConsistentRead: aws.Bool(true)})
+	require.NoError(t, err)
+	require.NotNil(t, out.Item, "%s %s", table, id)
+	return out.Item
+}
+
 // Retention checks on db that an ended order carries when DynamoDB's time to
 // live may delete it, on both tables (their time to live turned on):
 // its state item from the write that ends it, the end plus the retention;
@@ -41,14 +55,7 @@ func Retention(t *testing.T, db *dynamodb.Client) {
 	s := statestore.New(db, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards).WithRetention(keep)
 	expiresItem := func(table, id, sk string) (int64, bool) {
 		t.Helper()
-		k := map[string]types.AttributeValue{topology.KeyOrderID: &types.AttributeValueMemberS{Value: id}}
-		if sk != "" {
-			k[topology.KeySort] = &types.AttributeValueMemberS{Value: sk}
-		}
-		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: k, ConsistentRead: aws.Bool(true)})
-		require.NoError(t, err)
-		require.NotNil(t, out.Item, "%s %s", table, id)
-		v, ok := out.Item[statestore.ExpiresAttribute].(*types.AttributeValueMemberN)
+		v, ok := rawItem(t, db, table, id, sk)[statestore.ExpiresAttribute].(*types.AttributeValueMemberN)
 		if !ok {
 			return 0, false
 		}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
@@ -43,11 +42,7 @@ func OwnShard(t *testing.T, db *dynamodb.Client) {
 	}
 	dueShard := func() string {
 		t.Helper()
-		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(topo.StateTable()), ConsistentRead: aws.Bool(true),
-			Key: map[string]types.AttributeValue{topology.KeyOrderID: &types.AttributeValueMemberS{Value: id},
-				topology.KeySort: &types.AttributeValueMemberS{Value: "TASK"}}})
-		require.NoError(t, err)
-		v, _ := out.Item[topology.KeyDueShard].(*types.AttributeValueMemberS)
+		v, _ := rawItem(t, db, topo.StateTable(), id, "TASK")[topology.KeyDueShard].(*types.AttributeValueMemberS)
 		if v == nil {
 			return ""
 		}
