@@ -234,7 +234,11 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	}
 	// The service's answer is read up to the workflow's result limit and a
 	// byte (to know it is over): an answer over it is refused unread.
-	result, retried, err := h.call(withAnswerLimit(h.withTurns(ctx, deadline), def.Limit()), st, input, deadline)
+	callCtx := withAnswerLimit(h.withTurns(ctx, deadline), def.Limit())
+	if seal.Covers(order) {
+		callCtx = withSealedData(callCtx)
+	}
+	result, retried, err := h.call(callCtx, st, input, deadline)
 	if !action.Async {
 		// The call is over: its key's slot goes now, before its outcome is
 		// written, so that the next call of the key (its request handed
@@ -304,8 +308,8 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		return h.release(ctx, def, st, flow.Verdict{Wait: max(open.Wait, 0) + time.Duration(rand.Int64N(int64(time.Second))),
 			Why: open.Error()}, req, false)
 	case IsPermanent(err):
-		a.Refusal = err.Error()
-		h.log.Warn("non-transient remote fault; recorded as a refusal", "order_id", st.OrderID, "err", err)
+		a.Refusal = message.Clip(err.Error(), MaxRefusalBytes) // an Agent in Go quotes what it likes
+		h.log.Warn("non-transient remote fault; recorded as a refusal", "order_id", st.OrderID, "err", a.Refusal)
 	case errors.Is(err, errDeadline) && action.Async && st.CompleteBy.After(h.Now().Add(h.cfg.Margin)):
 		// Its service never took the call, and this run's time is out: no
 		// callback will come. Left as it is, the attempt would hold the step

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/smithy-go"
@@ -722,4 +723,76 @@ func TestAnInputThatCannotBeReadForGoodIsRefused(t *testing.T) {
 		require.Contains(t, f.claims.recorded[0], "fail o-1 attempt 3: reserve's input: read the order: api error "+code, code)
 		require.Zero(t, f.sim.Stats().Calls, code)
 	}
+}
+
+// A refusal quotes at most message.MaxReasonQuote bytes of what its service
+// answered: a 300 KB answer (a workflow that keeps 16 MB results reads it
+// whole) would make a reply over what the Scheduler takes, and an alert
+// over what SNS does.
+func TestARefusalQuotesItsServicesAnswerWithinItsBound(t *testing.T) {
+	t.Parallel()
+	d := workflow.Orders(workflow.Settings{})
+	d.ResultLimit = workflow.MaxResultLimit
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		fmt.Fprintf(w, `{"why":"declined","echo":%q}`, strings.Repeat(`"é`, 150<<10))
+	}))
+	t.Cleanup(srv.Close)
+	f := newFixtureOf(t, remotesim.Faults{}, d)
+	_, err := f.calling(d, srv).Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.Len(t, f.out.replies, 1)
+	reply := f.out.replies[0]
+	require.False(t, reply.OK)
+	require.Contains(t, reply.Error, `{"why":"declined"`, "the answer's start is quoted")
+	require.LessOrEqual(t, len(reply.Error), agent.MaxRefusalBytes)
+	require.True(t, strings.HasSuffix(reply.Error, "…") && utf8.ValidString(reply.Error), "cut on a character, and says so")
+	b, err := json.Marshal(reply)
+	require.NoError(t, err)
+	_, err = message.DecodeSchedulerMessage(string(b))
+	require.NoError(t, err, "the reply is one the Scheduler takes")
+}
+
+// What the service of a sealed order answers is the order's data: a
+// transient answer, a refusal, a Retry-After's body are not quoted by the
+// reasons the Agent logs, records and replies in clear (their length is).
+func TestWhatASealedOrdersServiceAnswersIsNotQuoted(t *testing.T) {
+	t.Parallel()
+	const secret = "SECRET-4111-1111"
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch calls.Add(1) {
+		case 1:
+			w.WriteHeader(http.StatusBadGateway)
+		default:
+			w.WriteHeader(http.StatusUnprocessableEntity)
+		}
+		fmt.Fprintf(w, `{"echo":%q}`, secret)
+	}))
+	t.Cleanup(srv.Close)
+	var logs bytes.Buffer
+	f := newFixture(t, remotesim.Faults{})
+	d := workflow.Orders(workflow.Settings{})
+	h := agent.New(agent.Config{Workflows: workflow.MustSet(d), Name: "inventory", InstanceID: "agent-inventory/test", CallTimeout: 10 * time.Second,
+		Backoff: resilience.Backoff{Base: time.Millisecond, Max: time.Millisecond}},
+		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()},
+			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: f.claims, Outcomes: recorder{f.claims}, Send: f.out,
+			Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	sealed := json.RawMessage(`{"$sasSealed":{"key":"a2V5","iv":"aXY=","data":"ZGF0YQ=="}}`)
+	b, _ := json.Marshal(message.AgentRequest{OrderID: "o-1", Step: 0, StepName: "reserve", Payload: sealed})
+	_, err := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: string(b)}}})
+	require.NoError(t, err)
+	require.EqualValues(t, 2, calls.Load(), "a transient answer, then a refusal")
+	require.Len(t, f.out.replies, 1)
+	require.Contains(t, f.out.replies[0].Error, "HTTP 422")
+	require.Contains(t, f.out.replies[0].Error, "not quoted: the order's data is sealed")
+	require.Contains(t, logs.String(), "HTTP 502 (transient): (27 bytes, not quoted", "the transient answer's log line")
+	for _, where := range append([]string{logs.String(), f.out.replies[0].Error}, f.claims.recorded...) {
+		require.NotContains(t, where, secret)
+	}
+
+	// Of an order not sealed, the answer is quoted.
+	_, err = h.Handle(context.Background(), request("o-2"))
+	require.NoError(t, err)
+	require.Contains(t, f.out.replies[1].Error, secret)
 }

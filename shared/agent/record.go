@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/outcome"
@@ -21,6 +22,10 @@ import (
 func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st *statestore.Step, a outcome.Attempt, result []byte, payload json.RawMessage) error {
 	a.OrderID, a.Ref, a.Name, a.Attempt, a.Round, a.Now = st.OrderID, st.Ref(), st.Name, st.Attempt, st.Round, h.Now()
 	a.Read = st.Read // where the others stood at its claim: the first guess
+	// A refusal's reason travels in the reply, the alert and the log
+	// whatever its service or an expression quoted: bounded, so that each
+	// fits (the state item keeps less).
+	a.Refusal = message.Clip(a.Refusal, MaxRefusalBytes)
 	kept := resultJSON(result)
 	var rec outcome.Recorded
 	// Each stage done is not done again on a try again (a result sealed
@@ -117,6 +122,11 @@ func (h *Handler) persist(ctx context.Context, st *statestore.Step, what string,
 // MinWriteWait is the least an Agent waits before it tries a failed write
 // again (persist).
 const MinWriteWait = 100 * time.Millisecond
+
+// MaxRefusalBytes bounds a refusal's reason as the Agent records and replies
+// it: what it says, and message.MaxReasonQuote of what its service
+// answered.
+const MaxRefusalBytes = 2 * message.MaxReasonQuote
 
 // seal is result sealed under the data key of the order stored as order, if
 // that is sealed; result itself otherwise.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -151,10 +152,7 @@ func (r *HTTPRemote) apply(ctx context.Context, action, key string, payload requ
 		}
 		return body, nil // as read: a 16 MB answer is not copied
 	}
-	text := string(bytes.TrimSpace(body))
-	if r.Auth != nil {
-		text = r.Auth.Redact(text)
-	}
+	text := quote(ctx, body, r.Auth)
 	switch {
 	case r.credentialRefusal(s):
 		return nil, &statusError{fmt.Sprintf("%s refused the agent's credentials (HTTP %d), read again: %s", r.Service, s, text)}
@@ -324,6 +322,36 @@ func (r *HTTPRemote) transient(status int) bool {
 
 // answerLimitKey carries the largest answer a call's caller keeps.
 type answerLimitKey struct{}
+
+// sealedDataKey marks a call for an order whose data is sealed.
+type sealedDataKey struct{}
+
+// withSealedData is ctx whose call is for an order whose data is sealed
+// (shared/seal): what its service answers is data of the order, which a
+// reason does not quote.
+func withSealedData(ctx context.Context) context.Context {
+	return context.WithValue(ctx, sealedDataKey{}, true)
+}
+
+// quote is what a reason quotes of a service's answer body: at most
+// message.MaxReasonQuote bytes of it, with any credential of auth (nil:
+// none) taken out; of an order whose data is sealed, only its length (the
+// reason is kept, logged and alerted in clear). The whole answer is in the
+// service's own logs.
+func quote(ctx context.Context, body []byte, auth Authorizer) string {
+	body = bytes.TrimSpace(body)
+	if sealed, _ := ctx.Value(sealedDataKey{}).(bool); sealed {
+		return fmt.Sprintf("(%d bytes, not quoted: the order's data is sealed)", len(body))
+	}
+	if len(body) > 4*message.MaxReasonQuote { // a credential cut in two is not redacted: cut after
+		body = body[:4*message.MaxReasonQuote]
+	}
+	text := string(body)
+	if auth != nil {
+		text = auth.Redact(text)
+	}
+	return message.Clip(text, message.MaxReasonQuote)
+}
 
 // withAnswerLimit is ctx whose call's answer is read up to n bytes and one
 // more (its workflow's result limit): a service that answers more has it

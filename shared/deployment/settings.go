@@ -248,7 +248,7 @@ var Table = []Setting{
 		Usage: "the customer managed KMS key the tables, every queue and DLQ, the topics and the log groups are encrypted under: create (the stack creates one, rotated yearly, kept when the stack is deleted) or your key's ARN (its key policy must let CloudWatch Logs, CloudWatch alarms and SNS use it: docs/operations.md)",
 		bind:  func(s *Settings) Value { return text(&s.KMS, kmsPattern) }},
 	{Name: "sealData", Context: "sealData", Flag: "seal-data", Default: "off",
-		Usage: "true: each order's data, its results and its events' data sealed under a data key of its own (AES-256-GCM, made by the kms key, which it needs), so that the tables, the queues, the payload bucket and the logs hold ciphertext only; sasctl status and the console open it only with kms:Decrypt on the key",
+		Usage: "true: each order's data, its results and its events' data sealed under a data key of its own (AES-256-GCM, made by the kms key, which it needs), so that the tables, the queues, the payload bucket and the logs hold ciphertext only (but what operations.md's \"What stays in clear\" lists); sasctl status and the console open it only with kms:Decrypt on the key",
 		bind:  func(s *Settings) Value { return boolean(&s.SealData) }},
 	{Name: "dataKey", Env: EnvDataKey, Default: "set by the stack",
 		Usage: "the KMS key that makes each order's data key, when sealData is on",

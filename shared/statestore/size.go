@@ -2,9 +2,10 @@ package statestore
 
 import (
 	"strings"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sas-go/sas/shared/message"
 )
 
 // ItemSize is an item's size as DynamoDB counts it for capacity units (its
@@ -73,13 +74,4 @@ const (
 
 // clip is s cut to at most n bytes, on a character boundary, ending in "…"
 // when cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+func clip(s string, n int) string { return message.Clip(s, n) }

@@ -325,7 +325,13 @@ func (h *Handler) accept(ctx context.Context, o message.Order) (string, error) {
 	now := h.Now()
 	items, err := def.Admit(json.RawMessage(whole), now)
 	if err != nil {
-		return "", message.Invalid("order %s: %v", o.OrderID, err)
+		// Logged, counted, traced and put on the DLQ message in clear: of a
+		// deployment that seals the orders' data, it quotes none of it.
+		why := err.Error()
+		if h.sealer != nil {
+			why = workflow.Unquoted(err)
+		}
+		return "", message.Invalid("order %s: %s", o.OrderID, why)
 	}
 	body, err := h.keep(ctx, o)
 	if err != nil {

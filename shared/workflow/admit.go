@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -30,10 +31,33 @@ func (d Definition) Admit(order json.RawMessage, at time.Time) (map[int]int, err
 	}
 	items, err := d.Items(order)
 	if err != nil {
-		return nil, fmt.Errorf("cannot run workflow %s: %w", d.Name, err)
+		return nil, &Refusal{Err: fmt.Errorf("cannot run workflow %s: %w", d.Name, err),
+			Unquoted: fmt.Sprintf("cannot run workflow %s: a forEach expression failed on the order", d.Name)}
 	}
 	if err := d.TimersFit(order, at); err != nil {
-		return nil, err
+		return nil, &Refusal{Err: err, Unquoted: fmt.Sprintf("cannot run workflow %s: a timer's until is after the order's deadline", d.Name)}
 	}
 	return items, nil
+}
+
+// Refusal is why Admit refuses an order, and the same quoting none of its
+// data (no value a schema or an expression met): what a deployment that
+// seals the orders' data logs and sends to its DLQ.
+type Refusal struct {
+	Err      error
+	Unquoted string
+}
+
+func (r *Refusal) Error() string { return r.Err.Error() }
+
+func (r *Refusal) Unwrap() error { return r.Err }
+
+// Unquoted is err's reason quoting none of the order's data: a Refusal's
+// Unquoted, or err's own text (one that is no Refusal quotes none).
+func Unquoted(err error) string {
+	var r *Refusal
+	if errors.As(err, &r) {
+		return r.Unquoted
+	}
+	return err.Error()
 }

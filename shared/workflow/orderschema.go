@@ -179,7 +179,7 @@ func (d Definition) CheckOrder(order json.RawMessage) error {
 	if !errors.As(err, &ve) {
 		return err
 	}
-	var faults []string
+	var faults, unquoted []string
 	for _, leaf := range leaves(ve) {
 		field := "the order"
 		if len(leaf.InstanceLocation) > 0 {
@@ -187,12 +187,20 @@ func (d Definition) CheckOrder(order json.RawMessage) error {
 		}
 		if f := field + ": " + leaf.ErrorKind.LocalizedString(english); !slices.Contains(faults, f) {
 			faults = append(faults, f)
+			unquoted = append(unquoted, field+": "+strings.Join(leaf.ErrorKind.KeywordPath(), "/"))
 		}
 	}
+	return &Refusal{Err: errors.New(listFaults(faults, d.Name)), Unquoted: listFaults(unquoted, d.Name)}
+}
+
+// listFaults says an order's faults against workflow's schema, the first
+// maxFaults of them (a message may quote a value of the order, its keyword
+// none).
+func listFaults(faults []string, workflow string) string {
 	if len(faults) > maxFaults {
-		faults = append(faults[:maxFaults], fmt.Sprintf("and %d more", len(faults)-maxFaults))
+		faults = append(faults[:maxFaults:maxFaults], fmt.Sprintf("and %d more", len(faults)-maxFaults))
 	}
-	return fmt.Errorf("%s (workflow %s's schema)", strings.Join(faults, "; "), d.Name)
+	return fmt.Sprintf("%s (workflow %s's schema)", strings.Join(faults, "; "), workflow)
 }
 
 // maxFaults is how many of an order's faults a refusal names: the rest are
