@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 
+	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -41,6 +42,9 @@ type Failure struct {
 	At           time.Time      `json:"at"`
 }
 
+// MaxLastErrorBytes bounds a Failure's LastError.
+const MaxLastErrorBytes = 4 * message.MaxReasonQuote
+
 // Alerter emits the metric and publishes the event.
 type Alerter struct {
 	api      API
@@ -60,6 +64,10 @@ func New(api API, topicARN string, m *metrics.Emitter) *Alerter {
 // publish twice.
 func (a *Alerter) StepFailed(ctx context.Context, f Failure) error {
 	f.Event = "StepFailed"
+	// What failed says why at the length a reply carries (an SNS message
+	// takes 256 KB, an email reads a few lines; the handlers' logs have
+	// the whole).
+	f.LastError = message.Clip(f.LastError, MaxLastErrorBytes)
 	props := map[string]any{"OrderID": f.OrderID, "Step": f.StepName, "LastError": f.LastError}
 	a.metrics.Count(metrics.StepErrors, 1, props)
 	switch f.OrderState {

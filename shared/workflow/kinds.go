@@ -271,13 +271,13 @@ func parseTime(v json.RawMessage) (time.Time, error) {
 			return t, nil
 		}
 		if _, local := time.Parse("2006-01-02T15:04:05.999999999", s); local == nil {
-			return time.Time{}, &ExpressionError{What: "until", Reason: fmt.Sprintf("%q has no UTC offset (end it with Z or one like +01:00)", s)}
+			return time.Time{}, &ExpressionError{What: "until", Reason: fmt.Sprintf("%.100q has no UTC offset (end it with Z or one like +01:00)", s)}
 		}
-		return time.Time{}, &ExpressionError{What: "until", Reason: fmt.Sprintf("%q is not an RFC 3339 time", s)}
+		return time.Time{}, &ExpressionError{What: "until", Reason: fmt.Sprintf("%.100q is not an RFC 3339 time", s)}
 	}
 	var f float64
 	if err := json.Unmarshal(v, &f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return time.Time{}, &ExpressionError{What: "until", Reason: fmt.Sprintf("%s is neither an RFC 3339 time nor Unix seconds", v)}
+		return time.Time{}, &ExpressionError{What: "until", Reason: fmt.Sprintf("%.100s is neither an RFC 3339 time nor Unix seconds", v)}
 	}
 	sec, frac := math.Modf(f)
 	return time.Unix(int64(sec), int64(frac*1e9)), nil

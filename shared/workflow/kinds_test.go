@@ -173,6 +173,11 @@ func TestParkedStepsAndAsyncStepsParse(t *testing.T) {
 	var ee *workflow.ExpressionError
 	require.ErrorAs(t, err, &ee, "no retry mends it: the step fails")
 	require.EqualError(t, err, `until: "2026-11-26T09:30:00" has no UTC offset (end it with Z or one like +01:00)`)
+	for _, big := range []string{`"` + strings.Repeat("x", 1<<20) + `"`, `{"pad":"` + strings.Repeat("x", 1<<20) + `"}`} {
+		_, err = d.Steps[2].Sleep.When(ready, workflow.Document{Order: json.RawMessage(`{"remindAt":` + big + `}`)})
+		require.ErrorAs(t, err, &ee)
+		require.Less(t, len(err.Error()), 300, "a reason quotes 100 characters of what until gave, not a megabyte")
+	}
 	over := d.With(workflow.Settings{StepTimeout: 5 * time.Second})
 	require.True(t, d.Steps[0].Async)
 	require.Equal(t, d.Steps[0].Timeout, over.Steps[0].Timeout, "an async step keeps its timeout: it bounds a callback, not a call")
