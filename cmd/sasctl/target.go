@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,7 +32,7 @@ func targetFlags(cmd *cobra.Command, t *target, prints bool) {
 	t.Settings = deployment.DefaultSettings()
 	cmd.Flags().StringVar(&t.endpoint, "endpoint", "",
 		"the endpoint of every AWS service (an emulator); default the SDK's own settings: AWS_ENDPOINT_URL, else AWS")
-	t.bind(cmd.Flags(), "prefix", "agents", "deadlineShards", "payloadBucket")
+	t.bind(cmd.Flags(), "prefix", "agents", "deadlineShards", "retentionDays", "payloadBucket")
 	cmd.PreRunE = t.check
 	if prints {
 		outputFlag(cmd, &t.output)
@@ -54,9 +53,16 @@ func (t *target) connect(ctx context.Context, findAgents bool) (*operator.Operat
 	}
 	prefix := t.Topology.Prefix
 	topo := topology.Default(prefix, t.Topology.Agents...)
-	topo.DeadlineShards = t.Topology.DeadlineShards // every shard of a deployment that has more
-	op := operator.New(c, topo)
-	op.PayloadBucket = cmp.Or(t.PayloadBucket, op.PayloadBucket)
+	topo.DeadlineShards = t.Topology.DeadlineShards          // every shard of a deployment that has more
+	op := operator.New(c, topo).WithRetention(t.Retention()) // an order stored before orders kept theirs
+	// The local stack's bucket against an emulator; on AWS the stack's has
+	// a name CloudFormation makes, which --payload-bucket tells: without
+	// it, what needs the bucket says so (an order's own claim checks name
+	// its bucket, which its payloads' writes use).
+	op.PayloadBucket = t.PayloadBucket
+	if op.PayloadBucket == "" && emulated {
+		op.PayloadBucket = topo.PayloadBucket()
+	}
 	if !findAgents || len(op.Topology.Agents) > 0 {
 		return op, nil
 	}

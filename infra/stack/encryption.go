@@ -83,12 +83,14 @@ func viaService(service string) *string {
 	return awscdk.Fn_Sub(jsii.String(service+".${AWS::Region}.amazonaws.com"), nil)
 }
 
-// sealUse is what a function's role may do with the key when the orders'
-// data is sealed (context sealData; shared/seal): call KMS itself, not
-// through a service, to open an order's data key (kms:Decrypt) and,
-// Submission, to make it (kms:GenerateDataKey), and only for an order's
-// data key: a request whose encryption context is the order's id alone
-// (ForAllValues: no other key; Null false: not without one).
+// sealUse is what a function's role may do with the key for the orders'
+// sealed data (shared/seal): call KMS itself, not through a service, to
+// open an order's data key (kms:Decrypt) and, Submission with context
+// sealData, to make it (kms:GenerateDataKey), and only for an order's data
+// key: a request whose encryption context is the order's id alone
+// (ForAllValues: no other key; Null false: not without one). A stack with
+// a key and sealData off keeps the opening: the orders sealed before it
+// was turned off run to their end.
 func sealUse(key awskms.IKey, makesKeys bool) awsiam.PolicyStatement {
 	actions := []string{"kms:Decrypt"}
 	if makesKeys {

@@ -98,7 +98,9 @@ func TestYourOwnKeyEncryptsEveryTableQueueTopicAndLogGroup(t *testing.T) {
 				require.True(t, c.key(def["KMSMasterKeyID"]), "%s: %v", id, def["KMSMasterKeyID"])
 				require.Equal(t, true, sse["BucketKeyEnabled"], "%s: a data key per bucket, not a KMS request per object", id)
 			}
-			requireNotSealed(t, tmpl) // sealData is off by default
+			// sealData is off by default: each function opens what was
+			// sealed under the key (sealData turned off since), makes no data key.
+			requireSealUse(t, tmpl, keyArn(t, tmpl, c.kms), false)
 			roles := 0
 			for id, p := range of(tmpl, "AWS::IAM::Policy") {
 				through, throughS3 := false, false
@@ -170,81 +172,18 @@ func TestYourOwnKeyEncryptsEveryTableQueueTopicAndLogGroup(t *testing.T) {
 // With context sealData=true (and kms), every function (Submission, the
 // Scheduler, the Supervisor, each Agent: all handle an order's data) is
 // told the key that makes the orders' data keys (SAS_DATA_KEY: the key
-// created, or the customer's), and its role may call KMS with that key
-// directly in one statement, SealData: Submission make an order's data key
-// and open it, the others open it; only on that key, and only for an
-// order's data key (an encryption context of orderId and nothing else; none
-// at all refused). Every other use of the key stays through a service. The
-// stack stays cdk-nag and cfn-lint clean.
+// created, or the customer's) and that new orders are sealed
+// (SAS_SEAL_DATA), and its role may call KMS with that key directly in one
+// statement, SealData: Submission make an order's data key and open it,
+// the others open it; only on that key, and only for an order's data key
+// (an encryption context of orderId and nothing else; none at all
+// refused). Every other use of the key stays through a service. The stack
+// stays cdk-nag and cfn-lint clean.
 func TestSealedDataGivesEachFunctionTheKeyAndOnlyItsUse(t *testing.T) {
 	for _, kms := range []string{"create", ownKey} {
 		t.Run(strings.SplitN(kms, ":", 2)[0], func(t *testing.T) {
 			tmpl, notes, path := synthKMS(t, kms, map[string]any{"sealData": "true"})
-			var arn any = ownKey
-			if kms == "create" {
-				keys := of(tmpl, "AWS::KMS::Key")
-				require.Len(t, keys, 1)
-				for id := range keys {
-					arn = map[string]any{"Fn::GetAtt": []any{id, "Arn"}}
-				}
-			}
-			fns := of(tmpl, "AWS::Lambda::Function")
-			require.Len(t, fns, len(expected), "Submission, Scheduler, Supervisor and an Agent per agent")
-			for id, f := range fns {
-				env := f["Environment"].(map[string]any)["Variables"].(map[string]any)
-				require.Equal(t, arn, env["SAS_DATA_KEY"], id)
-			}
-			roles := map[string]bool{}
-			for id, p := range of(tmpl, "AWS::IAM::Policy") {
-				role := roleOf(id)
-				require.NotEmpty(t, role, id)
-				var seal []map[string]any
-				for _, s := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
-					st := s.(map[string]any)
-					if st["Sid"] == "SealData" {
-						seal = append(seal, st)
-						continue
-					}
-					if !slices.ContainsFunc(asList(st["Action"]), func(a string) bool { return strings.HasPrefix(a, "kms:") }) {
-						continue
-					}
-					if st["Sid"] == nil && st["Condition"] == nil {
-						// Known gap, not sealData's: CDK's SqsEventSource grants a
-						// queue's consumer kms:Decrypt on the queue's key with no
-						// condition (grantConsumeMessages), beside
-						// DataKeyThroughTheServices; the Supervisor consumes none.
-						require.NotEqual(t, "Supervisor", role, id)
-						require.Equal(t, map[string]any{"Effect": "Allow", "Action": "kms:Decrypt", "Resource": arn}, st, id)
-						continue
-					}
-					require.Contains(t, fmt.Sprint(st["Condition"]), "kms:ViaService", "%s: %v: any other use of the key only through a service", id, st["Sid"])
-				}
-				require.Len(t, seal, 1, "%s: one SealData statement", id)
-				s3 := slices.Clone(expectedS3[role])
-				if role == "Submission" {
-					// It writes a sealed order over the clear body its
-					// sender offloaded under incoming/ (payload.Store.Reseal).
-					s3 = append(s3, "s3:PutObject on bucket/incoming/*")
-					slices.Sort(s3)
-				}
-				require.Equal(t, s3, s3Grants(p), "%s's S3 grants", role)
-				want := []any{"kms:Decrypt"}
-				if role == "Submission" {
-					want = []any{"kms:GenerateDataKey", "kms:Decrypt"}
-				}
-				require.Equal(t, map[string]any{
-					"Sid":      "SealData",
-					"Effect":   "Allow",
-					"Action":   want,
-					"Resource": arn,
-					"Condition": map[string]any{
-						"ForAllValues:StringEquals": map[string]any{"kms:EncryptionContextKeys": []any{"orderId"}},
-						"Null":                      map[string]any{"kms:EncryptionContextKeys": "false"},
-					},
-				}, normalizeActions(seal[0]), id)
-				roles[role] = true
-			}
-			require.Len(t, roles, len(expected), "every function's role")
+			requireSealUse(t, tmpl, keyArn(t, tmpl, kms), true)
 			requireNagClean(t, notes)
 			lint, err := exec.LookPath("cfn-lint")
 			require.NoError(t, err, "cfn-lint is needed (pip install cfn-lint)")
@@ -252,6 +191,94 @@ func TestSealedDataGivesEachFunctionTheKeyAndOnlyItsUse(t *testing.T) {
 			require.NoError(t, err, "cfn-lint findings:\n%s", out)
 		})
 	}
+}
+
+// keyArn is how a template refers to the key of context kms: the key it
+// creates, or the customer's ARN.
+func keyArn(t *testing.T, tmpl map[string]any, kms string) any {
+	t.Helper()
+	if kms != "create" {
+		return kms
+	}
+	keys := of(tmpl, "AWS::KMS::Key")
+	require.Len(t, keys, 1)
+	for id := range keys {
+		return map[string]any{"Fn::GetAtt": []any{id, "Arn"}}
+	}
+	return nil
+}
+
+// requireSealUse asserts what a stack with a key (arn) lets its functions
+// do with the orders' sealed data: every function is told the key
+// (SAS_DATA_KEY) and whether new orders are sealed (SAS_SEAL_DATA:
+// sealing), and its role has one SealData statement, on that key alone and
+// only for an order's data key: kms:Decrypt for every function, whether
+// sealing or not (an order sealed before sealData was turned off runs to
+// its end), and kms:GenerateDataKey for Submission only when sealing. Any
+// other use of the key is through a service; a function that does not seal
+// new orders may not make a data key at all but through S3 (the payload
+// bucket's own encryption), nor write over a sender's body under
+// incoming/.
+func requireSealUse(t *testing.T, tmpl map[string]any, arn any, sealing bool) {
+	t.Helper()
+	fns := of(tmpl, "AWS::Lambda::Function")
+	require.Len(t, fns, len(expected), "Submission, Scheduler, Supervisor and an Agent per agent")
+	for id, f := range fns {
+		env := f["Environment"].(map[string]any)["Variables"].(map[string]any)
+		require.Equal(t, arn, env["SAS_DATA_KEY"], id)
+		require.Equal(t, fmt.Sprint(sealing), env["SAS_SEAL_DATA"], id)
+	}
+	roles := map[string]bool{}
+	for id, p := range of(tmpl, "AWS::IAM::Policy") {
+		role := roleOf(id)
+		require.NotEmpty(t, role, id)
+		var seal []map[string]any
+		for _, s := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			st := s.(map[string]any)
+			if st["Sid"] == "SealData" {
+				seal = append(seal, st)
+				continue
+			}
+			if !slices.ContainsFunc(asList(st["Action"]), func(a string) bool { return strings.HasPrefix(a, "kms:") }) {
+				continue
+			}
+			if st["Sid"] == nil && st["Condition"] == nil {
+				// Known gap, not sealData's: CDK's SqsEventSource grants a
+				// queue's consumer kms:Decrypt on the queue's key with no
+				// condition (grantConsumeMessages), beside
+				// DataKeyThroughTheServices; the Supervisor consumes none.
+				require.NotEqual(t, "Supervisor", role, id)
+				require.Equal(t, map[string]any{"Effect": "Allow", "Action": "kms:Decrypt", "Resource": arn}, st, id)
+				continue
+			}
+			require.Contains(t, fmt.Sprint(st["Condition"]), "kms:ViaService", "%s: %v: any other use of the key only through a service", id, st["Sid"])
+		}
+		require.Len(t, seal, 1, "%s: one SealData statement", id)
+		s3 := slices.Clone(expectedS3[role])
+		if role == "Submission" && sealing {
+			// It writes a sealed order over the clear body its
+			// sender offloaded under incoming/ (payload.Store.Reseal).
+			s3 = append(s3, "s3:PutObject on bucket/incoming/*")
+			slices.Sort(s3)
+		}
+		require.Equal(t, s3, s3Grants(p), "%s's S3 grants", role)
+		want := []any{"kms:Decrypt"}
+		if role == "Submission" && sealing {
+			want = []any{"kms:GenerateDataKey", "kms:Decrypt"}
+		}
+		require.Equal(t, map[string]any{
+			"Sid":      "SealData",
+			"Effect":   "Allow",
+			"Action":   want,
+			"Resource": arn,
+			"Condition": map[string]any{
+				"ForAllValues:StringEquals": map[string]any{"kms:EncryptionContextKeys": []any{"orderId"}},
+				"Null":                      map[string]any{"kms:EncryptionContextKeys": "false"},
+			},
+		}, normalizeActions(seal[0]), id)
+		roles[role] = true
+	}
+	require.Len(t, roles, len(expected), "every function's role")
 }
 
 // normalizeActions is a statement with its Action a list, as IAM allows a
@@ -264,9 +291,9 @@ func normalizeActions(st map[string]any) map[string]any {
 	return out
 }
 
-// Without context sealData no function is told a data key and no role may
-// call KMS directly (here: no kms either; with kms alone,
-// TestYourOwnKeyEncryptsEveryTableQueueTopicAndLogGroup).
+// Without a key (no context kms, so no sealData) no function is told a data
+// key and no role may call KMS directly (with kms alone, every function
+// may open what was sealed before: TestYourOwnKeyEncryptsEveryTableQueueTopicAndLogGroup).
 func TestNothingSealedWithoutSealData(t *testing.T) { requireNotSealed(t, tmpl) }
 
 // requireNotSealed asserts that no function of a template has SAS_DATA_KEY

@@ -51,7 +51,7 @@ type fnSpec struct {
 	key       awskms.IKey // the data's customer managed key (nil: AWS's own keys)
 	bucket    awss3.IBucket
 	payloads  payloadUse // what it does in bucket
-	makesKeys bool       // it makes the orders' data keys (sealData): Submission
+	makesKeys bool       // it makes the orders' data keys (with sealData): Submission
 }
 
 func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
@@ -76,7 +76,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 		submitting = sealingSubmissionPayloads
 	}
 	f.Submission = function(st, p, fnSpec{id: "Submission", asset: "submission", memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
-		bucket: r.Payloads, payloads: submitting, makesKeys: true,
+		bucket: r.Payloads, payloads: submitting, makesKeys: p.SealData,
 		allow: []awsiam.PolicyStatement{
 			statement([]string{"dynamodb:PutItem", "dynamodb:GetItem"}, []*string{r.Orders.TableArn(), stateARN}), // an order, and a resent one's check
 			// A cancel; an event recorded (its data a result) or kept; a first step that waits armed.
@@ -200,8 +200,11 @@ func environment(p Props, r *Resources, files []string) map[string]*string {
 	s.QueueURLBase, s.AlertTopicARN, s.WorkflowFiles, s.AllowedReplyQueues = base, *r.Alerts.TopicArn(), files, replies
 	s.PayloadBucket = *r.Payloads.BucketName()
 	s.RemoteBaseURL = "" // only the agents whose files name it get it (AgentVars)
-	s.DataKey = ""       // the stack's key, when the orders' data is sealed
-	if p.SealData && r.Key != nil {
+	// The stack's key, whenever it has one: with sealData the functions
+	// seal each new order under a data key it makes (SAS_SEAL_DATA), and
+	// without it they still open what was sealed before it was turned off.
+	s.DataKey = ""
+	if r.Key != nil {
 		s.DataKey = *r.Key.KeyArn()
 	}
 	out := map[string]*string{}
@@ -251,9 +254,10 @@ func function(st awscdk.Stack, p Props, spec fnSpec) awslambda.Function {
 	if spec.key != nil {
 		role.AddToPolicy(keyUse(spec.key))
 		role.AddToPolicy(spec.payloads.keyUse(spec.key))
-		if p.SealData {
-			role.AddToPolicy(sealUse(spec.key, spec.makesKeys))
-		}
+		// Whenever there is a key, not only with sealData: an order sealed
+		// before sealData was turned off is opened, and what is made of it
+		// sealed under its data key, until it ends.
+		role.AddToPolicy(sealUse(spec.key, spec.makesKeys))
 	}
 	props := &awslambda.FunctionProps{
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -12,12 +13,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/sas-go/sas/shared/agent"
@@ -25,6 +30,7 @@ import (
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/resilience"
+	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -210,4 +216,119 @@ func (r repeat) Read(p []byte) (int, error) {
 		p[i] = byte(r)
 	}
 	return len(p), nil
+}
+
+// BenchmarkAgentSealedAtTheLimits is BenchmarkAgentAtTheLimits for a
+// deployment that seals its data, at an Agent's smallest memory: its
+// document's 16 MB order and 16 MB result are sealed objects in the bucket
+// (the object form), weighed (payload.Weight) and reserved of a 128 MB
+// Agent's budget, read back and opened in place (statestore.Read), and its
+// 16 MB answer sealed and kept. The objects are files read as S3 would
+// send them, so that the process's memory is the Agent's:
+// GOMEMLIMIT=102MiB go test -run '^$' -bench AgentSealedAtTheLimits -benchtime 5x ./shared/agent.
+func BenchmarkAgentSealedAtTheLimits(b *testing.B) {
+	def := workflow.Orders(workflow.Settings{})
+	def.ResultLimit = workflow.MaxResultLimit
+	srv := answering16MB(b)
+	sealer := seal.New(fixedKMS{}, "bench-key")
+	key, err := sealer.NewKey(context.Background(), "o-1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	objects := fileObjects{dir: b.TempDir()}
+	order := objects.sealed(b, key, "orders/o-1/order/x"+payload.SealedSuffix, pad(`{"orderId":"o-1","doc":"`, 'd'))
+	result := objects.sealed(b, key, "orders/o-1/results/scan-r1/x"+payload.SealedSuffix, pad(`{"pages":"`, 'p'))
+	docs := sealedDoc{claims: &claims{timeout: time.Hour}, payloads: payload.New(objects, "bench", 0), sealer: sealer,
+		order:  payload.Check(order, map[string]string{"orderId": "o-1", seal.KeyMember: base64.StdEncoding.EncodeToString(key.Blob())}),
+		result: payload.Check(result, nil)}
+	forgetPeak(b) // the objects were sealed in this process: their memory is not the Agent's
+	attemptAtTheLimits(b, def, srv, agent.Deps{Store: docs, Outcomes: recorder{docs.claims}, Payloads: docs.payloads,
+		Budget: payload.BudgetFor(128), Sealer: sealer})
+}
+
+// forgetPeak returns the memory the process no longer uses to the system
+// and starts its high-water mark (peakRSS) again from what it holds now
+// (Linux's clear_refs).
+func forgetPeak(b *testing.B) {
+	debug.FreeOSMemory()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		b.Logf("the peak is the process's since it started: %v", err)
+	}
+}
+
+// sealedDoc is a store whose step's document is a sealed order and a
+// sealed result kept in the bucket, read as statestore's is: its weight
+// reserved of the attempt's budget, then each read back and opened.
+type sealedDoc struct {
+	*claims
+	payloads      *payload.Store
+	sealer        *seal.Sealer
+	order, result json.RawMessage
+}
+
+func (d sealedDoc) Order(context.Context, string) (string, error) { return string(d.order), nil }
+
+func (d sealedDoc) Document(ctx context.Context, st statestore.Step, order json.RawMessage) (workflow.Document, error) {
+	if err := payload.Reserve(ctx, payload.Weight(order)+payload.Weight(d.result)); err != nil {
+		return workflow.Document{}, err
+	}
+	o, err := statestore.Read(ctx, d.payloads, d.sealer, st.OrderID, order)
+	if err != nil {
+		return workflow.Document{}, err
+	}
+	r, err := statestore.Read(ctx, d.payloads, d.sealer, st.OrderID, d.result)
+	if err != nil {
+		return workflow.Document{}, err
+	}
+	return workflow.Document{Order: o, Results: map[string]json.RawMessage{"scan": r}}, nil
+}
+
+// fixedKMS is a KMS whose every data key is the same, its blob naming the
+// order it was made for.
+type fixedKMS struct{}
+
+var fixedKey = bytes.Repeat([]byte{7}, 32)
+
+func (fixedKMS) GenerateDataKey(_ context.Context, in *kms.GenerateDataKeyInput, _ ...func(*kms.Options)) (*kms.GenerateDataKeyOutput, error) {
+	return &kms.GenerateDataKeyOutput{Plaintext: fixedKey, CiphertextBlob: []byte("blob of " + in.EncryptionContext["orderId"])}, nil
+}
+
+func (fixedKMS) Decrypt(_ context.Context, in *kms.DecryptInput, _ ...func(*kms.Options)) (*kms.DecryptOutput, error) {
+	if string(in.CiphertextBlob) != "blob of "+in.EncryptionContext["orderId"] {
+		return nil, &kmstypes.InvalidCiphertextException{Message: aws.String("not this order's")}
+	}
+	return &kms.DecryptOutput{Plaintext: fixedKey}, nil
+}
+
+// fileObjects is a payload bucket whose objects are files of dir, sent as
+// they are read; it keeps what it is given as discardObjects does.
+type fileObjects struct {
+	discardObjects
+	dir string
+}
+
+// sealed keeps plain sealed by key at key's name, and returns its Ref.
+func (f fileObjects) sealed(b *testing.B, key seal.Key, name string, plain []byte) payload.Ref {
+	obj, err := key.SealObject(plain)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, hex.EncodeToString([]byte(name))), obj, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	sum := sha256.Sum256(obj)
+	return payload.Ref{Bucket: "bench", Key: name, Bytes: len(obj), SHA256: hex.EncodeToString(sum[:])}
+}
+
+func (f fileObjects) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	file, err := os.Open(filepath.Join(f.dir, hex.EncodeToString([]byte(*in.Key))))
+	if err != nil {
+		return nil, err
+	}
+	info, err := file.Stat()
+	if err != nil {
+		file.Close()
+		return nil, err
+	}
+	return &s3.GetObjectOutput{Body: file, ContentLength: aws.Int64(info.Size())}, nil
 }

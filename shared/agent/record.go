@@ -129,7 +129,9 @@ const MinWriteWait = 100 * time.Millisecond
 const MaxRefusalBytes = 2 * message.MaxReasonQuote
 
 // seal is result sealed under the data key of the order stored as order, if
-// that is sealed; result itself otherwise.
+// that is sealed, in the form its payload store keeps it in (over the
+// inline limit, the object form: no copy in base64); result itself
+// otherwise.
 func (h *Handler) seal(ctx context.Context, orderID string, order, result json.RawMessage) (json.RawMessage, error) {
 	if h.sealer == nil {
 		return result, nil
@@ -138,7 +140,7 @@ func (h *Handler) seal(ctx context.Context, orderID string, order, result json.R
 	if err != nil || !sealed {
 		return result, err
 	}
-	return key.Seal(result, nil)
+	return h.payloads.Seal(key, result, nil)
 }
 
 // stale counts an outcome of an attempt no longer current: nothing recorded,

@@ -19,12 +19,13 @@
 package client
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/message"
@@ -82,8 +83,20 @@ type Options struct {
 	// PayloadBucket is the deployment's payload bucket (the stack's output
 	// PayloadBucketName): Submit keeps an order, and Signal an event, over
 	// SQS's 256 KiB there and sends a pointer to it, as the SQS Extended
-	// Client does. Default: the local stack's.
+	// Client does, and Skip a result over the inline limit, for an order
+	// that keeps nothing there yet (one that does keeps it in the bucket
+	// its claim checks name). Default: against an emulator (Endpoint, or
+	// AWS_ENDPOINT_URL), the local stack's; against AWS none (the stack's
+	// bucket has a name CloudFormation makes): what needs it is then
+	// refused, nothing sent, and the error says to set it.
 	PayloadBucket string
+	// RetentionDays is the deployment's retentionDays (nil: its default,
+	// 90; 0: kept forever, as the deployment's 0): an order stored before
+	// orders kept their own retention, ended by Cancel or a decision on a
+	// held order, or put to work again, is kept as long as the
+	// deployment's own writes keep one. An order that kept its own is kept
+	// as long as it says.
+	RetentionDays *int
 }
 
 // Client acts on one deployment; it is safe for concurrent use.
@@ -103,11 +116,21 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 	if prefix == "" {
 		prefix = topology.DefaultPrefix
 	}
+	keep := statestore.DefaultRetention
+	if d := opts.RetentionDays; d != nil {
+		if *d < 0 {
+			return nil, fmt.Errorf("client: RetentionDays %d: must not be negative (0: kept forever)", *d)
+		}
+		keep = time.Duration(*d) * 24 * time.Hour
+	}
 	t := topology.Default(prefix)
 	t.DeadlineShards = max(opts.DeadlineShards, 1)
-	op := operator.New(c, t)
+	op := operator.New(c, t).WithRetention(keep)
 	op.Workflows = opts.Workflows
-	op.PayloadBucket = cmp.Or(opts.PayloadBucket, op.PayloadBucket)
+	op.PayloadBucket = opts.PayloadBucket
+	if op.PayloadBucket == "" && (opts.Endpoint != "" || os.Getenv("AWS_ENDPOINT_URL") != "") {
+		op.PayloadBucket = t.PayloadBucket() // the local stack's
+	}
 	return Of(op), nil
 }
 

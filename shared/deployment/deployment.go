@@ -187,13 +187,16 @@ func (d *Deployment) notifier(m *metrics.Emitter, log *slog.Logger) *notify.Noti
 func (d *Deployment) Store() *statestore.Store {
 	t := d.Config.Topology
 	return statestore.New(d.Clients.DynamoDB, t.OrdersTable(), t.StateTable(), t.DeadlineShards).
-		WithRetention(time.Duration(d.Config.RetentionDays) * 24 * time.Hour).WithPayloads(d.Payloads()).WithSealer(d.Sealer())
+		WithRetention(d.Config.Retention()).WithPayloads(d.Payloads()).WithSealer(d.Sealer())
 }
 
 // Sealer is a new sealer of the orders' data under the deployment's data
-// key: nil if it has none (dataKey; nothing sealed). Each handler has its
-// own, as each function instance does (the data keys it opened, its own):
-// a local stack's KMS requests are a deployment's.
+// key: nil if it has none (dataKey; nothing sealed). With sealData off (the
+// key kept), it opens what was sealed before, and seals under their data
+// keys what is made of sealed orders; Submission seals no new order with
+// it then. Each handler has its own, as each function instance does (the
+// data keys it opened, its own): a local stack's KMS requests are a
+// deployment's.
 func (d *Deployment) Sealer() *seal.Sealer {
 	if d.Config.DataKey == "" {
 		return nil
@@ -227,6 +230,7 @@ func (d *Deployment) Submission() (*submission.Handler, error) {
 		EventsQueueURL:     d.Config.QueueURL(t.EventsQueue().Name),
 		EventsDLQURL:       d.Config.QueueURL(t.EventsQueue().DLQName),
 		AllowedReplyQueues: notify.Allowed(d.Config.AllowedReplyQueues),
+		OpenOnly:           !d.Config.SealData,
 	}, submission.Deps{Store: d.sealedStore(sealer), Payloads: d.Payloads(), Sealer: sealer, Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log,
 		Slots: flow.NewStore(d.Clients.DynamoDB, d.Config.Topology.StateTable()), Budget: payload.BudgetFor(functionMemoryMB(topology.CoordinatorMemoryMB))})
 }

@@ -47,9 +47,16 @@ const (
 	// EnvPayloadInlineBytes is the largest payload kept inline in a message
 	// or an item; a larger one goes to the payload bucket.
 	EnvPayloadInlineBytes = "SAS_PAYLOAD_INLINE_BYTES"
-	// EnvDataKey is the KMS key that makes each order's data key (sealed
-	// data, shared/seal); unset: nothing sealed.
+	// EnvDataKey is the stack's KMS key, under which the orders' data keys
+	// are made (sealed data, shared/seal); unset: nothing sealed, nothing
+	// opened.
 	EnvDataKey = "SAS_DATA_KEY"
+	// EnvSealData says whether each new order's data is sealed under a
+	// data key of its own (true), or only what was sealed before is
+	// opened, and what is made of it sealed under its order's data key
+	// (false: sealData turned off, the key kept). Unset with EnvDataKey
+	// set, as a stack of before sealData could be turned off wrote it: true.
+	EnvSealData = "SAS_SEAL_DATA"
 )
 
 // FromEnv reads a deployment's configuration (Table's settings with an
@@ -63,6 +70,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{Settings: DefaultSettings()}
 	if err := c.Settings.readEnv(getenv); err != nil {
 		return c, err
+	}
+	if c.DataKey != "" && getenv(EnvSealData) == "" {
+		c.SealData = true // a stack's of before: a data key meant sealing
 	}
 	c.QueueURLBase = strings.TrimSuffix(c.QueueURLBase, "/")
 	set, err := LoadWorkflows(c.WorkflowFiles, getenv("LAMBDA_TASK_ROOT"), c.MaxStepTimeout())

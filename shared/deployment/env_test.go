@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -93,4 +94,27 @@ func TestFromEnvLoadsTheWorkflowFiles(t *testing.T) {
 	_, err = deployment.FromEnv(env(with(m, deployment.EnvWorkflows, "workflows/slow.yaml")))
 	require.EqualError(t, err, filepath.Join(root, "workflows", "slow.yaml")+
 		`:3: steps[0].timeout: step "s"'s timeout 1m0s is longer than its agent function allows (25s: its timeout less the time to reply)`)
+}
+
+// The stack tells the functions its key whenever it has one
+// (SAS_DATA_KEY), and whether new orders are sealed (SAS_SEAL_DATA): with
+// sealData off the key opens what was sealed before, and Submission seals
+// nothing new. A function of before, told a key and nothing of sealData,
+// seals, as it did; without a key nothing is sealed nor opened.
+func TestTheDataKeyOpensWhatWasSealedWithSealDataOff(t *testing.T) {
+	t.Parallel()
+	const key = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+	for _, c := range []struct {
+		key, sealData string
+		seals         bool
+	}{{key, "true", true}, {key, "false", false}, {key, "", true}, {"", "false", false}} {
+		got, err := deployment.FromEnv(env(with(base(), deployment.EnvDataKey, c.key, deployment.EnvSealData, c.sealData)))
+		require.NoError(t, err)
+		require.Equal(t, c.seals, got.SealData, "%+v", c)
+		d := deployment.Deployment{Config: got, Clients: &awsclient.Clients{}}
+		require.Equal(t, c.key != "", d.Sealer() != nil, "%+v: a sealer that opens whenever there is a key", c)
+		back, err := deployment.FromEnv(env(got.Env()))
+		require.NoError(t, err)
+		require.Equal(t, got, back, "%+v", c)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/supervisor"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
@@ -82,7 +83,11 @@ type Settings struct {
 	KMS string
 	// SealData seals each order's data and results under a data key of its
 	// own, made by the KMS key (the stack's; shared/seal); DataKey is that
-	// key, as the stack tells the functions ("": nothing sealed).
+	// key, as the stack tells the functions whenever it has one ("":
+	// nothing sealed, nothing opened). With DataKey and not SealData (it
+	// was turned off), the functions open what was sealed before, and seal
+	// what is made of it (results, events' data) under its order's data
+	// key, but seal no new order.
 	SealData bool
 	DataKey  string
 }
@@ -98,7 +103,7 @@ const (
 	SubmissionConcurrencyDefault = 50
 	SchedulerConcurrencyDefault  = 50
 	AgentConcurrencyDefault      = 20
-	RetentionDaysDefault         = 90
+	RetentionDaysDefault         = statestore.DefaultRetentionDays
 )
 
 // DefaultSettings are the settings of a deployment nothing configures.
@@ -117,6 +122,10 @@ func DefaultSettings() Settings {
 		AgentConcurrency:      AgentConcurrencyDefault,
 	}
 }
+
+// Retention is how long the deployment keeps an ended order (0: forever),
+// its RetentionDays.
+func (s Settings) Retention() time.Duration { return time.Duration(s.RetentionDays) * 24 * time.Hour }
 
 // Validate checks what one setting alone cannot: the settings together.
 // (Each setting's own check runs when it is read: Setting.Value.)
@@ -247,11 +256,11 @@ var Table = []Setting{
 	{Name: "kms", Context: "kms", Default: "AWS's own keys",
 		Usage: "the customer managed KMS key the tables, every queue and DLQ, the topics and the log groups are encrypted under: create (the stack creates one, rotated yearly, kept when the stack is deleted) or your key's ARN (its key policy must let CloudWatch Logs, CloudWatch alarms and SNS use it: docs/operations.md)",
 		bind:  func(s *Settings) Value { return text(&s.KMS, kmsPattern) }},
-	{Name: "sealData", Context: "sealData", Flag: "seal-data", Default: "off",
-		Usage: "true: each order's data, its results and its events' data sealed under a data key of its own (AES-256-GCM, made by the kms key, which it needs), so that the tables, the queues, the payload bucket and the logs hold ciphertext only (but what operations.md's \"What stays in clear\" lists); sasctl status and the console open it only with kms:Decrypt on the key",
+	{Name: "sealData", Context: "sealData", Env: EnvSealData, Flag: "seal-data", Default: "off",
+		Usage: "true: each order's data, its results and its events' data sealed under a data key of its own (AES-256-GCM, made by the kms key, which it needs), so that the tables, the queues, the payload bucket and the logs hold ciphertext only (but what operations.md's \"What stays in clear\" lists); sasctl status and the console open it only with kms:Decrypt on the key. Turned off (the kms key kept), new orders are not sealed, and those sealed before run to their end",
 		bind:  func(s *Settings) Value { return boolean(&s.SealData) }},
 	{Name: "dataKey", Env: EnvDataKey, Default: "set by the stack",
-		Usage: "the KMS key that makes each order's data key, when sealData is on",
+		Usage: "the stack's kms key, whenever it has one: with sealData, each new order's data key is made under it; without, the data sealed before under it is opened",
 		bind:  func(s *Settings) Value { return text(&s.DataKey, nil) }},
 	{Name: "assetDir", Context: "assetDir",
 		Usage: "the folder of the built functions (make build)",
@@ -281,8 +290,8 @@ var Table = []Setting{
 	{Name: "supervisorParallelism", Context: "supervisorParallelism", Env: EnvSupervisorParallelism, Flag: "supervisor-parallelism",
 		Usage: "the orders the Supervisor's sweep handles at once, across every shard (1 to 256): its looks a second grow with it",
 		bind:  func(s *Settings) Value { return number(&s.SupervisorParallelism, 1, 256) }},
-	{Name: "retentionDays", Context: "retentionDays", Env: EnvRetentionDays,
-		Usage: "days an ended order stays in both tables before DynamoDB's TTL deletes it (0 to 3650; 0: kept forever); an order keeps the retention it was submitted with",
+	{Name: "retentionDays", Context: "retentionDays", Env: EnvRetentionDays, Flag: "retention-days",
+		Usage: "days an ended order stays in both tables before DynamoDB's TTL deletes it (0 to 3650; 0: kept forever); an order keeps the retention it was submitted with (sasctl: the deployment's, for an order stored before orders kept theirs)",
 		bind:  func(s *Settings) Value { return number(&s.RetentionDays, 0, 3650) }},
 	{Name: "payloadInlineBytes", Context: "payloadInlineBytes", Env: EnvPayloadInlineBytes, Flag: "payload-inline-bytes",
 		Usage: fmt.Sprintf("the largest order, result or event data kept inline in a message or an item (%d to %d bytes): a larger one goes to the payload bucket, a claim check in its place",

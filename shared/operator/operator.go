@@ -7,7 +7,10 @@
 package operator
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -43,9 +46,12 @@ type Operator struct {
 	// too, as Submission does. None: its envelope only.
 	Workflows workflow.Set
 	// PayloadBucket is the deployment's payload bucket, where Submit keeps
-	// an order, and Signal an event, too large for SQS (the stack's output
-	// PayloadBucketName; by default the local stack's,
-	// topology.Topology.PayloadBucket).
+	// an order, and Signal an event, too large for SQS, and DecideHeld a
+	// skip's result over the inline limit, when the order's own claim
+	// checks name none (they name the bucket its payloads are in, which
+	// those writes use): the stack's output PayloadBucketName; by default
+	// the local stack's, topology.Topology.PayloadBucket ("": none known,
+	// and such a write is refused with ErrNoPayloadBucket).
 	PayloadBucket string
 	Now           func() time.Time
 
@@ -56,10 +62,12 @@ type Operator struct {
 	urls   map[string]string
 }
 
-// New returns an operator for the deployment the topology describes.
+// New returns an operator for the deployment the topology describes, of
+// the default retention (statestore.DefaultRetention: WithRetention tells
+// it the deployment's).
 func New(c *awsclient.Clients, t topology.Topology) *Operator {
 	return &Operator{
-		Store:         statestore.New(c.DynamoDB, t.OrdersTable(), t.StateTable(), t.DeadlineShards),
+		Store:         statestore.New(c.DynamoDB, t.OrdersTable(), t.StateTable(), t.DeadlineShards).WithRetention(statestore.DefaultRetention),
 		Flow:          flow.NewStore(c.DynamoDB, t.StateTable()),
 		Topology:      t,
 		PickupTimeout: workflow.DefaultPickupTimeout,
@@ -70,6 +78,18 @@ func New(c *awsclient.Clients, t topology.Topology) *Operator {
 		sealer:        seal.New(c.KMS, ""),
 		urls:          map[string]string{},
 	}
+}
+
+// WithRetention tells o the deployment's retention (its retentionDays; 0:
+// forever, as the deployment's 0), as topology.Topology.DeadlineShards
+// tells it its shards: an order stored before orders kept their own
+// retention (statestore.Store.WithRetention) and ended, or put to work
+// again, by o's writes is kept as long as the deployment's writes keep
+// one. An order that kept its own is kept as long as it says, whatever
+// this is. It returns o.
+func (o *Operator) WithRetention(d time.Duration) *Operator {
+	o.Store.WithRetention(d)
+	return o
 }
 
 // QueueURL looks up (once) the URL of a queue of the deployment.
@@ -129,7 +149,7 @@ func (o *Operator) Resubmit(ctx context.Context, orderID, step string) (Resubmit
 	}
 	// Its payloads first, as its items: an order at work again never
 	// loses them to the bucket's expiry.
-	if err := o.renewPayloads(ctx, orderID, workflow.Failed, workflow.CompensationFailed); err != nil {
+	if _, err := o.renewPayloads(ctx, orderID, workflow.Failed, workflow.CompensationFailed); err != nil {
 		return Resubmitted{}, err
 	}
 	res, err := o.Store.Resubmit(ctx, orderID, step, o.PickupTimeout, o.Now())
@@ -150,21 +170,52 @@ func (o *Operator) Resubmit(ctx context.Context, orderID, step string) (Resubmit
 // action then refused writes nothing again: an ended order's payloads are
 // not kept past its retention). It costs a read of the order's state item
 // and of its orders item (and of its results, if the order is inline),
-// then a list and a copy of each payload.
-func (o *Operator) renewPayloads(ctx context.Context, orderID string, states ...workflow.State) error {
+// then a list and a copy of each payload. It returns that bucket ("": the
+// order keeps nothing there, or is in none of states).
+func (o *Operator) renewPayloads(ctx context.Context, orderID string, states ...workflow.State) (string, error) {
 	task, _, err := o.Store.Load(ctx, orderID)
 	if err != nil || !slices.Contains(states, task.State) {
-		return err
+		return "", err
 	}
 	bucket, err := o.payloadBucket(ctx, orderID, task.Round)
 	if err != nil || bucket == "" || o.s3 == nil {
-		return err
+		return bucket, err
 	}
 	if _, err = payload.New(o.s3, bucket, 0).Renew(ctx, orderID); err != nil {
-		return fmt.Errorf("write order %s's payloads again, so that they outlive it (it takes s3:ListBucket on %s, "+
+		return "", fmt.Errorf("write order %s's payloads again, so that they outlive it (it takes s3:ListBucket on %s, "+
 			"and s3:GetObject and s3:PutObject on its orders/*): %w", orderID, bucket, err)
 	}
-	return nil
+	return bucket, nil
+}
+
+// ErrNoPayloadBucket means a payload over the inline limit (an order or an
+// event over SQS's 256 KiB, a skip's result) has no bucket to go to: the
+// order keeps nothing in one its claim checks would name, and the
+// operator was told none (on AWS the stack's bucket has a name
+// CloudFormation makes). Nothing was written or sent.
+var ErrNoPayloadBucket = errors.New("no payload bucket known: set --payload-bucket (or $SAS_PAYLOAD_BUCKET; " +
+	"the typed client: Options.PayloadBucket) to the stack's output PayloadBucketName")
+
+// keep is body, what of the order, as an operator's write keeps it
+// (payload.Store.Keep): itself within the inline limit, else kept in the
+// payload bucket, its claim check in its place. The bucket is the one the
+// order's own claim checks name (bucket), which is its deployment's
+// whatever this operator was told, else PayloadBucket: a payload in
+// another would be refused by every reader of the order.
+func (o *Operator) keep(ctx context.Context, orderID, bucket, what string, body []byte) (json.RawMessage, error) {
+	bucket = cmp.Or(bucket, o.PayloadBucket)
+	p := payload.New(o.s3, bucket, 0)
+	if len(body) <= p.Inline() {
+		return body, nil
+	}
+	if bucket == "" {
+		return nil, fmt.Errorf("keep %s's %s (%d bytes, over the %d kept inline): %w", orderID, what, len(body), p.Inline(), ErrNoPayloadBucket)
+	}
+	kept, err := p.Keep(ctx, orderID, what, body, nil)
+	if err != nil {
+		return nil, fmt.Errorf("keep %s's %s in %s: %w", orderID, what, bucket, err)
+	}
+	return kept, nil
 }
 
 // payloadBucket is the bucket an order's claim checks name: its order's,
@@ -269,7 +320,8 @@ func (o *Operator) DecideHeld(ctx context.Context, d outcome.HoldDecision) (outc
 	// deadline, not the bucket's expiry, which counts days from an
 	// object's last write (stack.PayloadExpiryDays counts one hold: the
 	// one the Supervisor ends).
-	if err := o.renewPayloads(ctx, d.OrderID, workflow.Held); err != nil {
+	bucket, err := o.renewPayloads(ctx, d.OrderID, workflow.Held)
+	if err != nil {
 		return outcome.HoldDecided{}, err
 	}
 	if d.Now.IsZero() {
@@ -290,9 +342,10 @@ func (o *Operator) DecideHeld(ctx context.Context, d outcome.HoldDecision) (outc
 				return outcome.HoldDecided{}, err
 			}
 		}
-		// Over the inline limit, kept in the payload bucket, as a step's is.
-		if d.Result, err = payload.New(o.s3, o.PayloadBucket, 0).Keep(ctx, d.OrderID, "results/skip", d.Result, nil); err != nil {
-			return outcome.HoldDecided{}, fmt.Errorf("keep the result for %s in %s (--payload-bucket): %w", d.OrderID, o.PayloadBucket, err)
+		// Over the inline limit, kept in the payload bucket, as a step's
+		// is: the one the order's claim checks name, if it has any.
+		if d.Result, err = o.keep(ctx, d.OrderID, bucket, "results/skip", d.Result); err != nil {
+			return outcome.HoldDecided{}, err
 		}
 		d.ResultBytes = given
 	}

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,7 +72,7 @@ func (o *Operator) Submit(ctx context.Context, bodies []string) (Submitted, erro
 		if len(b) > payload.MaxMessageBytes {
 			// As the SQS Extended Client sends it: kept in the payload
 			// bucket, a pointer to it on the queue.
-			ptr, err := o.offload(ctx, []byte(b))
+			ptr, err := o.offload(ctx, "", []byte(b)) // a new order: the bucket it is told
 			if err != nil {
 				return res, fmt.Errorf("order %d is %d bytes: %w", i+1, len(b), err)
 			}
@@ -93,11 +94,17 @@ func (o *Operator) Submit(ctx context.Context, bodies []string) (Submitted, erro
 	return res, flush()
 }
 
-// offload keeps body, over SQS's 256 KiB, in the payload bucket, and
-// returns the pointer to send in its place, as the SQS Extended Client
-// does: Submission follows it.
-func (o *Operator) offload(ctx context.Context, body []byte) (string, error) {
-	ptr, err := payload.New(o.s3, o.PayloadBucket, 0).Offload(ctx, body)
+// offload keeps body, over SQS's 256 KiB, in the payload bucket (bucket,
+// the one the claim checks of the order it is for name, else
+// PayloadBucket), and returns the pointer to send in its place, as the
+// SQS Extended Client does: Submission follows it (a pointer to another
+// bucket than its deployment's it refuses).
+func (o *Operator) offload(ctx context.Context, bucket string, body []byte) (string, error) {
+	bucket = cmp.Or(bucket, o.PayloadBucket)
+	if bucket == "" {
+		return "", fmt.Errorf("over SQS's %d bytes, so it goes by pointer, kept in the payload bucket first: %w", payload.MaxMessageBytes, ErrNoPayloadBucket)
+	}
+	ptr, err := payload.New(o.s3, bucket, 0).Offload(ctx, body)
 	if err != nil {
 		return "", fmt.Errorf("over SQS's %d bytes, so kept in the payload bucket first: %w (the stack's output PayloadBucketName: --payload-bucket)",
 			payload.MaxMessageBytes, err)

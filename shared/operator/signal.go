@@ -52,8 +52,9 @@ var ErrBadSignal = errors.New("bad event")
 // submitted), or refuses it. What the order makes of it (no step waits for
 // it, the order ended) Submission decides, and puts a refused event in the
 // events DLQ with the reason. An event over SQS's 256 KiB is kept in the
-// payload bucket (PayloadBucket) and a pointer to it sent, as the SQS
-// Extended Client sends one (Signalled.Offloaded).
+// payload bucket (the one the order's claim checks name, else
+// PayloadBucket) and a pointer to it sent, as the SQS Extended Client
+// sends one (Signalled.Offloaded).
 func (o *Operator) Signal(ctx context.Context, orderID, event, eventID string, data json.RawMessage, ahead bool) (Signalled, error) {
 	if eventID == "" {
 		eventID = newEventID()
@@ -72,7 +73,7 @@ func (o *Operator) Signal(ctx context.Context, orderID, event, eventID string, d
 	res := Signalled{OrderID: orderID, Event: event, EventID: eventID, Queue: o.Topology.EventsQueue().Name}
 	// An order that is not stored is said so here, rather than "sent" and
 	// found in the DLQ 10 s later; unless the caller knows it is on its way.
-	_, _, err = o.Store.Load(ctx, orderID)
+	task, _, err := o.Store.Load(ctx, orderID)
 	switch {
 	case errors.Is(err, statestore.ErrNotFound) && ahead:
 		res.Ahead = true
@@ -85,7 +86,13 @@ func (o *Operator) Signal(ctx context.Context, orderID, event, eventID string, d
 	}
 	msg := string(body)
 	if len(body) > payload.MaxMessageBytes {
-		if msg, err = o.offload(ctx, body); err != nil {
+		bucket := "" // an order not stored: the bucket it is told
+		if !res.Ahead {
+			if bucket, err = o.payloadBucket(ctx, orderID, task.Round); err != nil {
+				return Signalled{}, err
+			}
+		}
+		if msg, err = o.offload(ctx, bucket, body); err != nil {
 			return Signalled{}, fmt.Errorf("event %s for %s is %d bytes: %w", event, orderID, len(body), err)
 		}
 		res.Offloaded = true

@@ -146,9 +146,13 @@ func sleepUntil(ctx context.Context, deadline time.Time, every time.Duration) bo
 
 // sameOrder reports whether stored is the order sent (statestore.SameOrder:
 // a sealed one opened with the operator's own kms:Decrypt, read back from
-// the deployment's payload bucket if its claim check names it there). What
-// cannot be read is not known to be it.
+// the bucket its claim check names, its deployment's whatever this operator
+// was told). What cannot be read is not known to be it.
 func (o *Operator) sameOrder(ctx context.Context, orderID, stored, sent string) bool {
-	same, err := statestore.SameOrder(ctx, payload.New(o.s3, o.PayloadBucket, 0), o.sealer, orderID, stored, sent)
+	bucket := o.PayloadBucket
+	if ref, ok := payload.Parse([]byte(stored)); ok {
+		bucket = ref.Bucket
+	}
+	same, err := statestore.SameOrder(ctx, payload.New(o.s3, bucket, 0), o.sealer, orderID, stored, sent)
 	return err == nil && same
 }

@@ -40,8 +40,9 @@ func NewBudget(max int64) *Budget { return &Budget{sem: semaphore.NewWeighted(ma
 // BudgetFor is the budget of a function of memoryMB megabytes: a quarter of
 // it, and at least MinDocumentBytes. (A document of 32 MB read whole, and
 // an answer of 16 MB, peak at 85-117 MB of a process under a 102 MiB
-// GOMEMLIMIT, measured by BenchmarkAgentAtTheLimits; streamed, at 53-69
-// MB, by BenchmarkAgentStreamingAtTheLimits.)
+// GOMEMLIMIT, measured by BenchmarkAgentAtTheLimits, and so do they sealed,
+// by BenchmarkAgentSealedAtTheLimits; streamed, at 53-69 MB, by
+// BenchmarkAgentStreamingAtTheLimits.)
 func BudgetFor(memoryMB int) *Budget {
 	return NewBudget(max(int64(memoryMB)<<20/4, MinDocumentBytes))
 }
@@ -124,7 +125,10 @@ func (r *Reservation) release() {
 }
 
 // Weight is what a payload weighs once read back: its claim check's bytes,
-// or its own.
+// or its own. Read back, an object takes one buffer of its size, and a
+// sealed one is opened in it (seal.Sealer.OpenInPlace): in the object form
+// it is its plaintext and a few hundred bytes; in the JSON form (objects
+// kept before the object form existed), four thirds of it.
 func Weight(raw []byte) int64 {
 	if ref, ok := Parse(raw); ok {
 		return int64(ref.Bytes)

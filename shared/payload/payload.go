@@ -5,6 +5,11 @@
 // (the Agent, for its call) reads it back by the check; everything else (the
 // queues, the tables, the Scheduler) carries the check.
 //
+// A sealed order's payloads (shared/seal) are kept in the sealed object
+// form: the ciphertext as it is, no base64, so that one weighs its
+// plaintext and a few hundred bytes (Weight), read back into one buffer
+// and opened there.
+//
 // Orders sent by the AWS SQS Extended Client libraries (their S3 pointer
 // message, Pointer) are taken as they are.
 package payload
@@ -26,6 +31,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/sas-go/sas/shared/seal"
 )
 
 // The sizes a payload may have.
@@ -40,9 +47,11 @@ const (
 	// MinInline and MaxInline bound the inline setting.
 	MinInline = 1 << 10
 	MaxInline = 64 << 10
-	// MaxStoredBytes is the largest object the store keeps: a payload at
-	// MaxBytes sealed (shared/seal: its ciphertext in base64, four thirds
-	// of it, and its envelope).
+	// MaxStoredBytes is the largest body the store takes: a payload at
+	// MaxBytes sealed in the JSON form (shared/seal: its ciphertext in
+	// base64, four thirds of it, and its envelope), which Put keeps in the
+	// object form (MaxBytes and a few hundred bytes), and which objects
+	// kept before that form existed are in.
 	MaxStoredBytes = MaxBytes/3*4 + 16<<10
 )
 
@@ -135,8 +144,9 @@ func (s *Store) Inline() int {
 	return s.inline
 }
 
-// Max is the largest payload the store takes, as kept (sealed, a payload
-// of MaxBytes weighs MaxStoredBytes), or, without a bucket, MaxInline.
+// Max is the largest payload the store takes, as given (sealed in the JSON
+// form, a payload of MaxBytes is MaxStoredBytes), or, without a bucket,
+// MaxInline.
 func (s *Store) Max() int {
 	if s == nil {
 		return MaxInline
@@ -167,11 +177,27 @@ func Key(orderID, what string, sum [sha256.Size]byte) string {
 	return OrderPrefix(orderID) + what + "/" + hex.EncodeToString(sum[:])
 }
 
+// Seal is plain sealed under k (its order's data key) in the form the
+// store keeps it in: inline, the JSON form with head's members beside it
+// (seal.Key.Seal), if that fits the inline limit, or if the store has no
+// bucket (the caller refuses one over Max); otherwise the object form
+// (seal.Key.SealObject), which Keep puts in the bucket whatever its size.
+func (s *Store) Seal(k seal.Key, plain []byte, head map[string]string) ([]byte, error) {
+	if s == nil || len(plain) <= s.Inline() { // its JSON form is longer: else it cannot fit
+		b, err := k.Seal(plain, head)
+		if err != nil || s == nil || len(b) <= s.Inline() {
+			return b, err
+		}
+	}
+	return k.SealObject(plain)
+}
+
 // Keep returns body itself if it fits inline, and otherwise keeps it as
-// what of the order and returns its claim check (with head beside it). A
-// body over Max is an error: the caller refuses it before.
+// what of the order and returns its claim check (with head beside it); a
+// body sealed in the object form (Seal) is always kept. A body over Max
+// is an error: the caller refuses it before.
 func (s *Store) Keep(ctx context.Context, orderID, what string, body []byte, head map[string]string) (json.RawMessage, error) {
-	if len(body) <= s.Inline() {
+	if len(body) <= s.Inline() && !seal.IsObject(body) {
 		return body, nil
 	}
 	ref, err := s.Put(ctx, orderID, what, body)
@@ -181,7 +207,14 @@ func (s *Store) Keep(ctx context.Context, orderID, what string, body []byte, hea
 	return Check(ref, head), nil
 }
 
-// Put keeps body as what of the order.
+// SealedSuffix ends the key of an object sealed in the object form: its
+// name says it is not JSON (Renew labels it so).
+const SealedSuffix = ".sealed"
+
+// Put keeps body as what of the order. A body sealed in the JSON form is
+// kept in the object form (seal.ObjectForm: the same ciphertext, without
+// base64), as Seal makes it, so that no sealed payload in the bucket
+// weighs more than its plaintext and its seal's head.
 func (s *Store) Put(ctx context.Context, orderID, what string, body []byte) (Ref, error) {
 	if s == nil {
 		return Ref{}, fmt.Errorf("keep %d bytes of %s's %s: this deployment has no payload bucket (inline at most %d)",
@@ -190,14 +223,29 @@ func (s *Store) Put(ctx context.Context, orderID, what string, body []byte) (Ref
 	if len(body) > MaxStoredBytes {
 		return Ref{}, fmt.Errorf("keep %d bytes of %s's %s: over the %d-byte limit of a payload", len(body), orderID, what, MaxStoredBytes)
 	}
+	if b, ok := seal.ObjectForm(body); ok {
+		body = b
+	}
 	sum := sha256.Sum256(body)
 	ref := Ref{Bucket: s.bucket, Key: Key(orderID, what, sum), Bytes: len(body), SHA256: hex.EncodeToString(sum[:])}
+	if seal.IsObject(body) {
+		ref.Key += SealedSuffix
+	}
 	_, err := s.api.PutObject(ctx, &s3.PutObjectInput{Bucket: &ref.Bucket, Key: &ref.Key, Body: bytes.NewReader(body),
-		ContentLength: aws.Int64(int64(len(body))), ContentType: aws.String("application/json")})
+		ContentLength: aws.Int64(int64(len(body))), ContentType: aws.String(contentType(ref.Key))})
 	if err != nil {
 		return Ref{}, fmt.Errorf("keep %s's %s (%d bytes) at %s: %w", orderID, what, len(body), ref, err)
 	}
 	return ref, nil
+}
+
+// contentType is the type of the object at key: a sealed object form's
+// bytes, or JSON.
+func contentType(key string) string {
+	if strings.HasSuffix(key, SealedSuffix) {
+		return "application/octet-stream"
+	}
+	return "application/json"
 }
 
 // Error is a payload that cannot be read back as it was kept: its object is
@@ -428,7 +476,7 @@ func (s *Store) Renew(ctx context.Context, orderID string) (int, error) {
 		for _, o := range page.Contents {
 			_, err := s.api.CopyObject(ctx, &s3.CopyObjectInput{Bucket: &s.bucket, Key: o.Key,
 				CopySource: aws.String(s.bucket + "/" + aws.ToString(o.Key)), MetadataDirective: types.MetadataDirectiveReplace,
-				ContentType: aws.String("application/json")})
+				ContentType: aws.String(contentType(aws.ToString(o.Key)))})
 			if err != nil {
 				return n, fmt.Errorf("renew payload s3://%s/%s: %w", s.bucket, aws.ToString(o.Key), err)
 			}

@@ -176,7 +176,9 @@ func TestAnExtendedClientPointerIsRead(t *testing.T) {
 }
 
 // A resubmitted order's payloads are written again, so that the bucket's
-// expiry (days after an object's last write) counts from its new round.
+// expiry (days after an object's last write) counts from its new round,
+// each still labelled as what it is: JSON, or a sealed object form (its
+// key says so).
 func TestRenewWritesEveryPayloadOfTheOrderAgain(t *testing.T) {
 	t.Parallel()
 	api, b := bucket(t)
@@ -184,10 +186,16 @@ func TestRenewWritesEveryPayloadOfTheOrderAgain(t *testing.T) {
 	ctx := context.Background()
 	var refs []payload.Ref
 	for _, what := range []string{"order", "results/a-r1", "results/b-r1"} {
-		ref, err := s.Put(ctx, "o-3", what, []byte(`"`+what+strings.Repeat(".", 2000)+`"`))
+		body := []byte(`"` + what + strings.Repeat(".", 2000) + `"`)
+		if what == "results/b-r1" {
+			body = []byte("\x00sas-sealed-1\n" + what + strings.Repeat("\x01", 2000)) // as seal.Key.SealObject makes them
+		}
+		ref, err := s.Put(ctx, "o-3", what, body)
 		require.NoError(t, err)
 		refs = append(refs, ref)
 	}
+	require.True(t, strings.HasSuffix(refs[2].Key, payload.SealedSuffix), refs[2].Key)
+	require.False(t, strings.HasSuffix(refs[1].Key, payload.SealedSuffix), refs[1].Key)
 	_, err := s.Put(ctx, "o-30", "order", []byte(`"another order's"`))
 	require.NoError(t, err)
 	written := func(ref payload.Ref) time.Time {
@@ -202,10 +210,13 @@ func TestRenewWritesEveryPayloadOfTheOrderAgain(t *testing.T) {
 	n, err := s.Renew(ctx, "o-3")
 	require.NoError(t, err)
 	require.Equal(t, 3, n, "the order's three payloads, not the other order's")
-	for _, ref := range refs {
+	for i, ref := range refs {
 		require.True(t, written(ref).After(first), "%s written again", ref.Key)
 		_, err := s.Get(ctx, ref)
 		require.NoError(t, err, "and still as kept")
+		h, err := api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &ref.Bucket, Key: &ref.Key})
+		require.NoError(t, err)
+		require.Equal(t, map[bool]string{false: "application/json", true: "application/octet-stream"}[i == 2], aws.ToString(h.ContentType), ref.Key)
 	}
 }
 

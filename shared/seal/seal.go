@@ -6,11 +6,16 @@
 // that order (its id is the key's encryption context, and the cipher's
 // additional data).
 //
-// A sealed payload is a JSON object, {"$sasSealed":{"key":…,"iv":…,"data":…}},
-// with an order's orderId, workflow and replyQueue beside it, which the
-// product reads without the data. A claim check of a sealed payload keeps
-// the encrypted data key in its head (KeyMember), so that the key is known
-// without reading the payload back.
+// A sealed payload has two forms. Inline (in a table's item, a message), it
+// is a JSON object, {"$sasSealed":{"key":…,"iv":…,"data":…}}, with an
+// order's orderId, workflow and replyQueue beside it, which the product
+// reads without the data. Kept in the payload bucket, it is in the object
+// form (object.go): the ciphertext as it is, after a small binary head, so
+// that it weighs its plaintext and a few hundred bytes, read back and opened
+// in place. Objects kept in the JSON form before the object form existed
+// open as they are. A claim check of a sealed order keeps the encrypted
+// data key in its head (KeyMember), so that the key is known without
+// reading the payload back.
 package seal
 
 import (
@@ -82,15 +87,16 @@ func (s *Sealer) NewKey(ctx context.Context, orderID string) (Key, error) {
 	return Key{orderID: orderID, plain: out.Plaintext, blob: out.CiphertextBlob}, nil
 }
 
-// envelope is a sealed payload's Member.
+// envelope is a sealed payload's Member, as Seal writes it.
 type envelope struct {
 	Key  []byte `json:"key"` // the data key, encrypted under the KMS key
 	IV   []byte `json:"iv"`
 	Data []byte `json:"data"`
 }
 
-// Seal encrypts plain for k's order; head's members ride beside it in
-// clear (those set).
+// Seal encrypts plain for k's order in the JSON form, for a table's item or
+// a message; head's members ride beside it in clear (those set). For the
+// payload bucket, SealObject.
 func (k Key) Seal(plain []byte, head map[string]string) (json.RawMessage, error) {
 	gcm, err := newGCM(k.plain)
 	if err != nil {
@@ -121,25 +127,43 @@ func newGCM(key []byte) (cipher.AEAD, error) {
 // marker is how every sealed payload's JSON names its envelope.
 var marker = []byte(`"` + Member + `":`)
 
-// parse is raw's envelope; ok false if raw is not sealed.
-func parse(raw []byte) (envelope, bool) {
-	if !bytes.Contains(raw, marker) {
-		return envelope{}, false
+// parse is raw's parts, in either form; ok false if raw is not sealed, and
+// reason, for one in the object form, why it is not whole.
+func parse(raw []byte) (p parts, ok bool, reason string) {
+	if IsObject(raw) {
+		p, reason = parseObject(raw)
+		return p, true, reason
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return envelope{}, false
-	}
-	var e envelope
-	if json.Unmarshal(m[Member], &e) != nil || len(e.Key) == 0 || len(e.IV) == 0 {
-		return envelope{}, false
-	}
-	return e, true
+	p, ok = parseJSON(raw)
+	return p, ok, ""
 }
 
-// IsSealed reports whether raw is a sealed payload.
+// parseJSON is the parts of raw in the JSON form, its ciphertext left in
+// base64 where raw holds it (no copy of raw is made); ok false if raw is
+// not in that form.
+func parseJSON(raw []byte) (parts, bool) {
+	if !bytes.Contains(raw, marker) {
+		return parts{}, false
+	}
+	var m struct {
+		E *struct {
+			Key  []byte `json:"key"`
+			IV   []byte `json:"iv"`
+			Data token  `json:"data"`
+		} `json:"$sasSealed"`
+	}
+	if json.Unmarshal(raw, &m) != nil || m.E == nil || len(m.E.Key) == 0 || len(m.E.IV) == 0 {
+		return parts{}, false
+	}
+	if len(m.E.Data) == 0 {
+		m.E.Data = token(`""`) // no data: none opens
+	}
+	return parts{key: m.E.Key, iv: m.E.IV, b64: m.E.Data}, true
+}
+
+// IsSealed reports whether raw is a sealed payload, in either form.
 func IsSealed(raw []byte) bool {
-	_, ok := parse(raw)
+	_, ok, _ := parse(raw)
 	return ok
 }
 
@@ -154,16 +178,31 @@ type Error struct {
 func (e *Error) Error() string { return fmt.Sprintf("sealed data of %s: %s", e.OrderID, e.Reason) }
 
 // Open is the data raw seals for the order (raw itself, if it is not
-// sealed). Its data key is decrypted by KMS once and kept.
+// sealed), raw left as it is. Its data key is decrypted by KMS once and
+// kept.
 func (s *Sealer) Open(ctx context.Context, orderID string, raw []byte) ([]byte, error) {
-	e, ok := parse(raw)
-	if !ok {
+	return s.open(ctx, orderID, raw, false)
+}
+
+// OpenInPlace is Open of raw, a payload read back into a buffer of its
+// own: opened in that buffer, raw's bytes become the plaintext's (in the
+// JSON form, its base64 decoded where it was), so that a payload read back
+// takes no more memory than its size.
+func (s *Sealer) OpenInPlace(ctx context.Context, orderID string, raw []byte) ([]byte, error) {
+	return s.open(ctx, orderID, raw, true)
+}
+
+func (s *Sealer) open(ctx context.Context, orderID string, raw []byte, inPlace bool) ([]byte, error) {
+	p, ok, reason := parse(raw)
+	switch {
+	case !ok:
 		return raw, nil
-	}
-	if s == nil {
+	case reason != "":
+		return nil, &Error{OrderID: orderID, Reason: reason}
+	case s == nil:
 		return nil, &Error{OrderID: orderID, Reason: "this deployment seals nothing (sealData off): it has no key to open it"}
 	}
-	key, err := s.keyOf(ctx, orderID, e.Key)
+	key, err := s.keyOf(ctx, orderID, p.key)
 	if err != nil {
 		return nil, err
 	}
@@ -171,10 +210,18 @@ func (s *Sealer) Open(ctx context.Context, orderID string, raw []byte) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	if len(e.IV) != gcm.NonceSize() {
+	if len(p.iv) != gcm.NonceSize() {
 		return nil, &Error{OrderID: orderID, Reason: "its nonce is not AES-GCM's"}
 	}
-	plain, err := gcm.Open(nil, e.IV, e.Data, []byte(orderID))
+	ct, err := p.ciphertext(inPlace)
+	if err != nil {
+		return nil, &Error{OrderID: orderID, Reason: fmt.Sprintf("its data is not as sealed (%v)", err)}
+	}
+	dst := ct[:0] // in place: the ciphertext's own bytes (decoded from base64: a copy, unless inPlace)
+	if p.object && !inPlace {
+		dst = nil // raw's own bytes: left as they are
+	}
+	plain, err := gcm.Open(dst, p.iv, ct, []byte(orderID))
 	if err != nil {
 		return nil, &Error{OrderID: orderID, Reason: "it does not open: altered, or another order's"}
 	}
@@ -198,8 +245,8 @@ func (s *Sealer) KeyOf(ctx context.Context, orderID string, stored []byte) (Key,
 
 // blobOf is the encrypted data key a stored order names.
 func blobOf(stored []byte) ([]byte, bool) {
-	if e, ok := parse(stored); ok {
-		return e.Key, true
+	if p, ok, reason := parse(stored); ok && reason == "" {
+		return p.key, true
 	}
 	if !bytes.Contains(stored, []byte(`"`+KeyMember+`":`)) {
 		return nil, false

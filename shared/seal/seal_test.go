@@ -123,10 +123,11 @@ func TestAnOrdersKeyIsFoundFromItsStoredForm(t *testing.T) {
 	require.False(t, ok, "an order not sealed")
 }
 
-// The largest payload sealed (four thirds of it in base64, and its
-// envelope) is kept in the payload bucket and read back and opened whole:
-// a 16 MB result of a sealed order is not refused after its call took
-// effect.
+// The largest payload sealed in the JSON form (four thirds of it in
+// base64, and its envelope) is taken by the payload bucket, kept in the
+// object form (its plaintext's size and a few hundred bytes), and read back
+// and opened whole: a 16 MB result of a sealed order is not refused after
+// its call took effect.
 func TestTheLargestPayloadSealedIsKeptAndOpened(t *testing.T) {
 	t.Parallel()
 	s, _, _ := sealer(t)
@@ -146,6 +147,9 @@ func TestTheLargestPayloadSealedIsKeptAndOpened(t *testing.T) {
 	require.LessOrEqual(t, len(sealed), payload.MaxStoredBytes)
 	kept, err := p.Keep(ctx, "o-big", "results/s0-r1", sealed, nil)
 	require.NoError(t, err)
+	ref, ok := payload.Parse(kept)
+	require.True(t, ok)
+	require.Less(t, ref.Bytes, payload.MaxBytes+1024, "kept in the object form")
 	back, err := p.Resolve(ctx, "o-big", kept)
 	require.NoError(t, err)
 	opened, err := s.Open(ctx, "o-big", back)

@@ -43,6 +43,29 @@ func TestAnOrderKeepsItsShard(t *testing.T) {
 	}
 }
 
+// An order stored before its item kept its shard, resubmitted by an
+// operator told more shards than the deployment has, goes where the
+// deployment's Supervisor sweeps, on every engine.
+func TestALegacyOrderResubmittedGoesWhereTheSupervisorSweeps(t *testing.T) {
+	for name, e := range engines {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			storetest.LegacyShard(t, e.Clients.DynamoDB)
+		})
+	}
+}
+
+// An operator keeps an order stored before orders kept their retention as
+// long as its deployment keeps one, on every engine.
+func TestAnOperatorKeepsALegacyOrderForTheDeploymentsRetention(t *testing.T) {
+	for name, e := range engines {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			storetest.OperatorRetention(t, e.Clients)
+		})
+	}
+}
+
 // The documented limits, at the limit, on every engine.
 func TestALostAnswerIsTheWriteItself(t *testing.T) {
 	for name, e := range engines {
@@ -67,6 +90,17 @@ func TestPayloads(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			storetest.Payloads(t, e.Clients)
+		})
+	}
+}
+
+// A sealed 16 MB order and result, kept in the object form, read back
+// whole within a 128 MB Agent's budget, on every engine.
+func TestSealedPayloads(t *testing.T) {
+	for name, e := range engines {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			storetest.SealedPayloads(t, e.Clients)
 		})
 	}
 }

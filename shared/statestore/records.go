@@ -570,26 +570,33 @@ func (it stateItem) nextDue() int64 {
 	return due
 }
 
-// shardOf spreads the orders' deadline-index entries over n partitions.
 // shard is the order's shard of the deadline index, for a writer of n
 // shards: the one Submission picked, with the deployment's shards, which
 // every writer keeps (an operator's store, whose count may be another,
 // too: an order put in a shard the Supervisor does not sweep would never
 // be looked at); else, for an order stored before items carried it, the
-// one it is in; else the one of n shards. One of n or more is not kept:
-// the deployment's shards were lowered (a writer of fewer than the
-// deployment's, as an operator's left at its default, puts it in one the
-// Supervisor sweeps all the same).
+// one it is in; else, for such an order out of the index (one ended
+// Failed, its alert sent), shard 0, which every deployment sweeps, as its
+// writer's n may not be the deployment's (an operator's sasctl left at its
+// default 4, against a deployment of fewer). A shard of n or more is not
+// kept: the deployment's shards were lowered, and an order Submission put
+// in one goes to its shard of n (a writer of fewer than the deployment's,
+// as an operator's left at its default, puts it in one the Supervisor
+// sweeps all the same); an order stored before goes to shard 0.
 func (it stateItem) shard(n int) string {
 	for _, s := range []string{it.Shard, it.DueShard} {
 		if i, err := strconv.Atoi(s); err == nil && i < n {
 			return s
 		}
 	}
+	if it.Shard == "" {
+		return "0"
+	}
 	return shardOf(it.OrderID, n)
 }
 
-// shardOf is orderID's shard of n: its FNV-32a hash, modulo n.
+// shardOf is orderID's shard of n, which spreads the orders' deadline-index
+// entries over n partitions: its FNV-32a hash, modulo n.
 func shardOf(orderID string, n int) string {
 	h := fnv.New32a()
 	h.Write([]byte(orderID))

@@ -172,13 +172,22 @@ func (s *Store) read(ctx context.Context, orderID string, raw json.RawMessage) (
 func InProductForm(raw []byte) bool { return payload.IsCheck(raw) || seal.IsSealed(raw) }
 
 // Read is a payload of an order as its steps read it: read back from p's
-// bucket if a claim check names it there, opened by x if sealed.
+// bucket if a claim check names it there, opened by x if sealed (read
+// back, in the buffer it was read into: it takes no more than its claim
+// check's bytes, payload.Weight).
 func Read(ctx context.Context, p *payload.Store, x *seal.Sealer, orderID string, raw json.RawMessage) (json.RawMessage, error) {
-	raw, err := p.Resolve(ctx, orderID, raw)
+	ref, ok, err := p.RefOf(orderID, raw)
 	if err != nil {
 		return nil, err
 	}
-	return x.Open(ctx, orderID, raw)
+	if !ok {
+		return x.Open(ctx, orderID, raw) // raw is the caller's: left as it is
+	}
+	b, err := p.Get(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return x.OpenInPlace(ctx, orderID, b)
 }
 
 // SameOrder reports whether stored, an order as the product stored it
@@ -221,11 +230,13 @@ func (s *Store) Document(ctx context.Context, st Step, order json.RawMessage) (w
 // DocumentToStream is Document with the payloads kept in the payload bucket
 // left unread, their claim checks in their place, for its Agent to stream
 // them to its service as it sends them (payload.Store.Open), and reserving
-// of its budget only what it reads. A sealed order's (the store has a
-// sealer) are read and opened, and so are a forEach step's items' results,
-// which its list joins.
+// of its budget only what it reads. A sealed order's (seal.Covers: its
+// results are sealed too) are read and opened, by a store with a sealer,
+// and so are a forEach step's items' results, which its list joins; an
+// order not sealed streams with or without one (one stored before its
+// deployment sealed data, or after it stopped).
 func (s *Store) DocumentToStream(ctx context.Context, st Step, order json.RawMessage) (workflow.Document, error) {
-	return s.document(ctx, st, order, s.sealer == nil)
+	return s.document(ctx, st, order, s.sealer == nil || !seal.Covers(order))
 }
 
 func (s *Store) document(ctx context.Context, st Step, order json.RawMessage, stream bool) (workflow.Document, error) {

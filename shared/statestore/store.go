@@ -131,6 +131,15 @@ func (it stateItem) ownRetention() time.Duration {
 	return 0
 }
 
+// DefaultRetentionDays is how many days a deployment keeps an ended order
+// unless configured (its retentionDays, deployment.RetentionDaysDefault);
+// DefaultRetention is that long: the retention an operator's store takes,
+// for an order that carries none of its own, unless told the deployment's.
+const (
+	DefaultRetentionDays = 90
+	DefaultRetention     = DefaultRetentionDays * 24 * time.Hour
+)
+
 // Forever is the retention of an order submitted to be kept forever
 // (retentionDays=0), as Step.Retention and Snapshot.Retention give it, and
 // Result.Keep takes it.

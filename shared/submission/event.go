@@ -79,11 +79,13 @@ func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Ev
 // for its data. An event refused keeps its body for the DLQ's pointer, to
 // expire with incoming/'s lifecycle; so does one whose data is under the
 // inline limit for an order stored before its deployment sealed data (its
-// record keeps the data in clear too). (With a sealer, body took a pointer
-// under incoming/ only: sendersKey.)
+// record keeps the data in clear too). (Sealing new orders, body took a
+// pointer under incoming/ only: sendersKey. Open only, sealData turned
+// off, the body a sender offloaded is not written over: it expires with
+// the bucket's lifecycle, as any sender's body of an unsealed order.)
 func (h *Handler) resealEvent(ctx context.Context, key string, e message.Event, stored json.RawMessage) {
-	if h.sealer == nil || len(e.Data) == 0 {
-		return // not sealed, or no data
+	if !h.sealsNew() || len(e.Data) == 0 {
+		return // not sealing, or no data
 	}
 	err := func() error {
 		if !statestore.InProductForm(stored) {
@@ -202,16 +204,13 @@ func (h *Handler) keepData(ctx context.Context, def workflow.Definition, e messa
 		if err != nil {
 			return nil, err
 		}
-		if sealed {
-			if data, err = key.Seal(data, nil); err != nil {
+		if sealed { // over the inline limit, in the object form (payload.Store.Seal), which Keep keeps whatever its size
+			if data, err = h.payloads.Seal(key, data, nil); err != nil {
 				return nil, err
 			}
 		}
 	}
-	switch n := len(data); {
-	case n <= h.payloads.Inline():
-		return data, nil
-	case n > h.payloads.Max():
+	if n := len(data); n > h.payloads.Max() {
 		return nil, message.Invalid("event for %s: its data is %d bytes, over the %d a deployment without a payload bucket takes (payloadBucket)",
 			e.OrderID, n, h.payloads.Max())
 	}

@@ -56,7 +56,20 @@ type Config struct {
 	EventsQueueURL     string            // the events queue: an event ahead of its order is hidden there a while
 	EventsDLQURL       string            // the events queue's DLQ, for refused events
 	AllowedReplyQueues notify.Allowed    // URL prefixes an order's replyQueue may start with
+	// OpenOnly makes the Sealer open only: the deployment's sealData was
+	// turned off, its key kept. What was sealed before is opened, and what
+	// is made of a sealed order (its events' data) sealed under its data
+	// key; no new order is sealed, a sender's offloaded body may be
+	// anywhere in the bucket and is not written over.
+	OpenOnly bool
 }
+
+// sealsNew reports whether the deployment seals new orders (sealData on):
+// each order's data under a data key of its own, a refusal quoting none of
+// it, and a sender's offloaded body taken from under incoming/ only, and
+// written over once taken. (A sealer open only opens what was sealed
+// before, and seals what is made of it: h.sealer != nil.)
+func (h *Handler) sealsNew() bool { return h.sealer != nil && !h.cfg.OpenOnly }
 
 // Handler is the Submission Lambda handler.
 type Handler struct {
@@ -199,10 +212,10 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 // once it is taken: the bucket keeps no clear copy of it (it expired after
 // 15 days before). If the pointer message comes again, body reads the
 // order back from what is there. An event's is resealed by resealEvent.
-// (With a sealer, body took a pointer under incoming/ only: sendersKey.)
+// (Sealing new orders, body took a pointer under incoming/ only: sendersKey.)
 func (h *Handler) reseal(ctx context.Context, rec events.SQSMessage, orderID, stored string) {
 	_, key, ok := payload.Pointer(rec.Body)
-	if !ok || h.sealer == nil {
+	if !ok || !h.sealsNew() {
 		return
 	}
 	if err := h.payloads.Reseal(ctx, key, []byte(stored)); err != nil {
@@ -259,7 +272,7 @@ func (h *Handler) sendersKey(key string) error {
 	if strings.HasPrefix(key, payload.OrdersPrefix) {
 		return message.Invalid("an SQS Extended Client message names %s, one of this deployment's own payloads: senders offload under %s", key, payload.IncomingPrefix)
 	}
-	if h.sealer != nil && !payload.Incoming(key) {
+	if h.sealsNew() && !payload.Incoming(key) {
 		return message.Invalid("an SQS Extended Client message names %[1]s, outside %[2]s: this deployment seals data, and, once it takes a body, "+
 			"writes over it only under %[2]s, so that the bucket keeps no clear copy; offload under %[2]s "+
 			"(Java: withS3KeyPrefix(\"%[2]s\"); Python: the message attribute S3Key, \"%[2]s\" and a UUID)", key, payload.IncomingPrefix)
@@ -328,7 +341,7 @@ func (h *Handler) accept(ctx context.Context, o message.Order) (string, error) {
 		// Logged, counted, traced and put on the DLQ message in clear: of a
 		// deployment that seals the orders' data, it quotes none of it.
 		why := err.Error()
-		if h.sealer != nil {
+		if h.sealsNew() {
 			why = workflow.Unquoted(err)
 		}
 		return "", message.Invalid("order %s: %s", o.OrderID, why)
@@ -386,12 +399,12 @@ func (h *Handler) accept(ctx context.Context, o message.Order) (string, error) {
 func (h *Handler) keep(ctx context.Context, o message.Order) (string, error) {
 	head := map[string]string{"orderId": o.OrderID, "workflow": o.Workflow, "replyQueue": o.ReplyQueue}
 	body := []byte(o.JSON())
-	if h.sealer != nil {
+	if h.sealsNew() {
 		key, err := h.sealer.NewKey(ctx, o.OrderID)
 		if err != nil {
 			return "", err
 		}
-		if body, err = key.Seal(body, head); err != nil {
+		if body, err = h.payloads.Seal(key, body, head); err != nil {
 			return "", err
 		}
 		head[seal.KeyMember] = base64.StdEncoding.EncodeToString(key.Blob())

@@ -64,7 +64,7 @@ func newFlowRun(stack *localrun.Stack, p Plan, sim *remotesim.Simulator, began t
 	topo := stack.Topology()
 	// The operator decides as sasctl does (operator.DecideHeld): a skip's
 	// result sealed and kept as a step's, the order's payloads written again.
-	op := operator.New(c, topo)
+	op := operator.New(c, topo).WithRetention(stack.Deployment.Config.Retention())
 	if p.Settings.PickupTimeout > 0 {
 		op.PickupTimeout = p.Settings.PickupTimeout
 	}

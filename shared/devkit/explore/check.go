@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -57,7 +59,10 @@ func (w *World) checkRejected() []string {
 // checkClearCopies checks, in a sealed run, that no body sent by pointer
 // stays in clear under incoming/ once a delivery of it took it (ended well,
 // not rejected to the DLQ): taken, it is written over. One refused, or
-// whose message was lost before any delivery, keeps it, to expire.
+// whose message was lost before any delivery, keeps it, to expire. And
+// every payload the orders keep under orders/ (an order, a result, an
+// event's data, an operator's skip) is sealed in the object form, which
+// weighs its plaintext (seal.IsObject), under a key that says so.
 func (w *World) checkClearCopies() []string {
 	if w.sealer == nil || w.bucket == nil {
 		return nil
@@ -67,6 +72,11 @@ func (w *World) checkClearCopies() []string {
 		_, key, _ := payload.Pointer(ptr)
 		if body := w.offloaded[ptr]; string(w.bucket.object(key)) == body {
 			bad = append(bad, fmt.Sprintf("a sealed run leaves no clear copy of what it took: %s still holds %s", key, brief(body)))
+		}
+	}
+	for _, key := range w.bucket.keys(payload.OrdersPrefix) {
+		if b := w.bucket.object(key); !seal.IsObject(b) || !strings.HasSuffix(key, payload.SealedSuffix) {
+			bad = append(bad, fmt.Sprintf("a sealed run keeps its payloads sealed in the object form: %s holds %.60q", key, b))
 		}
 	}
 	return bad

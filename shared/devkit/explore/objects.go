@@ -132,6 +132,19 @@ func (o *objects) offload(body string, atRoot bool) string {
 	return string(ptr)
 }
 
+// keys are the keys under prefix, sorted.
+func (o *objects) keys(prefix string) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var keys []string
+	for _, k := range slices.Sorted(maps.Keys(o.byKey)) {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
 // object is what key holds now (nil: nothing).
 func (o *objects) object(key string) []byte {
 	o.mu.Lock()

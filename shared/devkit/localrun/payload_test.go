@@ -424,6 +424,74 @@ func TestAnOrderAndAResultOf16MBRunAndAreUndone(t *testing.T) {
 	}
 }
 
+// With sealData, the same: a 16 MB order whose first step answers 16 MB
+// runs its three steps and two undos at the Agent's smallest memory (128
+// MB: its payload budget, payload.MinDocumentBytes). Each payload is kept
+// in the bucket in the sealed object form (its ciphertext as it is, no
+// base64), so that it weighs its plaintext and a few hundred bytes: the
+// order and scan's result, read whole (sealed data is not streamed), fit
+// the budget of the steps and undos that read both.
+func TestASealedOrderAndResultOf16MBRunAndAreUndone(t *testing.T) {
+	t.Parallel()
+	e, svc := largeEnv(t, largeFlow, func(o *localrun.Options) { o.SealData = true })
+	body := largeOrder("big-sealed", payload.MaxBytes, payload.MaxBytes)
+	require.Len(t, body, payload.MaxBytes)
+	_, incoming := e.sendByPointer(body)
+	task := e.waitEndedWithin([]string{"big-sealed"}, 4*time.Minute)["big-sealed"]
+	require.Equal(t, workflow.Failed, task.State, "ship refused: the order fails, its steps undone")
+
+	var doc struct {
+		Doc string `json:"doc"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &doc))
+	want, scanned := sum(doc.Doc), sum(pages(payload.MaxBytes))
+	for _, action := range []string{"scan", "file", "ship", "unfile", "unscan"} {
+		in, ok := svc.of("big-sealed", action)
+		require.True(t, ok, "%s was called", action)
+		require.Equal(t, want, in.orderDoc, "%s read the whole order, opened", action)
+		if action != "scan" {
+			require.Equal(t, scanned, in.scanPages, "%s read scan's whole result, opened", action)
+		}
+	}
+	unscan, _ := svc.of("big-sealed", "unscan")
+	require.Equal(t, scanned, unscan.result, "unscan read its step's whole result")
+
+	// The order and scan's result weigh their plaintext and a few hundred
+	// bytes, within the 128 MB Agent's budget together.
+	ctx := context.Background()
+	stored, err := e.stack.Store.Order(ctx, "big-sealed")
+	require.NoError(t, err)
+	order, ok := payload.Parse([]byte(stored))
+	require.True(t, ok, "the order item holds a claim check: %.200s", stored)
+	results, err := e.stack.Store.Results(ctx, "big-sealed", 1)
+	require.NoError(t, err)
+	result, ok := payload.Parse(results[workflow.Ref{Index: 0}].JSON)
+	require.True(t, ok, "scan's result item holds a claim check: %.200s", results[workflow.Ref{Index: 0}].JSON)
+	for _, ref := range []payload.Ref{order, result} {
+		require.Less(t, ref.Bytes, payload.MaxBytes+1024, "%s: the plaintext and its seal's head", ref)
+	}
+	require.LessOrEqual(t, payload.Weight([]byte(stored))+payload.Weight(results[workflow.Ref{Index: 0}].JSON),
+		int64(payload.MinDocumentBytes), "a 128 MB Agent's budget")
+
+	// Ciphertext at rest: both objects sealed, and the sender's offloaded
+	// body written over with the order's claim check.
+	c, bucket := e.stack.Deployment.Clients, e.stack.Resources.PayloadBucket
+	for _, ref := range []payload.Ref{order, result} {
+		got, err := c.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: &ref.Bucket, Key: &ref.Key})
+		require.NoError(t, err)
+		b, err := io.ReadAll(got.Body)
+		require.NoError(t, err)
+		require.True(t, seal.IsObject(b), "%s holds the sealed object form: %.40q", ref, b)
+		require.NotContains(t, string(b), "dddddddddddddddd", "%s: no order in clear", ref)
+		require.NotContains(t, string(b), "pppppppppppppppp", "%s: no result in clear", ref)
+	}
+	got, err := c.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &incoming})
+	require.NoError(t, err)
+	b, err := io.ReadAll(got.Body)
+	require.NoError(t, err)
+	require.Equal(t, stored, string(b), "the offloaded body written over with the order as stored")
+}
+
 // A payload that is gone when a step needs it (deleted, or expired with a
 // retention shorter than the order's life) fails that step for good with a
 // reason that names it, its service never called: the order is not lost,

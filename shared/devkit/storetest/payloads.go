@@ -1,7 +1,12 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,6 +19,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/provision"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -100,4 +106,114 @@ func Payloads(t *testing.T, c *awsclient.Clients) {
 	require.ErrorAs(t, err, &gone)
 	require.ErrorContains(t, err, ref.Key)
 	require.ErrorContains(t, err, fmt.Sprintf("the result of %s", st.Name))
+}
+
+// SealedPayloads runs an order of a deployment that seals its data (KMS
+// being moto's) at the largest payloads on the engine c names: a 16 MB
+// order and a 16 MB result, sealed under the order's data key and kept in
+// the object form. Each weighs its plaintext and a few hundred bytes, so a
+// step's document and an undo's, read whole and opened (sealed data is not
+// streamed), fit the payload budget of an Agent of the smallest memory
+// (128 MB). An order whose payloads were kept in the JSON form (before the
+// object form existed) reads back as well, weighing what it is kept as.
+func SealedPayloads(t *testing.T, c *awsclient.Clients) {
+	ctx := context.Background()
+	topo := NewTables(t, c.DynamoDB)
+	bucket := strings.ToLower(topo.Prefix) + "-sealed"
+	require.NoError(t, provision.EnsureBucket(ctx, c.S3, bucket))
+	keyID, err := provision.EnsureKey(ctx, c.KMS, "alias/"+strings.ToLower(topo.Prefix)+"-sealed")
+	require.NoError(t, err)
+	p, x := payload.New(c.S3, bucket, 0), seal.New(c.KMS, keyID)
+	s := statestore.New(c.DynamoDB, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards).WithPayloads(p).WithSealer(x)
+	d := def(3)
+	inBudget := func(read func(context.Context) (workflow.Document, error)) workflow.Document {
+		t.Helper()
+		rctx, let := payload.Reserving(ctx, payload.BudgetFor(128), time.Time{}, 0)
+		defer let()
+		doc, err := read(rctx)
+		require.NoError(t, err)
+		return doc
+	}
+
+	const top = `{"orderId":"o-sealed","doc":"`
+	body := top + strings.Repeat("d", payload.MaxBytes-len(top)-2) + `"}`
+	require.Equal(t, payload.MaxBytes, len(body))
+	key, err := x.NewKey(ctx, "o-sealed")
+	require.NoError(t, err)
+	head := map[string]string{"orderId": "o-sealed"}
+	sealed, err := p.Seal(key, []byte(body), head)
+	require.NoError(t, err)
+	require.True(t, seal.IsObject(sealed), "a 16 MB order: the object form")
+	head[seal.KeyMember] = base64.StdEncoding.EncodeToString(key.Blob())
+	order, err := p.Keep(ctx, "o-sealed", "order", sealed, head)
+	require.NoError(t, err)
+	created, err := s.Submit(ctx, statestore.Submission{OrderID: "o-sealed", Order: string(order), Workflow: d, Now: t0})
+	require.NoError(t, err)
+	require.True(t, created)
+
+	st := claimedAs(t, s, "o-sealed", step0, t0)
+	answer := []byte(`{"pages":"` + strings.Repeat("p", payload.MaxBytes-12) + `"}`)
+	sealed, err = p.Seal(key, answer, nil)
+	require.NoError(t, err)
+	kept, err := p.Keep(ctx, "o-sealed", "results/s0-r1", sealed, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.PutResult(ctx, statestore.Result{OrderID: "o-sealed", Ref: step0, Name: st.Name, Round: 1,
+		Attempt: st.Attempt, JSON: kept, Now: t0}))
+	rec, err := outcome.Recorder{Store: s}.Record(ctx, d, outcome.Attempt{OrderID: "o-sealed", Ref: step0, Attempt: st.Attempt,
+		Round: 1, ResultBytes: len(answer), Read: st.Read, Now: t0})
+	require.NoError(t, err)
+	require.False(t, rec.Stale)
+	for _, check := range []json.RawMessage{order, kept} {
+		ref, ok := payload.Parse(check)
+		require.True(t, ok)
+		require.Less(t, ref.Bytes, payload.MaxBytes+1024, "%s: its plaintext and its seal's head", ref)
+		require.True(t, strings.HasSuffix(ref.Key, payload.SealedSuffix), ref.Key)
+	}
+
+	next := claimedAs(t, s, "o-sealed", step1, t0)
+	doc := inBudget(func(ctx context.Context) (workflow.Document, error) { return s.Document(ctx, next, order) })
+	require.Equal(t, body, string(doc.Order), "the order read back whole, opened")
+	require.Equal(t, string(answer), string(doc.Results["s0"]), "the result read back whole, opened")
+	doc = inBudget(func(ctx context.Context) (workflow.Document, error) { return s.DocumentToStream(ctx, next, order) })
+	require.Equal(t, body, string(doc.Order), "sealed: read whole to stream it too")
+
+	r := finish(t, s, d, next, "refused", t0.Add(1))
+	require.Equal(t, []workflow.Ref{undo0}, r.Ready)
+	undo := claimedAs(t, s, "o-sealed", undo0, t0)
+	doc = inBudget(func(ctx context.Context) (workflow.Document, error) { return s.Document(ctx, undo, order) })
+	require.Equal(t, string(answer), string(doc.Result), "the undo's step's result read back whole, opened")
+
+	// Kept in the JSON form, as before the object form: it reads back.
+	old := legacyOrder(t, c, p, x, s, bucket, "o-sealed-json")
+	next = claimedAs(t, s, "o-sealed-json", step0, t0)
+	doc, err = s.Document(ctx, next, old.order)
+	require.NoError(t, err)
+	require.Equal(t, old.body, string(doc.Order), "an order kept in the JSON form opens")
+}
+
+// legacy is an order kept in the JSON form, and its body.
+type legacy struct {
+	order json.RawMessage
+	body  string
+}
+
+// legacyOrder submits an order of 1 MB whose payload was kept sealed in the
+// JSON form, as before the object form existed (written as it is: Put
+// would keep it in the object form).
+func legacyOrder(t *testing.T, c *awsclient.Clients, p *payload.Store, x *seal.Sealer, s *statestore.Store, bucket, id string) legacy {
+	ctx := context.Background()
+	body := `{"orderId":"` + id + `","doc":"` + strings.Repeat("j", 1<<20) + `"}`
+	key, err := x.NewKey(ctx, id)
+	require.NoError(t, err)
+	sealed, err := key.Seal([]byte(body), map[string]string{"orderId": id})
+	require.NoError(t, err)
+	sum := sha256.Sum256(sealed)
+	ref := payload.Ref{Bucket: bucket, Key: payload.Key(id, "order", sum), Bytes: len(sealed), SHA256: hex.EncodeToString(sum[:])}
+	_, err = c.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &ref.Bucket, Key: &ref.Key, Body: bytes.NewReader(sealed)})
+	require.NoError(t, err)
+	order := payload.Check(ref, map[string]string{"orderId": id, seal.KeyMember: base64.StdEncoding.EncodeToString(key.Blob())})
+	created, err := s.Submit(ctx, statestore.Submission{OrderID: id, Order: string(order), Workflow: def(3), Now: t0})
+	require.NoError(t, err)
+	require.True(t, created)
+	return legacy{order: order, body: body}
 }

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/require"
+)
+
+// A command on a deployment takes the deployment's retention (its flag, or
+// $SAS_RETENTION_DAYS; 0 is forever, as the deployment's 0), and its
+// payload bucket: --payload-bucket, else, against an emulator, the local
+// stack's; against AWS none, where the stack's has a name CloudFormation
+// makes (what needs it then says to set it).
+func TestATargetTakesTheDeploymentsRetentionAndBucket(t *testing.T) {
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AWS_ENDPOINT_URL", "")
+	t.Setenv("SAS_PAYLOAD_BUCKET", "")
+	for _, c := range []struct {
+		env    string
+		args   []string
+		days   int
+		bucket string
+	}{
+		{"", []string{"--prefix", "Shop"}, 90, ""},
+		{"0", []string{"--prefix", "Shop"}, 0, ""},
+		{"", []string{"--prefix", "Shop", "--retention-days", "30", "--payload-bucket", "shop-pipeline-payloadbucket-1x2y"}, 30, "shop-pipeline-payloadbucket-1x2y"},
+		{"", []string{"--prefix", "Shop", "--endpoint", "http://127.0.0.1:4566"}, 90, "shop-payloads"},
+	} {
+		t.Setenv("SAS_RETENTION_DAYS", c.env)
+		var tg target
+		cmd := &cobra.Command{Use: "x"}
+		targetFlags(cmd, &tg, false)
+		require.NoError(t, cmd.Flags().Parse(c.args), "%v", c.args)
+		require.NoError(t, tg.check(cmd, nil))
+		require.Equal(t, c.days, tg.RetentionDays, "%v", c.args)
+		op, err := tg.connect(context.Background(), false)
+		require.NoError(t, err)
+		require.Equal(t, c.bucket, op.PayloadBucket, "%v", c.args)
+	}
+}

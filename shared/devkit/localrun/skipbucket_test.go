@@ -1,0 +1,72 @@
+package localrun_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// An operator's skip, with a result over the inline limit, of a held step
+// of an order that keeps payloads in the bucket keeps that result in the
+// bucket the order's claim checks name, whatever bucket the operator was
+// told (another, or none: on AWS the stack's bucket has a name
+// CloudFormation makes, which sasctl's default, the local stack's, is
+// not); the next step reads it. An order that keeps nothing in the
+// bucket, skipped so by an operator told no bucket, is refused with what
+// to set, and nothing is decided.
+func TestASkipsLargeResultGoesToTheBucketItsOrderNames(t *testing.T) {
+	t.Parallel()
+	flow := strings.Replace(largeFlow, "  - name: scan\n    agent: scans\n", "  - name: scan\n    agent: scans\n    onFailure: hold\n", 1)
+	e, svc := largeEnv(t, flow, nil)
+	ctx := context.Background()
+	big := strings.Replace(largeOrder("skip-big", 100<<10, 10), `"answer"`, `"refuse":"scan","answer"`, 1)
+	e.send(e.stack.Topology().OrdersQueue().Name, big,
+		`{"orderId":"skip-small","workflow":"large","answer":10,"doc":"d","refuse":"scan"}`)
+	for _, id := range []string{"skip-big", "skip-small"} {
+		e.eventually(id+" held", time.Minute, func() bool {
+			task, _, err := e.stack.Store.Load(ctx, id)
+			return err == nil && task.State == workflow.Held
+		})
+	}
+	stored, err := e.stack.Store.Order(ctx, "skip-big")
+	require.NoError(t, err)
+	require.True(t, payload.IsCheck([]byte(stored)), "skip-big keeps its order in the bucket")
+
+	answer := `{"pages":"` + pages(100<<10) + `"}`
+	skip := func(id string) outcome.HoldDecision {
+		return outcome.HoldDecision{OrderID: id, Action: outcome.HoldSkip, Step: "scan", Result: json.RawMessage(answer), By: "test"}
+	}
+	elsewhere := operator.New(e.stack.Deployment.Clients, e.stack.Topology())
+	elsewhere.PayloadBucket = "not-this-deployments-bucket"
+	_, err = elsewhere.DecideHeld(ctx, skip("skip-big"))
+	require.NoError(t, err)
+	results, err := e.stack.Store.Results(ctx, "skip-big", 1)
+	require.NoError(t, err)
+	ref, ok := payload.Parse(results[workflow.Ref{Index: 0}].JSON)
+	require.True(t, ok, "the result over the inline limit is kept by claim check")
+	require.Equal(t, e.stack.Resources.PayloadBucket, ref.Bucket, "in the bucket the order's claim checks name")
+	require.Equal(t, workflow.Failed, e.waitEndedWithin([]string{"skip-big"}, 2*time.Minute)["skip-big"].State,
+		"file ran on the skip's result, ship refuses, and what ran is undone")
+	in, ok := svc.of("skip-big", "file")
+	require.True(t, ok, "file ran after the skip")
+	require.Equal(t, sum(pages(100<<10)), in.scanPages, "file read the skip's result back whole")
+
+	none := operator.New(e.stack.Deployment.Clients, e.stack.Topology())
+	none.PayloadBucket = ""
+	_, err = none.DecideHeld(ctx, skip("skip-small"))
+	require.True(t, errors.Is(err, operator.ErrNoPayloadBucket), "%v", err)
+	require.ErrorContains(t, err, "set --payload-bucket (or $SAS_PAYLOAD_BUCKET")
+	task, _, err := e.stack.Store.Load(ctx, "skip-small")
+	require.NoError(t, err)
+	require.Equal(t, workflow.Held, task.State, "nothing decided")
+}
