@@ -129,6 +129,7 @@ func planFlags(fs *pflag.FlagSet, p *chaos.Plan) {
 	fs.Float64Var(&p.Large, "large", p.Large, "share of orders run on the large workflow: documents of 4 KB to 600 KB (kept in the payload bucket, sent by pointer over 256 KB), answers of --large-result bytes")
 	fs.BoolVar(&p.Seal, "seal", p.Seal, "seal every order's data, results and events' data under a data key of its own (sealData; KMS: moto's)")
 	fs.IntVar(&p.LargeResult, "large-result", p.LargeResult, "with --large: about how many bytes the large workflow's service answers")
+	fs.IntVar(&p.AtLimit, "at-limit", p.AtLimit, "with --large: how many of its orders are at the limits: an order of 16 MB whose first step answers 16 MB")
 	fs.IntVar(&p.Shapes, "shapes", p.Shapes, "how many workflows of generated shapes (branches, joins, steps per item, timers, async calls)")
 	fs.Var(throttleValue{&p.Throttle}, "throttle", "cap functions' pace, e.g. scheduler=20ms,agent-payment=50ms: each "+
 		"message takes that long of the function's one invocation at a time (a function at its maximum concurrency)")

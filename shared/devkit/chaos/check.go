@@ -31,14 +31,20 @@ type Violations struct {
 	SlotsLeft    []string `json:"slotsLeft,omitempty"`
 	HeldNotEnded []string `json:"heldNotEnded,omitempty"`
 	// ClearCopies, in a sealed run (Plan.Seal): a body sent by pointer
-	// left in clear under incoming/ once taken (clearCopies).
+	// left in clear under incoming/ once taken, or an object under orders/
+	// not in the sealed object form (clearCopies).
 	ClearCopies []string `json:"clearCopies,omitempty"`
+	// TooLarge: a step failed for a size within the limits every order of
+	// the run keeps (an order at the limits among them: Plan.AtLimit), its
+	// document over its Agent's budget or its answer over its limit.
+	TooLarge []string `json:"tooLarge,omitempty"`
 }
 
 // Count is the number of violations.
 func (v Violations) Count() int {
 	return len(v.Lost) + len(v.NotEnded) + len(v.AppliedTwice) + len(v.Inconsistent) + len(v.OverThreshold) + len(v.Unalerted) +
-		len(v.Unrejected) + len(v.RateExceeded) + len(v.RateShort) + len(v.SlotsLeft) + len(v.HeldNotEnded) + len(v.ClearCopies)
+		len(v.Unrejected) + len(v.RateExceeded) + len(v.RateShort) + len(v.SlotsLeft) + len(v.HeldNotEnded) + len(v.ClearCopies) +
+		len(v.TooLarge)
 }
 
 // Check checks the invariants over the submitted orders, from every record
@@ -85,6 +91,9 @@ func checkSkipped(set workflow.Set, ids []string, tasks map[string]statestore.Ta
 			if r.State == workflow.Error && !r.Alerted {
 				v.Unalerted = append(v.Unalerted, id+" "+r.Name)
 			}
+			if tooLarge(r.LastError) {
+				v.TooLarge = append(v.TooLarge, id+" "+r.RecordName()+": "+r.LastError)
+			}
 		}
 		def, ok := set.Get(t.Workflow)
 		if !ok {
@@ -96,10 +105,17 @@ func checkSkipped(set workflow.Set, ids []string, tasks map[string]statestore.Ta
 			v.Inconsistent = append(v.Inconsistent, id+": "+why)
 		}
 	}
-	for _, l := range [][]string{v.Lost, v.NotEnded, v.AppliedTwice, v.Inconsistent, v.OverThreshold, v.Unalerted, v.Unrejected} {
+	for _, l := range [][]string{v.Lost, v.NotEnded, v.AppliedTwice, v.Inconsistent, v.OverThreshold, v.Unalerted, v.Unrejected, v.TooLarge} {
 		slices.Sort(l)
 	}
 	return v, ends
+}
+
+// tooLarge reports whether a record's error says its step failed for a
+// size: its document over its Agent's budget (payload.DocumentError), its
+// answer over its workflow's result limit.
+func tooLarge(lastError string) bool {
+	return strings.Contains(lastError, "its agent reads for one call") || strings.Contains(lastError, "-byte result limit (resultLimit)")
 }
 
 // consistent compares an ended task's records with the effects of its last

@@ -41,6 +41,7 @@ type Injector struct {
 	// in the key's line was dropped for: its hand-off or its own look
 	// again, lost.
 	lostLines map[string]bool
+	largest   int // the largest message delivered, body and attributes
 }
 
 // NewInjector returns the injector of a plan.
@@ -71,6 +72,7 @@ func (in *Injector) Message(function string, m types.Message) runner.Action {
 	in.mu.Lock()
 	key := function + "\x00" + aws.ToString(m.Body)
 	in.deliveries[key]++
+	in.largest = max(in.largest, messageBytes(m))
 	n := in.deliveries[key]
 	in.mu.Unlock()
 	x := in.share(function, aws.ToString(m.Body), fmt.Sprint(n))
@@ -88,6 +90,23 @@ func (in *Injector) Message(function string, m types.Message) runner.Action {
 		return runner.Duplicate
 	}
 	return runner.Deliver
+}
+
+// LargestMessage is the largest message delivered so far, in SQS's bytes:
+// its body, and its attributes' names, types and values.
+func (in *Injector) LargestMessage() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.largest
+}
+
+// messageBytes is m's size as SQS counts it against its limit.
+func messageBytes(m types.Message) int {
+	n := len(aws.ToString(m.Body))
+	for name, a := range m.MessageAttributes {
+		n += len(name) + len(aws.ToString(a.DataType)) + len(aws.ToString(a.StringValue)) + len(a.BinaryValue)
+	}
+	return n
 }
 
 // pausePoint is where an Agent may be paused: its service answered, its

@@ -79,6 +79,13 @@ type Plan struct {
 	// claim checks through every fault.
 	Large       float64
 	LargeResult int
+	// AtLimit is how many of those large orders (the first) are at the
+	// limits instead, on the limit workflow (large.yaml with room in its
+	// timeouts): an order of 16 MB, sent by pointer, whose scan answers 16
+	// MB; read back whole, with the scan's answer, for the steps after it
+	// and their undos.
+	AtLimit int
+	limits  map[string]bool // the orders at the limits (limitOrders)
 	// Seal seals every order's data, results and events' data under a data
 	// key of its own (sealData), KMS being moto's.
 	Seal bool
@@ -113,7 +120,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 		Permanent: 0.02, UndoFailure: 0.10, Outage: 4 * time.Second,
 		Cancel: 0.05, CancelWithin: 4 * time.Second,
 		Waits: 0.3, NoEvent: 0.15, EarlyEvent: 0.2, TwiceEvent: 0.15, EventWithin: 8 * time.Second, BadInput: true,
-		Parallel: 0.3, Generated: 0.3, Shapes: 12, Large: 0.05, LargeResult: 100 << 10, Seal: true, StoreFaults: 0.05,
+		Parallel: 0.3, Generated: 0.3, Shapes: 12, Large: 0.05, LargeResult: 100 << 10, AtLimit: 1, Seal: true, StoreFaults: 0.05,
 		Schedulers: 2, Supervisors: 2, SupervisorEvery: 500 * time.Millisecond,
 		Settings: workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 6, RetryBackoff: 500 * time.Millisecond,
 			PickupTimeout: 5 * time.Second},
@@ -125,7 +132,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 // NoFaults switches every injected fault off, and runs the order workflow
 // alone (no flow control either): a burst plan measures waiting alone.
 func (p *Plan) NoFaults() {
-	p.Waits, p.Parallel, p.Generated, p.BadInput, p.Flow, p.Large = 0, 0, 0, false, FlowPlan{}, 0
+	p.Waits, p.Parallel, p.Generated, p.BadInput, p.Flow, p.Large, p.AtLimit = 0, 0, 0, false, FlowPlan{}, 0, 0
 	p.Drop, p.Delay, p.Duplicate, p.Crash, p.Pause, p.StoreFaults = 0, 0, 0, 0, 0, 0
 	p.Transient, p.Stall, p.Slow, p.Permanent, p.UndoFailure, p.Outage, p.Cancel = 0, 0, 0, 0, 0, 0, 0
 }
@@ -149,6 +156,14 @@ func (p Plan) faults(start time.Time) map[string]remotesim.Faults {
 	archive := base // the large workflow's: large answers
 	archive.ResultBytes = p.LargeResult
 	out[largeAgent] = archive
+	if len(p.limits) > 0 { // the scan of an order at the limits answers 16 MB (the answer's envelope within the limit)
+		scan := archive
+		scan.OrderResultBytes = map[string]int{}
+		for id := range p.limits {
+			scan.OrderResultBytes[id] = workflow.MaxResultLimit - 4<<10
+		}
+		out[largeAgent+"/"+limitScan] = scan
+	}
 	for _, d := range p.workflows().Definitions() {
 		for _, st := range d.Steps {
 			if st.Undo != nil {
@@ -174,7 +189,7 @@ const paymentAgent = "payment"
 // workflows are the workflows a run's orders run.
 func (p Plan) workflows() workflow.Set {
 	return workflow.MustSet(append(append([]workflow.Definition{workflow.MustExample(workflow.OrderWorkflow), waitsDefinition(),
-		workflow.MustExample(workflow.ParallelWorkflow), largeDefinition()}, p.shapes()...), p.flowShapes()...)...)
+		workflow.MustExample(workflow.ParallelWorkflow), largeDefinition(), limitDefinition()}, p.shapes()...), p.flowShapes()...)...)
 }
 
 // shapeLatency is each generated shape's agent's latency.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/sas-go/sas/shared/devkit/localrun"
@@ -61,8 +62,14 @@ type Result struct {
 	// Payloads is what the payload bucket held at the end: the orders,
 	// results and events kept there, and the bodies senders offloaded.
 	Payloads PayloadFigures `json:"payloads"`
-	Drain    time.Duration  `json:"drainNanos"`
-	Checked  bool           `json:"checked"` // the invariants were checked (the run was not cut short first)
+	// LargestItem is the largest item of either table at the end, in
+	// DynamoDB's bytes (statestore.ItemSize; at most 400 KB);
+	// LargestMessage the largest message a handler was delivered, body and
+	// attributes (at most 256 KB).
+	LargestItem    int           `json:"largestItem"`
+	LargestMessage int           `json:"largestMessage"`
+	Drain          time.Duration `json:"drainNanos"`
+	Checked        bool          `json:"checked"` // the invariants were checked (the run was not cut short first)
 }
 
 // Run sends the plan's orders through a local stack on the emulator at
@@ -71,6 +78,7 @@ type Result struct {
 func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress func(localrun.Counts)) (Result, error) {
 	res := Result{Seed: p.Seed, Orders: p.Orders}
 	start := time.Now()
+	p.limits = p.limitOrders()
 	sim := remotesim.New(p.Seed)
 	for k, f := range p.faults(start) {
 		sim.SetFaults(k, f)
@@ -101,6 +109,7 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 	}
 	ids, cancels, signals, waitErr := runOrders(ctx, stack, p, &res, progress, fr)
 	res.Faults = inj.Counts()
+	res.LargestMessage = inj.LargestMessage()
 	res.Faults["order cancelled (a cancel message sent)"] = cancels.sent
 	maps.Copy(res.Faults, signals.counts())
 	if err := res.check(ctx, stack, sim, p, ids, waitErr == nil, fr); err != nil {
@@ -124,7 +133,7 @@ func runOrders(ctx context.Context, stack *localrun.Stack, p Plan, res *Result, 
 	defer stack.Start(ctx)()
 	ids := make([]string, p.Orders)
 	for i := range ids {
-		ids[i] = fmt.Sprintf("chaos-%d-%05d", p.Seed, i)
+		ids[i] = p.orderID(i)
 	}
 	wctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
@@ -202,6 +211,9 @@ func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesi
 	if err := r.Payloads.count(ctx, stack); err != nil {
 		return err
 	}
+	if err := r.largestItem(ctx, stack); err != nil {
+		return err
+	}
 	tasks, records, err := stack.Store.ScanAll(ctx)
 	if err != nil {
 		return err
@@ -240,6 +252,23 @@ func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesi
 		for _, rec := range recs {
 			if rec.Undo && rec.State == workflow.Processed {
 				r.Compensations++
+			}
+		}
+	}
+	return nil
+}
+
+// largestItem finds the largest item of the stack's tables.
+func (r *Result) largestItem(ctx context.Context, stack *localrun.Stack) error {
+	for _, table := range []string{stack.Topology().OrdersTable(), stack.Topology().StateTable()} {
+		p := dynamodb.NewScanPaginator(stack.Deployment.Clients.DynamoDB, &dynamodb.ScanInput{TableName: &table})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				return fmt.Errorf("scan %s for its largest item: %w", table, err)
+			}
+			for _, item := range page.Items {
+				r.LargestItem = max(r.LargestItem, statestore.ItemSize(item))
 			}
 		}
 	}
@@ -474,6 +503,8 @@ func (r Result) Print(w io.Writer) {
 	row("payloads kept in the bucket (orders, results, events)", r.Payloads.Kept)
 	row("  their megabytes", fmt.Sprintf("%.1f", float64(r.Payloads.KeptBytes)/(1<<20)))
 	row("  the largest object's kilobytes", r.Payloads.Largest>>10)
+	row("the largest item's bytes (DynamoDB's 400 KB)", r.LargestItem)
+	row("the largest message's bytes (SQS's 256 KB)", r.LargestMessage)
 	row("orders and events sent by Extended Client pointer", r.Payloads.Offloaded)
 	for _, kind := range slices.Sorted(maps.Keys(r.Payloads.WrittenOver)) {
 		row("  "+kind+"s written over once taken (sealed)", r.Payloads.WrittenOver[kind])
@@ -520,6 +551,7 @@ func (r Result) Print(w io.Writer) {
 	row("failure counts past the threshold", len(v.OverThreshold))
 	row("Error records never alerted", len(v.Unalerted))
 	row("bad input not rejected with its reason", len(v.Unrejected))
+	row("steps failed for a size within the limits", len(v.TooLarge))
 	if r.Flow != nil {
 		row("seconds over a rate limit and its burst", len(v.RateExceeded))
 		row("rate limits short of their rate in a backlog", len(v.RateShort))
@@ -527,7 +559,7 @@ func (r Result) Print(w io.Writer) {
 		row("held orders not ended", len(v.HeldNotEnded))
 	}
 	if r.Payloads.Offloaded > 0 {
-		row("clear copies of what was taken left under incoming/", len(v.ClearCopies))
+		row("payloads in clear (under incoming/ once taken, or under orders/)", len(v.ClearCopies))
 	}
 	if v.Count() == 0 {
 		fmt.Fprintln(w, "\nEvery invariant held.")
@@ -542,7 +574,7 @@ func (r Result) Print(w io.Writer) {
 		"bad input not rejected with its reason": v.Unrejected, "over a rate limit": v.RateExceeded,
 		"short of its rate in a backlog":        v.RateShort,
 		"slots or places kept for ended orders": v.SlotsLeft, "held, not ended": v.HeldNotEnded,
-		"clear copies left under incoming/": v.ClearCopies} {
+		"payloads in clear": v.ClearCopies, "failed for a size within the limits": v.TooLarge} {
 		if len(ids) > 0 {
 			fmt.Fprintf(w, "  %s: %s\n", name, strings.Join(ids, ", "))
 		}

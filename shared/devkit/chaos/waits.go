@@ -12,6 +12,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/shop"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -44,6 +45,46 @@ func largeBody(o shop.Order, seed uint64) string {
 		Documents string `json:"documents"`
 	}{o, strings.Repeat("d", n)})
 	return string(b)
+}
+
+// LimitWorkflow is the chaos run's workflow of orders at the limits: the
+// large workflow whose steps have the time to read back, seal and keep 16
+// MB.
+const LimitWorkflow = "limit"
+
+// limitScan is the limit workflow's step that answers 16 MB.
+const limitScan = "scan-documents"
+
+// limitDefinition is large.yaml as LimitWorkflow: a minute for a step, and
+// for its pickup.
+func limitDefinition() workflow.Definition {
+	file := strings.Replace(string(largeFile), "name: "+LargeWorkflow+"\n", "name: "+LimitWorkflow+"\n", 1)
+	file = strings.Replace(strings.Replace(file, "pickupTimeout: 5s", "pickupTimeout: 1m", 1), "timeout: 3s", "timeout: 1m", 1)
+	return mustParse("chaos/limit.yaml", []byte(file))
+}
+
+// limitOrders are the plan's first AtLimit orders on the large workflow.
+func (p Plan) limitOrders() map[string]bool {
+	out := map[string]bool{}
+	for i := 0; i < p.Orders && len(out) < p.AtLimit; i++ {
+		if id := p.orderID(i); !p.waits(id) && !p.flowOrder(id) && p.large(id) {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// orderID is the id of the plan's i-th order.
+func (p Plan) orderID(i int) string { return fmt.Sprintf("chaos-%d-%05d", p.Seed, i) }
+
+// limitBody is an order at the limits: 16 MB in all, documents and all
+// (but 4 KB, for what Submission adds to it).
+func limitBody(o shop.Order) string {
+	b, _ := json.Marshal(struct {
+		shop.Order
+		Documents string `json:"documents"`
+	}{o, ""})
+	return strings.Replace(string(b), `"documents":""`, `"documents":"`+strings.Repeat("d", payload.MaxBytes-4<<10-len(b))+`"`, 1)
 }
 
 // WaitsWorkflow is the chaos run's workflow that waits for an event, sleeps,
@@ -127,6 +168,9 @@ func (p Plan) orderBody(id string, i int) string {
 	case p.flowOrder(id):
 		o.Workflow, o.CustomerID = p.flowShape(id), p.customerOf(id)
 		o.Items = items(o.Items, i)
+	case p.limits[id]:
+		o.Workflow = LimitWorkflow
+		return limitBody(o)
 	case p.large(id):
 		o.Workflow = LargeWorkflow
 		return largeBody(o, p.Seed)

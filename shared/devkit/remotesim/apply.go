@@ -64,6 +64,9 @@ func (s *Simulator) apply(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	f := s.faultsOf(service, action)
+	if n, ok := f.OrderResultBytes[orderID]; ok {
+		f.ResultBytes = n
+	}
 	latency := f.Latency
 	if f.SlowRate > 0 && s.rng.Float64() < f.SlowRate {
 		latency += f.SlowLatency

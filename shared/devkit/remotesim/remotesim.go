@@ -36,6 +36,10 @@ type Faults struct {
 	// of JSON (0: a small one); NoResult answers 204 with no body.
 	ResultBytes int  `json:"resultBytes,omitempty"`
 	NoResult    bool `json:"noResult,omitempty"`
+	// OrderResultBytes pads the answers to the orders it names to their
+	// own size instead of ResultBytes (an order at the limits, among
+	// others).
+	OrderResultBytes map[string]int `json:"orderResultBytes,omitempty"`
 	// CallbackDelay is how long an async call (one carrying an
 	// X-Callback-Token header, answered 202) takes to call back with its
 	// answer; a LostReplyOrders order's never does.

@@ -129,3 +129,24 @@ func TestSimulatorThrottlesWithRetryAfter(t *testing.T) {
 	require.Equal(t, []int{200, 429, 429, 200}, statuses)
 	require.Nil(t, sim.Calls("payment"), "only the services named are logged")
 }
+
+// An order named in OrderResultBytes is answered at its own size, the
+// others at ResultBytes.
+func TestSimulatorAnswersAnOrderAtItsOwnSize(t *testing.T) {
+	t.Parallel()
+	_, url := start(t, remotesim.Faults{ResultBytes: 2 << 10, OrderResultBytes: map[string]int{"o-big": 1 << 20}})
+	size := func(key, order string) int {
+		req, _ := http.NewRequest(http.MethodPost, url+"/v1/services/inventory/apply", bytes.NewBufferString(`{"orderId":"`+order+`"}`))
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		_, err = b.ReadFrom(resp.Body)
+		require.NoError(t, err)
+		require.True(t, json.Valid(b.Bytes()))
+		return b.Len()
+	}
+	require.InDelta(t, 2<<10, size("o-1/s", "o-1"), 200)
+	require.InDelta(t, 1<<20, size("o-big/s", "o-big"), 200)
+}
