@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/deployment"
@@ -24,12 +25,14 @@ type target struct {
 	settingFlags
 	endpoint string
 	output   output
+	flags    *pflag.FlagSet
 }
 
 // targetFlags puts the flags that name a deployment on cmd (and --output,
 // if it prints a result).
 func targetFlags(cmd *cobra.Command, t *target, prints bool) {
 	t.Settings = deployment.DefaultSettings()
+	t.flags = cmd.Flags()
 	cmd.Flags().StringVar(&t.endpoint, "endpoint", "",
 		"the endpoint of every AWS service (an emulator); default the SDK's own settings: AWS_ENDPOINT_URL, else AWS")
 	t.bind(cmd.Flags(), "prefix", "agents", "deadlineShards", "retentionDays", "payloadBucket")
@@ -53,8 +56,11 @@ func (t *target) connect(ctx context.Context, findAgents bool) (*operator.Operat
 	}
 	prefix := t.Topology.Prefix
 	topo := topology.Default(prefix, t.Topology.Agents...)
-	topo.DeadlineShards = t.Topology.DeadlineShards          // every shard of a deployment that has more
-	op := operator.New(c, topo).WithRetention(t.Retention()) // an order stored before orders kept theirs
+	topo.DeadlineShards = t.Topology.DeadlineShards // every shard of a deployment that has more
+	op := operator.New(c, topo)
+	if t.told("retentionDays") { // for an order stored before orders kept theirs; not told, none is set
+		op.WithRetention(t.Retention())
+	}
 	// The local stack's bucket against an emulator; on AWS the stack's has
 	// a name CloudFormation makes, which --payload-bucket tells: without
 	// it, what needs the bucket says so (an order's own claim checks name
@@ -94,4 +100,14 @@ func (t *target) explainOrder(id string, err error) error {
 		return fmt.Errorf("order %s not found", id)
 	}
 	return t.explain(err)
+}
+
+// told reports whether the setting was given, by its flag or its
+// environment variable, rather than left at its default.
+func (t *target) told(setting string) bool {
+	st, ok := deployment.Lookup(setting)
+	if !ok {
+		return false
+	}
+	return (st.Env != "" && os.Getenv(st.Env) != "") || (t.flags != nil && t.flags.Changed(st.Flag))
 }

@@ -390,7 +390,13 @@ func unreadable(err error) bool {
 	var lost *payload.Error
 	var large *payload.DocumentError
 	var broken *seal.Error
-	if errors.As(err, &lost) || errors.As(err, &large) || errors.As(err, &broken) {
+	if errors.As(err, &broken) {
+		// A function with no key at all is one whose configuration lags
+		// its deployment's (kms added a moment ago): given back, the
+		// attempt is tried again on one that has it.
+		return !broken.NoKey
+	}
+	if errors.As(err, &lost) || errors.As(err, &large) {
 		return true
 	}
 	var api smithy.APIError

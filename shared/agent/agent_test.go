@@ -28,6 +28,7 @@ import (
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/resilience"
+	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -795,4 +796,27 @@ func TestWhatASealedOrdersServiceAnswersIsNotQuoted(t *testing.T) {
 	_, err = h.Handle(context.Background(), request("o-2"))
 	require.NoError(t, err)
 	require.Contains(t, f.out.replies[1].Error, secret)
+}
+
+// A function with no data key at all (its configuration lags its
+// deployment's, which gained its key and sealData a moment ago) meets a
+// sealed order: the attempt is not refused, and nothing is called, for an
+// instance that has the key to run it; one whose key cannot open the order
+// refuses it for good.
+func TestAFunctionWithNoKeyGivesASealedOrderBack(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, remotesim.Faults{})
+	remote := &agent.HTTPRemote{Endpoint: f.url + "/v1/services/inventory", Service: "inventory", Client: http.DefaultClient}
+	noKey := deniedDoc{f.claims, fmt.Errorf("read the order: %w", &seal.Error{OrderID: "o-1", Reason: "no key", NoKey: true})}
+	resp, err := f.with(workflow.Orders(workflow.Settings{}), remote, noKey, nil).Handle(context.Background(), request("o-1"))
+	require.NoError(t, err)
+	require.Empty(t, f.claims.recorded, "not refused")
+	require.Len(t, resp.BatchItemFailures, 1, "left to SQS to deliver again (the fixture's store takes no give-back)")
+	require.Zero(t, f.sim.Stats().Calls)
+
+	altered := deniedDoc{f.claims, fmt.Errorf("read the order: %w", &seal.Error{OrderID: "o-2", Reason: "it does not open"})}
+	_, err = f.with(workflow.Orders(workflow.Settings{}), remote, altered, nil).Handle(context.Background(), request("o-2"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"fail o-2 attempt 3: reserve's input: read the order: sealed data of o-2: it does not open"}, f.claims.recorded)
+	require.Zero(t, f.sim.Stats().Calls)
 }

@@ -133,10 +133,7 @@ const MaxRefusalBytes = 2 * message.MaxReasonQuote
 // inline limit, the object form: no copy in base64); result itself
 // otherwise.
 func (h *Handler) seal(ctx context.Context, orderID string, order, result json.RawMessage) (json.RawMessage, error) {
-	if h.sealer == nil {
-		return result, nil
-	}
-	key, sealed, err := h.sealer.KeyOf(ctx, orderID, order)
+	key, sealed, err := h.sealer.KeyOf(ctx, orderID, order) // with no sealer, a sealed order's result is not kept in clear: an error
 	if err != nil || !sealed {
 		return result, err
 	}

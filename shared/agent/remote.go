@@ -343,10 +343,7 @@ func quote(ctx context.Context, body []byte, auth Authorizer) string {
 	if sealed, _ := ctx.Value(sealedDataKey{}).(bool); sealed {
 		return fmt.Sprintf("(%d bytes, not quoted: the order's data is sealed)", len(body))
 	}
-	if len(body) > 4*message.MaxReasonQuote { // a credential cut in two is not redacted: cut after
-		body = body[:4*message.MaxReasonQuote]
-	}
-	text := string(body)
+	text := string(body) // whole (it is read, and bounded): a credential cut in two would not be redacted
 	if auth != nil {
 		text = auth.Redact(text)
 	}

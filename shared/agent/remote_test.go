@@ -2,12 +2,14 @@ package agent_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -90,4 +92,42 @@ func TestAnEndpointsQueryIsKept(t *testing.T) {
 	_, err := r.Apply(context.Background(), "validate", "o-1/validate", []byte(`{}`))
 	require.NoError(t, err)
 	require.Equal(t, "/api/validate?code=abc", got)
+}
+
+// secret is an Authorizer whose credential is its value.
+type secret string
+
+func (s secret) Authorize(_ context.Context, req *http.Request, _ []byte) error {
+	req.Header.Set("Authorization", "Bearer "+string(s))
+	return nil
+}
+
+func (secret) Refresh(context.Context) bool { return false }
+
+func (s secret) Redact(text string) string { return strings.ReplaceAll(text, string(s), "[redacted]") }
+
+// A service that echoes the credential in a refusal has none of it quoted,
+// wherever the echoes fall against the reason's bound: every length of
+// credential, echoed whole several times and once across each offset
+// about 4 KiB (the text is cut only once the credential is out of it).
+func TestARefusalQuotesNoPieceOfTheCredential(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{8, 100, 1107, 2048} {
+		cred := secret(strings.Repeat("k", n/2) + strings.Repeat("Q", n-n/2))
+		for lead := 4096 - n - 8; lead <= 4096+8; lead += max(n/7, 3) {
+			body := strings.Repeat(string(cred), 3) + strings.Repeat("é", max(lead, 0)/2) + string(cred) + " and more"
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(http.StatusUnprocessableEntity)
+				_, _ = io.WriteString(w, body)
+			}))
+			r := &agent.HTTPRemote{Endpoint: srv.URL, Service: "svc", Client: srv.Client(), Auth: cred}
+			_, err := r.Apply(context.Background(), "act", "o-1/act/1", []byte(`{}`))
+			srv.Close()
+			var refused *agent.PermanentError
+			require.ErrorAs(t, err, &refused)
+			require.True(t, utf8.ValidString(refused.Body))
+			require.NotContains(t, refused.Body, strings.Repeat("k", min(8, n/2)), "credential of %d bytes, lead %d", n, lead)
+			require.NotContains(t, refused.Body, strings.Repeat("Q", min(8, n-n/2)), "credential of %d bytes, lead %d", n, lead)
+		}
+	}
 }

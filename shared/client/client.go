@@ -73,8 +73,10 @@ type Options struct {
 	// Endpoint, for an emulator (sasctl dev, LocalStack): its URL; "" for
 	// AWS (the SDK's own configuration: credentials, region, AWS_ENDPOINT_URL).
 	Endpoint string
-	// DeadlineShards is the deployment's deadlineShards (default 1), for
-	// List's orders in flight.
+	// DeadlineShards is the deployment's deadlineShards (default 4, a
+	// deployment's own default). Each order keeps the shard Submission
+	// picked for it whatever this says (one stored before orders kept
+	// theirs goes to shard 0, which every deployment sweeps).
 	DeadlineShards int
 	// Workflows are the deployment's workflows, if the application has
 	// them: Submit checks each order against its workflow's schema too, as
@@ -90,8 +92,9 @@ type Options struct {
 	// bucket has a name CloudFormation makes): what needs it is then
 	// refused, nothing sent, and the error says to set it.
 	PayloadBucket string
-	// RetentionDays is the deployment's retentionDays (nil: its default,
-	// 90; 0: kept forever, as the deployment's 0): an order stored before
+	// RetentionDays is the deployment's retentionDays (nil: not told, and
+	// such an order gets no expiry, never one sooner than its deployment
+	// would give it; 0: kept forever, as the deployment's 0): an order stored before
 	// orders kept their own retention, ended by Cancel or a decision on a
 	// held order, or put to work again, is kept as long as the
 	// deployment's own writes keep one. An order that kept its own is kept
@@ -116,15 +119,17 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 	if prefix == "" {
 		prefix = topology.DefaultPrefix
 	}
-	keep := statestore.DefaultRetention
+	var keep time.Duration // not told: no expiry on an order stored before orders kept their own (operator.New)
 	if d := opts.RetentionDays; d != nil {
 		if *d < 0 {
 			return nil, fmt.Errorf("client: RetentionDays %d: must not be negative (0: kept forever)", *d)
 		}
 		keep = time.Duration(*d) * 24 * time.Hour
 	}
-	t := topology.Default(prefix)
-	t.DeadlineShards = max(opts.DeadlineShards, 1)
+	t := topology.Default(prefix) // the deployment's default shards, unless told its own
+	if opts.DeadlineShards > 0 {
+		t.DeadlineShards = opts.DeadlineShards
+	}
 	op := operator.New(c, t).WithRetention(keep)
 	op.Workflows = opts.Workflows
 	op.PayloadBucket = opts.PayloadBucket

@@ -62,12 +62,13 @@ type Operator struct {
 	urls   map[string]string
 }
 
-// New returns an operator for the deployment the topology describes, of
-// the default retention (statestore.DefaultRetention: WithRetention tells
-// it the deployment's).
+// New returns an operator for the deployment the topology describes, told
+// no retention (WithRetention tells it the deployment's): an order stored
+// before orders kept their own that its writes end or put to work again
+// gets no expiry, rather than one sooner than its deployment's.
 func New(c *awsclient.Clients, t topology.Topology) *Operator {
 	return &Operator{
-		Store:         statestore.New(c.DynamoDB, t.OrdersTable(), t.StateTable(), t.DeadlineShards).WithRetention(statestore.DefaultRetention),
+		Store:         statestore.New(c.DynamoDB, t.OrdersTable(), t.StateTable(), t.DeadlineShards),
 		Flow:          flow.NewStore(c.DynamoDB, t.StateTable()),
 		Topology:      t,
 		PickupTimeout: workflow.DefaultPickupTimeout,
@@ -312,6 +313,14 @@ func cancelWhat(res statestore.Cancellation) string {
 // if it ended. A decision the order cannot take is a *workflow.HeldError
 // with the reason.
 func (o *Operator) DecideHeld(ctx context.Context, d outcome.HoldDecision) (outcome.HoldDecided, error) {
+	if statestore.InProductForm(d.Result) {
+		// A claim check or sealed data the product did not make would be
+		// read back (or opened) by the steps after it, and name the bucket
+		// the operator's next writes of the order go to: refused, as a
+		// service's answer or an event's data in that form is.
+		return outcome.HoldDecided{}, &workflow.HeldError{Reason: fmt.Sprintf("the result is in the product's own form (%s or %s): not a result",
+			payload.Member, seal.Member)}
+	}
 	start, err := o.restarter(ctx)
 	if err != nil {
 		return outcome.HoldDecided{}, err

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -186,7 +187,9 @@ func TestAnAlteredOrCutObjectIsRefusedWithTheReason(t *testing.T) {
 
 	var none *seal.Sealer
 	_, err = none.Open(ctx, "o-cut", obj)
-	require.ErrorContains(t, err, "seals nothing")
+	require.ErrorContains(t, err, "this function has no data key")
+	var noKey *seal.Error
+	require.True(t, errors.As(err, &noKey) && noKey.NoKey, "one whose configuration lags its deployment's: given back, not failed")
 }
 
 // Kept in the payload bucket, a sealed payload is in the object form

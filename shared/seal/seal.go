@@ -173,6 +173,10 @@ func IsSealed(raw []byte) bool {
 type Error struct {
 	OrderID string
 	Reason  string
+	// NoKey: the function has no key at all (no dataKey), so it cannot
+	// tell; one that has (a deployment that gained its key a moment ago,
+	// its functions' configurations updated one after another) may.
+	NoKey bool
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("sealed data of %s: %s", e.OrderID, e.Reason) }
@@ -200,7 +204,7 @@ func (s *Sealer) open(ctx context.Context, orderID string, raw []byte, inPlace b
 	case reason != "":
 		return nil, &Error{OrderID: orderID, Reason: reason}
 	case s == nil:
-		return nil, &Error{OrderID: orderID, Reason: "this deployment seals nothing (sealData off): it has no key to open it"}
+		return nil, &Error{OrderID: orderID, Reason: "this function has no data key (dataKey) to open it", NoKey: true}
 	}
 	key, err := s.keyOf(ctx, orderID, p.key)
 	if err != nil {
@@ -237,7 +241,7 @@ func (s *Sealer) KeyOf(ctx context.Context, orderID string, stored []byte) (Key,
 		return Key{}, false, nil
 	}
 	if s == nil {
-		return Key{}, true, &Error{OrderID: orderID, Reason: "this deployment seals nothing (sealData off): it has no key to seal its results"}
+		return Key{}, true, &Error{OrderID: orderID, Reason: "this function has no data key (dataKey) to seal its results", NoKey: true}
 	}
 	k, err := s.keyOf(ctx, orderID, blob)
 	return k, true, err

@@ -231,12 +231,13 @@ func (s *Store) Document(ctx context.Context, st Step, order json.RawMessage) (w
 // left unread, their claim checks in their place, for its Agent to stream
 // them to its service as it sends them (payload.Store.Open), and reserving
 // of its budget only what it reads. A sealed order's (seal.Covers: its
-// results are sealed too) are read and opened, by a store with a sealer,
-// and so are a forEach step's items' results, which its list joins; an
-// order not sealed streams with or without one (one stored before its
+// results are sealed too) are read and opened (a store with no sealer
+// cannot: a *seal.Error, never its ciphertext streamed), and so are a
+// forEach step's items' results, which its list joins; an order not sealed
+// streams, whether the store has a sealer or not (one stored before its
 // deployment sealed data, or after it stopped).
 func (s *Store) DocumentToStream(ctx context.Context, st Step, order json.RawMessage) (workflow.Document, error) {
-	return s.document(ctx, st, order, s.sealer == nil || !seal.Covers(order))
+	return s.document(ctx, st, order, !seal.Covers(order))
 }
 
 func (s *Store) document(ctx context.Context, st Step, order json.RawMessage, stream bool) (workflow.Document, error) {

@@ -115,7 +115,7 @@ func checkSkipped(set workflow.Set, ids []string, tasks map[string]statestore.Ta
 // size: its document over its Agent's budget (payload.DocumentError), its
 // answer over its workflow's result limit.
 func tooLarge(lastError string) bool {
-	return strings.Contains(lastError, "its agent reads for one call") || strings.Contains(lastError, "-byte result limit (resultLimit)")
+	return strings.Contains(lastError, "its agent reads for one call") || strings.Contains(lastError, "-byte result limit")
 }
 
 // consistent compares an ended task's records with the effects of its last

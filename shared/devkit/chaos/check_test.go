@@ -59,6 +59,9 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		"o-stopped": {step("o-stopped", 0, workflow.Processed, 0), step("o-stopped", 1, workflow.Pending, 1),
 			step("o-stopped", 2, workflow.Pending, 0)},
 	}
+	// a step failed for a size the run's orders all keep within
+	tooLarge := "create-shipment's input: its document (the order and the results before it) is 44739704 bytes, over the 34603008 its agent reads for one call"
+	records["o-refunded"][2].LastError = tooLarge
 	var ledger []remotesim.Effect
 	for _, id := range []string{"o-ok", "o-twice", "o-over", "o-refunded", "o-quiet"} {
 		for _, a := range []string{"reserve-inventory", "charge-payment", "create-shipment"} {
@@ -80,7 +83,8 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		"o-twice: Processed but charge-payment applied 2 times, undone 0 times"}, v.Inconsistent)
 	require.Equal(t, []string{"o-over charge-payment 4/3"}, v.OverThreshold)
 	require.Equal(t, []string{"o-quiet create-shipment"}, v.Unalerted)
-	require.Equal(t, 8, v.Count())
+	require.Equal(t, []string{"o-refunded create-shipment: " + tooLarge}, v.TooLarge)
+	require.Equal(t, 9, v.Count())
 	require.Equal(t, 3, ends[workflow.Processed])
 	require.Equal(t, 1, ends[workflow.CompensationFailed], "an operator's case, alerted or not, is an end")
 }

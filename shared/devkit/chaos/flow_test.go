@@ -58,7 +58,7 @@ func TestFlowShapesJoinTheRunsWorkflows(t *testing.T) {
 		spec, _ := set.Agent(a)
 		require.Equal(t, p.flowInFlight(), spec.PerKey.InFlight)
 	}
-	require.Len(t, DefaultPlan(7, 400).workflows().Definitions(), 16, "no flow shapes without Flow: order, waits, parallel, large, and 12 shapes")
+	require.Len(t, DefaultPlan(7, 400).workflows().Definitions(), 17, "no flow shapes without Flow: order, waits, parallel, large, limit, and 12 shapes")
 }
 
 // A share of the orders runs on the flow shapes; their customers are a few

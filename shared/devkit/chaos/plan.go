@@ -81,9 +81,9 @@ type Plan struct {
 	LargeResult int
 	// AtLimit is how many of those large orders (the first) are at the
 	// limits instead, on the limit workflow (large.yaml with room in its
-	// timeouts): an order of 16 MB, sent by pointer, whose scan answers 16
-	// MB; read back whole, with the scan's answer, for the steps after it
-	// and their undos.
+	// timeouts, which the plan's Settings do not override): an order of 16
+	// MB, sent by pointer, whose scan answers 16 MB; read back whole, with
+	// the scan's answer, for the steps after it and their undos.
 	AtLimit int
 	limits  map[string]bool // the orders at the limits (limitOrders)
 	// Seal seals every order's data, results and events' data under a data
@@ -185,6 +185,20 @@ const largeAgent = "archive"
 // paymentAgent is the order workflow's agent whose service the plan's
 // outage takes down.
 const paymentAgent = "payment"
+
+// stackWorkflows are the run's workflows as its stack runs them: with the
+// plan's overrides (Settings), but for the limit workflow, which keeps its
+// own (a step that reads back, seals and keeps 16 MB is given 20 seconds).
+func (p Plan) stackWorkflows() workflow.Set {
+	var out []workflow.Definition
+	for _, d := range p.workflows().Definitions() {
+		if d.Name != LimitWorkflow {
+			d = d.With(p.Settings)
+		}
+		out = append(out, d)
+	}
+	return workflow.MustSet(out...)
+}
 
 // workflows are the workflows a run's orders run.
 func (p Plan) workflows() workflow.Set {

@@ -19,6 +19,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -62,6 +63,9 @@ type Result struct {
 	// Payloads is what the payload bucket held at the end: the orders,
 	// results and events kept there, and the bodies senders offloaded.
 	Payloads PayloadFigures `json:"payloads"`
+	// AtLimit are the orders at the limits (Plan.AtLimit): how each ended,
+	// and the bytes of its scan's result kept (0: none).
+	AtLimit []LimitOrder `json:"atLimit,omitempty"`
 	// LargestItem is the largest item of either table at the end, in
 	// DynamoDB's bytes (statestore.ItemSize; at most 400 KB);
 	// LargestMessage the largest message a handler was delivered, body and
@@ -91,8 +95,8 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 	inj := NewInjector(p)
 	logs = metrics.Locked(logs) // shared by every handler's logger and emitter
 	stack, err := localrun.New(ctx, localrun.Options{
-		Workflows: p.workflows(),
-		Endpoint:  endpoint, DynamoDBEndpoint: p.DynamoDBEndpoint, QueuesEndpoint: p.QueuesEndpoint, Prefix: fmt.Sprintf("chaos%d-%d", p.Seed, start.UnixNano()%1e6), Settings: p.Settings,
+		Workflows: p.stackWorkflows(), // the plan's Settings applied, as a deployment's overrides are
+		Endpoint:  endpoint, DynamoDBEndpoint: p.DynamoDBEndpoint, QueuesEndpoint: p.QueuesEndpoint, Prefix: fmt.Sprintf("chaos%d-%d", p.Seed, start.UnixNano()%1e6),
 		RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second, Schedulers: p.Schedulers, Supervisors: p.Supervisors,
 		SupervisorEvery: p.SupervisorEvery, Faults: inj.Message, DelayFor: p.DelayFor, Crash: inj.Crash,
 		Log: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: logs, BatchWindow: p.BatchWindow, Throttle: p.Throttle,
@@ -234,6 +238,9 @@ func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesi
 			return err
 		}
 	}
+	if r.AtLimit, err = limitFigures(ctx, stack, p, tasks); err != nil {
+		return err
+	}
 	r.ByWorkflow = map[string]map[workflow.State]int{}
 	for _, t := range tasks {
 		if r.ByWorkflow[t.Workflow] == nil {
@@ -256,6 +263,33 @@ func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesi
 		}
 	}
 	return nil
+}
+
+// LimitOrder is how an order at the limits ended.
+type LimitOrder struct {
+	OrderID   string         `json:"orderId"`
+	State     workflow.State `json:"state"`
+	ScanBytes int            `json:"scanBytes"` // its first step's result, as kept in the payload bucket
+}
+
+// limitFigures are the ends of the plan's orders at the limits.
+func limitFigures(ctx context.Context, stack *localrun.Stack, p Plan, tasks map[string]statestore.Task) ([]LimitOrder, error) {
+	var out []LimitOrder
+	for _, id := range slices.Sorted(maps.Keys(p.limits)) {
+		t := tasks[id]
+		o := LimitOrder{OrderID: id, State: t.State}
+		results, err := stack.Store.Results(ctx, id, t.Round)
+		if err != nil {
+			return nil, fmt.Errorf("results of %s: %w", id, err)
+		}
+		for _, res := range results {
+			if ref, ok := payload.Parse(res.JSON); ok && res.Name == limitScan {
+				o.ScanBytes = int(ref.Bytes)
+			}
+		}
+		out = append(out, o)
+	}
+	return out, nil
 }
 
 // largestItem finds the largest item of the stack's tables.
@@ -503,6 +537,9 @@ func (r Result) Print(w io.Writer) {
 	row("payloads kept in the bucket (orders, results, events)", r.Payloads.Kept)
 	row("  their megabytes", fmt.Sprintf("%.1f", float64(r.Payloads.KeptBytes)/(1<<20)))
 	row("  the largest object's kilobytes", r.Payloads.Largest>>10)
+	for _, o := range r.AtLimit {
+		row("order at the limits "+o.OrderID+": "+string(o.State)+", its scan's result kept (bytes)", o.ScanBytes)
+	}
 	row("the largest item's bytes (DynamoDB's 400 KB)", r.LargestItem)
 	row("the largest message's bytes (SQS's 256 KB)", r.LargestMessage)
 	row("orders and events sent by Extended Client pointer", r.Payloads.Offloaded)

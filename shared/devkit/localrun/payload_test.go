@@ -378,9 +378,25 @@ func TestAnEventAtTheResultLimitIsTakenAndOneByteOverIsRefused(t *testing.T) {
 // steps whose first answers 16 MB: every service reads back the whole order
 // and the results before it (an undo, its step's), while the queues and the
 // tables carry claim checks only; the third step's refusal undoes the two.
+// On each state-store engine: DynamoDB Local's, and moto's.
 func TestAnOrderAndAResultOf16MBRunAndAreUndone(t *testing.T) {
 	t.Parallel()
-	e, svc := largeEnv(t, largeFlow, nil)
+	for engine, endpoint := range map[string]string{"DynamoDB Local": "", "moto": motoEndpoint} {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			orderAndResultOf16MB(t, endpoint)
+		})
+	}
+}
+
+// orderAndResultOf16MB is TestAnOrderAndAResultOf16MBRunAndAreUndone on the
+// state store at endpoint ("": DynamoDB Local).
+func orderAndResultOf16MB(t *testing.T, endpoint string) {
+	e, svc := largeEnv(t, largeFlow, func(o *localrun.Options) {
+		if endpoint != "" {
+			o.DynamoDBEndpoint = endpoint
+		}
+	})
 	body := largeOrder("big-1", payload.MaxBytes, payload.MaxBytes)
 	require.Len(t, body, payload.MaxBytes)
 	e.sendByPointer(body)

@@ -61,6 +61,15 @@ func TestASkipsLargeResultGoesToTheBucketItsOrderNames(t *testing.T) {
 	require.True(t, ok, "file ran after the skip")
 	require.Equal(t, sum(pages(100<<10)), in.scanPages, "file read the skip's result back whole")
 
+	// A result in the product's own form (a claim check naming any
+	// bucket) is no result: refused, nothing decided.
+	forged := skip("skip-small")
+	forged.Result = json.RawMessage(`{"$sasPayload":{"bucket":"other","key":"orders/x","bytes":3}}`)
+	var held *workflow.HeldError
+	_, err = operator.New(e.stack.Deployment.Clients, e.stack.Topology()).DecideHeld(ctx, forged)
+	require.ErrorAs(t, err, &held)
+	require.ErrorContains(t, err, "in the product's own form")
+
 	none := operator.New(e.stack.Deployment.Clients, e.stack.Topology())
 	none.PayloadBucket = ""
 	_, err = none.DecideHeld(ctx, skip("skip-small"))

@@ -24,7 +24,8 @@ import (
 // client) keeps an order stored before orders kept their own retention and
 // lifetime (no KpS, no LfMs) as long as the deployment it is told of keeps
 // one: the order it ends (a cancel) expires at the end plus the
-// deployment's retention, or, told nothing, the deployment's default; the
+// deployment's retention, or, told nothing, never (a deployment may keep
+// its orders for ever: an operator's guess could only take one sooner); the
 // one it resubmits late in that retention has its orders item and its
 // results kept past its new round, as the deployment's own writes keep
 // them.
@@ -74,16 +75,17 @@ func OperatorRetention(t *testing.T, c *awsclient.Clients) {
 	require.True(t, ok, "an order an operator ends expires, its own retention unknown")
 	require.Equal(t, at.Add(keep).Unix(), got.Unix(), "at its end plus the deployment's retention")
 
-	// Told nothing: the deployment's default.
+	// Told nothing: no expiry (a deployment may keep its orders for ever,
+	// or longer than the default); one an operator would write could only
+	// take the order sooner than its deployment would.
 	untold := operator.New(c, topo)
 	untold.Now = func() time.Time { return at }
 	submit(t, s, "o-legacy-2", 2)
 	legacy("o-legacy-2")
 	_, err = untold.Cancel(ctx, "o-legacy-2", "test", "legacy")
 	require.NoError(t, err)
-	got, ok = expires(topo.StateTable(), "o-legacy-2", "TASK")
-	require.True(t, ok)
-	require.Equal(t, at.Add(statestore.DefaultRetention).Unix(), got.Unix(), "at its end plus the deployment's default retention")
+	_, ok = expires(topo.StateTable(), "o-legacy-2", "TASK")
+	require.False(t, ok, "an operator told no retention sets no expiry")
 
 	// Resubmitted late in its retention: what it keeps outlives its new
 	// round, as the deployment's writes would keep it.
