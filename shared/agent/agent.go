@@ -364,6 +364,12 @@ const AcceptNotNoted = "async call accepted, not noted: a cancel awaits its call
 func (h *Handler) notCalled(ctx context.Context, def workflow.Definition, st *statestore.Step, req message.AgentRequest, cause error,
 	retried bool) error {
 	wait := max(h.cfg.Backoff.Delay(min(st.Attempt, 8)), time.Second) + time.Duration(rand.Int64N(int64(time.Second)))
+	if noKey := (*seal.Error)(nil); errors.As(cause, &noKey) && noKey.NoKey {
+		// Until the function has its key (a deploy's minute), or, a key
+		// taken away from sealed orders in flight, until the order's
+		// deadline, whose alert says what it waited for: once a minute.
+		wait = max(wait, NoKeyWait)
+	}
 	level, what := slog.LevelWarn, "attempt given back before its call: what it needs could not be read"
 	if errors.Is(cause, payload.ErrBudgetBusy) { // a wait, as for its flow control: no fault
 		level, what = slog.LevelInfo, "attempt given back before its call: its instance's payload budget is held by others"
@@ -378,6 +384,10 @@ func (h *Handler) notCalled(ctx context.Context, def workflow.Definition, st *st
 	}
 	return nil
 }
+
+// NoKeyWait is how long an attempt on a sealed order that its function has
+// no data key to open waits before it is tried again.
+const NoKeyWait = time.Minute
 
 // unreadable reports whether err says a step's input cannot be read, now or
 // after any try again: a payload gone or altered, or not this order's; a
@@ -437,6 +447,13 @@ func (h *Handler) input(ctx context.Context, def workflow.Definition, st *states
 			return nil, workflow.Document{}, callInput{}, err
 		}
 		order = json.RawMessage(o)
+	}
+	if h.sealer == nil && seal.Covers(order) {
+		// Its data sealed, and this function has no key (its configuration
+		// lags its deployment's, which gained it a moment ago): nothing is
+		// read (16 MB, each time), and the attempt is given back.
+		return order, workflow.Document{}, callInput{}, &seal.Error{OrderID: st.OrderID, NoKey: true,
+			Reason: "this function has no data key (dataKey) to open it"}
 	}
 	ds, stream := h.streams(st, a)
 	var doc workflow.Document

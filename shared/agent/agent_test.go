@@ -776,7 +776,7 @@ func TestWhatASealedOrdersServiceAnswersIsNotQuoted(t *testing.T) {
 	d := workflow.Orders(workflow.Settings{})
 	h := agent.New(agent.Config{Workflows: workflow.MustSet(d), Name: "inventory", InstanceID: "agent-inventory/test", CallTimeout: 10 * time.Second,
 		Backoff: resilience.Backoff{Base: time.Millisecond, Max: time.Millisecond}},
-		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()},
+		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()}, Sealer: seal.New(fixedKMS{}, "key"),
 			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: f.claims, Outcomes: recorder{f.claims}, Send: f.out,
 			Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	sealed := json.RawMessage(`{"$sasSealed":{"key":"a2V5","iv":"aXY=","data":"ZGF0YQ=="}}`)
@@ -798,6 +798,17 @@ func TestWhatASealedOrdersServiceAnswersIsNotQuoted(t *testing.T) {
 	require.Contains(t, f.out.replies[1].Error, secret)
 }
 
+// readCount is the fixture's store, counting the documents read.
+type readCount struct {
+	*claims
+	n atomic.Int32
+}
+
+func (r *readCount) Document(ctx context.Context, st statestore.Step, order json.RawMessage) (workflow.Document, error) {
+	r.n.Add(1)
+	return r.claims.Document(ctx, st, order)
+}
+
 // A function with no data key at all (its configuration lags its
 // deployment's, which gained its key and sealData a moment ago) meets a
 // sealed order: the attempt is not refused, and nothing is called, for an
@@ -812,6 +823,19 @@ func TestAFunctionWithNoKeyGivesASealedOrderBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, f.claims.recorded, "not refused")
 	require.Len(t, resp.BatchItemFailures, 1, "left to SQS to deliver again (the fixture's store takes no give-back)")
+	require.Zero(t, f.sim.Stats().Calls)
+
+	// A sealed order sent to an Agent with no sealer: known sealed from
+	// its stored form, nothing is read (its objects may be 16 MB).
+	sealed, _ := json.Marshal(message.AgentRequest{OrderID: "o-3", Step: 0, StepName: "reserve",
+		Payload: json.RawMessage(`{"$sasSealed":{"key":"a2V5","iv":"aXY=","data":"ZGF0YQ=="}}`)})
+	reads := &readCount{claims: f.claims}
+	resp, err = f.with(workflow.Orders(workflow.Settings{}), remote, reads, nil).Handle(context.Background(),
+		events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-3", Body: string(sealed)}}})
+	require.NoError(t, err)
+	require.Len(t, resp.BatchItemFailures, 1)
+	require.Zero(t, reads.n.Load(), "its document not read")
+	require.Empty(t, f.claims.recorded)
 	require.Zero(t, f.sim.Stats().Calls)
 
 	altered := deniedDoc{f.claims, fmt.Errorf("read the order: %w", &seal.Error{OrderID: "o-2", Reason: "it does not open"})}

@@ -343,7 +343,10 @@ func quote(ctx context.Context, body []byte, auth Authorizer) string {
 	if sealed, _ := ctx.Value(sealedDataKey{}).(bool); sealed {
 		return fmt.Sprintf("(%d bytes, not quoted: the order's data is sealed)", len(body))
 	}
-	text := string(body) // whole (it is read, and bounded): a credential cut in two would not be redacted
+	if auth == nil { // nothing to take out: no copy of a 16 MB answer for its first kilobyte
+		body = body[:min(len(body), 4*message.MaxReasonQuote)]
+	}
+	text := string(body) // with credentials, whole: one cut in two would not be redacted
 	if auth != nil {
 		text = auth.Redact(text)
 	}

@@ -92,9 +92,11 @@ type Options struct {
 	// bucket has a name CloudFormation makes): what needs it is then
 	// refused, nothing sent, and the error says to set it.
 	PayloadBucket string
-	// RetentionDays is the deployment's retentionDays (nil: not told, and
-	// such an order gets no expiry, never one sooner than its deployment
-	// would give it; 0: kept forever, as the deployment's 0): an order stored before
+	// RetentionDays is the deployment's retentionDays (nil: not told: such
+	// an order ended gets no expiry, and one put to work again has only
+	// the expiries it has pushed out past its new work, never one sooner
+	// than its deployment would give it; 0: kept forever, as the
+	// deployment's 0): an order stored before
 	// orders kept their own retention, ended by Cancel or a decision on a
 	// held order, or put to work again, is kept as long as the
 	// deployment's own writes keep one. An order that kept its own is kept

@@ -64,8 +64,10 @@ type Operator struct {
 
 // New returns an operator for the deployment the topology describes, told
 // no retention (WithRetention tells it the deployment's): an order stored
-// before orders kept their own that its writes end or put to work again
-// gets no expiry, rather than one sooner than its deployment's.
+// before orders kept their own that its writes end gets no expiry, and one
+// they put to work again has the expiries it has pushed out past its new
+// work (statestore.Store.WithRetention), never one sooner than its
+// deployment's.
 func New(c *awsclient.Clients, t topology.Topology) *Operator {
 	return &Operator{
 		Store:         statestore.New(c.DynamoDB, t.OrdersTable(), t.StateTable(), t.DeadlineShards),

@@ -92,7 +92,7 @@ func (s *Store) resubmit(ctx context.Context, orderID, step string, pickup time.
 	// In the index by the earlier of the pickup deadline and the first
 	// record's timeout, as Submit puts a new order.
 	it.DueShard, it.DueAt = it.shard(s.shards), min(due, ms(now)+it.Recs[sortKey(res.Ref)].TimeoutMs)
-	if err := s.keepOrder(ctx, orderID, now.Add(it.lifetime()), it.retention(s.keep)); err != nil {
+	if err := s.keepOrder(ctx, orderID, now.Add(it.lifetime()), it); err != nil {
 		return res, err
 	}
 	if err := s.replace(ctx, it, read); errors.Is(err, ErrStale) {
@@ -265,16 +265,17 @@ func (s *Store) replace(ctx context.Context, it stateItem, read int) error {
 // Lifetime from now) plus its retention, as a resubmission does. A hold
 // stops the order's deadline, not the time its items have to live.
 func (s *Store) Keep(ctx context.Context, snap Snapshot, now time.Time) error {
-	return s.keepOrder(ctx, snap.it.OrderID, now.Add(snap.it.lifetime()), snap.it.retention(s.keep))
+	return s.keepOrder(ctx, snap.it.OrderID, now.Add(snap.it.lifetime()), snap.it)
 }
 
-// keepOrder pushes out when an order at work again may expire (with a
-// retention, keep): its orders item and its kept results (which its steps
-// may read) expire at end, the latest it can now end, plus keep, if that
-// is later than they would. It is
+// keepOrder pushes out when the order of it, at work again, may expire
+// (by s.pushOut): its orders item and its kept results (which its steps
+// may read) expire at end, the latest it can now end, plus its retention,
+// if that is later than they would. It is
 // written before the state item, so that an order at work again never
 // loses them (if the state write then fails, they are only kept longer).
-func (s *Store) keepOrder(ctx context.Context, orderID string, end time.Time, keep time.Duration) error {
+func (s *Store) keepOrder(ctx context.Context, orderID string, end time.Time, it stateItem) error {
+	keep, existing := s.pushOut(it)
 	if keep == 0 {
 		return nil
 	}
@@ -283,6 +284,9 @@ func (s *Store) keepOrder(ctx context.Context, orderID string, end time.Time, ke
 	// whose order's lifetime is shorter than a result's, never pulls an
 	// expiry in.
 	later := "(attribute_not_exists(" + ExpiresAttribute + ") OR " + ExpiresAttribute + " < :exp)"
+	if existing {
+		later = "(attribute_exists(" + ExpiresAttribute + ") AND " + ExpiresAttribute + " < :exp)"
+	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.orders, Key: map[string]types.AttributeValue{topology.KeyOrderID: str(orderID)},
 		UpdateExpression:          aws.String("SET " + ExpiresAttribute + " = :exp"),

@@ -45,6 +45,7 @@ type Store struct {
 	state  string
 	shards int
 	keep   time.Duration // how long an ended order is kept (0: forever)
+	told   bool          // keep is the deployment's (WithRetention), not a default
 	// payloads reads back what claim checks name (nil: no bucket).
 	payloads *payload.Store
 	// sealer opens an order's sealed data (nil: none sealed).
@@ -74,8 +75,21 @@ const ExpiresAttribute = topology.KeyExpires
 // it (a store without a retention, as an operator's, too), sets the state
 // item's to the end plus d. It returns s.
 func (s *Store) WithRetention(d time.Duration) *Store {
-	s.keep = d
+	s.keep, s.told = d, true
 	return s
+}
+
+// pushOut is how keepOrder pushes out what an order of it, at work again,
+// keeps: by its retention (its own, or the store's), on any item; or, for
+// an order stored before orders kept theirs written by a store told no
+// retention (an operator's not told its deployment's), by DefaultRetention
+// on the items that expire only (existing): one its deployment keeps for
+// ever is not given an expiry, and one that expires later keeps its own.
+func (s *Store) pushOut(it stateItem) (keep time.Duration, existing bool) {
+	if it.ownRetention() == 0 && !s.told {
+		return DefaultRetention, true
+	}
+	return it.retention(s.keep), false
 }
 
 // WithPayloads makes Document read back the payloads kept in p's bucket

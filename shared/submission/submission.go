@@ -382,7 +382,10 @@ func (h *Handler) accept(ctx context.Context, o message.Order) (string, error) {
 	// Agent, or, a wait or a timer, armed.
 	starter := outcome.Starter{Dispatch: h.dispatch, Store: h.store, Recorder: outcome.Recorder{Store: h.store}, Now: h.Now, Log: h.log,
 		Budget: h.budget}
-	done, err := starter.Start(ctx, def, o.OrderID, def.Starts(items), json.RawMessage(body))
+	// The order as stored, a duplicate's too: not the form this delivery
+	// kept (another data key, another object, sealed or not as the
+	// deployment seals now), which its steps would read for it.
+	done, err := starter.Start(ctx, def, o.OrderID, def.Starts(items), json.RawMessage(stored))
 	for _, c := range done { // a timer at once, or a kept event: the Scheduler follows it
 		if err := h.follow(ctx, def, outcome.Attempt{OrderID: o.OrderID, Ref: c.Ref, Name: c.Name}, c.Recorded, nil); err != nil {
 			return "", err

@@ -311,6 +311,9 @@ func waitingFor(st statestore.Step) string {
 			"log line \"attempt abandoned; no reply sent\" (order_id %s, attempt %d)", st.Attempt, st.LockedBy,
 			stamp(st.CompleteBy), st.OrderID, st.Attempt)
 	}
+	if st.FlowWhy != "" { // given back before its call, waiting: say for what
+		return fmt.Sprintf("not claimed since it was ready at %s; it waited: %s", stamp(st.ReadyAt), st.FlowWhy)
+	}
 	return fmt.Sprintf("not claimed since it was ready at %s", stamp(st.ReadyAt))
 }
 

@@ -35,3 +35,17 @@ func TestAGiveUpPointsToTheServicesLastAnswer(t *testing.T) {
 	_, reason = whyGiveUp(st, workflow.Found{State: workflow.Processing}, completeBy.Add(time.Second))
 	require.Equal(t, "failure threshold 3 reached: attempt 3 (agent-payment/1): no callback by 2026-01-01T09:00:20Z", reason)
 }
+
+// A step its order's deadline passed while it waited, given back before
+// its call (its agent's rate, a key's line, a function with no data key),
+// says for what it waited: the alert names the cause, not only the time.
+func TestADeadlineGiveUpSaysWhatTheStepWaitedFor(t *testing.T) {
+	t.Parallel()
+	ready := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
+	st := statestore.Step{OrderID: "o-1", State: workflow.Pending, ReadyAt: ready, Deadline: ready.Add(time.Hour),
+		FlowWhy: "not called: sealed data of o-1: this function has no data key (dataKey) to open it"}
+	cause, reason := whyGiveUp(st, workflow.Found{State: workflow.Pending, PastDeadline: true}, ready.Add(2*time.Hour))
+	require.Equal(t, workflow.Expired, cause)
+	require.Equal(t, "order deadline 2026-01-01T10:00:00Z passed: not claimed since it was ready at 2026-01-01T09:00:00Z; "+
+		"it waited: not called: sealed data of o-1: this function has no data key (dataKey) to open it", reason)
+}

@@ -490,10 +490,11 @@ type canceller struct {
 }
 
 // schedule sends, for the plan's share of the orders, a cancel at a point up to
-// CancelWithin after now.
+// CancelWithin after now (none to an order at the limits, which is to run
+// its 16 MB through).
 func (c *canceller) schedule(ctx context.Context, ids []string) {
 	for _, id := range ids {
-		if remotesim.Mix(c.plan.Seed, "cancel", id) >= c.plan.Cancel {
+		if remotesim.Mix(c.plan.Seed, "cancel", id) >= c.plan.Cancel || c.plan.limits[id] {
 			continue
 		}
 		at := time.Duration(remotesim.Mix(c.plan.Seed, "cancel-at", id) * float64(c.plan.CancelWithin))

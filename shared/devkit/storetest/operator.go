@@ -108,6 +108,45 @@ func OperatorRetention(t *testing.T, c *awsclient.Clients) {
 	got, ok = expires(topo.StateTable(), "o-legacy-3", "R#s0")
 	require.True(t, ok, "and its result, which the new round may read")
 	require.Equal(t, late.Add(lifetime).Add(keep).Unix(), got.Unix())
+
+	// Resubmitted late in its retention by an operator told none: what
+	// expires is pushed out past its new round all the same (by the
+	// default, later than its deployment's 30 days would: kept longer,
+	// never lost mid-round); what its deployment keeps for ever is given
+	// no expiry.
+	kept := statestore.New(c.DynamoDB, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards).WithRetention(keep)
+	failed := func(s *statestore.Store, id string) {
+		t.Helper()
+		submit(t, s, id, 2)
+		st, err := claim(ctx, s, id, step0, "sched", t0)
+		require.NoError(t, err)
+		require.NoError(t, s.PutResult(ctx, statestore.Result{OrderID: id, Ref: step0, Name: "s0", Round: 1, Attempt: st.Attempt,
+			JSON: []byte(`{"id":"r"}`), Now: t0}))
+		_, err = refuse(ctx, s, id, step0, st.Attempt, "declined", t0)
+		require.NoError(t, err)
+		_, err = c.DynamoDB.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(topo.StateTable()),
+			Key: itemKey(id, "TASK"), UpdateExpression: aws.String("REMOVE KpS, LfMs")}) // as stored before orders kept theirs
+		require.NoError(t, err)
+	}
+	failed(kept, "o-legacy-4")
+	before, ok := expires(topo.OrdersTable(), "o-legacy-4", "")
+	require.True(t, ok, "its deployment gave it an expiry at its submission")
+	untold.Now = func() time.Time { return late }
+	_, err = untold.Resubmit(ctx, "o-legacy-4", "")
+	require.NoError(t, err)
+	for _, at := range []struct{ table, sk string }{{topo.OrdersTable(), ""}, {topo.StateTable(), "R#s0"}} {
+		got, ok := expires(at.table, "o-legacy-4", at.sk)
+		require.True(t, ok)
+		require.True(t, got.After(before), "%s%s pushed out", at.table, at.sk)
+		require.Equal(t, late.Add(lifetime).Add(statestore.DefaultRetention).Unix(), got.Unix(), "%s%s past its new round", at.table, at.sk)
+	}
+	failed(s, "o-legacy-5") // its deployment's retention 0: kept for ever
+	_, err = untold.Resubmit(ctx, "o-legacy-5", "")
+	require.NoError(t, err)
+	for _, at := range []struct{ table, sk string }{{topo.OrdersTable(), ""}, {topo.StateTable(), "R#s0"}} {
+		_, ok := expires(at.table, "o-legacy-5", at.sk)
+		require.False(t, ok, "%s%s: kept for ever, as its deployment keeps it", at.table, at.sk)
+	}
 }
 
 // itemKey is the key of the state table's item sk of order id.
