@@ -88,6 +88,8 @@ func (s Starter) start(ctx context.Context, def workflow.Definition, orderID str
 		var broken *seal.Error
 		var large *claim.DocumentError
 		switch {
+		case errors.As(err, &broken) && broken.NoKey:
+			return nil, err // a function with no key yet (a deploy adding it): the start is tried again, on one that has it
 		case errors.As(err, &ee) || errors.As(err, &lost) || errors.As(err, &broken) || errors.As(err, &large):
 			// A fault of the workflow or of the order (or its payload gone,
 			// sealed data that does not open, or a document larger than its

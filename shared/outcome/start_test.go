@@ -12,6 +12,7 @@ import (
 
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -23,6 +24,7 @@ type timerStore struct {
 	weight int64
 	read   error     // what the reservation said
 	armed  time.Time // the due Arm was asked for
+	open   error     // what opening the document says (nil: it opens)
 }
 
 func (s *timerStore) Load(context.Context, string) (statestore.Task, []statestore.Step, error) {
@@ -32,6 +34,9 @@ func (s *timerStore) Load(context.Context, string) (statestore.Task, []statestor
 func (s *timerStore) Document(ctx context.Context, _ statestore.Step, order json.RawMessage) (workflow.Document, error) {
 	if s.read = payload.Reserve(ctx, s.weight); s.read != nil {
 		return workflow.Document{}, s.read
+	}
+	if s.open != nil {
+		return workflow.Document{}, s.open
 	}
 	return workflow.Document{Order: order}, nil
 }
@@ -75,4 +80,31 @@ steps:
 	within := start(payload.NewBudget(1<<20), 1<<10)
 	require.NoError(t, within.read)
 	require.Equal(t, time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC), within.armed.UTC())
+}
+
+// A timer's until over a sealed order on a function with no data key (its
+// configuration lags a deploy that added it) is tried again, nothing
+// armed, for one that has it; sealed data that does not open fails the
+// step at once, as any fault of the order.
+func TestATimerOfASealedOrderWaitsForAFunctionWithItsKey(t *testing.T) {
+	def, err := workflow.ParseFile("timer.yaml", []byte(`name: timer
+deadline: 1h
+steps:
+  - name: ship-after
+    until: .order.at
+`), workflow.Options{})
+	require.NoError(t, err)
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	start := func(open error) (*timerStore, error) {
+		s := &timerStore{open: open}
+		_, err := outcome.Starter{Store: s, Now: func() time.Time { return now }, Log: slog.New(slog.DiscardHandler)}.
+			Start(context.Background(), def, "o-1", []workflow.Ref{{Index: 0}}, json.RawMessage(`{"orderId":"o-1"}`))
+		return s, err
+	}
+	noKey, err := start(&seal.Error{OrderID: "o-1", Reason: "this function has no data key (dataKey) to open it", NoKey: true})
+	require.ErrorContains(t, err, "no data key", "tried again")
+	require.True(t, noKey.armed.IsZero(), "nothing armed")
+	broken, err := start(&seal.Error{OrderID: "o-1", Reason: "it does not open: altered, or another order's"})
+	require.NoError(t, err)
+	require.Equal(t, now, broken.armed, "refused: due now")
 }
