@@ -50,11 +50,9 @@ func (s *timerStore) Arm(_ context.Context, _ string, _ workflow.Ref, _ workflow
 	return statestore.Step{}, nil, statestore.ErrStale // armed already: nothing more to start here
 }
 
-// A timer's until over a document larger than its function reads at once
-// (the Scheduler's, Submission's budget) fails its step at once, with the
-// reason, rather than being tried again for ever; within the budget, the
-// timer is armed for the time the document gives.
-func TestATimersUntilReadsItsDocumentWithinItsFunctionsBudget(t *testing.T) {
+// timerWorkflow is a workflow of one timer, until the order's at.
+func timerWorkflow(t *testing.T) workflow.Definition {
+	t.Helper()
 	def, err := workflow.ParseFile("timer.yaml", []byte(`name: timer
 deadline: 1h
 steps:
@@ -62,7 +60,15 @@ steps:
     until: .order.at
 `), workflow.Options{})
 	require.NoError(t, err)
-	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	return def
+}
+
+// A timer's until over a document larger than its function reads at once
+// (the Scheduler's, Submission's budget) fails its step at once, with the
+// reason, rather than being tried again for ever; within the budget, the
+// timer is armed for the time the document gives.
+func TestATimersUntilReadsItsDocumentWithinItsFunctionsBudget(t *testing.T) {
+	def, now := timerWorkflow(t), time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	order := json.RawMessage(`{"orderId":"o-1","at":"2026-11-27T12:00:00Z"}`)
 	start := func(b *payload.Budget, weight int64) *timerStore {
 		s := &timerStore{weight: weight}
@@ -87,14 +93,7 @@ steps:
 // armed, for one that has it; sealed data that does not open fails the
 // step at once, as any fault of the order.
 func TestATimerOfASealedOrderWaitsForAFunctionWithItsKey(t *testing.T) {
-	def, err := workflow.ParseFile("timer.yaml", []byte(`name: timer
-deadline: 1h
-steps:
-  - name: ship-after
-    until: .order.at
-`), workflow.Options{})
-	require.NoError(t, err)
-	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	def, now := timerWorkflow(t), time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	start := func(open error) (*timerStore, error) {
 		s := &timerStore{open: open}
 		_, err := outcome.Starter{Store: s, Now: func() time.Time { return now }, Log: slog.New(slog.DiscardHandler)}.
