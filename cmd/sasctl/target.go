@@ -36,6 +36,11 @@ func targetFlags(cmd *cobra.Command, t *target, prints bool) {
 	cmd.Flags().StringVar(&t.endpoint, "endpoint", "",
 		"the endpoint of every AWS service (an emulator); default the SDK's own settings: AWS_ENDPOINT_URL, else AWS")
 	t.bind(cmd.Flags(), "prefix", "agents", "deadlineShards", "retentionDays", "payloadBucket")
+	if f := cmd.Flags().Lookup("retention-days"); f != nil && !t.told("retentionDays") {
+		// Its default is the deployment's; left unset, a command is not
+		// told, and sets no expiry sooner than the deployment would.
+		f.DefValue, f.Usage = "", f.Usage+"; unset: not told (sasctl gives an order stored before orders kept theirs no expiry sooner than its deployment would)"
+	}
 	cmd.PreRunE = t.check
 	if prints {
 		outputFlag(cmd, &t.output)
