@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -180,7 +181,15 @@ func (d Definition) CheckOrder(order json.RawMessage) error {
 		return err
 	}
 	var faults, unquoted []string
-	for _, leaf := range leaves(ve) {
+	all := leaves(ve)
+	// In the order of the fields at fault: the schema's library finds them
+	// in no fixed order (its properties are a map), and a refusal, its
+	// DLQ reason and its metric line say the same each time.
+	slices.SortStableFunc(all, func(a, b *jsonschema.ValidationError) int {
+		return cmp.Or(strings.Compare(FieldPath(a.InstanceLocation), FieldPath(b.InstanceLocation)),
+			slices.Compare(a.ErrorKind.KeywordPath(), b.ErrorKind.KeywordPath()))
+	})
+	for _, leaf := range all {
 		field := "the order"
 		if len(leaf.InstanceLocation) > 0 {
 			field = FieldPath(leaf.InstanceLocation)

@@ -166,3 +166,23 @@ func TestADefinitionFitsTheStoresItem(t *testing.T) {
 	require.ErrorContains(t, err, fmt.Sprintf("big.yaml:2: schema: the workflow's definition, its schema included, is %d bytes: at most %d",
 		workflow.MaxDefinitionBytes+1, workflow.MaxDefinitionBytes))
 }
+
+// An order with faults in several fields is refused for them in the order
+// of its fields, each time (the schema's library finds them in no fixed
+// order): a refusal, its DLQ reason and its metric line say the same; and
+// its unquoted form (a sealed deployment's) names the keywords, not the
+// values.
+func TestAnOrdersFaultsComeInTheOrderOfItsFields(t *testing.T) {
+	d, err := workflow.ParseFile("trip.yaml", []byte(trip), workflow.Options{})
+	require.NoError(t, err)
+	order := json.RawMessage(`{"orderId":7,"booking":{"out":"someday","passengers":[{"name":""},{"name":3}]}}`)
+	first := d.CheckOrder(order)
+	require.Error(t, first)
+	for range 30 {
+		require.Equal(t, first.Error(), d.CheckOrder(order).Error())
+	}
+	require.Equal(t, "booking.passengers[0].name: minLength; booking.passengers[1].name: type; orderId: type (workflow trip's schema)",
+		workflow.Unquoted(first))
+	require.Contains(t, first.Error(), "got number, want string", "the message itself says what it found")
+	require.NotContains(t, workflow.Unquoted(first), "got")
+}
