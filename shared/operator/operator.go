@@ -199,19 +199,22 @@ func (o *Operator) renewPayloads(ctx context.Context, orderID string, states ...
 var ErrNoPayloadBucket = errors.New("no payload bucket known: set --payload-bucket (or $SAS_PAYLOAD_BUCKET; " +
 	"the typed client: Options.PayloadBucket) to the stack's output PayloadBucketName")
 
-// keep is body, what of the order, as an operator's write keeps it
-// (payload.Store.Keep): itself within the inline limit, else kept in the
-// payload bucket, its claim check in its place. The bucket is the one the
-// order's own claim checks name (bucket), which is its deployment's
-// whatever this operator was told, else PayloadBucket: a payload in
+// keep is a skip's result as its order's records keep it, as a step's is:
+// sealed under its order's data key (sealed), in the form the payload
+// store keeps it in (payload.Store.Seal), and over the inline limit kept
+// in the bucket the order's claim checks name, which is its deployment's
+// whatever this operator was told (else PayloadBucket): a payload in
 // another would be refused by every reader of the order.
-func (o *Operator) keep(ctx context.Context, orderID, bucket, what string, body []byte) (json.RawMessage, error) {
+func (o *Operator) keep(ctx context.Context, orderID, bucket, what string, body []byte, key seal.Key, sealed bool) (json.RawMessage, error) {
 	bucket = cmp.Or(bucket, o.PayloadBucket)
 	p := payload.New(o.s3, bucket, 0)
-	if len(body) <= p.Inline() {
-		return body, nil
+	if sealed {
+		var err error
+		if body, err = p.Seal(key, body, nil); err != nil {
+			return nil, err
+		}
 	}
-	if bucket == "" {
+	if bucket == "" && (len(body) > p.Inline() || seal.IsObject(body)) {
 		return nil, fmt.Errorf("keep %s's %s (%d bytes, over the %d kept inline): %w", orderID, what, len(body), p.Inline(), ErrNoPayloadBucket)
 	}
 	kept, err := p.Keep(ctx, orderID, what, body, nil)
@@ -348,14 +351,7 @@ func (o *Operator) DecideHeld(ctx context.Context, d outcome.HoldDecision) (outc
 			return outcome.HoldDecided{}, fmt.Errorf("seal the result for %s (it takes kms:Decrypt on the deployment's key): %w", d.OrderID, err)
 		}
 		given := len(d.Result)
-		if sealed {
-			if d.Result, err = key.Seal(d.Result, nil); err != nil {
-				return outcome.HoldDecided{}, err
-			}
-		}
-		// Over the inline limit, kept in the payload bucket, as a step's
-		// is: the one the order's claim checks name, if it has any.
-		if d.Result, err = o.keep(ctx, d.OrderID, bucket, "results/skip", d.Result); err != nil {
+		if d.Result, err = o.keep(ctx, d.OrderID, bucket, "results/skip", d.Result, key, sealed); err != nil {
 			return outcome.HoldDecided{}, err
 		}
 		d.ResultBytes = given

@@ -49,9 +49,9 @@ const (
 	MaxInline = 64 << 10
 	// MaxStoredBytes is the largest body the store takes: a payload at
 	// MaxBytes sealed in the JSON form (shared/seal: its ciphertext in
-	// base64, four thirds of it, and its envelope), which Put keeps in the
-	// object form (MaxBytes and a few hundred bytes), and which objects
-	// kept before that form existed are in.
+	// base64, four thirds of it, and its envelope), as objects kept before
+	// the object form existed are (Seal keeps one in the object form: its
+	// plaintext and a few hundred bytes).
 	MaxStoredBytes = MaxBytes/3*4 + 16<<10
 )
 
@@ -211,10 +211,8 @@ func (s *Store) Keep(ctx context.Context, orderID, what string, body []byte, hea
 // name says it is not JSON (Renew labels it so).
 const SealedSuffix = ".sealed"
 
-// Put keeps body as what of the order. A body sealed in the JSON form is
-// kept in the object form (seal.ObjectForm: the same ciphertext, without
-// base64), as Seal makes it, so that no sealed payload in the bucket
-// weighs more than its plaintext and its seal's head.
+// Put keeps body as what of the order (a sealed one as Seal makes it: in
+// the object form, over the inline limit).
 func (s *Store) Put(ctx context.Context, orderID, what string, body []byte) (Ref, error) {
 	if s == nil {
 		return Ref{}, fmt.Errorf("keep %d bytes of %s's %s: this deployment has no payload bucket (inline at most %d)",
@@ -222,9 +220,6 @@ func (s *Store) Put(ctx context.Context, orderID, what string, body []byte) (Ref
 	}
 	if len(body) > MaxStoredBytes {
 		return Ref{}, fmt.Errorf("keep %d bytes of %s's %s: over the %d-byte limit of a payload", len(body), orderID, what, MaxStoredBytes)
-	}
-	if b, ok := seal.ObjectForm(body); ok {
-		body = b
 	}
 	sum := sha256.Sum256(body)
 	ref := Ref{Bucket: s.bucket, Key: Key(orderID, what, sum), Bytes: len(body), SHA256: hex.EncodeToString(sum[:])}

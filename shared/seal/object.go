@@ -21,8 +21,7 @@ import (
 //	bytes                     the ciphertext
 //
 // all lengths big-endian. Its additional data is the order's id, as the
-// JSON form's, so that one form turns into the other without the key
-// (ObjectForm). Read into one buffer of its size, it is opened in place
+// JSON form's. Read into one buffer of its size, it is opened in place
 // (Sealer.OpenInPlace): a payload in this form takes no more memory than
 // its plaintext and its head.
 
@@ -102,29 +101,6 @@ func parseObject(raw []byte) (p parts, reason string) {
 	}
 	p.ct, p.object = b, true
 	return p, ""
-}
-
-// ObjectForm is raw, a payload sealed in the JSON form, in the object
-// form: the same data key, nonce and ciphertext, so the same plaintext for
-// the same order, without its head's members (a claim check carries them)
-// and without base64. ok is false if raw is not in the JSON form (nor
-// whole).
-func ObjectForm(raw []byte) (b []byte, ok bool) {
-	p, ok := parseJSON(raw)
-	if !ok || p.quoted() || len(p.key) > math.MaxUint16 || len(p.iv) > math.MaxUint8 {
-		return nil, false
-	}
-	data := p.b64[1 : len(p.b64)-1]
-	n, err := decodedLen(data)
-	if err != nil {
-		return nil, false
-	}
-	b = objectHead(make([]byte, 0, headSize(len(p.key), len(p.iv))+n), p.key, p.iv, n)
-	ct, err := decodeBase64(b[len(b):len(b)+n], data)
-	if err != nil || len(ct) != n {
-		return nil, false
-	}
-	return b[:len(b)+n], true
 }
 
 // parts is a sealed payload's: its data key (encrypted under the KMS key),

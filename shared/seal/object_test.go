@@ -80,10 +80,8 @@ func TestTheObjectFormRoundTripsAndOpensInPlace(t *testing.T) {
 
 // A payload sealed in the JSON form (inline, or an object kept before the
 // object form existed) still opens, left as it is by Open and decoded and
-// opened in its own bytes by OpenInPlace; ObjectForm turns it into the
-// object form without the key (the same ciphertext), which opens to the
-// same plaintext.
-func TestTheJSONFormStillOpensAndTurnsIntoTheObjectForm(t *testing.T) {
+// opened in its own bytes by OpenInPlace, for its own order only.
+func TestTheJSONFormStillOpens(t *testing.T) {
 	t.Parallel()
 	s, _, _ := sealer(t)
 	ctx := context.Background()
@@ -110,19 +108,8 @@ func TestTheJSONFormStillOpensAndTurnsIntoTheObjectForm(t *testing.T) {
 			require.Equal(t, &sealed[i], &got[0], "%d bytes: opened where its base64 was", n)
 		}
 
-		obj, ok := seal.ObjectForm(kept)
-		require.True(t, ok, "%d bytes", n)
-		require.True(t, seal.IsObject(obj))
-		require.Less(t, len(obj)-n, 400, "%d bytes: no base64", n)
-		got, err = s.Open(ctx, "o-json", obj)
-		require.NoError(t, err, "%d bytes", n)
-		require.Equal(t, plain, got)
-		_, err = elsewhere.Open(ctx, "o-other", obj)
-		require.Error(t, err, "still the order's own")
-	}
-	for _, raw := range []string{`{"a":1}`, `{"$sasSealed":{"key":"a2V5"}}`, `not json`} {
-		_, ok := seal.ObjectForm([]byte(raw))
-		require.False(t, ok, "%s is no JSON form", raw)
+		_, err = elsewhere.Open(ctx, "o-other", kept)
+		require.Error(t, err, "%d bytes: the order's own", n)
 	}
 }
 
@@ -192,9 +179,9 @@ func TestAnAlteredOrCutObjectIsRefusedWithTheReason(t *testing.T) {
 	require.True(t, errors.As(err, &noKey) && noKey.NoKey, "one whose configuration lags its deployment's: given back, not failed")
 }
 
-// Kept in the payload bucket, a sealed payload is in the object form
-// whichever form it was given in, and read back (statestore.Read) it
-// opens in the buffer it was read into; an object kept in the JSON form
+// Sealed as the payload store seals it (Seal) and kept in the payload
+// bucket, a payload is in the object form, and read back (statestore.Read)
+// it opens in the buffer it was read into; an object kept in the JSON form
 // before the object form existed (an order in flight across the upgrade)
 // still opens; one cut short is a *payload.Error (its claim check's size).
 func TestSealedObjectsOfEitherFormReadBack(t *testing.T) {
@@ -215,30 +202,26 @@ func TestSealedObjectsOfEitherFormReadBack(t *testing.T) {
 	require.True(t, seal.IsObject(obj), "over the inline limit: the object form")
 	asObject, err := p.Keep(ctx, "o-forms", "results/a-r1", obj, nil)
 	require.NoError(t, err)
+	ref, ok := payload.Parse(asObject)
+	require.True(t, ok)
+	require.True(t, strings.HasSuffix(ref.Key, payload.SealedSuffix), ref.Key)
+	require.Less(t, ref.Bytes-len(plain), 400, "it weighs its plaintext and its head")
+	got, err := statestore.Read(ctx, p, s, "o-forms", asObject)
+	require.NoError(t, err)
+	require.Equal(t, plain, []byte(got))
 	inJSON, err := key.Seal(plain, nil)
 	require.NoError(t, err)
-	converted, err := p.Keep(ctx, "o-forms", "results/b-r1", inJSON, nil)
-	require.NoError(t, err)
-	for _, check := range []json.RawMessage{asObject, converted} {
-		ref, ok := payload.Parse(check)
-		require.True(t, ok)
-		require.True(t, strings.HasSuffix(ref.Key, payload.SealedSuffix), ref.Key)
-		require.Less(t, ref.Bytes-len(plain), 400, "it weighs its plaintext and its head")
-		got, err := statestore.Read(ctx, p, s, "o-forms", check)
-		require.NoError(t, err)
-		require.Equal(t, plain, []byte(got))
-	}
 
 	// An object kept in the JSON form, as before the object form.
 	sum := sha256Of(inJSON)
 	legacy := payload.Ref{Bucket: bucket, Key: payload.OrderPrefix("o-forms") + "results/c-r1/" + sum, Bytes: len(inJSON), SHA256: sum}
 	_, err = c.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &legacy.Bucket, Key: &legacy.Key, Body: bytes.NewReader(inJSON)})
 	require.NoError(t, err)
-	got, err := statestore.Read(ctx, p, s, "o-forms", payload.Check(legacy, nil))
+	got, err = statestore.Read(ctx, p, s, "o-forms", payload.Check(legacy, nil))
 	require.NoError(t, err)
 	require.Equal(t, plain, []byte(got), "an object in the JSON form opens")
 
-	ref, _ := payload.Parse(asObject)
+	// The object cut short in the bucket.
 	_, err = c.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &ref.Bucket, Key: &ref.Key, Body: bytes.NewReader(obj[:len(obj)/2])})
 	require.NoError(t, err)
 	_, err = statestore.Read(ctx, p, s, "o-forms", asObject)

@@ -13,94 +13,63 @@ var engines = map[string]emulatortest.Engine{}
 
 func TestMain(m *testing.M) { os.Exit(emulatortest.MainWithEngines(m, engines)) }
 
-func TestConformance(t *testing.T) {
+// onEveryEngine runs test on each engine, side by side.
+func onEveryEngine(t *testing.T, test func(t *testing.T, e emulatortest.Engine)) {
 	for name, e := range engines {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			storetest.Run(t, func(t *testing.T) *statestore.Store { return storetest.NewStore(t, e.Clients.DynamoDB) })
+			test(t, e)
 		})
 	}
 }
 
+func TestConformance(t *testing.T) {
+	onEveryEngine(t, func(t *testing.T, e emulatortest.Engine) {
+		storetest.Run(t, func(t *testing.T) *statestore.Store { return storetest.NewStore(t, e.Clients.DynamoDB) })
+	})
+}
+
 // An ended order carries its expiry on both tables, on every engine.
 func TestRetention(t *testing.T) {
-	for name, e := range engines {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			storetest.Retention(t, e.Clients.DynamoDB)
-		})
-	}
+	onEveryEngine(t, func(t *testing.T, e emulatortest.Engine) { storetest.Retention(t, e.Clients.DynamoDB) })
 }
 
 // An order stays in the deadline index's shard Submission picked, on
 // every engine, whoever writes it.
 func TestAnOrderKeepsItsShard(t *testing.T) {
-	for name, e := range engines {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			storetest.OwnShard(t, e.Clients.DynamoDB)
-		})
-	}
+	onEveryEngine(t, func(t *testing.T, e emulatortest.Engine) { storetest.OwnShard(t, e.Clients.DynamoDB) })
 }
 
 // An order stored before its item kept its shard, resubmitted by an
 // operator told more shards than the deployment has, goes where the
 // deployment's Supervisor sweeps, on every engine.
 func TestALegacyOrderResubmittedGoesWhereTheSupervisorSweeps(t *testing.T) {
-	for name, e := range engines {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			storetest.LegacyShard(t, e.Clients.DynamoDB)
-		})
-	}
+	onEveryEngine(t, func(t *testing.T, e emulatortest.Engine) { storetest.LegacyShard(t, e.Clients.DynamoDB) })
 }
 
 // An operator keeps an order stored before orders kept their retention as
 // long as its deployment keeps one, on every engine.
 func TestAnOperatorKeepsALegacyOrderForTheDeploymentsRetention(t *testing.T) {
-	for name, e := range engines {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			storetest.OperatorRetention(t, e.Clients)
-		})
-	}
+	onEveryEngine(t, func(t *testing.T, e emulatortest.Engine) { storetest.OperatorRetention(t, e.Clients) })
+}
+
+// A write whose answer is lost, tried again, is the write itself, on every
+// engine.
+func TestALostAnswerIsTheWriteItself(t *testing.T) {
+	onEveryEngine(t, func(t *testing.T, e emulatortest.Engine) { storetest.LostAnswers(t, e.Clients.DynamoDB) })
 }
 
 // The documented limits, at the limit, on every engine.
-func TestALostAnswerIsTheWriteItself(t *testing.T) {
-	for name, e := range engines {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			storetest.LostAnswers(t, e.Clients.DynamoDB)
-		})
-	}
-}
-
 func TestLimits(t *testing.T) {
-	for name, e := range engines {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			storetest.Limits(t, e.Clients.DynamoDB)
-		})
-	}
+	onEveryEngine(t, func(t *testing.T, e emulatortest.Engine) { storetest.Limits(t, e.Clients.DynamoDB) })
 }
 
 func TestPayloads(t *testing.T) {
-	for name, e := range engines {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			storetest.Payloads(t, e.Clients)
-		})
-	}
+	onEveryEngine(t, func(t *testing.T, e emulatortest.Engine) { storetest.Payloads(t, e.Clients) })
 }
 
 // A sealed 16 MB order and result, kept in the object form, read back
 // whole within a 128 MB Agent's budget, on every engine.
 func TestSealedPayloads(t *testing.T) {
-	for name, e := range engines {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			storetest.SealedPayloads(t, e.Clients)
-		})
-	}
+	onEveryEngine(t, func(t *testing.T, e emulatortest.Engine) { storetest.SealedPayloads(t, e.Clients) })
 }
