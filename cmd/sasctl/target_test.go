@@ -41,5 +41,7 @@ func TestATargetTakesTheDeploymentsRetentionAndBucket(t *testing.T) {
 		op, err := tg.connect(context.Background(), false)
 		require.NoError(t, err)
 		require.Equal(t, c.bucket, op.PayloadBucket, "%v", c.args)
+		_, told := op.Store.Retention()
+		require.Equal(t, c.told, told, "%v: its store told as the command was", c.args)
 	}
 }

@@ -92,15 +92,14 @@ type Options struct {
 	// bucket has a name CloudFormation makes): what needs it is then
 	// refused, nothing sent, and the error says to set it.
 	PayloadBucket string
-	// RetentionDays is the deployment's retentionDays (nil: not told: such
-	// an order ended gets no expiry, and one put to work again has only
-	// the expiries it has pushed out past its new work, never one sooner
-	// than its deployment would give it; 0: kept forever, as the
-	// deployment's 0): an order stored before
-	// orders kept their own retention, ended by Cancel or a decision on a
-	// held order, or put to work again, is kept as long as the
-	// deployment's own writes keep one. An order that kept its own is kept
-	// as long as it says.
+	// RetentionDays is the deployment's retentionDays (0: kept forever, as
+	// the deployment's 0): an order stored before orders kept their own
+	// retention, ended by Cancel or a decision on a held order, or put to
+	// work again, is kept as long as the deployment's own writes keep one.
+	// Nil, not told: such an order ended gets no expiry, and one put to
+	// work again has only the expiries it has pushed out past its new
+	// work, never one sooner than its deployment would give it. An order
+	// that kept its own is kept as long as it says.
 	RetentionDays *int
 }
 
@@ -121,18 +120,17 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 	if prefix == "" {
 		prefix = topology.DefaultPrefix
 	}
-	var keep time.Duration // not told: no expiry on an order stored before orders kept their own (operator.New)
-	if d := opts.RetentionDays; d != nil {
-		if *d < 0 {
-			return nil, fmt.Errorf("client: RetentionDays %d: must not be negative (0: kept forever)", *d)
-		}
-		keep = time.Duration(*d) * 24 * time.Hour
+	if d := opts.RetentionDays; d != nil && *d < 0 {
+		return nil, fmt.Errorf("client: RetentionDays %d: must not be negative (0: kept forever)", *d)
 	}
 	t := topology.Default(prefix) // the deployment's default shards, unless told its own
 	if opts.DeadlineShards > 0 {
 		t.DeadlineShards = opts.DeadlineShards
 	}
-	op := operator.New(c, t).WithRetention(keep)
+	op := operator.New(c, t) // not told the retention: operator.New's
+	if d := opts.RetentionDays; d != nil {
+		op.WithRetention(time.Duration(*d) * 24 * time.Hour) // 0 is the deployment's 0, kept for ever: told, not a default
+	}
 	op.Workflows = opts.Workflows
 	op.PayloadBucket = opts.PayloadBucket
 	if op.PayloadBucket == "" && (opts.Endpoint != "" || os.Getenv("AWS_ENDPOINT_URL") != "") {

@@ -79,6 +79,11 @@ func (s *Store) WithRetention(d time.Duration) *Store {
 	return s
 }
 
+// Retention is what s keeps an ended order for (0: forever) and whether it
+// was told (WithRetention): a store not told (an operator's left at its
+// default) sets no expiry of its own on an order that carries none.
+func (s *Store) Retention() (keep time.Duration, told bool) { return s.keep, s.told }
+
 // pushOut is how keepOrder pushes out what an order of it, at work again,
 // keeps: by its retention (its own, or the store's), on any item; or, for
 // an order stored before orders kept theirs written by a store told no
@@ -147,8 +152,9 @@ func (it stateItem) ownRetention() time.Duration {
 
 // DefaultRetentionDays is how many days a deployment keeps an ended order
 // unless configured (its retentionDays, deployment.RetentionDaysDefault);
-// DefaultRetention is that long: the retention an operator's store takes,
-// for an order that carries none of its own, unless told the deployment's.
+// DefaultRetention is that long: what a store told no retention (an
+// operator's) pushes the expiring items of an order that carries none of
+// its own out by, when it puts it to work again (pushOut).
 const (
 	DefaultRetentionDays = 90
 	DefaultRetention     = DefaultRetentionDays * 24 * time.Hour
