@@ -11,7 +11,8 @@ import (
 // A client not told the deployment's retention leaves its operator's store
 // not told (no expiry of its own, expiries only pushed out: operator.New),
 // rather than told 0, which is the deployment's "kept for ever" and would
-// push out no expiry at all; told one, it takes it, 0 included.
+// push out no expiry at all; told one, it takes it, 0 included; a negative
+// one is refused.
 func TestAClientNotToldTheRetentionLeavesItsStoreNotTold(t *testing.T) {
 	t.Setenv("AWS_REGION", "eu-west-1")
 	ctx := context.Background()
@@ -26,6 +27,8 @@ func TestAClientNotToldTheRetentionLeavesItsStoreNotTold(t *testing.T) {
 		require.Equal(t, c.told, told, "%v", c.days)
 		require.Equal(t, c.keep, keep, "%v", c.days)
 	}
+	_, err := New(ctx, Options{Prefix: "shop", Endpoint: "http://127.0.0.1:1", RetentionDays: ptr(-1)})
+	require.ErrorContains(t, err, "RetentionDays -1: must not be negative")
 }
 
 func ptr(n int) *int { return &n }
