@@ -7,6 +7,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/sas-go/sas/shared/deployment"
+	"github.com/sas-go/sas/shared/flow"
 )
 
 // DataKeyReuse is how long SQS reuses a data key of the customer managed key
@@ -103,6 +104,23 @@ func sealUse(key awskms.IKey, makesKeys bool) awsiam.PolicyStatement {
 		Conditions: &map[string]any{
 			"ForAllValues:StringEquals": map[string]any{"kms:EncryptionContextKeys": []*string{jsii.String(sealContextKey)}},
 			"Null":                      map[string]any{"kms:EncryptionContextKeys": "false"},
+		},
+	})
+}
+
+// keyNamesUse is what an Agent whose calls in flight are bounded per key
+// (perKey) may do with the key in a stack with sealData, beside sealUse:
+// make the one secret its keys are named by (flow.Namer), and no other
+// data key: kms:GenerateDataKey for the encryption context that is its
+// secret's owner alone. It opens it as it opens an order's data key.
+func keyNamesUse(key awskms.IKey, agent string) awsiam.PolicyStatement {
+	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("KeyNames"),
+		Actions:   jsii.Strings("kms:GenerateDataKey"),
+		Resources: &[]*string{key.KeyArn()},
+		Conditions: &map[string]any{
+			"StringEquals":              map[string]any{"kms:EncryptionContext:" + sealContextKey: flow.SecretOwner(agent)},
+			"ForAllValues:StringEquals": map[string]any{"kms:EncryptionContextKeys": []*string{jsii.String(sealContextKey)}},
 		},
 	})
 }

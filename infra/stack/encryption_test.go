@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/infra/stack"
+	"github.com/sas-go/sas/shared/flow"
 )
 
 // ownKey is a customer's key ARN, as context kms takes it.
@@ -328,4 +329,56 @@ func TestSealDataNeedsKMS(t *testing.T) {
 	p, err = stack.Config(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"sealData": "false"}}))
 	require.NoError(t, err)
 	require.False(t, p.SealData)
+}
+
+// With sealData, an Agent whose calls in flight are bounded per key
+// (perKey) names its keys under a secret of its own (flow.Namer): its role
+// alone may make that secret, and no other data key (kms:GenerateDataKey
+// for the encryption context of its secret's owner alone); an agent
+// without perKey, and every other function, makes none.
+func TestAKeyedAgentMayMakeItsOwnSecretOnly(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "keyed.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`name: keyed
+defaults: {timeout: 10s}
+agents:
+  payment: {endpoint: "https://pay.example.com", perKey: {key: .order.customerId, inFlight: 2}}
+  shipping: {endpoint: "https://ship.example.com"}
+steps:
+  - name: charge
+    agent: payment
+  - name: ship
+    agent: shipping
+`), 0o644))
+	for _, sealData := range []string{"true", "false"} {
+		tmpl, notes, _ := synthKMS(t, "create", map[string]any{"sealData": sealData, "workflows": file})
+		requireNagClean(t, notes)
+		arn := keyArn(t, tmpl, "create")
+		named := map[string]any{}
+		for id, p := range of(tmpl, "AWS::IAM::Policy") {
+			for _, s := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+				if st := s.(map[string]any); st["Sid"] == "KeyNames" {
+					require.NotContains(t, named, id, "one KeyNames statement")
+					named[id] = normalizeActions(st)
+				}
+			}
+		}
+		if sealData == "false" {
+			require.Empty(t, named, "no key named without sealData")
+			continue
+		}
+		require.Len(t, named, 1, "the keyed agent's role alone: %v", slices.Collect(maps.Keys(named)))
+		for id, st := range named {
+			require.True(t, strings.HasPrefix(id, "AgentPaymentRole"), id)
+			require.Equal(t, map[string]any{
+				"Sid":      "KeyNames",
+				"Effect":   "Allow",
+				"Action":   []any{"kms:GenerateDataKey"},
+				"Resource": arn,
+				"Condition": map[string]any{
+					"StringEquals":              map[string]any{"kms:EncryptionContext:orderId": flow.SecretOwner("payment")},
+					"ForAllValues:StringEquals": map[string]any{"kms:EncryptionContextKeys": []any{"orderId"}},
+				},
+			}, st)
+		}
+	}
 }

@@ -163,6 +163,9 @@ func agentFunction(st awscdk.Stack, p Props, r *Resources, a string, env map[str
 	if s := credentialStatement(spec); s != nil {
 		allow = append(allow, s)
 	}
+	if r.Key != nil && p.SealData && spec.PerKey != nil {
+		allow = append(allow, keyNamesUse(r.Key, a)) // its keys named, not kept by value
+	}
 	fn := function(st, p, fnSpec{id: "Agent" + title(a), asset: asset, memory: float64(cmp.Or(spec.MemoryMB, agentMemory)), env: aenv, allow: allow, layer: layer,
 		key: r.Key, bucket: r.Payloads, payloads: agentPayloads})
 	consume(fn, r.Queues[t.AgentRequests(a).Name], t.BatchWindow, p.agentConcurrency(a)) // protects the remote service

@@ -110,6 +110,10 @@ type Deps struct {
 	// Sealer seals a sealed order's results under its data key (nil: none
 	// sealed). The Store opens what the step's document holds sealed.
 	Sealer *seal.Sealer
+	// Names names PerKey's keys, so that they are kept by their names,
+	// not their values, in a deployment that seals its orders' data
+	// (sealData), where a key's value is its order's; nil: by value.
+	Names *flow.Namer
 }
 
 // Handler is the Agent Lambda handler.
@@ -128,6 +132,7 @@ type Handler struct {
 	payloads *payload.Store
 	budget   *payload.Budget
 	sealer   *seal.Sealer
+	names    *flow.Namer // nil: keys kept by their values
 	Now      func() time.Time
 	Sleep    func(ctx context.Context, d time.Duration) error
 	// Crash, if set, is called after the remote call and before the reply; a
@@ -143,7 +148,7 @@ func New(cfg Config, d Deps) *Handler {
 	if d.Outcomes == nil {
 		d.Outcomes = outcome.Recorder{Store: d.Store}
 	}
-	return &Handler{cfg: cfg, remote: d.Remote, breaker: d.Breaker, store: d.Store, outcomes: d.Outcomes, send: d.Send, metrics: d.Metrics,
+	return &Handler{cfg: cfg, remote: d.Remote, names: d.Names, breaker: d.Breaker, store: d.Store, outcomes: d.Outcomes, send: d.Send, metrics: d.Metrics,
 		log: d.Log, Now: time.Now, Sleep: sleep, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store}, gate: d.Gate, payloads: d.Payloads, budget: d.Budget, sealer: d.Sealer,
 		batch: &sqsbatch.Processor{Name: "agent-" + cfg.Name, DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics,
 			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), FlushEvery: ReplyFlush}}
@@ -195,6 +200,9 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	if err == nil && h.cfg.PerKey != nil {
 		if key, err = h.cfg.PerKey.KeyFor(doc); err != nil && !errors.Is(err, workflow.ErrExpressionTimeout) {
 			err = &PermanentError{Status: 0, Body: fmt.Sprintf("%s's key of its calls in flight: %v", h.cfg.Name, err)}
+		}
+		if err == nil && key != "" {
+			key, err = h.keyName(ctx, key)
 		}
 	}
 	var perr *PermanentError

@@ -27,6 +27,16 @@ import (
 // looks again by itself.
 const KeyPoll = 5 * time.Minute
 
+// keyName is what a key of value is kept, shown and logged by: its name
+// under the agent's secret in a sealed deployment (flow.Namer: failing, the
+// call waits, as for any store's failure), else flow.ShortKey's.
+func (h *Handler) keyName(ctx context.Context, value string) (string, error) {
+	if h.names != nil {
+		return h.names.Name(ctx, value)
+	}
+	return flow.ShortKey(value), nil
+}
+
 // slotWait is what holding a slot of key decided for a claimed attempt:
 // held (let lets it go at the call's end), or waiting with its attempt to
 // give back (wait, why).

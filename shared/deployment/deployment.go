@@ -280,7 +280,7 @@ func (d *Deployment) Agent(ctx context.Context, name, instanceID string) (*agent
 	if backoff.Base <= 0 {
 		backoff = resilience.Backoff{Base: 50 * time.Millisecond, Max: 2 * time.Second}
 	}
-	sealer := d.Sealer()
+	sealer, slots := d.Sealer(), flow.NewStore(d.Clients.DynamoDB, t.StateTable())
 	return agent.New(agent.Config{
 		Workflows: d.Config.Workflows, Name: name, InstanceID: instanceID, ResponseQueueURL: d.Config.QueueURL(t.AgentResponses(name).Name),
 		RequestQueueURL: d.Config.QueueURL(t.AgentRequests(name).Name), RateLimit: spec.RateLimit, PerKey: spec.PerKey,
@@ -288,8 +288,18 @@ func (d *Deployment) Agent(ctx context.Context, name, instanceID string) (*agent
 		CallTimeout: spec.Timeout, Margin: 100 * time.Millisecond,
 	}, agent.Deps{Remote: remote, Payloads: d.Payloads(), Budget: payload.BudgetFor(functionMemoryMB(spec.MemoryMB)), Sealer: sealer,
 		Breaker: &resilience.Breaker{Threshold: b.Threshold, Cooldown: b.Cooldown}, Store: d.sealedStore(sealer),
-		Gate: &flow.Gate{Store: flow.NewStore(d.Clients.DynamoDB, t.StateTable())},
+		Gate: &flow.Gate{Store: slots}, Names: d.keyNames(slots, name, spec, sealer),
 		Send: queue.NewSender(d.Clients.SQS), Metrics: d.emitter(fn), Log: d.Log.With("function", fn, "instance", instanceID)}), nil
+}
+
+// keyNames names the keys of agent's calls in flight (its perKey) in a
+// deployment that seals its orders' data (sealData): nil, they are kept by
+// their values.
+func (d *Deployment) keyNames(slots flow.Store, agent string, spec workflow.Agent, sealer *seal.Sealer) *flow.Namer {
+	if !d.Config.SealData || sealer == nil || spec.PerKey == nil {
+		return nil
+	}
+	return flow.NewNamer(slots, agent, sealer)
 }
 
 // functionMemoryMB is the memory of the Lambda function this runs in

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -136,6 +138,15 @@ func TestAKeysSlotsAreHeldUpToTheLimitAndNeverLeak(t *testing.T) {
 		got, err = s.Hold(ctx, "payment", long, 1, "o-7/0#1", end, t0)
 		require.NoError(t, err)
 		require.False(t, got.Held)
+		short := flow.ShortKey(long)
+		require.Len(t, short, len("sha256:")+64, "what the Agent keeps, shows and logs")
+		got, err = s.Hold(ctx, "payment", short, 1, "o-7/0#1", end, t0)
+		require.NoError(t, err)
+		require.False(t, got.Held, "its short key is its item's")
+		holders, err = s.Holders(ctx, "payment", short)
+		require.NoError(t, err)
+		require.Equal(t, []string{"o-6/0#1"}, slices.Collect(maps.Keys(holders)))
+		require.Equal(t, "c-1", flow.ShortKey("c-1"), "a key up to MaxKeyBytes is its value")
 	})
 }
 

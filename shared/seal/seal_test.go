@@ -10,7 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/awsclient"
@@ -160,4 +162,36 @@ func TestTheLargestPayloadSealedIsKeptAndOpened(t *testing.T) {
 	opened, err := s.Open(ctx, "o-big", back)
 	require.NoError(t, err)
 	require.Equal(t, plain, opened)
+}
+
+// incorrectKey is KMS answering a Decrypt whose KeyId is not the key the
+// blob was made under (what KMS answers, and moto does not: it denies).
+type incorrectKey struct{ seal.API }
+
+func (incorrectKey) Decrypt(context.Context, *kms.DecryptInput, ...func(*kms.Options)) (*kms.DecryptOutput, error) {
+	return nil, &types.IncorrectKeyException{Message: aws.String("The key ID in the request does not identify a CMK that can perform this operation.")}
+}
+
+// A secret is made as an order's data key is, its owner's name in the
+// order id's place (so the same role conditions hold), and opens for that
+// owner alone; one made under another key (the deployment's key changed,
+// an alias pointed elsewhere) is a *seal.Error: no try again opens it, and
+// its owner makes it anew (flow.Namer).
+func TestASecretOpensForItsOwnerUnderItsKeyOnly(t *testing.T) {
+	t.Parallel()
+	s, api, key := sealer(t)
+	ctx := context.Background()
+	plain, blob, err := s.NewSecret(ctx, "~agent/payment")
+	require.NoError(t, err)
+	require.Len(t, plain, 32)
+	require.Equal(t, key, s.KeyID())
+	got, err := s.OpenSecret(ctx, "~agent/payment", blob)
+	require.NoError(t, err)
+	require.Equal(t, plain, got)
+	var broken *seal.Error
+	_, err = seal.New(api, key).OpenSecret(ctx, "~agent/courier", blob)
+	require.ErrorAs(t, err, &broken, "another owner's")
+	_, err = seal.New(incorrectKey{}, key).OpenSecret(ctx, "~agent/payment", blob)
+	require.ErrorAs(t, err, &broken, "under another key")
+	require.Contains(t, err.Error(), "not under the deployment's key")
 }

@@ -108,6 +108,7 @@ type keysLeft struct {
 	left    []slotEntry // live entries of ended orders
 	lapsed  int         // entries of ended orders whose time passed
 	settled time.Duration
+	clear   []string // in a sealed run, keys kept by their values
 }
 
 // settleKeys reads, once every order ended, the key items of every keyed
@@ -117,9 +118,24 @@ type keysLeft struct {
 // end); then it reads them all once more and says what is left.
 func (f *flowRun) settleKeys(ctx context.Context, ended map[string]bool, within time.Duration) (keysLeft, error) {
 	var all []agentKey
+	var clear []string
 	for _, a := range f.plan.keyed() {
 		for _, c := range f.customers() {
-			all = append(all, agentKey{a, c})
+			name, err := f.keyName(ctx, a, c)
+			if err != nil {
+				return keysLeft{}, err
+			}
+			all = append(all, agentKey{a, name})
+			if name == c {
+				continue
+			}
+			byValue, err := f.store.Key(ctx, a, c)
+			if err != nil {
+				return keysLeft{}, err
+			}
+			if byValue.Limit > 0 {
+				clear = append(clear, fmt.Sprintf("agent %s's key %s kept by its value, not its name", a, c))
+			}
 		}
 	}
 	start := time.Now()
@@ -138,7 +154,7 @@ func (f *flowRun) settleKeys(ctx context.Context, ended map[string]bool, within 
 			return keysLeft{}, ctx.Err()
 		}
 	}
-	out := keysLeft{keys: len(all), settled: time.Since(start)}
+	out := keysLeft{keys: len(all), settled: time.Since(start), clear: clear}
 	for _, k := range all {
 		es, err := f.read(ctx, k)
 		if err != nil {
@@ -155,6 +171,17 @@ func (f *flowRun) settleKeys(ctx context.Context, ended map[string]bool, within 
 		}
 	}
 	return out, nil
+}
+
+// keyName is customer c's key as agent a's items keep it: in a sealed run
+// (sealData), its name under the agent's secret (flow.Namer).
+func (f *flowRun) keyName(ctx context.Context, a, c string) (string, error) {
+	d := f.stack.Deployment
+	sealer := d.Sealer()
+	if !d.Config.SealData || sealer == nil {
+		return c, nil
+	}
+	return flow.NewNamer(f.store, a, sealer).Name(ctx, c)
 }
 
 func (f *flowRun) read(ctx context.Context, k agentKey) ([]slotEntry, error) {
@@ -254,6 +281,7 @@ func (r *Result) checkKeys(f *flowRun, inj *Injector, fig *FlowFigures) {
 		r.Violations.SlotsLeft = append(r.Violations.SlotsLeft, e.order()+": "+e.String())
 	}
 	slices.Sort(r.Violations.SlotsLeft)
+	r.Violations.ClearCopies = append(r.Violations.ClearCopies, f.left.clear...)
 }
 
 // rateFigure is what agent's service saw of its calls, limited to limit.

@@ -597,7 +597,7 @@ func (r Result) Print(w io.Writer) {
 		row("held orders not ended", len(v.HeldNotEnded))
 	}
 	if r.Payloads.Offloaded > 0 {
-		row("payloads in clear (under incoming/ once taken, or under orders/)", len(v.ClearCopies))
+		row("data in clear (payloads under incoming/ once taken or under orders/, keys by value)", len(v.ClearCopies))
 	}
 	if v.Count() == 0 {
 		fmt.Fprintln(w, "\nEvery invariant held.")
@@ -612,7 +612,7 @@ func (r Result) Print(w io.Writer) {
 		"bad input not rejected with its reason": v.Unrejected, "over a rate limit": v.RateExceeded,
 		"short of its rate in a backlog":        v.RateShort,
 		"slots or places kept for ended orders": v.SlotsLeft, "held, not ended": v.HeldNotEnded,
-		"payloads in clear": v.ClearCopies, "failed for a size within the limits": v.TooLarge} {
+		"data in clear": v.ClearCopies, "failed for a size within the limits": v.TooLarge} {
 		if len(ids) > 0 {
 			fmt.Fprintf(w, "  %s: %s\n", name, strings.Join(ids, ", "))
 		}

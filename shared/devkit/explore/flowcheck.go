@@ -11,6 +11,7 @@ import (
 
 	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/seal"
 )
 
 // rateSlack is how far the explorer's clock may lag the time an Agent took
@@ -66,9 +67,16 @@ func (w *World) slotsLetGo(ctx context.Context, a string) []string {
 		customers[o.customer] = true
 	}
 	for _, c := range slices.Sorted(maps.Keys(customers)) {
-		k, err := w.flow.Key(ctx, a, c)
+		name, err := w.keyName(ctx, a, c)
 		if err != nil {
 			return append(bad, err.Error())
+		}
+		k, err := w.flow.Key(ctx, a, name)
+		if err != nil {
+			return append(bad, err.Error())
+		}
+		if name != c && w.wasUpdated(flow.SecretOwner(a), "key/"+c) {
+			bad = append(bad, fmt.Sprintf("a sealed run keeps no key by its value: agent %s's key %s was written", a, c))
 		}
 		for _, h := range slices.Sorted(maps.Keys(k.Holders)) {
 			if w.orderOf(h) == nil || flow.WaiterOf(h) == h || !w.heldPastItsEnd(h, k.Holders[h]) ||
@@ -85,6 +93,25 @@ func (w *World) slotsLetGo(ctx context.Context, a string) []string {
 		}
 	}
 	return bad
+}
+
+// keyName is customer c's key as agent a's items keep it: in a sealed run,
+// its name under the agent's secret (flow.Namer), read without faults.
+func (w *World) keyName(ctx context.Context, a, c string) (string, error) {
+	if w.secretKeys == nil {
+		return c, nil
+	}
+	w.secretKeys.mu.Lock()
+	w.secretKeys.faulty = false // the check's own reads: the run is over
+	w.secretKeys.mu.Unlock()
+	return flow.NewNamer(w.flow, a, seal.New(w.secretKeys, explorerKey)).Name(ctx, c)
+}
+
+// wasUpdated reports whether the run updated the item of key pk and sk.
+func (w *World) wasUpdated(pk, sk string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.written[pk+" "+sk]
 }
 
 // reported reports whether, in a run with state store faults, a handler

@@ -27,6 +27,13 @@ type keys struct {
 	count  func(string)
 }
 
+// explorerKey is the id of a sealed run's key, and secretStream what sets
+// the stream of the agents' secrets apart from the data keys'.
+const (
+	explorerKey  = "explore-key"
+	secretStream = 0x5ec7e7
+)
+
 // newKeys is a run's key: faults injected if faulty.
 func newKeys(seed uint64, faulty bool, count func(string)) *keys {
 	rng := rand.New(rand.NewPCG(seed, 0x6b5))

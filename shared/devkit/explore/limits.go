@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/topology"
 )
 
 // DynamoDB's limits on one write, as its documentation gives them.
@@ -29,6 +30,7 @@ type limitedDB struct {
 // UpdateItem measures the update's expressions and the item it leaves.
 func (d limitedDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	d.w.measure("UpdateItem", aws.ToString(in.UpdateExpression), aws.ToString(in.ConditionExpression), nil)
+	d.w.updated(in.Key)
 	out, err := d.API.UpdateItem(ctx, in, opts...)
 	if err == nil && in.ReturnValues == types.ReturnValueAllNew {
 		d.w.measure("UpdateItem", "", "", out.Attributes)
@@ -56,6 +58,19 @@ func (d limitedDB) TransactWriteItems(ctx context.Context, in *dynamodb.Transact
 		}
 	}
 	return d.API.TransactWriteItems(ctx, in, opts...)
+}
+
+// updated notes the keys of the items the run updated (a worker's runs
+// share their tables: what an earlier run wrote is not this one's).
+func (w *World) updated(key map[string]types.AttributeValue) {
+	pk, _ := key[topology.KeyOrderID].(*types.AttributeValueMemberS)
+	sk, _ := key[topology.KeySort].(*types.AttributeValueMemberS)
+	if pk == nil || sk == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.written[pk.Value+" "+sk.Value] = true
 }
 
 // measure notes a write's expressions and item over DynamoDB's limits, and

@@ -65,9 +65,12 @@ type World struct {
 	// sealer seals a sealed run's orders' data (nil: none sealed), under
 	// keys.
 	sealer *seal.Sealer
-	keys   *keys
-	byID   map[string]*order
-	faults bool // faults were injected in this run (faulty before the drain)
+	// secretKeys, in a sealed run, is the KMS key the agents' secrets are
+	// made under (flow.Namer).
+	secretKeys *keys
+	keys       *keys
+	byID       map[string]*order
+	faults     bool // faults were injected in this run (faulty before the drain)
 
 	mu  sync.Mutex // the clock, the alerts, the claims, the trace, the service's books
 	now time.Time
@@ -101,6 +104,7 @@ type World struct {
 	dropped  int                  // messages the explorer lost
 	limits   []string             // writes over DynamoDB's limits
 	largest  largest              // the largest expression and item written
+	written  map[string]bool      // the items updated, by key ("pk sk")
 }
 
 // instance is one Agent instance: it runs one invocation at a time.
@@ -126,7 +130,7 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 	if !after.IsZero() && !now.After(after) {
 		now = after.Add(time.Hour).Truncate(time.Second)
 	}
-	w := &World{plan: p, topo: topo, faults: p.faulty, now: now, byID: map[string]*order{},
+	w := &World{plan: p, topo: topo, faults: p.faulty, now: now, byID: map[string]*order{}, written: map[string]bool{},
 		yields: make(chan parking), finished: make(chan *actor), instances: map[string][]*instance{},
 		svc: newBooks(), paused: map[string]time.Time{}, skipped: map[string]bool{}, decided: map[string]int{}, drove: map[string]int{}}
 	for _, o := range p.orders {
@@ -152,7 +156,10 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 	}
 	if p.sealed {
 		w.keys = newKeys(p.seed, p.faulty, w.count)
-		w.sealer = seal.New(w.keys, "explore-key")
+		// The agents' secrets (their keys' names) from a stream of their
+		// own: the orders' data keys, and their faults, are as they were.
+		w.secretKeys = newKeys(p.seed+secretStream, p.faulty, w.count)
+		w.sealer = seal.New(w.keys, explorerKey)
 		w.store.WithSealer(w.sealer)
 		w.handlersStore.WithSealer(w.sealer)
 	}
@@ -199,8 +206,12 @@ func (w *World) newInstance(a string) *instance {
 	// function: the data keys it opens are its own to ask KMS for.
 	store, sealer := w.handlersStore, w.sealer
 	if w.keys != nil {
-		sealer = seal.New(w.keys, "explore-key")
+		sealer = seal.New(w.keys, explorerKey)
 		store = statestore.New(w.handlersDB, w.topo.OrdersTable(), w.topo.StateTable(), 1).WithPayloads(w.payloads).WithSealer(sealer)
+	}
+	var names *flow.Namer // in a sealed run, its keys by their names
+	if w.secretKeys != nil && f.perKey != nil {
+		names = flow.NewNamer(w.handlersFlow, a, seal.New(w.secretKeys, explorerKey))
 	}
 	log := slog.New(slog.NewTextHandler(&w.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	h := agent.New(agent.Config{Workflows: w.set, Name: a, InstanceID: fmt.Sprintf("explore-%s-%d", a, len(w.instances[a])+1),
@@ -209,7 +220,7 @@ func (w *World) newInstance(a string) *instance {
 		Backoff: resilience.Backoff{Base: time.Second, Max: 4 * time.Second}, CallTimeout: time.Minute, Margin: 100 * time.Millisecond},
 		agent.Deps{Remote: service{agent: a, w: w}, Breaker: &resilience.Breaker{Threshold: 1 << 30, Cooldown: time.Hour},
 			Store: watchedStore{Store: store, w: w}, Send: w.sender, Metrics: metrics.New(io.Discard, "explore"), Log: log,
-			Gate: &flow.Gate{Store: w.handlersFlow, Sleep: w.sleeper("its rate turn"), Background: w.background("flow controls refreshed beside a call")}, Payloads: w.payloads, Sealer: sealer})
+			Gate: &flow.Gate{Store: w.handlersFlow, Sleep: w.sleeper("its rate turn"), Background: w.background("flow controls refreshed beside a call")}, Payloads: w.payloads, Sealer: sealer, Names: names})
 	h.Now, h.Sleep, h.Crash = w.clock, w.sleeper("a backoff"), w.crash
 	in := &instance{h: h}
 	w.instances[a] = append(w.instances[a], in)

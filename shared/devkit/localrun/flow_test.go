@@ -2,6 +2,8 @@ package localrun_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,12 +16,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -340,36 +347,7 @@ func TestCallsInFlightPerKeyNeverExceedTheirLimit(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("SAS_KEY_OTHERS")); err == nil && v > 0 {
 		others, spread = v, true
 	}
-	var mu sync.Mutex
-	inFlight, most := map[string]int{}, map[string]int{}
-	calls := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var doc struct {
-			Order struct {
-				CustomerID string `json:"customerId"`
-			} `json:"order"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&doc); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		c := doc.Order.CustomerID
-		mu.Lock()
-		calls++
-		inFlight[c]++
-		most[c] = max(most[c], inFlight[c])
-		mu.Unlock()
-		time.Sleep(100 * time.Millisecond)
-		mu.Lock()
-		inFlight[c]--
-		mu.Unlock()
-		fmt.Fprintf(w, `{"charged":%q}`, r.Header.Get("Idempotency-Key"))
-	}))
-	t.Cleanup(srv.Close)
-	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
-		running(t, charging(srv.URL, ", perKey: {key: .order.customerId, inFlight: 1}"))(o)
-		o.Settings.StepTimeout = 20 * time.Second
-	})
+	e, svc := keyedEnv(t, nil)
 	var ids, bodies []string
 	for i := range n + others {
 		o := localrun.DemoOrder(fmt.Sprintf("o-pk%03d", i), i)
@@ -407,19 +385,71 @@ func TestCallsInFlightPerKeyNeverExceedTheirLimit(t *testing.T) {
 	e.stop()
 	waits := e.stack.Tally.Sum(metrics.FlowWaits)
 	slices.Sort(otherEnds)
-	mu.Lock()
-	defer mu.Unlock()
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
 	t.Logf("%d orders of one customer and %d of others, one call in flight a customer: at most %d of the busy one at once "+
 		"at the service, %d calls, the busy customer's drained in %s (ideal %s), the others' p99 %s, drained in %s; "+
 		"%d waits in a line (%.2f an order: a claim given back and a delayed send each), %d give-backs",
-		n, others, most["c-busy"], calls, busyEnd.Round(time.Millisecond), time.Duration(n)*100*time.Millisecond,
+		n, others, svc.most["c-busy"], svc.calls, busyEnd.Round(time.Millisecond), time.Duration(n)*100*time.Millisecond,
 		otherEnds[len(otherEnds)*99/100].Round(time.Millisecond), drained.Round(time.Millisecond), int(waits),
 		waits/float64(n+others), giveBacks)
-	require.Equal(t, 1, most["c-busy"], "never two calls of one customer at once")
-	for c, m := range most {
+	require.Equal(t, 1, svc.most["c-busy"], "never two calls of one customer at once")
+	for c, m := range svc.most {
 		require.Equal(t, 1, m, c)
 	}
 	require.Positive(t, waits, "the customer's calls queued for its slot")
+}
+
+// keyed is a service that takes 100 ms a call and notes the most calls of
+// each customer (the order's customerId) it had in flight at once.
+type keyed struct {
+	mu             sync.Mutex
+	inFlight, most map[string]int
+	calls          int
+}
+
+// newKeyed is a keyed service, and its server (closed at the test's end).
+func newKeyed(t *testing.T) (*keyed, *httptest.Server) {
+	k := &keyed{inFlight: map[string]int{}, most: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var doc struct {
+			Order struct {
+				CustomerID string `json:"customerId"`
+			} `json:"order"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&doc); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		c := doc.Order.CustomerID
+		k.mu.Lock()
+		k.calls++
+		k.inFlight[c]++
+		k.most[c] = max(k.most[c], k.inFlight[c])
+		k.mu.Unlock()
+		time.Sleep(100 * time.Millisecond)
+		k.mu.Lock()
+		k.inFlight[c]--
+		k.mu.Unlock()
+		fmt.Fprintf(w, `{"charged":%q}`, r.Header.Get("Idempotency-Key"))
+	}))
+	t.Cleanup(srv.Close)
+	return k, srv
+}
+
+// keyedEnv is a pipeline running charging against a keyed service, its
+// agent allowing one call in flight per customer (tweak, if set, tweaks
+// its options).
+func keyedEnv(t *testing.T, tweak func(*localrun.Options)) (*env, *keyed) {
+	svc, srv := newKeyed(t)
+	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
+		running(t, charging(srv.URL, ", perKey: {key: .order.customerId, inFlight: 1}"))(o)
+		o.Settings.StepTimeout = 20 * time.Second
+		if tweak != nil {
+			tweak(o)
+		}
+	})
+	return e, svc
 }
 
 // An async step whose agent allows one call in flight per customer, its
@@ -550,4 +580,43 @@ func TestAPausedAgentsWaitsAreHeldBackNotResent(t *testing.T) {
 	svc.mu.Lock()
 	defer svc.mu.Unlock()
 	require.Len(t, svc.calls, len(ids), "one call an order")
+}
+
+// A key's value may be as large as its order (an expression that picks a
+// document, not an id): what a call waiting for it writes (its request in
+// the key's line, its record's FlowWhy, an accepted call's record) and logs
+// names it by its SHA-256, so that three orders of one customer whose id is
+// 450 KB run one at a time, waiting their turn in the key's line, none
+// failing. Named by value, a request was too large for the line: each
+// polled for its turn.
+func TestALargeKeyIsWaitedForByItsHash(t *testing.T) {
+	t.Parallel()
+	e, svc := keyedEnv(t, nil)
+	customer := strings.Repeat("c", 450<<10)
+	var ids, bodies []string
+	for i := range 3 {
+		o := localrun.DemoOrder(fmt.Sprintf("o-lk%d", i), i)
+		o.CustomerID = customer
+		ids, bodies = append(ids, o.OrderID), append(bodies, o.JSON())
+	}
+	require.NoError(t, e.stack.SendOrders(context.Background(), bodies...))
+	tasks := e.waitEnded(ids)
+	for _, id := range ids {
+		require.Equal(t, workflow.Processed, tasks[id].State, id)
+		require.Zero(t, e.step(id, 0).FailureCount, "%s: waiting is not failing", id)
+	}
+	e.stop()
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	require.Equal(t, map[string]int{customer: 1}, svc.most, "one call of the customer at a time")
+	require.Positive(t, e.stack.Tally.Sum(metrics.FlowWaits), "its calls waited for their turn")
+	sum := sha256.Sum256([]byte(customer))
+	out, err := e.stack.Deployment.Clients.DynamoDB.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(e.stack.Topology().StateTable()), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{topology.KeyOrderID: &types.AttributeValueMemberS{Value: flow.SecretOwner("payment")},
+			topology.KeySort: &types.AttributeValueMemberS{Value: "key#" + hex.EncodeToString(sum[:])}}})
+	require.NoError(t, err)
+	var joined int
+	require.NoError(t, attributevalue.Unmarshal(out.Item["Tail"], &joined))
+	require.Positive(t, joined, "its calls waited in the key's line (a request naming the key by value is too large to: it polled)")
 }

@@ -3,6 +3,7 @@ package localrun_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,12 +11,17 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/seal"
+	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -92,4 +98,56 @@ func TestADuplicateOrderStartsAsStored(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, stored, string(req.Payload), "the order as stored")
 	}
+}
+
+// With sealData, the key of an agent's calls in flight (perKey) is its
+// order's data (here, a customer's id that is a social security number),
+// so it is kept by its name, an HMAC under the agent's secret: the key's
+// item, the records that waited for it and the handlers' logs hold no
+// value in clear, and the limit holds as it does by value (the service
+// never has two calls of the customer at once; the customer's orders
+// waited for their turn).
+func TestASealedDeploymentKeepsNoKeyInClear(t *testing.T) {
+	t.Parallel()
+	e, svc := keyedEnv(t, func(o *localrun.Options) { o.SealData = true })
+	const customer, other = "ssn-987-65-4321", "ssn-123-45-6789"
+	var ids, bodies []string
+	for i := range 12 {
+		o := localrun.DemoOrder(fmt.Sprintf("o-sk%02d", i), i)
+		o.CustomerID = customer
+		if i%4 == 3 {
+			o.CustomerID = other
+		}
+		ids, bodies = append(ids, o.OrderID), append(bodies, o.JSON())
+	}
+	ctx := context.Background()
+	require.NoError(t, e.stack.SendOrders(ctx, bodies...))
+	tasks := e.waitEnded(ids)
+	for _, id := range ids {
+		require.Equal(t, workflow.Processed, tasks[id].State, id)
+	}
+	e.stop()
+	svc.mu.Lock()
+	require.Equal(t, map[string]int{customer: 1, other: 1}, svc.most, "never two calls of one customer at once")
+	svc.mu.Unlock()
+	require.Positive(t, e.stack.Tally.Sum(metrics.FlowWaits), "the customer's calls waited for their turn")
+
+	out, err := e.stack.Deployment.Clients.DynamoDB.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(e.stack.Topology().StateTable())})
+	require.NoError(t, err)
+	var keys []string
+	for _, item := range out.Items {
+		b, _ := json.Marshal(item)
+		require.NotContains(t, string(b), "987-65", "an item of the state table")
+		require.NotContains(t, string(b), "123-45", "an item of the state table")
+		if pk, _ := item[topology.KeyOrderID].(*types.AttributeValueMemberS); pk != nil && pk.Value == flow.SecretOwner("payment") {
+			if sk := item[topology.KeySort].(*types.AttributeValueMemberS).Value; strings.HasPrefix(sk, "key") {
+				keys = append(keys, sk)
+			}
+		}
+	}
+	require.Len(t, keys, 2, "a key's item a customer: %v", keys)
+	for _, k := range keys {
+		require.True(t, strings.HasPrefix(k, "key/"+flow.NamePrefix), k)
+	}
+	require.NotContains(t, e.logs.String(), "987-65", "the handlers' logs")
 }
