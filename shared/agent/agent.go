@@ -199,7 +199,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	var key string
 	if err == nil && h.cfg.PerKey != nil {
 		if key, err = h.cfg.PerKey.KeyFor(doc); err != nil && !errors.Is(err, workflow.ErrExpressionTimeout) {
-			err = &PermanentError{Status: 0, Body: fmt.Sprintf("%s's key of its calls in flight: %v", h.cfg.Name, err)}
+			err = &PermanentError{Status: 0, Body: fmt.Sprintf("%s's key of its calls in flight: %v", h.cfg.Name, err), Cause: err}
 		}
 		if err == nil && key != "" {
 			key, err = h.keyName(ctx, key)
@@ -207,7 +207,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	}
 	var perr *PermanentError
 	if errors.As(err, &perr) { // the step cannot be given what it needs: refused, it ran nothing
-		return h.recordOutcome(ctx, def, st, outcome.Attempt{Refusal: err.Error()}, nil, order)
+		return h.recordOutcome(ctx, def, st, outcome.Attempt{Refusal: refusalOf(order, err)}, nil, order)
 	}
 	if errors.Is(err, workflow.ErrExpressionTimeout) {
 		// As a call out of time: nothing is recorded, and the attempt is
@@ -393,6 +393,16 @@ func (h *Handler) notCalled(ctx context.Context, def workflow.Definition, st *st
 	return nil
 }
 
+// refusalOf is what an attempt refused before its call is recorded and
+// logged with: err's text; of a sealed order, quoting no jq expression's
+// message (workflow.QuotingNoData).
+func refusalOf(order json.RawMessage, err error) string {
+	if seal.Covers(order) {
+		return workflow.QuotingNoData(err)
+	}
+	return err.Error()
+}
+
 // NoKeyWait is how long an attempt on a sealed order that its function has
 // no data key to open waits before it is tried again.
 const NoKeyWait = time.Minute
@@ -489,7 +499,7 @@ func (h *Handler) input(ctx context.Context, def workflow.Definition, st *states
 	if st.Item > 0 { // one item of a forEach step: its item, and where it is
 		item, err := def.Item(doc.Order, st.Index, st.Item)
 		if err != nil {
-			return order, doc, callInput{}, &PermanentError{Status: 0, Body: err.Error()}
+			return order, doc, callInput{}, &PermanentError{Status: 0, Body: err.Error(), Cause: err}
 		}
 		index := st.Item - 1
 		doc.Item, doc.Index = item, &index
@@ -499,7 +509,7 @@ func (h *Handler) input(ctx context.Context, def workflow.Definition, st *states
 		return order, doc, callInput{}, err // perhaps a starved CPU: tried again
 	}
 	if err != nil {
-		return order, doc, callInput{}, &PermanentError{Status: 0, Body: err.Error()} // it names the step's input
+		return order, doc, callInput{}, &PermanentError{Status: 0, Body: err.Error(), Cause: err} // it names the step's input
 	}
 	return order, doc, callInput{parts: parts}, nil
 }

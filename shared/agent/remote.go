@@ -22,7 +22,13 @@ import (
 type PermanentError struct {
 	Status int
 	Body   string
+	// Cause, of a step refused before its call (Status 0), is what Body
+	// says (a jq expression's *workflow.ExpressionError, say).
+	Cause error
 }
+
+// Unwrap is e's cause.
+func (e *PermanentError) Unwrap() error { return e.Cause }
 
 // Error says what the remote answered.
 func (e *PermanentError) Error() string {

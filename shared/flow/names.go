@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -27,11 +28,15 @@ import (
 // it is not found from a guessed value without the secret, as a plain hash
 // would be (a customer's id has few values to try).
 //
-// The secret is made once, by the first instance that needs it: 32 bytes
-// from KMS under the deployment's key (seal.Sealer.NewSecret), kept
-// encrypted in the agent's flow item "secret". Of two instances that make
-// one at once, the first one's is kept (a conditional put) and the other
-// reads it. Each instance opens it once, one KMS request, and keeps it.
+// The secret is made once per agent and KMS key, by the first instance
+// that needs it: 32 bytes from KMS under the key (seal.Sealer.NewSecret),
+// kept encrypted in the agent's flow item "secret/KEY". Of two instances
+// that make one at once, the first one's is kept (a conditional put) and
+// the other reads it. Each instance opens it once, one KMS request, and
+// reads the item again every SecretRecheck, so that one made anew (kept
+// under an alias since pointed at another key) reaches every instance
+// within it. A deploy that changes the key changes every name once: its
+// instances under the old key and the new name apart while it rolls out.
 
 // NamePrefix starts every key's name.
 const NamePrefix = "hmac:"
@@ -48,11 +53,20 @@ func SecretOwner(agent string) string { return "~agent/" + agent }
 type Secrets interface {
 	NewSecret(ctx context.Context, owner string) (plain, blob []byte, err error)
 	// OpenSecret's *seal.Error says the blob will never open under the
-	// key (the deployment's key was changed since it was made).
+	// key (an alias the key was named by points at another key since).
 	OpenSecret(ctx context.Context, owner string, blob []byte) ([]byte, error)
 	// KeyID names the deployment's key, as its configuration does.
 	KeyID() string
 }
+
+// SecretRecheck is how long an instance names by the secret it opened
+// before it reads the secret's item again.
+const SecretRecheck = 5 * time.Minute
+
+// failedFor is how long a failure to read, make or open the secret is
+// answered without trying again: a batch's calls, which wait for one
+// another's try, fail at once after it.
+const failedFor = time.Second
 
 // Namer names the keys of one agent's calls in flight by their HMAC under
 // the agent's secret.
@@ -60,9 +74,15 @@ type Namer struct {
 	store   Store
 	agent   string
 	secrets Secrets
+	// Now is the time (time.Now if nil).
+	Now func() time.Time
 
-	mu     sync.Mutex
-	secret []byte // opened, once
+	mu       sync.Mutex
+	secret   []byte // opened
+	blob     []byte // as kept
+	checked  time.Time
+	failed   error // the last try's, at failedAt
+	failedAt time.Time
 }
 
 // NewNamer is agent's namer, its secret kept in store's table.
@@ -72,7 +92,8 @@ func NewNamer(store Store, agent string, secrets Secrets) *Namer {
 
 // Name is value's name: NamePrefix and 32 hex digits. It fails only while
 // the agent's secret cannot be read, made or opened (the state table or KMS
-// failed): the call waits, as for any store's failure.
+// failed, or its role may not): the call waits, as for any store's
+// failure.
 func (n *Namer) Name(ctx context.Context, value string) (string, error) {
 	secret, err := n.secretKey(ctx)
 	if err != nil {
@@ -83,87 +104,101 @@ func (n *Namer) Name(ctx context.Context, value string) (string, error) {
 	return NamePrefix + hex.EncodeToString(mac.Sum(nil)[:nameBytes]), nil
 }
 
-// secretKey is the agent's secret, opened once; read, or made and kept if
-// there is none, or none made under the deployment's key (kept with the
-// secret: a deploy changed the key since).
+func (n *Namer) now() time.Time {
+	if n.Now != nil {
+		return n.Now()
+	}
+	return time.Now()
+}
+
+// secretKey is the agent's secret under the deployment's key: opened
+// once, and again if its item changed when it is read again.
 func (n *Namer) secretKey(ctx context.Context) ([]byte, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.secret != nil {
+	now := n.now()
+	switch {
+	case n.secret != nil && now.Sub(n.checked) < SecretRecheck:
 		return n.secret, nil
+	case n.failed != nil && now.Sub(n.failedAt) < failedFor:
+		return nil, n.failed
 	}
-	owner, key := SecretOwner(n.agent), n.secrets.KeyID()
-	kept, err := n.store.secret(ctx, n.agent)
+	secret, blob, err := n.read(ctx)
 	if err != nil {
+		if n.secret != nil {
+			n.checked = now // read again later: the one opened is kept meanwhile
+			return n.secret, nil
+		}
+		n.failed, n.failedAt = err, now
 		return nil, err
 	}
+	n.secret, n.blob, n.checked, n.failed = secret, blob, now, nil
+	return secret, nil
+}
+
+// read reads the secret: the one opened, if its item still keeps it; else
+// it opens what the item keeps, or makes it and keeps it if there is none,
+// or none that opens under the key (its alias points at another key now).
+func (n *Namer) read(ctx context.Context) (secret, blob []byte, err error) {
+	owner, key := SecretOwner(n.agent), n.secrets.KeyID()
+	kept, err := n.store.secret(ctx, n.agent, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if n.secret != nil && bytes.Equal(kept, n.blob) {
+		return n.secret, n.blob, nil
+	}
 	// At most twice round: a secret another instance kept meanwhile opens,
-	// unless it too is under another key (a deploy that changed the key,
-	// rolling out: its instances under the old key and the new make it
-	// anew in turn until it ends).
+	// unless it too does not.
 	for range 2 {
 		var stale []byte
-		if kept.blob != nil {
-			if kept.key == key {
-				plain, err := n.secrets.OpenSecret(ctx, owner, kept.blob)
-				var broken *seal.Error
-				if !errors.As(err, &broken) {
-					if err != nil {
-						return nil, fmt.Errorf("open its secret: %w", err)
-					}
-					n.secret = plain
-					return plain, nil
+		if kept != nil {
+			plain, err := n.secrets.OpenSecret(ctx, owner, kept)
+			var broken *seal.Error
+			if !errors.As(err, &broken) {
+				if err != nil {
+					return nil, nil, fmt.Errorf("open its secret: %w", err)
 				}
+				return plain, kept, nil
 			}
-			stale = kept.blob
+			stale = kept
 		}
 		plain, made, err := n.secrets.NewSecret(ctx, owner)
 		if err != nil {
-			return nil, fmt.Errorf("make its secret: %w", err)
+			return nil, nil, fmt.Errorf("make its secret: %w", err)
 		}
-		kept, err = n.store.keepSecret(ctx, n.agent, keptSecret{blob: made, key: key}, stale)
-		if err != nil {
-			return nil, err // kept or not: the next name reads it
+		if kept, err = n.store.keepSecret(ctx, n.agent, key, made, stale); err != nil {
+			return nil, nil, err // kept or not: the next name reads it
 		}
-		if kept.blob == nil {
-			n.secret = plain
-			return plain, nil
+		if kept == nil {
+			return plain, made, nil
 		}
 	}
-	return nil, fmt.Errorf("its secret, kept anew by another instance, is not under key %s either", key)
+	return nil, nil, errors.New("its secret, kept anew by another instance, does not open either")
 }
 
-// secretItemSK is the sort key of an agent's secret's item, secretAttr
-// the attribute that keeps it, encrypted, and secretKeyAttr the key it is
-// encrypted under.
-const (
-	secretItemSK  = "secret"
-	secretAttr    = "SecretBlob"
-	secretKeyAttr = "SecretKey"
-)
+// secretAttr is the attribute of a secret's item that keeps it,
+// encrypted.
+const secretAttr = "SecretBlob"
 
-// keptSecret is an agent's secret as kept: encrypted under key.
-type keptSecret struct {
-	blob []byte
-	key  string
-}
+// secretSK is the sort key of agent's secret under KMS key key.
+func secretSK(key string) string { return "secret/" + key }
 
-// secret is agent's secret as kept (blob nil: none yet).
-func (s Store) secret(ctx context.Context, agent string) (keptSecret, error) {
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: agentKey(agent, secretItemSK),
+// secret is agent's secret under key as kept (nil: none yet).
+func (s Store) secret(ctx context.Context, agent, key string) ([]byte, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: agentKey(agent, secretSK(key)),
 		ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		return keptSecret{}, fmt.Errorf("read agent %s's secret: %w", agent, err)
+		return nil, fmt.Errorf("read agent %s's secret: %w", agent, err)
 	}
-	return secretOf(out.Item), nil
+	return blobOf(out.Item), nil
 }
 
-// keepSecret keeps sec as agent's secret, unless one is kept already other
-// than stale (nil: none): then it answers that one (blob nil: sec kept).
-func (s Store) keepSecret(ctx context.Context, agent string, sec keptSecret, stale []byte) (keptSecret, error) {
-	item := agentKey(agent, secretItemSK)
-	item[secretAttr] = &types.AttributeValueMemberB{Value: sec.blob}
-	item[secretKeyAttr] = &types.AttributeValueMemberS{Value: sec.key}
+// keepSecret keeps blob as agent's secret under key, unless one is kept
+// already other than stale (nil: none): then it answers that one.
+func (s Store) keepSecret(ctx context.Context, agent, key string, blob, stale []byte) ([]byte, error) {
+	item := agentKey(agent, secretSK(key))
+	item[secretAttr] = &types.AttributeValueMemberB{Value: blob}
 	in := &dynamodb.PutItemInput{TableName: &s.table, Item: item,
 		ConditionExpression:                 aws.String("attribute_not_exists(" + secretAttr + ")"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
@@ -174,30 +209,26 @@ func (s Store) keepSecret(ctx context.Context, agent string, sec keptSecret, sta
 	_, err := s.db.PutItem(ctx, in)
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		if kept := secretOf(ccf.Item); kept.blob != nil && !bytes.Equal(kept.blob, stale) {
+		if kept := blobOf(ccf.Item); kept != nil && !bytes.Equal(kept, stale) {
 			return kept, nil
 		}
 		// The item changed, and no secret came back with the refusal:
 		// read it.
-		kept, err := s.secret(ctx, agent)
-		if err == nil && kept.blob == nil {
+		kept, err := s.secret(ctx, agent, key)
+		if err == nil && kept == nil {
 			err = fmt.Errorf("agent %s's secret neither kept nor found", agent)
 		}
 		return kept, err
 	}
 	if err != nil {
-		return keptSecret{}, fmt.Errorf("keep agent %s's secret: %w", agent, err)
+		return nil, fmt.Errorf("keep agent %s's secret: %w", agent, err)
 	}
-	return keptSecret{}, nil
+	return nil, nil
 }
 
-func secretOf(item map[string]types.AttributeValue) keptSecret {
-	var k keptSecret
+func blobOf(item map[string]types.AttributeValue) []byte {
 	if b, ok := item[secretAttr].(*types.AttributeValueMemberB); ok && len(b.Value) > 0 {
-		k.blob = b.Value
+		return b.Value
 	}
-	if v, ok := item[secretKeyAttr].(*types.AttributeValueMemberS); ok {
-		k.key = v.Value
-	}
-	return k
+	return nil
 }

@@ -8,13 +8,18 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/devkit/provision"
 	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/seal"
+	"github.com/sas-go/sas/shared/topology"
 )
 
 // secrets is an instance's seal.Sealer under a key of moto's KMS, its
@@ -23,6 +28,7 @@ type secrets struct {
 	*seal.Sealer
 	made, opened atomic.Int32
 	down         atomic.Bool
+	broken       atomic.Bool // every secret kept is under another key
 }
 
 var errKMSDown = errors.New("KMS unreachable")
@@ -40,6 +46,9 @@ func (s *secrets) OpenSecret(ctx context.Context, owner string, blob []byte) ([]
 		return nil, errKMSDown
 	}
 	s.opened.Add(1)
+	if s.broken.Load() {
+		return nil, &seal.Error{OrderID: owner, Reason: "not under this key"}
+	}
 	return s.Sealer.OpenSecret(ctx, owner, blob)
 }
 
@@ -90,7 +99,7 @@ func TestEveryInstanceNamesAKeyAlike(t *testing.T) {
 		require.GreaterOrEqual(t, kms, int32(1))
 		require.True(t, strings.HasPrefix(names[0], flow.NamePrefix), names[0])
 		require.Len(t, names[0], len(flow.NamePrefix)+32)
-		require.NotContains(t, names[0], "42")
+		require.NotContains(t, names[0], "customer")
 
 		later := &secrets{Sealer: seal.New(c, key)}
 		n := flow.NewNamer(s, "billing", later)
@@ -109,51 +118,66 @@ func TestEveryInstanceNamesAKeyAlike(t *testing.T) {
 	})
 }
 
+// secretItem is agent's secret's item under key, as stored (nil: none).
+func (tb table) secretItem(t *testing.T, agent, key string) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := tb.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &tb.name, ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{
+			topology.KeyOrderID: &types.AttributeValueMemberS{Value: flow.SecretOwner(agent)},
+			topology.KeySort:    &types.AttributeValueMemberS{Value: "secret/" + key}}})
+	require.NoError(t, err)
+	return out.Item
+}
+
 // A name fails while the agent's secret cannot be made (KMS is down):
-// nothing is kept, and the next name, KMS back, makes it. A secret made
-// under a key the deployment no longer has (its key was changed) is made
-// anew in its place: the names change once, and every instance under the
-// new key names alike again.
-func TestASecretIsMadeWhenItCanBeAndAnewUnderANewKey(t *testing.T) {
-	each(t, func(t *testing.T, s flow.Store) {
+// nothing is kept, and the next name, KMS back, makes it. A deploy to
+// another key names under a secret of that key's, while the old key's
+// instances, rolling out, keep theirs: the names change once. A secret
+// that no longer opens under its key (an alias pointed at another key) is
+// made anew in its place, and an instance that opened the one before names
+// by the new one after SecretRecheck.
+func TestASecretIsMadeOnceAKeyAndAnewIfItNoLongerOpens(t *testing.T) {
+	eachTable(t, func(t *testing.T, s flow.Store, tb table) {
 		ctx := context.Background()
 		c := engines["moto"].Clients.KMS
-		old := &secrets{Sealer: seal.New(c, keyOf(t, c, "old"))}
+		oldKey, newKey := keyOf(t, c, "old"), keyOf(t, c, "new")
+		old := &secrets{Sealer: seal.New(c, oldKey)}
 		old.down.Store(true)
 		_, err := flow.NewNamer(s, "billing", old).Name(ctx, "customer-42")
 		require.ErrorIs(t, err, errKMSDown)
 		require.ErrorContains(t, err, "name a key of agent billing: make its secret")
+		require.Nil(t, tb.secretItem(t, "billing", oldKey), "nothing kept")
 		old.down.Store(false)
-		before, err := flow.NewNamer(s, "billing", old).Name(ctx, "customer-42")
+		warm := flow.NewNamer(s, "billing", old)
+		before, err := warm.Name(ctx, "customer-42")
 		require.NoError(t, err)
-		require.Equal(t, int32(1), old.made.Load(), "made when KMS answered")
+		require.NotNil(t, tb.secretItem(t, "billing", oldKey), "made when KMS answered")
 
-		newKey := keyOf(t, c, "new")
-		const instances = 4
-		names, errs := make([]string, instances), make([]error, instances)
-		var wg sync.WaitGroup
-		for i := range instances {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				names[i], errs[i] = flow.NewNamer(s, "billing", &secrets{Sealer: seal.New(c, newKey)}).Name(ctx, "customer-42")
-			}()
-		}
-		wg.Wait()
-		require.NoError(t, errors.Join(errs...))
-		require.NotEqual(t, before, names[0], "named under a new secret")
-		for i := range names {
-			require.Equal(t, names[0], names[i], "instance %d under the new key", i)
-		}
-		// An instance still under the old key (its deploy not yet rolled
-		// out) finds a secret that is not its key's: it makes its own
-		// again, and the new key's instances theirs, until the rollout
-		// ends. Each is told its own secret, and none fails.
-		_, err = flow.NewNamer(s, "billing", old).Name(ctx, "customer-42")
-		require.NoError(t, err)
 		after, err := flow.NewNamer(s, "billing", &secrets{Sealer: seal.New(c, newKey)}).Name(ctx, "customer-42")
 		require.NoError(t, err)
-		require.NotEqual(t, before, after)
-		require.NotEqual(t, names[0], after, "made anew again once the old key's instance had replaced it")
+		require.NotEqual(t, before, after, "named under the new key's secret")
+		for _, n := range []*flow.Namer{warm, flow.NewNamer(s, "billing", old)} {
+			name, err := n.Name(ctx, "customer-42")
+			require.NoError(t, err)
+			require.Equal(t, before, name, "an instance under the old key names as before")
+		}
+		again, err := flow.NewNamer(s, "billing", &secrets{Sealer: seal.New(c, newKey)}).Name(ctx, "customer-42")
+		require.NoError(t, err)
+		require.Equal(t, after, again, "and one under the new key as the new key's")
+
+		now := time.Now()
+		warm.Now = func() time.Time { return now }
+		moved := &secrets{Sealer: seal.New(c, oldKey)}
+		moved.broken.Store(true)
+		renamed, err := flow.NewNamer(s, "billing", moved).Name(ctx, "customer-42")
+		require.NoError(t, err)
+		require.NotEqual(t, before, renamed, "made anew")
+		name, err := warm.Name(ctx, "customer-42")
+		require.NoError(t, err)
+		require.Equal(t, before, name, "the secret opened is trusted for SecretRecheck")
+		now = now.Add(flow.SecretRecheck)
+		name, err = warm.Name(ctx, "customer-42")
+		require.NoError(t, err)
+		require.Equal(t, renamed, name, "then read again")
 	})
 }

@@ -63,26 +63,21 @@ const (
 // its bound: it polls instead.
 var ErrWaiterTooLarge = errors.New("waiter too large to queue")
 
-// hashedPrefix starts a ShortKey that is a hash.
-const hashedPrefix = "sha256:"
-
 // ShortKey is what a key of value is kept, shown and logged by: the value,
 // or for one longer than MaxKeyBytes, "sha256:" and its SHA-256 in hex, so
 // that the records that wait for it (FlowWhy), an accepted call's record
 // that holds its slot (its hk) and a request in its line stay small
-// whatever the value. Its item is the value's.
+// whatever the value. (A long value given as it is, as before the Agent
+// kept keys short, is kept as its hash too, in an item of its own.)
 func ShortKey(value string) string {
 	if len(value) <= MaxKeyBytes {
 		return value
 	}
 	sum := sha256.Sum256([]byte(value))
-	return hashedPrefix + hex.EncodeToString(sum[:])
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 func slotsSK(key string) string {
-	if sum, ok := strings.CutPrefix(key, hashedPrefix); ok && len(sum) == 2*sha256.Size {
-		return "key#" + sum // a ShortKey: the item of its value
-	}
 	if len(key) > MaxKeyBytes {
 		sum := sha256.Sum256([]byte(key))
 		return "key#" + hex.EncodeToString(sum[:])

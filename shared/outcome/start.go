@@ -155,7 +155,12 @@ func (s Starter) wakeAt(ctx context.Context, st workflow.Step, orderID string, r
 			if err != nil {
 				return time.Time{}, err
 			}
-			return st.Sleep.When(now, doc)
+			at, err := st.Sleep.When(now, doc)
+			var expr *workflow.ExpressionError
+			if errors.As(err, &expr) && seal.Covers(order) { // jq's message may quote the order's data
+				err = &workflow.ExpressionError{What: expr.What, Reason: workflow.SealedExpressionReason}
+			}
+			return at, err
 		}
 	}
 	return time.Time{}, fmt.Errorf("step %s of order %s: no record", st.Name, orderID)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime/metrics"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,6 +49,23 @@ var ErrExpressionTimeout = errors.New("the expression ran out of time")
 type ExpressionError struct{ What, Reason string }
 
 func (e *ExpressionError) Error() string { return e.What + ": " + e.Reason }
+
+// SealedExpressionReason is what the reason a step of a sealed order fails
+// with says in place of a jq expression's own message, which may quote what
+// it met of the order's data.
+const SealedExpressionReason = "it failed on the order's data (its message is not kept: the order's data is sealed)"
+
+// QuotingNoData is err's text with the message of the jq expression it
+// holds, if any (an *ExpressionError's), put as SealedExpressionReason:
+// the reason a step of a sealed order fails with, which quotes none of its
+// data.
+func QuotingNoData(err error) string {
+	var expr *ExpressionError
+	if !errors.As(err, &expr) {
+		return err.Error()
+	}
+	return strings.Replace(err.Error(), expr.Error(), expr.What+": "+SealedExpressionReason, 1)
+}
 
 // errTooMuch stops a run whose process allocated over MaxJQAllocBytes
 // while it ran: it is ErrExpressionTimeout (tried again).

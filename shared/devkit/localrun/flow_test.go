@@ -614,7 +614,7 @@ func TestALargeKeyIsWaitedForByItsHash(t *testing.T) {
 	out, err := e.stack.Deployment.Clients.DynamoDB.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(e.stack.Topology().StateTable()), ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{topology.KeyOrderID: &types.AttributeValueMemberS{Value: flow.SecretOwner("payment")},
-			topology.KeySort: &types.AttributeValueMemberS{Value: "key#" + hex.EncodeToString(sum[:])}}})
+			topology.KeySort: &types.AttributeValueMemberS{Value: "key/sha256:" + hex.EncodeToString(sum[:])}}})
 	require.NoError(t, err)
 	var joined int
 	require.NoError(t, attributevalue.Unmarshal(out.Item["Tail"], &joined))

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
@@ -150,4 +154,59 @@ func TestASealedDeploymentKeepsNoKeyInClear(t *testing.T) {
 		require.True(t, strings.HasPrefix(k, "key/"+flow.NamePrefix), k)
 	}
 	require.NotContains(t, e.logs.String(), "987-65", "the handlers' logs")
+}
+
+// A jq expression that fails on an order's data fails its step, and jq's
+// message quotes what it met: an Agent's key of its calls in flight over
+// the order, a timer's until over an earlier step's result (its service
+// echoes what it was sent). Of a sealed
+// order, the reason (the record, the status, the logs) says the expression
+// failed on the order's data and quotes none of it.
+func TestASealedOrdersExpressionFailureQuotesNoneOfItsData(t *testing.T) {
+	t.Parallel()
+	_, srv := newKeyed(t)
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(w, r.Body) }))
+	t.Cleanup(echo.Close)
+	later := fmt.Sprintf(`name: later
+agents:
+  billing: {endpoint: %q}
+defaults: {timeout: 20s, maxFailures: 3}
+steps:
+  - name: charge-payment
+    agent: billing
+    undo:
+      name: refund
+  - name: ship-after
+    until: '.results["charge-payment"].order.customerId'
+`, echo.URL)
+	for _, sealed := range []bool{true, false} {
+		e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
+			running(t, charging(srv.URL, ", perKey: {key: .order.customerId | tonumber}"), later)(o)
+			o.SealData = sealed
+		})
+		keyed, timed := localrun.DemoOrder(fmt.Sprintf("o-jq-%t", sealed), 1), localrun.DemoOrder(fmt.Sprintf("o-until-%t", sealed), 2)
+		keyed.CustomerID, keyed.Workflow = "ssn-987-65-4321", "charging"
+		timed.CustomerID, timed.Workflow = "ssn-987-65-4321", "later"
+		require.NoError(t, e.stack.SendOrders(context.Background(), keyed.JSON(), timed.JSON()))
+		tasks := e.waitEnded([]string{keyed.OrderID, timed.OrderID})
+		reasons := map[string]string{}
+		for id, step := range map[string]int{keyed.OrderID: 0, timed.OrderID: 1} {
+			require.Equal(t, workflow.Failed, tasks[id].State, "%s: failed, its charge (if any) refunded", id)
+			reasons[id] = e.step(id, step).LastError
+		}
+		require.Contains(t, reasons[keyed.OrderID], "payment's key of its calls in flight: perKey.key: ")
+		require.Contains(t, reasons[timed.OrderID], "until: ")
+		for id, reason := range reasons {
+			if !sealed {
+				require.Contains(t, reason, "987-65", "%s: jq's message quotes the value", id)
+				continue
+			}
+			require.Contains(t, reason, workflow.SealedExpressionReason, id)
+			require.NotContains(t, reason, "987-65", id)
+		}
+		if sealed {
+			e.stop()
+			require.NotContains(t, e.logs.String(), "987-65", "the handlers' logs")
+		}
+	}
 }
