@@ -150,6 +150,39 @@ func TestBacklogCountsCallsWhileRequestsWaited(t *testing.T) {
 	require.Equal(t, 16, n)
 }
 
+// A backlog whose store took longer a write than half the limit's interval
+// is left out of the judgement, as a pause is: a turn is one write, and a
+// 4/s limit's agent whose writes take 280 ms takes a turn each 300 ms
+// (83%), which the store, not the limit, decided. A store that answers in
+// 3 ms is judged: the same calls are short of the rate.
+func TestASlowStoresBacklogIsNotJudged(t *testing.T) {
+	t0 := time.Now()
+	var calls []time.Time
+	for ms := 0; ms < 40000; ms += 300 {
+		calls = append(calls, t0.Add(time.Duration(ms)*time.Millisecond))
+	}
+	limit := workflow.Rate{Calls: 4, Per: time.Second, Burst: 3}
+	judge := func(rtt time.Duration) RateFigure {
+		var samples []sample
+		for k := range 80 {
+			samples = append(samples, sample{At: t0.Add(time.Duration(k) * 500 * time.Millisecond), Ready: 50, StoreRTT: rtt})
+		}
+		var rf RateFigure
+		rf.judge(samples, calls, nil, limit)
+		return rf
+	}
+	slow := judge(280 * time.Millisecond)
+	require.False(t, slow.short(), "%+v", slow)
+	require.Zero(t, slow.Backlog)
+	require.Equal(t, 79*500*time.Millisecond, slow.SlowStore)
+	calm := judge(3 * time.Millisecond)
+	require.True(t, calm.short(), "%+v", calm)
+	require.Zero(t, calm.SlowStore)
+	require.InDelta(t, 0.83, calm.Share, 0.02)
+	failed := judge(0)
+	require.True(t, failed.short(), "a write that failed says nothing of the store's pace")
+}
+
 // A rate limit is short of its rate when it delivered less than 90% of it
 // over a backlog of at least 30 s; a shorter backlog is reported, not
 // judged.

@@ -46,14 +46,18 @@ type RateFigure struct {
 	Bound int `json:"bound"`
 	// Backlog is how long at least two periods' calls (the limit and its
 	// burst, twice: an injected crash or delay keeps a few messages in
-	// flight, not called) were ready on its request queue (sample), pauses
-	// and storms left out; BacklogCalls the calls its service received
+	// flight, not called) were ready on its request queue (sample), pauses,
+	// storms and a slow store (SlowStore) left out; BacklogCalls the calls its service received
 	// meanwhile; Delivered their rate a second, Share that rate over the
 	// limit's.
 	Backlog      time.Duration `json:"backlogNanos"`
 	BacklogCalls int           `json:"backlogCalls"`
 	Delivered    float64       `json:"delivered"`
 	Share        float64       `json:"share"`
+	// SlowStore is how long a write to the state table took more than
+	// half the limit's interval (slowStore): left out of Backlog, as a
+	// turn is one write, and the store set the pace then.
+	SlowStore time.Duration `json:"slowStoreNanos"`
 }
 
 // short reports whether the limit delivered less than MinDelivered of its
@@ -296,12 +300,23 @@ func (f *flowRun) rateFigure(agent string, limit workflow.Rate, calls []remotesi
 	f.mu.Lock()
 	samples := slices.Clone(f.samples[agent])
 	f.mu.Unlock()
-	rf.Backlog, rf.BacklogCalls = backlog(samples, at, f.quiet(agent), 2*(limit.Calls+burst))
+	rf.judge(samples, at, f.quiet(agent), limit)
+	return rf
+}
+
+// judge fills rf's backlog figures: the backlog the samples show with the
+// sorted calls at in it, the quiet spans and those of a slow store left
+// out, and the rate delivered over it.
+func (rf *RateFigure) judge(samples []sample, at []time.Time, quiet []remotesim.Window, limit workflow.Rate) {
+	slow := slowStore(samples, limit.Interval()/2)
+	for _, w := range slow {
+		rf.SlowStore += w.To.Sub(w.From)
+	}
+	rf.Backlog, rf.BacklogCalls = backlog(samples, at, append(slices.Clip(quiet), slow...), 2*(limit.Calls+max(limit.Burst, 1)))
 	if rf.Backlog > 0 {
 		rf.Delivered = float64(rf.BacklogCalls) / rf.Backlog.Seconds()
 		rf.Share = rf.Delivered * limit.Per.Seconds() / float64(limit.Calls)
 	}
-	return rf
 }
 
 // quiet are the spans in which agent's calls waited for something else
@@ -317,6 +332,23 @@ func (f *flowRun) quiet(agent string) []remotesim.Window {
 	}
 	if w := f.storm; !w.From.IsZero() && f.plan.stormAgent() == agent {
 		out = append(out, remotesim.Window{From: w.From, To: w.To.Add(f.plan.Flow.RetryAfter + time.Second + flow.MaxStale)})
+	}
+	return out
+}
+
+// slowStore are the spans between consecutive samples at either of which a
+// write to the state table took more than bound: a rate turn is one
+// conditional write, so an agent takes about one turn a write's round trip,
+// and where that is longer than its interval the store, not its rate
+// limit, sets its pace (DynamoDB Local loaded by the whole run on two
+// cores took 280 ms a write for half a minute, against a 4/s limit's
+// 250 ms). A sample whose write failed (StoreRTT 0) says nothing.
+func slowStore(samples []sample, bound time.Duration) []remotesim.Window {
+	var out []remotesim.Window
+	for i := 0; i+1 < len(samples); i++ {
+		if a, b := samples[i], samples[i+1]; a.StoreRTT > bound || b.StoreRTT > bound {
+			out = append(out, remotesim.Window{From: a.At, To: b.At})
+		}
 	}
 	return out
 }
@@ -401,6 +433,7 @@ func (fig *FlowFigures) print(w io.Writer, row func(k string, v any)) {
 		row(fmt.Sprintf("  %s (%s): calls, most in a second (allowed)", rf.Agent, rf.Limit), fmt.Sprintf("%d, %d (%d)", rf.Calls, rf.Most, rf.Bound))
 		row(fmt.Sprintf("  %s: delivered while a backlog lasted", rf.Agent), fmt.Sprintf("%.2f/s over %.0fs, %.0f%%", rf.Delivered,
 			rf.Backlog.Seconds(), 100*rf.Share))
+		row(fmt.Sprintf("  %s: left out, the store's writes over half its interval", rf.Agent), fmt.Sprintf("%.0fs", rf.SlowStore.Seconds()))
 	}
 	row("  agents paused and resumed", fig.Pauses)
 	if fig.Storm != "" {

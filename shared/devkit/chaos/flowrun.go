@@ -10,12 +10,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/queue"
+	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -56,6 +61,9 @@ type flowRun struct {
 type sample struct {
 	At    time.Time
 	Ready int
+	// StoreRTT is how long one write to the state table took then (0:
+	// it failed).
+	StoreRTT time.Duration
 }
 
 // newFlowRun is the flow actors of a run on stack.
@@ -118,12 +126,18 @@ func (f *flowRun) pauseAtRandom(ctx context.Context) {
 }
 
 // pause pauses agent for d (less if ctx ends first) and resumes it. A
-// pause whose write failed may have been written: it is resumed too.
+// pause whose write failed may have been written: it is resumed too. So is
+// one found paused already at its own time: its write was applied, its
+// answer lost, and the SDK's try again found it paused (the store's faults
+// are the handlers'), which left the agent paused for good.
 func (f *flowRun) pause(ctx context.Context, agent string, d time.Duration) {
 	from := time.Now()
 	ok, err := f.store.Pause(ctx, agent, "chaos", from)
 	if err == nil && !ok {
-		return // paused already, by someone else
+		c, err := f.store.Control(ctx, agent)
+		if err == nil && (c.PausedBy != "chaos" || c.PausedAt.UnixMilli() != from.UnixMilli()) {
+			return // paused already, by someone else
+		}
 	}
 	if err == nil {
 		sleepCtx(ctx, d)
@@ -257,16 +271,33 @@ func (f *flowRun) sampleBacklogs(ctx context.Context) {
 		urls[a] = f.stack.QueueURL(f.stack.Topology().AgentRequests(a).Name)
 	}
 	for sleepCtx(ctx, 500*time.Millisecond) {
+		rtt := f.storeRTT(ctx)
 		for a, url := range urls {
 			d, err := q.Depth(ctx, url)
 			if err != nil {
 				continue
 			}
 			f.count(func() {
-				f.samples[a] = append(f.samples[a], sample{At: time.Now(), Ready: d.Visible + d.InFlight})
+				f.samples[a] = append(f.samples[a], sample{At: time.Now(), Ready: d.Visible + d.InFlight, StoreRTT: rtt})
 			})
 		}
 	}
+}
+
+// storeRTT is how long one write to the state table takes now, as a rate
+// turn's does (an item of the run's own; one try, not the SDK's tries
+// again after an injected fault: 0 if it failed).
+func (f *flowRun) storeRTT(ctx context.Context) time.Duration {
+	start := time.Now()
+	_, err := f.stack.Deployment.Clients.DynamoDB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.stack.Topology().StateTable()),
+		Item: map[string]types.AttributeValue{
+			topology.KeyOrderID: &types.AttributeValueMemberS{Value: "~chaos/store"},
+			topology.KeySort:    &types.AttributeValueMemberS{Value: "round-trip"},
+		}}, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+	if err != nil {
+		return 0
+	}
+	return time.Since(start)
 }
 
 // rateLimited are the flow agents with a rate limit the flow shapes call,
