@@ -319,7 +319,6 @@ func (g *Gate) Turn(ctx context.Context, agent string, limit workflow.Rate, by, 
 	if d, ok := ctx.Deadline(); ok && d.Add(-time.Second).Before(until) {
 		until = d.Add(-time.Second) // its invocation's time: the request is sent again before it ends
 	}
-	base, start := now, time.Now()
 	for {
 		ok, next, err := g.Store.Take(ctx, agent, limit, now)
 		if err != nil {
@@ -334,13 +333,7 @@ func (g *Gate) Turn(ctx context.Context, agent string, limit workflow.Rate, by, 
 		if err := g.sleep(ctx, next.Sub(now)); err != nil {
 			return Verdict{}, err
 		}
-		// Its turn is due, and as late as the writes and the sleep took:
-		// a turn asked for at a time gone by would be refused as not yet
-		// due, a write wasted each round (a slow store's round trip).
 		now = next
-		if late := base.Add(time.Since(start)); late.After(now) {
-			now = late
-		}
 	}
 }
 

@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/devkit/emulator/emulatortest"
@@ -219,51 +216,4 @@ func TestABurstLetsThatManyCallsGoAtOnce(t *testing.T) {
 		require.False(t, ok)
 		require.Equal(t, later.Add(100*time.Millisecond), next)
 	})
-}
-
-// slowWrites is a state table whose every update takes its latency, each
-// rate turn's time asked for noted beside the time it was asked.
-type slowWrites struct {
-	flow.DB
-	latency time.Duration
-	mu      sync.Mutex
-	stale   []time.Duration // by how much each turn's :now was behind the clock
-}
-
-func (d *slowWrites) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	if v, ok := in.ExpressionAttributeValues[":now"].(*types.AttributeValueMemberN); ok {
-		ms, _ := strconv.ParseInt(v.Value, 10, 64)
-		d.mu.Lock()
-		d.stale = append(d.stale, time.Since(time.UnixMilli(ms)))
-		d.mu.Unlock()
-	}
-	time.Sleep(d.latency)
-	return d.DB.UpdateItem(ctx, in, opts...)
-}
-
-// A call that waited for its turn asks for it as late as it is, not as
-// early as the turn was due: on a store whose writes take 150 ms, a turn
-// asked for at its due time, by then gone by, was refused as not yet due
-// (a write wasted each round, a limit of 10 a second delivering about one
-// turn a write).
-func TestATurnIsAskedForAtTheTimeItIs(t *testing.T) {
-	for name, e := range engines {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			topo := storetest.NewTables(t, e.Clients.DynamoDB)
-			db := &slowWrites{DB: e.Clients.DynamoDB, latency: 150 * time.Millisecond}
-			g := &flow.Gate{Store: flow.NewStore(db, topo.StateTable())}
-			for range 4 {
-				v, err := g.Turn(context.Background(), "ocr", workflow.Rate{Calls: 10, Per: time.Second}, time.Time{}, time.Now())
-				require.NoError(t, err)
-				require.True(t, v.Turned)
-			}
-			db.mu.Lock()
-			defer db.mu.Unlock()
-			require.NotEmpty(t, db.stale)
-			for i, st := range db.stale {
-				require.Less(t, st, 75*time.Millisecond, "turn %d asked for %s behind the clock: %v", i, st, db.stale)
-			}
-		})
-	}
 }

@@ -54,9 +54,9 @@ type RateFigure struct {
 	BacklogCalls int           `json:"backlogCalls"`
 	Delivered    float64       `json:"delivered"`
 	Share        float64       `json:"share"`
-	// SlowStore is how long a write to the state table took more than
-	// half the limit's interval (slowStore): left out of Backlog, as a
-	// turn is one write, and the store set the pace then.
+	// SlowStore is the backlog left out because a write to the state
+	// table took more than half the limit's interval then (slowStore): a
+	// turn is a write, and the store set the pace.
 	SlowStore time.Duration `json:"slowStoreNanos"`
 }
 
@@ -308,11 +308,10 @@ func (f *flowRun) rateFigure(agent string, limit workflow.Rate, calls []remotesi
 // sorted calls at in it, the quiet spans and those of a slow store left
 // out, and the rate delivered over it.
 func (rf *RateFigure) judge(samples []sample, at []time.Time, quiet []remotesim.Window, limit workflow.Rate) {
-	slow := slowStore(samples, limit.Interval()/2)
-	for _, w := range slow {
-		rf.SlowStore += w.To.Sub(w.From)
-	}
-	rf.Backlog, rf.BacklogCalls = backlog(samples, at, append(slices.Clip(quiet), slow...), 2*(limit.Calls+max(limit.Burst, 1)))
+	threshold := 2 * (limit.Calls + max(limit.Burst, 1))
+	all, _ := backlog(samples, at, quiet, threshold)
+	rf.Backlog, rf.BacklogCalls = backlog(samples, at, append(slices.Clip(quiet), slowStore(samples, limit.Interval()/2)...), threshold)
+	rf.SlowStore = all - rf.Backlog // the backlog left out for a slow store alone
 	if rf.Backlog > 0 {
 		rf.Delivered = float64(rf.BacklogCalls) / rf.Backlog.Seconds()
 		rf.Share = rf.Delivered * limit.Per.Seconds() / float64(limit.Calls)
@@ -433,7 +432,7 @@ func (fig *FlowFigures) print(w io.Writer, row func(k string, v any)) {
 		row(fmt.Sprintf("  %s (%s): calls, most in a second (allowed)", rf.Agent, rf.Limit), fmt.Sprintf("%d, %d (%d)", rf.Calls, rf.Most, rf.Bound))
 		row(fmt.Sprintf("  %s: delivered while a backlog lasted", rf.Agent), fmt.Sprintf("%.2f/s over %.0fs, %.0f%%", rf.Delivered,
 			rf.Backlog.Seconds(), 100*rf.Share))
-		row(fmt.Sprintf("  %s: left out, the store's writes over half its interval", rf.Agent), fmt.Sprintf("%.0fs", rf.SlowStore.Seconds()))
+		row(fmt.Sprintf("  %s: backlog not judged, the store's writes over half its interval", rf.Agent), fmt.Sprintf("%.0fs", rf.SlowStore.Seconds()))
 	}
 	row("  agents paused and resumed", fig.Pauses)
 	if fig.Storm != "" {
