@@ -129,7 +129,9 @@ func (n *Namer) secretKey(ctx context.Context) ([]byte, error) {
 			n.checked = now // read again later: the one opened is kept meanwhile
 			return n.secret, nil
 		}
-		n.failed, n.failedAt = err, now
+		if ctx.Err() == nil { // not the caller's own end: the others' calls are told at once
+			n.failed, n.failedAt = err, now
+		}
 		return nil, err
 	}
 	n.secret, n.blob, n.checked, n.failed = secret, blob, now, nil
