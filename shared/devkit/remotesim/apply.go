@@ -2,10 +2,10 @@ package remotesim
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -123,33 +123,61 @@ func (s *Simulator) apply(w http.ResponseWriter, r *http.Request) {
 
 // answerOf is what the service answers an applied call: the effect, padded
 // with order lines to about f.ResultBytes of JSON (a realistic answer:
-// deflating it gains what a real one would).
+// deflating it gains what a real one would). The lines are written as
+// they are made, in batches as many as the bytes left need (each about 80
+// bytes), then measured again: a 16 MB answer takes tens of milliseconds
+// and one buffer, not the seconds and quarter gigabyte its marshalling as
+// a struct took, which starved a loaded machine's 16 MB calls past their
+// call timeout.
 func answerOf(e *Effect, f Faults) json.RawMessage {
-	type line struct {
-		SKU      string `json:"sku"`
-		Quantity int    `json:"quantity"`
-		Cents    int    `json:"unitPriceCents"`
-		Location string `json:"location"`
-	}
-	a := struct {
+	head, _ := json.Marshal(struct {
 		Service   string `json:"service"`
 		Action    string `json:"action"`
 		Key       string `json:"key"`
 		AppliedAt string `json:"appliedAt"`
-		Lines     []line `json:"lines,omitempty"`
-	}{e.Service, e.Action, e.Key, e.AppliedAt.Format(time.RFC3339Nano), nil}
-	b, _ := json.Marshal(a)
-	for i := 0; len(b) < f.ResultBytes; {
-		// As many lines as the bytes left need (each about 80 bytes), then
-		// measured again: a large answer is made in a few marshals.
-		for n := max((f.ResultBytes-len(b))/100, 1); n > 0; n, i = n-1, i+1 {
-			h := Mix(uint64(i), e.Key)
-			a.Lines = append(a.Lines, line{SKU: fmt.Sprintf("SKU-%05d", int(h*1e5)), Quantity: 1 + int(h*7),
-				Cents: 99 + int(h*99_900), Location: fmt.Sprintf("aisle-%02d/bin-%03d", int(h*40), int(h*997)%1000)})
-		}
-		b, _ = json.Marshal(a)
+	}{e.Service, e.Action, e.Key, e.AppliedAt.Format(time.RFC3339Nano)})
+	if len(head) >= f.ResultBytes {
+		return head
 	}
-	return b
+	b := append(make([]byte, 0, f.ResultBytes+128), head[:len(head)-1]...)
+	b = append(b, `,"lines":[`...)
+	for i, size := 0, len(head); size < f.ResultBytes; size = len(b) + len(`]}`) {
+		for n := max((f.ResultBytes-size)/100, 1); n > 0; n, i = n-1, i+1 {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendLine(b, Mix(uint64(i), e.Key))
+		}
+	}
+	return append(b, `]}`...)
+}
+
+// appendLine appends the order line of hash h:
+// {"sku":"SKU-01234","quantity":3,"unitPriceCents":4567,"location":"aisle-08/bin-123"}.
+func appendLine(b []byte, h float64) []byte {
+	b = appendPadded(append(b, `{"sku":"SKU-`...), int(h*1e5), 5)
+	b = strconv.AppendInt(append(b, `","quantity":`...), int64(1+int(h*7)), 10)
+	b = strconv.AppendInt(append(b, `,"unitPriceCents":`...), int64(99+int(h*99_900)), 10)
+	b = appendPadded(append(b, `,"location":"aisle-`...), int(h*40), 2)
+	b = appendPadded(append(b, `/bin-`...), int(h*997)%1000, 3)
+	return append(b, `"}`...)
+}
+
+// pow10 is 10 to the power n.
+func pow10(n int) int {
+	out := 1
+	for range n {
+		out *= 10
+	}
+	return out
+}
+
+// appendPadded appends v in decimal, zero-padded to width digits.
+func appendPadded(b []byte, v, width int) []byte {
+	for limit := pow10(width - 1); limit > 1 && v < limit; limit /= 10 {
+		b = append(b, '0')
+	}
+	return strconv.AppendInt(b, int64(v), 10)
 }
 
 // decide picks the answer to one call and applies the effect; s.mu is held.
