@@ -75,6 +75,9 @@ func TestChaosRunKeepsEveryInvariant(t *testing.T) {
 	// others to its end: its result kept, read back whole by the steps
 	// after it (no step failed for its size: TooLarge).
 	require.Len(t, res.AtLimit, 1)
+	if res.AtLimit[0].State != workflow.Processed {
+		t.Logf("the handlers' log lines about %s:\n%s", res.AtLimit[0].OrderID, linesAbout(logs.String(), res.AtLimit[0].OrderID))
+	}
 	require.Equal(t, workflow.Processed, res.AtLimit[0].State, "%+v", res.AtLimit[0])
 	require.Greater(t, res.AtLimit[0].ScanBytes, workflow.MaxResultLimit-8<<10, "its scan's 16 MB, kept in the bucket")
 	require.Positive(t, res.Payloads.WrittenOver["order"], "sealed: orders sent by pointer written over once taken")
@@ -161,4 +164,19 @@ func TestFlowControlUnderChaosKeepsEveryInvariant(t *testing.T) {
 			require.Positive(t, res.Payloads.Streamed, "payloads streamed to their services as they were read")
 		})
 	}
+}
+
+// linesAbout are the lines of logs that name id, each cut at 600 bytes, the
+// last 400 of them at most.
+func linesAbout(logs, id string) string {
+	var out []string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, id) {
+			if len(l) > 600 {
+				l = l[:600] + "…"
+			}
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out[max(0, len(out)-400):], "\n")
 }

@@ -238,7 +238,7 @@ func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesi
 			return err
 		}
 	}
-	if r.AtLimit, err = limitFigures(ctx, stack, p, tasks); err != nil {
+	if r.AtLimit, err = limitFigures(ctx, stack, p, tasks, records); err != nil {
 		return err
 	}
 	r.ByWorkflow = map[string]map[workflow.State]int{}
@@ -270,14 +270,23 @@ type LimitOrder struct {
 	OrderID   string         `json:"orderId"`
 	State     workflow.State `json:"state"`
 	ScanBytes int            `json:"scanBytes"` // its first step's result, as kept in the payload bucket
+	// Reason is why it did not end Processed (its task's last error),
+	// with its steps' records: state, attempts and last error.
+	Reason string `json:"reason,omitempty"`
 }
 
 // limitFigures are the ends of the plan's orders at the limits.
-func limitFigures(ctx context.Context, stack *localrun.Stack, p Plan, tasks map[string]statestore.Task) ([]LimitOrder, error) {
+func limitFigures(ctx context.Context, stack *localrun.Stack, p Plan, tasks map[string]statestore.Task, records map[string][]statestore.Step) ([]LimitOrder, error) {
 	var out []LimitOrder
 	for _, id := range slices.Sorted(maps.Keys(p.limits)) {
 		t := tasks[id]
 		o := LimitOrder{OrderID: id, State: t.State}
+		if t.State != workflow.Processed {
+			o.Reason = t.LastError
+			for _, st := range records[id] {
+				o.Reason += fmt.Sprintf("; %s (undo %t): %s, attempt %d, %d failures, %s", st.Name, st.Undo, st.State, st.Attempt, st.FailureCount, st.LastError)
+			}
+		}
 		results, err := stack.Store.Results(ctx, id, t.Round)
 		if err != nil {
 			return nil, fmt.Errorf("results of %s: %w", id, err)
@@ -540,6 +549,9 @@ func (r Result) Print(w io.Writer) {
 	row("  the largest object's kilobytes", r.Payloads.Largest>>10)
 	for _, o := range r.AtLimit {
 		row("order at the limits "+o.OrderID+": "+string(o.State)+", its scan's result kept (bytes)", o.ScanBytes)
+		if o.Reason != "" {
+			row("  why", o.Reason)
+		}
 	}
 	row("the largest item's bytes (DynamoDB's 400 KB)", r.LargestItem)
 	row("the largest message's bytes (SQS's 256 KB)", r.LargestMessage)
