@@ -24,8 +24,8 @@ import (
 //     `*` or `+` (`"x" * 300000000` would take 300 MB at once) is refused
 //     before it is made: an ExpressionError, as is any error of the
 //     expression itself: the step is refused, no retry mends it;
-//   - in what its process allocates while it runs: over MaxJQAllocBytes,
-//     the run is stopped. Runs are one at a time, but the other attempts
+//   - in what its process allocates while it runs: over MaxJQAllocBytes
+//     (jqAllocBound in an instrumented build), the run is stopped. Runs are one at a time, but the other attempts
 //     of a batch go on meanwhile (one reading a 16 MB payload back, or a
 //     16 MB answer), and Go counts allocations by process, not by
 //     goroutine: it may be theirs, not the run's, so it is tried again as
@@ -39,7 +39,7 @@ const (
 )
 
 // ErrExpressionTimeout is an expression's run that took over MaxJQTime,
-// or whose process allocated over MaxJQAllocBytes while it ran: either
+// or whose process allocated over its bound while it ran: either
 // may be the machine's doing (a starved CPU, the batch's other attempts),
 // not the expression's, and its step is tried again.
 var ErrExpressionTimeout = errors.New("the expression ran out of time")
@@ -67,14 +67,14 @@ func QuotingNoData(err error) string {
 	return strings.Replace(err.Error(), expr.Error(), expr.What+": "+SealedExpressionReason, 1)
 }
 
-// errTooMuch stops a run whose process allocated over MaxJQAllocBytes
+// errTooMuch stops a run whose process allocated over jqAllocBound
 // while it ran: it is ErrExpressionTimeout (tried again).
 var errTooMuch error = tooMuch{}
 
 type tooMuch struct{}
 
 func (tooMuch) Error() string {
-	return fmt.Sprintf("it (or its process meanwhile) allocated over %d MB: tried again", JQAllocBound>>20)
+	return fmt.Sprintf("it (or its process meanwhile) allocated over %d MB: tried again", jqAllocBound>>20)
 }
 
 func (tooMuch) Is(target error) bool { return target == ErrExpressionTimeout }
@@ -254,18 +254,19 @@ func one(iter gojq.Iter) (any, error) {
 	return v, nil
 }
 
-// JQAllocBound is what a run's process may allocate while it runs:
-// MaxJQAllocBytes, and jqAllocScale times that in a build the race
-// detector instruments, where gojq's string length, string slices and
-// match offsets allocate four bytes a character that a production build
-// does not allocate at all (len([]rune(s)): the compiler counts the runes
-// in place, but not when it instruments). A bound that stops a race build
-// where a production one goes on would fail a test's 16 MB order that a
+// jqAllocBound is what a run's process may allocate while it runs:
+// MaxJQAllocBytes in a production build, and jqAllocScale times that in
+// one the compiler instruments (go test -race; -msan, -asan). There gojq's
+// string length, string slices and match offsets allocate four bytes a
+// character that a production build does not allocate at all: the compiler
+// counts len([]rune(s)) in place, but not when it instruments (nor with
+// -gcflags=-N, which has no build tag to tell). A bound that stops a race
+// build where a production one goes on failed a test's 16 MB order that a
 // deployment runs: the chaos run's order at the limits, on CI.
-const JQAllocBound = MaxJQAllocBytes * jqAllocScale
+const jqAllocBound = MaxJQAllocBytes * jqAllocScale
 
 // watchAllocs stops the run (cancel, errTooMuch) once the process has
-// allocated JQAllocBound since it began, until done.
+// allocated jqAllocBound since it began, until done.
 func watchAllocs(done <-chan struct{}, cancel context.CancelCauseFunc) {
 	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	metrics.Read(sample)
@@ -278,7 +279,7 @@ func watchAllocs(done <-chan struct{}, cancel context.CancelCauseFunc) {
 			return
 		case <-t.C:
 			metrics.Read(sample)
-			if sample[0].Value.Uint64()-start > JQAllocBound {
+			if sample[0].Value.Uint64()-start > jqAllocBound {
 				cancel(errTooMuch)
 				return
 			}

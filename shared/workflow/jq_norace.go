@@ -1,7 +1,7 @@
-//go:build !race
+//go:build !race && !msan && !asan
 
 package workflow
 
-// jqAllocScale is JQAllocBound's multiple of MaxJQAllocBytes: one, in a
+// jqAllocScale is jqAllocBound's multiple of MaxJQAllocBytes: one, in a
 // production build.
 const jqAllocScale = 1

@@ -1,7 +1,8 @@
-//go:build race
+//go:build race || msan || asan
 
 package workflow
 
-// jqAllocScale is JQAllocBound's multiple of MaxJQAllocBytes: four, the
-// bytes a rune takes, in a build the race detector instruments.
+// jqAllocScale is jqAllocBound's multiple of MaxJQAllocBytes in a build the
+// compiler instruments: 256 MB, the production bound and room for three
+// strings of 16 MB counted as runes (four bytes each).
 const jqAllocScale = 4

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -282,10 +283,12 @@ func limitFigures(ctx context.Context, stack *localrun.Stack, p Plan, tasks map[
 		t := tasks[id]
 		o := LimitOrder{OrderID: id, State: t.State}
 		if t.State != workflow.Processed {
-			o.Reason = t.LastError
+			why := []string{cmp.Or(t.LastError, "(no error)")}
 			for _, st := range records[id] {
-				o.Reason += fmt.Sprintf("; %s (undo %t): %s, attempt %d, %d failures, %s", st.Name, st.Undo, st.State, st.Attempt, st.FailureCount, st.LastError)
+				why = append(why, fmt.Sprintf("%s (undo %t): %s, attempt %d, %d failures, %s", st.Name, st.Undo, st.State, st.Attempt,
+					st.FailureCount, cmp.Or(st.LastError, "no error")))
 			}
+			o.Reason = strings.Join(why, "; ")
 		}
 		results, err := stack.Store.Results(ctx, id, t.Round)
 		if err != nil {
