@@ -286,15 +286,27 @@ func (f *flowRun) sampleBacklogs(ctx context.Context) {
 }
 
 // storeRTT is how long one write to the state table takes now, as a rate
-// turn's does (an item of the run's own; one try, not the SDK's tries
-// again after an injected fault: 0 if it failed).
+// turn's does (storeRoundTrip).
 func (f *flowRun) storeRTT(ctx context.Context) time.Duration {
+	return storeRoundTrip(ctx, f.stack.Deployment.Clients.DynamoDB, f.stack.Topology().StateTable())
+}
+
+// storeRoundTrip is how long one write of an item of the run's own to
+// table takes on db: one try, past the plan's injected state store faults
+// (neither drawn from their stream nor counted with the handlers'); 0 if it
+// failed.
+func storeRoundTrip(ctx context.Context, db *dynamodb.Client, table string) time.Duration {
 	start := time.Now()
-	_, err := f.stack.Deployment.Clients.DynamoDB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.stack.Topology().StateTable()),
+	_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table),
 		Item: map[string]types.AttributeValue{
 			topology.KeyOrderID: &types.AttributeValueMemberS{Value: "~chaos/store"},
 			topology.KeySort:    &types.AttributeValueMemberS{Value: "round-trip"},
-		}}, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+		}}, func(o *dynamodb.Options) {
+		o.RetryMaxAttempts = 1
+		if faults, ok := o.HTTPClient.(storeFaults); ok {
+			o.HTTPClient = faults.next
+		}
+	})
 	if err != nil {
 		return 0
 	}
