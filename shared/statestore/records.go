@@ -49,6 +49,11 @@ type Task struct {
 	// them (the first by its name) waits.
 	FlowWaiting int
 	FlowWhy     string
+	// Sealed says its order's data is sealed (seal.Covers), so that a
+	// function with no data key (its configuration lagging a deploy that
+	// set kms) keeps none of its events' data in clear. Orders submitted
+	// before the state item carried it say false.
+	Sealed bool
 	// ReadyFor counts, by agent, the other steps ready for a claim (their
 	// request sent, or on its way back from a delay): an agent that holds
 	// its calls (paused, slowed, its rate turns queued) makes them wait.
@@ -250,6 +255,7 @@ type stateItem struct {
 	DeadlineMs  int64              `dynamodbav:"DlMs,omitempty"` // the workflow's order deadline, for later rounds
 	LifetimeMs  int64              `dynamodbav:"LfMs,omitempty"` // the workflow's Lifetime: what the order keeps outlives it
 	KeepS       int64              `dynamodbav:"KpS,omitempty"`  // the retention it was submitted with, in seconds (-1: forever; none: stored before items carried it)
+	Sealed      bool               `dynamodbav:"Sl,omitempty"`   // its order's data is sealed (seal.Covers): set at its submission since this attribute exists
 	Unalerted   []string           `dynamodbav:"Ua,stringset,omitempty"`
 	CxBy        string             `dynamodbav:"CxBy,omitempty"`  // who asked for the order's cancellation
 	CxAt        int64              `dynamodbav:"CxAt,omitempty"`  // when
@@ -390,7 +396,7 @@ func (it stateItem) task() Task {
 		StepCount: steps, Round: it.Round, ReplyQueue: it.ReplyQueue, LastError: it.LastError, CreatedAt: fromMs(it.CreatedAt),
 		UpdatedAt: fromMs(it.UpdatedAt), CompletedAt: fromMs(it.CompletedAt),
 		CancelledBy: it.CxBy, CancelledAt: fromMs(it.CxAt), CancelReason: it.CxWhy, Events: it.Events, Due: fromMs(it.DueAt),
-		HeldAt: fromMs(it.HeldAt), HeldUntil: fromMs(it.HeldUntil), Deadline: fromMs(it.DeadlineAt)}
+		HeldAt: fromMs(it.HeldAt), HeldUntil: fromMs(it.HeldUntil), Deadline: fromMs(it.DeadlineAt), Sealed: it.Sealed}
 }
 
 // order is the item as the rules read it.

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -67,7 +68,7 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 		DueShard: shardOf(sub.OrderID, s.shards), Shard: shardOf(sub.OrderID, s.shards), DueAt: look, CreatedAt: now, UpdatedAt: now,
 		DeadlineAt: ms(sub.Now.Add(wf.Deadline)), DeadlineMs: wf.Deadline.Milliseconds(),
 		LifetimeMs: wf.Lifetime().Milliseconds(), KeepS: keepSeconds(s.keep),
-		ItemsDone: itemsDone(sub.Items), Finished: &finished, Recs: records(sub, due),
+		ItemsDone: itemsDone(sub.Items), Finished: &finished, Recs: records(sub, due), Sealed: seal.Covers([]byte(sub.Order)),
 	})
 	if err != nil {
 		return false, fmt.Errorf("encode state of %s: %w", sub.OrderID, err)

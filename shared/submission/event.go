@@ -42,6 +42,27 @@ func ahead(rec events.SQSMessage, what string, err error) error {
 	return message.Invalid("%s: no such order (after %d receives)", what, max(n, 1))
 }
 
+// noKeyRetries are when an event with data for a sealed order comes back
+// to a Submission with no data key (its configuration lags a deploy that
+// set kms: a minute or so): about 3.5 minutes in all, then it is rejected
+// with the reason, one receive short of the queue's MaxReceiveCount, to be
+// redriven from the DLQ (sasctl dlq redrive). Its data is kept in clear
+// nowhere meanwhile.
+var noKeyRetries = []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute}
+
+// noKey is what becomes of an event with data for a sealed order that this
+// Submission, with no data key, cannot seal: retried later, or, after its
+// last receive, rejected.
+func noKey(rec events.SQSMessage, orderID string) error {
+	n, _ := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"])
+	err := &seal.Error{OrderID: orderID, Reason: "this function has no data key (dataKey) to seal its event's data", NoKey: true}
+	if n >= 1 && n <= len(noKeyRetries) {
+		return sqsbatch.RetryIn(noKeyRetries[n-1], fmt.Errorf("event for %s: %w", orderID, err))
+	}
+	return message.Invalid("event for %s: %v (after %d receives): redrive it once every function has the deployment's kms key", orderID,
+		err, max(n, 1))
+}
+
 // event takes an event for an order (outcome.Recorder.Event): it completes
 // the wait for it, or is kept for the wait, or, with a token, records an
 // async step's outcome. What the completion made ready, and whom to tell,
@@ -139,6 +160,9 @@ func (h *Handler) take(ctx context.Context, rec events.SQSMessage, e message.Eve
 	if statestore.InProductForm(e.Data) {
 		return nil, false, message.Invalid("event for %s: its data is the product's own form (%s or %s): send the data itself", e.OrderID,
 			payload.Member, seal.Member)
+	}
+	if task.Sealed && h.sealer == nil && len(e.Data) > 0 {
+		return nil, false, noKey(rec, e.OrderID)
 	}
 	sent := len(e.Data)
 	if e.Data, err = h.keepData(ctx, def, e); err != nil {

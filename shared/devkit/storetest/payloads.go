@@ -150,6 +150,16 @@ func SealedPayloads(t *testing.T, c *awsclient.Clients) {
 	created, err := s.Submit(ctx, statestore.Submission{OrderID: "o-sealed", Order: string(order), Workflow: d, Now: t0})
 	require.NoError(t, err)
 	require.True(t, created)
+	// Its state item says its data is sealed (a Submission with no data key
+	// keeps none of its events' data), and a clear order's says not.
+	created, err = s.Submit(ctx, statestore.Submission{OrderID: "o-clear", Order: `{"orderId":"o-clear"}`, Workflow: d, Now: t0})
+	require.NoError(t, err)
+	require.True(t, created)
+	for id, sealed := range map[string]bool{"o-sealed": true, "o-clear": false} {
+		task, _, err := s.Load(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, sealed, task.Sealed, id)
+	}
 
 	st := claimedAs(t, s, "o-sealed", step0, t0)
 	answer := []byte(`{"pages":"` + strings.Repeat("p", payload.MaxBytes-12) + `"}`)
