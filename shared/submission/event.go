@@ -55,12 +55,12 @@ var noKeyRetries = []time.Duration{30 * time.Second, time.Minute, 2 * time.Minut
 // last receive, rejected.
 func noKey(rec events.SQSMessage, orderID string) error {
 	n, _ := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"])
-	err := &seal.Error{OrderID: orderID, Reason: "this function has no data key (dataKey) to seal its event's data", NoKey: true}
+	why := fmt.Sprintf("event for %s: its order's data is sealed, and this function has no data key (dataKey) to seal its event's data", orderID)
 	if n >= 1 && n <= len(noKeyRetries) {
-		return sqsbatch.RetryIn(noKeyRetries[n-1], fmt.Errorf("event for %s: %w", orderID, err))
+		return sqsbatch.RetryIn(noKeyRetries[n-1], errors.New(why))
 	}
-	return message.Invalid("event for %s: %v (after %d receives): redrive it once every function has the deployment's kms key", orderID,
-		err, max(n, 1))
+	return message.Invalid("%s (after %d receives): redrive it (sasctl dlq redrive events --all) once every function has the deployment's kms key",
+		why, max(n, 1))
 }
 
 // event takes an event for an order (outcome.Recorder.Event): it completes
@@ -161,6 +161,9 @@ func (h *Handler) take(ctx context.Context, rec events.SQSMessage, e message.Eve
 		return nil, false, message.Invalid("event for %s: its data is the product's own form (%s or %s): send the data itself", e.OrderID,
 			payload.Member, seal.Member)
 	}
+	// Before keepData, which keeps the data as it came when it has no
+	// sealer: an order another instance sealed (this one's configuration
+	// lagging the deploy that set kms) has none of its data in clear.
 	if task.Sealed && h.sealer == nil && len(e.Data) > 0 {
 		return nil, false, noKey(rec, e.OrderID)
 	}
