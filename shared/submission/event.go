@@ -35,11 +35,19 @@ var aheadRetries = []time.Duration{time.Second, 3 * time.Second, 6 * time.Second
 // ahead is what becomes of what (an event or a cancel) for an order not
 // stored yet (err): retried soon, or, after its last receive, rejected.
 func ahead(rec events.SQSMessage, what string, err error) error {
+	return comeBack(rec, aheadRetries, fmt.Errorf("%s: no such order yet (it may be behind): %w", what, err), func(n int) error {
+		return message.Invalid("%s: no such order (after %d receives)", what, n)
+	})
+}
+
+// comeBack is rec retried after its receive's wait in schedule (retry: why),
+// or, after its last receive, reject's error (its receives).
+func comeBack(rec events.SQSMessage, schedule []time.Duration, retry error, reject func(receives int) error) error {
 	n, _ := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"])
-	if n >= 1 && n <= len(aheadRetries) {
-		return sqsbatch.RetryIn(aheadRetries[n-1], fmt.Errorf("%s: no such order yet (it may be behind): %w", what, err))
+	if n >= 1 && n <= len(schedule) {
+		return sqsbatch.RetryIn(schedule[n-1], retry)
 	}
-	return message.Invalid("%s: no such order (after %d receives)", what, max(n, 1))
+	return reject(max(n, 1))
 }
 
 // noKeyRetries are when an event with data for a sealed order comes back
@@ -54,13 +62,11 @@ var noKeyRetries = []time.Duration{30 * time.Second, time.Minute, 2 * time.Minut
 // Submission, with no data key, cannot seal: retried later, or, after its
 // last receive, rejected.
 func noKey(rec events.SQSMessage, orderID string) error {
-	n, _ := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"])
 	why := fmt.Sprintf("event for %s: its order's data is sealed, and this function has no data key (dataKey) to seal its event's data", orderID)
-	if n >= 1 && n <= len(noKeyRetries) {
-		return sqsbatch.RetryIn(noKeyRetries[n-1], errors.New(why))
-	}
-	return message.Invalid("%s (after %d receives): redrive it (sasctl dlq redrive events --all) once every function has the deployment's kms key",
-		why, max(n, 1))
+	return comeBack(rec, noKeyRetries, errors.New(why), func(n int) error {
+		return message.Invalid("%s (after %d receives): redrive it (sasctl dlq redrive events --all) once every function has the deployment's kms key",
+			why, n)
+	})
 }
 
 // event takes an event for an order (outcome.Recorder.Event): it completes
