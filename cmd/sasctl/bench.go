@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,7 +67,7 @@ moves with the machine's load; it is printed beside). It writes the result as JS
 	fs.StringVar(&f.cacheDir, "cache-dir", defaultCacheDir(), "where DynamoDB Local is installed")
 	fs.StringVar(&f.jsonPath, "json", ".run/bench.json", "write the result as JSON here (\"\" for none)")
 	fs.StringVar(&f.chartPath, "chart", ".run/bench.svg", "write the chart (SVG) here (\"\" for none)")
-	queuesFlag(fs, &f.queues)
+	queuesFlagAs(fs, &f.queues, benchQueues())
 	outputFlag(cmd, &f.output)
 	f.bind(fs, "batchWindowSeconds")
 	return cmd
@@ -134,7 +135,7 @@ func runBench(ctx context.Context, f benchFlags, stdout, stderr io.Writer) error
 	}
 	defer stop()
 	f.plan.Endpoint = endpoint
-	queues, stopQueues, err := localQueues(f.queues, 0, stderr)
+	queues, stopQueues, err := localQueues(f.queues, 0, rand.Uint64(), stderr)
 	if err != nil {
 		return err
 	}

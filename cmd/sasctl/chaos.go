@@ -156,7 +156,7 @@ func runChaos(ctx context.Context, p chaos.Plan, f chaosFlags, stdout, stderr io
 		defer stopDDB()
 		p.DynamoDBEndpoint = ddb
 	}
-	queues, stopQueues, err := localQueues(f.queues, 0, stderr)
+	queues, stopQueues, err := localQueues(f.queues, 0, p.Seed, stderr)
 	if err != nil {
 		return err
 	}

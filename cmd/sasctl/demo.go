@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"time"
@@ -105,7 +106,7 @@ func runDemo(ctx context.Context, f demoFlags, out io.Writer) error {
 		return err
 	}
 	defer stopDDB()
-	queuesEndpoint, stopQueues, err := localQueues(f.queues, 0, out)
+	queuesEndpoint, stopQueues, err := localQueues(f.queues, 0, rand.Uint64(), out)
 	if err != nil {
 		return err
 	}

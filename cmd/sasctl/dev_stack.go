@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -114,7 +115,7 @@ func (d *devRun) emulators(ctx context.Context, o *localrun.Options) error {
 
 // queues starts the in-process queues if --queues asks for them.
 func (d *devRun) queues(o *localrun.Options) error {
-	endpoint, stop, err := localQueues(d.flags.queues, d.flags.queuesPort, d.out)
+	endpoint, stop, err := localQueues(d.flags.queues, d.flags.queuesPort, rand.Uint64(), d.out)
 	if err != nil {
 		return err
 	}

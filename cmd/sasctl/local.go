@@ -56,7 +56,8 @@ func localEndpoint(ctx context.Context, runDir string, out io.Writer) (endpoint 
 // --queues.
 const (
 	queuesMoto      = "moto"
-	queuesInProcess = "in-process"
+	queuesInProcess = "in-process" // as unkind as SQS: sqsmem.SQSLike
+	queuesKind      = "kind"       // in process, in send order, each message once, exact depths
 )
 
 // queuesFlag registers --queues on fs, into kind: in-process by default,
@@ -67,30 +68,54 @@ func queuesFlag(fs *pflag.FlagSet, kind *string) {
 	if os.Getenv("AWS_ENDPOINT_URL") != "" {
 		def = queuesMoto
 	}
+	queuesFlagAs(fs, kind, def)
+}
+
+// benchQueues is sasctl bench's default --queues: kind in-process queues
+// (a cost counts the product's requests, not SQS's rare second delivery),
+// or AWS_ENDPOINT_URL's.
+func benchQueues() string {
+	if os.Getenv("AWS_ENDPOINT_URL") != "" {
+		return queuesMoto
+	}
+	return queuesKind
+}
+
+// queuesFlagAs is queuesFlag with its default.
+func queuesFlagAs(fs *pflag.FlagSet, kind *string, def string) {
 	fs.StringVar(kind, "queues", def, "who serves the queues (SQS, and SNS for the alerts): "+queuesInProcess+
-		" (in this process, in Go, in memory; the default unless AWS_ENDPOINT_URL is set), or "+queuesMoto+
+		" (in this process, in Go, in memory, as unkind as SQS: reordered, 1 message in 50 delivered twice, depths up to a second old), "+
+		queuesKind+" (the same, in send order, each message once, exact depths), or "+queuesMoto+
 		" (moto_server's, or the emulator AWS_ENDPOINT_URL names); moto serves Secrets Manager and SSM either way")
 }
 
 // checkQueues says what is wrong with --queues.
 func checkQueues(kind string) error {
-	if kind != queuesMoto && kind != queuesInProcess {
-		return usageErrorf("--queues %s: want %s or %s", kind, queuesMoto, queuesInProcess)
+	if kind != queuesMoto && kind != queuesInProcess && kind != queuesKind {
+		return usageErrorf("--queues %s: want %s, %s or %s", kind, queuesInProcess, queuesKind, queuesMoto)
 	}
 	return nil
 }
 
 // localQueues starts the in-process queues on 127.0.0.1:port (0: a free
-// port) if kind asks for them: endpoint is theirs, or "" for moto's.
-func localQueues(kind string, port int, out io.Writer) (endpoint string, stop func(), err error) {
-	if kind != queuesInProcess {
+// port) if kind asks for them, unkind as seed chooses: endpoint is theirs,
+// or "" for moto's.
+func localQueues(kind string, port int, seed uint64, out io.Writer) (endpoint string, stop func(), err error) {
+	var o sqsmem.Options
+	how := "in send order, each message once"
+	switch kind {
+	case queuesInProcess:
+		o.Unkind = sqsmem.SQSLike(seed)
+		how = fmt.Sprintf("as unkind as SQS (reordered, some delivered twice, approximate depths; seed %d)", seed)
+	case queuesKind:
+	default:
 		return "", func() {}, nil
 	}
-	mem, err := sqsmem.Listen(fmt.Sprintf("127.0.0.1:%d", port), sqsmem.Options{})
+	mem, err := sqsmem.Listen(fmt.Sprintf("127.0.0.1:%d", port), o)
 	if err != nil {
 		return "", nil, err
 	}
-	fmt.Fprintf(out, "queues (SQS, and SNS for the alerts) served in process on %s, in memory\n", mem.Endpoint)
+	fmt.Fprintf(out, "queues (SQS, and SNS for the alerts) served in process on %s, in memory, %s\n", mem.Endpoint, how)
 	return mem.Endpoint, func() { _ = mem.Close() }, nil
 }
 

@@ -134,7 +134,8 @@ func (s *Server) newMessage(q *queue, in sendInput) (*message, error) {
 		return nil, err
 	}
 	now := s.opts.Now()
-	m := &message{id: newID(), body: body, attrs: in.MessageAttributes, system: in.MessageSystemAttributes,
+	id := newID()
+	m := &message{id: id, key: id, body: body, attrs: in.MessageAttributes, system: in.MessageSystemAttributes,
 		sender: s.opts.SenderID, sent: now, visibleAt: now.Add(time.Duration(delay) * time.Second), delayed: delay > 0,
 		attrsMD5: attrsMD5(in.MessageAttributes), sysAttrsMD5: attrsMD5(in.MessageSystemAttributes)}
 	return m, nil

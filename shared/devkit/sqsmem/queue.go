@@ -9,7 +9,8 @@ import (
 
 // message is one message of a queue, as the server keeps it.
 type message struct {
-	id          string
+	id          string // its MessageId (a duplicate delivery's copy has its original's)
+	key         string // the server's own name of it, unique: receipt handles name it
 	body        string
 	attrs       map[string]attrValue // message attributes
 	system      map[string]attrValue // system attributes given at send (AWSTraceHeader)
@@ -34,7 +35,8 @@ type queue struct {
 	modified time.Time
 	attrs    map[string]string // settable attributes, as given
 	msgs     []*message
-	byID     map[string]*message
+	byID     map[string]*message // by key
+	depth    depthView           // the depths as last reported (Unkind.DepthLag)
 	gone     int
 	wake     chan struct{} // closed and replaced when a message may have become receivable
 }
@@ -139,7 +141,7 @@ func (q *queue) signal() {
 // add appends a message and wakes the long polls.
 func (q *queue) add(m *message) {
 	q.msgs = append(q.msgs, m)
-	q.byID[m.id] = m
+	q.byID[m.key] = m
 	q.signal()
 }
 
@@ -150,7 +152,7 @@ func (q *queue) remove(m *message) {
 		return
 	}
 	m.gone = true
-	delete(q.byID, m.id)
+	delete(q.byID, m.key)
 	q.gone++
 }
 

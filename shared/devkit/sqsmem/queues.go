@@ -114,7 +114,7 @@ func (s *Server) getQueueAttributes(_ *http.Request, body []byte) (any, error) {
 		AttributeNames []string
 	}
 	return onQueue(s, body, func(q *queue, in input) (any, error) {
-		all := q.allAttrs(s.opts.Now())
+		all := q.allAttrs(s.opts.Now(), s.chaos)
 		out := map[string]string{}
 		for _, n := range in.AttributeNames {
 			if n == "All" {
@@ -143,9 +143,9 @@ var readOnly = map[string]bool{"QueueArn": true, "ApproximateNumberOfMessages": 
 	"CreatedTimestamp": true, "LastModifiedTimestamp": true}
 
 // allAttrs are the queue's attributes, the computed ones included.
-func (q *queue) allAttrs(now time.Time) map[string]string {
+func (q *queue) allAttrs(now time.Time, c *chaos) map[string]string {
 	out := maps.Clone(q.attrs)
-	visible, inFlight, delayed := q.counts(now)
+	visible, inFlight, delayed := c.depths(q, now)
 	out["QueueArn"] = q.arn
 	out["ApproximateNumberOfMessages"] = strconv.Itoa(visible)
 	out["ApproximateNumberOfMessagesNotVisible"] = strconv.Itoa(inFlight)

@@ -109,12 +109,10 @@ func (s *Server) take(q *queue, n int, in receiveInput, now time.Time) []receive
 		dlq = s.byARN(policy.target)
 	}
 	out := []received{}
-	for _, m := range q.msgs {
+	var copies []*message
+	for _, m := range s.chaos.order(q, n, now) {
 		if len(out) == n {
 			break
-		}
-		if m.gone || m.visibleAt.After(now) {
-			continue
 		}
 		if dlq != nil && m.receives >= policy.max {
 			q.remove(m)
@@ -130,8 +128,14 @@ func (s *Server) take(q *queue, n int, in receiveInput, now time.Time) []receive
 		m.delayed = false
 		m.visibleAt = now.Add(time.Duration(vis) * time.Second)
 		s.seq++
-		m.receipt = m.id + "#" + strconv.FormatUint(s.seq, 36) + "-" + newID()[:8]
+		m.receipt = m.key + "#" + strconv.FormatUint(s.seq, 36) + "-" + newID()[:8]
 		out = append(out, s.view(m, in))
+		if d := s.chaos.duplicate(m, now); d != nil {
+			copies = append(copies, d)
+		}
+	}
+	for _, d := range copies {
+		q.add(d)
 	}
 	q.compact()
 	return out

@@ -44,6 +44,10 @@ type Options struct {
 	SenderID string // the SenderId of every message (default DefaultSenderID)
 	// Now is the clock (default time.Now); long polls wait in real time.
 	Now func() time.Time
+	// Unkind, if set, makes the queues reorder, duplicate and report
+	// approximate depths as SQS may (nil: exact order, exactly once,
+	// exact depths).
+	Unkind *Unkind
 }
 
 // Server is an in-memory SQS (and the SNS fan-out to it); the zero value is
@@ -54,6 +58,7 @@ type Server struct {
 	queues map[string]*queue // by name
 	topics map[string]*topic // by ARN
 	seq    uint64
+	chaos  *chaos // nil: kind queues
 }
 
 // New returns an empty server.
@@ -70,7 +75,7 @@ func New(o Options) *Server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Server{opts: o, queues: map[string]*queue{}, topics: map[string]*topic{}}
+	return &Server{opts: o, queues: map[string]*queue{}, topics: map[string]*topic{}, chaos: newChaos(o.Unkind)}
 }
 
 // ServeHTTP answers one SQS (JSON protocol) or SNS (query protocol) request.

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/devkit/emulator"
@@ -58,15 +60,22 @@ func DynamoDBLocal(ctx context.Context) (*emulator.Process, error) {
 // unless AWS_ENDPOINT_URL names an emulator) serves SQS and SNS from
 // shared/devkit/sqsmem in the test process (Queues sets the SDK's
 // AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL_SNS to it, which take precedence
-// over every client's base endpoint); "moto", moto (or the emulator
-// AWS_ENDPOINT_URL names) serves them.
+// over every client's base endpoint), as unkind as SQS
+// (sqsmem.SQSLike: reordered, some messages delivered twice, approximate
+// depths); "kind", the same queues in send order, each message once, exact
+// depths; "moto", moto (or the emulator AWS_ENDPOINT_URL names) serves them.
 const QueuesEnv = "SAS_TEST_QUEUES"
+
+// QueueSeedEnv seeds the in-process queues' unkindness (default: the time);
+// the seed is printed, so that a run's choices can be made again.
+const QueueSeedEnv = "SAS_TEST_QUEUE_SEED"
 
 // Queues starts the in-process queues unless QueuesEnv asks for moto's (or
 // AWS_ENDPOINT_URL names an emulator), and points the SDK's SQS and SNS
 // clients of this process (and of the processes it starts) at them; stop
 // stops them.
 func Queues() (stop func(), err error) {
+	var o sqsmem.Options
 	switch v := os.Getenv(QueuesEnv); v {
 	case "moto":
 		return func() {}, nil
@@ -74,11 +83,20 @@ func Queues() (stop func(), err error) {
 		if os.Getenv("AWS_ENDPOINT_URL") != "" {
 			return func() {}, nil
 		}
+		fallthrough
 	case "in-process":
+		seed, err := queueSeed()
+		if err != nil {
+			return nil, err
+		}
+		o.Unkind = sqsmem.SQSLike(seed)
+		fmt.Fprintf(os.Stderr, "in-process queues as unkind as SQS, seed %d (%s=%d makes the same choices; %s=kind: in order, once)\n",
+			seed, QueueSeedEnv, seed, QueuesEnv)
+	case "kind":
 	default:
-		return nil, fmt.Errorf("%s=%q: want in-process or moto", QueuesEnv, v)
+		return nil, fmt.Errorf("%s=%q: want in-process, kind or moto", QueuesEnv, v)
 	}
-	mem, err := sqsmem.Listen("", sqsmem.Options{})
+	mem, err := sqsmem.Listen("", o)
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +106,19 @@ func Queues() (stop func(), err error) {
 		}
 	}
 	return func() { _ = mem.Close() }, nil
+}
+
+// queueSeed is QueueSeedEnv's seed, or one from the clock.
+func queueSeed() (uint64, error) {
+	v := os.Getenv(QueueSeedEnv)
+	if v == "" {
+		return uint64(time.Now().UnixNano()), nil
+	}
+	seed, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: want a number", QueueSeedEnv, v)
+	}
+	return seed, nil
 }
 
 // MainWithMoto is a TestMain body: it starts moto (or uses AWS_ENDPOINT_URL),
