@@ -304,7 +304,7 @@ func TestMalformedOrdersRejectedGoodOnesProceed(t *testing.T) {
 func TestLostFirstRequestSupervisorRepairs(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
-	dropped := map[string]bool{}
+	dropped := map[string]string{} // by order: its first request's MessageId
 	agent := "agent-" + "inventory"
 	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
 		// Room for the re-sent message to be claimed in time on a loaded machine.
@@ -316,11 +316,15 @@ func TestLostFirstRequestSupervisorRepairs(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if dropped[r.OrderID] {
-				return runner.Deliver
+			id, seen := dropped[r.OrderID]
+			switch {
+			case !seen:
+				dropped[r.OrderID] = aws.ToString(m.MessageId)
+				return runner.Drop
+			case id == aws.ToString(m.MessageId):
+				return runner.Drop // SQS delivered the lost message twice: lost again
 			}
-			dropped[r.OrderID] = true
-			return runner.Drop
+			return runner.Deliver
 		}
 	})
 	ids := e.orders(5)
@@ -332,7 +336,7 @@ func TestLostFirstRequestSupervisorRepairs(t *testing.T) {
 		require.Empty(t, st.LastError)
 		require.Positive(t, st.Resent, "its message was sent again")
 	}
-	require.Equal(t, 5, e.stack.Stats.Snapshot()[agent].FaultsInjected["dropped"])
+	require.GreaterOrEqual(t, e.stack.Stats.Snapshot()[agent].FaultsInjected["dropped"], 5)
 	require.GreaterOrEqual(t, e.stack.Tally.Sum(metrics.MessagesResent), 5.0)
 	require.Zero(t, e.stack.Tally.Sum(metrics.SupervisorRecoveries), "no attempt failed")
 	e.requireEffectsOnce(ids)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/devkit/sqsmem"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -139,9 +140,11 @@ func TestBurstOnAThrottledAgentFailsNothing(t *testing.T) {
 // the same write, waits for the reply that starts it. The Supervisor, finding
 // that step unclaimed past its pickup deadline, sees the response queue that
 // carries its start backlogged and holds back rather than re-send. The
-// backlog is sixty stale replies that land ahead of the reply (sent once the
-// step is claimed, while its remote call takes half a second), on a Scheduler
-// that takes ten messages a second.
+// backlog is a hundred stale replies that land ahead of the reply (sent once
+// the step is claimed, while its remote call takes half a second), on a
+// Scheduler that takes ten messages a second: more than the in-process
+// queues reorder among (sqsmem.DefaultReorderWindow), so that the reply
+// waits behind a part of them however they are reordered.
 func TestAReplyWaitingBehindABacklogIsNotAFailure(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
@@ -156,7 +159,7 @@ func TestAReplyWaitingBehindABacklogIsNotAFailure(t *testing.T) {
 		return err == nil && recs[0].Attempt == 1
 	})
 	var junk []string
-	for i := range 60 {
+	for i := range sqsmem.DefaultReorderWindow + 36 {
 		junk = append(junk, fmt.Sprintf(`{"kind":"reply","orderId":"gone-%d","step":0,"stepName":"reserve-inventory","attempt":1,"ok":true}`, i))
 	}
 	e.send(e.stack.Topology().AgentResponses("inventory").Name, junk...)

@@ -34,7 +34,16 @@ var (
 	shared      *awsclient.Clients
 )
 
-func TestMain(m *testing.M) { os.Exit(emulatortest.MainWithMoto(m, &endpoint)) }
+// TestMain runs the runner's tests on kind queues (in send order, each
+// message once) unless told otherwise: they count its deliveries exactly, as
+// an event source mapping makes them; what the product does with SQS's
+// second deliveries is tested where the product runs (localrun, chaos).
+func TestMain(m *testing.M) {
+	if os.Getenv(emulatortest.QueuesEnv) == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
+		_ = os.Setenv(emulatortest.QueuesEnv, "kind")
+	}
+	os.Exit(emulatortest.MainWithMoto(m, &endpoint))
+}
 
 // clients are the SDK clients of the test binary's moto, built once.
 func clients() *awsclient.Clients {
