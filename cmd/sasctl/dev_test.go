@@ -174,7 +174,7 @@ func TestDevRefusesBadFlagsBeforeStartingAnything(t *testing.T) {
 		`invalid argument "0" for "--supervisor-rate" flag: must be at least 1ms, not 0s`: {"dev", "--supervisor-rate", "0"},
 		"transient: 2 is not a share from 0 to 1":                                         {"dev", "--transient", "2"},
 		"--moto-port 70000 is not a port":                                                 {"dev", "--moto-port", "70000"},
-		"--queues sqlite: want in-process, kind or moto":                                        {"dev", "--queues", "sqlite"},
+		"--queues sqlite: want in-process, kind or moto":                                  {"dev", "--queues", "sqlite"},
 		"the console listens on 127.0.0.1 only":                                           {"dev", "--listen", "0.0.0.0:8090"},
 		`unknown command "now"`:                                                           {"dev", "now"},
 		"--otlp 127.0.0.1:4318 is not an http(s) URL":                                     {"dev", "--otlp", "127.0.0.1:4318"},

@@ -100,7 +100,7 @@ func TestDemoRejectsBadFlags(t *testing.T) {
 		"unknown flag: --bogus":                          {"demo", "--bogus"},
 		`"--batch-window-seconds" flag: a whole number`:  {"demo", "--batch-window-seconds", "1.5"},
 		`"--prefix" flag: "my shop" is not 1-32 letters`: {"demo", "--prefix", "my shop"},
-		"--queues sqs: want in-process, kind or moto":          {"demo", "--queues", "sqs"},
+		"--queues sqs: want in-process, kind or moto":    {"demo", "--queues", "sqs"},
 	} {
 		code, _, stderr := sasctl(t, args...)
 		require.Equal(t, 2, code, want)
@@ -123,7 +123,7 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 		"--orders must be at least 1":                                {"bench", "--orders", "0"},
 		`result size "99999": want bytes from 0 to 4096`:             {"bench", "--result-bytes", "0,99999"},
 		`unknown flag: --workflows`:                                  {"bench", "--workflows", "single"},
-		"--queues sqs: want in-process, kind or moto":                      {"bench", "--queues", "sqs"},
+		"--queues sqs: want in-process, kind or moto":                {"bench", "--queues", "sqs"},
 	} {
 		code, _, stderr := sasctl(t, args...)
 		require.Equal(t, 2, code, want)
@@ -139,7 +139,7 @@ func TestChaosRejectsBadFlags(t *testing.T) {
 		"--orders must be at least 1":                   {"chaos", "--orders", "0"},
 		`"--order-deadline" flag: must not be negative`: {"chaos", "--order-deadline", "-1h"},
 		`unknown flag: --prefix`:                        {"chaos", "--prefix", "x"},
-		"--queues sqs: want in-process, kind or moto":         {"chaos", "--queues", "sqs"},
+		"--queues sqs: want in-process, kind or moto":   {"chaos", "--queues", "sqs"},
 	} {
 		code, _, stderr := sasctl(t, args...)
 		require.Equal(t, 2, code, want)
