@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sas-go/sas/docs/peers/harness"
+	"github.com/sas-go/sas/shared/devkit/peers/harness"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 )
 
@@ -57,6 +58,9 @@ func runAll(ctx context.Context, c harness.Config, o options, out io.Writer) err
 		"load average %s at the start, %s at the end; %.0f s in all\n\n", c.One, c.Warmup, c.Burst,
 		runtime.NumCPU(), runtime.Version(), load0, loadAverage(), time.Since(began).Seconds())
 	printTable(out, results, c.Burst)
+	if o.strict {
+		return notRun(results)
+	}
 	return nil
 }
 
@@ -87,6 +91,21 @@ func runOne(ctx context.Context, c harness.Config, o *options, name string) harn
 		r = harness.Result{Engine: name, Error: fmt.Sprintf("no figures from its process: %v", err)}
 	}
 	return r
+}
+
+// notRun is an error naming the engines of results that did not run, or
+// nil.
+func notRun(results []harness.Result) error {
+	var failed []string
+	for _, r := range results {
+		if why := cmp.Or(r.Unavailable, r.Error); why != "" {
+			failed = append(failed, fmt.Sprintf("%s: %s", r.Engine, why))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d engines did not run: %s", len(failed), len(results), strings.Join(failed, "; "))
+	}
+	return nil
 }
 
 // program is the program that runs engine name: this one, or the Temporal

@@ -22,7 +22,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sas-go/sas/docs/peers/harness"
+	"github.com/sas-go/sas/shared/devkit/peers/harness"
 )
 
 // options are the parent's flags beside the workload's.
@@ -30,6 +30,7 @@ type options struct {
 	engines     string
 	temporalSrc string
 	temporalBin string
+	strict      bool
 }
 
 func main() {
@@ -40,6 +41,7 @@ func main() {
 		"engines to run, in this order, comma-separated: sas (this product), temporal (SQLite in memory), temporal-file, dbos")
 	flag.StringVar(&o.temporalSrc, "temporal-src", "temporal", "the Temporal engine's module, built into --run-dir on first use (the first build takes about 15 minutes)")
 	flag.StringVar(&o.temporalBin, "temporal-bin", "", "the Temporal engine's program, already built (instead of --temporal-src)")
+	flag.BoolVar(&o.strict, "strict", false, "exit 1 if an engine named did not run (unavailable here, or failed): CI's quick run, so that this program cannot rot")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sas-go/sas/docs/peers/harness"
 	"github.com/sas-go/sas/shared/devkit/emulator"
+	"github.com/sas-go/sas/shared/devkit/peers/harness"
 )
 
 // postgres is a PostgreSQL server this program started: its own data

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/sas-go/sas/docs/peers/harness"
+	"github.com/sas-go/sas/shared/devkit/peers/harness"
 )
 
 // printTable writes the figures as a Markdown table, then each peer's as

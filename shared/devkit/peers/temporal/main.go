@@ -26,8 +26,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"go.temporal.io/server/common/log"
 
-	"github.com/sas-go/sas/docs/peers/harness"
-	"github.com/sas-go/sas/docs/peers/temporal/lite"
+	"github.com/sas-go/sas/shared/devkit/peers/harness"
+	"github.com/sas-go/sas/shared/devkit/peers/temporal/third_party/lite"
 )
 
 // taskQueue is the task queue of the benchmark's workflow.

@@ -1,4 +1,4 @@
-module github.com/sas-go/sas/docs/peers/harness
+module github.com/sas-go/sas/shared/devkit/peers/harness
 
 go 1.26.8
 

@@ -1,16 +1,16 @@
-module github.com/sas-go/sas/docs/peers
+module github.com/sas-go/sas/shared/devkit/peers
 
 go 1.26.8
 
 replace (
-	github.com/sas-go/sas => ../..
-	github.com/sas-go/sas/docs/peers/harness => ./harness
+	github.com/sas-go/sas => ../../..
+	github.com/sas-go/sas/shared/devkit/peers/harness => ./harness
 )
 
 require (
 	github.com/dbos-inc/dbos-transact-golang v1.8.0
 	github.com/sas-go/sas v0.0.0-00010101000000-000000000000
-	github.com/sas-go/sas/docs/peers/harness v0.0.0-00010101000000-000000000000
+	github.com/sas-go/sas/shared/devkit/peers/harness v0.0.0-00010101000000-000000000000
 )
 
 require (

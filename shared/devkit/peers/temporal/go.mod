@@ -1,11 +1,11 @@
-module github.com/sas-go/sas/docs/peers/temporal
+module github.com/sas-go/sas/shared/devkit/peers/temporal
 
 go 1.26.8
 
-replace github.com/sas-go/sas/docs/peers/harness => ../harness
+replace github.com/sas-go/sas/shared/devkit/peers/harness => ../harness
 
 require (
-	github.com/sas-go/sas/docs/peers/harness v0.0.0-00010101000000-000000000000
+	github.com/sas-go/sas/shared/devkit/peers/harness v0.0.0-00010101000000-000000000000
 	go.temporal.io/api v1.63.5
 	go.temporal.io/sdk v1.50.0
 	go.temporal.io/server v1.32.1

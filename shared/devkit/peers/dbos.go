@@ -9,7 +9,7 @@ import (
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 
-	"github.com/sas-go/sas/docs/peers/harness"
+	"github.com/sas-go/sas/shared/devkit/peers/harness"
 )
 
 // dbosOrder is the input of DBOS's order workflow.

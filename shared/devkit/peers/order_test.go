@@ -3,8 +3,8 @@ package main
 import (
 	"testing"
 
-	"github.com/sas-go/sas/docs/peers/harness"
 	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/devkit/peers/harness"
 )
 
 // Every engine sends the product's demo order: the harness's copy (it

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sas-go/sas/docs/peers/harness"
 	"github.com/sas-go/sas/shared/devkit/emulator"
 	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/devkit/peers/harness"
 	"github.com/sas-go/sas/shared/devkit/sqsmem"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -20,9 +20,11 @@ import (
 // queues in process (sqsmem), DynamoDB Local as the state store, the local
 // runner calling the very handlers the Lambda mains run, the Supervisor's
 // sweep every second, and the example order workflow against the remote
-// simulator. moto is not started: this workflow reads no credentials, and
-// moto serves nothing else a local run uses.
+// simulator. moto serves the payload bucket (S3), as in sasctl demo: this
+// workflow's orders stay inline, but the stack is provisioned as a
+// deployment is, with its bucket.
 type sasEngine struct {
+	moto   *emulator.Process
 	ddb    *emulator.Process
 	queues *sqsmem.Listening
 	stack  *localrun.Stack
@@ -40,6 +42,10 @@ func startSAS(ctx context.Context, serviceURL, cacheDir, runDir string) (_ *sasE
 			_ = e.Close()
 		}
 	}()
+	if e.moto, err = emulator.StartMoto(ctx, runDir); err != nil {
+		return nil, fmt.Errorf("moto (the payload bucket's S3): %w", err)
+	}
+	harness.Logf("moto on %s (pid %d)", e.moto.Endpoint, e.moto.PID())
 	if e.ddb, err = emulator.StartDynamoDBLocal(ctx, cacheDir, runDir); err != nil {
 		return nil, fmt.Errorf("DynamoDB Local: %w", err)
 	}
@@ -52,7 +58,7 @@ func startSAS(ctx context.Context, serviceURL, cacheDir, runDir string) (_ *sasE
 		return nil, fmt.Errorf("handler log: %w", err)
 	}
 	o := localrun.Options{
-		Prefix: "peers", Endpoint: e.queues.Endpoint, DynamoDBEndpoint: e.ddb.Endpoint,
+		Prefix: "peers", Endpoint: e.moto.Endpoint, DynamoDBEndpoint: e.ddb.Endpoint,
 		QueuesEndpoint: e.queues.Endpoint, RemoteURL: serviceURL,
 		Workflows:       workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow)),
 		SupervisorEvery: time.Second, Log: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: io.Discard,
@@ -113,13 +119,20 @@ func (e *sasEngine) Wait(ctx context.Context, ids []string) (map[string]time.Tim
 	return ends, nil
 }
 
-// Close stops the runner, the queues and DynamoDB Local.
+// Close stops the runner, the queues, moto and DynamoDB Local.
 func (e *sasEngine) Close() error {
 	if e.stop != nil {
 		e.stop()
 	}
 	if e.queues != nil {
 		_ = e.queues.Close()
+	}
+	if e.moto != nil {
+		pid := e.moto.PID()
+		if err := e.moto.Stop(); err != nil {
+			return fmt.Errorf("stop moto (pid %d): %w", pid, err)
+		}
+		harness.Logf("stopped moto (pid %d)", pid)
 	}
 	if e.ddb != nil {
 		pid := e.ddb.PID()
