@@ -220,6 +220,42 @@ func TestRenewWritesEveryPayloadOfTheOrderAgain(t *testing.T) {
 	}
 }
 
+// Every payload of an order is renewed whatever its key holds: an order
+// id's letters, digits and "_.:-", a forEach item's record name
+// (extract#1) and an event's name, each a character S3's copy source must
+// have URL-encoded ("#" cut it: a resubmission of an order with a forEach
+// result in the bucket failed with NoSuchKey), and those a key of another
+// writer may hold besides (a space, "+", "%", "?", "&", "=", non-ASCII).
+func TestRenewReachesAPayloadWhateverItsKeyHolds(t *testing.T) {
+	t.Parallel()
+	api, b := bucket(t)
+	s := payload.New(api, b, 1024)
+	ctx := context.Background()
+	const id = "Zz09_.:-o"
+	whats := []string{"order", "results/extract#1-r1", "results/a.b_c-d#100-r2", "events/Approved_.-x",
+		"results/ +%?&=;,@$!'()*[]~é-r1"}
+	var refs []payload.Ref
+	for _, what := range whats {
+		ref, err := s.Put(ctx, id, what, []byte(`"`+what+strings.Repeat(".", 2000)+`"`))
+		require.NoError(t, err)
+		refs = append(refs, ref)
+	}
+	first := time.Now()
+	for !time.Now().Truncate(time.Second).After(first) { // S3 keeps whole seconds: wait for the next
+		time.Sleep(20 * time.Millisecond)
+	}
+	n, err := s.Renew(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, len(whats), n)
+	for _, ref := range refs {
+		h, err := api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &ref.Bucket, Key: &ref.Key})
+		require.NoError(t, err, ref.Key)
+		require.True(t, aws.ToTime(h.LastModified).After(first.Truncate(time.Second)), "%s written again", ref.Key)
+		_, err = s.Get(ctx, ref)
+		require.NoError(t, err, "%s still as kept", ref.Key)
+	}
+}
+
 // Open streams a payload as it is read, checked: a receiver given its
 // length never has bytes other than the kept ones, for its last byte comes
 // only once the whole object was checked against its hash.

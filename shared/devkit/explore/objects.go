@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -95,8 +96,22 @@ func (o *objects) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(
 	return &s3.GetObjectOutput{Body: io.NopCloser(body), ContentLength: aws.Int64(int64(len(b)))}, nil
 }
 
-// CopyObject writes an object again in place (payload.Store.Renew).
+// CopyObject writes an object again in place (payload.Store.Renew). Its
+// copy source is read as S3 reads it, a URL's path: cut at a "#" or a "?",
+// then unescaped; a source that names no object is NoSuchKey (a key's "#"
+// sent as it is failed every operator's decision on an order with a
+// forEach result in the bucket).
 func (o *objects) CopyObject(_ context.Context, in *s3.CopyObjectInput, _ ...func(*s3.Options)) (*s3.CopyObjectOutput, error) {
+	u, err := url.Parse(aws.ToString(in.CopySource))
+	if err != nil {
+		return nil, fmt.Errorf("copy source %q: %w", aws.ToString(in.CopySource), err)
+	}
+	bucket, key, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.byKey[key]; !ok || bucket != bucketName {
+		return nil, &types.NoSuchKey{Message: aws.String("no such key: " + key)}
+	}
 	return &s3.CopyObjectOutput{}, nil
 }
 
