@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -156,44 +152,4 @@ func orderBodies(args []string, generate int, reply string, stdin io.Reader) ([]
 		bodies = append(bodies, o.JSON())
 	}
 	return bodies, nil
-}
-
-// readOrders reads order bodies: a JSON array of orders, or one per line.
-func readOrders(path string, stdin io.Reader) ([]string, error) {
-	r := stdin
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("read orders: %w", err)
-		}
-		defer f.Close()
-		r = f
-	}
-	data, err := io.ReadAll(io.LimitReader(r, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("read orders: %w", err)
-	}
-	if t := strings.TrimSpace(string(data)); strings.HasPrefix(t, "[") {
-		var raw []json.RawMessage
-		if err := json.Unmarshal([]byte(t), &raw); err != nil {
-			return nil, fmt.Errorf("read orders: the input starts like a JSON array but is not one: %w", err)
-		}
-		out := make([]string, len(raw))
-		for i, m := range raw {
-			out[i] = string(m)
-		}
-		return out, nil
-	}
-	var out []string
-	sc := bufio.NewScanner(strings.NewReader(string(data)))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if line := strings.TrimSpace(sc.Text()); line != "" {
-			out = append(out, line)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("read orders: no orders in %s", path)
-	}
-	return out, sc.Err()
 }
