@@ -207,7 +207,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	}
 	var perr *PermanentError
 	if errors.As(err, &perr) { // the step cannot be given what it needs: refused, it ran nothing
-		return h.recordOutcome(ctx, def, st, outcome.Attempt{Refusal: refusalOf(order, err)}, nil, order)
+		return h.recordOutcome(ctx, def, st, outcome.Attempt{Refusal: refusalOf(order, err)}, keptResult{}, order)
 	}
 	if errors.Is(err, workflow.ErrExpressionTimeout) {
 		// As a call out of time: nothing is recorded, and the attempt is
@@ -287,27 +287,16 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 			h.log.Warn(AcceptNotNoted, "order_id", st.OrderID, "holder", flow.Holder(st.OrderID, st.Ref(), st.Round, st.Attempt), "err", err)
 		}
 		return nil // its callback records the outcome; by CompleteBy, or the Supervisor recovers the attempt
-	case err == nil && len(result) > def.Limit() && st.Undo:
-		// An undo took effect: its answer, which nothing after it reads,
-		// is not kept rather than failing the compensation.
-		h.log.Warn("an undo's result over the limit: not kept", "order_id", st.OrderID, "step", st.Name, "bytes", len(result))
-		result = nil
-	case err == nil && len(result) > def.Limit():
-		a.Refusal, a.Ran = fmt.Sprintf("%s answered %s, over workflow %s's %d-byte result limit (resultLimit)",
-			st.Agent, answered(len(result), def.Limit()), def.Name, def.Limit()), true
-		h.log.Warn("result over the limit; recorded as a failure", "order_id", st.OrderID, "step", st.Name, "bytes", len(result))
-	case err == nil && st.Undo && statestore.InProductForm(result):
-		result = nil // as an undo's answer over the limit: nothing reads it
-	case err == nil && statestore.InProductForm(result):
-		// A claim check or sealed data the product did not make would be
-		// read back (or opened) for the next step as if it had: refused.
-		a.Refusal, a.Ran = fmt.Sprintf("%s answered with the product's own form (%s or %s): not a result", st.Agent,
-			payload.Member, seal.Member), true
-	case err == nil && len(result) > h.payloads.Max():
-		a.Refusal, a.Ran = fmt.Sprintf("%s answered %d bytes, over the %d a deployment without a payload bucket keeps (payloadBucket)",
-			st.Agent, len(result), h.payloads.Max()), true
-		h.log.Warn("result over what this deployment keeps; recorded as a failure", "order_id", st.OrderID, "step", st.Name, "bytes", len(result))
 	case err == nil:
+		res, refusal, err := h.resultOf(ctx, def, st, result, order)
+		if err != nil {
+			// Not sealed (KMS failed, its tries spent): SQS delivers the
+			// request again, and its claim is refused; the Supervisor
+			// recovers the attempt at its CompleteBy.
+			return err
+		}
+		a.Refusal, a.Ran = refusal, refusal != ""
+		return h.recordOutcome(ctx, def, st, a, res, order)
 	case errors.As(err, &slow) && h.gate != nil:
 		return h.slowDown(ctx, def, st, slow, req, retried)
 	case errors.As(err, &open):
@@ -344,7 +333,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	default:
 		return err // the function itself is out of time: SQS retries the request
 	}
-	return h.recordOutcome(ctx, def, st, a, result, order)
+	return h.recordOutcome(ctx, def, st, a, keptResult{}, order)
 }
 
 // SlowDownNotNoted is what an Agent logs when its service asked for no

@@ -125,18 +125,23 @@ func attemptAtTheLimits(b *testing.B, def workflow.Definition, srv *httptest.Ser
 // (64 bytes short), streamed from 64 KB: the process's memory is the
 // Agent's.
 func answering16MB(b *testing.B) *httptest.Server {
+	return answering(b, `{"pages":"`, workflow.MaxResultLimit-64-12, `"}`)
+}
+
+// answering is a service that reads its request and answers head, n bytes
+// of "p" and tail, streamed from 64 KB.
+func answering(b *testing.B, head string, n int, tail string) *httptest.Server {
 	chunk := bytes.Repeat([]byte("p"), 64<<10)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if n, err := io.Copy(io.Discard, r.Body); err != nil || n != r.ContentLength {
 			return // the request broke off
 		}
-		n := workflow.MaxResultLimit - 64
-		w.Header().Set("Content-Length", fmt.Sprint(n))
-		_, _ = w.Write([]byte(`{"pages":"`))
-		for left := n - 12; left > 0; left -= len(chunk) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(head)+n+len(tail)))
+		_, _ = w.Write([]byte(head))
+		for left := n; left > 0; left -= len(chunk) {
 			_, _ = w.Write(chunk[:min(left, len(chunk))])
 		}
-		_, _ = w.Write([]byte(`"}`))
+		_, _ = w.Write([]byte(tail))
 	}))
 	b.Cleanup(srv.Close)
 	return srv
@@ -244,6 +249,35 @@ func BenchmarkAgentSealedAtTheLimits(b *testing.B) {
 	forgetPeak(b) // the objects were sealed in this process: their memory is not the Agent's
 	attemptAtTheLimits(b, def, srv, agent.Deps{Store: docs, Outcomes: recorder{docs.claims}, Payloads: docs.payloads,
 		Budget: payload.BudgetFor(128), Sealer: sealer})
+}
+
+// BenchmarkAgentSealedTextAtTheLimits is BenchmarkAgentSealedAtTheLimits
+// with an answer that is not JSON, as large as its kept form may be (16 MB,
+// two bytes short: quoted, it is the limit): the answer as it came, its
+// kept form (a JSON string) and that sealed are the most one attempt holds
+// of an answer:
+// GOMEMLIMIT=102MiB go test -run '^$' -bench AgentSealedTextAtTheLimits -benchtime 5x ./shared/agent.
+func BenchmarkAgentSealedTextAtTheLimits(b *testing.B) {
+	def := workflow.Orders(workflow.Settings{})
+	def.ResultLimit = workflow.MaxResultLimit
+	srv := answering(b, "", workflow.MaxResultLimit-2, "")
+	sealer := seal.New(fixedKMS{}, "bench-key")
+	key, err := sealer.NewKey(context.Background(), "o-1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	objects := fileObjects{dir: b.TempDir()}
+	order := objects.sealed(b, key, "orders/o-1/order/x"+payload.SealedSuffix, pad(`{"orderId":"o-1","doc":"`, 'd'))
+	result := objects.sealed(b, key, "orders/o-1/results/scan-r1/x"+payload.SealedSuffix, pad(`{"pages":"`, 'p'))
+	docs := sealedDoc{claims: &claims{timeout: time.Hour}, payloads: payload.New(objects, "bench", 0), sealer: sealer,
+		order:  payload.Check(order, map[string]string{"orderId": "o-1", seal.KeyMember: base64.StdEncoding.EncodeToString(key.Blob())}),
+		result: payload.Check(result, nil)}
+	forgetPeak(b)
+	attemptAtTheLimits(b, def, srv, agent.Deps{Store: docs, Outcomes: recorder{docs.claims}, Payloads: docs.payloads,
+		Budget: payload.BudgetFor(128), Sealer: sealer})
+	if len(docs.claims.recorded) == 0 || docs.claims.recorded[0] != "complete o-1 attempt 3" {
+		b.Fatalf("not kept: %q", docs.claims.recorded)
+	}
 }
 
 // forgetPeak returns the memory the process no longer uses to the system

@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
@@ -144,19 +142,6 @@ func (h *Handler) try(ctx context.Context, st *statestore.Step, payload callInpu
 func (h *Handler) expired(st *statestore.Step, why string) {
 	h.metrics.Count(metrics.AgentDeadlineExpired, 1, map[string]any{"OrderID": st.OrderID, "Attempt": st.Attempt})
 	h.log.Warn("attempt abandoned; no reply sent", "order_id", st.OrderID, "attempt", st.Attempt, "why", why)
-}
-
-// resultJSON keeps a JSON result with one meaning as is and quotes anything
-// else as text (not JSON, or JSON with a member twice: message.ValidJSON).
-func resultJSON(b []byte) json.RawMessage {
-	if len(b) == 0 {
-		return nil
-	}
-	if message.ValidJSON(b) {
-		return b
-	}
-	q, _ := json.Marshal(string(b))
-	return q
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

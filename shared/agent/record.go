@@ -18,33 +18,26 @@ import (
 // recordOutcome writes the attempt's outcome and what follows it in the order's
 // state, then replies, so that the Scheduler starts what was made ready and
 // tells the order's caller. An attempt that is no longer current records
-// nothing and replies nothing.
-func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st *statestore.Step, a outcome.Attempt, result []byte, payload json.RawMessage) error {
+// nothing and replies nothing. res is its result as it is kept (resultOf):
+// over the inline limit, it goes to the payload bucket first.
+func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st *statestore.Step, a outcome.Attempt, res keptResult,
+	payload json.RawMessage) error {
 	a.OrderID, a.Ref, a.Name, a.Attempt, a.Round, a.Now = st.OrderID, st.Ref(), st.Name, st.Attempt, st.Round, h.Now()
 	a.Read = st.Read // where the others stood at its claim: the first guess
 	// A refusal's reason travels in the reply, the alert and the log
 	// whatever its service or an expression quoted: bounded, so that each
 	// fits (the state item keeps less).
 	a.Refusal = message.Clip(a.Refusal, MaxRefusalBytes)
-	kept := resultJSON(result)
+	kept := res.stored
 	var rec outcome.Recorded
-	// Each stage done is not done again on a try again (a result sealed
-	// again would be other bytes: another object, another write).
-	sealed, put := false, false
+	put := false // the result stored once: a try again records the outcome, not the result again
 	err := h.persist(ctx, st, "its outcome", func(ctx context.Context) error {
-		if a.Refusal == "" && len(result) > 0 && !put {
-			// A sealed order's result is sealed under its data key; over
-			// the inline limit, it is kept in the payload bucket first,
-			// its claim check recorded and replied in its place (the same
-			// bytes, the same object: a try again writes it again).
-			if !sealed {
-				out, err := h.seal(ctx, st.OrderID, payload, kept)
-				if err != nil {
-					return err
-				}
-				kept, sealed = out, true
-			}
-			out, err := h.payloads.Keep(ctx, st.OrderID, fmt.Sprintf("results/%s-r%d", st.RecordName(), st.Round), kept, nil)
+		if a.Refusal == "" && len(res.stored) > 0 && !put {
+			// Over the inline limit, it is kept in the payload bucket
+			// first, its claim check recorded and replied in its place
+			// (the same bytes, the same object: a try again writes it
+			// again).
+			out, err := h.payloads.Keep(ctx, st.OrderID, fmt.Sprintf("results/%s-r%d", st.RecordName(), st.Round), res.stored, nil)
 			if err != nil {
 				return err
 			}
@@ -60,7 +53,7 @@ func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st
 			if err != nil {
 				return err
 			}
-			kept, put, a.ResultBytes = out, true, len(result)
+			kept, put, a.ResultBytes = out, true, res.bytes
 		}
 		var err error
 		rec, err = h.outcomes.Record(ctx, def, a)
