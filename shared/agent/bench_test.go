@@ -102,6 +102,24 @@ func BenchmarkAgentAtTheLimits(b *testing.B) {
 	attemptAtTheLimits(b, def, srv, agent.Deps{Store: store, Outcomes: recorder{store.claims}, Payloads: payload.New(discardObjects{}, "bench", 0)})
 }
 
+// BenchmarkAgentInputAtTheLimits is BenchmarkAgentAtTheLimits with a step
+// whose input expression selects 16 MB of its document (its order's doc,
+// 64 bytes short of the largest payload): the document decoded for jq, the
+// value it gives encoded, sent, and a 16 MB answer kept:
+// GOMEMLIMIT=102MiB go test -run '^$' -bench AgentInputAtTheLimits -benchtime 5x ./shared/agent.
+func BenchmarkAgentInputAtTheLimits(b *testing.B) {
+	def := workflow.Orders(workflow.Settings{})
+	def.ResultLimit = workflow.MaxResultLimit
+	def.Steps[0].Input = ".order.doc"
+	srv := answering16MB(b)
+	store := largeDoc{claims: &claims{timeout: time.Hour}}
+	attemptAtTheLimits(b, def, srv, agent.Deps{Store: store, Outcomes: recorder{store.claims}, Payloads: payload.New(discardObjects{}, "bench", 0),
+		Budget: payload.BudgetFor(128)})
+	if len(store.claims.recorded) == 0 || store.claims.recorded[0] != "complete o-1 attempt 3" {
+		b.Fatalf("not done: %q", store.claims.recorded)
+	}
+}
+
 // attemptAtTheLimits runs an Agent of def with d (its store, outcomes and
 // bucket) on srv, one attempt an iteration, and reports the process's
 // peak memory.

@@ -24,6 +24,12 @@ import (
 //     `*` or `+` (`"x" * 300000000` would take 300 MB at once) is refused
 //     before it is made: an ExpressionError, as is any error of the
 //     expression itself: the step is refused, no retry mends it;
+//   - in what it gives: its value over MaxJQOutputBytes once encoded, the
+//     bytes that travel (a step's input to its service), is refused before
+//     it is encoded (encodedLen). A value an expression selects is a part
+//     of its document, which is counted already (an order and each result
+//     up to 16 MB); a value it makes is bounded as it is made, above, and
+//     by what its process allocates, below;
 //   - in what its process allocates while it runs: over MaxJQAllocBytes
 //     (jqAllocBound in an instrumented build), the run is stopped. Runs are one at a time, but the other attempts
 //     of a batch go on meanwhile (one reading a 16 MB payload back, or a
@@ -33,10 +39,15 @@ import (
 //     itself fails its step once its attempts are spent (an input, a key);
 //     a timer's until, at its order's deadline.
 const (
-	MaxJQTime       = time.Second
-	MaxJQValueBytes = 1 << 20
-	MaxJQAllocBytes = 64 << 20
+	MaxJQTime        = time.Second
+	MaxJQValueBytes  = 1 << 20
+	MaxJQOutputBytes = MaxPayloadBytes
+	MaxJQAllocBytes  = 64 << 20
 )
+
+// MaxPayloadBytes is the largest payload (shared/payload's MaxBytes): an
+// order, a step's result, an event's data, a step's input.
+const MaxPayloadBytes = 16 << 20
 
 // ErrExpressionTimeout is an expression's run that took over MaxJQTime,
 // or whose process allocated over its bound while it ran: either
@@ -229,12 +240,13 @@ func eval(code *gojq.Code, in any, what string) (json.RawMessage, error) {
 	case err != nil:
 		return nil, &ExpressionError{What: what, Reason: err.Error()}
 	}
+	if _, ok := encodedLen(v, MaxJQOutputBytes); !ok {
+		return nil, &ExpressionError{What: what, Reason: fmt.Sprintf("it gave more than %d bytes once encoded, the most a payload may be",
+			MaxJQOutputBytes)}
+	}
 	out, err := gojq.Marshal(v)
 	if err != nil {
 		return nil, &ExpressionError{What: what, Reason: err.Error()}
-	}
-	if len(out) > MaxJQValueBytes {
-		return nil, &ExpressionError{What: what, Reason: fmt.Sprintf("it gave %d bytes, over the %d-byte bound", len(out), MaxJQValueBytes)}
 	}
 	return out, nil
 }

@@ -82,7 +82,8 @@ func TestHostileInputExpressionsAreRefusedWithinTheirBounds(t *testing.T) {
 		"an array doubled 40 times":           {`reduce range(40) as $i ([1]; . + .)`, "over the 1048576-byte bound"},
 		"a billion numbers":                   {`[range(1e9)]`, retried},
 		"a string repeated without end":       {`[limit(1e9; repeat("xxxxxxxxxxxxxxxx"))] | length`, retried},
-		"a value over the bound":              {`[range(20000)] | map("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx")`, "it gave 1360001 bytes, over the 1048576-byte bound"},
+		"a value over the bound":              {`("x" * 1000000) as $s | [range(17)] | map($s)`, "it gave more than 16777216 bytes once encoded, the most a payload may be"},
+		"a string named a thousand times":     {`("x" * 1000000) as $s | [range(1000)] | map($s)`, "it gave more than 16777216 bytes once encoded"},
 		"an error of its own":                 {`error("no such thing")`, "no such thing"},
 		"a field of a string":                 {`.order.s.x`, "expected an object but got: string"},
 		"no value":                            {`empty`, "the expression gave no value"},
@@ -114,6 +115,8 @@ steps:
 			var after runtime.MemStats
 			runtime.ReadMemStats(&after)
 			require.Less(t, after.HeapInuse, before.HeapInuse+workflow.JQAllocBound+3*workflow.MaxJQAllocBytes, "the run's memory stayed bounded")
+			require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(workflow.JQAllocBound+3*workflow.MaxJQAllocBytes),
+				"and so did what it allocated (a value encoded is allocated too)")
 		})
 	}
 	// What is bounded still works under its bound.
