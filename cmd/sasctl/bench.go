@@ -109,7 +109,7 @@ func (f *benchFlags) parse() error {
 
 // workflowMaxResult is the largest answer a bench may ask for: the default
 // result limit (the example workflows set none).
-const workflowMaxResult = 4096
+const workflowMaxResult = workflow.DefaultResultLimit
 
 // batchSizes parses --batch-sizes.
 func batchSizes(list string) ([]int, error) {

@@ -121,7 +121,7 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 		`batch size "11": want a whole number from 1 to 10`:          {"bench", "--batch-sizes", "5,11"},
 		`invalid argument "500ms" for "--batch-window-seconds" flag`: {"bench", "--batch-window-seconds", "500ms"},
 		"--orders must be at least 1":                                {"bench", "--orders", "0"},
-		`result size "99999": want bytes from 0 to 4096`:             {"bench", "--result-bytes", "0,99999"},
+		`result size "999999": want bytes from 0 to 262144`:          {"bench", "--result-bytes", "0,999999"},
 		`unknown flag: --workflows`:                                  {"bench", "--workflows", "single"},
 		"--queues sqs: want in-process, kind or moto":                {"bench", "--queues", "sqs"},
 	} {

@@ -375,3 +375,34 @@ func TestAYAMLErrorIsReportedAtItsLine(t *testing.T) {
 		require.Equal(t, c.want, problems(err)[0], name)
 	}
 }
+
+// resultLimit is taken at both ends of its range, by the code and the
+// published schema alike (the schema's said at most 64KB, and no MB, while
+// the code took 16MB), and refused past them; unset, it is the default.
+func TestAResultLimitAtBothEndsOfItsRange(t *testing.T) {
+	t.Parallel()
+	s := schema(t)
+	file := func(limit string) []byte {
+		return []byte("name: r\n" + limit + "agents: {a: {endpoint: 'http://a'}}\nsteps:\n  - {name: s, agent: a, timeout: 5s}\n")
+	}
+	for limit, want := range map[string]int{"": workflow.DefaultResultLimit, "1": 1, "16777216": workflow.MaxResultLimit, "16MB": workflow.MaxResultLimit,
+		"16MiB": workflow.MaxResultLimit, "16384KB": workflow.MaxResultLimit, "256KB": 256 << 10} {
+		data := file("resultLimit: " + limit + "\n")
+		if limit == "" {
+			data = file("")
+		}
+		d, err := workflow.ParseFile("r.yaml", data, workflow.Options{})
+		require.NoError(t, err, limit)
+		require.Equal(t, want, d.Limit(), limit)
+		require.NoError(t, s.Validate(instance(t, data)), limit)
+	}
+	for _, limit := range []string{"0", "16777217", "16385KB", "17MB"} {
+		data := file("resultLimit: " + limit + "\n")
+		_, err := workflow.ParseFile("r.yaml", data, workflow.Options{})
+		require.ErrorContains(t, err, "a result limit is 1 byte to 16MB", limit)
+		if !strings.HasSuffix(limit, "B") { // a size with a unit is bounded by the code alone
+			require.Error(t, s.Validate(instance(t, data)), limit)
+		}
+	}
+	require.Equal(t, 256<<10, workflow.DefaultResultLimit, "Step Functions' limit: a 5 KB REST answer is no failure")
+}

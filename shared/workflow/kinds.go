@@ -81,12 +81,18 @@ func (s Step) Kind() Kind {
 }
 
 // DefaultResultLimit and MaxResultLimit bound what a step's result may
-// weigh (a workflow's resultLimit sets its own, up to the maximum). A
-// result over the deployment's inline limit is kept in its payload bucket
-// (shared/payload), a claim check in the messages and items in its place.
+// weigh, as it is kept (a workflow's resultLimit sets its own, up to the
+// maximum). A result over the deployment's inline limit is kept in its
+// payload bucket (shared/payload), a claim check in the messages and items
+// in its place. The default is Step Functions' 256 KB: an ordinary REST
+// answer of a few KB, or a page of a hundred, is not refused (at 4 KB, a
+// service answering 5 KB of JSON failed its step for good), and what it
+// costs is paid only by an answer that large (docs/cost.md). A deployment
+// with no payload bucket keeps at most 64 KB of any result, and refuses a
+// larger one saying so.
 const (
-	DefaultResultLimit = 4 << 10
-	MaxResultLimit     = 16 << 20
+	DefaultResultLimit = 256 << 10
+	MaxResultLimit     = MaxPayloadBytes
 )
 
 // Lifetime is the longest an order of this workflow may go on from any

@@ -160,6 +160,9 @@ func largestOrder(t *testing.T, s *statestore.Store, m *measured) {
 		require.False(t, r.Stale, "%s recorded", st.Key())
 		return r
 	}
+	// Each item answers at the default result limit as its Agent keeps it:
+	// inline up to the largest inline limit (over it, a claim check).
+	itemAnswer := min(workflow.DefaultResultLimit, payload.MaxInline)
 	rec := record(claimedAs(t, s, "o-big", workflow.Ref{Index: 0}, t0), answer(payload.MaxInline, 0), t0)
 	require.Len(t, rec.Ready, items[1], "one write makes the hundred items ready")
 	var ready []workflow.Ref
@@ -168,7 +171,7 @@ func largestOrder(t *testing.T, s *statestore.Store, m *measured) {
 	for k := 1; k <= items[1]; k++ { // every item claimed, then all finishing at once
 		st := claimedAs(t, s, "o-big", workflow.Ref{Index: 1, Item: k}, t0)
 		wg.Go(func() {
-			r := record(st, answer(workflow.DefaultResultLimit, k), t0.Add(time.Second))
+			r := record(st, answer(itemAnswer, k), t0.Add(time.Second))
 			mu.Lock()
 			ready = append(ready, r.Ready...)
 			mu.Unlock()
@@ -184,7 +187,7 @@ func largestOrder(t *testing.T, s *statestore.Store, m *measured) {
 	var lines []json.RawMessage
 	require.NoError(t, json.Unmarshal(doc.Results["s1"], &lines))
 	require.Len(t, lines, items[1], "every item's answer, in item order")
-	require.JSONEq(t, string(answer(workflow.DefaultResultLimit, 37)), string(lines[36]))
+	require.JSONEq(t, string(answer(itemAnswer, 37)), string(lines[36]))
 	// The first parcel refused: the other 98 are stopped, and everything
 	// done is undone, the latest first, one undo at a time.
 	r := finish(t, s, d, first, "no courier", t0.Add(3*time.Second))
