@@ -309,16 +309,29 @@ func (s *Store) document(ctx context.Context, st Step, order json.RawMessage, st
 		}
 	}
 	for name, items := range lists {
-		for k, v := range items {
-			if v == nil {
-				items[k] = json.RawMessage("null") // an item done with no answer
-			}
-		}
-		b, err := json.Marshal(items)
-		if err != nil {
-			return doc, fmt.Errorf("the results of %s's items: %w", name, err)
-		}
-		doc.Results[name] = b
+		doc.Results[name] = joined(items)
 	}
 	return doc, nil
+}
+
+// joined is the JSON array of a forEach step's items' results, each as it
+// was kept (null: an item done with no answer): byte for byte, so that the
+// list weighs what its items weighed (json.Marshal would write each '<',
+// '>' and '&' as six bytes, and compact each item).
+func joined(items []json.RawMessage) json.RawMessage {
+	n := 1 + len(items)
+	for _, v := range items {
+		n += max(len(v), len("null"))
+	}
+	b := append(make([]byte, 0, n), '[')
+	for k, v := range items {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		if v == nil {
+			v = json.RawMessage("null")
+		}
+		b = append(b, v...)
+	}
+	return append(b, ']')
 }

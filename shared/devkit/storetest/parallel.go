@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,6 +32,7 @@ var parallelTests = map[string]func(*testing.T, *statestore.Store){
 	"BranchesOfDifferentLengthsMakeTheJoinReady":     unevenBranches,
 	"AFailedParallelOrderResubmittedStartsAgain":     parallelResubmit,
 	"ALinearOrderKeepsItsWritesWithoutParallelism":   linearUnchanged,
+	"AForEachStepsResultIsItsItemsAsTheyWereKept":    itemsAsKept,
 }
 
 // fanout is a workflow of three steps that start with the order (a, b and
@@ -150,6 +153,31 @@ func itemsRace(t *testing.T, s *statestore.Store) {
 	rec := record(t, s, claimed(t, s, "o-1", pf, t0), "", t0)
 	require.Equal(t, workflow.Processed, rec.State)
 	require.Empty(t, overdueAt(t, s, t0.Add(48*time.Hour)), "ended: out of the index")
+}
+
+// A forEach step's result, as the steps after it read it, is its items'
+// results as they were kept, joined: byte for byte, so that it weighs what
+// they weighed (payload.Weight, its Agent's budget). Joined by
+// json.Marshal, each '<', '>' and '&' of them was written \u003c, six
+// times as long as weighed, and each item compacted.
+func itemsAsKept(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	runToItems(t, s, "o-1")
+	answers := []string{`{"html":"<b>a & b</b>","n":1}`, `"<<&&>> \u2028 "`, ` [ 1, {"x": "<"} ] `}
+	var ready []workflow.Ref
+	for k, a := range answers {
+		st := claimed(t, s, "o-1", itemRef(k+1), t0)
+		require.NoError(t, s.PutResult(ctx, statestore.Result{OrderID: "o-1", Ref: st.Ref(), Name: st.Name, Round: 1, Attempt: st.Attempt,
+			JSON: json.RawMessage(a), Now: t0}))
+		rec, err := outcome.Recorder{Store: s}.Record(ctx, fanout(), outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(), Name: st.Name,
+			Attempt: st.Attempt, Round: st.Round, ResultBytes: len(a), Read: st.Read, Now: t0})
+		require.NoError(t, err)
+		ready = append(ready, rec.Ready...)
+	}
+	require.Equal(t, []workflow.Ref{pf}, ready)
+	doc, err := s.Document(ctx, claimed(t, s, "o-1", pf, t0), json.RawMessage(`{"orderId":"o-1","items":[1,2,3]}`))
+	require.NoError(t, err)
+	require.Equal(t, "["+strings.Join(answers, ",")+"]", string(doc.Results["s4"]))
 }
 
 // A branch refused while another runs: the order is undone, but only once
