@@ -79,3 +79,56 @@ func TestASkipsLargeResultGoesToTheBucketItsOrderNames(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, workflow.Held, task.State, "nothing decided")
 }
+
+// forEachFlow is largeFlow with its scan a step per document of the order,
+// the steps after it given what the scans service reads.
+const forEachFlow = `
+name: large
+resultLimit: 16MB
+deadline: 10m
+pickupTimeout: 30s
+defaults: {timeout: 20s, maxFailures: 2}
+agents:
+  scans: {custom: true}
+steps:
+  - name: scan
+    agent: scans
+    forEach: docs
+    input: '{order: .order}'
+    undo: {name: unscan, input: '{order: .order, result: .result}'}
+  - name: file
+    agent: scans
+    input: '{order: .order, results: {scan: .results.scan[1]}}'
+    undo: {name: unfile, input: '{order: .order}'}
+  - name: ship
+    agent: scans
+`
+
+// An order whose forEach step's results are kept in the bucket (their keys
+// hold "#": results/scan#1-r1/…) is resubmitted once it failed: its
+// payloads are renewed (written again in place, S3's copy source
+// URL-encoded), and its new round runs. Every operator decision on such an
+// order failed with CopyObject 404 NoSuchKey: "#" cut the copy source.
+func TestAnOrderWithForEachResultsInTheBucketIsResubmitted(t *testing.T) {
+	t.Parallel()
+	e, svc := largeEnv(t, forEachFlow, nil)
+	ctx := context.Background()
+	const id = "fe.1:a-b_c"
+	e.send(e.stack.Topology().OrdersQueue().Name, `{"orderId":"`+id+`","workflow":"large","answer":40960,"doc":"d","docs":[1,2]}`)
+	require.Equal(t, workflow.Failed, e.waitEndedWithin([]string{id}, 2*time.Minute)[id].State, "ship refuses: what ran is undone")
+	results, err := e.stack.Store.Results(ctx, id, 1)
+	require.NoError(t, err)
+	ref, ok := payload.Parse(results[workflow.Ref{Index: 0, Item: 2}].JSON)
+	require.True(t, ok, "an item's result of 40 KB, kept in the bucket")
+	require.Contains(t, ref.Key, "/results/scan#2-r1/")
+
+	_, err = e.operatorOf().Resubmit(ctx, id, "")
+	require.NoError(t, err)
+	e.eventually("round 2 ended", 2*time.Minute, func() bool {
+		task, _, err := e.stack.Store.Load(ctx, id)
+		return err == nil && task.Round == 2 && task.State == workflow.Failed
+	})
+	in, ok := svc.of(id, "file")
+	require.True(t, ok, "file ran")
+	require.Equal(t, sum(pages(40960)), in.scanPages, "on its results")
+}
