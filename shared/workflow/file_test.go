@@ -214,6 +214,24 @@ func TestParseFileRefusesWhatIsNotAWorkflow(t *testing.T) {
 	}
 }
 
+// A step's action travels in every request of the step and in the URL of
+// its call: a path segment of at most MaxActionBytes, so that the largest
+// request is bounded (message.MaxEnvelopeBytes).
+func TestAnActionIsABoundedPathSegment(t *testing.T) {
+	t.Parallel()
+	file := func(action string) string {
+		return "name: a\nagents: {a: {endpoint: 'http://a'}}\nsteps: [{name: s, agent: a, timeout: 1s, action: '" + action + "'}]\n"
+	}
+	longest := strings.Repeat("a", workflow.MaxActionBytes-7) + ":v1.x~_"
+	d, err := workflow.ParseFile("x.yaml", []byte(file(longest)), workflow.Options{})
+	require.NoError(t, err)
+	require.Equal(t, longest, d.Steps[0].DoName())
+	for _, bad := range []string{longest + "a", "v1/charge", "charge it", "<charge>", "-x"} {
+		_, err := workflow.ParseFile("x.yaml", []byte(file(bad)), workflow.Options{})
+		require.Contains(t, strings.Join(problems(err), "\n"), fmt.Sprintf("x.yaml:3: steps[0].action: %q: an action is 1-128 letters", bad), bad)
+	}
+}
+
 func TestSetRunsSeveralWorkflowsSharingAgents(t *testing.T) {
 	t.Parallel()
 	order, single := workflow.MustExample("order"), workflow.MustExample("single")

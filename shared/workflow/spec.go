@@ -22,7 +22,15 @@ var (
 	workflowNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
 	agentNameRE    = regexp.MustCompile(`^[a-z][a-z0-9-]{0,24}$`) // part of queue, function and role names
 	actionNameRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	// serviceActionRE is what a service's action may be: a segment of its
+	// POST's path, which every request of the step carries.
+	serviceActionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:~-]{0,127}$`)
 )
+
+// MaxActionBytes is the longest service action (a step's action:) a
+// workflow may name: every request of its step carries it
+// (message.MaxEnvelopeBytes).
+const MaxActionBytes = 128
 
 // specReader turns a fileSpec into a Definition, gathering problems.
 type specReader struct {
@@ -170,6 +178,10 @@ func (r *specReader) action(path string, a actionSpec, agent string, async bool)
 		r.add(path+".name", "duplicate step %q: every step and undo action needs its own name", a.Name)
 	}
 	r.seen[a.Name] = true
+	if a.Action != "" && !serviceActionRE.MatchString(a.Action) {
+		r.add(path+".action", "%q: an action is 1-%d letters, digits or _.:~- (the last segment of its POST's path, "+
+			"carried by every request of the step)", a.Action, MaxActionBytes)
+	}
 	if _, ok := r.f.Agents[out.Agent]; !ok {
 		r.add(path+".agent", "unknown agent %q: declare it under agents", out.Agent)
 	}
