@@ -119,7 +119,7 @@ const MinWriteWait = 100 * time.Millisecond
 // MaxRefusalBytes bounds a refusal's reason as the Agent records and replies
 // it: what it says, and message.MaxReasonQuote of what its service
 // answered.
-const MaxRefusalBytes = 2 * message.MaxReasonQuote
+const MaxRefusalBytes = message.MaxErrorBytes
 
 // seal is result sealed under the data key of the order stored as order, if
 // that is sealed, in the form its payload store keeps it in (over the

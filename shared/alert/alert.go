@@ -5,7 +5,6 @@ package alert
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -45,6 +44,13 @@ type Failure struct {
 // MaxLastErrorBytes bounds a Failure's LastError.
 const MaxLastErrorBytes = 4 * message.MaxReasonQuote
 
+// SNS's bounds on what the alerter publishes: a message of 256 KiB, a
+// subject of fewer than 100 characters (ASCII, for an email).
+const (
+	MaxMessageBytes = 256 << 10
+	MaxSubjectBytes = 99
+)
+
 // Alerter emits the metric and publishes the event.
 type Alerter struct {
 	api      API
@@ -76,8 +82,11 @@ func (a *Alerter) StepFailed(ctx context.Context, f Failure) error {
 	case workflow.Held:
 		a.metrics.Count(metrics.OrdersHeld, 1, map[string]any{"OrderID": f.OrderID})
 	}
-	body, _ := json.Marshal(f) // plain values only
-	_, err := a.api.Publish(ctx, &sns.PublishInput{
+	body, err := message.Encode(f, MaxMessageBytes) // at most 32 KB: its LastError escaped at its worst, six times
+	if err != nil {
+		return fmt.Errorf("publish failure of %s/%s: %w", f.OrderID, f.StepName, err)
+	}
+	_, err = a.api.Publish(ctx, &sns.PublishInput{
 		TopicArn: aws.String(a.topicARN),
 		Subject:  aws.String(subject(f)),
 		Message:  aws.String(string(body)),
@@ -97,8 +106,8 @@ func subject(f Failure) string {
 	if f.Undo {
 		s = fmt.Sprintf("Order %s: undo %s did not happen", f.OrderID, f.StepName)
 	}
-	if len(s) > 100 { // SNS subject limit
-		s = s[:100]
+	if len(s) > MaxSubjectBytes { // an order's id and a step's name are ASCII (their patterns)
+		s = s[:MaxSubjectBytes]
 	}
 	return s
 }

@@ -36,3 +36,32 @@ func TestAnAlertsLastErrorIsBounded(t *testing.T) {
 	require.LessOrEqual(t, len(f.LastError), alert.MaxLastErrorBytes)
 	require.Less(t, len(tp.published[0]), 8<<10)
 }
+
+type subjects struct{ topic }
+
+func (t *subjects) Publish(ctx context.Context, in *sns.PublishInput, o ...func(*sns.Options)) (*sns.PublishOutput, error) {
+	t.published = append(t.published, *in.Subject)
+	return t.topic.Publish(ctx, in, o...)
+}
+
+// An alert at its largest (an order's id and a step's name at their
+// longest, a last error of control bytes and invalid UTF-8, six bytes each
+// once encoded) is within SNS's bounds as it travels: its message under
+// 256 KiB and decoded back, its subject under 100 characters (SNS takes
+// fewer than 100: it was cut at 100).
+func TestAnAlertAtItsLargestIsWithinSNSsBounds(t *testing.T) {
+	tp := &subjects{}
+	a := alert.New(tp, "arn:aws:sns:us-east-1:000000000000:alerts", metrics.New(metrics.NewTally(), "scheduler"))
+	f := alert.Failure{OrderID: strings.Repeat("o", 64), StepName: strings.Repeat("s", 64), Undo: true,
+		OrderState: workflow.CompensationFailed, LastError: strings.Repeat("\x01<&\xff", 100<<10)}
+	require.NoError(t, a.StepFailed(context.Background(), f))
+	require.Len(t, tp.published, 2)
+	subject, body := tp.published[0], tp.published[1]
+	require.LessOrEqual(t, len(subject), alert.MaxSubjectBytes)
+	require.LessOrEqual(t, len(body), alert.MaxMessageBytes)
+	t.Logf("the largest alert: %d bytes, its subject %d", len(body), len(subject))
+	var got alert.Failure
+	require.NoError(t, json.Unmarshal([]byte(body), &got))
+	require.True(t, strings.HasPrefix(got.LastError, "\x01<&\ufffd"), "its control bytes kept, its invalid UTF-8 replaced, <& as they are")
+	require.Contains(t, body, `"lastError":"\u0001<&\ufffd`, "nothing escaped for HTML")
+}

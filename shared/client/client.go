@@ -291,5 +291,5 @@ func encode(v any) (json.RawMessage, error) {
 		}
 		return x, nil
 	}
-	return json.Marshal(v)
+	return message.Encode(v, 0) // as the product encodes its own: nothing escaped for HTML
 }

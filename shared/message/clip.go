@@ -8,6 +8,12 @@ import "unicode/utf8"
 // of its own; the state item keeps less (statestore.MaxErrorBytes).
 const MaxReasonQuote = 1024
 
+// MaxErrorBytes bounds the error a work message or a status carries: a
+// refusal's reason as an Agent replies it (agent.MaxRefusalBytes), what it
+// says and what it quotes. Escaped at its worst (control bytes) it is six
+// times as long in the message (MaxEnvelopeBytes).
+const MaxErrorBytes = 2 * MaxReasonQuote
+
 // Clip is s cut to at most n bytes, on a character boundary, ending in "…"
 // when cut.
 func Clip(s string, n int) string {

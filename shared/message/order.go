@@ -90,6 +90,9 @@ func DecodeOrder(body string) (Order, error) {
 	return o, o.Validate()
 }
 
+// MaxReplyQueueBytes bounds an order's replyQueue.
+const MaxReplyQueueBytes = 512
+
 // Validate checks the members of the order the product reads.
 func (o Order) Validate() error {
 	if !idPattern.MatchString(o.OrderID) {
@@ -98,7 +101,7 @@ func (o Order) Validate() error {
 	if o.Workflow != "" && !workflowPattern.MatchString(o.Workflow) {
 		return Invalid("order %s: workflow %q is not a workflow's name", o.OrderID, truncate(o.Workflow))
 	}
-	if len(o.ReplyQueue) > 512 || strings.ContainsAny(o.ReplyQueue, " \t\n") {
+	if len(o.ReplyQueue) > MaxReplyQueueBytes || strings.ContainsAny(o.ReplyQueue, " \t\n") {
 		return Invalid("order %s: replyQueue is not a queue URL", o.OrderID)
 	}
 	return nil

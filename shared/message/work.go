@@ -8,11 +8,21 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// MaxWorkBytes is the largest scheduler or agent message accepted: a reply
-// carries the order and the step's result (each inline at its largest, or
-// its claim check), and the envelope. SQS takes up to 256 KB (and bills
-// each started 64 KB as a request: only a large result costs more).
-const MaxWorkBytes = 2*payload.MaxInline + 4*1024
+// MaxEnvelopeBytes bounds what a work message or a status carries beside
+// its order and its result: every other field at its longest, escaped at
+// its worst as Encode writes it (an error of MaxErrorBytes and a reply
+// queue of MaxReplyQueueBytes, of control bytes, six bytes each; the
+// records a reply makes ready, up to workflow.MaxRecords; the numbers at
+// their largest). TestTheLargestEnvelopeFitsItsBound builds it: 30 KB.
+const MaxEnvelopeBytes = 32 << 10
+
+// MaxWorkBytes is the largest scheduler or agent message (and status
+// notification) accepted: a reply carries the order and the step's result
+// (each inline at its largest, payload.MaxInline as it travels, or its
+// claim check), and the envelope. SQS takes up to 256 KiB with the
+// message's attributes (and bills each started 64 KB as a request: only a
+// large result costs more); queue.Sender refuses to send a body over it.
+const MaxWorkBytes = 2*payload.MaxInline + MaxEnvelopeBytes
 
 // The kinds of message the Scheduler reads.
 const (

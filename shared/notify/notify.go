@@ -71,7 +71,7 @@ func (n *Notifier) Post(ctx context.Context, e Event) {
 	}
 	st := message.Status{Kind: message.KindStatus, OrderID: e.OrderID, Round: max(e.Round, 1),
 		Seq: workflow.Seq(max(e.Round, 1), e.Event, e.Ref), Event: string(e.Event), Step: e.Step,
-		State: string(e.State), Error: e.Error, Result: e.Result, At: e.At.UTC()}
+		State: string(e.State), Error: message.Clip(e.Error, message.MaxErrorBytes), Result: e.Result, At: e.At.UTC()}
 	if err := n.send.SendJSON(ctx, e.ReplyQueue, st, 0); err != nil {
 		n.metrics.Count(metrics.NotificationsFailed, 1, map[string]any{"OrderID": e.OrderID})
 		n.log.Warn("status not sent", "order_id", e.OrderID, "event", e.Event, "err", err)

@@ -214,7 +214,7 @@ func (o *Operator) keep(ctx context.Context, orderID, bucket, what string, body 
 			return nil, err
 		}
 	}
-	if bucket == "" && (len(body) > p.Inline() || seal.IsObject(body)) {
+	if bucket == "" && (len(payload.Wire(body)) > p.Inline() || seal.IsObject(body)) { // weighed as Keep weighs it
 		return nil, fmt.Errorf("keep %s's %s (%d bytes, over the %d kept inline): %w", orderID, what, len(body), p.Inline(), ErrNoPayloadBucket)
 	}
 	kept, err := p.Keep(ctx, orderID, what, body, nil)

@@ -59,13 +59,13 @@ func (o *Operator) Signal(ctx context.Context, orderID, event, eventID string, d
 	if eventID == "" {
 		eventID = newEventID()
 	}
-	body, err := json.Marshal(message.Event{Kind: message.KindEvent, OrderID: orderID, Event: event, EventID: eventID, Data: data})
+	body, err := message.Encode(message.Event{Kind: message.KindEvent, OrderID: orderID, Event: event, EventID: eventID, Data: data},
+		message.MaxEventBytes)
+	if errors.Is(err, message.ErrTooLarge) {
+		return Signalled{}, fmt.Errorf("%w: %w (its data at most a workflow's largest resultLimit)", ErrBadSignal, err)
+	}
 	if err != nil {
 		return Signalled{}, fmt.Errorf("%w: data: %w", ErrBadSignal, err)
-	}
-	if len(body) > message.MaxEventBytes {
-		return Signalled{}, fmt.Errorf("%w: it is %d bytes, over the %d an event may be (its data at most a workflow's largest resultLimit)",
-			ErrBadSignal, len(body), message.MaxEventBytes)
 	}
 	if _, err := message.DecodeOrdersMessage(string(body)); err != nil {
 		return Signalled{}, fmt.Errorf("%w: %s", ErrBadSignal, strings.TrimPrefix(err.Error(), "invalid message: "))

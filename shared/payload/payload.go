@@ -192,13 +192,17 @@ func (s *Store) Seal(k seal.Key, plain []byte, head map[string]string) ([]byte, 
 	return k.SealObject(plain)
 }
 
-// Keep returns body itself if it fits inline, and otherwise keeps it as
-// what of the order and returns its claim check (with head beside it); a
-// body sealed in the object form (Seal) is always kept. A body over Max
-// is an error: the caller refuses it before.
+// Keep returns body as it travels (Wire) if that fits inline, and
+// otherwise keeps body as what of the order and returns its claim check
+// (with head beside it); a body sealed in the object form (Seal) is always
+// kept. What stays inline is weighed as it travels in a message
+// (message.Encode writes a payload byte for byte): at most Inline bytes
+// on the wire. A body over Max is an error: the caller refuses it before.
 func (s *Store) Keep(ctx context.Context, orderID, what string, body []byte, head map[string]string) (json.RawMessage, error) {
-	if len(body) <= s.Inline() && !seal.IsObject(body) {
-		return body, nil
+	if !seal.IsObject(body) {
+		if wire := Wire(body); len(wire) <= s.Inline() {
+			return wire, nil
+		}
 	}
 	ref, err := s.Put(ctx, orderID, what, body)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -336,4 +337,37 @@ func (cannedObject) CopyObject(context.Context, *s3.CopyObjectInput, ...func(*s3
 }
 func (cannedObject) ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
 	return nil, errors.New("not kept here")
+}
+
+// What stays inline is weighed as it travels in a message: U+FFFE and
+// U+FFFF, which SQS refuses in a body, are escaped (six bytes for three),
+// and a payload whose escaped form is over the inline limit is kept in the
+// bucket. Weighed raw, 171 of them stayed inline at 521 bytes, and the
+// message carrying them was refused by SQS (or, escaped by its sender,
+// grew past what the limit promised).
+func TestAPayloadIsWeighedAsItTravels(t *testing.T) {
+	t.Parallel()
+	api, b := bucket(t)
+	s := payload.New(api, b, 1024)
+	ctx := context.Background()
+	doc := func(n int) []byte {
+		return []byte(`{"a":"` + strings.Repeat("\uffff", n/2) + strings.Repeat("\ufffe", n-n/2) + `"}`)
+	}
+
+	fits := doc(169) // 515 bytes raw, 1,022 escaped
+	kept, err := s.Keep(ctx, "o-1", "order", fits, nil)
+	require.NoError(t, err)
+	require.Len(t, kept, 1022, "inline, escaped")
+	require.NotContains(t, string(kept), "\uffff")
+	var a, b2 map[string]string
+	require.NoError(t, json.Unmarshal(kept, &a))
+	require.NoError(t, json.Unmarshal(fits, &b2))
+	require.Equal(t, b2, a, "the same JSON")
+
+	over := doc(171) // 521 bytes raw, 1,034 escaped
+	check, err := s.Keep(ctx, "o-1", "order", over, nil)
+	require.NoError(t, err)
+	ref, ok := payload.Parse(check)
+	require.True(t, ok, "kept in the bucket")
+	require.Equal(t, len(over), ref.Bytes)
 }

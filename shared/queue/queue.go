@@ -3,7 +3,6 @@ package queue
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/tracing"
 )
 
@@ -32,13 +32,18 @@ func NewSender(api API) *Sender { return &Sender{api: api} }
 // WithBuffer).
 func (s *Sender) NewBuffer() *Buffer { return &Buffer{api: s.api} }
 
-// SendJSON sends v, JSON-encoded, to the queue, delivered after delay
-// (rounded up to whole seconds, at most 15 minutes). With a context from
-// WithBuffer, the message waits in the buffer until it is flushed.
+// SendJSON sends v, encoded as every product message is (message.Encode),
+// to the queue, delivered after delay (rounded up to whole seconds, at most
+// 15 minutes). With a context from WithBuffer, the message waits in the
+// buffer until it is flushed. Every message it sends is read with the
+// limit of a work message (message.MaxWorkBytes: the Scheduler's, an
+// Agent's and a status reader's decoders), well within SQS's 256 KiB with
+// its attributes: a body over it is an error that says so, never sent to
+// be refused by its reader.
 func (s *Sender) SendJSON(ctx context.Context, queueURL string, v any, delay time.Duration) error {
-	body, err := json.Marshal(v)
+	body, err := message.Encode(v, message.MaxWorkBytes)
 	if err != nil {
-		return fmt.Errorf("encode message for %s: %w", queueURL, err)
+		return fmt.Errorf("message for %s: %w", queueURL, err)
 	}
 	secs := min(max(int32((delay+time.Second-1)/time.Second), 0), 900)
 	attrs := tracing.Attributes(ctx) // the order's trace goes on in whoever takes it

@@ -125,7 +125,7 @@ func (h *Handler) resealEvent(ctx context.Context, key string, e message.Event, 
 			}
 		}
 		e.Data = stored
-		b, err := json.Marshal(e)
+		b, err := message.Encode(e, 0)
 		if err != nil {
 			return err
 		}
