@@ -60,7 +60,10 @@ func (h *Handler) holdSlot(ctx context.Context, st *statestore.Step, req message
 	if hold.Held {
 		return slotWait{held: true}, nil
 	}
-	line, err := json.Marshal(waiting(req, st.Round, key))
+	line, err := message.Encode(req.Waiting(st.Round, key), flow.MaxWaiterRequestBytes)
+	if errors.Is(err, message.ErrTooLarge) {
+		return slotWait{wait: KeyWait, why: fmt.Sprintf("waiting for a slot of key %q (its request too large for its line)", key)}, nil
+	}
 	if err != nil {
 		return slotWait{}, fmt.Errorf("encode %s's place in line: %w", st.OrderID, err)
 	}
@@ -152,13 +155,6 @@ func (h *Handler) leaveLine(ctx context.Context, req message.AgentRequest) {
 		return // another request of it runs it, or will: it keeps its place
 	}
 	h.leave(ctx, req.OrderID, req.Slot, flow.WaiterID(req.OrderID, req.Ref(), max(req.Round, 1)))
-}
-
-// waiting is the request a call keeps in its key's line: what starts it
-// again, without the order (the Agent reads it), naming its key.
-func waiting(req message.AgentRequest, round int, key string) message.AgentRequest {
-	return message.AgentRequest{OrderID: req.OrderID, Step: req.Step, Undo: req.Undo, Item: req.Item, StepName: req.StepName,
-		Action: req.Action, Workflow: req.Workflow, Version: req.Version, Round: round, Slot: key}
 }
 
 // ordinal is n as 1st, 2nd, 3rd, 4th….

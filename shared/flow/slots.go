@@ -55,8 +55,14 @@ const (
 	MaxLineBytes = 200 << 10
 	// MaxWaiterIDBytes is the longest waiter ID (WaiterID's are shorter).
 	MaxWaiterIDBytes = 128
-	// MaxWaiterRequestBytes is the largest request a waiter keeps in line.
-	MaxWaiterRequestBytes = 300
+	// MaxWaiterRequestBytes is the largest request a waiter keeps in line:
+	// the largest an Agent makes (message.AgentRequest.Waiting, as
+	// message.Encode writes it), its key of MaxKeyBytes each escaped to six
+	// bytes (a control byte: \u0001) and its other fields at their longest
+	// (300 bytes: TestTheLongestRequestKeepsItsPlaceInLine), with room to
+	// spare. A request over it would never get its place in line: every
+	// later call with a shorter request would overtake it.
+	MaxWaiterRequestBytes = 6*MaxKeyBytes + 512
 )
 
 // ErrWaiterTooLarge is Wait's answer to a waiter whose ID or request is over

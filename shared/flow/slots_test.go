@@ -614,7 +614,8 @@ func TestAFullLineKeepsTheItemWellUnder400KB(t *testing.T) {
 		}
 		size := itemBytes(tb.item(t, "payment", "c-1"))
 		t.Logf("%d holders, %d waiters queued: the item is %d bytes", workflow.MaxInFlightPerKey, queued, size)
-		require.Greater(t, queued, 400, "hundreds of the largest waiters")
+		largest := len(id(0)) + flow.MaxWaiterRequestBytes + 32 // a waiter's bytes in line (waiting.bytes)
+		require.GreaterOrEqual(t, queued, flow.MaxLineBytes/largest, "as many of the largest waiters as the line's bytes take")
 		require.Less(t, size, 340_000, "well under 400 KB")
 		handed, err := s.Let(ctx, "payment", "c-1", last, t0)
 		require.NoError(t, err)

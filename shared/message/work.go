@@ -97,6 +97,18 @@ func (r AgentRequest) Ref() workflow.Ref {
 	return workflow.Ref{Index: r.Step, Undo: r.Undo, Item: r.Item}
 }
 
+// Waiting is the request a call keeps in the line of its agent's key (its
+// Slot), for round: what starts it again, without the order (its Agent
+// reads it) and without its service's action (the claimed record names
+// it). Each of its fields is bounded (an order's id, a step's name, a
+// workflow's name and version by their patterns, the numbers by their
+// type, the key by flow.MaxKeyBytes), so that the largest, encoded as it
+// is kept (Encode), fits flow.MaxWaiterRequestBytes.
+func (r AgentRequest) Waiting(round int, key string) AgentRequest {
+	return AgentRequest{OrderID: r.OrderID, Step: r.Step, Undo: r.Undo, Item: r.Item, StepName: r.StepName,
+		Workflow: r.Workflow, Version: r.Version, Round: round, Slot: key}
+}
+
 // AgentReply is an Agent's answer for one attempt of a step.
 type AgentReply struct {
 	Kind     string          `json:"kind"` // KindReply
