@@ -162,6 +162,37 @@ func messageSize(t *testing.T, tg Target) {
 	require.Contains(t, api.ErrorMessage(), "262144", "the message names the limit")
 }
 
+// charactersTaken: a body and an attribute's value with any character SQS
+// takes (U+FFFD among them, tab, DEL, the last of each range) are taken and
+// received as sent.
+func charactersTaken(t *testing.T, tg Target) {
+	ctx, c := context.Background(), tg.SQS
+	url := newQueue(t, c, nil)
+	body := "a\ufffdb\t\n\r \u007f\ud7ff\ue000\U0010ffff<&>"
+	_, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: &body,
+		MessageAttributes: map[string]types.MessageAttributeValue{"Why": {DataType: aws.String("String"), StringValue: &body}}})
+	require.NoError(t, err)
+	got := receiveWithin(t, c, url, 1, 10*time.Second)
+	require.Equal(t, body, aws.ToString(got[0].Body))
+	require.Equal(t, body, aws.ToString(got[0].MessageAttributes["Why"].StringValue))
+}
+
+// charactersRefused: a body or an attribute's value with a character SQS
+// does not take (a control byte, U+FFFF) is refused, nothing sent.
+func charactersRefused(t *testing.T, tg Target) {
+	ctx, c := context.Background(), tg.SQS
+	url := newQueue(t, c, nil)
+	for _, bad := range []string{"a\x01b", "a\uffffb"} {
+		_, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: &bad})
+		var api smithy.APIError
+		require.ErrorAs(t, err, &api, "%q", bad)
+		_, err = c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("ok"),
+			MessageAttributes: map[string]types.MessageAttributeValue{"Why": {DataType: aws.String("String"), StringValue: &bad}}})
+		require.ErrorAs(t, err, &api, "an attribute: %q", bad)
+	}
+	require.Equal(t, [3]int{}, depth(t, c, url), "nothing sent")
+}
+
 // longPoll: a receive waiting on an empty queue answers as soon as a
 // message arrives, not at the end of its wait; one on a queue that stays
 // empty answers empty after its wait.

@@ -35,6 +35,8 @@ type Target struct {
 var MotoGaps = map[string]string{
 	"send batch partial failure": "moto answers a failed entry's SenderFault as the string \"true\", " +
 		"which the SDK cannot read: the whole SendMessageBatch call fails with a deserialization error",
+	"characters refused": "moto takes a body or an attribute with any character (SQS refuses those outside its set: " +
+		"InvalidMessageContents)",
 }
 
 // Run runs every case against the target, in parallel.
@@ -54,6 +56,8 @@ func Run(t *testing.T, tg Target) {
 		"topic to queue":             topicToQueue,
 		"change visibility":          changeVisibility,
 		"attribute wildcard":         attributeNames,
+		"characters taken":           charactersTaken,
+		"characters refused":         charactersRefused,
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

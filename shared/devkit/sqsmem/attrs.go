@@ -10,7 +10,9 @@ import (
 )
 
 // checkAttrs refuses message attributes SQS refuses: a missing or unknown
-// data type, a value missing, more than ten.
+// data type, a value missing, more than ten, a string value with a
+// character a body may not have (SQS: "the same restrictions on the
+// content as the message body").
 func checkAttrs(attrs map[string]attrValue) error {
 	if len(attrs) > 10 {
 		return invalidParameter("Number of message attributes [%d] exceeds the allowed maximum [10].", len(attrs))
@@ -26,6 +28,8 @@ func checkAttrs(attrs map[string]attrValue) error {
 			return invalidParameter("The message attribute '%s' with type 'Binary' must use field 'Binary'.", name)
 		case base != "Binary" && (v.StringValue == nil || *v.StringValue == ""):
 			return invalidParameter("The message attribute '%s' must contain non-empty message attribute value for message attribute type '%s'.", name, base)
+		case base != "Binary" && !validBody(*v.StringValue):
+			return invalidParameter("Message attribute '%s' contains invalid characters.", name)
 		}
 	}
 	return nil

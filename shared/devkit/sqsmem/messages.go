@@ -141,13 +141,18 @@ func (s *Server) newMessage(q *queue, in sendInput) (*message, error) {
 	return m, nil
 }
 
-// validBody says whether every character of a body is one SQS takes.
+// validBody says whether b is UTF-8 whose every character is one SQS takes
+// (#x9, #xA, #xD, #x20-#xD7FF, #xE000-#xFFFD, #x10000-#x10FFFF): U+FFFD
+// itself is one (ranging over a string yields it for an invalid byte too,
+// so the two are told apart by the byte's size).
 func validBody(b string) bool {
-	for _, r := range b {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRuneInString(b[i:])
 		switch {
-		case r == utf8.RuneError, r < 0x20 && r != 0x9 && r != 0xA && r != 0xD, r >= 0xD800 && r < 0xE000, r == 0xFFFE, r == 0xFFFF:
+		case r == utf8.RuneError && size == 1, r < 0x20 && r != 0x9 && r != 0xA && r != 0xD, r == 0xFFFE, r == 0xFFFF:
 			return false
 		}
+		i += size
 	}
 	return true
 }
