@@ -87,14 +87,18 @@ func resources(st awscdk.Stack, p Props) *Resources {
 		return props
 	}
 	for _, q := range t.Queues() {
+		// A DLQ takes more than its queue: a message refused there as its
+		// queue took it carries its reason beside it.
 		dlq := awssqs.NewQueue(st, jsii.String(q.DLQName), encrypted(&awssqs.QueueProps{
 			QueueName: jsii.String(q.DLQName), RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+			MaxMessageSizeBytes: jsii.Number(float64(q.DLQMaxMessageBytes)),
 		}))
 		r.Queues[q.DLQName] = dlq
 		r.Queues[q.Name] = awssqs.NewQueue(st, jsii.String(q.Name), encrypted(&awssqs.QueueProps{
-			QueueName:         jsii.String(q.Name),
-			VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(q.VisibilityTimeout.Seconds())),
-			DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(float64(q.MaxReceiveCount))},
+			QueueName:           jsii.String(q.Name),
+			MaxMessageSizeBytes: jsii.Number(float64(q.MaxMessageBytes)),
+			VisibilityTimeout:   awscdk.Duration_Seconds(jsii.Number(q.VisibilityTimeout.Seconds())),
+			DeadLetterQueue:     &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(float64(q.MaxReceiveCount))},
 		}))
 	}
 	topic := func(id, name string) awssns.Topic {

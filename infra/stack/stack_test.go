@@ -156,6 +156,11 @@ func TestQueuesHaveDLQsVisibilityAndEncryption(t *testing.T) {
 		require.NotNil(t, rp["deadLetterTargetArn"])
 		require.Nil(t, dlq["RedrivePolicy"])
 		require.EqualValues(t, 14*24*3600, dlq["MessageRetentionPeriod"])
+		// A message its queue took at its largest, refused to its DLQ with
+		// its RejectReason and SourceQueue, fits (SQS's default was 256 KiB
+		// for both: a body at it no longer fitted with its reason).
+		require.EqualValues(t, 256<<10, work["MaximumMessageSize"], q.Name)
+		require.EqualValues(t, 1<<20, dlq["MaximumMessageSize"], q.DLQName)
 	}
 	inbox := byName[props.Topology.AlertInbox()]
 	require.NotNil(t, inbox, "the alert inbox")

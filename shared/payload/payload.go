@@ -33,6 +33,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/sas-go/sas/shared/seal"
+	"github.com/sas-go/sas/shared/topology"
 )
 
 // The sizes a payload may have.
@@ -547,10 +548,10 @@ func (s *Store) Fetch(ctx context.Context, bucket, key string, limit int) ([]byt
 	return b, err
 }
 
-// MaxMessageBytes is the largest SQS message (256 KiB, its attributes
-// counted): a sender offloads a larger body, as the Extended Client
-// libraries do (Offload).
-const MaxMessageBytes = 256 << 10
+// MaxMessageBytes is the largest message a work queue takes (256 KiB, its
+// attributes counted: topology.MaxMessageBytes): a sender offloads a larger
+// body, as the Extended Client libraries do (Offload).
+const MaxMessageBytes = topology.MaxMessageBytes
 
 // pointerType names the Extended Client's pointer in its message;
 // legacyPointerType, the Java library's first versions' (and Python's,

@@ -60,12 +60,17 @@ func (s *Sender) SendJSON(ctx context.Context, queueURL string, v any, delay tim
 	return nil
 }
 
+// MaxRejectReasonBytes bounds a rejected message's RejectReason attribute
+// as it travels: escaped (RejectReasonText), then cut on a character's
+// boundary. With it and SourceQueue, a body its queue took at its largest
+// fits its dead-letter queue (topology.DLQMaxMessageBytes).
+const MaxRejectReasonBytes = 1024
+
 // Reject sends a message that can never succeed to a dead-letter queue, as
-// it was, with the reason and its source as message attributes.
+// it was, with the reason (RejectReasonText, at most MaxRejectReasonBytes)
+// and its source as message attributes.
 func (s *Sender) Reject(ctx context.Context, dlqURL, body, source, reason string) error {
-	if len(reason) > 1024 {
-		reason = reason[:1024]
-	}
+	reason = message.Clip(RejectReasonText(reason), MaxRejectReasonBytes)
 	_, err := s.api.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl: aws.String(dlqURL), MessageBody: aws.String(body),
 		MessageAttributes: map[string]types.MessageAttributeValue{

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -27,12 +28,16 @@ import (
 type wire struct {
 	mu     sync.Mutex
 	bodies []string
+	why    []string // each message's RejectReason, if it has one
 }
 
 func (w *wire) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.bodies = append(w.bodies, aws.ToString(in.MessageBody))
+	if r, ok := in.MessageAttributes["RejectReason"]; ok {
+		w.why = append(w.why, aws.ToString(r.StringValue))
+	}
 	return &sqs.SendMessageOutput{}, nil
 }
 
@@ -135,4 +140,26 @@ func TestAStatusAtItsLargestIsTaken(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, string(result), string(st.Result))
 	require.LessOrEqual(t, len(st.Error), message.MaxErrorBytes)
+}
+
+// A rejected message's reason is escaped as an attribute can carry it and
+// cut on a character's boundary at MaxRejectReasonBytes (it was cut in the
+// middle of a character, and sent with control bytes SQS refuses).
+func TestARejectReasonIsEscapedAndCutOnACharacter(t *testing.T) {
+	t.Parallel()
+	w := &wire{}
+	s := queue.NewSender(w)
+	for _, reason := range []string{
+		strings.Repeat("x", queue.MaxRejectReasonBytes-1) + "é",
+		"bad JSON: \x01\x1f\xff\uffff" + strings.Repeat("é", 2000),
+	} {
+		require.NoError(t, s.Reject(context.Background(), "dlq", "body", "src", reason))
+	}
+	require.Len(t, w.why, 2)
+	for _, why := range w.why {
+		require.LessOrEqual(t, len(why), queue.MaxRejectReasonBytes)
+		require.True(t, utf8.ValidString(why), why)
+		require.Equal(t, why, queue.RejectReasonText(why), "nothing SQS refuses")
+	}
+	require.True(t, strings.HasPrefix(w.why[1], `bad JSON: \u0001\u001f\xff\uffffé`), w.why[1])
 }

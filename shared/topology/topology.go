@@ -54,6 +54,21 @@ const (
 	Supervisor Consumer = "supervisor"
 )
 
+// The queues' sizes (SQS's MaximumMessageSize: a message's body and its
+// attributes' names, types and values).
+const (
+	// MaxMessageBytes is the largest message a work queue takes: SQS's
+	// classic bound, within which the product keeps every message it sends
+	// (a larger payload travels as its claim check, a larger order or event
+	// by pointer: payload.MaxMessageBytes).
+	MaxMessageBytes = 256 << 10
+	// DLQMaxMessageBytes is the largest a dead-letter queue takes: SQS's
+	// largest (1 MiB since 2025), so that a message refused there as its
+	// queue took it, with its RejectReason and SourceQueue beside it
+	// (queue.Sender.Reject), always fits, and SQS's own redrive too.
+	DLQMaxMessageBytes = 1 << 20
+)
+
 // Queue is a work queue and its dead-letter queue.
 type Queue struct {
 	Name              string
@@ -62,6 +77,9 @@ type Queue struct {
 	Agent             string // for agent queues: which agent
 	VisibilityTimeout time.Duration
 	MaxReceiveCount   int
+	// MaxMessageBytes and DLQMaxMessageBytes are the queue's and its
+	// DLQ's MaximumMessageSize.
+	MaxMessageBytes, DLQMaxMessageBytes int
 }
 
 // Function memory sizes (MB). The handlers are I/O-bound Go: 256 MB buys the
@@ -162,7 +180,8 @@ func (t Topology) queue(name string, c Consumer, agent string) Queue {
 	}
 	n := t.Prefix + "-" + name
 	return Queue{Name: n, DLQName: n + "-dlq", Consumer: c, Agent: agent,
-		VisibilityTimeout: vis, MaxReceiveCount: t.MaxReceiveCount}
+		VisibilityTimeout: vis, MaxReceiveCount: t.MaxReceiveCount,
+		MaxMessageBytes: MaxMessageBytes, DLQMaxMessageBytes: DLQMaxMessageBytes}
 }
 
 // OrdersQueue is where clients send orders; Submission reads it.

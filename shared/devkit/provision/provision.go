@@ -23,7 +23,6 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sas-go/sas/shared/awsclient"
-	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/topology"
 )
 
@@ -47,11 +46,9 @@ func Ensure(ctx context.Context, c *awsclient.Clients, t topology.Topology) (*Re
 	if err := EnsureTables(ctx, c.DynamoDB, t); err != nil {
 		return nil, err
 	}
-	res := &Resources{QueueURLs: map[string]string{}, QueueARNs: map[string]string{}}
-	for _, q := range t.Queues() {
-		if err := ensureQueue(ctx, c.SQS, q, res); err != nil {
-			return nil, err
-		}
+	res, err := EnsureQueues(ctx, c.SQS, t.Queues())
+	if err != nil {
+		return nil, err
 	}
 	topic, err := c.SNS.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(t.AlertTopic())})
 	if err != nil {
@@ -180,9 +177,23 @@ func StateTableInput(t topology.Topology) *dynamodb.CreateTableInput {
 	}
 }
 
+// EnsureQueues creates the queues and their DLQs, as the topology sizes
+// them, unless they exist (then it brings them to those attributes).
+func EnsureQueues(ctx context.Context, api *sqs.Client, qs []topology.Queue) (*Resources, error) {
+	res := &Resources{QueueURLs: map[string]string{}, QueueARNs: map[string]string{}}
+	for _, q := range qs {
+		if err := ensureQueue(ctx, api, q, res); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
 func ensureQueue(ctx context.Context, api *sqs.Client, q topology.Queue, res *Resources) error {
 	dlqURL, dlqARN, err := createQueue(ctx, api, q.DLQName, map[string]string{
 		string(sqstypes.QueueAttributeNameMessageRetentionPeriod): strconv.Itoa(14 * 24 * 3600),
+		// Room for a message its queue took, refused with its reason.
+		string(sqstypes.QueueAttributeNameMaximumMessageSize): strconv.Itoa(q.DLQMaxMessageBytes),
 	})
 	if err != nil {
 		return err
@@ -192,7 +203,7 @@ func ensureQueue(ctx context.Context, api *sqs.Client, q topology.Queue, res *Re
 		// SQS's classic bound, which the product keeps every message within
 		// (a payload over it travels by claim check): held here, a message
 		// over it fails the test or the local run that sends it.
-		string(sqstypes.QueueAttributeNameMaximumMessageSize): strconv.Itoa(payload.MaxMessageBytes),
+		string(sqstypes.QueueAttributeNameMaximumMessageSize): strconv.Itoa(q.MaxMessageBytes),
 		string(sqstypes.QueueAttributeNameVisibilityTimeout):  strconv.Itoa(int(q.VisibilityTimeout.Seconds())),
 		string(sqstypes.QueueAttributeNameRedrivePolicy): fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":%d}`,
 			dlqARN, q.MaxReceiveCount),
