@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -216,4 +217,14 @@ func TestAGivenBackReplyIsTaken(t *testing.T) {
 	require.NoError(t, err)
 	_, err = message.DecodeSchedulerMessage(string(b))
 	require.ErrorContains(t, err, "not ok but no error given")
+}
+
+// A reason quotes at most 80 bytes of a value it names, cut on a character:
+// it was cut inside one, and the reason was not UTF-8.
+func TestAReasonQuotesAValueCutOnACharacter(t *testing.T) {
+	t.Parallel()
+	_, err := message.DecodeOrder(`{"orderId":"x` + strings.Repeat("é", 60) + `"}`)
+	require.Error(t, err)
+	require.True(t, utf8.ValidString(err.Error()), err.Error())
+	require.Contains(t, err.Error(), `"x`+strings.Repeat("é", 38)+"…")
 }

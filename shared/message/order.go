@@ -124,12 +124,9 @@ func (o Order) MarshalJSON() ([]byte, error) {
 	}{o.OrderID, o.Workflow, o.ReplyQueue})
 }
 
-func truncate(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
-}
+// truncate is what a reason quotes of a value it names: at most 80 bytes,
+// cut on a character (a cut inside one made the reason invalid UTF-8).
+func truncate(s string) string { return Clip(s, 80) }
 
 // KindCancel marks a cancel message on the orders queue.
 const KindCancel = "cancel"
