@@ -72,6 +72,7 @@ const (
 	MaxIncidents        = 3
 )
 
-// clip is s cut to at most n bytes, on a character boundary, ending in "…"
-// when cut.
-func clip(s string, n int) string { return message.Clip(s, n) }
+// clip is s as DynamoDB keeps it (its bytes that are not UTF-8 each
+// U+FFFD, three bytes, as the SDK sends them) cut to at most n bytes, on a
+// character boundary, ending in "…" when cut: weighed as it is kept.
+func clip(s string, n int) string { return message.Clip(strings.ToValidUTF8(s, "\uFFFD"), n) }

@@ -225,16 +225,18 @@ func finish(t *testing.T, s *statestore.Store, d workflow.Definition, st statest
 }
 
 // staysSmall: every service of the largest order answers each failure with
-// a page of 8 KB. Each of the forEach step's 100 items is refused with the
-// page (a tenth of them recovered by the Supervisor first); the first undo
-// action is refused with it too. Every text kept is cut, and the state item stays
-// under 100 KB.
+// a page of 8 KB, whose first hundred bytes are not UTF-8 (DynamoDB keeps
+// each as U+FFFD, three bytes: a text weighed before that was kept up to
+// three times its bound). Each of the forEach step's 100 items is refused
+// with the page (a tenth of them recovered by the Supervisor first); the
+// first undo action is refused with it too. Every text kept is cut, as it
+// is kept, and the state item stays under 100 KB.
 func staysSmall(t *testing.T, s *statestore.Store, m *measured) {
 	ctx := context.Background()
 	d, items, order := largest()
 	_, err := s.Submit(ctx, statestore.Submission{OrderID: "o-big", Order: order, Workflow: d, Items: items, Now: t0})
 	require.NoError(t, err)
-	page := strings.Repeat("é", 4096) // 8 KB, of two-byte characters: cut on a character's boundary
+	page := strings.Repeat("\xff", 100) + strings.Repeat("é", 4096) // 8 KB, of two-byte characters: cut on a character's boundary
 	rec := finish(t, s, d, claimedAs(t, s, "o-big", workflow.Ref{Index: 0}, t0), "", t0)
 	require.Len(t, rec.Ready, items[1])
 	var again []statestore.Step
