@@ -69,6 +69,7 @@ func (o *Operator) Submit(ctx context.Context, bodies []string) (Submitted, erro
 			res.Rejected = append(res.Rejected, Rejected{Item: i + 1, Reason: strings.TrimPrefix(refused.Error(), "invalid message: ")})
 			continue
 		}
+		b = asSent(b)
 		if len(b) > payload.MaxMessageBytes {
 			// As the SQS Extended Client sends it: kept in the payload
 			// bucket, a pointer to it on the queue.
@@ -139,6 +140,12 @@ func (o *Operator) admit(ctx context.Context, body string) (refused, err error) 
 	}
 	return nil, nil
 }
+
+// asSent is an order's body as Submit sends it: U+FFFE and U+FFFF (valid
+// JSON and UTF-8, which SQS refuses in a body) escaped, as the product's
+// own messages carry them (payload.Wire): the same order, a body SQS
+// takes, and the one Submission stores.
+func asSent(body string) string { return string(payload.Wire([]byte(body))) }
 
 // QueueNames are the short names redrive takes: orders, scheduler,
 // agent-<name>-requests, agent-<name>-responses.

@@ -2,9 +2,11 @@ package localrun_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -13,6 +15,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
@@ -180,4 +183,34 @@ func TestBadInputNeverBlocksGoodInput(t *testing.T) {
 	require.Contains(t, logs, "request dropped: nothing claimable")
 	require.Contains(t, logs, "reply of an attempt that is not current ignored")
 	require.NotContains(t, logs, "panicked", "no handler crashed")
+}
+
+// sasctl submit takes an order whose data holds U+FFFE or U+FFFF as they
+// are (valid JSON and UTF-8, which SQS refuses in a body): it sends them
+// escaped, as the product's own messages do, and the order is taken with
+// its data the same; the others of its batch are not refused with it.
+func TestAnOrderWithCharactersSQSRefusesIsSubmitted(t *testing.T) {
+	t.Parallel()
+	e, _ := largeEnv(t, largeFlow, nil)
+	op := operator.New(e.stack.Deployment.Clients, e.stack.Topology())
+	ctx := context.Background()
+	odd := "{\"orderId\":\"odd-chars\",\"workflow\":\"large\",\"answer\":10,\"doc\":\"d\uFFFE\uFFFF<&>\"}"
+	plain := `{"orderId":"plain-chars","workflow":"large","answer":10,"doc":"d"}`
+	since := time.Now()
+	res, err := op.Submit(ctx, []string{odd, plain})
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Sent)
+	verdicts, err := op.AwaitOrders(ctx, []string{odd, plain}, since, 60*time.Second, 200*time.Millisecond)
+	require.NoError(t, err)
+	for _, v := range verdicts {
+		require.Equal(t, operator.Taken, v.Verdict, "%+v", v)
+	}
+	e.waitEndedWithin([]string{"odd-chars", "plain-chars"}, 2*time.Minute)
+	stored, err := e.stack.Store.Order(ctx, "odd-chars")
+	require.NoError(t, err)
+	var o struct {
+		Doc string `json:"doc"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stored), &o))
+	require.Equal(t, "d\uFFFE\uFFFF<&>", o.Doc, "the same data, escaped on the way")
 }
