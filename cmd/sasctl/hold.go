@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/outcome"
 )
 
@@ -50,8 +52,8 @@ itself when the hold ends.`,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				d := outcome.HoldDecision{OrderID: args[0], Action: sp.action, Step: step, By: operatorName()}
 				if result != "" {
-					if !json.Valid([]byte(result)) {
-						return usageError{fmt.Errorf("--result is not JSON: %s", result)}
+					if !message.ValidJSON([]byte(result)) {
+						return usageError{fmt.Errorf("--result: %s: %s", operator.ResultNotJSON, result)}
 					}
 					d.Result = json.RawMessage(result)
 				}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
@@ -220,8 +221,8 @@ func (s *Server) act(r *http.Request, id, action string) (string, error) {
 func (s *Server) decideHeld(r *http.Request, id string, action outcome.HoldAction) (string, error) {
 	d := outcome.HoldDecision{OrderID: id, Action: action, Step: r.PostFormValue("step"), By: s.cfg.Who}
 	if text := strings.TrimSpace(r.PostFormValue("result")); text != "" {
-		if !json.Valid([]byte(text)) {
-			return "", &workflow.HeldError{Reason: "its result is not JSON: " + short(text, 60)}
+		if !message.ValidJSON([]byte(text)) {
+			return "", &workflow.HeldError{Reason: operator.ResultNotJSON + ": " + short(text, 60)}
 		}
 		d.Result = json.RawMessage(text)
 	}

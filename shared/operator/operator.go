@@ -23,6 +23,7 @@ import (
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/dispatch"
 	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/payload"
@@ -312,12 +313,22 @@ func cancelWhat(res statestore.Cancellation) string {
 	}
 }
 
+// ResultNotJSON is why a skip's result is refused when it is not JSON with
+// one meaning in UTF-8 (message.ValidJSON), as a service's answer is kept.
+const ResultNotJSON = "its result is not JSON with one meaning (valid UTF-8, no member twice)"
+
 // DecideHeld takes an operator's decision on a held order (outcome.Holds):
 // retry its held step, skip it with a result, or undo the order; then sends
 // the requests of what the decision made ready and tells the order's caller
 // if it ended. A decision the order cannot take is a *workflow.HeldError
 // with the reason.
 func (o *Operator) DecideHeld(ctx context.Context, d outcome.HoldDecision) (outcome.HoldDecided, error) {
+	if len(d.Result) > 0 && !message.ValidJSON(d.Result) {
+		// As an Agent keeps a service's answer: JSON with one meaning, in
+		// UTF-8 (a byte that is not would be kept as U+FFFD, other data
+		// than the one weighed; a member twice, read two ways).
+		return outcome.HoldDecided{}, &workflow.HeldError{Reason: ResultNotJSON}
+	}
 	if statestore.InProductForm(d.Result) {
 		// A claim check or sealed data the product did not make would be
 		// read back (or opened) by the steps after it, and name the bucket

@@ -69,6 +69,16 @@ func TestASkipsLargeResultGoesToTheBucketItsOrderNames(t *testing.T) {
 	_, err = operator.New(e.stack.Deployment.Clients, e.stack.Topology()).DecideHeld(ctx, forged)
 	require.ErrorAs(t, err, &held)
 	require.ErrorContains(t, err, "in the product's own form")
+	// Nor is one that is not JSON with one meaning in UTF-8, as an Agent
+	// keeps a service's answer: a byte that is not UTF-8 would be kept as
+	// U+FFFD (other data than weighed), a member twice read two ways.
+	for _, bad := range []string{"{\"a\":\"\xff\"}", `{"a":1,"a":2}`} {
+		odd := skip("skip-small")
+		odd.Result = json.RawMessage(bad)
+		_, err = operator.New(e.stack.Deployment.Clients, e.stack.Topology()).DecideHeld(ctx, odd)
+		require.ErrorAs(t, err, &held, bad)
+		require.ErrorContains(t, err, operator.ResultNotJSON)
+	}
 
 	none := operator.New(e.stack.Deployment.Clients, e.stack.Topology())
 	none.PayloadBucket = ""
