@@ -76,7 +76,7 @@ func TestAnOperatorRetriesSkipsOrUndoesAHeldOrder(t *testing.T) {
 	require.Equal(t, "sasctl retry: order o-hr is Processed, not held\n", errs)
 	code, _, errs = p.ctl("", "skip", "o-hr", "--result", "{nope")
 	require.Equal(t, 2, code)
-	require.Contains(t, errs, "--result is not JSON: {nope")
+	require.Contains(t, errs, "--result: its result is not JSON with one meaning (valid UTF-8, no member twice): {nope")
 	code, _, errs = p.ctl("", "undo", "o-none")
 	require.Equal(t, 1, code)
 	require.Equal(t, "sasctl undo: order o-none not found\n", errs)
