@@ -114,24 +114,33 @@ func (o *Order) turn(ref workflow.Ref) {
 
 // turn takes a turn of agent's rate limit now, if it has one: ok, or when
 // the next turn is (GCRA: a call may go while the schedule's theoretical
-// arrival time is at most a burst's tolerance, Burst-1 intervals, past now,
-// and it moves that time on to max(it, now) + one interval).
+// arrival time is at most a burst's tolerance past now, and it moves that
+// time on to max(it, now) + one interval; kept exactly, as the Agent keeps
+// it: a run of turns from its start, turn n at Span(n), so that 3/s puts
+// three calls into a second, never a fourth).
 func (k *Kit) turn(agent string) (ok bool, next time.Time) {
 	limit := k.def.AgentSpecs[agent].RateLimit
 	if limit.Calls == 0 {
 		return true, k.now
 	}
-	interval := limit.Interval()
-	tolerance := time.Duration(max(limit.Burst-1, 0)) * interval
-	tat, known := k.tat[agent]
+	tolerance := limit.Tolerance()
+	r, known := k.runs[agent]
+	tat := r.start.Add(limit.Span(r.turns))
 	if known && tat.After(k.now.Add(tolerance)) {
 		return false, tat.Add(-tolerance)
 	}
 	if !known || tat.Before(k.now) {
-		tat = k.now
+		r = run{start: k.now}
 	}
-	k.tat[agent] = tat.Add(interval)
+	r.turns++
+	k.runs[agent] = r
 	return true, k.now
+}
+
+// run is an agent's schedule: turns taken since start.
+type run struct {
+	start time.Time
+	turns int64
 }
 
 // letSlots lets go the slots whose attempts ended and hands each to the

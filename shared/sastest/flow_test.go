@@ -123,6 +123,14 @@ steps:
 		require.Equal(t, 1, charge.Attempts, "a call waiting for its turn is no failure")
 	}
 
+	third := kit(t, strings.Replace(flow, "5/s%s", "3/s", 1)) // an interval that is no whole number of nanoseconds
+	for _, id := range []string{"o-1", "o-2", "o-3", "o-4"} {
+		third.Submit(`{"orderId":"` + id + `"}`)
+	}
+	third.Run()
+	require.Equal(t, []time.Duration{0, 333_333_334, 666_666_667, time.Second}, ats(third.Calls("shop")),
+		"three calls in a second, the fourth a second after the first")
+
 	burst := kit(t, strings.Replace(flow, "%s", ", rateBurst: 3", 1))
 	for _, id := range []string{"o-1", "o-2", "o-3", "o-4", "o-5"} {
 		burst.Submit(`{"orderId":"` + id + `"}`)

@@ -124,8 +124,8 @@ type Kit struct {
 	orders   map[string]*Order
 	calls    []Call
 	tokens   map[string]token
-	keys     map[string]*keyLine  // each agent's key's slots and line (agent NUL key)
-	tat      map[string]time.Time // each agent's rate limit's theoretical arrival time
+	keys     map[string]*keyLine // each agent's key's slots and line (agent NUL key)
+	runs     map[string]run      // each agent's rate limit's schedule
 }
 
 type token struct {
@@ -162,7 +162,7 @@ func NewOf(t testing.TB, d workflow.Definition) *Kit {
 		t.Fatalf("sastest: %v", err)
 	}
 	return &Kit{t: t, def: d, handlers: map[string]Handler{}, now: Epoch, orders: map[string]*Order{}, tokens: map[string]token{},
-		keys: map[string]*keyLine{}, tat: map[string]time.Time{}}
+		keys: map[string]*keyLine{}, runs: map[string]run{}}
 }
 
 // Handle makes fn the service of agent: it answers every action of it. An

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"regexp"
 	"strconv"
 	"time"
@@ -164,8 +166,10 @@ type Agent struct {
 	// of up to a quarter of it at once, and at least 33 MB:
 	// payload.BudgetFor).
 	MemoryMB int `json:",omitempty"`
-	// RateLimit bounds its calls across every instance (zero: none): a
-	// call over it waits (flow.Gate), never fails.
+	// RateLimit bounds its calls across every instance (zero: none): no
+	// window of its period holds more than RateLimit.Most() of them at the
+	// moments they are admitted; a call over it waits (flow.Gate), never
+	// fails.
 	RateLimit Rate `json:",omitempty"`
 	// PerKey bounds its calls in flight per value of an expression over the
 	// step's document (nil: none): one per customer, say.
@@ -211,7 +215,9 @@ func (p PerKey) KeyFor(doc Document) (string, error) {
 
 // Rate is at most Calls calls every Per, with bursts of up to Burst calls
 // at once after a quiet spell (0 or 1: none: each call an interval after
-// the one before).
+// the one before). It means that no window of Per (half-open: [t, t+Per))
+// holds more than Most calls at the moments they are admitted: Calls, and
+// Burst-1 more with a burst.
 type Rate struct {
 	Calls int           `json:",omitempty"`
 	Per   time.Duration `json:",omitempty"`
@@ -221,8 +227,66 @@ type Rate struct {
 // MaxBurst is the largest burst a rate limit may allow.
 const MaxBurst = 10_000
 
-// Interval is the time between two calls at the rate.
+// Interval is the time between two calls at the rate, rounded down to the
+// nanosecond (1/3 s is 333,333,333 ns): a figure to print or to compare
+// with. A schedule of turns is kept with Span, which is exact: N turns
+// take Per, never a nanosecond less.
 func (r Rate) Interval() time.Duration { return r.Per / time.Duration(r.Calls) }
+
+// Span is how long n turns of the rate take from the first's moment: n
+// intervals of Per/Calls, exactly, rounded up to the nanosecond (a rate's
+// interval is rarely a whole number of them: 1 s/3, 1 s/99,999). Rounded
+// up once for the whole span, never interval by interval, so that turn i
+// of a schedule is at its start plus Span(i) and turns i and i+Calls are
+// exactly Per apart, whatever i: the schedule never drifts.
+func (r Rate) Span(n int64) time.Duration {
+	if n <= 0 || r.Calls <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(n), uint64(r.Per))
+	if hi >= uint64(r.Calls) { // over 292 years: no schedule reaches it
+		return time.Duration(math.MaxInt64)
+	}
+	q, rem := bits.Div64(hi, lo, uint64(r.Calls))
+	if rem > 0 {
+		q++
+	}
+	if q > math.MaxInt64 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(q)
+}
+
+// Tolerance is how far ahead of now a schedule may be booked while a call
+// still goes at once: Burst-1 intervals, rounded down to the nanosecond
+// (0 with no burst). Rounded down, so that a burst never lets one call
+// more through than Most.
+func (r Rate) Tolerance() time.Duration {
+	if r.Burst <= 1 || r.Calls <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(r.Burst-1), uint64(r.Per))
+	q, _ := bits.Div64(hi, lo, uint64(r.Calls)) // Burst-1 < Calls·2^64/Per: no overflow at MaxBurst
+	return time.Duration(q)
+}
+
+// Most is the most calls the rate lets into any window of Per: Calls, and
+// Burst-1 more with a burst.
+func (r Rate) Most() int { return r.Calls + max(r.Burst, 1) - 1 }
+
+// Meaning is what the rate promises, as a sentence's end: "at most 3 calls
+// in any second", "at most 1 call in any minute".
+func (r Rate) Meaning() string {
+	period := "second"
+	if r.Per == time.Minute {
+		period = "minute"
+	}
+	calls := "calls"
+	if r.Most() == 1 {
+		calls = "call"
+	}
+	return fmt.Sprintf("at most %d %s in any %s", r.Most(), calls, period)
+}
 
 // String is the rate as a workflow file writes it: 50/s, 600/m, and its
 // burst if it has one (50/s burst 10).
