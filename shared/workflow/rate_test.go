@@ -62,6 +62,9 @@ func TestARatesScheduleIsExactAtBothEndsOfItsRange(t *testing.T) {
 			require.GreaterOrEqual(t, r.Span(i+1)-r.Span(i), r.Interval(), "%s: turn %d", name, i)
 		}
 		require.Equal(t, 1000*r.Per, r.Span(1000*n), name)
+		require.Equal(t, 7*n, r.Turns(7*r.Per), name)
+		require.Equal(t, 7*n-1, r.Turns(7*r.Per-1), name)
+		require.Equal(t, int64(1), r.Turns(r.Span(1)), name)
 		// Any Most+1 turns span at least Per plus the tolerance: one more
 		// would not fit a window of Per admitted within the tolerance.
 		most := int64(r.Most())

@@ -270,6 +270,20 @@ func (r Rate) Tolerance() time.Duration {
 	return time.Duration(q)
 }
 
+// Turns is how many whole intervals of the rate d holds: d·Calls/Per,
+// rounded down (0 for no rate).
+func (r Rate) Turns(d time.Duration) int64 {
+	if d <= 0 || r.Calls <= 0 || r.Per <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(d), uint64(r.Calls))
+	if hi >= uint64(r.Per) {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, uint64(r.Per))
+	return int64(min(q, math.MaxInt64))
+}
+
 // Most is the most calls the rate lets into any window of Per: Calls, and
 // Burst-1 more with a burst.
 func (r Rate) Most() int { return r.Calls + max(r.Burst, 1) - 1 }

@@ -40,8 +40,10 @@ type RateFigure struct {
 	Limit string `json:"limit"`
 	Calls int    `json:"calls"` // the calls its service received
 	// Most is the most calls in any span of the limit's period; Bound the
-	// most the check allows: the limit, its burst (at least 1), and one
-	// call for clock edges.
+	// most the check allows at the service: what the limit admits into a
+	// period (workflow.Rate.Most: the limit, its burst less one), and two
+	// calls for a request's latency and clock edges (a turn is taken
+	// before its request travels).
 	Most  int `json:"most"`
 	Bound int `json:"bound"`
 	// Backlog is how long at least two periods' calls (the limit and its
@@ -242,7 +244,7 @@ func (r *Result) checkRates(f *flowRun, sim *remotesim.Simulator, fig *FlowFigur
 		fig.Rates = append(fig.Rates, rf)
 		if rf.Most > rf.Bound {
 			r.Violations.RateExceeded = append(r.Violations.RateExceeded, fmt.Sprintf("agent %s: %d calls within %s (limit %s: at most %d, "+
-				"one more for clock edges)", a, rf.Most, agents[a].RateLimit.Per, rf.Limit, rf.Bound))
+				"two more for latency and clock edges)", a, rf.Most, agents[a].RateLimit.Per, rf.Limit, rf.Bound))
 		}
 		if rf.short() {
 			r.Violations.RateShort = append(r.Violations.RateShort, fmt.Sprintf("agent %s: %.2f calls/s over %.0f s of backlog, "+
@@ -295,8 +297,7 @@ func (f *flowRun) rateFigure(agent string, limit workflow.Rate, calls []remotesi
 		at[i] = c.At
 	}
 	slices.SortFunc(at, time.Time.Compare)
-	burst := max(limit.Burst, 1)
-	rf := RateFigure{Agent: agent, Limit: limit.String(), Calls: len(at), Most: most(at, limit.Per), Bound: limit.Calls + burst + 1}
+	rf := RateFigure{Agent: agent, Limit: limit.String(), Calls: len(at), Most: most(at, limit.Per), Bound: limit.Most() + 2}
 	f.mu.Lock()
 	samples := slices.Clone(f.samples[agent])
 	f.mu.Unlock()
@@ -341,7 +342,9 @@ func (f *flowRun) quiet(agent string) []remotesim.Window {
 // and where that is longer than its interval the store, not its rate
 // limit, sets its pace (DynamoDB Local loaded by the whole run on two
 // cores took 280 ms a write for half a minute, against a 4/s limit's
-// 250 ms). A sample whose write failed (StoreRTT 0) says nothing.
+// 250 ms). The run's limits, 2 to 5 a second, take a turn a write: a lease
+// holds no more turns than flow.MaxLeaseSpan's worth, one at these rates.
+// A sample whose write failed (StoreRTT 0) says nothing.
 func slowStore(samples []sample, bound time.Duration) []remotesim.Window {
 	var out []remotesim.Window
 	for i := 0; i+1 < len(samples); i++ {

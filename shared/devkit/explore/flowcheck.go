@@ -14,9 +14,9 @@ import (
 	"github.com/sas-go/sas/shared/seal"
 )
 
-// rateSlack is how far the explorer's clock may lag the time an Agent took
-// its rate turn at: a call's gate adds the real time it waited in its
-// instance's line (microseconds) to the explorer's.
+// rateSlack is how far the explorer's clock may lag the moment an Agent's
+// call was admitted at: its gate's clock moves by its sleeps alone (a
+// virtual Gate), and the explorer wakes a sleeper at its time or later.
 const rateSlack = 100 * time.Millisecond
 
 // checkFlow checks the flow control of the run: the service never saw more

@@ -34,7 +34,7 @@ func NewStore(t *testing.T, db *dynamodb.Client) *statestore.Store {
 
 // NewTables creates fresh tables on db for one test, for a store built on a
 // client the test wraps.
-func NewTables(t *testing.T, db *dynamodb.Client) topology.Topology {
+func NewTables(t testing.TB, db *dynamodb.Client) topology.Topology {
 	t.Helper()
 	topo := topology.Default(fmt.Sprintf("conf%x-%d", rand.Uint32(), tableSeq.Add(1)), "svc") // unique across test processes too
 	topo.DeadlineShards = 3
