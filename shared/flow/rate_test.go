@@ -49,6 +49,10 @@ func TestTheScheduleIsExactAtBothEndsOfItsRange(t *testing.T) {
 	each(t, func(t *testing.T, s flow.Store) {
 		third := takeUntil(t, s, "third", workflow.Rate{Calls: 3, Per: time.Second}, 4)
 		require.Equal(t, []time.Time{t0, t0.Add(333_333_334), t0.Add(666_666_667), t0.Add(time.Second)}, third)
+		booked, shown, err := s.Booked(context.Background(), "third")
+		require.NoError(t, err)
+		require.Equal(t, t0.Add(time.Second+333_333_334), booked, "the operator's view: to the nanosecond")
+		require.Equal(t, "3/s", shown)
 
 		fast := takeUntil(t, s, "fast", workflow.Rate{Calls: 99_999, Per: time.Second}, 3)
 		require.Equal(t, []time.Time{t0, t0.Add(10_001), t0.Add(20_001)}, fast)

@@ -119,12 +119,17 @@ func (s schedule) cont(limit workflow.Rate) (base, from int64) {
 	return s.ownTAT(), 0 // another rate's turns: a run of this one from their end
 }
 
-// TAT is the schedule's theoretical arrival time, in ns (0: none).
+// tat is the schedule's theoretical arrival time, in ns (0: none): its own
+// turns' end, exactly, or NextAt if an earlier version moved it past that.
 func (s schedule) tat() int64 {
-	if !s.exists {
+	switch own := s.ownTAT(); {
+	case !s.exists:
 		return 0
+	case s.nextAt > ceilMs(own):
+		return s.nextAt * int64(time.Millisecond)
+	default:
+		return own
 	}
-	return max(s.ownTAT(), s.nextAt*int64(time.Millisecond))
 }
 
 // plan is what a write of the schedule decides.
@@ -202,4 +207,6 @@ type Lease struct {
 }
 
 // At is when turn i of the lease is due.
-func (l Lease) At(i int) time.Time { return time.Unix(0, l.base+int64(l.limit.Span(l.from+int64(i)))) }
+func (l Lease) At(i int) time.Time {
+	return time.Unix(0, l.base+int64(l.limit.Span(l.from+int64(i)))).UTC()
+}

@@ -249,7 +249,7 @@ func (g *Gate) admitAt(ctx context.Context, c *clock, at time.Time) (Verdict, bo
 	if err := g.sleepUntil(ctx, c, at); err != nil {
 		return Verdict{}, true, err
 	}
-	return Verdict{Turned: true, At: at}, true, nil
+	return Verdict{Turned: true, At: at.In(c.at.Location())}, true, nil
 }
 
 // clock is a call's time: the now it was asked with, moved on by the real
