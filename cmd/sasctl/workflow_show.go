@@ -227,7 +227,7 @@ func flowLimits(d workflow.Definition) []string {
 		a := d.AgentSpecs[name]
 		var limits []string
 		if a.RateLimit.Calls > 0 {
-			limits = append(limits, "rateLimit "+a.RateLimit.String())
+			limits = append(limits, fmt.Sprintf("rateLimit %s (%s, as admitted)", a.RateLimit, a.RateLimit.Meaning()))
 		}
 		if k := a.PerKey; k != nil {
 			limits = append(limits, fmt.Sprintf("perKey: %d in flight per %s", k.InFlight, oneLine(k.Key)))

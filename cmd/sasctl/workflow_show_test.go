@@ -246,14 +246,15 @@ func TestWorkflowShowListsEveryField(t *testing.T) {
 	require.Zero(t, code, stderr)
 	require.Contains(t, stdout, "\nconfirm: onFailure hold: its failure holds the order for the operator, 2h at most, then undoes it\n")
 	require.Contains(t, stdout, "\ndelivered: takes event delivered only from senders AROACOURIER\n")
-	require.Contains(t, stdout, "\nshop: rateLimit 50/s burst 10; perKey: 2 in flight per .order.customerId; concurrency 20 instances\n")
+	require.Contains(t, stdout, "\nshop: rateLimit 50/s burst 10 (at most 59 calls in any second, as admitted); perKey: 2 in flight per "+
+		".order.customerId; concurrency 20 instances\n")
 
 	code, stdout, _ = sasctl(t, "workflow", "show", file, "-o", "json")
 	require.Zero(t, code)
 	var v showView
 	require.NoError(t, json.Unmarshal([]byte(stdout), &v))
 	require.Equal(t, agentView{Name: "shop", Endpoint: "https://shop.example.com", Timeout: "10s", Concurrency: 20,
-		RateLimit: "50/s", RateBurst: 10, PerKey: &perKeyView{Key: ".order.customerId", InFlight: 2}}, v.Agents[0])
+		RateLimit: "50/s", RateBurst: 10, RateMost: 59, PerKey: &perKeyView{Key: ".order.customerId", InFlight: 2}}, v.Agents[0])
 	require.Equal(t, "hold", v.Steps[4].OnFailure)
 	require.Equal(t, "2h", v.Steps[4].HoldFor)
 	require.Equal(t, []string{"AROACOURIER"}, v.Steps[5].Wait.Senders)

@@ -87,10 +87,13 @@ type agentView struct {
 	Auth      *authView `json:"auth,omitempty"`
 	// Concurrency is its function's most instances at once (0: the
 	// deployment's agentConcurrency).
-	Concurrency int         `json:"concurrency,omitempty"`
-	RateLimit   string      `json:"rateLimit,omitempty"` // 50/s, 600/m
-	RateBurst   int         `json:"rateBurst,omitempty"`
-	PerKey      *perKeyView `json:"perKey,omitempty"`
+	Concurrency int    `json:"concurrency,omitempty"`
+	RateLimit   string `json:"rateLimit,omitempty"` // 50/s, 600/m
+	RateBurst   int    `json:"rateBurst,omitempty"`
+	// RateMost is the most calls its rate limit admits into any window of
+	// its period: the limit, and its burst less one.
+	RateMost int         `json:"rateMost,omitempty"`
+	PerKey   *perKeyView `json:"perKey,omitempty"`
 }
 
 // perKeyView bounds an agent's calls in flight per value of an expression.
@@ -154,7 +157,7 @@ func newAgentView(name string, a workflow.Agent) agentView {
 		v.Timeout = deploy.ShortDuration(a.Timeout)
 	}
 	if r := a.RateLimit; r.Calls > 0 {
-		v.RateLimit, v.RateBurst = workflow.Rate{Calls: r.Calls, Per: r.Per}.String(), r.Burst
+		v.RateLimit, v.RateBurst, v.RateMost = workflow.Rate{Calls: r.Calls, Per: r.Per}.String(), r.Burst, r.Most()
 	}
 	if k := a.PerKey; k != nil {
 		v.PerKey = &perKeyView{Key: k.Key, InFlight: k.InFlight}
