@@ -27,7 +27,7 @@ type capacityFlags struct {
 	settingFlags
 	rate, tableWrites    float64
 	burst, account       int
-	over                 time.Duration
+	over, storeLatency   time.Duration
 	latency              []string
 	benchPath, figures   string
 	output               output
@@ -47,7 +47,10 @@ context), it prints each limit's use at --rate orders a second of each workflow,
 binds as the rate grows, and the settings or AWS quotas that move each. With --burst, what B orders
 arriving over --for meet on top of the rate: the drain time, the queue wait, the alarm that sees it,
 and every limit while the backlog drains (a limit over 100% there throttles: a throttled write is
-retried until its message's receives run out, and its order goes to a DLQ).`,
+retried until its message's receives run out, and its order goes to a DLQ). For each agent with a
+rateLimit, the rate it can be given: the least of its limit, what its instances call at (their
+concurrency and its service's latency), and what its leases of turns hand out at the state table's
+write latency (--store-latency), with the leases and writes a second they take.`,
 		Example: "  sasctl capacity --rate 1000\n" +
 			"  sasctl capacity --rate 10000 --target-rate 12000 --submission-concurrency 200 --agent-concurrency 150 --table-writes 200000\n" +
 			"  sasctl capacity --rate 0 --burst 100000 --for 1s --service-latency payment=300ms",
@@ -68,6 +71,7 @@ retried until its message's receives run out, and its order goes to a DLQ).`,
 	fs.Float64Var(&f.rate, "rate", 0, "orders a second, steady (required)")
 	fs.IntVar(&f.burst, "burst", 0, "orders arriving at once on top of the rate (0: none)")
 	fs.DurationVar(&f.over, "for", time.Second, "the time the burst arrives over")
+	fs.DurationVar(&f.storeLatency, "store-latency", capacity.StoreLatencyDefault, "a conditional write's round trip to the state table (a rate limit's lease of turns is one)")
 	fs.StringSliceVar(&f.latency, "service-latency", nil, "each service's time to answer: a duration for every agent, or agent=duration (default none: at once)")
 	fs.StringVar(&f.benchPath, "bench", "", "a sasctl bench --json file: each workflow's write units an order (default: estimated as docs/cost.md counts them)")
 	fs.StringVar(&f.figures, "figures", "", "the output of go test -bench Throughput ./shared/devkit/handlerbench (default: docs/cost.md's figures)")
@@ -200,6 +204,8 @@ type capacityResult struct {
 	capacityModel
 	Report capacity.Report       `json:"report"`
 	Burst  *capacity.BurstReport `json:"burst,omitempty"`
+	// Rates are what rate each of its rate-limited agents can be given.
+	Rates []capacity.AgentRate `json:"agentRates,omitempty"`
 }
 
 func runCapacity(out io.Writer, f capacityFlags, models []capacityModel) error {
@@ -216,6 +222,9 @@ func runCapacity(out io.Writer, f capacityFlags, models []capacityModel) error {
 				return usageError{err}
 			}
 			r.Burst = &b
+		}
+		if r.Rates, err = m.model.AgentRates(f.storeLatency); err != nil {
+			return usageError{err}
 		}
 		results = append(results, r)
 	}

@@ -22,7 +22,34 @@ func printCapacity(out io.Writer, r capacityResult) {
 	if r.Burst != nil {
 		printBurst(out, *r.Burst)
 	}
+	for _, a := range r.Rates {
+		printAgentRate(out, a)
+	}
 	fmt.Fprintln(out)
+}
+
+// printAgentRate prints what rate a rate-limited agent can be given.
+func printAgentRate(out io.Writer, a capacity.AgentRate) {
+	least, most := a.Writes()
+	fmt.Fprintf(out, "agent %s, rateLimit %s (%s): it can be given %s calls a second; bound by %s\n", a.Agent, a.Limit, a.Meaning,
+		num(a.Given), a.BoundBy)
+	fmt.Fprintf(out, "  its %d instances call at up to %s a second; at a %s write its leases hand out up to %s turns a second "+
+		"(up to %s a lease; one turn a write: %s)\n", a.Instances, num(a.Callers), a.StoreLatency, num(a.Store), turns(a.MaxLease),
+		num(a.OneAWrite))
+	writes := fmt.Sprintf("about %s conditional writes a second, one a lease", num(least))
+	if most > least {
+		writes = fmt.Sprintf("%s to %s conditional writes a second (one a lease; while the limit binds, each instance waiting races "+
+			"for the next)", num(least), num(most))
+	}
+	fmt.Fprintf(out, "  leases of %s, %s a second: %s\n", turns(a.Lease), num(a.Leases), writes)
+}
+
+// turns is n turns, in words.
+func turns(n int) string {
+	if n == 1 {
+		return "1 turn"
+	}
+	return fmt.Sprintf("%d turns", n)
 }
 
 func printLimits(out io.Writer, limits []capacity.Limit) {

@@ -53,6 +53,8 @@ type Settings struct {
 	SchedulerConcurrency  int
 	AgentConcurrency      int
 	AgentConcurrencyOf    map[string]int
+	// RateLimits are the agents' rate limits (by agent; absent: none).
+	RateLimits map[string]workflow.Rate
 	// DeadlineShards are the partition keys of the deadline index; a
 	// partition takes about PartitionWrites write units a second ("Each
 	// partition on the table can serve up to 3,000 read request units or
@@ -96,7 +98,7 @@ func Defaults() Settings {
 }
 
 // FromDeployment are a deployment's settings, with AWS's default quotas,
-// for its workflows: each agent's own concurrency, and the Supervisor's
+// for its workflows: each agent's own concurrency and rate limit, and the Supervisor's
 // first look at the default workflow's earlier of its first step's timeout
 // and its pickup timeout.
 func FromDeployment(d deployment.Settings, set workflow.Set) Settings {
@@ -104,10 +106,14 @@ func FromDeployment(d deployment.Settings, set workflow.Set) Settings {
 	s.SubmissionConcurrency, s.SchedulerConcurrency, s.AgentConcurrency = d.SubmissionConcurrency, d.SchedulerConcurrency, d.AgentConcurrency
 	s.DeadlineShards, s.SupervisorParallelism = d.Topology.DeadlineShards, d.SupervisorParallelism
 	s.SupervisorPeriod, s.QueueWaitAlarm = d.SupervisorRate, d.QueueWaitAlarm
-	s.AgentConcurrencyOf = map[string]int{}
+	s.AgentConcurrencyOf, s.RateLimits = map[string]int{}, map[string]workflow.Rate{}
 	for _, a := range set.Agents() {
-		if spec, ok := set.Agent(a); ok && spec.Concurrency > 0 {
+		spec, ok := set.Agent(a)
+		if ok && spec.Concurrency > 0 {
 			s.AgentConcurrencyOf[a] = spec.Concurrency
+		}
+		if ok && spec.RateLimit.Calls > 0 {
+			s.RateLimits[a] = spec.RateLimit
 		}
 	}
 	if def := set.Default(); len(def.Steps) > 0 {
