@@ -7,7 +7,10 @@
 // atomic updates.
 //
 // An Agent asks Admit before it claims a record: a call not admitted waits
-// (its request comes back later), which is never a failure.
+// (its request comes back later), which is never a failure. A rate limit's
+// turns are kept exactly and taken in leases of several a write
+// (schedule.go says why no window of its period then holds more calls than
+// it allows, turns.go how an instance hands them out).
 package flow
 
 import (
