@@ -38,7 +38,6 @@ type turns struct {
 	known   schedule      // the schedule as this instance last wrote or read it
 	rtt     time.Duration // a write's round trip from when it was meant to start, smoothed
 	rttVar  time.Duration // and its mean deviation
-	aim     time.Time     // when the head sleeping for the next lease means to write
 }
 
 // maxTurns is the most turns a lease of limit holds: MaxLeaseSpan's worth,
@@ -157,11 +156,12 @@ func (g *Gate) Turn(ctx context.Context, agent string, limit workflow.Rate, by, 
 	}
 	defer g.leaveLine()
 	until := bound(ctx, by, c.now()) // from its place at the head of the line
+	var aim time.Time                // when it means to write next (zero: now)
 	for {
 		if v, ok, err := g.leased(ctx, t, c, until, why); ok {
 			return v, err
 		}
-		if v, ok, err := g.book(ctx, agent, t, c, until, why); ok {
+		if v, ok, err := g.book(ctx, agent, t, c, until, why, &aim); ok {
 			return v, err
 		}
 	}
@@ -196,27 +196,29 @@ func (g *Gate) leased(ctx context.Context, t *turns, c *clock, until time.Time, 
 	return g.admitAt(ctx, c, at)
 }
 
-// book takes a lease as the head of the instance's line: granted, the call
-// takes its first turn (ok); the schedule booked past until, a Wait (ok);
-// else it sleeps until a write's round trip before the next turn is due,
-// to ask again (not ok).
-func (g *Gate) book(ctx context.Context, agent string, t *turns, c *clock, until time.Time, why string) (Verdict, bool, error) {
+// book takes a lease as the head of the instance's line, at the moment
+// it meant to (aim, if set): granted, the call takes its first turn (ok);
+// the schedule booked past until, a Wait (ok); else it sleeps until a
+// write's round trip before the next turn is due (its new aim), to ask
+// again (not ok).
+func (g *Gate) book(ctx context.Context, agent string, t *turns, c *clock, until time.Time, why string,
+	aim *time.Time) (Verdict, bool, error) {
 	g.leases.Lock()
 	t.resize()
-	size, known, lead, aim := t.size, t.known, t.lead(), t.aim
-	t.aim = time.Time{}
+	size, known, lead := t.size, t.known, t.lead()
 	g.leases.Unlock()
 	now := c.now()
+	meant := *aim
+	if meant.IsZero() || meant.After(now) {
+		meant = now
+	}
 	l, next, writes, err := g.Store.lease(ctx, agent, t.limit, size, now, lead, &known)
 	g.leases.Lock()
 	t.known = known
 	if writes > 0 {
 		// From the moment it meant to write: a late wake-up delays the
 		// lease as a slow write does (none passes on a virtual clock).
-		if aim.IsZero() || aim.After(now) {
-			aim = now
-		}
-		t.observe(c.now().Sub(aim))
+		t.observe(c.now().Sub(meant))
 	}
 	if l.Turns > 0 {
 		t.granted(l, c.now())
@@ -235,10 +237,8 @@ func (g *Gate) book(ctx context.Context, agent string, t *turns, c *clock, until
 	case next.After(until):
 		return Verdict{Wait: max(next.Sub(c.now()), time.Second), Why: why}, true, nil
 	}
-	g.leases.Lock()
-	t.aim = next.Add(-lead)
-	g.leases.Unlock()
-	if err := g.sleepUntil(ctx, c, next.Add(-lead)); err != nil {
+	*aim = next.Add(-lead)
+	if err := g.sleepUntil(ctx, c, *aim); err != nil {
 		return Verdict{}, true, err
 	}
 	return Verdict{}, false, nil
