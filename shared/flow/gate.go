@@ -162,3 +162,40 @@ func (g *Gate) refresh(agent string, now time.Time) {
 		g.read, g.last = now, c
 	}
 }
+
+// enterLine waits for the head of the instance's line, no later than by
+// (zero: no bound; by is on the clock of now) or ctx's end; it reports
+// whether it got there.
+func (g *Gate) enterLine(ctx context.Context, by, now time.Time) bool {
+	g.lineOnce.Do(func() { g.line = make(chan struct{}, 1) })
+	var timeout <-chan time.Time
+	if !by.IsZero() {
+		t := time.NewTimer(by.Sub(now))
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case g.line <- struct{}{}:
+		return true
+	case <-timeout:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (g *Gate) leaveLine() { <-g.line }
+
+func (g *Gate) sleep(ctx context.Context, d time.Duration) error {
+	if g.Sleep != nil {
+		return g.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
