@@ -52,6 +52,10 @@ type Options struct {
 	// run it found (Submission's reads of pointers draw the bucket's
 	// faults).
 	NoPointers bool
+	// RunTime bounds each run's real time, if longer than its own bound
+	// (a minute; a large run's, four): a regression seed, replayed beside
+	// others on a loaded machine, is judged, not cut short for its time.
+	RunTime time.Duration
 }
 
 // Report is what an exploration found.
@@ -195,6 +199,7 @@ func One(ctx context.Context, db statestore.API, topo topology.Topology, seed ui
 	large := opts.Large
 	p := newPlan(seed, large, opts.Plain, !opts.NoStoreFaults)
 	p.pointers = p.pointers && !opts.NoPointers
+	p.runTime = opts.RunTime
 	w, err := newWorld(p, topo, db, after)
 	if err != nil {
 		return result{until: after}, fmt.Errorf("workflow %s: %w", p.def.Name, err)

@@ -25,6 +25,9 @@ type plan struct {
 	flows    map[string]agentFlow
 	faulty   bool
 	scenario scenario // none for an ordinary run
+	// runTime, if longer, bounds the run's real time instead of its own
+	// (Options.RunTime).
+	runTime time.Duration
 	// payloads: the run keeps its payloads over payload.MinInline in its
 	// bucket (objects), and its orders, answers and callbacks are larger
 	// than that (padded): claim checks through every interleaving.

@@ -32,6 +32,7 @@ func (w *World) run(ctx context.Context) error {
 	if w.scenario != none {
 		limit, n = largeRunTime, 3*steps
 	}
+	limit = max(limit, w.runTime)
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	w.ctx = ctx
