@@ -82,7 +82,14 @@ func (s *scans) ApplyInput(ctx context.Context, action, key string, in *agent.In
 	}
 	defer r.Close()
 	n := &counted{r: r}
-	return s.apply(action, json.NewDecoder(n), func() int { return n.n }, true)
+	out, err := s.apply(action, json.NewDecoder(n), func() int { return n.n }, true)
+	if read := in.Err(); err != nil && read != nil {
+		// Its input broke off as it was read (S3 slow past the attempt's
+		// time, on a loaded machine): no refusal of a document, but the
+		// read's own error, as agent.Streamer asks: a call not made.
+		return nil, read
+	}
+	return out, err
 }
 
 type counted struct {
