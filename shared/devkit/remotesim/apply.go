@@ -64,9 +64,6 @@ func (s *Simulator) apply(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	f := s.faultsOf(service, action)
-	if n, ok := f.OrderResultBytes[orderID]; ok {
-		f.ResultBytes = n
-	}
 	latency := f.Latency
 	if f.SlowRate > 0 && s.rng.Float64() < f.SlowRate {
 		latency += f.SlowLatency
@@ -96,22 +93,29 @@ func (s *Simulator) apply(w http.ResponseWriter, r *http.Request) {
 	case (v == apply || v == replay || v == stall) && token != "" && f.CallbackFirst && v != stall && callback != nil:
 		// It calls back before it answers: the callback is on its way
 		// before the Agent can note that the call was accepted.
-		callback(Callback{OrderID: orderID, Token: token, Answer: answerOf(effect, f)})
+		body, _ := answer(effect, f, true)
+		callback(Callback{OrderID: orderID, Token: token, Answer: body})
 		time.Sleep(callbackFirstLead)
 		w.WriteHeader(http.StatusAccepted)
 	case (v == apply || v == replay || v == stall) && token != "":
 		w.WriteHeader(http.StatusAccepted) // async: the answer comes with the callback
 		if v != stall && callback != nil {
-			answer := answerOf(effect, f)
-			time.AfterFunc(f.CallbackDelay, func() { callback(Callback{OrderID: orderID, Token: token, Answer: answer}) })
+			body, _ := answer(effect, f, true)
+			time.AfterFunc(f.CallbackDelay, func() { callback(Callback{OrderID: orderID, Token: token, Answer: body}) })
 		}
 	case v == apply || v == replay:
 		if f.NoResult {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(answerOf(effect, f))
+		body, contentType := answer(effect, f, false)
+		if contentType != jsonType {
+			s.mu.Lock()
+			s.stats.NotJSON++
+			s.mu.Unlock()
+		}
+		w.Header().Set("Content-Type", contentType)
+		_, _ = w.Write(body)
 	case v == transient:
 		http.Error(w, service+" temporarily unavailable", http.StatusServiceUnavailable)
 	case v == permanent:
@@ -130,12 +134,7 @@ func (s *Simulator) apply(w http.ResponseWriter, r *http.Request) {
 // starved a loaded machine's 16 MB calls past their call timeout
 // (BenchmarkAnswerAtTheLimits).
 func answerOf(e *Effect, f Faults) json.RawMessage {
-	head, _ := json.Marshal(struct {
-		Service   string `json:"service"`
-		Action    string `json:"action"`
-		Key       string `json:"key"`
-		AppliedAt string `json:"appliedAt"`
-	}{e.Service, e.Action, e.Key, e.AppliedAt.Format(time.RFC3339Nano)})
+	head := effectHead(e)
 	if len(head) >= f.ResultBytes {
 		return head
 	}

@@ -39,6 +39,18 @@ type Faults struct {
 	// own size instead of ResultBytes (an order at the limits, among
 	// others).
 	OrderResultBytes map[string]int `json:"orderResultBytes,omitempty"`
+	// Hostile is the share of the keys whose answers are made of what
+	// encoders change (shared/devkit/hostile): JSON whose strings hold raw
+	// <, >, &, U+2028 and U+FFFD and escaped control characters; NotJSON
+	// the share answered with XML around raw control bytes and invalid
+	// UTF-8 instead (a call that is not async: a callback's data is JSON).
+	// Each such answer is exactly its size as the product keeps it: the
+	// JSON as it is, the text as encoding/json quotes it
+	// (hostile.MarshalLen); its size is its order's (OrderResultBytes), or
+	// one of ResultSizes by its key's hash, or ResultBytes.
+	Hostile     float64 `json:"hostile,omitempty"`
+	NotJSON     float64 `json:"notJson,omitempty"`
+	ResultSizes []int   `json:"resultSizes,omitempty"`
 	// CallbackDelay is how long an async call (one carrying an
 	// X-Callback-Token header, answered 202) takes to call back with its
 	// answer; a LostReplyOrders order's never does.
@@ -104,6 +116,7 @@ type Stats struct {
 	Throttled                                                     int // calls answered 429 with Retry-After
 	Unauthorized                                                  int // calls refused (401) for their credentials
 	Forwarded                                                     int // calls the fault proxy passed to their service's own endpoint
+	NotJSON                                                       int // answers not JSON (Faults.NotJSON), replays included
 }
 
 // Simulator is the remote services' state. Safe for concurrent use.
