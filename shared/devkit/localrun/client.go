@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sas-go/sas/shared/alert"
+	"github.com/sas-go/sas/shared/devkit/hostile"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/payload"
@@ -190,15 +191,17 @@ func (s *Stack) Alerts(ctx context.Context) ([]alert.Failure, error) {
 	return out, err
 }
 
-// Signal sends an event to an order on the orders queue, as a client (or
-// sasctl signal) does.
+// Signal sends an event to an order on the events queue, as a client (or
+// sasctl signal) does: its data as it is (encoding/json would write each
+// <, > and & of it as six bytes: a callback would not carry what its
+// service answered).
 func (s *Stack) Signal(ctx context.Context, e message.Event) error {
 	e.Kind = message.KindEvent
-	b, err := json.Marshal(e)
+	b, err := hostile.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("encode event: %w", err)
 	}
-	return s.SendEvents(ctx, string(b))
+	return s.SendEvents(ctx, b)
 }
 
 // Callbacks has a remote simulator's async services answer through the
