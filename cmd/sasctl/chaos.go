@@ -130,6 +130,9 @@ func planFlags(fs *pflag.FlagSet, p *chaos.Plan) {
 	fs.BoolVar(&p.Seal, "seal", p.Seal, "seal every order's data, results and events' data under a data key of its own (sealData; KMS: moto's)")
 	fs.IntVar(&p.LargeResult, "large-result", p.LargeResult, "with --large: about how many bytes the large workflow's service answers")
 	fs.IntVar(&p.AtLimit, "at-limit", p.AtLimit, "with --large: how many of its orders are at the limits: an order of 16 MB whose first step answers 16 MB")
+	fs.Float64Var(&p.Hostile, "hostile", p.Hostile, "share of the payloads full of what encoders change (<, >, &, control characters, "+
+		"U+FFFD, U+2028; answers with raw control bytes and invalid UTF-8, half of them not JSON), each either side of a limit: "+
+		"the large orders' documents, the approvals, the flow orders' keys (141 to 400 bytes), the services' answers")
 	fs.IntVar(&p.Shapes, "shapes", p.Shapes, "how many workflows of generated shapes (branches, joins, steps per item, timers, async calls)")
 	fs.Var(throttleValue{&p.Throttle}, "throttle", "cap functions' pace, e.g. scheduler=20ms,agent-payment=50ms: each "+
 		"message takes that long of the function's one invocation at a time (a function at its maximum concurrency)")

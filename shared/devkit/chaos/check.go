@@ -39,13 +39,23 @@ type Violations struct {
 	// the run keeps (an order at the limits among them: Plan.AtLimit), its
 	// document over its Agent's budget or its answer over its limit.
 	TooLarge []string `json:"tooLarge,omitempty"`
+	// The sizes of what travels and is kept (checkSizes): a message
+	// delivered over SQS's 256 KiB, a send SQS refused, an item over
+	// DynamoDB's 400 KB (OverLimit); a message refused to a DLQ for its
+	// size or its encoding, or left in the DLQ of a queue only the product
+	// writes to (Refused); with flow control, calls given back for a full
+	// line while their key's line was short (LinesRefused: their request
+	// too large to queue).
+	OverLimit    []string `json:"overLimit,omitempty"`
+	Refused      []string `json:"refused,omitempty"`
+	LinesRefused []string `json:"linesRefused,omitempty"`
 }
 
 // Count is the number of violations.
 func (v Violations) Count() int {
 	return len(v.Lost) + len(v.NotEnded) + len(v.AppliedTwice) + len(v.Inconsistent) + len(v.OverThreshold) + len(v.Unalerted) +
 		len(v.Unrejected) + len(v.RateExceeded) + len(v.RateShort) + len(v.SlotsLeft) + len(v.HeldNotEnded) + len(v.ClearCopies) +
-		len(v.TooLarge)
+		len(v.TooLarge) + len(v.OverLimit) + len(v.Refused) + len(v.LinesRefused)
 }
 
 // Check checks the invariants over the submitted orders, from every record

@@ -128,12 +128,13 @@ func (p Plan) flowShape(id string) string {
 	return fmt.Sprintf("flow%d", int(remotesim.Mix(p.Seed, "flow-shape", id)*float64(p.Flow.Shapes)))
 }
 
-// customerOf is a flow order's customer: a hot one, or its own.
+// customerOf is a flow order's customer: a hot one, or its own; in a
+// hostile run, a share of them a hostile key (hostileCustomer).
 func (p Plan) customerOf(id string) string {
 	if p.Flow.HotKeys > 0 && remotesim.Mix(p.Seed, "hot", id) < p.Flow.Hot {
-		return fmt.Sprintf("hot-%d", int(remotesim.Mix(p.Seed, "hot-key", id)*float64(p.Flow.HotKeys)))
+		return p.hostileCustomer(fmt.Sprintf("hot-%d", int(remotesim.Mix(p.Seed, "hot-key", id)*float64(p.Flow.HotKeys))))
 	}
-	return "cold-" + id
+	return p.hostileCustomer("cold-" + id)
 }
 
 // flowNames are the flow agents' names, sorted.

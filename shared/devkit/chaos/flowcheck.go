@@ -132,7 +132,7 @@ func (f *flowRun) settleKeys(ctx context.Context, ended map[string]bool, within 
 				return keysLeft{}, err
 			}
 			all = append(all, agentKey{a, name})
-			if name == c {
+			if name == flow.ShortKey(c) {
 				continue
 			}
 			byValue, err := f.store.Key(ctx, a, c)
@@ -180,12 +180,13 @@ func (f *flowRun) settleKeys(ctx context.Context, ended map[string]bool, within 
 }
 
 // keyName is customer c's key as agent a's items keep it: in a sealed run
-// (sealData), its name under the agent's secret (flow.Namer).
+// (sealData), its name under the agent's secret (flow.Namer); else its
+// value, or its hash if it is longer than flow.MaxKeyBytes (flow.ShortKey).
 func (f *flowRun) keyName(ctx context.Context, a, c string) (string, error) {
 	d := f.stack.Deployment
 	sealer := d.Sealer()
 	if !d.Config.SealData || sealer == nil {
-		return c, nil
+		return flow.ShortKey(c), nil
 	}
 	return flow.NewNamer(f.store, a, sealer).Name(ctx, c)
 }
@@ -485,9 +486,12 @@ func (f *flowRun) diagnose(ctx context.Context, ids []string) []string {
 				r.Attempt, r.FailureCount, r.LockedBy, r.DueAt.Format("15:04:05.000"), r.FlowWaits, r.FlowWhy)
 		}
 		for _, a := range f.plan.keyed() {
-			es, err := f.read(ctx, agentKey{a, f.plan.customerOf(id)})
-			if err == nil && len(es) > 0 {
-				line += fmt.Sprintf(" key %s/%s: %v", a, f.plan.customerOf(id), es)
+			name, err := f.keyName(ctx, a, f.plan.customerOf(id))
+			if err != nil {
+				continue
+			}
+			if es, err := f.read(ctx, agentKey{a, name}); err == nil && len(es) > 0 {
+				line += fmt.Sprintf(" key %s/%q: %v", a, name, es)
 			}
 		}
 		out = append(out, line)

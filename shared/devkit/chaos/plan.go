@@ -86,6 +86,18 @@ type Plan struct {
 	// the scan's answer, for the steps after it and their undos.
 	AtLimit int
 	limits  map[string]bool // the orders at the limits (limitOrders)
+	// Hostile is the share of the payloads made of what encoders change
+	// (shared/devkit/hostile: <, >, &, control characters, U+FFFD, U+2028,
+	// and in answers raw control bytes and invalid UTF-8), each at a size
+	// either side of a limit, measured on the bytes that travel: the large
+	// orders' documents (in turn at the inline limit, over it, at SQS's
+	// limit and over it: documentClasses) and their services' answers;
+	// the orders at the limits' documents; the approvals (approvalClasses);
+	// the flow orders' customers, the keys of their calls in flight, at
+	// 141 to 400 bytes (keyBytes); and every service's answers, half of
+	// them not JSON (quoted when kept), at and under their result limit.
+	Hostile  float64
+	hostiles map[string]int // the hostile large orders, and their size classes (hostileOrders)
 	// Seal seals every order's data, results and events' data under a data
 	// key of its own (sealData), KMS being moto's.
 	Seal bool
@@ -120,8 +132,9 @@ func DefaultPlan(seed uint64, orders int) Plan {
 		Permanent: 0.02, UndoFailure: 0.10, Outage: 4 * time.Second,
 		Cancel: 0.05, CancelWithin: 4 * time.Second,
 		Waits: 0.3, NoEvent: 0.15, EarlyEvent: 0.2, TwiceEvent: 0.15, EventWithin: 8 * time.Second, BadInput: true,
-		Parallel: 0.3, Generated: 0.3, Shapes: 12, Large: 0.05, LargeResult: 100 << 10, AtLimit: 1, Seal: true, StoreFaults: 0.05,
-		Schedulers: 2, Supervisors: 2, SupervisorEvery: 500 * time.Millisecond,
+		Parallel: 0.3, Generated: 0.3, Shapes: 12, Large: 0.05, LargeResult: 100 << 10, AtLimit: 1, Hostile: 0.5, Seal: true,
+		StoreFaults: 0.05,
+		Schedulers:  2, Supervisors: 2, SupervisorEvery: 500 * time.Millisecond,
 		Settings: workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 6, RetryBackoff: 500 * time.Millisecond,
 			PickupTimeout: 5 * time.Second},
 		// Room for a slow machine: a 10,000-order run takes about an hour.
@@ -132,7 +145,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 // NoFaults switches every injected fault off, and runs the order workflow
 // alone (no flow control either): a burst plan measures waiting alone.
 func (p *Plan) NoFaults() {
-	p.Waits, p.Parallel, p.Generated, p.BadInput, p.Flow, p.Large, p.AtLimit = 0, 0, 0, false, FlowPlan{}, 0, 0
+	p.Waits, p.Parallel, p.Generated, p.BadInput, p.Flow, p.Large, p.AtLimit, p.Hostile = 0, 0, 0, false, FlowPlan{}, 0, 0, 0
 	p.Drop, p.Delay, p.Duplicate, p.Crash, p.Pause, p.StoreFaults = 0, 0, 0, 0, 0, 0
 	p.Transient, p.Stall, p.Slow, p.Permanent, p.UndoFailure, p.Outage, p.Cancel = 0, 0, 0, 0, 0, 0, 0
 }
@@ -176,6 +189,7 @@ func (p Plan) faults(start time.Time) map[string]remotesim.Faults {
 		}
 	}
 	p.withFlowFaults(out)
+	p.hostileFaults(out)
 	return out
 }
 

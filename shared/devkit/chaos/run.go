@@ -70,11 +70,17 @@ type Result struct {
 	// LargestItem is the largest item of either table at the end, in
 	// DynamoDB's bytes (statestore.ItemSize; at most 400 KB);
 	// LargestMessage the largest message a handler was delivered, body and
-	// attributes (at most 256 KB).
-	LargestItem    int           `json:"largestItem"`
-	LargestMessage int           `json:"largestMessage"`
-	Drain          time.Duration `json:"drainNanos"`
-	Checked        bool          `json:"checked"` // the invariants were checked (the run was not cut short first)
+	// attributes (at most 256 KB): with Plan.Hostile, the largest with
+	// payloads full of what encoders change.
+	LargestItem    int `json:"largestItem"`
+	LargestMessage int `json:"largestMessage"`
+	// Hostile is what the run sent of the hostile alphabet (nil: none).
+	Hostile *HostileFigures `json:"hostile,omitempty"`
+	Drain   time.Duration   `json:"drainNanos"`
+	// Stopped is why the run stopped sending or waiting before its orders
+	// all ended ("": they did).
+	Stopped string `json:"stopped,omitempty"`
+	Checked bool   `json:"checked"` // the invariants were checked (the run was not cut short first)
 }
 
 // Run sends the plan's orders through a local stack on the emulator at
@@ -84,6 +90,7 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 	res := Result{Seed: p.Seed, Orders: p.Orders}
 	start := time.Now()
 	p.limits = p.limitOrders()
+	p.hostiles = p.hostileOrders()
 	sim := remotesim.New(p.Seed)
 	for k, f := range p.faults(start) {
 		sim.SetFaults(k, f)
@@ -95,12 +102,13 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 	defer srv.Close()
 	inj := NewInjector(p)
 	logs = metrics.Locked(logs) // shared by every handler's logger and emitter
+	watch := newSizeWatch(slog.NewJSONHandler(logs, nil))
 	stack, err := localrun.New(ctx, localrun.Options{
 		Workflows: p.stackWorkflows(), // the plan's Settings applied, as a deployment's overrides are
 		Endpoint:  endpoint, DynamoDBEndpoint: p.DynamoDBEndpoint, QueuesEndpoint: p.QueuesEndpoint, Prefix: fmt.Sprintf("chaos%d-%d", p.Seed, start.UnixNano()%1e6),
 		RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second, Schedulers: p.Schedulers, Supervisors: p.Supervisors,
 		SupervisorEvery: p.SupervisorEvery, Faults: inj.Message, DelayFor: p.DelayFor, Crash: inj.Crash,
-		Log: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: logs, BatchWindow: p.BatchWindow, Throttle: p.Throttle,
+		Log: slog.New(watch), Metrics: logs, BatchWindow: p.BatchWindow, Throttle: p.Throttle,
 		SealData: p.Seal, StoreFaults: p.storeFaults(inj),
 	})
 	if err != nil {
@@ -113,6 +121,9 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 		sim.LogCalls(p.calledServices()...)
 	}
 	ids, cancels, signals, waitErr := runOrders(ctx, stack, p, &res, progress, fr)
+	if waitErr != nil {
+		res.Stopped = waitErr.Error()
+	}
 	res.Faults = inj.Counts()
 	res.LargestMessage = inj.LargestMessage()
 	res.Faults["order cancelled (a cancel message sent)"] = cancels.sent
@@ -120,8 +131,14 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 	if err := res.check(ctx, stack, sim, p, ids, waitErr == nil, fr); err != nil {
 		return res, err
 	}
+	res.checkSizes(watch.watched, map[string]bool{stack.Topology().OrdersQueue().DLQName: true,
+		stack.Topology().EventsQueue().DLQName: true}) // where outside senders' messages are refused
+	res.Hostile = p.hostileFigures(ids, sim.Stats().NotJSON)
 	if fr != nil {
 		res.flowChecked(fr, sim, inj)
+		if res.Checked {
+			fr.checkLines(ctx, &res, watch.watched)
+		}
 	}
 	if waitErr != nil && res.Violations.Count() == 0 {
 		return res, waitErr
@@ -531,6 +548,9 @@ func (c *canceller) wait() { c.wg.Wait() }
 func (r Result) Print(w io.Writer) {
 	row := func(k string, v any) { fmt.Fprintf(w, "  %-46s %8v\n", k, v) }
 	fmt.Fprintf(w, "Chaos run: %d orders, seed %d, drained in %.1fs\n\n", r.Orders, r.Seed, r.Drain.Seconds())
+	if r.Stopped != "" {
+		fmt.Fprintf(w, "  stopped before every order ended: %s\n\n", r.Stopped)
+	}
 	fmt.Fprintln(w, "  faults injected")
 	for _, k := range slices.Sorted(maps.Keys(r.Faults)) {
 		row("  "+k, r.Faults[k])
@@ -556,6 +576,7 @@ func (r Result) Print(w io.Writer) {
 			row("  why", o.Reason)
 		}
 	}
+	r.Hostile.print(row)
 	row("the largest item's bytes (DynamoDB's 400 KB)", r.LargestItem)
 	row("the largest message's bytes (SQS's 256 KB)", r.LargestMessage)
 	row("orders and events sent by Extended Client pointer", r.Payloads.Offloaded)
@@ -605,11 +626,14 @@ func (r Result) Print(w io.Writer) {
 	row("Error records never alerted", len(v.Unalerted))
 	row("bad input not rejected with its reason", len(v.Unrejected))
 	row("steps failed for a size within the limits", len(v.TooLarge))
+	row("messages or items over their limit, sends refused", len(v.OverLimit))
+	row("messages refused for their size or encoding, work refused", len(v.Refused))
 	if r.Flow != nil {
 		row("seconds over a rate limit and its burst", len(v.RateExceeded))
 		row("rate limits short of their rate in a backlog", len(v.RateShort))
 		row("slots or places kept for ended orders", len(v.SlotsLeft))
 		row("held orders not ended", len(v.HeldNotEnded))
+		row("keys whose calls had no place in a short line", len(v.LinesRefused))
 	}
 	if r.Payloads.Offloaded > 0 {
 		row("data in clear (payloads under incoming/ once taken or under orders/, keys by value)", len(v.ClearCopies))
@@ -627,7 +651,8 @@ func (r Result) Print(w io.Writer) {
 		"bad input not rejected with its reason": v.Unrejected, "over a rate limit": v.RateExceeded,
 		"short of its rate in a backlog":        v.RateShort,
 		"slots or places kept for ended orders": v.SlotsLeft, "held, not ended": v.HeldNotEnded,
-		"data in clear": v.ClearCopies, "failed for a size within the limits": v.TooLarge} {
+		"data in clear": v.ClearCopies, "failed for a size within the limits": v.TooLarge, "over a limit": v.OverLimit,
+		"refused to a DLQ": v.Refused, "no place in a short line": v.LinesRefused} {
 		if len(ids) > 0 {
 			fmt.Fprintf(w, "  %s: %s\n", name, strings.Join(ids, ", "))
 		}

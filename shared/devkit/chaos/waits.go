@@ -78,8 +78,12 @@ func (p Plan) limitOrders() map[string]bool {
 func (p Plan) orderID(i int) string { return fmt.Sprintf("chaos-%d-%05d", p.Seed, i) }
 
 // limitBody is an order at the limits: 16 MB in all, documents and all
-// (but 4 KB, for what Submission adds to it).
-func limitBody(o shop.Order) string {
+// (but 4 KB, for what Submission adds to it), as sent: hostile documents
+// in a hostile run.
+func (p Plan) limitBody(o shop.Order) string {
+	if p.Hostile > 0 {
+		return documentsBody(o, p.Seed, payload.MaxBytes-4<<10)
+	}
 	b, _ := json.Marshal(struct {
 		shop.Order
 		Documents string `json:"documents"`
@@ -145,11 +149,15 @@ func approval(id string, i int, eventID string) string {
 }
 
 // approvalOf is the approval the run sends order id (the i-th) under
-// eventID: in a run with large payloads, as many approvals as orders (Large)
+// eventID: a hostile one for the plan's share (hostileApproval); in a run
+// with large payloads, as many approvals as orders (Large)
 // carry a scanned document of 260 KB to 400 KB beside what they approve,
 // over SQS's 256 KiB, so that they come by pointer (and, sealed, are
 // written over once taken: checkClearCopies).
 func (p Plan) approvalOf(id string, i int, eventID string) string {
+	if p.approvalHostile(id) {
+		return p.hostileApproval(id, i, eventID)
+	}
 	if remotesim.Mix(p.Seed, "large-event", id) >= p.Large {
 		return approval(id, i, eventID)
 	}
@@ -168,11 +176,15 @@ func (p Plan) orderBody(id string, i int) string {
 	case p.flowOrder(id):
 		o.Workflow, o.CustomerID = p.flowShape(id), p.customerOf(id)
 		o.Items = items(o.Items, i)
+		return orderJSON(o) // a hostile customer's name as its sender writes it
 	case p.limits[id]:
 		o.Workflow = LimitWorkflow
-		return limitBody(o)
+		return p.limitBody(o)
 	case p.large(id):
 		o.Workflow = LargeWorkflow
+		if c, ok := p.hostiles[id]; ok {
+			return hostileBody(o, p.Seed, documentClasses[c])
+		}
 		return largeBody(o, p.Seed)
 	case p.Shapes > 0 && remotesim.Mix(p.Seed, "generated", id) < p.Generated:
 		o.Workflow = fmt.Sprintf("shape%d", int(remotesim.Mix(p.Seed, "shape", id)*float64(p.Shapes)))
