@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sas-go/sas/shared/devkit/hostile"
 	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/outcome"
@@ -80,7 +81,7 @@ func (w *World) answer(c *call, kind outcomeKind) {
 		}
 	}
 	w.idle(c)
-	c.answer <- answerOf(kind, c, retryAfter, w.pad())
+	c.answer <- answerOf(kind, c, retryAfter, w.done(c.key, false))
 	w.settle(c.actor)
 }
 
@@ -287,14 +288,14 @@ func (w *World) callback(c *call, refuse bool) {
 		e.Data = json.RawMessage(`{"dropped":true}`)
 	default:
 		w.ledger.apply(c.key)
-		e.Data = doneBody(c.key, w.pad())
+		e.Data = w.done(c.key, true)
 	}
 	if !w.faulty || w.rng.IntN(4) > 0 {
 		w.async = remove(w.async, c) // else: it may come again
 	} else if !slices.Contains(w.async, c) && !slices.Contains(w.parked, c) {
 		w.async = append(w.async, c)
 	}
-	b, _ := json.Marshal(e)
+	b, _ := hostile.Marshal(e) // its data as its service wrote it
 	w.note("callback %s refused=%v", c.key, refuse)
 	if len(e.Data) > 0 {
 		w.sendFromOutside(string(b))

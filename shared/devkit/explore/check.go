@@ -37,13 +37,20 @@ func (w *World) check(ctx context.Context) []string {
 
 // checkRejected checks that no message the pipeline sent itself (on the
 // Scheduler's and the Agents' queues) was rejected as invalid: only what
-// comes from outside (an order, an event, a callback) may be.
+// comes from outside (an order, an event, a callback) may be; and that
+// SQS took every message it sent (the explorer's queues refuse what SQS
+// refuses: over 256 KiB, or a character it takes not).
 func (w *World) checkRejected() []string {
 	dlqs := []string{w.topo.SchedulerQueue().DLQName}
 	for _, a := range w.def.Agents() {
 		dlqs = append(dlqs, w.topo.AgentRequests(a).DLQName, w.topo.AgentResponses(a).DLQName)
 	}
 	var bad []string
+	w.q.mu.Lock()
+	for _, r := range w.q.refused {
+		bad = append(bad, "the pipeline's own messages are valid: SQS refuses a send: "+r)
+	}
+	w.q.mu.Unlock()
 	for _, q := range dlqs {
 		for _, m := range w.q.in(q) {
 			bad = append(bad, fmt.Sprintf("the pipeline's own messages are valid: %s rejected %s (%s)", q, brief(m.body),

@@ -56,6 +56,10 @@ type Options struct {
 	// (a minute; a large run's, four): a regression seed, replayed beside
 	// others on a loaded machine, is judged, not cut short for its time.
 	RunTime time.Duration
+	// NoHostile sends every order, answer and event plain, none made of
+	// what encoders change: a regression seed found before they were
+	// replays the run it found.
+	NoHostile bool
 }
 
 // Report is what an exploration found.
@@ -194,10 +198,10 @@ type result struct {
 // after after: its workflow, its orders, its agents' flow control, whether
 // faults are injected, whether its payloads are kept in its bucket, and
 // every choice follow from the seed (and opts' Large, Plain,
-// NoStoreFaults and NoPointers).
+// NoStoreFaults, NoPointers and NoHostile).
 func One(ctx context.Context, db statestore.API, topo topology.Topology, seed uint64, opts Options, after time.Time) (result, error) {
 	large := opts.Large
-	p := newPlan(seed, large, opts.Plain, !opts.NoStoreFaults)
+	p := newPlan(seed, large, opts.Plain, !opts.NoStoreFaults, !opts.NoHostile)
 	p.pointers = p.pointers && !opts.NoPointers
 	p.runTime = opts.RunTime
 	w, err := newWorld(p, topo, db, after)

@@ -34,8 +34,9 @@ var regressions = []struct {
 	found    string
 	payloads bool // found in a run that kept its payloads in its bucket (the others replay plain)
 	store    bool // found in a run with state store faults (the others replay without)
-	// Every one was found before senders sent bodies by pointer: each
-	// replays without (NoPointers).
+	// Every one was found before senders sent bodies by pointer and
+	// before runs were hostile: each replays without (NoPointers,
+	// NoHostile).
 }{
 	{99137274, false, "a give-back by the flow control while the order was undone stranded it Compensating (workflow.Order.GiveBack)", false, false},
 	{330073597, false, "a give-back marked a call never made as may have run: a pivot it held ended its order CompensationFailed (outcome.Recorder.Release)", false, false},
@@ -121,7 +122,7 @@ func replay(ctx context.Context, t *testing.T, e emulatortest.Engine, prefix str
 			limit <- struct{}{}
 			defer func() { <-limit }()
 			rep, err := explore.Explore(ctx, e.Clients.DynamoDB, explore.Options{Seed: r.seed, Runs: 1, For: time.Hour, Workers: 1,
-				Large: r.large, Plain: !r.payloads, NoStoreFaults: !r.store, NoPointers: true, Prefix: fmt.Sprintf("%s%d", prefix, i),
+				Large: r.large, Plain: !r.payloads, NoStoreFaults: !r.store, NoPointers: true, NoHostile: true, Prefix: fmt.Sprintf("%s%d", prefix, i),
 				RunTime: replayRunTime})
 			if err != nil {
 				t.Errorf("regression seed %d: %v", r.seed, err)

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/sas-go/sas/shared/devkit/hostile"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
@@ -57,8 +58,8 @@ func (w *World) event(o *order) {
 		id += "-other"
 	}
 	o.events[name]++
-	b, _ := json.Marshal(message.Event{Kind: message.KindEvent, OrderID: o.id, Event: name, EventID: id,
-		Data: json.RawMessage(`{"approved":true}`)})
+	b, _ := hostile.Marshal(message.Event{Kind: message.KindEvent, OrderID: o.id, Event: name, EventID: id,
+		Data: w.eventData(o.id, id)}) // its data as its client wrote it
 	w.note("event %s for %s (%s)", name, o.id, id)
 	w.sendFromOutside(string(b))
 }

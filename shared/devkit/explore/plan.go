@@ -43,6 +43,10 @@ type plan struct {
 	// storeFaults: the handlers' state store fails reads and writes, and
 	// loses writes' answers (storeFaults), in a third of the faulty runs.
 	storeFaults bool
+	// hostile: the run's orders, answers, callbacks and events are made of
+	// what encoders change, in half of the runs (hostile.go); a regression
+	// seed found before they were replays without.
+	hostile bool
 }
 
 // padBytes is how much a payload run pads its orders, answers and
@@ -57,6 +61,7 @@ type order struct {
 	id, customer string
 	items        int
 	pad          int  // bytes of padding its body carries (a payload run's)
+	size         int  // in a hostile run, its body's bytes as sent, hostile text and all (hostileBody)
 	sent         bool // its message is on the orders queue
 	cancelled    bool
 	events       map[string]int  // events sent, by name
@@ -89,9 +94,10 @@ func (f agentFlow) String() string {
 }
 
 // newPlan is the plan of the run seed names; plain leaves its payloads
-// inline, and without withStoreFaults its state store has none (a
-// regression seed replays the run that found it).
-func newPlan(seed uint64, large, plain, withStoreFaults bool) plan {
+// inline, without withStoreFaults its state store has none, and without
+// withHostile its payloads are plain (a regression seed replays the run
+// that found it).
+func newPlan(seed uint64, large, plain, withStoreFaults, withHostile bool) plan {
 	p := plan{seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5a5))}
 	if large {
 		return largePlan(p)
@@ -102,10 +108,14 @@ func newPlan(seed uint64, large, plain, withStoreFaults bool) plan {
 	p.payloads = !plain && choice.IntN(3) == 0
 	p.sealed = p.payloads && choice.IntN(2) == 0
 	p.pointers = p.payloads
+	p.hostile = withHostile && hostileRun(seed)
 	defer func() {
 		for _, o := range p.orders {
 			if p.payloads {
 				o.pad = padBytes
+			}
+			if p.hostile {
+				o.size = p.sizeOf("order/" + o.id)
 			}
 		}
 	}()
@@ -134,6 +144,9 @@ func newPlan(seed uint64, large, plain, withStoreFaults bool) plan {
 // driven counts what the plan drives: the flow control of its agents, and
 // orders sharing a customer.
 func (p plan) driven(count func(string)) {
+	if p.hostile {
+		count("runs with hostile payloads")
+	}
 	for _, f := range p.flows {
 		if f.rate.Calls > 0 {
 			count("agents with a rate limit")
@@ -196,6 +209,9 @@ func (o *order) body() string {
 	so := shop.Order{OrderID: o.id, CustomerID: o.customer}
 	for k := range o.items {
 		so.Items = append(so.Items, shop.Item{SKU: "SKU-" + strconv.Itoa(k), Quantity: 1, UnitPriceCents: 100})
+	}
+	if o.size > 0 {
+		return hostileBody(so, 0, o.size)
 	}
 	if o.pad == 0 {
 		return so.JSON()

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -22,6 +24,8 @@ type queues struct {
 	seq  int
 	now  func() time.Time
 	msgs []*msg
+	// refused are the first sends refused as SQS refuses them (sqsRefuses).
+	refused []string
 }
 
 // msg is one message in a queue.
@@ -60,6 +64,9 @@ func (q *queues) SendMessage(ctx context.Context, in *sqs.SendMessageInput, _ ..
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if err := q.refuses(aws.ToString(in.QueueUrl), aws.ToString(in.MessageBody), in.MessageAttributes); err != nil {
+		return nil, err
+	}
 	q.add(aws.ToString(in.QueueUrl), aws.ToString(in.MessageBody), in.DelaySeconds, in.MessageAttributes)
 	return &sqs.SendMessageOutput{}, nil
 }
@@ -70,6 +77,11 @@ func (q *queues) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInp
 	defer q.mu.Unlock()
 	if len(in.Entries) > 10 {
 		return nil, fmt.Errorf("SendMessageBatch of %d entries: SQS takes 10", len(in.Entries))
+	}
+	for _, e := range in.Entries {
+		if err := q.refuses(aws.ToString(in.QueueUrl), aws.ToString(e.MessageBody), e.MessageAttributes); err != nil {
+			return nil, err // the explorer's senders send one at a time: a batch is the product's own
+		}
 	}
 	for _, e := range in.Entries {
 		q.add(aws.ToString(in.QueueUrl), aws.ToString(e.MessageBody), e.DelaySeconds, e.MessageAttributes)
@@ -158,4 +170,48 @@ func (q *queues) nextVisible(names ...string) time.Time {
 
 func sendInput(url, body string, delay int32) *sqs.SendMessageInput {
 	return &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body), DelaySeconds: delay}
+}
+
+// maxMessageBytes is SQS's limit on a message: its body, and its
+// attributes' names, types and values.
+const maxMessageBytes = 256 << 10
+
+// refuses is the error SQS answers a send of body with attrs to url with
+// (nil: it takes it): over its size, or with a character SQS takes not; it
+// notes the first few. q.mu is held.
+func (q *queues) refuses(url, body string, attrs map[string]types.MessageAttributeValue) error {
+	size, valid := len(body), sqsTakes(body)
+	for name, a := range attrs {
+		size += len(name) + len(aws.ToString(a.DataType)) + len(aws.ToString(a.StringValue)) + len(a.BinaryValue)
+		valid = valid && sqsTakes(aws.ToString(a.StringValue))
+	}
+	var err error
+	switch {
+	case size > maxMessageBytes:
+		err = fmt.Errorf("InvalidParameterValue: Message must be shorter than %d bytes (%d to %s)", maxMessageBytes, size, queueName(url))
+	case !valid:
+		err = fmt.Errorf("InvalidMessageContents: Invalid characters found (to %s: %s)", queueName(url), brief(body))
+	default:
+		return nil
+	}
+	if len(q.refused) < 3 {
+		q.refused = append(q.refused, err.Error())
+	}
+	return err
+}
+
+// sqsTakes reports whether every character of s is one SQS takes: #x9 |
+// #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF, in
+// valid UTF-8 (U+FFFD itself included).
+func sqsTakes(s string) bool {
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\ufffd"):
+			return false
+		case r == 0x9, r == 0xA, r == 0xD, r >= 0x20 && r < 0xD800, r >= 0xE000 && r <= 0xFFFD, r >= 0x10000:
+		default:
+			return false
+		}
+	}
+	return true
 }

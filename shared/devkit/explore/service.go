@@ -271,11 +271,11 @@ func (k outcomeKind) String() string {
 }
 
 // answerOf is what the service answers for kind (the effect, if any, was
-// applied by the caller).
-func answerOf(kind outcomeKind, c *call, retryAfter time.Duration, pad int) answer {
+// applied by the caller): done, if it is done.
+func answerOf(kind outcomeKind, c *call, retryAfter time.Duration, done []byte) answer {
 	switch kind {
 	case answerDone:
-		return answer{body: doneBody(c.key, pad)}
+		return answer{body: done}
 	case answerRefused:
 		return answer{err: &agent.PermanentError{Status: 409, Body: "refused by the explorer"}}
 	case answerSlow:
