@@ -82,6 +82,13 @@ func TestChaosRunKeepsEveryInvariant(t *testing.T) {
 	require.Greater(t, res.AtLimit[0].ScanBytes, workflow.MaxResultLimit-8<<10, "its scan's 16 MB, kept in the bucket")
 	require.Positive(t, res.Payloads.WrittenOver["order"], "sealed: orders sent by pointer written over once taken")
 	require.Positive(t, res.Payloads.WrittenOver["event"], "and events")
+	// Payloads of what encoders change went at each limit, their largest
+	// message and item within SQS's and DynamoDB's (Violations.OverLimit).
+	require.NotNil(t, res.Hostile)
+	require.Positive(t, len(res.Hostile.Documents)+res.Hostile.AtLimit, "hostile large orders")
+	require.Positive(t, len(res.Hostile.Approvals), "hostile approvals")
+	require.Positive(t, res.Hostile.NotJSON, "answers not JSON")
+	t.Logf("with hostile payloads: the largest message %d bytes, the largest item %d bytes", res.LargestMessage, res.LargestItem)
 	require.Positive(t, generated[workflow.Processed], "orders of generated shapes went through")
 	require.Positive(t, generated[workflow.Failed]+generated[workflow.Cancelled]+generated[workflow.CompensationFailed],
 		"and some were undone")
@@ -124,6 +131,10 @@ func TestFlowControlUnderChaosKeepsEveryInvariant(t *testing.T) {
 			// Most orders on the flow shapes, half their steps holding on
 			// failure, more refusals: a few dozen orders show every kind.
 			plan.Flow.Share, plan.Flow.Hold, plan.Permanent = 0.8, 0.5, 0.08
+			// Half the flow orders of a hot customer, one call of a key at
+			// once: calls queue in their key's line, the hot keys' of 141
+			// and 200 bytes of what encoders change among them (Hostile).
+			plan.Flow.Hot, plan.Flow.InFlight = 0.5, 1
 			// Its data unsealed (the other chaos run seals them), half of
 			// the other orders large: their steps' payloads are streamed
 			// from the bucket to their services as they are read.

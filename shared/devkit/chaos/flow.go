@@ -129,12 +129,12 @@ func (p Plan) flowShape(id string) string {
 }
 
 // customerOf is a flow order's customer: a hot one, or its own; in a
-// hostile run, a share of them a hostile key (hostileCustomer).
+// hostile run, a share of them a hostile key (hotCustomer, coldCustomer).
 func (p Plan) customerOf(id string) string {
 	if p.Flow.HotKeys > 0 && remotesim.Mix(p.Seed, "hot", id) < p.Flow.Hot {
-		return p.hostileCustomer(fmt.Sprintf("hot-%d", int(remotesim.Mix(p.Seed, "hot-key", id)*float64(p.Flow.HotKeys))))
+		return p.hotCustomer(int(remotesim.Mix(p.Seed, "hot-key", id) * float64(p.Flow.HotKeys)))
 	}
-	return p.hostileCustomer("cold-" + id)
+	return p.coldCustomer(id)
 }
 
 // flowNames are the flow agents' names, sorted.

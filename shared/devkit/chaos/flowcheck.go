@@ -32,6 +32,11 @@ type FlowFigures struct {
 	Lapsed    int            `json:"lapsedEntries"`        // holds and reservations of ended orders left, their time passed (a crashed Agent's)
 	LostLine  int            `json:"leftAfterLostHandOff"` // entries of ended orders left in the line of a key whose line request was dropped
 	Settled   time.Duration  `json:"settledNanos"`         // how long the key items took to let every ended order go
+	// InLine are the calls given back to wait in their key's line, LineFull
+	// those given back with no place in it (a full line, or a request too
+	// large to queue).
+	InLine   int `json:"inLine"`
+	LineFull int `json:"lineFull"`
 }
 
 // RateFigure is how a rate-limited agent's service saw its calls.
@@ -451,6 +456,7 @@ func (fig *FlowFigures) print(w io.Writer, row func(k string, v any)) {
 	if fig.Failed > 0 {
 		row("  decisions failed", fig.Failed)
 	}
+	row("  calls given back to wait in a key's line (with no place)", fmt.Sprintf("%d (%d)", fig.InLine, fig.LineFull))
 	row("  key items checked at the end", fig.Keys)
 	row("  key items settled in", fig.Settled.Round(time.Millisecond))
 	row("  lapsed holds left (a crashed Agent's)", fig.Lapsed)

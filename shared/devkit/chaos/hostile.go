@@ -3,6 +3,7 @@ package chaos
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/sas-go/sas/shared/devkit/hostile"
@@ -135,14 +136,31 @@ func (p Plan) approvalClass(id string) sizeClass {
 	return approvalClasses[int(remotesim.Mix(p.Seed, "approval-class", id)*float64(len(approvalClasses)))]
 }
 
-// hostileCustomer is a customer named prefix, made a hostile key of one of
-// keyBytes' lengths (by the name's hash) if the plan's share says so.
-func (p Plan) hostileCustomer(prefix string) string {
-	if remotesim.Mix(p.Seed, "hostile-key", prefix) >= p.Hostile {
-		return prefix
-	}
-	n := keyBytes[int(remotesim.Mix(p.Seed, "key-bytes", prefix)*float64(len(keyBytes)))]
+// hostileKey is a customer named prefix made a hostile key of n bytes
+// (from the plan's seed and the name).
+func (p Plan) hostileKey(prefix string, n int) string {
 	return prefix + "-" + hostile.Text(p.Seed^hashOf(prefix), n-len(prefix)-1)
+}
+
+// hotCustomer is the k-th hot customer: the first of them, the plan's
+// share of them (at least one in a hostile run), a hostile key of
+// keyBytes' k-th length, so that calls of hostile keys queue in a line.
+func (p Plan) hotCustomer(k int) string {
+	name := fmt.Sprintf("hot-%d", k)
+	if float64(k) >= math.Ceil(p.Hostile*float64(p.Flow.HotKeys)) {
+		return name
+	}
+	return p.hostileKey(name, keyBytes[k%len(keyBytes)])
+}
+
+// coldCustomer is order id's own customer: for the plan's share, a
+// hostile key of one of keyBytes' lengths (by the order's hash).
+func (p Plan) coldCustomer(id string) string {
+	name := "cold-" + id
+	if remotesim.Mix(p.Seed, "hostile-key", name) >= p.Hostile {
+		return name
+	}
+	return p.hostileKey(name, keyBytes[int(remotesim.Mix(p.Seed, "key-bytes", name)*float64(len(keyBytes)))])
 }
 
 // orderJSON is o as its sender sends it: <, > and & raw in a hostile

@@ -158,6 +158,7 @@ func TestTheSizeWatchNotesRefusalsAndFullLines(t *testing.T) {
 	log.Debug("call waits", "why", `waiting for a slot of key "hot-2" (1st in line)`)
 	log.Warn("send failed", "err", "InvalidParameterValue: Message must be shorter than 262144 bytes.")
 	require.Equal(t, map[string]int{`hot-1-<&>"x`: 1}, w.fullLines())
+	require.Equal(t, 1, w.inLine)
 	require.Len(t, w.refused, 1)
 	require.NotContains(t, out.String(), "call waits")
 	require.Contains(t, out.String(), "send failed")

@@ -35,6 +35,7 @@ type watched struct {
 	mu      sync.Mutex
 	refused []string       // the first sends SQS refused, their errors
 	full    map[string]int // calls given back for a full line, by key as logged
+	inLine  int            // calls given back to wait in their key's line
 }
 
 func newSizeWatch(next slog.Handler) sizeWatch {
@@ -51,6 +52,8 @@ func (h sizeWatch) Handle(ctx context.Context, r slog.Record) error {
 		switch {
 		case r.Message == "call waits" && a.Key == "why" && strings.Contains(v, lineFull):
 			h.noteFull(v)
+		case r.Message == "call waits" && a.Key == "why" && strings.Contains(v, " in line)"):
+			h.noteInLine()
 		case slices.ContainsFunc(sqsRefusals, func(s string) bool { return strings.Contains(v, s) }):
 			h.noteRefused(r.Message + ": " + v)
 		}
@@ -90,6 +93,12 @@ func (w *watched) noteFull(why string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.full[key]++
+}
+
+func (w *watched) noteInLine() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.inLine++
 }
 
 func (w *watched) noteRefused(what string) {
@@ -176,7 +185,16 @@ func (f *flowRun) checkLines(ctx context.Context, r *Result, w *watched) {
 			}
 		}
 	}
-	r.Violations.LinesRefused = linesRefused(w.fullLines(), calls)
+	full := w.fullLines()
+	r.Violations.LinesRefused = linesRefused(full, calls)
+	if r.Flow != nil {
+		w.mu.Lock()
+		r.Flow.InLine = w.inLine
+		w.mu.Unlock()
+		for _, n := range full {
+			r.Flow.LineFull += n
+		}
+	}
 }
 
 // linesRefused are the keys whose calls were given back for a full line
