@@ -88,7 +88,8 @@ func TestChaosRunKeepsEveryInvariant(t *testing.T) {
 	require.Positive(t, len(res.Hostile.Documents)+res.Hostile.AtLimit, "hostile large orders")
 	require.Positive(t, len(res.Hostile.Approvals), "hostile approvals")
 	require.Positive(t, res.Hostile.NotJSON, "answers not JSON")
-	t.Logf("with hostile payloads: the largest message %d bytes, the largest item %d bytes", res.LargestMessage, res.LargestItem)
+	t.Logf("with hostile payloads: the largest message %d bytes (of the product's own %d), the largest item %d bytes",
+		res.LargestMessage, res.LargestWorkMessage, res.LargestItem)
 	require.Positive(t, generated[workflow.Processed], "orders of generated shapes went through")
 	require.Positive(t, generated[workflow.Failed]+generated[workflow.Cancelled]+generated[workflow.CompensationFailed],
 		"and some were undone")

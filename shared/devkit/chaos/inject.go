@@ -42,6 +42,7 @@ type Injector struct {
 	// again, lost.
 	lostLines map[string]bool
 	largest   int // the largest message delivered, body and attributes
+	work      int // the largest delivered from a queue only the product writes to
 }
 
 // NewInjector returns the injector of a plan.
@@ -73,6 +74,9 @@ func (in *Injector) Message(function string, m types.Message) runner.Action {
 	key := function + "\x00" + aws.ToString(m.Body)
 	in.deliveries[key]++
 	in.largest = max(in.largest, messageBytes(m))
+	if function != "submission" { // the orders' and events' queues are Submission's
+		in.work = max(in.work, messageBytes(m))
+	}
 	n := in.deliveries[key]
 	in.mu.Unlock()
 	x := in.share(function, aws.ToString(m.Body), fmt.Sprint(n))
@@ -98,6 +102,14 @@ func (in *Injector) LargestMessage() int {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.largest
+}
+
+// LargestWorkMessage is the largest message delivered so far from a queue
+// only the product writes to (the Scheduler's, the Agents').
+func (in *Injector) LargestWorkMessage() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.work
 }
 
 // messageBytes is m's size as SQS counts it against its limit.

@@ -74,6 +74,10 @@ type Result struct {
 	// payloads full of what encoders change.
 	LargestItem    int `json:"largestItem"`
 	LargestMessage int `json:"largestMessage"`
+	// LargestWorkMessage is the largest a handler was delivered from a
+	// queue only the product writes to (the Scheduler's, the Agents'):
+	// its handler takes at most message.MaxWorkBytes.
+	LargestWorkMessage int `json:"largestWorkMessage"`
 	// Hostile is what the run sent of the hostile alphabet (nil: none).
 	Hostile *HostileFigures `json:"hostile,omitempty"`
 	Drain   time.Duration   `json:"drainNanos"`
@@ -125,7 +129,7 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 		res.Stopped = waitErr.Error()
 	}
 	res.Faults = inj.Counts()
-	res.LargestMessage = inj.LargestMessage()
+	res.LargestMessage, res.LargestWorkMessage = inj.LargestMessage(), inj.LargestWorkMessage()
 	res.Faults["order cancelled (a cancel message sent)"] = cancels.sent
 	maps.Copy(res.Faults, signals.counts())
 	if err := res.check(ctx, stack, sim, p, ids, waitErr == nil, fr); err != nil {
@@ -579,6 +583,7 @@ func (r Result) Print(w io.Writer) {
 	r.Hostile.print(row)
 	row("the largest item's bytes (DynamoDB's 400 KB)", r.LargestItem)
 	row("the largest message's bytes (SQS's 256 KB)", r.LargestMessage)
+	row("  of the product's own (the Scheduler's, the Agents')", r.LargestWorkMessage)
 	row("orders and events sent by Extended Client pointer", r.Payloads.Offloaded)
 	for _, kind := range slices.Sorted(maps.Keys(r.Payloads.WrittenOver)) {
 		row("  "+kind+"s written over once taken (sealed)", r.Payloads.WrittenOver[kind])
