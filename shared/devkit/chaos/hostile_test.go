@@ -95,6 +95,7 @@ func TestHostileOrdersEndProcessedWithTheirAnswersWhole(t *testing.T) {
 		require.Equal(t, workflow.Processed, tasks[c.id].State, "%s: %s", c.id, tasks[c.id].LastError)
 		h.requireAnswersKept(c.id)
 	}
+	t.Logf("the largest message delivered, by function: %v", h.most)
 	h.requireNothingRefused()
 }
 
@@ -116,6 +117,7 @@ func TestAnAnswerLargerOnceQuotedIsNeverLeftToTimeOut(t *testing.T) {
 	require.Less(t, len(raw), workflow.MaxResultLimit, "its answer is under the result limit as sent")
 	require.Zero(t, scan.FailureCount, "%s's scan timed out (recovered %d times, %s): its answer of %d bytes was not kept",
 		id, scan.FailureCount, scan.LastError, len(raw))
+	t.Logf("%s ended %s; its scan %s after %d attempts: %s", id, tasks[id].State, scan.State, scan.Attempt, scan.LastError)
 	if tasks[id].State == workflow.Processed {
 		h.requireAnswersKept(id)
 	} else {
