@@ -50,6 +50,9 @@ func (w *World) checkRejected() []string {
 	for _, r := range w.q.refused {
 		bad = append(bad, "the pipeline's own messages are valid: SQS refuses a send: "+r)
 	}
+	for _, r := range w.q.outside {
+		bad = append(bad, "the explorer sends only what SQS takes (a defect of the explorer's): SQS refuses "+r)
+	}
 	w.q.mu.Unlock()
 	for _, q := range dlqs {
 		for _, m := range w.q.in(q) {

@@ -21,8 +21,12 @@ import (
 // kept: its JSON, or its text as encoding/json quotes it).
 
 // hostileSizes are a payload run's hostile sizes: either side of its
-// inline limit, and its shapes' result limit.
+// inline limit, and (an answer's) its shapes' result limit.
 var hostileSizes = []int{payload.MinInline, payload.MinInline + 1, workflow.DefaultResultLimit}
+
+// inlineSizes are a payload run's hostile sizes of what is not an answer
+// (an order, an event): either side of its inline limit.
+var inlineSizes = hostileSizes[:2]
 
 // plainSize is a hostile run's size without a bucket (every payload
 // inline): under its shapes' result limit.
@@ -33,12 +37,12 @@ const plainSize = 300
 func hostileRun(seed uint64) bool { return rand.New(rand.NewPCG(seed, 0x4057)).IntN(2) == 0 }
 
 // sizeOf is the hostile size of what name names (an order, an answer's
-// key, an event), by its hash.
-func (p plan) sizeOf(name string) int {
+// key, an event), by its hash among sizes.
+func (p plan) sizeOf(name string, sizes []int) int {
 	if !p.payloads {
 		return plainSize
 	}
-	return hostileSizes[int(remotesim.Mix(p.seed, "size", name)*float64(len(hostileSizes)))]
+	return sizes[int(remotesim.Mix(p.seed, "size", name)*float64(len(sizes)))]
 }
 
 // hostileBody is o as its client sends it in a hostile run: a note of
@@ -64,7 +68,7 @@ func (w *World) done(key string, async bool) []byte {
 	if !w.hostile {
 		return doneBody(key, w.pad())
 	}
-	size, seed := w.plan.sizeOf("answer/"+key), w.seed^hashOf(key)
+	size, seed := w.plan.sizeOf("answer/"+key, hostileSizes), w.seed^hashOf(key)
 	if !async && remotesim.Mix(w.seed, "not-json", key) < 0.5 {
 		prefix := fmt.Sprintf("<?xml version=\"1.0\"?><answer key=%q>", key)
 		const suffix = "</answer>"
@@ -84,6 +88,6 @@ func (w *World) eventData(orderID, eventID string) json.RawMessage {
 		return json.RawMessage(`{"approved":true}`)
 	}
 	const head = `{"approved":true,"note":`
-	n := max(w.plan.sizeOf("event/"+orderID+"/"+eventID)-len(head)-1, 2)
+	n := max(w.plan.sizeOf("event/"+orderID+"/"+eventID, inlineSizes)-len(head)-1, 2)
 	return json.RawMessage(head + hostile.Quote(hostile.TextQuoted(w.seed^hashOf(orderID+eventID), n)) + "}")
 }

@@ -17,9 +17,10 @@ import (
 	"github.com/sas-go/sas/shared/shop"
 )
 
-// The explorer's queues refuse what SQS refuses, and note it: a body over
-// 256 KiB with its attributes, a raw control character in a body or an
-// attribute; U+FFFD, <, > and & they take.
+// The explorer's queues refuse what SQS refuses, and note it, a handler's
+// send apart from the explorer's own: a body over 256 KiB with its
+// attributes, a raw control character in a body or an attribute; U+FFFD,
+// <, > and & they take.
 func TestTheQueuesRefuseWhatSQSRefuses(t *testing.T) {
 	q := &queues{now: func() (t0 time.Time) { return t0 }}
 	send := func(body string, attrs map[string]types.MessageAttributeValue) error {
@@ -35,8 +36,13 @@ func TestTheQueuesRefuseWhatSQSRefuses(t *testing.T) {
 	require.Error(t, send("a\xffb", nil))
 	require.Error(t, send("ok", map[string]types.MessageAttributeValue{
 		"RejectReason": {DataType: aws.String("String"), StringValue: aws.String("bad JSON: \x01")}}))
-	require.Len(t, q.refused, 3, "the first three noted")
+	require.Len(t, q.outside, 3, "the first three noted")
+	require.Empty(t, q.refused, "none a handler's")
 	require.Len(t, q.msgs, 2)
+	handler := context.WithValue(context.Background(), actorKey{}, &actor{})
+	_, err := q.SendMessage(handler, &sqs.SendMessageInput{QueueUrl: aws.String("http://q/1/x"), MessageBody: aws.String("a")})
+	require.Error(t, err)
+	require.Len(t, q.refused, 1, "a handler's send refused, noted apart")
 }
 
 // A hostile run's orders, answers and events are their size exactly, on
@@ -57,7 +63,7 @@ func TestHostilePayloadsAreAtTheirSizes(t *testing.T) {
 		require.Contains(t, hostileSizes, size)
 		require.True(t, json.Valid(w.done(key, true)), "a callback's data is JSON")
 		d := w.eventData("x5-0", key)
-		require.Contains(t, hostileSizes, len(d))
+		require.Contains(t, inlineSizes, len(d))
 		body := hostileBody(shop.Order{OrderID: "x5-" + key[5:6]}, 0, hostileSizes[i%len(hostileSizes)])
 		require.Len(t, body, hostileSizes[i%len(hostileSizes)])
 		require.True(t, sqsTakes(body))

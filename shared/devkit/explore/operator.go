@@ -66,13 +66,13 @@ func (w *World) event(o *order) {
 
 // sendFromOutside sends body, an order, an event or a callback with data
 // (what comes from outside the pipeline), to the orders queue: in a payload
-// run, one in four by pointer, as an SQS Extended Client sends a body too
-// large for SQS (objects.offload: each send an object of its own; half of
+// run, one in four by pointer, and any over SQS's limit, as an SQS Extended
+// Client sends a body too large for SQS (objects.offload: each send an object of its own; half of
 // them at the bucket's root, where a run that does not seal takes them too).
 // Submission reads it from the bucket, and, in a sealed run, writes over it
 // once it takes it (checkClearCopies).
 func (w *World) sendFromOutside(body string) {
-	if w.pointing != nil && w.pointing.IntN(4) == 0 {
+	if w.pointing != nil && (w.pointing.IntN(4) == 0 || len(body) > maxMessageBytes) {
 		atRoot := w.sealer == nil && w.pointing.IntN(2) == 0
 		if atRoot {
 			w.count("bodies sent by pointer at the bucket's root")

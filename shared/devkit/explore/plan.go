@@ -115,7 +115,7 @@ func newPlan(seed uint64, large, plain, withStoreFaults, withHostile bool) plan 
 				o.pad = padBytes
 			}
 			if p.hostile {
-				o.size = p.sizeOf("order/" + o.id)
+				o.size = p.sizeOf("order/"+o.id, inlineSizes)
 			}
 		}
 	}()

@@ -24,8 +24,10 @@ type queues struct {
 	seq  int
 	now  func() time.Time
 	msgs []*msg
-	// refused are the first sends refused as SQS refuses them (sqsRefuses).
-	refused []string
+	// refused are the first sends of the product's handlers refused as SQS
+	// refuses them (refuses); outside, those of the explorer's own senders
+	// (a defect of the explorer's).
+	refused, outside []string
 }
 
 // msg is one message in a queue.
@@ -64,7 +66,7 @@ func (q *queues) SendMessage(ctx context.Context, in *sqs.SendMessageInput, _ ..
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if err := q.refuses(aws.ToString(in.QueueUrl), aws.ToString(in.MessageBody), in.MessageAttributes); err != nil {
+	if err := q.refuses(aws.ToString(in.QueueUrl), aws.ToString(in.MessageBody), in.MessageAttributes, actorOf(ctx) != nil); err != nil {
 		return nil, err
 	}
 	q.add(aws.ToString(in.QueueUrl), aws.ToString(in.MessageBody), in.DelaySeconds, in.MessageAttributes)
@@ -72,15 +74,15 @@ func (q *queues) SendMessage(ctx context.Context, in *sqs.SendMessageInput, _ ..
 }
 
 // SendMessageBatch implements queue.API.
-func (q *queues) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+func (q *queues) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(in.Entries) > 10 {
 		return nil, fmt.Errorf("SendMessageBatch of %d entries: SQS takes 10", len(in.Entries))
 	}
 	for _, e := range in.Entries {
-		if err := q.refuses(aws.ToString(in.QueueUrl), aws.ToString(e.MessageBody), e.MessageAttributes); err != nil {
-			return nil, err // the explorer's senders send one at a time: a batch is the product's own
+		if err := q.refuses(aws.ToString(in.QueueUrl), aws.ToString(e.MessageBody), e.MessageAttributes, actorOf(ctx) != nil); err != nil {
+			return nil, err
 		}
 	}
 	for _, e := range in.Entries {
@@ -178,8 +180,9 @@ const maxMessageBytes = 256 << 10
 
 // refuses is the error SQS answers a send of body with attrs to url with
 // (nil: it takes it): over its size, or with a character SQS takes not; it
-// notes the first few. q.mu is held.
-func (q *queues) refuses(url, body string, attrs map[string]types.MessageAttributeValue) error {
+// notes the first few, a handler's (byHandler) apart from the explorer's
+// own. q.mu is held.
+func (q *queues) refuses(url, body string, attrs map[string]types.MessageAttributeValue, byHandler bool) error {
 	size, valid := len(body), sqsTakes(body)
 	for name, a := range attrs {
 		size += len(name) + len(aws.ToString(a.DataType)) + len(aws.ToString(a.StringValue)) + len(a.BinaryValue)
@@ -194,7 +197,10 @@ func (q *queues) refuses(url, body string, attrs map[string]types.MessageAttribu
 	default:
 		return nil
 	}
-	if len(q.refused) < 3 {
+	switch {
+	case !byHandler && len(q.outside) < 3:
+		q.outside = append(q.outside, err.Error())
+	case byHandler && len(q.refused) < 3:
 		q.refused = append(q.refused, err.Error())
 	}
 	return err
