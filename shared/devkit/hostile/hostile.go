@@ -12,8 +12,9 @@
 //
 // Every size here is exact and measured on the bytes that travel: a
 // string's as its JSON literal (QuoteLen), an answer's as its body, or as
-// encoding/json quotes it when the product keeps an answer that is not JSON
-// as a JSON string (MarshalLen). The same seed gives the same bytes.
+// the product quotes it when it keeps an answer that is not JSON as a JSON
+// string (MarshalLen: encoding/json's, its HTML escapes off). The same
+// seed gives the same bytes.
 package hostile
 
 import (
@@ -24,9 +25,11 @@ import (
 	"unicode/utf8"
 )
 
-// markup is what three pieces in four are: the characters encoding/json
-// writes as six bytes each (\u003c) in a message it builds, so that a
-// value of them grows threefold there.
+// markup is what three pieces in four are: the characters json.Marshal
+// writes as six bytes each (\u003c), so that a value of them grows
+// threefold in a message built with it (the product's encoder, with its
+// HTML escapes off, keeps them as they are: these payloads would show it
+// if it did not).
 const markup = "<>&"
 
 // textPieces are what a value's text is made of besides markup: every
@@ -68,8 +71,8 @@ func Body(seed uint64, n int) []byte {
 	return build(seed, n, bodyPieces, func(p string) int { return len(p) })
 }
 
-// BodyMarshalled is a body (as Body) whose JSON string, as encoding/json
-// writes it (MarshalLen), is n bytes (at least 2): an answer that is not
+// BodyMarshalled is a body (as Body) whose JSON string, as the product
+// keeps it (MarshalLen), is n bytes (at least 2): an answer that is not
 // JSON, sized on what the product keeps of it.
 func BodyMarshalled(seed uint64, n int) []byte {
 	return build(seed, n-2, bodyPieces, func(p string) int { return MarshalLen([]byte(p)) - 2 })
@@ -139,11 +142,12 @@ func QuoteLen(s string) int {
 	return n
 }
 
-// MarshalLen is the length of b as encoding/json writes it as a string
-// (json.Marshal(string(b))): <, >, &, U+2028, U+2029 and control
-// characters but \b, \f, \n, \r and \t as \u escapes (six bytes), each
-// byte of invalid UTF-8 as \ufffd (six), a quote or a backslash escaped.
-// It is what the product keeps of an answer that is not JSON.
+// MarshalLen is the length of b as the product keeps an answer that is
+// not JSON: a JSON string as encoding/json's Encoder writes it with its
+// HTML escapes off (shared/agent keeps it so): U+2028, U+2029 and control
+// characters but \b, \f, \n, \r and \t as \u escapes (six bytes),
+// each byte of invalid UTF-8 as \ufffd (six), a quote or a backslash
+// escaped, <, > and & as they are.
 func MarshalLen(b []byte) int {
 	n := 2
 	for i := 0; i < len(b); {
@@ -154,7 +158,7 @@ func MarshalLen(b []byte) int {
 			n += 6
 		case r == '"' || r == '\\' || r == '\b' || r == '\f' || r == '\n' || r == '\r' || r == '\t':
 			n += 2
-		case r < 0x20 || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029':
+		case r < 0x20 || r == '\u2028' || r == '\u2029':
 			n += 6
 		default:
 			n += size
