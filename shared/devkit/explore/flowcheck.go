@@ -46,7 +46,7 @@ func rateKept(a string, f agentFlow, calls []time.Time) []string {
 	burst, interval := max(f.rate.Burst, 1), f.rate.Interval()
 	for i := range times {
 		for j := i + burst; j < len(times); j++ {
-			need := time.Duration(j-i+1-burst) * interval
+			need := f.rate.Span(int64(j - i + 1 - burst)) // exact: Interval rounds each turn down to the nanosecond
 			if times[j].Sub(times[i])+rateSlack < need {
 				return []string{fmt.Sprintf("the rate kept: agent %s's service saw %d calls from %s to %s, over %s (at most %d in %s)",
 					a, j-i+1, times[i].Format("15:04:05.000"), times[j].Format("15:04:05.000"), f.rate,
