@@ -48,6 +48,38 @@ type listPage struct {
 	Next   string           `json:"next,omitempty"` // the next page's token
 }
 
+// listLong is sasctl list's help.
+const listLong = `list lists orders, optionally searched (in one state, by orderId prefix (--id-prefix), by workflow, older or
+newer than an age), a page at a time, each page newest first: it scans the state table, so its cost
+grows with the table, and pages follow the table's order (the newest order is on the first page
+only if the table is small enough for one). The search is the scan's FilterExpression: only the
+orders that match come back, but DynamoDB bills every item read, so a page of a narrow search may
+read much of the table, or all of it. A page's token must be used with the same search.`
+
+// searchOf completes search with the state and the ages the flags gave
+// (--older-than, --newer-than), and checks it: a usage error if it cannot
+// be run.
+func searchOf(search *operator.Search, state workflow.State, older, newer string) error {
+	for _, a := range []struct {
+		flag, v string
+		to      *time.Duration
+	}{{"--older-than", older, &search.OlderThan}, {"--newer-than", newer, &search.NewerThan}} {
+		if a.v == "" {
+			continue
+		}
+		d, err := operator.ParseAge(a.v)
+		if err != nil {
+			return usageErrorf("%s: %v", a.flag, err)
+		}
+		*a.to = d
+	}
+	search.State = state
+	if err := search.Check(); err != nil {
+		return usageErrorf("%v", err)
+	}
+	return nil
+}
+
 func listCmd() *cobra.Command {
 	var (
 		t            target
@@ -60,12 +92,7 @@ func listCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "list orders, by state, id prefix, workflow or age, a page at a time",
-		Long: `list lists orders, optionally searched (in one state, by orderId prefix (--id-prefix), by workflow, older or
-newer than an age), a page at a time, each page newest first: it scans the state table, so its cost
-grows with the table, and pages follow the table's order (the newest order is on the first page
-only if the table is small enough for one). The search is the scan's FilterExpression: only the
-orders that match come back, but DynamoDB bills every item read, so a page of a narrow search may
-read much of the table, or all of it. A page's token must be used with the same search.`,
+		Long:  listLong,
 		Example: "  sasctl list --state Failed\n  sasctl list --id-prefix web- --workflow order --newer-than 1h\n" +
 			"  sasctl list --state Held --older-than 2d\n  sasctl list --limit 100 --next TOKEN",
 		Args: noArgs,
@@ -73,22 +100,8 @@ read much of the table, or all of it. A page's token must be used with the same 
 			if limit < 1 {
 				return usageErrorf("--limit must be at least 1")
 			}
-			for _, a := range []struct {
-				flag, v string
-				to      *time.Duration
-			}{{"--older-than", older, &search.OlderThan}, {"--newer-than", newer, &search.NewerThan}} {
-				if a.v == "" {
-					continue
-				}
-				d, err := operator.ParseAge(a.v)
-				if err != nil {
-					return usageErrorf("%s: %v", a.flag, err)
-				}
-				*a.to = d
-			}
-			search.State = state.state
-			if err := search.Check(); err != nil {
-				return usageErrorf("%v", err)
+			if err := searchOf(&search, state.state, older, newer); err != nil {
+				return err
 			}
 			op, err := t.connect(cmd.Context(), false)
 			if err != nil {

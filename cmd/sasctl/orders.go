@@ -14,17 +14,8 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-func submitCmd() *cobra.Command {
-	var (
-		t        target
-		generate int
-		reply    string
-		wait     time.Duration
-	)
-	cmd := &cobra.Command{
-		Use:   "submit FILE|-",
-		Short: "send orders from a file, stdin (-), or --generate N",
-		Long: `submit sends orders to the deployment's orders queue: JSON lines, or one JSON array, from FILE
+// submitLong is sasctl submit's help.
+const submitLong = `submit sends orders to the deployment's orders queue: JSON lines, or one JSON array, from FILE
 or stdin (-); or, with --generate N, N made-up orders. Each is checked as Submission checks it
 first: one that would be refused is not sent, and is named on stderr with the reason (exit 1). With
 the deployment's workflow files (--workflows, default $SAS_WORKFLOWS, which sasctl dev exports), that
@@ -34,68 +25,87 @@ envelope only.
 Submission takes the orders sent asynchronously: with --wait DURATION, submit waits for each one's
 verdict: taken (stored as sent), or refused (found in the orders DLQ: its reason on stderr, exit 1);
 no verdict within DURATION is exit 1 too. Without it, sasctl status ORDER says whether an order was
-taken, and sasctl dlq show orders lists those refused, with the reason.`,
+taken, and sasctl dlq show orders lists those refused, with the reason.`
+
+// submitFlags are sasctl submit's flags.
+type submitFlags struct {
+	t        target
+	generate int
+	reply    string
+	wait     time.Duration
+}
+
+func submitCmd() *cobra.Command {
+	var f submitFlags
+	cmd := &cobra.Command{
+		Use:   "submit FILE|-",
+		Short: "send orders from a file, stdin (-), or --generate N",
+		Long:  submitLong,
 		Example: "  sasctl submit orders.jsonl\n  sasctl submit --generate 100\n" +
 			"  sasctl submit --workflows workflows/order.yaml,workflows/approval.yaml orders.jsonl",
 		Args: func(cmd *cobra.Command, args []string) error {
-			if generate > 0 {
+			if f.generate > 0 {
 				return noArgs(cmd, args)
 			}
 			return exactly(1, "one FILE (or - for stdin), or --generate N")(cmd, args)
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			workflows, err := deployedWorkflows(t.WorkflowFiles)
-			if err != nil {
-				return err
-			}
-			bodies, err := orderBodies(args, generate, reply, cmd.InOrStdin())
-			if err != nil {
-				return err
-			}
-			op, err := t.connect(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			op.Workflows = workflows
-			since := time.Now()
-			res, err := op.Submit(cmd.Context(), bodies)
-			if err != nil {
-				return t.explain(err)
-			}
-			out := cmd.OutOrStdout()
-			sent := func() { fmt.Fprintf(out, "sent %d orders to %s\n", res.Sent, res.Queue) }
-			if wait <= 0 {
-				if err := emit(out, t.output, res, sent); err != nil {
-					return err
-				}
-				err := rejected(cmd, res)
-				if res.Sent > 0 {
-					fmt.Fprintln(cmd.ErrOrStderr(), submitHint)
-				}
-				return err
-			}
-			verdicts, err := op.AwaitOrders(cmd.Context(), sentBodies(bodies, res), since, wait, verdictEvery)
-			if err != nil {
-				return t.explain(err)
-			}
-			if err := emit(out, t.output, submitWaited{res, verdicts}, sent); err != nil {
-				return err
-			}
-			err = rejected(cmd, res)
-			for _, v := range verdicts {
-				if !printVerdict(t.textOut(out), cmd.ErrOrStderr(), cmd.CommandPath(), "order "+v.OrderID, "orders", v, wait) {
-					err = errReported
-				}
-			}
-			return err
-		},
+		RunE: f.run,
 	}
-	targetFlags(cmd, &t, true)
-	t.bind(cmd.Flags(), "workflows")
-	cmd.Flags().IntVar(&generate, "generate", 0, "send N made-up orders instead of reading any")
-	waitFlag(cmd, &wait, "each order")
-	cmd.Flags().StringVar(&reply, "reply-queue", "", "with --generate: the reply queue the orders name")
+	targetFlags(cmd, &f.t, true)
+	f.t.bind(cmd.Flags(), "workflows")
+	cmd.Flags().IntVar(&f.generate, "generate", 0, "send N made-up orders instead of reading any")
+	waitFlag(cmd, &f.wait, "each order")
+	cmd.Flags().StringVar(&f.reply, "reply-queue", "", "with --generate: the reply queue the orders name")
 	return cmd
+}
+
+// run checks and sends the orders, and with --wait waits for their
+// verdicts.
+func (f *submitFlags) run(cmd *cobra.Command, args []string) error {
+	workflows, err := deployedWorkflows(f.t.WorkflowFiles)
+	if err != nil {
+		return err
+	}
+	bodies, err := orderBodies(args, f.generate, f.reply, cmd.InOrStdin())
+	if err != nil {
+		return err
+	}
+	op, err := f.t.connect(cmd.Context(), false)
+	if err != nil {
+		return err
+	}
+	op.Workflows = workflows
+	since := time.Now()
+	res, err := op.Submit(cmd.Context(), bodies)
+	if err != nil {
+		return f.t.explain(err)
+	}
+	out := cmd.OutOrStdout()
+	sent := func() { fmt.Fprintf(out, "sent %d orders to %s\n", res.Sent, res.Queue) }
+	if f.wait <= 0 {
+		if err := emit(out, f.t.output, res, sent); err != nil {
+			return err
+		}
+		err := rejected(cmd, res)
+		if res.Sent > 0 {
+			fmt.Fprintln(cmd.ErrOrStderr(), submitHint)
+		}
+		return err
+	}
+	verdicts, err := op.AwaitOrders(cmd.Context(), sentBodies(bodies, res), since, f.wait, verdictEvery)
+	if err != nil {
+		return f.t.explain(err)
+	}
+	if err := emit(out, f.t.output, submitWaited{res, verdicts}, sent); err != nil {
+		return err
+	}
+	err = rejected(cmd, res)
+	for _, v := range verdicts {
+		if !printVerdict(f.t.textOut(out), cmd.ErrOrStderr(), cmd.CommandPath(), "order "+v.OrderID, "orders", v, f.wait) {
+			err = errReported
+		}
+	}
+	return err
 }
 
 // submitHint says where to look for what Submission made of the orders.

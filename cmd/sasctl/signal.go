@@ -15,17 +15,8 @@ import (
 	"github.com/sas-go/sas/shared/message"
 )
 
-func signalCmd() *cobra.Command {
-	var (
-		t             target
-		data, eventID string
-		ahead         bool
-		wait          time.Duration
-	)
-	cmd := &cobra.Command{
-		Use:   "signal ORDER EVENT",
-		Short: "send an event to an order: the step that waits for it takes its data",
-		Long: `signal sends an event to an order on the deployment's events queue, as a service would:
+// signalLong is sasctl signal's help.
+const signalLong = `signal sends an event to an order on the deployment's events queue, as a service would:
 {"kind":"event","orderId":ORDER,"event":EVENT,"eventId":...,"data":...}. The step that waits for
 EVENT (wait: {event: EVENT}) takes the data as its result; an event that arrives before the order
 reaches that step is kept until it does (the order records it). It prints the eventId (made up when --event-id is not
@@ -37,67 +28,85 @@ take) goes to the events DLQ with the reason: sasctl dlq show events. With --wai
 for the verdict: taken (the order recorded the event), or refused (found in the events DLQ: the
 reason on stderr, exit 1); no verdict within DURATION is exit 1 too. An event over SQS's 256 KiB
 (its data may be up to the workflow's resultLimit) is kept in the payload bucket (--payload-bucket)
-and an SQS Extended Client pointer to it sent.`,
+and an SQS Extended Client pointer to it sent.`
+
+// signalFlags are sasctl signal's flags.
+type signalFlags struct {
+	t             target
+	data, eventID string
+	ahead         bool
+	wait          time.Duration
+}
+
+func signalCmd() *cobra.Command {
+	var f signalFlags
+	cmd := &cobra.Command{
+		Use:   "signal ORDER EVENT",
+		Short: "send an event to an order: the step that waits for it takes its data",
+		Long:  signalLong,
 		Example: `  sasctl signal o-1 approved --data '{"amountCents": 1998, "by": "ana"}'
   sasctl signal o-1 approved --data @approval.json --event-id e-7
   sasctl signal o-1 approved --wait 10s
   sasctl submit order.json && sasctl signal --ahead o-1 approved`,
 		Args: exactly(2, "an ORDER id and an EVENT name"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			body, err := readData(data, cmd.InOrStdin())
-			if err != nil {
-				return err
-			}
-			op, err := t.connect(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			since := time.Now()
-			c := client.Of(op)
-			res, err := c.Signal(cmd.Context(), args[0], args[1], body, eventID, signalOptions(ahead)...)
-			switch {
-			case errors.Is(err, client.ErrBadEvent):
-				return usageError{err}
-			case errors.Is(err, client.ErrNotFound):
-				return fmt.Errorf("order %s not found: nothing sent (an order just submitted may not be stored yet: "+
-					"--ahead sends the event all the same)", args[0])
-			case err != nil:
-				return t.explainOrder(args[0], err)
-			}
-			if res.Ahead {
-				fmt.Fprintf(cmd.ErrOrStderr(), "order %s is not stored yet: Submission takes the event once it is, "+
-					"or, if it is not within about 10 s, puts the event in the events DLQ\n", res.OrderID)
-			}
-			out := cmd.OutOrStdout()
-			sent := func() {
-				fmt.Fprintf(out, "sent event %s to order %s (eventId %s: send it again with --event-id %[3]s, and it is a no-op)\n",
-					res.Event, res.OrderID, res.EventID)
-			}
-			if wait <= 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "whether order %s took it: sasctl status %[1]s; an event refused is in the "+
-					"events DLQ with the reason: sasctl dlq show events (or send with --wait 10s)\n", res.OrderID)
-				return emit(out, t.output, res, sent)
-			}
-			v, err := c.AwaitEvent(cmd.Context(), res, since, wait)
-			if err != nil {
-				return t.explain(err)
-			}
-			if err := emit(out, t.output, signalWaited{res, &v}, sent); err != nil {
-				return err
-			}
-			if !printVerdict(t.textOut(out), cmd.ErrOrStderr(), cmd.CommandPath(), "event "+res.Event+" of order "+res.OrderID,
-				"events", v, wait) {
-				return errReported
-			}
-			return nil
-		},
+		RunE: f.run,
 	}
-	targetFlags(cmd, &t, true)
-	cmd.Flags().StringVar(&data, "data", "", "the event's data: JSON, or @FILE to read it from a file (@- from stdin)")
-	cmd.Flags().StringVar(&eventID, "event-id", "", "the event's id (1-128 letters, digits or _.:-); default: a new one")
-	waitFlag(cmd, &wait, "the event")
-	cmd.Flags().BoolVar(&ahead, "ahead", false, "send the event even if the order is not stored yet (just submitted): Submission takes it once it is")
+	targetFlags(cmd, &f.t, true)
+	cmd.Flags().StringVar(&f.data, "data", "", "the event's data: JSON, or @FILE to read it from a file (@- from stdin)")
+	cmd.Flags().StringVar(&f.eventID, "event-id", "", "the event's id (1-128 letters, digits or _.:-); default: a new one")
+	waitFlag(cmd, &f.wait, "the event")
+	cmd.Flags().BoolVar(&f.ahead, "ahead", false, "send the event even if the order is not stored yet (just submitted): Submission takes it once it is")
 	return cmd
+}
+
+// run sends the event, and with --wait waits for its verdict.
+func (f *signalFlags) run(cmd *cobra.Command, args []string) error {
+	body, err := readData(f.data, cmd.InOrStdin())
+	if err != nil {
+		return err
+	}
+	op, err := f.t.connect(cmd.Context(), false)
+	if err != nil {
+		return err
+	}
+	since := time.Now()
+	c := client.Of(op)
+	res, err := c.Signal(cmd.Context(), args[0], args[1], body, f.eventID, signalOptions(f.ahead)...)
+	switch {
+	case errors.Is(err, client.ErrBadEvent):
+		return usageError{err}
+	case errors.Is(err, client.ErrNotFound):
+		return fmt.Errorf("order %s not found: nothing sent (an order just submitted may not be stored yet: "+
+			"--ahead sends the event all the same)", args[0])
+	case err != nil:
+		return f.t.explainOrder(args[0], err)
+	}
+	if res.Ahead {
+		fmt.Fprintf(cmd.ErrOrStderr(), "order %s is not stored yet: Submission takes the event once it is, "+
+			"or, if it is not within about 10 s, puts the event in the events DLQ\n", res.OrderID)
+	}
+	out := cmd.OutOrStdout()
+	sent := func() {
+		fmt.Fprintf(out, "sent event %s to order %s (eventId %s: send it again with --event-id %[3]s, and it is a no-op)\n",
+			res.Event, res.OrderID, res.EventID)
+	}
+	if f.wait <= 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "whether order %s took it: sasctl status %[1]s; an event refused is in the "+
+			"events DLQ with the reason: sasctl dlq show events (or send with --wait 10s)\n", res.OrderID)
+		return emit(out, f.t.output, res, sent)
+	}
+	v, err := c.AwaitEvent(cmd.Context(), res, since, f.wait)
+	if err != nil {
+		return f.t.explain(err)
+	}
+	if err := emit(out, f.t.output, signalWaited{res, &v}, sent); err != nil {
+		return err
+	}
+	if !printVerdict(f.t.textOut(out), cmd.ErrOrStderr(), cmd.CommandPath(), "event "+res.Event+" of order "+res.OrderID,
+		"events", v, f.wait) {
+		return errReported
+	}
+	return nil
 }
 
 // signalOptions are client.Signal's options for --ahead: without it, only
