@@ -86,6 +86,18 @@ func (s *Simulator) apply(w http.ResponseWriter, r *http.Request) {
 	callback := s.callback
 	s.logCall(Call{Service: service, Action: action, Key: key, At: arrived, Status: v.status(token != "")})
 	s.mu.Unlock()
+	s.respond(w, r, v, call{service, action, orderID, token}, effect, f, callback)
+}
+
+// call is what names a call: its service and action, its order and, for
+// an async call, its callback's token.
+type call struct{ service, action, orderID, token string }
+
+// respond answers the call as the simulator decided (v): a 429 with
+// Retry-After, an answer (now, or by a callback for an async call), a 503,
+// a 422, or nothing until the caller gives up.
+func (s *Simulator) respond(w http.ResponseWriter, r *http.Request, v verdict, c call, effect *Effect, f Faults, callback func(Callback)) {
+	service, action, orderID, token := c.service, c.action, c.orderID, c.token
 	switch {
 	case v == throttled:
 		w.Header().Set("Retry-After", f.retryAfter())
@@ -123,6 +135,7 @@ func (s *Simulator) apply(w http.ResponseWriter, r *http.Request) {
 	case v == stall:
 		<-r.Context().Done() // hang until the caller gives up
 	}
+
 }
 
 // answerOf is what the service answers an applied call: the effect, padded
