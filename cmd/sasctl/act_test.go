@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -179,11 +180,14 @@ func TestRedriveMovesADeadLetterBack(t *testing.T) {
 	waitDLQ()
 	var res operator.Redriven
 	p.json("redrive", &res, "redrive", "--queue", "orders")
-	require.Equal(t, operator.Redriven{Moved: 1, From: p.prefix + "-orders-dlq", To: p.prefix + "-orders"}, res)
+	// SQS may deliver a message twice: Submission then rejects it twice,
+	// and the DLQ holds two copies of it.
+	require.GreaterOrEqual(t, res.Moved, 1)
+	require.Equal(t, operator.Redriven{Moved: res.Moved, From: p.prefix + "-orders-dlq", To: p.prefix + "-orders"}, res)
 	waitDLQ() // still malformed: Submission rejects it again, with its reason
 	code, out, _ := p.ctl("", "redrive", "--queue", "orders")
 	require.Zero(t, code)
-	require.Equal(t, fmt.Sprintf("moved 1 messages from %[1]s-orders-dlq to %[1]s-orders\n", p.prefix), out)
+	require.Regexp(t, fmt.Sprintf(`^moved [1-9][0-9]* messages from %[1]s-orders-dlq to %[1]s-orders\n$`, regexp.QuoteMeta(p.prefix)), out)
 	code, _, errs := p.ctl("", "redrive", "--queue", "payments")
 	require.Equal(t, 1, code)
 	require.Contains(t, errs, `no queue "payments"; the queues are orders, events, scheduler, agent-inventory-requests`)
