@@ -144,17 +144,6 @@ func (h *Handler) expired(st *statestore.Step, why string) {
 	h.log.Warn("attempt abandoned; no reply sent", "order_id", st.OrderID, "attempt", st.Attempt, "why", why)
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // tokenKey carries an async attempt's token to its Remote.
 type tokenKey struct{}
 

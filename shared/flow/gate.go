@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -39,7 +40,7 @@ type Gate struct {
 	lineOnce   sync.Once
 	leases     sync.Mutex        // guards rates
 	rates      map[string]*turns // each agent's leased turns (turnsOf)
-	// Sleep waits for a turn (nil: a timer; tests replace it).
+	// Sleep waits for a turn (nil: resilience.Sleep; tests replace it).
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Background runs a refresh of the cached control (nil: in a goroutine
 	// of its own; a deterministic test runs it in the call that started it).
@@ -190,12 +191,5 @@ func (g *Gate) sleep(ctx context.Context, d time.Duration) error {
 	if g.Sleep != nil {
 		return g.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return resilience.Sleep(ctx, d)
 }

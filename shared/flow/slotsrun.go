@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/topology"
 )
 
@@ -215,14 +216,10 @@ func pause(ctx context.Context, losses int) error {
 		return nil
 	}
 	d := time.Duration(rand.Int64N(int64(min(losses, 10)) * int64(2*time.Millisecond)))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("after %d races lost: %w", losses, ctx.Err())
-	case <-t.C:
-		return nil
+	if err := resilience.Sleep(ctx, d); err != nil {
+		return fmt.Errorf("after %d races lost: %w", losses, err)
 	}
+	return nil
 }
 
 // expr is an update expression being built: its clauses and placeholders.

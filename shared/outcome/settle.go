@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/statestore"
 )
 
@@ -62,12 +63,5 @@ func pause(ctx context.Context, try int) error {
 		return ctx.Err()
 	}
 	bound := min(10*time.Millisecond<<min(try-1, 7), time.Second)
-	t := time.NewTimer(rand.N(bound) + time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return resilience.Sleep(ctx, rand.N(bound)+time.Millisecond)
 }

@@ -1,5 +1,7 @@
-// Package resilience holds the Agent's pure failure-handling rules: exponential
-// backoff with jitter and a circuit breaker. It does no I/O.
+// Package resilience holds the failure-handling rules: exponential backoff
+// with jitter and a circuit breaker (pure), and Sleep, the one
+// context-aware wait every retry loop, lost race and rate turn sleeps with.
+// It does no I/O.
 package resilience
 
 import (
