@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -21,14 +21,14 @@ import (
 func TestWatchShowsAnAgentsKeysInUseAndTheirLines(t *testing.T) {
 	t.Parallel()
 	p := newPipeline(t)
-	s := flow.NewStore(p.stack.Deployment.Clients.DynamoDB, p.stack.Topology().StateTable())
+	s := keyline.NewStore(p.stack.Deployment.Clients.DynamoDB, p.stack.Topology().StateTable())
 	ctx, now, ref := context.Background(), time.Now(), workflow.Ref{}
 	for i, key := range []string{"c-1", "c-2", "c-3"} {
-		got, err := s.Hold(ctx, "shipping", key, 1, flow.Holder("o-h"+key, ref, 1, 1), now.Add(time.Hour), now)
+		got, err := s.Hold(ctx, "shipping", key, 1, keyline.Holder("o-h"+key, ref, 1, 1), now.Add(time.Hour), now)
 		require.NoError(t, err)
 		require.True(t, got.Held)
 		for j := range i * 2 { // c-2: 2 waiting, c-3: 4
-			w := flow.Waiter{ID: flow.WaiterID("o-w"+key+string(rune('a'+j)), ref, 1), Request: json.RawMessage(`{}`)}
+			w := keyline.Waiter{ID: keyline.WaiterID("o-w"+key+string(rune('a'+j)), ref, 1), Request: json.RawMessage(`{}`)}
 			_, err := s.Wait(ctx, "shipping", key, 1, w, now.Add(time.Duration(j-12)*time.Second))
 			require.NoError(t, err)
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/sas-go/sas/shared/deployment"
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyname"
 )
 
 // DataKeyReuse is how long SQS reuses a data key of the customer managed key
@@ -110,7 +110,7 @@ func sealUse(key awskms.IKey, makesKeys bool) awsiam.PolicyStatement {
 
 // keyNamesUse is what an Agent whose calls in flight are bounded per key
 // (perKey) may do with the key in a stack with sealData, beside sealUse:
-// make the one secret its keys are named by (flow.Namer), and no other
+// make the one secret its keys are named by (keyname.Namer), and no other
 // data key: kms:GenerateDataKey for the encryption context that is its
 // secret's owner alone. It opens it as it opens an order's data key.
 func keyNamesUse(key awskms.IKey, agent string) awsiam.PolicyStatement {
@@ -119,7 +119,7 @@ func keyNamesUse(key awskms.IKey, agent string) awsiam.PolicyStatement {
 		Actions:   jsii.Strings("kms:GenerateDataKey"),
 		Resources: &[]*string{key.KeyArn()},
 		Conditions: &map[string]any{
-			"StringEquals":              map[string]any{"kms:EncryptionContext:" + sealContextKey: flow.SecretOwner(agent)},
+			"StringEquals":              map[string]any{"kms:EncryptionContext:" + sealContextKey: keyname.SecretOwner(agent)},
 			"ForAllValues:StringEquals": map[string]any{"kms:EncryptionContextKeys": []*string{jsii.String(sealContextKey)}},
 		},
 	})

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/infra/stack"
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyname"
 )
 
 // ownKey is a customer's key ARN, as context kms takes it.
@@ -332,7 +332,7 @@ func TestSealDataNeedsKMS(t *testing.T) {
 }
 
 // With sealData, an Agent whose calls in flight are bounded per key
-// (perKey) names its keys under a secret of its own (flow.Namer): its role
+// (perKey) names its keys under a secret of its own (keyname.Namer): its role
 // alone may make that secret, and no other data key (kms:GenerateDataKey
 // for the encryption context of its secret's owner alone); an agent
 // without perKey, and every other function, makes none.
@@ -375,7 +375,7 @@ steps:
 				"Action":   []any{"kms:GenerateDataKey"},
 				"Resource": arn,
 				"Condition": map[string]any{
-					"StringEquals":              map[string]any{"kms:EncryptionContext:orderId": flow.SecretOwner("payment")},
+					"StringEquals":              map[string]any{"kms:EncryptionContext:orderId": keyname.SecretOwner("payment")},
 					"ForAllValues:StringEquals": map[string]any{"kms:EncryptionContextKeys": []any{"orderId"}},
 				},
 			}, st)

@@ -23,6 +23,8 @@ import (
 
 	"github.com/sas-go/sas/shared/dispatch"
 	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
+	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/outcome"
@@ -110,10 +112,14 @@ type Deps struct {
 	// Sealer seals a sealed order's results under its data key (nil: none
 	// sealed). The Store opens what the step's document holds sealed.
 	Sealer *seal.Sealer
+	// Lines keeps PerKey's key lines (keyline.Store): a call holds a slot
+	// of its key, or waits in its line (nil, or no Gate: no limit per
+	// key).
+	Lines keyline.Items
 	// Names names PerKey's keys, so that they are kept by their names,
 	// not their values, in a deployment that seals its orders' data
 	// (sealData), where a key's value is its order's; nil: by value.
-	Names *flow.Namer
+	Names *keyname.Namer
 }
 
 // Handler is the Agent Lambda handler.
@@ -129,10 +135,11 @@ type Handler struct {
 	batch    *sqsbatch.Processor
 	catalog  *dispatch.Catalog
 	gate     *flow.Gate // nil: no flow control
+	lines    KeyLines   // nil: no limit per key
 	payloads *payload.Store
 	budget   *payload.Budget
 	sealer   *seal.Sealer
-	names    *flow.Namer // nil: keys kept by their values
+	names    *keyname.Namer // nil: keys kept by their values
 	Now      func() time.Time
 	Sleep    func(ctx context.Context, d time.Duration) error
 	// Crash, if set, is called after the remote call and before the reply; a
@@ -148,10 +155,15 @@ func New(cfg Config, d Deps) *Handler {
 	if d.Outcomes == nil {
 		d.Outcomes = outcome.Recorder{Store: d.Store}
 	}
-	return &Handler{cfg: cfg, remote: d.Remote, names: d.Names, breaker: d.Breaker, store: d.Store, outcomes: d.Outcomes, send: d.Send, metrics: d.Metrics,
+	h := &Handler{cfg: cfg, remote: d.Remote, names: d.Names, breaker: d.Breaker, store: d.Store, outcomes: d.Outcomes, send: d.Send, metrics: d.Metrics,
 		log: d.Log, Now: time.Now, Sleep: resilience.Sleep, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store}, gate: d.Gate, payloads: d.Payloads, budget: d.Budget, sealer: d.Sealer,
 		batch: &sqsbatch.Processor{Name: "agent-" + cfg.Name, DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics,
 			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), FlushEvery: ReplyFlush}}
+	if d.Lines != nil {
+		h.lines = keyline.Lines{Items: d.Lines, Log: d.Log, Now: func() time.Time { return h.Now() },
+			HandOff: keyline.HandOff{Send: d.Send, Queues: map[string]string{cfg.Name: cfg.RequestQueueURL}}}
+	}
+	return h
 }
 
 // Handle processes a batch from the agent's request queue.
@@ -284,7 +296,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 			// found no slot noted to let go, so the slot goes here.
 			accepted = false
 		case err != nil:
-			h.log.Warn(AcceptNotNoted, "order_id", st.OrderID, "holder", flow.Holder(st.OrderID, st.Ref(), st.Round, st.Attempt), "err", err)
+			h.log.Warn(AcceptNotNoted, "order_id", st.OrderID, "holder", h.holder(st), "err", err)
 		}
 		return nil // its callback records the outcome; by CompleteBy, or the Supervisor recovers the attempt
 	case err == nil:

@@ -60,7 +60,7 @@ func (h *Handler) beforeCall(ctx context.Context, def workflow.Definition, st *s
 	if h.gate == nil {
 		return let, false, nil
 	}
-	if key != "" {
+	if key != "" && h.lines != nil {
 		slot, err := h.holdSlot(ctx, st, req, key)
 		if err != nil {
 			return let, false, err // SQS delivers it again; the claim is recovered at its CompleteBy
@@ -69,7 +69,7 @@ func (h *Handler) beforeCall(ctx context.Context, def workflow.Definition, st *s
 			req.Slot, req.Round = key, st.Round // its fallback: if it finds nothing to run, it leaves the line
 			return let, true, h.giveBack(ctx, def, st, flow.Verdict{Wait: slot.wait, Why: slot.why}, req)
 		}
-		let = func() { h.letSlot(ctx, st, key) }
+		let = func() { h.releaseSlot(ctx, st, key) }
 	}
 	v, err := h.gate.Recheck(ctx, h.cfg.Name, h.Now())
 	if err == nil && v.Wait == 0 && h.cfg.RateLimit.Calls > 0 {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/operator"
 )
 
@@ -20,7 +21,7 @@ type agentRow struct {
 
 // keyRow is a key in use of an agent, as its table shows it.
 type keyRow struct {
-	operator.KeyInUse
+	keyline.KeyInUse
 	// OldestWait is how long the first in its line has waited ("": no one
 	// waits).
 	OldestWait string
@@ -46,7 +47,7 @@ func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
 }
 
 // keyRows are an agent's keys in use as its table shows them at now.
-func keyRows(keys []operator.KeyInUse, now time.Time) []keyRow {
+func keyRows(keys []keyline.KeyInUse, now time.Time) []keyRow {
 	var out []keyRow
 	for _, k := range keys {
 		row := keyRow{KeyInUse: k}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -43,26 +43,26 @@ func linkedOrders(s string) []string {
 func TestTheAgentsPageShowsAKeysCallsInFlightAndItsLine(t *testing.T) {
 	p := thePipeline(t)
 	base := serve(t, p, nil)
-	ctx, s := context.Background(), p.op.Flow
+	ctx, s := context.Background(), p.op.Lines
 	key := fmt.Sprintf("cust-%d", time.Now().UnixNano())
 	now, ref := time.Now(), workflow.Ref{}
 	for _, o := range []string{"o-kh1", "o-kh2"} {
-		got, err := s.Hold(ctx, "inventory", key, 2, flow.Holder(o, ref, 1, 1), now.Add(time.Hour), now)
+		got, err := s.Hold(ctx, "inventory", key, 2, keyline.Holder(o, ref, 1, 1), now.Add(time.Hour), now)
 		require.NoError(t, err)
 		require.True(t, got.Held)
 	}
 	line := []string{"o-kw3", "o-kw1", "o-kw2"}
 	for i, o := range line {
-		w := flow.Waiter{ID: flow.WaiterID(o, ref, 1), Request: json.RawMessage(`{}`)}
+		w := keyline.Waiter{ID: keyline.WaiterID(o, ref, 1), Request: json.RawMessage(`{}`)}
 		_, err := s.Wait(ctx, "inventory", key, 2, w, now.Add(time.Duration(i-3)*10*time.Second))
 		require.NoError(t, err)
 	}
 	t.Cleanup(func() {
 		for _, o := range line {
-			_, _ = s.Leave(ctx, "inventory", key, flow.WaiterID(o, ref, 1), time.Now())
+			_, _ = s.Leave(ctx, "inventory", key, keyline.WaiterID(o, ref, 1), time.Now())
 		}
 		for _, o := range []string{"o-kh1", "o-kh2"} {
-			_, _ = s.Let(ctx, "inventory", key, flow.Holder(o, ref, 1, 1), time.Now())
+			_, _ = s.Release(ctx, "inventory", key, keyline.Holder(o, ref, 1, 1), time.Now())
 		}
 	})
 

@@ -19,6 +19,8 @@ import (
 	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
+	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/payload"
@@ -232,7 +234,7 @@ func (d *Deployment) Submission() (*submission.Handler, error) {
 		AllowedReplyQueues: notify.Allowed(d.Config.AllowedReplyQueues),
 		OpenOnly:           !d.Config.SealData,
 	}, submission.Deps{Store: d.sealedStore(sealer), Payloads: d.Payloads(), Sealer: sealer, Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log,
-		Slots: flow.NewStore(d.Clients.DynamoDB, d.Config.Topology.StateTable()), Budget: payload.BudgetFor(functionMemoryMB(topology.CoordinatorMemoryMB))})
+		Slots: keyline.NewStore(d.Clients.DynamoDB, d.Config.Topology.StateTable()), Budget: payload.BudgetFor(functionMemoryMB(topology.CoordinatorMemoryMB))})
 }
 
 // Scheduler builds a Scheduler handler.
@@ -280,7 +282,7 @@ func (d *Deployment) Agent(ctx context.Context, name, instanceID string) (*agent
 	if backoff.Base <= 0 {
 		backoff = resilience.Backoff{Base: 50 * time.Millisecond, Max: 2 * time.Second}
 	}
-	sealer, slots := d.Sealer(), flow.NewStore(d.Clients.DynamoDB, t.StateTable())
+	sealer := d.Sealer()
 	return agent.New(agent.Config{
 		Workflows: d.Config.Workflows, Name: name, InstanceID: instanceID, ResponseQueueURL: d.Config.QueueURL(t.AgentResponses(name).Name),
 		RequestQueueURL: d.Config.QueueURL(t.AgentRequests(name).Name), RateLimit: spec.RateLimit, PerKey: spec.PerKey,
@@ -288,18 +290,19 @@ func (d *Deployment) Agent(ctx context.Context, name, instanceID string) (*agent
 		CallTimeout: spec.Timeout, Margin: 100 * time.Millisecond,
 	}, agent.Deps{Remote: remote, Payloads: d.Payloads(), Budget: payload.BudgetFor(functionMemoryMB(spec.MemoryMB)), Sealer: sealer,
 		Breaker: &resilience.Breaker{Threshold: b.Threshold, Cooldown: b.Cooldown}, Store: d.sealedStore(sealer),
-		Gate: &flow.Gate{Store: slots}, Names: d.keyNames(slots, name, spec, sealer),
+		Gate:  &flow.Gate{Store: flow.NewStore(d.Clients.DynamoDB, t.StateTable())},
+		Lines: keyline.NewStore(d.Clients.DynamoDB, t.StateTable()), Names: d.keyNames(name, spec, sealer),
 		Send: queue.NewSender(d.Clients.SQS), Metrics: d.emitter(fn), Log: d.Log.With("function", fn, "instance", instanceID)}), nil
 }
 
 // keyNames names the keys of agent's calls in flight (its perKey) in a
 // deployment that seals its orders' data (sealData): nil, they are kept by
 // their values.
-func (d *Deployment) keyNames(slots flow.Store, agent string, spec workflow.Agent, sealer *seal.Sealer) *flow.Namer {
+func (d *Deployment) keyNames(agent string, spec workflow.Agent, sealer *seal.Sealer) *keyname.Namer {
 	if !d.Config.SealData || sealer == nil || spec.PerKey == nil {
 		return nil
 	}
-	return flow.NewNamer(slots, agent, sealer)
+	return keyname.NewNamer(d.Clients.DynamoDB, d.Config.Topology.StateTable(), agent, sealer)
 }
 
 // functionMemoryMB is the memory of the Lambda function this runs in

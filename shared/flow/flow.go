@@ -1,10 +1,12 @@
-// Package flow protects an agent's service across every instance of its
-// Agent: a call rate (workflow.Agent.RateLimit), the back-off its service
-// asked for (a 429 or 503 with Retry-After), and a pause an operator sets for
-// a provider's maintenance. It has no server of its own: each is a small
-// item of the state table beside the orders (its key's OrderID starts with
-// "~agent/", which no order id can), read and written with conditional and
-// atomic updates.
+// Package flow is an agent's rate gate: it protects the agent's service
+// across every instance of its Agent with a call rate
+// (workflow.Agent.RateLimit), the back-off its service asked for (a 429 or
+// 503 with Retry-After), and a pause an operator sets for a provider's
+// maintenance. It has no server of its own: each is a small item of the
+// state table beside the orders, in the agent's partition
+// (topology.AgentPartition), read and written with conditional and atomic
+// updates. (The calls in flight per key are shared/keyline's, and the
+// keys' names shared/keyname's.)
 //
 // An Agent asks Admit before it claims a record: a call not admitted waits
 // (its request comes back later), which is never a failure. A rate limit's
@@ -74,7 +76,7 @@ func (s Store) Usable() bool { return s.db != nil && s.table != "" }
 
 func agentKey(agent, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
-		topology.KeyOrderID: &types.AttributeValueMemberS{Value: "~agent/" + agent},
+		topology.KeyOrderID: &types.AttributeValueMemberS{Value: topology.AgentPartition(agent)},
 		topology.KeySort:    &types.AttributeValueMemberS{Value: sk},
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/devkit/emulator/emulatortest"
@@ -28,6 +29,23 @@ func each(t *testing.T, fn func(t *testing.T, s flow.Store)) {
 			t.Parallel()
 			topo := storetest.NewTables(t, e.Clients.DynamoDB)
 			fn(t, flow.NewStore(e.Clients.DynamoDB, topo.StateTable()))
+		})
+	}
+}
+
+// table is a test's state table, to look at an agent's items as stored.
+type table struct {
+	db   *dynamodb.Client
+	name string
+}
+
+// eachTable runs fn on a fresh state table of every engine.
+func eachTable(t *testing.T, fn func(t *testing.T, s flow.Store, tb table)) {
+	for name, e := range engines {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			topo := storetest.NewTables(t, e.Clients.DynamoDB)
+			fn(t, flow.NewStore(e.Clients.DynamoDB, topo.StateTable()), table{e.Clients.DynamoDB, topo.StateTable()})
 		})
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/workflow"
@@ -39,7 +39,7 @@ func largestEnvelopes() map[string]any {
 			State: string(workflow.CompensationFailed), Ready: ready, GivenBack: true},
 		"request": message.AgentRequest{OrderID: name(64), Step: largestStart.Step, Undo: true, Item: largestStart.Item,
 			StepName: name(64), Action: name(workflow.MaxActionBytes), Workflow: name(40), Version: name(8),
-			Turn: time.Date(2026, 12, 31, 23, 59, 59, 999999999, time.FixedZone("x", -12*3600)), Slot: worst(flow.MaxKeyBytes),
+			Turn: time.Date(2026, 12, 31, 23, 59, 59, 999999999, time.FixedZone("x", -12*3600)), Slot: worst(keyname.MaxKeyBytes),
 			Round: math.MaxInt},
 		"schedule": message.Schedule{Kind: message.KindSchedule, OrderID: name(64), Step: largestStart.Step, Undo: true,
 			Item: largestStart.Item, Workflow: name(40), Version: name(8), Wake: true},

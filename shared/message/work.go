@@ -102,8 +102,8 @@ func (r AgentRequest) Ref() workflow.Ref {
 // reads it) and without its service's action (the claimed record names
 // it). Each of its fields is bounded (an order's id, a step's name, a
 // workflow's name and version by their patterns, the numbers by their
-// type, the key by flow.MaxKeyBytes), so that the largest, encoded as it
-// is kept (Encode), fits flow.MaxWaiterRequestBytes.
+// type, the key by keyname.MaxKeyBytes), so that the largest, encoded as it
+// is kept (Encode), fits keyline.MaxWaiterRequestBytes.
 func (r AgentRequest) Waiting(round int, key string) AgentRequest {
 	return AgentRequest{OrderID: r.OrderID, Step: r.Step, Undo: r.Undo, Item: r.Item, StepName: r.StepName,
 		Workflow: r.Workflow, Version: r.Version, Round: round, Slot: key}

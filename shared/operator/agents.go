@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/sas-go/sas/shared/keyline"
 )
 
 // AgentFlow is an agent's flow control as an operator sees it.
@@ -27,7 +29,7 @@ type AgentFlow struct {
 	KeyWaiters     int      `json:"keyWaiters,omitempty"`
 	LongestKeyWait Duration `json:"longestKeyWait,omitzero"`
 	// Keys are its keys in use, the busiest first, at most MaxKeysShown.
-	Keys []KeyInUse `json:"keys,omitempty"`
+	Keys []keyline.KeyInUse `json:"keys,omitempty"`
 	// Changed, for pause and resume: whether this call changed it.
 	Changed bool `json:"changed"`
 }
@@ -72,7 +74,7 @@ func (o *Operator) AgentFlow(ctx context.Context, agent string) (AgentFlow, erro
 	if err != nil {
 		return AgentFlow{}, err
 	}
-	keys, err := o.Flow.Keys(ctx, agent, MaxKeysShown)
+	keys, err := o.Lines.Keys(ctx, agent, MaxKeysShown, o.Now())
 	if err != nil {
 		return AgentFlow{}, err
 	}

@@ -9,29 +9,28 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// An agent's keys in use show each key's holders (the earliest to end
-// first, an ended one marked and not counted in flight), reservations and
-// line in line order, each call with its order; the JSON is the published
-// schema's agent.
+// An agent's keys in use, as keyline.Store.Keys read them, are its flow's
+// counts, its longest wait and its keys; the JSON is the published schema's
+// agent.
 func TestAnAgentsKeysInUseShowTheirCallsAndLines(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 	ref := workflow.Ref{Index: 1}
-	in := flow.KeysInUse{Count: 2, Waiting: 2, Oldest: now.Add(-12 * time.Second), Keys: []flow.KeyInUse{
-		{Key: "c-1", Slots: flow.Slots{Limit: 2,
-			Holders: map[string]time.Time{
-				flow.Holder("o-2", ref, 1, 1): now.Add(time.Minute),
-				flow.Holder("o-1", ref, 1, 3): now.Add(-time.Second)},
-			Reserved: map[string]time.Time{flow.WaiterID("o-3", ref, 1): now.Add(flow.ReserveFor)},
-			Waiters: []flow.Waiter{
-				{ID: flow.WaiterID("o-5", ref, 1), Since: now.Add(-12 * time.Second)},
-				{ID: flow.WaiterID("o-4", ref, 2), Since: now.Add(-3 * time.Second)}}}},
-		{Key: "sha256:0123456789ab", Hashed: true, Slots: flow.Slots{Limit: 1,
-			Holders: map[string]time.Time{flow.Holder("o-6", ref, 1, 1): now.Add(time.Minute)}}},
+	in := keyline.KeysInUse{Count: 2, Waiting: 2, Oldest: now.Add(-12 * time.Second), Keys: []keyline.KeyInUse{
+		{Key: "c-1", Limit: 2, InFlight: 2,
+			Holders: []keyline.KeyHolder{
+				{OrderID: "o-1", ID: keyline.Holder("o-1", ref, 1, 3), Until: now.Add(-time.Second), Ended: true},
+				{OrderID: "o-2", ID: keyline.Holder("o-2", ref, 1, 1), Until: now.Add(time.Minute)}},
+			Reserved: []keyline.KeyHolder{{OrderID: "o-3", ID: keyline.WaiterID("o-3", ref, 1), Until: now.Add(keyline.ReserveFor)}},
+			Waiters: []keyline.KeyWaiter{
+				{OrderID: "o-5", ID: keyline.WaiterID("o-5", ref, 1), Since: now.Add(-12 * time.Second), Position: 1},
+				{OrderID: "o-4", ID: keyline.WaiterID("o-4", ref, 2), Since: now.Add(-3 * time.Second), Position: 2}}},
+		{Key: "sha256:0123456789ab", Hashed: true, Limit: 1, InFlight: 1, Waiters: []keyline.KeyWaiter{},
+			Holders: []keyline.KeyHolder{{OrderID: "o-6", ID: keyline.Holder("o-6", ref, 1, 1), Until: now.Add(time.Minute)}}},
 	}}
 	var f AgentFlow
 	f.Agent = "ocr"
@@ -39,21 +38,14 @@ func TestAnAgentsKeysInUseShowTheirCallsAndLines(t *testing.T) {
 	require.Equal(t, 2, f.KeysInUse)
 	require.Equal(t, 2, f.KeyWaiters)
 	require.Equal(t, Duration(12*time.Second), f.LongestKeyWait)
-	c1 := f.Keys[0]
-	require.Equal(t, []KeyHolder{
-		{OrderID: "o-1", ID: flow.Holder("o-1", ref, 1, 3), Until: now.Add(-time.Second), Ended: true},
-		{OrderID: "o-2", ID: flow.Holder("o-2", ref, 1, 1), Until: now.Add(time.Minute)}}, c1.Holders)
-	require.Equal(t, 2, c1.InFlight, "o-2's hold and o-3's reservation; o-1's ended")
-	require.Equal(t, "o-3", c1.Reserved[0].OrderID)
-	require.Equal(t, []KeyWaiter{
-		{OrderID: "o-5", ID: flow.WaiterID("o-5", ref, 1), Since: now.Add(-12 * time.Second), Position: 1},
-		{OrderID: "o-4", ID: flow.WaiterID("o-4", ref, 2), Since: now.Add(-3 * time.Second), Position: 2}}, c1.Waiters)
+	require.Equal(t, in.Keys, f.Keys)
 
 	b, err := json.Marshal(f)
 	require.NoError(t, err)
 	requireSchema(t, "agent", b)
 	require.Contains(t, string(b), `"longestKeyWait":"12s"`)
 	require.Contains(t, string(b), `"key":"sha256:0123456789ab","hashed":true,"limit":1,"inFlight":1`)
+	require.Contains(t, string(b), `"ended":true`)
 	b, err = json.Marshal(AgentFlow{Agent: "idle"})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"agent":"idle","paused":false,"changed":false}`, string(b), "no keys in use: nothing said")

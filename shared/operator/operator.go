@@ -23,6 +23,7 @@ import (
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/dispatch"
 	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/outcome"
@@ -37,7 +38,8 @@ import (
 // Operator acts on one deployment.
 type Operator struct {
 	Store    *statestore.Store
-	Flow     flow.Store // the agents' flow control: pauses and back-offs
+	Flow     flow.Store    // the agents' flow control: pauses and back-offs
+	Lines    keyline.Store // the agents' key lines: their keys in use
 	Topology topology.Topology
 	// PickupTimeout is a resubmitted step's pickup deadline, for an order
 	// stored before its workflow's was kept.
@@ -73,6 +75,7 @@ func New(c *awsclient.Clients, t topology.Topology) *Operator {
 	return &Operator{
 		Store:         statestore.New(c.DynamoDB, t.OrdersTable(), t.StateTable(), t.DeadlineShards),
 		Flow:          flow.NewStore(c.DynamoDB, t.StateTable()),
+		Lines:         keyline.NewStore(c.DynamoDB, t.StateTable()),
 		Topology:      t,
 		PickupTimeout: workflow.DefaultPickupTimeout,
 		PayloadBucket: t.PayloadBucket(),
@@ -289,7 +292,7 @@ func (o *Operator) Cancel(ctx context.Context, orderID, by, reason string) (Canc
 	// The reply queue was checked against the deployment's list when the
 	// order was accepted: the one the order names is allowed.
 	k := outcome.Canceller{Store: o.Store, Start: start, Notify: notify.New(queue.NewSender(o.sqs), notify.Stored{}, nil,
-		slog.New(slog.DiscardHandler)), Slots: dispatch.Slots{Store: o.Flow, AgentQueues: start.AgentQueues, Send: start.Send}}
+		slog.New(slog.DiscardHandler)), Slots: dispatch.Slots{Store: o.Lines, AgentQueues: start.AgentQueues, Send: start.Send}}
 	res, err := k.Cancel(ctx, statestore.CancelRequest{OrderID: orderID, By: by, Reason: reason, Pickup: o.PickupTimeout, Now: o.Now()})
 	if err != nil {
 		return Cancelled{}, err

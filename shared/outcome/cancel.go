@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -40,8 +40,8 @@ type Canceller struct {
 type SlotLetter interface {
 	LetGo(ctx context.Context, agent, key, holder string, now time.Time) error
 	// Pass hands sl's slot to the call sl.To, reserved for it until
-	// sl.Until (flow.Store.Pass).
-	Pass(ctx context.Context, sl flow.Slot, now time.Time) error
+	// sl.Until (keyline.Store.Pass).
+	Pass(ctx context.Context, sl keyline.Slot, now time.Time) error
 }
 
 // Cancel cancels the order c names. A refusal (*statestore.NotCancellableError)
@@ -74,7 +74,7 @@ func (k Canceller) Cancel(ctx context.Context, c statestore.CancelRequest) (stat
 		if err := k.Slots.Pass(ctx, sl, c.Now); err != nil && k.Log != nil {
 			// The cancel is recorded (asked again, it is a repeat), and
 			// its undo goes on: the slot ends at its CompleteBy.
-			k.Log.Warn(flow.NotLetGo, "order_id", c.OrderID, "key", sl.Key, "holder", sl.Holder, "err", err)
+			k.Log.Warn(keyline.NotLetGo, "order_id", c.OrderID, "key", sl.Key, "holder", sl.Holder, "err", err)
 		}
 	}
 	if res.Undo == nil || k.Start == nil {
@@ -110,7 +110,7 @@ func (k Canceller) decide(ctx context.Context, c statestore.CancelRequest) (stat
 			if ch.State == workflow.Pending { // an accepted async attempt, given back to be undone
 				st, _ := s.Step(ch.Ref)
 				if st.Slot != "" {
-					sl := flow.Slot{Agent: st.Agent, Key: st.Slot, Holder: flow.Holder(st.OrderID, st.Ref(), st.Round, st.Attempt)}
+					sl := keyline.Slot{Agent: st.Agent, Key: st.Slot, Holder: keyline.Holder(st.OrderID, st.Ref(), st.Round, st.Attempt)}
 					undo := workflow.Ref{Index: ch.Ref.Index, Item: ch.Ref.Item, Undo: true}
 					if u, ok := s.Step(undo); ok && u.Agent == st.Agent {
 						// Its undo, of the same agent, takes the slot from
@@ -120,8 +120,8 @@ func (k Canceller) decide(ctx context.Context, c statestore.CancelRequest) (stat
 						// deadline brings the Supervisor (an undo made
 						// ready after others, or whose key is another,
 						// leaves it idle until then), at the least
-						// flow.ReserveFor.
-						sl.To, sl.Until = flow.WaiterID(st.OrderID, undo, st.Round), c.Now.Add(max(s.Pickup(c.Pickup), flow.ReserveFor))
+						// keyline.ReserveFor.
+						sl.To, sl.Until = keyline.WaiterID(st.OrderID, undo, st.Round), c.Now.Add(max(s.Pickup(c.Pickup), keyline.ReserveFor))
 						res.Slots = append(res.Slots, sl)
 					}
 					// Else its undo is another agent's, and waits for no

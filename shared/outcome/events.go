@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -64,7 +64,7 @@ type Delivered struct {
 	Kept, Repeat bool
 	// Slot, for a callback recorded, is the slot of its agent's calls in
 	// flight its attempt held (Key "": none), to let go.
-	Slot flow.Slot
+	Slot keyline.Slot
 }
 
 // Refused says why an event cannot be taken: the reason goes with it to the
@@ -223,7 +223,7 @@ func (r Recorder) callback(ctx context.Context, def workflow.Definition, e Event
 	d := Delivered{Ref: t.Ref, Name: a.Name}
 	verdict, rec, err := r.tokenVerdict(ctx, t)
 	if verdict == tokenCurrent {
-		d.Slot = flow.Slot{Agent: a.Agent, Key: rec.Slot, Holder: flow.Holder(e.OrderID, t.Ref, rec.Round, t.Attempt)}
+		d.Slot = keyline.Slot{Agent: a.Agent, Key: rec.Slot, Holder: keyline.Holder(e.OrderID, t.Ref, rec.Round, t.Attempt)}
 	}
 	switch {
 	case err != nil:
@@ -259,7 +259,7 @@ func (r Recorder) callback(ctx context.Context, def workflow.Definition, e Event
 	if err == nil && !d.Recorded.Stale && d.Recorded.Slot != "" {
 		// The slot as the write found it noted: the Agent may have noted its
 		// acceptance after this callback's token was read.
-		d.Slot = flow.Slot{Agent: a.Agent, Key: d.Recorded.Slot, Holder: flow.Holder(e.OrderID, t.Ref, max(t.Round, 1), t.Attempt)}
+		d.Slot = keyline.Slot{Agent: a.Agent, Key: d.Recorded.Slot, Holder: keyline.Holder(e.OrderID, t.Ref, max(t.Round, 1), t.Attempt)}
 	}
 	if err != nil || !d.Recorded.Stale {
 		return d, err

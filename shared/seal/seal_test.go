@@ -176,7 +176,7 @@ func (incorrectKey) Decrypt(context.Context, *kms.DecryptInput, ...func(*kms.Opt
 // order id's place (so the same role conditions hold), and opens for that
 // owner alone; one made under another key (the deployment's key changed,
 // an alias pointed elsewhere) is a *seal.Error: no try again opens it, and
-// its owner makes it anew (flow.Namer).
+// its owner makes it anew (keyname.Namer).
 func TestASecretOpensForItsOwnerUnderItsKeyOnly(t *testing.T) {
 	t.Parallel()
 	s, api, key := sealer(t)

@@ -8,7 +8,7 @@ import (
 )
 
 // A secret is a deployment's own, not an order's: the secret an agent names
-// the keys of its calls in flight with (flow.Namer), so that a key's value,
+// the keys of its calls in flight with (keyname.Namer), so that a key's value,
 // its order's data, is not kept in clear. It is made and opened as an
 // order's data key is, its owner's name in an order id's place in the
 // encryption context: a function's role that may make or open the data key

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -43,5 +43,5 @@ type Cancellation struct {
 	WfVersion  string
 	// Slots are the slots of their agents' calls in flight that the
 	// accepted async attempts it gave back held, to pass to their undos.
-	Slots []flow.Slot
+	Slots []keyline.Slot
 }

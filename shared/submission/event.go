@@ -10,7 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
@@ -192,7 +192,7 @@ func (h *Handler) take(ctx context.Context, rec events.SQSMessage, e message.Eve
 		// goes to the first in its key's line (else it ends at the
 		// attempt's CompleteBy).
 		if err := h.slotsOf().LetGo(ctx, d.Slot.Agent, d.Slot.Key, d.Slot.Holder, h.Now()); err != nil {
-			h.log.Warn(flow.NotLetGo, "order_id", e.OrderID, "key", d.Slot.Key, "holder", d.Slot.Holder, "err", err)
+			h.log.Warn(keyline.NotLetGo, "order_id", e.OrderID, "key", d.Slot.Key, "holder", d.Slot.Holder, "err", err)
 		}
 	}
 	switch {

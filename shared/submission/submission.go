@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sas-go/sas/shared/dispatch"
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
@@ -118,11 +118,11 @@ type Deps struct {
 	Budget *payload.Budget
 }
 
-// SlotReleaser lets go a slot of an agent's calls in flight (flow.Store),
+// SlotReleaser lets go a slot of an agent's calls in flight (keyline.Store),
 // and says which waiters it was handed to.
 type SlotReleaser interface {
-	Let(ctx context.Context, agent, key, holder string, now time.Time) ([]flow.Waiter, error)
-	Pass(ctx context.Context, agent, key, holder, waiterID string, until, now time.Time) ([]flow.Waiter, error)
+	Release(ctx context.Context, agent, key, holder string, now time.Time) ([]keyline.Waiter, error)
+	Pass(ctx context.Context, agent, key, holder, waiterID string, until, now time.Time) ([]keyline.Waiter, error)
 }
 
 // slotsOf lets go the slots of the agents' calls in flight that ended here

@@ -33,7 +33,7 @@ type Violations struct {
 	// ClearCopies, in a sealed run (Plan.Seal): a body sent by pointer
 	// left in clear under incoming/ once taken, an object under orders/
 	// not in the sealed object form (clearCopies), or a key of an agent's
-	// calls in flight kept by its value, not its name (flow.Namer).
+	// calls in flight kept by its value, not its name (keyname.Namer).
 	ClearCopies []string `json:"clearCopies,omitempty"`
 	// TooLarge: a step failed for a size within the limits every order of
 	// the run keeps (an order at the limits among them: Plan.AtLimit), its

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/devkit/remotesim"
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -206,9 +206,9 @@ func TestARateIsShortOnlyOverALongEnoughBacklog(t *testing.T) {
 func TestSlotEntriesNameTheirOrder(t *testing.T) {
 	now := time.Now()
 	ref := workflow.Ref{Index: 2, Item: 1}
-	k := flow.Slots{Holders: map[string]time.Time{flow.Holder("o-1", ref, 1, 3): now.Add(time.Second)},
-		Reserved: map[string]time.Time{flow.WaiterID("o-2", ref, 1): now.Add(-time.Second)},
-		Waiters:  []flow.Waiter{{ID: flow.WaiterID("o-3", ref, 2)}}}
+	k := keyline.Slots{Holders: map[string]time.Time{keyline.Holder("o-1", ref, 1, 3): now.Add(time.Second)},
+		Reserved: map[string]time.Time{keyline.WaiterID("o-2", ref, 1): now.Add(-time.Second)},
+		Waiters:  []keyline.Waiter{{ID: keyline.WaiterID("o-3", ref, 2)}}}
 	live := map[string]bool{}
 	for _, e := range entries("keyed", "hot-1", k) {
 		live[e.order()] = e.live(now)
@@ -267,8 +267,8 @@ func TestCheckFlowFindsEachBrokenInvariant(t *testing.T) {
 	inj.noteLostLine("agent-keyed", `{"orderId":"o-9","step":1,"slot":"hot-1","round":1}`)
 	later := time.Now().Add(time.Minute)
 	f := &flowRun{plan: p, held: map[string]bool{"o-held": true, "o-done": true}, left: keysLeft{keys: 2, left: []slotEntry{
-		{agent: "keyed", key: "hot-0", kind: "holds a slot", id: flow.Holder("o-1", workflow.Ref{Index: 1}, 1, 1), until: later},
-		{agent: "keyed", key: "hot-1", kind: "waiter", id: flow.WaiterID("o-2", workflow.Ref{Index: 1}, 1)},
+		{agent: "keyed", key: "hot-0", kind: "holds a slot", id: keyline.Holder("o-1", workflow.Ref{Index: 1}, 1, 1), until: later},
+		{agent: "keyed", key: "hot-1", kind: "waiter", id: keyline.WaiterID("o-2", workflow.Ref{Index: 1}, 1)},
 	}}}
 	tasks := map[string]statestore.Task{"o-held": {State: workflow.Held}, "o-done": {State: workflow.Processed}}
 	var r Result

@@ -12,6 +12,8 @@ import (
 
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
+	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -77,7 +79,7 @@ type slotEntry struct {
 	until                time.Time // a holder's or reservation's end (zero: a waiter)
 }
 
-// order is the order the entry's call is of (flow.WaiterID: ORDER/…).
+// order is the order the entry's call is of (keyline.WaiterID: ORDER/…).
 func (e slotEntry) order() string {
 	if i := strings.LastIndexByte(e.id, '/'); i >= 0 {
 		return e.id[:i]
@@ -96,7 +98,7 @@ func (e slotEntry) String() string {
 }
 
 // entries are a key's holders, reservations and waiters.
-func entries(agent, key string, k flow.Slots) []slotEntry {
+func entries(agent, key string, k keyline.Slots) []slotEntry {
 	var out []slotEntry
 	for id, until := range k.Holders {
 		out = append(out, slotEntry{agent, key, "holds a slot", id, until})
@@ -137,10 +139,10 @@ func (f *flowRun) settleKeys(ctx context.Context, ended map[string]bool, within 
 				return keysLeft{}, err
 			}
 			all = append(all, agentKey{a, name})
-			if name == flow.ShortKey(c) {
+			if name == keyname.ShortKey(c) {
 				continue
 			}
-			byValue, err := f.store.Key(ctx, a, c)
+			byValue, err := f.operator.Lines.Key(ctx, a, c)
 			if err != nil {
 				return keysLeft{}, err
 			}
@@ -185,19 +187,20 @@ func (f *flowRun) settleKeys(ctx context.Context, ended map[string]bool, within 
 }
 
 // keyName is customer c's key as agent a's items keep it: in a sealed run
-// (sealData), its name under the agent's secret (flow.Namer); else its
-// value, or its hash if it is longer than flow.MaxKeyBytes (flow.ShortKey).
+// (sealData), its name under the agent's secret (keyname.Namer); else its
+// value, or its hash if it is longer than keyname.MaxKeyBytes
+// (keyname.ShortKey).
 func (f *flowRun) keyName(ctx context.Context, a, c string) (string, error) {
 	d := f.stack.Deployment
 	sealer := d.Sealer()
 	if !d.Config.SealData || sealer == nil {
-		return flow.ShortKey(c), nil
+		return keyname.ShortKey(c), nil
 	}
-	return flow.NewNamer(f.store, a, sealer).Name(ctx, c)
+	return keyname.NewNamer(d.Clients.DynamoDB, d.Config.Topology.StateTable(), a, sealer).Name(ctx, c)
 }
 
 func (f *flowRun) read(ctx context.Context, k agentKey) ([]slotEntry, error) {
-	slots, err := f.store.Key(ctx, k.agent, k.key)
+	slots, err := f.operator.Lines.Key(ctx, k.agent, k.key)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +290,7 @@ func (r *Result) checkKeys(f *flowRun, inj *Injector, fig *FlowFigures) {
 	fig.Keys, fig.Lapsed, fig.Settled = f.left.keys, f.left.lapsed, f.left.settled
 	for _, e := range f.left.left {
 		if inj.LostLine(e.agent, e.key) {
-			fig.LostLine++ // its line waits for a lost hand-off's reservation to lapse (flow.ReserveFor)
+			fig.LostLine++ // its line waits for a lost hand-off's reservation to lapse (keyline.ReserveFor)
 			continue
 		}
 		r.Violations.SlotsLeft = append(r.Violations.SlotsLeft, e.order()+": "+e.String())

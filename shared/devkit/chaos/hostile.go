@@ -8,7 +8,7 @@ import (
 
 	"github.com/sas-go/sas/shared/devkit/hostile"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/shop"
@@ -54,9 +54,9 @@ var approvalClasses = []sizeClass{
 
 // keyBytes are the lengths of the hostile keys of calls in flight (a flow
 // order's customer): a request in a key's line escaped past 300 bytes,
-// the longest kept as it is (flow.MaxKeyBytes), and longer, kept by its
+// the longest kept as it is (keyname.MaxKeyBytes), and longer, kept by its
 // hash.
-var keyBytes = []int{141, flow.MaxKeyBytes, flow.MaxKeyBytes + 1, 2 * flow.MaxKeyBytes}
+var keyBytes = []int{141, keyname.MaxKeyBytes, keyname.MaxKeyBytes + 1, 2 * keyname.MaxKeyBytes}
 
 // answerSizes are the sizes of the hostile answers of the services of the
 // workflows with the default result limit: small, and at the limit.

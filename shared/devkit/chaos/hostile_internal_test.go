@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/payload"
 )
@@ -125,7 +125,7 @@ func TestHostileKeysAreAtTheirLengths(t *testing.T) {
 	for _, n := range keyBytes {
 		require.True(t, lengths[n], "a key of %d bytes", n)
 	}
-	require.True(t, lengths[flow.MaxKeyBytes] && lengths[flow.MaxKeyBytes+1])
+	require.True(t, lengths[keyname.MaxKeyBytes] && lengths[keyname.MaxKeyBytes+1])
 }
 
 // Every service answers hostile for the plan's share, half not JSON, at

@@ -168,7 +168,7 @@ func forSize(why string) bool {
 // checkLines finds the flow orders' calls given back for a full line
 // while their key's line could not have been full: the run's keys have at
 // most a few hundred calls each, well within a line's bounds
-// (flow.MaxWaiters, flow.MaxLineBytes), so a call refused its place there
+// (keyline.MaxWaiters, keyline.MaxLineBytes), so a call refused its place there
 // was refused for its request's size (LinesRefused).
 func (f *flowRun) checkLines(ctx context.Context, r *Result, w *watched) {
 	orders := map[string]int{} // by customer
@@ -212,7 +212,7 @@ func linesRefused(full, calls map[string]int) []string {
 }
 
 // maxShortLine is the most orders a key may have for its line never to be
-// full: a hundred calls of 2 KiB requests are under flow.MaxLineBytes.
+// full: a hundred calls of 2 KiB requests are under keyline.MaxLineBytes.
 const maxShortLine = 100
 
 // HostileFigures are what a run sent of the hostile alphabet (Plan.Hostile).

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/sas-go/sas/shared/devkit/hostile"
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/outcome"
 )
@@ -247,7 +247,7 @@ func tokenHolder(token string) string {
 	if err != nil {
 		return ""
 	}
-	return flow.Holder(t.OrderID, t.Ref, t.Round, t.Attempt)
+	return keyline.Holder(t.OrderID, t.Ref, t.Round, t.Attempt)
 }
 
 // calledBack books a callback Submission took (m, handled): its attempt's

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/sas-go/sas/shared/agent"
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
+	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/seal"
 )
 
@@ -71,23 +72,23 @@ func (w *World) slotsLetGo(ctx context.Context, a string) []string {
 		if err != nil {
 			return append(bad, err.Error())
 		}
-		k, err := w.flow.Key(ctx, a, name)
+		k, err := w.lines.Key(ctx, a, name)
 		if err != nil {
 			return append(bad, err.Error())
 		}
-		if name != c && w.wasUpdated(flow.SecretOwner(a), "key/"+c) {
+		if name != c && w.wasUpdated(keyname.SecretOwner(a), "key/"+c) {
 			bad = append(bad, fmt.Sprintf("a sealed run keeps no key by its value: agent %s's key %s was written", a, c))
 		}
 		for _, h := range slices.Sorted(maps.Keys(k.Holders)) {
-			if w.orderOf(h) == nil || flow.WaiterOf(h) == h || !w.heldPastItsEnd(h, k.Holders[h]) ||
-				w.reported(flow.NotLetGo, "holder", h) || w.reported(agent.AcceptNotNoted, "holder", h) {
+			if w.orderOf(h) == nil || keyline.WaiterOf(h) == h || !w.heldPastItsEnd(h, k.Holders[h]) ||
+				w.reported(keyline.NotLetGo, "holder", h) || w.reported(agent.AcceptNotNoted, "holder", h) {
 				continue
 			}
 			bad = append(bad, fmt.Sprintf("every slot let go: agent %s's key %s is still held by %s (until %s), its order ended",
 				a, c, h, k.Holders[h].Format("15:04:05.000")))
 		}
 		for _, wt := range k.Waiters {
-			if w.orderOf(wt.ID) != nil && w.dropped == 0 && !w.reported(agent.NotOutOfLine, "waiter", wt.ID) {
+			if w.orderOf(wt.ID) != nil && w.dropped == 0 && !w.reported(keyline.NotOutOfLine, "waiter", wt.ID) {
 				bad = append(bad, fmt.Sprintf("no ended order waits: %s is still in agent %s's key %s's line", wt.ID, a, c))
 			}
 		}
@@ -96,7 +97,7 @@ func (w *World) slotsLetGo(ctx context.Context, a string) []string {
 }
 
 // keyName is customer c's key as agent a's items keep it: in a sealed run,
-// its name under the agent's secret (flow.Namer), read without faults.
+// its name under the agent's secret (keyname.Namer), read without faults.
 func (w *World) keyName(ctx context.Context, a, c string) (string, error) {
 	if w.secretKeys == nil {
 		return c, nil
@@ -104,7 +105,7 @@ func (w *World) keyName(ctx context.Context, a, c string) (string, error) {
 	w.secretKeys.mu.Lock()
 	w.secretKeys.faulty = false // the check's own reads: the run is over
 	w.secretKeys.mu.Unlock()
-	return flow.NewNamer(w.flow, a, seal.New(w.secretKeys, explorerKey)).Name(ctx, c)
+	return keyname.NewNamer(w.db, w.topo.StateTable(), a, seal.New(w.secretKeys, explorerKey)).Name(ctx, c)
 }
 
 // wasUpdated reports whether the run updated the item of key pk and sk.
@@ -117,7 +118,7 @@ func (w *World) wasUpdated(pk, sk string) bool {
 // reported reports whether, in a run with state store faults, a handler
 // logged msg with attr's value v: a slot it could not let go, or a call it
 // could not take out of its key's line, when the store failed (each ends by
-// itself: at its attempt's CompleteBy, after flow.ReserveFor).
+// itself: at its attempt's CompleteBy, after keyline.ReserveFor).
 func (w *World) reported(msg, attr, v string) bool {
 	if !w.storeFaults {
 		return false

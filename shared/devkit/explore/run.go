@@ -104,7 +104,7 @@ func (w *World) chooseElse(ctx context.Context, r int) {
 	case r < 76 && w.faulty && w.keyedAccepted() != nil && w.rng.IntN(8) == 0:
 		// An accepted async call holding its key's slot, cancelled before
 		// its callback (rare otherwise): the cancel passes the slot to its
-		// undo (flow.Store.Pass).
+		// undo (keyline.Store.Pass).
 		w.count("cancels of an accepted async call holding its key's slot")
 		w.cancel(w.keyedAccepted())
 	case r < 71 && len(w.async) > 0:

@@ -91,7 +91,7 @@ type books struct {
 	mayRun   map[string]bool        // idempotency keys a call of which may have taken effect
 	reached  map[string]bool        // idempotency keys a call of which reached its service
 	over     []string               // calls over their key's limit, as the service saw them
-	// accepted are the slot holders (flow.Holder) of the async attempts
+	// accepted are the slot holders (keyline.Holder) of the async attempts
 	// their service accepted; calledBack, of those whose callback
 	// Submission took, and when.
 	accepted   map[string]bool

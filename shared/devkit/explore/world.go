@@ -16,6 +16,8 @@ import (
 	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
+	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/payload"
@@ -45,12 +47,13 @@ const visibility = 30 * time.Second
 type World struct {
 	plan
 	topo topology.Topology
-	// store and flow are the operator's and the checks' (the engine
-	// itself); the handlers' are on handlersDB, with faults in a run with
-	// store faults (storeFaults).
+	// store, flow and lines are the operator's and the checks' (the engine
+	// itself, db); the handlers' are on handlersDB, with faults in a run
+	// with store faults (storeFaults).
 	store, handlersStore *statestore.Store
 	flow, handlersFlow   flow.Store
-	handlersDB           statestore.API
+	lines, handlersLines keyline.Store
+	db, handlersDB       statestore.API
 	// payloads is a payload run's bucket (nil: every payload inline), and
 	// bucket the objects it keeps them in.
 	payloads *payload.Store
@@ -66,7 +69,7 @@ type World struct {
 	// keys.
 	sealer *seal.Sealer
 	// secretKeys, in a sealed run, is the KMS key the agents' secrets are
-	// made under (flow.Namer).
+	// made under (keyname.Namer).
 	secretKeys *keys
 	keys       *keys
 	byID       map[string]*order
@@ -163,8 +166,9 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 		w.store.WithSealer(w.sealer)
 		w.handlersStore.WithSealer(w.sealer)
 	}
-	w.flow = flow.NewStore(limited, topo.StateTable())
+	w.db, w.flow, w.lines = limited, flow.NewStore(limited, topo.StateTable()), keyline.NewStore(limited, topo.StateTable())
 	w.handlersFlow = flow.NewStore(w.handlersDB, topo.StateTable())
+	w.handlersLines = keyline.NewStore(w.handlersDB, topo.StateTable())
 	w.q = &queues{now: w.clock}
 	var err error
 	if w.set, err = workflow.NewSet(p.def); err != nil {
@@ -181,7 +185,7 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 	}
 	if w.sub, err = submission.New(submission.Config{Workflows: w.set, AgentQueues: requests,
 		SchedulerQueueURL: w.url(topo.SchedulerQueue().Name), DLQURL: w.url(topo.OrdersQueue().DLQName)},
-		submission.Deps{Store: w.handlersStore, Send: w.sender, Notify: ntf, Metrics: m, Log: log, Slots: passCounted{w.handlersFlow, w.count}, Payloads: w.payloads, Sealer: w.sealer}); err != nil {
+		submission.Deps{Store: w.handlersStore, Send: w.sender, Notify: ntf, Metrics: m, Log: log, Slots: passCounted{w.handlersLines, w.count}, Payloads: w.payloads, Sealer: w.sealer}); err != nil {
 		return nil, err
 	}
 	alerts := alert.New(publisher{w}, "arn:aws:sns:us-east-1:000000000000:alerts", m)
@@ -209,9 +213,9 @@ func (w *World) newInstance(a string) *instance {
 		sealer = seal.New(w.keys, explorerKey)
 		store = statestore.New(w.handlersDB, w.topo.OrdersTable(), w.topo.StateTable(), 1).WithPayloads(w.payloads).WithSealer(sealer)
 	}
-	var names *flow.Namer // in a sealed run, its keys by their names
+	var names *keyname.Namer // in a sealed run, its keys by their names
 	if w.secretKeys != nil && f.perKey != nil {
-		names = flow.NewNamer(w.handlersFlow, a, seal.New(w.secretKeys, explorerKey))
+		names = keyname.NewNamer(w.handlersDB, w.topo.StateTable(), a, seal.New(w.secretKeys, explorerKey))
 	}
 	log := slog.New(slog.NewTextHandler(&w.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	h := agent.New(agent.Config{Workflows: w.set, Name: a, InstanceID: fmt.Sprintf("explore-%s-%d", a, len(w.instances[a])+1),
@@ -220,7 +224,7 @@ func (w *World) newInstance(a string) *instance {
 		Backoff: resilience.Backoff{Base: time.Second, Max: 4 * time.Second}, CallTimeout: time.Minute, Margin: 100 * time.Millisecond},
 		agent.Deps{Remote: service{agent: a, w: w}, Breaker: &resilience.Breaker{Threshold: 1 << 30, Cooldown: time.Hour},
 			Store: watchedStore{Store: store, w: w}, Send: w.sender, Metrics: metrics.New(io.Discard, "explore"), Log: log,
-			Gate: &flow.Gate{Store: w.handlersFlow, Sleep: w.sleeper("its rate turn"), Background: w.background("flow controls refreshed beside a call")}, Payloads: w.payloads, Sealer: sealer, Names: names})
+			Gate: &flow.Gate{Store: w.handlersFlow, Sleep: w.sleeper("its rate turn"), Background: w.background("flow controls refreshed beside a call")}, Lines: w.handlersLines, Payloads: w.payloads, Sealer: sealer, Names: names})
 	h.Now, h.Sleep, h.Crash = w.clock, w.sleeper("a backoff"), w.crash
 	in := &instance{h: h}
 	w.instances[a] = append(w.instances[a], in)
@@ -362,15 +366,15 @@ func (w *World) randomOrder(rng *rand.Rand) *order {
 	return sent[rng.IntN(len(sent))]
 }
 
-// passCounted is Submission's flow store, counting the slots its cancels
-// pass to their undos.
+// passCounted is Submission's key lines' store, counting the slots its
+// cancels pass to their undos.
 type passCounted struct {
-	flow.Store
+	keyline.Store
 	count func(string)
 }
 
 // Pass passes the slot, and counts it.
-func (p passCounted) Pass(ctx context.Context, agent, key, holder, waiterID string, until, now time.Time) ([]flow.Waiter, error) {
+func (p passCounted) Pass(ctx context.Context, agent, key, holder, waiterID string, until, now time.Time) ([]keyline.Waiter, error) {
 	p.count("slots passed to an undo by a cancel")
 	return p.Store.Pass(ctx, agent, key, holder, waiterID, until, now)
 }

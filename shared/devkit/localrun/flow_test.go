@@ -25,6 +25,8 @@ import (
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
+	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
@@ -490,7 +492,7 @@ func callbackLetsTheSlotGo(t *testing.T, faults remotesim.Faults) {
 	}
 	// The last order may end before its Agent has its 202 (a callback
 	// first): its slot goes when the call returns.
-	slots := flow.NewStore(e.stack.Deployment.Clients.DynamoDB, e.stack.Deployment.Config.Topology.StateTable())
+	slots := keyline.NewStore(e.stack.Deployment.Clients.DynamoDB, e.stack.Deployment.Config.Topology.StateTable())
 	var holders map[string]time.Time
 	require.Eventually(t, func() bool {
 		var err error
@@ -613,7 +615,7 @@ func TestALargeKeyIsWaitedForByItsHash(t *testing.T) {
 	sum := sha256.Sum256([]byte(customer))
 	out, err := e.stack.Deployment.Clients.DynamoDB.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(e.stack.Topology().StateTable()), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{topology.KeyOrderID: &types.AttributeValueMemberS{Value: flow.SecretOwner("payment")},
+		Key: map[string]types.AttributeValue{topology.KeyOrderID: &types.AttributeValueMemberS{Value: keyname.SecretOwner("payment")},
 			topology.KeySort: &types.AttributeValueMemberS{Value: "key/sha256:" + hex.EncodeToString(sum[:])}}})
 	require.NoError(t, err)
 	var joined int

@@ -21,7 +21,7 @@ import (
 	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/seal"
@@ -143,7 +143,7 @@ func TestASealedDeploymentKeepsNoKeyInClear(t *testing.T) {
 		b, _ := json.Marshal(item)
 		require.NotContains(t, string(b), "987-65", "an item of the state table")
 		require.NotContains(t, string(b), "123-45", "an item of the state table")
-		if pk, _ := item[topology.KeyOrderID].(*types.AttributeValueMemberS); pk != nil && pk.Value == flow.SecretOwner("payment") {
+		if pk, _ := item[topology.KeyOrderID].(*types.AttributeValueMemberS); pk != nil && pk.Value == keyname.SecretOwner("payment") {
 			if sk := item[topology.KeySort].(*types.AttributeValueMemberS).Value; strings.HasPrefix(sk, "key") {
 				keys = append(keys, sk)
 			}
@@ -151,7 +151,7 @@ func TestASealedDeploymentKeepsNoKeyInClear(t *testing.T) {
 	}
 	require.Len(t, keys, 2, "a key's item a customer: %v", keys)
 	for _, k := range keys {
-		require.True(t, strings.HasPrefix(k, "key/"+flow.NamePrefix), k)
+		require.True(t, strings.HasPrefix(k, "key/"+keyname.NamePrefix), k)
 	}
 	require.NotContains(t, e.logs.String(), "987-65", "the handlers' logs")
 }

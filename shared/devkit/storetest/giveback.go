@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -143,14 +143,14 @@ func waitingKeepsACount(t *testing.T, s *statestore.Store) {
 }
 
 // slotsLet records the slots a cancel lets go, and those it passes.
-type slotsLet struct{ let, passed []flow.Slot }
+type slotsLet struct{ let, passed []keyline.Slot }
 
 func (l *slotsLet) LetGo(_ context.Context, agent, key, holder string, _ time.Time) error {
-	l.let = append(l.let, flow.Slot{Agent: agent, Key: key, Holder: holder})
+	l.let = append(l.let, keyline.Slot{Agent: agent, Key: key, Holder: holder})
 	return nil
 }
 
-func (l *slotsLet) Pass(_ context.Context, sl flow.Slot, _ time.Time) error {
+func (l *slotsLet) Pass(_ context.Context, sl keyline.Slot, _ time.Time) error {
 	l.passed = append(l.passed, sl)
 	return nil
 }
@@ -160,12 +160,12 @@ func (l *slotsLet) Pass(_ context.Context, sl flow.Slot, _ time.Time) error {
 // not wait for the attempt's CompleteBy (hours, perhaps), and no other
 // call of the key takes the slot before it (the service drops the
 // accepted call when its undo comes). It is kept for the undo until its
-// pickup deadline, at the least flow.ReserveFor.
+// pickup deadline, at the least keyline.ReserveFor.
 func cancelPassesTheSlotToItsUndo(t *testing.T, s *statestore.Store) {
 	slots, attempt := cancelAcceptedCall(t, s, def(3))
 	require.Empty(t, slots.let)
-	require.Equal(t, []flow.Slot{{Agent: "svc", Key: "c-1", Holder: flow.Holder("o-1", step1, 1, attempt),
-		To: flow.WaiterID("o-1", undo1, 1), Until: t0.Add(time.Second + flow.ReserveFor)}}, slots.passed)
+	require.Equal(t, []keyline.Slot{{Agent: "svc", Key: "c-1", Holder: keyline.Holder("o-1", step1, 1, attempt),
+		To: keyline.WaiterID("o-1", undo1, 1), Until: t0.Add(time.Second + keyline.ReserveFor)}}, slots.passed)
 }
 
 // A cancel that gives back an accepted async call whose undo is another

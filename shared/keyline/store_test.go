@@ -1,9 +1,10 @@
-package flow_test
+package keyline_test
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -17,11 +18,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sas-go/sas/shared/devkit/emulator/emulatortest"
 	"github.com/sas-go/sas/shared/devkit/storetest"
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
+	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
+
+var engines = map[string]emulatortest.Engine{}
+
+func TestMain(m *testing.M) { os.Exit(emulatortest.MainWithEngines(m, engines)) }
+
+var t0 = time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 
 // table is a test's state table, to look at a key's item as stored.
 type table struct {
@@ -48,28 +57,33 @@ func (tb table) expires(t *testing.T, agent, key string) time.Time {
 	return time.Unix(sec, 0).UTC()
 }
 
+// each runs fn on a fresh state table of every engine.
+func each(t *testing.T, fn func(t *testing.T, s keyline.Store)) {
+	eachTable(t, func(t *testing.T, s keyline.Store, _ table) { fn(t, s) })
+}
+
 // eachTable runs fn on a fresh state table of every engine.
-func eachTable(t *testing.T, fn func(t *testing.T, s flow.Store, tb table)) {
+func eachTable(t *testing.T, fn func(t *testing.T, s keyline.Store, tb table)) {
 	for name, e := range engines {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			topo := storetest.NewTables(t, e.Clients.DynamoDB)
-			fn(t, flow.NewStore(e.Clients.DynamoDB, topo.StateTable()), table{e.Clients.DynamoDB, topo.StateTable()})
+			fn(t, keyline.NewStore(e.Clients.DynamoDB, topo.StateTable()), table{e.Clients.DynamoDB, topo.StateTable()})
 		})
 	}
 }
 
 // call is a waiter of the tests: order o-i's first step, round 1.
-func call(i int) string { return flow.WaiterID(fmt.Sprintf("o-%d", i), workflow.Ref{}, 1) }
+func call(i int) string { return keyline.WaiterID(fmt.Sprintf("o-%d", i), workflow.Ref{}, 1) }
 
 // attempt is call i's attempt a.
-func attempt(i, a int) string { return flow.Holder(fmt.Sprintf("o-%d", i), workflow.Ref{}, 1, a) }
+func attempt(i, a int) string { return keyline.Holder(fmt.Sprintf("o-%d", i), workflow.Ref{}, 1, a) }
 
-func waiter(id string) flow.Waiter {
-	return flow.Waiter{ID: id, Request: json.RawMessage(`{"orderId":"` + strings.Split(id, "/")[0] + `","step":0}`)}
+func waiter(id string) keyline.Waiter {
+	return keyline.Waiter{ID: id, Request: json.RawMessage(`{"orderId":"` + strings.Split(id, "/")[0] + `","step":0}`)}
 }
 
-func ids(ws []flow.Waiter) []string {
+func ids(ws []keyline.Waiter) []string {
 	out := make([]string, 0, len(ws))
 	for _, w := range ws {
 		out = append(out, w.ID)
@@ -81,7 +95,7 @@ func ids(ws []flow.Waiter) []string {
 // again, a slot let go is free at once, and a hold whose time passed (an
 // Agent that crashed) is removed by the next call that finds the key full.
 func TestAKeysSlotsAreHeldUpToTheLimitAndNeverLeak(t *testing.T) {
-	each(t, func(t *testing.T, s flow.Store) {
+	each(t, func(t *testing.T, s keyline.Store) {
 		ctx := context.Background()
 		end := t0.Add(10 * time.Second)
 		for _, h := range []string{"o-1/0#1", "o-2/0#1"} {
@@ -105,10 +119,10 @@ func TestAKeysSlotsAreHeldUpToTheLimitAndNeverLeak(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, got.Held, "another agent's keys are its own")
 
-		handed, err := s.Let(ctx, "payment", "c-1", "o-1/0#1", t0)
+		handed, err := s.Release(ctx, "payment", "c-1", "o-1/0#1", t0)
 		require.NoError(t, err)
 		require.Empty(t, handed, "no one waits")
-		_, err = s.Let(ctx, "payment", "c-1", "o-1/0#1", t0)
+		_, err = s.Release(ctx, "payment", "c-1", "o-1/0#1", t0)
 		require.NoError(t, err, "let go twice: nothing more")
 		got, err = s.Hold(ctx, "payment", "c-1", 2, "o-3/0#1", end, t0)
 		require.NoError(t, err)
@@ -130,24 +144,24 @@ func TestAKeysSlotsAreHeldUpToTheLimitAndNeverLeak(t *testing.T) {
 		require.Contains(t, holders, "o-4/0#1")
 		require.Contains(t, holders, "o-5/0#1")
 
-		long := strings.Repeat("k", flow.MaxKeyBytes+1)
+		long := strings.Repeat("k", keyname.MaxKeyBytes+1)
 		got, err = s.Hold(ctx, "payment", long, 1, "o-6/0#1", end, t0)
 		require.NoError(t, err)
 		require.True(t, got.Held, "a long key is kept as its hash")
 		got, err = s.Hold(ctx, "payment", long, 1, "o-7/0#1", end, t0)
 		require.NoError(t, err)
 		require.False(t, got.Held)
-		short := flow.ShortKey(long)
+		short := keyname.ShortKey(long)
 		require.Len(t, short, len("sha256:")+64, "what the Agent keeps, shows and logs")
-		require.Equal(t, short, flow.ShortKey(long))
-		require.NotEqual(t, short, flow.ShortKey(long+"k"))
-		require.Equal(t, "c-1", flow.ShortKey("c-1"), "a key up to MaxKeyBytes is its value")
+		require.Equal(t, short, keyname.ShortKey(long))
+		require.NotEqual(t, short, keyname.ShortKey(long+"k"))
+		require.Equal(t, "c-1", keyname.ShortKey("c-1"), "a key up to MaxKeyBytes is its value")
 		got, err = s.Hold(ctx, "payment", short, 1, "o-7/0#1", end, t0)
 		require.NoError(t, err)
 		require.True(t, got.Held, "a short key is a key as any other, of an item of its own")
-		keys, err := s.Keys(ctx, "payment", 10)
+		keys, err := s.Keys(ctx, "payment", 10, t0)
 		require.NoError(t, err)
-		require.True(t, slices.ContainsFunc(keys.Keys, func(k flow.KeyInUse) bool { return k.Key == short && !k.Hashed }),
+		require.True(t, slices.ContainsFunc(keys.Keys, func(k keyline.KeyInUse) bool { return k.Key == short && !k.Hashed }),
 			"shown whole: %+v", keys.Keys)
 	})
 }
@@ -160,11 +174,11 @@ func TestAKeysSlotsAreHeldUpToTheLimitAndNeverLeak(t *testing.T) {
 // have ended: whoever removes them, the others see the slots free); and
 // losing races is never an error.
 func TestRacingHoldersNeverExceedAKeysLimit(t *testing.T) {
-	eachTable(t, func(t *testing.T, _ flow.Store, tb table) {
+	eachTable(t, func(t *testing.T, _ keyline.Store, tb table) {
 		ctx := context.Background()
 		const racers, limit, rounds = 16, 3, 12
 		db := &countingDB{DB: tb.db}
-		s := flow.NewStore(db, tb.name)
+		s := keyline.NewStore(db, tb.name)
 		now := t0
 		for round := range rounds {
 			var inside, most, held atomic.Int32
@@ -190,7 +204,7 @@ func TestRacingHoldersNeverExceedAKeysLimit(t *testing.T) {
 					time.Sleep(time.Millisecond)
 					inside.Add(-1)
 					if i%2 == 0 { // the odd ones crash: their holds end at now+1s
-						if _, err := s.Let(ctx, "payment", "c-1", holder, now); err != nil {
+						if _, err := s.Release(ctx, "payment", "c-1", holder, now); err != nil {
 							t.Error(err)
 						}
 					}
@@ -211,7 +225,7 @@ func TestRacingHoldersNeverExceedAKeysLimit(t *testing.T) {
 
 // countingDB counts the reads made through it.
 type countingDB struct {
-	flow.DB
+	keyline.DB
 	reads atomic.Int32
 }
 
@@ -224,7 +238,7 @@ func (c *countingDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opt
 // a wait, a let, a hold that takes an ended one's slot) never moves its
 // time to live earlier, so DynamoDB never deletes a live holder's slot.
 func TestAKeysTimeToLiveNeverMovesEarlier(t *testing.T) {
-	eachTable(t, func(t *testing.T, s flow.Store, tb table) {
+	eachTable(t, func(t *testing.T, s keyline.Store, tb table) {
 		ctx := context.Background()
 		long := t0.Add(10 * time.Hour)
 		got, err := s.Hold(ctx, "payment", "c-1", 2, attempt(1, 1), long, t0)
@@ -242,7 +256,7 @@ func TestAKeysTimeToLiveNeverMovesEarlier(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, p.Position)
 		require.Equal(t, exp, tb.expires(t, "payment", "c-1"), "a wait leaves it")
-		handed, err := s.Let(ctx, "payment", "c-1", attempt(2, 1), t0)
+		handed, err := s.Release(ctx, "payment", "c-1", attempt(2, 1), t0)
 		require.NoError(t, err)
 		require.Equal(t, []string{call(3)}, ids(handed))
 		require.Equal(t, exp, tb.expires(t, "payment", "c-1"), "a reservation leaves it")
@@ -262,7 +276,7 @@ func TestAKeysTimeToLiveNeverMovesEarlier(t *testing.T) {
 		require.Equal(t, exp, tb.expires(t, "payment", "c-1"), "a hold in an ended one's slot leaves it")
 
 		later := t0.Add(30 * time.Hour)
-		_, err = s.Let(ctx, "payment", "c-1", attempt(4, 1), after)
+		_, err = s.Release(ctx, "payment", "c-1", attempt(4, 1), after)
 		require.NoError(t, err)
 		got, err = s.Hold(ctx, "payment", "c-1", 2, attempt(7, 1), later, after)
 		require.NoError(t, err)
@@ -276,7 +290,7 @@ func TestAKeysTimeToLiveNeverMovesEarlier(t *testing.T) {
 // request); any attempt of that call takes it, and no one else: a newcomer
 // waits while anyone is in line. Waiting again keeps one's place.
 func TestALetHandsItsSlotToTheFirstInLine(t *testing.T) {
-	eachTable(t, func(t *testing.T, s flow.Store, tb table) {
+	eachTable(t, func(t *testing.T, s keyline.Store, tb table) {
 		ctx := context.Background()
 		const limit, waiters = 2, 30
 		end := t0.Add(time.Hour)
@@ -291,7 +305,7 @@ func TestALetHandsItsSlotToTheFirstInLine(t *testing.T) {
 			require.False(t, got.Held)
 			p, err := s.Wait(ctx, "payment", "c-1", limit, waiter(call(i)), t0.Add(time.Duration(i)*time.Millisecond))
 			require.NoError(t, err)
-			require.Equal(t, flow.Place{Position: i - limit + 1, Next: end}, p, "call %d", i)
+			require.Equal(t, keyline.Place{Position: i - limit + 1, Next: end}, p, "call %d", i)
 		}
 		p, err := s.Wait(ctx, "payment", "c-1", limit, waiter(call(limit+4)), t0.Add(time.Minute))
 		require.NoError(t, err)
@@ -313,7 +327,7 @@ func TestALetHandsItsSlotToTheFirstInLine(t *testing.T) {
 		for len(order) < waiters {
 			let := holding[0]
 			holding = holding[1:]
-			handed, err := s.Let(ctx, "payment", "c-1", let, t0)
+			handed, err := s.Release(ctx, "payment", "c-1", let, t0)
 			require.NoError(t, err)
 			require.Len(t, handed, 1, "after %d", len(order))
 			w := handed[0]
@@ -348,7 +362,7 @@ func TestALetHandsItsSlotToTheFirstInLine(t *testing.T) {
 		require.Len(t, k.Holders, limit)
 
 		for _, h := range holding {
-			handed, err := s.Let(ctx, "payment", "c-1", h, t0)
+			handed, err := s.Release(ctx, "payment", "c-1", h, t0)
 			require.NoError(t, err)
 			require.Empty(t, handed)
 		}
@@ -365,7 +379,7 @@ func TestALetHandsItsSlotToTheFirstInLine(t *testing.T) {
 // Agent crashed) is handed on the same way, to the first in line, and a
 // newcomer that freed it is told whom to send it to.
 func TestAReservationNotTakenGoesToTheNextInLine(t *testing.T) {
-	eachTable(t, func(t *testing.T, s flow.Store, _ table) {
+	eachTable(t, func(t *testing.T, s keyline.Store, _ table) {
 		ctx := context.Background()
 		end := t0.Add(time.Hour)
 		got, err := s.Hold(ctx, "payment", "c-1", 1, attempt(0, 1), end, t0)
@@ -376,7 +390,7 @@ func TestAReservationNotTakenGoesToTheNextInLine(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, i, p.Position)
 		}
-		handed, err := s.Let(ctx, "payment", "c-1", attempt(0, 1), t0)
+		handed, err := s.Release(ctx, "payment", "c-1", attempt(0, 1), t0)
 		require.NoError(t, err)
 		require.Equal(t, []string{call(1)}, ids(handed))
 
@@ -385,8 +399,8 @@ func TestAReservationNotTakenGoesToTheNextInLine(t *testing.T) {
 		got, err = s.Hold(ctx, "payment", "c-1", 1, attempt(2, 2), end, t0.Add(time.Minute))
 		require.NoError(t, err)
 		require.False(t, got.Held)
-		require.Equal(t, flow.Hold{Holders: 1, Next: t0.Add(flow.ReserveFor), Position: 1}, got)
-		lapsed := t0.Add(flow.ReserveFor)
+		require.Equal(t, keyline.Hold{Holders: 1, Next: t0.Add(keyline.ReserveFor), Position: 1}, got)
+		lapsed := t0.Add(keyline.ReserveFor)
 		got, err = s.Hold(ctx, "payment", "c-1", 1, attempt(2, 2), end, lapsed)
 		require.NoError(t, err)
 		require.True(t, got.Held, "the lapsed reservation went to the first in line")
@@ -417,10 +431,10 @@ func TestAReservationNotTakenGoesToTheNextInLine(t *testing.T) {
 // reserved hands it to the next. A wait that finds a slot free (let go
 // since its Hold) has it reserved; a line that is full takes no one.
 func TestLeavingAndStrangersToAKey(t *testing.T) {
-	eachTable(t, func(t *testing.T, s flow.Store, tb table) {
+	eachTable(t, func(t *testing.T, s keyline.Store, tb table) {
 		ctx := context.Background()
 		end := t0.Add(time.Hour)
-		handed, err := s.Let(ctx, "payment", "c-1", attempt(0, 1), t0)
+		handed, err := s.Release(ctx, "payment", "c-1", attempt(0, 1), t0)
 		require.NoError(t, err)
 		require.Empty(t, handed)
 		require.Nil(t, tb.item(t, "payment", "c-1"), "no item made")
@@ -431,10 +445,10 @@ func TestLeavingAndStrangersToAKey(t *testing.T) {
 			require.NoError(t, err)
 		}
 		before := tb.item(t, "payment", "c-1")
-		handed, err = s.Let(ctx, "payment", "c-1", attempt(7, 1), t0)
+		handed, err = s.Release(ctx, "payment", "c-1", attempt(7, 1), t0)
 		require.NoError(t, err)
 		require.Empty(t, handed)
-		handed, err = s.Let(ctx, "payment", "c-1", call(1), t0)
+		handed, err = s.Release(ctx, "payment", "c-1", call(1), t0)
 		require.NoError(t, err)
 		require.Empty(t, handed, "a waiter is no holder")
 		handed, err = s.Leave(ctx, "payment", "c-1", call(7), t0)
@@ -448,7 +462,7 @@ func TestLeavingAndStrangersToAKey(t *testing.T) {
 		k, err := s.Key(ctx, "payment", "c-1")
 		require.NoError(t, err)
 		require.Equal(t, []string{call(1), call(3), call(4)}, ids(k.Waiters))
-		handed, err = s.Let(ctx, "payment", "c-1", attempt(0, 1), t0)
+		handed, err = s.Release(ctx, "payment", "c-1", attempt(0, 1), t0)
 		require.NoError(t, err)
 		require.Equal(t, []string{call(1)}, ids(handed))
 		handed, err = s.Leave(ctx, "payment", "c-1", call(1), t0)
@@ -457,7 +471,7 @@ func TestLeavingAndStrangersToAKey(t *testing.T) {
 		k, err = s.Key(ctx, "payment", "c-1")
 		require.NoError(t, err)
 		require.Equal(t, []string{call(4)}, ids(k.Waiters))
-		require.Equal(t, map[string]time.Time{call(3): t0.Add(flow.ReserveFor)}, k.Reserved)
+		require.Equal(t, map[string]time.Time{call(3): t0.Add(keyline.ReserveFor)}, k.Reserved)
 
 		// A wait that finds a slot free: its Hold found the key full, then
 		// the slot was let go (no one in line) before it joined.
@@ -466,12 +480,12 @@ func TestLeavingAndStrangersToAKey(t *testing.T) {
 		got, err := s.Hold(ctx, "payment", "c-2", 1, attempt(1, 1), end, t0)
 		require.NoError(t, err)
 		require.False(t, got.Held)
-		handed, err = s.Let(ctx, "payment", "c-2", attempt(0, 1), t0)
+		handed, err = s.Release(ctx, "payment", "c-2", attempt(0, 1), t0)
 		require.NoError(t, err)
 		require.Empty(t, handed)
 		p, err := s.Wait(ctx, "payment", "c-2", 1, waiter(call(1)), t0)
 		require.NoError(t, err)
-		require.Equal(t, flow.Place{Reserved: true}, p, "its Hold takes it now")
+		require.Equal(t, keyline.Place{Reserved: true}, p, "its Hold takes it now")
 		got, err = s.Hold(ctx, "payment", "c-2", 1, attempt(1, 2), end, t0)
 		require.NoError(t, err)
 		require.True(t, got.Held)
@@ -479,9 +493,9 @@ func TestLeavingAndStrangersToAKey(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, p.Reserved, "a key with no item yet has a slot free")
 
-		_, err = s.Wait(ctx, "payment", "c-2", 1, flow.Waiter{ID: call(5), Request: json.RawMessage(`"` +
-			strings.Repeat("x", flow.MaxWaiterRequestBytes) + `"`)}, t0)
-		require.ErrorIs(t, err, flow.ErrWaiterTooLarge)
+		_, err = s.Wait(ctx, "payment", "c-2", 1, keyline.Waiter{ID: call(5), Request: json.RawMessage(`"` +
+			strings.Repeat("x", keyline.MaxWaiterRequestBytes) + `"`)}, t0)
+		require.ErrorIs(t, err, keyline.ErrWaiterTooLarge)
 	})
 }
 
@@ -489,7 +503,7 @@ func TestLeavingAndStrangersToAKey(t *testing.T) {
 // after, here a let, hands every slot on, in turn, over as many writes as
 // it takes (each changes at most a few dozen entries).
 func TestManyEndedHoldsAreAllHandedOn(t *testing.T) {
-	eachTable(t, func(t *testing.T, s flow.Store, _ table) {
+	eachTable(t, func(t *testing.T, s keyline.Store, _ table) {
 		ctx := context.Background()
 		const limit = 40
 		end := t0.Add(time.Minute)
@@ -505,7 +519,7 @@ func TestManyEndedHoldsAreAllHandedOn(t *testing.T) {
 			require.Equal(t, i-limit+1, p.Position)
 			want = append(want, call(i))
 		}
-		handed, err := s.Let(ctx, "payment", "c-1", attempt(0, 1), end)
+		handed, err := s.Release(ctx, "payment", "c-1", attempt(0, 1), end)
 		require.NoError(t, err)
 		require.Equal(t, want[:limit], ids(handed), "every slot, first come first served")
 		k, err := s.Key(ctx, "payment", "c-1")
@@ -519,7 +533,7 @@ func TestManyEndedHoldsAreAllHandedOn(t *testing.T) {
 // An item written before the line existed (Holders and N only) takes
 // waiters all the same.
 func TestAKeyWrittenBeforeTheLineTakesWaiters(t *testing.T) {
-	eachTable(t, func(t *testing.T, s flow.Store, tb table) {
+	eachTable(t, func(t *testing.T, s keyline.Store, tb table) {
 		ctx := context.Background()
 		end := t0.Add(time.Hour)
 		_, err := tb.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &tb.name, Item: map[string]types.AttributeValue{
@@ -536,7 +550,7 @@ func TestAKeyWrittenBeforeTheLineTakesWaiters(t *testing.T) {
 		p, err := s.Wait(ctx, "payment", "c-1", 1, waiter(call(1)), t0)
 		require.NoError(t, err)
 		require.Equal(t, 1, p.Position)
-		handed, err := s.Let(ctx, "payment", "c-1", attempt(0, 1), t0)
+		handed, err := s.Release(ctx, "payment", "c-1", attempt(0, 1), t0)
 		require.NoError(t, err)
 		require.Equal(t, []string{call(1)}, ids(handed))
 	})
@@ -578,14 +592,14 @@ func valueBytes(v types.AttributeValue) int {
 // fails. (The holders are written at once, as an item from before the line
 // existed: a thousand Holds would take the emulators half a minute.)
 func TestAFullLineKeepsTheItemWellUnder400KB(t *testing.T) {
-	eachTable(t, func(t *testing.T, s flow.Store, tb table) {
+	eachTable(t, func(t *testing.T, s keyline.Store, tb table) {
 		ctx := context.Background()
 		end := t0.Add(time.Hour)
 		order := func(i int) string { return fmt.Sprintf("%s%04d", strings.Repeat("o", 60), i) } // 64, the longest
 		ref := workflow.Ref{Index: 99, Undo: true, Item: 9999}
 		holders := map[string]types.AttributeValue{}
 		for i := range workflow.MaxInFlightPerKey - 1 {
-			holders[flow.Holder(order(i), ref, 99, 99)] = &types.AttributeValueMemberN{Value: fmt.Sprint(end.UnixMilli())}
+			holders[keyline.Holder(order(i), ref, 99, 99)] = &types.AttributeValueMemberN{Value: fmt.Sprint(end.UnixMilli())}
 		}
 		_, err := tb.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &tb.name, Item: map[string]types.AttributeValue{
 			topology.KeyOrderID: &types.AttributeValueMemberS{Value: "~agent/payment"},
@@ -594,16 +608,16 @@ func TestAFullLineKeepsTheItemWellUnder400KB(t *testing.T) {
 			"N":                 &types.AttributeValueMemberN{Value: fmt.Sprint(len(holders))},
 			topology.KeyExpires: &types.AttributeValueMemberN{Value: fmt.Sprint(end.Add(24 * time.Hour).Unix())}}})
 		require.NoError(t, err)
-		last := flow.Holder(order(workflow.MaxInFlightPerKey-1), ref, 99, 99)
+		last := keyline.Holder(order(workflow.MaxInFlightPerKey-1), ref, 99, 99)
 		got, err := s.Hold(ctx, "payment", "c-1", workflow.MaxInFlightPerKey, last, end, t0)
 		require.NoError(t, err)
 		require.True(t, got.Held, "the last slot")
 
-		id := func(i int) string { return flow.WaiterID(order(i), ref, 99) + strings.Repeat("w", 40) }
-		request := json.RawMessage(`"` + strings.Repeat("r", flow.MaxWaiterRequestBytes-2) + `"`)
+		id := func(i int) string { return keyline.WaiterID(order(i), ref, 99) + strings.Repeat("w", 40) }
+		request := json.RawMessage(`"` + strings.Repeat("r", keyline.MaxWaiterRequestBytes-2) + `"`)
 		queued := 0
-		for i := range flow.MaxWaiters + 1 {
-			p, err := s.Wait(ctx, "payment", "c-1", workflow.MaxInFlightPerKey, flow.Waiter{ID: id(i), Request: request}, t0)
+		for i := range keyline.MaxWaiters + 1 {
+			p, err := s.Wait(ctx, "payment", "c-1", workflow.MaxInFlightPerKey, keyline.Waiter{ID: id(i), Request: request}, t0)
 			require.NoError(t, err)
 			if p.Position == 0 {
 				require.False(t, p.Reserved)
@@ -614,10 +628,10 @@ func TestAFullLineKeepsTheItemWellUnder400KB(t *testing.T) {
 		}
 		size := itemBytes(tb.item(t, "payment", "c-1"))
 		t.Logf("%d holders, %d waiters queued: the item is %d bytes", workflow.MaxInFlightPerKey, queued, size)
-		largest := len(id(0)) + flow.MaxWaiterRequestBytes + 32 // a waiter's bytes in line (waiting.bytes)
-		require.GreaterOrEqual(t, queued, flow.MaxLineBytes/largest, "as many of the largest waiters as the line's bytes take")
+		largest := len(id(0)) + keyline.MaxWaiterRequestBytes + 32 // a waiter's bytes in line (waiting.bytes)
+		require.GreaterOrEqual(t, queued, keyline.MaxLineBytes/largest, "as many of the largest waiters as the line's bytes take")
 		require.Less(t, size, 340_000, "well under 400 KB")
-		handed, err := s.Let(ctx, "payment", "c-1", last, t0)
+		handed, err := s.Release(ctx, "payment", "c-1", last, t0)
 		require.NoError(t, err)
 		require.Equal(t, []string{id(0)}, ids(handed), "a full item still hands on")
 	})
@@ -632,7 +646,7 @@ func TestAFullLineKeepsTheItemWellUnder400KB(t *testing.T) {
 // every slot is held or reserved (none left free while a call waits); every
 // call is made, and the line ends empty.
 func TestRacingHoldersAndWaitersKeepEverySlotBusy(t *testing.T) {
-	eachTable(t, func(t *testing.T, s flow.Store, _ table) {
+	eachTable(t, func(t *testing.T, s keyline.Store, _ table) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		const callers, calls, limit = 12, 4, 3
@@ -640,7 +654,7 @@ func TestRacingHoldersAndWaitersKeepEverySlotBusy(t *testing.T) {
 		for i := range callers * calls {
 			wake[call(i)] = make(chan struct{}, 4)
 		}
-		send := func(ws []flow.Waiter) { // the request of each waiter handed a slot
+		send := func(ws []keyline.Waiter) { // the request of each waiter handed a slot
 			for _, w := range ws {
 				select {
 				case wake[w.ID] <- struct{}{}:
@@ -694,7 +708,7 @@ func TestRacingHoldersAndWaitersKeepEverySlotBusy(t *testing.T) {
 // requests of the waiters the slot goes to. One in seven is cancelled as
 // soon as it waits: it leaves the line (a slot reserved for it meanwhile
 // goes to the next).
-func makeCall(ctx context.Context, s flow.Store, i, limit int, woken <-chan struct{}, send func([]flow.Waiter),
+func makeCall(ctx context.Context, s keyline.Store, i, limit int, woken <-chan struct{}, send func([]keyline.Waiter),
 	inside, most, handoffs, polls *atomic.Int32) error {
 	crash, cancelled := i%5 == 0, i%7 == 3
 	for a := 1; ; a++ {
@@ -717,7 +731,7 @@ func makeCall(ctx context.Context, s flow.Store, i, limit int, woken <-chan stru
 			if crash {
 				return nil
 			}
-			handed, err := s.Let(ctx, "payment", "c-1", attempt(i, a), time.Now())
+			handed, err := s.Release(ctx, "payment", "c-1", attempt(i, a), time.Now())
 			send(handed)
 			return err
 		}
@@ -753,11 +767,11 @@ func makeCall(ctx context.Context, s flow.Store, i, limit int, woken <-chan stru
 // that holds none passes nothing; a call that has a slot kept for it
 // already has the passer's let go.
 func TestASlotPassedToAnUndoIsTakenByItAlone(t *testing.T) {
-	eachTable(t, func(t *testing.T, s flow.Store, tb table) {
+	eachTable(t, func(t *testing.T, s keyline.Store, tb table) {
 		ctx := context.Background()
 		end := t0.Add(time.Hour)
-		undo := flow.WaiterID("o-0", workflow.Ref{Undo: true}, 1)
-		undoAttempt := flow.Holder("o-0", workflow.Ref{Undo: true}, 1, 1)
+		undo := keyline.WaiterID("o-0", workflow.Ref{Undo: true}, 1)
+		undoAttempt := keyline.Holder("o-0", workflow.Ref{Undo: true}, 1, 1)
 		got, err := s.Hold(ctx, "payment", "c-1", 1, attempt(0, 1), end, t0)
 		require.NoError(t, err)
 		require.True(t, got.Held)
@@ -784,7 +798,7 @@ func TestASlotPassedToAnUndoIsTakenByItAlone(t *testing.T) {
 		got, err = s.Hold(ctx, "payment", "c-1", 1, undoAttempt, end, t0.Add(2*time.Second))
 		require.NoError(t, err)
 		require.True(t, got.Held, "the undo takes it")
-		handed, err = s.Let(ctx, "payment", "c-1", undoAttempt, t0.Add(3*time.Second))
+		handed, err = s.Release(ctx, "payment", "c-1", undoAttempt, t0.Add(3*time.Second))
 		require.NoError(t, err)
 		require.Equal(t, []string{call(1)}, ids(handed), "and lets it go to the first in line")
 
@@ -871,7 +885,7 @@ func TestASlotPassedToAnUndoIsTakenByItAlone(t *testing.T) {
 		got, err = s.Hold(ctx, "payment", "c-5", 1, undoAttempt, end, t0)
 		require.NoError(t, err)
 		require.True(t, got.Held)
-		handed, err = s.Let(ctx, "payment", "c-5", undoAttempt, t0)
+		handed, err = s.Release(ctx, "payment", "c-5", undoAttempt, t0)
 		require.NoError(t, err)
 		require.Equal(t, []string{call(8)}, ids(handed), "one slot, to the next in line")
 	})

@@ -1,4 +1,10 @@
-package flow
+// Package keyname names the keys of an agent's calls in flight
+// (workflow.Agent.PerKey) as they are kept, shown and logged: by value, or
+// for a long one its hash (ShortKey); in a deployment that seals its
+// orders' data, by an HMAC under a secret of the agent's own (Namer), so
+// that no key's value, an order's data, is kept in clear. It reads and
+// writes only the agent's secret item.
+package keyname
 
 import (
 	"bytes"
@@ -15,7 +21,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sas-go/sas/shared/dynamoexpr"
 	"github.com/sas-go/sas/shared/seal"
+	"github.com/sas-go/sas/shared/topology"
 )
 
 // In a deployment that seals its orders' data (sealData), the value of a
@@ -45,8 +53,21 @@ const NamePrefix = "hmac:"
 const nameBytes = 16
 
 // SecretOwner is agent's secret's owner in KMS's encryption context, where
-// an order's id is for an order's data key: its flow items' partition key.
-func SecretOwner(agent string) string { return "~agent/" + agent }
+// an order's id is for an order's data key: its items' partition key
+// (topology.AgentPartition).
+func SecretOwner(agent string) string { return topology.AgentPartition(agent) }
+
+// DB is the part of the DynamoDB client a Namer uses.
+type DB interface {
+	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+}
+
+// secretItems are the state table's agents' secret items.
+type secretItems struct {
+	db    DB
+	table string
+}
 
 // Secrets makes and opens an agent's secret under the deployment's key
 // (seal.Sealer does).
@@ -71,7 +92,7 @@ const failedFor = time.Second
 // Namer names the keys of one agent's calls in flight by their HMAC under
 // the agent's secret.
 type Namer struct {
-	store   Store
+	store   secretItems
 	agent   string
 	secrets Secrets
 	// Now is the time (time.Now if nil).
@@ -85,9 +106,10 @@ type Namer struct {
 	failedAt time.Time
 }
 
-// NewNamer is agent's namer, its secret kept in store's table.
-func NewNamer(store Store, agent string, secrets Secrets) *Namer {
-	return &Namer{store: store, agent: agent, secrets: secrets}
+// NewNamer is agent's namer, its secret kept in the state table
+// stateTable.
+func NewNamer(db DB, stateTable, agent string, secrets Secrets) *Namer {
+	return &Namer{store: secretItems{db: db, table: stateTable}, agent: agent, secrets: secrets}
 }
 
 // Name is value's name: NamePrefix and 32 hex digits. It fails only while
@@ -183,12 +205,17 @@ func (n *Namer) read(ctx context.Context) (secret, blob []byte, err error) {
 // encrypted.
 const secretAttr = "SecretBlob"
 
-// secretSK is the sort key of agent's secret under KMS key key.
-func secretSK(key string) string { return "secret/" + key }
+// secretKey is the key of agent's secret's item under KMS key key.
+func secretKey(agent, key string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		topology.KeyOrderID: &types.AttributeValueMemberS{Value: topology.AgentPartition(agent)},
+		topology.KeySort:    &types.AttributeValueMemberS{Value: "secret/" + key},
+	}
+}
 
 // secret is agent's secret under key as kept (nil: none yet).
-func (s Store) secret(ctx context.Context, agent, key string) ([]byte, error) {
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: agentKey(agent, secretSK(key)),
+func (s secretItems) secret(ctx context.Context, agent, key string) ([]byte, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: secretKey(agent, key),
 		ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return nil, fmt.Errorf("read agent %s's secret: %w", agent, err)
@@ -198,17 +225,22 @@ func (s Store) secret(ctx context.Context, agent, key string) ([]byte, error) {
 
 // keepSecret keeps blob as agent's secret under key, unless one is kept
 // already other than stale (nil: none): then it answers that one.
-func (s Store) keepSecret(ctx context.Context, agent, key string, blob, stale []byte) ([]byte, error) {
-	item := agentKey(agent, secretSK(key))
+func (s secretItems) keepSecret(ctx context.Context, agent, key string, blob, stale []byte) ([]byte, error) {
+	item := secretKey(agent, key)
 	item[secretAttr] = &types.AttributeValueMemberB{Value: blob}
-	in := &dynamodb.PutItemInput{TableName: &s.table, Item: item,
-		ConditionExpression:                 aws.String("attribute_not_exists(" + secretAttr + ")"),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
+	b := dynamoexpr.New()
 	if stale != nil {
-		in.ConditionExpression = aws.String(secretAttr + " = :stale")
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":stale": &types.AttributeValueMemberB{Value: stale}}
+		b.If(dynamoexpr.Equal(b.Name(secretAttr), b.Value(&types.AttributeValueMemberB{Value: stale})))
+	} else {
+		b.If(dynamoexpr.NotExists(b.Name(secretAttr)))
 	}
-	_, err := s.db.PutItem(ctx, in)
+	e, err := b.Build()
+	if err != nil {
+		return nil, fmt.Errorf("keep agent %s's secret: %w", agent, err)
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: item, ConditionExpression: &e.Condition,
+		ExpressionAttributeNames: e.Names, ExpressionAttributeValues: e.Values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		if kept := blobOf(ccf.Item); kept != nil && !bytes.Equal(kept, stale) {

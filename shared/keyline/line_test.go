@@ -1,4 +1,4 @@
-package flow_test
+package keyline_test
 
 import (
 	"context"
@@ -10,7 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/keyline"
+	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -25,25 +26,25 @@ func TestTheLongestRequestKeepsItsPlaceInLine(t *testing.T) {
 	req := message.AgentRequest{OrderID: strings.Repeat("o", 64), Step: workflow.MaxSteps - 1, Undo: true,
 		Item: workflow.MaxForEachItems, StepName: strings.Repeat("s", 64), Action: strings.Repeat("a", 64),
 		Workflow: strings.Repeat("w", 40), Version: "0123abcd", Payload: json.RawMessage(`{"orderId":"o"}`)}
-	key := strings.Repeat("\x01\x1f", flow.MaxKeyBytes/2)
+	key := strings.Repeat("\x01\x1f", keyname.MaxKeyBytes/2)
 	want := req.Waiting(math.MaxInt, key)
 	line, err := message.Encode(want, 0)
 	require.NoError(t, err)
-	t.Logf("the longest request kept in line: %d bytes (bound %d)", len(line), flow.MaxWaiterRequestBytes)
-	require.LessOrEqual(t, len(line), flow.MaxWaiterRequestBytes)
+	t.Logf("the longest request kept in line: %d bytes (bound %d)", len(line), keyline.MaxWaiterRequestBytes)
+	require.LessOrEqual(t, len(line), keyline.MaxWaiterRequestBytes)
 	shorter, err := message.Encode(req.Waiting(7, strings.Repeat("k", 141)), 0)
 	require.NoError(t, err)
 	require.Greater(t, len(shorter), 300, "a request the old bound kept out of line")
 
-	eachTable(t, func(t *testing.T, s flow.Store, _ table) {
+	eachTable(t, func(t *testing.T, s keyline.Store, _ table) {
 		ctx := context.Background()
 		ref := workflow.Ref{Index: req.Step, Undo: true, Item: req.Item}
-		holder := flow.Holder("o-holder", ref, 1, 1)
+		holder := keyline.Holder("o-holder", ref, 1, 1)
 		got, err := s.Hold(ctx, "payment", key, 1, holder, t0.Add(time.Minute), t0)
 		require.NoError(t, err)
 		require.True(t, got.Held)
-		id := flow.WaiterID(req.OrderID, ref, math.MaxInt)
-		for _, w := range []flow.Waiter{{ID: id, Request: line}, {ID: call(2), Request: shorter}} {
+		id := keyline.WaiterID(req.OrderID, ref, math.MaxInt)
+		for _, w := range []keyline.Waiter{{ID: id, Request: line}, {ID: call(2), Request: shorter}} {
 			_, err := s.Wait(ctx, "payment", key, 1, w, t0)
 			require.NoError(t, err)
 		}
@@ -52,7 +53,7 @@ func TestTheLongestRequestKeepsItsPlaceInLine(t *testing.T) {
 		require.Equal(t, 1, k.Position(id), "first in line, the shorter request behind it")
 		require.Equal(t, 2, k.Position(call(2)))
 
-		handed, err := s.Let(ctx, "payment", key, holder, t0)
+		handed, err := s.Release(ctx, "payment", key, holder, t0)
 		require.NoError(t, err)
 		require.Equal(t, []string{id}, ids(handed))
 		back, err := message.DecodeAgentRequest(string(handed[0].Request))

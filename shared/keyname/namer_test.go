@@ -1,9 +1,10 @@
-package flow_test
+package keyname_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,11 +17,39 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sas-go/sas/shared/devkit/emulator/emulatortest"
 	"github.com/sas-go/sas/shared/devkit/provision"
-	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/devkit/storetest"
+	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/topology"
 )
+
+var engines = map[string]emulatortest.Engine{}
+
+func TestMain(m *testing.M) { os.Exit(emulatortest.MainWithEngines(m, engines)) }
+
+// table is a test's state table.
+type table struct {
+	db   *dynamodb.Client
+	name string
+}
+
+// namer is agent's namer under secrets, its secret kept in tb.
+func (tb table) namer(agent string, secrets keyname.Secrets) *keyname.Namer {
+	return keyname.NewNamer(tb.db, tb.name, agent, secrets)
+}
+
+// eachTable runs fn on a fresh state table of every engine.
+func eachTable(t *testing.T, fn func(t *testing.T, tb table)) {
+	for name, e := range engines {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			topo := storetest.NewTables(t, e.Clients.DynamoDB)
+			fn(t, table{e.Clients.DynamoDB, topo.StateTable()})
+		})
+	}
+}
 
 // secrets is an instance's seal.Sealer under a key of moto's KMS, its
 // requests counted, failing while down is set.
@@ -66,7 +95,7 @@ func keyOf(t *testing.T, c *kms.Client, name string) string {
 // (one KMS request), and an instance started later names as they did. The
 // name says nothing of the value: a value has one name, two values two.
 func TestEveryInstanceNamesAKeyAlike(t *testing.T) {
-	each(t, func(t *testing.T, s flow.Store) {
+	eachTable(t, func(t *testing.T, tb table) {
 		ctx := context.Background()
 		c := engines["moto"].Clients.KMS
 		key := keyOf(t, c, "alike")
@@ -79,7 +108,7 @@ func TestEveryInstanceNamesAKeyAlike(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				n := flow.NewNamer(s, "billing", made[i])
+				n := tb.namer("billing", made[i])
 				name, err := n.Name(ctx, "customer-42")
 				again, err2 := n.Name(ctx, "customer-42")
 				names[i], errs[i] = name, errors.Join(err, err2)
@@ -97,12 +126,12 @@ func TestEveryInstanceNamesAKeyAlike(t *testing.T) {
 			kms += sc.made.Load()
 		}
 		require.GreaterOrEqual(t, kms, int32(1))
-		require.True(t, strings.HasPrefix(names[0], flow.NamePrefix), names[0])
-		require.Len(t, names[0], len(flow.NamePrefix)+32)
+		require.True(t, strings.HasPrefix(names[0], keyname.NamePrefix), names[0])
+		require.Len(t, names[0], len(keyname.NamePrefix)+32)
 		require.NotContains(t, names[0], "customer")
 
 		later := &secrets{Sealer: seal.New(c, key)}
-		n := flow.NewNamer(s, "billing", later)
+		n := tb.namer("billing", later)
 		name, err := n.Name(ctx, "customer-42")
 		require.NoError(t, err)
 		require.Equal(t, names[0], name, "an instance started later")
@@ -112,7 +141,7 @@ func TestEveryInstanceNamesAKeyAlike(t *testing.T) {
 		require.Equal(t, int32(0), later.made.Load(), "the secret kept is read, none made")
 		require.Equal(t, int32(1), later.opened.Load(), "opened once for every name")
 
-		elsewhere, err := flow.NewNamer(s, "courier", &secrets{Sealer: seal.New(c, key)}).Name(ctx, "customer-42")
+		elsewhere, err := tb.namer("courier", &secrets{Sealer: seal.New(c, key)}).Name(ctx, "customer-42")
 		require.NoError(t, err)
 		require.NotEqual(t, name, elsewhere, "another agent's secret is its own")
 	})
@@ -123,7 +152,7 @@ func (tb table) secretItem(t *testing.T, agent, key string) map[string]types.Att
 	t.Helper()
 	out, err := tb.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &tb.name, ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{
-			topology.KeyOrderID: &types.AttributeValueMemberS{Value: flow.SecretOwner(agent)},
+			topology.KeyOrderID: &types.AttributeValueMemberS{Value: keyname.SecretOwner(agent)},
 			topology.KeySort:    &types.AttributeValueMemberS{Value: "secret/" + key}}})
 	require.NoError(t, err)
 	return out.Item
@@ -137,31 +166,31 @@ func (tb table) secretItem(t *testing.T, agent, key string) map[string]types.Att
 // made anew in its place, and an instance that opened the one before names
 // by the new one after SecretRecheck.
 func TestASecretIsMadeOnceAKeyAndAnewIfItNoLongerOpens(t *testing.T) {
-	eachTable(t, func(t *testing.T, s flow.Store, tb table) {
+	eachTable(t, func(t *testing.T, tb table) {
 		ctx := context.Background()
 		c := engines["moto"].Clients.KMS
 		oldKey, newKey := keyOf(t, c, "old"), keyOf(t, c, "new")
 		old := &secrets{Sealer: seal.New(c, oldKey)}
 		old.down.Store(true)
-		_, err := flow.NewNamer(s, "billing", old).Name(ctx, "customer-42")
+		_, err := tb.namer("billing", old).Name(ctx, "customer-42")
 		require.ErrorIs(t, err, errKMSDown)
 		require.ErrorContains(t, err, "name a key of agent billing: make its secret")
 		require.Nil(t, tb.secretItem(t, "billing", oldKey), "nothing kept")
 		old.down.Store(false)
-		warm := flow.NewNamer(s, "billing", old)
+		warm := tb.namer("billing", old)
 		before, err := warm.Name(ctx, "customer-42")
 		require.NoError(t, err)
 		require.NotNil(t, tb.secretItem(t, "billing", oldKey), "made when KMS answered")
 
-		after, err := flow.NewNamer(s, "billing", &secrets{Sealer: seal.New(c, newKey)}).Name(ctx, "customer-42")
+		after, err := tb.namer("billing", &secrets{Sealer: seal.New(c, newKey)}).Name(ctx, "customer-42")
 		require.NoError(t, err)
 		require.NotEqual(t, before, after, "named under the new key's secret")
-		for _, n := range []*flow.Namer{warm, flow.NewNamer(s, "billing", old)} {
+		for _, n := range []*keyname.Namer{warm, tb.namer("billing", old)} {
 			name, err := n.Name(ctx, "customer-42")
 			require.NoError(t, err)
 			require.Equal(t, before, name, "an instance under the old key names as before")
 		}
-		again, err := flow.NewNamer(s, "billing", &secrets{Sealer: seal.New(c, newKey)}).Name(ctx, "customer-42")
+		again, err := tb.namer("billing", &secrets{Sealer: seal.New(c, newKey)}).Name(ctx, "customer-42")
 		require.NoError(t, err)
 		require.Equal(t, after, again, "and one under the new key as the new key's")
 
@@ -169,13 +198,13 @@ func TestASecretIsMadeOnceAKeyAndAnewIfItNoLongerOpens(t *testing.T) {
 		warm.Now = func() time.Time { return now }
 		moved := &secrets{Sealer: seal.New(c, oldKey)}
 		moved.broken.Store(true)
-		renamed, err := flow.NewNamer(s, "billing", moved).Name(ctx, "customer-42")
+		renamed, err := tb.namer("billing", moved).Name(ctx, "customer-42")
 		require.NoError(t, err)
 		require.NotEqual(t, before, renamed, "made anew")
 		name, err := warm.Name(ctx, "customer-42")
 		require.NoError(t, err)
 		require.Equal(t, before, name, "the secret opened is trusted for SecretRecheck")
-		now = now.Add(flow.SecretRecheck)
+		now = now.Add(keyname.SecretRecheck)
 		name, err = warm.Name(ctx, "customer-42")
 		require.NoError(t, err)
 		require.Equal(t, renamed, name, "then read again")
