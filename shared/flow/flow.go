@@ -19,7 +19,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sas-go/sas/shared/dynamoexpr"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -35,7 +35,6 @@ import (
 type DB interface {
 	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 }
 
 // Control is an agent's flow state an operator or its service set.
@@ -114,52 +113,61 @@ func (s Store) Control(ctx context.Context, agent string) (Control, error) {
 // Pause stops agent's calls from now: its requests wait (none fails) until
 // Resume. It reports whether it was running (false: paused already).
 func (s Store) Pause(ctx context.Context, agent, by string, now time.Time) (bool, error) {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: agentKey(agent, "control"),
-		UpdateExpression:    aws.String("SET Paused = :t, PausedBy = :by, PausedAt = :at"),
-		ConditionExpression: aws.String("attribute_not_exists(Paused) OR Paused = :f"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":t": &types.AttributeValueMemberBOOL{Value: true},
-			":f": &types.AttributeValueMemberBOOL{Value: false}, ":by": &types.AttributeValueMemberS{Value: by},
-			":at": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli(), 10)}}})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return false, nil
-	}
+	b := dynamoexpr.New()
+	paused := b.Plain("Paused")
+	b.Set(paused, b.Bool(true))
+	b.Set(b.Plain("PausedBy"), b.String(by))
+	b.Set(b.Plain("PausedAt"), b.Int(now.UnixMilli()))
+	b.If(dynamoexpr.Or(dynamoexpr.NotExists(paused), dynamoexpr.Equal(paused, b.Bool(false))))
+	changed, err := s.updateControl(ctx, agent, b)
 	if err != nil {
 		return false, fmt.Errorf("pause agent %s: %w", agent, err)
 	}
-	return true, nil
+	return changed, nil
 }
 
 // Resume lets agent's calls go on. It reports whether it was paused.
 func (s Store) Resume(ctx context.Context, agent string) (bool, error) {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: agentKey(agent, "control"),
-		UpdateExpression:          aws.String("SET Paused = :f REMOVE PausedBy, PausedAt"),
-		ConditionExpression:       aws.String("Paused = :t"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":t": &types.AttributeValueMemberBOOL{Value: true}, ":f": &types.AttributeValueMemberBOOL{Value: false}}})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return false, nil
-	}
+	b := dynamoexpr.New()
+	paused := b.Plain("Paused")
+	b.Set(paused, b.Bool(false))
+	b.Remove(b.Plain("PausedBy"))
+	b.Remove(b.Plain("PausedAt"))
+	b.If(dynamoexpr.Equal(paused, b.Bool(true)))
+	changed, err := s.updateControl(ctx, agent, b)
 	if err != nil {
 		return false, fmt.Errorf("resume agent %s: %w", agent, err)
 	}
-	return true, nil
+	return changed, nil
 }
 
 // SlowDown asks every instance of agent for no call before until (a
 // Retry-After its service answered); a later until extends it, an earlier
 // one changes nothing.
 func (s Store) SlowDown(ctx context.Context, agent string, until time.Time) error {
-	v := &types.AttributeValueMemberN{Value: strconv.FormatInt(until.UnixMilli(), 10)}
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: agentKey(agent, "control"),
-		UpdateExpression:          aws.String("SET SlowUntil = :u"),
-		ConditionExpression:       aws.String("attribute_not_exists(SlowUntil) OR SlowUntil < :u"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":u": v}})
-	var ccf *types.ConditionalCheckFailedException
-	if err != nil && !errors.As(err, &ccf) {
+	b := dynamoexpr.New()
+	slow, u := b.Plain("SlowUntil"), b.Int(until.UnixMilli())
+	b.Set(slow, u)
+	b.If(dynamoexpr.Or(dynamoexpr.NotExists(slow), dynamoexpr.Less(slow, u)))
+	if _, err := s.updateControl(ctx, agent, b); err != nil {
 		return fmt.Errorf("slow agent %s down: %w", agent, err)
 	}
 	return nil
+}
+
+// updateControl makes b on agent's control item: whether it did (false:
+// its condition did not hold).
+func (s Store) updateControl(ctx context.Context, agent string, b *dynamoexpr.Builder) (bool, error) {
+	in, err := b.UpdateInput(s.table, agentKey(agent, "control"))
+	if err != nil {
+		return false, err
+	}
+	_, err = s.db.UpdateItem(ctx, in)
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // Take decides, at the moment of a call, whether agent may call its service
@@ -199,10 +207,12 @@ func (s Store) lease(ctx context.Context, agent string, limit workflow.Rate, tur
 		if p.lease.Turns == 0 {
 			return Lease{}, time.Unix(0, p.next).In(now.Location()), try, nil
 		}
-		upd, cond, vals := p.update(*known, try > 0, limit)
-		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: key, UpdateExpression: &upd,
-			ConditionExpression: &cond, ExpressionAttributeValues: vals,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+		in, err := p.update(*known, try > 0, limit).UpdateInput(s.table, key)
+		if err != nil {
+			return Lease{}, time.Time{}, try, fmt.Errorf("take turns of agent %s: %w", agent, err)
+		}
+		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+		_, err = s.db.UpdateItem(ctx, in)
 		if err == nil {
 			*known = p.after
 			return p.lease, now, try + 1, nil

@@ -1,12 +1,12 @@
 package flow
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sas-go/sas/shared/dynamoexpr"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -170,30 +170,29 @@ func (s schedule) take(limit workflow.Rate, turns int, now, ahead int64) plan {
 // update is the write of p: the schedule after it, on the condition that
 // the item is still s (exact), or, for an idle plan not yet checked
 // against a read, that its TAT is not past the new run's start.
-func (p plan) update(s schedule, exact bool, limit workflow.Rate) (upd, cond string, vals map[string]types.AttributeValue) {
-	n := func(v int64) types.AttributeValue {
-		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
-	}
+func (p plan) update(s schedule, exact bool, limit workflow.Rate) *dynamoexpr.Builder {
+	b := dynamoexpr.New()
 	a := p.after
-	vals = map[string]types.AttributeValue{":b": n(a.base), ":t": n(a.taken), ":c": n(a.calls), ":p": n(a.per),
-		":n": n(a.nextAt), ":limit": &types.AttributeValueMemberS{Value: limit.String()}}
-	upd = "SET TurnBase = :b, TurnsTaken = :t, RateCalls = :c, RatePer = :p, NextAt = :n, RateLimit = :limit"
+	base, taken, nextAt := b.Plain("TurnBase"), b.Plain("TurnsTaken"), b.Plain("NextAt")
+	b.Set(base, b.Int(a.base))
+	b.Set(taken, b.Int(a.taken))
+	b.Set(b.Plain("RateCalls"), b.Int(a.calls))
+	b.Set(b.Plain("RatePer"), b.Int(a.per))
+	b.Set(nextAt, b.Int(a.nextAt))
+	b.Set(b.Plain("RateLimit"), b.String(limit.String()))
 	switch {
 	case p.idle && !exact:
 		// NextAt is the TAT rounded up (or an earlier version's TAT): at
 		// most the start's millisecond, the TAT is at most the start.
-		vals[":s"] = n(p.start / int64(time.Millisecond))
-		cond = "attribute_not_exists(NextAt) OR NextAt <= :s"
+		b.If(dynamoexpr.Or(dynamoexpr.NotExists(nextAt), dynamoexpr.LessOrEqual(nextAt, b.Int(p.start/int64(time.Millisecond)))))
 	case !s.exists:
-		cond = "attribute_not_exists(NextAt) AND attribute_not_exists(TurnBase)"
+		b.If(dynamoexpr.NotExists(nextAt), dynamoexpr.NotExists(base))
 	case s.calls == 0:
-		vals[":was"] = n(s.nextAt)
-		cond = "attribute_not_exists(TurnBase) AND NextAt = :was"
+		b.If(dynamoexpr.NotExists(base), dynamoexpr.Equal(nextAt, b.Int(s.nextAt)))
 	default:
-		vals[":wasB"], vals[":wasT"], vals[":was"] = n(s.base), n(s.taken), n(s.nextAt)
-		cond = "TurnBase = :wasB AND TurnsTaken = :wasT AND NextAt = :was"
+		b.If(dynamoexpr.Equal(base, b.Int(s.base)), dynamoexpr.Equal(taken, b.Int(s.taken)), dynamoexpr.Equal(nextAt, b.Int(s.nextAt)))
 	}
-	return upd, cond, vals
+	return b
 }
 
 // Lease is consecutive turns of an agent's rate limit taken in one write:
