@@ -100,12 +100,13 @@ func TestHostileOrdersEndProcessedWithTheirAnswersWhole(t *testing.T) {
 }
 
 // An answer that is not JSON, under its workflow's result limit but whose
-// quoted form is larger than any payload the product keeps (4 MB of
-// control bytes and invalid UTF-8 under a 16 MB limit: 25 MB once quoted),
-// is never left to time out: its step ends at its first attempt, kept
-// whole or failed for good for its size, and nothing is refused to a DLQ.
+// quoted form is larger (about 15 MB of control bytes, invalid UTF-8 and
+// markup under a 16 MB limit: 20 MB once quoted, as the product quotes it,
+// <, > and & as they are), is never left to time out: its step ends at its
+// first attempt, kept whole or failed for good for its size, and nothing
+// is refused to a DLQ.
 func TestAnAnswerLargerOnceQuotedIsNeverLeftToTimeOut(t *testing.T) {
-	cases := []hostileCase{{"h-text-over-stored", "over", 0, 25 << 20}}
+	cases := []hostileCase{{"h-text-over-stored", "over", 0, 20 << 20}}
 	h := startHostile(t, cases, hostileWorkflow(t, "over", "text", "16MB"))
 	tasks := h.run(cases, 3*time.Minute)
 	id := cases[0].id
@@ -115,6 +116,7 @@ func TestAnAnswerLargerOnceQuotedIsNeverLeftToTimeOut(t *testing.T) {
 	require.Equal(t, "scan", scan.Name)
 	raw, _ := h.sim.Answer(h.effect(id, "scan"))
 	require.Less(t, len(raw), workflow.MaxResultLimit, "its answer is under the result limit as sent")
+	require.Greater(t, hostile.MarshalLen(raw), workflow.MaxResultLimit, "and over it once quoted")
 	require.Zero(t, scan.FailureCount, "%s's scan timed out (recovered %d times, %s): its answer of %d bytes was not kept",
 		id, scan.FailureCount, scan.LastError, len(raw))
 	t.Logf("%s ended %s; its scan %s after %d attempts: %s", id, tasks[id].State, scan.State, scan.Attempt, scan.LastError)
