@@ -258,7 +258,7 @@ func requireSealUse(t *testing.T, tmpl map[string]any, arn any, sealing bool) {
 		s3 := slices.Clone(expectedS3[role])
 		if role == "Submission" && sealing {
 			// It writes a sealed order over the clear body its
-			// sender offloaded under incoming/ (payload.Store.Reseal).
+			// sender offloaded under incoming/ (offload.Store.Reseal).
 			s3 = append(s3, "s3:PutObject on bucket/incoming/*")
 			slices.Sort(s3)
 		}

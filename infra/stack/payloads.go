@@ -138,7 +138,7 @@ const (
 	ordersKeys   = ordersPrefix + "*"
 )
 
-// incomingKeys are where senders offload bodies (payload.IncomingPrefix).
+// incomingKeys are where senders offload bodies (offload.IncomingPrefix).
 const incomingKeys = "incoming/*"
 
 var (
@@ -146,7 +146,7 @@ var (
 	// sender put it) and writes an order's payload.
 	submissionPayloads = payloadUse{read: "*", writes: []string{ordersKeys}}
 	// With sealData, it writes a sealed order over the clear body its
-	// sender offloaded under incoming/ too (payload.Store.Reseal).
+	// sender offloaded under incoming/ too (offload.Store.Reseal).
 	sealingSubmissionPayloads = payloadUse{read: "*", writes: []string{incomingKeys, ordersKeys}}
 	// An Agent reads what its step is given and writes its result.
 	agentPayloads = payloadUse{read: ordersKeys, writes: []string{ordersKeys}}

@@ -23,6 +23,7 @@ import (
 	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/resilience"
@@ -218,6 +219,15 @@ func (d *Deployment) Payloads() *payload.Store {
 	return payload.New(d.Clients.S3, d.Config.PayloadBucket, d.Config.PayloadInlineBytes)
 }
 
+// Offload reads and writes the bodies senders offload to the deployment's
+// payload bucket (the SQS Extended Client's): nil if it has none.
+func (d *Deployment) Offload() *offload.Store {
+	if d.Config.PayloadBucket == "" {
+		return nil
+	}
+	return offload.New(d.Clients.S3, d.Config.PayloadBucket)
+}
+
 // Submission builds the Submission handler.
 func (d *Deployment) Submission() (*submission.Handler, error) {
 	t := d.Config.Topology
@@ -233,7 +243,7 @@ func (d *Deployment) Submission() (*submission.Handler, error) {
 		EventsDLQURL:       d.Config.QueueURL(t.EventsQueue().DLQName),
 		AllowedReplyQueues: notify.Allowed(d.Config.AllowedReplyQueues),
 		OpenOnly:           !d.Config.SealData,
-	}, submission.Deps{Store: d.sealedStore(sealer), Payloads: d.Payloads(), Sealer: sealer, Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log,
+	}, submission.Deps{Store: d.sealedStore(sealer), Payloads: d.Payloads(), Offload: d.Offload(), Sealer: sealer, Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log,
 		Slots: keyline.NewStore(d.Clients.DynamoDB, d.Config.Topology.StateTable()), Budget: payload.BudgetFor(functionMemoryMB(topology.CoordinatorMemoryMB))})
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -63,7 +64,7 @@ func TestTheLargestEnvelopeFitsItsBound(t *testing.T) {
 		t.Logf("the largest %s envelope: %d bytes (bound %d)", kind, len(b), message.MaxEnvelopeBytes)
 		require.LessOrEqual(t, len(b), message.MaxEnvelopeBytes, kind)
 	}
-	require.LessOrEqual(t, message.MaxWorkBytes+1024, payload.MaxMessageBytes, "with its attributes, within SQS's 256 KiB")
+	require.LessOrEqual(t, message.MaxWorkBytes+1024, offload.MaxMessageBytes, "with its attributes, within SQS's 256 KiB")
 }
 
 // inline is a payload of n bytes as it travels, full of what encoders

@@ -14,7 +14,7 @@ import (
 // MaxOrderBytes is the largest order body accepted. One over the inline
 // limit (payload.Store.Inline) is kept in the payload bucket and travels
 // and is stored as its claim check; one over SQS's 256 KB comes by an SQS
-// Extended Client pointer (payload.Pointer).
+// Extended Client pointer (offload.Pointer).
 const MaxOrderBytes = payload.MaxBytes
 
 var (

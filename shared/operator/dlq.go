@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sas-go/sas/shared/message"
-	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/topology"
 )
@@ -149,11 +149,11 @@ func (o *Operator) peekDLQ(ctx context.Context, short string, max int) (DLQConte
 // to a DLQ was about (its order, its event), read from the body it points
 // to; a body that cannot be read leaves it as it is (its reason says why).
 func (o *Operator) followPointer(ctx context.Context, d *DLQMessage) {
-	bucket, key, ok := payload.Pointer(d.Body)
+	bucket, key, ok := offload.Pointer(d.Body)
 	if !ok || o.s3 == nil {
 		return
 	}
-	b, err := payload.New(o.s3, bucket, 0).Fetch(ctx, bucket, key, message.MaxOrderBytes+message.MaxEventBytes)
+	b, err := offload.New(o.s3, bucket).Fetch(ctx, bucket, key, message.MaxOrderBytes+message.MaxEventBytes)
 	if err != nil {
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
@@ -70,7 +71,7 @@ func (o *Operator) Submit(ctx context.Context, bodies []string) (Submitted, erro
 			continue
 		}
 		b = asSent(b)
-		if len(b) > payload.MaxMessageBytes {
+		if len(b) > offload.MaxMessageBytes {
 			// As the SQS Extended Client sends it: kept in the payload
 			// bucket, a pointer to it on the queue.
 			ptr, err := o.offload(ctx, "", []byte(b)) // a new order: the bucket it is told
@@ -79,7 +80,7 @@ func (o *Operator) Submit(ctx context.Context, bodies []string) (Submitted, erro
 			}
 			b = ptr
 		}
-		if size+len(b) > payload.MaxMessageBytes {
+		if size+len(b) > offload.MaxMessageBytes {
 			if err := flush(); err != nil {
 				return res, err
 			}
@@ -103,12 +104,12 @@ func (o *Operator) Submit(ctx context.Context, bodies []string) (Submitted, erro
 func (o *Operator) offload(ctx context.Context, bucket string, body []byte) (string, error) {
 	bucket = cmp.Or(bucket, o.PayloadBucket)
 	if bucket == "" {
-		return "", fmt.Errorf("over SQS's %d bytes, so it goes by pointer, kept in the payload bucket first: %w", payload.MaxMessageBytes, ErrNoPayloadBucket)
+		return "", fmt.Errorf("over SQS's %d bytes, so it goes by pointer, kept in the payload bucket first: %w", offload.MaxMessageBytes, ErrNoPayloadBucket)
 	}
-	ptr, err := payload.New(o.s3, bucket, 0).Offload(ctx, body)
+	ptr, err := offload.New(o.s3, bucket).Offload(ctx, body)
 	if err != nil {
 		return "", fmt.Errorf("over SQS's %d bytes, so kept in the payload bucket first: %w (the stack's output PayloadBucketName: --payload-bucket)",
-			payload.MaxMessageBytes, err)
+			offload.MaxMessageBytes, err)
 	}
 	return ptr, nil
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sas-go/sas/shared/message"
-	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/statestore"
 )
 
@@ -85,7 +85,7 @@ func (o *Operator) Signal(ctx context.Context, orderID, event, eventID string, d
 		return Signalled{}, err
 	}
 	msg := string(body)
-	if len(body) > payload.MaxMessageBytes {
+	if len(body) > offload.MaxMessageBytes {
 		bucket := "" // an order not stored: the bucket it is told
 		if !res.Ahead {
 			if bucket, err = o.payloadBucket(ctx, orderID, task.Round); err != nil {

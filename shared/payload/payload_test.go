@@ -145,37 +145,6 @@ func TestWithoutABucketEveryPayloadIsInlineUpToTheInlineMaximum(t *testing.T) {
 	require.ErrorContains(t, err, "no payload bucket")
 }
 
-func TestAnExtendedClientPointerIsRead(t *testing.T) {
-	t.Parallel()
-	for body, want := range map[string][2]string{
-		`["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"b-1","s3Key":"k/2"}]`:   {"b-1", "k/2"},
-		` ["software.amazon.payloadoffloading.PayloadS3Pointer", {"s3Key":"k","s3BucketName":"b"}] `:    {"b", "k"},
-		`["com.amazon.sqs.javamessaging.MessageS3Pointer", {"s3BucketName": "b", "s3Key": "k"}]`:        {"b", "k"},
-		`["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"","s3Key":"k"}]`:        {},
-		`["software.amazon.payloadoffloading.PayloadS3Pointer"]`:                                        {},
-		`{"orderId":"software.amazon.payloadoffloading.PayloadS3Pointer"}`:                              {},
-		`["other.Pointer",{"s3BucketName":"b","s3Key":"k"}]`:                                            {},
-		`["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"b","s3Key":"k"}] extra`: {},
-	} {
-		b, k, ok := payload.Pointer(body)
-		require.Equal(t, want[0] != "", ok, body)
-		require.Equal(t, want, [2]string{b, k}, body)
-	}
-	api, b := bucket(t)
-	s := payload.New(api, b, 0)
-	ctx := context.Background()
-	_, err := api.PutObject(ctx, &s3.PutObjectInput{Bucket: &b, Key: aws.String("in/1"), Body: strings.NewReader(`{"orderId":"x"}`)})
-	require.NoError(t, err)
-	got, err := s.Fetch(ctx, b, "in/1", 100)
-	require.NoError(t, err)
-	require.Equal(t, `{"orderId":"x"}`, string(got))
-	_, err = s.Fetch(ctx, b, "in/1", 10)
-	require.ErrorContains(t, err, "over the 10-byte limit")
-	_, err = s.Fetch(ctx, b, "in/2", 100)
-	var perr *payload.Error
-	require.True(t, errors.As(err, &perr), "%v", err)
-}
-
 // A resubmitted order's payloads are written again, so that the bucket's
 // expiry (days after an object's last write) counts from its new round,
 // each still labelled as what it is: JSON, or a sealed object form (its

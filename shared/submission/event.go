@@ -14,6 +14,7 @@ import (
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/seal"
@@ -80,8 +81,8 @@ func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Ev
 	// A body sent by pointer that Submission wrote over once it took it
 	// (resealEvent) holds the event with its data in the product's form:
 	// it is a repeat, or refused, never taken for that.
-	_, key, byPointer := payload.Pointer(rec.Body)
-	repeatOnly := byPointer && payload.Incoming(key) && statestore.InProductForm(e.Data)
+	_, key, byPointer := offload.Pointer(rec.Body)
+	repeatOnly := byPointer && offload.Incoming(key) && statestore.InProductForm(e.Data)
 	if repeatOnly {
 		e.Data = nil
 	}
@@ -129,7 +130,7 @@ func (h *Handler) resealEvent(ctx context.Context, key string, e message.Event, 
 		if err != nil {
 			return err
 		}
-		return h.payloads.Reseal(ctx, key, b)
+		return h.offload.Reseal(ctx, key, b)
 	}()
 	if err != nil {
 		h.log.Warn(NotResealed, "order_id", e.OrderID, "event", e.Event, "key", key, "err", err)

@@ -22,6 +22,7 @@ import (
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/seal"
@@ -85,6 +86,7 @@ type Handler struct {
 	catalog  *dispatch.Catalog
 	slots    SlotReleaser
 	payloads *payload.Store
+	offload  *offload.Store
 	sealer   *seal.Sealer
 	budget   *payload.Budget
 	large    sync.Mutex // one body by pointer at a time
@@ -106,10 +108,13 @@ type Deps struct {
 	// attempt held, when its callback is recorded (nil: they end at the
 	// attempt's CompleteBy).
 	Slots SlotReleaser
-	// Payloads keeps an order over the inline limit in the payload bucket,
-	// and reads the bodies SQS Extended Client pointers name (nil: none:
-	// orders are inline only, at most payload.MaxInline).
+	// Payloads keeps an order over the inline limit in the payload bucket
+	// (nil: none: orders are inline only, at most payload.MaxInline).
 	Payloads *payload.Store
+	// Offload reads the bodies SQS Extended Client pointers name, in the
+	// payload bucket, and writes a sealed one's over once taken (nil: no
+	// bucket, no pointer followed).
+	Offload *offload.Store
 	// Sealer seals each order's data, and its events', under a data key
 	// of its own (nil: none sealed).
 	Sealer *seal.Sealer
@@ -147,7 +152,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		return &sqsbatch.Processor{Name: "submission", DLQURL: dlq, Rejecter: d.Send, Metrics: d.Metrics,
 			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), OnceAtEnd: true, Hider: hiderOf(d.Send), QueueURL: queue}
 	}
-	return &Handler{cfg: cfg, store: d.Store, send: d.Send, notify: d.Notify, metrics: d.Metrics, log: d.Log, slots: d.Slots, payloads: d.Payloads, sealer: d.Sealer, budget: d.Budget,
+	return &Handler{cfg: cfg, store: d.Store, send: d.Send, notify: d.Notify, metrics: d.Metrics, log: d.Log, slots: d.Slots, payloads: d.Payloads, offload: d.Offload, sealer: d.Sealer, budget: d.Budget,
 		Now: time.Now, dispatch: disp, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store},
 		batch: processor(cfg.DLQURL, cfg.QueueURL), events: processor(cfg.EventsDLQURL, cfg.EventsQueueURL)}, nil
 }
@@ -173,7 +178,7 @@ func queueName(arnOrURL string) string {
 }
 
 func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
-	if _, _, ok := payload.Pointer(rec.Body); ok {
+	if _, _, ok := offload.Pointer(rec.Body); ok {
 		// A body of up to 16 MB, copied a few times while it is checked,
 		// sealed and kept: one at a time per instance, where a batch's
 		// records run at once.
@@ -208,17 +213,17 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 }
 
 // reseal writes a sealed order sent by pointer, as it is stored, over the
-// clear body its sender offloaded under incoming/ (payload.Store.Reseal),
+// clear body its sender offloaded under incoming/ (offload.Store.Reseal),
 // once it is taken: the bucket keeps no clear copy of it (it expired after
 // 15 days before). If the pointer message comes again, body reads the
 // order back from what is there. An event's is resealed by resealEvent.
 // (Sealing new orders, body took a pointer under incoming/ only: sendersKey.)
 func (h *Handler) reseal(ctx context.Context, rec events.SQSMessage, orderID, stored string) {
-	_, key, ok := payload.Pointer(rec.Body)
+	_, key, ok := offload.Pointer(rec.Body)
 	if !ok || !h.sealsNew() {
 		return
 	}
-	if err := h.payloads.Reseal(ctx, key, []byte(stored)); err != nil {
+	if err := h.offload.Reseal(ctx, key, []byte(stored)); err != nil {
 		// The order is taken: its message is done all the same, and the
 		// clear body expires with incoming/'s lifecycle (15 days).
 		h.log.Warn(NotResealed, "order_id", orderID, "key", key, "err", err)
@@ -236,18 +241,18 @@ const NotResealed = "an offloaded body not resealed: it expires with incoming/'s
 // there); one this deployment may not read is an error SQS retries, then
 // moves to the DLQ.
 func (h *Handler) body(ctx context.Context, rec events.SQSMessage) (string, error) {
-	bucket, key, ok := payload.Pointer(rec.Body)
+	bucket, key, ok := offload.Pointer(rec.Body)
 	if !ok {
 		return rec.Body, nil
 	}
-	if bucket != h.payloads.Bucket() {
+	if bucket != h.offload.Bucket() {
 		return "", message.Invalid("an SQS Extended Client message names bucket %q: send large orders to this deployment's payload bucket (PayloadBucketName)", bucket)
 	}
 	if err := h.sendersKey(key); err != nil {
 		return "", err
 	}
-	b, err := h.payloads.Fetch(ctx, bucket, key, max(message.MaxOrderBytes, message.MaxEventBytes))
-	var lost *payload.Error
+	b, err := h.offload.Fetch(ctx, bucket, key, max(message.MaxOrderBytes, message.MaxEventBytes))
+	var lost *offload.Error
 	if errors.As(err, &lost) {
 		return "", message.Invalid("an SQS Extended Client message: %v", err)
 	}
@@ -269,13 +274,13 @@ func (h *Handler) body(ctx context.Context, rec events.SQSMessage) (string, erro
 // key is a UUID at the bucket's root; its S3Key message attribute names
 // another.)
 func (h *Handler) sendersKey(key string) error {
-	if strings.HasPrefix(key, payload.OrdersPrefix) {
-		return message.Invalid("an SQS Extended Client message names %s, one of this deployment's own payloads: senders offload under %s", key, payload.IncomingPrefix)
+	if strings.HasPrefix(key, offload.OrdersPrefix) {
+		return message.Invalid("an SQS Extended Client message names %s, one of this deployment's own payloads: senders offload under %s", key, offload.IncomingPrefix)
 	}
-	if h.sealsNew() && !payload.Incoming(key) {
+	if h.sealsNew() && !offload.Incoming(key) {
 		return message.Invalid("an SQS Extended Client message names %[1]s, outside %[2]s: this deployment seals data, and, once it takes a body, "+
 			"writes over it only under %[2]s, so that the bucket keeps no clear copy; offload under %[2]s "+
-			"(Java: withS3KeyPrefix(\"%[2]s\"); Python: the message attribute S3Key, \"%[2]s\" and a UUID)", key, payload.IncomingPrefix)
+			"(Java: withS3KeyPrefix(\"%[2]s\"); Python: the message attribute S3Key, \"%[2]s\" and a UUID)", key, offload.IncomingPrefix)
 	}
 	return nil
 }
@@ -303,7 +308,7 @@ func (h *Handler) resealed(ctx context.Context, stored []byte) (string, error) {
 
 // eventRecord is a record of the events queue: an event, or a callback.
 func (h *Handler) eventRecord(ctx context.Context, rec events.SQSMessage) error {
-	if _, _, ok := payload.Pointer(rec.Body); ok {
+	if _, _, ok := offload.Pointer(rec.Body); ok {
 		h.large.Lock() // as an order's (record)
 		defer h.large.Unlock()
 	}

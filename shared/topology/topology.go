@@ -60,7 +60,7 @@ const (
 	// MaxMessageBytes is the largest message a work queue takes: SQS's
 	// classic bound, within which the product keeps every message it sends
 	// (a larger payload travels as its claim check, a larger order or event
-	// by pointer: payload.MaxMessageBytes).
+	// by pointer: offload.MaxMessageBytes).
 	MaxMessageBytes = 256 << 10
 	// DLQMaxMessageBytes is the largest a dead-letter queue takes: SQS's
 	// largest (1 MiB since 2025), so that a message refused there as its

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
@@ -47,11 +48,11 @@ func findClearCopies(ctx context.Context, stack *localrun.Stack, tasks map[strin
 	}
 	over = map[string]int{}
 	c, bucket := stack.Deployment.Clients.S3, stack.Resources.PayloadBucket
-	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: aws.String(payload.IncomingPrefix)})
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: aws.String(offload.IncomingPrefix)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, nil, fmt.Errorf("list %s under %s: %w", bucket, payload.IncomingPrefix, err)
+			return nil, nil, fmt.Errorf("list %s under %s: %w", bucket, offload.IncomingPrefix, err)
 		}
 		for _, o := range page.Contents {
 			out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: o.Key})

@@ -10,6 +10,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/shop"
 	"github.com/sas-go/sas/shared/workflow"
@@ -35,9 +36,9 @@ type sizeClass struct {
 // then escaped in the message that carries them.
 var documentClasses = []sizeClass{
 	{"at the inline limit", payload.DefaultInline, payload.DefaultInline},
-	{"one byte over SQS's limit (by pointer)", payload.MaxMessageBytes + 1, payload.DefaultInline},
+	{"one byte over SQS's limit (by pointer)", offload.MaxMessageBytes + 1, payload.DefaultInline},
 	{"one byte over the inline limit", payload.DefaultInline + 1, payload.DefaultInline + 1},
-	{"at SQS's limit", payload.MaxMessageBytes, payload.MaxMessageBytes},
+	{"at SQS's limit", offload.MaxMessageBytes, offload.MaxMessageBytes},
 	{"free (4 KB to 600 KB)", 0, 0},
 }
 
@@ -48,8 +49,8 @@ var approvalClasses = []sizeClass{
 	{"small", 0, 1 << 10},
 	{"data at the inline limit", 0, payload.DefaultInline},
 	{"data one byte over the inline limit", 0, payload.DefaultInline + 1},
-	{"at SQS's limit", payload.MaxMessageBytes, 0},
-	{"one byte over SQS's limit (by pointer)", payload.MaxMessageBytes + 1, 0},
+	{"at SQS's limit", offload.MaxMessageBytes, 0},
+	{"one byte over SQS's limit (by pointer)", offload.MaxMessageBytes + 1, 0},
 }
 
 // keyBytes are the lengths of the hostile keys of calls in flight (a flow

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/payload"
 )
 
@@ -163,7 +164,7 @@ func TestTheSizeWatchNotesRefusalsAndFullLines(t *testing.T) {
 	require.NotContains(t, out.String(), "call waits")
 	require.Contains(t, out.String(), "send failed")
 
-	r := Result{LargestMessage: payload.MaxMessageBytes + 1, LargestItem: maxItemBytes, DeadLetters: map[string]int{},
+	r := Result{LargestMessage: offload.MaxMessageBytes + 1, LargestItem: maxItemBytes, DeadLetters: map[string]int{},
 		Rejected: map[string]int{"invalid message: body is … bytes, over the …-byte limit": 2,
 			"invalid message: bad JSON: duplicate object member name …": 3}}
 	r.checkSizes(w.watched, nil)

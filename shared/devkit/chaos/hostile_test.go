@@ -21,6 +21,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/devkit/runner"
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/statestore"
@@ -84,10 +85,10 @@ func TestHostileOrdersEndProcessedWithTheirAnswersWhole(t *testing.T) {
 	cases := []hostileCase{
 		{"h-json-inline", "json", payload.DefaultInline, payload.DefaultInline},
 		{"h-json-over-inline", "json", payload.DefaultInline + 1, payload.DefaultInline + 1},
-		{"h-json-sqs", "json", payload.MaxMessageBytes + 1, payload.MaxMessageBytes + 1},
+		{"h-json-sqs", "json", offload.MaxMessageBytes + 1, offload.MaxMessageBytes + 1},
 		{"h-text-inline", "text", payload.DefaultInline, payload.DefaultInline},
 		{"h-text-over-inline", "text", 0, payload.DefaultInline + 1},
-		{"h-text-at-limit", "text", payload.MaxMessageBytes, textFlow.Limit()},
+		{"h-text-at-limit", "text", offload.MaxMessageBytes, textFlow.Limit()},
 	}
 	h := startHostile(t, cases, jsonFlow, textFlow)
 	tasks := h.run(cases, 3*time.Minute)
@@ -284,7 +285,7 @@ func (h *hostileRun) requireNothingRefused() {
 	for function, n := range h.most {
 		limit := message.MaxWorkBytes // a scheduler's or an agent's queue: the product's own messages
 		if function == "submission" {
-			limit = payload.MaxMessageBytes // the orders and events queues: SQS's
+			limit = offload.MaxMessageBytes // the orders and events queues: SQS's
 		}
 		require.LessOrEqual(h.t, n, limit, "the largest message %s was delivered", function)
 	}

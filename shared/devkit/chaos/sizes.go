@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/offload"
 )
 
 // maxItemBytes is DynamoDB's limit on an item.
@@ -132,8 +132,8 @@ func clip(s string, n int) string {
 // size or its characters.
 func (r *Result) checkSizes(w *watched, outside map[string]bool) {
 	v := &r.Violations
-	if r.LargestMessage > payload.MaxMessageBytes {
-		v.OverLimit = append(v.OverLimit, fmt.Sprintf("a message of %d bytes delivered, over SQS's %d", r.LargestMessage, payload.MaxMessageBytes))
+	if r.LargestMessage > offload.MaxMessageBytes {
+		v.OverLimit = append(v.OverLimit, fmt.Sprintf("a message of %d bytes delivered, over SQS's %d", r.LargestMessage, offload.MaxMessageBytes))
 	}
 	if r.LargestItem > maxItemBytes {
 		v.OverLimit = append(v.OverLimit, fmt.Sprintf("an item of %d bytes, over DynamoDB's %d", r.LargestItem, maxItemBytes))

@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/offload"
 )
 
 // actor is one handler invocation: it runs until it ends, or parks in a
@@ -90,7 +90,7 @@ func (w *World) deliverOne(m *msg) *actor {
 	w.q.hide(m, w.clock().Add(visibility))
 	w.mu.Lock()
 	if body, ok := w.offloaded[m.body]; ok {
-		if _, key, _ := payload.Pointer(m.body); string(w.bucket.object(key)) != body {
+		if _, key, _ := offload.Pointer(m.body); string(w.bucket.object(key)) != body {
 			w.drove["pointers delivered again once written over"]++
 		}
 	}

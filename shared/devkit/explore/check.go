@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/sas-go/sas/shared/alert"
+	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
@@ -79,7 +80,7 @@ func (w *World) checkClearCopies() []string {
 	}
 	var bad []string
 	for _, ptr := range slices.Sorted(maps.Keys(w.takenPointers)) {
-		_, key, _ := payload.Pointer(ptr)
+		_, key, _ := offload.Pointer(ptr)
 		if body := w.offloaded[ptr]; string(w.bucket.object(key)) == body {
 			bad = append(bad, fmt.Sprintf("a sealed run leaves no clear copy of what it took: %s still holds %s", key, brief(body)))
 		}

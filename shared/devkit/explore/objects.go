@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/payload"
 )
 
@@ -136,7 +137,7 @@ func (o *objects) ListObjectsV2(_ context.Context, in *s3.ListObjectsV2Input, _ 
 func (o *objects) offload(body string, atRoot bool) string {
 	o.mu.Lock()
 	o.offloads++
-	key := fmt.Sprintf("%sexplore-%d", payload.IncomingPrefix, o.offloads)
+	key := fmt.Sprintf("%sexplore-%d", offload.IncomingPrefix, o.offloads)
 	if atRoot {
 		key = fmt.Sprintf("explore-%d", o.offloads)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
+	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/resilience"
@@ -185,7 +186,8 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 	}
 	if w.sub, err = submission.New(submission.Config{Workflows: w.set, AgentQueues: requests,
 		SchedulerQueueURL: w.url(topo.SchedulerQueue().Name), DLQURL: w.url(topo.OrdersQueue().DLQName)},
-		submission.Deps{Store: w.handlersStore, Send: w.sender, Notify: ntf, Metrics: m, Log: log, Slots: passCounted{w.handlersLines, w.count}, Payloads: w.payloads, Sealer: w.sealer}); err != nil {
+		submission.Deps{Store: w.handlersStore, Send: w.sender, Notify: ntf, Metrics: m, Log: log, Slots: passCounted{w.handlersLines, w.count}, Payloads: w.payloads,
+			Offload: w.offload(), Sealer: w.sealer}); err != nil {
 		return nil, err
 	}
 	alerts := alert.New(publisher{w}, "arn:aws:sns:us-east-1:000000000000:alerts", m)
@@ -377,4 +379,13 @@ type passCounted struct {
 func (p passCounted) Pass(ctx context.Context, agent, key, holder, waiterID string, until, now time.Time) ([]keyline.Waiter, error) {
 	p.count("slots passed to an undo by a cancel")
 	return p.Store.Pass(ctx, agent, key, holder, waiterID, until, now)
+}
+
+// offload is the run's store of the bodies its senders offload (nil: a
+// run without payloads has no bucket).
+func (w *World) offload() *offload.Store {
+	if w.payloads == nil {
+		return nil
+	}
+	return offload.New(w.bucket, bucketName)
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/hostile"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/message"
-	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/shop"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -42,14 +42,14 @@ func (s *Stack) send(ctx context.Context, queue string, bodies []string) error {
 		size := 0
 		for len(bodies) > 0 && len(entries) < 10 {
 			b := bodies[0]
-			if len(b) > payload.MaxMessageBytes {
-				ptr, err := s.Deployment.Payloads().OffloadAs(ctx, s.offloads.next([]byte(b)), []byte(b))
+			if len(b) > offload.MaxMessageBytes {
+				ptr, err := s.Deployment.Offload().OffloadAs(ctx, s.offloads.next([]byte(b)), []byte(b))
 				if err != nil {
 					return err
 				}
 				b = ptr
 			}
-			if len(entries) > 0 && size+len(b) > payload.MaxMessageBytes {
+			if len(entries) > 0 && size+len(b) > offload.MaxMessageBytes {
 				break
 			}
 			size += len(b)

@@ -204,7 +204,7 @@ func (e *env) send(queue string, bodies ...string) {
 // 256 KB comes so).
 func (e *env) pointer(body string) string {
 	e.t.Helper()
-	ptr, err := e.stack.Deployment.Payloads().Offload(context.Background(), []byte(body))
+	ptr, err := e.stack.Deployment.Offload().Offload(context.Background(), []byte(body))
 	require.NoError(e.t, err)
 	return ptr
 }

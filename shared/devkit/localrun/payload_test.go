@@ -25,6 +25,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
+	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/payload"
@@ -192,7 +193,7 @@ func largeEnv(t *testing.T, flow string, tweak func(*localrun.Options)) (*env, *
 // queue. It returns the pointer message and the object's key.
 func (e *env) sendByPointer(body string) (pointer, key string) {
 	e.t.Helper()
-	key = fmt.Sprintf("%s%d", payload.IncomingPrefix, time.Now().UnixNano())
+	key = fmt.Sprintf("%s%d", offload.IncomingPrefix, time.Now().UnixNano())
 	return e.sendByPointerAt(e.stack.Topology().OrdersQueue().Name, key, body), key
 }
 
@@ -277,7 +278,7 @@ func TestASealedEventSentByPointerLeavesNoClearCopy(t *testing.T) {
 	require.Equal(t, workflow.Failed, e.waitEnded([]string{"o-big-ev"})["o-big-ev"].State, "the charge refused")
 
 	bucket := e.stack.Resources.PayloadBucket
-	objs, err := e.stack.Deployment.Clients.S3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: aws.String(payload.IncomingPrefix)})
+	objs, err := e.stack.Deployment.Clients.S3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: aws.String(offload.IncomingPrefix)})
 	require.NoError(t, err)
 	require.Len(t, objs.Contents, 1, "the event's offloaded body")
 	key := aws.ToString(objs.Contents[0].Key)
@@ -354,7 +355,7 @@ func TestAnEventAtTheResultLimitIsTakenAndOneByteOverIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, over.Offloaded)
 	events := e.stack.Topology().EventsQueue()
-	require.Contains(t, e.rejection(events.DLQName, payload.IncomingPrefix),
+	require.Contains(t, e.rejection(events.DLQName, offload.IncomingPrefix),
 		fmt.Sprintf("its data is %d bytes, over workflow large's %d-byte result limit", workflow.MaxResultLimit+1, workflow.MaxResultLimit))
 	require.Equal(t, workflow.Pending, e.step("ev-limit", 1).State, "the wait is still armed")
 
@@ -369,7 +370,7 @@ func TestAnEventAtTheResultLimitIsTakenAndOneByteOverIsRefused(t *testing.T) {
 	require.Greater(t, ref.Bytes, workflow.MaxResultLimit, "of the data sealed")
 	e.eventually("the taken event's body written over", 60*time.Second, func() bool {
 		bucket := e.stack.Resources.PayloadBucket
-		objs, err := e.stack.Deployment.Clients.S3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: aws.String(payload.IncomingPrefix)})
+		objs, err := e.stack.Deployment.Clients.S3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: aws.String(offload.IncomingPrefix)})
 		require.NoError(t, err)
 		small := 0
 		for _, o := range objs.Contents {
