@@ -8,12 +8,10 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,14 +21,13 @@ import (
 
 	"github.com/sas-go/sas/shared/dispatch"
 	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/outcome"
-	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/resilience"
-	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/sqsbatch"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -60,7 +57,7 @@ type Store interface {
 	Abandon(ctx context.Context, st statestore.Step, reason string, now time.Time) error
 	Accept(ctx context.Context, st statestore.Step, now time.Time) error
 	Order(ctx context.Context, orderID string) (string, error)
-	Document(ctx context.Context, st statestore.Step, order json.RawMessage) (workflow.Document, error)
+	Inputs(ctx context.Context, st statestore.Step, order kept.Value) (kept.Inputs, error)
 	outcome.Store
 	dispatch.DefinitionReader
 }
@@ -102,16 +99,14 @@ type Deps struct {
 	// Gate is the agent's flow control (a rate limit, a back-off its
 	// service asked for, a pause); nil: none.
 	Gate *flow.Gate
-	// Payloads keeps a result over the inline limit in the payload bucket
-	// (nil: none, every result inline, at most payload.MaxInline). The
-	// Store reads back what the step's document names by claim check.
-	Payloads *payload.Store
+	// Kept keeps a step's result (sealed under its order's data key, if its
+	// order is, and over the inline limit in the payload bucket) and opens
+	// what the step's document is made of (nil: every result inline, at
+	// most kept.MaxInline, and nothing sealed).
+	Kept *kept.Boundary
 	// Budget bounds the payload bytes this instance's attempts hold at once
 	// (a batch's run at once); nil: none.
-	Budget *payload.Budget
-	// Sealer seals a sealed order's results under its data key (nil: none
-	// sealed). The Store opens what the step's document holds sealed.
-	Sealer *seal.Sealer
+	Budget *kept.Budget
 	// Lines keeps PerKey's key lines (keyline.Store): a call holds a slot
 	// of its key, or waits in its line (nil, or no Gate: no limit per
 	// key).
@@ -136,9 +131,8 @@ type Handler struct {
 	catalog  *dispatch.Catalog
 	gate     *flow.Gate // nil: no flow control
 	lines    KeyLines   // nil: no limit per key
-	payloads *payload.Store
-	budget   *payload.Budget
-	sealer   *seal.Sealer
+	kept     *kept.Boundary
+	budget   *kept.Budget
 	names    *keyname.Namer // nil: keys kept by their values
 	Now      func() time.Time
 	Sleep    func(ctx context.Context, d time.Duration) error
@@ -156,7 +150,7 @@ func New(cfg Config, d Deps) *Handler {
 		d.Outcomes = outcome.Recorder{Store: d.Store}
 	}
 	h := &Handler{cfg: cfg, remote: d.Remote, names: d.Names, breaker: d.Breaker, store: d.Store, outcomes: d.Outcomes, send: d.Send, metrics: d.Metrics,
-		log: d.Log, Now: time.Now, Sleep: resilience.Sleep, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store}, gate: d.Gate, payloads: d.Payloads, budget: d.Budget, sealer: d.Sealer,
+		log: d.Log, Now: time.Now, Sleep: resilience.Sleep, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store}, gate: d.Gate, kept: d.Kept, budget: d.Budget,
 		batch: &sqsbatch.Processor{Name: "agent-" + cfg.Name, DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics,
 			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), FlushEvery: ReplyFlush}}
 	if d.Lines != nil {
@@ -204,13 +198,13 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	// to the end of its call and its result's keeping; it waits for it no
 	// later than its call could still be made (then it is given back,
 	// nothing called: notCalled), not through its CompleteBy.
-	ctx, letBudget := payload.Reserving(ctx, h.budget, st.CompleteBy.Add(-h.cfg.Margin-min(h.cfg.CallTimeout, MinCallTime)),
+	ctx, letBudget := kept.Reserving(ctx, h.budget, st.CompleteBy.Add(-h.cfg.Margin-min(h.cfg.CallTimeout, MinCallTime)),
 		int64(def.Limit()))
 	defer letBudget()
 	order, doc, input, err := h.input(ctx, def, st, action, req.Payload)
 	var key string
 	if err == nil && h.cfg.PerKey != nil {
-		if key, err = h.cfg.PerKey.KeyFor(doc); err != nil && !errors.Is(err, workflow.ErrExpressionTimeout) {
+		if key, err = h.cfg.PerKey.KeyFor(doc.Document); err != nil && !errors.Is(err, workflow.ErrExpressionTimeout) {
 			err = &PermanentError{Status: 0, Body: fmt.Sprintf("%s's key of its calls in flight: %v", h.cfg.Name, err), Cause: err}
 		}
 		if err == nil && key != "" {
@@ -219,7 +213,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	}
 	var perr *PermanentError
 	if errors.As(err, &perr) { // the step cannot be given what it needs: refused, it ran nothing
-		return h.recordOutcome(ctx, def, st, outcome.Attempt{Refusal: refusalOf(order, err)}, keptResult{}, order)
+		return h.recordOutcome(ctx, def, st, outcome.Attempt{Refusal: refusalOf(doc.Sealed, err)}, keptResult{}, order)
 	}
 	if errors.Is(err, workflow.ErrExpressionTimeout) {
 		// As a call out of time: nothing is recorded, and the attempt is
@@ -255,7 +249,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 	// The service's answer is read up to the workflow's result limit and a
 	// byte (to know it is over): an answer over it is refused unread.
 	callCtx := withAnswerLimit(h.withTurns(ctx, deadline), def.Limit())
-	if seal.Covers(order) {
+	if doc.Sealed {
 		callCtx = withSealedData(callCtx)
 	}
 	result, retried, err := h.call(callCtx, st, input, deadline)
@@ -373,14 +367,14 @@ const AcceptNotNoted = "async call accepted, not noted: a cancel awaits its call
 func (h *Handler) notCalled(ctx context.Context, def workflow.Definition, st *statestore.Step, req message.AgentRequest, cause error,
 	retried bool) error {
 	wait := max(h.cfg.Backoff.Delay(min(st.Attempt, 8)), time.Second) + time.Duration(rand.Int64N(int64(time.Second)))
-	if noKey := (*seal.Error)(nil); errors.As(cause, &noKey) && noKey.NoKey {
+	if kept.NoKey(cause) {
 		// Until the function has its key (a deploy's minute), or, a key
 		// taken away from sealed orders in flight, until the order's
 		// deadline, whose alert says what it waited for: once a minute.
 		wait = max(wait, NoKeyWait)
 	}
 	level, what := slog.LevelWarn, "attempt given back before its call: what it needs could not be read"
-	if errors.Is(cause, payload.ErrBudgetBusy) { // a wait, as for its flow control: no fault
+	if errors.Is(cause, kept.ErrBudgetBusy) { // a wait, as for its flow control: no fault
 		level, what = slog.LevelInfo, "attempt given back before its call: its instance's payload budget is held by others"
 	}
 	h.log.Log(ctx, level, what, "order_id", st.OrderID, "step", st.Name, "attempt", st.Attempt,
@@ -397,8 +391,8 @@ func (h *Handler) notCalled(ctx context.Context, def workflow.Definition, st *st
 // refusalOf is what an attempt refused before its call is recorded and
 // logged with: err's text; of a sealed order, quoting no jq expression's
 // message (workflow.QuotingNoData).
-func refusalOf(order json.RawMessage, err error) string {
-	if seal.Covers(order) {
+func refusalOf(sealed bool, err error) string {
+	if sealed {
 		return workflow.QuotingNoData(err)
 	}
 	return err.Error()
@@ -416,16 +410,13 @@ const NoKeyWait = time.Minute
 // other error of reading it gives the attempt back to be tried again
 // (notCalled).
 func unreadable(err error) bool {
-	var lost *payload.Error
-	var large *payload.DocumentError
-	var broken *seal.Error
-	if errors.As(err, &broken) {
+	if kept.NoKey(err) {
 		// A function with no key at all is one whose configuration lags
 		// its deployment's (kms added a moment ago): given back, the
 		// attempt is tried again on one that has it.
-		return !broken.NoKey
+		return false
 	}
-	if errors.As(err, &lost) || errors.As(err, &large) {
+	if kept.Broken(err) {
 		return true
 	}
 	var api smithy.APIError
@@ -449,88 +440,6 @@ func answered(n, limit int) string {
 		return fmt.Sprintf("more than %d bytes", limit)
 	}
 	return fmt.Sprintf("%d bytes", n)
-}
-
-// input is the order (from the request, or the orders table for a re-sent
-// request) and what the action's service receives: the step's document
-// (the order, the results of the records done before it), or what the
-// action's input expression makes of it. An expression that fails on the
-// document is a *PermanentError: no retry changes it; one out of time is
-// workflow.ErrExpressionTimeout.
-func (h *Handler) input(ctx context.Context, def workflow.Definition, st *statestore.Step, a workflow.Action,
-	sent json.RawMessage) (json.RawMessage, workflow.Document, callInput, error) {
-	order := sent
-	if len(order) == 0 {
-		o, err := h.store.Order(ctx, st.OrderID)
-		if err != nil {
-			return nil, workflow.Document{}, callInput{}, err
-		}
-		order = json.RawMessage(o)
-	}
-	if h.sealer == nil && seal.Covers(order) {
-		// Its data sealed, and this function has no key (its configuration
-		// lags its deployment's, which gained it a moment ago): nothing is
-		// read (16 MB, each time), and the attempt is given back.
-		return order, workflow.Document{}, callInput{}, &seal.Error{OrderID: st.OrderID, NoKey: true,
-			Reason: "this function has no data key (dataKey) to open it"}
-	}
-	ds, stream := h.streams(st, a)
-	var doc workflow.Document
-	var err error
-	if stream {
-		doc, err = ds.DocumentToStream(ctx, *st, order) // the payloads its claim checks name read as they are sent
-	} else {
-		doc, err = h.store.Document(ctx, *st, order) // the payloads its claim checks name read back
-	}
-	if unreadable(err) {
-		return order, doc, callInput{}, &PermanentError{Status: 0, Body: fmt.Sprintf("%s's input: %v", st.Name, err)}
-	}
-	if err != nil {
-		return order, doc, callInput{}, err
-	}
-	if stream {
-		in, err := h.streamed(st, doc)
-		if err != nil {
-			return order, doc, callInput{}, &PermanentError{Status: 0, Body: fmt.Sprintf("%s's input: %v", st.Name, err)}
-		}
-		if in != nil {
-			return order, doc, callInput{stream: in}, nil
-		}
-	}
-	if st.Item > 0 { // one item of a forEach step: its item, and where it is
-		item, err := def.Item(doc.Order, st.Index, st.Item)
-		if err != nil {
-			return order, doc, callInput{}, &PermanentError{Status: 0, Body: err.Error(), Cause: err}
-		}
-		index := st.Item - 1
-		doc.Item, doc.Index = item, &index
-	}
-	parts, err := a.InputParts(doc) // the document's own bytes, not copied, when the input is the whole of it
-	if errors.Is(err, workflow.ErrExpressionTimeout) {
-		return order, doc, callInput{}, err // perhaps a starved CPU: tried again
-	}
-	if err != nil {
-		return order, doc, callInput{}, &PermanentError{Status: 0, Body: err.Error(), Cause: err} // it names the step's input
-	}
-	return order, doc, callInput{parts: parts}, nil
-}
-
-// callInput is what a step's service receives: a stream (its document's
-// payloads read back as they are sent), or in pieces held (its document's
-// payloads among them, as read back), which an HTTP agent sends one after
-// another, with no copy of a document of up to 33 MB, and an Agent in Go
-// gets joined.
-type callInput struct {
-	parts  [][]byte
-	stream *Input
-}
-
-// bytes is the input's pieces joined.
-func (in callInput) bytes() []byte {
-	if len(in.parts) == 1 {
-		return in.parts[0]
-	}
-	return slices.Concat(in.parts...)
 }
 
 // claim starts an attempt of the record the request names. It returns nil,

@@ -23,6 +23,7 @@ import (
 
 	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/outcome"
@@ -118,8 +119,8 @@ func (r recorder) Record(_ context.Context, _ workflow.Definition, a outcome.Att
 	return outcome.Recorded{State: st, Round: 1, Ready: []workflow.Ref{{Index: a.Ref.Index + 1}}}, err
 }
 
-func (c *claims) Document(_ context.Context, _ statestore.Step, order json.RawMessage) (workflow.Document, error) {
-	return workflow.Document{Order: order}, nil
+func (c *claims) Inputs(_ context.Context, st statestore.Step, order kept.Value) (kept.Inputs, error) {
+	return kept.Inputs{OrderID: st.OrderID, Order: order}, nil
 }
 
 func (c *claims) PutResult(context.Context, statestore.Result) error {
@@ -190,7 +191,7 @@ func (f *fixture) handler(d workflow.Definition, b *resilience.Breaker) *agent.H
 
 // with is an Agent of workflow d on remote and store (the fixture's
 // recorder and queues), its payload budget b (nil: none).
-func (f *fixture) with(d workflow.Definition, remote agent.Remote, store agent.Store, b *payload.Budget) *agent.Handler {
+func (f *fixture) with(d workflow.Definition, remote agent.Remote, store agent.Store, b *kept.Budget) *agent.Handler {
 	return agent.New(agent.Config{Workflows: workflow.MustSet(d), Name: "inventory", InstanceID: "agent-inventory/test", CallTimeout: 10 * time.Second},
 		agent.Deps{Remote: remote, Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: store,
 			Outcomes: recorder{f.claims}, Send: f.out, Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler), Budget: b})
@@ -648,13 +649,15 @@ func outOfTime(t *testing.T, d workflow.Definition, srv *httptest.Server) (*fixt
 	return f, &log
 }
 
-// heavyDoc is a store whose step's document weighs 40 MB: it reserves that
-// of its Agent's budget before it would read it back, as the state store
-// does.
+// heavyDoc is a store whose step's document weighs 40 MB: its order and a
+// result kept in the payload bucket, which the Agent's boundary reserves
+// of its budget before it would read it back.
 type heavyDoc struct{ *claims }
 
-func (heavyDoc) Document(ctx context.Context, _ statestore.Step, order json.RawMessage) (workflow.Document, error) {
-	return workflow.Document{Order: order}, payload.Reserve(ctx, 40<<20)
+func (heavyDoc) Inputs(_ context.Context, st statestore.Step, order kept.Value) (kept.Inputs, error) {
+	check := payload.Check(payload.Ref{Bucket: "b", Key: payload.OrderPrefix(st.OrderID) + "results/s0-r1/00",
+		Bytes: 40<<20 - int(order.Weight()), SHA256: "00"}, nil)
+	return kept.Inputs{OrderID: st.OrderID, Order: order, Results: []kept.Part{{Name: "s0", Value: kept.Stored(check)}}}, nil
 }
 
 // A step whose document weighs more than its Agent reads for one call (a
@@ -666,7 +669,7 @@ func TestADocumentOverTheAgentsBudgetIsRefused(t *testing.T) {
 	f := newFixture(t, remotesim.Faults{})
 	store := heavyDoc{f.claims}
 	h := f.with(workflow.Orders(workflow.Settings{}), &agent.HTTPRemote{Endpoint: f.url + "/v1/services/inventory", Service: "inventory",
-		Client: http.DefaultClient}, store, payload.BudgetFor(128))
+		Client: http.DefaultClient}, store, kept.BudgetFor(128))
 	resp, err := h.Handle(context.Background(), request("o-1"))
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
@@ -703,8 +706,8 @@ type deniedDoc struct {
 	err error
 }
 
-func (d deniedDoc) Document(context.Context, statestore.Step, json.RawMessage) (workflow.Document, error) {
-	return workflow.Document{}, d.err
+func (d deniedDoc) Inputs(context.Context, statestore.Step, kept.Value) (kept.Inputs, error) {
+	return kept.Inputs{}, d.err
 }
 
 // A step whose input the function may not read (the bucket's or the key's
@@ -772,16 +775,20 @@ func TestWhatASealedOrdersServiceAnswersIsNotQuoted(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	var logs bytes.Buffer
+	sealer := seal.New(fixedKMS{}, "key")
 	f := newFixture(t, remotesim.Faults{})
 	d := workflow.Orders(workflow.Settings{})
 	h := agent.New(agent.Config{Workflows: workflow.MustSet(d), Name: "inventory", InstanceID: "agent-inventory/test", CallTimeout: 10 * time.Second,
 		Backoff: resilience.Backoff{Base: time.Millisecond, Max: time.Millisecond}},
-		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()}, Sealer: seal.New(fixedKMS{}, "key"),
+		agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()}, Kept: kept.New(nil, sealer),
 			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: f.claims, Outcomes: recorder{f.claims}, Send: f.out,
 			Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	sealed := json.RawMessage(`{"$sasSealed":{"key":"a2V5","iv":"aXY=","data":"ZGF0YQ=="}}`)
+	key, err := sealer.NewKey(context.Background(), "o-1")
+	require.NoError(t, err)
+	sealed, err := key.Seal([]byte(`{"orderId":"o-1"}`), map[string]string{"orderId": "o-1"})
+	require.NoError(t, err)
 	b, _ := json.Marshal(message.AgentRequest{OrderID: "o-1", Step: 0, StepName: "reserve", Payload: sealed})
-	_, err := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: string(b)}}})
+	_, err = h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: string(b)}}})
 	require.NoError(t, err)
 	require.EqualValues(t, 2, calls.Load(), "a transient answer, then a refusal")
 	require.Len(t, f.out.replies, 1)
@@ -804,9 +811,9 @@ type readCount struct {
 	n atomic.Int32
 }
 
-func (r *readCount) Document(ctx context.Context, st statestore.Step, order json.RawMessage) (workflow.Document, error) {
+func (r *readCount) Inputs(ctx context.Context, st statestore.Step, order kept.Value) (kept.Inputs, error) {
 	r.n.Add(1)
-	return r.claims.Document(ctx, st, order)
+	return r.claims.Inputs(ctx, st, order)
 }
 
 // A function with no data key at all (its configuration lags its

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/agent"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/payload"
@@ -150,17 +151,20 @@ func weighed(t *testing.T, limit int, bucket, sealed bool, c answerCase) {
 	deps := agent.Deps{Remote: &agent.HTTPRemote{Endpoint: srv.URL, Service: "inventory", Client: srv.Client()},
 		Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: store, Outcomes: recorder{store.claims}, Send: out,
 		Metrics: metrics.New(metrics.NewTally(), "agent"), Log: slog.New(slog.DiscardHandler)}
+	var p *payload.Store
+	var x *seal.Sealer
 	if bucket {
-		deps.Payloads = payload.New(&memObjects{byID: map[string][]byte{}}, "b", 0)
+		p = payload.New(&memObjects{byID: map[string][]byte{}}, "b", 0)
 	}
 	order := json.RawMessage(`{"orderId":"o-1"}`)
 	if sealed {
-		deps.Sealer = seal.New(fixedKMS{}, "key")
-		key, err := deps.Sealer.NewKey(context.Background(), "o-1")
+		x = seal.New(fixedKMS{}, "key")
+		key, err := x.NewKey(context.Background(), "o-1")
 		require.NoError(t, err)
 		order, err = key.Seal(order, map[string]string{"orderId": "o-1"})
 		require.NoError(t, err)
 	}
+	deps.Kept = kept.New(p, x)
 	h := agent.New(agent.Config{Workflows: workflow.MustSet(d), Name: "inventory", InstanceID: "agent-inventory/test", CallTimeout: 10 * time.Second,
 		Backoff: resilience.Backoff{Base: time.Millisecond, Max: time.Millisecond}}, deps)
 	body, _ := json.Marshal(message.AgentRequest{OrderID: "o-1", Step: 0, Undo: c.undo, StepName: "reserve", Payload: order})
@@ -180,10 +184,11 @@ func weighed(t *testing.T, limit int, bucket, sealed bool, c answerCase) {
 		return
 	}
 	require.Len(t, store.kept, 1)
-	got, err := statestore.Read(context.Background(), deps.Payloads, deps.Sealer, "o-1", store.kept[0])
+	got, err := deps.Kept.Open(context.Background(), "o-1", kept.Stored(store.kept[0]))
 	require.NoError(t, err)
 	require.Equal(t, c.kept, string(got), "kept as a JSON string with no HTML escapes, or as it is")
-	stored, check := store.kept[0], payload.IsCheck(store.kept[0])
+	stored := store.kept[0]
+	_, check := payload.Parse(stored)
 	require.Equal(t, bucket && len(c.kept) > payload.DefaultInline, check, "over the inline limit, in the bucket")
 	require.True(t, check || sealed == seal.IsSealed(stored), "inline, sealed if its order is")
 }

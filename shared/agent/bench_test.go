@@ -27,6 +27,7 @@ import (
 
 	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/devkit/handlerbench"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/resilience"
@@ -62,8 +63,9 @@ func BenchmarkAgentPerMessage(b *testing.B) {
 // reads are (and, once the input is made, garbage).
 type largeDoc struct{ *claims }
 
-func (largeDoc) Document(context.Context, statestore.Step, json.RawMessage) (workflow.Document, error) {
-	return workflow.Document{Order: pad(`{"orderId":"o-1","doc":"`, 'd'), Results: map[string]json.RawMessage{"scan": pad(`{"pages":"`, 'p')}}, nil
+func (largeDoc) Inputs(_ context.Context, st statestore.Step, _ kept.Value) (kept.Inputs, error) {
+	return kept.Inputs{OrderID: st.OrderID, Order: kept.Stored(pad(`{"orderId":"o-1","doc":"`, 'd')),
+		Results: []kept.Part{{Name: "scan", Value: kept.Stored(pad(`{"pages":"`, 'p'))}}}, nil
 }
 
 // pad is a JSON object of head, a string of c, and its end, 64 bytes short
@@ -99,7 +101,7 @@ func BenchmarkAgentAtTheLimits(b *testing.B) {
 	def.ResultLimit = workflow.MaxResultLimit
 	srv := answering16MB(b)
 	store := largeDoc{claims: &claims{timeout: time.Hour}}
-	attemptAtTheLimits(b, def, srv, agent.Deps{Store: store, Outcomes: recorder{store.claims}, Payloads: payload.New(discardObjects{}, "bench", 0)})
+	attemptAtTheLimits(b, def, srv, agent.Deps{Store: store, Outcomes: recorder{store.claims}, Kept: kept.New(payload.New(discardObjects{}, "bench", 0), nil)})
 }
 
 // BenchmarkAgentInputAtTheLimits is BenchmarkAgentAtTheLimits with a step
@@ -113,8 +115,8 @@ func BenchmarkAgentInputAtTheLimits(b *testing.B) {
 	def.Steps[0].Input = ".order.doc"
 	srv := answering16MB(b)
 	store := largeDoc{claims: &claims{timeout: time.Hour}}
-	attemptAtTheLimits(b, def, srv, agent.Deps{Store: store, Outcomes: recorder{store.claims}, Payloads: payload.New(discardObjects{}, "bench", 0),
-		Budget: payload.BudgetFor(128)})
+	attemptAtTheLimits(b, def, srv, agent.Deps{Store: store, Outcomes: recorder{store.claims}, Kept: kept.New(payload.New(discardObjects{}, "bench", 0), nil),
+		Budget: kept.BudgetFor(128)})
 	if len(store.claims.recorded) == 0 || store.claims.recorded[0] != "complete o-1 attempt 3" {
 		b.Fatalf("not done: %q", store.claims.recorded)
 	}
@@ -183,7 +185,7 @@ func peakRSS() float64 {
 
 // BenchmarkAgentStreamingAtTheLimits is BenchmarkAgentAtTheLimits with its
 // document's payloads streamed from the bucket as they are sent (a step
-// whose input is its whole document: statestore's DocumentToStream). The
+// whose input is its whole document: kept.Boundary.DocumentToStream). The
 // bucket makes its two 16 MB objects as they are read, so that the
 // process's memory is the Agent's:
 // GOMEMLIMIT=102MiB go test -run '^$' -bench AgentStreamingAtTheLimits -benchtime 5x ./shared/agent.
@@ -195,7 +197,7 @@ func BenchmarkAgentStreamingAtTheLimits(b *testing.B) {
 	store := payload.New(objects, "bench", 0)
 	order, result := objects.ref("orders/o-1/order/x", `{"orderId":"o-1","doc":"`, 'd'), objects.ref("orders/o-1/results/scan-r1/x", `{"pages":"`, 'p')
 	docs := streamDoc{claims: &claims{timeout: time.Hour}, order: payload.Check(order, nil), result: payload.Check(result, nil)}
-	attemptAtTheLimits(b, def, srv, agent.Deps{Store: docs, Outcomes: recorder{docs.claims}, Payloads: store, Budget: payload.BudgetFor(128)})
+	attemptAtTheLimits(b, def, srv, agent.Deps{Store: docs, Outcomes: recorder{docs.claims}, Kept: kept.New(store, nil), Budget: kept.BudgetFor(128)})
 }
 
 // madeObjects is a payload bucket whose objects are made as they are read
@@ -244,8 +246,8 @@ func (r repeat) Read(p []byte) (int, error) {
 // BenchmarkAgentSealedAtTheLimits is BenchmarkAgentAtTheLimits for a
 // deployment that seals its data, at an Agent's smallest memory: its
 // document's 16 MB order and 16 MB result are sealed objects in the bucket
-// (the object form), weighed (payload.Weight) and reserved of a 128 MB
-// Agent's budget, read back and opened in place (statestore.Read), and its
+// (the object form), weighed (kept.Value.Weight) and reserved of a 128 MB
+// Agent's budget, read back and opened in place (kept.Boundary.Document), and its
 // 16 MB answer sealed and kept. The objects are files read as S3 would
 // send them, so that the process's memory is the Agent's:
 // GOMEMLIMIT=102MiB go test -run '^$' -bench AgentSealedAtTheLimits -benchtime 5x ./shared/agent.
@@ -261,12 +263,12 @@ func BenchmarkAgentSealedAtTheLimits(b *testing.B) {
 	objects := fileObjects{dir: b.TempDir()}
 	order := objects.sealed(b, key, "orders/o-1/order/x"+payload.SealedSuffix, pad(`{"orderId":"o-1","doc":"`, 'd'))
 	result := objects.sealed(b, key, "orders/o-1/results/scan-r1/x"+payload.SealedSuffix, pad(`{"pages":"`, 'p'))
-	docs := sealedDoc{claims: &claims{timeout: time.Hour}, payloads: payload.New(objects, "bench", 0), sealer: sealer,
+	docs := sealedDoc{claims: &claims{timeout: time.Hour},
 		order:  payload.Check(order, map[string]string{"orderId": "o-1", seal.KeyMember: base64.StdEncoding.EncodeToString(key.Blob())}),
 		result: payload.Check(result, nil)}
 	forgetPeak(b) // the objects were sealed in this process: their memory is not the Agent's
-	attemptAtTheLimits(b, def, srv, agent.Deps{Store: docs, Outcomes: recorder{docs.claims}, Payloads: docs.payloads,
-		Budget: payload.BudgetFor(128), Sealer: sealer})
+	attemptAtTheLimits(b, def, srv, agent.Deps{Store: docs, Outcomes: recorder{docs.claims}, Kept: kept.New(payload.New(objects, "bench", 0), sealer),
+		Budget: kept.BudgetFor(128)})
 }
 
 // BenchmarkAgentSealedTextAtTheLimits is BenchmarkAgentSealedAtTheLimits
@@ -287,12 +289,12 @@ func BenchmarkAgentSealedTextAtTheLimits(b *testing.B) {
 	objects := fileObjects{dir: b.TempDir()}
 	order := objects.sealed(b, key, "orders/o-1/order/x"+payload.SealedSuffix, pad(`{"orderId":"o-1","doc":"`, 'd'))
 	result := objects.sealed(b, key, "orders/o-1/results/scan-r1/x"+payload.SealedSuffix, pad(`{"pages":"`, 'p'))
-	docs := sealedDoc{claims: &claims{timeout: time.Hour}, payloads: payload.New(objects, "bench", 0), sealer: sealer,
+	docs := sealedDoc{claims: &claims{timeout: time.Hour},
 		order:  payload.Check(order, map[string]string{"orderId": "o-1", seal.KeyMember: base64.StdEncoding.EncodeToString(key.Blob())}),
 		result: payload.Check(result, nil)}
 	forgetPeak(b)
-	attemptAtTheLimits(b, def, srv, agent.Deps{Store: docs, Outcomes: recorder{docs.claims}, Payloads: docs.payloads,
-		Budget: payload.BudgetFor(128), Sealer: sealer})
+	attemptAtTheLimits(b, def, srv, agent.Deps{Store: docs, Outcomes: recorder{docs.claims}, Kept: kept.New(payload.New(objects, "bench", 0), sealer),
+		Budget: kept.BudgetFor(128)})
 	if len(docs.claims.recorded) == 0 || docs.claims.recorded[0] != "complete o-1 attempt 3" {
 		b.Fatalf("not kept: %q", docs.claims.recorded)
 	}
@@ -309,30 +311,17 @@ func forgetPeak(b *testing.B) {
 }
 
 // sealedDoc is a store whose step's document is a sealed order and a
-// sealed result kept in the bucket, read as statestore's is: its weight
-// reserved of the attempt's budget, then each read back and opened.
+// sealed result kept in the bucket (their claim checks), which its Agent's
+// boundary weighs, reserves, then reads back and opens.
 type sealedDoc struct {
 	*claims
-	payloads      *payload.Store
-	sealer        *seal.Sealer
 	order, result json.RawMessage
 }
 
 func (d sealedDoc) Order(context.Context, string) (string, error) { return string(d.order), nil }
 
-func (d sealedDoc) Document(ctx context.Context, st statestore.Step, order json.RawMessage) (workflow.Document, error) {
-	if err := payload.Reserve(ctx, payload.Weight(order)+payload.Weight(d.result)); err != nil {
-		return workflow.Document{}, err
-	}
-	o, err := statestore.Read(ctx, d.payloads, d.sealer, st.OrderID, order)
-	if err != nil {
-		return workflow.Document{}, err
-	}
-	r, err := statestore.Read(ctx, d.payloads, d.sealer, st.OrderID, d.result)
-	if err != nil {
-		return workflow.Document{}, err
-	}
-	return workflow.Document{Order: o, Results: map[string]json.RawMessage{"scan": r}}, nil
+func (d sealedDoc) Inputs(_ context.Context, st statestore.Step, order kept.Value) (kept.Inputs, error) {
+	return kept.Inputs{OrderID: st.OrderID, Order: order, Results: []kept.Part{{Name: "scan", Value: kept.Stored(d.result)}}}, nil
 }
 
 // fixedKMS is a KMS whose every data key is the same, its blob naming the

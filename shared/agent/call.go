@@ -130,7 +130,7 @@ func (h *Handler) try(ctx context.Context, st *statestore.Step, payload callInpu
 	action, key := st.Definition().DoName(), workflow.IdempotencyKey(st.OrderID, st.RecordName(), st.Round)
 	if payload.stream != nil {
 		// Its payloads, streamed on this try (counted as it starts).
-		h.metrics.Count(metrics.PayloadsStreamed, float64(payload.stream.refs), map[string]any{"OrderID": st.OrderID, "Step": st.Name})
+		h.metrics.Count(metrics.PayloadsStreamed, float64(payload.stream.Objects()), map[string]any{"OrderID": st.OrderID, "Step": st.Name})
 		return h.remote.(Streamer).ApplyInput(cctx, action, key, payload.stream)
 	}
 	if r, ok := h.remote.(*HTTPRemote); ok {

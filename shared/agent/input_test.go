@@ -23,6 +23,7 @@ import (
 
 	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/resilience"
@@ -81,21 +82,17 @@ func (b *networkBody) Close() error {
 	return nil
 }
 
-// streamDoc is a store that leaves its document's payloads in the bucket,
-// as statestore.Store's DocumentToStream does (tested on both engines):
-// its order and one result before the step, by claim check. Its Document
-// (read whole) is not for a step it streams.
+// streamDoc is a store whose step's document is an order and one result
+// before the step kept in the bucket, by claim check (statestore.Store's
+// Inputs are tested on both engines): the order it keeps, whatever the
+// request carries.
 type streamDoc struct {
 	*claims
 	order, result json.RawMessage
 }
 
-func (d streamDoc) DocumentToStream(context.Context, statestore.Step, json.RawMessage) (workflow.Document, error) {
-	return workflow.Document{Order: d.order, Results: map[string]json.RawMessage{"scan": d.result}}, nil
-}
-
-func (streamDoc) Document(context.Context, statestore.Step, json.RawMessage) (workflow.Document, error) {
-	panic("a step whose input is its whole document streams it")
+func (d streamDoc) Inputs(_ context.Context, st statestore.Step, _ kept.Value) (kept.Inputs, error) {
+	return kept.Inputs{OrderID: st.OrderID, Order: kept.Stored(d.order), Results: []kept.Part{{Name: "scan", Value: kept.Stored(d.result)}}}, nil
 }
 
 // streamed is an Agent whose step's document is a 1 MB order and a 1 MB
@@ -134,11 +131,11 @@ func streamedBy(t *testing.T, remote agent.Remote, objects *bucketObjects) (f *f
 	result := []byte(`{"pages":"` + strings.Repeat("p", 1<<20) + `"}`)
 	f = newFixture(t, remotesim.Faults{})
 	var checks []json.RawMessage
-	for _, kept := range []struct {
+	for _, obj := range []struct {
 		what string
 		b    []byte
 	}{{"order", order}, {"results/scan-r1", result}} {
-		ref, err := store.Put(context.Background(), "o-1", kept.what, kept.b)
+		ref, err := store.Put(context.Background(), "o-1", obj.what, obj.b, false)
 		require.NoError(t, err)
 		refs = append(refs, ref)
 		checks = append(checks, payload.Check(ref, nil))
@@ -147,8 +144,8 @@ func streamedBy(t *testing.T, remote agent.Remote, objects *bucketObjects) (f *f
 	h = agent.New(agent.Config{Workflows: workflow.MustSet(d), Name: "inventory", InstanceID: "agent-inventory/test", CallTimeout: 10 * time.Second},
 		agent.Deps{Remote: remote,
 			Breaker: &resilience.Breaker{Threshold: 100, Cooldown: time.Second}, Store: streamDoc{claims: f.claims, order: checks[0], result: checks[1]},
-			Outcomes: recorder{f.claims}, Send: f.out, Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler), Payloads: store,
-			Budget: payload.BudgetFor(128)})
+			Outcomes: recorder{f.claims}, Send: f.out, Metrics: metrics.New(f.tally, "agent"), Log: slog.New(slog.DiscardHandler), Kept: kept.New(store, nil),
+			Budget: kept.BudgetFor(128)})
 	want = []byte(`{"order":` + string(order) + `,"results":{"scan":` + string(result) + `}}`)
 	return f, h, objects, refs, want
 }

@@ -28,16 +28,16 @@ func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st
 	// whatever its service or an expression quoted: bounded, so that each
 	// fits (the state item keeps less).
 	a.Refusal = message.Clip(a.Refusal, MaxRefusalBytes)
-	kept := res.stored
+	var replied json.RawMessage // its result as recorded (nil: none)
 	var rec outcome.Recorded
 	put := false // the result stored once: a try again records the outcome, not the result again
 	err := h.persist(ctx, st, "its outcome", func(ctx context.Context) error {
-		if a.Refusal == "" && len(res.stored) > 0 && !put {
+		if a.Refusal == "" && res.stored.Len() > 0 && !put {
 			// Over the inline limit, it is kept in the payload bucket
 			// first, its claim check recorded and replied in its place
 			// (the same bytes, the same object: a try again writes it
 			// again).
-			out, err := h.payloads.Keep(ctx, st.OrderID, fmt.Sprintf("results/%s-r%d", st.RecordName(), st.Round), res.stored, nil)
+			out, err := h.kept.Offload(ctx, st.OrderID, fmt.Sprintf("results/%s-r%d", st.RecordName(), st.Round), res.stored)
 			if err != nil {
 				return err
 			}
@@ -45,7 +45,7 @@ func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st
 			// may read it. A later attempt's result there means this one
 			// is stale.
 			err = h.store.PutResult(ctx, statestore.Result{OrderID: st.OrderID, Ref: st.Ref(), Name: st.Name, Round: st.Round,
-				Attempt: st.Attempt, JSON: out, Now: a.Now, Lifetime: def.Lifetime(), Keep: st.Retention()})
+				Attempt: st.Attempt, JSON: out.JSON(), Now: a.Now, Lifetime: def.Lifetime(), Keep: st.Retention()})
 			if errors.Is(err, statestore.ErrStale) {
 				rec.Stale = true
 				return nil
@@ -53,7 +53,7 @@ func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st
 			if err != nil {
 				return err
 			}
-			kept, put, a.ResultBytes = out, true, res.bytes
+			replied, put, a.ResultBytes = out.JSON(), true, res.bytes
 		}
 		var err error
 		rec, err = h.outcomes.Record(ctx, def, a)
@@ -75,7 +75,7 @@ func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st
 	if h.Crash != nil {
 		h.Crash("agent.after-record") // recorded: what it made ready waits for its pickup deadline
 	}
-	reply := outcome.Reply(def, a, rec, kept, payload)
+	reply := outcome.Reply(def, a, rec, replied, payload)
 	// If this send is lost, what the outcome made ready is found unclaimed
 	// at its pickup deadline, and the Supervisor sends it again.
 	return h.send.SendJSON(ctx, h.cfg.ResponseQueueURL, reply, 0)
@@ -120,18 +120,6 @@ const MinWriteWait = 100 * time.Millisecond
 // it: what it says, and message.MaxReasonQuote of what its service
 // answered.
 const MaxRefusalBytes = message.MaxErrorBytes
-
-// seal is result sealed under the data key of the order stored as order, if
-// that is sealed, in the form its payload store keeps it in (over the
-// inline limit, the object form: no copy in base64); result itself
-// otherwise.
-func (h *Handler) seal(ctx context.Context, orderID string, order, result json.RawMessage) (json.RawMessage, error) {
-	key, sealed, err := h.sealer.KeyOf(ctx, orderID, order) // with no sealer, a sealed order's result is not kept in clear: an error
-	if err != nil || !sealed {
-		return result, err
-	}
-	return h.payloads.Seal(key, result, nil)
-}
 
 // stale counts an outcome of an attempt no longer current: nothing recorded,
 // nothing replied.

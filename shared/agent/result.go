@@ -5,16 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/sas-go/sas/shared/payload"
-	"github.com/sas-go/sas/shared/seal"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
 // keptResult is a step's result as the Agent keeps it: stored (its kept
-// form, sealed if its order is), and the size of its kept form.
+// form, sealed if its order is: kept.Boundary.Seal), and the size of its
+// kept form.
 type keptResult struct {
-	stored json.RawMessage
+	stored kept.Sealed
 	bytes  int
 }
 
@@ -39,22 +39,22 @@ func (w weight) said(limit int) string {
 // refusal is why an answer of weight w cannot be its step's result, or
 // "": its kept form over its workflow's result limit, or what would be
 // stored over what the deployment keeps (without a payload bucket, at
-// most payload.MaxInline). It is the one place an answer's size decides.
+// most kept.MaxInline). It is the one place an answer's size decides.
 func (h *Handler) refusal(def workflow.Definition, st *statestore.Step, w weight) string {
 	switch {
 	case w.kept > def.Limit():
 		return fmt.Sprintf("%s answered %s, over workflow %s's %d-byte result limit (resultLimit)", st.Agent, w.said(def.Limit()),
 			def.Name, def.Limit())
-	case w.stored > h.payloads.Max():
+	case w.stored > h.kept.Max():
 		sealed := ""
 		if w.stored != w.kept {
 			sealed = fmt.Sprintf(", %d sealed", w.stored)
 		}
 		where := "a deployment without a payload bucket keeps (payloadBucket)"
-		if h.payloads != nil {
+		if h.kept.HasBucket() {
 			where = "the payload bucket keeps"
 		}
-		return fmt.Sprintf("%s answered %s%s, over the %d %s", st.Agent, w.said(def.Limit()), sealed, h.payloads.Max(), where)
+		return fmt.Sprintf("%s answered %s%s, over the %d %s", st.Agent, w.said(def.Limit()), sealed, h.kept.Max(), where)
 	}
 	return ""
 }
@@ -73,11 +73,11 @@ func (h *Handler) resultOf(ctx context.Context, def workflow.Definition, st *sta
 	if len(raw) == 0 {
 		return keptResult{}, "", nil
 	}
-	if statestore.InProductForm(raw) {
+	if kept.Own(raw) {
 		// A claim check or sealed data the product did not make would be
 		// read back (or opened) for the next step as if it had: refused.
 		return h.unkept(st, fmt.Sprintf("%s answered with the product's own form (%s or %s): not a result", st.Agent,
-			payload.Member, seal.Member))
+			kept.CheckMember, kept.SealedMember))
 	}
 	ans := answerOf(raw)
 	w := weight{came: len(raw), kept: ans.keptLen(), text: !ans.json}
@@ -85,9 +85,13 @@ func (h *Handler) resultOf(ctx context.Context, def workflow.Definition, st *sta
 	if why := h.refusal(def, st, w); why != "" {
 		return h.unkept(st, why)
 	}
-	res := keptResult{stored: ans.kept(), bytes: w.kept}
+	res, plain := keptResult{bytes: w.kept}, ans.kept()
 	err := h.persist(ctx, st, "its result sealed", func(ctx context.Context) error {
-		out, err := h.seal(ctx, st.OrderID, order, res.stored)
+		// Under the data key of its order, if the order is sealed (with no
+		// key, a sealed order's result is not kept in clear: an error), in
+		// the form its boundary keeps it in (over the inline limit, the
+		// object form: no copy in base64).
+		out, err := h.kept.Seal(ctx, st.OrderID, kept.Stored(order), plain)
 		if err == nil {
 			res.stored = out
 		}
@@ -96,7 +100,7 @@ func (h *Handler) resultOf(ctx context.Context, def workflow.Definition, st *sta
 	if err != nil {
 		return keptResult{}, "", err
 	}
-	if w.stored = len(res.stored); w.stored != w.kept {
+	if w.stored = res.stored.Len(); w.stored != w.kept {
 		if why := h.refusal(def, st, w); why != "" {
 			return h.unkept(st, why)
 		}

@@ -19,16 +19,15 @@ import (
 	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/offload"
-	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/scheduler"
-	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/submission"
 	"github.com/sas-go/sas/shared/supervisor"
@@ -190,33 +189,27 @@ func (d *Deployment) notifier(m *metrics.Emitter, log *slog.Logger) *notify.Noti
 func (d *Deployment) Store() *statestore.Store {
 	t := d.Config.Topology
 	return statestore.New(d.Clients.DynamoDB, t.OrdersTable(), t.StateTable(), t.DeadlineShards).
-		WithRetention(d.Config.Retention()).WithPayloads(d.Payloads()).WithSealer(d.Sealer())
+		WithRetention(d.Config.Retention())
 }
 
-// Sealer is a new sealer of the orders' data under the deployment's data
-// key: nil if it has none (dataKey; nothing sealed). With sealData off (the
-// key kept), it opens what was sealed before, and seals under their data
-// keys what is made of sealed orders; Submission seals no new order with
-// it then. Each handler has its own, as each function instance does (the
-// data keys it opened, its own): a local stack's KMS requests are a
-// deployment's.
-func (d *Deployment) Sealer() *seal.Sealer {
-	if d.Config.DataKey == "" {
-		return nil
-	}
-	return seal.New(d.Clients.KMS, d.Config.DataKey)
-}
-
-// sealedStore is the state store with sealer s (a handler's own).
-func (d *Deployment) sealedStore(s *seal.Sealer) *statestore.Store { return d.Store().WithSealer(s) }
-
-// Payloads is the deployment's payload store: nil if it has no payload
-// bucket (every payload inline, at most payload.MaxInline).
-func (d *Deployment) Payloads() *payload.Store {
+// Kept is a new boundary for a handler's values (shared/kept): the
+// deployment's payload bucket (none: every value inline, at most
+// kept.MaxInline) and a sealer under the deployment's data key (dataKey;
+// none: nothing sealed). With sealData off (the key kept), it opens what was
+// sealed before, and seals under their data keys what is made of sealed
+// orders; Submission seals no new order with it then. Each handler has its
+// own, as each function instance does (the data keys it opened, its own):
+// a local stack's KMS requests are a deployment's.
+func (d *Deployment) Kept() *kept.Boundary {
+	payloads := kept.Payloads(d.Clients.S3, d.Config.PayloadBucket, d.Config.PayloadInlineBytes)
 	if d.Config.PayloadBucket == "" {
-		return nil
+		payloads = nil
 	}
-	return payload.New(d.Clients.S3, d.Config.PayloadBucket, d.Config.PayloadInlineBytes)
+	sealer := kept.Sealer(d.Clients.KMS, d.Config.DataKey)
+	if d.Config.DataKey == "" {
+		sealer = nil
+	}
+	return kept.New(payloads, sealer)
 }
 
 // Offload reads and writes the bodies senders offload to the deployment's
@@ -232,7 +225,6 @@ func (d *Deployment) Offload() *offload.Store {
 func (d *Deployment) Submission() (*submission.Handler, error) {
 	t := d.Config.Topology
 	m, log := d.emitter("submission"), d.Log.With("function", "submission")
-	sealer := d.Sealer()
 	return submission.New(submission.Config{
 		Workflows:          d.Config.Workflows,
 		AgentQueues:        d.agentRequestQueues(),
@@ -243,8 +235,8 @@ func (d *Deployment) Submission() (*submission.Handler, error) {
 		EventsDLQURL:       d.Config.QueueURL(t.EventsQueue().DLQName),
 		AllowedReplyQueues: notify.Allowed(d.Config.AllowedReplyQueues),
 		OpenOnly:           !d.Config.SealData,
-	}, submission.Deps{Store: d.sealedStore(sealer), Payloads: d.Payloads(), Offload: d.Offload(), Sealer: sealer, Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log,
-		Slots: keyline.NewStore(d.Clients.DynamoDB, d.Config.Topology.StateTable()), Budget: payload.BudgetFor(functionMemoryMB(topology.CoordinatorMemoryMB))})
+	}, submission.Deps{Store: d.Store(), Kept: d.Kept(), Offload: d.Offload(), Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log,
+		Slots: keyline.NewStore(d.Clients.DynamoDB, d.Config.Topology.StateTable()), Budget: kept.BudgetFor(functionMemoryMB(topology.CoordinatorMemoryMB))})
 }
 
 // Scheduler builds a Scheduler handler.
@@ -255,7 +247,7 @@ func (d *Deployment) Scheduler() (*scheduler.Handler, error) {
 		DLQURL: d.Config.QueueURL(d.Config.Topology.SchedulerQueue().DLQName),
 	}, scheduler.Deps{Store: d.Store(), Send: queue.NewSender(d.Clients.SQS),
 		Alerts: alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), Notify: d.notifier(m, log), Metrics: m, Log: log,
-		Budget: payload.BudgetFor(functionMemoryMB(topology.CoordinatorMemoryMB))})
+		Budget: kept.BudgetFor(functionMemoryMB(topology.CoordinatorMemoryMB)), Kept: d.Kept()})
 }
 
 func (d *Deployment) agentRequestQueues() map[string]string {
@@ -292,27 +284,28 @@ func (d *Deployment) Agent(ctx context.Context, name, instanceID string) (*agent
 	if backoff.Base <= 0 {
 		backoff = resilience.Backoff{Base: 50 * time.Millisecond, Max: 2 * time.Second}
 	}
-	sealer := d.Sealer()
+	k := d.Kept()
 	return agent.New(agent.Config{
 		Workflows: d.Config.Workflows, Name: name, InstanceID: instanceID, ResponseQueueURL: d.Config.QueueURL(t.AgentResponses(name).Name),
 		RequestQueueURL: d.Config.QueueURL(t.AgentRequests(name).Name), RateLimit: spec.RateLimit, PerKey: spec.PerKey,
 		DLQURL: d.Config.QueueURL(t.AgentRequests(name).DLQName), Backoff: backoff,
 		CallTimeout: spec.Timeout, Margin: 100 * time.Millisecond,
-	}, agent.Deps{Remote: remote, Payloads: d.Payloads(), Budget: payload.BudgetFor(functionMemoryMB(spec.MemoryMB)), Sealer: sealer,
-		Breaker: &resilience.Breaker{Threshold: b.Threshold, Cooldown: b.Cooldown}, Store: d.sealedStore(sealer),
+	}, agent.Deps{Remote: remote, Kept: k, Budget: kept.BudgetFor(functionMemoryMB(spec.MemoryMB)),
+		Breaker: &resilience.Breaker{Threshold: b.Threshold, Cooldown: b.Cooldown}, Store: d.Store(),
 		Gate:  &flow.Gate{Store: flow.NewStore(d.Clients.DynamoDB, t.StateTable())},
-		Lines: keyline.NewStore(d.Clients.DynamoDB, t.StateTable()), Names: d.keyNames(name, spec, sealer),
+		Lines: keyline.NewStore(d.Clients.DynamoDB, t.StateTable()), Names: d.keyNames(name, spec, k),
 		Send: queue.NewSender(d.Clients.SQS), Metrics: d.emitter(fn), Log: d.Log.With("function", fn, "instance", instanceID)}), nil
 }
 
 // keyNames names the keys of agent's calls in flight (its perKey) in a
 // deployment that seals its orders' data (sealData): nil, they are kept by
 // their values.
-func (d *Deployment) keyNames(agent string, spec workflow.Agent, sealer *seal.Sealer) *keyname.Namer {
-	if !d.Config.SealData || sealer == nil || spec.PerKey == nil {
+func (d *Deployment) keyNames(agent string, spec workflow.Agent, k *kept.Boundary) *keyname.Namer {
+	if !d.Config.SealData || !k.Seals() || spec.PerKey == nil {
 		return nil
 	}
-	return keyname.NewNamer(d.Clients.DynamoDB, d.Config.Topology.StateTable(), agent, sealer)
+	// Its secret sealed under the deployment's key, as the orders' data keys.
+	return keyname.NewNamer(d.Clients.DynamoDB, d.Config.Topology.StateTable(), agent, k.Sealer())
 }
 
 // functionMemoryMB is the memory of the Lambda function this runs in

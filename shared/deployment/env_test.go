@@ -112,7 +112,7 @@ func TestTheDataKeyOpensWhatWasSealedWithSealDataOff(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, c.seals, got.SealData, "%+v", c)
 		d := deployment.Deployment{Config: got, Clients: &awsclient.Clients{}}
-		require.Equal(t, c.key != "", d.Sealer() != nil, "%+v: a sealer that opens whenever there is a key", c)
+		require.Equal(t, c.key != "", d.Kept().Seals(), "%+v: a sealer that opens whenever there is a key", c)
 		back, err := deployment.FromEnv(env(got.Env()))
 		require.NoError(t, err)
 		require.Equal(t, got, back, "%+v", c)

@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/supervisor"
 	"github.com/sas-go/sas/shared/topology"
@@ -48,7 +48,7 @@ type Settings struct {
 	RetentionDays int
 	// PayloadBucket keeps the payloads over PayloadInlineBytes (an order, a
 	// step's result, an event's data): a claim check travels in their place
-	// (shared/payload). "": none, and a payload is inline only.
+	// (shared/kept). "": none, and a payload is inline only.
 	PayloadBucket string
 	// PayloadInlineBytes is the largest payload kept inline.
 	PayloadInlineBytes int
@@ -113,7 +113,7 @@ func DefaultSettings() Settings {
 		BacklogDepth:          supervisor.BacklogDepthDefault,
 		SupervisorParallelism: supervisor.ParallelDefault,
 		RetentionDays:         RetentionDaysDefault,
-		PayloadInlineBytes:    payload.DefaultInline,
+		PayloadInlineBytes:    kept.DefaultInline,
 		SupervisorRate:        time.Minute,
 		QueueWaitAlarm:        5 * time.Minute,
 		AssetDir:              "build",
@@ -295,8 +295,8 @@ var Table = []Setting{
 		bind:  func(s *Settings) Value { return number(&s.RetentionDays, 0, 3650) }},
 	{Name: "payloadInlineBytes", Context: "payloadInlineBytes", Env: EnvPayloadInlineBytes, Flag: "payload-inline-bytes",
 		Usage: fmt.Sprintf("the largest order, result or event data kept inline in a message or an item (%d to %d bytes): a larger one goes to the payload bucket, a claim check in its place",
-			payload.MinInline, payload.MaxInline),
-		bind: func(s *Settings) Value { return number(&s.PayloadInlineBytes, payload.MinInline, payload.MaxInline) }},
+			kept.MinInline, kept.MaxInline),
+		bind: func(s *Settings) Value { return number(&s.PayloadInlineBytes, kept.MinInline, kept.MaxInline) }},
 	{Name: "payloadBucket", Env: EnvPayloadBucket, Flag: "payload-bucket", Default: "set by the stack",
 		Usage: "the bucket that keeps payloads over payloadInlineBytes (the stack's output PayloadBucketName; sasctl submit keeps an order over SQS's 256 KiB there)",
 		bind:  func(s *Settings) Value { return text(&s.PayloadBucket, nil) }},

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/kept"
 )
 
 // ErrTooLarge is Encode's error for a body over its limit.
@@ -20,14 +20,14 @@ var ErrTooLarge = errors.New("message over its limit")
 //     & as \u003c, \u003e and \u0026 (six bytes for one) in every string,
 //     and inside a json.RawMessage too, whose compaction also escapes
 //     U+2028 and U+2029 (six bytes for three). Here a RawMessage (an order,
-//     a result, kept inline by payload.Store.Keep on its size) travels byte
+//     a result, kept inline by kept.Boundary.Offload on its size) travels byte
 //     for byte, less its insignificant spaces;
 //   - a string field is escaped as encoding/json always does: a control
 //     byte as \u0001 and an invalid UTF-8 byte as \ufffd (six bytes for
 //     one), U+2028 and U+2029 as \u2028 and \u2029 (six for three), " and \
 //     with a backslash (MaxEnvelopeBytes counts them so);
 //   - U+FFFE and U+FFFF, which SQS refuses in a body and JSON holds only in
-//     a string, are escaped (payload.Wire);
+//     a string, are escaped (kept.Wire);
 //   - a body that is not valid UTF-8 (a RawMessage holding invalid bytes;
 //     its raw control bytes are invalid JSON, an error already) is an
 //     error: the SDK would send U+FFFD in their place, three bytes for one,
@@ -43,7 +43,7 @@ func Encode(v any, limit int) ([]byte, error) {
 	if err := enc.Encode(v); err != nil {
 		return nil, fmt.Errorf("encode a %T: %w", v, err)
 	}
-	body := payload.Wire(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	body := kept.Wire(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 	if !utf8.Valid(body) {
 		return nil, fmt.Errorf("encode a %T: it holds bytes that are not UTF-8 (a raw JSON value not checked)", v)
 	}

@@ -9,10 +9,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/offload"
-	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -69,7 +69,7 @@ func TestTheLargestEnvelopeFitsItsBound(t *testing.T) {
 
 // inline is a payload of n bytes as it travels, full of what encoders
 // change: <, >, &, U+2028, escaped control bytes, U+FFFD and U+FFFF (kept as
-// payload.Store.Keep keeps it).
+// kept.Boundary.Offload keeps it).
 func inline(n int) json.RawMessage {
 	head, tail := `{"orderId":"o-1","x":"`, `"}`
 	unit := "<a href='x'>&amp;</a>\u2028\\u0001\ufffd\\uffff"
@@ -83,8 +83,8 @@ func inline(n int) json.RawMessage {
 // encoded and taken by its reader, its payloads byte for byte.
 func TestEveryWorkMessageAtItsLargestIsTaken(t *testing.T) {
 	t.Parallel()
-	order, result := inline(payload.MaxInline), inline(payload.MaxInline)
-	require.Len(t, order, payload.MaxInline)
+	order, result := inline(kept.MaxInline), inline(kept.MaxInline)
+	require.Len(t, order, kept.MaxInline)
 	for kind, v := range largestEnvelopes() {
 		var decode func(string) (any, error)
 		switch m := v.(type) {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/message"
-	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -187,9 +187,9 @@ func TestValidJSONRefusesWhatHasTwoMeanings(t *testing.T) {
 // takes it.
 func TestAReplyWithTheLargestResultIsTaken(t *testing.T) {
 	t.Parallel()
-	res, err := json.Marshal(map[string]string{"blob": strings.Repeat("x", payload.MaxInline-16)})
+	res, err := json.Marshal(map[string]string{"blob": strings.Repeat("x", kept.MaxInline-16)})
 	require.NoError(t, err)
-	order, err := json.Marshal(map[string]string{"orderId": "o-1", "note": strings.Repeat("y", payload.MaxInline-40)})
+	order, err := json.Marshal(map[string]string{"orderId": "o-1", "note": strings.Repeat("y", kept.MaxInline-40)})
 	require.NoError(t, err)
 	r := message.AgentReply{Kind: message.KindReply, OrderID: "o-1", Step: 0, StepName: "s", Attempt: 1, OK: true, Result: res,
 		Payload: order, Recorded: true, State: "Pending", Ready: []message.Start{{Step: 1}}}

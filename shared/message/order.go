@@ -7,15 +7,14 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/sas-go/sas/shared/payload"
-	"github.com/sas-go/sas/shared/seal"
+	"github.com/sas-go/sas/shared/kept"
 )
 
 // MaxOrderBytes is the largest order body accepted. One over the inline
-// limit (payload.Store.Inline) is kept in the payload bucket and travels
+// limit (kept.Boundary.Inline) is kept in the payload bucket and travels
 // and is stored as its claim check; one over SQS's 256 KB comes by an SQS
 // Extended Client pointer (offload.Pointer).
-const MaxOrderBytes = payload.MaxBytes
+const MaxOrderBytes = kept.MaxBytes
 
 var (
 	idPattern       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$`)
@@ -40,7 +39,7 @@ type Order struct {
 }
 
 // productFields are the members of an order the product reads.
-var productFields = []string{"orderId", "workflow", "replyQueue", "kind", payload.Member, seal.Member, seal.KeyMember}
+var productFields = []string{"orderId", "workflow", "replyQueue", "kind", kept.CheckMember, kept.SealedMember, kept.KeyMember}
 
 // orderHead is what an order says to the product itself.
 type orderHead struct {
@@ -70,7 +69,7 @@ func DecodeOrder(body string) (Order, error) {
 	if _, ok := members["kind"]; ok {
 		return Order{}, Invalid("unknown field \"kind\": an order has no kind (a cancel is %q, an event %q)", KindCancel, KindEvent)
 	}
-	for _, own := range []string{payload.Member, seal.Member, seal.KeyMember} {
+	for _, own := range []string{kept.CheckMember, kept.SealedMember, kept.KeyMember} {
 		if _, ok := members[own]; ok {
 			return Order{}, Invalid("member %q is the product's own (a claim check, or sealed data, and its key): an order has none", own)
 		}

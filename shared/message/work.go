@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/sas-go/sas/shared/payload"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -18,11 +18,11 @@ const MaxEnvelopeBytes = 32 << 10
 
 // MaxWorkBytes is the largest scheduler or agent message (and status
 // notification) accepted: a reply carries the order and the step's result
-// (each inline at its largest, payload.MaxInline as it travels, or its
+// (each inline at its largest, kept.MaxInline as it travels, or its
 // claim check), and the envelope. SQS takes up to 256 KiB with the
 // message's attributes (and bills each started 64 KB as a request: only a
 // large result costs more); queue.Sender refuses to send a body over it.
-const MaxWorkBytes = 2*payload.MaxInline + MaxEnvelopeBytes
+const MaxWorkBytes = 2*kept.MaxInline + MaxEnvelopeBytes
 
 // The kinds of message the Scheduler reads.
 const (

@@ -3,8 +3,8 @@
 // payload bucket, and a pointer message sent in its place. Submission
 // follows such a pointer (Pointer, Fetch), and writes over the body it
 // took once it is kept sealed (Reseal); the operator sends one (Offload).
-// What the product keeps of a value is shared/payload's; the bodies here
-// are the senders'.
+// What the product keeps of a value is shared/kept's; the bodies here are
+// the senders'.
 package offload
 
 import (
@@ -140,7 +140,8 @@ func Incoming(key string) bool { return strings.HasPrefix(key, IncomingPrefix) }
 // object a sender offloaded its body to, under IncomingPrefix, so that the
 // bucket holds no clear copy of a sealed order or event: if its pointer
 // message comes again, Submission reads the order back by its head's
-// orderId, and takes the event for a repeat, or refuses it.
+// orderId (kept.Boundary.Resealed), and takes the event for a repeat, or
+// refuses it.
 func (s *Store) Reseal(ctx context.Context, key string, stored []byte) error {
 	if s == nil || !Incoming(key) {
 		return fmt.Errorf("reseal s3://%s/%s: only a body offloaded under %s is written over", s.Bucket(), key, IncomingPrefix)

@@ -23,13 +23,12 @@ import (
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/dispatch"
 	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/outcome"
-	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/queue"
-	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
@@ -58,11 +57,11 @@ type Operator struct {
 	PayloadBucket string
 	Now           func() time.Time
 
-	sqs    *sqs.Client
-	s3     payload.API
-	sealer *seal.Sealer // opens with the operator's own credentials
-	mu     sync.Mutex
-	urls   map[string]string
+	sqs  *sqs.Client
+	s3   kept.S3
+	kept *kept.Boundary // no bucket: seals and opens with the operator's own credentials
+	mu   sync.Mutex
+	urls map[string]string
 }
 
 // New returns an operator for the deployment the topology describes, told
@@ -82,7 +81,7 @@ func New(c *awsclient.Clients, t topology.Topology) *Operator {
 		Now:           time.Now,
 		sqs:           c.SQS,
 		s3:            c.S3,
-		sealer:        seal.New(c.KMS, ""),
+		kept:          kept.New(nil, kept.Sealer(c.KMS, "")),
 		urls:          map[string]string{},
 	}
 }
@@ -188,7 +187,7 @@ func (o *Operator) renewPayloads(ctx context.Context, orderID string, states ...
 	if err != nil || bucket == "" || o.s3 == nil {
 		return bucket, err
 	}
-	if _, err = payload.New(o.s3, bucket, 0).Renew(ctx, orderID); err != nil {
+	if _, err = o.kept.Over(o.s3, bucket).Renew(ctx, orderID); err != nil {
 		return "", fmt.Errorf("write order %s's payloads again, so that they outlive it (it takes s3:ListBucket on %s, "+
 			"and s3:GetObject and s3:PutObject on its orders/*): %w", orderID, bucket, err)
 	}
@@ -204,28 +203,26 @@ var ErrNoPayloadBucket = errors.New("no payload bucket known: set --payload-buck
 	"the typed client: Options.PayloadBucket) to the stack's output PayloadBucketName")
 
 // keep is a skip's result as its order's records keep it, as a step's is:
-// sealed under its order's data key (sealed), in the form the payload
-// store keeps it in (payload.Store.Seal), and over the inline limit kept
-// in the bucket the order's claim checks name, which is its deployment's
-// whatever this operator was told (else PayloadBucket): a payload in
-// another would be refused by every reader of the order.
-func (o *Operator) keep(ctx context.Context, orderID, bucket, what string, body []byte, key seal.Key, sealed bool) (json.RawMessage, error) {
+// sealed under its order's data key if its order (stored) is sealed, and
+// over the inline limit kept in the bucket the order's claim checks name,
+// which is its deployment's whatever this operator was told (else
+// PayloadBucket): a payload in another would be refused by every reader of
+// the order.
+func (o *Operator) keep(ctx context.Context, orderID, bucket, what string, body []byte, stored kept.Value) (json.RawMessage, error) {
 	bucket = cmp.Or(bucket, o.PayloadBucket)
-	p := payload.New(o.s3, bucket, 0)
-	if sealed {
-		var err error
-		if body, err = p.Seal(key, body, nil); err != nil {
-			return nil, err
-		}
+	k := o.kept.Over(o.s3, bucket)
+	sealed, err := k.Seal(ctx, orderID, stored, body)
+	if err != nil {
+		return nil, fmt.Errorf("seal the result for %s (it takes kms:Decrypt on the deployment's key): %w", orderID, err)
 	}
-	if bucket == "" && (len(payload.Wire(body)) > p.Inline() || seal.IsObject(body)) { // weighed as Keep weighs it
-		return nil, fmt.Errorf("keep %s's %s (%d bytes, over the %d kept inline): %w", orderID, what, len(body), p.Inline(), ErrNoPayloadBucket)
+	v, err := k.Offload(ctx, orderID, what, sealed)
+	if errors.Is(err, kept.ErrNoBucket) { // over the inline limit as it travels, or sealed in the object form
+		return nil, fmt.Errorf("keep %s's %s (%d bytes, over the %d kept inline): %w", orderID, what, sealed.Len(), k.Inline(), ErrNoPayloadBucket)
 	}
-	kept, err := p.Keep(ctx, orderID, what, body, nil)
 	if err != nil {
 		return nil, fmt.Errorf("keep %s's %s in %s: %w", orderID, what, bucket, err)
 	}
-	return kept, nil
+	return v.JSON(), nil
 }
 
 // payloadBucket is the bucket an order's claim checks name: its order's,
@@ -235,16 +232,16 @@ func (o *Operator) payloadBucket(ctx context.Context, orderID string, round int)
 	if err != nil {
 		return "", err
 	}
-	if ref, ok := payload.Parse([]byte(stored)); ok {
-		return ref.Bucket, nil
+	if b := kept.Stored([]byte(stored)).Bucket(); b != "" {
+		return b, nil
 	}
 	results, err := o.Store.Results(ctx, orderID, round)
 	if err != nil {
 		return "", err
 	}
 	for _, r := range results {
-		if ref, ok := payload.Parse(r.JSON); ok {
-			return ref.Bucket, nil
+		if b := kept.Stored(r.JSON).Bucket(); b != "" {
+			return b, nil
 		}
 	}
 	return "", nil
@@ -332,13 +329,13 @@ func (o *Operator) DecideHeld(ctx context.Context, d outcome.HoldDecision) (outc
 		// than the one weighed; a member twice, read two ways).
 		return outcome.HoldDecided{}, &workflow.HeldError{Reason: ResultNotJSON}
 	}
-	if statestore.InProductForm(d.Result) {
+	if kept.Own(d.Result) {
 		// A claim check or sealed data the product did not make would be
 		// read back (or opened) by the steps after it, and name the bucket
 		// the operator's next writes of the order go to: refused, as a
 		// service's answer or an event's data in that form is.
 		return outcome.HoldDecided{}, &workflow.HeldError{Reason: fmt.Sprintf("the result is in the product's own form (%s or %s): not a result",
-			payload.Member, seal.Member)}
+			kept.CheckMember, kept.SealedMember)}
 	}
 	start, err := o.restarter(ctx)
 	if err != nil {
@@ -360,12 +357,8 @@ func (o *Operator) DecideHeld(ctx context.Context, d outcome.HoldDecision) (outc
 		if err != nil {
 			return outcome.HoldDecided{}, err
 		}
-		key, sealed, err := o.sealer.KeyOf(ctx, d.OrderID, []byte(stored))
-		if err != nil {
-			return outcome.HoldDecided{}, fmt.Errorf("seal the result for %s (it takes kms:Decrypt on the deployment's key): %w", d.OrderID, err)
-		}
 		given := len(d.Result)
-		if d.Result, err = o.keep(ctx, d.OrderID, bucket, "results/skip", d.Result, key, sealed); err != nil {
+		if d.Result, err = o.keep(ctx, d.OrderID, bucket, "results/skip", d.Result, kept.Stored([]byte(stored))); err != nil {
 			return outcome.HoldDecided{}, err
 		}
 		d.ResultBytes = given

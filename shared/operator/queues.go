@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/offload"
-	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
 )
@@ -144,9 +144,9 @@ func (o *Operator) admit(ctx context.Context, body string) (refused, err error) 
 
 // asSent is an order's body as Submit sends it: U+FFFE and U+FFFF (valid
 // JSON and UTF-8, which SQS refuses in a body) escaped, as the product's
-// own messages carry them (payload.Wire): the same order, a body SQS
-// takes, and the one Submission stores.
-func asSent(body string) string { return string(payload.Wire([]byte(body))) }
+// own messages carry them (kept.Wire): the same order, a body SQS takes,
+// and the one Submission stores.
+func asSent(body string) string { return string(kept.Wire([]byte(body))) }
 
 // QueueNames are the short names redrive takes: orders, scheduler,
 // agent-<name>-requests, agent-<name>-responses.

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sas-go/sas/shared/seal"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -131,14 +131,11 @@ func (o *Operator) results(ctx context.Context, task statestore.Task, recs []sta
 	return out, nil
 }
 
-// open is a result as the operator may read it: sealed (sealData), opened
-// with the operator's own kms:Decrypt on the key, or, without it, its
-// shape: that it is sealed, and why it stays so.
+// open is a result as the operator may read it (raw, JSON): as it is, or,
+// sealed (sealData), opened with the operator's own kms:Decrypt on the key,
+// or, without it, its shape: that it is sealed, and why it stays so.
 func (o *Operator) open(ctx context.Context, orderID string, raw json.RawMessage) json.RawMessage {
-	if !seal.IsSealed(raw) {
-		return raw
-	}
-	plain, err := o.sealer.Open(ctx, orderID, raw)
+	plain, err := o.kept.Unseal(ctx, orderID, kept.Stored(raw))
 	if err == nil && json.Valid(plain) {
 		return plain
 	}
@@ -146,6 +143,6 @@ func (o *Operator) open(ctx context.Context, orderID string, raw json.RawMessage
 	if err != nil {
 		why = err.Error()
 	}
-	b, _ := json.Marshal(map[string]string{seal.Member: "sealed: opening it takes kms:Decrypt on the deployment's key (" + why + ")"})
+	b, _ := json.Marshal(map[string]string{kept.SealedMember: "sealed: opening it takes kms:Decrypt on the deployment's key (" + why + ")"})
 	return b
 }

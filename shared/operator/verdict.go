@@ -1,13 +1,14 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
 	"time"
 
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/message"
-	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/statestore"
 )
 
@@ -144,15 +145,12 @@ func sleepUntil(ctx context.Context, deadline time.Time, every time.Duration) bo
 	}
 }
 
-// sameOrder reports whether stored is the order sent (statestore.SameOrder:
+// sameOrder reports whether stored is the order sent (kept.Boundary.Same:
 // a sealed one opened with the operator's own kms:Decrypt, read back from
 // the bucket its claim check names, its deployment's whatever this operator
 // was told). What cannot be read is not known to be it.
 func (o *Operator) sameOrder(ctx context.Context, orderID, stored, sent string) bool {
-	bucket := o.PayloadBucket
-	if ref, ok := payload.Parse([]byte(stored)); ok {
-		bucket = ref.Bucket
-	}
-	same, err := statestore.SameOrder(ctx, payload.New(o.s3, bucket, 0), o.sealer, orderID, stored, sent)
+	v := kept.Stored([]byte(stored))
+	same, err := o.kept.Over(o.s3, cmp.Or(v.Bucket(), o.PayloadBucket)).Same(ctx, orderID, v, sent)
 	return err == nil && same
 }

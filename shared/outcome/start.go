@@ -9,19 +9,18 @@ import (
 	"time"
 
 	"github.com/sas-go/sas/shared/dispatch"
-	claim "github.com/sas-go/sas/shared/payload" // its parameters name the order "payload"
-	"github.com/sas-go/sas/shared/seal"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
 // StartStore is the part of the state store a Starter uses beyond the
 // Recorder's: arming a wait or a timer, and reading what a timer's until
-// expression needs.
+// expression is made of (kept.Inputs: Kept opens them).
 type StartStore interface {
 	Arm(ctx context.Context, orderID string, r workflow.Ref, kind workflow.Kind, due, now time.Time) (statestore.Step, map[string]string, error)
 	Load(ctx context.Context, orderID string) (statestore.Task, []statestore.Step, error)
-	Document(ctx context.Context, st statestore.Step, order json.RawMessage) (workflow.Document, error)
+	Inputs(ctx context.Context, st statestore.Step, order kept.Value) (kept.Inputs, error)
 	Order(ctx context.Context, orderID string) (string, error)
 }
 
@@ -39,7 +38,10 @@ type Starter struct {
 	// Budget bounds the payload bytes the timers' until documents it reads
 	// hold at once (its function's: the messages of a batch run at once);
 	// nil: an Agent's attempt, whose own reservation they ride on.
-	Budget *claim.Budget
+	Budget *kept.Budget
+	// Kept opens the values a timer's until document is made of (nil:
+	// inline ones only, none sealed).
+	Kept *kept.Boundary
 }
 
 // Completed is a wait or a timer a Starter completed, for the caller to
@@ -84,13 +86,10 @@ func (s Starter) start(ctx context.Context, def workflow.Definition, orderID str
 		var err error
 		due, err = s.wakeAt(ctx, st, orderID, ref, payload, now)
 		var ee *workflow.ExpressionError
-		var lost *claim.Error
-		var broken *seal.Error
-		var large *claim.DocumentError
 		switch {
-		case errors.As(err, &broken) && broken.NoKey:
+		case kept.NoKey(err):
 			return nil, err // a function with no key yet (a deploy adding it): the start is tried again, on one that has it
-		case errors.As(err, &ee) || errors.As(err, &lost) || errors.As(err, &broken) || errors.As(err, &large):
+		case errors.As(err, &ee) || kept.Broken(err):
 			// A fault of the workflow or of the order (or its payload gone,
 			// sealed data that does not open, or a document larger than its
 			// function reads at once), which no retry mends: the step fails
@@ -135,7 +134,7 @@ func (s Starter) wakeAt(ctx context.Context, st workflow.Step, orderID string, r
 	if st.Sleep.Until == "" {
 		return st.Sleep.When(now, workflow.Document{})
 	}
-	ctx, let := claim.Reserving(ctx, s.Budget, time.Time{}, 0) // the function's time bounds the wait
+	ctx, let := kept.Reserving(ctx, s.Budget, time.Time{}, 0) // the function's time bounds the wait
 	defer let()
 	_, recs, err := s.Store.Load(ctx, orderID)
 	if err != nil {
@@ -151,13 +150,17 @@ func (s Starter) wakeAt(ctx context.Context, st workflow.Step, orderID string, r
 	}
 	for _, r := range recs {
 		if r.Ref() == ref {
-			doc, err := s.Store.Document(ctx, r, order)
+			in, err := s.Store.Inputs(ctx, r, kept.Stored(order))
 			if err != nil {
 				return time.Time{}, err
 			}
-			at, err := st.Sleep.When(now, doc)
+			doc, err := s.Kept.Document(ctx, in)
+			if err != nil {
+				return time.Time{}, err
+			}
+			at, err := st.Sleep.When(now, doc.Document)
 			var expr *workflow.ExpressionError
-			if errors.As(err, &expr) && seal.Covers(order) { // jq's message may quote the order's data
+			if errors.As(err, &expr) && doc.Sealed { // jq's message may quote the order's data
 				err = &workflow.ExpressionError{What: expr.What, Reason: workflow.SealedExpressionReason}
 			}
 			return at, err

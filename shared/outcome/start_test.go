@@ -5,40 +5,39 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/outcome"
-	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
 // timerStore is a state store of one order whose first step is a timer: its
-// Document reserves what it would read back (as statestore.Document does),
-// and Arm notes when the timer was armed for.
+// Inputs are the order and a result of weight bytes before it (which the
+// Starter's boundary reserves before it reads them), and Arm notes when the
+// timer was armed for.
 type timerStore struct {
 	weight int64
-	read   error     // what the reservation said
 	armed  time.Time // the due Arm was asked for
-	open   error     // what opening the document says (nil: it opens)
+	open   error     // what reading the document's inputs says (nil: they are read)
 }
 
 func (s *timerStore) Load(context.Context, string) (statestore.Task, []statestore.Step, error) {
 	return statestore.Task{}, []statestore.Step{{OrderID: "o-1", Index: 0, Name: "ship-after"}}, nil
 }
 
-func (s *timerStore) Document(ctx context.Context, _ statestore.Step, order json.RawMessage) (workflow.Document, error) {
-	if s.read = payload.Reserve(ctx, s.weight); s.read != nil {
-		return workflow.Document{}, s.read
-	}
+func (s *timerStore) Inputs(_ context.Context, _ statestore.Step, order kept.Value) (kept.Inputs, error) {
 	if s.open != nil {
-		return workflow.Document{}, s.open
+		return kept.Inputs{}, s.open
 	}
-	return workflow.Document{Order: order}, nil
+	pad := kept.Stored([]byte(`"` + strings.Repeat("p", int(max(s.weight-2, 0))) + `"`))
+	return kept.Inputs{OrderID: "o-1", Order: order, Results: []kept.Part{{Name: "before", Value: pad}}}, nil
 }
 
 func (s *timerStore) Order(context.Context, string) (string, error) {
@@ -70,21 +69,22 @@ steps:
 func TestATimersUntilReadsItsDocumentWithinItsFunctionsBudget(t *testing.T) {
 	def, now := timerWorkflow(t), time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	order := json.RawMessage(`{"orderId":"o-1","at":"2026-11-27T12:00:00Z"}`)
-	start := func(b *payload.Budget, weight int64) *timerStore {
+	start := func(b *kept.Budget, weight int64) (*timerStore, string) {
 		s := &timerStore{weight: weight}
-		_, err := outcome.Starter{Store: s, Budget: b, Now: func() time.Time { return now }, Log: slog.New(slog.DiscardHandler)}.
+		var logs strings.Builder
+		_, err := outcome.Starter{Store: s, Budget: b, Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(&logs, nil))}.
 			Start(context.Background(), def, "o-1", []workflow.Ref{{Index: 0}}, order)
 		require.NoError(t, err)
-		return s
+		return s, logs.String()
 	}
 
-	over := start(payload.NewBudget(1<<20), 2<<20)
-	var large *payload.DocumentError
-	require.ErrorAs(t, over.read, &large, "the document reserved of the function's budget")
+	over, logged := start(kept.NewBudget(1<<20), 2<<20)
+	require.Contains(t, logged, (&kept.DocumentError{Bytes: int64(len(order)) + 2<<20, Max: 1 << 20}).Error(),
+		"the document reserved of the function's budget")
 	require.Equal(t, now, over.armed, "refused: due now, not at the time it would give")
 
-	within := start(payload.NewBudget(1<<20), 1<<10)
-	require.NoError(t, within.read)
+	within, logged := start(kept.NewBudget(1<<20), 1<<10)
+	require.NotContains(t, logged, "gave no time")
 	require.Equal(t, time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC), within.armed.UTC())
 }
 

@@ -3,8 +3,6 @@ package payload_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,59 +39,13 @@ func bucket(t *testing.T) (*s3.Client, string) {
 	return c.S3, name
 }
 
-func TestAPayloadOverTheInlineLimitTravelsAsItsClaimCheck(t *testing.T) {
-	t.Parallel()
-	api, b := bucket(t)
-	s := payload.New(api, b, 1024)
-	ctx := context.Background()
-
-	small := []byte(`{"a":"` + strings.Repeat("x", 1000) + `"}`)
-	kept, err := s.Keep(ctx, "o-1", "order", small, nil)
-	require.NoError(t, err)
-	require.Equal(t, small, []byte(kept), "a payload at the limit stays inline")
-
-	large := []byte(`{"a":"` + strings.Repeat("y", 5000) + `"}`)
-	check, err := s.Keep(ctx, "o-1", "order", large, map[string]string{"orderId": "o-1", "workflow": ""})
-	require.NoError(t, err)
-	require.Less(t, len(check), 400)
-	require.Contains(t, string(check), `"orderId":"o-1"`, "the head rides beside the check")
-	require.NotContains(t, string(check), `"workflow"`, "an empty head member is left out")
-	ref, ok := payload.Parse(check)
-	require.True(t, ok)
-	require.Equal(t, len(large), ref.Bytes)
-	require.Equal(t, fmt.Sprintf("%x", sha256.Sum256(large)), ref.SHA256)
-	require.True(t, strings.HasPrefix(ref.Key, payload.OrderPrefix("o-1")))
-
-	again, err := s.Keep(ctx, "o-1", "order", large, map[string]string{"orderId": "o-1"})
-	require.NoError(t, err)
-	require.JSONEq(t, string(check), string(again), "the same payload, the same check: a try again writes the same object")
-
-	back, err := s.Resolve(ctx, "o-1", check)
-	require.NoError(t, err)
-	require.Equal(t, large, []byte(back))
-	same, err := s.Resolve(ctx, "o-1", small)
-	require.NoError(t, err)
-	require.Equal(t, small, []byte(same), "what is no check resolves to itself")
-
-	// A check of another order's payload, or of another bucket (a forged
-	// one: a service's answer, an event's data), reads nothing.
-	var perr *payload.Error
-	_, err = s.Resolve(ctx, "o-9", check)
-	require.ErrorAs(t, err, &perr)
-	require.ErrorContains(t, err, "not a payload of order o-9")
-	elsewhere := ref
-	elsewhere.Bucket = "another-bucket"
-	_, err = s.Resolve(ctx, "o-1", payload.Check(elsewhere, nil))
-	require.ErrorAs(t, err, &perr)
-}
-
 func TestAPayloadGoneOrAlteredIsAnErrorThatNamesIt(t *testing.T) {
 	t.Parallel()
 	api, b := bucket(t)
 	s := payload.New(api, b, 1024)
 	ctx := context.Background()
 	body := []byte(`"` + strings.Repeat("z", 4000) + `"`)
-	ref, err := s.Put(ctx, "o-2", "results/charge-r1", body)
+	ref, err := s.Put(ctx, "o-2", "results/charge-r1", body, false)
 	require.NoError(t, err)
 
 	overwrite := func(b []byte) {
@@ -121,28 +73,13 @@ func TestAPayloadGoneOrAlteredIsAnErrorThatNamesIt(t *testing.T) {
 
 	_, err = api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &ref.Bucket, Key: &ref.Key})
 	require.NoError(t, err)
-	_, err = s.Resolve(ctx, "o-2", payload.Check(ref, nil))
+	_, err = s.Get(ctx, ref)
 	require.ErrorAs(t, err, &perr)
 	require.ErrorContains(t, err, "not found")
 
 	// Not one of these errors: S3 itself failing, tried again.
 	_, err = payload.New(api, "no-such-bucket-here", 0).Get(ctx, payload.Ref{Bucket: "no-such-bucket-here", Key: "k", Bytes: 1})
 	require.ErrorAs(t, err, &perr, "a bucket that is gone is gone")
-}
-
-func TestWithoutABucketEveryPayloadIsInlineUpToTheInlineMaximum(t *testing.T) {
-	t.Parallel()
-	var s *payload.Store
-	require.Equal(t, payload.MaxInline, s.Inline())
-	require.Equal(t, payload.MaxInline, s.Max())
-	body := []byte(strings.Repeat("a", payload.MaxInline))
-	kept, err := s.Keep(context.Background(), "o", "order", body, nil)
-	require.NoError(t, err)
-	require.Equal(t, body, []byte(kept))
-	_, err = s.Keep(context.Background(), "o", "order", append(body, 'b'), nil)
-	require.ErrorContains(t, err, "no payload bucket")
-	_, err = s.Resolve(context.Background(), "o", payload.Check(payload.Ref{Bucket: "b", Key: "k"}, nil))
-	require.ErrorContains(t, err, "no payload bucket")
 }
 
 // A resubmitted order's payloads are written again, so that the bucket's
@@ -160,13 +97,13 @@ func TestRenewWritesEveryPayloadOfTheOrderAgain(t *testing.T) {
 		if what == "results/b-r1" {
 			body = []byte("\x00sas-sealed-1\n" + what + strings.Repeat("\x01", 2000)) // as seal.Key.SealObject makes them
 		}
-		ref, err := s.Put(ctx, "o-3", what, body)
+		ref, err := s.Put(ctx, "o-3", what, body, what == "results/b-r1")
 		require.NoError(t, err)
 		refs = append(refs, ref)
 	}
 	require.True(t, strings.HasSuffix(refs[2].Key, payload.SealedSuffix), refs[2].Key)
 	require.False(t, strings.HasSuffix(refs[1].Key, payload.SealedSuffix), refs[1].Key)
-	_, err := s.Put(ctx, "o-30", "order", []byte(`"another order's"`))
+	_, err := s.Put(ctx, "o-30", "order", []byte(`"another order's"`), false)
 	require.NoError(t, err)
 	written := func(ref payload.Ref) time.Time {
 		h, err := api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &ref.Bucket, Key: &ref.Key})
@@ -206,7 +143,7 @@ func TestRenewReachesAPayloadWhateverItsKeyHolds(t *testing.T) {
 		"results/ +%?&=;,@$!'()*[]~é-r1"}
 	var refs []payload.Ref
 	for _, what := range whats {
-		ref, err := s.Put(ctx, id, what, []byte(`"`+what+strings.Repeat(".", 2000)+`"`))
+		ref, err := s.Put(ctx, id, what, []byte(`"`+what+strings.Repeat(".", 2000)+`"`), false)
 		require.NoError(t, err)
 		refs = append(refs, ref)
 	}
@@ -235,7 +172,7 @@ func TestAnOpenedPayloadGivesItsLastByteOnlyOnceChecked(t *testing.T) {
 	s := payload.New(api, b, 1024)
 	ctx := context.Background()
 	body := []byte(`"` + strings.Repeat("s", 100_000) + `"`)
-	ref, err := s.Put(ctx, "o-4", "order", body)
+	ref, err := s.Put(ctx, "o-4", "order", body, false)
 	require.NoError(t, err)
 
 	r, err := s.Open(ctx, ref)
@@ -308,35 +245,29 @@ func (cannedObject) ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...fu
 	return nil, errors.New("not kept here")
 }
 
-// What stays inline is weighed as it travels in a message: U+FFFE and
-// U+FFFF, which SQS refuses in a body, are escaped (six bytes for three),
-// and a payload whose escaped form is over the inline limit is kept in the
-// bucket. Weighed raw, 171 of them stayed inline at 521 bytes, and the
-// message carrying them was refused by SQS (or, escaped by its sender,
-// grew past what the limit promised).
-func TestAPayloadIsWeighedAsItTravels(t *testing.T) {
+// A claim check read from an order's data is read back for that order
+// only, from this deployment's bucket: one that names another order's
+// object, or another bucket (a forged one: a service's answer, an event's
+// data), reads nothing. Without a bucket nothing is kept, nor read.
+func TestACheckBelongsToItsOrderAndItsBucket(t *testing.T) {
 	t.Parallel()
-	api, b := bucket(t)
-	s := payload.New(api, b, 1024)
 	ctx := context.Background()
-	doc := func(n int) []byte {
-		return []byte(`{"a":"` + strings.Repeat("\uffff", n/2) + strings.Repeat("\ufffe", n-n/2) + `"}`)
+	s := payload.New(nil, "b", 0)
+	ref := payload.Ref{Bucket: "b", Key: payload.OrderPrefix("o-1") + "order/00", Bytes: 1, SHA256: "00"}
+	require.NoError(t, s.Belongs("o-1", ref))
+	var perr *payload.Error
+	require.ErrorAs(t, s.Belongs("o-9", ref), &perr)
+	require.ErrorContains(t, s.Belongs("o-9", ref), "not a payload of order o-9")
+	elsewhere := ref
+	elsewhere.Bucket = "another-bucket"
+	require.ErrorAs(t, s.Belongs("o-1", elsewhere), &perr)
+
+	var none *payload.Store
+	require.NoError(t, none.Belongs("o-9", ref), "a store with no bucket refuses when it is asked to read")
+	_, err := none.Get(ctx, ref)
+	require.ErrorContains(t, err, "no payload bucket")
+	for _, s := range []*payload.Store{none, payload.New(nil, "", 0)} {
+		_, err = s.Put(ctx, "o-1", "order", []byte(`"x"`), false)
+		require.ErrorIs(t, err, payload.ErrNoBucket)
 	}
-
-	fits := doc(169) // 515 bytes raw, 1,022 escaped
-	kept, err := s.Keep(ctx, "o-1", "order", fits, nil)
-	require.NoError(t, err)
-	require.Len(t, kept, 1022, "inline, escaped")
-	require.NotContains(t, string(kept), "\uffff")
-	var a, b2 map[string]string
-	require.NoError(t, json.Unmarshal(kept, &a))
-	require.NoError(t, json.Unmarshal(fits, &b2))
-	require.Equal(t, b2, a, "the same JSON")
-
-	over := doc(171) // 521 bytes raw, 1,034 escaped
-	check, err := s.Keep(ctx, "o-1", "order", over, nil)
-	require.NoError(t, err)
-	ref, ok := payload.Parse(check)
-	require.True(t, ok, "kept in the bucket")
-	require.Equal(t, len(over), ref.Bytes)
 }

@@ -16,10 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
-	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -71,11 +71,12 @@ func xml(n int) []byte {
 func TestAnOrderAndAResultOfXMLTravelAsTheyWereWeighed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := payload.New(nil, "", 0)
-	order, err := store.Keep(ctx, "o-1", "order", xml(30_000), nil)
+	store := kept.New(kept.Payloads(nil, "", 0), nil)
+	o, err := store.Offload(ctx, "o-1", "order", kept.Unsealed(xml(30_000), nil))
 	require.NoError(t, err)
-	result, err := store.Keep(ctx, "o-1", "results/s-r1", xml(30_000), nil)
+	r, err := store.Offload(ctx, "o-1", "results/s-r1", kept.Unsealed(xml(30_000), nil))
 	require.NoError(t, err)
+	order, result := o.JSON(), r.JSON()
 	require.Equal(t, xml(30_000), []byte(result), "kept inline, as it is")
 	reply := message.AgentReply{Kind: message.KindReply, OrderID: "o-1", StepName: "pick", Attempt: 1, OK: true,
 		Result: result, Payload: order, Recorded: true, State: string(workflow.Pending), Ready: []message.Start{{Step: 1}}}
@@ -91,14 +92,15 @@ func TestAnOrderAndAResultOfXMLTravelAsTheyWereWeighed(t *testing.T) {
 	require.Len(t, w.bodies, 2)
 	for _, b := range w.bodies {
 		t.Logf("a reply with a 30 KB order and a 30 KB result of XML: %d bytes", len(b))
-		require.LessOrEqual(t, len(b), 2*payload.DefaultInline+message.MaxEnvelopeBytes)
+		require.LessOrEqual(t, len(b), 2*kept.DefaultInline+message.MaxEnvelopeBytes)
 		got, err := message.DecodeSchedulerMessage(b)
 		require.NoError(t, err)
 		require.Equal(t, string(result), string(got.(message.AgentReply).Result))
 	}
 
-	big, err := payload.New(nil, "", payload.MaxInline).Keep(ctx, "o-1", "order", xml(payload.MaxInline), nil)
+	v, err := kept.New(kept.Payloads(nil, "", kept.MaxInline), nil).Offload(ctx, "o-1", "order", kept.Unsealed(xml(kept.MaxInline), nil))
 	require.NoError(t, err)
+	big := v.JSON()
 	req := message.AgentRequest{OrderID: "o-1", StepName: "pick", Payload: big}
 	require.NoError(t, s.SendJSON(ctx, "q", req, 0))
 	got, err := message.DecodeAgentRequest(w.bodies[2])
@@ -132,7 +134,7 @@ func TestAStatusAtItsLargestIsTaken(t *testing.T) {
 	t.Parallel()
 	w := &wire{}
 	n := notify.New(queue.NewSender(w), notify.Stored{}, metrics.New(io.Discard, "scheduler"), slog.New(slog.DiscardHandler))
-	result := json.RawMessage(xml(payload.MaxInline))
+	result := json.RawMessage(xml(kept.MaxInline))
 	n.Post(context.Background(), notify.Event{OrderID: "o-1", ReplyQueue: "q", Round: 1, Event: workflow.EventStepDone,
 		Step: "pick", State: workflow.Pending, Error: strings.Repeat("\x01é<", 100<<10), Result: result, At: time.Now()})
 	require.Len(t, w.bodies, 1)

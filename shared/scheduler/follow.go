@@ -17,7 +17,8 @@ import (
 // kept, its time come) is told to the order's caller, and what follows it
 // started in turn.
 func (h *Handler) start(ctx context.Context, def workflow.Definition, orderID string, refs []workflow.Ref, payload json.RawMessage) error {
-	starter := outcome.Starter{Dispatch: h.dispatch, Store: h.store, Recorder: h.recorder, Now: h.Now, Log: h.log, Budget: h.budget}
+	starter := outcome.Starter{Dispatch: h.dispatch, Store: h.store, Recorder: h.recorder, Now: h.Now, Log: h.log, Budget: h.budget,
+		Kept: h.kept}
 	done, err := starter.Start(ctx, def, orderID, refs, payload)
 	for _, c := range done {
 		h.parkedDone(ctx, orderID, c.Ref, c.Name, c.Recorded)

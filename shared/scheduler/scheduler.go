@@ -16,11 +16,11 @@ import (
 
 	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/dispatch"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/outcome"
-	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/sqsbatch"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -64,7 +64,10 @@ type Deps struct {
 	Log     *slog.Logger
 	// Budget bounds the payload bytes the timers' until documents it reads
 	// hold at once (nil: none).
-	Budget *payload.Budget
+	Budget *kept.Budget
+	// Kept opens what those documents are made of (nil: inline values
+	// only, none sealed).
+	Kept *kept.Boundary
 }
 
 // Handler is the Scheduler Lambda handler.
@@ -80,7 +83,8 @@ type Handler struct {
 	dispatch dispatch.Dispatcher
 	catalog  *dispatch.Catalog
 	recorder outcome.Recorder
-	budget   *payload.Budget
+	budget   *kept.Budget
+	kept     *kept.Boundary
 	Now      func() time.Time
 	// Crash, if set, is called at each crash point (after a write, before the
 	// send that follows it); a chaos test makes it panic there. Nil in production.
@@ -98,7 +102,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	}
 	return &Handler{cfg: cfg, store: d.Store, send: d.Send, alerts: d.Alerts, notify: d.Notify, metrics: d.Metrics,
 		log: d.Log, Now: time.Now, dispatch: disp, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store},
-		recorder: outcome.Recorder{Store: d.Store}, budget: d.Budget,
+		recorder: outcome.Recorder{Store: d.Store}, budget: d.Budget, kept: d.Kept,
 		batch: &sqsbatch.Processor{Name: "scheduler", DLQURL: cfg.DLQURL, Rejecter: d.Send, Metrics: d.Metrics, Log: d.Log,
 			Buffer: sqsbatch.BufferingOf(d.Send), OnceAtEnd: true}}, nil
 }

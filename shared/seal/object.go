@@ -11,7 +11,7 @@ import (
 )
 
 // The object form of a sealed payload, the one the payload bucket keeps
-// (shared/payload): the ciphertext as it is, no base64, after a head of a
+// (shared/kept keeps it there): the ciphertext as it is, no base64, after a head of a
 // few hundred bytes:
 //
 //	"\x00sas-sealed-1\n"      objectMagic: a byte no JSON starts with, the form and its version
@@ -67,40 +67,44 @@ func objectHead(b, key, iv []byte, ciphertext int) []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(ciphertext))
 }
 
-// parseObject is the parts of raw, a payload in the object form, its
-// ciphertext in raw's own bytes; reason says why it is not whole.
-func parseObject(raw []byte) (p parts, reason string) {
+// parseObject is the parts of raw in the object form, its ciphertext in
+// raw's own bytes; ok false if raw is not in that form (of any version),
+// and reason, for one that is, why it is not whole.
+func parseObject(raw []byte) (p parts, ok bool, reason string) {
+	if !bytes.HasPrefix(raw, []byte(objectPrefix)) {
+		return p, false, ""
+	}
 	if !bytes.HasPrefix(raw, []byte(objectMagic)) {
-		return p, fmt.Sprintf("a sealed form this version does not open (%q)", raw[:min(len(raw), len(objectMagic))])
+		return p, true, fmt.Sprintf("a sealed form this version does not open (%q)", raw[:min(len(raw), len(objectMagic))])
 	}
 	b := raw[len(objectMagic):]
 	short := fmt.Sprintf("cut short in its head (%d bytes)", len(raw))
 	if len(b) < 2 {
-		return p, short
+		return p, true, short
 	}
 	n := int(binary.BigEndian.Uint16(b))
 	if len(b) < 2+n+1 {
-		return p, short
+		return p, true, short
 	}
 	p.key, b = b[2:2+n], b[2+n:]
 	n = int(b[0])
 	if len(b) < 1+n+8 {
-		return p, short
+		return p, true, short
 	}
 	p.iv, b = b[1:1+n], b[1+n:]
 	want := binary.BigEndian.Uint64(b)
 	b = b[8:]
 	switch {
 	case uint64(len(b)) < want:
-		return p, fmt.Sprintf("cut short: it holds %d bytes of its %d-byte ciphertext", len(b), want)
+		return p, true, fmt.Sprintf("cut short: it holds %d bytes of its %d-byte ciphertext", len(b), want)
 	case uint64(len(b)) > want:
-		return p, fmt.Sprintf("it holds %d bytes after its %d-byte ciphertext", uint64(len(b))-want, want)
+		return p, true, fmt.Sprintf("it holds %d bytes after its %d-byte ciphertext", uint64(len(b))-want, want)
 	}
 	if len(p.key) == 0 || len(p.iv) == 0 {
-		return p, "its head names no data key or no nonce"
+		return p, true, "its head names no data key or no nonce"
 	}
 	p.ct, p.object = b, true
-	return p, ""
+	return p, true, ""
 }
 
 // parts is a sealed payload's: its data key (encrypted under the KMS key),

@@ -3,23 +3,15 @@ package seal_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sas-go/sas/shared/awsclient"
-	"github.com/sas-go/sas/shared/devkit/provision"
-	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/seal"
-	"github.com/sas-go/sas/shared/statestore"
 )
 
 // plainOf is n bytes of a JSON string of c, its quotes counted.
@@ -177,72 +169,4 @@ func TestAnAlteredOrCutObjectIsRefusedWithTheReason(t *testing.T) {
 	require.ErrorContains(t, err, "this function has no data key")
 	var noKey *seal.Error
 	require.True(t, errors.As(err, &noKey) && noKey.NoKey, "one whose configuration lags its deployment's: given back, not failed")
-}
-
-// Sealed as the payload store seals it (Seal) and kept in the payload
-// bucket, a payload is in the object form, and read back (statestore.Read)
-// it opens in the buffer it was read into; an object kept in the JSON form
-// before the object form existed (an order in flight across the upgrade)
-// still opens; one cut short is a *payload.Error (its claim check's size).
-func TestSealedObjectsOfEitherFormReadBack(t *testing.T) {
-	t.Parallel()
-	s, _, _ := sealer(t)
-	ctx := context.Background()
-	c, err := awsclient.Load(ctx, awsclient.Options{Endpoint: endpoint, Emulated: true})
-	require.NoError(t, err)
-	bucket := "seal-test-forms"
-	require.NoError(t, provision.EnsureBucket(ctx, c.S3, bucket))
-	p := payload.New(c.S3, bucket, 0)
-	key, err := s.NewKey(ctx, "o-forms")
-	require.NoError(t, err)
-	plain := []byte(`{"pages":"` + strings.Repeat("p", 200_000) + `"}`)
-
-	obj, err := p.Seal(key, plain, nil)
-	require.NoError(t, err)
-	require.True(t, seal.IsObject(obj), "over the inline limit: the object form")
-	asObject, err := p.Keep(ctx, "o-forms", "results/a-r1", obj, nil)
-	require.NoError(t, err)
-	ref, ok := payload.Parse(asObject)
-	require.True(t, ok)
-	require.True(t, strings.HasSuffix(ref.Key, payload.SealedSuffix), ref.Key)
-	require.Less(t, ref.Bytes-len(plain), 400, "it weighs its plaintext and its head")
-	got, err := statestore.Read(ctx, p, s, "o-forms", asObject)
-	require.NoError(t, err)
-	require.Equal(t, plain, []byte(got))
-	inJSON, err := key.Seal(plain, nil)
-	require.NoError(t, err)
-
-	// An object kept in the JSON form, as before the object form.
-	sum := sha256Of(inJSON)
-	legacy := payload.Ref{Bucket: bucket, Key: payload.OrderPrefix("o-forms") + "results/c-r1/" + sum, Bytes: len(inJSON), SHA256: sum}
-	_, err = c.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &legacy.Bucket, Key: &legacy.Key, Body: bytes.NewReader(inJSON)})
-	require.NoError(t, err)
-	got, err = statestore.Read(ctx, p, s, "o-forms", payload.Check(legacy, nil))
-	require.NoError(t, err)
-	require.Equal(t, plain, []byte(got), "an object in the JSON form opens")
-
-	// The object cut short in the bucket.
-	_, err = c.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: &ref.Bucket, Key: &ref.Key, Body: bytes.NewReader(obj[:len(obj)/2])})
-	require.NoError(t, err)
-	_, err = statestore.Read(ctx, p, s, "o-forms", asObject)
-	var lost *payload.Error
-	require.ErrorAs(t, err, &lost, "cut short in the bucket: its claim check says so first")
-	require.ErrorContains(t, err, fmt.Sprintf("not the %d kept", ref.Bytes))
-
-	small, err := p.Seal(key, []byte(`{"a":1}`), map[string]string{"orderId": "o-forms"})
-	require.NoError(t, err)
-	require.False(t, seal.IsObject(small), "inline: the JSON form")
-	require.Contains(t, string(small), `"orderId":"o-forms"`)
-	kept, err := p.Keep(ctx, "o-forms", "results/d-r1", small, nil)
-	require.NoError(t, err)
-	require.Equal(t, small, []byte(kept), "kept inline")
-	var noBucket *payload.Store
-	large, err := noBucket.Seal(key, plain, nil)
-	require.NoError(t, err)
-	require.False(t, seal.IsObject(large), "no bucket: the JSON form, which its caller refuses over the inline limit")
-}
-
-func sha256Of(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }

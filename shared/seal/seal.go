@@ -16,6 +16,10 @@
 // open as they are. A claim check of a sealed order keeps the encrypted
 // data key in its head (KeyMember), so that the key is known without
 // reading the payload back.
+//
+// It is a codec of shared/kept, the one boundary for what is kept of a
+// value: only that package seals and opens an order's data with it (and
+// shared/flow makes a deployment's own secrets: NewSecret).
 package seal
 
 import (
@@ -130,8 +134,7 @@ var marker = []byte(`"` + Member + `":`)
 // parse is raw's parts, in either form; ok false if raw is not sealed, and
 // reason, for one in the object form, why it is not whole.
 func parse(raw []byte) (p parts, ok bool, reason string) {
-	if IsObject(raw) {
-		p, reason = parseObject(raw)
+	if p, ok, reason = parseObject(raw); ok {
 		return p, true, reason
 	}
 	p, ok = parseJSON(raw)

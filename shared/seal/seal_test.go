@@ -128,42 +128,6 @@ func TestAnOrdersKeyIsFoundFromItsStoredForm(t *testing.T) {
 	require.False(t, ok, "an order not sealed")
 }
 
-// The largest payload sealed as the payload store seals it (Seal: the
-// object form, its plaintext's size and a few hundred bytes; the JSON form
-// would be four thirds of it in base64) is taken by the payload bucket,
-// and read back and opened whole: a 16 MB result of a sealed order is not
-// refused after its call took effect.
-func TestTheLargestPayloadSealedIsKeptAndOpened(t *testing.T) {
-	t.Parallel()
-	s, _, _ := sealer(t)
-	ctx := context.Background()
-	c, err := awsclient.Load(ctx, awsclient.Options{Endpoint: endpoint, Emulated: true})
-	require.NoError(t, err)
-	bucket := "seal-test-largest"
-	require.NoError(t, provision.EnsureBucket(ctx, c.S3, bucket))
-	p := payload.New(c.S3, bucket, 0)
-	key, err := s.NewKey(ctx, "o-big")
-	require.NoError(t, err)
-	plain := []byte(`{"pages":"` + strings.Repeat("p", payload.MaxBytes-12) + `"}`)
-	require.Len(t, plain, payload.MaxBytes)
-	inJSON, err := key.Seal(plain, nil)
-	require.NoError(t, err)
-	require.LessOrEqual(t, len(inJSON), payload.MaxStoredBytes, "even in the JSON form, a body the store takes (objects kept before the object form)")
-	sealed, err := p.Seal(key, plain, nil)
-	require.NoError(t, err)
-	require.True(t, seal.IsObject(sealed))
-	kept, err := p.Keep(ctx, "o-big", "results/s0-r1", sealed, nil)
-	require.NoError(t, err)
-	ref, ok := payload.Parse(kept)
-	require.True(t, ok)
-	require.Less(t, ref.Bytes, payload.MaxBytes+1024, "kept in the object form")
-	back, err := p.Resolve(ctx, "o-big", kept)
-	require.NoError(t, err)
-	opened, err := s.Open(ctx, "o-big", back)
-	require.NoError(t, err)
-	require.Equal(t, plain, opened)
-}
-
 // incorrectKey is KMS answering a Decrypt whose KeyId is not the key the
 // blob was made under (what KMS answers, and moto does not: it denies).
 type incorrectKey struct{ seal.API }

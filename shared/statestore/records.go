@@ -49,7 +49,7 @@ type Task struct {
 	// them (the first by its name) waits.
 	FlowWaiting int
 	FlowWhy     string
-	// Sealed says its order's data is sealed (seal.Covers), so that a
+	// Sealed says its order's data is sealed (Submission.Sealed), so that a
 	// function with no data key (its configuration lagging a deploy that
 	// set kms) keeps none of its events' data in clear. Orders submitted
 	// before the state item carried it say false.
@@ -255,7 +255,7 @@ type stateItem struct {
 	DeadlineMs  int64              `dynamodbav:"DlMs,omitempty"` // the workflow's order deadline, for later rounds
 	LifetimeMs  int64              `dynamodbav:"LfMs,omitempty"` // the workflow's Lifetime: what the order keeps outlives it
 	KeepS       int64              `dynamodbav:"KpS,omitempty"`  // the retention it was submitted with, in seconds (-1: forever; none: stored before items carried it)
-	Sealed      bool               `dynamodbav:"Sl,omitempty"`   // its order's data is sealed (seal.Covers): set at its submission since this attribute exists
+	Sealed      bool               `dynamodbav:"Sl,omitempty"`   // its order's data is sealed (Submission.Sealed): set at its submission since this attribute exists
 	Unalerted   []string           `dynamodbav:"Ua,stringset,omitempty"`
 	CxBy        string             `dynamodbav:"CxBy,omitempty"`  // who asked for the order's cancellation
 	CxAt        int64              `dynamodbav:"CxAt,omitempty"`  // when
@@ -453,7 +453,7 @@ func (it stateItem) live(sk string) bool {
 // (an order may have 400 records).
 type view struct {
 	snap    *Snapshot
-	done    []workflow.Ref // done in the round with a result stored (Document reads them)
+	done    []workflow.Ref // done in the round with a result stored (Inputs reads them)
 	items   map[int]int    // the items of each forEach step
 	doneAts []doneAt       // the records done, by time, for ReadiedBy
 }

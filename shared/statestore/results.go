@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -17,8 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sas-go/sas/shared/payload"
-	"github.com/sas-go/sas/shared/seal"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -162,51 +160,6 @@ func (it resultItem) result() (Result, error) {
 	return r, nil
 }
 
-// read is a payload of an order as its steps read it (Read).
-func (s *Store) read(ctx context.Context, orderID string, raw json.RawMessage) (json.RawMessage, error) {
-	return Read(ctx, s.payloads, s.sealer, orderID, raw)
-}
-
-// InProductForm reports whether raw is in the product's own stored form:
-// sealed, or a claim check (what only the product makes, and Read reads).
-func InProductForm(raw []byte) bool { return payload.IsCheck(raw) || seal.IsSealed(raw) }
-
-// Read is a payload of an order as its steps read it: read back from p's
-// bucket if a claim check names it there, opened by x if sealed (read
-// back, in the buffer it was read into: it takes no more than its claim
-// check's bytes, payload.Weight).
-func Read(ctx context.Context, p *payload.Store, x *seal.Sealer, orderID string, raw json.RawMessage) (json.RawMessage, error) {
-	ref, ok, err := p.RefOf(orderID, raw)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return x.Open(ctx, orderID, raw) // raw is the caller's: left as it is
-	}
-	b, err := p.Get(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	return x.OpenInPlace(ctx, orderID, b)
-}
-
-// SameOrder reports whether stored, an order as the product stored it
-// (itself, its claim check, or sealed, in p's bucket, under x's key), is
-// body: by its bytes, or its claim check's hash, or, sealed, once read.
-func SameOrder(ctx context.Context, p *payload.Store, x *seal.Sealer, orderID, stored, body string) (bool, error) {
-	if payload.Same(stored, []byte(body)) {
-		return true, nil
-	}
-	if !seal.IsSealed([]byte(stored)) && !strings.Contains(stored, seal.KeyMember) {
-		return false, nil
-	}
-	plain, err := Read(ctx, p, x, orderID, json.RawMessage(stored))
-	if err != nil {
-		return false, err
-	}
-	return string(plain) == body, nil
-}
-
 func deflate(b []byte) []byte {
 	var buf bytes.Buffer
 	w, _ := flate.NewWriter(&buf, flate.BestCompression) // a valid level: no error
@@ -215,123 +168,30 @@ func deflate(b []byte) []byte {
 	return buf.Bytes()
 }
 
-// Document is the document of record r of an order whose state item is it
-// (read as of the claim): the order, and the results of the records done in
-// the round, by name; for an undo action, its step's result too. It reads
-// the results only if some record done has one.
-//
-// A payload kept in the payload bucket (the order, a result: their claim
-// checks, shared/payload) is read back; one gone or altered is a
-// *payload.Error.
-func (s *Store) Document(ctx context.Context, st Step, order json.RawMessage) (workflow.Document, error) {
-	return s.document(ctx, st, order, false)
-}
-
-// DocumentToStream is Document with the payloads kept in the payload bucket
-// left unread, their claim checks in their place, for its Agent to stream
-// them to its service as it sends them (payload.Store.Open), and reserving
-// of its budget only what it reads. A sealed order's (seal.Covers: its
-// results are sealed too) are read and opened (a store with no sealer
-// cannot: a *seal.Error, never its ciphertext streamed), and so are a
-// forEach step's items' results, which its list joins; an order not sealed
-// streams, whether the store has a sealer or not (one stored before its
-// deployment sealed data, or after it stopped).
-func (s *Store) DocumentToStream(ctx context.Context, st Step, order json.RawMessage) (workflow.Document, error) {
-	return s.document(ctx, st, order, !seal.Covers(order))
-}
-
-func (s *Store) document(ctx context.Context, st Step, order json.RawMessage, stream bool) (workflow.Document, error) {
-	doc := workflow.Document{Order: order, Results: map[string]json.RawMessage{}}
+// Inputs is what record st's document is made of, as kept (st read as of
+// its claim): order, as given, and the results of the records done in the
+// round, each marked with its name, and, for a forEach step's item, where
+// it goes in its step's list; for an undo action, its step's result is
+// marked its own. It reads the results only if some record done has one;
+// it reads none of what they hold (shared/kept opens them: Document).
+func (s *Store) Inputs(ctx context.Context, st Step, order kept.Value) (kept.Inputs, error) {
+	in := kept.Inputs{OrderID: st.OrderID, Record: st.Key(), Order: order}
 	if st.Read == nil {
-		return doc, fmt.Errorf("document of %s: the record has no order read with it", st.Key())
+		return in, fmt.Errorf("document of %s: the record has no order read with it", st.Key())
 	}
 	v := st.Read.it.view()
-	var results map[workflow.Ref]Result
-	if len(v.done) > 0 {
-		var err error
-		if results, err = s.Results(ctx, st.OrderID, st.Round); err != nil {
-			return doc, err
-		}
+	if len(v.done) == 0 {
+		return in, nil
 	}
-	// What it weighs read back, reserved of its Agent's budget before it is
-	// read (payload.Reserve: none outside an Agent's attempt).
-	streamed := func(raw json.RawMessage, listed bool) bool { return stream && !listed && payload.IsCheck(raw) }
-	weigh := func(raw json.RawMessage, listed bool) int64 {
-		if streamed(raw, listed) {
-			return int64(len(raw))
-		}
-		return payload.Weight(raw)
+	results, err := s.Results(ctx, st.OrderID, st.Round)
+	if err != nil {
+		return in, err
 	}
-	weight := weigh(order, false)
 	for _, ref := range v.done {
 		if r, ok := results[ref]; ok {
-			weight += weigh(r.JSON, v.items[ref.Index] > 0)
+			in.Results = append(in.Results, kept.Part{Name: r.Name, Item: ref.Item, Items: v.items[ref.Index], Value: kept.Stored(r.JSON),
+				Own: st.Undo && ref == (workflow.Ref{Index: st.Index, Item: st.Item})})
 		}
 	}
-	if err := payload.Reserve(ctx, weight); err != nil {
-		return doc, err
-	}
-	read := func(raw json.RawMessage, listed bool) (json.RawMessage, error) {
-		if streamed(raw, listed) {
-			return raw, nil
-		}
-		return s.read(ctx, st.OrderID, raw)
-	}
-	order, err := read(order, false)
-	if err != nil {
-		return doc, fmt.Errorf("the order of %s: %w", st.Key(), err)
-	}
-	doc.Order = order
-	if len(v.done) == 0 {
-		return doc, nil
-	}
-	lists := map[string][]json.RawMessage{} // a forEach step's result: its items', in order
-	for _, ref := range v.done {
-		r, ok := results[ref]
-		if !ok {
-			continue
-		}
-		if r.JSON, err = read(r.JSON, v.items[ref.Index] > 0); err != nil {
-			return doc, fmt.Errorf("the result of %s: %w", r.Name, err)
-		}
-		if n := v.items[ref.Index]; n > 0 {
-			if lists[r.Name] == nil {
-				lists[r.Name] = make([]json.RawMessage, n)
-			}
-			if ref.Item <= n {
-				lists[r.Name][ref.Item-1] = r.JSON
-			}
-		} else {
-			doc.Results[r.Name] = r.JSON
-		}
-		if st.Undo && ref == (workflow.Ref{Index: st.Index, Item: st.Item}) {
-			doc.Result = r.JSON
-		}
-	}
-	for name, items := range lists {
-		doc.Results[name] = joined(items)
-	}
-	return doc, nil
-}
-
-// joined is the JSON array of a forEach step's items' results, each as it
-// was kept (null: an item done with no answer): byte for byte, so that the
-// list weighs what its items weighed (json.Marshal would write each '<',
-// '>' and '&' as six bytes, and compact each item).
-func joined(items []json.RawMessage) json.RawMessage {
-	n := 1 + len(items)
-	for _, v := range items {
-		n += max(len(v), len("null"))
-	}
-	b := append(make([]byte, 0, n), '[')
-	for k, v := range items {
-		if k > 0 {
-			b = append(b, ',')
-		}
-		if v == nil {
-			v = json.RawMessage("null")
-		}
-		b = append(b, v...)
-	}
-	return append(b, ']')
+	return in, nil
 }

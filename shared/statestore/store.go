@@ -13,8 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sas-go/sas/shared/payload"
-	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -40,17 +38,13 @@ type API interface {
 
 // Store reads and writes the orders table and the state table.
 type Store struct {
-	db     API
-	orders string
-	state  string
-	shards int
-	keep   time.Duration // how long an ended order is kept (0: forever)
-	told   bool          // keep is the deployment's (WithRetention), not a default
-	// payloads reads back what claim checks name (nil: no bucket).
-	payloads *payload.Store
-	// sealer opens an order's sealed data (nil: none sealed).
-	sealer  *seal.Sealer
-	defined sync.Map // by workflow version, *definedOnce: whether this process stored its definition
+	db      API
+	orders  string
+	state   string
+	shards  int
+	keep    time.Duration // how long an ended order is kept (0: forever)
+	told    bool          // keep is the deployment's (WithRetention), not a default
+	defined sync.Map      // by workflow version, *definedOnce: whether this process stored its definition
 }
 
 // definedOnce is one workflow version's definition as this process stored
@@ -95,20 +89,6 @@ func (s *Store) pushOut(it stateItem) (keep time.Duration, existing bool) {
 		return DefaultRetention, true
 	}
 	return it.retention(s.keep), false
-}
-
-// WithPayloads makes Document read back the payloads kept in p's bucket
-// that the order and its results name by claim check.
-func (s *Store) WithPayloads(p *payload.Store) *Store {
-	s.payloads = p
-	return s
-}
-
-// WithSealer makes Document open the order's data and results sealed
-// under its data key (shared/seal).
-func (s *Store) WithSealer(x *seal.Sealer) *Store {
-	s.sealer = x
-	return s
 }
 
 // expires is the ExpiresAttribute value for an order ending at end and

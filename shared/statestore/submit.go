@@ -13,15 +13,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
 // Submission is an accepted order and the workflow that will run it.
 type Submission struct {
-	OrderID    string
-	Order      string // the order's JSON, stored and carried to the Agents
+	OrderID string
+	Order   string // the order as kept (shared/kept), stored and carried to the Agents
+	// Sealed says the order's data is sealed under a data key of its own
+	// (kept.Boundary.SealOrder): what is made of it is sealed too.
+	Sealed     bool
 	ReplyQueue string // where status notifications go ("" for none)
 	Workflow   workflow.Definition
 	// Items counts the items of each forEach step (Definition.Items): one
@@ -68,7 +70,7 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 		DueShard: shardOf(sub.OrderID, s.shards), Shard: shardOf(sub.OrderID, s.shards), DueAt: look, CreatedAt: now, UpdatedAt: now,
 		DeadlineAt: ms(sub.Now.Add(wf.Deadline)), DeadlineMs: wf.Deadline.Milliseconds(),
 		LifetimeMs: wf.Lifetime().Milliseconds(), KeepS: keepSeconds(s.keep),
-		ItemsDone: itemsDone(sub.Items), Finished: &finished, Recs: records(sub, due), Sealed: seal.Covers([]byte(sub.Order)),
+		ItemsDone: itemsDone(sub.Items), Finished: &finished, Recs: records(sub, due), Sealed: sub.Sealed,
 	})
 	if err != nil {
 		return false, fmt.Errorf("encode state of %s: %w", sub.OrderID, err)

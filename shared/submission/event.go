@@ -10,14 +10,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/outcome"
-	"github.com/sas-go/sas/shared/payload"
-	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/sqsbatch"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -80,13 +79,15 @@ func noKey(rec events.SQSMessage, orderID string) error {
 func (h *Handler) event(ctx context.Context, rec events.SQSMessage, e message.Event) error {
 	// A body sent by pointer that Submission wrote over once it took it
 	// (resealEvent) holds the event with its data in the product's form:
-	// it is a repeat, or refused, never taken for that.
+	// it is a repeat, or refused, never taken for that. Any other event
+	// whose data is in that form is refused (take).
 	_, key, byPointer := offload.Pointer(rec.Body)
-	repeatOnly := byPointer && offload.Incoming(key) && statestore.InProductForm(e.Data)
+	own := kept.Own(e.Data)
+	repeatOnly := byPointer && offload.Incoming(key) && own
 	if repeatOnly {
-		e.Data = nil
+		e.Data, own = nil, false
 	}
-	stored, taken, err := h.take(ctx, rec, e, repeatOnly)
+	stored, taken, err := h.take(ctx, rec, e, own, repeatOnly)
 	if err != nil {
 		return err
 	}
@@ -116,16 +117,13 @@ func (h *Handler) resealEvent(ctx context.Context, key string, e message.Event, 
 		return // not sealing, or no data
 	}
 	err := func() error {
-		if !statestore.InProductForm(stored) {
-			k, sealed, err := h.orderKey(ctx, e.OrderID)
-			if err != nil || !sealed {
-				return err
-			}
-			if stored, err = k.Seal([]byte("null"), nil); err != nil {
-				return err
-			}
+		covered, ok, err := h.kept.Covered(ctx, e.OrderID, kept.Stored(stored), func(ctx context.Context) (kept.Value, error) {
+			return h.order(ctx, e.OrderID)
+		})
+		if err != nil || !ok {
+			return err
 		}
-		e.Data = stored
+		e.Data = covered.JSON()
 		b, err := message.Encode(e, 0)
 		if err != nil {
 			return err
@@ -137,20 +135,17 @@ func (h *Handler) resealEvent(ctx context.Context, key string, e message.Event, 
 	}
 }
 
-// orderKey is the data key of the order's sealed data (sealed false: the
-// order is not sealed).
-func (h *Handler) orderKey(ctx context.Context, orderID string) (seal.Key, bool, error) {
+// order is the order as kept, read from the orders table.
+func (h *Handler) order(ctx context.Context, orderID string) (kept.Value, error) {
 	stored, err := h.store.Order(ctx, orderID)
-	if err != nil {
-		return seal.Key{}, false, err
-	}
-	return h.sealer.KeyOf(ctx, orderID, []byte(stored))
+	return kept.Stored([]byte(stored)), err
 }
 
 // take takes event e (event), a repeat of one taken only if repeatOnly, and
 // says whether it took it (recorded, kept, a repeat), with its data as it
-// was stored (nil: not kept by this delivery).
-func (h *Handler) take(ctx context.Context, rec events.SQSMessage, e message.Event, repeatOnly bool) (json.RawMessage, bool, error) {
+// was stored (nil: not kept by this delivery). Its data in the product's
+// own form (own: kept.Own) is refused.
+func (h *Handler) take(ctx context.Context, rec events.SQSMessage, e message.Event, own, repeatOnly bool) (json.RawMessage, bool, error) {
 	h.log.Debug("event received", "order_id", e.OrderID, "event", e.Event, "event_id", e.EventID,
 		"receive", rec.Attributes["ApproximateReceiveCount"], "sent", rec.Attributes["SentTimestamp"])
 	task, _, err := h.store.Load(ctx, e.OrderID)
@@ -164,14 +159,14 @@ func (h *Handler) take(ctx context.Context, rec events.SQSMessage, e message.Eve
 	if err != nil {
 		return nil, false, err
 	}
-	if statestore.InProductForm(e.Data) {
+	if own {
 		return nil, false, message.Invalid("event for %s: its data is the product's own form (%s or %s): send the data itself", e.OrderID,
-			payload.Member, seal.Member)
+			kept.CheckMember, kept.SealedMember)
 	}
 	// Before keepData, which keeps the data as it came when it has no
 	// sealer: an order another instance sealed (this one's configuration
 	// lagging the deploy that set kms) has none of its data in clear.
-	if task.Sealed && h.sealer == nil && len(e.Data) > 0 {
+	if task.Sealed && !h.kept.Seals() && len(e.Data) > 0 {
 		return nil, false, noKey(rec, e.OrderID)
 	}
 	sent := len(e.Data)
@@ -233,24 +228,26 @@ func (h *Handler) keepData(ctx context.Context, def workflow.Definition, e messa
 	if len(data) == 0 || len(data) > def.Limit() {
 		return data, nil
 	}
-	if h.sealer != nil { // sealed under its order's data key, if its order is sealed
-		key, sealed, err := h.orderKey(ctx, e.OrderID)
+	body := kept.Unsealed(data, nil)
+	if h.kept.Seals() { // sealed under its order's data key, if its order is sealed
+		order, err := h.order(ctx, e.OrderID)
 		if err != nil {
 			return nil, err
 		}
-		if sealed { // over the inline limit, in the object form (payload.Store.Seal), which Keep keeps whatever its size
-			if data, err = h.payloads.Seal(key, data, nil); err != nil {
-				return nil, err
-			}
+		// Over the inline limit, in the object form, which Offload keeps
+		// whatever its size.
+		if body, err = h.kept.Seal(ctx, e.OrderID, order, data); err != nil {
+			return nil, err
 		}
 	}
-	if n := len(data); n > h.payloads.Max() {
+	if n := body.Len(); n > h.kept.Max() {
 		return nil, message.Invalid("event for %s: its data is %d bytes, over the %d a deployment without a payload bucket takes (payloadBucket)",
-			e.OrderID, n, h.payloads.Max())
+			e.OrderID, n, h.kept.Max())
 	}
 	what := "events/" + e.Event
 	if e.Token != "" {
 		what = "callbacks"
 	}
-	return h.payloads.Keep(ctx, e.OrderID, what, data, nil)
+	v, err := h.kept.Offload(ctx, e.OrderID, what, body)
+	return v.JSON(), err
 }

@@ -6,7 +6,6 @@ package submission
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,14 +17,13 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sas-go/sas/shared/dispatch"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/outcome"
-	"github.com/sas-go/sas/shared/payload"
-	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/sqsbatch"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -69,8 +67,8 @@ type Config struct {
 // each order's data under a data key of its own, a refusal quoting none of
 // it, and a sender's offloaded body taken from under incoming/ only, and
 // written over once taken. (A sealer open only opens what was sealed
-// before, and seals what is made of it: h.sealer != nil.)
-func (h *Handler) sealsNew() bool { return h.sealer != nil && !h.cfg.OpenOnly }
+// before, and seals what is made of it: h.kept.Seals().)
+func (h *Handler) sealsNew() bool { return h.kept.Seals() && !h.cfg.OpenOnly }
 
 // Handler is the Submission Lambda handler.
 type Handler struct {
@@ -85,10 +83,9 @@ type Handler struct {
 	dispatch dispatch.Dispatcher
 	catalog  *dispatch.Catalog
 	slots    SlotReleaser
-	payloads *payload.Store
+	kept     *kept.Boundary
 	offload  *offload.Store
-	sealer   *seal.Sealer
-	budget   *payload.Budget
+	budget   *kept.Budget
 	large    sync.Mutex // one body by pointer at a time
 	Now      func() time.Time
 	// Crash, if set, is called at each crash point (after a write, before the
@@ -108,19 +105,18 @@ type Deps struct {
 	// attempt held, when its callback is recorded (nil: they end at the
 	// attempt's CompleteBy).
 	Slots SlotReleaser
-	// Payloads keeps an order over the inline limit in the payload bucket
-	// (nil: none: orders are inline only, at most payload.MaxInline).
-	Payloads *payload.Store
+	// Kept keeps an order and its events' data: sealed under a data key of
+	// the order's own (if it seals), and over the inline limit in the
+	// payload bucket (nil: none sealed, every order inline, at most
+	// kept.MaxInline).
+	Kept *kept.Boundary
 	// Offload reads the bodies SQS Extended Client pointers name, in the
 	// payload bucket, and writes a sealed one's over once taken (nil: no
 	// bucket, no pointer followed).
 	Offload *offload.Store
-	// Sealer seals each order's data, and its events', under a data key
-	// of its own (nil: none sealed).
-	Sealer *seal.Sealer
 	// Budget bounds the payload bytes the timers' until documents it reads
 	// hold at once (nil: none).
-	Budget *payload.Budget
+	Budget *kept.Budget
 }
 
 // SlotReleaser lets go a slot of an agent's calls in flight (keyline.Store),
@@ -152,7 +148,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		return &sqsbatch.Processor{Name: "submission", DLQURL: dlq, Rejecter: d.Send, Metrics: d.Metrics,
 			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), OnceAtEnd: true, Hider: hiderOf(d.Send), QueueURL: queue}
 	}
-	return &Handler{cfg: cfg, store: d.Store, send: d.Send, notify: d.Notify, metrics: d.Metrics, log: d.Log, slots: d.Slots, payloads: d.Payloads, offload: d.Offload, sealer: d.Sealer, budget: d.Budget,
+	return &Handler{cfg: cfg, store: d.Store, send: d.Send, notify: d.Notify, metrics: d.Metrics, log: d.Log, slots: d.Slots, kept: d.Kept, offload: d.Offload, budget: d.Budget,
 		Now: time.Now, dispatch: disp, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store},
 		batch: processor(cfg.DLQURL, cfg.QueueURL), events: processor(cfg.EventsDLQURL, cfg.EventsQueueURL)}, nil
 }
@@ -259,8 +255,16 @@ func (h *Handler) body(ctx context.Context, rec events.SQSMessage) (string, erro
 	if err != nil {
 		return "", err
 	}
-	if h.sealer != nil && statestore.InProductForm(b) {
-		return h.resealed(ctx, b)
+	// A body written over once taken (reseal) is the order it holds, its
+	// pointer message come again.
+	b, err = h.kept.Resealed(ctx, b)
+	switch {
+	case errors.Is(err, kept.ErrUnnamed):
+		return "", message.Invalid("an SQS Extended Client message: %v", err)
+	case kept.Broken(err):
+		return "", message.Invalid("an SQS Extended Client message: its sealed body: %v", err)
+	case err != nil:
+		return "", err
 	}
 	return string(b), nil
 }
@@ -283,27 +287,6 @@ func (h *Handler) sendersKey(key string) error {
 			"(Java: withS3KeyPrefix(\"%[2]s\"); Python: the message attribute S3Key, \"%[2]s\" and a UUID)", key, offload.IncomingPrefix)
 	}
 	return nil
-}
-
-// resealed is the order a resealed body (reseal) holds, read back and
-// opened by its head's orderId: its pointer message came again.
-func (h *Handler) resealed(ctx context.Context, stored []byte) (string, error) {
-	var head struct {
-		OrderID string `json:"orderId"`
-	}
-	if json.Unmarshal(stored, &head) != nil || head.OrderID == "" {
-		return "", message.Invalid("an SQS Extended Client message: its body is sealed, and names no order")
-	}
-	plain, err := statestore.Read(ctx, h.payloads, h.sealer, head.OrderID, stored)
-	var lost *payload.Error
-	var broken *seal.Error
-	if errors.As(err, &lost) || errors.As(err, &broken) {
-		return "", message.Invalid("an SQS Extended Client message: its sealed body: %v", err)
-	}
-	if err != nil {
-		return "", err
-	}
-	return string(plain), nil
 }
 
 // eventRecord is a record of the events queue: an event, or a callback.
@@ -356,7 +339,7 @@ func (h *Handler) accept(ctx context.Context, o message.Order) (string, error) {
 		return "", err
 	}
 	created, err := h.store.Submit(ctx, statestore.Submission{
-		OrderID: o.OrderID, Order: body, ReplyQueue: o.ReplyQueue, Workflow: def, Items: items, Now: now})
+		OrderID: o.OrderID, Order: body, Sealed: h.sealsNew(), ReplyQueue: o.ReplyQueue, Workflow: def, Items: items, Now: now})
 	if err != nil {
 		return "", err
 	}
@@ -386,7 +369,7 @@ func (h *Handler) accept(ctx context.Context, o message.Order) (string, error) {
 	// The first step (or the steps that need nothing): its request to its
 	// Agent, or, a wait or a timer, armed.
 	starter := outcome.Starter{Dispatch: h.dispatch, Store: h.store, Recorder: outcome.Recorder{Store: h.store}, Now: h.Now, Log: h.log,
-		Budget: h.budget}
+		Budget: h.budget, Kept: h.kept}
 	// The order as stored, a duplicate's too: not the form this delivery
 	// kept (another data key, another object, sealed or not as the
 	// deployment seals now), which its steps would read for it.
@@ -406,23 +389,19 @@ func (h *Handler) accept(ctx context.Context, o message.Order) (string, error) {
 // claim check's head.
 func (h *Handler) keep(ctx context.Context, o message.Order) (string, error) {
 	head := map[string]string{"orderId": o.OrderID, "workflow": o.Workflow, "replyQueue": o.ReplyQueue}
-	body := []byte(o.JSON())
+	body := kept.Unsealed([]byte(o.JSON()), head)
 	if h.sealsNew() {
-		key, err := h.sealer.NewKey(ctx, o.OrderID)
-		if err != nil {
+		var err error
+		if body, err = h.kept.SealOrder(ctx, o.OrderID, []byte(o.JSON()), head); err != nil {
 			return "", err
 		}
-		if body, err = h.payloads.Seal(key, body, head); err != nil {
-			return "", err
-		}
-		head[seal.KeyMember] = base64.StdEncoding.EncodeToString(key.Blob())
 	}
-	if len(body) > h.payloads.Max() {
+	if body.Len() > h.kept.Max() {
 		return "", message.Invalid("order %s is %d bytes, over the %d a deployment without a payload bucket takes (payloadBucket)",
-			o.OrderID, len(body), h.payloads.Max())
+			o.OrderID, body.Len(), h.kept.Max())
 	}
-	kept, err := h.payloads.Keep(ctx, o.OrderID, "order", body, head)
-	return string(kept), err
+	v, err := h.kept.Offload(ctx, o.OrderID, "order", body)
+	return string(v.JSON()), err
 }
 
 // definition is the workflow an order names (none: the default). A name
@@ -449,7 +428,7 @@ func (h *Handler) sameAsStored(ctx context.Context, o message.Order, now time.Ti
 	if err != nil {
 		return "", err
 	}
-	if same, err := statestore.SameOrder(ctx, h.payloads, h.sealer, o.OrderID, stored, o.JSON()); err != nil || same {
+	if same, err := h.kept.Same(ctx, o.OrderID, kept.Stored([]byte(stored)), o.JSON()); err != nil || same {
 		return stored, err
 	}
 	reason := fmt.Sprintf("orderId %s was already accepted with different content", o.OrderID)

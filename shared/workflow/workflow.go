@@ -164,7 +164,7 @@ type Agent struct {
 	// MemoryMB is its function's memory (0: the stack's, 128): more for an
 	// agent whose steps read large payloads (each instance reads documents
 	// of up to a quarter of it at once, and at least 33 MB:
-	// payload.BudgetFor).
+	// kept.BudgetFor).
 	MemoryMB int `json:",omitempty"`
 	// RateLimit bounds its calls across every instance (zero: none): no
 	// window of its period holds more than RateLimit.Most() of them at the

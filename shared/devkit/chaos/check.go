@@ -123,7 +123,7 @@ func checkSkipped(set workflow.Set, ids []string, tasks map[string]statestore.Ta
 }
 
 // tooLarge reports whether a record's error says its step failed for a
-// size: its document over its Agent's budget (payload.DocumentError), its
+// size: its document over its Agent's budget (kept.DocumentError), its
 // answer over its workflow's result limit.
 func tooLarge(lastError string) bool {
 	return strings.Contains(lastError, "its agent reads for one call") || strings.Contains(lastError, "-byte result limit")

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/payload"
@@ -83,7 +84,7 @@ func findClearCopies(ctx context.Context, stack *localrun.Stack, tasks map[strin
 // order not stored, or an event its order did not receive (refused) is
 // neither.
 func clearCopy(body []byte, tasks map[string]statestore.Task) (why, written string) {
-	if statestore.InProductForm(body) {
+	if kept.Own(body) {
 		return "", "order"
 	}
 	m, err := message.DecodeOrdersMessage(string(body))
@@ -98,7 +99,7 @@ func clearCopy(body []byte, tasks map[string]statestore.Task) (why, written stri
 	case message.Event:
 		t, ok := tasks[m.OrderID]
 		switch {
-		case statestore.InProductForm(m.Data):
+		case kept.Own(m.Data):
 			return "", "event"
 		case ok && m.Token == "" && t.Events[m.Event] == m.EventID:
 			return fmt.Sprintf("event %s of order %s, received", m.EventID, m.OrderID), ""

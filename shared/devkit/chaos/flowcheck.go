@@ -192,11 +192,11 @@ func (f *flowRun) settleKeys(ctx context.Context, ended map[string]bool, within 
 // (keyname.ShortKey).
 func (f *flowRun) keyName(ctx context.Context, a, c string) (string, error) {
 	d := f.stack.Deployment
-	sealer := d.Sealer()
-	if !d.Config.SealData || sealer == nil {
+	k := d.Kept()
+	if !d.Config.SealData || !k.Seals() {
 		return keyname.ShortKey(c), nil
 	}
-	return keyname.NewNamer(d.Clients.DynamoDB, d.Config.Topology.StateTable(), a, sealer).Name(ctx, c)
+	return keyname.NewNamer(d.Clients.DynamoDB, d.Config.Topology.StateTable(), a, k.Sealer()).Name(ctx, c)
 }
 
 func (f *flowRun) read(ctx context.Context, k agentKey) ([]slotEntry, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/devkit/runner"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/payload"
@@ -243,15 +244,15 @@ func (h *hostileRun) requireAnswersKept(id string) {
 	require.NoError(h.t, err)
 	require.Len(h.t, results, 2, "%s: a result of each step", id)
 	for _, r := range results {
-		kept, err := h.stack.Deployment.Payloads().Resolve(ctx, id, r.JSON)
+		got, err := h.stack.Deployment.Kept().Open(ctx, id, kept.Stored(r.JSON))
 		require.NoError(h.t, err)
 		sent, contentType := h.sim.Answer(h.effect(id, r.Name))
 		if contentType == "application/json" {
-			require.True(h.t, string(sent) == string(kept), "%s's %s: %d bytes answered, %d kept", id, r.Name, len(sent), len(kept))
+			require.True(h.t, string(sent) == string(got), "%s's %s: %d bytes answered, %d kept", id, r.Name, len(sent), len(got))
 			continue
 		}
 		var text string
-		require.NoError(h.t, json.Unmarshal(kept, &text), "%s's %s: an answer not JSON is kept as a string", id, r.Name)
+		require.NoError(h.t, json.Unmarshal(got, &text), "%s's %s: an answer not JSON is kept as a string", id, r.Name)
 		require.True(h.t, text == asText(sent), "%s's %s: %d bytes answered, a string of %d kept", id, r.Name, len(sent), len(text))
 	}
 }

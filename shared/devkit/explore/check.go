@@ -85,7 +85,7 @@ func (w *World) checkClearCopies() []string {
 			bad = append(bad, fmt.Sprintf("a sealed run leaves no clear copy of what it took: %s still holds %s", key, brief(body)))
 		}
 	}
-	for _, key := range w.bucket.keys(payload.OrdersPrefix) {
+	for _, key := range w.bucket.keys(offload.OrdersPrefix) {
 		if b := w.bucket.object(key); !seal.IsObject(b) || !strings.HasSuffix(key, payload.SealedSuffix) {
 			bad = append(bad, fmt.Sprintf("a sealed run keeps its payloads sealed in the object form: %s holds %.60q", key, b))
 		}

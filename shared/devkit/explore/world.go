@@ -16,6 +16,7 @@ import (
 	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/alert"
 	"github.com/sas-go/sas/shared/flow"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/metrics"
@@ -155,8 +156,6 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 		if p.pointers {
 			w.pointing = rand.New(rand.NewPCG(p.seed, 0x9017))
 		}
-		w.store.WithPayloads(w.payloads)
-		w.handlersStore.WithPayloads(w.payloads)
 	}
 	if p.sealed {
 		w.keys = newKeys(p.seed, p.faulty, w.count)
@@ -164,8 +163,6 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 		// own: the orders' data keys, and their faults, are as they were.
 		w.secretKeys = newKeys(p.seed+secretStream, p.faulty, w.count)
 		w.sealer = seal.New(w.keys, explorerKey)
-		w.store.WithSealer(w.sealer)
-		w.handlersStore.WithSealer(w.sealer)
 	}
 	w.db, w.flow, w.lines = limited, flow.NewStore(limited, topo.StateTable()), keyline.NewStore(limited, topo.StateTable())
 	w.handlersFlow = flow.NewStore(w.handlersDB, topo.StateTable())
@@ -186,13 +183,14 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 	}
 	if w.sub, err = submission.New(submission.Config{Workflows: w.set, AgentQueues: requests,
 		SchedulerQueueURL: w.url(topo.SchedulerQueue().Name), DLQURL: w.url(topo.OrdersQueue().DLQName)},
-		submission.Deps{Store: w.handlersStore, Send: w.sender, Notify: ntf, Metrics: m, Log: log, Slots: passCounted{w.handlersLines, w.count}, Payloads: w.payloads,
-			Offload: w.offload(), Sealer: w.sealer}); err != nil {
+		submission.Deps{Store: w.handlersStore, Send: w.sender, Notify: ntf, Metrics: m, Log: log, Slots: passCounted{w.handlersLines, w.count},
+			Kept: kept.New(w.payloads, w.sealer), Offload: w.offload()}); err != nil {
 		return nil, err
 	}
 	alerts := alert.New(publisher{w}, "arn:aws:sns:us-east-1:000000000000:alerts", m)
 	if w.sched, err = scheduler.New(scheduler.Config{Workflows: w.set, AgentQueues: requests, DLQURL: w.url(topo.SchedulerQueue().DLQName)},
-		scheduler.Deps{Store: w.handlersStore, Send: w.sender, Alerts: alerts, Notify: ntf, Metrics: m, Log: log}); err != nil {
+		scheduler.Deps{Store: w.handlersStore, Send: w.sender, Alerts: alerts, Notify: ntf, Metrics: m, Log: log,
+			Kept: kept.New(w.payloads, w.sealer)}); err != nil {
 		return nil, err
 	}
 	w.sup = supervisor.New(supervisor.Config{SchedulerQueueURL: w.url(topo.SchedulerQueue().Name), AgentQueues: agentQueues,
@@ -213,7 +211,7 @@ func (w *World) newInstance(a string) *instance {
 	store, sealer := w.handlersStore, w.sealer
 	if w.keys != nil {
 		sealer = seal.New(w.keys, explorerKey)
-		store = statestore.New(w.handlersDB, w.topo.OrdersTable(), w.topo.StateTable(), 1).WithPayloads(w.payloads).WithSealer(sealer)
+		store = statestore.New(w.handlersDB, w.topo.OrdersTable(), w.topo.StateTable(), 1)
 	}
 	var names *keyname.Namer // in a sealed run, its keys by their names
 	if w.secretKeys != nil && f.perKey != nil {
@@ -226,7 +224,7 @@ func (w *World) newInstance(a string) *instance {
 		Backoff: resilience.Backoff{Base: time.Second, Max: 4 * time.Second}, CallTimeout: time.Minute, Margin: 100 * time.Millisecond},
 		agent.Deps{Remote: service{agent: a, w: w}, Breaker: &resilience.Breaker{Threshold: 1 << 30, Cooldown: time.Hour},
 			Store: watchedStore{Store: store, w: w}, Send: w.sender, Metrics: metrics.New(io.Discard, "explore"), Log: log,
-			Gate: &flow.Gate{Store: w.handlersFlow, Sleep: w.sleeper("its rate turn"), Background: w.background("flow controls refreshed beside a call")}, Lines: w.handlersLines, Payloads: w.payloads, Sealer: sealer, Names: names})
+			Gate: &flow.Gate{Store: w.handlersFlow, Sleep: w.sleeper("its rate turn"), Background: w.background("flow controls refreshed beside a call")}, Lines: w.handlersLines, Kept: kept.New(w.payloads, sealer), Names: names})
 	h.Now, h.Sleep, h.Crash = w.clock, w.sleeper("a backoff"), w.crash
 	in := &instance{h: h}
 	w.instances[a] = append(w.instances[a], in)

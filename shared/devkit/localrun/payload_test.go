@@ -23,6 +23,7 @@ import (
 	"github.com/sas-go/sas/shared/agent"
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/offload"
@@ -293,7 +294,7 @@ func TestASealedEventSentByPointerLeavesNoClearCopy(t *testing.T) {
 	var stored message.Event
 	require.NoError(t, json.Unmarshal(read(), &stored))
 	require.Equal(t, "e-big", stored.EventID)
-	require.True(t, payload.IsCheck(stored.Data), "the event as stored: the claim check of its sealed data, not %.200s", stored.Data)
+	require.True(t, isCheck(stored.Data), "the event as stored: the claim check of its sealed data, not %.200s", stored.Data)
 
 	pointer := fmt.Sprintf(`["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":%q,"s3Key":%q}]`, bucket, key)
 	events := e.stack.Topology().EventsQueue()
@@ -442,7 +443,7 @@ func orderAndResultOf16MB(t *testing.T, endpoint string) {
 	require.NotEmpty(t, results)
 	for _, r := range results {
 		if r.Name == "scan" {
-			require.True(t, payload.IsCheck(r.JSON), "scan's result item holds a claim check: %.200s", r.JSON)
+			require.True(t, isCheck(r.JSON), "scan's result item holds a claim check: %.200s", r.JSON)
 		}
 		require.Less(t, len(r.JSON), 4096, "%s's result item", r.Name)
 	}
@@ -450,7 +451,7 @@ func orderAndResultOf16MB(t *testing.T, endpoint string) {
 
 // With sealData, the same: a 16 MB order whose first step answers 16 MB
 // runs its three steps and two undos at the Agent's smallest memory (128
-// MB: its payload budget, payload.MinDocumentBytes). Each payload is kept
+// MB: its payload budget, kept.MinDocumentBytes). Each payload is kept
 // in the bucket in the sealed object form (its ciphertext as it is, no
 // base64), so that it weighs its plaintext and a few hundred bytes: the
 // order and scan's result, read whole (sealed data is not streamed), fit
@@ -494,8 +495,8 @@ func TestASealedOrderAndResultOf16MBRunAndAreUndone(t *testing.T) {
 	for _, ref := range []payload.Ref{order, result} {
 		require.Less(t, ref.Bytes, payload.MaxBytes+1024, "%s: the plaintext and its seal's head", ref)
 	}
-	require.LessOrEqual(t, payload.Weight([]byte(stored))+payload.Weight(results[workflow.Ref{Index: 0}].JSON),
-		int64(payload.MinDocumentBytes), "a 128 MB Agent's budget")
+	require.LessOrEqual(t, kept.Stored([]byte(stored)).Weight()+kept.Stored(results[workflow.Ref{Index: 0}].JSON).Weight(),
+		int64(kept.MinDocumentBytes), "a 128 MB Agent's budget")
 
 	// Ciphertext at rest: both objects sealed, and the sender's offloaded
 	// body written over with the order's claim check.
@@ -750,4 +751,10 @@ func TestASkipsResultOfASealedOrderIsSealed(t *testing.T) {
 	st, err := op.Status(ctx, "hold-1")
 	require.NoError(t, err)
 	require.JSONEq(t, given, string(resultOf(t, st, "file")), "the operator reads it back")
+}
+
+// isCheck reports whether raw is a claim check (payload.Parse).
+func isCheck(raw []byte) bool {
+	_, ok := payload.Parse(raw)
+	return ok
 }

@@ -40,7 +40,7 @@ func TestASkipsLargeResultGoesToTheBucketItsOrderNames(t *testing.T) {
 	}
 	stored, err := e.stack.Store.Order(ctx, "skip-big")
 	require.NoError(t, err)
-	require.True(t, payload.IsCheck([]byte(stored)), "skip-big keeps its order in the bucket")
+	require.True(t, isCheck([]byte(stored)), "skip-big keeps its order in the bucket")
 
 	answer := `{"pages":"` + pages(100<<10) + `"}`
 	skip := func(id string) outcome.HoldDecision {

@@ -135,7 +135,7 @@ func holdSkip(t *testing.T, s *statestore.Store) {
 	require.True(t, recs[step1].HasResult)
 	require.False(t, recs[step2].DueAt.IsZero())
 	st := claimed(t, s, "o-1", step2, t0.Add(time.Minute))
-	doc, err := s.Document(ctx, st, json.RawMessage(`{}`))
+	doc, err := document(ctx, s, nil, st, json.RawMessage(`{}`))
 	require.NoError(t, err)
 	require.JSONEq(t, `{"charged":"by hand"}`, string(doc.Results["s1"]), "the next step reads the result given")
 	rec, err := complete(ctx, s, "o-1", step2, st.Attempt, t0.Add(time.Minute))

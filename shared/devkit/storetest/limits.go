@@ -181,7 +181,7 @@ func largestOrder(t *testing.T, s *statestore.Store, m *measured) {
 	require.Len(t, ready, items[2], "the last item made the next step's 99 items ready, once")
 	// The largest answer is read back whole, and every item's, in item order.
 	first := claimedAs(t, s, "o-big", workflow.Ref{Index: 2, Item: 1}, t0)
-	doc, err := s.Document(ctx, first, json.RawMessage(order))
+	doc, err := document(ctx, s, nil, first, json.RawMessage(order))
 	require.NoError(t, err)
 	require.JSONEq(t, string(answer(payload.MaxInline, 0)), string(doc.Results["s0"]), "the largest answer, read back whole")
 	var lines []json.RawMessage

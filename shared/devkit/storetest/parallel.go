@@ -157,7 +157,7 @@ func itemsRace(t *testing.T, s *statestore.Store) {
 
 // A forEach step's result, as the steps after it read it, is its items'
 // results as they were kept, joined: byte for byte, so that it weighs what
-// they weighed (payload.Weight, its Agent's budget). Joined by
+// they weighed (kept.Value.Weight, its Agent's budget). Joined by
 // json.Marshal, each '<', '>' and '&' of them was written \u003c, six
 // times as long as weighed, and each item compacted.
 func itemsAsKept(t *testing.T, s *statestore.Store) {
@@ -175,7 +175,7 @@ func itemsAsKept(t *testing.T, s *statestore.Store) {
 		ready = append(ready, rec.Ready...)
 	}
 	require.Equal(t, []workflow.Ref{pf}, ready)
-	doc, err := s.Document(ctx, claimed(t, s, "o-1", pf, t0), json.RawMessage(`{"orderId":"o-1","items":[1,2,3]}`))
+	doc, err := document(ctx, s, nil, claimed(t, s, "o-1", pf, t0), json.RawMessage(`{"orderId":"o-1","items":[1,2,3]}`))
 	require.NoError(t, err)
 	require.Equal(t, "["+strings.Join(answers, ",")+"]", string(doc.Results["s4"]))
 }

@@ -106,7 +106,7 @@ func documentOfDone(t *testing.T, s *statestore.Store) {
 	firstDone(t, s, "o-1", `{"held":2}`)
 	st, err := claim(ctx, s, "o-1", step1, "agent-1", t0)
 	require.NoError(t, err)
-	doc, err := s.Document(ctx, st, json.RawMessage(`{"orderId":"o-1"}`))
+	doc, err := document(ctx, s, nil, st, json.RawMessage(`{"orderId":"o-1"}`))
 	require.NoError(t, err)
 	require.JSONEq(t, `{"held":2}`, string(doc.Results["s0"]))
 	require.JSONEq(t, `{"orderId":"o-1"}`, string(doc.Order))
@@ -115,7 +115,7 @@ func documentOfDone(t *testing.T, s *statestore.Store) {
 	firstDone(t, s, "o-2", "")
 	st, err = claim(ctx, s, "o-2", step1, "agent-1", t0)
 	require.NoError(t, err)
-	doc, err = s.Document(ctx, st, json.RawMessage(`{}`))
+	doc, err = document(ctx, s, nil, st, json.RawMessage(`{}`))
 	require.NoError(t, err)
 	require.Empty(t, doc.Results, "nothing answered: nothing read")
 }

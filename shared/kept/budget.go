@@ -1,4 +1,4 @@
-package payload
+package kept
 
 import (
 	"context"
@@ -77,10 +77,10 @@ func Reserving(ctx context.Context, b *Budget, until time.Time, answer int64) (c
 	return context.WithValue(ctx, reservationKey{}, r), r.release
 }
 
-// Reserve takes n bytes of the budget of ctx's reservation, and its
+// reserve takes n bytes of the budget of ctx's reservation, and its
 // answer's, waiting for them, once (none in ctx, or taken already: nothing
 // to take). A document over the whole budget is a *DocumentError.
-func Reserve(ctx context.Context, n int64) error {
+func reserve(ctx context.Context, n int64) error {
 	r, _ := ctx.Value(reservationKey{}).(*Reservation)
 	if r == nil {
 		return nil
@@ -122,16 +122,4 @@ func (r *Reservation) release() {
 		r.b.sem.Release(r.held)
 		r.held = 0
 	}
-}
-
-// Weight is what a payload weighs once read back: its claim check's bytes,
-// or its own. Read back, an object takes one buffer of its size, and a
-// sealed one is opened in it (seal.Sealer.OpenInPlace): in the object form
-// it is its plaintext and a few hundred bytes; in the JSON form (objects
-// kept before the object form existed), four thirds of it.
-func Weight(raw []byte) int64 {
-	if ref, ok := Parse(raw); ok {
-		return int64(ref.Bytes)
-	}
-	return int64(len(raw))
 }

@@ -1,4 +1,4 @@
-package payload
+package kept
 
 import "bytes"
 
@@ -12,7 +12,7 @@ var (
 
 // Wire is the JSON text b as it travels in a message: its U+FFFE and U+FFFF
 // written \ufffe and \uffff (six bytes for three), b itself if it has none.
-// Keep decides on it whether a payload stays inline, and message.Encode
+// Offload decides on it whether a value stays inline, and message.Encode
 // writes every message so: what is weighed is what travels.
 func Wire(b []byte) []byte {
 	if !bytes.Contains(b, rawFFFE) && !bytes.Contains(b, rawFFFF) {

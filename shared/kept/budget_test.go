@@ -1,4 +1,4 @@
-package payload
+package kept
 
 import (
 	"context"
@@ -13,22 +13,22 @@ import (
 // nothing is reserved; a document over the whole budget is refused.
 func TestAReservationHoldsItsDocumentsBytesOfTheBudget(t *testing.T) {
 	t.Parallel()
-	require.NoError(t, Reserve(context.Background(), 1<<40), "no reservation in ctx: nothing taken, no limit")
+	require.NoError(t, reserve(context.Background(), 1<<40), "no reservation in ctx: nothing taken, no limit")
 
 	b := BudgetFor(128)
 	require.EqualValues(t, MinDocumentBytes, b.max, "128 MB: a quarter is less than a document at the limits")
 	require.EqualValues(t, 1<<30, BudgetFor(4096).max, "a quarter of 4 GB")
 
 	ctx, done := Reserving(context.Background(), b, time.Time{}, 0)
-	require.NoError(t, Reserve(ctx, 32<<20))
-	require.NoError(t, Reserve(ctx, 12<<20), "a read after its document rides on its reservation: no wait")
+	require.NoError(t, reserve(ctx, 32<<20))
+	require.NoError(t, reserve(ctx, 12<<20), "a read after its document rides on its reservation: no wait")
 	require.False(t, b.sem.TryAcquire(2<<20), "32 MB held: 1 MB left")
 	require.True(t, b.sem.TryAcquire(1<<20))
 	b.sem.Release(1 << 20)
 
 	other, otherDone := Reserving(context.Background(), b, time.Time{}, 0)
 	got := make(chan error, 1)
-	go func() { got <- Reserve(other, 10<<20) }() // waits for the first attempt's bytes
+	go func() { got <- reserve(other, 10<<20) }() // waits for the first attempt's bytes
 	select {
 	case err := <-got:
 		t.Fatalf("another attempt took bytes the first holds: %v", err)
@@ -43,7 +43,7 @@ func TestAReservationHoldsItsDocumentsBytesOfTheBudget(t *testing.T) {
 	var derr *DocumentError
 	ctx, done = Reserving(context.Background(), b, time.Time{}, 0)
 	defer done()
-	require.ErrorAs(t, Reserve(ctx, b.max+1), &derr)
+	require.ErrorAs(t, reserve(ctx, b.max+1), &derr)
 	require.ErrorContains(t, derr, "raise the agent's memory")
 }
 
@@ -54,10 +54,10 @@ func TestAReservationWaitsNoLaterThanItsAttemptCan(t *testing.T) {
 	b := BudgetFor(128)
 	first, done := Reserving(context.Background(), b, time.Time{}, 0)
 	defer done()
-	require.NoError(t, Reserve(first, b.max))
+	require.NoError(t, reserve(first, b.max))
 	late, lateDone := Reserving(context.Background(), b, time.Now(), 0) // its last moment has come
 	defer lateDone()
-	err := Reserve(late, 1<<20)
+	err := reserve(late, 1<<20)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.ErrorIs(t, err, ErrBudgetBusy)
 	require.EqualValues(t, 0, late.Value(reservationKey{}).(*Reservation).held)
@@ -71,13 +71,13 @@ func TestAReservationHoldsItsAnswersBytesToo(t *testing.T) {
 	t.Parallel()
 	b := BudgetFor(128)
 	first, done := Reserving(context.Background(), b, time.Time{}, 16<<20)
-	require.NoError(t, Reserve(first, 1<<10))
+	require.NoError(t, reserve(first, 1<<10))
 	require.EqualValues(t, 16<<20+1<<10, first.Value(reservationKey{}).(*Reservation).held)
 	second, secondDone := Reserving(context.Background(), b, time.Time{}, 16<<20)
-	require.NoError(t, Reserve(second, 1<<10), "two fit in 33 MB")
+	require.NoError(t, reserve(second, 1<<10), "two fit in 33 MB")
 	third, thirdDone := Reserving(context.Background(), b, time.Time{}, 16<<20)
 	got := make(chan error, 1)
-	go func() { got <- Reserve(third, 1<<10) }()
+	go func() { got <- reserve(third, 1<<10) }()
 	select {
 	case err := <-got:
 		t.Fatalf("a third attempt whose answer may be 16 MB took bytes the first two hold: %v", err)
@@ -90,6 +90,6 @@ func TestAReservationHoldsItsAnswersBytesToo(t *testing.T) {
 
 	whole, wholeDone := Reserving(context.Background(), b, time.Time{}, 16<<20)
 	defer wholeDone()
-	require.NoError(t, Reserve(whole, 32<<20), "a document at the limits, its answer beside it: the whole budget")
+	require.NoError(t, reserve(whole, 32<<20), "a document at the limits, its answer beside it: the whole budget")
 	require.EqualValues(t, b.max, whole.Value(reservationKey{}).(*Reservation).held)
 }
