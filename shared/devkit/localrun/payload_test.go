@@ -85,11 +85,17 @@ func (s *scans) ApplyInput(ctx context.Context, action, key string, in *agent.In
 	defer r.Close()
 	n := &counted{r: r}
 	out, err := s.apply(action, json.NewDecoder(n), func() int { return n.n }, true)
-	if read := in.Err(); err != nil && read != nil {
-		// Its input broke off as it was read (S3 slow past the attempt's
-		// time, on a loaded machine): no refusal of a document, but the
-		// read's own error, as agent.Streamer asks: a call not made.
-		return nil, read
+	switch {
+	case err != nil && in.Err() != nil:
+		// Its input broke off as it was read: no refusal of a document,
+		// but the read's own error, as agent.Streamer asks: a call not
+		// made.
+		return nil, in.Err()
+	case err != nil && ctx.Err() != nil:
+		// Its attempt's time ran out as it read (S3 slow on a loaded
+		// machine: CI met it): out of time, not a refusal, which would end
+		// the order CompensationFailed.
+		return nil, ctx.Err()
 	}
 	return out, err
 }
