@@ -2,14 +2,10 @@ package agent
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 
 	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/message"
-	"github.com/sas-go/sas/shared/outcome"
-	"github.com/sas-go/sas/shared/statestore"
-	"github.com/sas-go/sas/shared/workflow"
 )
 
 // KeyWait is how long a call whose key's slots are all held waits before it
@@ -30,7 +26,7 @@ const MinCallTime = time.Second
 func (h *Handler) admit(ctx context.Context, req *message.AgentRequest) (waits bool, err error) {
 	if w := h.breaker.RetryIn(); w > 0 {
 		open := &BreakerOpenError{Agent: h.cfg.Name, Wait: w}
-		return true, h.later(ctx, *req, w+time.Duration(rand.Int64N(int64(time.Second))), open.Error())
+		return true, h.later(ctx, *req, w+jitter(), open.Error())
 	}
 	if h.gate == nil {
 		return false, nil
@@ -51,25 +47,28 @@ func (h *Handler) admit(ctx context.Context, req *message.AgentRequest) (waits b
 // a pause or a back-off that came meanwhile (another instance met a 429),
 // and last its rate limit's turn, decided at the moment of the call (so the
 // service sees the calls spaced as their turns: nothing between the turn
-// and the call but the request). An attempt that may not call now is given
-// back, no failure counted and nothing undone (gaveBack). let gives its
-// key's slot back: the call's end.
-func (h *Handler) beforeCall(ctx context.Context, def workflow.Definition, st *statestore.Step, req message.AgentRequest,
-	key string) (let func(), gaveBack bool, err error) {
+// and the call but the request). An attempt that may not call now is a
+// *waitError: given back, no failure counted and nothing undone (judge).
+// let gives its key's slot back: the call's end.
+func (h *Handler) beforeCall(ctx context.Context, a *attempt) (let func(), err error) {
 	let = func() {}
 	if h.gate == nil {
-		return let, false, nil
+		return let, nil
 	}
-	if key != "" && h.lines != nil {
-		slot, err := h.holdSlot(ctx, st, req, key)
+	st := a.st
+	if a.key != "" && h.lines != nil {
+		slot, err := h.holdSlot(ctx, st, a.req, a.key)
 		if err != nil {
-			return let, false, err // SQS delivers it again; the claim is recovered at its CompleteBy
+			// Given back, not called (notCalled); not given back either,
+			// SQS delivers it again and the claim is recovered at its
+			// CompleteBy.
+			return let, err
 		}
 		if !slot.held {
-			req.Slot, req.Round = key, st.Round // its fallback: if it finds nothing to run, it leaves the line
-			return let, true, h.giveBack(ctx, def, st, flow.Verdict{Wait: slot.wait, Why: slot.why}, req)
+			a.req.Slot, a.req.Round = a.key, st.Round // its fallback: if it finds nothing to run, it leaves the line
+			return let, &waitError{flow.Verdict{Wait: slot.wait, Why: slot.why}}
 		}
-		let = func() { h.releaseSlot(ctx, st, key) }
+		let = func() { h.releaseSlot(ctx, st, a.key) }
 	}
 	v, err := h.gate.Recheck(ctx, h.cfg.Name, h.Now())
 	if err == nil && v.Wait == 0 && h.cfg.RateLimit.Calls > 0 {
@@ -89,11 +88,11 @@ func (h *Handler) beforeCall(ctx context.Context, def workflow.Definition, st *s
 	if err != nil || v.Wait > 0 {
 		let()
 		if err != nil {
-			return func() {}, false, err
+			return func() {}, err
 		}
-		return func() {}, true, h.giveBack(ctx, def, st, v, req)
+		return func() {}, &waitError{v}
 	}
-	return let, false, nil
+	return let, nil
 }
 
 // awaitTurn waits for a turn of the rate limit for a request to the service
@@ -141,37 +140,4 @@ func (h *Handler) withTurns(ctx context.Context, deadline time.Time) context.Con
 		return ctx
 	}
 	return context.WithValue(ctx, turnKey{}, func(ctx context.Context) error { return h.awaitTurn(ctx, deadline) })
-}
-
-// giveBack gives the claimed attempt back before its call was made, with no
-// failure counted and nothing to undo, ready again when v's wait ends, and
-// sends its request again for then.
-func (h *Handler) giveBack(ctx context.Context, def workflow.Definition, st *statestore.Step, v flow.Verdict,
-	req message.AgentRequest) error {
-	return h.release(ctx, def, st, v, req, false)
-}
-
-// release gives the claimed attempt back, no failure counted (ran: a
-// request of it may have taken effect), ready again when v's wait ends; if
-// the order is being undone, the undoing goes on (what it made ready is
-// replied to the Scheduler); else the request is sent again for then.
-func (h *Handler) release(ctx context.Context, def workflow.Definition, st *statestore.Step, v flow.Verdict,
-	req message.AgentRequest, ran bool) error {
-	var rec outcome.Recorded
-	err := h.persist(ctx, st, "its give-back", func(ctx context.Context) error {
-		now := h.Now()
-		var err error
-		rec, err = outcome.Recorder{Store: h.store}.Release(ctx, def, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(),
-			Attempt: st.Attempt, Round: st.Round, Token: st.Token, Read: st.Read, Ran: ran, Now: now}, now.Add(v.Wait), v.Why)
-		return err
-	})
-	if err != nil || rec.Stale {
-		return err // not its to give back (recovered meanwhile): nothing more
-	}
-	if rec.State != workflow.Pending && rec.State != workflow.Held {
-		// The order is being undone (or ended): the attempt runs no more,
-		// and what the undoing made ready goes to the Scheduler.
-		return h.replyMove(ctx, def, st, req.Payload, rec)
-	}
-	return h.later(ctx, req, v.Wait, v.Why)
 }

@@ -128,3 +128,18 @@ func ordinal(n int) string {
 	}
 	return fmt.Sprintf("%d%s", n, suffix)
 }
+
+// keyOf is the attempt's key of calls in flight in its document doc, by the
+// name it is kept by (keyName): "" for none. An expression that fails on
+// the document refuses the step (a *PermanentError); one out of time is
+// workflow.ErrExpressionTimeout.
+func (h *Handler) keyOf(ctx context.Context, doc workflow.Document) (string, error) {
+	key, err := h.cfg.PerKey.KeyFor(doc)
+	if err != nil && !errors.Is(err, workflow.ErrExpressionTimeout) {
+		return "", &PermanentError{Status: 0, Body: fmt.Sprintf("%s's key of its calls in flight: %v", h.cfg.Name, err), Cause: err}
+	}
+	if err != nil || key == "" {
+		return "", err
+	}
+	return h.keyName(ctx, key)
+}

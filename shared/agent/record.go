@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
@@ -14,6 +15,43 @@ import (
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
+
+// record carries out the verdict v on attempt a (judge's): the one
+// function that ends an attempt, whatever came of it.
+func (h *Handler) record(ctx context.Context, a *attempt, v verdict) error {
+	switch v.kind {
+	case keepResult:
+		res, refusal, err := h.resultOf(ctx, a.def, a.st, v.result, a.order)
+		if err != nil {
+			// Not sealed (KMS failed, its tries spent): SQS delivers the
+			// request again, and its claim is refused; the Supervisor
+			// recovers the attempt at its CompleteBy.
+			return err
+		}
+		return h.recordOutcome(ctx, a.def, a.st, outcome.Attempt{Refusal: refusal, Ran: refusal != ""}, res, a.order)
+	case recordRefusal:
+		if v.warn != "" {
+			h.log.Warn(v.warn, "order_id", a.st.OrderID, "err", v.refusal)
+		}
+		return h.recordOutcome(ctx, a.def, a.st, outcome.Attempt{Refusal: v.refusal, Ran: v.ran}, keptResult{}, a.order)
+	case giveBack:
+		return h.release(ctx, a.def, a.st, flow.Verdict{Wait: v.delay(), Why: v.why}, a.req, v.ran)
+	case giveBackUncalled:
+		return h.notCalled(ctx, a, v.err, v.ran)
+	case slowDown:
+		return h.holdEveryInstance(ctx, a, v)
+	case acceptAsync:
+		h.accept(ctx, a)
+		return nil // its callback records the outcome; by CompleteBy, or the Supervisor recovers the attempt
+	case abandonNow:
+		h.abandon(ctx, a.st, v)
+		return nil
+	case leaveToSupervisor:
+		h.expired(a.st, v.why)
+		return nil
+	}
+	return v.err // redeliver
+}
 
 // recordOutcome writes the attempt's outcome and what follows it in the order's
 // state, then replies, so that the Scheduler starts what was made ready and
@@ -129,15 +167,40 @@ func (h *Handler) stale(st *statestore.Step) {
 		"step", st.Name, "attempt", st.Attempt)
 }
 
-// replyMove replies what a give-back made ready while the order is undone
-// (rec): the Scheduler starts it; nothing is done or refused.
-func (h *Handler) replyMove(ctx context.Context, def workflow.Definition, st *statestore.Step, payload json.RawMessage, rec outcome.Recorded) error {
-	if rec.State.Ended() {
-		notify.CountEnd(h.metrics, st.OrderID, rec.State)
+// AcceptNotNoted is what an Agent logs when its service accepted an async
+// call and the state store failed to note it: a cancel awaits the call's
+// callback, and its key's slot, if it holds one, is free at its CompleteBy.
+const AcceptNotNoted = "async call accepted, not noted: a cancel awaits its callback"
+
+// accept notes an async call its service accepted (its key's slot, if it
+// holds one, noted with it): its callback records the outcome.
+func (h *Handler) accept(ctx context.Context, a *attempt) {
+	st := a.st
+	h.log.Debug("async call accepted: the service answers with an event carrying the token", "order_id", st.OrderID,
+		"step", st.Name, "attempt", st.Attempt, "complete_by", st.CompleteBy)
+	// Noted, so a cancel does not await the callback (hours, perhaps)
+	// but undoes the attempt; if the note is lost, a cancel awaits it,
+	// and its key's slot, if it holds one, ends at its CompleteBy.
+	a.noted = true
+	st.Slot = a.key
+	err := h.persist(ctx, st, "its acceptance", func(ctx context.Context) error { return h.store.Accept(ctx, *st, h.Now()) })
+	switch {
+	case errors.Is(err, statestore.ErrStale):
+		// Its callback came first (or the attempt ended otherwise): it
+		// found no slot noted to let go, so the slot goes here.
+		a.noted = false
+	case err != nil:
+		h.log.Warn(AcceptNotNoted, "order_id", st.OrderID, "holder", h.holder(st), "err", err)
 	}
-	reply := outcome.Reply(def, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(), Name: st.Name, Attempt: st.Attempt}, rec, nil, payload)
-	reply.OK, reply.GivenBack = false, true
-	// If this send is lost, the undo made ready is found unclaimed at its
-	// pickup deadline, and the Supervisor sends it.
-	return h.send.SendJSON(ctx, h.cfg.ResponseQueueURL, reply, 0)
+}
+
+// abandon ends an attempt out of time now, with v.reason (an abandonNow
+// verdict), for the Supervisor to recover at its next sweep; no reply. One
+// no longer current is left as it is; one the store failed to end runs out
+// at its CompleteBy (v.warn says so).
+func (h *Handler) abandon(ctx context.Context, st *statestore.Step, v verdict) {
+	h.expired(st, v.why)
+	if err := h.store.Abandon(ctx, *st, v.reason, h.Now()); err != nil && !errors.Is(err, statestore.ErrStale) {
+		h.log.Warn(v.warn, "order_id", st.OrderID, "err", err)
+	}
 }

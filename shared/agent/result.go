@@ -118,3 +118,13 @@ func (h *Handler) unkept(st *statestore.Step, why string) (keptResult, string, e
 	h.log.Warn("answer not kept; recorded as a failure", "order_id", st.OrderID, "step", st.Name, "why", why)
 	return keptResult{}, why, nil
 }
+
+// answered says how large an answer of n bytes was: an HTTP agent reads
+// one byte past its workflow's limit, and no further (an Agent in Go
+// answers whole).
+func answered(n, limit int) string {
+	if n == limit+1 {
+		return fmt.Sprintf("more than %d bytes", limit)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
