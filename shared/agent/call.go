@@ -33,42 +33,8 @@ func (h *Handler) call(ctx context.Context, st *statestore.Step, payload callInp
 			return nil, false, &BreakerOpenError{Agent: h.cfg.Name, Wait: h.breaker.RetryIn()}
 		}
 		if err == nil {
-			// The turn beforeCall took is for a request made at once; any
-			// later one (a retry) takes its own, and one the breaker
-			// refuses takes none.
-			if n > 0 {
-				if err := h.awaitTurn(ctx, deadline); err != nil {
-					h.breaker.Forgo()
-					return nil, true, pastDeadline(err, last)
-				}
-			}
-			// A try whose time is the attempt's, not a whole call timeout,
-			// may be cut short by the attempt's own deadline.
-			short := deadline.Before(h.Now().Add(h.cfg.CallTimeout))
-			res, err := h.try(ctx, st, payload, deadline)
-			if err != nil && !answeredBy(err) && payload.stream != nil && payload.stream.Err() != nil {
-				// Its input failed as it was sent, and the call broke off
-				// with no answer: the service did not have the input, and
-				// tells nothing of its health. (A service that answered,
-				// before it read it all, answered: a 413 is its refusal.)
-				h.breaker.Forgo()
-				return nil, n > 0, &InputError{Err: payload.stream.Err()}
-			}
-			var slow *SlowDownError
-			slowed := h.gate != nil && errors.As(err, &slow)
-			switch {
-			case short && errors.Is(err, context.DeadlineExceeded):
-				// Cut by the attempt's own time (its turn, or its line, took
-				// the rest): the service's health is not told by it, or five
-				// such tries in a row would open the breaker on every call.
-				h.breaker.Forgo()
-			default:
-				// A service that asks to slow down is up: the flow control
-				// holds every instance's calls, and its breaker learns
-				// nothing.
-				h.breaker.Record(err != nil && !IsPermanent(err) && !slowed)
-			}
-			if err == nil || IsPermanent(err) || slowed {
+			res, done, err := h.tryOnce(ctx, st, payload, deadline, n, last)
+			if done {
 				return res, n > 0, err
 			}
 			h.log.Debug("transient remote fault", "order_id", st.OrderID, "attempt", st.Attempt, "try", n, "err", err)
@@ -90,6 +56,50 @@ func (h *Handler) call(ctx context.Context, st *statestore.Step, payload callInp
 			return nil, true, err
 		}
 	}
+}
+
+// tryOnce makes try n of the attempt's call, which its breaker let
+// through, and tells the breaker what the try says of its service's
+// health. done: the call is over (an answer, a refusal, a slow-down, its
+// input failed as it was sent, or no turn before deadline: last is the
+// service's last transient answer); else err is a transient fault, to be
+// tried again.
+func (h *Handler) tryOnce(ctx context.Context, st *statestore.Step, payload callInput, deadline time.Time, n int,
+	last error) (res []byte, done bool, err error) {
+	// The turn beforeCall took is for a request made at once; any later
+	// one (a retry) takes its own, and one the breaker refuses takes none.
+	if n > 0 {
+		if err := h.awaitTurn(ctx, deadline); err != nil {
+			h.breaker.Forgo()
+			return nil, true, pastDeadline(err, last)
+		}
+	}
+	// A try whose time is the attempt's, not a whole call timeout, may be
+	// cut short by the attempt's own deadline.
+	short := deadline.Before(h.Now().Add(h.cfg.CallTimeout))
+	res, err = h.try(ctx, st, payload, deadline)
+	if err != nil && !answeredBy(err) && payload.stream != nil && payload.stream.Err() != nil {
+		// Its input failed as it was sent, and the call broke off with no
+		// answer: the service did not have the input, and tells nothing of
+		// its health. (A service that answered, before it read it all,
+		// answered: a 413 is its refusal.)
+		h.breaker.Forgo()
+		return nil, true, &InputError{Err: payload.stream.Err()}
+	}
+	var slow *SlowDownError
+	slowed := h.gate != nil && errors.As(err, &slow)
+	switch {
+	case short && errors.Is(err, context.DeadlineExceeded):
+		// Cut by the attempt's own time (its turn, or its line, took the
+		// rest): the service's health is not told by it, or five such
+		// tries in a row would open the breaker on every call.
+		h.breaker.Forgo()
+	default:
+		// A service that asks to slow down is up: the flow control holds
+		// every instance's calls, and its breaker learns nothing.
+		h.breaker.Record(err != nil && !IsPermanent(err) && !slowed)
+	}
+	return res, err == nil || IsPermanent(err) || slowed, err
 }
 
 // BreakerOpenError is an attempt's call held by its Agent instance's

@@ -71,27 +71,15 @@ func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st
 	put := false // the result stored once: a try again records the outcome, not the result again
 	err := h.persist(ctx, st, "its outcome", func(ctx context.Context) error {
 		if a.Refusal == "" && res.stored.Len() > 0 && !put {
-			// Over the inline limit, it is kept in the payload bucket
-			// first, its claim check recorded and replied in its place
-			// (the same bytes, the same object: a try again writes it
-			// again).
-			out, err := h.kept.Offload(ctx, st.OrderID, fmt.Sprintf("results/%s-r%d", st.RecordName(), st.Round), res.stored)
-			if err != nil {
-				return err
-			}
-			// The result first: once the outcome is recorded, what follows
-			// may read it. A later attempt's result there means this one
-			// is stale.
-			err = h.store.PutResult(ctx, statestore.Result{OrderID: st.OrderID, Ref: st.Ref(), Name: st.Name, Round: st.Round,
-				Attempt: st.Attempt, JSON: out.JSON(), Now: a.Now, Lifetime: def.Lifetime(), Keep: st.Retention()})
-			if errors.Is(err, statestore.ErrStale) {
+			out, stale, err := h.putResult(ctx, def, st, res, a.Now)
+			if stale {
 				rec.Stale = true
 				return nil
 			}
 			if err != nil {
 				return err
 			}
-			replied, put, a.ResultBytes = out.JSON(), true, res.bytes
+			replied, put, a.ResultBytes = out, true, res.bytes
 		}
 		var err error
 		rec, err = h.outcomes.Record(ctx, def, a)
@@ -117,6 +105,31 @@ func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st
 	// If this send is lost, what the outcome made ready is found unclaimed
 	// at its pickup deadline, and the Supervisor sends it again.
 	return h.send.SendJSON(ctx, h.cfg.ResponseQueueURL, reply, 0)
+}
+
+// putResult keeps the attempt's result res before its outcome is
+// recorded: what it is recorded and replied as. stale: a later attempt's
+// result is there.
+func (h *Handler) putResult(ctx context.Context, def workflow.Definition, st *statestore.Step, res keptResult,
+	now time.Time) (json.RawMessage, bool, error) {
+	// Over the inline limit, it is kept in the payload bucket first, its
+	// claim check recorded and replied in its place (the same bytes, the
+	// same object: a try again writes it again).
+	out, err := h.kept.Offload(ctx, st.OrderID, fmt.Sprintf("results/%s-r%d", st.RecordName(), st.Round), res.stored)
+	if err != nil {
+		return nil, false, err
+	}
+	// The result first: once the outcome is recorded, what follows may
+	// read it. A later attempt's result there means this one is stale.
+	err = h.store.PutResult(ctx, statestore.Result{OrderID: st.OrderID, Ref: st.Ref(), Name: st.Name, Round: st.Round,
+		Attempt: st.Attempt, JSON: out.JSON(), Now: now, Lifetime: def.Lifetime(), Keep: st.Retention()})
+	if errors.Is(err, statestore.ErrStale) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return out.JSON(), false, nil
 }
 
 // writeTries is how often an Agent tries a write only it can make: a
