@@ -58,8 +58,8 @@ type attempt struct {
 // judge, record. An error leaves the request to SQS, to deliver again (or
 // to reject, if it is malformed).
 func (h *Handler) handle(ctx context.Context, msg events.SQSMessage) error {
-	a, err := h.begin(ctx, msg)
-	if err != nil || a == nil {
+	a, ok, err := h.begin(ctx, msg)
+	if err != nil || !ok {
 		return err
 	}
 	// What its document weighs, and what its answer may (its workflow's
@@ -70,52 +70,53 @@ func (h *Handler) handle(ctx context.Context, msg events.SQSMessage) error {
 	ctx, letBudget := kept.Reserving(ctx, h.budget, a.st.CompleteBy.Add(-h.cfg.Margin-min(h.cfg.CallTimeout, MinCallTime)),
 		int64(a.def.Limit()))
 	defer letBudget()
-	if err := h.prepare(ctx, a); err != nil {
-		return h.record(ctx, a, judge(a, called{}, err))
+	if err := h.prepare(ctx, &a); err != nil {
+		return h.record(ctx, &a, judge(&a, called{}, err))
 	}
 	defer func() {
 		if !a.noted { // an accepted async call's slot is let go by its callback, or ends at its CompleteBy
 			a.let()
 		}
 	}()
-	c, err := h.run(ctx, a)
-	return h.record(ctx, a, judge(a, c, err))
+	c, err := h.run(ctx, &a)
+	return h.record(ctx, &a, judge(&a, c, err))
 }
 
 // begin decodes the request msg, checks that it names an action of this
 // Agent, admits it (the flow control before a claim) and claims its step.
-// It returns nil, and no error, when there is nothing to run: the request
-// waits (sent again, delayed), or its step is not claimable.
-func (h *Handler) begin(ctx context.Context, msg events.SQSMessage) (*attempt, error) {
+// ok is false, with no error, when there is nothing to run: the request
+// waits (sent again, delayed), or its step is not claimable. (An attempt
+// is a value, on its handle's stack: not allocated per message.)
+func (h *Handler) begin(ctx context.Context, msg events.SQSMessage) (a attempt, ok bool, err error) {
 	req, err := message.DecodeAgentRequest(msg.Body)
 	if err != nil {
-		return nil, err
+		return a, false, err
 	}
 	def, err := h.catalog.For(ctx, req.OrderID, req.Workflow, req.Version)
 	if err != nil {
-		return nil, err // SQS delivers it again, or it is rejected
+		return a, false, err // SQS delivers it again, or it is rejected
 	}
 	action, ok := def.Action(req.Ref())
 	if !ok || action.Agent != h.cfg.Name {
-		return nil, message.Invalid("request for %s: %s is not an action of agent %q in workflow %q", req.OrderID, req.StepName,
+		return a, false, message.Invalid("request for %s: %s is not an action of agent %q in workflow %q", req.OrderID, req.StepName,
 			h.cfg.Name, def.Name)
 	}
 	waits, err := h.admit(ctx, &req)
 	if err != nil || waits {
-		return nil, err
+		return a, false, err
 	}
-	a := &attempt{def: def, action: action, req: req, gated: h.gate != nil, let: func() {}}
+	a = attempt{def: def, action: action, req: req, gated: h.gate != nil, let: func() {}}
 	if action.Async {
 		a.nonce = newNonce()
 	}
 	if a.st, err = h.claim(ctx, req, a.nonce); err != nil || a.st == nil {
-		return nil, err
+		return a, false, err
 	}
 	if h.Crash != nil {
 		h.Crash("agent.after-claim") // the attempt runs out at CompleteBy; the Supervisor recovers it
 	}
 	a.deadline = a.st.CompleteBy.Add(-h.cfg.Margin)
-	return a, nil
+	return a, true, nil
 }
 
 // prepare readies a claimed attempt's call: its input (its order, and its

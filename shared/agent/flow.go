@@ -68,7 +68,8 @@ func (h *Handler) beforeCall(ctx context.Context, a *attempt) (let func(), err e
 			a.req.Slot, a.req.Round = a.key, st.Round // its fallback: if it finds nothing to run, it leaves the line
 			return let, &waitError{flow.Verdict{Wait: slot.wait, Why: slot.why}}
 		}
-		let = func() { h.releaseSlot(ctx, st, a.key) }
+		key := a.key
+		let = func() { h.releaseSlot(ctx, st, key) }
 	}
 	v, err := h.gate.Recheck(ctx, h.cfg.Name, h.Now())
 	if err == nil && v.Wait == 0 && h.cfg.RateLimit.Calls > 0 {
