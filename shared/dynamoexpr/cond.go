@@ -32,6 +32,10 @@ func BeginsWith(p Path, prefix Operand) Cond {
 	return Cond{"begins_with(" + p.text + "," + prefix.operand() + ")"}
 }
 
+// Contains is contains(p, v): the set or list p holds v (or the string p
+// has v in it).
+func Contains(p Path, v Operand) Cond { return Cond{"contains(" + p.text + "," + v.operand() + ")"} }
+
 // Equal is a = b.
 func Equal(a, b Operand) Cond { return Cond{a.operand() + "=" + b.operand()} }
 

@@ -27,13 +27,15 @@ func TestAWriteIsRenderedFromItsParts(t *testing.T) {
 	b.Delete(b.Plain("Ub"), b.Value(&types.AttributeValueMemberSS{Value: []string{"s1"}}))
 	b.If(x.NotExists(h), x.Less(n, b.Int(3)))
 	b.If(x.Or(x.NotExists(b.Name("Waiting")), x.Equal(x.Size(b.Name("Waiting")), b.Int(0))))
+	b.If(x.Contains(b.Plain("Ua"), b.String("s0")))
 	e, err := b.Build()
 	require.NoError(t, err)
 	require.Equal(t, "SET #0.#2=:0,#1=#1+:1 REMOVE #0.#3 ADD Ua :2 DELETE Ub :3", e.Update)
-	require.Equal(t, "attribute_not_exists(#0.#2) AND #1<:4 AND (attribute_not_exists(#4) OR size(#4)=:5)", e.Condition)
+	require.Equal(t, "attribute_not_exists(#0.#2) AND #1<:4 AND (attribute_not_exists(#4) OR size(#4)=:5) AND contains(Ua,:6)",
+		e.Condition)
 	require.Equal(t, map[string]string{"#0": "Holders", "#2": "o-1/0.false.0#1.1", "#1": "N", "#3": "o-2/0.false.0#1.1",
 		"#4": "Waiting"}, e.Names)
-	require.Len(t, e.Values, 6)
+	require.Len(t, e.Values, 7)
 	require.Equal(t, &types.AttributeValueMemberN{Value: "1700"}, e.Values[":0"])
 }
 
