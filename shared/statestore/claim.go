@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	x "github.com/sas-go/sas/shared/dynamoexpr"
+	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -41,21 +42,22 @@ type Claim struct {
 // pulled in, so a hung attempt is found at CompleteBy.
 func (s *Store) Claim(ctx context.Context, c Claim) (Step, error) {
 	ch := newChange(c.Now)
-	p := ch.rec(c.Ref)
-	ch.when("%[1]s.s = :pending AND attribute_not_exists(%[1]s.lk) AND attribute_exists(%[1]s.d) AND %[1]s.a = :agent", p)
-	ch.val("pending", str(string(workflow.Pending)))
-	ch.val("agent", str(c.Agent))
-	ch.state(taskFrom(c.Ref))
-	ch.set = append(ch.set, p+".s = "+ch.val("processing", str(string(workflow.Processing))),
-		p+".lk = "+ch.val("owner", str(c.Owner)), p+".cb = "+ch.at()+" + "+p+".t",
-		p+".d = "+ch.at()+" + "+p+".t", p+".k = if_not_exists("+p+".k, :zero) + :one", p+".ca = "+ch.at(),
-		p+".cw = :wid") // this claim's own id (the change's write id), kept on its record
-	ch.val("zero", num(0))
+	r := ch.rec(c.Ref)
+	ch.require(r, append(claimable(c), recIs("a", text(c.Agent)))...)
+	timeout := ch.field(r, "t")
+	k := ch.field(r, "k")
+	ch.b.Set(ch.field(r, "s"), ch.b.String(string(workflow.Processing)))
+	ch.b.Set(ch.field(r, "lk"), ch.b.String(c.Owner))
+	ch.b.Set(ch.field(r, "cb"), x.Plus(ch.at(), timeout))
+	ch.b.Set(ch.field(r, "d"), x.Plus(ch.at(), timeout))
+	ch.b.Set(k, x.Plus(x.IfNotExists(k, ch.b.Int(0)), ch.b.Int(1)))
+	ch.b.Set(ch.field(r, "ca"), ch.at())
+	ch.b.Set(ch.field(r, "cw"), ch.b.String(ch.id)) // this claim's own id (the change's write id), kept on its record
 	if c.Token != "" {
-		ch.set = append(ch.set, p+".tk = "+ch.val("token", str(c.Token)))
+		ch.b.Set(ch.field(r, "tk"), ch.b.String(c.Token))
 	}
-	ch.remove = append(ch.remove, p+".ac", p+".hk", p+".hy") // an earlier attempt's acceptance, its slot, and what it waited for
-	in, err := s.input(ch, c.OrderID)
+	ch.drop(r, "ac", "hk", "hy") // an earlier attempt's acceptance, its slot, and what it waited for
+	in, err := s.fieldsInput(ch, c.OrderID)
 	if err != nil {
 		return Step{}, err
 	}
@@ -124,6 +126,12 @@ func claimedBy(old map[string]types.AttributeValue, c Claim, id string) *dynamod
 	return &dynamodb.UpdateItemOutput{Attributes: old}
 }
 
+// claimable are the checks that make a record c's to claim, but its agent's:
+// ready (Pending, due), not claimed, in an order that runs it now.
+func claimable(c Claim) []check {
+	return []check{recState(workflow.Pending), recLacks("lk"), recHas("d"), orderIs(taskFrom(c.Ref))}
+}
+
 // notClaimable says why a claim was refused, from the record as it was.
 func notClaimable(old map[string]types.AttributeValue, c Claim) error {
 	var it stateItem
@@ -131,7 +139,7 @@ func notClaimable(old map[string]types.AttributeValue, c Claim) error {
 		return ErrNotClaimable
 	}
 	r, ok := it.Recs[sortKey(c.Ref)]
-	if ok && r.Agent != c.Agent && r.State == string(workflow.Pending) && r.DueAt != 0 && r.LockedBy == "" && it.runs(c.Ref) {
+	if ok && r.Agent != c.Agent && allHold(claimable(c), it, r) {
 		return fmt.Errorf("%s/%s is %q's (%s), not %q's: %w", c.OrderID, sortKey(c.Ref), r.Agent, r.Name, c.Agent, ErrWrongAgent)
 	}
 	return ErrNotClaimable
@@ -146,15 +154,15 @@ func notClaimable(old map[string]types.AttributeValue, c Claim) error {
 // (retried after a backoff, or at the threshold failed for good).
 func (s *Store) Abandon(ctx context.Context, st Step, reason string, now time.Time) error {
 	ch := newChange(now)
-	f := Fence{Ref: st.Ref(), Attempt: st.Attempt, Round: st.Round, Token: st.Token}
-	f.condition(ch, stateItem{})
-	p := ch.rec(st.Ref())
-	ch.when("%[1]s.s = :processing", p)
-	ch.set = append(ch.set, p+".cb = "+ch.at(), p+".d = "+ch.at())
+	r := ch.rec(st.Ref())
+	Fence{Ref: st.Ref(), Attempt: st.Attempt, Round: st.Round, Token: st.Token}.condition(ch)
+	ch.require(r, recState(workflow.Processing))
+	ch.put(r, "cb", num(ms(now)))
+	ch.put(r, "d", num(ms(now)))
 	if st.FailureCount < MaxIncidents {
-		ch.incident(p, "attempt %d abandoned by its agent: %s", st.Attempt, clip(reason, MaxIncidentBytes))
+		ch.incident(r, "attempt %d abandoned by its agent: %s", st.Attempt, clip(reason, MaxIncidentBytes))
 	}
-	in, err := s.input(ch, st.OrderID)
+	in, err := s.fieldsInput(ch, st.OrderID)
 	if err != nil {
 		return err
 	}
@@ -180,20 +188,19 @@ func (s *Store) Abandon(ctx context.Context, st Step, reason string, now time.Ti
 // the key whose slot the attempt holds, for its callback to let go.
 func (s *Store) Accept(ctx context.Context, st Step, now time.Time) error {
 	ch := newChange(now)
-	f := Fence{Ref: st.Ref(), Attempt: st.Attempt, Round: st.Round, Token: st.Token}
-	f.condition(ch, stateItem{})
-	p := ch.rec(st.Ref())
-	ch.when("%[1]s.s = :processing", p)
-	ch.set = append(ch.set, p+".ac = "+ch.at())
+	r := ch.rec(st.Ref())
+	Fence{Ref: st.Ref(), Attempt: st.Attempt, Round: st.Round, Token: st.Token}.condition(ch)
+	ch.require(r, recState(workflow.Processing))
+	ch.put(r, "ac", num(ms(now)))
 	if st.Slot != "" {
-		ch.set = append(ch.set, p+".hk = "+ch.val("slot", str(st.Slot)))
+		ch.put(r, "hk", str(st.Slot))
 	}
 	return s.update(ctx, st.OrderID, ch, "accept "+st.Key())
 }
 
 // update runs the change; a failed condition is ErrStale.
 func (s *Store) update(ctx context.Context, orderID string, ch *change, what string) error {
-	in, err := s.input(ch, orderID)
+	in, err := s.fieldsInput(ch, orderID)
 	if err != nil {
 		return err
 	}
@@ -217,12 +224,14 @@ func (s *Store) pullIn(ctx context.Context, it stateItem, due int64) error {
 	if it.DueAt == 0 || it.DueAt <= due || due == 0 {
 		return nil
 	}
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: &s.state, Key: key(it.OrderID, taskSK),
-		UpdateExpression:          aws.String("SET DueAt = :due"),
-		ConditionExpression:       aws.String("DueAt > :due"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":due": num(due)},
-	})
+	b := x.New()
+	at := b.Plain(topology.KeyDueAt)
+	b.Set(at, b.Int(due))
+	b.If(x.Greater(at, b.Int(due)))
+	in, err := b.UpdateInput(s.state, key(it.OrderID, taskSK))
+	if err == nil {
+		_, err = s.db.UpdateItem(ctx, in)
+	}
 	if err != nil && !isConditionFailed(err) {
 		return fmt.Errorf("pull in the index entry of %s: %w", it.OrderID, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -63,8 +62,11 @@ func (s *Store) putDefinition(ctx context.Context, d workflow.Definition) error 
 	}
 	item := definitionKey(d.Name, d.Version)
 	item["Def"] = str(string(b))
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.state, Item: item,
-		ConditionExpression: aws.String("attribute_not_exists(OrderID)")})
+	once, err := creates()
+	if err != nil {
+		return err
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.state, Item: item, ConditionExpression: &once.Condition})
 	if err != nil && !isConditionFailed(err) {
 		return fmt.Errorf("store workflow %s %s: %w", d.Name, d.Version, err)
 	}

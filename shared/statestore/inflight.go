@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	x "github.com/sas-go/sas/shared/dynamoexpr"
 	"github.com/sas-go/sas/shared/topology"
 )
 
@@ -100,15 +101,19 @@ func decodeIndexToken(token string, shards int) (indexPos, error) {
 // after pos (only those due by dueBy, Unix ms, unless it is zero), and
 // returns where the next page starts.
 func (s *Store) indexPage(ctx context.Context, pos indexPos, limit int, dueBy int64) ([]string, indexPos, error) {
+	b := x.New()
+	keys := []x.Cond{x.Equal(b.Plain(topology.KeyDueShard), b.String(strconv.Itoa(pos.Shard)))}
+	if dueBy != 0 {
+		keys = append(keys, x.LessOrEqual(b.Plain(topology.KeyDueAt), b.Int(dueBy)))
+	}
+	e, err := condition(b, keys...)
+	if err != nil {
+		return nil, pos, err
+	}
 	in := &dynamodb.QueryInput{
 		TableName: &s.state, IndexName: aws.String(topology.DeadlineIndex),
-		KeyConditionExpression:    aws.String("DueShard = :shard"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":shard": str(strconv.Itoa(pos.Shard))},
-		Limit:                     aws.Int32(int32(min(limit, 100))),
-	}
-	if dueBy != 0 {
-		in.KeyConditionExpression = aws.String("DueShard = :shard AND DueAt <= :due")
-		in.ExpressionAttributeValues[":due"] = num(dueBy)
+		KeyConditionExpression: &e.Condition, ExpressionAttributeValues: e.Values,
+		Limit: aws.Int32(int32(min(limit, 100))),
 	}
 	if pos.OrderID != "" {
 		in.ExclusiveStartKey = key(pos.OrderID, taskSK)
@@ -176,10 +181,14 @@ func (s *Store) inFlightOf(ctx context.Context, ids []string) ([]Task, error) {
 func (s *Store) CountInFlight(ctx context.Context) (int, error) {
 	n := 0
 	for shard := range s.shards {
+		b := x.New()
+		e, err := condition(b, x.Equal(b.Plain(topology.KeyDueShard), b.String(strconv.Itoa(shard))))
+		if err != nil {
+			return n, err
+		}
 		p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
 			TableName: &s.state, IndexName: aws.String(topology.DeadlineIndex), Select: types.SelectCount,
-			KeyConditionExpression:    aws.String("DueShard = :shard"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":shard": str(strconv.Itoa(shard))},
+			KeyConditionExpression: &e.Condition, ExpressionAttributeValues: e.Values,
 		})
 		for p.HasMorePages() {
 			page, err := p.NextPage(ctx)

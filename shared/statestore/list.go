@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	x "github.com/sas-go/sas/shared/dynamoexpr"
+	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -43,31 +45,37 @@ func (f TaskFilter) Keeps(t Task) bool {
 		(f.CreatedBefore.IsZero() || t.CreatedAt.Before(f.CreatedBefore))
 }
 
-// expression is the filter as a scan's FilterExpression and its values.
-func (f TaskFilter) expression() (string, map[string]types.AttributeValue) {
-	filter := "SK = :task"
-	vals := map[string]types.AttributeValue{":task": str(taskSK)}
+// expression is the filter as a scan's FilterExpression and its
+// placeholders.
+func (f TaskFilter) expression() (x.Expr, error) {
+	b := x.New()
+	keep := []x.Cond{taskOnly(b)}
 	if f.State != "" {
-		filter += " AND St = :state"
-		vals[":state"] = str(string(f.State))
+		keep = append(keep, x.Equal(b.Plain("St"), b.String(string(f.State))))
 	}
 	if f.Prefix != "" {
-		filter += " AND begins_with(OrderID, :prefix)"
-		vals[":prefix"] = str(f.Prefix)
+		keep = append(keep, x.BeginsWith(b.Plain(topology.KeyOrderID), b.String(f.Prefix)))
 	}
 	if f.Workflow != "" {
-		filter += " AND Wf = :wf"
-		vals[":wf"] = str(f.Workflow)
+		keep = append(keep, x.Equal(b.Plain("Wf"), b.String(f.Workflow)))
 	}
 	if !f.CreatedAfter.IsZero() {
-		filter += " AND C > :after"
-		vals[":after"] = num(f.CreatedAfter.UnixMilli())
+		keep = append(keep, x.Greater(b.Plain("C"), b.Int(f.CreatedAfter.UnixMilli())))
 	}
 	if !f.CreatedBefore.IsZero() {
-		filter += " AND C < :before"
-		vals[":before"] = num(f.CreatedBefore.UnixMilli())
+		keep = append(keep, x.Less(b.Plain("C"), b.Int(f.CreatedBefore.UnixMilli())))
 	}
-	return filter, vals
+	return condition(b, keep...)
+}
+
+// taskOnly keeps the state items of orders (not a workflow's definition,
+// nor a result).
+func taskOnly(b *x.Builder) x.Cond { return x.Equal(b.Plain(topology.KeySort), b.String(taskSK)) }
+
+// tasksOnly is a scan's filter that keeps the state items of orders.
+func tasksOnly() (x.Expr, error) {
+	b := x.New()
+	return condition(b, taskOnly(b))
 }
 
 // SearchTasks returns up to limit task records the filter keeps, starting
@@ -82,11 +90,14 @@ func (s *Store) SearchTasks(ctx context.Context, f TaskFilter, limit int, token 
 		return nil, "", err
 	}
 	limit = max(limit, 1)
-	filter, vals := f.expression()
+	filter, err := f.expression()
+	if err != nil {
+		return nil, "", err
+	}
 	var out []Task
 	for {
 		page, err := s.db.Scan(ctx, &dynamodb.ScanInput{
-			TableName: &s.state, FilterExpression: aws.String(filter), ExpressionAttributeValues: vals,
+			TableName: &s.state, FilterExpression: &filter.Condition, ExpressionAttributeValues: filter.Values,
 			ExclusiveStartKey: start, Limit: aws.Int32(int32(max(limit-len(out), 1) * 8)),
 		})
 		if err != nil {
@@ -134,9 +145,12 @@ type Census struct {
 // it projects, so reading the records costs no more than the states).
 func (s *Store) Census(ctx context.Context, now time.Time) (Census, error) {
 	c := Census{ByState: map[workflow.State]int{}}
+	filter, err := tasksOnly()
+	if err != nil {
+		return c, err
+	}
 	p := dynamodb.NewScanPaginator(s.db, &dynamodb.ScanInput{
-		TableName: &s.state, FilterExpression: aws.String("SK = :task"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":task": str(taskSK)},
+		TableName: &s.state, FilterExpression: &filter.Condition, ExpressionAttributeValues: filter.Values,
 	})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
@@ -201,9 +215,12 @@ func decodeToken(token string) (map[string]types.AttributeValue, error) {
 // for checks over a whole run (a test's or the chaos run's), not a hot path.
 func (s *Store) ScanAll(ctx context.Context) (map[string]Task, map[string][]Step, error) {
 	tasks, steps := map[string]Task{}, map[string][]Step{}
+	filter, err := tasksOnly()
+	if err != nil {
+		return nil, nil, err
+	}
 	p := dynamodb.NewScanPaginator(s.db, &dynamodb.ScanInput{TableName: &s.state, ConsistentRead: aws.Bool(true),
-		FilterExpression:          aws.String("SK = :task"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":task": str(taskSK)}})
+		FilterExpression: &filter.Condition, ExpressionAttributeValues: filter.Values})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {

@@ -28,18 +28,16 @@ import (
 // A record not ready, already armed, or of another kind gets ErrStale.
 func (s *Store) Arm(ctx context.Context, orderID string, r workflow.Ref, kind workflow.Kind, due, now time.Time) (Step, map[string]string, error) {
 	ch := newChange(now)
-	p := ch.rec(r)
-	ch.when("%[1]s.s = :pending AND attribute_exists(%[1]s.d) AND attribute_not_exists(%[1]s.wa) AND %[1]s.ki = :kind", p)
-	ch.val("pending", str(string(workflow.Pending)))
-	ch.val("kind", str(string(kind)))
-	ch.state(workflow.Pending)
-	ch.set = append(ch.set, p+".wa = "+ch.at())
+	rec := ch.rec(r)
+	ch.require(rec, recState(workflow.Pending), recHas("d"), recLacks("wa"), recIs("ki", text(string(kind))),
+		orderIs(workflow.Pending))
+	ch.b.Set(ch.field(rec, "wa"), ch.at())
 	if !due.IsZero() {
-		ch.set = append(ch.set, p+".d = "+ch.val("due", num(ms(due))))
+		ch.b.Set(ch.field(rec, "d"), ch.b.Int(ms(due)))
 	} else {
-		ch.set = append(ch.set, p+".d = Dl")
+		ch.b.Set(ch.field(rec, "d"), ch.attr("Dl"))
 	}
-	in, err := s.input(ch, orderID)
+	in, err := s.fieldsInput(ch, orderID)
 	if err != nil {
 		return Step{}, nil, err
 	}
@@ -130,14 +128,10 @@ func (s Snapshot) EventState(r workflow.Ref, event string) (EventState, error) {
 // delivers the event instead.
 func (s *Store) KeepEvent(ctx context.Context, orderID string, r workflow.Ref, event, eventID string, now time.Time) error {
 	ch := newChange(now)
-	p := ch.rec(r)
 	// Not ready in an order running forward, or in a held one (where a
 	// ready wait takes it when the order goes on).
-	ch.when("%[1]s.s = :pending AND ((attribute_not_exists(%[1]s.d) AND St = :pending) OR St = :held)", p)
-	ch.val("pending", str(string(workflow.Pending)))
-	ch.val("held", str(string(workflow.Held)))
-	ev := ch.alias("ev", event)
-	ch.cond = append(ch.cond, "attribute_not_exists(Evt."+ev+")")
-	ch.set = append(ch.set, "Evt."+ev+" = "+ch.val("eid", str(eventID)))
+	ch.require(ch.rec(r), recState(workflow.Pending), anyOf(allOf(recLacks("d"), orderIs(workflow.Pending)), orderIs(workflow.Held)),
+		eventAbsent(event))
+	ch.b.Set(ch.b.Key(ch.attr("Evt"), event), ch.b.String(eventID))
 	return s.update(ctx, orderID, ch, fmt.Sprintf("keep event %s of %s", event, orderID))
 }

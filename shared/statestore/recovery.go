@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	x "github.com/sas-go/sas/shared/dynamoexpr"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -16,14 +17,14 @@ import (
 // it comes (an alert is sent once per failure, so this costs little).
 func (s *Store) MarkAlerted(ctx context.Context, orderID string, r workflow.Ref, now time.Time) error {
 	ch := newChange(now)
-	p := ch.rec(r)
-	ch.when("attribute_exists(%[1]s.d) AND contains(Ua, :skv)", p)
-	ch.val("skv", str(sortKey(r)))
-	ch.set = append(ch.set, p+".al = "+ch.val("true", &types.AttributeValueMemberBOOL{Value: true}))
-	ch.remove = append(ch.remove, p+".d")
-	ch.del = append(ch.del, "Ua "+ch.val("sk", &types.AttributeValueMemberSS{Value: []string{sortKey(r)}}))
-	ch.incident(p, "operator alerted")
-	in, err := s.input(ch, orderID)
+	rec := ch.rec(r)
+	ch.require(rec, recHas("d"))
+	ch.b.If(x.Contains(ch.attr("Ua"), ch.b.String(sortKey(r))))
+	ch.put(rec, "al", &types.AttributeValueMemberBOOL{Value: true})
+	ch.drop(rec, "d")
+	ch.b.Delete(ch.attr("Ua"), ch.b.Value(&types.AttributeValueMemberSS{Value: []string{sortKey(r)}}))
+	ch.incident(rec, "operator alerted")
+	in, err := s.fieldsInput(ch, orderID)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	x "github.com/sas-go/sas/shared/dynamoexpr"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -243,10 +244,14 @@ func (s *Store) replace(ctx context.Context, it stateItem, read int) error {
 	}
 	id := writeID()
 	av[WriteIDAttribute] = str(id)
+	b := x.New()
+	asRead, err := condition(b, x.Equal(b.Plain("V"), b.Int(int64(read))))
+	if err != nil {
+		return err
+	}
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: &s.state, Item: av,
-		ConditionExpression:                 aws.String("V = :version"),
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":version": num(int64(read))},
+		ConditionExpression: &asRead.Condition, ExpressionAttributeValues: asRead.Values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException
@@ -279,43 +284,56 @@ func (s *Store) keepOrder(ctx context.Context, orderID string, end time.Time, it
 	if keep == 0 {
 		return nil
 	}
-	exp := map[string]types.AttributeValue{":exp": expires(end, keep)}
-	// Only ever later: a writer whose clock runs behind another's, or
-	// whose order's lifetime is shorter than a result's, never pulls an
-	// expiry in.
-	later := "(attribute_not_exists(" + ExpiresAttribute + ") OR " + ExpiresAttribute + " < :exp)"
-	if existing {
-		later = "(attribute_exists(" + ExpiresAttribute + ") AND " + ExpiresAttribute + " < :exp)"
+	exp := expires(end, keep)
+	b := x.New()
+	later(b, b.Plain(topology.KeyOrderID), exp, existing)
+	in, err := b.UpdateInput(s.orders, map[string]types.AttributeValue{topology.KeyOrderID: str(orderID)})
+	if err == nil {
+		_, err = s.db.UpdateItem(ctx, in)
 	}
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: &s.orders, Key: map[string]types.AttributeValue{topology.KeyOrderID: str(orderID)},
-		UpdateExpression:          aws.String("SET " + ExpiresAttribute + " = :exp"),
-		ConditionExpression:       aws.String("attribute_exists(OrderID) AND " + later),
-		ExpressionAttributeValues: exp,
-	})
 	if err != nil && !isConditionFailed(err) {
 		return fmt.Errorf("keep the order %s: %w", orderID, err)
 	}
+	b = x.New()
+	results, err := condition(b, x.Equal(b.Plain(topology.KeyOrderID), b.String(orderID)),
+		x.BeginsWith(b.Plain(topology.KeySort), b.String(resultPrefix)))
+	if err != nil {
+		return err
+	}
 	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{TableName: &s.state, ConsistentRead: aws.Bool(true),
-		KeyConditionExpression:    aws.String("#id = :id AND begins_with(#sk, :r)"),
-		ProjectionExpression:      aws.String("#id, #sk"),
-		ExpressionAttributeNames:  map[string]string{"#id": topology.KeyOrderID, "#sk": topology.KeySort},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(orderID), ":r": str(resultPrefix)}})
+		KeyConditionExpression: &results.Condition, ExpressionAttributeValues: results.Values,
+		ProjectionExpression: aws.String(topology.KeyOrderID + "," + topology.KeySort)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
 			return fmt.Errorf("read the results of %s: %w", orderID, err)
 		}
 		for _, key := range page.Items {
-			_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.state, Key: key,
-				UpdateExpression:          aws.String("SET " + ExpiresAttribute + " = :exp"),
-				ConditionExpression:       aws.String("attribute_exists(#sk) AND " + later),
-				ExpressionAttributeNames:  map[string]string{"#sk": topology.KeySort},
-				ExpressionAttributeValues: exp})
+			b := x.New()
+			later(b, b.Plain(topology.KeySort), exp, existing)
+			in, err := b.UpdateInput(s.state, key)
+			if err == nil {
+				_, err = s.db.UpdateItem(ctx, in)
+			}
 			if err != nil && !isConditionFailed(err) {
 				return fmt.Errorf("keep a result of %s: %w", orderID, err)
 			}
 		}
 	}
 	return nil
+}
+
+// later sets an item's expiry to exp, only ever later (a writer whose clock
+// runs behind another's, or whose order's lifetime is shorter than a
+// result's, never pulls an expiry in), on an item that exists (its key
+// attribute key); existing: only on one that expires already.
+func later(b *x.Builder, key x.Path, exp types.AttributeValue, existing bool) {
+	at := b.Plain(ExpiresAttribute)
+	b.Set(at, b.Value(exp))
+	sooner := x.Less(at, b.Value(exp))
+	if existing {
+		b.If(x.Exists(key), x.Exists(at), sooner)
+		return
+	}
+	b.If(x.Exists(key), x.Or(x.NotExists(at), sooner))
 }

@@ -44,7 +44,11 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 		return false, err
 	}
 	now := ms(sub.Now)
-	notExists := aws.String("attribute_not_exists(OrderID)")
+	once, err := creates()
+	if err != nil {
+		return false, err
+	}
+	notExists := &once.Condition
 	orderItem := map[string]types.AttributeValue{
 		topology.KeyOrderID: str(sub.OrderID),
 		"Order":             str(sub.Order),

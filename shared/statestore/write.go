@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	x "github.com/sas-go/sas/shared/dynamoexpr"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -36,27 +38,6 @@ type Write struct {
 	// Cancel, for a cancel's move, is who asked and why.
 	Cancel *CancelRequest
 	Now    time.Time
-}
-
-// Fence is what makes an outcome the record's to record: it is from the
-// record's latest attempt in its round (for an async attempt, with its
-// token's nonce), and the record is still claimed by it, or ready to be
-// claimed again (the Supervisor gave the attempt back while its outcome was
-// on its way: the outcome of a latest attempt stands as long as no later
-// attempt began). For a wait or a timer, it is its being parked, in an
-// order that runs forward.
-type Fence struct {
-	Ref     workflow.Ref
-	Attempt int
-	Round   int    // the round the attempt ran in (0 for 1)
-	Token   string // an async attempt's nonce: a token is refused once its attempt was recovered
-	// Parked, for a wait or a timer. Due: only once the Supervisor found its
-	// time passed (a timer woken, a wait's timeout let go on). Event, for a
-	// wait: the event received, recorded in the same write (the round's
-	// Events[Event] = EventID).
-	Parked         workflow.Kind
-	Due            bool
-	Event, EventID string
 }
 
 // Look is the Supervisor's bookkeeping of one record it found due (its
@@ -104,18 +85,21 @@ func (s *Store) Apply(ctx context.Context, snap Snapshot, w Write) (Snapshot, er
 		ch := newChange(w.Now)
 		ch.retain = snap.it.retention(s.keep)
 		if w.Fence != nil {
-			w.Fence.condition(ch, snap.it)
+			w.Fence.condition(ch)
 		}
 		s.compile(ch, snap.it, w)
 		return ch
 	}
-	ch := build()
-	in, err := s.input(ch, snap.it.OrderID)
-	if errors.Is(err, ErrTooLarge) {
+	var ch *change
+	var in *dynamodb.UpdateItemInput
+	err := ErrTooLarge
+	for f := byField; f <= byMap && errors.Is(err, ErrTooLarge); f++ {
 		// Too many fields to name one by one: the records it changes are
-		// written whole, on the order as read.
+		// written whole, on the order as read; too many of those, the
+		// whole record map. (A builder is spent once built: each form is
+		// built afresh.)
 		ch = build()
-		in, err = s.inputWhole(ch, snap.it)
+		in, err = s.input(ch, snap.it.OrderID, f, snap.it)
 	}
 	if err != nil {
 		return snap, err
@@ -153,62 +137,6 @@ func (s *Store) Apply(ctx context.Context, snap Snapshot, w Write) (Snapshot, er
 	return Snapshot{it: it}, nil
 }
 
-// Holds reports whether the fence holds on the order as snap has it, at now.
-func (f Fence) Holds(snap Snapshot, now time.Time) bool { return f.holds(snap.it, now) }
-
-func (f Fence) holds(it stateItem, now time.Time) bool {
-	r, ok := it.Recs[sortKey(f.Ref)]
-	if !ok {
-		return false
-	}
-	if f.Parked != "" {
-		ev := it.Events[f.Event]
-		return it.State == string(workflow.Pending) && r.State == string(workflow.Pending) && r.DueAt != 0 &&
-			r.Kind == string(f.Parked) && (!f.Due || r.Woken != 0 || r.DueAt <= ms(now)) &&
-			(f.Event == "" || ev == "" || ev == f.EventID) &&
-			(f.Event == "" || f.Due || r.Armed == 0 || r.DueAt > ms(now) || r.Woken != 0)
-	}
-	return r.Attempt == f.Attempt && r.Round == max(f.Round, 1) && (f.Token == "" || r.Token == f.Token) &&
-		(r.State == string(workflow.Processing) || (r.State == string(workflow.Pending) && r.DueAt != 0))
-}
-
-// condition adds the fence to ch.
-func (f Fence) condition(ch *change, it stateItem) {
-	p := ch.rec(f.Ref)
-	if f.Parked == "" {
-		ch.when("%[1]s.k = :attempt AND %[1]s.r = :round AND "+
-			"(%[1]s.s = :processing OR (%[1]s.s = :pending AND attribute_exists(%[1]s.d)))", p)
-		ch.val("attempt", num(int64(f.Attempt)))
-		ch.val("round", num(int64(max(f.Round, 1))))
-		ch.val("processing", str(string(workflow.Processing)))
-		ch.val("pending", str(string(workflow.Pending)))
-		if f.Token != "" {
-			ch.when("%[1]s.tk = :token", p)
-			ch.val("token", str(f.Token))
-		}
-		return
-	}
-	ch.when("%[1]s.s = :pending AND attribute_exists(%[1]s.d) AND %[1]s.ki = :kind", p)
-	ch.val("pending", str(string(workflow.Pending)))
-	ch.val("kind", str(string(f.Parked)))
-	ch.state(workflow.Pending)
-	if f.Due {
-		ch.when("(attribute_exists(%[1]s.wk) OR %[1]s.d <= :now)", p)
-		ch.at()
-	}
-	if f.Event != "" {
-		ev := ch.alias("ev", f.Event)
-		ch.cond = append(ch.cond, fmt.Sprintf("(attribute_not_exists(Evt.%[1]s) OR Evt.%[1]s = :eid)", ev))
-		ch.set = append(ch.set, "Evt."+ev+" = "+ch.val("eid", str(f.EventID)))
-		if !f.Due {
-			// An event after the wait's timeout is too late, whether or not
-			// the Supervisor has swept since: the timeout decides.
-			ch.when("(attribute_not_exists(%[1]s.wa) OR %[1]s.d > :now OR attribute_exists(%[1]s.wk))", p)
-			ch.at()
-		}
-	}
-}
-
 // compile adds to ch what w decided on the order as it (the item read).
 func (s *Store) compile(ch *change, it stateItem, w Write) {
 	m := w.Move
@@ -235,7 +163,7 @@ func (s *Store) compile(ch *change, it stateItem, w Write) {
 				itemsDone[c.Ref.Index]++
 			}
 			if it.Recs[sortKey(c.Ref)].State == string(workflow.Error) { // a held record skipped: no alert is due
-				ch.del = append(ch.del, "Ua "+ch.val("skipped", &types.AttributeValueMemberSS{Value: []string{sortKey(c.Ref)}}))
+				ch.b.Delete(ch.attr("Ua"), ch.b.Value(&types.AttributeValueMemberSS{Value: []string{sortKey(c.Ref)}}))
 			}
 		case workflow.Error:
 			reason := w.Reason
@@ -251,12 +179,13 @@ func (s *Store) compile(ch *change, it stateItem, w Write) {
 			ch.drop(p, "tk")
 			errs = append(errs, sortKey(c.Ref))
 			if len(errs) == 1 {
-				ch.set = append(ch.set, "Err="+ch.val("taskError", str(clip(label(workflow.RecordName(it.Recs[sortKey(c.Ref)].Name, c.Ref), c.Ref)+": "+reason, MaxErrorBytes))))
+				ch.b.Set(ch.attr("Err"), ch.b.String(clip(label(workflow.RecordName(it.Recs[sortKey(c.Ref)].Name, c.Ref), c.Ref)+": "+reason,
+					MaxErrorBytes)))
 			}
 		}
 	}
 	for step, n := range itemsDone {
-		ch.add = append(ch.add, "P."+ch.alias("p", strconv.Itoa(step))+" "+ch.val("items"+strconv.Itoa(step), num(int64(n))))
+		ch.b.Add(ch.b.Key(ch.attr("P"), strconv.Itoa(step)), ch.b.Int(int64(n)))
 	}
 	for _, r := range m.Ready {
 		p := ch.rec(r)
@@ -276,12 +205,12 @@ func (s *Store) compile(ch *change, it stateItem, w Write) {
 		ch.drop(p, "al")
 		errs = append(errs, sortKey(*m.Pivot))
 		if len(errs) == 1 {
-			ch.set = append(ch.set, "Err="+ch.val("taskError", str(fmt.Sprintf("%s took effect and has no undo: the order cannot be undone",
-				label(it.Recs[sortKey(*m.Pivot)].Name, *m.Pivot)))))
+			ch.b.Set(ch.attr("Err"), ch.b.String(fmt.Sprintf("%s took effect and has no undo: the order cannot be undone",
+				label(it.Recs[sortKey(*m.Pivot)].Name, *m.Pivot))))
 		}
 	}
 	if len(errs) > 0 {
-		ch.add = append(ch.add, "Ua "+ch.val("ua", &types.AttributeValueMemberSS{Value: errs}))
+		ch.b.Add(ch.attr("Ua"), ch.b.Value(&types.AttributeValueMemberSS{Value: errs}))
 	}
 	s.compileTask(ch, it, w)
 }
@@ -291,29 +220,32 @@ func (s *Store) compile(ch *change, it stateItem, w Write) {
 func (s *Store) compileTask(ch *change, it stateItem, w Write) {
 	m := w.Move
 	if m.State != "" && m.State != workflow.State(it.State) {
-		ch.task(m.State, "")
+		ch.task(m.State)
 		held := it.State == string(workflow.Held)
 		switch {
 		case m.State == workflow.Compensating && (it.State == string(workflow.Pending) || held):
-			ch.set = append(ch.set, "Dl=DlMs+"+ch.at()) // the undoing has as long as the order had
+			ch.b.Set(ch.attr("Dl"), x.Plus(ch.attr("DlMs"), ch.at())) // the undoing has as long as the order had
 		case m.State == workflow.Pending && held:
 			// The order's deadline stood still while it was held.
-			ch.set = append(ch.set, "Dl="+ch.val("dlHeld", num(it.DeadlineAt+max(ms(w.Now)-it.HeldAt, 0))))
+			ch.b.Set(ch.attr("Dl"), ch.b.Int(it.DeadlineAt+max(ms(w.Now)-it.HeldAt, 0)))
 		case m.State == workflow.Held:
-			ch.set = append(ch.set, "Ha="+ch.at(), "Hu="+ch.val("heldUntil", num(ms(m.HeldUntil))))
+			ch.b.Set(ch.attr("Ha"), ch.at())
+			ch.b.Set(ch.attr("Hu"), ch.b.Int(ms(m.HeldUntil)))
 		}
 		if held {
-			ch.remove = append(ch.remove, "Ha", "Hu")
+			ch.b.Remove(ch.attr("Ha"))
+			ch.b.Remove(ch.attr("Hu"))
 		}
 	}
 	if w.Cancel != nil {
-		ch.set = append(ch.set, "CxBy="+ch.val("by", str(clip(w.Cancel.By, MaxErrorBytes))), "CxAt="+ch.at())
+		ch.b.Set(ch.attr("CxBy"), ch.b.String(clip(w.Cancel.By, MaxErrorBytes)))
+		ch.b.Set(ch.attr("CxAt"), ch.at())
 		if w.Cancel.Reason != "" {
-			ch.set = append(ch.set, "CxWhy="+ch.val("why", str(clip(w.Cancel.Reason, MaxErrorBytes))))
+			ch.b.Set(ch.attr("CxWhy"), ch.b.String(clip(w.Cancel.Reason, MaxErrorBytes)))
 		}
 	}
 	if m.Cancel {
-		ch.set = append(ch.set, "Ea="+ch.val("endAs", str(string(workflow.Cancelled))))
+		ch.b.Set(ch.attr("Ea"), ch.b.String(string(workflow.Cancelled)))
 	}
 	switch {
 	case m.Read.Version:
@@ -339,27 +271,29 @@ func readCondition(ch *change, it stateItem, r workflow.Read) {
 		ch.state(workflow.Pending)
 	}
 	if r.Finishes {
+		fn := ch.attr("Fn")
 		switch {
 		case it.Finished == nil:
-			ch.cond = append(ch.cond, "attribute_not_exists(Fn)")
-			ch.set = append(ch.set, "Fn="+ch.val("fn", num(1)))
+			ch.b.If(x.NotExists(fn))
+			ch.b.Set(fn, ch.b.Int(1))
 		default:
-			ch.cond = append(ch.cond, "Fn="+ch.val("fnRead", num(int64(*it.Finished))))
-			ch.set = append(ch.set, "Fn="+ch.val("fn", num(int64(*it.Finished+1))))
+			ch.b.If(x.Equal(fn, ch.b.Int(int64(*it.Finished))))
+			ch.b.Set(fn, ch.b.Int(int64(*it.Finished+1)))
 		}
 	}
 	if r.Items != nil {
-		p := "P." + ch.alias("p", strconv.Itoa(r.Items.Step))
+		p := ch.b.Key(ch.attr("P"), strconv.Itoa(r.Items.Step))
 		_, stored := it.ItemsDone[strconv.Itoa(r.Items.Step)]
+		notLast := x.Less(p, ch.b.Int(int64(r.Items.Of-1)))
 		switch {
 		case r.Items.Last() && !stored && r.Items.Done == 0:
-			ch.cond = append(ch.cond, "attribute_not_exists("+p+")")
+			ch.b.If(x.NotExists(p))
 		case r.Items.Last():
-			ch.cond = append(ch.cond, p+"="+ch.val("doneRead", num(int64(r.Items.Done))))
+			ch.b.If(x.Equal(p, ch.b.Int(int64(r.Items.Done))))
 		case !stored:
-			ch.cond = append(ch.cond, "(attribute_not_exists("+p+") OR "+p+"<"+ch.val("notLast", num(int64(r.Items.Of-1)))+")")
+			ch.b.If(x.Or(x.NotExists(p), notLast))
 		default:
-			ch.cond = append(ch.cond, p+"<"+ch.val("notLast", num(int64(r.Items.Of-1))))
+			ch.b.If(notLast)
 		}
 	}
 }
@@ -395,7 +329,7 @@ func look(ch *change, l Look, r recItem) {
 				// not read) keeps the claim that says so.
 				ch.put(p, "mr", &types.AttributeValueMemberBOOL{Value: true})
 			}
-			ch.del = append(ch.del, "Ua "+ch.val("retried", &types.AttributeValueMemberSS{Value: []string{sortKey(l.Ref)}}))
+			ch.b.Delete(ch.attr("Ua"), ch.b.Value(&types.AttributeValueMemberSS{Value: []string{sortKey(l.Ref)}}))
 		}
 		switch {
 		case l.Held:
