@@ -140,9 +140,11 @@ func (c *claims) Claim(_ context.Context, cl statestore.Claim) (statestore.Step,
 	if err := c.refuse[cl.OrderID]; err != nil {
 		return statestore.Step{}, err
 	}
-	return statestore.Step{OrderID: cl.OrderID, Index: cl.Ref.Index, Undo: cl.Ref.Undo, Name: "reserve", Agent: cl.Agent, Workflow: "order",
-		Attempt: 3, Round: 1, State: workflow.Processing, LockedBy: cl.Owner, ClaimedAt: cl.Now, ReadyAt: cl.Now.Add(-c.readyAgo),
-		CompleteBy: cl.Now.Add(c.timeout)}, nil
+	return statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Index: cl.Ref.Index, Undo: cl.Ref.Undo},
+		Action: workflow.Action{Name: "reserve", Agent: cl.Agent}, Attempt: 3, State: workflow.Processing},
+		OrderOf: statestore.OrderOf{OrderID: cl.OrderID, Workflow: "order"},
+		AtWork:  statestore.AtWork{Round: 1, LockedBy: cl.Owner, ClaimedAt: cl.Now, CompleteBy: cl.Now.Add(c.timeout)},
+		Wait:    statestore.Wait{ReadyAt: cl.Now.Add(-c.readyAgo)}}, nil
 }
 
 func (c *claims) Accept(context.Context, statestore.Step, time.Time) error { return nil }

@@ -137,7 +137,7 @@ func (h *Handler) try(ctx context.Context, st *statestore.Step, payload callInpu
 	}
 	cctx, cancel := context.WithDeadline(ctx, limit)
 	defer cancel()
-	action, key := st.Definition().DoName(), workflow.IdempotencyKey(st.OrderID, st.RecordName(), st.Round)
+	action, key := st.DoName(), workflow.IdempotencyKey(st.OrderID, st.RecordName(), st.Round)
 	if payload.stream != nil {
 		// Its payloads, streamed on this try (counted as it starts).
 		h.metrics.Count(metrics.PayloadsStreamed, float64(payload.stream.Objects()), map[string]any{"OrderID": st.OrderID, "Step": st.Name})
@@ -170,7 +170,7 @@ func CallbackToken(ctx context.Context) string {
 // carries the attempt's token, and its retries end with the function's own
 // time (the callback may take until CompleteBy; the call may not).
 func (h *Handler) asyncCall(ctx context.Context, st *statestore.Step, nonce string, deadline time.Time) (context.Context, time.Time) {
-	tok := outcome.Token{OrderID: st.OrderID, Ref: st.Ref(), Round: st.Round, Attempt: st.Attempt, Nonce: nonce}
+	tok := outcome.Token{OrderID: st.OrderID, Ref: st.Ref, Round: st.Round, Attempt: st.Attempt, Nonce: nonce}
 	if d, ok := ctx.Deadline(); ok && d.Add(-h.cfg.Margin).Before(deadline) {
 		deadline = d.Add(-h.cfg.Margin)
 	}

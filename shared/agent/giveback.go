@@ -98,7 +98,7 @@ func (h *Handler) release(ctx context.Context, def workflow.Definition, st *stat
 	err := h.persist(ctx, st, "its give-back", func(ctx context.Context) error {
 		now := h.Now()
 		var err error
-		rec, err = outcome.Recorder{Store: h.store}.Release(ctx, def, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(),
+		rec, err = outcome.Recorder{Store: h.store}.Release(ctx, def, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref,
 			Attempt: st.Attempt, Round: st.Round, Token: st.Token, Read: st.Read, Ran: ran, Now: now}, now.Add(v.Wait), v.Why)
 		return err
 	})
@@ -119,7 +119,7 @@ func (h *Handler) replyMove(ctx context.Context, def workflow.Definition, st *st
 	if rec.State.Ended() {
 		notify.CountEnd(h.metrics, st.OrderID, rec.State)
 	}
-	reply := outcome.Reply(def, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(), Name: st.Name, Attempt: st.Attempt}, rec, nil, payload)
+	reply := outcome.Reply(def, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref, Name: st.Name, Attempt: st.Attempt}, rec, nil, payload)
 	reply.OK, reply.GivenBack = false, true
 	// If this send is lost, the undo made ready is found unclaimed at its
 	// pickup deadline, and the Supervisor sends it.

@@ -33,8 +33,9 @@ func TestJudge(t *testing.T) {
 
 // A judged attempt, as its pipeline carries it, and what came of its call.
 var (
-	judgedAt     = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	judgedStep   = &statestore.Step{OrderID: "o-1", Name: "charge-payment", CompleteBy: judgedAt.Add(time.Minute)}
+	judgedAt   = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	judgedStep = &statestore.Step{Rec: workflow.Rec{Action: workflow.Action{Name: "charge-payment"}},
+		OrderOf: statestore.OrderOf{OrderID: "o-1"}, AtWork: statestore.AtWork{CompleteBy: judgedAt.Add(time.Minute)}}
 	plainAttempt = func() *attempt {
 		return &attempt{st: judgedStep, deadline: judgedStep.CompleteBy.Add(-100 * time.Millisecond)}
 	}

@@ -91,7 +91,7 @@ func (h *Handler) holdSlot(ctx context.Context, st *statestore.Step, req message
 
 // holder names the attempt st as the holder of its key's slot.
 func (h *Handler) holder(st *statestore.Step) string {
-	return keyline.Holder(st.OrderID, st.Ref(), st.Round, st.Attempt)
+	return keyline.Holder(st.OrderID, st.Ref, st.Round, st.Attempt)
 }
 
 // releaseSlot lets the attempt's slot of key go, if it holds it, handing

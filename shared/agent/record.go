@@ -60,7 +60,7 @@ func (h *Handler) record(ctx context.Context, a *attempt, v verdict) error {
 // over the inline limit, it goes to the payload bucket first.
 func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st *statestore.Step, a outcome.Attempt, res keptResult,
 	payload json.RawMessage) error {
-	a.OrderID, a.Ref, a.Name, a.Attempt, a.Round, a.Now = st.OrderID, st.Ref(), st.Name, st.Attempt, st.Round, h.Now()
+	a.OrderID, a.Ref, a.Name, a.Attempt, a.Round, a.Now = st.OrderID, st.Ref, st.Name, st.Attempt, st.Round, h.Now()
 	a.Read = st.Read // where the others stood at its claim: the first guess
 	// A refusal's reason travels in the reply, the alert and the log
 	// whatever its service or an expression quoted: bounded, so that each
@@ -121,7 +121,7 @@ func (h *Handler) putResult(ctx context.Context, def workflow.Definition, st *st
 	}
 	// The result first: once the outcome is recorded, what follows may
 	// read it. A later attempt's result there means this one is stale.
-	err = h.store.PutResult(ctx, statestore.Result{OrderID: st.OrderID, Ref: st.Ref(), Name: st.Name, Round: st.Round,
+	err = h.store.PutResult(ctx, statestore.Result{OrderID: st.OrderID, Ref: st.Ref, Name: st.Name, Round: st.Round,
 		Attempt: st.Attempt, JSON: out.JSON(), Now: now, Lifetime: def.Lifetime(), Keep: st.Retention()})
 	if errors.Is(err, statestore.ErrStale) {
 		return nil, true, nil

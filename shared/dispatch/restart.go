@@ -50,7 +50,7 @@ func (r Restarter) StartRecord(ctx context.Context, st statestore.Step, delay ti
 	url := r.QueueOf(st)
 	switch {
 	case parked(st):
-		return r.Send.SendJSON(ctx, url, message.NewSchedule(st.OrderID, st.Ref(), st.Workflow, st.WfVersion), delay)
+		return r.Send.SendJSON(ctx, url, message.NewSchedule(st.OrderID, st.Ref, st.Workflow, st.WfVersion), delay)
 	case url == "":
 		return fmt.Errorf("start %s: no request queue for agent %q", st.Key(), st.Agent)
 	}

@@ -35,12 +35,16 @@ func TestARecordStartsStraightAtItsAgent(t *testing.T) {
 	t.Parallel()
 	var out sends
 	r := dispatch.Restarter{AgentQueues: map[string]string{"inventory": "q/inventory"}, SchedulerQueueURL: "q/scheduler", Send: &out}
-	pack := statestore.Step{OrderID: "o-1", Index: 4, Item: 2, Name: "pack-item", Agent: "inventory", Do: "pack", Workflow: "parallel",
-		WfVersion: "v1", Kind: workflow.KindAgent}
+	pack := statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Index: 4, Item: 2},
+		Action: workflow.Action{Name: "pack-item", Agent: "inventory", Do: "pack"}, Kind: workflow.KindAgent},
+		OrderOf: statestore.OrderOf{OrderID: "o-1", Workflow: "parallel", WfVersion: "v1"}}
 	require.NoError(t, r.StartRecord(context.Background(), pack, 5*time.Second))
-	undo := statestore.Step{OrderID: "o-1", Index: 0, Undo: true, Name: "release-east", Agent: "inventory", Workflow: "parallel"}
+	undo := statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Index: 0, Undo: true},
+		Action: workflow.Action{Name: "release-east", Agent: "inventory"}},
+		OrderOf: statestore.OrderOf{OrderID: "o-1", Workflow: "parallel"}}
 	require.NoError(t, r.StartRecord(context.Background(), undo, 0))
-	timer := statestore.Step{OrderID: "o-1", Index: 2, Name: "cool-off", Kind: workflow.KindTimer, Workflow: "parallel", WfVersion: "v1"}
+	timer := statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Index: 2}, Action: workflow.Action{Name: "cool-off"}, Kind: workflow.KindTimer},
+		OrderOf: statestore.OrderOf{OrderID: "o-1", Workflow: "parallel", WfVersion: "v1"}}
 	require.NoError(t, r.StartRecord(context.Background(), timer, 0))
 	require.Len(t, out, 3)
 	require.Equal(t, "q/inventory", out[0].url)
@@ -50,5 +54,6 @@ func TestARecordStartsStraightAtItsAgent(t *testing.T) {
 	require.Equal(t, workflow.Ref{Index: 0, Undo: true}, out[1].v.(message.AgentRequest).Ref())
 	require.Equal(t, "q/scheduler", out[2].url)
 	require.Equal(t, message.NewSchedule("o-1", workflow.Ref{Index: 2}, "parallel", "v1"), out[2].v)
-	require.ErrorContains(t, r.StartRecord(context.Background(), statestore.Step{OrderID: "o-1", Agent: "nobody"}, 0), `no request queue for agent "nobody"`)
+	require.ErrorContains(t, r.StartRecord(context.Background(), statestore.Step{Rec: workflow.Rec{Action: workflow.Action{Agent: "nobody"}},
+		OrderOf: statestore.OrderOf{OrderID: "o-1"}}, 0), `no request queue for agent "nobody"`)
 }

@@ -49,7 +49,7 @@ func (o *Operator) Status(ctx context.Context, orderID string) (Status, error) {
 	steps := map[workflow.Ref]workflow.State{} // a step's record (an item's) by its ref without undo
 	for _, r := range recs {
 		if !r.Undo {
-			steps[r.Ref()] = r.State
+			steps[r.Ref] = r.State
 		}
 	}
 	s := Status{Order: OrderOf(task), Records: make([]Record, 0, len(recs)), Timeline: []Event{}}
@@ -63,7 +63,7 @@ func (o *Operator) Status(ctx context.Context, orderID string) (Status, error) {
 	}
 	for _, r := range recs {
 		rec := recordOf(r, task.State, steps)
-		rec.Result = results[r.Ref()]
+		rec.Result = results[r.Ref]
 		s.Records = append(s.Records, rec)
 		for _, e := range r.History() {
 			s.Timeline = append(s.Timeline, Event{At: utc(e.At), Record: rec.Name, What: e.What})
@@ -124,8 +124,8 @@ func (o *Operator) results(ctx context.Context, task statestore.Task, recs []sta
 		return nil, err
 	}
 	for _, r := range recs {
-		if res, ok := stored[r.Ref()]; ok && r.HasResult && json.Valid(res.JSON) {
-			out[r.Ref()] = o.open(ctx, task.OrderID, res.JSON)
+		if res, ok := stored[r.Ref]; ok && r.HasResult && json.Valid(res.JSON) {
+			out[r.Ref] = o.open(ctx, task.OrderID, res.JSON)
 		}
 	}
 	return out, nil

@@ -36,7 +36,7 @@ func TestRecordsThatNeverRunSaySo(t *testing.T) {
 	t.Parallel()
 	done := map[workflow.Ref]workflow.State{{Index: 0}: workflow.Processed, {Index: 1}: workflow.Error, {Index: 2}: workflow.Pending}
 	pending := func(i int, undo bool) statestore.Step {
-		return statestore.Step{Index: i, Undo: undo, State: workflow.Pending}
+		return statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Index: i, Undo: undo}, State: workflow.Pending}}
 	}
 	for _, c := range []struct {
 		task workflow.State
@@ -53,7 +53,7 @@ func TestRecordsThatNeverRunSaySo(t *testing.T) {
 		{workflow.CompensationFailed, pending(0, true), workflow.Pending},
 		{workflow.CompensationFailed, pending(1, true), NotNeeded},
 		{workflow.CompensationFailed, pending(2, false), workflow.Pending},
-		{workflow.Failed, statestore.Step{Index: 0, Undo: true, State: workflow.Processed}, workflow.Processed},
+		{workflow.Failed, statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Index: 0, Undo: true}, State: workflow.Processed}}, workflow.Processed},
 	} {
 		require.Equal(t, c.want, shownState(c.rec, c.task, done), "%s order, record %+v", c.task, c.rec)
 	}
@@ -62,7 +62,9 @@ func TestRecordsThatNeverRunSaySo(t *testing.T) {
 func TestWhatAWaitingRecordWaitsFor(t *testing.T) {
 	t.Parallel()
 	armed, due := time.UnixMilli(1_000_000), time.UnixMilli(2_000_000)
-	wait := statestore.Step{Kind: workflow.KindEvent, Event: "approved", State: workflow.Pending, Armed: armed, DueAt: due}
+	wait := statestore.Step{Rec: workflow.Rec{Kind: workflow.KindEvent, State: workflow.Pending},
+		Wait:   statestore.Wait{DueAt: due},
+		Parked: statestore.Parked{Event: "approved", Armed: armed}}
 	require.Equal(t, &Waiting{For: "event", Event: "approved", Since: armed.UTC(), Until: due.UTC()}, waitingOf(wait))
 	woken := wait
 	woken.Kind, woken.Event, woken.Woken = workflow.KindTimer, "", due
@@ -70,7 +72,8 @@ func TestWhatAWaitingRecordWaitsFor(t *testing.T) {
 	ready := wait
 	ready.Armed = time.Time{}
 	require.Nil(t, waitingOf(ready), "not armed yet: made ready, not waiting")
-	async := statestore.Step{Async: true, State: workflow.Processing, ClaimedAt: armed, CompleteBy: due}
+	async := statestore.Step{Rec: workflow.Rec{Action: workflow.Action{Async: true}, State: workflow.Processing},
+		AtWork: statestore.AtWork{ClaimedAt: armed, CompleteBy: due}}
 	require.Equal(t, &Waiting{For: "callback", Since: armed.UTC(), Until: due.UTC()}, waitingOf(async))
 	require.Equal(t, `event "approved"`, waitingOf(wait).What())
 	require.Equal(t, "its service's callback", waitingOf(async).What())
@@ -92,8 +95,8 @@ func TestClockSaysTheDayOfAnotherDay(t *testing.T) {
 func TestARecordHeldByItsFlowControlIsShownWaiting(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
-	st := statestore.Step{Name: "ocr", State: workflow.Pending, Attempt: 19, DueAt: at.Add(time.Minute), ReadyAt: at,
-		FlowWaits: 18, FlowWhy: `waiting for a slot of key "c-1"`}
+	st := statestore.Step{Rec: workflow.Rec{Action: workflow.Action{Name: "ocr"}, State: workflow.Pending, Attempt: 19},
+		Wait: statestore.Wait{DueAt: at.Add(time.Minute), ReadyAt: at, FlowWaits: 18, FlowWhy: `waiting for a slot of key "c-1"`}}
 	r := recordOf(st, workflow.Pending, nil)
 	require.Empty(t, r.LastError)
 	require.Equal(t, 18, r.FlowWaits, "of its 19 attempts, 18 called nothing")

@@ -110,7 +110,7 @@ func (k Canceller) decide(ctx context.Context, c statestore.CancelRequest) (stat
 			if ch.State == workflow.Pending { // an accepted async attempt, given back to be undone
 				st, _ := s.Step(ch.Ref)
 				if st.Slot != "" {
-					sl := keyline.Slot{Agent: st.Agent, Key: st.Slot, Holder: keyline.Holder(st.OrderID, st.Ref(), st.Round, st.Attempt)}
+					sl := keyline.Slot{Agent: st.Agent, Key: st.Slot, Holder: keyline.Holder(st.OrderID, st.Ref, st.Round, st.Attempt)}
 					undo := workflow.Ref{Index: ch.Ref.Index, Item: ch.Ref.Item, Undo: true}
 					if u, ok := s.Step(undo); ok && u.Agent == st.Agent {
 						// Its undo, of the same agent, takes the slot from

@@ -149,7 +149,7 @@ func (s Starter) wakeAt(ctx context.Context, st workflow.Step, orderID string, r
 		order = json.RawMessage(o)
 	}
 	for _, r := range recs {
-		if r.Ref() == ref {
+		if r.Ref == ref {
 			in, err := s.Store.Inputs(ctx, r, kept.Stored(order))
 			if err != nil {
 				return time.Time{}, err

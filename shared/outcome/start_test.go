@@ -29,7 +29,8 @@ type timerStore struct {
 }
 
 func (s *timerStore) Load(context.Context, string) (statestore.Task, []statestore.Step, error) {
-	return statestore.Task{}, []statestore.Step{{OrderID: "o-1", Index: 0, Name: "ship-after"}}, nil
+	return statestore.Task{}, []statestore.Step{{Rec: workflow.Rec{Ref: workflow.Ref{Index: 0}, Action: workflow.Action{Name: "ship-after"}},
+		OrderOf: statestore.OrderOf{OrderID: "o-1"}}}, nil
 }
 
 func (s *timerStore) Inputs(_ context.Context, _ statestore.Step, order kept.Value) (kept.Inputs, error) {

@@ -154,8 +154,8 @@ func notClaimable(old map[string]types.AttributeValue, c Claim) error {
 // (retried after a backoff, or at the threshold failed for good).
 func (s *Store) Abandon(ctx context.Context, st Step, reason string, now time.Time) error {
 	ch := newChange(now)
-	r := ch.rec(st.Ref())
-	Fence{Ref: st.Ref(), Attempt: st.Attempt, Round: st.Round, Token: st.Token}.condition(ch)
+	r := ch.rec(st.Ref)
+	Fence{Ref: st.Ref, Attempt: st.Attempt, Round: st.Round, Token: st.Token}.condition(ch)
 	ch.require(r, recState(workflow.Processing))
 	ch.put(r, "cb", num(ms(now)))
 	ch.put(r, "d", num(ms(now)))
@@ -188,8 +188,8 @@ func (s *Store) Abandon(ctx context.Context, st Step, reason string, now time.Ti
 // the key whose slot the attempt holds, for its callback to let go.
 func (s *Store) Accept(ctx context.Context, st Step, now time.Time) error {
 	ch := newChange(now)
-	r := ch.rec(st.Ref())
-	Fence{Ref: st.Ref(), Attempt: st.Attempt, Round: st.Round, Token: st.Token}.condition(ch)
+	r := ch.rec(st.Ref)
+	Fence{Ref: st.Ref, Attempt: st.Attempt, Round: st.Round, Token: st.Token}.condition(ch)
 	ch.require(r, recState(workflow.Processing))
 	ch.put(r, "ac", num(ms(now)))
 	if st.Slot != "" {

@@ -45,7 +45,7 @@ func TestEndingCompletionWrites(t *testing.T) {
 			}
 			rec := outcome.Recorder{Store: s}
 			record := func(st statestore.Step, refusal string) (outcome.Recorded, error) {
-				return rec.Record(ctx, def, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(), Attempt: st.Attempt, Round: st.Round,
+				return rec.Record(ctx, def, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref, Attempt: st.Attempt, Round: st.Round,
 					Refusal: refusal, Read: st.Read, Now: now})
 			}
 			claimed := func(id string, r workflow.Ref) statestore.Step {

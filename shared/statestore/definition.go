@@ -97,7 +97,7 @@ func (it stateItem) definition() workflow.Definition {
 	d := workflow.Definition{Name: it.Workflow, Version: it.WfVersion,
 		PickupTimeout: time.Duration(it.PickupMs) * time.Millisecond, Deadline: time.Duration(it.DeadlineMs) * time.Millisecond}
 	for _, st := range it.steps() {
-		a := st.Definition()
+		a := st.Action
 		if !st.Undo {
 			d.Steps = append(d.Steps, workflow.Step{Action: a})
 			continue

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -59,174 +58,6 @@ type Task struct {
 	// its calls (paused, slowed, its rate turns queued) makes them wait.
 	ReadyFor map[string]int
 }
-
-// Step is the record of one step of one order, or of a step's undo action.
-type Step struct {
-	OrderID      string
-	Index        int  // the step's position in the workflow
-	Undo         bool // this is the undo action of step Index
-	Item         int  // for a forEach step's record: its item (1-based); 0 otherwise
-	HasUndo      bool // for a step: it has an undo action (run too if it took effect and the order is undone)
-	Round        int
-	ReplyQueue   string
-	Name         string
-	Agent        string
-	Do           string // the action the Agent asks its service for ("": Name)
-	Timeout      time.Duration
-	MaxFailures  int
-	RetryBackoff time.Duration
-	State        workflow.State
-	Attempt      int
-	FailureCount int
-	// LockedBy is the claimant of the current attempt while it runs, and of
-	// the last attempt once it ended (who ran it).
-	LockedBy   string
-	CompleteBy time.Time // zero when not claimed
-	DueAt      time.Time // the record's deadline: zero when no work of it is due
-	ReadyAt    time.Time // when it was last made ready (queue wait runs from here to its claim)
-	ClaimedAt  time.Time // when its latest attempt was claimed
-	AcceptedAt time.Time // an async attempt's: when its service accepted the call
-	// Slot, for an async attempt accepted: the key of its agent's calls in
-	// flight whose slot it holds (workflow.Agent.PerKey), let go by its
-	// callback.
-	Slot   string
-	DoneAt time.Time // when it was Processed or failed for good
-	Waits  int       // times the Supervisor found it waiting (unclaimed, or its reply queued)
-	// FlowWaits is how often its agent's flow control gave an attempt back
-	// before its call (no failure, nothing to undo); FlowWhy, while it waits
-	// to be claimed again, for what it waits (its rate turn, a slot of its
-	// key, a pause, its service's Retry-After).
-	FlowWaits int
-	FlowWhy   string
-	Resent    int            // of those, times it sent its message again
-	Cause     workflow.Cause // why it is in Error
-	// After is, for an Error, the task's state its failure led to
-	// (Compensating, Failed, CompensationFailed): what its alert says.
-	After workflow.State
-	// Deadline is the order's deadline while the task runs its steps, and
-	// its compensation's once it compensates; zero for a record the task's
-	// phase does not run.
-	Deadline  time.Time
-	LastError string
-	Alerted   bool
-	// Unalerted: an alert about the record is due and not confirmed sent
-	// (the order's Ua): its failure, or, for a record that took effect and
-	// has no undo, that the order cannot be undone.
-	Unalerted bool
-	// Cancelling: nothing starts again: a step's record of an order being
-	// undone (a record failed, or the order was cancelled), awaited if it
-	// runs.
-	Cancelling bool
-	// Stopped: a step's record made ready that will not run: its order is
-	// being undone (workflow.Order.Stopped).
-	Stopped bool
-	// Ran: it may have taken effect though it is not Processed
-	// (workflow.Rec.Ran).
-	Ran bool
-	// Kind is what the record does: call its agent, wait for an event, or
-	// sleep. A wait or a timer is parked once Armed: due at its timeout or
-	// its wake time, with nothing circulating meanwhile.
-	Kind     workflow.Kind
-	Armed    time.Time // when a ready wait or timer was armed (zero: not yet)
-	Woken    time.Time // when the Supervisor found its time passed and had it woken
-	Continue bool      // a wait whose timeout lets the order go on
-	Event    string    // the event a wait waits for
-	// EventKept: the event this wait waits for was received (before the
-	// order reached the wait, or while its delivery was lost): it is due now.
-	EventKept bool
-	Async     bool   // an agent step whose service answers later, with the attempt's token
-	Token     string // the current async attempt's token nonce
-	// HasResult: the record's result is stored (Store.Results).
-	HasResult bool
-	// ReadiedBy is the agent whose recorded outcome made this ready record
-	// ready (the record done last before it became ready): its reply, in
-	// that agent's response queue, carries the record's start. "" when
-	// nothing before it was done (Submission started it).
-	ReadiedBy string
-	Workflow  string        // the order's workflow, and its version
-	WfVersion string        //
-	Pickup    time.Duration // the workflow's pickup timeout (0 for an order stored before it was kept)
-	Version   int           // the order's state item's, incremented by every write: the supervisor's fence
-	Incidents []Event       // what happened besides ready, claimed and done: recoveries, failures, alerts, resubmissions
-	// Read is the order as the read (or the write) that gave this record
-	// left it: what the rules decide its outcome on, as a first guess.
-	Read *Snapshot
-}
-
-// Event is one line of a record's history.
-type Event struct {
-	At   time.Time `json:"at"`
-	What string    `json:"what"`
-}
-
-// History is the record's timeline, oldest first: when it was made ready,
-// claimed and done (from the record's times, which every record carries),
-// and its incidents (written only when one happens, to keep the item small).
-func (s Step) History() []Event {
-	var out []Event
-	add := func(at time.Time, what string) {
-		if !at.IsZero() {
-			out = append(out, Event{At: at, What: what})
-		}
-	}
-	add(s.ReadyAt, "ready")
-	if s.Attempt > 0 {
-		add(s.ClaimedAt, fmt.Sprintf("attempt %d claimed by %s/%s", s.Attempt, s.Agent, s.LockedBy))
-	}
-	switch {
-	case s.State == workflow.Processed && s.Kind == workflow.KindEvent:
-		add(s.DoneAt, "done: its event came (or its timeout let the order go on)")
-	case s.State == workflow.Processed && s.Kind == workflow.KindTimer:
-		add(s.DoneAt, "done: its time came")
-	case s.State == workflow.Processed:
-		add(s.DoneAt, fmt.Sprintf("processed (attempt %d)", s.Attempt))
-	case s.State == workflow.Error:
-		add(s.DoneAt, fmt.Sprintf("failed for good (%s)", s.Cause))
-	}
-	out = append(out, s.Incidents...)
-	if s.Stopped && s.Read != nil {
-		what := "stopped before it ran: the order is being undone"
-		if s.Ran {
-			what = fmt.Sprintf("stopped before its retry: attempt %d may have taken effect, so its undo runs", s.Attempt)
-		}
-		at := s.Read.undoneSince()
-		if at.Before(s.ReadyAt) { // the clocks of who wrote each may disagree
-			at = s.ReadyAt
-		}
-		add(at, what)
-	}
-	slices.SortStableFunc(out, func(a, b Event) int { return a.At.Compare(b.At) })
-	return out
-}
-
-// Definition is the action this record runs.
-func (s Step) Definition() workflow.Action {
-	return workflow.Action{Name: s.Name, Agent: s.Agent, Do: s.Do, Timeout: s.Timeout,
-		MaxFailures: s.MaxFailures, RetryBackoff: s.RetryBackoff}
-}
-
-// GaveUp reports whether the Supervisor gave up on this record (its attempts
-// timed out, or the order's deadline passed), as opposed to its remote
-// refusing it.
-func (s Step) GaveUp() bool { return s.State == workflow.Error && s.Cause.GaveUp() }
-
-// Ref names the record within its task.
-func (s Step) Ref() workflow.Ref { return workflow.Ref{Index: s.Index, Undo: s.Undo, Item: s.Item} }
-
-// Request is the request that starts the record at its Agent (an agent
-// step's, or an undo action's), from what the record itself says: no
-// workflow needed. It carries no order: the Agent reads it.
-func (s Step) Request() message.AgentRequest {
-	return message.AgentRequest{OrderID: s.OrderID, Step: s.Index, Undo: s.Undo, Item: s.Item, StepName: s.Name, Action: s.Do,
-		Workflow: s.Workflow, Version: s.WfVersion}
-}
-
-// RecordName is the record's name for people and keys: its action's, with
-// its item for a forEach step's (workflow.RecordName).
-func (s Step) RecordName() string { return workflow.RecordName(s.Name, s.Ref()) }
-
-// Key identifies the record in log lines.
-func (s Step) Key() string { return fmt.Sprintf("%s/%s(%s)", s.OrderID, sortKey(s.Ref()), s.Name) }
 
 // stateItem is an order's live state as stored: ONE item per order, the task
 // with its records (steps and undo actions) inside, so that a step's
@@ -399,19 +230,6 @@ func (it stateItem) task() Task {
 		HeldAt: fromMs(it.HeldAt), HeldUntil: fromMs(it.HeldUntil), Deadline: fromMs(it.DeadlineAt), Sealed: it.Sealed}
 }
 
-// order is the item as the rules read it.
-func (it stateItem) order() workflow.Order {
-	o := workflow.Order{State: workflow.State(it.State), Cancelled: it.EndAs == string(workflow.Cancelled),
-		Recs: make(workflow.Records, len(it.Recs))}
-	for sk, r := range it.Recs {
-		ref := refOf(sk)
-		o.Recs[ref] = workflow.Rec{Ref: ref, Name: r.Name, State: workflow.State(r.State), Ready: r.State == string(workflow.Pending) && r.DueAt != 0,
-			Kind: workflow.Kind(r.Kind), HasUndo: r.HasUndo, NothingToUndo: r.NoUndo, Ran: r.ran(), Retried: r.FailureCount > 0 || r.MayHaveRun, DoneAt: fromMs(r.DoneAt),
-			Accepted: r.State == string(workflow.Processing) && r.Accepted != 0, HoldFor: time.Duration(r.HoldMs) * time.Millisecond}
-	}
-	return o
-}
-
 // ran reports whether the record may have taken effect though it is not
 // Processed: claimed in the round (a resubmission clears the claim), then
 // given up on or its answer over the limit, or given back to run again, or
@@ -492,68 +310,6 @@ func (v view) readiedBy(readyAt int64) string {
 		return ""
 	}
 	return v.doneAts[i-1].agent
-}
-
-// step is the record named sk as a Step; Version is the item's.
-func (it stateItem) step(sk string, v view) Step {
-	r, ref := it.Recs[sk], refOf(sk)
-	var deadline time.Time
-	if it.runs(ref) {
-		deadline = fromMs(it.DeadlineAt)
-	}
-	incidents := make([]Event, 0, len(r.Incidents))
-	for _, line := range r.Incidents {
-		incidents = append(incidents, parseIncident(line))
-	}
-	ready := r.State == string(workflow.Pending) && r.DueAt != 0
-	st := Step{OrderID: it.OrderID, Index: ref.Index, Undo: ref.Undo, Item: ref.Item, HasUndo: r.HasUndo,
-		Round: r.Round, ReplyQueue: it.ReplyQueue, Name: r.Name, Agent: r.Agent, Do: r.Do,
-		Timeout: time.Duration(r.TimeoutMs) * time.Millisecond, MaxFailures: r.MaxFailures,
-		RetryBackoff: time.Duration(r.BackoffMs) * time.Millisecond,
-		State:        workflow.State(r.State), Attempt: r.Attempt, FailureCount: r.FailureCount,
-		LockedBy: r.LockedBy, CompleteBy: fromMs(r.CompleteBy), DueAt: fromMs(r.DueAt), ReadyAt: fromMs(r.ReadyAt),
-		ClaimedAt: fromMs(r.ClaimedAt), AcceptedAt: fromMs(r.Accepted), Slot: r.Slot, DoneAt: fromMs(r.DoneAt), Waits: r.Waits, Resent: r.Resent,
-		FlowWaits: r.FlowWaits, FlowWhy: r.FlowWhy,
-		Cause: workflow.Cause(r.Cause), After: workflow.State(r.After), Deadline: deadline, LastError: r.LastError, Alerted: r.Alerted,
-		Cancelling: !ref.Undo && it.State != string(workflow.Pending),
-		Stopped:    !ref.Undo && ready && it.State != string(workflow.Pending), Ran: r.ran(),
-		Unalerted: slices.Contains(it.Unalerted, sk),
-		Kind:      workflow.Kind(r.Kind), Armed: fromMs(r.Armed), Woken: fromMs(r.Woken), Continue: r.Continue, Event: r.Event,
-		EventKept: r.Event != "" && it.Events[r.Event] != "" && ready, Async: r.Async, Token: r.Token,
-		HasResult: r.Result > 0, Workflow: it.Workflow, WfVersion: it.WfVersion,
-		Pickup:  time.Duration(it.PickupMs) * time.Millisecond,
-		Version: it.Version, Incidents: incidents, Read: v.snap}
-	if ready && r.ReadyAt != 0 {
-		st.ReadiedBy = v.readiedBy(r.ReadyAt)
-	}
-	return st
-}
-
-// steps are the item's records, steps first then undo actions, each by index
-// and item.
-func (it stateItem) steps() []Step {
-	v := it.view()
-	out := make([]Step, 0, len(it.Recs))
-	for sk := range it.Recs {
-		out = append(out, it.step(sk, v))
-	}
-	slices.SortFunc(out, func(a, b Step) int { return compareSteps(a.Ref(), b.Ref()) })
-	return out
-}
-
-// compareSteps orders records: steps first, then undo actions, each by
-// index and item.
-func compareSteps(a, b workflow.Ref) int {
-	switch {
-	case a.Undo == b.Undo && a.Index == b.Index:
-		return a.Item - b.Item
-	case a.Undo == b.Undo:
-		return a.Index - b.Index
-	case a.Undo:
-		return 1
-	default:
-		return -1
-	}
 }
 
 // nextDue is when the Supervisor must look at the order next: its live

@@ -113,7 +113,7 @@ func (it stateItem) rerun(step string) (Resubmission, []string, error) {
 	var failed []string // the records in Error, steps first
 	for _, r := range it.steps() {
 		if r.State == workflow.Error {
-			failed = append(failed, sortKey(r.Ref()))
+			failed = append(failed, sortKey(r.Ref))
 		}
 	}
 	switch {
@@ -140,7 +140,7 @@ func (it stateItem) rerun(step string) (Resubmission, []string, error) {
 		}
 		for _, st := range it.steps() {
 			if st.Stopped {
-				res.Ready, reset = append(res.Ready, st.Ref()), append(reset, sortKey(st.Ref()))
+				res.Ready, reset = append(res.Ready, st.Ref), append(reset, sortKey(st.Ref))
 			}
 		}
 	}

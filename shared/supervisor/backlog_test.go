@@ -30,9 +30,9 @@ func TestABacklogExplainsOnlyAReadyStepsWait(t *testing.T) {
 	s := New(Config{BacklogDepth: 10, SchedulerQueueURL: "q/scheduler", AgentQueues: map[string]AgentQueues{
 		"a": {Requests: "q/a-requests", Responses: "q/a-responses"},
 		"b": {Requests: "q/b-requests", Responses: "q/b-responses"}}}, Deps{})
-	ready := statestore.Step{Agent: "b", State: workflow.Pending, ReadiedBy: "a"}
-	first := statestore.Step{Agent: "a", State: workflow.Pending} // Submission started it
-	claimed := statestore.Step{Agent: "b", State: workflow.Processing}
+	ready := statestore.Step{Rec: workflow.Rec{Action: workflow.Action{Agent: "b"}, State: workflow.Pending}, Wait: statestore.Wait{ReadiedBy: "a"}}
+	first := statestore.Step{Rec: workflow.Rec{Action: workflow.Action{Agent: "a"}, State: workflow.Pending}} // Submission started it
+	claimed := statestore.Step{Rec: workflow.Rec{Action: workflow.Action{Agent: "b"}, State: workflow.Processing}}
 	deep := queue.Depth{Visible: 10}
 	for _, c := range []struct {
 		name      string
@@ -42,7 +42,7 @@ func TestABacklogExplainsOnlyAReadyStepsWait(t *testing.T) {
 	}{
 		{"ready, every queue below the depth", ready, depthsOf{"q/a-responses": {Visible: 9, InFlight: 50}}, false},
 		{"ready, the scheduler queue deep: no start of its waits there", ready, depthsOf{"q/scheduler": deep}, false},
-		{"a timer ready, the scheduler queue deep", statestore.Step{Kind: workflow.KindTimer, State: workflow.Pending},
+		{"a timer ready, the scheduler queue deep", statestore.Step{Rec: workflow.Rec{Kind: workflow.KindTimer, State: workflow.Pending}},
 			depthsOf{"q/scheduler": deep}, true},
 		{"ready, its request queue deep", ready, depthsOf{"q/b-requests": deep}, true},
 		{"ready, the readying agent's replies deep", ready, depthsOf{"q/a-responses": deep}, true},
@@ -73,7 +73,7 @@ func (c controls) Control(_ context.Context, agent string) (flow.Control, error)
 func TestOnlyAnAgentThatHoldsItsCallsExplainsAWaitByDelayedMessages(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	ready := statestore.Step{Agent: "b", State: workflow.Pending, ReadiedBy: "a"}
+	ready := statestore.Step{Rec: workflow.Rec{Action: workflow.Action{Agent: "b"}, State: workflow.Pending}, Wait: statestore.Wait{ReadiedBy: "a"}}
 	delayed := depthsOf{"q/b-requests": {Delayed: 3}}
 	for _, c := range []struct {
 		name      string

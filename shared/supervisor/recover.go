@@ -116,7 +116,7 @@ func (s *Supervisor) plan(ctx context.Context, snap statestore.Snapshot, steps [
 	for more := true; more; {
 		more = false
 		for _, st := range steps {
-			if decided[st.Ref()] || !s.looksAt(st, o) {
+			if decided[st.Ref] || !s.looksAt(st, o) {
 				continue
 			}
 			f := s.found(st, o, now)
@@ -129,14 +129,14 @@ func (s *Supervisor) plan(ctx context.Context, snap statestore.Snapshot, steps [
 			}
 			g := giveUp{st: st, count: dec.FailureCount}
 			g.cause, g.reason = whyGiveUp(st, f, now)
-			m := o.Fail(st.Ref(), g.cause, st.State == workflow.Processing || st.Ran, now)
+			m := o.Fail(st.Ref, g.cause, st.State == workflow.Processing || st.Ran, now)
 			o, p.write.Move = o.After(m), p.write.Move.Then(m)
-			p.write.Looks = append(p.write.Looks, statestore.Look{Ref: st.Ref(), FailureCount: g.count, Reason: g.reason})
-			p.giveUps, decided[st.Ref()], more = append(p.giveUps, g), true, true
+			p.write.Looks = append(p.write.Looks, statestore.Look{Ref: st.Ref, FailureCount: g.count, Reason: g.reason})
+			p.giveUps, decided[st.Ref], more = append(p.giveUps, g), true, true
 		}
 	}
 	for _, st := range steps {
-		if decided[st.Ref()] || !s.looksAt(st, o) {
+		if decided[st.Ref] || !s.looksAt(st, o) {
 			continue
 		}
 		f := s.found(st, o, now)
@@ -150,14 +150,14 @@ func (s *Supervisor) plan(ctx context.Context, snap statestore.Snapshot, steps [
 		f.Backlogged = backlog != ""
 		dec := workflow.Decide(f, s.pickup(snap))
 		w := wait{st: st, verdict: dec.Verdict, after: dec.After, backlog: backlog}
-		l := statestore.Look{Ref: st.Ref(), Due: now.Add(dec.After)}
+		l := statestore.Look{Ref: st.Ref, Due: now.Add(dec.After)}
 		switch dec.Verdict {
 		case workflow.Resend, workflow.Hold, workflow.Wake:
 			l.Waited, l.Resent, l.Woken = true, dec.Verdict == workflow.Resend, dec.Verdict == workflow.Wake
 		case workflow.Retry:
 			l.FailureCount, l.Reason, l.ReadyAt = dec.FailureCount, waitingFor(st), now.Add(dec.After)
 			l.Due = l.ReadyAt.Add(s.pickup(snap))
-			m := o.GiveBack(st.Ref(), true)
+			m := o.GiveBack(st.Ref, true)
 			o, p.write.Move = o.After(m), p.write.Move.Then(m)
 		default:
 			continue // decided above
@@ -172,13 +172,13 @@ func (s *Supervisor) plan(ctx context.Context, snap statestore.Snapshot, steps [
 // work in the order (a step stopped by its order's undoing is not, nor an
 // alert still to send).
 func (s *Supervisor) looksAt(st statestore.Step, o workflow.Order) bool {
-	r := o.Recs[st.Ref()]
+	r := o.Recs[st.Ref]
 	return (st.State == workflow.Pending || st.State == workflow.Processing) && !o.Stopped(r) && r.State == st.State
 }
 
 // found is what the rules know of st, in the order as o has it.
 func (s *Supervisor) found(st statestore.Step, o workflow.Order, now time.Time) workflow.Found {
-	f := workflow.Found{Action: st.Definition(), State: st.State, FailureCount: st.FailureCount,
+	f := workflow.Found{Action: st.Action, State: st.State, FailureCount: st.FailureCount,
 		Waited: now.Sub(st.ReadyAt), Overdue: now.Sub(st.CompleteBy),
 		Cancelled:    !st.Undo && o.State != workflow.Pending && o.State != workflow.Held,
 		PastDeadline: !st.Deadline.IsZero() && !now.Before(st.Deadline)}
@@ -249,7 +249,7 @@ func (s *Supervisor) gaveUp(ctx context.Context, g giveUp, task statestore.Task,
 		o = expired
 		s.d.Metrics.Count(metrics.DeadlinesPassed, 1, map[string]any{"OrderID": st.OrderID, "Step": st.Name})
 	}
-	s.d.Notify.Failed(ctx, notify.Event{OrderID: st.OrderID, ReplyQueue: st.ReplyQueue, Round: st.Round, Ref: st.Ref(),
+	s.d.Notify.Failed(ctx, notify.Event{OrderID: st.OrderID, ReplyQueue: st.ReplyQueue, Round: st.Round, Ref: st.Ref,
 		Step: st.RecordName(), Error: g.reason, At: now}, st.Undo, task.State)
 	if err := s.alert(ctx, st, g.reason, now); err != nil {
 		*errs = append(*errs, err)
@@ -276,7 +276,7 @@ func (s *Supervisor) waited(ctx context.Context, w wait, now time.Time) (outcome
 	case workflow.Wake:
 		s.crash("supervisor.after-wake")
 		s.d.Log.Info("parked step due: woken", "order_id", st.OrderID, "step", st.Name, "kind", st.Kind, "due", st.DueAt)
-		m := message.NewSchedule(st.OrderID, st.Ref(), st.Workflow, st.WfVersion)
+		m := message.NewSchedule(st.OrderID, st.Ref, st.Workflow, st.WfVersion)
 		m.Wake = true
 		// If this send is lost, the next look (a pickup timeout later) sends it again.
 		return woken, s.d.Queues.SendJSON(ctx, s.cfg.SchedulerQueueURL, m, 0)
@@ -345,7 +345,7 @@ func (s *Supervisor) alert(ctx context.Context, st statestore.Step, reason strin
 	if err := s.d.Alerts.StepFailed(ctx, f); err != nil {
 		return err // still due: the next run alerts
 	}
-	return s.d.Store.MarkAlerted(ctx, st.OrderID, st.Ref(), now)
+	return s.d.Store.MarkAlerted(ctx, st.OrderID, st.Ref, now)
 }
 
 // pickup is the pickup timeout of the order's workflow (the configured one

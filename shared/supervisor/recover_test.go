@@ -16,7 +16,9 @@ import (
 func TestAGiveUpPointsToTheServicesLastAnswer(t *testing.T) {
 	t.Parallel()
 	completeBy := time.Date(2026, 1, 1, 9, 0, 20, 0, time.UTC)
-	st := statestore.Step{OrderID: "o-1", State: workflow.Processing, Attempt: 3, LockedBy: "agent-payment/1", CompleteBy: completeBy}
+	st := statestore.Step{Rec: workflow.Rec{State: workflow.Processing, Attempt: 3},
+		OrderOf: statestore.OrderOf{OrderID: "o-1"},
+		AtWork:  statestore.AtWork{LockedBy: "agent-payment/1", CompleteBy: completeBy}}
 	st.MaxFailures = 3
 	cause, reason := whyGiveUp(st, workflow.Found{State: workflow.Processing}, completeBy.Add(time.Second))
 	require.Equal(t, workflow.TimedOut, cause)
@@ -42,8 +44,9 @@ func TestAGiveUpPointsToTheServicesLastAnswer(t *testing.T) {
 func TestADeadlineGiveUpSaysWhatTheStepWaitedFor(t *testing.T) {
 	t.Parallel()
 	ready := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
-	st := statestore.Step{OrderID: "o-1", State: workflow.Pending, ReadyAt: ready, Deadline: ready.Add(time.Hour),
-		FlowWhy: "not called: sealed data of o-1: this function has no data key (dataKey) to open it"}
+	st := statestore.Step{Rec: workflow.Rec{State: workflow.Pending},
+		OrderOf: statestore.OrderOf{OrderID: "o-1", Deadline: ready.Add(time.Hour)},
+		Wait:    statestore.Wait{ReadyAt: ready, FlowWhy: "not called: sealed data of o-1: this function has no data key (dataKey) to open it"}}
 	cause, reason := whyGiveUp(st, workflow.Found{State: workflow.Pending, PastDeadline: true}, ready.Add(2*time.Hour))
 	require.Equal(t, workflow.Expired, cause)
 	require.Equal(t, "order deadline 2026-01-01T10:00:00Z passed: not claimed since it was ready at 2026-01-01T09:00:00Z; "+

@@ -16,35 +16,6 @@ import (
 // write that must find what was read still so; when another write changed
 // it, the writer takes the order as that write left it and asks again.
 
-// Rec is one record of an order as the rules read it.
-type Rec struct {
-	Ref     Ref
-	Name    string // its action's, for the reasons the rules give
-	State   State  // Pending, Processing, Processed or Error
-	Ready   bool   // Pending and made ready (a wait or a timer: or parked): its start is due
-	Kind    Kind
-	HasUndo bool // a step's record whose step has an undo action
-	// NothingToUndo: a step's record whose step says it changes nothing to
-	// undo (Step.NoUndo): no undo runs, and it is no pivot.
-	NothingToUndo bool
-	// Ran: it may have taken effect though it is not Processed: claimed in
-	// the round and then given up on (or its answer was over the limit), or
-	// ready again after its attempt was recovered (its answer lost).
-	Ran bool
-	// Retried: an earlier attempt of the round did not complete and was
-	// given back (its FailureCount is not 0): whatever its last attempt
-	// says, it may have taken effect.
-	Retried bool
-	DoneAt  time.Time // when it was Processed or failed for good
-	// Accepted: an async attempt at work whose service accepted the call:
-	// its Agent is done with it, and only its callback (hours away,
-	// perhaps) can end it.
-	Accepted bool
-	// HoldFor > 0: a step's record whose failure for good holds the order
-	// (Held) for the operator, this long at most, rather than undoing it.
-	HoldFor time.Duration
-}
-
 // Records are an order's records, by ref.
 type Records map[Ref]Rec
 
@@ -150,6 +121,9 @@ func (o Order) After(m Move) Order {
 	for _, c := range m.Changes {
 		r := next.Recs[c.Ref]
 		r.State, r.DoneAt = c.State, c.DoneAt
+		if c.State == Error {
+			r.Cause = c.Cause
+		}
 		r.Ready = c.State == Pending // an attempt given back is ready again
 		r.Ran = (c.State == Error && c.Ran) || (c.State == Pending && (c.Ran || r.Retried))
 		r.Retried = r.Retried || (c.State == Pending && c.Ran)
@@ -270,11 +244,11 @@ func (d Definition) Start(items map[int]int) Order {
 	o := Order{State: Pending, Recs: Records{}}
 	for i, st := range d.Steps {
 		for _, ref := range RecordsOf(i, items) {
-			o.Recs[ref] = Rec{Ref: ref, Name: st.Name, State: Pending, Ready: len(d.Needs(i)) == 0, Kind: st.Kind(),
+			o.Recs[ref] = Rec{Ref: ref, Action: st.Action, State: Pending, Ready: len(d.Needs(i)) == 0, Kind: st.Kind(),
 				HasUndo: st.Undo != nil, NothingToUndo: st.NoUndo, HoldFor: st.HoldFor}
 			if st.Undo != nil {
 				u := UndoOf(ref)
-				o.Recs[u] = Rec{Ref: u, Name: st.Undo.Name, State: Pending}
+				o.Recs[u] = Rec{Ref: u, Action: *st.Undo, State: Pending}
 			}
 		}
 	}

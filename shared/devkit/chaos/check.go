@@ -151,7 +151,7 @@ func consistent(def workflow.Definition, t statestore.Task, recs []statestore.St
 		st, name := def.Steps[r.Index], r.RecordName()
 		did, undid := applied[name+round], 0
 		if st.Undo != nil {
-			undid = applied[workflow.RecordName(st.Undo.Name, r.Ref())+round]
+			undid = applied[workflow.RecordName(st.Undo.Name, r.Ref)+round]
 		}
 		// May have taken effect: given up on after an attempt, its answer
 		// over the limit, or stopped by the undoing after an attempt was

@@ -21,8 +21,10 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		return statestore.Task{OrderID: id, Workflow: "order", State: s, Round: 1}
 	}
 	step := func(id string, i int, s workflow.State, failures int) statestore.Step {
-		st := statestore.Step{OrderID: id, Index: i, Name: def.Steps[i].Name, State: s, FailureCount: failures,
-			MaxFailures: 3, Attempt: failures + 1, Alerted: s == workflow.Error}
+		st := statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Index: i},
+			Action: workflow.Action{Name: def.Steps[i].Name, MaxFailures: 3}, State: s, FailureCount: failures, Attempt: failures + 1},
+			OrderOf: statestore.OrderOf{OrderID: id},
+			Outcome: statestore.Outcome{Alerted: s == workflow.Error}}
 		switch s {
 		case workflow.Error:
 			st.Cause, st.Ran = workflow.TimedOut, true // given up on after it ran

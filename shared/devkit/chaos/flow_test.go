@@ -224,7 +224,9 @@ func TestASkippedRecordIsDoneWithoutItsEffect(t *testing.T) {
 		return statestore.Task{OrderID: id, Workflow: "order", State: s, Round: 1}
 	}
 	step := func(id string, i int) statestore.Step {
-		return statestore.Step{OrderID: id, Index: i, Name: def.Steps[i].Name, State: workflow.Processed, MaxFailures: 3, Attempt: 1}
+		return statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Index: i},
+			Action: workflow.Action{Name: def.Steps[i].Name, MaxFailures: 3}, State: workflow.Processed, Attempt: 1},
+			OrderOf: statestore.OrderOf{OrderID: id}}
 	}
 	effect := func(id, action string) remotesim.Effect {
 		return remotesim.Effect{OrderID: id, Action: action, Key: id + "/" + action}

@@ -149,14 +149,14 @@ func (w *World) effects(task statestore.Task, recs []statestore.Step) []string {
 	var bad []string
 	byRef := map[workflow.Ref]statestore.Step{}
 	for _, r := range recs {
-		byRef[r.Ref()] = r
+		byRef[r.Ref] = r
 	}
 	applied := func(r statestore.Step) bool { return w.ledger.at(w.key(r)) >= 0 }
 	for _, r := range recs {
 		if r.Undo || r.Kind != workflow.KindAgent {
 			continue
 		}
-		u, hasUndo := byRef[workflow.UndoOf(r.Ref())]
+		u, hasUndo := byRef[workflow.UndoOf(r.Ref)]
 		switch {
 		case task.State == workflow.Processed && !applied(r) && !w.skipped[w.key(r)]:
 			bad = append(bad, fmt.Sprintf("a Processed order has every effect: %s's was never applied", r.RecordName()))
@@ -231,17 +231,17 @@ func (w *World) undoOrder(recs []statestore.Step) []string {
 	var bad []string
 	byRef := map[workflow.Ref]statestore.Step{}
 	for _, r := range recs {
-		byRef[r.Ref()] = r
+		byRef[r.Ref] = r
 	}
 	for _, r := range recs {
-		if r.Undo || w.ledger.at(w.key(byRef[workflow.UndoOf(r.Ref())])) < 0 {
+		if r.Undo || w.ledger.at(w.key(byRef[workflow.UndoOf(r.Ref)])) < 0 {
 			continue
 		}
 		for _, q := range recs {
 			if q.Undo || !w.needsOf(r.Index)[q.Index] {
 				continue
 			}
-			ur, uq := w.ledger.at(w.key(byRef[workflow.UndoOf(r.Ref())])), w.ledger.at(w.key(byRef[workflow.UndoOf(q.Ref())]))
+			ur, uq := w.ledger.at(w.key(byRef[workflow.UndoOf(r.Ref)])), w.ledger.at(w.key(byRef[workflow.UndoOf(q.Ref)]))
 			if uq >= 0 && uq < ur {
 				bad = append(bad, fmt.Sprintf("undo order: %s was undone before %s, which needs it", q.RecordName(), r.RecordName()))
 			}

@@ -184,7 +184,7 @@ func (w *World) start(ctx context.Context, id string, refs []workflow.Ref) {
 		if st.Kind == workflow.KindAgent {
 			w.send(w.topo.AgentRequests(st.Agent).Name, mustJSON(st.Request()), 0)
 		} else {
-			w.send(w.topo.SchedulerQueue().Name, mustJSON(message.NewSchedule(st.OrderID, st.Ref(), st.Workflow, st.WfVersion)), 0)
+			w.send(w.topo.SchedulerQueue().Name, mustJSON(message.NewSchedule(st.OrderID, st.Ref, st.Workflow, st.WfVersion)), 0)
 		}
 	}
 }

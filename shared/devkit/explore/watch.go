@@ -74,7 +74,7 @@ func (s watchedStore) Claim(ctx context.Context, c statestore.Claim) (statestore
 	var late *statestore.LateLook
 	if err == nil || errors.As(err, &late) {
 		s.w.mu.Lock()
-		s.w.claims = append(s.w.claims, claimed{order: st.OrderID, key: s.w.key(st), ref: st.Ref(), attempt: st.Attempt,
+		s.w.claims = append(s.w.claims, claimed{order: st.OrderID, key: s.w.key(st), ref: st.Ref, attempt: st.Attempt,
 			completeBy: st.CompleteBy, needsMet: s.w.needsMet(st)})
 		s.w.mu.Unlock()
 		s.w.note("  claimed %s/%s attempt %d", st.OrderID, st.RecordName(), st.Attempt)

@@ -145,7 +145,7 @@ func (e *env) records(id string) map[workflow.Ref]statestore.Step {
 	require.NoError(e.t, err)
 	m := map[workflow.Ref]statestore.Step{}
 	for _, r := range recs {
-		m[r.Ref()] = r
+		m[r.Ref] = r
 	}
 	return m
 }

@@ -54,17 +54,17 @@ func run(t *testing.T, s *statestore.Store, id string, r workflow.Ref, now time.
 // giveUp is the Supervisor failing read for good (cause, its failure count
 // from now on), on the order as read: a *Conflict if it changed.
 func giveUp(ctx context.Context, s *statestore.Store, read statestore.Step, count int, cause workflow.Cause, reason string, due, now time.Time) (workflow.Move, error) {
-	m := read.Read.Order().Fail(read.Ref(), cause, read.State == workflow.Processing || read.Ran, now)
+	m := read.Read.Order().Fail(read.Ref, cause, read.State == workflow.Processing || read.Ran, now)
 	_, err := s.Apply(ctx, *read.Read, statestore.Write{Move: m, Due: due, Now: now,
-		Looks: []statestore.Look{{Ref: read.Ref(), FailureCount: count, Reason: reason}}})
+		Looks: []statestore.Look{{Ref: read.Ref, FailureCount: count, Reason: reason}}})
 	return m, err
 }
 
 // giveBack is the Supervisor giving read's overdue attempt back, ready
 // again at readyAt and due at due.
 func giveBack(ctx context.Context, s *statestore.Store, read statestore.Step, count int, reason string, readyAt, due, now time.Time) error {
-	_, err := s.Apply(ctx, *read.Read, statestore.Write{Move: read.Read.Order().GiveBack(read.Ref(), true), Now: now,
-		Looks: []statestore.Look{{Ref: read.Ref(), FailureCount: count, Reason: reason, ReadyAt: readyAt, Due: due}}})
+	_, err := s.Apply(ctx, *read.Read, statestore.Write{Move: read.Read.Order().GiveBack(read.Ref, true), Now: now,
+		Looks: []statestore.Look{{Ref: read.Ref, FailureCount: count, Reason: reason, ReadyAt: readyAt, Due: due}}})
 	return err
 }
 
@@ -72,7 +72,7 @@ func giveBack(ctx context.Context, s *statestore.Store, read statestore.Step, co
 // again; woken: a parked record whose time came), due again at due.
 func waited(ctx context.Context, s *statestore.Store, read statestore.Step, resent, woken bool, due, now time.Time) error {
 	_, err := s.Apply(ctx, *read.Read, statestore.Write{Move: workflow.Move{Read: workflow.Read{Version: true}}, Now: now,
-		Looks: []statestore.Look{{Ref: read.Ref(), Waited: true, Resent: resent, Woken: woken, Due: due}}})
+		Looks: []statestore.Look{{Ref: read.Ref, Waited: true, Resent: resent, Woken: woken, Due: due}}})
 	return err
 }
 

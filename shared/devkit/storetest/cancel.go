@@ -80,7 +80,7 @@ func cancelStops(t *testing.T, s *statestore.Store) {
 	require.ErrorIs(t, err, statestore.ErrNotClaimable, "its request, still in a queue, runs nothing")
 	due := overdueAt(t, s, t0.Add(2*time.Minute))
 	require.Len(t, due, 1, "the stopped step is not due: only the undo")
-	require.Equal(t, undo1, due[0].Ref())
+	require.Equal(t, undo1, due[0].Ref)
 	require.Equal(t, workflow.Compensating, finishUndo(t, s, "o-1", undo1))
 	require.Equal(t, workflow.Cancelled, finishUndo(t, s, "o-1", undo0), "undone, the order ends Cancelled, not Failed")
 }
@@ -177,7 +177,7 @@ func cancelRace(t *testing.T, s *statestore.Store) {
 		require.NoError(t, err)
 		byRef := map[workflow.Ref]statestore.Step{}
 		for _, r := range recs {
-			byRef[r.Ref()] = r
+			byRef[r.Ref] = r
 		}
 		require.Equal(t, workflow.Compensating, task.State)
 		require.Equal(t, workflow.Processed, byRef[step0].State)
@@ -269,7 +269,9 @@ func cancelAccepted(t *testing.T, s *statestore.Store) {
 	runTo(t, s, 3, 1)
 	st, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step1, Agent: "svc", Owner: "a-1", Token: "n1", Now: t0})
 	require.NoError(t, err)
-	require.ErrorIs(t, s.Accept(ctx, statestore.Step{OrderID: "o-1", Index: 1, Attempt: st.Attempt, Round: st.Round, Token: "n2"}, t0),
+	require.ErrorIs(t, s.Accept(ctx, statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Index: 1}, Attempt: st.Attempt},
+		OrderOf: statestore.OrderOf{OrderID: "o-1"},
+		AtWork:  statestore.AtWork{Round: st.Round, Token: "n2"}}, t0),
 		statestore.ErrStale, "fenced by the token")
 	require.NoError(t, s.Accept(ctx, st, t0))
 	res, err := cancel(ctx, s, cancelReq("o-1", t0.Add(time.Second)))

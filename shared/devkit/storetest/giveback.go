@@ -28,7 +28,7 @@ var giveBackTests = map[string]func(*testing.T, *statestore.Store){
 // release gives st back as its Agent's flow control does.
 func release(t *testing.T, s *statestore.Store, st statestore.Step, why string, at time.Time) outcome.Recorded {
 	t.Helper()
-	rec, err := outcome.Recorder{Store: s}.Release(context.Background(), def(3), outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(),
+	rec, err := outcome.Recorder{Store: s}.Release(context.Background(), def(3), outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref,
 		Attempt: st.Attempt, Round: st.Round, Token: st.Token, Read: st.Read, Now: at}, at.Add(time.Second), why)
 	require.NoError(t, err)
 	require.False(t, rec.Stale)

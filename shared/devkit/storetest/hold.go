@@ -183,7 +183,7 @@ func holdEnds(t *testing.T, s *statestore.Store) {
 	require.Empty(t, overdueAt(t, s, t0.Add(59*time.Minute)), "alerted, it waits for its operator")
 	due := overdueAt(t, s, t0.Add(time.Hour))
 	require.Len(t, due, 1, "its hold ended")
-	require.Equal(t, step1, due[0].Ref())
+	require.Equal(t, step1, due[0].Ref)
 	snap = *due[0].Read
 	m, err := snap.Order().UndoHeld()
 	require.NoError(t, err)

@@ -59,12 +59,12 @@ func everyKind(t *testing.T, s *statestore.Store, m *measured) {
 		require.NoError(t, err)
 		if k == n { // the last item's call waits for its key: given back, then claimed again
 			m.as("give-back")
-			back, err := rec.Release(ctx, d, outcome.Attempt{OrderID: id, Ref: st.Ref(), Attempt: st.Attempt, Round: 1,
+			back, err := rec.Release(ctx, d, outcome.Attempt{OrderID: id, Ref: st.Ref, Attempt: st.Attempt, Round: 1,
 				Token: st.Token, Now: t0}, t0, reason)
 			require.NoError(t, err)
 			require.False(t, back.Stale)
 			m.as("claim")
-			st, err = s.Claim(ctx, statestore.Claim{OrderID: id, Ref: st.Ref(), Agent: "svc", Owner: "a-1", Token: "again", Now: t0})
+			st, err = s.Claim(ctx, statestore.Claim{OrderID: id, Ref: st.Ref, Agent: "svc", Owner: "a-1", Token: "again", Now: t0})
 			require.NoError(t, err)
 		}
 		m.as("accept")
@@ -81,7 +81,7 @@ func everyKind(t *testing.T, s *statestore.Store, m *measured) {
 	var ready []workflow.Ref
 	for _, st := range claimed {
 		m.as("callback")
-		tok := outcome.Token{OrderID: id, Ref: st.Ref(), Round: 1, Attempt: st.Attempt, Nonce: st.Token}
+		tok := outcome.Token{OrderID: id, Ref: st.Ref, Round: 1, Attempt: st.Attempt, Nonce: st.Token}
 		got, err := rec.Event(ctx, d, outcome.Event{OrderID: id, Token: tok.String(), Data: json.RawMessage(answer), Now: t0.Add(2 * time.Second)})
 		require.NoError(t, err)
 		require.False(t, got.Stale || got.Repeat, "%s's callback recorded", st.Key())

@@ -152,9 +152,9 @@ func largestOrder(t *testing.T, s *statestore.Store, m *measured) {
 		return json.RawMessage(fmt.Sprintf(`{"k":%d,"pad":"%s"}`, k, strings.Repeat("x", n-len(fmt.Sprintf(`{"k":%d,"pad":""}`, k)))))
 	}
 	record := func(st statestore.Step, result json.RawMessage, at time.Time) outcome.Recorded {
-		require.NoError(t, s.PutResult(ctx, statestore.Result{OrderID: "o-big", Ref: st.Ref(), Name: st.Name, Round: 1,
+		require.NoError(t, s.PutResult(ctx, statestore.Result{OrderID: "o-big", Ref: st.Ref, Name: st.Name, Round: 1,
 			Attempt: st.Attempt, JSON: result, Now: at}))
-		r, err := outcome.Recorder{Store: s}.Record(ctx, d, outcome.Attempt{OrderID: "o-big", Ref: st.Ref(), Attempt: st.Attempt,
+		r, err := outcome.Recorder{Store: s}.Record(ctx, d, outcome.Attempt{OrderID: "o-big", Ref: st.Ref, Attempt: st.Attempt,
 			Round: 1, ResultBytes: len(result), Read: st.Read, Now: at})
 		require.NoError(t, err)
 		require.False(t, r.Stale, "%s recorded", st.Key())
@@ -217,7 +217,7 @@ func claimedAs(t *testing.T, s *statestore.Store, id string, r workflow.Ref, at 
 // "" for done) as its Agent does, deciding first on what its claim read.
 func finish(t *testing.T, s *statestore.Store, d workflow.Definition, st statestore.Step, refusal string, at time.Time) outcome.Recorded {
 	t.Helper()
-	r, err := outcome.Recorder{Store: s}.Record(context.Background(), d, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(),
+	r, err := outcome.Recorder{Store: s}.Record(context.Background(), d, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref,
 		Attempt: st.Attempt, Round: st.Round, Refusal: refusal, Read: st.Read, Now: at})
 	require.NoError(t, err)
 	require.False(t, r.Stale, "%s recorded", st.Key())

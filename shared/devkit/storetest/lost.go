@@ -88,7 +88,7 @@ func LostAnswers(t *testing.T, db *dynamodb.Client) {
 	_, recs, err := s.Load(ctx, "o-lost")
 	require.NoError(t, err)
 	for _, rec := range recs {
-		if rec.Ref() == step1 {
+		if rec.Ref == step1 {
 			require.Equal(t, 1, rec.Attempt, "the abandoned step was claimed once")
 			require.Equal(t, workflow.Processing, rec.State)
 		}

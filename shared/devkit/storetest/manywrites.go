@@ -69,9 +69,9 @@ func sweepsAHundredItems(t *testing.T, s *statestore.Store, m *measured) {
 	require.NoError(t, err)
 	o, w := snap.Order(), statestore.Write{Move: workflow.Move{Read: workflow.Read{Version: true}}, Now: t0.Add(time.Minute)}
 	for _, st := range claimed {
-		mv := o.GiveBack(st.Ref(), true)
+		mv := o.GiveBack(st.Ref, true)
 		o, w.Move = o.After(mv), w.Move.Then(mv)
-		w.Looks = append(w.Looks, statestore.Look{Ref: st.Ref(), FailureCount: 1, Reason: reason,
+		w.Looks = append(w.Looks, statestore.Look{Ref: st.Ref, FailureCount: 1, Reason: reason,
 			ReadyAt: t0.Add(time.Minute + time.Second), Due: t0.Add(2 * time.Minute)})
 	}
 	_, err = s.Apply(ctx, snap, w)
@@ -93,9 +93,9 @@ func sweepsAHundredItems(t *testing.T, s *statestore.Store, m *measured) {
 	o, w = snap.Order(), statestore.Write{Move: workflow.Move{Read: workflow.Read{Version: true}}, Now: t0.Add(3 * time.Minute),
 		Due: t0.Add(4 * time.Minute)}
 	for _, st := range claimed {
-		mv := o.Fail(st.Ref(), workflow.TimedOut, true, t0.Add(3*time.Minute))
+		mv := o.Fail(st.Ref, workflow.TimedOut, true, t0.Add(3*time.Minute))
 		o, w.Move = o.After(mv), w.Move.Then(mv)
-		w.Looks = append(w.Looks, statestore.Look{Ref: st.Ref(), FailureCount: 3, Reason: reason})
+		w.Looks = append(w.Looks, statestore.Look{Ref: st.Ref, FailureCount: 3, Reason: reason})
 	}
 	after, err := s.Apply(ctx, snap, w)
 	require.NoError(t, err, "a hundred give-ups, one write")

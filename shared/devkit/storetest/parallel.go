@@ -73,7 +73,7 @@ func claimed(t *testing.T, s *statestore.Store, id string, r workflow.Ref, at ti
 // as its Agent does, with the records its claim read.
 func record(t *testing.T, s *statestore.Store, st statestore.Step, refusal string, at time.Time) outcome.Recorded {
 	t.Helper()
-	rec, err := outcome.Recorder{Store: s}.Record(context.Background(), fanout(), outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(),
+	rec, err := outcome.Recorder{Store: s}.Record(context.Background(), fanout(), outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref,
 		Name: st.Name, Attempt: st.Attempt, Round: st.Round, Refusal: refusal, Read: st.Read, Now: at})
 	require.NoError(t, err)
 	require.False(t, rec.Stale, "%s recorded", st.Key())
@@ -167,9 +167,9 @@ func itemsAsKept(t *testing.T, s *statestore.Store) {
 	var ready []workflow.Ref
 	for k, a := range answers {
 		st := claimed(t, s, "o-1", itemRef(k+1), t0)
-		require.NoError(t, s.PutResult(ctx, statestore.Result{OrderID: "o-1", Ref: st.Ref(), Name: st.Name, Round: 1, Attempt: st.Attempt,
+		require.NoError(t, s.PutResult(ctx, statestore.Result{OrderID: "o-1", Ref: st.Ref, Name: st.Name, Round: 1, Attempt: st.Attempt,
 			JSON: json.RawMessage(a), Now: t0}))
-		rec, err := outcome.Recorder{Store: s}.Record(ctx, fanout(), outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref(), Name: st.Name,
+		rec, err := outcome.Recorder{Store: s}.Record(ctx, fanout(), outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref, Name: st.Name,
 			Attempt: st.Attempt, Round: st.Round, ResultBytes: len(a), Read: st.Read, Now: t0})
 		require.NoError(t, err)
 		ready = append(ready, rec.Ready...)
@@ -227,7 +227,7 @@ func parallelCancelRecovered(t *testing.T, s *statestore.Store) {
 	claimed(t, s, "o-1", pb, t0)
 	var lost statestore.Step
 	for _, st := range overdueAt(t, s, t0.Add(time.Hour)) {
-		if st.Ref() == pb {
+		if st.Ref == pb {
 			lost = st
 		}
 	}
@@ -253,7 +253,7 @@ func parallelCancelRecovered(t *testing.T, s *statestore.Store) {
 	require.True(t, created)
 	claimed(t, s, "o-2", pb, t0)
 	for _, st := range overdueAt(t, s, t0.Add(time.Hour)) {
-		if st.OrderID == "o-2" && st.Ref() == pb {
+		if st.OrderID == "o-2" && st.Ref == pb {
 			require.NoError(t, giveBack(ctx, s, st, 1, "no outcome by CompleteBy", t0.Add(time.Hour), t0.Add(2*time.Hour), t0.Add(time.Hour)))
 		}
 	}
@@ -272,7 +272,7 @@ func siblingGivenUp(t *testing.T, s *statestore.Store) {
 	due := overdueAt(t, s, t0.Add(time.Hour))
 	var overdue statestore.Step
 	for _, st := range due {
-		if st.Ref() == pa {
+		if st.Ref == pa {
 			overdue = st
 		}
 	}
@@ -308,7 +308,7 @@ func parallelPivot(t *testing.T, s *statestore.Store) {
 	due := overdueAt(t, s, t0.Add(2*time.Minute))
 	require.NotEmpty(t, due, "its alert is due")
 	for _, st := range due {
-		require.NoError(t, s.MarkAlerted(ctx, "o-1", st.Ref(), t0.Add(time.Minute)))
+		require.NoError(t, s.MarkAlerted(ctx, "o-1", st.Ref, t0.Add(time.Minute)))
 	}
 }
 
@@ -361,7 +361,7 @@ func pivotAlertedAgain(t *testing.T, s *statestore.Store) {
 	a, _ := claimed(t, s, "o-1", pa, t0), claimed(t, s, "o-1", pb, t0)
 	var hung statestore.Step
 	for _, st := range overdueAt(t, s, t0.Add(11*time.Second)) {
-		if st.Ref() == pb {
+		if st.Ref == pb {
 			hung = st
 		}
 	}
@@ -373,7 +373,7 @@ func pivotAlertedAgain(t *testing.T, s *statestore.Store) {
 	require.NoError(t, err)
 	require.Equal(t, []workflow.Ref{{Index: 0, Undo: true}}, rec.Ready, "a, done last, undone first")
 	u := claimed(t, s, "o-1", rec.Ready[0], t0.Add(12*time.Second))
-	rec, err = outcome.Recorder{Store: s}.Record(ctx, d, outcome.Attempt{OrderID: "o-1", Ref: u.Ref(), Attempt: u.Attempt, Round: 1,
+	rec, err = outcome.Recorder{Store: s}.Record(ctx, d, outcome.Attempt{OrderID: "o-1", Ref: u.Ref, Attempt: u.Attempt, Round: 1,
 		Now: t0.Add(13 * time.Second)})
 	require.NoError(t, err)
 	require.Equal(t, workflow.CompensationFailed, rec.State, "b may have taken effect and has no undo: the undoing stops")
@@ -383,7 +383,7 @@ func pivotAlertedAgain(t *testing.T, s *statestore.Store) {
 	require.Equal(t, workflow.CompensationFailed, recs[pb].After, "its alert says what the undoing came to")
 	due := overdueAt(t, s, t0.Add(14*time.Second))
 	require.Len(t, due, 1)
-	require.Equal(t, pb, due[0].Ref())
+	require.Equal(t, pb, due[0].Ref)
 	require.NoError(t, s.MarkAlerted(ctx, "o-1", pb, t0.Add(14*time.Second)))
 	require.Empty(t, overdueAt(t, s, t0.Add(time.Hour)), "alerted: nothing more is due")
 }

@@ -311,7 +311,7 @@ func stateOf(t *testing.T, s *statestore.Store, id string) (statestore.Task, map
 	require.NoError(t, err)
 	m := map[workflow.Ref]statestore.Step{}
 	for _, r := range recs {
-		m[r.Ref()] = r
+		m[r.Ref] = r
 	}
 	return task, m
 }

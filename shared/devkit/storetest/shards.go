@@ -126,5 +126,5 @@ func LegacyShard(t *testing.T, db *dynamodb.Client) {
 	require.NoError(t, err)
 	require.Len(t, due, 1, "the deployment's sweep finds its step when it is due")
 	require.Equal(t, id, due[0].OrderID)
-	require.Equal(t, step0, due[0].Ref())
+	require.Equal(t, step0, due[0].Ref)
 }

@@ -442,7 +442,7 @@ func state(t *testing.T, s *statestore.Store) (statestore.Task, map[workflow.Ref
 	require.NoError(t, err)
 	m := map[workflow.Ref]statestore.Step{}
 	for _, r := range recs {
-		m[r.Ref()] = r
+		m[r.Ref] = r
 	}
 	return task, m
 }
@@ -702,7 +702,7 @@ func dueEarly(t *testing.T, s *statestore.Store) {
 	got, err = s.Overdue(ctx, t0.Add(123*time.Second), 10)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
-	require.Equal(t, step1, got[0].Ref(), "the ready step, past its pickup deadline")
+	require.Equal(t, step1, got[0].Ref, "the ready step, past its pickup deadline")
 }
 
 // endUnalerted: an order whose Error alert is not confirmed stays in the
@@ -723,7 +723,7 @@ func endUnalerted(t *testing.T, s *statestore.Store) {
 	got, err := s.Overdue(ctx, t0.Add(time.Hour), 10)
 	require.NoError(t, err)
 	require.Len(t, got, 1, "the unalerted Error is still due")
-	require.Equal(t, step1, got[0].Ref())
+	require.Equal(t, step1, got[0].Ref)
 	require.Equal(t, "declined", got[0].LastError)
 	require.NoError(t, s.MarkAlerted(ctx, "o-1", step1, t0.Add(time.Hour)))
 	got, err = s.Overdue(ctx, t0.Add(time.Hour), 10)
