@@ -38,9 +38,9 @@ type slotHolder struct {
 func (h slotHolder) holds() bool {
 	r, rec := h.o.state.Recs[h.ref], h.o.rec[h.ref]
 	if r.State == workflow.Processing {
-		return rec.attempt == h.attempt
+		return r.Attempt == h.attempt
 	}
-	return rec.slot && rec.admitting && rec.attempt+1 == h.attempt && r.State == workflow.Pending && h.o.state.Active(r)
+	return rec.slot && rec.admitting && r.Attempt+1 == h.attempt && r.State == workflow.Pending && h.o.state.Active(r)
 }
 
 // waits reports whether h, in its key's line, still wants a slot.
@@ -63,7 +63,7 @@ func (k *Kit) lineOf(agent, key string) *keyLine {
 // admit runs agent record ref's flow control before its attempt: a slot
 // of its key, then its rate turn; then it claims the attempt.
 func (o *Order) admit(ref workflow.Ref) {
-	a, _ := o.k.def.Action(ref)
+	a := o.state.Recs[ref].Action
 	spec := o.k.def.AgentSpecs[a.Agent]
 	rec := o.rec[ref]
 	if rec.admitting {
@@ -82,7 +82,7 @@ func (o *Order) admit(ref workflow.Ref) {
 		if key != "" {
 			l := o.k.lineOf(a.Agent, key)
 			l.held = slices.DeleteFunc(l.held, func(h slotHolder) bool { return !h.holds() })
-			h := slotHolder{o: o, ref: ref, attempt: rec.attempt + 1}
+			h := slotHolder{o: o, ref: ref, attempt: o.state.Recs[ref].Attempt + 1}
 			rec.admitting = true
 			if len(l.held) >= spec.PerKey.InFlight || slices.ContainsFunc(l.line, slotHolder.waits) {
 				l.line = append(l.line, h) // handed a slot when one is let go (Kit.letSlots)
@@ -96,7 +96,7 @@ func (o *Order) admit(ref workflow.Ref) {
 
 // turn waits for agent record ref's rate turn, then claims its attempt.
 func (o *Order) turn(ref workflow.Ref) {
-	a, _ := o.k.def.Action(ref)
+	a := o.state.Recs[ref].Action
 	rec := o.rec[ref]
 	r := o.state.Recs[ref]
 	if r.State != workflow.Pending || !r.Ready || !o.state.Active(r) {

@@ -120,7 +120,7 @@ steps:
 	for _, id := range []string{"o-1", "o-2", "o-3", "o-4"} {
 		require.Equal(t, workflow.Processed, k.Order(id).State(), id)
 		charge, _ := k.Order(id).Step("charge")
-		require.Equal(t, 1, charge.Attempts, "a call waiting for its turn is no failure")
+		require.Equal(t, 1, charge.Attempt, "a call waiting for its turn is no failure")
 	}
 
 	third := kit(t, strings.Replace(flow, "5/s%s", "3/s", 1)) // an interval that is no whole number of nanoseconds

@@ -17,35 +17,30 @@ type Order struct {
 	ID      string
 	body    json.RawMessage
 	state   workflow.Order
-	rec     map[workflow.Ref]*record
+	rec     map[workflow.Ref]*starting
 	results map[workflow.Ref]json.RawMessage
 	kept    map[string]json.RawMessage // events received before their wait was ready
 	undone  []string                   // the undo actions done, in order
 	ended   time.Time
 }
 
-// record is what the kit keeps of one record beside the rules' state.
-type record struct {
-	attempt   int
-	failures  int
-	armed     bool // a wait or a timer, ready and waiting
-	lastError string
-	cause     workflow.Cause
+// starting is what the kit keeps of a record's start beside the record
+// itself (the rules' workflow.Rec, which holds its attempts, failures and
+// last error, as the state store does).
+type starting struct {
+	armed bool // a wait or a timer, ready and waiting
 	// admitting: its agent's flow control holds its next attempt (in its
 	// key's line, or waiting for its rate turn); slot: it holds a slot of
 	// its key for its next attempt.
 	admitting, slot bool
 }
 
-// Step is one record of the order as a test reads it.
-type Step struct {
-	Name     string // the record's: step#N for a forEach item, the undo's name for an undo
-	State    workflow.State
-	Attempts int
-	Failures int            // attempts that did not complete (up to maxFailures)
-	Cause    workflow.Cause // of an Error
-	Error    string         // its last error
-}
+// Step is one record of the order as a test reads it: the record as the
+// engine, the state store and the operator read it (workflow.Rec): its
+// State, Attempt (its attempts so far), FailureCount (those that did not
+// complete, up to its maxFailures), Cause (of an Error) and LastError;
+// RecordName is its name (step#N for a forEach item).
+type Step = workflow.Rec
 
 // State is the order's state: Pending, Held, Compensating, or its end.
 func (o *Order) State() workflow.State { return o.state.State }
@@ -85,11 +80,9 @@ func (o *Order) Result(name string) json.RawMessage {
 // Step is the record named name (a step's, an undo's, step#N an item's);
 // ok is false if the order has none.
 func (o *Order) Step(name string) (Step, bool) {
-	for ref, r := range o.state.Recs {
-		if workflow.RecordName(r.Name, ref) == name {
-			rec := o.rec[ref]
-			return Step{Name: name, State: r.State, Attempts: rec.attempt, Failures: rec.failures, Cause: rec.cause,
-				Error: rec.lastError}, true
+	for _, r := range o.state.Recs {
+		if r.RecordName() == name {
+			return r, true
 		}
 	}
 	return Step{}, false
@@ -101,13 +94,21 @@ func (o *Order) Undone() []string { return slices.Clone(o.undone) }
 // EndedAt is when the order ended (zero while it has not).
 func (o *Order) EndedAt() time.Time { return o.ended }
 
+// update changes record ref as the kit keeps it (what the rules carry and
+// do not decide: its attempts, failures, last error).
+func (o *Order) update(ref workflow.Ref, change func(*workflow.Rec)) {
+	r := o.state.Recs[ref]
+	change(&r)
+	o.state.Recs[ref] = r
+}
+
 func (o *Order) schedule(at time.Time, internal bool, fn func()) {
 	o.k.at(at, internal, nil, fn)
 }
 
 // current reports whether attempt of ref is still at work.
 func (o *Order) current(ref workflow.Ref, attempt int) func() bool {
-	return func() bool { return o.state.Recs[ref].State == workflow.Processing && o.rec[ref].attempt == attempt }
+	return func() bool { r := o.state.Recs[ref]; return r.State == workflow.Processing && r.Attempt == attempt }
 }
 
 // waiting reports whether ref, a wait or a timer, still waits.
@@ -188,12 +189,11 @@ func (o *Order) document(ref workflow.Ref) (workflow.Document, error) {
 
 // claim starts an attempt of agent record ref and calls its service.
 func (o *Order) claim(ref workflow.Ref) {
-	a, _ := o.k.def.Action(ref)
+	a := o.state.Recs[ref].Action
 	o.state = o.state.Claimed(ref)
-	rec := o.rec[ref]
-	rec.attempt++
-	rec.admitting = false
-	attempt, completeBy := rec.attempt, o.k.now.Add(a.Timeout)
+	o.update(ref, func(r *workflow.Rec) { r.Attempt++ })
+	o.rec[ref].admitting = false
+	attempt, completeBy := o.state.Recs[ref].Attempt, o.k.now.Add(a.Timeout)
 	doc, err := o.document(ref)
 	var in json.RawMessage
 	if err == nil {
@@ -219,7 +219,7 @@ func (o *Order) claim(ref workflow.Ref) {
 // (turned: the attempt's first, whose turn its admission took): one whose
 // turn is past its CompleteBy is not made.
 func (o *Order) call(ref workflow.Ref, c Call, completeBy time.Time, backoff time.Duration, turned bool) {
-	if o.state.Recs[ref].State != workflow.Processing || o.rec[ref].attempt != c.Attempt {
+	if !o.current(ref, c.Attempt)() {
 		return
 	}
 	if !turned {
@@ -238,7 +238,7 @@ func (o *Order) call(ref workflow.Ref, c Call, completeBy time.Time, backoff tim
 	}
 	switch ans.kind {
 	case answerTransient:
-		o.rec[ref].lastError = ans.reason
+		o.update(ref, func(r *workflow.Rec) { r.LastError = ans.reason })
 		if next := o.k.now.Add(backoff); next.Before(completeBy) {
 			o.k.at(next, true, o.current(ref, c.Attempt), func() { o.call(ref, c, completeBy, min(2*backoff, 2*time.Second), false) })
 		}
@@ -272,21 +272,23 @@ func (o *Order) answered(ref workflow.Ref, a Answer) {
 // failed (it may have taken effect): retried after the step's backoff, or,
 // at maxFailures, failed for good.
 func (o *Order) attemptEnded(ref workflow.Ref, attempt int) {
-	if o.state.Recs[ref].State != workflow.Processing || o.rec[ref].attempt != attempt {
+	if !o.current(ref, attempt)() {
 		return
 	}
-	a, _ := o.k.def.Action(ref)
-	rec := o.rec[ref]
-	rec.failures++
-	if rec.lastError == "" {
-		rec.lastError = fmt.Sprintf("attempt %d not completed by its CompleteBy", attempt)
-	}
-	if rec.failures >= a.MaxFailures || (!ref.Undo && o.state.State != workflow.Pending && o.state.State != workflow.Held) {
-		o.fail(ref, workflow.TimedOut, true, rec.lastError)
+	a := o.state.Recs[ref].Action
+	o.update(ref, func(r *workflow.Rec) {
+		r.FailureCount++
+		if r.LastError == "" {
+			r.LastError = fmt.Sprintf("attempt %d not completed by its CompleteBy", attempt)
+		}
+	})
+	r := o.state.Recs[ref]
+	if r.FailureCount >= a.MaxFailures || (!ref.Undo && o.state.State != workflow.Pending && o.state.State != workflow.Held) {
+		o.fail(ref, workflow.TimedOut, true, r.LastError)
 		return
 	}
 	o.state = o.state.After(o.state.GiveBack(ref, true))
-	o.schedule(o.k.now.Add(workflow.RecoveryDelay(a.RetryBackoff, rec.failures)), true, func() { o.start(ref) })
+	o.schedule(o.k.now.Add(workflow.RecoveryDelay(a.RetryBackoff, r.FailureCount)), true, func() { o.start(ref) })
 }
 
 // complete records ref done, with result, and what follows it.
@@ -300,9 +302,9 @@ func (o *Order) complete(ref workflow.Ref, result json.RawMessage) {
 
 // fail records ref failed for good, and what follows it.
 func (o *Order) fail(ref workflow.Ref, cause workflow.Cause, ran bool, reason string) {
-	rec := o.rec[ref]
-	rec.cause, rec.lastError, rec.armed = cause, reason, false
-	o.apply(o.state.Fail(ref, cause, ran, o.k.now))
+	o.rec[ref].armed = false
+	o.update(ref, func(r *workflow.Rec) { r.LastError = reason })
+	o.apply(o.state.Fail(ref, cause, ran, o.k.now)) // its Cause, as the rules record it
 }
 
 // apply takes move m and starts what it made ready.

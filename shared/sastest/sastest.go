@@ -234,10 +234,10 @@ func (k *Kit) TrySubmit(order any) (*Order, error) {
 	if err != nil {
 		return nil, fmt.Errorf("order %s: %w", head.OrderID, err)
 	}
-	o := &Order{k: k, ID: head.OrderID, body: body, state: k.def.Start(items), rec: map[workflow.Ref]*record{},
+	o := &Order{k: k, ID: head.OrderID, body: body, state: k.def.Start(items), rec: map[workflow.Ref]*starting{},
 		results: map[workflow.Ref]json.RawMessage{}, kept: map[string]json.RawMessage{}}
 	for ref := range o.state.Recs {
-		o.rec[ref] = &record{}
+		o.rec[ref] = &starting{}
 	}
 	k.orders[o.ID] = o
 	for _, ref := range k.def.Starts(items) {
@@ -365,9 +365,9 @@ func (k *Kit) Callback(tok string, a Answer) error {
 		return fmt.Errorf("no call has the token %q", tok)
 	}
 	o := k.orders[t.orderID]
-	if r := o.state.Recs[t.ref]; r.State != workflow.Processing || o.rec[t.ref].attempt != t.attempt {
+	if !o.current(t.ref, t.attempt)() {
 		return fmt.Errorf("the token of attempt %d of %s was used, or its attempt ended", t.attempt,
-			workflow.RecordName(r.Name, t.ref))
+			o.state.Recs[t.ref].RecordName())
 	}
 	o.answered(t.ref, a)
 	return nil
@@ -394,7 +394,7 @@ func (k *Kit) Retry(orderID, step string) error {
 	return k.decide(orderID, step, func(o *Order, ref workflow.Ref) (workflow.Move, error) {
 		m, err := k.def.RetryHeld(o.state, ref)
 		if err == nil {
-			o.rec[ref].failures = 0
+			o.update(ref, func(r *workflow.Rec) { r.FailureCount = 0 })
 		}
 		return m, err
 	})

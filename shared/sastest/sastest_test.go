@@ -67,8 +67,8 @@ func TestRetriesFollowTheWorkflowsTimeoutsAndBackoff(t *testing.T) {
 	k.Run()
 	require.Equal(t, workflow.Processed, o.State())
 	charge, _ := o.Step("charge")
-	require.Equal(t, 1, charge.Attempts, "two transient failures, called again within the attempt")
-	require.Zero(t, charge.Failures)
+	require.Equal(t, 1, charge.Attempt, "two transient failures, called again within the attempt")
+	require.Zero(t, charge.FailureCount)
 	require.Len(t, k.Calls("shop"), 5, "reserve, charge three times, ship")
 
 	hung := k.Submit(`{"orderId":"o-2"}`)
@@ -78,8 +78,8 @@ func TestRetriesFollowTheWorkflowsTimeoutsAndBackoff(t *testing.T) {
 	charge, _ = hung.Step("charge")
 	require.Equal(t, workflow.Error, charge.State)
 	require.Equal(t, workflow.TimedOut, charge.Cause)
-	require.Equal(t, 3, charge.Attempts)
-	require.Equal(t, 3, charge.Failures)
+	require.Equal(t, 3, charge.Attempt)
+	require.Equal(t, 3, charge.FailureCount)
 	require.Equal(t, []string{"refund", "release"}, hung.Undone(), "its own undo first, then the earlier step's")
 	calls := k.Calls("shop")
 	refund := calls[len(calls)-2]
@@ -179,7 +179,7 @@ steps:
 	require.Equal(t, workflow.CompensationFailed, bad.State(), "pack took effect and has no undo: the undoing stops there")
 	label, _ := bad.Step("label")
 	require.Equal(t, workflow.Refused, label.Cause)
-	require.Contains(t, label.Error, "label's input")
+	require.Contains(t, label.LastError, "label's input")
 }
 
 // A cancel stops what is ready, awaits what runs and undoes what
@@ -303,5 +303,5 @@ func TestTheDocsExample(t *testing.T) {
 	require.Equal(t, workflow.Processed, o.State())
 	require.Len(t, k.Calls("payment"), 2)
 	step, _ := o.Step("charge-approved")
-	require.Equal(t, 1, step.Attempts)
+	require.Equal(t, 1, step.Attempt)
 }
