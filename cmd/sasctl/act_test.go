@@ -13,6 +13,7 @@ import (
 
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -45,8 +46,10 @@ func TestStatusOfACompensatedOrder(t *testing.T) {
 	require.False(t, st.Order.CompletedAt.IsZero())
 	require.True(t, st.Order.CancelledAt.IsZero())
 	require.Len(t, st.Records, 5)
-	require.Equal(t, operator.Record{Name: "create-shipment", Index: 2, Kind: "agent", Agent: "shipping", State: workflow.Error,
-		Attempt: 1, Failures: 0, MaxFailures: 3, Timeout: operator.Duration(8 * time.Second), Cause: workflow.Refused},
+	require.Equal(t, operator.Record{Name: "create-shipment", Kind: "agent", State: workflow.Error,
+		Step: statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Index: 2}, State: workflow.Error, Attempt: 1, FailureCount: 0,
+			Cause:  workflow.Refused,
+			Action: workflow.Action{Name: "create-shipment", Agent: "shipping", MaxFailures: 3, Timeout: 8 * time.Second}}}},
 		clearTimes(st.Records[2]))
 	require.NotEmpty(t, st.Timeline)
 

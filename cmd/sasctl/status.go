@@ -116,7 +116,7 @@ func printRecords(out io.Writer, recs []operator.Record) {
 	fmt.Fprintln(tw, "STEP\tKIND\tSTATE\tATTEMPTS\tFAILURES\tCOMPLETE BY\tDUE\tLAST ERROR")
 	now := time.Now()
 	for _, r := range recs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", r.Name, r.KindText(), r.State, attempts(r), r.Failures,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", r.Name, r.KindText(), r.State, attempts(r), r.FailureCount,
 			r.MaxFailures, operator.Clock(r.CompleteBy, now), operator.Clock(r.DueAt, now), short(r.LastError, 70))
 	}
 	tw.Flush()

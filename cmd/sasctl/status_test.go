@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -15,8 +16,8 @@ import (
 func TestStatusShowsTheAttemptsThatWaited(t *testing.T) {
 	var out bytes.Buffer
 	printRecords(&out, []operator.Record{
-		{Name: "ocr", Kind: "agent", State: workflow.Processed, Attempt: 19, FlowWaits: 18, MaxFailures: 3},
-		{Name: "pay", Kind: "agent", State: workflow.Processed, Attempt: 2, Failures: 1, MaxFailures: 3},
+		{Name: "ocr", Kind: "agent", State: workflow.Processed, Step: statestore.Step{Rec: workflow.Rec{Action: workflow.Action{MaxFailures: 3}, Attempt: 19}, Wait: statestore.Wait{FlowWaits: 18}}},
+		{Name: "pay", Kind: "agent", State: workflow.Processed, Step: statestore.Step{Rec: workflow.Rec{Action: workflow.Action{MaxFailures: 3}, Attempt: 2, FailureCount: 1}}},
 	})
 	require.Regexp(t, `ocr +step +Processed +19 \(18 waited\) +0/3`, out.String())
 	require.Regexp(t, `pay +step +Processed +2 +1/3`, out.String())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sas-go/sas/shared/devkit/shapes"
 	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestBranchesAreLaidOutByLevel(t *testing.T) {
 	t.Parallel()
 	rec := func(name string, i, item int, undo bool, st workflow.State) operator.Record {
-		return operator.Record{Name: name, Index: i, Item: item, Undo: undo, Kind: "agent", State: st}
+		return operator.Record{Name: name, Kind: "agent", State: st, Step: statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Index: i, Item: item, Undo: undo}}}}
 	}
 	recs := []operator.Record{
 		rec("reserve-east", 0, 0, false, workflow.Processed), rec("reserve-west", 1, 0, false, workflow.Processing),
@@ -72,9 +73,9 @@ func TestNoArrowCrossesABox(t *testing.T) {
 		var recs []operator.Record
 		needs := map[string][]string{}
 		for i, st := range d.Steps {
-			recs = append(recs, operator.Record{Name: st.Name, Index: i, Kind: string(st.Kind()), State: workflow.Pending})
+			recs = append(recs, operator.Record{Name: st.Name, Kind: string(st.Kind()), State: workflow.Pending, Step: statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Index: i}}}})
 			if st.Undo != nil {
-				recs = append(recs, operator.Record{Name: st.Undo.Name, Index: i, Undo: true, Kind: "agent", State: workflow.Pending})
+				recs = append(recs, operator.Record{Name: st.Undo.Name, Kind: "agent", State: workflow.Pending, Step: statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Index: i, Undo: true}}}})
 			}
 			needs[st.Name] = []string{}
 			for _, j := range d.Needs(i) {

@@ -180,7 +180,7 @@ func boxLines(r operator.Record) []string {
 		}
 		return lines
 	}
-	return append(lines, fmt.Sprintf("attempt %d · failures %d/%d", r.Attempt, r.Failures, r.MaxFailures),
+	return append(lines, fmt.Sprintf("attempt %d · failures %d/%d", r.Attempt, r.FailureCount, r.MaxFailures),
 		"CompleteBy "+operator.Clock(r.CompleteBy, time.Now()))
 }
 

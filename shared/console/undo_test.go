@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -39,9 +40,9 @@ func TestTheUndoArrowsAreTheEngines(t *testing.T) {
 		d := c.d
 		var recs []operator.Record
 		for i, st := range d.Steps {
-			recs = append(recs, operator.Record{Name: st.Name, Index: i, Kind: "agent", State: workflow.Pending})
+			recs = append(recs, operator.Record{Name: st.Name, Kind: "agent", State: workflow.Pending, Step: statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Index: i}}}})
 			if st.Undo != nil {
-				recs = append(recs, operator.Record{Name: st.Undo.Name, Index: i, Undo: true, Kind: "agent", State: workflow.Pending})
+				recs = append(recs, operator.Record{Name: st.Undo.Name, Kind: "agent", State: workflow.Pending, Step: statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Index: i, Undo: true}}}})
 			}
 		}
 		g := layoutOf(operator.Status{Records: recs, UndoNext: d.UndoNext()})

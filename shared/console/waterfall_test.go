@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -20,10 +21,10 @@ func TestTheWaterfallDrawsEachRecordOnOneTimeAxis(t *testing.T) {
 	st := operator.Status{
 		Order: operator.Order{OrderID: "o-1", State: workflow.Processed, CreatedAt: t0, CompletedAt: at(10)},
 		Records: []operator.Record{
-			{Name: "reserve", Kind: "agent", State: workflow.Processed, Attempt: 1, ReadyAt: at(0), ClaimedAt: at(1), DoneAt: at(2)},
-			{Name: "approve", Kind: "event", State: workflow.Processed, ReadyAt: at(2), DoneAt: at(8)},
-			{Name: "charge", Kind: "agent", State: workflow.Processed, Attempt: 2, ReadyAt: at(8), ClaimedAt: at(9), DoneAt: at(10)},
-			{Name: "refund", Kind: "agent", Undo: true, State: workflow.Pending},
+			{Name: "reserve", Kind: "agent", State: workflow.Processed, Step: statestore.Step{Rec: workflow.Rec{Attempt: 1, DoneAt: at(2)}, AtWork: statestore.AtWork{ClaimedAt: at(1)}, Wait: statestore.Wait{ReadyAt: at(0)}}},
+			{Name: "approve", Kind: "event", State: workflow.Processed, Step: statestore.Step{Rec: workflow.Rec{DoneAt: at(8)}, Wait: statestore.Wait{ReadyAt: at(2)}}},
+			{Name: "charge", Kind: "agent", State: workflow.Processed, Step: statestore.Step{Rec: workflow.Rec{Attempt: 2, DoneAt: at(10)}, AtWork: statestore.AtWork{ClaimedAt: at(9)}, Wait: statestore.Wait{ReadyAt: at(8)}}},
+			{Name: "refund", Kind: "agent", State: workflow.Pending, Step: statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Undo: true}}}},
 		},
 		Timeline: []operator.Event{{At: at(8.5), Record: "charge", What: "recovered by the supervisor (failure 1)"}},
 	}

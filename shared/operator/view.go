@@ -87,34 +87,27 @@ func OrderOf(t statestore.Task) Order {
 		FlowWaiting: t.FlowWaiting, FlowWhy: t.FlowWhy}
 }
 
-// Record is one step or undo action of an order.
+// Record is one step or undo action of an order as the operator reads it:
+// the record as the store keeps it (statestore.Step: its ref, action,
+// attempts, times and last error), and what the view works out of it and of
+// its order: its name for people, the state it is shown in, its kind in a
+// word, what it waits for and its result. Its JSON (MarshalJSON) is the view
+// output.schema.json describes.
 type Record struct {
-	Name    string         `json:"name"`           // its step's or undo's name, and for one item of a forEach step, #item (pack-item#2)
-	Index   int            `json:"index"`          // its step's position in the workflow, from 0
-	Item    int            `json:"item,omitempty"` // for one item of a forEach step: which (from 1)
-	Undo    bool           `json:"undo"`
-	Kind    string         `json:"kind"` // "agent", "event" (a wait) or "timer"
-	Agent   string         `json:"agent,omitempty"`
-	Async   bool           `json:"async,omitempty"` // its service answers later, with a callback
-	Event   string         `json:"event,omitempty"` // the event a wait waits for
-	State   workflow.State `json:"state"`
-	Attempt int            `json:"attempt"`
-	// FlowWaits are the attempts its agent's flow control gave back before
-	// their call (a rate turn, a key's slot, a pause, a Retry-After): of
-	// Attempt, those that called nothing and failed nothing.
-	FlowWaits   int             `json:"flowWaits,omitempty"`
-	Failures    int             `json:"failures"`
-	MaxFailures int             `json:"maxFailures"`
-	Timeout     Duration        `json:"timeout,omitzero"`
-	ReadyAt     time.Time       `json:"readyAt,omitzero"`
-	ClaimedAt   time.Time       `json:"claimedAt,omitzero"`
-	CompleteBy  time.Time       `json:"completeBy,omitzero"` // the current attempt's deadline
-	DueAt       time.Time       `json:"dueAt,omitzero"`      // when the Supervisor looks at it next
-	DoneAt      time.Time       `json:"doneAt,omitzero"`
-	Cause       workflow.Cause  `json:"cause,omitempty"` // why it is in Error
-	LastError   string          `json:"lastError,omitempty"`
-	Waiting     *Waiting        `json:"waiting,omitempty"`
-	Result      json.RawMessage `json:"result,omitempty"` // its service's answer, or its event's data
+	statestore.Step
+	// Name is the record's name for people: its action's, and for one
+	// item of a forEach step, #item after it (pack-item#2).
+	Name string
+	// State is the state it is shown in: its own, but for a Pending record
+	// of an ended order, which never runs: NotNeeded or Skipped.
+	State workflow.State
+	// Kind is what it does, in a word: "agent", "event" (a wait) or
+	// "timer".
+	Kind string
+	// Waiting is what it waits for, while it waits (nil: nothing).
+	Waiting *Waiting
+	// Result is its service's answer, or its event's data (nil: none).
+	Result json.RawMessage
 }
 
 // KindText is what the record is, in a word: step, undo, wait (for an
@@ -165,19 +158,10 @@ func (w Waiting) What() string {
 
 // recordOf is the view of a stored record of an order in state.
 func recordOf(s statestore.Step, task workflow.State, steps map[workflow.Ref]workflow.State) Record {
-	r := Record{Name: s.RecordName(), Index: s.Index, Item: s.Item, Undo: s.Undo, Kind: kindName(s.Kind), Agent: s.Agent, Async: s.Async,
-		Event: s.Event, State: shownState(s, task, steps), Attempt: s.Attempt, FlowWaits: s.FlowWaits, Failures: s.FailureCount,
-		MaxFailures: s.MaxFailures, Timeout: Duration(s.Timeout), ReadyAt: utc(s.ReadyAt), ClaimedAt: utc(s.ClaimedAt),
-		CompleteBy: utc(s.CompleteBy), DueAt: utc(s.DueAt), DoneAt: utc(s.DoneAt), Cause: s.Cause, LastError: s.LastError}
-	r.Waiting = waitingOf(s)
-	return r
-}
-
-func kindName(k workflow.Kind) string {
-	if k == workflow.KindAgent {
-		return "agent"
-	}
-	return string(k)
+	s.ReadyAt, s.ClaimedAt, s.CompleteBy = utc(s.ReadyAt), utc(s.ClaimedAt), utc(s.CompleteBy)
+	s.DueAt, s.DoneAt = utc(s.DueAt), utc(s.DoneAt)
+	return Record{Step: s, Name: s.RecordName(), State: shownState(s, task, steps), Kind: kindName(s.Rec.Kind),
+		Waiting: waitingOf(s)}
 }
 
 // shownState is the record's state, but for a Pending record of an ended
@@ -187,8 +171,8 @@ func kindName(k workflow.Kind) string {
 // it stays Pending, as do the steps after a pivot that a resubmission
 // runs again.)
 func shownState(s statestore.Step, task workflow.State, steps map[workflow.Ref]workflow.State) workflow.State {
-	if s.State != workflow.Pending || !task.Ended() {
-		return s.State
+	if s.Rec.State != workflow.Pending || !task.Ended() {
+		return s.Rec.State
 	}
 	switch {
 	case s.Undo && (task == workflow.Processed || steps[workflow.Ref{Index: s.Index, Item: s.Item}] != workflow.Processed):
@@ -196,7 +180,7 @@ func shownState(s statestore.Step, task workflow.State, steps map[workflow.Ref]w
 	case !s.Undo && (task == workflow.Failed || task == workflow.Cancelled):
 		return Skipped
 	}
-	return s.State
+	return s.Rec.State
 }
 
 // waitingOf says what the record waits for, if it waits: a wait or timer

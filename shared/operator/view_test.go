@@ -13,13 +13,13 @@ import (
 
 func TestDurationsAreTextAndTimesAbsentWhenUnset(t *testing.T) {
 	t.Parallel()
-	b, err := json.Marshal(Record{Name: "charge", Kind: "agent", State: workflow.Pending, Timeout: Duration(90 * time.Second)})
+	b, err := json.Marshal(Record{Name: "charge", Kind: "agent", State: workflow.Pending, Step: statestore.Step{Rec: workflow.Rec{Action: workflow.Action{Timeout: 90 * time.Second}}}})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"name":"charge","index":0,"undo":false,"kind":"agent","state":"Pending","attempt":0,"failures":0,
 		"maxFailures":0,"timeout":"1m30s"}`, string(b))
 	var back Record
 	require.NoError(t, json.Unmarshal(b, &back))
-	require.Equal(t, Duration(90*time.Second), back.Timeout)
+	require.Equal(t, 90*time.Second, back.Timeout)
 	require.Error(t, json.Unmarshal([]byte(`{"timeout": 20000000000}`), &back), "a duration is text")
 
 	at := time.Date(2026, 11, 25, 8, 0, 0, 0, time.FixedZone("CET", 3600))
@@ -104,4 +104,26 @@ func TestARecordHeldByItsFlowControlIsShownWaiting(t *testing.T) {
 	require.Contains(t, r.Waiting.What(), `its agent's flow control (waiting for a slot of key "c-1"; given back 18 time(s))`)
 	st.State, st.DueAt = workflow.Processing, time.Time{}
 	require.Nil(t, recordOf(st, workflow.Pending, nil).Waiting, "claimed: it waits no more")
+}
+
+// A record's JSON (the view output.schema.json describes) reads back as
+// the record it was written from: its action's name without its item, its
+// kind and state as shown.
+func TestARecordsJSONReadsBackAsTheRecord(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	st := statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Index: 4, Item: 2}, State: workflow.Error, Attempt: 2,
+		FailureCount: 1, Cause: workflow.TimedOut, LastError: "no answer",
+		Action: workflow.Action{Name: "pack-item", Agent: "inventory", Timeout: 20 * time.Second, MaxFailures: 3}},
+		AtWork: statestore.AtWork{ClaimedAt: at, CompleteBy: at.Add(20 * time.Second)},
+		Wait:   statestore.Wait{ReadyAt: at, DueAt: at.Add(time.Minute), FlowWaits: 1}}
+	st.DoneAt = at.Add(21 * time.Second)
+	r := recordOf(st, workflow.Compensating, nil)
+	require.Equal(t, "pack-item#2", r.Name)
+	b, err := json.Marshal(r)
+	require.NoError(t, err)
+	requireSchema(t, "record", b)
+	var back Record
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, r, back)
 }
