@@ -21,6 +21,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -267,7 +268,7 @@ func (d *devRun) deploy(ctx context.Context, o localrun.Options) error {
 // sayResources says what was provisioned, and whether the tables held the
 // orders of an earlier run.
 func (d *devRun) sayResources(ctx context.Context, logPath string) error {
-	kept, _, err := d.stack.Store.ListTasks(ctx, "", 1, "")
+	kept, _, err := d.stack.Store.SearchTasks(ctx, statestore.TaskFilter{}, 1, "")
 	if err != nil {
 		return fmt.Errorf("read the state table: %w", err)
 	}

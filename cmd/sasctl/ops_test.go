@@ -290,9 +290,9 @@ func TestWatchCountsByState(t *testing.T) {
 	// Until Submission accepts them, nothing is in flight and --until-idle
 	// would rightly stop at once: wait for the four orders to exist.
 	require.Eventually(t, func() bool {
-		counts, err := p.stack.Store.CountTasks(context.Background())
+		counts, err := p.stack.Store.Census(context.Background(), time.Now())
 		total := 0
-		for _, n := range counts {
+		for _, n := range counts.ByState {
 			total += n
 		}
 		return err == nil && total == 4

@@ -222,7 +222,7 @@ func (c *Client) Status(ctx context.Context, orderID string) (operator.Status, e
 // List lists orders (in one state; "": every state), up to limit, and the
 // token of the next page ("" at the end). It scans the state table.
 func (c *Client) List(ctx context.Context, state workflow.State, limit int, next string) ([]operator.Order, string, error) {
-	tasks, token, err := c.op.Store.ListTasks(ctx, state, max(limit, 1), next)
+	tasks, token, err := c.op.Store.SearchTasks(ctx, statestore.TaskFilter{State: state}, max(limit, 1), next)
 	if err != nil {
 		return nil, "", err
 	}

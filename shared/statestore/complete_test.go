@@ -110,7 +110,7 @@ func TestEndingCompletionWrites(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, workflow.Failed, r.State)
 			require.Equal(t, int64(1), updates()-before, "the last undo's reply: one write")
-			due, err := s.Overdue(ctx, now.Add(2*time.Minute), 10)
+			due, err := storetest.Overdue(ctx, s, now.Add(2*time.Minute), 10)
 			require.NoError(t, err)
 			require.Equal(t, []string{"o-unalerted"}, orderIDs(due), "still due for its alert")
 		})

@@ -18,14 +18,6 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// ListTasks returns up to limit task records, in the state given ("" for
-// any), starting after the page token from an earlier call ("" for the
-// first page). The returned token is "" after the last page. It scans the
-// state table: an operator's tool, not a hot path; its cost follows the table.
-func (s *Store) ListTasks(ctx context.Context, state workflow.State, limit int, token string) ([]Task, string, error) {
-	return s.SearchTasks(ctx, TaskFilter{State: state}, limit, token)
-}
-
 // TaskFilter is what a search of the orders keeps; its zero value keeps
 // every order.
 type TaskFilter struct {
@@ -121,12 +113,6 @@ func (s *Store) SearchTasks(ctx context.Context, f TaskFilter, limit int, token 
 		}
 		start = page.LastEvaluatedKey
 	}
-}
-
-// CountTasks counts the task records by state (a scan of the state table).
-func (s *Store) CountTasks(ctx context.Context) (map[workflow.State]int, error) {
-	c, err := s.Census(ctx, time.Now())
-	return c.ByState, err
 }
 
 // Census is the orders by state and the steps at work of those in flight

@@ -87,15 +87,6 @@ type EventState struct {
 	EndsAt time.Time
 }
 
-// EventState reads where the order stands for an event of the wait at r.
-func (s *Store) EventState(ctx context.Context, orderID string, r workflow.Ref, event string) (EventState, error) {
-	snap, err := s.Read(ctx, orderID)
-	if err != nil {
-		return EventState{}, err
-	}
-	return snap.EventState(r, event)
-}
-
 // EventState is where the order stands for an event of the wait at r: an
 // *ErrEventRefused if it can take none.
 func (s Snapshot) EventState(r workflow.Ref, event string) (EventState, error) {

@@ -18,6 +18,7 @@ import (
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/devkit/accounting"
 	"github.com/sas-go/sas/shared/devkit/provision"
+	"github.com/sas-go/sas/shared/devkit/storetest"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
@@ -165,7 +166,7 @@ func put(db *dynamodb.Client, tpl []map[string]types.AttributeValue, from, to in
 func (f sweepFixture) sweepCost(tb testing.TB) (float64, int) {
 	tb.Helper()
 	f.meter.Reset()
-	due, err := f.store.Overdue(context.Background(), f.now, 500)
+	due, err := storetest.Overdue(context.Background(), f.store, f.now, 500)
 	require.NoError(tb, err)
 	var rcu float64
 	for _, u := range f.meter.Snapshot() {
@@ -222,7 +223,7 @@ func BenchmarkSweep(b *testing.B) {
 				b.Fatalf("found %d overdue, want %d", found, due)
 			}
 			for b.Loop() {
-				if _, err := f.store.Overdue(context.Background(), f.now, 500); err != nil {
+				if _, err := storetest.Overdue(context.Background(), f.store, f.now, 500); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/chaos"
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/devkit/storetest"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/supervisor"
@@ -51,7 +52,7 @@ func TestTwoSupervisorsRecoverEachStepOnce(t *testing.T) {
 	ids := e.orders(n)
 	ctx := context.Background()
 	e.eventually("every first attempt overdue", 60*time.Second, func() bool {
-		due, err := e.stack.Store.Overdue(ctx, time.Now(), 100)
+		due, err := storetest.Overdue(ctx, e.stack.Store, time.Now(), 100)
 		require.NoError(t, err)
 		processing := 0
 		for _, st := range due {

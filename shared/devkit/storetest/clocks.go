@@ -30,7 +30,7 @@ var clockTests = map[string]func(*testing.T, *statestore.Store){
 
 func overdueAt(t *testing.T, s *statestore.Store, at time.Time) []statestore.Step {
 	t.Helper()
-	due, err := s.Overdue(context.Background(), at, 10)
+	due, err := Overdue(context.Background(), s, at, 10)
 	require.NoError(t, err)
 	return due
 }

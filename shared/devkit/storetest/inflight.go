@@ -80,6 +80,6 @@ func inFlightBadToken(t *testing.T, s *statestore.Store) {
 		_, _, err := s.InFlight(ctx, 10, token)
 		require.ErrorIs(t, err, statestore.ErrBadPageToken, token)
 	}
-	_, _, err := s.ListTasks(ctx, workflow.Failed, 10, "bm90IGpzb24")
+	_, _, err := s.SearchTasks(ctx, statestore.TaskFilter{State: workflow.Failed}, 10, "bm90IGpzb24")
 	require.ErrorIs(t, err, statestore.ErrBadPageToken)
 }

@@ -132,7 +132,7 @@ func eventCompletesWait(t *testing.T, s *statestore.Store) {
 	_, _, err = s.Arm(ctx, "o-1", step1, workflow.KindEvent, t0.Add(time.Hour), t0)
 	require.ErrorIs(t, err, statestore.ErrStale, "armed once")
 
-	es, err := s.EventState(ctx, "o-1", step1, "approved")
+	es, err := eventState(ctx, s, "o-1", step1, "approved")
 	require.NoError(t, err)
 	require.True(t, es.Waiting)
 	f := statestore.Fence{Ref: step1, Round: 1, Parked: workflow.KindEvent, Event: "approved", EventID: "e-1"}
@@ -147,7 +147,7 @@ func eventCompletesWait(t *testing.T, s *statestore.Store) {
 	require.Equal(t, workflow.Processed, recs[1].State)
 	require.True(t, recs[1].HasResult)
 	require.False(t, recs[2].DueAt.IsZero(), "the next step is ready")
-	es, err = s.EventState(ctx, "o-1", step1, "approved")
+	es, err = eventState(ctx, s, "o-1", step1, "approved")
 	require.NoError(t, err)
 	require.Equal(t, "e-1", es.Received, "a repeat is recognised by its eventId")
 }
@@ -155,7 +155,7 @@ func eventCompletesWait(t *testing.T, s *statestore.Store) {
 func earlyEventKept(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submitDef(t, s, "o-1", waiting())
-	es, err := s.EventState(ctx, "o-1", step1, "approved")
+	es, err := eventState(ctx, s, "o-1", step1, "approved")
 	require.NoError(t, err)
 	require.False(t, es.Waiting, "the order has not reached the wait")
 	require.NoError(t, s.KeepEvent(ctx, "o-1", step1, "approved", "e-7", t0))
@@ -166,7 +166,7 @@ func earlyEventKept(t *testing.T, s *statestore.Store) {
 	require.Equal(t, "e-7", events["approved"], "arming sees the kept event")
 	// Had the one who armed it died before delivering it, the Supervisor
 	// finds it now, not at its timeout.
-	due, err := s.Overdue(ctx, t0.Add(time.Minute), 10)
+	due, err := Overdue(ctx, s, t0.Add(time.Minute), 10)
 	require.NoError(t, err)
 	require.Len(t, due, 1)
 	require.True(t, due[0].EventKept)
@@ -181,13 +181,13 @@ func earlyEventKept(t *testing.T, s *statestore.Store) {
 func keepEventConditional(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submitDef(t, s, "o-1", waiting())
-	es, err := s.EventState(ctx, "o-1", step1, "approved")
+	es, err := eventState(ctx, s, "o-1", step1, "approved")
 	require.NoError(t, err)
 	require.False(t, es.Waiting)
 	firstDone(t, s, "o-1", "") // the wait becomes ready after the event was read
 	require.ErrorIs(t, s.KeepEvent(ctx, "o-1", step1, "approved", "e-1", t0), statestore.ErrStale,
 		"read before the wait was ready: kept no more, delivered instead")
-	es, err = s.EventState(ctx, "o-1", step1, "approved")
+	es, err = eventState(ctx, s, "o-1", step1, "approved")
 	require.NoError(t, err)
 	require.True(t, es.Waiting)
 }
@@ -202,7 +202,7 @@ func timerWakes(t *testing.T, s *statestore.Store) {
 	timer := statestore.Fence{Ref: step1, Round: 1, Parked: workflow.KindTimer, Due: true}
 	_, err = completeParked(ctx, s, "o-1", timer, 0, t0.Add(time.Hour))
 	require.ErrorIs(t, err, statestore.ErrStale, "not before its time")
-	due, err := s.Overdue(ctx, wake, 10)
+	due, err := Overdue(ctx, s, wake, 10)
 	require.NoError(t, err)
 	require.Len(t, due, 1, "the index says when to look: at its time")
 	require.Equal(t, workflow.KindTimer, due[0].Kind)
@@ -224,7 +224,7 @@ func asyncToken(t *testing.T, s *statestore.Store) {
 		return err
 	}
 	require.ErrorIs(t, withToken(st.Attempt, "forged"), statestore.ErrStale, "another token")
-	read, err := s.Overdue(ctx, t0.Add(time.Hour), 10)
+	read, err := Overdue(ctx, s, t0.Add(time.Hour), 10)
 	require.NoError(t, err)
 	require.NoError(t, giveBack(ctx, s, read[0], 1, "no callback", t0.Add(time.Hour), t0.Add(2*time.Hour), t0.Add(time.Hour)))
 	require.ErrorIs(t, withToken(st.Attempt, "n1"), statestore.ErrStale, "a recovered attempt's token is refused")
@@ -258,7 +258,7 @@ func scansSeeOrders(t *testing.T, s *statestore.Store) {
 	c, err := s.Census(ctx, t0)
 	require.NoError(t, err)
 	require.Equal(t, 1, c.ByState[workflow.Pending])
-	list, _, err := s.ListTasks(ctx, "", 10, "")
+	list, _, err := s.SearchTasks(ctx, statestore.TaskFilter{}, 10, "")
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 }
@@ -341,4 +341,14 @@ func lateEvent(t *testing.T, s *statestore.Store) {
 	require.Equal(t, workflow.Pending, d.Recorded.State)
 	_, recs = stateOf(t, s, "o-just")
 	require.Equal(t, workflow.Processed, recs[step1].State)
+}
+
+// eventState reads where the order stands for an event of the wait at r,
+// as the Scheduler does: one read, then the snapshot's answer.
+func eventState(ctx context.Context, s *statestore.Store, orderID string, r workflow.Ref, event string) (statestore.EventState, error) {
+	snap, err := s.Read(ctx, orderID)
+	if err != nil {
+		return statestore.EventState{}, err
+	}
+	return snap.EventState(r, event)
 }

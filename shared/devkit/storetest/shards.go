@@ -122,7 +122,7 @@ func LegacyShard(t *testing.T, db *dynamodb.Client) {
 	v, _ := rawItem(t, db, topo.StateTable(), id, "TASK")[topology.KeyDueShard].(*types.AttributeValueMemberS)
 	require.NotNil(t, v, "resubmitted: in the index")
 	require.Equal(t, "0", v.Value, "in shard 0, which every deployment sweeps, not in its shard of the operator's 16")
-	due, err := s.Overdue(ctx, later.Add(2*time.Minute), 10)
+	due, err := Overdue(ctx, s, later.Add(2*time.Minute), 10)
 	require.NoError(t, err)
 	require.Len(t, due, 1, "the deployment's sweep finds its step when it is due")
 	require.Equal(t, id, due[0].OrderID)

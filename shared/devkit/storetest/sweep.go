@@ -90,7 +90,7 @@ func duePageEarly(t *testing.T, s *statestore.Store) {
 	require.Equal(t, t0.Add(65*time.Second), early[0].Next, "its attempt's CompleteBy")
 	require.NoError(t, s.MoveOn(ctx, early[0], at))
 	require.Empty(t, dueEarlyOrders(t, s, at), "moved on")
-	got, err := s.Overdue(ctx, t0.Add(66*time.Second), 10)
+	got, err := Overdue(ctx, s, t0.Add(66*time.Second), 10)
 	require.NoError(t, err)
 	require.Len(t, got, 1, "due again at its CompleteBy")
 }
