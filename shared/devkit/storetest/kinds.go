@@ -27,8 +27,37 @@ import (
 // resubmission of the failed order (its 205 records written whole). Each kind's largest expressions must
 // fit 4 KB, and the order's item 400 KB, whatever the kind.
 func everyKind(t *testing.T, s *statestore.Store, m *measured) {
-	ctx := context.Background()
-	const id = "o-kinds"
+	k := submitKinds(t, s, m)
+	claimed := k.claimAndAcceptEachItem(t)
+	k.keepAnEarlyEvent(t)
+	k.callBackEachItem(t, claimed)
+	k.armWakeAndDeliver(t)
+	k.refuseAndUndoEachItem(t)
+	m.as("resubmit")
+	res, err := s.Resubmit(context.Background(), k.id, "s4", time.Minute, t0.Add(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, step0, res.Ref, "a failed order runs again from its start, every record pending")
+	require.Equal(t, 2, res.Round)
+	size, err := s.ItemBytes(context.Background(), k.id)
+	require.NoError(t, err)
+	require.Less(t, size, 400*1024/3, "a third of DynamoDB's 400 KB at most")
+	m.table(t, size)
+}
+
+// kinds is everyKind's order: a step, a step of 100 async items, two waits
+// and a last step, with the largest results and reasons.
+type kinds struct {
+	s      *statestore.Store
+	m      *measured
+	rec    outcome.Recorder
+	d      workflow.Definition
+	id     string
+	reason string // 8 KB: every text kept is cut
+	answer string // the largest answer, that does not compress
+}
+
+// submitKinds submits everyKind's order.
+func submitKinds(t *testing.T, s *statestore.Store, m *measured) kinds {
 	d := def(5)
 	d.Name = "kinds"
 	d.ResultLimit = payload.MaxInline
@@ -38,98 +67,115 @@ func everyKind(t *testing.T, s *statestore.Store, m *measured) {
 		Wait: &workflow.Wait{Event: "approved", Timeout: time.Hour}}
 	d.Steps[3] = workflow.Step{Action: workflow.Action{Name: "ship", MaxFailures: 1, Timeout: time.Hour},
 		Wait: &workflow.Wait{Event: "shipped", Timeout: time.Hour}}
+	k := kinds{s: s, m: m, rec: outcome.Recorder{Store: s}, d: d, id: "o-kinds", reason: strings.Repeat("é", 4096),
+		answer: `{"pad":"` + noise(payload.MaxInline-16) + `"}`}
 	n := workflow.MaxForEachItems
-	order := fmt.Sprintf(`{"orderId":%q,"lines":[%s]}`, id, strings.TrimSuffix(strings.Repeat("1,", n), ","))
-	items := map[int]int{1: n}
-	_, err := s.Submit(ctx, statestore.Submission{OrderID: id, Order: order, Workflow: d, Items: items, Now: t0})
+	order := fmt.Sprintf(`{"orderId":%q,"lines":[%s]}`, k.id, strings.TrimSuffix(strings.Repeat("1,", n), ","))
+	_, err := s.Submit(context.Background(), statestore.Submission{OrderID: k.id, Order: order, Workflow: d, Items: map[int]int{1: n},
+		Now: t0})
 	require.NoError(t, err)
-	rec := outcome.Recorder{Store: s}
-	reason := strings.Repeat("é", 4096) // 8 KB: every text kept is cut
+	return k
+}
 
-	m.as("claim")
-	first := claimedAs(t, s, id, step0, t0)
-	m.as("completion")
-	r := finish(t, s, d, first, "", t0)
+// claimAndAcceptEachItem claims and completes the first step, then claims
+// each of the 100 items and has its call accepted; the last item's call
+// waits for its key: given back, then claimed again.
+func (k kinds) claimAndAcceptEachItem(t *testing.T) []statestore.Step {
+	ctx := context.Background()
+	k.m.as("claim")
+	first := claimedAs(t, k.s, k.id, step0, t0)
+	k.m.as("completion")
+	r := finish(t, k.s, k.d, first, "", t0)
+	n := workflow.MaxForEachItems
 	require.Len(t, r.Ready, n)
 	var claimed []statestore.Step
-	for k := 1; k <= n; k++ {
-		m.as("claim")
-		st, err := s.Claim(ctx, statestore.Claim{OrderID: id, Ref: workflow.Ref{Index: 1, Item: k}, Agent: "svc", Owner: "a-1",
-			Token: fmt.Sprintf("n%d", k), Now: t0})
+	for i := 1; i <= n; i++ {
+		k.m.as("claim")
+		st, err := k.s.Claim(ctx, statestore.Claim{OrderID: k.id, Ref: workflow.Ref{Index: 1, Item: i}, Agent: "svc", Owner: "a-1",
+			Token: fmt.Sprintf("n%d", i), Now: t0})
 		require.NoError(t, err)
-		if k == n { // the last item's call waits for its key: given back, then claimed again
-			m.as("give-back")
-			back, err := rec.Release(ctx, d, outcome.Attempt{OrderID: id, Ref: st.Ref, Attempt: st.Attempt, Round: 1,
-				Token: st.Token, Now: t0}, t0, reason)
+		if i == n {
+			k.m.as("give-back")
+			back, err := k.rec.Release(ctx, k.d, outcome.Attempt{OrderID: k.id, Ref: st.Ref, Attempt: st.Attempt, Round: 1,
+				Token: st.Token, Now: t0}, t0, k.reason)
 			require.NoError(t, err)
 			require.False(t, back.Stale)
-			m.as("claim")
-			st, err = s.Claim(ctx, statestore.Claim{OrderID: id, Ref: st.Ref, Agent: "svc", Owner: "a-1", Token: "again", Now: t0})
+			k.m.as("claim")
+			st, err = k.s.Claim(ctx, statestore.Claim{OrderID: k.id, Ref: st.Ref, Agent: "svc", Owner: "a-1", Token: "again", Now: t0})
 			require.NoError(t, err)
 		}
-		m.as("accept")
-		require.NoError(t, s.Accept(ctx, st, t0.Add(time.Second)))
+		k.m.as("accept")
+		require.NoError(t, k.s.Accept(ctx, st, t0.Add(time.Second)))
 		claimed = append(claimed, st)
 	}
-	m.as("event kept")
-	early, err := rec.Event(ctx, d, outcome.Event{OrderID: id, Name: "approved", EventID: "e-approved",
+	return claimed
+}
+
+// keepAnEarlyEvent sends the first wait's event before the order waits
+// for it: kept.
+func (k kinds) keepAnEarlyEvent(t *testing.T) {
+	k.m.as("event kept")
+	early, err := k.rec.Event(context.Background(), k.d, outcome.Event{OrderID: k.id, Name: "approved", EventID: "e-approved",
 		Data: json.RawMessage(`{"by":"` + noise(payload.MaxInline-16) + `"}`), Now: t0.Add(time.Second)})
 	require.NoError(t, err)
 	require.True(t, early.Kept, "the order does not wait for it yet")
+}
 
-	answer := `{"pad":"` + noise(payload.MaxInline-16) + `"}` // the largest answer, that does not compress
+// callBackEachItem calls each claimed item back with the largest answer:
+// the last readies the first wait.
+func (k kinds) callBackEachItem(t *testing.T, claimed []statestore.Step) {
 	var ready []workflow.Ref
 	for _, st := range claimed {
-		m.as("callback")
-		tok := outcome.Token{OrderID: id, Ref: st.Ref, Round: 1, Attempt: st.Attempt, Nonce: st.Token}
-		got, err := rec.Event(ctx, d, outcome.Event{OrderID: id, Token: tok.String(), Data: json.RawMessage(answer), Now: t0.Add(2 * time.Second)})
+		k.m.as("callback")
+		tok := outcome.Token{OrderID: k.id, Ref: st.Ref, Round: 1, Attempt: st.Attempt, Nonce: st.Token}
+		got, err := k.rec.Event(context.Background(), k.d, outcome.Event{OrderID: k.id, Token: tok.String(),
+			Data: json.RawMessage(k.answer), Now: t0.Add(2 * time.Second)})
 		require.NoError(t, err)
 		require.False(t, got.Stale || got.Repeat, "%s's callback recorded", st.Key())
 		ready = append(ready, got.Ready...)
 	}
 	require.Equal(t, []workflow.Ref{{Index: 2}}, ready, "the last callback readies the wait")
+}
 
-	m.as("arm")
-	_, events, err := s.Arm(ctx, id, workflow.Ref{Index: 2}, workflow.KindEvent, t0.Add(time.Hour), t0.Add(3*time.Second))
+// armWakeAndDeliver arms the first wait, which its kept event wakes, then
+// the second, which an event completes.
+func (k kinds) armWakeAndDeliver(t *testing.T) {
+	ctx := context.Background()
+	k.m.as("arm")
+	_, events, err := k.s.Arm(ctx, k.id, workflow.Ref{Index: 2}, workflow.KindEvent, t0.Add(time.Hour), t0.Add(3*time.Second))
 	require.NoError(t, err)
 	require.Equal(t, "e-approved", events["approved"], "the kept event is there for the wait")
-	m.as("wake")
-	woke, err := rec.Wake(ctx, d, id, workflow.Ref{Index: 2}, t0.Add(3*time.Second))
+	k.m.as("wake")
+	woke, err := k.rec.Wake(ctx, k.d, k.id, workflow.Ref{Index: 2}, t0.Add(3*time.Second))
 	require.NoError(t, err)
 	require.Equal(t, []workflow.Ref{{Index: 3}}, woke.Ready)
-	m.as("arm")
-	_, _, err = s.Arm(ctx, id, workflow.Ref{Index: 3}, workflow.KindEvent, t0.Add(time.Hour), t0.Add(4*time.Second))
+	k.m.as("arm")
+	_, _, err = k.s.Arm(ctx, k.id, workflow.Ref{Index: 3}, workflow.KindEvent, t0.Add(time.Hour), t0.Add(4*time.Second))
 	require.NoError(t, err)
-	m.as("event")
-	shipped, err := rec.Event(ctx, d, outcome.Event{OrderID: id, Name: "shipped", EventID: "e-shipped",
-		Data: json.RawMessage(answer), Now: t0.Add(5 * time.Second)})
+	k.m.as("event")
+	shipped, err := k.rec.Event(ctx, k.d, outcome.Event{OrderID: k.id, Name: "shipped", EventID: "e-shipped",
+		Data: json.RawMessage(k.answer), Now: t0.Add(5 * time.Second)})
 	require.NoError(t, err)
 	require.Equal(t, []workflow.Ref{{Index: 4}}, shipped.Ready)
+}
 
-	m.as("claim")
-	last := claimedAs(t, s, id, workflow.Ref{Index: 4}, t0.Add(6*time.Second))
-	m.as("refusal")
-	r = finish(t, s, d, last, reason, t0.Add(7*time.Second))
+// refuseAndUndoEachItem has the last step refused, then undoes every step
+// that took effect, one at a time: the order ends Failed.
+func (k kinds) refuseAndUndoEachItem(t *testing.T) {
+	k.m.as("claim")
+	last := claimedAs(t, k.s, k.id, workflow.Ref{Index: 4}, t0.Add(6*time.Second))
+	k.m.as("refusal")
+	r := finish(t, k.s, k.d, last, k.reason, t0.Add(7*time.Second))
 	undone := 0
 	for len(r.Ready) == 1 {
-		m.as("claim")
-		st := claimedAs(t, s, id, r.Ready[0], t0.Add(8*time.Second))
-		m.as("undo")
-		r = finish(t, s, d, st, "", t0.Add(9*time.Second))
+		k.m.as("claim")
+		st := claimedAs(t, k.s, k.id, r.Ready[0], t0.Add(8*time.Second))
+		k.m.as("undo")
+		r = finish(t, k.s, k.d, st, "", t0.Add(9*time.Second))
 		undone++
 	}
 	require.Equal(t, workflow.Failed, r.State)
-	require.Equal(t, 1+n, undone, "every step that took effect is undone, one at a time")
-
-	m.as("resubmit")
-	res, err := s.Resubmit(ctx, id, "s4", time.Minute, t0.Add(time.Hour))
-	require.NoError(t, err)
-	require.Equal(t, step0, res.Ref, "a failed order runs again from its start, every record pending")
-	require.Equal(t, 2, res.Round)
-	size, err := s.ItemBytes(ctx, id)
-	require.NoError(t, err)
-	require.Less(t, size, 400*1024/3, "a third of DynamoDB's 400 KB at most")
-	m.table(t, size)
+	require.Equal(t, 1+workflow.MaxForEachItems, undone, "every step that took effect is undone, one at a time")
 }
 
 // noise is n letters that no compression shortens much.
