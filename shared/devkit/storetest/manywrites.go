@@ -167,8 +167,8 @@ func heldGoesOnWithAHundredReady(t *testing.T, s *statestore.Store, m *measured)
 }
 
 // twoHundredReadyAtOnce: two steps per item (100 items each) both need the
-// first step: its completion makes 200 records ready in one write (the
-// whole record map), and each runs.
+// first step: its completion makes 200 records ready in one write (each
+// record whole), and each runs.
 func twoHundredReadyAtOnce(t *testing.T, s *statestore.Store, m *measured) {
 	ctx := context.Background()
 	d, n, order := items("o-two", false)
