@@ -203,4 +203,3 @@ func resubmitRefused(t *testing.T, s *statestore.Store) {
 	_, err = s.Resubmit(ctx, "nope", "", time.Minute, t0)
 	require.ErrorIs(t, err, statestore.ErrNotFound)
 }
-
