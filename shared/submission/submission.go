@@ -181,11 +181,7 @@ func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
 		h.large.Lock()
 		defer h.large.Unlock()
 	}
-	body, err := h.body(ctx, rec)
-	if err != nil {
-		return err
-	}
-	m, err := message.DecodeOrdersMessage(body)
+	m, err := h.decode(ctx, rec)
 	if err != nil {
 		return err
 	}
@@ -289,17 +285,23 @@ func (h *Handler) sendersKey(key string) error {
 	return nil
 }
 
+// decode is rec's message (an order, a cancel, an event), from its body
+// (read from the bucket if rec is a sender's pointer to it).
+func (h *Handler) decode(ctx context.Context, rec events.SQSMessage) (any, error) {
+	body, err := h.body(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	return message.DecodeOrdersMessage(body)
+}
+
 // eventRecord is a record of the events queue: an event, or a callback.
 func (h *Handler) eventRecord(ctx context.Context, rec events.SQSMessage) error {
 	if _, _, ok := offload.Pointer(rec.Body); ok {
 		h.large.Lock() // as an order's (record)
 		defer h.large.Unlock()
 	}
-	body, err := h.body(ctx, rec)
-	if err != nil {
-		return err
-	}
-	m, err := message.DecodeOrdersMessage(body)
+	m, err := h.decode(ctx, rec)
 	if err != nil {
 		return err
 	}
