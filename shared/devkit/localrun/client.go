@@ -31,6 +31,10 @@ func (s *Stack) SendEvents(ctx context.Context, bodies ...string) error {
 	return s.send(ctx, s.Topology().EventsQueue().Name, bodies)
 }
 
+// maxPointerBytes bounds an SQS Extended Client pointer message (its
+// bucket's name and a key under incoming/: a few hundred bytes).
+const maxPointerBytes = 1 << 10
+
 // send sends raw bodies to the queue, ten per request and at most SQS's
 // 256 KiB a request; a body over that is kept in the payload bucket and an
 // SQS Extended Client pointer to it sent in its place, as a sender of
@@ -42,15 +46,16 @@ func (s *Stack) send(ctx context.Context, queue string, bodies []string) error {
 		size := 0
 		for len(bodies) > 0 && len(entries) < 10 {
 			b := bodies[0]
-			if len(b) > offload.MaxMessageBytes {
+			byPointer := len(b) > offload.MaxMessageBytes
+			if n := len(b); len(entries) > 0 && size+min(n, maxPointerBytes) > offload.MaxMessageBytes {
+				break // for the next request: a body offloaded only once it is sent (else a clear copy no one took)
+			}
+			if byPointer {
 				ptr, err := s.Deployment.Offload().OffloadAs(ctx, s.offloads.next([]byte(b)), []byte(b))
 				if err != nil {
 					return err
 				}
 				b = ptr
-			}
-			if len(entries) > 0 && size+len(b) > offload.MaxMessageBytes {
-				break
 			}
 			size += len(b)
 			entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(len(entries))), MessageBody: aws.String(b)})

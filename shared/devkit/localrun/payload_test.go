@@ -764,3 +764,24 @@ func isCheck(raw []byte) bool {
 	_, ok := payload.Parse(raw)
 	return ok
 }
+
+// A sender's body over SQS's limit is offloaded only once its pointer goes
+// into the request that sends it: after a body at the limit, a request is
+// full, and the next body goes in the next one, offloaded once (the local
+// sender offloaded it, then put it off to the next request and offloaded
+// it again: a clear copy that no order took, which a sealed chaos run of
+// 2,000 orders found under incoming/).
+func TestASendersBodyIsOffloadedOnceItIsSent(t *testing.T) {
+	t.Parallel()
+	e, _ := largeEnv(t, largeFlow, nil)
+	ctx := context.Background()
+	atLimit := largeOrder("sent-at-limit", offload.MaxMessageBytes, 10)
+	require.Len(t, atLimit, offload.MaxMessageBytes)
+	require.NoError(t, e.stack.SendOrders(ctx, atLimit, largeOrder("sent-by-pointer", 300<<10, 10)))
+	e.waitEndedWithin([]string{"sent-at-limit", "sent-by-pointer"}, 2*time.Minute)
+	bucket := e.stack.Resources.PayloadBucket
+	out, err := e.stack.Deployment.Clients.S3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket,
+		Prefix: aws.String(offload.IncomingPrefix)})
+	require.NoError(t, err)
+	require.Len(t, out.Contents, 1, "one body sent by pointer, one object")
+}
