@@ -46,8 +46,11 @@ func (s *Stack) send(ctx context.Context, queue string, bodies []string) error {
 		size := 0
 		for len(bodies) > 0 && len(entries) < 10 {
 			b := bodies[0]
-			byPointer := len(b) > offload.MaxMessageBytes
-			if n := len(b); len(entries) > 0 && size+min(n, maxPointerBytes) > offload.MaxMessageBytes {
+			byPointer, weight := len(b) > offload.MaxMessageBytes, len(b)
+			if byPointer {
+				weight = maxPointerBytes
+			}
+			if len(entries) > 0 && size+weight > offload.MaxMessageBytes {
 				break // for the next request: a body offloaded only once it is sent (else a clear copy no one took)
 			}
 			if byPointer {

@@ -777,8 +777,13 @@ func TestASendersBodyIsOffloadedOnceItIsSent(t *testing.T) {
 	ctx := context.Background()
 	atLimit := largeOrder("sent-at-limit", offload.MaxMessageBytes, 10)
 	require.Len(t, atLimit, offload.MaxMessageBytes)
-	require.NoError(t, e.stack.SendOrders(ctx, atLimit, largeOrder("sent-by-pointer", 300<<10, 10)))
-	e.waitEndedWithin([]string{"sent-at-limit", "sent-by-pointer"}, 2*time.Minute)
+	ids := []string{"sent-at-limit", "sent-by-pointer", "sent-100k-1", "sent-100k-2", "sent-100k-3"}
+	bodies := []string{atLimit, largeOrder(ids[1], 300<<10, 10)}
+	for _, id := range ids[2:] { // three of them are over a request's 256 KiB: sent in two
+		bodies = append(bodies, largeOrder(id, 100<<10, 10))
+	}
+	require.NoError(t, e.stack.SendOrders(ctx, bodies...))
+	e.waitEndedWithin(ids, 2*time.Minute)
 	bucket := e.stack.Resources.PayloadBucket
 	out, err := e.stack.Deployment.Clients.S3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket,
 		Prefix: aws.String(offload.IncomingPrefix)})
