@@ -166,7 +166,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 func (h *Handler) claim(ctx context.Context, req message.AgentRequest, nonce string) (*statestore.Step, error) {
 	now := h.Now()
 	st, err := h.store.Claim(ctx, statestore.Claim{OrderID: req.OrderID, Ref: req.Ref(), Agent: h.cfg.Name,
-		Owner: h.cfg.InstanceID, Token: nonce, Now: now})
+		Owner: h.cfg.InstanceID, Token: nonce, Version: req.Version, Now: now})
 	var late *statestore.LateLook
 	if errors.As(err, &late) { // claimed: it runs (given back, it would be as late for the next claim)
 		h.log.Warn("claimed; its order's next look not moved to the attempt's CompleteBy", "order_id", req.OrderID, "step", req.StepName, "err", err)

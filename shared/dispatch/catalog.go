@@ -11,9 +11,9 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// DefinitionReader reads back the definition an order runs from its records.
+// DefinitionReader reads back a version of a workflow an order ran or runs.
 type DefinitionReader interface {
-	Definition(ctx context.Context, orderID string) (workflow.Definition, error)
+	VersionDefinition(ctx context.Context, orderID, name, version string) (workflow.Definition, error)
 }
 
 // Catalog finds the definition an order runs: the deployment's workflow of
@@ -44,7 +44,7 @@ func (c *Catalog) For(ctx context.Context, orderID, name, version string) (workf
 	if ok {
 		return d, nil
 	}
-	d, err := c.Store.Definition(ctx, orderID)
+	d, err := c.Store.VersionDefinition(ctx, orderID, name, version)
 	if errors.Is(err, statestore.ErrNotFound) {
 		return d, message.Invalid("order %s (workflow %q) is not stored", orderID, name)
 	}

@@ -2,6 +2,7 @@ package dispatch_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 
@@ -20,13 +21,16 @@ type stored struct {
 	reads int
 }
 
-func (s *stored) Definition(_ context.Context, orderID string) (workflow.Definition, error) {
+func (s *stored) VersionDefinition(_ context.Context, orderID, _, version string) (workflow.Definition, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reads++
 	d, ok := s.defs[orderID]
 	if !ok {
 		return d, statestore.ErrNotFound
+	}
+	if version != "" && d.Version != version {
+		return d, errors.New("another version") // the store reads the version asked for (storetest)
 	}
 	return d, nil
 }

@@ -96,6 +96,9 @@ func (h Holds) Decide(ctx context.Context, d HoldDecision) (HoldDecided, error) 
 		return w, nil
 	}
 	after, w, err := Settle(ctx, h.Store, d.OrderID, nil, func(s statestore.Snapshot) (*statestore.Write, error) {
+		if err := runs(s, def); err != nil {
+			return nil, err
+		}
 		o := s.Order()
 		w := &statestore.Write{Now: d.Now, Due: d.Now.Add(s.Pickup(h.Pickup))}
 		if d.Action == HoldUndo {

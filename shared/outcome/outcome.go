@@ -101,6 +101,9 @@ func (r Recorder) settle(ctx context.Context, def workflow.Definition, orderID s
 		if !f.Holds(s, now) {
 			return nil, statestore.ErrStale
 		}
+		if err := runs(s, def); err != nil {
+			return nil, err
+		}
 		var m workflow.Move
 		if res.refusal != "" {
 			cause := workflow.Refused
@@ -142,6 +145,9 @@ func (r Recorder) Release(ctx context.Context, def workflow.Definition, a Attemp
 		st, ok := s.Step(a.Ref)
 		if !ok || st.State != workflow.Processing || !f.Holds(s, a.Now) {
 			return nil, statestore.ErrStale
+		}
+		if err := runs(s, def); err != nil {
+			return nil, err
 		}
 		readyAt := until
 		if !a.Ran {

@@ -3,17 +3,34 @@ package outcome
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
 	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // Writer reads an order and writes a decision on it.
 type Writer interface {
 	Read(ctx context.Context, orderID string) (statestore.Snapshot, error)
 	Apply(ctx context.Context, snap statestore.Snapshot, w statestore.Write) (statestore.Snapshot, error)
+}
+
+// ErrMoved means the order moved to another version of its workflow (sasctl
+// migrate) after the message that asked for a decision was sent: decided on
+// the version the message named, it is not taken. What the move made ready
+// was sent again under the new version.
+var ErrMoved = errors.New("the order moved to another version of its workflow")
+
+// runs is ErrMoved, wrapped with the versions, if the order as s has it
+// no longer runs def's version.
+func runs(s statestore.Snapshot, def workflow.Definition) error {
+	if v := s.Runs(); v != "" && def.Version != "" && v != def.Version {
+		return fmt.Errorf("order %s runs version %s of workflow %s, not %s: %w", s.OrderID(), v, def.Name, def.Version, ErrMoved)
+	}
+	return nil
 }
 
 // Decide is a decision on an order as read: the write to make, or nil for

@@ -18,7 +18,7 @@ import (
 // Recorder's: arming a wait or a timer, and reading what a timer's until
 // expression is made of (kept.Inputs: Kept opens them).
 type StartStore interface {
-	Arm(ctx context.Context, orderID string, r workflow.Ref, kind workflow.Kind, due, now time.Time) (statestore.Step, map[string]string, error)
+	Arm(ctx context.Context, orderID string, r workflow.Ref, kind workflow.Kind, due, now time.Time, version string) (statestore.Step, map[string]string, error)
 	Load(ctx context.Context, orderID string) (statestore.Task, []statestore.Step, error)
 	Inputs(ctx context.Context, st statestore.Step, order kept.Value) (kept.Inputs, error)
 	Order(ctx context.Context, orderID string) (string, error)
@@ -100,7 +100,7 @@ func (s Starter) start(ctx context.Context, def workflow.Definition, orderID str
 			return nil, err // an until out of time too: the start is tried again
 		}
 	} // a wait with no timeout: the order's deadline bounds it
-	_, events, err := s.Store.Arm(ctx, orderID, ref, st.Kind(), due, now)
+	_, events, err := s.Store.Arm(ctx, orderID, ref, st.Kind(), due, now, def.Version)
 	switch {
 	case errors.Is(err, statestore.ErrStale):
 		// Armed already (a repeated start), or no longer ready: a kept

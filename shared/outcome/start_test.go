@@ -45,7 +45,7 @@ func (s *timerStore) Order(context.Context, string) (string, error) {
 	return "", errors.New("not read")
 }
 
-func (s *timerStore) Arm(_ context.Context, _ string, _ workflow.Ref, _ workflow.Kind, due, _ time.Time) (statestore.Step, map[string]string, error) {
+func (s *timerStore) Arm(_ context.Context, _ string, _ workflow.Ref, _ workflow.Kind, due, _ time.Time, _ string) (statestore.Step, map[string]string, error) {
 	s.armed = due
 	return statestore.Step{}, nil, statestore.ErrStale // armed already: nothing more to start here
 }

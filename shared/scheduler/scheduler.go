@@ -7,6 +7,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -113,6 +114,18 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 }
 
 func (h *Handler) record(ctx context.Context, rec events.SQSMessage) error {
+	err := h.take(ctx, rec)
+	if errors.Is(err, outcome.ErrMoved) {
+		// Sent before its order moved to another version: what the move
+		// made ready was sent again under it.
+		h.log.Info("message of a version its order no longer runs dropped", "err", err)
+		return nil
+	}
+	return err
+}
+
+// take acts on one message of the scheduler queue or a response queue.
+func (h *Handler) take(ctx context.Context, rec events.SQSMessage) error {
 	msg, err := message.DecodeSchedulerMessage(rec.Body)
 	if err != nil {
 		return err

@@ -117,6 +117,15 @@ func (c *change) attr(name string) x.Path { return c.b.Plain(name) }
 // at is the placeholder of the change's time.
 func (c *change) at() x.Operand { return c.b.Int(ms(c.now)) }
 
+// runs makes the change conditional on the order running version of its
+// workflow (none: no condition): a decision taken on a version's definition
+// is never written on an order moved to another since it was read.
+func (c *change) runs(version string) {
+	if version != "" {
+		c.b.If(x.Equal(c.attr("Wv"), c.b.String(version)))
+	}
+}
+
 // require makes the change conditional on every one of checks, on record r.
 func (c *change) require(r recAt, checks ...check) {
 	for _, k := range checks {

@@ -24,7 +24,10 @@ type Claim struct {
 	// Token, for an async step, is the attempt's token nonce: its
 	// service's callback must carry it.
 	Token string
-	Now   time.Time
+	// Version is the workflow version the request names: an order moved to
+	// another since (sasctl migrate) is not claimed by it ("": any).
+	Version string
+	Now     time.Time
 }
 
 // Claim takes a ready Pending record for c.Owner: LockedBy = owner,
@@ -44,6 +47,7 @@ func (s *Store) Claim(ctx context.Context, c Claim) (Step, error) {
 	ch := newChange(c.Now)
 	r := ch.rec(c.Ref)
 	ch.require(r, append(claimable(c), recIs("a", text(c.Agent)))...)
+	ch.runs(c.Version)
 	timeout := ch.field(r, "t")
 	k := ch.field(r, "k")
 	ch.b.Set(ch.field(r, "s"), ch.b.String(string(workflow.Processing)))
@@ -139,6 +143,9 @@ func notClaimable(old map[string]types.AttributeValue, c Claim) error {
 		return ErrNotClaimable
 	}
 	r, ok := it.Recs[sortKey(c.Ref)]
+	if c.Version != "" && it.WfVersion != c.Version {
+		return ErrNotClaimable // the order moved to another version: its request was sent again
+	}
 	if ok && r.Agent != c.Agent && allHold(claimable(c), it, r) {
 		return fmt.Errorf("%s/%s is %q's (%s), not %q's: %w", c.OrderID, sortKey(c.Ref), r.Agent, r.Name, c.Agent, ErrWrongAgent)
 	}

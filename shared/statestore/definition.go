@@ -32,6 +32,25 @@ func (s *Store) Definition(ctx context.Context, orderID string) (workflow.Defini
 	return it.definition(), nil
 }
 
+// VersionDefinition reads back version of workflow name, which the order
+// ran or runs: as stored when its first order was submitted or moved to it,
+// or, for an order stored before definitions were, what its state item
+// holds if it still runs that version. (An order moved to another version
+// since a message naming this one was sent is still read by it right.)
+func (s *Store) VersionDefinition(ctx context.Context, orderID, name, version string) (workflow.Definition, error) {
+	if d, ok, err := s.storedDefinition(ctx, name, version); err != nil || ok {
+		return d, err
+	}
+	it, err := s.item(ctx, orderID)
+	if err != nil {
+		return workflow.Definition{}, err
+	}
+	if version != "" && it.WfVersion != version {
+		return workflow.Definition{}, fmt.Errorf("workflow %s version %s is not stored, and order %s runs %s", name, version, orderID, it.WfVersion)
+	}
+	return it.definition(), nil
+}
+
 // definitionKey is the state table key of a workflow version's definition
 // ("#" is in no OrderID).
 func definitionKey(name, version string) map[string]types.AttributeValue {

@@ -26,11 +26,12 @@ import (
 // timeout: the order's deadline). It returns the record armed and the
 // round's events received so far (a kept event completes the wait at once).
 // A record not ready, already armed, or of another kind gets ErrStale.
-func (s *Store) Arm(ctx context.Context, orderID string, r workflow.Ref, kind workflow.Kind, due, now time.Time) (Step, map[string]string, error) {
+func (s *Store) Arm(ctx context.Context, orderID string, r workflow.Ref, kind workflow.Kind, due, now time.Time, version string) (Step, map[string]string, error) {
 	ch := newChange(now)
 	rec := ch.rec(r)
 	ch.require(rec, recState(workflow.Pending), recHas("d"), recLacks("wa"), recIs("ki", text(string(kind))),
 		orderIs(workflow.Pending))
+	ch.runs(version)
 	ch.b.Set(ch.field(rec, "wa"), ch.at())
 	if !due.IsZero() {
 		ch.b.Set(ch.field(rec, "d"), ch.b.Int(ms(due)))

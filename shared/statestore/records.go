@@ -34,6 +34,9 @@ type Task struct {
 	CancelReason string
 	// Events are the round's events received, by name: their eventId.
 	Events map[string]string
+	// Moves are its moves to other versions of its workflow (sasctl
+	// migrate): when, from which version to which, by whom.
+	Moves []Event
 	// Due is when the Supervisor looks at the order next (its deadline-index
 	// entry); zero once it left the index.
 	Due time.Time
@@ -95,6 +98,7 @@ type stateItem struct {
 	ItemsDone   map[string]int     `dynamodbav:"P,omitempty"`     // a forEach step's items done in the round, by step index
 	Finished    *int               `dynamodbav:"Fn,omitempty"`    // the writes that finished a step in the round: they are ordered by it
 	Events      map[string]string  `dynamodbav:"Evt,omitempty"`   // the round's events received, by name: their eventId
+	Moves       []string           `dynamodbav:"Mv,omitempty"`    // its moves to other versions of its workflow, one line each (incident's form)
 	HeldAt      int64              `dynamodbav:"Ha,omitempty"`    // Held: since when
 	HeldUntil   int64              `dynamodbav:"Hu,omitempty"`    // Held: when its hold ends (it is undone)
 	CreatedAt   int64              `dynamodbav:"C"`
@@ -227,7 +231,7 @@ func (it stateItem) task() Task {
 		StepCount: steps, Round: it.Round, ReplyQueue: it.ReplyQueue, LastError: it.LastError, CreatedAt: fromMs(it.CreatedAt),
 		UpdatedAt: fromMs(it.UpdatedAt), CompletedAt: fromMs(it.CompletedAt),
 		CancelledBy: it.CxBy, CancelledAt: fromMs(it.CxAt), CancelReason: it.CxWhy, Events: it.Events, Due: fromMs(it.DueAt),
-		HeldAt: fromMs(it.HeldAt), HeldUntil: fromMs(it.HeldUntil), Deadline: fromMs(it.DeadlineAt), Sealed: it.Sealed}
+		HeldAt: fromMs(it.HeldAt), HeldUntil: fromMs(it.HeldUntil), Deadline: fromMs(it.DeadlineAt), Sealed: it.Sealed, Moves: it.moves()}
 }
 
 // ran reports whether the record may have taken effect though it is not

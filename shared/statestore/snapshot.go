@@ -60,6 +60,10 @@ func (s Snapshot) Step(r workflow.Ref) (Step, bool) {
 // Version is the item's version as read.
 func (s Snapshot) Version() int { return s.it.Version }
 
+// Runs is the version of its workflow the order runs ("" for an order
+// stored before versions were kept).
+func (s Snapshot) Runs() string { return s.it.WfVersion }
+
 // Events are the round's events received, by name: their eventId.
 func (s Snapshot) Events() map[string]string { return s.it.Events }
 

@@ -171,26 +171,11 @@ func itemsDone(items map[int]int) map[string]int {
 // the action each record runs; the records of the steps that need nothing
 // are ready, due at due.
 func records(sub Submission, due int64) map[string]recItem {
-	rec := func(a workflow.Action) recItem {
-		return recItem{Round: 1, Name: a.Name, Agent: a.Agent, Do: a.Do, TimeoutMs: a.Timeout.Milliseconds(),
-			MaxFailures: a.MaxFailures, BackoffMs: a.RetryBackoff.Milliseconds(), State: string(workflow.Pending)}
-	}
-	wf := sub.Workflow
 	out := map[string]recItem{}
-	for ref, r := range wf.Start(sub.Items).Recs {
-		st := wf.Steps[ref.Index]
-		if ref.Undo {
-			out[sortKey(ref)] = rec(*st.Undo)
-			continue
-		}
-		it := rec(st.Action)
-		it.HasUndo, it.Kind, it.Async, it.HoldMs = r.HasUndo, string(r.Kind), st.Async, st.HoldFor.Milliseconds()
-		it.NoUndo = r.NothingToUndo
-		if st.Wait != nil {
-			it.Continue, it.Event = st.Wait.Continue, st.Wait.Event
-		}
+	for ref, r := range sub.Workflow.Start(sub.Items).Recs {
+		it := recordOf(sub.Workflow, ref, 1)
 		if r.Ready {
-			it.DueAt, it.ReadyAt, it.Starts = due, ms(sub.Now), true
+			it.DueAt, it.ReadyAt = due, ms(sub.Now)
 		}
 		out[sortKey(ref)] = it
 	}

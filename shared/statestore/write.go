@@ -87,6 +87,7 @@ func (s *Store) Apply(ctx context.Context, snap Snapshot, w Write) (Snapshot, er
 		if w.Fence != nil {
 			w.Fence.condition(ch)
 		}
+		ch.runs(snap.it.WfVersion)
 		s.compile(ch, snap.it, w)
 		return ch
 	}

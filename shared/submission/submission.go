@@ -37,6 +37,8 @@ type Store interface {
 	outcome.StartStore
 	dispatch.DefinitionReader
 	dispatch.RecordReader // a cancel's first undo
+	// Definition is the definition an order runs now.
+	Definition(ctx context.Context, orderID string) (workflow.Definition, error)
 }
 
 // Sender sends queue messages.

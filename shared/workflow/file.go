@@ -31,6 +31,14 @@ type fileSpec struct {
 	Defaults      limitsSpec           `yaml:"defaults"`
 	Agents        map[string]agentSpec `yaml:"agents"`
 	Steps         []stepSpec           `yaml:"steps"`
+	Migrate       migrateSpec          `yaml:"migrate"`
+}
+
+// migrateSpec is a file's migrate: section (Migration).
+type migrateSpec struct {
+	Rename  map[string]string `yaml:"rename"`
+	Skip    []string          `yaml:"skip"`
+	NewUndo []string          `yaml:"newUndo"`
 }
 
 // limitsSpec is what a step or an undo action may leave to the file's

@@ -133,6 +133,13 @@ type Definition struct {
 	schema     *jsonschema.Schema
 	// AgentSpecs are the remote services the steps call, by name.
 	AgentSpecs map[string]Agent `json:"-"`
+	// Migrate is how orders of an earlier version move to this one
+	// (sasctl migrate); not part of the version.
+	Migrate Migration `json:",omitempty"`
+	// Base, for the definition a moved order runs that keeps the undo of
+	// the version that ran a step of it: the version moved to, this is a
+	// form of (Moving.Move). Not part of the version.
+	Base string `json:",omitempty"`
 	// File is the file the definition was read from, if any.
 	File string `json:"-"`
 	// Warnings are what validation found in File that leaves it valid (a

@@ -111,7 +111,7 @@ func repeatAfterEnd(t *testing.T, s *statestore.Store) {
 		Wait: &workflow.Wait{Event: "approved", Timeout: time.Hour}}
 	submitDef(t, s, "o-1", d)
 	firstDone(t, s, "o-1", "")
-	_, _, err := s.Arm(ctx, "o-1", step1, workflow.KindEvent, t0.Add(time.Hour), t0)
+	_, _, err := s.Arm(ctx, "o-1", step1, workflow.KindEvent, t0.Add(time.Hour), t0, "")
 	require.NoError(t, err)
 	rec := outcome.Recorder{Store: s}
 	ev := outcome.Event{OrderID: "o-1", Name: "approved", EventID: "e-1", Data: json.RawMessage(`{"ok":true}`), Now: t0}
@@ -137,7 +137,7 @@ func cancelAfterWait(t *testing.T, s *statestore.Store) {
 		Wait: &workflow.Wait{Event: "approved", Timeout: time.Hour}}
 	submitDef(t, s, "o-1", d)
 	firstDone(t, s, "o-1", "")
-	_, _, err := s.Arm(ctx, "o-1", step1, workflow.KindEvent, t0.Add(time.Hour), t0)
+	_, _, err := s.Arm(ctx, "o-1", step1, workflow.KindEvent, t0.Add(time.Hour), t0, "")
 	require.NoError(t, err)
 	_, err = outcome.Recorder{Store: s}.Event(ctx, d, outcome.Event{OrderID: "o-1", Name: "approved", EventID: "e-1", Now: t0})
 	require.NoError(t, err)
@@ -157,7 +157,7 @@ func armPullsIn(t *testing.T, s *statestore.Store) {
 	submitDef(t, s, "o-1", d) // first look: at the first step's 10 s timeout
 	firstDone(t, s, "o-1", "")
 	require.Empty(t, overdueAt(t, s, t0.Add(6*time.Second)), "nothing due before the timer is armed")
-	_, _, err := s.Arm(ctx, "o-1", step1, workflow.KindTimer, t0.Add(5*time.Second), t0)
+	_, _, err := s.Arm(ctx, "o-1", step1, workflow.KindTimer, t0.Add(5*time.Second), t0, "")
 	require.NoError(t, err)
 	due := overdueAt(t, s, t0.Add(6*time.Second))
 	require.Len(t, due, 1, "the timer's time pulled the look in")

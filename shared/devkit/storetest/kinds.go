@@ -142,7 +142,7 @@ func (k kinds) callBackEachItem(t *testing.T, claimed []statestore.Step) {
 func (k kinds) armWakeAndDeliver(t *testing.T) {
 	ctx := context.Background()
 	k.m.as("arm")
-	_, events, err := k.s.Arm(ctx, k.id, workflow.Ref{Index: 2}, workflow.KindEvent, t0.Add(time.Hour), t0.Add(3*time.Second))
+	_, events, err := k.s.Arm(ctx, k.id, workflow.Ref{Index: 2}, workflow.KindEvent, t0.Add(time.Hour), t0.Add(3*time.Second), "")
 	require.NoError(t, err)
 	require.Equal(t, "e-approved", events["approved"], "the kept event is there for the wait")
 	k.m.as("wake")
@@ -150,7 +150,7 @@ func (k kinds) armWakeAndDeliver(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []workflow.Ref{{Index: 3}}, woke.Ready)
 	k.m.as("arm")
-	_, _, err = k.s.Arm(ctx, k.id, workflow.Ref{Index: 3}, workflow.KindEvent, t0.Add(time.Hour), t0.Add(4*time.Second))
+	_, _, err = k.s.Arm(ctx, k.id, workflow.Ref{Index: 3}, workflow.KindEvent, t0.Add(time.Hour), t0.Add(4*time.Second), "")
 	require.NoError(t, err)
 	k.m.as("event")
 	shipped, err := k.rec.Event(ctx, k.d, outcome.Event{OrderID: k.id, Name: "shipped", EventID: "e-shipped",

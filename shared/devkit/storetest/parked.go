@@ -124,12 +124,12 @@ func eventCompletesWait(t *testing.T, s *statestore.Store) {
 	ctx := context.Background()
 	submitDef(t, s, "o-1", waiting())
 	firstDone(t, s, "o-1", "")
-	armed, events, err := s.Arm(ctx, "o-1", step1, workflow.KindEvent, t0.Add(time.Hour), t0)
+	armed, events, err := s.Arm(ctx, "o-1", step1, workflow.KindEvent, t0.Add(time.Hour), t0, "")
 	require.NoError(t, err)
 	require.Empty(t, events)
 	require.Equal(t, t0.Add(time.Hour), armed.DueAt, "parked until its timeout")
 	require.Equal(t, t0, armed.Armed)
-	_, _, err = s.Arm(ctx, "o-1", step1, workflow.KindEvent, t0.Add(time.Hour), t0)
+	_, _, err = s.Arm(ctx, "o-1", step1, workflow.KindEvent, t0.Add(time.Hour), t0, "")
 	require.ErrorIs(t, err, statestore.ErrStale, "armed once")
 
 	es, err := eventState(ctx, s, "o-1", step1, "approved")
@@ -161,7 +161,7 @@ func earlyEventKept(t *testing.T, s *statestore.Store) {
 	require.NoError(t, s.KeepEvent(ctx, "o-1", step1, "approved", "e-7", t0))
 	require.ErrorIs(t, s.KeepEvent(ctx, "o-1", step1, "approved", "e-8", t0), statestore.ErrStale, "one event kept per name")
 	firstDone(t, s, "o-1", "")
-	_, events, err := s.Arm(ctx, "o-1", step1, workflow.KindEvent, t0.Add(time.Hour), t0)
+	_, events, err := s.Arm(ctx, "o-1", step1, workflow.KindEvent, t0.Add(time.Hour), t0, "")
 	require.NoError(t, err)
 	require.Equal(t, "e-7", events["approved"], "arming sees the kept event")
 	// Had the one who armed it died before delivering it, the Supervisor
@@ -197,7 +197,7 @@ func timerWakes(t *testing.T, s *statestore.Store) {
 	submitDef(t, s, "o-1", sleeping())
 	firstDone(t, s, "o-1", "")
 	wake := t0.Add(2 * time.Hour)
-	_, _, err := s.Arm(ctx, "o-1", step1, workflow.KindTimer, wake, t0)
+	_, _, err := s.Arm(ctx, "o-1", step1, workflow.KindTimer, wake, t0, "")
 	require.NoError(t, err)
 	timer := statestore.Fence{Ref: step1, Round: 1, Parked: workflow.KindTimer, Due: true}
 	_, err = completeParked(ctx, s, "o-1", timer, 0, t0.Add(time.Hour))
@@ -292,7 +292,7 @@ func eventAmidWrites(t *testing.T, s *statestore.Store) {
 		})
 		wg.Wait()
 		if got.Kept { // the order reaches its wait after the event: arming it takes the kept event
-			_, events, err := s.Arm(ctx, id, step1, workflow.KindEvent, t0.Add(time.Hour), t0)
+			_, events, err := s.Arm(ctx, id, step1, workflow.KindEvent, t0.Add(time.Hour), t0, "")
 			require.NoError(t, err)
 			require.Equal(t, "e-1", events["approved"])
 			_, err = outcome.Recorder{Store: s}.Wake(ctx, d, id, step1, t0)
@@ -324,7 +324,7 @@ func lateEvent(t *testing.T, s *statestore.Store) {
 	for _, id := range []string{"o-late", "o-just"} {
 		submitDef(t, s, id, waiting())
 		firstDone(t, s, id, "")
-		_, _, err := s.Arm(ctx, id, step1, workflow.KindEvent, t0.Add(time.Hour), t0)
+		_, _, err := s.Arm(ctx, id, step1, workflow.KindEvent, t0.Add(time.Hour), t0, "")
 		require.NoError(t, err)
 	}
 	ev := func(id string, at time.Time) outcome.Event {

@@ -113,6 +113,7 @@ func Run(t *testing.T, newStore func(t *testing.T) *statestore.Store) {
 	maps.Copy(tests, cancelTests)
 	maps.Copy(tests, holdTests)
 	maps.Copy(tests, definitionTests)
+	maps.Copy(tests, migrateTests)
 	maps.Copy(tests, inFlightTests)
 	maps.Copy(tests, parkedTests)
 	maps.Copy(tests, callbackTests)

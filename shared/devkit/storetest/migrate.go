@@ -1,0 +1,196 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// migrateTests are the cases of an order moved to another version of its
+// workflow (sasctl migrate).
+var migrateTests = map[string]func(*testing.T, *statestore.Store){
+	"AMoveCarriesWhatRanAndItsResultsToTheirPlaces": moveCarries,
+	"AMoveRefusesAnOrderWithAnAttemptAtWork":        moveRefusedAtWork,
+	"AnOrderMovesOnceHoweverManyMoveIt":             moveOnce,
+	"ARequestOfTheEarlierVersionClaimsNothing":      moveFencesOldRequests,
+}
+
+// versions are a workflow of three steps (a, b, c, each with an undo but
+// the last) as version v1, and as v2 with a step before them that an order
+// past it skips.
+func versions() (v1, v2 workflow.Definition) {
+	v1 = def(3)
+	v1.Version = "v1"
+	v2 = def(3)
+	intro := workflow.Step{Action: workflow.Action{Name: "intro", Agent: "svc", Timeout: 10 * time.Second, MaxFailures: 3}, NoUndo: true}
+	v2.Steps = append([]workflow.Step{intro}, v2.Steps...)
+	v2.Version, v2.Migrate = "v2", workflow.Migration{Skip: []string{"intro"}}
+	return v1, v2
+}
+
+// submitAt submits order id of d and completes its first done steps, each
+// with a result.
+func submitAt(t *testing.T, s *statestore.Store, id string, d workflow.Definition, done int) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := s.Submit(ctx, statestore.Submission{OrderID: id, Order: `{"orderId":"` + id + `"}`, Workflow: d, Now: t0})
+	require.NoError(t, err)
+	for i := range done {
+		r := workflow.Ref{Index: i}
+		st, err := s.Claim(ctx, statestore.Claim{OrderID: id, Ref: r, Agent: "svc", Owner: "a", Version: d.Version, Now: t0})
+		require.NoError(t, err)
+		body := fmt.Sprintf(`{"from":%q}`, st.Name)
+		require.NoError(t, s.PutResult(ctx, statestore.Result{OrderID: id, Ref: r, Name: st.Name, Round: 1, Attempt: st.Attempt,
+			JSON: []byte(body), Now: t0}))
+		_, err = recordAttempt(ctx, s, outcome.Attempt{OrderID: id, Ref: r, Attempt: st.Attempt, Round: 1, ResultBytes: len(body), Now: t0})
+		require.NoError(t, err)
+	}
+}
+
+func moveCarries(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	v1, v2 := versions()
+	submitAt(t, s, "o-1", v1, 2)
+	before, _, err := s.Load(ctx, "o-1")
+	require.NoError(t, err)
+	at := t0.Add(time.Hour)
+	dry, err := s.Migrate(ctx, statestore.Move{OrderID: "o-1", To: v2, By: "ops", DryRun: true, Now: at})
+	require.NoError(t, err)
+	require.Equal(t, 3, dry.Results, "two results put under their records' new keys, one deleted")
+	require.Equal(t, []workflow.Ref{{Index: 3}}, dry.Move.Ready)
+	same, _, err := s.Load(ctx, "o-1")
+	require.NoError(t, err)
+	require.Equal(t, before, same, "a dry run writes nothing")
+
+	moved, err := s.Migrate(ctx, statestore.Move{OrderID: "o-1", To: v2, By: "ops", Now: at})
+	require.NoError(t, err)
+	require.Equal(t, "v1", moved.From)
+	require.Equal(t, "v2", moved.To)
+	require.Equal(t, map[workflow.Ref]workflow.Kind{{Index: 3}: workflow.KindAgent}, moved.Kinds)
+
+	task, recs := state(t, s)
+	require.Equal(t, "v2", task.Version)
+	require.Len(t, task.Moves, 1)
+	require.Equal(t, "moved from version v1 to v2 by ops", task.Moves[0].What)
+	require.Equal(t, at, task.Moves[0].At)
+	intro := recs[workflow.Ref{Index: 0}]
+	require.Equal(t, workflow.Processed, intro.State, "skipped: the order was past it")
+	require.True(t, intro.NothingToUndo)
+	for i, name := range []string{"s0", "s1"} {
+		r := recs[workflow.Ref{Index: i + 1}]
+		require.Equal(t, name, r.Name)
+		require.Equal(t, workflow.Processed, r.State, name)
+		require.Equal(t, 1, r.Attempt, "%s keeps its attempts", name)
+		require.True(t, r.HasUndo)
+		require.Equal(t, "undo-"+name, recs[workflow.Ref{Index: i + 1, Undo: true}].Name)
+	}
+	c := recs[workflow.Ref{Index: 3}]
+	require.Equal(t, "s2", c.Name)
+	require.Equal(t, workflow.Pending, c.State)
+	require.Equal(t, at.Add(time.Minute), c.DueAt, "ready, due at its pickup deadline")
+	require.Len(t, recs, 4+2)
+
+	results, err := s.Results(ctx, "o-1", 1)
+	require.NoError(t, err)
+	require.Len(t, results, 2, "the results moved with their records; none is left under an earlier key")
+	require.JSONEq(t, `{"from":"s0"}`, string(results[workflow.Ref{Index: 1}].JSON))
+	require.JSONEq(t, `{"from":"s1"}`, string(results[workflow.Ref{Index: 2}].JSON))
+
+	got, err := s.Definition(ctx, "o-1")
+	require.NoError(t, err)
+	require.Equal(t, "v2", got.Version, "the order reads back the version it runs now")
+	old, err := s.VersionDefinition(ctx, "o-1", "test", "v1")
+	require.NoError(t, err)
+	require.Equal(t, "v1", old.Version, "and a message of the earlier version reads that one")
+
+	again, err := s.Migrate(ctx, statestore.Move{OrderID: "o-1", To: v2, By: "ops", Now: at})
+	require.NoError(t, err)
+	require.True(t, again.Already)
+
+	// The order goes on under v2: its last step claimed and done ends it.
+	st, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: workflow.Ref{Index: 3}, Agent: "svc", Owner: "a", Version: "v2", Now: at})
+	require.NoError(t, err)
+	rec, err := complete(ctx, s, "o-1", st.Ref, st.Attempt, at)
+	require.NoError(t, err)
+	require.Equal(t, workflow.Processed, rec.State)
+}
+
+func moveRefusedAtWork(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	v1, v2 := versions()
+	submitAt(t, s, "o-1", v1, 1)
+	_, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step1, Agent: "svc", Owner: "a", Version: "v1", Now: t0})
+	require.NoError(t, err)
+	before, _, err := s.Load(ctx, "o-1")
+	require.NoError(t, err)
+	_, err = s.Migrate(ctx, statestore.Move{OrderID: "o-1", To: v2, By: "ops", Now: t0})
+	var nm *workflow.NotMovableError
+	require.ErrorAs(t, err, &nm)
+	require.Contains(t, err.Error(), "step s1's attempt 1 is at work")
+	after, _, err := s.Load(ctx, "o-1")
+	require.NoError(t, err)
+	require.Equal(t, before, after, "nothing written")
+}
+
+func moveOnce(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	v1, v2 := versions()
+	submitAt(t, s, "o-1", v1, 2)
+	var wg sync.WaitGroup
+	moved := make([]statestore.Moved, 6)
+	errs := make([]error, 6)
+	for i := range moved {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			moved[i], errs[i] = s.Migrate(ctx, statestore.Move{OrderID: "o-1", To: v2, By: fmt.Sprintf("op-%d", i), Now: t0.Add(time.Hour)})
+		}()
+	}
+	wg.Wait()
+	writes := 0
+	for i := range moved {
+		if errs[i] != nil {
+			var nm *workflow.NotMovableError
+			require.ErrorAs(t, errs[i], &nm, "a move that lost every race says so")
+			continue
+		}
+		if !moved[i].Already {
+			writes++
+		}
+	}
+	require.Equal(t, 1, writes, "one move wrote; the others found it moved")
+	task, recs := state(t, s)
+	require.Len(t, task.Moves, 1)
+	require.Equal(t, workflow.Processed, recs[workflow.Ref{Index: 2}].State)
+	results, err := s.Results(ctx, "o-1", 1)
+	require.NoError(t, err)
+	require.Len(t, results, 2)
+}
+
+func moveFencesOldRequests(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	v1, v2 := versions()
+	submitAt(t, s, "o-1", v1, 2) // s2 ready, its request (v1) on its way
+	snap, err := s.Read(ctx, "o-1")
+	require.NoError(t, err)
+	_, err = s.Migrate(ctx, statestore.Move{OrderID: "o-1", To: v2, By: "ops", Now: t0.Add(time.Minute)})
+	require.NoError(t, err)
+	for _, r := range []workflow.Ref{step2, {Index: 3}} {
+		_, err = s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: r, Agent: "svc", Owner: "a", Version: "v1", Now: t0.Add(time.Minute)})
+		require.ErrorIs(t, err, statestore.ErrNotClaimable, "a request of v1 claims nothing of an order that runs v2: %v", r)
+	}
+	// A decision written on the order as read before the move, whatever
+	// its other conditions, is refused.
+	_, err = s.Apply(ctx, snap, statestore.Write{Move: workflow.Move{}, Now: t0.Add(time.Minute)})
+	require.Error(t, err)
+	_, recs := state(t, s)
+	require.Equal(t, workflow.Pending, recs[workflow.Ref{Index: 3}].State)
+}

@@ -1,0 +1,299 @@
+package statestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	x "github.com/sas-go/sas/shared/dynamoexpr"
+	"github.com/sas-go/sas/shared/topology"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Move is an operator's move of one order to another version of its
+// workflow (sasctl migrate).
+type Move struct {
+	OrderID string
+	To      workflow.Definition // the version moved to, with its plan (To.Migrate)
+	By      string              // who moves it, for its history
+	DryRun  bool                // decide only: write nothing
+	Pickup  time.Duration       // a ready record's pickup deadline, for an order stored before it was kept
+	Now     time.Time
+}
+
+// Moved is what a move did, or, dry, would do.
+type Moved struct {
+	Workflow string
+	// From is the version the order ran; To the one it runs after (a
+	// version of its own when it keeps an undo of the version that ran a
+	// step: Base, then, is the version moved to).
+	From, To, Base string
+	// Already: the order runs the version moved to already; nothing was
+	// written.
+	Already bool
+	// Move is where each record stands after (workflow.Moving.Move); its
+	// Ready are the records whose requests are to be sent (none for a held
+	// order).
+	Move workflow.Moved
+	// Kinds are what each record of Move.Ready does, for its request.
+	Kinds map[workflow.Ref]workflow.Kind
+	// Results is how many results changed key with their records.
+	Results int
+}
+
+// maxMovedResults bounds the results a move carries to their records' new
+// keys: with the state item, one transaction's 100 items.
+const maxMovedResults = 99
+
+// maxMoves bounds the moves an order's history keeps.
+const maxMoves = 16
+
+// Migrate moves an order to version m.To of its workflow, if the rules let
+// it now (workflow.Moving.Move: a *workflow.NotMovableError says why not),
+// in one conditional write of its state item, conditional on the order as
+// read (with its results that change key, one transaction): a write of the
+// order since is read again and decided again, up to resubmitTries times.
+// The definition it runs from then on is stored first. Each record of the
+// new version is its record of the earlier one, carried with its state, or
+// new; the order's history says when, from which version to which, by whom.
+func (s *Store) Migrate(ctx context.Context, m Move) (Moved, error) {
+	for range resubmitTries {
+		out, err := s.migrate(ctx, m)
+		if !errors.Is(err, ErrStale) {
+			return out, err
+		}
+	}
+	return Moved{}, &workflow.NotMovableError{Reasons: []string{fmt.Sprintf("it changed each of the %d times it was read to be moved; try again", resubmitTries)}}
+}
+
+func (s *Store) migrate(ctx context.Context, m Move) (Moved, error) {
+	it, err := s.item(ctx, m.OrderID)
+	if err != nil {
+		return Moved{}, err
+	}
+	out := Moved{Workflow: it.Workflow, From: it.WfVersion}
+	if it.Workflow != m.To.Name {
+		return out, &workflow.NotMovableError{Reasons: []string{fmt.Sprintf("it runs workflow %q, not %q", it.Workflow, m.To.Name)}}
+	}
+	from, err := s.VersionDefinition(ctx, m.OrderID, it.Workflow, it.WfVersion)
+	if err != nil {
+		return out, err
+	}
+	if it.WfVersion == m.To.Version || (from.Base != "" && from.Base == m.To.Version) {
+		out.To, out.Base, out.Already = it.WfVersion, from.Base, true
+		return out, nil
+	}
+	moved, err := workflow.Moving{From: from, To: m.To}.Move(it.order())
+	if err != nil {
+		return out, err
+	}
+	def := moved.Definition
+	out.Move, out.To, out.Base = moved, def.Version, def.Base
+	out.Kinds = map[workflow.Ref]workflow.Kind{}
+	for _, r := range moved.Ready {
+		out.Kinds[r] = def.Steps[r.Index].Kind()
+	}
+	next := it.moved(moved, m, it.pickup(m.Pickup))
+	next.DueShard, next.DueAt = it.DueShard, it.DueAt
+	if next.DueShard != "" {
+		if due := next.nextDue(); due != 0 {
+			next.DueAt = due
+		}
+	}
+	results, err := s.movedResults(ctx, it, moved)
+	if err != nil {
+		return out, err
+	}
+	out.Results = len(results)
+	if m.DryRun {
+		return out, nil
+	}
+	if err := s.PutDefinition(ctx, def); err != nil {
+		return out, err
+	}
+	return out, s.replaceWith(ctx, next, it.Version, results)
+}
+
+// moved is the order of it as move mv leaves it: its records placed in the
+// version moved to, the order's settings from it, its history told.
+func (it stateItem) moved(mv workflow.Moved, m Move, pickup time.Duration) stateItem {
+	def, now := mv.Definition, ms(m.Now)
+	next := it
+	next.Recs = make(map[string]recItem, len(mv.Recs))
+	renamed := map[string]string{} // an earlier record's key → its key now
+	for ref, p := range mv.Recs {
+		r := recordOf(def, ref, it.Round)
+		switch {
+		case p.Carried:
+			carried := it.Recs[sortKey(p.From)]
+			carried.Name, carried.Agent, carried.Do, carried.TimeoutMs = r.Name, r.Agent, r.Do, r.TimeoutMs
+			carried.MaxFailures, carried.BackoffMs, carried.HasUndo, carried.NoUndo = r.MaxFailures, r.BackoffMs, r.HasUndo, r.NoUndo
+			carried.HoldMs, carried.Kind, carried.Event, carried.Continue, carried.Async = r.HoldMs, r.Kind, r.Event, r.Continue, r.Async
+			carried.Starts = r.Starts
+			r = carried
+			renamed[sortKey(p.From)] = sortKey(ref)
+		case p.Skipped:
+			r.State, r.DoneAt, r.HasUndo, r.NoUndo = string(workflow.Processed), now, false, true
+			r.Incidents = []string{incident(m.Now, "skipped: the order was past it when it moved to version %s", def.Version)}
+		case p.Ready:
+			r.DueAt, r.ReadyAt = ms(m.Now.Add(pickup)), now
+		}
+		next.Recs[sortKey(ref)] = r
+	}
+	next.ItemsDone = nil
+	for step, n := range it.ItemsDone {
+		if to, ok := renamed["s"+step+"#1"]; ok {
+			if next.ItemsDone == nil {
+				next.ItemsDone = map[string]int{}
+			}
+			next.ItemsDone[strings.TrimPrefix(strings.TrimSuffix(to, "#1"), "s")] = n
+		}
+	}
+	next.Unalerted = nil
+	for _, sk := range it.Unalerted {
+		if to, ok := renamed[sk]; ok {
+			next.Unalerted = append(next.Unalerted, to)
+		}
+	}
+	next.WfVersion, next.PickupMs, next.DeadlineMs = def.Version, def.PickupTimeout.Milliseconds(), def.Deadline.Milliseconds()
+	next.LifetimeMs = max(it.lifetime(), def.Lifetime()).Milliseconds()
+	next.Moves = append(next.Moves, incident(m.Now, "moved from version %s to %s by %s", it.WfVersion, def.Version, m.By))
+	if len(next.Moves) > maxMoves {
+		next.Moves = next.Moves[len(next.Moves)-maxMoves:]
+	}
+	next.Version, next.UpdatedAt = it.Version+1, now
+	return next
+}
+
+// recordOf is a new record ref of an order of def in round: Pending, with
+// the action it runs.
+func recordOf(def workflow.Definition, ref workflow.Ref, round int) recItem {
+	st := def.Steps[ref.Index]
+	a := st.Action
+	if ref.Undo {
+		a = *st.Undo
+	}
+	r := recItem{Round: max(round, 1), Name: a.Name, Agent: a.Agent, Do: a.Do, TimeoutMs: a.Timeout.Milliseconds(),
+		MaxFailures: a.MaxFailures, BackoffMs: a.RetryBackoff.Milliseconds(), State: string(workflow.Pending)}
+	if ref.Undo {
+		return r
+	}
+	r.HasUndo, r.NoUndo, r.Kind, r.Async, r.HoldMs = st.Undo != nil, st.NoUndo, string(st.Kind()), st.Async, st.HoldFor.Milliseconds()
+	if st.Wait != nil {
+		r.Continue, r.Event = st.Wait.Continue, st.Wait.Event
+	}
+	r.Starts = len(def.Needs(ref.Index)) == 0
+	return r
+}
+
+// movedResults are the writes that carry the order's results to their
+// records' keys after move mv: a result under a key no record carried
+// from it takes now is deleted (its record's is put there, or none is).
+func (s *Store) movedResults(ctx context.Context, it stateItem, mv workflow.Moved) ([]types.TransactWriteItem, error) {
+	dest := map[string][]string{} // an earlier key → the keys now carrying its record
+	for ref, p := range mv.Recs {
+		if p.Carried {
+			dest[sortKey(p.From)] = append(dest[sortKey(p.From)], sortKey(ref))
+		}
+	}
+	b := x.New()
+	q, err := condition(b, x.Equal(b.Plain(topology.KeyOrderID), b.String(it.OrderID)),
+		x.BeginsWith(b.Plain(topology.KeySort), b.String(resultPrefix)))
+	if err != nil {
+		return nil, err
+	}
+	stored := map[string]map[string]types.AttributeValue{}
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{TableName: &s.state, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression: &q.Condition, ExpressionAttributeValues: q.Values})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read the results of %s: %w", it.OrderID, err)
+		}
+		for _, item := range page.Items {
+			if sk, ok := item[topology.KeySort].(*types.AttributeValueMemberS); ok {
+				stored[strings.TrimPrefix(sk.Value, resultPrefix)] = item
+			}
+		}
+	}
+	put := map[string]map[string]types.AttributeValue{} // a key now → the result it takes
+	for old, item := range stored {
+		for _, to := range dest[old] {
+			if to != old {
+				moved := maps.Clone(item)
+				moved[topology.KeySort] = str(resultPrefix + to)
+				put[to] = moved
+			}
+		}
+	}
+	var out []types.TransactWriteItem
+	for _, to := range slices.Sorted(maps.Keys(put)) {
+		out = append(out, types.TransactWriteItem{Put: &types.Put{TableName: &s.state, Item: put[to]}})
+	}
+	for _, old := range slices.Sorted(maps.Keys(stored)) {
+		if _, taken := put[old]; !taken && !slices.Contains(dest[old], old) {
+			out = append(out, types.TransactWriteItem{Delete: &types.Delete{TableName: &s.state, Key: key(it.OrderID, resultPrefix+old)}})
+		}
+	}
+	if len(out) > maxMovedResults {
+		return nil, &workflow.NotMovableError{Reasons: []string{fmt.Sprintf("%d results would change key with their records, "+
+			"more than one write carries (%d)", len(out), maxMovedResults)}}
+	}
+	return out, nil
+}
+
+// replaceWith writes the whole state item it, on the condition that it is
+// still at Version read, with results in the same transaction; ErrStale if
+// it changed.
+func (s *Store) replaceWith(ctx context.Context, it stateItem, read int, results []types.TransactWriteItem) error {
+	if len(results) == 0 {
+		return s.replace(ctx, it, read)
+	}
+	av, err := attributevalue.MarshalMap(it)
+	if err != nil {
+		return fmt.Errorf("encode state of %s: %w", it.OrderID, err)
+	}
+	if it.Events != nil && len(it.Events) == 0 {
+		av["Evt"] = emptyMap()
+	}
+	id := writeID()
+	av[WriteIDAttribute] = str(id)
+	b := x.New()
+	asRead, err := condition(b, x.Equal(b.Plain("V"), b.Int(int64(read))))
+	if err != nil {
+		return err
+	}
+	items := append([]types.TransactWriteItem{{Put: &types.Put{TableName: &s.state, Item: av,
+		ConditionExpression: &asRead.Condition, ExpressionAttributeValues: asRead.Values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}}, results...)
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: aws.String(id)})
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 && aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" {
+		if ownWrite(tce.CancellationReasons[0].Item, id) {
+			return nil // an earlier try of this write was applied, its answer lost
+		}
+		return ErrStale
+	}
+	if err != nil {
+		return fmt.Errorf("move %s: %w", it.OrderID, err)
+	}
+	return nil
+}
+
+// moves reads an order's history of moves.
+func (it stateItem) moves() []Event {
+	out := make([]Event, len(it.Moves))
+	for i, line := range it.Moves {
+		out[i] = parseIncident(line)
+	}
+	return out
+}
