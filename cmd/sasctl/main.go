@@ -86,7 +86,7 @@ settings: credentials, region, and AWS_ENDPOINT_URL for an emulator. docs/cli.md
 		&cobra.Group{ID: "files", Title: "Commands on workflow files:"},
 		&cobra.Group{ID: "plan", Title: "Commands that plan a deployment:"})
 	for _, c := range append([]*cobra.Command{statusCmd(), listCmd(), watchCmd(), submitCmd(), signalCmd(), resubmitCmd(),
-		cancelCmd(), redriveCmd(), dlqCmd(), consoleCmd(), agentCmd()}, holdCmds()...) {
+		cancelCmd(), migrateCmd(), redriveCmd(), dlqCmd(), consoleCmd(), agentCmd()}, holdCmds()...) {
 		c.GroupID = "deployment"
 		root.AddCommand(c)
 	}

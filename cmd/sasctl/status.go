@@ -69,6 +69,12 @@ func printStatus(out io.Writer, s operator.Status) {
 	if o.LastError != "" {
 		fmt.Fprintf(out, "  last error: %s\n", o.LastError)
 	}
+	for _, m := range o.Moves {
+		fmt.Fprintf(out, "  %s at %s\n", m.What, stamp(m.At))
+	}
+	if len(o.Moves) > 0 {
+		fmt.Fprintf(out, "  runs version %s\n", o.Version)
+	}
 	if o.State == workflow.Held {
 		fmt.Fprintf(out, "  held for its operator since %s, until %s (then undone): sasctl retry, skip or undo %s\n",
 			stamp(o.HeldAt), stamp(o.HeldUntil), o.OrderID)

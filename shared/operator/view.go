@@ -76,6 +76,15 @@ type Order struct {
 	// waits: waiting, not failing.
 	FlowWaiting int    `json:"flowWaiting,omitempty"`
 	FlowWhy     string `json:"flowWhy,omitempty"`
+	// Moves are its moves to other versions of its workflow (sasctl
+	// migrate): when, from which version to which, by whom.
+	Moves []Moved `json:"moves,omitempty"`
+}
+
+// Moved is one move of an order to another version of its workflow.
+type Moved struct {
+	At   time.Time `json:"at"`
+	What string    `json:"what"`
 }
 
 // OrderOf is the view of a stored task.
@@ -84,7 +93,15 @@ func OrderOf(t statestore.Task) Order {
 		Steps: t.StepCount, ReplyQueue: t.ReplyQueue, LastError: t.LastError, CreatedAt: utc(t.CreatedAt),
 		UpdatedAt: utc(t.UpdatedAt), CompletedAt: utc(t.CompletedAt), CancelledBy: t.CancelledBy,
 		CancelledAt: utc(t.CancelledAt), CancelReason: t.CancelReason, Events: t.Events, HeldAt: utc(t.HeldAt), HeldUntil: utc(t.HeldUntil),
-		FlowWaiting: t.FlowWaiting, FlowWhy: t.FlowWhy}
+		FlowWaiting: t.FlowWaiting, FlowWhy: t.FlowWhy, Moves: movesOf(t.Moves)}
+}
+
+func movesOf(events []statestore.Event) []Moved {
+	var out []Moved
+	for _, e := range events {
+		out = append(out, Moved{At: utc(e.At), What: e.What})
+	}
+	return out
 }
 
 // Record is one step or undo action of an order as the operator reads it:

@@ -302,9 +302,9 @@ func (m Moving) placeStep(o Order, j int, s *movingStep, done map[int]bool, out 
 			out.ready(o, to, r.State == Pending && r.Ready && r.Kind == KindAgent)
 		case s.armed && ready && r.Ready && m.From.Steps[s.from].Kind() == m.To.Steps[j].Kind():
 			// a wait or a timer armed keeps its deadline and what it waits
-			// for; a timer already woken is woken again
+			// for (a timer woken whose wake the move made stale is woken
+			// again by the Supervisor, as a lost one)
 			out.Recs[to] = Placed{Carried: true, From: from, Ready: true}
-			out.ready(o, to, r.Kind == KindTimer)
 		default:
 			out.Recs[to] = Placed{From: from, Ready: ready}
 			out.ready(o, to, ready)
