@@ -147,6 +147,13 @@ func (it stateItem) moved(mv workflow.Moved, m Move, pickup time.Duration) state
 		case p.Ready:
 			r.DueAt, r.ReadyAt = ms(m.Now.Add(pickup)), now
 		}
+		// Attempt numbers never go back, at a key or for a record: a late
+		// outcome of an earlier attempt stays fenced off, even on an order
+		// moved back to the version it came from.
+		r.Attempt = max(r.Attempt, it.Recs[sortKey(ref)].Attempt)
+		if !p.New {
+			r.Attempt = max(r.Attempt, it.Recs[sortKey(p.From)].Attempt)
+		}
 		next.Recs[sortKey(ref)] = r
 	}
 	next.ItemsDone = nil

@@ -74,7 +74,9 @@ type Placed struct {
 	// Otherwise it is new: Pending, ready if Ready.
 	Carried bool
 	From    Ref
-	Ready   bool
+	// New: a step the earlier version has not (From names no record).
+	New   bool
+	Ready bool
 	// Skipped: a new step the order is past, recorded as done with no
 	// effect.
 	Skipped bool
@@ -280,10 +282,10 @@ func (m Moving) placeStep(o Order, j int, s *movingStep, done map[int]bool, out 
 	ready := allDone(m.To.Needs(j), done)
 	switch {
 	case s == nil && done[j]:
-		out.Recs[Ref{Index: j}] = Placed{Skipped: true}
+		out.Recs[Ref{Index: j}] = Placed{New: true, Skipped: true}
 		return
 	case s == nil:
-		out.Recs[Ref{Index: j}] = Placed{Ready: ready}
+		out.Recs[Ref{Index: j}] = Placed{New: true, Ready: ready}
 		out.ready(o, Ref{Index: j}, ready)
 		return
 	case !s.started && (m.From.Steps[s.from].ForEach == "") != (m.To.Steps[j].ForEach == ""):
@@ -338,7 +340,7 @@ func (m Moving) undos(byTo map[int]*movingStep, out *Moved) {
 				out.Recs[u] = Placed{Carried: true, From: UndoOf(p.From)}
 				continue
 			}
-			out.Recs[u] = Placed{}
+			out.Recs[u] = Placed{From: UndoOf(p.From), New: p.New}
 		}
 	}
 }

@@ -106,7 +106,7 @@ func TestAnOrderWaitingForItsApprovalMovesAndRunsTheNewStepFirst(t *testing.T) {
 		require.Equal(t, workflow.Ref{Index: v1.Index(name)}, p.From, name)
 	}
 	fraud := workflow.Ref{Index: v2.Index("fraud")}
-	require.Equal(t, workflow.Placed{Ready: true}, moved.Recs[fraud], "the new step runs next")
+	require.Equal(t, workflow.Placed{New: true, Ready: true}, moved.Recs[fraud], "the new step runs next")
 	require.Equal(t, []workflow.Ref{fraud}, moved.Ready)
 	approval := moved.Recs[workflow.Ref{Index: v2.Index("approval")}]
 	require.False(t, approval.Carried, "the wait is armed again after the fraud check, with the new timeout")
@@ -145,13 +145,13 @@ func TestAnOrderPastANewStepMovesOnlyIfThePlanSkipsIt(t *testing.T) {
 	v2 = parse(t, early+"migrate:\n  skip: [fraud]\n")
 	moved, err := workflow.Moving{From: v1, To: v2}.Move(o)
 	require.NoError(t, err)
-	require.Equal(t, workflow.Placed{Skipped: true}, moved.Recs[workflow.Ref{Index: v2.Index("fraud")}])
+	require.Equal(t, workflow.Placed{New: true, Skipped: true}, moved.Recs[workflow.Ref{Index: v2.Index("fraud")}])
 	require.NotContains(t, moved.Recs, workflow.UndoOf(workflow.Ref{Index: v2.Index("fraud")}))
 
 	fresh := orderAt(v1, nil, "validate", "ready")
 	moved, err = workflow.Moving{From: v1, To: v2}.Move(fresh)
 	require.NoError(t, err)
-	require.Equal(t, workflow.Placed{}, moved.Recs[workflow.Ref{Index: v2.Index("fraud")}], "an order not past it runs it")
+	require.Equal(t, workflow.Placed{New: true}, moved.Recs[workflow.Ref{Index: v2.Index("fraud")}], "an order not past it runs it")
 }
 
 func TestAnOrderMovesOnlyAtASafePoint(t *testing.T) {
@@ -223,7 +223,7 @@ func TestAStepThatRanKeepsTheUndoOfItsVersion(t *testing.T) {
 	moved, err = workflow.Moving{From: v1, To: renewed}.Move(o)
 	require.NoError(t, err)
 	require.Equal(t, renewed.Version, moved.Definition.Version)
-	require.Equal(t, workflow.Placed{}, moved.Recs[workflow.UndoOf(workflow.Ref{Index: 1})], "the new undo, a record of its own")
+	require.Equal(t, workflow.Placed{From: workflow.UndoOf(workflow.Ref{Index: 1})}, moved.Recs[workflow.UndoOf(workflow.Ref{Index: 1})], "the new undo, a record of its own")
 }
 
 func TestAStepThatRanMustExistInTheNewVersion(t *testing.T) {

@@ -135,7 +135,7 @@ type Definition struct {
 	AgentSpecs map[string]Agent `json:"-"`
 	// Migrate is how orders of an earlier version move to this one
 	// (sasctl migrate); not part of the version.
-	Migrate Migration `json:",omitempty"`
+	Migrate Migration `json:",omitzero"`
 	// Base, for the definition a moved order runs that keeps the undo of
 	// the version that ran a step of it: the version moved to, this is a
 	// form of (Moving.Move). Not part of the version.

@@ -30,6 +30,9 @@ func (w *World) check(ctx context.Context) []string {
 	bad = append(bad, w.checkFlow(ctx)...)
 	bad = append(bad, w.checkRejected()...)
 	bad = append(bad, w.checkClearCopies()...)
+	for _, m := range w.movedAtWork {
+		bad = append(bad, "no order moves while an attempt of it could run: "+m)
+	}
 	for _, in := range w.svc.inputs {
 		bad = append(bad, "a service receives its step's input as it was kept: "+in)
 	}
@@ -113,17 +116,18 @@ func (w *World) checkOrder(ctx context.Context, o *order) []string {
 			fail("every failure alerted: %s is in Error, not alerted", r.RecordName())
 		}
 	}
+	def := w.defOf(task.Version)
 	for _, b := range w.effects(task, recs) {
 		fail("%s", b)
 	}
-	for _, b := range w.undoOrder(recs) {
+	for _, b := range w.undoOrder(def, recs) {
 		fail("%s", b)
 	}
 	alerts := w.alertsOf(o.id)
 	if task.State == workflow.CompensationFailed && len(alerts) == 0 {
 		fail("CompensationFailed is alerted: no alert was published")
 	}
-	if task.State == workflow.CompensationFailed && w.whyCompensationFailed(recs) == "" {
+	if task.State == workflow.CompensationFailed && w.whyCompensationFailed(def, recs) == "" {
 		fail("CompensationFailed only where a pivot ran or an undo failed for good: no step without an undo may have run, " +
 			"no undo failed")
 	}
@@ -177,12 +181,12 @@ func (w *World) effects(task statestore.Task, recs []statestore.Step) []string {
 // may have run (a call of it reached its service and was not refused, an
 // attempt of it was killed after its claim, or its operator skipped it), or
 // an undo that failed for good.
-func (w *World) whyCompensationFailed(recs []statestore.Step) string {
+func (w *World) whyCompensationFailed(def workflow.Definition, recs []statestore.Step) string {
 	for _, r := range recs {
 		switch {
 		case r.Undo && r.State == workflow.Error:
 			return r.RecordName() + " failed for good"
-		case r.Undo || r.Kind != workflow.KindAgent || w.def.Steps[r.Index].Undo != nil:
+		case r.Undo || r.Kind != workflow.KindAgent || def.Steps[r.Index].Undo != nil:
 		case w.mayHaveRun(w.key(r)) || w.skipped[w.key(r)]:
 			return r.RecordName() + ", a pivot, may have run"
 		}
@@ -227,7 +231,7 @@ func (w *World) alertsOf(id string) []alert.Failure {
 // undoOrder checks that undo actions ran after the undo actions of the
 // records that ran after their own (a step's undo before those of the steps
 // it needs, whatever the shape).
-func (w *World) undoOrder(recs []statestore.Step) []string {
+func (w *World) undoOrder(def workflow.Definition, recs []statestore.Step) []string {
 	var bad []string
 	byRef := map[workflow.Ref]statestore.Step{}
 	for _, r := range recs {
@@ -238,7 +242,7 @@ func (w *World) undoOrder(recs []statestore.Step) []string {
 			continue
 		}
 		for _, q := range recs {
-			if q.Undo || !w.needsOf(r.Index)[q.Index] {
+			if q.Undo || !needsOf(def, r.Index)[q.Index] {
 				continue
 			}
 			ur, uq := w.ledger.at(w.key(byRef[workflow.UndoOf(r.Ref)])), w.ledger.at(w.key(byRef[workflow.UndoOf(q.Ref)]))
@@ -250,12 +254,12 @@ func (w *World) undoOrder(recs []statestore.Step) []string {
 	return bad
 }
 
-// needsOf are the steps step i needs, directly or not.
-func (w *World) needsOf(i int) map[int]bool {
+// needsOf are the steps step i of def needs, directly or not.
+func needsOf(def workflow.Definition, i int) map[int]bool {
 	out := map[int]bool{}
 	var walk func(int)
 	walk = func(j int) {
-		for _, n := range w.def.Needs(j) {
+		for _, n := range def.Needs(j) {
 			if !out[n] {
 				out[n] = true
 				walk(n)
@@ -272,7 +276,7 @@ func (w *World) key(r statestore.Step) string {
 	if r.OrderID == "" {
 		return ""
 	}
-	return workflow.IdempotencyKey(r.OrderID, r.RecordName(), 1)
+	return w.aliasKey(r.OrderID, r.Name, r.Ref)
 }
 
 // timedOutWait reports whether a wait of the order timed out: a deadline the

@@ -60,6 +60,10 @@ type Options struct {
 	// what encoders change: a regression seed found before they were
 	// replays the run it found.
 	NoHostile bool
+	// NoMigrate moves no order to another version of its workflow: a
+	// regression seed found before runs moved orders replays the run it
+	// found.
+	NoMigrate bool
 }
 
 // Report is what an exploration found.
@@ -202,6 +206,7 @@ type result struct {
 func One(ctx context.Context, db statestore.API, topo topology.Topology, seed uint64, opts Options, after time.Time) (result, error) {
 	large := opts.Large
 	p := newPlan(seed, large, opts.Plain, !opts.NoStoreFaults, !opts.NoHostile)
+	p.evolve(!opts.NoMigrate)
 	p.pointers = p.pointers && !opts.NoPointers
 	p.runTime = opts.RunTime
 	w, err := newWorld(p, topo, db, after)

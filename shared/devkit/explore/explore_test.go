@@ -122,7 +122,7 @@ func replay(ctx context.Context, t *testing.T, e emulatortest.Engine, prefix str
 			limit <- struct{}{}
 			defer func() { <-limit }()
 			rep, err := explore.Explore(ctx, e.Clients.DynamoDB, explore.Options{Seed: r.seed, Runs: 1, For: time.Hour, Workers: 1,
-				Large: r.large, Plain: !r.payloads, NoStoreFaults: !r.store, NoPointers: true, NoHostile: true, Prefix: fmt.Sprintf("%s%d", prefix, i),
+				Large: r.large, Plain: !r.payloads, NoStoreFaults: !r.store, NoPointers: true, NoHostile: true, NoMigrate: true, Prefix: fmt.Sprintf("%s%d", prefix, i),
 				RunTime: replayRunTime})
 			if err != nil {
 				t.Errorf("regression seed %d: %v", r.seed, err)

@@ -47,6 +47,12 @@ type plan struct {
 	// what encoders change, in half of the runs (hostile.go); a regression
 	// seed found before they were replays without.
 	hostile bool
+	// next, in a third of the runs, is the workflow's next version (change
+	// says how it differs): an operator moves the run's orders to it and
+	// back at random moments, as mover decides (migrate.go).
+	next   *workflow.Definition
+	change string
+	mover  *rand.Rand
 }
 
 // padBytes is how much a payload run pads its orders, answers and

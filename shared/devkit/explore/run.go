@@ -100,6 +100,12 @@ func (w *World) choose(ctx context.Context) {
 // chooseElse is choose's other steps: what the world's people do, sweeps,
 // progress without faults, or time passing.
 func (w *World) chooseElse(ctx context.Context, r int) {
+	if w.next != nil && w.mover.IntN(10) == 0 {
+		if o := w.randomOrder(w.mover); o != nil {
+			w.move(ctx, o)
+			return
+		}
+	}
 	switch {
 	case r < 76 && w.faulty && w.keyedAccepted() != nil && w.rng.IntN(8) == 0:
 		// An accepted async call holding its key's slot, cancelled before

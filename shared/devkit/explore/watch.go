@@ -73,9 +73,10 @@ func (s watchedStore) Claim(ctx context.Context, c statestore.Claim) (statestore
 	st, err := s.Store.Claim(ctx, c)
 	var late *statestore.LateLook
 	if err == nil || errors.As(err, &late) {
+		met := s.w.needsMet(st)
 		s.w.mu.Lock()
 		s.w.claims = append(s.w.claims, claimed{order: st.OrderID, key: s.w.key(st), ref: st.Ref, attempt: st.Attempt,
-			completeBy: st.CompleteBy, needsMet: s.w.needsMet(st)})
+			completeBy: st.CompleteBy, needsMet: met})
 		s.w.mu.Unlock()
 		s.w.note("  claimed %s/%s attempt %d", st.OrderID, st.RecordName(), st.Attempt)
 	}
@@ -89,7 +90,7 @@ func (w *World) needsMet(st statestore.Step) bool {
 		return true
 	}
 	o := st.Read.Order()
-	for _, n := range w.def.Needs(st.Index) {
+	for _, n := range w.defOf(st.WfVersion).Needs(st.Index) {
 		for ref, r := range o.Recs {
 			if ref.Index == n && !ref.Undo && r.State != workflow.Processed {
 				return false

@@ -48,6 +48,12 @@ const visibility = 30 * time.Second
 // or several at once (then they race on the store).
 type World struct {
 	plan
+	// versions are the run's workflow's versions its orders run, by
+	// version (the first, its next, and those a move made: defOf);
+	// movedAtWork, the moves made while an attempt could still record an
+	// outcome (a broken invariant).
+	versions    map[string]workflow.Definition
+	movedAtWork []string
 	topo topology.Topology
 	// store, flow and lines are the operator's and the checks' (the engine
 	// itself, db); the handlers' are on handlersDB, with faults in a run
@@ -137,7 +143,11 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 	}
 	w := &World{plan: p, topo: topo, faults: p.faulty, now: now, byID: map[string]*order{}, written: map[string]bool{},
 		yields: make(chan parking), finished: make(chan *actor), instances: map[string][]*instance{},
-		svc: newBooks(), paused: map[string]time.Time{}, skipped: map[string]bool{}, decided: map[string]int{}, drove: map[string]int{}}
+		svc: newBooks(), paused: map[string]time.Time{}, skipped: map[string]bool{}, decided: map[string]int{}, drove: map[string]int{},
+		versions: map[string]workflow.Definition{p.def.Version: p.def}}
+	if p.next != nil {
+		w.versions[p.next.Version] = *p.next
+	}
 	for _, o := range p.orders {
 		w.byID[o.id] = o
 	}

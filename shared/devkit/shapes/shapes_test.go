@@ -70,3 +70,31 @@ func TestFlowShapesCallFlowControlledAgentsAndHold(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "c-7", key)
 }
+
+// Every change Evolve makes gives a valid next version that an order at
+// its start moves to.
+func TestEveryChangeGivesAVersionAnOrderMovesTo(t *testing.T) {
+	t.Parallel()
+	seen := map[string]int{}
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		d := shapes.Random(rng, fmt.Sprintf("shape%d", seed), shapes.Defaults())
+		next, what, ok := shapes.Evolve(rng, d)
+		if !ok {
+			continue
+		}
+		seen[what]++
+		require.NotEqual(t, d.Version, next.Version, what)
+		_, err := workflow.Moving{From: d, To: next}.Move(d.Start(map[int]int{}))
+		if err != nil {
+			require.Contains(t, err.Error(), "runs per item", "%s of %s: only a new forEach step may refuse a fresh order", what, d.Name)
+		}
+		_, err = workflow.Moving{From: next, To: d}.Move(next.Start(map[int]int{}))
+		if err != nil {
+			require.Contains(t, err.Error(), "runs per item", "back from %s of %s", what, d.Name)
+		}
+	}
+	for _, what := range shapes.Changes {
+		require.Positive(t, seen[what], what)
+	}
+}

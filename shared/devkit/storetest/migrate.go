@@ -21,6 +21,7 @@ var migrateTests = map[string]func(*testing.T, *statestore.Store){
 	"AMoveRefusesAnOrderWithAnAttemptAtWork":        moveRefusedAtWork,
 	"AnOrderMovesOnceHoweverManyMoveIt":             moveOnce,
 	"ARequestOfTheEarlierVersionClaimsNothing":      moveFencesOldRequests,
+	"AttemptNumbersNeverGoBackThroughAMoveAndBack":  moveKeepsCountingAttempts,
 }
 
 // versions are a workflow of three steps (a, b, c, each with an undo but
@@ -193,4 +194,30 @@ func moveFencesOldRequests(t *testing.T, s *statestore.Store) {
 	require.Error(t, err)
 	_, recs := state(t, s)
 	require.Equal(t, workflow.Pending, recs[workflow.Ref{Index: 3}].State)
+}
+
+// A step whose attempt its Agent gave back (no effect) moves as a step not
+// started; moved away and back, its next claim is attempt 2, not 1 again:
+// an outcome of its first attempt, late, would otherwise pass its fence
+// on the version it came back to.
+func moveKeepsCountingAttempts(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	v1, v2 := versions()
+	submitAt(t, s, "o-1", v1, 1)
+	st, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step1, Agent: "svc", Owner: "a", Version: "v1", Now: t0})
+	require.NoError(t, err)
+	release(t, s, st, "a pause", t0)
+	for i, to := range []workflow.Definition{v2, v1} {
+		moved, err := s.Migrate(ctx, statestore.Move{OrderID: "o-1", To: to, By: "ops", Now: t0.Add(time.Duration(i+1) * time.Minute)})
+		require.NoError(t, err, to.Version)
+		require.False(t, moved.Already)
+	}
+	again, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step1, Agent: "svc", Owner: "a", Version: "v1", Now: t0.Add(time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, "s1", again.Name)
+	require.Equal(t, 2, again.Attempt, "attempt numbers keep counting through the moves")
+	_, err = complete(ctx, s, "o-1", step1, st.Attempt, t0.Add(time.Hour))
+	require.ErrorIs(t, err, statestore.ErrStale)
+	_, recs := state(t, s)
+	require.Equal(t, workflow.Processing, recs[step1].State, "the first attempt's late outcome changes nothing")
 }
