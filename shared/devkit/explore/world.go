@@ -54,7 +54,7 @@ type World struct {
 	// outcome (a broken invariant).
 	versions    map[string]workflow.Definition
 	movedAtWork []string
-	topo topology.Topology
+	topo        topology.Topology
 	// store, flow and lines are the operator's and the checks' (the engine
 	// itself, db); the handlers' are on handlersDB, with faults in a run
 	// with store faults (storeFaults).
