@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -156,13 +157,23 @@ func (it stateItem) moved(mv workflow.Moved, m Move, pickup time.Duration) state
 		}
 		next.Recs[sortKey(ref)] = r
 	}
+	// Each forEach step's items done in the round, counted from its
+	// records where it is now (every such step has its count, 0 or more:
+	// the completion of an item adds to it).
 	next.ItemsDone = nil
-	for step, n := range it.ItemsDone {
-		if to, ok := renamed["s"+step+"#1"]; ok {
-			if next.ItemsDone == nil {
-				next.ItemsDone = map[string]int{}
-			}
-			next.ItemsDone[strings.TrimPrefix(strings.TrimSuffix(to, "#1"), "s")] = n
+	for sk, r := range next.Recs {
+		ref := refOf(sk)
+		if ref.Item == 0 || ref.Undo {
+			continue
+		}
+		if next.ItemsDone == nil {
+			next.ItemsDone = map[string]int{}
+		}
+		k := strconv.Itoa(ref.Index)
+		if r.State == string(workflow.Processed) && r.Round == it.Round {
+			next.ItemsDone[k]++
+		} else {
+			next.ItemsDone[k] += 0
 		}
 	}
 	next.Unalerted = nil

@@ -22,6 +22,7 @@ var migrateTests = map[string]func(*testing.T, *statestore.Store){
 	"AnOrderMovesOnceHoweverManyMoveIt":             moveOnce,
 	"ARequestOfTheEarlierVersionClaimsNothing":      moveFencesOldRequests,
 	"AttemptNumbersNeverGoBackThroughAMoveAndBack":  moveKeepsCountingAttempts,
+	"AForEachStepInANewPlaceCountsItsItems":         moveCountsItems,
 }
 
 // versions are a workflow of three steps (a, b, c, each with an undo but
@@ -220,4 +221,43 @@ func moveKeepsCountingAttempts(t *testing.T, s *statestore.Store) {
 	require.ErrorIs(t, err, statestore.ErrStale)
 	_, recs := state(t, s)
 	require.Equal(t, workflow.Processing, recs[step1].State, "the first attempt's late outcome changes nothing")
+}
+
+// A forEach step whose place a move changes keeps its count of items done
+// under its new place: its items' completions count there, the last one
+// makes the order Processed (found by the explorer: the count stayed under
+// the step's earlier place, and every completion's write was invalid).
+func moveCountsItems(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	v1, v2 := versions()
+	v1.Steps[2].ForEach, v2.Steps[3].ForEach = "items", "items"
+	for _, started := range []bool{false, true} {
+		id := fmt.Sprintf("o-%v", started)
+		_, err := s.Submit(ctx, statestore.Submission{OrderID: id, Order: `{"orderId":"` + id + `","items":[1,2,3]}`, Workflow: v1,
+			Items: map[int]int{2: 3}, Now: t0})
+		require.NoError(t, err)
+		refs := []workflow.Ref{{Index: 0}, {Index: 1}}
+		if started {
+			refs = append(refs, workflow.Ref{Index: 2, Item: 1})
+		}
+		for _, r := range refs {
+			st, err := s.Claim(ctx, statestore.Claim{OrderID: id, Ref: r, Agent: "svc", Owner: "a", Version: "v1", Now: t0})
+			require.NoError(t, err)
+			_, err = complete(ctx, s, id, st.Ref, st.Attempt, t0)
+			require.NoError(t, err)
+		}
+		moved, err := s.Migrate(ctx, statestore.Move{OrderID: id, To: v2, By: "ops", Now: t0.Add(time.Minute)})
+		require.NoError(t, err)
+		var end workflow.State
+		for _, r := range moved.Move.Ready {
+			require.Equal(t, 3, r.Index)
+			st, err := s.Claim(ctx, statestore.Claim{OrderID: id, Ref: r, Agent: "svc", Owner: "a", Version: "v2", Now: t0.Add(time.Minute)})
+			require.NoError(t, err)
+			rec, err := complete(ctx, s, id, r, st.Attempt, t0.Add(time.Minute))
+			require.NoError(t, err, "started: %v", started)
+			end = rec.State
+		}
+		require.Len(t, moved.Move.Ready, map[bool]int{false: 3, true: 2}[started])
+		require.Equal(t, workflow.Processed, end, "the last item done ends the order (started: %v)", started)
+	}
 }
