@@ -151,11 +151,30 @@ func (it stateItem) moved(mv workflow.Moved, m Move, pickup time.Duration) state
 		// Attempt numbers never go back, at a key or for a record: a late
 		// outcome of an earlier attempt stays fenced off, even on an order
 		// moved back to the version it came from.
-		r.Attempt = max(r.Attempt, it.Recs[sortKey(ref)].Attempt)
+		r.Attempt = max(r.Attempt, it.Recs[sortKey(ref)].Attempt, it.Gone[sortKey(ref)])
 		if !p.New {
 			r.Attempt = max(r.Attempt, it.Recs[sortKey(p.From)].Attempt)
 		}
 		next.Recs[sortKey(ref)] = r
+	}
+	// The attempts of the records left behind are remembered by their key,
+	// so that a record there later (a move back) counts on from them.
+	next.Gone = nil
+	for sk, r := range it.Recs {
+		if k := max(r.Attempt, it.Gone[sk]); k > next.Recs[sk].Attempt {
+			if next.Gone == nil {
+				next.Gone = map[string]int{}
+			}
+			next.Gone[sk] = k
+		}
+	}
+	for sk, k := range it.Gone {
+		if _, ok := it.Recs[sk]; !ok && k > next.Recs[sk].Attempt {
+			if next.Gone == nil {
+				next.Gone = map[string]int{}
+			}
+			next.Gone[sk] = k
+		}
 	}
 	// Each forEach step's items done in the round, counted from its
 	// records where it is now (every such step has its count, 0 or more:

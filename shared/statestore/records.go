@@ -99,6 +99,7 @@ type stateItem struct {
 	Finished    *int               `dynamodbav:"Fn,omitempty"`    // the writes that finished a step in the round: they are ordered by it
 	Events      map[string]string  `dynamodbav:"Evt,omitempty"`   // the round's events received, by name: their eventId
 	Moves       []string           `dynamodbav:"Mv,omitempty"`    // its moves to other versions of its workflow, one line each (incident's form)
+	Gone        map[string]int     `dynamodbav:"Ak,omitempty"`    // the latest attempt of each record a move left behind, by its key: a record there later counts on from it
 	HeldAt      int64              `dynamodbav:"Ha,omitempty"`    // Held: since when
 	HeldUntil   int64              `dynamodbav:"Hu,omitempty"`    // Held: when its hold ends (it is undone)
 	CreatedAt   int64              `dynamodbav:"C"`

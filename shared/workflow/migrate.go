@@ -154,9 +154,23 @@ func (m Moving) Move(o Order) (Moved, error) {
 	if len(why) > 0 {
 		return Moved{}, &NotMovableError{why}
 	}
+	if o.State == Pending && out.finished(o) {
+		return Moved{}, &NotMovableError{[]string{fmt.Sprintf("every step of version %s is done in it: it would have nothing left "+
+			"to run, and ends under the version it runs", m.To.Version)}}
+	}
 	out.Definition = def
 	m.undos(byTo, &out)
 	return out, nil
+}
+
+// finished reports whether every step record the move places is done.
+func (out Moved) finished(o Order) bool {
+	for ref, p := range out.Recs {
+		if !ref.Undo && !p.Skipped && !(p.Carried && o.Recs[p.From].State == Processed) {
+			return false
+		}
+	}
+	return true
 }
 
 // steps reads each step of the earlier version in o, refusing what cannot

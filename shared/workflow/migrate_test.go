@@ -256,3 +256,16 @@ func TestAPlanNamesStepsOfItsVersion(t *testing.T) {
 	d := parse(t, loanV1+"migrate:\n  rename: {extract: ocr}\n")
 	require.Equal(t, parse(t, loanV1).Version, d.Version, "a plan is not part of the version")
 }
+
+// An order whose steps left in the new version are all done is not moved:
+// it would have nothing left to run, and no write would end it (found by
+// the explorer: the last step removed while it was ready).
+func TestAnOrderWithNothingLeftToRunIsNotMoved(t *testing.T) {
+	t.Parallel()
+	v1 := parse(t, loanV1)
+	short := strings.Replace(loanV1, "  - {name: disburse, agent: bank, undo: {name: claw-back}}\n", "", 1)
+	short = strings.Replace(short, "  bank: {endpoint: http://127.0.0.1:1/bank}\n", "", 1)
+	o := orderAt(v1, []string{"validate", "ocr", "credit", "approval"}, "disburse", "ready")
+	_, err := workflow.Moving{From: v1, To: parse(t, short)}.Move(o)
+	require.ErrorContains(t, err, "it would have nothing left to run")
+}

@@ -23,6 +23,7 @@ var migrateTests = map[string]func(*testing.T, *statestore.Store){
 	"ARequestOfTheEarlierVersionClaimsNothing":      moveFencesOldRequests,
 	"AttemptNumbersNeverGoBackThroughAMoveAndBack":  moveKeepsCountingAttempts,
 	"AForEachStepInANewPlaceCountsItsItems":         moveCountsItems,
+	"AStepLeftAndAddedAgainCountsOnItsAttempts":     moveRemembersAttemptsLeft,
 }
 
 // versions are a workflow of three steps (a, b, c, each with an undo but
@@ -260,4 +261,33 @@ func moveCountsItems(t *testing.T, s *statestore.Store) {
 		require.Len(t, moved.Move.Ready, map[bool]int{false: 3, true: 2}[started])
 		require.Equal(t, workflow.Processed, end, "the last item done ends the order (started: %v)", started)
 	}
+}
+
+// A step a move leaves behind (done, nothing to undo) and a move back adds
+// again counts on from its attempts: its next claim is not attempt 1 again
+// (found by the explorer, seed 318305829).
+func moveRemembersAttemptsLeft(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	v1, v2 := versions()
+	v2.Steps = v2.Steps[1:]
+	last := workflow.Step{Action: workflow.Action{Name: "added", Agent: "svc", Timeout: 10 * time.Second, MaxFailures: 3}, NoUndo: true,
+		NoNeeds: true}
+	v2.Steps = append(v2.Steps, last)
+	v2.Migrate = workflow.Migration{}
+	submitAt(t, s, "o-1", v1, 1)
+	_, err := s.Migrate(ctx, statestore.Move{OrderID: "o-1", To: v2, By: "ops", Now: t0})
+	require.NoError(t, err)
+	added := workflow.Ref{Index: 3}
+	st, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: added, Agent: "svc", Owner: "a", Version: "v2", Now: t0})
+	require.NoError(t, err)
+	_, err = complete(ctx, s, "o-1", added, st.Attempt, t0)
+	require.NoError(t, err)
+	for i, to := range []workflow.Definition{v1, v2} {
+		moved, err := s.Migrate(ctx, statestore.Move{OrderID: "o-1", To: to, By: "ops", Now: t0.Add(time.Duration(i+1) * time.Minute)})
+		require.NoError(t, err, to.Version)
+		require.False(t, moved.Already)
+	}
+	again, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: added, Agent: "svc", Owner: "a", Version: "v2", Now: t0.Add(time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, 2, again.Attempt, "a step left behind and added again counts on from its attempts")
 }
