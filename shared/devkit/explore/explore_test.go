@@ -36,33 +36,39 @@ var regressions = []struct {
 	store    bool // found in a run with state store faults (the others replay without)
 	// Every one was found before senders sent bodies by pointer and
 	// before runs were hostile: each replays without (NoPointers,
-	// NoHostile).
+	// NoHostile), and without moves (NoMigrate), but those found in a run
+	// that moved orders: they replay with every feature the run had.
+	moves bool
 }{
-	{99137274, false, "a give-back by the flow control while the order was undone stranded it Compensating (workflow.Order.GiveBack)", false, false},
-	{330073597, false, "a give-back marked a call never made as may have run: a pivot it held ended its order CompensationFailed (outcome.Recorder.Release)", false, false},
-	{350051285, false, "the reply of a give-back while the order was undone was rejected to the DLQ (message.DecodeSchedulerMessage)", false, false},
-	{355317237, false, "a callback recorded before its Agent noted the acceptance left the async call's slot held to its CompleteBy (agent)", false, false},
-	{344737826, false, "a cancel that gave back an accepted async call left its slot held to its CompleteBy (submission's cancel)", false, false},
-	{419933401, false, "a refused held pivot, retried, was taken as may have run: undone, its order ended CompensationFailed (RetryHeld)", false, false},
-	{588323654, false, "an operator's skip of a held step, while another ran, did not count as a write that finishes a step: that step's completion, decided before the skip, landed after it and the order stayed Pending with every step done (workflow.SkipHeld)", false, false},
-	{864753638, false, "a give-back before its call forgot that an earlier attempt, given back after its request went (a 429 after a retry), may have taken effect: the step was never undone (statestore's look.Held)", false, false},
-	{405096854, false, "a request delivered twice to one instance in the same millisecond took the first delivery's claim for its own lost answer (owner and time), and ran the attempt twice (statestore's claimedBy)", false, false},
-	{405096864, false, "the same, found in the same run: two claims of one attempt (statestore's claimedBy)", false, false},
-	{533470184, false, "a payload read that failed after the claim, before the call, was left to SQS: the claim refused the retry, the attempt ran out as one that may have run, and a step with no undo ended its order CompensationFailed, its service never called (agent.notCalled)", true, false},
-	{884815293, false, "a key's slot whose hold was written, its answer lost, stayed held after its attempt was given back, to its CompleteBy (agent's holdSlot)", true, true},
-	{484531356, false, "a claim written, its answer lost with the SDK's tries spent, refused itself when its request came back: the attempt ran out as one that may have run, and a step with no undo ended its order CompensationFailed, its service never called (statestore's updateItem reads the item back)", true, true},
-	{484531498, false, "an operator's retry of a held step that may have run forgot so once a later attempt was given back before its call (a payload not read): cancelled, the step was never undone (statestore's look: Retry keeps mr)", true, true},
-	{587908592, false, "a claim made whose deadline index entry was not pulled in (the store failed) was taken as not made: its request came back, its claim refused, and the attempt ran out as one that may have run (statestore.LateLook: the claim holds)", true, true},
-	{587909018, false, "a refusal whose recording failed (the store failed) was left to SQS: the claim refused the retry, and the attempt ran out as one that may have run, its order CompensationFailed for a step that did nothing (agent's persist)", true, true},
-	{587908706, false, "an async call accepted, its acceptance not noted (the store failed), held its key's slot to its CompleteBy: reported, as designed, and tried again first (agent's persist)", true, true},
-	{186850431, false, "a 429 whose slow-down the store failed to note was left to SQS: the attempt ran out as one that may have run, though its service did nothing (agent's slowDown gives it back all the same)", true, true},
-	{389796936, false, "a call whose rate turn waited a second after its flow control's check was made past its service's 429, four seconds on (agent's beforeCall checks again after the turn)", true, true},
-	{469616230, false, "a 429 whose slow-down the store failed to note let the agent's other instances call on until a 429 of their own: reported by the Agent (agent.SlowDownNotNoted), and not counted against it", true, true},
-	{991210170, false, "an async call's callback recorded, its slot's let-go failed (the store failed): reported with its holder (keyline.NotLetGo), and a cancel's the same, its undo started all the same", true, true},
-	{469616195, false, "a cancel let an accepted async call's slot go, and another order's call took it before the undo was called: its service had one call of the key more in flight than the limit (the cancel passes the slot to the undo: keyline.Store.Pass)", true, true},
-	{991208956, false, "the same, with a limit of 2", true, true},
-	{772976488, true, "a cancel of 30 to 100 accepted async items wrote over 4 KB, refused (statestore.Store.Apply)", false, false},
-	{772976568, true, "100 items timing out in one sweep wrote over 4 KB, refused (statestore.Store.Apply)", false, false},
+	{99137274, false, "a give-back by the flow control while the order was undone stranded it Compensating (workflow.Order.GiveBack)", false, false, false},
+	{330073597, false, "a give-back marked a call never made as may have run: a pivot it held ended its order CompensationFailed (outcome.Recorder.Release)", false, false, false},
+	{350051285, false, "the reply of a give-back while the order was undone was rejected to the DLQ (message.DecodeSchedulerMessage)", false, false, false},
+	{355317237, false, "a callback recorded before its Agent noted the acceptance left the async call's slot held to its CompleteBy (agent)", false, false, false},
+	{344737826, false, "a cancel that gave back an accepted async call left its slot held to its CompleteBy (submission's cancel)", false, false, false},
+	{419933401, false, "a refused held pivot, retried, was taken as may have run: undone, its order ended CompensationFailed (RetryHeld)", false, false, false},
+	{588323654, false, "an operator's skip of a held step, while another ran, did not count as a write that finishes a step: that step's completion, decided before the skip, landed after it and the order stayed Pending with every step done (workflow.SkipHeld)", false, false, false},
+	{864753638, false, "a give-back before its call forgot that an earlier attempt, given back after its request went (a 429 after a retry), may have taken effect: the step was never undone (statestore's look.Held)", false, false, false},
+	{405096854, false, "a request delivered twice to one instance in the same millisecond took the first delivery's claim for its own lost answer (owner and time), and ran the attempt twice (statestore's claimedBy)", false, false, false},
+	{405096864, false, "the same, found in the same run: two claims of one attempt (statestore's claimedBy)", false, false, false},
+	{533470184, false, "a payload read that failed after the claim, before the call, was left to SQS: the claim refused the retry, the attempt ran out as one that may have run, and a step with no undo ended its order CompensationFailed, its service never called (agent.notCalled)", true, false, false},
+	{884815293, false, "a key's slot whose hold was written, its answer lost, stayed held after its attempt was given back, to its CompleteBy (agent's holdSlot)", true, true, false},
+	{484531356, false, "a claim written, its answer lost with the SDK's tries spent, refused itself when its request came back: the attempt ran out as one that may have run, and a step with no undo ended its order CompensationFailed, its service never called (statestore's updateItem reads the item back)", true, true, false},
+	{484531498, false, "an operator's retry of a held step that may have run forgot so once a later attempt was given back before its call (a payload not read): cancelled, the step was never undone (statestore's look: Retry keeps mr)", true, true, false},
+	{587908592, false, "a claim made whose deadline index entry was not pulled in (the store failed) was taken as not made: its request came back, its claim refused, and the attempt ran out as one that may have run (statestore.LateLook: the claim holds)", true, true, false},
+	{587909018, false, "a refusal whose recording failed (the store failed) was left to SQS: the claim refused the retry, and the attempt ran out as one that may have run, its order CompensationFailed for a step that did nothing (agent's persist)", true, true, false},
+	{587908706, false, "an async call accepted, its acceptance not noted (the store failed), held its key's slot to its CompleteBy: reported, as designed, and tried again first (agent's persist)", true, true, false},
+	{186850431, false, "a 429 whose slow-down the store failed to note was left to SQS: the attempt ran out as one that may have run, though its service did nothing (agent's slowDown gives it back all the same)", true, true, false},
+	{389796936, false, "a call whose rate turn waited a second after its flow control's check was made past its service's 429, four seconds on (agent's beforeCall checks again after the turn)", true, true, false},
+	{469616230, false, "a 429 whose slow-down the store failed to note let the agent's other instances call on until a 429 of their own: reported by the Agent (agent.SlowDownNotNoted), and not counted against it", true, true, false},
+	{991210170, false, "an async call's callback recorded, its slot's let-go failed (the store failed): reported with its holder (keyline.NotLetGo), and a cancel's the same, its undo started all the same", true, true, false},
+	{469616195, false, "a cancel let an accepted async call's slot go, and another order's call took it before the undo was called: its service had one call of the key more in flight than the limit (the cancel passes the slot to the undo: keyline.Store.Pass)", true, true, false},
+	{991208956, false, "the same, with a limit of 2", true, true, false},
+	{772976488, true, "a cancel of 30 to 100 accepted async items wrote over 4 KB, refused (statestore.Store.Apply)", false, false, false},
+	{772976568, true, "100 items timing out in one sweep wrote over 4 KB, refused (statestore.Store.Apply)", false, false, false},
+	{532923155, false, "a step whose attempt its Agent gave back moved as a new record, attempt 0: moved away and back, it was claimed as attempt 1 again (statestore.Store.Migrate keeps counting)", false, false, true},
+	{330794593, false, "a forEach step moved to another place had no count of items done there: every completion of its items was an invalid write (statestore.Store.Migrate)", false, false, true},
+	{318305772, false, "a move that removed the last step while it was ready left an order with every step done and nothing to end it (workflow.Moving.Move refuses it)", false, false, true},
+	{318305829, false, "a step a move left behind, added again by a move back, was claimed as attempt 1 again (statestore's Gone)", false, false, true},
 }
 
 // Orders of every small shape (lines, branches of different lengths, joins,
@@ -122,8 +128,8 @@ func replay(ctx context.Context, t *testing.T, e emulatortest.Engine, prefix str
 			limit <- struct{}{}
 			defer func() { <-limit }()
 			rep, err := explore.Explore(ctx, e.Clients.DynamoDB, explore.Options{Seed: r.seed, Runs: 1, For: time.Hour, Workers: 1,
-				Large: r.large, Plain: !r.payloads, NoStoreFaults: !r.store, NoPointers: true, NoHostile: true, NoMigrate: true, Prefix: fmt.Sprintf("%s%d", prefix, i),
-				RunTime: replayRunTime})
+				Large: r.large, Plain: !r.payloads && !r.moves, NoStoreFaults: !r.store && !r.moves, NoPointers: !r.moves, NoHostile: !r.moves,
+				NoMigrate: !r.moves, Prefix: fmt.Sprintf("%s%d", prefix, i), RunTime: replayRunTime})
 			if err != nil {
 				t.Errorf("regression seed %d: %v", r.seed, err)
 			}
