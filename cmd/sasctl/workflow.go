@@ -37,6 +37,7 @@ type wfFlags struct {
 	settingFlags
 	output  output
 	mermaid bool
+	from    string // validate --from: an earlier version's file, whose orders would move
 }
 
 // register puts the flags on cmd.
@@ -75,6 +76,11 @@ printed too, on stderr, and leave the exit code 0.`,
 				return err
 			}
 			report := newValidateReport(set, ps, warnings)
+			if f.from != "" && len(ps) == 0 {
+				if report.Moves, err = moveKinds(f.from, set, f.options()); err != nil {
+					return err
+				}
+			}
 			out := cmd.OutOrStdout()
 			if err := emit(out, f.output, report, func() { printValidate(out, cmd.ErrOrStderr(), report) }); err != nil {
 				return err
@@ -86,6 +92,7 @@ printed too, on stderr, and leave the exit code 0.`,
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().StringVar(&f.from, "from", "", "an earlier version's workflow FILE: say what a move (sasctl migrate) does to its orders at each step, and what they would undo")
 	return cmd
 }
 
@@ -141,6 +148,58 @@ type validateReport struct {
 	Problems  []problemView `json:"problems"`
 	// Warnings leave the files valid.
 	Warnings []problemView `json:"warnings"`
+	// Moves, with --from, say what a move does to the earlier version's
+	// orders at each of its steps.
+	Moves []moveKindView `json:"moves,omitempty"`
+}
+
+// moveKindView is what a move does to the orders at one step of the
+// earlier version.
+type moveKindView struct {
+	From    string   `json:"from"`
+	To      string   `json:"to"`
+	At      string   `json:"at"`
+	Moves   bool     `json:"moves"`
+	Why     string   `json:"why,omitempty"`
+	Version string   `json:"version,omitempty"` // the version such an order runs after (To, or one keeping an undo of From)
+	Started []string `json:"started,omitempty"`
+	Skipped []string `json:"skipped,omitempty"`
+	Dropped []string `json:"dropped,omitempty"`
+	Undoes  []string `json:"undoes,omitempty"`
+}
+
+// moveKinds says what moving the orders of the workflow in file from to
+// its version in set does, at each step of it.
+func moveKinds(file string, set workflow.Set, o workflow.Options) ([]moveKindView, error) {
+	from, err := workflow.LoadFile(file, o)
+	if err != nil {
+		return nil, fmt.Errorf("--from %s: %w", file, err)
+	}
+	to, ok := set.Get(from.Name)
+	if !ok || from.Name == "" {
+		return nil, usageErrorf("--from %s is workflow %q, which none of the files is", file, from.Name)
+	}
+	var out []moveKindView
+	for _, k := range (workflow.Moving{From: from, To: to}).Kinds() {
+		v := moveKindView{From: from.Version, To: to.Version, At: k.At, Moves: k.Err == nil}
+		if k.Err != nil {
+			v.Why = k.Err.Error()
+			out = append(out, v)
+			continue
+		}
+		def := k.Moved.Definition
+		v.Version, v.Dropped, v.Undoes = def.Version, k.Moved.Dropped, k.Undoes
+		for ref, p := range k.Moved.Recs {
+			if p.Skipped {
+				v.Skipped = append(v.Skipped, def.Steps[ref.Index].Name)
+			}
+		}
+		for _, r := range k.Moved.Ready {
+			v.Started = append(v.Started, workflow.RecordName(def.Steps[r.Index].Name, r))
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // wfSummary is one valid file's workflow.
@@ -231,6 +290,34 @@ func printValidate(stdout, stderr io.Writer, r validateReport) {
 	}
 	if tally := r.tally(); tally != "" {
 		fmt.Fprintf(stderr, "sasctl workflow validate: %s\n", tally)
+	}
+	printMoveKinds(stdout, r.Moves)
+}
+
+// printMoveKinds says what a move does to the orders at each step.
+func printMoveKinds(out io.Writer, kinds []moveKindView) {
+	if len(kinds) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\nOrders of version %s moved to %s (sasctl migrate), by the step they are at:\n", kinds[0].From, kinds[0].To)
+	for _, k := range kinds {
+		if !k.Moves {
+			fmt.Fprintf(out, "  at %s: cannot move: %s\n", k.At, k.Why)
+			continue
+		}
+		parts := []string{"moves"}
+		if k.Version != k.To {
+			parts[0] = fmt.Sprintf("moves to %s (keeping the undo its steps ran with)", k.Version)
+		}
+		for _, p := range []struct {
+			what  string
+			names []string
+		}{{"runs next", k.Started}, {"skips", k.Skipped}, {"leaves", k.Dropped}, {"would undo", k.Undoes}} {
+			if len(p.names) > 0 {
+				parts = append(parts, p.what+" "+strings.Join(p.names, ", "))
+			}
+		}
+		fmt.Fprintf(out, "  at %s: %s\n", k.At, strings.Join(parts, "; "))
 	}
 }
 

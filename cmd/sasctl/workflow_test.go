@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 const wfExamplesDir = "../../shared/workflow/examples"
@@ -236,4 +238,29 @@ func TestWorkflowUsage(t *testing.T) {
 	code, stdout, _ = sasctl(t, "help")
 	require.Zero(t, code)
 	require.Contains(t, stdout, "\n  workflow    validate workflow files")
+}
+
+// validate --from says, before any order moves, what a move does to the
+// earlier version's orders at each of their steps: what runs next, what
+// they would undo, and which cannot move, why.
+func TestWorkflowValidateFromSaysWhatAMoveDoesAtEachStep(t *testing.T) {
+	t.Parallel()
+	text, err := workflow.ExampleFile("approval")
+	require.NoError(t, err)
+	v1 := writeWorkflow(t, "approval.yaml", string(text))
+	v2 := strings.Replace(string(text), "  - name: await-approval\n", "  - name: fraud-check\n    agent: payment\n    undo: none\n  - name: await-approval\n", 1)
+	v2File := writeWorkflow(t, "approval.yaml", v2)
+	code, stdout, stderr := sasctl(t, "workflow", "validate", "--from", v1, v2File)
+	require.Zero(t, code, stderr)
+	require.Contains(t, stdout, "  at reserve-inventory: moves; runs next reserve-inventory\n")
+	require.Contains(t, stdout, "  at await-approval: moves; runs next fraud-check; would undo release-inventory\n")
+	require.Contains(t, stdout, "  at charge-approved: cannot move: step fraud-check comes before a step this order started")
+
+	code, stdout, stderr = sasctl(t, "workflow", "validate", "--from", v1, writeWorkflow(t, "approval.yaml", v2+"migrate:\n  skip: [fraud-check]\n"))
+	require.Zero(t, code, stderr)
+	require.Contains(t, stdout, "  at charge-approved: moves; runs next charge-approved; skips fraud-check; would undo release-inventory\n")
+
+	code, _, stderr = sasctl(t, "workflow", "validate", "--from", v1, exampleFile("order"))
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, `is workflow "approval", which none of the files is`)
 }

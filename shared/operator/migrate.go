@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,19 +61,12 @@ func (o *Operator) MigrateOrder(ctx context.Context, orderID string, to workflow
 	for _, r := range mv.Ready {
 		out.Started = append(out.Started, workflow.RecordName(def.Steps[r.Index].Name, r))
 	}
-	undo := []workflow.Ref{}
 	for ref, p := range mv.Recs {
-		switch {
-		case p.Skipped:
+		if p.Skipped {
 			out.Skipped = append(out.Skipped, def.Steps[ref.Index].Name)
-		case ref.Undo && p.Carried:
-			undo = append(undo, ref)
 		}
 	}
-	slices.SortFunc(undo, func(a, b workflow.Ref) int { return cmp.Or(b.Index-a.Index, b.Item-a.Item) })
-	for _, r := range undo {
-		out.Undoes = append(out.Undoes, workflow.RecordName(def.Steps[r.Index].Undo.Name, r))
-	}
+	out.Undoes = mv.Undoes()
 	slices.Sort(out.Skipped)
 	out.Dropped = mv.Dropped
 	if dry || len(mv.Ready) == 0 {
