@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -164,4 +166,74 @@ func printMoveReport(out io.Writer, r operator.MoveReport, took time.Duration) {
 	for _, why := range reasons {
 		fmt.Fprintf(out, "  %5d  %s\n", r.Why[why], why)
 	}
+}
+
+func workflowVersionsCmd() *cobra.Command {
+	var t target
+	cmd := &cobra.Command{
+		Use:   "versions",
+		Short: "the versions of each workflow that orders in flight run, with their counts (on a deployment)",
+		Long: `versions counts the orders in flight of each version of each workflow, by state, and names a few of
+each. Given the deployment's workflow files (--workflows, with its overrides), it says which versions
+the deployment no longer runs: their orders go on from the definitions the state table keeps (an
+order keeps the version it started with); sasctl migrate moves them. It exits 1 if any order in
+flight runs a version the deployment does not.`,
+		Example: "  sasctl workflow versions --workflows loan.yaml",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			set, err := deployedWorkflows(t.WorkflowFiles)
+			if err != nil {
+				return err
+			}
+			op, err := t.connect(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			op.Workflows = set.With(t.Overrides)
+			vs, err := op.Versions(cmd.Context())
+			if err != nil {
+				return t.explain(err)
+			}
+			out := cmd.OutOrStdout()
+			if err := emit(out, t.output, vs, func() { printVersions(out, vs) }); err != nil {
+				return err
+			}
+			for _, v := range vs {
+				if v.Deployed != nil && !*v.Deployed {
+					return errReported
+				}
+			}
+			return nil
+		},
+	}
+	targetFlags(cmd, &t, true)
+	t.bind(cmd.Flags(), "workflows", "stepTimeout", "maxFailures", "retryBackoff", "pickupTimeout", "orderDeadline")
+	return cmd
+}
+
+// printVersions prints the versions in flight, a line each.
+func printVersions(out io.Writer, vs []operator.VersionInFlight) {
+	if len(vs) == 0 {
+		fmt.Fprintln(out, "no order in flight")
+		return
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKFLOW\tVERSION\tORDERS\tSTATES\tDEPLOYED\tFOR EXAMPLE")
+	for _, v := range vs {
+		version := v.Version
+		if v.Base != "" {
+			version += " (of " + v.Base + ")"
+		}
+		var states []string
+		for _, st := range slices.Sorted(maps.Keys(v.States)) {
+			states = append(states, fmt.Sprintf("%s %d", st, v.States[st]))
+		}
+		deployed := "-"
+		if v.Deployed != nil {
+			deployed = map[bool]string{true: "yes", false: "NO: sasctl migrate moves them"}[*v.Deployed]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", v.Workflow, version, v.Orders, strings.Join(states, ", "), deployed,
+			strings.Join(v.Examples, " "))
+	}
+	tw.Flush()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +79,12 @@ func TestOrdersWaitingForApprovalMoveToANewVersionAndBack(t *testing.T) {
 	code, out, _ = p.ctl("", "status", moved)
 	require.Zero(t, code)
 	require.Regexp(t, `moved from version `+v1.Version+` to `+v2.Version+` by sasctl.* at \S+Z\n  runs version `+v2.Version, out)
+
+	code, out, _ = p.ctl("", "workflow versions", append([]string{"--workflows", file}, overrides...)...)
+	require.Equal(t, 1, code, "orders in flight run a version the deployment does not:\n%s", out)
+	requireRow(t, out, "approval", v1.Version, "2", "Pending", "2", "NO:", "sasctl", "migrate", "moves", "them", strings.Join(slices.DeleteFunc(
+		slices.Clone(ids), func(id string) bool { return id == moved }), " "))
+	requireRow(t, out, "approval", v2.Version, "1", "Pending", "1", "yes", moved)
 
 	var rest operator.MoveReport
 	p.json("migrate", &rest, "migrate", append([]string{"--to", file}, overrides...)...)

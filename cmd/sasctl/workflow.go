@@ -25,10 +25,10 @@ start run; it needs no deployment.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SetOut(cmd.ErrOrStderr())
 			_ = cmd.Help()
-			return usageErrorf("name a subcommand: validate, show")
+			return usageErrorf("name a subcommand: validate, show, versions")
 		},
 	}
-	cmd.AddCommand(workflowValidateCmd(), workflowShowCmd())
+	cmd.AddCommand(workflowValidateCmd(), workflowShowCmd(), workflowVersionsCmd())
 	return cmd
 }
 
