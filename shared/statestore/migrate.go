@@ -118,7 +118,7 @@ func (s *Store) migrate(ctx context.Context, m Move) (Moved, error) {
 	if m.DryRun {
 		return out, nil
 	}
-	if err := s.PutDefinition(ctx, def); err != nil {
+	if err := s.definitionOnce(ctx, def); err != nil { // once a process, as Submit stores it
 		return out, err
 	}
 	return out, s.replaceWith(ctx, next, it.Version, results)
