@@ -26,10 +26,15 @@ carrying the process's random token.`,
 			if err := console.CheckAddr(listen); err != nil {
 				return usageError{err}
 			}
+			set, err := deployedWorkflows(t.WorkflowFiles)
+			if err != nil {
+				return err
+			}
 			op, err := t.connect(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
+			op.Workflows = set.With(t.Overrides) // an order of another version offers a move to the one deployed
 			c, err := console.New(console.Config{Operator: op, Who: operatorName() + " in the console"})
 			if err != nil {
 				return err
@@ -43,6 +48,7 @@ carrying the process's random token.`,
 		},
 	}
 	targetFlags(cmd, &t, false)
+	t.bind(cmd.Flags(), "workflows", "stepTimeout", "maxFailures", "retryBackoff", "pickupTimeout", "orderDeadline")
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "the console's address: 127.0.0.1 only (PORT 0 for a free one)")
 	return cmd
 }

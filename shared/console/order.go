@@ -27,6 +27,9 @@ type orderView struct {
 	CanResubmit bool
 	CanCancel   bool
 	Held        bool // a step's failure holds it for its operator: retry, skip, undo
+	// MoveTo is the version of its workflow the deployment runs, when the
+	// order runs another and may move to it (sasctl migrate).
+	MoveTo string
 	// Events are the events the order's steps wait for, while it runs (the
 	// signal form's); Awaited the one a step waits for now.
 	Events  []string
@@ -43,6 +46,7 @@ func (s *Server) order(w http.ResponseWriter, r *http.Request) {
 		Ended:       st.Order.State.Ended(),
 		CanResubmit: st.Order.State == workflow.Failed || st.Order.State == workflow.CompensationFailed,
 		CanCancel:   !st.Order.State.Ended() && st.Order.CancelledBy == "",
+		MoveTo:      s.moveTo(st),
 		Held:        st.Order.State == workflow.Held}
 	for _, r := range st.Records {
 		if r.Kind == string(workflow.KindEvent) && !v.Ended {
@@ -119,8 +123,44 @@ func confirmation(action string, st operator.Status) (heading, detail, button st
 	case "undo":
 		return "Undo held order " + id + "?", "What completed is undone, the latest first, and the order ends Failed, as its " +
 			"step's failure would have done. This cannot be taken back.", "Undo the order", true
+	case "move":
+		return "Move order " + id + " to the version the deployment runs?", "", "Move the order", true
 	}
 	return "", "", "", false
+}
+
+// moveTo is the version of the order's workflow the deployment runs, if
+// the order runs another, in flight ("": none, or the workflows are not
+// known).
+func (s *Server) moveTo(st operator.Status) string {
+	d, ok := s.op.Workflows.Get(st.Order.Workflow)
+	if !ok || st.Order.Workflow == "" || d.Version == st.Order.Version || st.Order.State.Ended() {
+		return ""
+	}
+	return d.Version
+}
+
+// moveDetail is what moving the order to to does, from a dry run.
+func moveDetail(m operator.Migrated) string {
+	switch {
+	case m.Already:
+		return "It runs version " + m.To + " already."
+	case !m.Moves:
+		return "It cannot move now: " + m.Why + "."
+	}
+	parts := []string{fmt.Sprintf("It moves from version %s to %s in one write", m.From, m.To)}
+	if m.Base != "" {
+		parts[0] += fmt.Sprintf(" (a form of %s keeping the undo its steps ran with)", m.Base)
+	}
+	for _, p := range []struct {
+		what  string
+		names []string
+	}{{"runs next", m.Started}, {"skips", m.Skipped}, {"leaves", m.Dropped}, {"would undo if it fails", m.Undoes}} {
+		if len(p.names) > 0 {
+			parts = append(parts, p.what+" "+strings.Join(p.names, ", "))
+		}
+	}
+	return strings.Join(parts, "; ") + ". What ran keeps its state and its result; a wait keeps its deadline."
 }
 
 // heldSteps are the names of the records that hold the order.
@@ -146,7 +186,7 @@ func inError(st operator.Status) string {
 func (s *Server) confirmOrder(w http.ResponseWriter, r *http.Request) {
 	action := r.PathValue("action")
 	if _, _, _, ok := confirmation(action, operator.Status{}); !ok {
-		s.fail(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("An order has no action %q (resubmit, cancel, retry, skip, undo).", action))
+		s.fail(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("An order has no action %q (resubmit, cancel, retry, skip, undo, move).", action))
 		return
 	}
 	st, ok := s.status(w, r)
@@ -159,6 +199,20 @@ func (s *Server) confirmOrder(w http.ResponseWriter, r *http.Request) {
 		Back: orderPath(id), Reason: action == "cancel", Result: action == "skip"}
 	if action == "retry" || action == "skip" {
 		v.Steps = heldSteps(st)
+	}
+	if action == "move" {
+		to, ok := s.op.Workflows.Get(st.Order.Workflow)
+		if !ok {
+			s.fail(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("The console was not told workflow %q (--workflows).", st.Order.Workflow))
+			return
+		}
+		dry, err := s.op.MigrateOrder(r.Context(), id, to, s.cfg.Who, true)
+		if err != nil {
+			s.failErr(w, r, "dry run of the move of "+id, err)
+			return
+		}
+		v.Heading = fmt.Sprintf("Move order %s to version %s?", id, to.Version)
+		v.Detail = moveDetail(dry)
 	}
 	s.render(w, r, http.StatusOK, "confirm", view{Title: v.Heading, Nav: "orders", Data: v})
 }
@@ -213,8 +267,30 @@ func (s *Server) act(r *http.Request, id, action string) (string, error) {
 		return s.signal(r, id)
 	case "retry", "skip", "undo":
 		return s.decideHeld(r, id, outcome.HoldAction(action))
+	case "move":
+		return s.move(r, id)
 	}
 	return "", errNoAction
+}
+
+// move moves the order to the version of its workflow the deployment runs.
+func (s *Server) move(r *http.Request, id string) (string, error) {
+	st, err := s.op.Status(r.Context(), id)
+	if err != nil {
+		return "", err
+	}
+	to, ok := s.op.Workflows.Get(st.Order.Workflow)
+	if !ok {
+		return "", errNoAction
+	}
+	m, err := s.op.MigrateOrder(r.Context(), id, to, s.cfg.Who, false)
+	if err != nil {
+		return "", err
+	}
+	if !m.Moves {
+		return "Not moved. " + moveDetail(m), nil
+	}
+	return strings.Replace(moveDetail(m), "It moves", "Moved", 1), nil
 }
 
 // decideHeld takes the operator's decision on a held order.
