@@ -177,7 +177,11 @@ func (p Plan) faults(start time.Time) map[string]remotesim.Faults {
 		}
 		out[largeAgent+"/"+limitScan] = scan
 	}
-	for _, d := range p.workflows().Definitions() {
+	defs := p.workflows().Definitions()
+	for _, v := range p.versions() { // the second versions' undo actions too
+		defs = append(defs, v.Second)
+	}
+	for _, d := range defs {
 		for _, st := range d.Steps {
 			if st.Undo != nil {
 				u := undo
