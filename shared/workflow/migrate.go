@@ -168,6 +168,7 @@ func (m Moving) steps(o Order, refuse func(string, ...any)) []movingStep {
 		}
 		steps[i] = movingStep{from: i, to: m.To.Index(name)}
 	}
+	st := func(ref Ref) Step { return m.From.Steps[ref.Index] }
 	for _, ref := range sortedRefs(o.Recs) {
 		r := o.Recs[ref]
 		if ref.Undo || ref.Index >= len(steps) {
@@ -183,6 +184,12 @@ func (m Moving) steps(o Order, refuse func(string, ...any)) []movingStep {
 				r.RecordName(), m.To.Version)
 		case r.State == Pending && r.Ready && r.Ran:
 			refuse("step %s's attempt %d was given back and its answer may still come: move it once it is done", r.RecordName(), r.Attempt)
+		case s.to >= 0 && m.To.Steps[s.to].Name != st(ref).Name && r.State != Processed && (r.State == Processing || r.Ran || r.Retried):
+			// Its name is in its idempotency key: a retry under another
+			// (a held record's, an accepted call's once recovered) would be
+			// a new effect at its service.
+			refuse("step %s may have taken effect and may run again: its name is its idempotency key, which a rename to %s would change; "+
+				"move it once it is done", r.RecordName(), m.To.Steps[s.to].Name)
 		}
 		switch {
 		case r.State == Processed || r.State == Error || r.State == Processing || r.Ran:

@@ -256,3 +256,36 @@ func TestAPlanNamesStepsOfItsVersion(t *testing.T) {
 	d := parse(t, loanV1+"migrate:\n  rename: {extract: ocr}\n")
 	require.Equal(t, parse(t, loanV1).Version, d.Version, "a plan is not part of the version")
 }
+
+// A step's idempotency key is its record's name: a record that may have
+// taken effect and may run again (held after its attempts timed out, or an
+// async call accepted and at work) keeps its name, or a retry under the new
+// one is a new effect at its service. Such an order moves once the record
+// is done; a step done, or refused for good, may be renamed.
+func TestARenameWaitsForARecordThatMayRunAgain(t *testing.T) {
+	t.Parallel()
+	v1 := parse(t, loanV1)
+	renamed := parse(t, strings.Replace(loanV1, "{name: credit,", "{name: score,", 1)+"migrate:\n  rename: {credit: score}\n")
+
+	held := orderAt(v1, []string{"validate", "ocr"}, "credit", "error")
+	r := held.Recs[workflow.Ref{Index: 2}]
+	r.Cause, r.Ran, r.FailureCount = workflow.TimedOut, true, 3 // given up on after its attempts timed out: it may have taken effect
+	held.Recs[workflow.Ref{Index: 2}] = r
+	_, err := workflow.Moving{From: v1, To: renamed}.Move(held)
+	require.ErrorContains(t, err, "step credit may have taken effect and may run again: its name is its idempotency key")
+
+	refused := orderAt(v1, []string{"validate", "ocr"}, "credit", "error") // refused by its service: nothing took effect
+	_, err = workflow.Moving{From: v1, To: renamed}.Move(refused)
+	require.NoError(t, err)
+
+	async := strings.Replace(loanV1, "{name: credit, agent: bureau, undo: none}", "{name: credit, action: credit, agent: bureau, async: true, undo: none}", 1)
+	a1 := parse(t, async)
+	a2 := parse(t, strings.Replace(async, "{name: credit,", "{name: score,", 1)+"migrate:\n  rename: {credit: score}\n")
+	accepted := orderAt(a1, []string{"validate", "ocr"}, "credit", "accepted")
+	_, err = workflow.Moving{From: a1, To: a2}.Move(accepted)
+	require.ErrorContains(t, err, "step credit may have taken effect and may run again")
+
+	done := orderAt(v1, []string{"validate", "ocr", "credit"}, "approval", "armed")
+	_, err = workflow.Moving{From: v1, To: renamed}.Move(done)
+	require.NoError(t, err, "a step done runs no more")
+}
