@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -149,13 +150,23 @@ func (it stateItem) moved(mv workflow.Moved, m Move, pickup time.Duration) state
 		}
 		next.Recs[sortKey(ref)] = r
 	}
+	// Each step per item keeps the count of its items done, by its index
+	// now: a step carried, its count; one not started, none yet (each
+	// item's outcome adds to it, in a map that must exist).
 	next.ItemsDone = nil
-	for step, n := range it.ItemsDone {
-		if to, ok := renamed["s"+step+"#1"]; ok {
+	for ref, p := range mv.Recs {
+		if ref.Undo || ref.Item != 1 {
+			continue
+		}
+		n, ok := 0, true
+		if p.Carried {
+			n, ok = it.ItemsDone[strconv.Itoa(p.From.Index)]
+		}
+		if ok {
 			if next.ItemsDone == nil {
 				next.ItemsDone = map[string]int{}
 			}
-			next.ItemsDone[strings.TrimPrefix(strings.TrimSuffix(to, "#1"), "s")] = n
+			next.ItemsDone[strconv.Itoa(ref.Index)] = n
 		}
 	}
 	next.Unalerted = nil

@@ -21,6 +21,7 @@ var migrateTests = map[string]func(*testing.T, *statestore.Store){
 	"AMoveRefusesAnOrderWithAnAttemptAtWork":        moveRefusedAtWork,
 	"AnOrderMovesOnceHoweverManyMoveIt":             moveOnce,
 	"ARequestOfTheEarlierVersionClaimsNothing":      moveFencesOldRequests,
+	"AStepPerItemNotStartedRunsItsItemsAfterAMove":  moveBeforeItems,
 }
 
 // versions are a workflow of three steps (a, b, c, each with an undo but
@@ -193,4 +194,45 @@ func moveFencesOldRequests(t *testing.T, s *statestore.Store) {
 	require.Error(t, err)
 	_, recs := state(t, s)
 	require.Equal(t, workflow.Pending, recs[workflow.Ref{Index: 3}].State)
+}
+
+// An order moved before its step per item started runs every item after the
+// move, and the step after them once they are all done: the move keeps the
+// count of its items done (none yet), which each item's outcome updates.
+func moveBeforeItems(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	v1 := def(3)
+	v1.Steps[1].ForEach = "items"
+	v1.Version = "v1"
+	v2 := def(3)
+	v2.Steps[1].ForEach = "items"
+	v2.Steps[2].Timeout = time.Minute // the step after them given more time
+	v2.Version = "v2"
+	_, err := s.Submit(ctx, statestore.Submission{OrderID: "o-1", Order: `{"orderId":"o-1","items":[1,2]}`, Workflow: v1,
+		Items: map[int]int{1: 2}, Now: t0})
+	require.NoError(t, err)
+	st, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step0, Agent: "svc", Owner: "a", Version: "v1", Now: t0})
+	require.NoError(t, err)
+	_, err = complete(ctx, s, "o-1", step0, st.Attempt, t0)
+	require.NoError(t, err)
+
+	at := t0.Add(time.Minute)
+	moved, err := s.Migrate(ctx, statestore.Move{OrderID: "o-1", To: v2, By: "ops", Now: at})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []workflow.Ref{{Index: 1, Item: 1}, {Index: 1, Item: 2}}, moved.Move.Ready)
+	for k := 1; k <= 2; k++ {
+		item := workflow.Ref{Index: 1, Item: k}
+		st, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: item, Agent: "svc", Owner: "a", Version: "v2", Now: at})
+		require.NoError(t, err)
+		rec, err := complete(ctx, s, "o-1", item, st.Attempt, at)
+		require.NoError(t, err, "item %d's outcome recorded after the move", k)
+		if k == 2 {
+			require.Equal(t, []workflow.Ref{step2}, rec.Ready, "its items done, the step after them is ready")
+		}
+	}
+	st, err = s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step2, Agent: "svc", Owner: "a", Version: "v2", Now: at})
+	require.NoError(t, err)
+	rec, err := complete(ctx, s, "o-1", step2, st.Attempt, at)
+	require.NoError(t, err)
+	require.Equal(t, workflow.Processed, rec.State)
 }
