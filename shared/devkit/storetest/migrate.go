@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -22,6 +23,8 @@ var migrateTests = map[string]func(*testing.T, *statestore.Store){
 	"AnOrderMovesOnceHoweverManyMoveIt":             moveOnce,
 	"ARequestOfTheEarlierVersionClaimsNothing":      moveFencesOldRequests,
 	"AStepPerItemNotStartedRunsItsItemsAfterAMove":  moveBeforeItems,
+	"AnEventKeptForAWaitNotReachedMovesWithIt":      moveKeepsEarlyEvent,
+	"ARenamedStepsResultGoesUnderItsNewName":        moveRenamesResults,
 }
 
 // versions are a workflow of three steps (a, b, c, each with an undo but
@@ -235,4 +238,69 @@ func moveBeforeItems(t *testing.T, s *statestore.Store) {
 	rec, err := complete(ctx, s, "o-1", step2, st.Attempt, at)
 	require.NoError(t, err)
 	require.Equal(t, workflow.Processed, rec.State)
+}
+
+// An event that came before its order reached the wait is kept: its data
+// stored as the wait's result, its eventId in the order. An order moved
+// then, its wait at its place or at another, still has the event's data
+// when it reaches the wait, for the steps after it to read.
+func moveKeepsEarlyEvent(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	v1 := waiting()
+	v1.Version = "w1"
+	same := waiting() // the wait at its place: the step after it given more time
+	same.Steps[2].Timeout = time.Minute
+	same.Version = "w2"
+	shifted := waiting() // the wait a step later: a check added before it
+	check := workflow.Step{Action: workflow.Action{Name: "check", Agent: "svc", Timeout: 10 * time.Second, MaxFailures: 3}, NoUndo: true}
+	shifted.Steps = append([]workflow.Step{check}, shifted.Steps...)
+	shifted.Version = "w3"
+	for _, to := range []workflow.Definition{same, shifted} {
+		id := "o-" + to.Version
+		submitDef(t, s, id, v1)
+		got, err := outcome.Recorder{Store: s}.Event(ctx, v1, outcome.Event{OrderID: id, Name: "approved", EventID: "e-1",
+			Data: json.RawMessage(`{"cents":5}`), Now: t0})
+		require.NoError(t, err)
+		require.True(t, got.Kept, "the order has not reached its wait")
+
+		_, err = s.Migrate(ctx, statestore.Move{OrderID: id, To: to, By: "ops", Now: t0.Add(time.Minute)})
+		require.NoError(t, err)
+		wait := workflow.Ref{Index: to.Index("approve")}
+		results, err := s.Results(ctx, id, 1)
+		require.NoError(t, err)
+		require.Contains(t, results, wait, "%s: the kept event's data went with its wait", to.Version)
+		require.JSONEq(t, `{"cents":5}`, string(results[wait].JSON))
+		require.Equal(t, "approve", results[wait].Name)
+		require.Equal(t, "e-1", results[wait].EventID)
+		if wait != step1 {
+			require.NotContains(t, results, step1, "%s: nothing left under the wait's earlier key", to.Version)
+		}
+		task, _ := stateOf(t, s, id)
+		require.Equal(t, "e-1", task.Events["approved"], "and the order still has it")
+	}
+}
+
+// A renamed step's result goes under its new name (a later step's
+// document names it so), whether the step keeps its place or not.
+func moveRenamesResults(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	v1, _ := versions()
+	atPlace := def(3)
+	atPlace.Steps[0].Name, atPlace.Steps[0].Do = "first", "s0"
+	atPlace.Version, atPlace.Migrate = "r2", workflow.Migration{Rename: map[string]string{"s0": "first"}}
+	_, shifted := versions()
+	shifted.Steps[1].Name, shifted.Steps[1].Do = "first", "s0"
+	shifted.Version, shifted.Migrate.Rename = "r3", map[string]string{"s0": "first"}
+	for _, to := range []workflow.Definition{atPlace, shifted} {
+		id := "o-" + to.Version
+		submitAt(t, s, id, v1, 2)
+		_, err := s.Migrate(ctx, statestore.Move{OrderID: id, To: to, By: "ops", Now: t0.Add(time.Minute)})
+		require.NoError(t, err)
+		results, err := s.Results(ctx, id, 1)
+		require.NoError(t, err)
+		first := workflow.Ref{Index: to.Index("first")}
+		require.Equal(t, "first", results[first].Name, "%s: the result under the step's new name", to.Version)
+		require.JSONEq(t, `{"from":"s0"}`, string(results[first].JSON))
+		require.Equal(t, "s1", results[workflow.Ref{Index: to.Index("s1")}].Name)
+	}
 }
