@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/statestore"
@@ -172,6 +171,9 @@ func (j judge) check(ids []string, tasks map[string]statestore.Task, records map
 	return v, ends
 }
 
+// stamp is how the checker writes a moment: to the millisecond.
+const stamp = "15:04:05.000"
+
 // movedAtWork finds the effects of order t applied after one of its moves
 // by an attempt claimed before it: the latest attempt of the effect's
 // record (by any of its names) claimed before the move began, the effect
@@ -182,22 +184,27 @@ func (j judge) movedAtWork(t statestore.Task, recs []statestore.Step, effects []
 	if len(moves) == 0 {
 		return nil
 	}
-	claimed := map[string]time.Time{} // a record's name, by any of its names → its latest claim
+	claimed := map[string]statestore.Step{} // a record, by any of its names
 	for _, r := range recs {
 		for _, n := range j.names(t.Workflow, r.Name) {
-			claimed[workflow.RecordName(n, r.Ref)] = r.ClaimedAt
+			claimed[workflow.RecordName(n, r.Ref)] = r
 		}
 	}
 	var out []string
 	for _, e := range effects {
-		at, ok := claimed[nameOf(e)]
-		if !ok || at.IsZero() {
+		r, ok := claimed[nameOf(e)]
+		if !ok || r.ClaimedAt.IsZero() {
 			continue
 		}
 		for _, m := range moves {
-			if at.Before(m.From) && e.AppliedAt.After(m.To) {
-				out = append(out, fmt.Sprintf("%s %s: applied at %s by an attempt claimed at %s, before its move at %s", t.OrderID, nameOf(e),
-					e.AppliedAt.Format(time.StampMilli), at.Format(time.StampMilli), m.From.Format(time.StampMilli)))
+			if r.ClaimedAt.Before(m.From) && e.AppliedAt.After(m.To) {
+				var history []string
+				for _, mv := range t.Moves {
+					history = append(history, mv.At.Format(stamp)+" "+mv.What)
+				}
+				out = append(out, fmt.Sprintf("%s %s: applied at %s by attempt %d (%s now), claimed at %s, before its move at %s–%s (%s)",
+					t.OrderID, nameOf(e), e.AppliedAt.Format(stamp), r.Attempt, r.State, r.ClaimedAt.Format(stamp), m.From.Format(stamp),
+					m.To.Format(stamp), strings.Join(history, "; ")))
 				break
 			}
 		}
