@@ -55,7 +55,7 @@ type MigrationFigures struct {
 const migrateTries = 6
 
 // maxUnstored bounds the tries of a move made before its order is stored:
-// a minute's worth, for an orders queue backlogged at the run's start.
+// a minute and more, for an orders queue backlogged at the run's start.
 const maxUnstored = 60
 
 // moveBackShare is the share of the orders moved that the migrator moves
@@ -136,8 +136,13 @@ func (m *migrator) move(ctx context.Context, id string, v version, back bool) bo
 	if back {
 		to, way = v.Back, "back"
 	}
+	var failed time.Time // when a try that failed began: its write may have been made, its answer lost
 	for try, early := 0, 0; try < migrateTries; {
-		if try+early > 0 && !sleepCtx(ctx, m.pause(id, way, try+early)) {
+		pause := m.pause(id, way, try+early)
+		if early > 0 {
+			pause += time.Second // waiting in a backlogged orders queue: no hurry
+		}
+		if try+early > 0 && !sleepCtx(ctx, pause) {
 			return false
 		}
 		from := time.Now()
@@ -162,8 +167,17 @@ func (m *migrator) move(ctx context.Context, id string, v version, back bool) bo
 		case err != nil:
 			m.fig.Errors[reasonShape(err.Error())]++
 			m.mu.Unlock()
+			if failed.IsZero() {
+				failed = moved.From
+			}
 			continue
+		case res.Already && failed.IsZero():
+			m.mu.Unlock()
+			return true // moved by an earlier move: nothing written now
 		case res.Moves || res.Already:
+			if res.Already { // a try that failed made it: sometime since it began
+				moved.From = failed
+			}
 			if back {
 				m.fig.MovedBack++
 			} else {
