@@ -134,7 +134,7 @@ func (m Moving) Move(o Order) (Moved, error) {
 			refuse("steps %s and %s both become %s in version %s", m.From.Steps[byTo[s.to].from].Name, name, m.To.Steps[s.to].Name, m.To.Version)
 		case s.to >= 0:
 			byTo[s.to] = s
-		case s.started && !m.From.Steps[s.from].NoUndo:
+		case s.started && !m.From.Steps[s.from].NoUndo && !nothingToUndo(o, s.recs):
 			refuse("step %s ran and version %s has no step %s (rename it under migrate.rename)", name, m.To.Version, name)
 		default:
 			dropped = append(dropped, name)
@@ -380,6 +380,17 @@ func (m Moving) definition(byTo map[int]*movingStep) (Definition, error) {
 		return d, fmt.Errorf("version %s with the undo actions this order ran: %w", m.To.Version, err)
 	}
 	return d, nil
+}
+
+// nothingToUndo reports whether every record refs of o is done with
+// nothing to undo (a step a move recorded skipped: it never ran).
+func nothingToUndo(o Order, refs []Ref) bool {
+	for _, r := range refs {
+		if rec := o.Recs[r]; rec.State != Processed || !rec.NothingToUndo {
+			return false
+		}
+	}
+	return len(refs) > 0
 }
 
 func allProcessed(o Order, refs []Ref) bool {

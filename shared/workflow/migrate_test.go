@@ -289,3 +289,33 @@ func TestARenameWaitsForARecordThatMayRunAgain(t *testing.T) {
 	_, err = workflow.Moving{From: v1, To: renamed}.Move(done)
 	require.NoError(t, err, "a step done runs no more")
 }
+
+// A new step an order moved past is recorded skipped: done, with nothing
+// to undo. Moved back to a version without it, the order leaves it behind,
+// as a step done with nothing to undo, whatever undo its step declares.
+func TestAStepSkippedByAMoveIsLeftBehindByAMoveBack(t *testing.T) {
+	t.Parallel()
+	v1 := parse(t, loanV1)
+	early := strings.Replace(loanV1, "  - {name: ocr,", "  - {name: fraud, agent: bureau, undo: {name: clear-fraud}}\n  - {name: ocr,", 1)
+	v2 := parse(t, early+"migrate:\n  skip: [fraud]\n")
+	o := orderAt(v1, []string{"validate", "ocr", "credit"}, "approval", "armed")
+	moved, err := workflow.Moving{From: v1, To: v2}.Move(o)
+	require.NoError(t, err)
+	fraud := workflow.Ref{Index: v2.Index("fraud")}
+	require.Equal(t, workflow.Placed{Skipped: true}, moved.Recs[fraud])
+
+	// The order as the move left it (statestore.Store.Migrate): the skipped
+	// record done, with nothing to undo.
+	in2 := orderAt(v2, []string{"validate", "ocr", "credit"}, "approval", "armed")
+	r := in2.Recs[fraud]
+	r.State, r.Ready, r.Attempt, r.HasUndo, r.NothingToUndo = workflow.Processed, false, 0, false, true
+	in2.Recs[fraud] = r
+	delete(in2.Recs, workflow.UndoOf(fraud))
+	back, err := workflow.Moving{From: v2, To: v1}.Move(in2)
+	require.NoError(t, err, "moved back, it leaves the step it skipped behind")
+	require.Equal(t, []string{"fraud"}, back.Dropped)
+
+	ran := orderAt(v2, []string{"validate", "fraud", "ocr", "credit"}, "approval", "armed")
+	_, err = workflow.Moving{From: v2, To: v1}.Move(ran)
+	require.ErrorContains(t, err, "step fraud ran and version", "one that ran, with an undo, is not left behind")
+}
