@@ -63,8 +63,8 @@ func chaosCmd() *cobra.Command {
 		Short: "run orders through the local stack with every fault injected, and check every invariant",
 		Long: `chaos sends orders through a local stack (its queues in process, or moto_server's with --queues
 moto; the state store on moto_server, or on DynamoDB Local with --dynamodb-local) with every fault of the design injected at once: dropped, delayed and duplicated
-messages, killed handlers, paused agents, transient and permanent remote faults, an outage and
-cancels. The seed chooses the faults: the same seed replays the same run. It checks each invariant
+messages, killed handlers, paused agents, transient and permanent remote faults, an outage,
+cancels, and an operator moving orders in flight to another version of their workflow (--migrate). The seed chooses the faults: the same seed replays the same run. It checks each invariant
 from the state table and the simulator's ledger, and fails (exit 1) if one broke. With --flow, a
 share of the orders runs on shapes with flow control (rate limits, calls in flight per customer,
 holds on failure) under a pauser, a storm of 429s and an operator deciding held orders, and the
@@ -79,6 +79,9 @@ flow control's own invariants are checked too.`,
 			}
 			if err := checkQueues(f.queues); err != nil {
 				return err
+			}
+			if p.Migrate < 0 || p.Migrate > 1 {
+				return usageErrorf("--migrate is a share from 0 to 1")
 			}
 			p.Settings, p.SupervisorEvery, p.BatchWindow = f.Overrides, f.SupervisorRate, f.Topology.BatchWindow
 			if err := f.flow.plan(&p); err != nil {
@@ -125,6 +128,8 @@ func planFlags(fs *pflag.FlagSet, p *chaos.Plan) {
 	fs.Float64Var(&p.UndoFailure, "undo-failure", p.UndoFailure, "share of undo actions refused for good")
 	fs.Float64Var(&p.StoreFaults, "store-faults", p.StoreFaults, "share of the handlers' DynamoDB requests that fail, half of the writes' applied and their answers lost (the SDK tries them again)")
 	fs.Float64Var(&p.Cancel, "cancel", p.Cancel, "share of orders a cancel message is sent for, at a random point")
+	fs.Float64Var(&p.Migrate, "migrate", p.Migrate, "share of orders an operator tries to move to another version of their workflow "+
+		"(a mutation of it the seed chooses: a timeout raised, an undo changed, a step added or renamed), at a random point, and some back")
 	fs.Float64Var(&p.Generated, "generated", p.Generated, "share of orders (of those not waiting) run on workflows of generated shapes")
 	fs.Float64Var(&p.Large, "large", p.Large, "share of orders run on the large workflow: documents of 4 KB to 600 KB (kept in the payload bucket, sent by pointer over 256 KB), answers of --large-result bytes")
 	fs.BoolVar(&p.Seal, "seal", p.Seal, "seal every order's data, results and events' data under a data key of its own (sealData; KMS: moto's)")

@@ -140,6 +140,7 @@ func TestChaosRejectsBadFlags(t *testing.T) {
 		`"--order-deadline" flag: must not be negative`: {"chaos", "--order-deadline", "-1h"},
 		`unknown flag: --prefix`:                        {"chaos", "--prefix", "x"},
 		"--queues sqs: want in-process, kind or moto":   {"chaos", "--queues", "sqs"},
+		"--migrate is a share from 0 to 1":              {"chaos", "--migrate", "1.5"},
 	} {
 		code, _, stderr := sasctl(t, args...)
 		require.Equal(t, 2, code, want)

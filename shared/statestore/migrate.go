@@ -110,7 +110,7 @@ func (s *Store) migrate(ctx context.Context, m Move) (Moved, error) {
 			next.DueAt = due
 		}
 	}
-	results, err := s.movedResults(ctx, it, moved)
+	results, err := s.movedResults(ctx, it, from, moved)
 	if err != nil {
 		return out, err
 	}
@@ -233,13 +233,26 @@ func recordOf(def workflow.Definition, ref workflow.Ref, round int) recItem {
 }
 
 // movedResults are the writes that carry the order's results to their
-// records' keys after move mv: a result under a key no record carried
-// from it takes now is deleted (its record's is put there, or none is).
-func (s *Store) movedResults(ctx context.Context, it stateItem, mv workflow.Moved) ([]types.TransactWriteItem, error) {
-	dest := map[string][]string{} // an earlier key → the keys now carrying its record
+// records' keys after move mv, each under its record's name now (a later
+// step's document names it so): a result under a key no record carried
+// from it takes now is deleted (its record's is put there, or none is),
+// but for the data of an event kept for a wait the order has not reached
+// (from, the version it ran, says which), which goes with its wait.
+func (s *Store) movedResults(ctx context.Context, it stateItem, from workflow.Definition, mv workflow.Moved) ([]types.TransactWriteItem, error) {
+	def := mv.Definition
+	dest := map[string][]workflow.Ref{} // an earlier key → the records now carrying its result
 	for ref, p := range mv.Recs {
 		if p.Carried {
-			dest[sortKey(p.From)] = append(dest[sortKey(p.From)], sortKey(ref))
+			dest[sortKey(p.From)] = append(dest[sortKey(p.From)], ref)
+		}
+	}
+	kept := map[string]string{} // an earlier key → the eventId of the event kept as its result
+	for event, eventID := range it.Events {
+		i, waited := from.WaitFor(event)
+		j, waits := def.WaitFor(event)
+		if waited && waits && !mv.Recs[workflow.Ref{Index: j}].Carried && len(dest[sortKey(workflow.Ref{Index: i})]) == 0 {
+			dest[sortKey(workflow.Ref{Index: i})] = []workflow.Ref{{Index: j}}
+			kept[sortKey(workflow.Ref{Index: i})] = eventID
 		}
 	}
 	b := x.New()
@@ -263,13 +276,20 @@ func (s *Store) movedResults(ctx context.Context, it stateItem, mv workflow.Move
 		}
 	}
 	put := map[string]map[string]types.AttributeValue{} // a key now → the result it takes
+	stays := map[string]bool{}                          // an earlier key a result stays under, as it is
 	for old, item := range stored {
+		if id, ok := kept[old]; ok && stringOf(item["eid"]) != id {
+			continue // not the kept event's data (an earlier one's, refused)
+		}
 		for _, to := range dest[old] {
-			if to != old {
-				moved := maps.Clone(item)
-				moved[topology.KeySort] = str(resultPrefix + to)
-				put[to] = moved
+			name := actionOf(def, to).Name
+			if sortKey(to) == old && stringOf(item["n"]) == name {
+				stays[old] = true
+				continue
 			}
+			moved := maps.Clone(item)
+			moved[topology.KeySort], moved["n"] = str(resultPrefix+sortKey(to)), str(name)
+			put[sortKey(to)] = moved
 		}
 	}
 	var out []types.TransactWriteItem
@@ -277,7 +297,7 @@ func (s *Store) movedResults(ctx context.Context, it stateItem, mv workflow.Move
 		out = append(out, types.TransactWriteItem{Put: &types.Put{TableName: &s.state, Item: put[to]}})
 	}
 	for _, old := range slices.Sorted(maps.Keys(stored)) {
-		if _, taken := put[old]; !taken && !slices.Contains(dest[old], old) {
+		if _, taken := put[old]; !taken && !stays[old] {
 			out = append(out, types.TransactWriteItem{Delete: &types.Delete{TableName: &s.state, Key: key(it.OrderID, resultPrefix+old)}})
 		}
 	}
@@ -286,6 +306,23 @@ func (s *Store) movedResults(ctx context.Context, it stateItem, mv workflow.Move
 			"more than one write carries (%d)", len(out), maxMovedResults)}}
 	}
 	return out, nil
+}
+
+// actionOf is the action record ref runs in def: its step's, or its undo.
+func actionOf(def workflow.Definition, ref workflow.Ref) workflow.Action {
+	st := def.Steps[ref.Index]
+	if ref.Undo && st.Undo != nil {
+		return *st.Undo
+	}
+	return st.Action
+}
+
+// stringOf is a string attribute's value ("": none, or not a string).
+func stringOf(v types.AttributeValue) string {
+	if s, ok := v.(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
 }
 
 // replaceWith writes the whole state item it, on the condition that it is

@@ -136,7 +136,7 @@ func (m Moving) Move(o Order) (Moved, error) {
 			refuse("steps %s and %s both become %s in version %s", m.From.Steps[byTo[s.to].from].Name, name, m.To.Steps[s.to].Name, m.To.Version)
 		case s.to >= 0:
 			byTo[s.to] = s
-		case s.started && !m.From.Steps[s.from].NoUndo:
+		case s.started && !m.From.Steps[s.from].NoUndo && !nothingToUndo(o, s.recs):
 			refuse("step %s ran and version %s has no step %s (rename it under migrate.rename)", name, m.To.Version, name)
 		default:
 			dropped = append(dropped, name)
@@ -184,6 +184,7 @@ func (m Moving) steps(o Order, refuse func(string, ...any)) []movingStep {
 		}
 		steps[i] = movingStep{from: i, to: m.To.Index(name)}
 	}
+	st := func(ref Ref) Step { return m.From.Steps[ref.Index] }
 	for _, ref := range sortedRefs(o.Recs) {
 		r := o.Recs[ref]
 		if ref.Undo || ref.Index >= len(steps) {
@@ -199,6 +200,12 @@ func (m Moving) steps(o Order, refuse func(string, ...any)) []movingStep {
 				r.RecordName(), m.To.Version)
 		case r.State == Pending && r.Ready && r.Ran:
 			refuse("step %s's attempt %d was given back and its answer may still come: move it once it is done", r.RecordName(), r.Attempt)
+		case s.to >= 0 && m.To.Steps[s.to].Name != st(ref).Name && r.State != Processed && (r.State == Processing || r.Ran || r.Retried):
+			// Its name is in its idempotency key: a retry under another
+			// (a held record's, an accepted call's once recovered) would be
+			// a new effect at its service.
+			refuse("step %s may have taken effect and may run again: its name is its idempotency key, which a rename to %s would change; "+
+				"move it once it is done", r.RecordName(), m.To.Steps[s.to].Name)
 		}
 		switch {
 		case r.State == Processed || r.State == Error || r.State == Processing || r.Ran:
@@ -389,6 +396,17 @@ func (m Moving) definition(byTo map[int]*movingStep) (Definition, error) {
 		return d, fmt.Errorf("version %s with the undo actions this order ran: %w", m.To.Version, err)
 	}
 	return d, nil
+}
+
+// nothingToUndo reports whether every record refs of o is done with
+// nothing to undo (a step a move recorded skipped: it never ran).
+func nothingToUndo(o Order, refs []Ref) bool {
+	for _, r := range refs {
+		if rec := o.Recs[r]; rec.State != Processed || !rec.NothingToUndo {
+			return false
+		}
+	}
+	return len(refs) > 0
 }
 
 func allProcessed(o Order, refs []Ref) bool {

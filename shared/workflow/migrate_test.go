@@ -269,3 +269,66 @@ func TestAnOrderWithNothingLeftToRunIsNotMoved(t *testing.T) {
 	_, err := workflow.Moving{From: v1, To: parse(t, short)}.Move(o)
 	require.ErrorContains(t, err, "it would have nothing left to run")
 }
+
+// A step's idempotency key is its record's name: a record that may have
+// taken effect and may run again (held after its attempts timed out, or an
+// async call accepted and at work) keeps its name, or a retry under the new
+// one is a new effect at its service. Such an order moves once the record
+// is done; a step done, or refused for good, may be renamed.
+func TestARenameWaitsForARecordThatMayRunAgain(t *testing.T) {
+	t.Parallel()
+	v1 := parse(t, loanV1)
+	renamed := parse(t, strings.Replace(loanV1, "{name: credit,", "{name: score,", 1)+"migrate:\n  rename: {credit: score}\n")
+
+	held := orderAt(v1, []string{"validate", "ocr"}, "credit", "error")
+	r := held.Recs[workflow.Ref{Index: 2}]
+	r.Cause, r.Ran, r.FailureCount = workflow.TimedOut, true, 3 // given up on after its attempts timed out: it may have taken effect
+	held.Recs[workflow.Ref{Index: 2}] = r
+	_, err := workflow.Moving{From: v1, To: renamed}.Move(held)
+	require.ErrorContains(t, err, "step credit may have taken effect and may run again: its name is its idempotency key")
+
+	refused := orderAt(v1, []string{"validate", "ocr"}, "credit", "error") // refused by its service: nothing took effect
+	_, err = workflow.Moving{From: v1, To: renamed}.Move(refused)
+	require.NoError(t, err)
+
+	async := strings.Replace(loanV1, "{name: credit, agent: bureau, undo: none}", "{name: credit, action: credit, agent: bureau, async: true, undo: none}", 1)
+	a1 := parse(t, async)
+	a2 := parse(t, strings.Replace(async, "{name: credit,", "{name: score,", 1)+"migrate:\n  rename: {credit: score}\n")
+	accepted := orderAt(a1, []string{"validate", "ocr"}, "credit", "accepted")
+	_, err = workflow.Moving{From: a1, To: a2}.Move(accepted)
+	require.ErrorContains(t, err, "step credit may have taken effect and may run again")
+
+	done := orderAt(v1, []string{"validate", "ocr", "credit"}, "approval", "armed")
+	_, err = workflow.Moving{From: v1, To: renamed}.Move(done)
+	require.NoError(t, err, "a step done runs no more")
+}
+
+// A new step an order moved past is recorded skipped: done, with nothing
+// to undo. Moved back to a version without it, the order leaves it behind,
+// as a step done with nothing to undo, whatever undo its step declares.
+func TestAStepSkippedByAMoveIsLeftBehindByAMoveBack(t *testing.T) {
+	t.Parallel()
+	v1 := parse(t, loanV1)
+	early := strings.Replace(loanV1, "  - {name: ocr,", "  - {name: fraud, agent: bureau, undo: {name: clear-fraud}}\n  - {name: ocr,", 1)
+	v2 := parse(t, early+"migrate:\n  skip: [fraud]\n")
+	o := orderAt(v1, []string{"validate", "ocr", "credit"}, "approval", "armed")
+	moved, err := workflow.Moving{From: v1, To: v2}.Move(o)
+	require.NoError(t, err)
+	fraud := workflow.Ref{Index: v2.Index("fraud")}
+	require.Equal(t, workflow.Placed{New: true, Skipped: true}, moved.Recs[fraud])
+
+	// The order as the move left it (statestore.Store.Migrate): the skipped
+	// record done, with nothing to undo.
+	in2 := orderAt(v2, []string{"validate", "ocr", "credit"}, "approval", "armed")
+	r := in2.Recs[fraud]
+	r.State, r.Ready, r.Attempt, r.HasUndo, r.NothingToUndo = workflow.Processed, false, 0, false, true
+	in2.Recs[fraud] = r
+	delete(in2.Recs, workflow.UndoOf(fraud))
+	back, err := workflow.Moving{From: v2, To: v1}.Move(in2)
+	require.NoError(t, err, "moved back, it leaves the step it skipped behind")
+	require.Equal(t, []string{"fraud"}, back.Dropped)
+
+	ran := orderAt(v2, []string{"validate", "fraud", "ocr", "credit"}, "approval", "armed")
+	_, err = workflow.Moving{From: v2, To: v1}.Move(ran)
+	require.ErrorContains(t, err, "step fraud ran and version", "one that ran, with an undo, is not left behind")
+}

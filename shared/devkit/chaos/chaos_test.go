@@ -90,6 +90,12 @@ func TestChaosRunKeepsEveryInvariant(t *testing.T) {
 	require.Positive(t, res.Hostile.NotJSON, "answers not JSON")
 	t.Logf("with hostile payloads: the largest message %d bytes (of the product's own %d), the largest item %d bytes",
 		res.LargestMessage, res.LargestWorkMessage, res.LargestItem)
+	// Orders moved to another version of their workflow in flight, some
+	// back, every invariant held (each order judged by its own version).
+	require.NotNil(t, res.Migrations)
+	require.Positive(t, res.Migrations.Moved, "orders moved to their workflow's second version in flight")
+	t.Logf("migrations: %d orders, %d tries, %d moved, %d back, refused %v", res.Migrations.Orders, res.Migrations.Tried,
+		res.Migrations.Moved, res.Migrations.MovedBack, res.Migrations.Refused)
 	require.Positive(t, generated[workflow.Processed], "orders of generated shapes went through")
 	require.Positive(t, generated[workflow.Failed]+generated[workflow.Cancelled]+generated[workflow.CompensationFailed],
 		"and some were undone")

@@ -49,13 +49,17 @@ type Violations struct {
 	OverLimit    []string `json:"overLimit,omitempty"`
 	Refused      []string `json:"refused,omitempty"`
 	LinesRefused []string `json:"linesRefused,omitempty"`
+	// MovedAtWork: an effect a service applied after an order's move by
+	// an attempt claimed before it (Plan.Migrate): the order moved while
+	// an attempt of it could run.
+	MovedAtWork []string `json:"movedAtWork,omitempty"`
 }
 
 // Count is the number of violations.
 func (v Violations) Count() int {
 	return len(v.Lost) + len(v.NotEnded) + len(v.AppliedTwice) + len(v.Inconsistent) + len(v.OverThreshold) + len(v.Unalerted) +
 		len(v.Unrejected) + len(v.RateExceeded) + len(v.RateShort) + len(v.SlotsLeft) + len(v.HeldNotEnded) + len(v.ClearCopies) +
-		len(v.TooLarge) + len(v.OverLimit) + len(v.Refused) + len(v.LinesRefused)
+		len(v.TooLarge) + len(v.OverLimit) + len(v.Refused) + len(v.LinesRefused) + len(v.MovedAtWork)
 }
 
 // Check checks the invariants over the submitted orders, from every record
@@ -71,14 +75,56 @@ func Check(set workflow.Set, ids []string, tasks map[string]statestore.Task,
 // never have applied it.
 func checkSkipped(set workflow.Set, ids []string, tasks map[string]statestore.Task,
 	records map[string][]statestore.Step, ledger []remotesim.Effect, skipped map[string]bool) (Violations, map[workflow.State]int) {
+	return judge{set: set, skipped: skipped}.check(ids, tasks, records, ledger)
+}
+
+// judge is what the checker judges the orders by.
+type judge struct {
+	set workflow.Set // the workflows as the orders started them
+	// defs are the definitions of the orders that moved to another version
+	// of their workflow, by order: the version each runs now (its records
+	// are its steps), with the undo actions it keeps of the version that
+	// ran a step.
+	defs map[string]workflow.Definition
+	// versions are the other versions the orders may have moved to, by
+	// workflow: the names each action had in either.
+	versions map[string]version
+	// moves are when each order moved.
+	moves map[string][]moveWindow
+	// skipped are the held records the operator skipped with a result
+	// ("ORDER RECORD").
+	skipped map[string]bool
+}
+
+// definition is the definition order t runs now.
+func (j judge) definition(t statestore.Task) (workflow.Definition, bool) {
+	if d, ok := j.defs[t.OrderID]; ok {
+		return d, true
+	}
+	return j.set.Get(t.Workflow)
+}
+
+// names are the names action name of workflow wf may have had.
+func (j judge) names(wf, name string) []string {
+	if v, ok := j.versions[wf]; ok {
+		return v.names(name)
+	}
+	return []string{name}
+}
+
+// check checks the invariants over the orders ids.
+func (j judge) check(ids []string, tasks map[string]statestore.Task, records map[string][]statestore.Step,
+	ledger []remotesim.Effect) (Violations, map[workflow.State]int) {
 	var v Violations
 	ends := map[workflow.State]int{}
 	effects := map[string]map[string]int{} // order → step or undo name/round → times applied
+	byOrder := map[string][]remotesim.Effect{}
 	for _, e := range ledger {
 		if effects[e.OrderID] == nil {
 			effects[e.OrderID] = map[string]int{}
 		}
 		effects[e.OrderID][nameOf(e)+"/r"+strconv.Itoa(roundOf(e.Key))]++
+		byOrder[e.OrderID] = append(byOrder[e.OrderID], e)
 	}
 	for _, id := range ids {
 		t, ok := tasks[id]
@@ -106,20 +152,64 @@ func checkSkipped(set workflow.Set, ids []string, tasks map[string]statestore.Ta
 				v.TooLarge = append(v.TooLarge, id+" "+r.RecordName()+": "+r.LastError)
 			}
 		}
-		def, ok := set.Get(t.Workflow)
+		v.MovedAtWork = append(v.MovedAtWork, j.movedAtWork(t, records[id], byOrder[id])...)
+		def, ok := j.definition(t)
 		if !ok {
 			v.Inconsistent = append(v.Inconsistent, id+": ran workflow "+t.Workflow+", which the run does not have")
 			continue
 		}
-		skip := func(name string) bool { return skipped[id+" "+name] }
-		if why := consistent(def, t, records[id], effects[id], skip); why != "" {
+		skip := func(name string) bool { return j.skipped[id+" "+name] }
+		names := func(name string) []string { return j.names(t.Workflow, name) }
+		if why := consistent(def, t, records[id], effects[id], skip, names); why != "" {
 			v.Inconsistent = append(v.Inconsistent, id+": "+why)
 		}
 	}
-	for _, l := range [][]string{v.Lost, v.NotEnded, v.AppliedTwice, v.Inconsistent, v.OverThreshold, v.Unalerted, v.Unrejected, v.TooLarge} {
+	for _, l := range [][]string{v.Lost, v.NotEnded, v.AppliedTwice, v.Inconsistent, v.OverThreshold, v.Unalerted, v.Unrejected, v.TooLarge,
+		v.MovedAtWork} {
 		slices.Sort(l)
 	}
 	return v, ends
+}
+
+// stamp is how the checker writes a moment: to the millisecond.
+const stamp = "15:04:05.000"
+
+// movedAtWork finds the effects of order t applied after one of its moves
+// by an attempt claimed before it: the latest attempt of the effect's
+// record (by any of its names) claimed before the move began, the effect
+// applied after it ended. (A record claimed again since hides an earlier
+// attempt: what this finds, it finds for sure.)
+func (j judge) movedAtWork(t statestore.Task, recs []statestore.Step, effects []remotesim.Effect) []string {
+	moves := j.moves[t.OrderID]
+	if len(moves) == 0 {
+		return nil
+	}
+	claimed := map[string]statestore.Step{} // a record, by any of its names
+	for _, r := range recs {
+		for _, n := range j.names(t.Workflow, r.Name) {
+			claimed[workflow.RecordName(n, r.Ref)] = r
+		}
+	}
+	var out []string
+	for _, e := range effects {
+		r, ok := claimed[nameOf(e)]
+		if !ok || r.ClaimedAt.IsZero() {
+			continue
+		}
+		for _, m := range moves {
+			if r.ClaimedAt.Before(m.From) && e.AppliedAt.After(m.To) {
+				var history []string
+				for _, mv := range t.Moves {
+					history = append(history, mv.At.Format(stamp)+" "+mv.What)
+				}
+				out = append(out, fmt.Sprintf("%s %s: applied at %s by attempt %d (%s now), claimed at %s, before its move at %s–%s (%s)",
+					t.OrderID, nameOf(e), e.AppliedAt.Format(stamp), r.Attempt, r.State, r.ClaimedAt.Format(stamp), m.From.Format(stamp),
+					m.To.Format(stamp), strings.Join(history, "; ")))
+				break
+			}
+		}
+	}
+	return out
 }
 
 // tooLarge reports whether a record's error says its step failed for a
@@ -137,21 +227,47 @@ func tooLarge(lastError string) bool {
 // limit, or stopped after an attempt was recovered) had its undo run either way (without an undo it must not have taken
 // effect); a record that never ran has nothing. A record the operator
 // skipped (a held one, taken as done) took effect at most once, and is
-// undone as a completed one is.
+// undone as a completed one is. A new step an order moved past (recorded
+// skipped by the move) took no effect and has nothing undone. An action's
+// effects count under every name it had in the versions the order ran
+// (names: a renamed step), and a step is undone by the undo of the version
+// that ran it, as the order's definition keeps it, never by another.
 func consistent(def workflow.Definition, t statestore.Task, recs []statestore.Step, applied map[string]int,
-	skipped func(name string) bool) string {
+	skipped func(name string) bool, names func(name string) []string) string {
 	if !t.State.Ended() || t.State == workflow.CompensationFailed {
 		return "" // an operator's case: the alert says which undo did not happen
 	}
 	round := "/r" + strconv.Itoa(t.Round)
+	count := func(name string, ref workflow.Ref) (n, others int) {
+		for i, alias := range names(name) {
+			if i == 0 {
+				n = applied[workflow.RecordName(alias, ref)+round]
+			} else {
+				others += applied[workflow.RecordName(alias, ref)+round]
+			}
+		}
+		return n, others
+	}
 	for _, r := range recs {
 		if r.Undo || r.Index >= len(def.Steps) || def.Steps[r.Index].Kind() != workflow.KindAgent {
 			continue // an undo is judged with its step; a wait or a timer has no effect of its own
 		}
 		st, name := def.Steps[r.Index], r.RecordName()
-		did, undid := applied[name+round], 0
+		did, before := count(r.Name, r.Ref)
+		did += before // a renamed step's effect is under the name it had then
+		undid := 0
 		if st.Undo != nil {
-			undid = applied[workflow.RecordName(st.Undo.Name, r.Ref)+round]
+			var wrong int
+			if undid, wrong = count(st.Undo.Name, r.Ref); wrong > 0 {
+				return fmt.Sprintf("step %s was undone %d times by another action than %s, the undo of the version that ran it",
+					name, wrong, st.Undo.Name)
+			}
+		}
+		if movedPast(r) {
+			if did != 0 || undid != 0 {
+				return fmt.Sprintf("step %s, skipped by a move, applied %d times, undone %d times", name, did, undid)
+			}
+			continue
 		}
 		// May have taken effect: given up on after an attempt, its answer
 		// over the limit, or stopped by the undoing after an attempt was
@@ -178,6 +294,17 @@ func consistent(def workflow.Definition, t statestore.Task, recs []statestore.St
 		}
 	}
 	return ""
+}
+
+// movedPast reports whether r is a new step's record that its order's move
+// recorded skipped (statestore.Store.Migrate): done, never run.
+func movedPast(r statestore.Step) bool {
+	if r.State != workflow.Processed || r.Attempt > 0 {
+		return false
+	}
+	return slices.ContainsFunc(r.Incidents, func(e statestore.Event) bool {
+		return strings.HasPrefix(e.What, "skipped: the order was past it")
+	})
 }
 
 func boolInt(b bool) int {

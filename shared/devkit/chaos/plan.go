@@ -38,6 +38,15 @@ type Plan struct {
 	// random point up to CancelWithin after the order.
 	Cancel       float64
 	CancelWithin time.Duration
+	// Migrate is the share of orders an operator tries to move to another
+	// version of their workflow (each workflow's second version, made by
+	// a mutation the seed chooses: Plan.versions), at a random point up to
+	// MigrateWithin after the order (while its steps run, wait, are undone
+	// or held), through the product's own path (operator.MigrateOrder),
+	// trying again a few times while it is refused; some of those moved are
+	// moved back later.
+	Migrate       float64
+	MigrateWithin time.Duration
 	// Several schedulers and supervisors at once.
 	Schedulers, Supervisors int
 	SupervisorEvery         time.Duration // each supervisor's schedule
@@ -130,7 +139,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 		Crash: 0.03, Pause: 0.02, PauseFor: 6 * time.Second,
 		Transient: 0.10, Stall: 0.02, Slow: 0.02, SlowBy: 5 * time.Second,
 		Permanent: 0.02, UndoFailure: 0.10, Outage: 4 * time.Second,
-		Cancel: 0.05, CancelWithin: 4 * time.Second,
+		Cancel: 0.05, CancelWithin: 4 * time.Second, Migrate: 0.1, MigrateWithin: 4 * time.Second,
 		Waits: 0.3, NoEvent: 0.15, EarlyEvent: 0.2, TwiceEvent: 0.15, EventWithin: 8 * time.Second, BadInput: true,
 		Parallel: 0.3, Generated: 0.3, Shapes: 12, Large: 0.05, LargeResult: 100 << 10, AtLimit: 1, Hostile: 0.5, Seal: true,
 		StoreFaults: 0.05,
@@ -147,7 +156,7 @@ func DefaultPlan(seed uint64, orders int) Plan {
 func (p *Plan) NoFaults() {
 	p.Waits, p.Parallel, p.Generated, p.BadInput, p.Flow, p.Large, p.AtLimit, p.Hostile = 0, 0, 0, false, FlowPlan{}, 0, 0, 0
 	p.Drop, p.Delay, p.Duplicate, p.Crash, p.Pause, p.StoreFaults = 0, 0, 0, 0, 0, 0
-	p.Transient, p.Stall, p.Slow, p.Permanent, p.UndoFailure, p.Outage, p.Cancel = 0, 0, 0, 0, 0, 0, 0
+	p.Transient, p.Stall, p.Slow, p.Permanent, p.UndoFailure, p.Outage, p.Cancel, p.Migrate = 0, 0, 0, 0, 0, 0, 0, 0
 }
 
 // faults are the remote simulator's knobs for the plan, by service or action.
@@ -177,7 +186,11 @@ func (p Plan) faults(start time.Time) map[string]remotesim.Faults {
 		}
 		out[largeAgent+"/"+limitScan] = scan
 	}
-	for _, d := range p.workflows().Definitions() {
+	defs := p.workflows().Definitions()
+	for _, v := range p.versions() { // the second versions' undo actions too
+		defs = append(defs, v.Second)
+	}
+	for _, d := range defs {
 		for _, st := range d.Steps {
 			if st.Undo != nil {
 				u := undo

@@ -25,6 +25,7 @@ func (r Result) Print(w io.Writer) {
 	fmt.Fprintln(w)
 	r.printRecovery(row)
 	r.printPayloads(row)
+	r.Migrations.print(row)
 	r.printEnds(w, row)
 	if !r.Checked {
 		fmt.Fprintln(w, "\nThe run was cut short before the invariants were checked.")
@@ -128,6 +129,9 @@ func (r Result) printInvariants(w io.Writer, row func(string, any)) {
 		row("held orders not ended", len(v.HeldNotEnded))
 		row("keys whose calls had no place in a short line", len(v.LinesRefused))
 	}
+	if r.Migrations != nil {
+		row("effects applied after a move by an attempt claimed before it", len(v.MovedAtWork))
+	}
 	if r.Payloads.Offloaded > 0 {
 		row("data in clear (payloads under incoming/ once taken or under orders/, keys by value)", len(v.ClearCopies))
 	}
@@ -145,7 +149,7 @@ func (r Result) printInvariants(w io.Writer, row func(string, any)) {
 		"short of its rate in a backlog":        v.RateShort,
 		"slots or places kept for ended orders": v.SlotsLeft, "held, not ended": v.HeldNotEnded,
 		"data in clear": v.ClearCopies, "failed for a size within the limits": v.TooLarge, "over a limit": v.OverLimit,
-		"refused to a DLQ": v.Refused, "no place in a short line": v.LinesRefused} {
+		"refused to a DLQ": v.Refused, "no place in a short line": v.LinesRefused, "moved while at work": v.MovedAtWork} {
 		if len(ids) > 0 {
 			fmt.Fprintf(w, "  %s: %s\n", name, strings.Join(ids, ", "))
 		}

@@ -78,6 +78,9 @@ type Result struct {
 	// queue only the product writes to (the Scheduler's, the Agents'):
 	// its handler takes at most message.MaxWorkBytes.
 	LargestWorkMessage int `json:"largestWorkMessage"`
+	// Migrations is what the run's operator did moving orders in flight to
+	// another version of their workflow (nil: the plan moves none).
+	Migrations *MigrationFigures `json:"migrations,omitempty"`
 	// Hostile is what the run sent of the hostile alphabet (nil: none).
 	Hostile *HostileFigures `json:"hostile,omitempty"`
 	Drain   time.Duration   `json:"drainNanos"`
@@ -124,7 +127,14 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 		fr = newFlowRun(stack, p, sim, start)
 		sim.LogCalls(p.calledServices()...)
 	}
-	ids, cancels, signals, waitErr := runOrders(ctx, stack, p, &res, progress, fr)
+	var mig *migrator
+	if p.Migrate > 0 {
+		mig = newMigrator(stack, p)
+	}
+	ids, cancels, signals, waitErr := runOrders(ctx, stack, p, &res, progress, fr, mig)
+	if mig != nil {
+		res.Migrations = mig.figures()
+	}
 	if waitErr != nil {
 		res.Stopped = waitErr.Error()
 	}
@@ -132,7 +142,7 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 	res.LargestMessage, res.LargestWorkMessage = inj.LargestMessage(), inj.LargestWorkMessage()
 	res.Faults["order cancelled (a cancel message sent)"] = cancels.sent
 	maps.Copy(res.Faults, signals.counts())
-	if err := res.check(ctx, stack, sim, p, ids, waitErr == nil, fr); err != nil {
+	if err := res.check(ctx, stack, sim, p, ids, waitErr == nil, fr, mig); err != nil {
 		return res, err
 	}
 	res.checkSizes(watch.watched, map[string]bool{stack.Topology().OrdersQueue().DLQName: true,
@@ -154,7 +164,7 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 // when they ended (or the plan's timeout passed) and the bad input was
 // rejected; res.Drain is how long the orders took.
 func runOrders(ctx context.Context, stack *localrun.Stack, p Plan, res *Result, progress func(localrun.Counts),
-	fr *flowRun) ([]string, *canceller, *signaller, error) {
+	fr *flowRun, mig *migrator) ([]string, *canceller, *signaller, error) {
 	start := time.Now()
 	defer stack.Start(ctx)()
 	ids := make([]string, p.Orders)
@@ -174,6 +184,9 @@ func runOrders(ctx context.Context, stack *localrun.Stack, p Plan, res *Result, 
 		}
 	}
 	actors := []scheduler{cancels, signals}
+	if mig != nil {
+		actors = append(actors, mig)
+	}
 	stopFlow := func() {}
 	if fr != nil {
 		actors, stopFlow = append(actors, fr), fr.start(wctx)
@@ -182,6 +195,9 @@ func runOrders(ctx context.Context, stack *localrun.Stack, p Plan, res *Result, 
 	stopFlow()
 	cancels.wait()
 	signals.wait()
+	if mig != nil {
+		mig.wait()
+	}
 	res.Drain = time.Since(start)
 	switch {
 	case err == nil && fr != nil:
@@ -230,7 +246,7 @@ func firstWaits(p Plan, ids []string) string {
 // check reads the end of the run (the DLQs, every order's state, the
 // simulator's ledger) and checks the invariants on it.
 func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesim.Simulator, p Plan, ids []string, ended bool,
-	fr *flowRun) error {
+	fr *flowRun, mig *migrator) error {
 	if err := r.countDeadLetters(ctx, stack); err != nil {
 		return err
 	}
@@ -251,7 +267,14 @@ func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesi
 			return err
 		}
 	}
-	r.Violations, r.EndStates = checkSkipped(stack.Deployment.Config.Workflows, ids, tasks, records, sim.Ledger(), fr.skippedRecords())
+	j := judge{set: stack.Deployment.Config.Workflows, skipped: fr.skippedRecords()}
+	if mig != nil {
+		if j.defs, err = movedDefinitions(ctx, stack, j.set, tasks); err != nil {
+			return err
+		}
+		j.versions, j.moves = mig.versions, mig.windows()
+	}
+	r.Violations, r.EndStates = j.check(ids, tasks, records, sim.Ledger())
 	r.tasks = tasks
 	r.Violations.Inconsistent = append(r.Violations.Inconsistent, checkApprovals(p, ids, tasks, sim.Ledger())...)
 	r.Violations.Unrejected = r.Unrejected
@@ -285,6 +308,24 @@ func (r *Result) check(ctx context.Context, stack *localrun.Stack, sim *remotesi
 		}
 	}
 	return nil
+}
+
+// movedDefinitions are the definitions of the orders that run another
+// version of their workflow than set's (moved to it), by order, as the
+// store keeps them.
+func movedDefinitions(ctx context.Context, stack *localrun.Stack, set workflow.Set, tasks map[string]statestore.Task) (map[string]workflow.Definition, error) {
+	out := map[string]workflow.Definition{}
+	for id, t := range tasks {
+		if _, ok := set.Version(t.Workflow, t.Version); ok {
+			continue
+		}
+		d, err := stack.Store.Definition(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("the definition %s runs: %w", id, err)
+		}
+		out[id] = d
+	}
+	return out, nil
 }
 
 // LimitOrder is how an order at the limits ended.

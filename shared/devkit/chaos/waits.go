@@ -167,30 +167,28 @@ func (p Plan) approvalOf(id string, i int, eventID string) string {
 	return string(b)
 }
 
-// orderBody is the i-th order of the run, on the workflow the plan gives it.
+// orderBody is the i-th order of the run, on the workflow the plan gives it
+// (workflowOf).
 func (p Plan) orderBody(id string, i int) string {
 	o := localrun.DemoOrder(id, i)
-	switch {
-	case p.waits(id):
+	switch wf := p.workflowOf(id); {
+	case wf == WaitsWorkflow:
 		o.Workflow = WaitsWorkflow
 	case p.flowOrder(id):
-		o.Workflow, o.CustomerID = p.flowShape(id), p.customerOf(id)
+		o.Workflow, o.CustomerID = wf, p.customerOf(id)
 		o.Items = items(o.Items, i)
 		return orderJSON(o) // a hostile customer's name as its sender writes it
-	case p.limits[id]:
+	case wf == LimitWorkflow:
 		o.Workflow = LimitWorkflow
 		return p.limitBody(o)
-	case p.large(id):
+	case wf == LargeWorkflow:
 		o.Workflow = LargeWorkflow
 		if c, ok := p.hostiles[id]; ok {
 			return hostileBody(o, p.Seed, documentClasses[c])
 		}
 		return largeBody(o, p.Seed)
-	case p.Shapes > 0 && remotesim.Mix(p.Seed, "generated", id) < p.Generated:
-		o.Workflow = fmt.Sprintf("shape%d", int(remotesim.Mix(p.Seed, "shape", id)*float64(p.Shapes)))
-		o.Items = items(o.Items, i)
-	case remotesim.Mix(p.Seed, "parallel", id) < p.Parallel:
-		o.Workflow = workflow.ParallelWorkflow
+	case wf != workflow.OrderWorkflow: // a generated shape, or the parallel workflow
+		o.Workflow = wf
 		o.Items = items(o.Items, i)
 	}
 	return o.JSON()

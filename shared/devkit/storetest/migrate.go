@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -24,6 +25,9 @@ var migrateTests = map[string]func(*testing.T, *statestore.Store){
 	"AttemptNumbersNeverGoBackThroughAMoveAndBack":  moveKeepsCountingAttempts,
 	"AForEachStepInANewPlaceCountsItsItems":         moveCountsItems,
 	"AStepLeftAndAddedAgainCountsOnItsAttempts":     moveRemembersAttemptsLeft,
+	"AStepPerItemNotStartedRunsItsItemsAfterAMove":  moveBeforeItems,
+	"AnEventKeptForAWaitNotReachedMovesWithIt":      moveKeepsEarlyEvent,
+	"ARenamedStepsResultGoesUnderItsNewName":        moveRenamesResults,
 }
 
 // versions are a workflow of three steps (a, b, c, each with an undo but
@@ -290,4 +294,110 @@ func moveRemembersAttemptsLeft(t *testing.T, s *statestore.Store) {
 	again, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: added, Agent: "svc", Owner: "a", Version: "v2", Now: t0.Add(time.Hour)})
 	require.NoError(t, err)
 	require.Equal(t, 2, again.Attempt, "a step left behind and added again counts on from its attempts")
+}
+
+// An order moved before its step per item started runs every item after the
+// move, and the step after them once they are all done: the move keeps the
+// count of its items done (none yet), which each item's outcome updates.
+func moveBeforeItems(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	v1 := def(3)
+	v1.Steps[1].ForEach = "items"
+	v1.Version = "v1"
+	v2 := def(3)
+	v2.Steps[1].ForEach = "items"
+	v2.Steps[2].Timeout = time.Minute // the step after them given more time
+	v2.Version = "v2"
+	_, err := s.Submit(ctx, statestore.Submission{OrderID: "o-1", Order: `{"orderId":"o-1","items":[1,2]}`, Workflow: v1,
+		Items: map[int]int{1: 2}, Now: t0})
+	require.NoError(t, err)
+	st, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step0, Agent: "svc", Owner: "a", Version: "v1", Now: t0})
+	require.NoError(t, err)
+	_, err = complete(ctx, s, "o-1", step0, st.Attempt, t0)
+	require.NoError(t, err)
+
+	at := t0.Add(time.Minute)
+	moved, err := s.Migrate(ctx, statestore.Move{OrderID: "o-1", To: v2, By: "ops", Now: at})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []workflow.Ref{{Index: 1, Item: 1}, {Index: 1, Item: 2}}, moved.Move.Ready)
+	for k := 1; k <= 2; k++ {
+		item := workflow.Ref{Index: 1, Item: k}
+		st, err := s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: item, Agent: "svc", Owner: "a", Version: "v2", Now: at})
+		require.NoError(t, err)
+		rec, err := complete(ctx, s, "o-1", item, st.Attempt, at)
+		require.NoError(t, err, "item %d's outcome recorded after the move", k)
+		if k == 2 {
+			require.Equal(t, []workflow.Ref{step2}, rec.Ready, "its items done, the step after them is ready")
+		}
+	}
+	st, err = s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step2, Agent: "svc", Owner: "a", Version: "v2", Now: at})
+	require.NoError(t, err)
+	rec, err := complete(ctx, s, "o-1", step2, st.Attempt, at)
+	require.NoError(t, err)
+	require.Equal(t, workflow.Processed, rec.State)
+}
+
+// An event that came before its order reached the wait is kept: its data
+// stored as the wait's result, its eventId in the order. An order moved
+// then, its wait at its place or at another, still has the event's data
+// when it reaches the wait, for the steps after it to read.
+func moveKeepsEarlyEvent(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	v1 := waiting()
+	v1.Version = "w1"
+	same := waiting() // the wait at its place: the step after it given more time
+	same.Steps[2].Timeout = time.Minute
+	same.Version = "w2"
+	shifted := waiting() // the wait a step later: a check added before it
+	check := workflow.Step{Action: workflow.Action{Name: "check", Agent: "svc", Timeout: 10 * time.Second, MaxFailures: 3}, NoUndo: true}
+	shifted.Steps = append([]workflow.Step{check}, shifted.Steps...)
+	shifted.Version = "w3"
+	for _, to := range []workflow.Definition{same, shifted} {
+		id := "o-" + to.Version
+		submitDef(t, s, id, v1)
+		got, err := outcome.Recorder{Store: s}.Event(ctx, v1, outcome.Event{OrderID: id, Name: "approved", EventID: "e-1",
+			Data: json.RawMessage(`{"cents":5}`), Now: t0})
+		require.NoError(t, err)
+		require.True(t, got.Kept, "the order has not reached its wait")
+
+		_, err = s.Migrate(ctx, statestore.Move{OrderID: id, To: to, By: "ops", Now: t0.Add(time.Minute)})
+		require.NoError(t, err)
+		wait := workflow.Ref{Index: to.Index("approve")}
+		results, err := s.Results(ctx, id, 1)
+		require.NoError(t, err)
+		require.Contains(t, results, wait, "%s: the kept event's data went with its wait", to.Version)
+		require.JSONEq(t, `{"cents":5}`, string(results[wait].JSON))
+		require.Equal(t, "approve", results[wait].Name)
+		require.Equal(t, "e-1", results[wait].EventID)
+		if wait != step1 {
+			require.NotContains(t, results, step1, "%s: nothing left under the wait's earlier key", to.Version)
+		}
+		task, _ := stateOf(t, s, id)
+		require.Equal(t, "e-1", task.Events["approved"], "and the order still has it")
+	}
+}
+
+// A renamed step's result goes under its new name (a later step's
+// document names it so), whether the step keeps its place or not.
+func moveRenamesResults(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	v1, _ := versions()
+	atPlace := def(3)
+	atPlace.Steps[0].Name, atPlace.Steps[0].Do = "first", "s0"
+	atPlace.Version, atPlace.Migrate = "r2", workflow.Migration{Rename: map[string]string{"s0": "first"}}
+	_, shifted := versions()
+	shifted.Steps[1].Name, shifted.Steps[1].Do = "first", "s0"
+	shifted.Version, shifted.Migrate.Rename = "r3", map[string]string{"s0": "first"}
+	for _, to := range []workflow.Definition{atPlace, shifted} {
+		id := "o-" + to.Version
+		submitAt(t, s, id, v1, 2)
+		_, err := s.Migrate(ctx, statestore.Move{OrderID: id, To: to, By: "ops", Now: t0.Add(time.Minute)})
+		require.NoError(t, err)
+		results, err := s.Results(ctx, id, 1)
+		require.NoError(t, err)
+		first := workflow.Ref{Index: to.Index("first")}
+		require.Equal(t, "first", results[first].Name, "%s: the result under the step's new name", to.Version)
+		require.JSONEq(t, `{"from":"s0"}`, string(results[first].JSON))
+		require.Equal(t, "s1", results[workflow.Ref{Index: to.Index("s1")}].Name)
+	}
 }
