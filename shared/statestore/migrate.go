@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -332,23 +331,11 @@ func (s *Store) replaceWith(ctx context.Context, it stateItem, read int, results
 	if len(results) == 0 {
 		return s.replace(ctx, it, read)
 	}
-	av, err := attributevalue.MarshalMap(it)
-	if err != nil {
-		return fmt.Errorf("encode state of %s: %w", it.OrderID, err)
-	}
-	if it.Events != nil && len(it.Events) == 0 {
-		av["Evt"] = emptyMap()
-	}
-	id := writeID()
-	av[WriteIDAttribute] = str(id)
-	b := x.New()
-	asRead, err := condition(b, x.Equal(b.Plain("V"), b.Int(int64(read))))
+	put, id, err := s.putAsRead(it, read)
 	if err != nil {
 		return err
 	}
-	items := append([]types.TransactWriteItem{{Put: &types.Put{TableName: &s.state, Item: av,
-		ConditionExpression: &asRead.Condition, ExpressionAttributeValues: asRead.Values,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}}, results...)
+	items := append([]types.TransactWriteItem{{Put: &put}}, results...)
 	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: aws.String(id)})
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 && aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" {

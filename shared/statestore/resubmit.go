@@ -235,23 +235,13 @@ func (it *stateItem) reset(records []string, res Resubmission, due int64, now ti
 // replace writes the whole state item, on the condition that it is still at
 // Version read; ErrStale if not.
 func (s *Store) replace(ctx context.Context, it stateItem, read int) error {
-	av, err := attributevalue.MarshalMap(it)
-	if err != nil {
-		return fmt.Errorf("encode state of %s: %w", it.OrderID, err)
-	}
-	if it.Events != nil && len(it.Events) == 0 {
-		av["Evt"] = emptyMap()
-	}
-	id := writeID()
-	av[WriteIDAttribute] = str(id)
-	b := x.New()
-	asRead, err := condition(b, x.Equal(b.Plain("V"), b.Int(int64(read))))
+	put, id, err := s.putAsRead(it, read)
 	if err != nil {
 		return err
 	}
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: &s.state, Item: av,
-		ConditionExpression: &asRead.Condition, ExpressionAttributeValues: asRead.Values,
+		TableName: put.TableName, Item: put.Item,
+		ConditionExpression: put.ConditionExpression, ExpressionAttributeValues: put.ExpressionAttributeValues,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException
@@ -262,6 +252,28 @@ func (s *Store) replace(ctx context.Context, it stateItem, read int) error {
 		return ErrStale
 	}
 	return err
+}
+
+// putAsRead is the put of the whole state item it, with a write id of its
+// own (returned, to tell its own outcome from another's), on the condition
+// that the item is still at Version read.
+func (s *Store) putAsRead(it stateItem, read int) (types.Put, string, error) {
+	av, err := attributevalue.MarshalMap(it)
+	if err != nil {
+		return types.Put{}, "", fmt.Errorf("encode state of %s: %w", it.OrderID, err)
+	}
+	if it.Events != nil && len(it.Events) == 0 {
+		av["Evt"] = emptyMap()
+	}
+	id := writeID()
+	av[WriteIDAttribute] = str(id)
+	b := x.New()
+	asRead, err := condition(b, x.Equal(b.Plain("V"), b.Int(int64(read))))
+	if err != nil {
+		return types.Put{}, "", err
+	}
+	return types.Put{TableName: &s.state, Item: av, ConditionExpression: &asRead.Condition,
+		ExpressionAttributeValues: asRead.Values, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}, id, nil
 }
 
 // Keep pushes out, before a decision puts the order of snap to work again
