@@ -166,7 +166,7 @@ func (w *World) effects(task statestore.Task, recs []statestore.Step) []string {
 			bad = append(bad, fmt.Sprintf("a Processed order has every effect: %s's was never applied", r.RecordName()))
 		case task.State == workflow.Processed && hasUndo && applied(u):
 			bad = append(bad, fmt.Sprintf("a Processed order undid nothing: %s was undone", r.RecordName()))
-		case (task.State == workflow.Failed || task.State == workflow.Cancelled) && applied(r) && !(hasUndo && applied(u)):
+		case (task.State == workflow.Failed || task.State == workflow.Cancelled) && applied(r) && !(hasUndo && applied(u)) && !r.NothingToUndo:
 			bad = append(bad, fmt.Sprintf("everything done is undone after a failure: %s took effect and was not undone (the order is %s)",
 				r.RecordName(), task.State))
 		case hasUndo && applied(u) && applied(r) && w.ledger.at(w.key(u)) < w.ledger.at(w.key(r)):

@@ -69,6 +69,8 @@ var regressions = []struct {
 	{330794593, false, "a forEach step moved to another place had no count of items done there: every completion of its items was an invalid write (statestore.Store.Migrate)", false, false, true},
 	{318305772, false, "a move that removed the last step while it was ready left an order with every step done and nothing to end it (workflow.Moving.Move refuses it)", false, false, true},
 	{318305829, false, "a step a move left behind, added again by a move back, was claimed as attempt 1 again (statestore's Gone)", false, false, true},
+	{172019436, false, "the checker took a step added with nothing to undo (undo: none), done in an order then undone, for an effect left undone (the explorer's check reads NothingToUndo)", false, false, true},
+	{172020188, false, "the checker took a pivot whose claim was applied, its answer and its read back lost, for one that never ran, though the product cannot tell (the explorer's watched claim)", false, false, true},
 }
 
 // Orders of every small shape (lines, branches of different lengths, joins,

@@ -72,6 +72,16 @@ type watchedStore struct {
 func (s watchedStore) Claim(ctx context.Context, c statestore.Claim) (statestore.Step, error) {
 	st, err := s.Store.Claim(ctx, c)
 	var late *statestore.LateLook
+	if errors.Is(err, errLost) {
+		// Applied or not, its claimant cannot tell (its read back failed
+		// too): if it was, the product takes the attempt as one that may
+		// have run when its CompleteBy passes, and so does the checker.
+		if rec, rerr := s.w.store.Record(ctx, c.OrderID, c.Ref); rerr == nil && rec.State == workflow.Processing {
+			s.w.mu.Lock()
+			s.w.svc.mayRun[s.w.key(rec)] = true
+			s.w.mu.Unlock()
+		}
+	}
 	if err == nil || errors.As(err, &late) {
 		met := s.w.needsMet(st)
 		s.w.mu.Lock()
