@@ -156,44 +156,7 @@ func (it stateItem) moved(mv workflow.Moved, m Move, pickup time.Duration) state
 		}
 		next.Recs[sortKey(ref)] = r
 	}
-	// The attempts of the records left behind are remembered by their key,
-	// so that a record there later (a move back) counts on from them.
-	next.Gone = nil
-	for sk, r := range it.Recs {
-		if k := max(r.Attempt, it.Gone[sk]); k > next.Recs[sk].Attempt {
-			if next.Gone == nil {
-				next.Gone = map[string]int{}
-			}
-			next.Gone[sk] = k
-		}
-	}
-	for sk, k := range it.Gone {
-		if _, ok := it.Recs[sk]; !ok && k > next.Recs[sk].Attempt {
-			if next.Gone == nil {
-				next.Gone = map[string]int{}
-			}
-			next.Gone[sk] = k
-		}
-	}
-	// Each forEach step's items done in the round, counted from its
-	// records where it is now (every such step has its count, 0 or more:
-	// the completion of an item adds to it).
-	next.ItemsDone = nil
-	for sk, r := range next.Recs {
-		ref := refOf(sk)
-		if ref.Item == 0 || ref.Undo {
-			continue
-		}
-		if next.ItemsDone == nil {
-			next.ItemsDone = map[string]int{}
-		}
-		k := strconv.Itoa(ref.Index)
-		if r.State == string(workflow.Processed) && r.Round == it.Round {
-			next.ItemsDone[k]++
-		} else {
-			next.ItemsDone[k] += 0
-		}
-	}
+	next.Gone, next.ItemsDone = it.gone(next), next.itemsDone(it.Round)
 	next.Unalerted = nil
 	for _, sk := range it.Unalerted {
 		if to, ok := renamed[sk]; ok {
@@ -208,6 +171,51 @@ func (it stateItem) moved(mv workflow.Moved, m Move, pickup time.Duration) state
 	}
 	next.Version, next.UpdatedAt = it.Version+1, now
 	return next
+}
+
+// gone are the latest attempts of the records of it that next leaves
+// behind (or holds with fewer), by key: a record a later move places there
+// counts on from them.
+func (it stateItem) gone(next stateItem) map[string]int {
+	var out map[string]int
+	note := func(sk string, k int) {
+		if k > next.Recs[sk].Attempt {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[sk] = max(out[sk], k)
+		}
+	}
+	for sk, r := range it.Recs {
+		note(sk, max(r.Attempt, it.Gone[sk]))
+	}
+	for sk, k := range it.Gone {
+		note(sk, k)
+	}
+	return out
+}
+
+// itemsDone is each forEach step's count of items done in round, from its
+// records where they are (every such step has its count, 0 or more: the
+// completion of an item adds to it).
+func (it stateItem) itemsDone(round int) map[string]int {
+	var out map[string]int
+	for sk, r := range it.Recs {
+		ref := refOf(sk)
+		if ref.Item == 0 || ref.Undo {
+			continue
+		}
+		if out == nil {
+			out = map[string]int{}
+		}
+		k := strconv.Itoa(ref.Index)
+		if r.State == string(workflow.Processed) && r.Round == round {
+			out[k]++
+		} else {
+			out[k] += 0
+		}
+	}
+	return out
 }
 
 // recordOf is a new record ref of an order of def in round: Pending, with
