@@ -193,7 +193,9 @@ func TestBenchSmallRun(t *testing.T) {
 		// At least once each; SQS (and moto more often) may deliver a message
 		// twice, and the duplicate's write is a request too.
 		between := func(v, lo float64, what string) {
-			require.GreaterOrEqual(t, v, lo, what)
+			// Per order figures are sums of quotients: 1 may come out as
+			// 0.9999999999999982.
+			require.GreaterOrEqual(t, v, lo-1e-9, what)
 			require.Less(t, v, 1.5*lo, what)
 		}
 		between(r.Requests["submission DynamoDB TransactWriteItems"], 1, "one submission each")
