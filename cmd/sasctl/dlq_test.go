@@ -131,5 +131,7 @@ func TestSignalAndSubmitWaitForTheVerdict(t *testing.T) {
 
 	code, out, errs = p.ctl("", "dlq redrive", "orders", "--all")
 	require.Zero(t, code, errs)
-	require.Regexp(t, `^moved 1 message from `+p.prefix+`-orders-dlq to `+p.prefix+`-orders\n  \S+  order  order o-wf  \(was: order o-wf: workflow "returns"`, out)
+	// SQS may deliver the order twice: each delivery is refused, and the DLQ
+	// holds a copy of each (CI saw "moved 2 messages").
+	require.Regexp(t, `^moved (1 message|[2-9] messages) from `+p.prefix+`-orders-dlq to `+p.prefix+`-orders\n  \S+  order  order o-wf  \(was: order o-wf: workflow "returns"`, out)
 }
