@@ -134,15 +134,7 @@ func printMigrated(out io.Writer, m operator.Migrated, dry bool) {
 	if m.Base != "" {
 		to = fmt.Sprintf("%s (version %s, keeping the undo its steps ran with)", m.To, m.Base)
 	}
-	var parts []string
-	for _, p := range []struct {
-		what  string
-		names []string
-	}{{"runs next", m.Started}, {"skips", m.Skipped}, {"leaves", m.Dropped}, {"would undo", m.Undoes}} {
-		if len(p.names) > 0 {
-			parts = append(parts, p.what+" "+strings.Join(p.names, ", "))
-		}
-	}
+	parts := m.Effects()
 	fmt.Fprintf(out, "%s: %s from %s to %s", m.OrderID, verb, m.From, to)
 	if len(parts) > 0 {
 		fmt.Fprintf(out, ": %s", strings.Join(parts, "; "))

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sas-go/sas/shared/deployment"
+	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -309,14 +310,7 @@ func printMoveKinds(out io.Writer, kinds []moveKindView) {
 		if k.Version != k.To {
 			parts[0] = fmt.Sprintf("moves to %s (keeping the undo its steps ran with)", k.Version)
 		}
-		for _, p := range []struct {
-			what  string
-			names []string
-		}{{"runs next", k.Started}, {"skips", k.Skipped}, {"leaves", k.Dropped}, {"would undo", k.Undoes}} {
-			if len(p.names) > 0 {
-				parts = append(parts, p.what+" "+strings.Join(p.names, ", "))
-			}
-		}
+		parts = append(parts, operator.Migrated{Started: k.Started, Skipped: k.Skipped, Dropped: k.Dropped, Undoes: k.Undoes}.Effects()...)
 		fmt.Fprintf(out, "  at %s: %s\n", k.At, strings.Join(parts, "; "))
 	}
 }

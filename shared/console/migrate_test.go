@@ -56,7 +56,7 @@ func TestAnOrderIsMovedToTheDeployedVersionFromTheConsole(t *testing.T) {
 	code, body := get(t, base+"/orders/con-mv-1/move")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, "Move order con-mv-1 to version "+v2.Version+"?")
-	require.Contains(t, body, "runs next fraud-check; would undo if it fails release-inventory")
+	require.Contains(t, body, "runs next fraud-check; would undo release-inventory")
 	after, _, err := p.stack.Store.Load(ctx, "con-mv-1")
 	require.NoError(t, err)
 	require.Equal(t, task.Version, after.Version, "the confirmation is a dry run")

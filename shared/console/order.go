@@ -152,14 +152,7 @@ func moveDetail(m operator.Migrated) string {
 	if m.Base != "" {
 		parts[0] += fmt.Sprintf(" (a form of %s keeping the undo its steps ran with)", m.Base)
 	}
-	for _, p := range []struct {
-		what  string
-		names []string
-	}{{"runs next", m.Started}, {"skips", m.Skipped}, {"leaves", m.Dropped}, {"would undo if it fails", m.Undoes}} {
-		if len(p.names) > 0 {
-			parts = append(parts, p.what+" "+strings.Join(p.names, ", "))
-		}
-	}
+	parts = append(parts, m.Effects()...)
 	return strings.Join(parts, "; ") + ". What ran keeps its state and its result; a wait keeps its deadline."
 }
 

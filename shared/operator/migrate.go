@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sas-go/sas/shared/resilience"
@@ -35,6 +36,22 @@ type Migrated struct {
 	Undoes  []string `json:"undoes,omitempty"`
 	// Results is how many of its results changed key with their steps.
 	Results int `json:"results,omitempty"`
+}
+
+// Effects say in words what a move does to the order, each part that is
+// not empty: what it runs next, skips, leaves and would undo (sasctl
+// migrate's lines, validate --from's and the console's dry run).
+func (m Migrated) Effects() []string {
+	var out []string
+	for _, p := range []struct {
+		what  string
+		names []string
+	}{{"runs next", m.Started}, {"skips", m.Skipped}, {"leaves", m.Dropped}, {"would undo", m.Undoes}} {
+		if len(p.names) > 0 {
+			out = append(out, p.what+" "+strings.Join(p.names, ", "))
+		}
+	}
+	return out
 }
 
 // MigrateOrder moves one order to version to of its workflow (dry: says
