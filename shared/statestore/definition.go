@@ -97,6 +97,12 @@ func (s *Store) storedDefinition(ctx context.Context, name, version string) (wor
 	if version == "" {
 		return workflow.Definition{}, false, nil
 	}
+	s.readMu.Lock()
+	d, ok := s.read[name+"@"+version]
+	s.readMu.Unlock()
+	if ok {
+		return d, true, nil
+	}
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.state, Key: definitionKey(name, version)})
 	if err != nil {
 		return workflow.Definition{}, false, fmt.Errorf("read workflow %s %s: %w", name, version, err)
@@ -105,11 +111,19 @@ func (s *Store) storedDefinition(ctx context.Context, name, version string) (wor
 	if v == nil {
 		return workflow.Definition{}, false, nil
 	}
-	var d workflow.Definition
 	if err := json.Unmarshal([]byte(v.Value), &d); err != nil {
 		return d, false, fmt.Errorf("decode workflow %s %s: %w", name, version, err)
 	}
-	return d, true, d.Compile()
+	if err := d.Compile(); err != nil {
+		return d, true, err
+	}
+	s.readMu.Lock()
+	if s.read == nil || len(s.read) >= maxRead {
+		s.read = map[string]workflow.Definition{}
+	}
+	s.read[name+"@"+version] = d
+	s.readMu.Unlock()
+	return d, true, nil
 }
 
 func (it stateItem) definition() workflow.Definition {

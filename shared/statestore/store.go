@@ -45,7 +45,14 @@ type Store struct {
 	keep    time.Duration // how long an ended order is kept (0: forever)
 	told    bool          // keep is the deployment's (WithRetention), not a default
 	defined sync.Map      // by workflow version, *definedOnce: whether this process stored its definition
+	// read are definitions read back, by name@version: stored once and
+	// never changed, each is read once a process (at most maxRead kept).
+	readMu sync.Mutex
+	read   map[string]workflow.Definition
 }
+
+// maxRead bounds the definitions a store keeps read.
+const maxRead = 64
 
 // definedOnce is one workflow version's definition as this process stored
 // it: the first submission of the version writes it while the others of its
