@@ -64,6 +64,10 @@ type Options struct {
 	// regression seed found before runs moved orders replays the run it
 	// found.
 	NoMigrate bool
+	// Changes are the ways a run's next version differs from its first
+	// (nil: shapes.Changes): a regression seed found when there were
+	// fewer replays with those (shapes.FirstChanges).
+	Changes []string
 }
 
 // Report is what an exploration found.
@@ -206,7 +210,7 @@ type result struct {
 func One(ctx context.Context, db statestore.API, topo topology.Topology, seed uint64, opts Options, after time.Time) (result, error) {
 	large := opts.Large
 	p := newPlan(seed, large, opts.Plain, !opts.NoStoreFaults, !opts.NoHostile)
-	p.evolve(!opts.NoMigrate)
+	p.evolve(!opts.NoMigrate, opts.Changes)
 	p.pointers = p.pointers && !opts.NoPointers
 	p.runTime = opts.RunTime
 	w, err := newWorld(p, topo, db, after)

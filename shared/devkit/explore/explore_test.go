@@ -13,6 +13,7 @@ import (
 
 	"github.com/sas-go/sas/shared/devkit/emulator/emulatortest"
 	"github.com/sas-go/sas/shared/devkit/explore"
+	"github.com/sas-go/sas/shared/devkit/shapes"
 )
 
 var engines = map[string]emulatortest.Engine{}
@@ -131,7 +132,7 @@ func replay(ctx context.Context, t *testing.T, e emulatortest.Engine, prefix str
 			defer func() { <-limit }()
 			rep, err := explore.Explore(ctx, e.Clients.DynamoDB, explore.Options{Seed: r.seed, Runs: 1, For: time.Hour, Workers: 1,
 				Large: r.large, Plain: !r.payloads && !r.moves, NoStoreFaults: !r.store && !r.moves, NoPointers: !r.moves, NoHostile: !r.moves,
-				NoMigrate: !r.moves, Prefix: fmt.Sprintf("%s%d", prefix, i), RunTime: replayRunTime})
+				NoMigrate: !r.moves, Changes: shapes.FirstChanges, Prefix: fmt.Sprintf("%s%d", prefix, i), RunTime: replayRunTime})
 			if err != nil {
 				t.Errorf("regression seed %d: %v", r.seed, err)
 			}

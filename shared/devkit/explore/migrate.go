@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sas-go/sas/shared/devkit/shapes"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -25,12 +26,15 @@ const migrateStream = 0x316
 // evolve gives p a next version, in a third of the runs (none without
 // withMigrate: a regression seed found before runs moved orders replays
 // the run it found).
-func (p *plan) evolve(withMigrate bool) {
+func (p *plan) evolve(withMigrate bool, changes []string) {
 	rng := rand.New(rand.NewPCG(p.seed, migrateStream))
 	if !withMigrate || p.scenario != none || rng.IntN(3) != 0 {
 		return
 	}
-	next, what, ok := shapes.Evolve(rng, p.def)
+	if changes == nil {
+		changes = shapes.Changes
+	}
+	next, what, ok := shapes.EvolveBy(rng, p.def, changes)
 	if !ok {
 		return
 	}
@@ -64,7 +68,8 @@ func (w *World) move(ctx context.Context, o *order) {
 	if v := before.Runs(); v == w.next.Version || w.defOf(v).Base == w.next.Version {
 		to = w.def
 	}
-	res, err := w.store.Migrate(ctx, statestore.Move{OrderID: o.id, To: to, By: "explorer", Now: w.clock()})
+	res, err := w.store.Migrate(ctx, statestore.Move{OrderID: o.id, To: to, By: "explorer", Now: w.clock(),
+		Kept: kept.New(w.payloads, w.sealer)})
 	var nm *workflow.NotMovableError
 	switch {
 	case errors.As(err, &nm):

@@ -1,12 +1,14 @@
 package shapes
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -16,7 +18,11 @@ import (
 // (for the orders that already ran its step too, or not), a step added
 // (before the others, declared skipped for the orders past it, or at the
 // end), a step renamed, the last step removed.
-var Changes = []string{"timeout raised", "undo changed", "undo renewed", "step added first", "step added last", "step renamed",
+var Changes = append(slices.Clip(FirstChanges), "step added per item", "data rewritten")
+
+// FirstChanges are the changes Evolve made before it added steps per item
+// and rewrote data: a regression seed found then replays with them.
+var FirstChanges = []string{"timeout raised", "undo changed", "undo renewed", "step added first", "step added last", "step renamed",
 	"last step removed"}
 
 // Evolve is d's next version by one of Changes at random (what says which),
@@ -24,7 +30,12 @@ var Changes = []string{"timeout raised", "undo changed", "undo renewed", "step a
 // ok is false when the change chosen does not apply to d (no undo to
 // change, one step only to remove).
 func Evolve(rng *rand.Rand, d workflow.Definition) (next workflow.Definition, what string, ok bool) {
-	what = Changes[rng.IntN(len(Changes))]
+	return EvolveBy(rng, d, Changes)
+}
+
+// EvolveBy is Evolve by one of changes.
+func EvolveBy(rng *rand.Rand, d workflow.Definition, changes []string) (next workflow.Definition, what string, ok bool) {
+	what = changes[rng.IntN(len(changes))]
 	next = d
 	next.Steps = slices.Clone(d.Steps)
 	next.Migrate = workflow.Migration{}
@@ -92,6 +103,25 @@ func Evolve(rng *rand.Rand, d workflow.Definition) (next workflow.Definition, wh
 			return next, what, false
 		}
 		next.Steps = next.Steps[:len(next.Steps)-1]
+	case "step added per item":
+		if len(agents) == 0 || slices.ContainsFunc(d.Steps, func(s workflow.Step) bool { return s.ForEach != "" }) {
+			return next, what, false
+		}
+		// At the end, once per item of the order's items: a move counts
+		// them from the order's data.
+		next.Steps = append(next.Steps, workflow.Step{Action: workflow.Action{Name: "added-per-item", Agent: agents[rng.IntN(len(agents))],
+			Timeout: cmp.Or(d.Steps[0].Timeout, workflow.DefaultAgentTimeout), MaxFailures: 2, RetryBackoff: d.Steps[0].RetryBackoff},
+			NoUndo: true, ForEach: "items"})
+	case "data rewritten":
+		// The order's data gains a member, and the result of a call its
+		// steps kept is wrapped: the steps after the move, and the undo of
+		// that call, read them rewritten.
+		last := &next.Steps[len(next.Steps)-1]
+		last.Timeout = cmp.Or(last.Timeout, workflow.DefaultAgentTimeout) + time.Second // a version of its own
+		next.Migrate.Transform.Order = `.rewritten = true`
+		if len(calls) > 0 {
+			next.Migrate.Transform.Results = map[string]string{d.Steps[calls[rng.IntN(len(calls))]].Name: `{was: .}`}
+		}
 	}
 	next.Version = version(next)
 	if err := next.Compile(); err != nil {
