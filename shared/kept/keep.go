@@ -51,12 +51,18 @@ func (b *Boundary) SealOrder(ctx context.Context, orderID string, body []byte, h
 	if err != nil {
 		return Sealed{}, err
 	}
-	s, err := b.seal(key, body, head)
+	return b.sealOrder(key, body, head)
+}
+
+// sealOrder is an order's body sealed under its data key k, with head's
+// members beside it and, in its claim check's head, k.
+func (b *Boundary) sealOrder(k seal.Key, body []byte, head map[string]string) (Sealed, error) {
+	s, err := b.seal(k, body, head)
 	if err != nil {
 		return Sealed{}, err
 	}
 	s.head = maps.Clone(head)
-	s.head[KeyMember] = base64.StdEncoding.EncodeToString(key.Blob())
+	s.head[KeyMember] = base64.StdEncoding.EncodeToString(k.Blob())
 	return s, nil
 }
 

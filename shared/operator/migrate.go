@@ -34,8 +34,10 @@ type Migrated struct {
 	Skipped []string `json:"skipped,omitempty"`
 	Dropped []string `json:"dropped,omitempty"`
 	Undoes  []string `json:"undoes,omitempty"`
-	// Results is how many of its results changed key with their steps.
-	Results int `json:"results,omitempty"`
+	// Results is how many of its results changed key with their steps, or
+	// were rewritten by the plan; Rewritten says its data was.
+	Results   int  `json:"results,omitempty"`
+	Rewritten bool `json:"rewritten,omitempty"`
 }
 
 // Effects say in words what a move does to the order, each part that is
@@ -51,6 +53,9 @@ func (m Migrated) Effects() []string {
 			out = append(out, p.what+" "+strings.Join(p.names, ", "))
 		}
 	}
+	if m.Rewritten {
+		out = append(out, "rewrites its data")
+	}
 	return out
 }
 
@@ -60,7 +65,11 @@ func (m Migrated) Effects() []string {
 // Migrated says why.
 func (o *Operator) MigrateOrder(ctx context.Context, orderID string, to workflow.Definition, by string, dry bool) (Migrated, error) {
 	out := Migrated{OrderID: orderID}
-	res, err := o.Store.Migrate(ctx, statestore.Move{OrderID: orderID, To: to, By: by, DryRun: dry, Pickup: o.PickupTimeout, Now: o.Now()})
+	// What it keeps is read and kept again as its readers read it: opened
+	// with the operator's own kms:Decrypt, in the bucket its claim checks
+	// name (Beside), its deployment's whatever this operator was told.
+	res, err := o.Store.Migrate(ctx, statestore.Move{OrderID: orderID, To: to, By: by, DryRun: dry, Pickup: o.PickupTimeout, Now: o.Now(),
+		Kept: o.kept.Over(o.s3, o.PayloadBucket)})
 	var nm *workflow.NotMovableError
 	switch {
 	case errors.As(err, &nm):
@@ -69,7 +78,7 @@ func (o *Operator) MigrateOrder(ctx context.Context, orderID string, to workflow
 	case err != nil:
 		return out, err
 	}
-	out.From, out.To, out.Base, out.Already, out.Results = res.From, res.To, res.Base, res.Already, res.Results
+	out.From, out.To, out.Base, out.Already, out.Results, out.Rewritten = res.From, res.To, res.Base, res.Already, res.Results, res.Rewritten
 	if res.Already {
 		return out, nil
 	}
@@ -222,8 +231,10 @@ func (o *Operator) movable(ctx context.Context, workflowName string, sel MoveSel
 			break
 		}
 	}
+	// The index is read page by page while the pipeline moves its entries
+	// (an entry's due time changes): an order may be read twice.
 	slices.Sort(ids)
-	return ids, nil
+	return slices.Compact(ids), nil
 }
 
 // atStep reports whether the order is at the named step: ready, waiting,

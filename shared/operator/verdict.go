@@ -152,5 +152,8 @@ func sleepUntil(ctx context.Context, deadline time.Time, every time.Duration) bo
 func (o *Operator) sameOrder(ctx context.Context, orderID, stored, sent string) bool {
 	v := kept.Stored([]byte(stored))
 	same, err := o.kept.Over(o.s3, cmp.Or(v.Bucket(), o.PayloadBucket)).Same(ctx, orderID, v, sent)
+	if err == nil && !same { // its data rewritten by a move since?
+		same, err = o.Store.WasSent(ctx, orderID, sent)
+	}
 	return err == nil && same
 }

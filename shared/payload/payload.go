@@ -169,6 +169,13 @@ const SealedSuffix = ".sealed"
 // inline limit, or sealed in the object form) where there is none.
 var ErrNoBucket = errors.New("no payload bucket")
 
+// In is s over bucket instead of its own.
+func (s *Store) In(bucket string) *Store {
+	c := *s
+	c.bucket = bucket
+	return &c
+}
+
 // Put keeps body as what of the order; sealed says it is in the sealed
 // object form (shared/seal), not JSON: its key ends SealedSuffix.
 func (s *Store) Put(ctx context.Context, orderID, what string, body []byte, sealed bool) (Ref, error) {

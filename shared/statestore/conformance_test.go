@@ -73,3 +73,9 @@ func TestPayloads(t *testing.T) {
 func TestSealedPayloads(t *testing.T) {
 	onEveryEngine(t, func(t *testing.T, e emulatortest.Engine) { storetest.SealedPayloads(t, e.Clients) })
 }
+
+// A move that rewrites a sealed order's data and result keeps them sealed
+// under the order's key, beside the order, on every engine.
+func TestAMoveRewritesSealedData(t *testing.T) {
+	onEveryEngine(t, func(t *testing.T, e emulatortest.Engine) { storetest.MovedSealedData(t, e.Clients) })
+}

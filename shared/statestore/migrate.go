@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	x "github.com/sas-go/sas/shared/dynamoexpr"
+	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -28,6 +29,11 @@ type Move struct {
 	DryRun  bool                // decide only: write nothing
 	Pickup  time.Duration       // a ready record's pickup deadline, for an order stored before it was kept
 	Now     time.Time
+	// Kept opens the order's data and its results, and keeps them again
+	// rewritten, for a plan that rewrites them or a version whose steps
+	// run per item (nil: the order's data is not read, and such a move is
+	// refused).
+	Kept *kept.Boundary
 }
 
 // Moved is what a move did, or, dry, would do.
@@ -46,8 +52,10 @@ type Moved struct {
 	Move workflow.Moved
 	// Kinds are what each record of Move.Ready does, for its request.
 	Kinds map[workflow.Ref]workflow.Kind
-	// Results is how many results changed key with their records.
-	Results int
+	// Results is how many results changed key with their records, or
+	// were rewritten by the plan; Rewritten says the order's data was.
+	Results   int
+	Rewritten bool
 }
 
 // maxMovedResults bounds the results a move carries to their records' new
@@ -92,7 +100,12 @@ func (s *Store) migrate(ctx context.Context, m Move) (Moved, error) {
 		out.To, out.Base, out.Already = it.WfVersion, from.Base, true
 		return out, nil
 	}
-	moved, err := workflow.Moving{From: from, To: m.To}.Move(it.order())
+	d, err := s.moveData(ctx, m, from)
+	if err != nil {
+		return out, err
+	}
+	moving := workflow.Moving{From: from, To: m.To, Data: d.data, Sealed: d.order.Sealed()}
+	moved, err := moving.Move(it.order())
 	if err != nil {
 		return out, err
 	}
@@ -109,11 +122,19 @@ func (s *Store) migrate(ctx context.Context, m Move) (Moved, error) {
 			next.DueAt = due
 		}
 	}
-	results, err := s.movedResults(ctx, it, from, moved)
+	results, err := s.movedResults(ctx, it, from, moved, resultRewriter{m: m, moving: moving, order: d.order})
 	if err != nil {
 		return out, err
 	}
-	out.Results = len(results)
+	out.Results, out.Rewritten = len(results), moved.Data != nil
+	order, err := s.movedOrder(ctx, m, d, moved.Data)
+	if err != nil {
+		return out, err
+	}
+	if results = append(results, order...); len(results) > maxMovedResults {
+		return out, &workflow.NotMovableError{Reasons: []string{fmt.Sprintf("%d results would change key with their records, "+
+			"more than one write carries (%d)", len(results), maxMovedResults)}}
+	}
 	if m.DryRun {
 		return out, nil
 	}
@@ -163,9 +184,16 @@ func (it stateItem) moved(mv workflow.Moved, m Move, pickup time.Duration) state
 			next.Unalerted = append(next.Unalerted, to)
 		}
 	}
+	if next.Events == nil && waits(def) {
+		next.Events = map[string]string{} // where the round's events are kept (a nested SET needs its map)
+	}
 	next.WfVersion, next.PickupMs, next.DeadlineMs = def.Version, def.PickupTimeout.Milliseconds(), def.Deadline.Milliseconds()
 	next.LifetimeMs = max(it.lifetime(), def.Lifetime()).Milliseconds()
-	next.Moves = append(next.Moves, incident(m.Now, "moved from version %s to %s by %s", it.WfVersion, def.Version, m.By))
+	rewritten := ""
+	if mv.Data != nil {
+		rewritten = ", its data rewritten"
+	}
+	next.Moves = append(next.Moves, incident(m.Now, "moved from version %s to %s by %s%s", it.WfVersion, def.Version, m.By, rewritten))
 	if len(next.Moves) > maxMoves {
 		next.Moves = next.Moves[len(next.Moves)-maxMoves:]
 	}
@@ -245,7 +273,8 @@ func recordOf(def workflow.Definition, ref workflow.Ref, round int) recItem {
 // from it takes now is deleted (its record's is put there, or none is),
 // but for the data of an event kept for a wait the order has not reached
 // (from, the version it ran, says which), which goes with its wait.
-func (s *Store) movedResults(ctx context.Context, it stateItem, from workflow.Definition, mv workflow.Moved) ([]types.TransactWriteItem, error) {
+func (s *Store) movedResults(ctx context.Context, it stateItem, from workflow.Definition, mv workflow.Moved,
+	rw resultRewriter) ([]types.TransactWriteItem, error) {
 	def := mv.Definition
 	dest := map[string][]workflow.Ref{} // an earlier key → the records now carrying its result
 	for ref, p := range mv.Recs {
@@ -290,11 +319,19 @@ func (s *Store) movedResults(ctx context.Context, it stateItem, from workflow.De
 		}
 		for _, to := range dest[old] {
 			name := actionOf(def, to).Name
-			if sortKey(to) == old && stringOf(item["n"]) == name {
+			from := it.Recs[old]
+			rewrite := rw.rewrites(def, to) && from.State == string(workflow.Processed) && from.Round == numberOf(item["Rd"])
+			if sortKey(to) == old && stringOf(item["n"]) == name && !rewrite {
 				stays[old] = true
 				continue
 			}
 			moved := maps.Clone(item)
+			if rewrite {
+				var err error
+				if moved, err = rw.rewrite(ctx, def, to, workflow.RecordName(name, to), moved); err != nil {
+					return nil, err
+				}
+			}
 			moved[topology.KeySort], moved["n"] = str(resultPrefix+sortKey(to)), str(name)
 			put[sortKey(to)] = moved
 		}
@@ -307,10 +344,6 @@ func (s *Store) movedResults(ctx context.Context, it stateItem, from workflow.De
 		if _, taken := put[old]; !taken && !stays[old] {
 			out = append(out, types.TransactWriteItem{Delete: &types.Delete{TableName: &s.state, Key: key(it.OrderID, resultPrefix+old)}})
 		}
-	}
-	if len(out) > maxMovedResults {
-		return nil, &workflow.NotMovableError{Reasons: []string{fmt.Sprintf("%d results would change key with their records, "+
-			"more than one write carries (%d)", len(out), maxMovedResults)}}
 	}
 	return out, nil
 }

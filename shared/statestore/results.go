@@ -76,12 +76,7 @@ const deflateFrom = 768
 func (s *Store) PutResult(ctx context.Context, r Result) error {
 	it := resultItem{OrderID: r.OrderID, SK: resultPrefix + sortKey(r.Ref), Name: r.Name, Round: max(r.Round, 1),
 		Attempt: r.Attempt, EventID: r.EventID, At: ms(r.Now)}
-	if len(r.JSON) >= deflateFrom {
-		it.Zipped = deflate(r.JSON)
-	}
-	if it.Zipped == nil || len(it.Zipped) >= len(r.JSON) {
-		it.Zipped, it.Text = nil, string(r.JSON)
-	}
+	it.Text, it.Zipped = packed(r.JSON)
 	item, err := attributevalue.MarshalMap(it)
 	if err != nil {
 		return fmt.Errorf("encode the result of %s/%s: %w", r.OrderID, sortKey(r.Ref), err)
@@ -158,6 +153,17 @@ func (it resultItem) result() (Result, error) {
 		r.JSON = b
 	}
 	return r, nil
+}
+
+// packed is a result as its item keeps it: deflated (zipped), if it is
+// large enough that deflating it saves, or as it is (text).
+func packed(b json.RawMessage) (text string, zipped []byte) {
+	if len(b) >= deflateFrom {
+		if z := deflate(b); len(z) < len(b) {
+			return "", z
+		}
+	}
+	return string(b), nil
 }
 
 func deflate(b []byte) []byte {

@@ -39,6 +39,9 @@ type Store interface {
 	dispatch.RecordReader // a cancel's first undo
 	// Definition is the definition an order runs now.
 	Definition(ctx context.Context, orderID string) (workflow.Definition, error)
+	// WasSent reports whether body is the order as first accepted, its
+	// data rewritten since by a move.
+	WasSent(ctx context.Context, orderID, body string) (bool, error)
 }
 
 // Sender sends queue messages.
@@ -433,6 +436,9 @@ func (h *Handler) sameAsStored(ctx context.Context, o message.Order, now time.Ti
 		return "", err
 	}
 	if same, err := h.kept.Same(ctx, o.OrderID, kept.Stored([]byte(stored)), o.JSON()); err != nil || same {
+		return stored, err
+	}
+	if sent, err := h.store.WasSent(ctx, o.OrderID, o.JSON()); err != nil || sent {
 		return stored, err
 	}
 	reason := fmt.Sprintf("orderId %s was already accepted with different content", o.OrderID)

@@ -39,6 +39,11 @@ type migrateSpec struct {
 	Rename  map[string]string `yaml:"rename"`
 	Skip    []string          `yaml:"skip"`
 	NewUndo []string          `yaml:"newUndo"`
+	// Transform: jq over the order's data and, by step, its results.
+	Transform struct {
+		Order   string            `yaml:"order"`
+		Results map[string]string `yaml:"results"`
+	} `yaml:"transform"`
 }
 
 // limitsSpec is what a step or an undo action may leave to the file's

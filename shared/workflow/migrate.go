@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -30,11 +31,13 @@ type Migration struct {
 	// NewUndo are steps whose undo, for an order that already ran them, is
 	// this version's rather than the one of the version that ran them.
 	NewUndo []string `json:",omitempty"`
+	// Transform rewrites the order's data and the results it kept.
+	Transform Transform `json:",omitzero"`
 }
 
 // IsZero reports whether the plan says nothing.
 func (m Migration) IsZero() bool {
-	return len(m.Rename) == 0 && len(m.Skip) == 0 && len(m.NewUndo) == 0
+	return len(m.Rename) == 0 && len(m.Skip) == 0 && len(m.NewUndo) == 0 && m.Transform.IsZero()
 }
 
 // check reports what in the plan does not name a step of d.
@@ -55,13 +58,18 @@ func (m Migration) check(d Definition) Problems {
 			ps = append(ps, Problem{Field: fmt.Sprintf("migrate.newUndo[%d]", i), What: fmt.Sprintf("%q is not a step of this workflow", name)})
 		}
 	}
-	return ps
+	return append(ps, m.Transform.check(d)...)
 }
 
 // Moving is a move of orders from one version of a workflow to another, by
 // the plan of the version moved to (To.Migrate).
 type Moving struct {
 	From, To Definition
+	// Data is the order's data, opened (nil: not read: a move that must
+	// count a new step's items, or rewrite it, is refused), and Sealed
+	// says it is sealed: no reason quotes it.
+	Data   json.RawMessage
+	Sealed bool
 }
 
 // Placed is where one record of a moved order stands in the version moved
@@ -94,6 +102,8 @@ type Moved struct {
 	// Dropped are the steps of the earlier version the order leaves behind
 	// (not started, or done with nothing to undo).
 	Dropped []string
+	// Data is the order's data rewritten by the plan (nil: as it was).
+	Data json.RawMessage
 }
 
 // NotMovableError says why an order cannot move now.
@@ -123,6 +133,14 @@ func (m Moving) Move(o Order) (Moved, error) {
 	case o.Cancelled:
 		return Moved{}, &NotMovableError{[]string{"it is being cancelled"}}
 	}
+	data, err := m.data()
+	if err != nil {
+		return Moved{}, &NotMovableError{[]string{err.Error()}}
+	}
+	items, err := m.items(data)
+	if err != nil {
+		return Moved{}, &NotMovableError{[]string{err.Error()}}
+	}
 	steps := m.steps(o, refuse)
 	byTo := map[int]*movingStep{}
 	var dropped []string
@@ -144,7 +162,11 @@ func (m Moving) Move(o Order) (Moved, error) {
 		return Moved{}, &NotMovableError{why}
 	}
 	out := Moved{Recs: map[Ref]Placed{}, Dropped: dropped}
-	m.place(o, byTo, &out, refuse)
+	if m.To.Migrate.Transform.Order != "" {
+		out.Data = data
+	}
+	m.place(o, byTo, items, &out, refuse)
+	m.checkItems(out, items, refuse)
 	def, err := m.definition(byTo)
 	if err != nil {
 		refuse("%s", err)

@@ -10,9 +10,10 @@ import (
 // definition the order runs after it.
 
 // place sets out's records of the steps (not their undo actions) in the
-// version moved to; it returns, by To's index, the steps done (carried done,
-// or skipped).
-func (m Moving) place(o Order, byTo map[int]*movingStep, out *Moved, refuse func(string, ...any)) map[int]bool {
+// version moved to, a new step that runs per item once per item of items
+// (the order's data read: else it is refused); it returns, by To's index,
+// the steps done (carried done, or skipped).
+func (m Moving) place(o Order, byTo map[int]*movingStep, items map[int]int, out *Moved, refuse func(string, ...any)) map[int]bool {
 	// needed[j]: a step the order started needs j, directly or not.
 	needed := map[int]bool{}
 	var need func(j int)
@@ -49,32 +50,31 @@ func (m Moving) place(o Order, byTo map[int]*movingStep, out *Moved, refuse func
 				}
 			}
 		}
-		if st.ForEach != "" && !done[j] && (byTo[j] == nil || m.From.Steps[byTo[j].from].ForEach == "") {
-			refuse("step %s runs per item in version %s: a move does not count an order's items (list it under migrate.skip, or let the order end)", st.Name, m.To.Version)
+		if st.ForEach != "" && !done[j] && (byTo[j] == nil || m.From.Steps[byTo[j].from].ForEach == "") && items == nil {
+			refuse("step %s runs per item in version %s: a move counts its items from the order's data, which this one did not read", st.Name, m.To.Version)
 		}
-		m.placeStep(o, j, byTo[j], done, out)
+		m.placeStep(o, j, byTo[j], done, items, out)
 	}
 	return done
 }
 
-// placeStep places the records of To's step j, from s (nil: a new step).
-// A record ready after the move is sent again whatever it was: the requests
-// in flight name the earlier version, which a claim no longer takes.
-func (m Moving) placeStep(o Order, j int, s *movingStep, done map[int]bool, out *Moved) {
+// placeStep places the records of To's step j, from s (nil: a new step),
+// a new one that runs per item once per item of items. A record ready
+// after the move is sent again whatever it was: the requests in flight
+// name the earlier version, which a claim no longer takes.
+func (m Moving) placeStep(o Order, j int, s *movingStep, done map[int]bool, items map[int]int, out *Moved) {
 	ready := allDone(m.To.Needs(j), done)
 	switch {
 	case s == nil && done[j]:
 		out.Recs[Ref{Index: j}] = Placed{New: true, Skipped: true}
 		return
-	case s == nil:
-		out.Recs[Ref{Index: j}] = Placed{New: true, Ready: ready}
-		out.ready(o, Ref{Index: j}, ready)
-		return
-	case !s.started && (m.From.Steps[s.from].ForEach == "") != (m.To.Steps[j].ForEach == ""):
-		// not started, and now once rather than per item (a new forEach
-		// step is refused in place)
-		out.Recs[Ref{Index: j}] = Placed{From: s.recs[0], Ready: ready}
-		out.ready(o, Ref{Index: j}, ready)
+	case s == nil || (!s.started && (m.From.Steps[s.from].ForEach == "") != (m.To.Steps[j].ForEach == "")):
+		// new, or not started and now run per item rather than once or
+		// the other way: its records are new, as many as its items
+		for _, ref := range RecordsOf(j, forEachOnly(j, m.To.Steps[j], items)) {
+			out.Recs[ref] = Placed{New: true, Ready: ready}
+			out.ready(o, ref, ready)
+		}
 		return
 	}
 	for _, from := range s.recs {
@@ -94,6 +94,14 @@ func (m Moving) placeStep(o Order, j int, s *movingStep, done map[int]bool, out 
 			out.ready(o, to, ready)
 		}
 	}
+}
+
+// forEachOnly is items' count for step j if it runs per item (nil: once).
+func forEachOnly(j int, st Step, items map[int]int) map[int]int {
+	if st.ForEach == "" {
+		return nil
+	}
+	return map[int]int{j: items[j]}
 }
 
 // ready notes ref as to be started, if it is ready in an order that runs.

@@ -14,6 +14,7 @@ import (
 	"github.com/sas-go/sas/shared/devkit/accounting"
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -31,6 +32,7 @@ const (
 // back; every order then ends Processed, checked once. The figures (time,
 // requests and units per order moved, cost per million moved) are logged:
 // SAS_MOVE_ORDERS=1000 go test -run TestOrdersInFlightMoveByTheThousand -v ./shared/devkit/localrun
+// (SAS_MOVE_REWRITE=1: by a plan that rewrites each order's data and a result).
 func TestOrdersInFlightMoveByTheThousand(t *testing.T) {
 	t.Parallel()
 	n := 40
@@ -56,8 +58,12 @@ func TestOrdersInFlightMoveByTheThousand(t *testing.T) {
 	for _, id := range ids {
 		e.parked(id, 1)
 	}
-	v2, err := workflow.ParseFile("approval.yaml", []byte(strings.Replace(approval("96h", ""), "  - name: await-approval\n",
-		"  - name: fraud-check\n    agent: payment\n    undo: none\n  - name: await-approval\n", 1)), workflow.Options{})
+	file := strings.Replace(approval("96h", ""), "  - name: await-approval\n",
+		"  - name: fraud-check\n    agent: payment\n    undo: none\n  - name: await-approval\n", 1)
+	if os.Getenv("SAS_MOVE_REWRITE") != "" { // the plan rewrites each order's data and its reservation
+		file += "migrate:\n  transform:\n    order: '.customerId |= (\"m-\" + .)'\n    results: {reserve-inventory: '{held: .}'}\n"
+	}
+	v2, err := workflow.ParseFile("approval.yaml", []byte(file), workflow.Options{})
 	require.NoError(t, err)
 	v2 = v2.With(settings)
 	op := operator.New(e.stack.Deployment.Clients, e.stack.Topology())
@@ -111,4 +117,48 @@ func TestOrdersInFlightMoveByTheThousand(t *testing.T) {
 		require.Equal(t, workflow.Processed, tasks[id].State, id)
 		e.requireLedger(id, "reserve-inventory", "fraud-check", "charge-payment")
 	}
+}
+
+// Orders waiting for their approval move to a version whose plan rewrites
+// their data and the reservation each kept: the charge after the approval
+// reads the data rewritten, the undo of a cancelled one the reservation
+// rewritten, and a resend of an order as first accepted is a duplicate
+// still, not a conflict.
+func TestAMovedOrderRunsOnItsDataRewritten(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{}, running(t, approval("72h", "")))
+	ctx := context.Background()
+	ids := []string{"rw-approved", "rw-cancelled"}
+	sent := map[string]string{}
+	for i, id := range ids {
+		sent[id] = localrun.DemoOrder(id, i).JSON()
+		require.NoError(t, e.stack.SendOrders(ctx, sent[id]))
+		e.parked(id, 1)
+	}
+	v2, err := workflow.ParseFile("approval.yaml", []byte(approval("96h", "")+`migrate:
+  transform:
+    order: '.customerId |= ("vip-" + .)'
+    results:
+      reserve-inventory: '{held: ., moved: true}'
+`), workflow.Options{})
+	require.NoError(t, err)
+	op := e.operatorOf()
+	for _, id := range ids {
+		m, err := op.MigrateOrder(ctx, id, v2, "the test", false)
+		require.NoError(t, err)
+		require.True(t, m.Moves, "%s: %s", id, m.Why)
+		require.True(t, m.Rewritten, id)
+	}
+	e.signal("rw-approved", "approved", "e-1", `{"amountCents":1998,"by":"ana"}`)
+	e.cancelMessage("rw-cancelled")
+	tasks := e.waitEnded(ids)
+	require.Equal(t, workflow.Processed, tasks["rw-approved"].State)
+	require.Equal(t, workflow.Cancelled, tasks["rw-cancelled"].State)
+	require.Equal(t, "vip-customer-0", e.input("rw-approved", "charge-payment")["customerId"], "the charge reads the data rewritten")
+	undo := e.input("rw-cancelled", "release-inventory")
+	require.Equal(t, true, undo["reservation"].(map[string]any)["moved"], "the undo reads the reservation rewritten: %v", undo)
+
+	require.NoError(t, e.stack.SendOrders(ctx, sent["rw-approved"]))
+	e.eventually("the resend counted", 30*time.Second, func() bool { return e.stack.Tally.Sum(metrics.DuplicateOrders) >= 1 })
+	require.Zero(t, e.stack.Tally.Sum(metrics.ConflictingOrders), "the order as first accepted is the order still")
 }

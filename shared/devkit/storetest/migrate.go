@@ -18,16 +18,19 @@ import (
 // migrateTests are the cases of an order moved to another version of its
 // workflow (sasctl migrate).
 var migrateTests = map[string]func(*testing.T, *statestore.Store){
-	"AMoveCarriesWhatRanAndItsResultsToTheirPlaces": moveCarries,
-	"AMoveRefusesAnOrderWithAnAttemptAtWork":        moveRefusedAtWork,
-	"AnOrderMovesOnceHoweverManyMoveIt":             moveOnce,
-	"ARequestOfTheEarlierVersionClaimsNothing":      moveFencesOldRequests,
-	"AttemptNumbersNeverGoBackThroughAMoveAndBack":  moveKeepsCountingAttempts,
-	"AForEachStepInANewPlaceCountsItsItems":         moveCountsItems,
-	"AStepLeftAndAddedAgainCountsOnItsAttempts":     moveRemembersAttemptsLeft,
-	"AStepPerItemNotStartedRunsItsItemsAfterAMove":  moveBeforeItems,
-	"AnEventKeptForAWaitNotReachedMovesWithIt":      moveKeepsEarlyEvent,
-	"ARenamedStepsResultGoesUnderItsNewName":        moveRenamesResults,
+	"AMoveCarriesWhatRanAndItsResultsToTheirPlaces":       moveCarries,
+	"AMoveRefusesAnOrderWithAnAttemptAtWork":              moveRefusedAtWork,
+	"AnOrderMovesOnceHoweverManyMoveIt":                   moveOnce,
+	"ARequestOfTheEarlierVersionClaimsNothing":            moveFencesOldRequests,
+	"AttemptNumbersNeverGoBackThroughAMoveAndBack":        moveKeepsCountingAttempts,
+	"AForEachStepInANewPlaceCountsItsItems":               moveCountsItems,
+	"AStepLeftAndAddedAgainCountsOnItsAttempts":           moveRemembersAttemptsLeft,
+	"AStepPerItemNotStartedRunsItsItemsAfterAMove":        moveBeforeItems,
+	"AnEventKeptForAWaitNotReachedMovesWithIt":            moveKeepsEarlyEvent,
+	"ARenamedStepsResultGoesUnderItsNewName":              moveRenamesResults,
+	"APlanRewritesTheOrdersDataAndAResultInTheMovesWrite": moveRewrites,
+	"ANewStepPerItemRunsOncePerItemOfTheOrdersData":       moveCountsNewItems,
+	"AMoveToAVersionThatWaitsTakesItsEvents":              moveToAWait,
 }
 
 // versions are a workflow of three steps (a, b, c, each with an undo but
