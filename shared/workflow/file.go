@@ -39,6 +39,7 @@ type migrateSpec struct {
 	Rename  map[string]string `yaml:"rename"`
 	Skip    []string          `yaml:"skip"`
 	NewUndo []string          `yaml:"newUndo"`
+	Keep    []string          `yaml:"keep"`
 }
 
 // limitsSpec is what a step or an undo action may leave to the file's
