@@ -28,6 +28,7 @@ var migrateTests = map[string]func(*testing.T, *statestore.Store){
 	"AStepPerItemNotStartedRunsItsItemsAfterAMove":  moveBeforeItems,
 	"AnEventKeptForAWaitNotReachedMovesWithIt":      moveKeepsEarlyEvent,
 	"ARenamedStepsResultGoesUnderItsNewName":        moveRenamesResults,
+	"AKeptStepMovesWithItsResultAndItsUndo":         moveKeepsAStep,
 }
 
 // versions are a workflow of three steps (a, b, c, each with an undo but
