@@ -84,3 +84,16 @@ func (mv Moved) Undoes() []string {
 	}
 	return out
 }
+
+// Kept are the steps the moved order keeps from earlier versions, done,
+// for their undo alone (Step.Kept): those this move kept, and any an
+// earlier move kept that it keeps still.
+func (mv Moved) Kept() []string {
+	var out []string
+	for _, st := range mv.Definition.Steps {
+		if st.Kept != "" {
+			out = append(out, st.Name)
+		}
+	}
+	return out
+}
