@@ -109,6 +109,18 @@ func TestEveryMutationMakesAVersionAnOrderAtItsStartMovesTo(t *testing.T) {
 					require.Len(t, v.aliases, 2, "%s: the old undo and the new one", what)
 				case mutateAdd:
 					require.Len(t, second.Steps, len(first.Steps)+1, what)
+				case mutateRemove:
+					require.Len(t, second.Steps, len(first.Steps)-1, what)
+					require.Len(t, second.Migrate.Keep, 1, what)
+					require.GreaterOrEqual(t, first.Index(second.Migrate.Keep[0]), 0, what)
+					require.Less(t, second.Index(second.Migrate.Keep[0]), 0, what)
+					require.Empty(t, (workflow.Moving{From: first, To: second}).Problems(), what)
+					keeps := slices.ContainsFunc((workflow.Moving{From: first, To: second}).Kinds(), func(k workflow.MoveKind) bool {
+						return k.Err == nil && slices.Contains(k.Moved.Kept(), second.Migrate.Keep[0])
+					})
+					if len(first.Dependents(first.Index(second.Migrate.Keep[0]))) > 0 {
+						require.True(t, keeps, "%s: an order past the removed step moves, keeping it", what)
+					}
 				}
 			}
 		}

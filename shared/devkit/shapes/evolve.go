@@ -15,7 +15,8 @@ import (
 // changes a workflow in flight: a timeout raised, an undo action changed
 // (for the orders that already ran its step too, or not), a step added
 // (before the others, declared skipped for the orders past it, or at the
-// end), a step renamed, the last step removed.
+// end), a step renamed, the last step removed (kept by the orders that
+// completed it: migrate.keep).
 var Changes = []string{"timeout raised", "undo changed", "undo renewed", "step added first", "step added last", "step renamed",
 	"last step removed"}
 
@@ -91,7 +92,10 @@ func Evolve(rng *rand.Rand, d workflow.Definition) (next workflow.Definition, wh
 		if len(d.Steps) < 2 {
 			return next, what, false
 		}
+		// An order that completed it (one branch of several ended) keeps
+		// it, for its undo.
 		next.Steps = next.Steps[:len(next.Steps)-1]
+		next.Migrate.Keep = []string{d.Steps[len(d.Steps)-1].Name}
 	}
 	next.Version = version(next)
 	if err := next.Compile(); err != nil {
