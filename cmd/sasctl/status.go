@@ -75,6 +75,9 @@ func printStatus(out io.Writer, s operator.Status) {
 	if len(o.Moves) > 0 {
 		fmt.Fprintf(out, "  runs version %s\n", o.Version)
 	}
+	for _, name := range slices.Sorted(maps.Keys(s.Kept)) {
+		fmt.Fprintf(out, "  keeps %s, kept from version %s (undo only: done before a move, never run again)\n", name, s.Kept[name])
+	}
 	if o.State == workflow.Held {
 		fmt.Fprintf(out, "  held for its operator since %s, until %s (then undone): sasctl retry, skip or undo %s\n",
 			stamp(o.HeldAt), stamp(o.HeldUntil), o.OrderID)

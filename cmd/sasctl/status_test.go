@@ -22,3 +22,13 @@ func TestStatusShowsTheAttemptsThatWaited(t *testing.T) {
 	require.Regexp(t, `ocr +step +Processed +19 \(18 waited\) +0/3`, out.String())
 	require.Regexp(t, `pay +step +Processed +2 +1/3`, out.String())
 }
+
+// sasctl status names the steps an order keeps from an earlier version
+// (migrate.keep): there for their undo only.
+func TestStatusSaysWhatAnOrderKeeps(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	printStatus(&out, operator.Status{Order: operator.Order{OrderID: "o-1", State: workflow.Pending, Workflow: "approval", Version: "0afa372c"},
+		Kept: map[string]string{"reserve-inventory": "8614e3d5"}})
+	require.Contains(t, out.String(), "  keeps reserve-inventory, kept from version 8614e3d5 (undo only: done before a move, never run again)\n")
+}

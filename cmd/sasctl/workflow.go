@@ -78,9 +78,10 @@ printed too, on stderr, and leave the exit code 0.`,
 			}
 			report := newValidateReport(set, ps, warnings)
 			if f.from != "" && len(ps) == 0 {
-				if report.Moves, err = moveKinds(f.from, set, f.options()); err != nil {
+				if report.Moves, ps, err = moveKinds(f.from, set, f.options()); err != nil {
 					return err
 				}
+				report.Problems, report.Valid = views(ps), len(ps) == 0
 			}
 			out := cmd.OutOrStdout()
 			if err := emit(out, f.output, report, func() { printValidate(out, cmd.ErrOrStderr(), report) }); err != nil {
@@ -166,19 +167,21 @@ type moveKindView struct {
 	Started []string `json:"started,omitempty"`
 	Skipped []string `json:"skipped,omitempty"`
 	Dropped []string `json:"dropped,omitempty"`
+	Kept    []string `json:"kept,omitempty"` // earlier steps it keeps, done, for their undo (migrate.keep)
 	Undoes  []string `json:"undoes,omitempty"`
 }
 
 // moveKinds says what moving the orders of the workflow in file from to
-// its version in set does, at each step of it.
-func moveKinds(file string, set workflow.Set, o workflow.Options) ([]moveKindView, error) {
+// its version in set does, at each step of it, and what in its plan names
+// no step of the earlier version (a kept step).
+func moveKinds(file string, set workflow.Set, o workflow.Options) ([]moveKindView, workflow.Problems, error) {
 	from, err := workflow.LoadFile(file, o)
 	if err != nil {
-		return nil, fmt.Errorf("--from %s: %w", file, err)
+		return nil, nil, fmt.Errorf("--from %s: %w", file, err)
 	}
 	to, ok := set.Get(from.Name)
 	if !ok || from.Name == "" {
-		return nil, usageErrorf("--from %s is workflow %q, which none of the files is", file, from.Name)
+		return nil, nil, usageErrorf("--from %s is workflow %q, which none of the files is", file, from.Name)
 	}
 	var out []moveKindView
 	for _, k := range (workflow.Moving{From: from, To: to}).Kinds() {
@@ -189,7 +192,7 @@ func moveKinds(file string, set workflow.Set, o workflow.Options) ([]moveKindVie
 			continue
 		}
 		def := k.Moved.Definition
-		v.Version, v.Dropped, v.Undoes = def.Version, k.Moved.Dropped, k.Undoes
+		v.Version, v.Dropped, v.Kept, v.Undoes = def.Version, k.Moved.Dropped, k.Moved.Kept(), k.Undoes
 		for ref, p := range k.Moved.Recs {
 			if p.Skipped {
 				v.Skipped = append(v.Skipped, def.Steps[ref.Index].Name)
@@ -200,7 +203,7 @@ func moveKinds(file string, set workflow.Set, o workflow.Options) ([]moveKindVie
 		}
 		out = append(out, v)
 	}
-	return out, nil
+	return out, workflow.Moving{From: from, To: to}.Problems(), nil
 }
 
 // wfSummary is one valid file's workflow.
@@ -309,8 +312,11 @@ func printMoveKinds(out io.Writer, kinds []moveKindView) {
 		parts := []string{"moves"}
 		if k.Version != k.To {
 			parts[0] = fmt.Sprintf("moves to %s (keeping the undo its steps ran with)", k.Version)
+			if len(k.Kept) > 0 {
+				parts[0] = fmt.Sprintf("moves to %s (%s with the steps it keeps for their undo)", k.Version, k.To)
+			}
 		}
-		parts = append(parts, operator.Migrated{Started: k.Started, Skipped: k.Skipped, Dropped: k.Dropped, Undoes: k.Undoes}.Effects()...)
+		parts = append(parts, operator.Migrated{Started: k.Started, Skipped: k.Skipped, Dropped: k.Dropped, Kept: k.Kept, Undoes: k.Undoes}.Effects()...)
 		fmt.Fprintf(out, "  at %s: %s\n", k.At, strings.Join(parts, "; "))
 	}
 }

@@ -264,3 +264,27 @@ func TestWorkflowValidateFromSaysWhatAMoveDoesAtEachStep(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, `is workflow "approval", which none of the files is`)
 }
+
+// validate --from says which orders keep a step the new version removed
+// (migrate.keep), done, for its undo, and what they would undo then; a
+// kept step the earlier version has not is a problem of the plan.
+func TestWorkflowValidateFromSaysWhatAnOrderKeeps(t *testing.T) {
+	t.Parallel()
+	text, err := workflow.ExampleFile("approval")
+	require.NoError(t, err)
+	v1 := writeWorkflow(t, "approval.yaml", string(text))
+	reserve := string(text)[strings.Index(string(text), "  - name: reserve-inventory\n"):strings.Index(string(text), "  - name: await-approval\n")]
+	v2 := strings.Replace(string(text), reserve, "  - name: check-stock\n    agent: inventory\n    undo: none\n", 1) +
+		"migrate:\n  skip: [check-stock]\n  keep: [reserve-inventory]\n"
+	code, stdout, stderr := sasctl(t, "workflow", "validate", "--from", v1, writeWorkflow(t, "approval.yaml", v2))
+	require.Zero(t, code, stderr)
+	require.Contains(t, stdout, "  at reserve-inventory: moves; runs next check-stock; leaves reserve-inventory\n")
+	require.Contains(t, stdout, "  at await-approval: moves to ")
+	require.Contains(t, stdout, "; skips check-stock; keeps reserve-inventory (done: for its undo only); "+
+		"would undo release-inventory\n")
+
+	code, _, stderr = sasctl(t, "workflow", "validate", "--from", v1, writeWorkflow(t, "approval.yaml",
+		strings.Replace(v2, "keep: [reserve-inventory]", "keep: [reserve-inventory, reserve-stock]", 1)))
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, `migrate.keep[1]: "reserve-stock" is not a step of version`)
+}

@@ -12,10 +12,19 @@ import (
 // layoutOf lays out an order's graph: a line of steps (layout), or, for a
 // workflow whose steps run at once, its branches (layoutBranches).
 func layoutOf(st operator.Status) graph {
+	var g graph
 	if len(st.Needs) == 0 {
-		return layout(st.Records, st.UndoNext)
+		g = layout(st.Records, st.UndoNext)
+	} else {
+		g = layoutBranches(st.Records, st.Needs)
 	}
-	return layoutBranches(st.Records, st.Needs)
+	for i, b := range g.Boxes {
+		if from, ok := st.Kept[b.Name]; ok && !b.Undo {
+			g.Boxes[i].Class += " kept"
+			g.Boxes[i].Tip = strings.TrimPrefix(b.Tip+"; kept from version "+from+" (undo only: done before a move, never run again)", "; ")
+		}
+	}
+	return g
 }
 
 // rowH is the height of one row of a branched graph: a step and its undo.

@@ -111,3 +111,23 @@ func crosses(seg [2]point, b box) bool {
 	}
 	return false
 }
+
+// A step an order keeps from an earlier version (migrate.keep) is drawn as
+// such: marked kept, its tip saying from which version, for its undo only.
+func TestAKeptStepIsDrawnAsKept(t *testing.T) {
+	t.Parallel()
+	rec := func(name string, i int, undo bool, st workflow.State) operator.Record {
+		return operator.Record{Name: name, Kind: "agent", State: st, Step: statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Index: i, Undo: undo}}}}
+	}
+	recs := []operator.Record{rec("validate", 0, false, workflow.Processed), rec("credit", 1, false, workflow.Pending),
+		rec("ocr", 2, false, workflow.Processed), rec("drop-ocr", 2, true, workflow.Pending)}
+	g := layoutOf(operator.Status{Records: recs, Kept: map[string]string{"ocr": "8614e3d5"}})
+	for _, b := range g.Boxes {
+		if b.Name == "ocr" {
+			require.Contains(t, b.Class, "kept")
+			require.Equal(t, "kept from version 8614e3d5 (undo only: done before a move, never run again)", b.Tip)
+			continue
+		}
+		require.NotContains(t, b.Class, "kept", b.Name)
+	}
+}

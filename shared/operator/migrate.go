@@ -28,11 +28,13 @@ type Migrated struct {
 	Why     string `json:"why,omitempty"`
 	// Started are the steps it runs next (their requests sent, unless a
 	// dry run or a held order), Skipped the new steps it was past,
-	// Dropped the earlier version's steps it leaves behind, Undoes what
-	// its undoing would run after the move, in order.
+	// Dropped the earlier version's steps it leaves behind, Kept those it
+	// keeps, done, for their undo alone (migrate.keep), Undoes what its
+	// undoing would run after the move, in order.
 	Started []string `json:"started,omitempty"`
 	Skipped []string `json:"skipped,omitempty"`
 	Dropped []string `json:"dropped,omitempty"`
+	Kept    []string `json:"kept,omitempty"`
 	Undoes  []string `json:"undoes,omitempty"`
 	// Results is how many of its results changed key with their steps, or
 	// were rewritten by the plan; Rewritten says its data was.
@@ -41,16 +43,17 @@ type Migrated struct {
 }
 
 // Effects say in words what a move does to the order, each part that is
-// not empty: what it runs next, skips, leaves and would undo (sasctl
-// migrate's lines, validate --from's and the console's dry run).
+// not empty: what it runs next, skips, leaves, keeps and would undo
+// (sasctl migrate's lines, validate --from's and the console's dry run).
 func (m Migrated) Effects() []string {
 	var out []string
 	for _, p := range []struct {
-		what  string
-		names []string
-	}{{"runs next", m.Started}, {"skips", m.Skipped}, {"leaves", m.Dropped}, {"would undo", m.Undoes}} {
+		what, then string
+		names      []string
+	}{{"runs next", "", m.Started}, {"skips", "", m.Skipped}, {"leaves", "", m.Dropped},
+		{"keeps", " (done: for its undo only)", m.Kept}, {"would undo", "", m.Undoes}} {
 		if len(p.names) > 0 {
-			out = append(out, p.what+" "+strings.Join(p.names, ", "))
+			out = append(out, p.what+" "+strings.Join(p.names, ", ")+p.then)
 		}
 	}
 	if m.Rewritten {
@@ -93,7 +96,7 @@ func (o *Operator) MigrateOrder(ctx context.Context, orderID string, to workflow
 			out.Skipped = append(out.Skipped, def.Steps[ref.Index].Name)
 		}
 	}
-	out.Undoes = mv.Undoes()
+	out.Undoes, out.Kept = mv.Undoes(), mv.Kept()
 	slices.Sort(out.Skipped)
 	out.Dropped = mv.Dropped
 	if dry || len(mv.Ready) == 0 {

@@ -25,6 +25,11 @@ type Status struct {
 	// engine runs right after it, whichever step's refusal started the
 	// undoing (workflow.Definition.UndoNext): the console draws its arrows.
 	UndoNext map[string][]string `json:"undoNext,omitempty"`
+	// Kept are the steps an order moved to another version keeps from the
+	// version that ran them (by name: that version), which the version it
+	// moved to has not: done, never run again, there for their undo alone
+	// (workflow.Step.Kept).
+	Kept map[string]string `json:"kept,omitempty"`
 }
 
 // Event is one line of an order's timeline.
@@ -58,6 +63,14 @@ func (o *Operator) Status(ctx context.Context, orderID string) (Status, error) {
 		return Status{}, err
 	}
 	s.Needs = needsOf(d)
+	for _, st := range d.Steps {
+		if st.Kept != "" {
+			if s.Kept == nil {
+				s.Kept = map[string]string{}
+			}
+			s.Kept[st.Name] = st.Kept
+		}
+	}
 	if next := d.UndoNext(); len(next) > 0 {
 		s.UndoNext = next
 	}
@@ -87,6 +100,9 @@ func needsOf(d workflow.Definition) map[string][]string {
 	}
 	out := map[string][]string{}
 	for i, st := range d.Steps {
+		if st.Kept != "" {
+			continue // never runs: Status.Kept
+		}
 		out[st.Name] = []string{}
 		for _, j := range d.Needs(i) {
 			out[st.Name] = append(out[st.Name], d.Steps[j].Name)

@@ -263,7 +263,7 @@ func recordOf(def workflow.Definition, ref workflow.Ref, round int) recItem {
 	if st.Wait != nil {
 		r.Continue, r.Event = st.Wait.Continue, st.Wait.Event
 	}
-	r.Starts = len(def.Needs(ref.Index)) == 0
+	r.Starts = len(def.Needs(ref.Index)) == 0 && st.Kept == "" // a kept step never runs again, in no round
 	return r
 }
 

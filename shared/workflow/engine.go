@@ -244,7 +244,7 @@ func (d Definition) Start(items map[int]int) Order {
 	o := Order{State: Pending, Recs: Records{}}
 	for i, st := range d.Steps {
 		for _, ref := range RecordsOf(i, items) {
-			o.Recs[ref] = Rec{Ref: ref, Action: st.Action, State: Pending, Ready: len(d.Needs(i)) == 0, Kind: st.Kind(),
+			o.Recs[ref] = Rec{Ref: ref, Action: st.Action, State: Pending, Ready: d.starts(i), Kind: st.Kind(),
 				HasUndo: st.Undo != nil, NothingToUndo: st.NoUndo, HoldFor: st.HoldFor}
 			if st.Undo != nil {
 				u := UndoOf(ref)

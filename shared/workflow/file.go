@@ -39,6 +39,7 @@ type migrateSpec struct {
 	Rename  map[string]string `yaml:"rename"`
 	Skip    []string          `yaml:"skip"`
 	NewUndo []string          `yaml:"newUndo"`
+	Keep    []string          `yaml:"keep"`
 	// Transform: jq over the order's data and, by step, its results.
 	Transform struct {
 		Order   string            `yaml:"order"`

@@ -59,6 +59,9 @@ func (d Definition) Index(name string) int {
 // each: every step needs the one before it alone, and none runs per item.
 func (d Definition) Linear() bool {
 	for i, st := range d.Steps {
+		if st.Kept != "" {
+			continue // done before the move, never run: no part of the line
+		}
 		if st.ForEach != "" || !slices.Equal(d.Needs(i), d.lineNeeds(i)) {
 			return false
 		}
@@ -340,13 +343,31 @@ func RecordsOf(i int, items map[int]int) []Ref {
 }
 
 // Starts are the records ready when an order starts: those of the steps
-// that need nothing.
+// that need nothing (but a kept step: it never runs).
 func (d Definition) Starts(items map[int]int) []Ref {
 	var out []Ref
 	for i := range d.Steps {
-		if len(d.Needs(i)) == 0 {
+		if d.starts(i) {
 			out = append(out, RecordsOf(i, items)...)
 		}
 	}
 	return out
+}
+
+// starts reports whether step i is ready when a round of an order starts:
+// it needs nothing, and is no step kept from an earlier version.
+func (d Definition) starts(i int) bool {
+	return len(d.Needs(i)) == 0 && d.Steps[i].Kept == ""
+}
+
+// allFinished reports whether every step is finished but the kept ones
+// (done before a move, in an earlier round if the order was resubmitted
+// since: they never run again).
+func (d Definition) allFinished(finished map[int]bool) bool {
+	for i, st := range d.Steps {
+		if !finished[i] && st.Kept == "" {
+			return false
+		}
+	}
+	return true
 }

@@ -96,12 +96,12 @@ func (d Definition) goOn(o Order, m Move) Move {
 	}
 	m.State = Pending
 	finished := after.Recs.finishedSteps()
-	if len(finished) == len(d.Steps) {
+	if d.allFinished(finished) {
 		m.State = Processed
 		return m
 	}
-	for i := range d.Steps {
-		if after.Recs.started(i) {
+	for i, st := range d.Steps {
+		if after.Recs.started(i) || st.Kept != "" {
 			continue
 		}
 		ready := true

@@ -3,7 +3,9 @@ package workflow
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 )
 
 // An order keeps the definition it started with; an operator may move it to
@@ -15,9 +17,10 @@ import (
 // attempt at work that could still record an outcome (an async call its
 // service accepted keeps its place and its token, if its step keeps its
 // position and its action). Every step that took effect must exist in the
-// version moved to, and keeps the undo of the version that ran it (unless
-// the plan gives it the new one). A new step before a step the order already
-// started must be declared skipped.
+// version moved to, or be kept by the plan (Migration.Keep: done, it stays
+// in the order's own definition for its undo alone), and keeps the undo of
+// the version that ran it (unless the plan gives it the new one). A new step
+// before a step the order already started must be declared skipped.
 
 // Migration is a workflow file's migrate: section: how orders of an earlier
 // version move to this one. It is not part of the version (adding one does
@@ -33,11 +36,16 @@ type Migration struct {
 	NewUndo []string `json:",omitempty"`
 	// Transform rewrites the order's data and the results it kept.
 	Transform Transform `json:",omitzero"`
+	// Keep are earlier steps this version has not that an order which
+	// completed them keeps: done, never run again, appended to its own
+	// definition with the undo of the version that ran them, so that a
+	// later failure undoes them in their turn (Step.Kept).
+	Keep []string `json:",omitempty"`
 }
 
 // IsZero reports whether the plan says nothing.
 func (m Migration) IsZero() bool {
-	return len(m.Rename) == 0 && len(m.Skip) == 0 && len(m.NewUndo) == 0 && m.Transform.IsZero()
+	return len(m.Rename) == 0 && len(m.Skip) == 0 && len(m.NewUndo) == 0 && len(m.Keep) == 0 && m.Transform.IsZero()
 }
 
 // check reports what in the plan does not name a step of d.
@@ -58,7 +66,33 @@ func (m Migration) check(d Definition) Problems {
 			ps = append(ps, Problem{Field: fmt.Sprintf("migrate.newUndo[%d]", i), What: fmt.Sprintf("%q is not a step of this workflow", name)})
 		}
 	}
+	for i, name := range m.Keep {
+		field := fmt.Sprintf("migrate.keep[%d]", i)
+		switch _, renamed := m.Rename[name]; {
+		case d.Index(name) >= 0:
+			ps = append(ps, Problem{Field: field, What: fmt.Sprintf("%q is a step of this workflow: an order that ran it carries it, "+
+				"nothing to keep", name)})
+		case renamed:
+			ps = append(ps, Problem{Field: field, What: fmt.Sprintf("%q is renamed under migrate.rename: it is carried, not kept", name)})
+		}
+	}
 	return append(ps, m.Transform.check(d)...)
+}
+
+// Problems are what in To's plan does not name a step of From, where To's
+// own checks (Migration.check) cannot tell: a kept step From has not. Each
+// is a problem of To's file, at its field.
+func (m Moving) Problems() Problems {
+	var ps Problems
+	for i, name := range m.To.Migrate.Keep {
+		if m.From.Index(name) >= 0 {
+			continue
+		}
+		field := fmt.Sprintf("migrate.keep[%d]", i)
+		ps = append(ps, Problem{File: m.To.File, Line: m.To.lines.of(field), Field: field,
+			What: fmt.Sprintf("%q is not a step of version %s (%s)", name, m.From.Version, m.From.File)})
+	}
+	return ps
 }
 
 // Moving is a move of orders from one version of a workflow to another, by
@@ -104,6 +138,9 @@ type Moved struct {
 	Dropped []string
 	// Data is the order's data rewritten by the plan (nil: as it was).
 	Data json.RawMessage
+	// doneAt is when each record carried was done, by its ref now: the
+	// order its undoing takes (Undoes).
+	doneAt map[Ref]time.Time
 }
 
 // NotMovableError says why an order cannot move now.
@@ -141,23 +178,7 @@ func (m Moving) Move(o Order) (Moved, error) {
 	if err != nil {
 		return Moved{}, &NotMovableError{[]string{err.Error()}}
 	}
-	steps := m.steps(o, refuse)
-	byTo := map[int]*movingStep{}
-	var dropped []string
-	for i := range steps {
-		s := &steps[i]
-		name := m.From.Steps[s.from].Name
-		switch {
-		case s.to >= 0 && byTo[s.to] != nil:
-			refuse("steps %s and %s both become %s in version %s", m.From.Steps[byTo[s.to].from].Name, name, m.To.Steps[s.to].Name, m.To.Version)
-		case s.to >= 0:
-			byTo[s.to] = s
-		case s.started && !m.From.Steps[s.from].NoUndo && !nothingToUndo(o, s.recs):
-			refuse("step %s ran and version %s has no step %s (rename it under migrate.rename)", name, m.To.Version, name)
-		default:
-			dropped = append(dropped, name)
-		}
-	}
+	byTo, kept, dropped := m.match(o, m.steps(o, refuse), refuse)
 	if len(why) > 0 {
 		return Moved{}, &NotMovableError{why}
 	}
@@ -167,6 +188,9 @@ func (m Moving) Move(o Order) (Moved, error) {
 	}
 	m.place(o, byTo, items, &out, refuse)
 	m.checkItems(out, items, refuse)
+	for k, s := range kept { // after To's steps: their indices stay
+		byTo[len(m.To.Steps)+k] = s
+	}
 	def, err := m.definition(byTo)
 	if err != nil {
 		refuse("%s", err)
@@ -178,9 +202,57 @@ func (m Moving) Move(o Order) (Moved, error) {
 		return Moved{}, &NotMovableError{[]string{fmt.Sprintf("every step of version %s is done in it: it would have nothing left "+
 			"to run, and ends under the version it runs", m.To.Version)}}
 	}
+	out.placeKept(len(m.To.Steps), kept)
 	out.Definition = def
 	m.undos(byTo, &out)
+	out.doneAt = map[Ref]time.Time{}
+	for ref, p := range out.Recs {
+		if p.Carried {
+			out.doneAt[ref] = o.Recs[p.From].DoneAt
+		}
+	}
 	return out, nil
+}
+
+// match pairs each step of the earlier version in o with its step in To,
+// by name (byTo, by To's index), or with none: kept (the plan keeps it and
+// the order completed it) or dropped (not started, or nothing to undo).
+func (m Moving) match(o Order, steps []movingStep, refuse func(string, ...any)) (map[int]*movingStep, []*movingStep, []string) {
+	byTo := map[int]*movingStep{}
+	var kept []*movingStep
+	var dropped []string
+	for i := range steps {
+		s := &steps[i]
+		name := m.From.Steps[s.from].Name
+		switch {
+		case s.to >= 0 && byTo[s.to] != nil:
+			refuse("steps %s and %s both become %s in version %s", m.From.Steps[byTo[s.to].from].Name, name, m.To.Steps[s.to].Name, m.To.Version)
+		case s.to >= 0:
+			byTo[s.to] = s
+		case !s.started || m.From.Steps[s.from].NoUndo || nothingToUndo(o, s.recs):
+			dropped = append(dropped, name)
+		case !slices.Contains(m.To.Migrate.Keep, name):
+			refuse("step %s ran and version %s has no step %s (keep it under migrate.keep, or rename it under migrate.rename)",
+				name, m.To.Version, name)
+		case !allProcessed(o, s.recs):
+			refuse("step %s is kept under migrate.keep and has not completed (it failed, is held or at work): a kept step never runs "+
+				"again; move the order once it is done", name)
+		default:
+			kept = append(kept, s)
+		}
+	}
+	return byTo, kept, dropped
+}
+
+// placeKept carries the records of the kept steps, done, to their steps
+// appended after To's n steps (Moving.definition); their undo records are
+// carried with the others' (Moving.undos).
+func (out *Moved) placeKept(n int, kept []*movingStep) {
+	for k, s := range kept {
+		for _, from := range s.recs {
+			out.Recs[Ref{Index: n + k, Item: from.Item}] = Placed{Carried: true, From: from}
+		}
+	}
 }
 
 // finished reports whether every step record the move places is done.

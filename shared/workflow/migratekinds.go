@@ -1,6 +1,10 @@
 package workflow
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+	"time"
+)
 
 // MoveKind is what a move does to one kind of order: one at a step of the
 // earlier version (its needs done, it ready or waiting), or one whose every
@@ -21,6 +25,10 @@ type MoveKind struct {
 // rules before any order moves.
 func (m Moving) Kinds() []MoveKind {
 	var out []MoveKind
+	ranAt := map[int]time.Time{} // each step done after what it needs, as an order runs them
+	for k, i := range m.From.order() {
+		ranAt[i] = time.Unix(int64(k+1), 0)
+	}
 	for _, i := range m.From.order() {
 		o := m.From.Start(nil)
 		done := map[int]bool{}
@@ -38,7 +46,7 @@ func (m Moving) Kinds() []MoveKind {
 			switch {
 			case ref.Undo:
 			case done[ref.Index]:
-				r.State, r.Ready, r.Attempt = Processed, false, 1
+				r.State, r.Ready, r.Attempt, r.DoneAt = Processed, false, 1, ranAt[ref.Index]
 			case ref.Index == i:
 				r.Ready = true
 			default:
@@ -57,7 +65,8 @@ func (m Moving) Kinds() []MoveKind {
 }
 
 // Undoes is what the moved order's undoing would run, in order: the undo
-// actions of the steps it carried done (the latest step first).
+// actions of the steps it carried done, kept ones too, the latest done
+// first, as the undoing orders them (Order.compensate).
 func (mv Moved) Undoes() []string {
 	var refs []Ref
 	for ref, p := range mv.Recs {
@@ -65,10 +74,26 @@ func (mv Moved) Undoes() []string {
 			refs = append(refs, ref)
 		}
 	}
-	slices.SortFunc(refs, func(a, b Ref) int { return compareRefs(b, a) })
+	slices.SortFunc(refs, func(a, b Ref) int {
+		ta, tb := mv.doneAt[Ref{Index: a.Index, Item: a.Item}], mv.doneAt[Ref{Index: b.Index, Item: b.Item}]
+		return -cmp.Or(boolCmp(ta.IsZero(), tb.IsZero()), ta.Compare(tb), a.Index-b.Index, a.Item-b.Item)
+	})
 	out := make([]string, len(refs))
 	for i, r := range refs {
 		out[i] = RecordName(mv.Definition.Steps[r.Index].Undo.Name, r)
+	}
+	return out
+}
+
+// Kept are the steps the moved order keeps from earlier versions, done,
+// for their undo alone (Step.Kept): those this move kept, and any an
+// earlier move kept that it keeps still.
+func (mv Moved) Kept() []string {
+	var out []string
+	for _, st := range mv.Definition.Steps {
+		if st.Kept != "" {
+			out = append(out, st.Name)
+		}
 	}
 	return out
 }

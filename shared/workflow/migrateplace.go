@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"slices"
@@ -136,10 +137,19 @@ func (m Moving) undos(byTo map[int]*movingStep, out *Moved) {
 }
 
 // definition is what a moved order runs: To, with the undo of the version
-// that ran each step started whose undo the plan does not renew.
+// that ran each step started whose undo the plan does not renew, and the
+// steps kept (byTo's past To's steps), appended.
 func (m Moving) definition(byTo map[int]*movingStep) (Definition, error) {
 	d := m.To
+	d.Steps = slices.Clone(m.To.Steps)
 	changed := false
+	for j := len(m.To.Steps); byTo[j] != nil; j++ {
+		st, err := m.kept(m.From.Steps[byTo[j].from])
+		if err != nil {
+			return d, err
+		}
+		d.Steps, changed = append(d.Steps, st), true
+	}
 	for j, s := range byTo {
 		st := d.Steps[j]
 		if !s.started || slices.Contains(m.To.Migrate.NewUndo, st.Name) {
@@ -149,15 +159,14 @@ func (m Moving) definition(byTo map[int]*movingStep) (Definition, error) {
 		if reflect.DeepEqual(from.Undo, st.Undo) && from.NoUndo == st.NoUndo {
 			continue
 		}
-		if !changed {
-			d.Steps = slices.Clone(d.Steps)
-			changed = true
-		}
 		st.Undo, st.NoUndo = from.Undo, from.NoUndo
-		d.Steps[j] = st
+		d.Steps[j], changed = st, true
 	}
 	if !changed {
-		return d, nil
+		return m.To, nil
+	}
+	if len(d.Steps) > MaxSteps {
+		return d, fmt.Errorf("version %s with the steps this order keeps has %d steps, over %d", m.To.Version, len(d.Steps), MaxSteps)
 	}
 	d.Base = m.To.Version
 	d.Version = d.version()
@@ -165,6 +174,27 @@ func (m Moving) definition(byTo map[int]*movingStep) (Definition, error) {
 		return d, fmt.Errorf("version %s with the undo actions this order ran: %w", m.To.Version, err)
 	}
 	return d, nil
+}
+
+// kept is step st of From as the order that completed it keeps it in To:
+// done, needing nothing, with the version that ran it, and its undo. Its
+// name and its undo's are idempotency keys: none may be an action of To.
+func (m Moving) kept(st Step) (Step, error) {
+	if st.Kept == "" {
+		st.Kept = cmp.Or(m.From.Base, m.From.Version)
+	}
+	st.Needs, st.NoNeeds = nil, true
+	for _, a := range []*Action{&st.Action, st.Undo} {
+		if a != nil && m.To.action(a.Name) {
+			return st, fmt.Errorf("step %s is kept under migrate.keep, and version %s has an action named %s", st.Name, m.To.Version, a.Name)
+		}
+	}
+	return st, nil
+}
+
+// action reports whether name is the name of a step or an undo action of d.
+func (d Definition) action(name string) bool {
+	return slices.ContainsFunc(d.Steps, func(st Step) bool { return st.Name == name || (st.Undo != nil && st.Undo.Name == name) })
 }
 
 // nothingToUndo reports whether every record refs of o is done with

@@ -49,7 +49,7 @@ func (d Definition) Complete(o Order, ref Ref, now time.Time) Move {
 			m.Ready = append(m.Ready, after.refs(t)...)
 		}
 	}
-	if len(finished) == len(d.Steps) {
+	if d.allFinished(finished) {
 		m.State = Processed
 	}
 	return m

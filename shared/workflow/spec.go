@@ -79,7 +79,7 @@ func (f fileSpec) definition(o Options) (Definition, Problems) {
 		}
 	}
 	d.Version = d.version()
-	d.Migrate = Migration{Rename: f.Migrate.Rename, Skip: f.Migrate.Skip, NewUndo: f.Migrate.NewUndo,
+	d.Migrate = Migration{Rename: f.Migrate.Rename, Skip: f.Migrate.Skip, NewUndo: f.Migrate.NewUndo, Keep: f.Migrate.Keep,
 		Transform: Transform{Order: f.Migrate.Transform.Order, Results: f.Migrate.Transform.Results}}
 	r.ps = append(r.ps, d.Migrate.check(d)...)
 	return d, r.ps

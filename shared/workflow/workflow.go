@@ -104,6 +104,11 @@ type Step struct {
 	// (State Held) rather than undoing it, for at most this long (the
 	// file's onFailure: hold, holdFor).
 	HoldFor time.Duration `json:",omitempty"`
+	// Kept, in the definition a moved order runs, is the version that ran
+	// this step, which the version moved to has not (Migration.Keep): the
+	// order completed it; it never runs again (it needs nothing, nothing
+	// needs it, the order ends without it) and is there for its undo alone.
+	Kept string `json:",omitempty"`
 }
 
 // Definition is a workflow: its steps, each run when the steps it needs are

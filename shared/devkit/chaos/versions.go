@@ -15,16 +15,18 @@ import (
 // The mutations that make a workflow's second version, as a team edits its
 // file: a step given more time, an undo replaced by another action of the
 // same service, a step added (before steps an order may have started, then
-// listed under migrate.skip), a step renamed (under migrate.rename).
+// listed under migrate.skip), a step renamed (under migrate.rename), a step
+// removed (kept by the orders that completed it, under migrate.keep).
 const (
 	mutateTimeout = "timeout raised"
 	mutateUndo    = "undo changed"
 	mutateAdd     = "step added"
 	mutateRename  = "step renamed"
+	mutateRemove  = "step removed"
 )
 
 // mutations are every kind, in the order a seed's permutation picks from.
-var mutations = []string{mutateTimeout, mutateUndo, mutateAdd, mutateRename}
+var mutations = []string{mutateTimeout, mutateUndo, mutateAdd, mutateRename, mutateRemove}
 
 // version is a second version of one of the run's workflows, which the
 // run's migrator moves orders to, and some back from.
@@ -98,6 +100,8 @@ func newVersion(rng *rand.Rand, file workflow.Definition, s workflow.Settings, k
 		ok = addStep(rng, &d, &v)
 	case mutateRename:
 		ok = renameStep(rng, &d, &v)
+	case mutateRemove:
+		ok = removeStep(rng, &d, &v)
 	}
 	if !ok {
 		return version{}, false
@@ -254,10 +258,9 @@ func addStep(rng *rand.Rand, d *workflow.Definition, v *version) bool {
 	return true
 }
 
-// renameStep renames a step that calls an agent (its service's action kept)
-// and that no expression of the workflow names (an input reading its
-// result), under migrate.rename.
-func renameStep(rng *rand.Rand, d *workflow.Definition, v *version) bool {
+// namedBy reports whether an expression of d names name (an input reading
+// its result, say).
+func namedBy(d workflow.Definition, name string) bool {
 	var exprs []string
 	for _, st := range d.Steps {
 		exprs = append(exprs, st.Input, st.ForEach)
@@ -268,10 +271,16 @@ func renameStep(rng *rand.Rand, d *workflow.Definition, v *version) bool {
 			exprs = append(exprs, st.Sleep.Until)
 		}
 	}
-	expressions := strings.Join(exprs, "\n")
+	return strings.Contains(strings.Join(exprs, "\n"), name)
+}
+
+// renameStep renames a step that calls an agent (its service's action kept)
+// and that no expression of the workflow names (an input reading its
+// result), under migrate.rename.
+func renameStep(rng *rand.Rand, d *workflow.Definition, v *version) bool {
 	var cands []int
 	for i, st := range d.Steps {
-		if st.Kind() == workflow.KindAgent && !strings.Contains(expressions, st.Name) {
+		if st.Kind() == workflow.KindAgent && !namedBy(*d, st.Name) {
 			cands = append(cands, i)
 		}
 	}
@@ -309,4 +318,42 @@ func uniqueName(d workflow.Definition, base string) string {
 		name = fmt.Sprintf("%s-%d", base, n)
 	}
 	return name
+}
+
+// removeStep removes a step that calls an agent, has an undo and that no
+// expression names (one that others need, if any: an order at them has
+// completed it), the steps that needed it needing what it needed: an order
+// that completed it keeps it, for its undo (migrate.keep); one that had
+// not started it leaves it.
+func removeStep(rng *rand.Rand, d *workflow.Definition, v *version) bool {
+	var cands, needed []int
+	for i, st := range d.Steps {
+		if st.Kind() == workflow.KindAgent && st.Undo != nil && st.ForEach == "" && !namedBy(*d, st.Name) {
+			cands = append(cands, i)
+			if len(d.Dependents(i)) > 0 {
+				needed = append(needed, i)
+			}
+		}
+	}
+	if len(needed) > 0 {
+		cands = needed
+	}
+	if len(cands) == 0 || len(d.Steps) < 2 {
+		return false
+	}
+	i := cands[rng.IntN(len(cands))]
+	name := d.Steps[i].Name
+	for _, j := range d.Dependents(i) {
+		var needs []string
+		for _, n := range append(d.Needs(j), d.Needs(i)...) {
+			if n != i && !slices.Contains(needs, d.Steps[n].Name) {
+				needs = append(needs, d.Steps[n].Name)
+			}
+		}
+		d.Steps[j].Needs, d.Steps[j].NoNeeds = needs, len(needs) == 0
+	}
+	d.Steps = slices.Delete(d.Steps, i, i+1)
+	d.Migrate.Keep = []string{name}
+	v.What = fmt.Sprintf("%s removed, kept by the orders that completed it", name)
+	return true
 }

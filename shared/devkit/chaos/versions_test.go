@@ -102,18 +102,38 @@ func TestEveryMutationMakesAVersionAnOrderAtItsStartMovesTo(t *testing.T) {
 				_, err = workflow.Moving{From: second, To: v.Back}.Move(second.Start(itemsOf(second)))
 				require.NoError(t, err, "%s: and back", what)
 
-				switch kind {
-				case mutateRename:
-					require.Len(t, second.Migrate.Rename, 1, what)
-				case mutateUndo:
-					require.Len(t, v.aliases, 2, "%s: the old undo and the new one", what)
-				case mutateAdd:
-					require.Len(t, second.Steps, len(first.Steps)+1, what)
-				}
+				requireMutation(t, kind, what, v)
 			}
 		}
 		for _, kind := range mutations {
 			require.Positive(t, applied[kind], "%s applies to some workflow of the run", kind)
+		}
+	}
+}
+
+// requireMutation checks what mutation kind made of v's first version.
+func requireMutation(t *testing.T, kind, what string, v version) {
+	first, second := v.First, v.Second
+	switch kind {
+	case mutateRename:
+		require.Len(t, second.Migrate.Rename, 1, what)
+	case mutateUndo:
+		require.Len(t, v.aliases, 2, "%s: the old undo and the new one", what)
+	case mutateAdd:
+		require.Len(t, second.Steps, len(first.Steps)+1, what)
+	case mutateRemove:
+		require.Len(t, second.Steps, len(first.Steps)-1, what)
+		require.Len(t, second.Migrate.Keep, 1, what)
+		kept := second.Migrate.Keep[0]
+		require.GreaterOrEqual(t, first.Index(kept), 0, what)
+		require.Less(t, second.Index(kept), 0, what)
+		moving := workflow.Moving{From: first, To: second}
+		require.Empty(t, moving.Problems(), what)
+		keeps := slices.ContainsFunc(moving.Kinds(), func(k workflow.MoveKind) bool {
+			return k.Err == nil && slices.Contains(k.Moved.Kept(), kept)
+		})
+		if len(first.Dependents(first.Index(kept))) > 0 {
+			require.True(t, keeps, "%s: an order past the removed step moves, keeping it", what)
 		}
 	}
 }

@@ -17,7 +17,8 @@ import (
 // moments (sasctl migrate): while their steps run, wait, are undone or
 // held. A third of the runs have a next version (shapes.Evolve: a timeout
 // raised, an undo changed or renewed, a step added first or last, renamed,
-// the last removed), and move their orders to it and back.
+// the last removed, kept by the orders that completed it), and move their
+// orders to it and back.
 
 // migrateStream is the stream a run's moves are decided by: the seed's
 // other choices are as they were before runs moved orders.
@@ -83,9 +84,12 @@ func (w *World) move(ctx context.Context, o *order) {
 		return
 	}
 	w.note("moved %s from %s to %s (%s): ready %v", o.id, res.From, res.To, w.change, res.Move.Ready)
-	if to.Version == w.def.Version {
+	switch {
+	case to.Version == w.def.Version:
 		w.count("moves back")
-	} else {
+	case len(res.Move.Kept()) > 0:
+		w.count("moves keeping a step (" + w.change + ")")
+	default:
 		w.count("moves (" + w.change + ")")
 	}
 	w.mu.Lock()

@@ -17,7 +17,8 @@ import (
 // changes a workflow in flight: a timeout raised, an undo action changed
 // (for the orders that already ran its step too, or not), a step added
 // (before the others, declared skipped for the orders past it, or at the
-// end), a step renamed, the last step removed.
+// end), a step renamed, the last step removed (kept by the orders that
+// completed it: migrate.keep), a step per item added, the order's data rewritten.
 var Changes = append(slices.Clip(FirstChanges), "step added per item", "data rewritten")
 
 // FirstChanges are the changes Evolve made before it added steps per item
@@ -102,7 +103,10 @@ func EvolveBy(rng *rand.Rand, d workflow.Definition, changes []string) (next wor
 		if len(d.Steps) < 2 {
 			return next, what, false
 		}
+		// An order that completed it (one branch of several ended) keeps
+		// it, for its undo.
 		next.Steps = next.Steps[:len(next.Steps)-1]
+		next.Migrate.Keep = []string{d.Steps[len(d.Steps)-1].Name}
 	case "step added per item":
 		if len(agents) == 0 || slices.ContainsFunc(d.Steps, func(s workflow.Step) bool { return s.ForEach != "" }) {
 			return next, what, false

@@ -31,6 +31,7 @@ var migrateTests = map[string]func(*testing.T, *statestore.Store){
 	"APlanRewritesTheOrdersDataAndAResultInTheMovesWrite": moveRewrites,
 	"ANewStepPerItemRunsOncePerItemOfTheOrdersData":       moveCountsNewItems,
 	"AMoveToAVersionThatWaitsTakesItsEvents":              moveToAWait,
+	"AKeptStepMovesWithItsResultAndItsUndo":               moveKeepsAStep,
 }
 
 // versions are a workflow of three steps (a, b, c, each with an undo but
