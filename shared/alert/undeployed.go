@@ -6,10 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
-	"github.com/aws/aws-sdk-go-v2/service/sns/types"
-
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 )
@@ -50,13 +46,7 @@ func (a *Alerter) VersionUndeployed(ctx context.Context, u Undeployed) error {
 	if len(subject) > MaxSubjectBytes { // names and versions are ASCII (their patterns)
 		subject = subject[:MaxSubjectBytes]
 	}
-	_, err = a.api.Publish(ctx, &sns.PublishInput{
-		TopicArn: aws.String(a.topicARN), Subject: aws.String(subject), Message: aws.String(string(body)),
-		MessageAttributes: map[string]types.MessageAttributeValue{
-			"Workflow": {DataType: aws.String("String"), StringValue: aws.String(u.Workflow)},
-		},
-	})
-	if err != nil {
+	if err := a.publish(ctx, subject, body, "Workflow", u.Workflow); err != nil {
 		return fmt.Errorf("publish undeployed version %s %s: %w", u.Workflow, u.Version, err)
 	}
 	a.metrics.Count(metrics.AlertsPublished, 1, map[string]any{"Workflow": u.Workflow, "Version": u.Version,

@@ -32,6 +32,29 @@ func censusVersions(t *testing.T) (deployed, old, derived workflow.Definition) {
 	return deployed, old, derived
 }
 
+// censusCase is a sweepEnv holding orders of censusVersions, a deployment
+// that runs the deployed one, and the census's alerts.
+type censusCase struct {
+	*sweepEnv
+	deployed, old workflow.Definition
+	set           workflow.Set
+	alerts        *versionAlerts
+}
+
+// newCensusCase submits dep, old and der orders of the deployed, the
+// earlier and the derived version (prefixes dep, old, der).
+func newCensusCase(t *testing.T, c *awsclient.Clients, dep, old, der int) *censusCase {
+	t.Helper()
+	e := newSweepEnv(t, c, 0)
+	d, o, derived := censusVersions(t)
+	e.submitVersion(t, d, "dep", dep)
+	e.submitVersion(t, o, "old", old)
+	e.submitVersion(t, derived, "der", der)
+	set, err := workflow.NewSet(d)
+	require.NoError(t, err)
+	return &censusCase{sweepEnv: e, deployed: d, old: o, set: set, alerts: &versionAlerts{}}
+}
+
 // submitVersion submits n orders of d, named prefix-0…, not yet due.
 func (e *sweepEnv) submitVersion(t *testing.T, d workflow.Definition, prefix string, n int) {
 	t.Helper()
@@ -56,13 +79,13 @@ func (a *versionAlerts) VersionUndeployed(_ context.Context, u alert.Undeployed)
 	return nil
 }
 
-// censusSupervisor is a Supervisor on e whose census judges by set.
-func (e *sweepEnv) censusSupervisor(set workflow.Set, alerts *versionAlerts) *supervisor.Supervisor {
+// censusSupervisor is a Supervisor on e whose census judges by its set.
+func (e *censusCase) censusSupervisor() *supervisor.Supervisor {
 	m := metrics.New(e.tally, "supervisor")
 	log := slog.New(slog.DiscardHandler)
 	s := supervisor.New(e.cfg, supervisor.Deps{Store: e.store, Queues: e.queues, Alerts: noAlerts{},
 		Notify: notify.New(e.queues, nil, m, log), Metrics: m, Log: log,
-		Census: &supervisor.Census{Store: e.store, Workflows: set, Alerts: alerts}})
+		Census: &supervisor.Census{Store: e.store, Workflows: e.set, Alerts: e.alerts}})
 	s.Now = func() time.Time { return e.now }
 	return s
 }
@@ -83,15 +106,9 @@ func (e *sweepEnv) undeployedCounts() map[string]float64 {
 // derived from it, are not. A second sweep within the period counts nothing.
 func TestCensusAlertsOnOrdersOfAVersionNoLongerDeployed(t *testing.T) {
 	onEachEngine(t, func(t *testing.T, c *awsclient.Clients) {
-		e := newSweepEnv(t, c, 0)
-		deployed, old, derived := censusVersions(t)
-		e.submitVersion(t, deployed, "dep", 2)
-		e.submitVersion(t, old, "old", 4)
-		e.submitVersion(t, derived, "der", 1)
-		set, err := workflow.NewSet(deployed)
-		require.NoError(t, err)
-		alerts := &versionAlerts{}
-		sup := e.censusSupervisor(set, alerts)
+		e := newCensusCase(t, c, 2, 4, 1)
+		deployed, old, alerts := e.deployed, e.old, e.alerts
+		sup := e.censusSupervisor()
 
 		rep, err := sup.Sweep(context.Background())
 		require.NoError(t, err)
@@ -120,14 +137,9 @@ func TestCensusAlertsOnOrdersOfAVersionNoLongerDeployed(t *testing.T) {
 // clears.
 func TestCensusOfDeployedVersionsReportsZero(t *testing.T) {
 	onEachEngine(t, func(t *testing.T, c *awsclient.Clients) {
-		e := newSweepEnv(t, c, 0)
-		deployed, _, derived := censusVersions(t)
-		e.submitVersion(t, deployed, "dep", 2)
-		e.submitVersion(t, derived, "der", 2)
-		set, err := workflow.NewSet(deployed)
-		require.NoError(t, err)
-		alerts := &versionAlerts{}
-		rep, err := e.censusSupervisor(set, alerts).Sweep(context.Background())
+		e := newCensusCase(t, c, 2, 0, 2)
+		deployed, alerts := e.deployed, e.alerts
+		rep, err := e.censusSupervisor().Sweep(context.Background())
 		require.NoError(t, err)
 		require.NotNil(t, rep.Census)
 		require.True(t, rep.Census.Done)
@@ -143,15 +155,10 @@ func TestCensusOfDeployedVersionsReportsZero(t *testing.T) {
 // once: the alert comes when the pass ends.
 func TestCensusSpansSweepsFromItsCursor(t *testing.T) {
 	onEachEngine(t, func(t *testing.T, c *awsclient.Clients) {
-		e := newSweepEnv(t, c, 0)
-		deployed, old, _ := censusVersions(t)
-		e.submitVersion(t, deployed, "dep", 3)
-		e.submitVersion(t, old, "old", 4)
-		set, err := workflow.NewSet(deployed)
-		require.NoError(t, err)
-		alerts := &versionAlerts{}
+		e := newCensusCase(t, c, 3, 4, 0)
+		deployed, alerts := e.deployed, e.alerts
 		e.cfg.PageSize, e.cfg.CensusBudget = 2, time.Nanosecond // a page a sweep
-		sup := e.censusSupervisor(set, alerts)
+		sup := e.censusSupervisor()
 		counted := 0
 		for sweeps := 1; ; sweeps++ {
 			require.LessOrEqual(t, sweeps, 4, "seven orders, two a page")
