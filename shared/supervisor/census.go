@@ -169,6 +169,8 @@ func (s *Supervisor) reportCensus(ctx context.Context, c statestore.VersionCensu
 			}
 		}
 	}
+	s.d.Log.Info("census of versions in flight", "started", c.Started, "orders", tallied(c.Tally), "versions", len(counts),
+		"undeployed", len(rep.Undeployed))
 	for _, name := range slices.Sorted(maps.Keys(per)) {
 		s.d.Metrics.CountBy(metrics.OrdersOfUndeployedVersions, float64(per[name]), metrics.DimensionWorkflow, name,
 			map[string]any{"CensusStarted": c.Started.UTC().Format(time.RFC3339)})

@@ -3,6 +3,8 @@ package localrun_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,10 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/alert"
+	"github.com/sas-go/sas/shared/devkit/accounting"
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -94,4 +98,62 @@ func (e *env) undeployedAlert() alert.Undeployed {
 		}
 	}
 	return last
+}
+
+// What a census pass reads, per order in flight, on DynamoDB Local (units as
+// DynamoDB bills them): the claim, the pages of the in-flight listing, the
+// save. Orders waiting for their approval; the figure is logged:
+// SAS_CENSUS_ORDERS=1000 go test -run TestWhatACensusPassReads -v ./shared/devkit/localrun
+func TestWhatACensusPassReads(t *testing.T) {
+	t.Parallel()
+	n := 100
+	if v, err := strconv.Atoi(os.Getenv("SAS_CENSUS_ORDERS")); err == nil && v > 0 {
+		n = v
+	}
+	meter := accounting.NewForDynamoDBLocal()
+	e := newEnv(t, remotesim.Faults{}, func(o *localrun.Options) {
+		running(t, approval("72h", ""))(o)
+		o.Settings, o.Meter = workflow.Settings{StepTimeout: 20 * time.Second, MaxFailures: 3, PickupTimeout: 30 * time.Second}, meter
+		o.VisibilityTimeout = 30 * time.Second
+	})
+	ids := e.orders(n)
+	for _, id := range ids {
+		e.parked(id, 1)
+	}
+	e.stop()
+	store := e.stack.Deployment.Store()
+	ctx := accounting.WithFunction(context.Background(), "census")
+	meter.Reset()
+	c, ok, err := store.ClaimVersionCensus(ctx, statestore.VersionCensusClaim{Owner: "measure", Now: time.Now().Add(2 * time.Hour),
+		Every: time.Hour, Lease: time.Minute})
+	require.NoError(t, err)
+	require.True(t, ok)
+	pages := 0
+	for done := false; !done; pages++ {
+		done, err = store.VersionCensusPage(ctx, &c, statestore.MaxDuePage)
+		require.NoError(t, err)
+	}
+	_, err = store.SaveVersionCensus(ctx, c, true, time.Now())
+	require.NoError(t, err)
+	var all accounting.Usage
+	for k, u := range meter.Snapshot() {
+		if k.Function == "census" {
+			all = all.Add(u)
+			t.Logf("%s: %d requests, %.1f read units, %.1f write units", k.Operation, u.Requests, u.ReadUnits, u.WriteUnits)
+		}
+	}
+	per := all.ReadUnits / float64(n)
+	t.Logf("a census pass of %d orders in flight: %d pages, %d requests, %.1f read units (%.3f an order), %.1f write units",
+		n, pages, all.Requests, all.ReadUnits, per, all.WriteUnits)
+	require.Equal(t, n, tallied(c.Tally), "each order counted once")
+	require.Less(t, per, 1.0, "an eventually consistent read of each state item, and its share of the index's pages")
+}
+
+// tallied is how many orders t counted.
+func tallied(t statestore.Tally) int {
+	n := 0
+	for _, v := range t {
+		n += v.Orders
+	}
+	return n
 }
