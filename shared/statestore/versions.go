@@ -53,6 +53,15 @@ func (t Tally) Add(tasks []Task) {
 	}
 }
 
+// Orders is how many orders t counted.
+func (t Tally) Orders() int {
+	n := 0
+	for _, v := range t {
+		n += v.Orders
+	}
+	return n
+}
+
 // Counts are the tally's versions, by workflow then version.
 func (t Tally) Counts() []VersionCount {
 	out := make([]VersionCount, 0, len(t))

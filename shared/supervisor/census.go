@@ -94,7 +94,7 @@ func (s *Supervisor) runCensus(ctx context.Context, stopAt time.Time) (*CensusRe
 	if stopAt.Before(end) {
 		end = stopAt
 	}
-	before := tallied(c.Tally)
+	before := c.Tally.Orders()
 	var done bool
 	for {
 		if done, err = st.VersionCensusPage(ctx, &c, s.cfg.PageSize); err != nil {
@@ -105,7 +105,7 @@ func (s *Supervisor) runCensus(ctx context.Context, stopAt time.Time) (*CensusRe
 			break
 		}
 	}
-	rep.Orders = tallied(c.Tally) - before
+	rep.Orders = c.Tally.Orders() - before
 	c, serr := st.SaveVersionCensus(ctx, c, done && err == nil, s.Now())
 	switch {
 	case errors.Is(serr, statestore.ErrCensusLost):
@@ -127,15 +127,6 @@ func wrapCensus(err error) error {
 		return nil
 	}
 	return fmt.Errorf("census of versions in flight: %w", err)
-}
-
-// tallied is how many orders t counted.
-func tallied(t statestore.Tally) int {
-	n := 0
-	for _, v := range t {
-		n += v.Orders
-	}
-	return n
 }
 
 // reportCensus tells what an ended pass found: for every workflow the
@@ -169,7 +160,7 @@ func (s *Supervisor) reportCensus(ctx context.Context, c statestore.VersionCensu
 			}
 		}
 	}
-	s.d.Log.Info("census of versions in flight", "started", c.Started, "orders", tallied(c.Tally), "versions", len(counts),
+	s.d.Log.Info("census of versions in flight", "started", c.Started, "orders", c.Tally.Orders(), "versions", len(counts),
 		"undeployed", len(rep.Undeployed))
 	for _, name := range slices.Sorted(maps.Keys(per)) {
 		s.d.Metrics.CountBy(metrics.OrdersOfUndeployedVersions, float64(per[name]), metrics.DimensionWorkflow, name,
