@@ -128,7 +128,7 @@ func (f *settingFlags) check(*cobra.Command, []string) error { return f.envErr }
 
 // localSettings are the settings a command that runs a local stack takes.
 var localSettings = []string{"prefix", "workflows", "stepTimeout", "maxFailures", "retryBackoff", "pickupTimeout",
-	"orderDeadline", "backlogDepth", "supervisorRate", "batchWindowSeconds", "payloadInlineBytes", "sealData"}
+	"orderDeadline", "backlogDepth", "supervisorRate", "censusEvery", "batchWindowSeconds", "payloadInlineBytes", "sealData"}
 
 // without is names less some.
 func without(names []string, drop ...string) []string {

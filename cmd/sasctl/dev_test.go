@@ -171,15 +171,16 @@ func (d *devProcess) requireConsole() {
 func TestDevRefusesBadFlagsBeforeStartingAnything(t *testing.T) {
 	empty := t.TempDir()
 	for want, args := range map[string][]string{
-		`invalid argument "0" for "--supervisor-rate" flag: must be at least 1ms, not 0s`: {"dev", "--supervisor-rate", "0"},
-		"transient: 2 is not a share from 0 to 1":                                         {"dev", "--transient", "2"},
-		"--moto-port 70000 is not a port":                                                 {"dev", "--moto-port", "70000"},
-		"--queues sqlite: want in-process, kind or moto":                                  {"dev", "--queues", "sqlite"},
-		"the console listens on 127.0.0.1 only":                                           {"dev", "--listen", "0.0.0.0:8090"},
-		`unknown command "now"`:                                                           {"dev", "now"},
-		"--otlp 127.0.0.1:4318 is not an http(s) URL":                                     {"dev", "--otlp", "127.0.0.1:4318"},
-		"want SERVICE:DURATION":                                                           {"dev", "faults", "--outage", "payment"},
-		`latency: "soon" is not a duration from 0 to 1m`:                                  {"dev", "faults", "--latency", "soon"},
+		`invalid argument "0" for "--supervisor-rate" flag: must be at least 1ms, not 0s`:  {"dev", "--supervisor-rate", "0"},
+		`invalid argument "10ms" for "--census-every" flag: must be at least 1s, not 10ms`: {"dev", "--census-every", "10ms"},
+		"transient: 2 is not a share from 0 to 1":                                          {"dev", "--transient", "2"},
+		"--moto-port 70000 is not a port":                                                  {"dev", "--moto-port", "70000"},
+		"--queues sqlite: want in-process, kind or moto":                                   {"dev", "--queues", "sqlite"},
+		"the console listens on 127.0.0.1 only":                                            {"dev", "--listen", "0.0.0.0:8090"},
+		`unknown command "now"`:                                                            {"dev", "now"},
+		"--otlp 127.0.0.1:4318 is not an http(s) URL":                                      {"dev", "--otlp", "127.0.0.1:4318"},
+		"want SERVICE:DURATION":                                                            {"dev", "faults", "--outage", "payment"},
+		`latency: "soon" is not a duration from 0 to 1m`:                                   {"dev", "faults", "--latency", "soon"},
 	} {
 		code, _, stderr := sasctl(t, args...)
 		require.Equal(t, 2, code, want)

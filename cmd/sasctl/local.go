@@ -22,6 +22,7 @@ import (
 // before anything starts.
 func localOptions(f settingFlags) (localrun.Options, error) {
 	o := localrun.Options{Prefix: f.Topology.Prefix, Settings: f.Overrides, SupervisorEvery: f.SupervisorRate,
+		CensusEvery: f.CensusEvery,
 		BatchWindow: f.Topology.BatchWindow, BacklogDepth: f.BacklogDepth, SealData: f.SealData, PayloadInline: f.PayloadInlineBytes}
 	if len(f.WorkflowFiles) > 0 {
 		set, err := workflow.LoadFiles(f.WorkflowFiles, workflow.Options{})

@@ -53,7 +53,7 @@ func TestHelpOfACommand(t *testing.T) {
 	require.NotContains(t, help, "--prefix", "a workflow file needs no deployment")
 	_, help, _ = sasctl(t, "help", "demo")
 	for _, flag := range []string{"--prefix", "--workflows", "--step-timeout", "--max-failures", "--retry-backoff",
-		"--pickup-timeout", "--order-deadline", "--backlog-depth", "--supervisor-rate", "--batch-window-seconds"} {
+		"--pickup-timeout", "--order-deadline", "--backlog-depth", "--supervisor-rate", "--census-every", "--batch-window-seconds"} {
 		require.Contains(t, help, flag, "demo takes every setting of a local stack")
 	}
 	require.NotContains(t, help, "--endpoint")

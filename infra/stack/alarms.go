@@ -54,15 +54,28 @@ func mathExpr(label, expr string, using map[string]awscloudwatch.IMetric) awsclo
 
 func alarms(st awscdk.Stack, p Props, r *Resources, f *Functions) {
 	action := awscloudwatchactions.NewSnsAction(r.Alarms)
-	alarm := func(id, description string, m awscloudwatch.IMetric, threshold float64) {
+	alarmIf := func(id, description string, m awscloudwatch.IMetric, threshold float64, missing awscloudwatch.TreatMissingData) awscloudwatch.Alarm {
 		a := awscloudwatch.NewAlarm(st, jsii.String(id), &awscloudwatch.AlarmProps{
 			Metric: m, Threshold: jsii.Number(threshold), EvaluationPeriods: jsii.Number(1),
 			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+			TreatMissingData:   missing,
 			AlarmDescription:   jsii.String(description),
 		})
 		a.AddAlarmAction(action)
+		return a
 	}
+	alarm := func(id, description string, m awscloudwatch.IMetric, threshold float64) {
+		alarmIf(id, description, m, threshold, awscloudwatch.TreatMissingData_NOT_BREACHING)
+	}
+	// The census reports once a pass (censusEvery): between two, no data
+	// keeps the alarm as the last pass left it, and a pass that finds none
+	// (it reports 0 for every workflow) clears it.
+	undeployed := alarmIf("OrdersOfUndeployedVersionsAlarm", "Orders in flight run a workflow version this deployment no longer runs "+
+		"(they go on from its stored definition): see the alert topic's event for the workflow, version, count and orders, "+
+		"then sasctl workflow versions and sasctl migrate (docs/operations.md).",
+		emf(metrics.OrdersOfUndeployedVersions, "supervisor").With(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum")}),
+		1, awscloudwatch.TreatMissingData_IGNORE)
+	undeployed.AddOkAction(action) // told when the orders moved or ended
 	alarm("StepErrorsAlarm", "A step failed for good: see the alert topic's event for the order, step and error.",
 		emfSum("StepErrors", metrics.StepErrors, "scheduler", "supervisor"), 1)
 	alarm("CompensationFailedAlarm", "An undo action failed for good: an order's work is not fully undone.",

@@ -120,6 +120,9 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 			statement([]string{"dynamodb:Query"}, []*string{awscdk.Fn_Join(jsii.String(""),
 				&[]*string{stateARN, jsii.String("/index/" + topology.DeadlineIndex)})}),
 			statement([]string{"dynamodb:BatchGetItem", "dynamodb:UpdateItem"}, []*string{stateARN}),
+			// The census of versions in flight: its item, and a version's
+			// stored definition (its base).
+			statement([]string{"dynamodb:GetItem"}, []*string{stateARN}),
 			send(arn(t.SchedulerQueue().Name)),
 			statement([]string{"sqs:GetQueueAttributes"}, waitQueues), // is a queue backlogged?
 			statement([]string{"sns:Publish"}, []*string{r.Alerts.TopicArn()}),

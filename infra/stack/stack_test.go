@@ -248,7 +248,7 @@ func TestSupervisorScheduleAndConcurrency(t *testing.T) {
 
 func TestAlarmsNotifyTheAlarmTopic(t *testing.T) {
 	alarms := resources("AWS::CloudWatch::Alarm")
-	require.Len(t, alarms, 4+2*9, "step errors, compensation failures, queue wait, supervisor errors; per queue: DLQ not empty, oldest message")
+	require.Len(t, alarms, 5+2*9, "step errors, compensation failures, queue wait, supervisor errors, orders of undeployed versions; per queue: DLQ not empty, oldest message")
 	var names []string
 	for id, a := range alarms {
 		names = append(names, id)
@@ -273,12 +273,35 @@ func TestAlarmsNotifyTheAlarmTopic(t *testing.T) {
 	require.Len(t, resources("AWS::CloudWatch::Dashboard"), 1)
 }
 
+// The census's alarm watches the largest count of orders of undeployed
+// versions the Supervisor reported, alarms at one, keeps its state while no
+// count comes (the census reports once a period), and says when it clears.
+func TestOrdersOfUndeployedVersionsAlarm(t *testing.T) {
+	var a map[string]any
+	for id, props := range resources("AWS::CloudWatch::Alarm") {
+		if strings.HasPrefix(id, "OrdersOfUndeployedVersionsAlarm") {
+			a = props
+		}
+	}
+	require.NotNil(t, a, "the alarm")
+	require.Equal(t, "OrdersOfUndeployedVersions", a["MetricName"])
+	require.Equal(t, "SchedulerAgentSupervisor", a["Namespace"])
+	require.Contains(t, fmt.Sprint(a["Dimensions"]), "supervisor", "the Supervisor's series (all workflows)")
+	require.Equal(t, "Maximum", a["Statistic"])
+	require.EqualValues(t, 1, a["Threshold"])
+	require.Equal(t, "GreaterThanOrEqualToThreshold", a["ComparisonOperator"])
+	require.Equal(t, "ignore", a["TreatMissingData"], "no count between two passes keeps the state")
+	require.Contains(t, fmt.Sprint(a["AlarmActions"]), "AlarmTopic")
+	require.Contains(t, fmt.Sprint(a["OKActions"]), "AlarmTopic", "the operator is told when it clears")
+	require.Contains(t, fmt.Sprint(a["AlarmDescription"]), "sasctl migrate")
+}
+
 // expected is what each function's role may do (besides writing its logs).
 // (Their S3 grants' resources: expectedS3.)
 var expected = map[string][]string{
 	"Submission":     {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:ListBucket", "s3:PutObject", "sqs:SendMessage"},
 	"Scheduler":      {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:ListBucket", "sns:Publish", "sqs:SendMessage"},
-	"Supervisor":     {"dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:ListBucket", "sns:Publish", "sqs:GetQueueAttributes", "sqs:SendMessage"},
+	"Supervisor":     {"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:ListBucket", "sns:Publish", "sqs:GetQueueAttributes", "sqs:SendMessage"},
 	"AgentInventory": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:ListBucket", "s3:PutObject", "sqs:SendMessage"},
 	"AgentPayment":   {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:ListBucket", "s3:PutObject", "sqs:SendMessage"},
 	"AgentShipping":  {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "s3:GetObject", "s3:ListBucket", "s3:PutObject", "sqs:SendMessage"},

@@ -86,19 +86,23 @@ func (a *Alerter) StepFailed(ctx context.Context, f Failure) error {
 	if err != nil {
 		return fmt.Errorf("publish failure of %s/%s: %w", f.OrderID, f.StepName, err)
 	}
-	_, err = a.api.Publish(ctx, &sns.PublishInput{
-		TopicArn: aws.String(a.topicARN),
-		Subject:  aws.String(subject(f)),
-		Message:  aws.String(string(body)),
-		MessageAttributes: map[string]types.MessageAttributeValue{
-			"OrderID": {DataType: aws.String("String"), StringValue: aws.String(f.OrderID)},
-		},
-	})
-	if err != nil {
+	if err := a.publish(ctx, subject(f), body, "OrderID", f.OrderID); err != nil {
 		return fmt.Errorf("publish failure of %s/%s: %w", f.OrderID, f.StepName, err)
 	}
 	a.metrics.Count(metrics.AlertsPublished, 1, props)
 	return nil
+}
+
+// publish sends body to the alert topic with subject, and one string
+// attribute (a subscription's filter may read it).
+func (a *Alerter) publish(ctx context.Context, subject string, body []byte, attr, value string) error {
+	_, err := a.api.Publish(ctx, &sns.PublishInput{
+		TopicArn: aws.String(a.topicARN), Subject: aws.String(subject), Message: aws.String(string(body)),
+		MessageAttributes: map[string]types.MessageAttributeValue{
+			attr: {DataType: aws.String("String"), StringValue: aws.String(value)},
+		},
+	})
+	return err
 }
 
 func subject(f Failure) string {

@@ -65,3 +65,30 @@ func TestAnAlertAtItsLargestIsWithinSNSsBounds(t *testing.T) {
 	require.True(t, strings.HasPrefix(got.LastError, "\x01<&\ufffd"), "its control bytes kept, its invalid UTF-8 replaced, <& as they are")
 	require.Contains(t, body, `"lastError":"\u0001<&\ufffd`, "nothing escaped for HTML")
 }
+
+// An alert on orders of a version no longer deployed, at its largest (a
+// workflow's name at its longest, a derived version, three order ids at
+// their longest, a count in the billions) and its smallest, is within SNS's
+// bounds, and says what it is about and what to do.
+func TestAnUndeployedVersionsAlertIsWithinSNSsBounds(t *testing.T) {
+	for _, u := range []alert.Undeployed{
+		{Workflow: "a" + strings.Repeat("-", 39), Version: "0123abcd", Base: "89abcdef", Orders: 4_000_000_000,
+			Examples: []string{strings.Repeat("o", 64), strings.Repeat("p", 64), strings.Repeat("q", 64)}},
+		{Workflow: "a", Version: "0123abcd", Orders: 1, Examples: []string{"o"}},
+	} {
+		tp := &subjects{}
+		a := alert.New(tp, "arn:aws:sns:us-east-1:000000000000:alerts", metrics.New(metrics.NewTally(), "supervisor"))
+		u.Action = alert.UndeployedAction(u.Workflow, u.Version)
+		require.NoError(t, a.VersionUndeployed(context.Background(), u))
+		require.Len(t, tp.published, 2)
+		subject, body := tp.published[0], tp.published[1]
+		require.LessOrEqual(t, len(subject), alert.MaxSubjectBytes)
+		require.Contains(t, subject, "no longer deployed")
+		var got alert.Undeployed
+		require.NoError(t, json.Unmarshal([]byte(body), &got))
+		require.Equal(t, "OrdersOfUndeployedVersion", got.Event)
+		u.Event = got.Event
+		require.Equal(t, u, got)
+		require.Contains(t, got.Action, "sasctl migrate --to FILE")
+	}
+}

@@ -363,6 +363,7 @@ func (d *Deployment) Supervisor(instanceID string) *supervisor.Supervisor {
 func (d *Deployment) SupervisorParts(instanceID string) (supervisor.Config, supervisor.Deps) {
 	t := d.Config.Topology
 	m, log := d.emitter("supervisor"), d.Log.With("function", "supervisor", "instance", instanceID)
+	store, alerts := d.Store(), alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m)
 	agents := map[string]supervisor.AgentQueues{}
 	for _, a := range t.Agents {
 		agents[a] = supervisor.AgentQueues{Requests: d.Config.QueueURL(t.AgentRequests(a).Name),
@@ -372,7 +373,9 @@ func (d *Deployment) SupervisorParts(instanceID string) (supervisor.Config, supe
 			SchedulerQueueURL: d.Config.QueueURL(t.SchedulerQueue().Name), AgentQueues: agents,
 			PickupTimeout: d.Config.Workflows.Default().PickupTimeout, BacklogDepth: d.Config.BacklogDepth,
 			// Every shard at once; the orders handled at once across them are bounded.
-			Parallel: d.Config.SupervisorParallelism, ShardParallelism: t.DeadlineShards,
-		}, supervisor.Deps{Store: d.Store(), Queues: queue.NewSender(d.Clients.SQS), Flow: flow.NewStore(d.Clients.DynamoDB, t.StateTable()),
-			Alerts: alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), Notify: d.notifier(m, log), Metrics: m, Log: log}
+			Parallel: d.Config.SupervisorParallelism, ShardParallelism: t.DeadlineShards, CensusEvery: d.Config.CensusEvery,
+		}, supervisor.Deps{Store: store, Queues: queue.NewSender(d.Clients.SQS), Flow: flow.NewStore(d.Clients.DynamoDB, t.StateTable()),
+			Alerts: alerts, Notify: d.notifier(m, log), Metrics: m, Log: log,
+			// The census judges a version in flight by the workflows every function loads.
+			Census: &supervisor.Census{Store: store, Workflows: d.Config.Workflows, Alerts: alerts}}
 }

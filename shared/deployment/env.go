@@ -39,6 +39,9 @@ const (
 	// EnvSupervisorParallelism bounds the orders the Supervisor handles at
 	// once.
 	EnvSupervisorParallelism = "SAS_SUPERVISOR_PARALLELISM"
+	// EnvCensusEvery is how often the Supervisor's census of the versions
+	// in flight begins (Go duration; default hourly).
+	EnvCensusEvery = "SAS_CENSUS_EVERY"
 	// EnvRetentionDays is how long an ended order is kept (0: forever).
 	EnvRetentionDays = "SAS_RETENTION_DAYS"
 	// EnvPayloadBucket is the bucket that keeps payloads too large to travel

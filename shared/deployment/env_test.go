@@ -1,6 +1,7 @@
 package deployment_test
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -117,4 +118,23 @@ func TestTheDataKeyOpensWhatWasSealedWithSealDataOff(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, got, back, "%+v", c)
 	}
+}
+
+// The Supervisor a deployment builds (the Lambda's, and the local
+// pipeline's) runs the census at the cadence its environment sets
+// (SAS_CENSUS_EVERY, hourly unset), judging by the workflows it loads.
+func TestTheSupervisorRunsTheCensusOfTheDeploymentsWorkflows(t *testing.T) {
+	t.Parallel()
+	for every, want := range map[string]time.Duration{"": time.Hour, "5s": 5 * time.Second} {
+		got, err := deployment.FromEnv(env(with(base(), deployment.EnvCensusEvery, every)))
+		require.NoError(t, err)
+		d := deployment.Deployment{Config: got, Clients: &awsclient.Clients{}, Log: slog.New(slog.DiscardHandler)}
+		cfg, deps := d.SupervisorParts("test")
+		require.Equal(t, want, cfg.CensusEvery, "SAS_CENSUS_EVERY=%q", every)
+		require.NotNil(t, deps.Census)
+		require.Equal(t, got.Workflows.Names(), deps.Census.Workflows.Names())
+		require.NotNil(t, deps.Census.Alerts)
+	}
+	_, err := deployment.FromEnv(env(with(base(), deployment.EnvCensusEvery, "10ms")))
+	require.ErrorContains(t, err, "at least 1s")
 }

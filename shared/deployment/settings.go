@@ -43,6 +43,10 @@ type Settings struct {
 	// SupervisorParallelism bounds the orders the Supervisor handles at once
 	// (supervisor.Config.Parallel).
 	SupervisorParallelism int
+	// CensusEvery is how often the Supervisor counts the orders in flight
+	// by workflow version and alerts on those of a version the deployment
+	// no longer runs (supervisor.Config.CensusEvery).
+	CensusEvery time.Duration
 	// RetentionDays is how long an ended order stays in both tables before
 	// DynamoDB's TTL deletes it (0: kept forever).
 	RetentionDays int
@@ -112,6 +116,7 @@ func DefaultSettings() Settings {
 		Topology:              topology.Default(DefaultPrefix),
 		BacklogDepth:          supervisor.BacklogDepthDefault,
 		SupervisorParallelism: supervisor.ParallelDefault,
+		CensusEvery:           supervisor.CensusEveryDefault,
 		RetentionDays:         RetentionDaysDefault,
 		PayloadInlineBytes:    kept.DefaultInline,
 		SupervisorRate:        time.Minute,
@@ -220,6 +225,9 @@ var Table = []Setting{
 	{Name: "supervisorRate", Context: "supervisorRate", Flag: "supervisor-rate",
 		Usage: "the Supervisor's schedule (deployed: whole minutes)",
 		bind:  func(s *Settings) Value { return duration(&s.SupervisorRate, time.Millisecond) }},
+	{Name: "censusEvery", Context: "censusEvery", Env: EnvCensusEvery, Flag: "census-every",
+		Usage: "how often the Supervisor counts the orders in flight by workflow version (over as many of its runs as it takes) and alerts on those of a version the deployment no longer runs: OrdersOfUndeployedVersionsAlarm (at least 1s)",
+		bind:  func(s *Settings) Value { return duration(&s.CensusEvery, time.Second) }},
 	{Name: "batchWindowSeconds", Context: "batchWindowSeconds", Flag: "batch-window-seconds",
 		Usage: "every event source mapping's batching window, whole seconds from 0 to 300",
 		bind:  func(s *Settings) Value { return seconds(&s.Topology.BatchWindow, 300) }},

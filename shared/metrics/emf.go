@@ -46,7 +46,15 @@ const (
 	SweepLooks           = "SweepLooks"           // orders the Supervisor looked at: its due index entries read
 	SweepsOutOfTime      = "SweepsOutOfTime"      // sweeps whose time budget ended with due orders unread
 	PayloadsStreamed     = "PayloadsStreamed"     // payloads an Agent sent its service as it read them back from the bucket
+	// OrdersOfUndeployedVersions are the orders in flight of a workflow's
+	// versions the deployment no longer runs, per workflow (dimension
+	// Workflow), as the Supervisor's census last counted them: 0 for a
+	// workflow with none, so that the alarm on it clears (alarmed on).
+	OrdersOfUndeployedVersions = "OrdersOfUndeployedVersions"
 )
+
+// DimensionWorkflow is the dimension CountBy's per-workflow metrics carry.
+const DimensionWorkflow = "Workflow"
 
 // Emitter writes EMF documents; safe for concurrent use.
 //
@@ -100,6 +108,23 @@ func New(w io.Writer, function string) *Emitter {
 // dropped for a metric kept until Flush.
 func (e *Emitter) Count(name string, value float64, props map[string]any) {
 	e.emit(name, "Count", value, props)
+}
+
+// CountBy emits one metric with the given value at once, in two series:
+// the function's (dimension Function, as every metric) and, beside it, the
+// function's and dimension's = value's (Function, and e.g. Workflow).
+func (e *Emitter) CountBy(name string, value float64, dimension, dimValue string, props map[string]any) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	doc := e.document(props)
+	dir := doc["_aws"].(map[string]any)["CloudWatchMetrics"].([]map[string]any)[0]
+	dir["Dimensions"] = [][]string{{"Function"}, {"Function", dimension}}
+	doc[dimension] = dimValue
+	addMetric(doc, name, "Count", []float64{value})
+	e.write(doc)
 }
 
 // Duration emits one metric of d, in milliseconds.

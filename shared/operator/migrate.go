@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -276,72 +275,29 @@ func firstReason(why string) string {
 	return why
 }
 
-// VersionInFlight is one version of a workflow that orders in flight run.
-type VersionInFlight struct {
-	Workflow string `json:"workflow"`
-	Version  string `json:"version"`
-	// Base, for a version of its own that moved orders run (keeping the
-	// undo of the version that ran a step): the version it is a form of.
-	Base   string                 `json:"base,omitempty"`
-	Orders int                    `json:"orders"`
-	States map[workflow.State]int `json:"states"`
-	// Deployed says whether the deployment runs it (its workflows known:
-	// Operator.Workflows), or Base; nil: not known.
-	Deployed *bool `json:"deployed,omitempty"`
-	// Examples are some of its orders, to look at (sasctl status) or move.
-	Examples []string `json:"examples"`
-}
-
-// maxExamples bounds the orders a version in flight names.
-const maxExamples = 3
+// VersionInFlight is one version of a workflow that orders in flight run,
+// their count, and whether the deployment runs it (statestore.VersionCount,
+// which the Supervisor's census also counts and judges).
+type VersionInFlight = statestore.VersionCount
 
 // Versions counts the orders in flight of each version of each workflow,
 // and says, when the deployment's workflows are known, which versions it
 // no longer runs: their orders go on from the definitions the state table
 // keeps (sasctl migrate moves them).
 func (o *Operator) Versions(ctx context.Context) ([]VersionInFlight, error) {
-	byKey := map[string]*VersionInFlight{}
+	tally := statestore.Tally{}
 	next := ""
 	for {
 		page, token, err := o.InFlight(ctx, Search{}, 500, next)
 		if err != nil {
 			return nil, err
 		}
-		for _, t := range page {
-			k := t.Workflow + "@" + t.Version
-			v := byKey[k]
-			if v == nil {
-				v = &VersionInFlight{Workflow: t.Workflow, Version: t.Version, States: map[workflow.State]int{}}
-				byKey[k] = v
-			}
-			v.Orders++
-			v.States[t.State]++
-			if len(v.Examples) < maxExamples {
-				v.Examples = append(v.Examples, t.OrderID)
-			}
-		}
+		tally.Add(page)
 		if next = token; next == "" {
 			break
 		}
 	}
-	out := make([]VersionInFlight, 0, len(byKey))
-	for _, k := range slices.Sorted(maps.Keys(byKey)) {
-		v := *byKey[k]
-		slices.Sort(v.Examples)
-		if d, err := o.Store.VersionDefinition(ctx, v.Examples[0], v.Workflow, v.Version); err == nil {
-			v.Base = d.Base
-		}
-		if !o.Workflows.IsZero() {
-			deployed := o.runs(v.Workflow, v.Version) || (v.Base != "" && o.runs(v.Workflow, v.Base))
-			v.Deployed = &deployed
-		}
-		out = append(out, v)
-	}
+	out := tally.Counts()
+	o.Store.Judge(ctx, out, o.Workflows)
 	return out, nil
-}
-
-// runs reports whether the deployment runs version of workflow name.
-func (o *Operator) runs(name, version string) bool {
-	_, ok := o.Workflows.Version(name, version)
-	return ok && name != ""
 }

@@ -27,6 +27,13 @@ const (
 	// with reserved concurrency 1 never overlaps. Every shard reads its
 	// first page however short the budget, so none starves.
 	TimeBudgetDefault = 20 * time.Second
+	// CensusEveryDefault is how often the census of versions in flight
+	// begins a pass (Census): hourly.
+	CensusEveryDefault = time.Hour
+	// CensusBudgetDefault is the census's share of a sweep's time: it reads
+	// pages of the orders in flight beside the sweep for this long at most
+	// (one page at least), then saves its cursor for the next run.
+	CensusBudgetDefault = 2 * time.Second
 )
 
 // sweepReserve is kept back from the invocation's deadline: the sweep reads
@@ -58,6 +65,10 @@ type Config struct {
 	// TimeBudgetDefault); it ends sooner when every shard has none due, or
 	// sweepReserve before the invocation's deadline.
 	TimeBudget time.Duration
+	// CensusEvery is how often a census of versions in flight begins
+	// (default CensusEveryDefault); CensusBudget its share of each sweep's
+	// time, at most TimeBudget (default CensusBudgetDefault).
+	CensusEvery, CensusBudget time.Duration
 }
 
 // WithDefaults returns c with every zero limit at its default.
@@ -77,6 +88,12 @@ func (c Config) WithDefaults() Config {
 	if c.TimeBudget == 0 {
 		c.TimeBudget = TimeBudgetDefault
 	}
+	if c.CensusEvery == 0 {
+		c.CensusEvery = CensusEveryDefault
+	}
+	if c.CensusBudget == 0 {
+		c.CensusBudget = min(CensusBudgetDefault, c.TimeBudget)
+	}
 	return c
 }
 
@@ -94,6 +111,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("supervisor: page size must be 1 to %d orders, not %d", statestore.MaxDuePage, c.PageSize)
 	case c.TimeBudget < 0 || c.TimeBudget > 15*time.Minute:
 		return fmt.Errorf("supervisor: time budget must be positive and at most 15m (Lambda's longest timeout), not %s", c.TimeBudget)
+	case c.CensusEvery < 0:
+		return fmt.Errorf("supervisor: census period must be positive, not %s", c.CensusEvery)
+	case c.CensusBudget < 0 || c.CensusBudget > c.TimeBudget:
+		return fmt.Errorf("supervisor: census budget must be positive and at most the time budget %s, not %s", c.TimeBudget, c.CensusBudget)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ package supervisor
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"time"
@@ -72,6 +73,9 @@ type Deps struct {
 	Notify  *notify.Notifier
 	Metrics *metrics.Emitter
 	Log     *slog.Logger
+	// Census counts the orders in flight by version once a period and
+	// alerts on those of a version not deployed; nil: no census.
+	Census *Census
 }
 
 // Report counts what one sweep did.
@@ -94,6 +98,9 @@ type Report struct {
 	// orders not all read: they come first in the next sweep.
 	OutOfTime bool          `json:"outOfTime"`
 	Elapsed   time.Duration `json:"elapsedNs"`
+	// Census is what the sweep's share of the census of versions in
+	// flight did (nil: none this time).
+	Census *CensusReport `json:"census,omitempty"`
 }
 
 // ShardReport is what one shard gave in a sweep.
@@ -108,6 +115,7 @@ type Supervisor struct {
 	cfg   Config
 	d     Deps
 	start dispatch.Restarter // a record's request straight to its Agent (a wait or a timer: through the Scheduler)
+	owner string             // who holds the census when this one does
 	Now   func() time.Time
 	// Crash, if set, is called after each recovery write and before the
 	// message that follows it; a chaos test makes it panic there (the sweep
@@ -122,7 +130,7 @@ func New(cfg Config, d Deps) *Supervisor {
 	for a, q := range cfg.AgentQueues {
 		requests[a] = q.Requests
 	}
-	return &Supervisor{cfg: cfg, d: d, Now: time.Now, start: dispatch.Restarter{Records: d.Store, AgentQueues: requests,
+	return &Supervisor{cfg: cfg, d: d, Now: time.Now, owner: rand.Text(), start: dispatch.Restarter{Records: d.Store, AgentQueues: requests,
 		SchedulerQueueURL: cfg.SchedulerQueueURL, Send: d.Queues}}
 }
 

@@ -26,7 +26,13 @@ import (
 func (s *Supervisor) Sweep(ctx context.Context) (Report, error) {
 	defer s.d.Metrics.Flush() // the invocation's metrics, one document
 	sw := s.newSweep(ctx)
+	census := s.census(ctx, sw.stopAt) // beside the sweep, for its own share of the time
 	sw.run(ctx)
+	rep, err := census()
+	sw.rep.Census = rep
+	if err != nil {
+		sw.fail(err)
+	}
 	return sw.finish()
 }
 

@@ -123,6 +123,20 @@ func (s Set) Version(name, version string) (Definition, bool) {
 	return d, ok && d.Version == version
 }
 
+// Runs reports whether the set runs version of workflow name, or base, the
+// version a derived version (an order moved with an undo of the version
+// that ran a step kept) is a form of: an order of a version it does not run
+// goes on from its stored definition, and an operator should move it
+// (sasctl migrate).
+func (s Set) Runs(name, version, base string) bool {
+	if name == "" {
+		return false
+	}
+	_, ok := s.Version(name, version)
+	_, baseOK := s.Version(name, base)
+	return ok || (base != "" && baseOK)
+}
+
 // Agents are every agent the set's workflows call, in the order first met.
 func (s Set) Agents() []string {
 	var out []string

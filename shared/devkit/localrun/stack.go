@@ -71,7 +71,11 @@ type Options struct {
 	Schedulers      int           // scheduler instances (default 1)
 	Supervisors     int           // supervisor instances (default 1)
 	SupervisorEvery time.Duration // the scheduled rule's rate (default 1s)
-	Pollers         int           // pollers per queue and function instance (default 2)
+	// CensusEvery is how often the Supervisor's census of the versions in
+	// flight begins a pass (default supervisor.CensusEveryDefault; a
+	// stack's first sweep begins one either way).
+	CensusEvery time.Duration
+	Pollers     int // pollers per queue and function instance (default 2)
 	// AgentPollers are each agent queue's pollers (default 4×Pollers: an
 	// agent's batch waits for its slowest remote call, up to the step
 	// timeout, and Lambda would run more copies meanwhile).
@@ -169,7 +173,7 @@ func New(ctx context.Context, o Options) (*Stack, error) {
 		Topology: topo, QueueURLBase: strings.TrimSuffix(ordersURL, "/"+topo.OrdersQueue().Name),
 		AlertTopicARN: res.TopicARN, Overrides: o.Settings, AllowedReplyQueues: o.AllowedReplyQueues,
 		BacklogDepth: o.BacklogDepth, PayloadBucket: res.PayloadBucket, PayloadInlineBytes: o.PayloadInline,
-		SealData: o.SealData, DataKey: dataKey,
+		SealData: o.SealData, DataKey: dataKey, CensusEvery: o.CensusEvery,
 	}, Workflows: set, AgentBackoff: o.AgentBackoff}
 	if len(cfg.AllowedReplyQueues) == 0 {
 		cfg.AllowedReplyQueues = []string{cfg.QueueURL(ClientQueuePrefix(o.Prefix))}

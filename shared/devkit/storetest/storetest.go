@@ -115,6 +115,7 @@ func Run(t *testing.T, newStore func(t *testing.T) *statestore.Store) {
 	maps.Copy(tests, definitionTests)
 	maps.Copy(tests, migrateTests)
 	maps.Copy(tests, inFlightTests)
+	maps.Copy(tests, versionCensusTests)
 	maps.Copy(tests, parkedTests)
 	maps.Copy(tests, callbackTests)
 	maps.Copy(tests, sweepTests)
