@@ -286,13 +286,18 @@ type VersionInFlight = statestore.VersionCount
 // keeps (sasctl migrate moves them).
 func (o *Operator) Versions(ctx context.Context) ([]VersionInFlight, error) {
 	tally := statestore.Tally{}
+	seen := map[string]bool{} // the index moves under a listing: an order may be read twice
 	next := ""
 	for {
 		page, token, err := o.InFlight(ctx, Search{}, 500, next)
 		if err != nil {
 			return nil, err
 		}
-		tally.Add(page)
+		tally.Add(slices.DeleteFunc(page, func(t statestore.Task) bool {
+			dup := seen[t.OrderID]
+			seen[t.OrderID] = true
+			return dup
+		}))
 		if next = token; next == "" {
 			break
 		}
