@@ -178,6 +178,7 @@ func (m Moving) Move(o Order) (Moved, error) {
 	if err != nil {
 		return Moved{}, &NotMovableError{[]string{err.Error()}}
 	}
+	m.atWork(o, refuse)
 	byTo, kept, dropped := m.match(o, m.steps(o, refuse), refuse)
 	if len(why) > 0 {
 		return Moved{}, &NotMovableError{why}

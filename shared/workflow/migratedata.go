@@ -149,6 +149,20 @@ func (m Moving) Transforms(step string) bool {
 	return ok
 }
 
+// atWork refuses to rewrite the data of an order with an async call
+// accepted and at work: its call was made, and its key's slot taken (a
+// perKey key is read from the data), from the data as it was.
+func (m Moving) atWork(o Order, refuse func(string, ...any)) {
+	if m.To.Migrate.Transform.Order == "" {
+		return
+	}
+	for _, ref := range sortedRefs(o.Recs) {
+		if r := o.Recs[ref]; r.State == Processing && r.Accepted {
+			refuse("step %s's async call is at work, made from its data as it is: rewrite the data once it is done", r.RecordName())
+		}
+	}
+}
+
 // items are the items of each step of To that runs per item, in data (nil:
 // not read); an order whose data gives a step none, or too many, cannot
 // move (it could not run it).

@@ -155,3 +155,17 @@ func TestARewriteMayNotChangeTheItemsOfAStepThatHasThem(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"orderId":"l-1","documents":["ID","PAYSLIP"]}`, string(moved.Data))
 }
+
+func TestTheDataOfAnOrderWithAnAsyncCallAtWorkIsNotRewritten(t *testing.T) {
+	t.Parallel()
+	async := strings.Replace(loanV1, "{name: credit, agent: bureau, undo: none}", "{name: credit, agent: bureau, async: true, undo: none}", 1)
+	v1 := parse(t, async)
+	data := json.RawMessage(`{"orderId":"l-1","customer":"c-1"}`)
+	o := orderAt(v1, []string{"validate", "ocr"}, "credit", "accepted")
+	v2 := parse(t, strings.Replace(async, "timeout: 72h", "timeout: 96h", 1)+"migrate:\n  transform:\n    order: '.customer = \"c-2\"'\n")
+	_, err := workflow.Moving{From: v1, To: v2, Data: data}.Move(o)
+	require.ErrorContains(t, err, "step credit's async call is at work, made from its data as it is")
+	plain := parse(t, strings.Replace(async, "timeout: 72h", "timeout: 96h", 1))
+	_, err = workflow.Moving{From: v1, To: plain, Data: data}.Move(o)
+	require.NoError(t, err, "without a rewrite it keeps its place and its token")
+}

@@ -16,17 +16,20 @@ import (
 // file: a step given more time, an undo replaced by another action of the
 // same service, a step added (before steps an order may have started, then
 // listed under migrate.skip), a step renamed (under migrate.rename), a step
-// removed (kept by the orders that completed it, under migrate.keep).
+// removed (kept by the orders that completed it, under migrate.keep), a
+// step given more time with the orders' data rewritten as they move, and
+// a result their steps kept (under migrate.transform).
 const (
 	mutateTimeout = "timeout raised"
 	mutateUndo    = "undo changed"
 	mutateAdd     = "step added"
 	mutateRename  = "step renamed"
 	mutateRemove  = "step removed"
+	mutateRewrite = "data rewritten"
 )
 
 // mutations are every kind, in the order a seed's permutation picks from.
-var mutations = []string{mutateTimeout, mutateUndo, mutateAdd, mutateRename, mutateRemove}
+var mutations = []string{mutateTimeout, mutateUndo, mutateAdd, mutateRename, mutateRemove, mutateRewrite}
 
 // version is a second version of one of the run's workflows, which the
 // run's migrator moves orders to, and some back from.
@@ -55,19 +58,29 @@ func (v version) names(name string) []string {
 // versions are the second versions of the run's workflows, by workflow:
 // every one but the limit workflow (whose orders run their 16 MB through
 // untouched, as the cancels leave them). The seed chooses each one's
-// mutation (in turn from a kind it chooses, so that a run's workflows have
-// every kind; the next if one does not apply) and how it mutates it.
+// mutation (in turn from a kind it chooses, the kinds used least so far
+// first, so that a run's workflows have every kind; the next if one does
+// not apply) and how it mutates it.
 func (p Plan) versions() map[string]version {
 	out := map[string]version{}
 	turn := int(p.Seed % uint64(len(mutations)))
+	used := map[string]int{}
 	for _, d := range p.workflows().Definitions() {
 		if d.Name == LimitWorkflow {
 			continue
 		}
 		rng := rand.New(rand.NewPCG(p.Seed, nameHash(d.Name)^0x5ec0d))
+		// The kinds in turn, the least used so far first: a kind that did
+		// not apply to the workflows whose turn it was comes first after.
+		kinds := make([]string, len(mutations))
 		for k := range mutations {
-			if v, ok := newVersion(rng, d, p.Settings, mutations[(turn+k)%len(mutations)]); ok {
+			kinds[k] = mutations[(turn+k)%len(mutations)]
+		}
+		slices.SortStableFunc(kinds, func(a, b string) int { return used[a] - used[b] })
+		for _, kind := range kinds {
+			if v, ok := newVersion(rng, d, p.Settings, kind); ok {
 				out[d.Name] = v
+				used[kind]++
 				break
 			}
 		}
@@ -102,6 +115,8 @@ func newVersion(rng *rand.Rand, file workflow.Definition, s workflow.Settings, k
 		ok = renameStep(rng, &d, &v)
 	case mutateRemove:
 		ok = removeStep(rng, &d, &v)
+	case mutateRewrite:
+		ok = rewriteData(rng, &d, &v)
 	}
 	if !ok {
 		return version{}, false
@@ -355,5 +370,33 @@ func removeStep(rng *rand.Rand, d *workflow.Definition, v *version) bool {
 	d.Steps = slices.Delete(d.Steps, i, i+1)
 	d.Migrate.Keep = []string{name}
 	v.What = fmt.Sprintf("%s removed, kept by the orders that completed it", name)
+	return true
+}
+
+// rewriteData raises the workflow's result limit by 1 KiB (a version of
+// its own whatever its steps: the overrides leave it alone), and the plan
+// rewrites the data of the orders it moves (their items, as JSON again:
+// the same values, other bytes, so that a resend of an order as first
+// accepted is a duplicate still) and the result of a call no expression
+// reads and nothing undoes (wrapped), each kept again as it was: sealed,
+// in the bucket if large.
+func rewriteData(rng *rand.Rand, d *workflow.Definition, v *version) bool {
+	if d.Limit()+1024 > workflow.MaxResultLimit {
+		return false
+	}
+	d.ResultLimit = d.Limit() + 1024
+	d.Migrate.Transform.Order = `if has("items") then .items |= map(.) else . end`
+	v.What = fmt.Sprintf("a result limit of %d bytes, the orders' data rewritten", d.ResultLimit)
+	var cands []string
+	for _, st := range d.Steps {
+		if st.Kind() == workflow.KindAgent && st.Undo == nil && st.ForEach == "" && !namedBy(*d, st.Name) {
+			cands = append(cands, st.Name)
+		}
+	}
+	if len(cands) > 0 {
+		name := cands[rng.IntN(len(cands))]
+		d.Migrate.Transform.Results = map[string]string{name: `{was: .}`}
+		v.What += " and " + name + "'s result"
+	}
 	return true
 }

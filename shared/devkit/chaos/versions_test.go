@@ -135,6 +135,22 @@ func requireMutation(t *testing.T, kind, what string, v version) {
 		if len(first.Dependents(first.Index(kept))) > 0 {
 			require.True(t, keeps, "%s: an order past the removed step moves, keeping it", what)
 		}
+	case mutateRewrite:
+		require.NotEmpty(t, second.Migrate.Transform.Order, what)
+		data := json.RawMessage(`{"orderId":"c-1","customerId":"customer-1","items":[{"sku":"SKU-1","quantity":1,"unitPriceCents":100},` +
+			`{"sku":"SKU-2","quantity":2,"unitPriceCents":200}]}`)
+		moved, err := workflow.Moving{From: first, To: second, Data: data}.Move(first.Start(itemsOf(first)))
+		require.NoError(t, err, what)
+		require.JSONEq(t, string(data), string(moved.Data), "%s: the same values, written again", what)
+		for step, expr := range second.Migrate.Transform.Results {
+			st := second.Steps[second.Index(step)]
+			require.Nil(t, st.Undo, "%s: a result nothing undoes", what)
+			require.False(t, namedBy(second, step), "%s: a result no expression reads", what)
+			out, ok, err := workflow.Moving{From: first, To: second}.TransformResult(step, json.RawMessage(`{"id":1}`))
+			require.NoError(t, err, "%s: %s", what, expr)
+			require.True(t, ok)
+			require.JSONEq(t, `{"was":{"id":1}}`, string(out), what)
+		}
 	}
 }
 
