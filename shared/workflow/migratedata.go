@@ -50,9 +50,21 @@ func (t Transform) check(d Definition) Problems {
 }
 
 // ReadsData reports whether a move to To reads the order's data (Moving's
-// Data): to rewrite it, or to count the items of a step that runs per item.
+// Data): to rewrite it, or to count the items of a step that runs per item
+// in To and did not in From (or is new).
 func (m Moving) ReadsData() bool {
-	return m.To.Migrate.Transform.Order != "" || slices.ContainsFunc(m.To.Steps, func(s Step) bool { return s.ForEach != "" })
+	if m.To.Migrate.Transform.Order != "" {
+		return true
+	}
+	was := map[string]bool{} // by To's name: a step of From that runs per item
+	for _, st := range m.From.Steps {
+		name := st.Name
+		if to, ok := m.To.Migrate.Rename[name]; ok {
+			name = to
+		}
+		was[name] = st.ForEach != ""
+	}
+	return slices.ContainsFunc(m.To.Steps, func(s Step) bool { return s.ForEach != "" && !was[s.Name] })
 }
 
 // The members of an order a transform keeps as they are: they name the

@@ -169,3 +169,23 @@ func TestTheDataOfAnOrderWithAnAsyncCallAtWorkIsNotRewritten(t *testing.T) {
 	_, err = workflow.Moving{From: v1, To: plain, Data: data}.Move(o)
 	require.NoError(t, err, "without a rewrite it keeps its place and its token")
 }
+
+func TestAMoveReadsTheOrdersDataOnlyWhenItMust(t *testing.T) {
+	t.Parallel()
+	v1 := parse(t, loanV1)
+	perItem := parse(t, strings.Replace(loanV1, "  - name: approval\n", shipping, 1))
+	longer := parse(t, strings.Replace(strings.Replace(loanV1, "  - name: approval\n", shipping, 1), "timeout: 72h", "timeout: 96h", 1))
+	rewrites := parse(t, loanV2+"migrate:\n  transform:\n    results: {credit: '.'}\n")
+	for _, c := range []struct {
+		from, to workflow.Definition
+		reads    bool
+	}{
+		{v1, parse(t, loanV2), false},
+		{v1, perItem, true},      // a new step per item: its items counted
+		{perItem, longer, false}, // the same step per item: its records carried
+		{v1, rewrites, false},    // a result rewritten: the order's data not read
+		{v1, parse(t, loanV2+"migrate:\n  transform:\n    order: '.'\n"), true},
+	} {
+		require.Equal(t, c.reads, workflow.Moving{From: c.from, To: c.to}.ReadsData(), "%s to %s", c.from.Version, c.to.Version)
+	}
+}
