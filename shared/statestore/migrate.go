@@ -110,6 +110,13 @@ func (s *Store) migrate(ctx context.Context, m Move) (Moved, error) {
 		return out, err
 	}
 	def := moved.Definition
+	if def.Version == it.WfVersion && moved.Data == nil {
+		// What it would run is what it runs (a version whose one change is
+		// an undo the order keeps the earlier one of): nothing to write, and
+		// its requests in flight stay its own.
+		out.To, out.Base, out.Already = it.WfVersion, from.Base, true
+		return out, nil
+	}
 	out.Move, out.To, out.Base = moved, def.Version, def.Base
 	out.Kinds = map[workflow.Ref]workflow.Kind{}
 	for _, r := range moved.Ready {

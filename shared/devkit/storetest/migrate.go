@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ var migrateTests = map[string]func(*testing.T, *statestore.Store){
 	"ANewStepPerItemRunsOncePerItemOfTheOrdersData":       moveCountsNewItems,
 	"AMoveToAVersionThatWaitsTakesItsEvents":              moveToAWait,
 	"AKeptStepMovesWithItsResultAndItsUndo":               moveKeepsAStep,
+	"AMoveThatLeavesWhatItRunsAsItIsWritesNothing":        moveChangesNothing,
 }
 
 // versions are a workflow of three steps (a, b, c, each with an undo but
@@ -404,4 +406,31 @@ func moveRenamesResults(t *testing.T, s *statestore.Store) {
 		require.JSONEq(t, `{"from":"s0"}`, string(results[first].JSON))
 		require.Equal(t, "s1", results[workflow.Ref{Index: to.Index("s1")}].Name)
 	}
+}
+
+// A version whose one change is an undo, moved to by an order that ran its
+// step and keeps the earlier undo, would run exactly what the order runs
+// (the same steps: the same version): the move is no move, nothing is
+// written, and the order's requests in flight are still its own (the
+// chaos run saw one written, from a version to itself).
+func moveChangesNothing(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	v1 := def(3)
+	v1 = v1.With(workflow.Settings{PickupTimeout: v1.PickupTimeout}) // its version, a hash of what it runs
+	v2 := v1
+	v2.Steps = slices.Clone(v1.Steps)
+	u := *v1.Steps[0].Undo
+	u.Name = "undo-s0-v2"
+	v2.Steps[0].Undo = &u
+	v2 = v2.With(workflow.Settings{PickupTimeout: v2.PickupTimeout})
+	require.NotEqual(t, v1.Version, v2.Version)
+	submitAt(t, s, "o-1", v1, 1)
+	before, _ := stateOf(t, s, "o-1")
+	moved, err := s.Migrate(ctx, statestore.Move{OrderID: "o-1", To: v2, By: "ops", Now: t0.Add(time.Minute)})
+	require.NoError(t, err)
+	require.True(t, moved.Already, "it would run %s, which it runs", moved.To)
+	after, _ := stateOf(t, s, "o-1")
+	require.Equal(t, before.Moves, after.Moves, "nothing written")
+	_, err = s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step1, Agent: "svc", Owner: "a", Version: v1.Version, Now: t0.Add(time.Minute)})
+	require.NoError(t, err, "its requests in flight are its own still")
 }
