@@ -112,6 +112,12 @@ func (r Recorder) Event(ctx context.Context, def workflow.Definition, e Event) (
 		if err != nil {
 			return d, err
 		}
+		if err := runs(snap, def); err != nil {
+			// Moved since its definition was read: its wait may be another
+			// record now, and a move leaves behind the data of an event not
+			// yet kept. The caller takes it again on the version it runs.
+			return d, err
+		}
 		st, err := snap.EventState(d.Ref, e.Name)
 		if st.Received == e.EventID && (err == nil || statestore.IsEventRefused(err)) {
 			// A repeat of the event the order took is a no-op, also once
@@ -149,7 +155,7 @@ func (r Recorder) Event(ctx context.Context, def workflow.Definition, e Event) (
 			if err != nil || !d.Recorded.Stale {
 				return d, err
 			}
-		} else if err = r.Store.KeepEvent(ctx, e.OrderID, d.Ref, e.Name, e.EventID, e.Now); !errors.Is(err, statestore.ErrStale) {
+		} else if err = r.Store.KeepEvent(ctx, e.OrderID, d.Ref, e.Name, e.EventID, def.Version, e.Now); !errors.Is(err, statestore.ErrStale) {
 			d.Kept = err == nil
 			return d, err
 		}

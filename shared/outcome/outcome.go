@@ -29,7 +29,7 @@ type Store interface {
 	Writer
 	PutResult(ctx context.Context, r statestore.Result) error
 	Record(ctx context.Context, orderID string, r workflow.Ref) (statestore.Step, error)
-	KeepEvent(ctx context.Context, orderID string, r workflow.Ref, event, eventID string, now time.Time) error
+	KeepEvent(ctx context.Context, orderID string, r workflow.Ref, event, eventID, version string, now time.Time) error
 }
 
 // Attempt is the outcome of one attempt of a record.

@@ -118,8 +118,9 @@ func (s Snapshot) EventState(r workflow.Ref, event string) (EventState, error) {
 // forward, no event of the name kept): the order's other writes do not
 // refuse it. A wait made ready meanwhile gets ErrStale, and the caller
 // delivers the event instead.
-func (s *Store) KeepEvent(ctx context.Context, orderID string, r workflow.Ref, event, eventID string, now time.Time) error {
+func (s *Store) KeepEvent(ctx context.Context, orderID string, r workflow.Ref, event, eventID, version string, now time.Time) error {
 	ch := newChange(now)
+	ch.runs(version) // r is its wait in that version: a move since gets ErrStale, and the caller reads the order again
 	// Not ready in an order running forward, or in a held one (where a
 	// ready wait takes it when the order goes on).
 	ch.require(ch.rec(r), recState(workflow.Pending), anyOf(allOf(recLacks("d"), orderIs(workflow.Pending)), orderIs(workflow.Held)),

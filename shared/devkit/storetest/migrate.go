@@ -34,6 +34,7 @@ var migrateTests = map[string]func(*testing.T, *statestore.Store){
 	"AMoveToAVersionThatWaitsTakesItsEvents":              moveToAWait,
 	"AKeptStepMovesWithItsResultAndItsUndo":               moveKeepsAStep,
 	"AMoveThatLeavesWhatItRunsAsItIsWritesNothing":        moveChangesNothing,
+	"AnEventTakenWhileItsOrderMovesKeepsItsData":          moveDuringAnEvent,
 }
 
 // versions are a workflow of three steps (a, b, c, each with an undo but
@@ -433,4 +434,51 @@ func moveChangesNothing(t *testing.T, s *statestore.Store) {
 	require.Equal(t, before.Moves, after.Moves, "nothing written")
 	_, err = s.Claim(ctx, statestore.Claim{OrderID: "o-1", Ref: step1, Agent: "svc", Owner: "a", Version: v1.Version, Now: t0.Add(time.Minute)})
 	require.NoError(t, err, "its requests in flight are its own still")
+}
+
+// movingStore moves its order, once, right after an event's data is
+// stored and before the event is kept: the move, which reads the order
+// with no event kept, leaves that data behind.
+type movingStore struct {
+	*statestore.Store
+	move func()
+}
+
+func (m *movingStore) PutResult(ctx context.Context, r statestore.Result) error {
+	err := m.Store.PutResult(ctx, r)
+	if m.move != nil {
+		m.move()
+		m.move = nil
+	}
+	return err
+}
+
+// An event taken for a wait the order has not reached while an operator
+// moves the order: its data stored, the move (which finds no event kept)
+// leaves it behind, and the event kept after would be an event with no
+// data (the chaos run's charge of a null amount, seed 20261207). The keep
+// is conditional on the version the event was decided on: refused, the
+// event is taken again on the version the order runs, its data with it.
+func moveDuringAnEvent(t *testing.T, s *statestore.Store) {
+	ctx := context.Background()
+	v1 := waiting()
+	v1.Version = "e1"
+	v2 := waiting()
+	v2.Steps[2].Timeout = time.Minute
+	v2.Version = "e2"
+	submitDef(t, s, "o-1", v1)
+	ms := &movingStore{Store: s}
+	ms.move = func() {
+		_, err := s.Migrate(ctx, statestore.Move{OrderID: "o-1", To: v2, By: "ops", Now: t0})
+		require.NoError(t, err)
+	}
+	ev := outcome.Event{OrderID: "o-1", Name: "approved", EventID: "e-1", Data: json.RawMessage(`{"cents":5}`), Now: t0}
+	_, err := outcome.Recorder{Store: ms}.Event(ctx, v1, ev)
+	require.ErrorIs(t, err, outcome.ErrMoved, "decided on the version it no longer runs: taken again")
+	got, err := outcome.Recorder{Store: s}.Event(ctx, v2, ev)
+	require.NoError(t, err)
+	require.True(t, got.Kept)
+	results, err := s.Results(ctx, "o-1", 1)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"cents":5}`, string(results[workflow.Ref{Index: v2.Index("approve")}].JSON), "the event's data is kept with it")
 }

@@ -158,8 +158,8 @@ func earlyEventKept(t *testing.T, s *statestore.Store) {
 	es, err := eventState(ctx, s, "o-1", step1, "approved")
 	require.NoError(t, err)
 	require.False(t, es.Waiting, "the order has not reached the wait")
-	require.NoError(t, s.KeepEvent(ctx, "o-1", step1, "approved", "e-7", t0))
-	require.ErrorIs(t, s.KeepEvent(ctx, "o-1", step1, "approved", "e-8", t0), statestore.ErrStale, "one event kept per name")
+	require.NoError(t, s.KeepEvent(ctx, "o-1", step1, "approved", "e-7", "", t0))
+	require.ErrorIs(t, s.KeepEvent(ctx, "o-1", step1, "approved", "e-8", "", t0), statestore.ErrStale, "one event kept per name")
 	firstDone(t, s, "o-1", "")
 	_, events, err := s.Arm(ctx, "o-1", step1, workflow.KindEvent, t0.Add(time.Hour), t0, "")
 	require.NoError(t, err)
@@ -185,7 +185,7 @@ func keepEventConditional(t *testing.T, s *statestore.Store) {
 	require.NoError(t, err)
 	require.False(t, es.Waiting)
 	firstDone(t, s, "o-1", "") // the wait becomes ready after the event was read
-	require.ErrorIs(t, s.KeepEvent(ctx, "o-1", step1, "approved", "e-1", t0), statestore.ErrStale,
+	require.ErrorIs(t, s.KeepEvent(ctx, "o-1", step1, "approved", "e-1", "", t0), statestore.ErrStale,
 		"read before the wait was ready: kept no more, delivered instead")
 	es, err = eventState(ctx, s, "o-1", step1, "approved")
 	require.NoError(t, err)
