@@ -132,3 +132,20 @@ func TestCheckJudgesAMovedOrderByItsOwnVersion(t *testing.T) {
 	naive, _ := Check(workflow.MustSet(first), ids, tasks, records, ledger)
 	require.Greater(t, len(naive.Inconsistent), 3)
 }
+
+// A claim whose time is within claimLag of a move may have been written
+// after it (its write tried again by the SDK): not judged moved at work;
+// one claimed longer before is.
+func TestAClaimWrittenAfterAMoveIsNotJudgedAtWork(t *testing.T) {
+	now := time.Now()
+	move := moveWindow{From: now.Add(-40 * time.Second), To: now.Add(-39 * time.Second)}
+	j := judge{moves: map[string][]moveWindow{"o-1": {move}}}
+	task := statestore.Task{OrderID: "o-1", Workflow: "order", State: workflow.Processed}
+	effect := remotesim.Effect{OrderID: "o-1", Key: "o-1/reserve-inventory", AppliedAt: now.Add(-30 * time.Second)}
+	for before, judged := range map[time.Duration]bool{time.Second: false, claimLag - time.Millisecond: false, claimLag + time.Second: true} {
+		rec := statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Index: 0}, Action: workflow.Action{Name: "reserve-inventory"},
+			State: workflow.Processed, Attempt: 1}, AtWork: statestore.AtWork{ClaimedAt: move.From.Add(-before)}}
+		got := j.movedAtWork(task, []statestore.Step{rec}, []remotesim.Effect{effect})
+		require.Equal(t, judged, len(got) == 1, "claimed %s before the move", before)
+	}
+}
