@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// Held orders are retried, undone and resubmitted by a query or by ids:
+// a dry run lists what it would touch and writes nothing, each action ends
+// with its report, a query the action refuses says why, and the order's
+// status names the bulk action.
+func TestAnOperatorActsOnHeldOrdersByAQuery(t *testing.T) {
+	t.Parallel()
+	text, err := workflow.ExampleFile(workflow.OrderWorkflow)
+	require.NoError(t, err)
+	held := strings.Replace(string(text), "  - name: charge-payment\n    agent: payment\n",
+		"  - name: charge-payment\n    agent: payment\n    onFailure: hold\n    holdFor: 1h\n", 1)
+	d, err := workflow.ParseFile("order.yaml", []byte(held), workflow.Options{})
+	require.NoError(t, err)
+	p := newPipelineOf(t, workflow.MustSet(d), workflow.Settings{StepTimeout: 8 * time.Second, MaxFailures: 3,
+		PickupTimeout: 2 * time.Second})
+	ids := []string{"o-b1", "o-b2", "o-b3", "o-b4"}
+	p.sim.SetFaults("payment", remotesim.Faults{PermanentOrders: ids}) // the bank refuses them
+	for _, id := range ids {
+		code, _, errs := p.ctl(orderJSON(id), "submit", "-")
+		require.Zero(t, code, errs)
+	}
+	for _, id := range ids {
+		p.waitState(id, workflow.Held)
+	}
+
+	var rep operator.BulkReport
+	p.json("bulk", &rep, "retry", "--state", "held", "--workflow", "order", "--dry-run")
+	require.Equal(t, 4, rep.Done)
+	require.True(t, rep.DryRun)
+	code, out, _ := p.ctl("", "retry", "--state", "held", "--id-prefix", "o-b", "--dry-run")
+	require.Zero(t, code)
+	require.Contains(t, out, "o-b1: would retry\n")
+	require.Contains(t, out, "retry: 4 listed, 4 would retry, 0 done already, 0 refused, 0 changed since listed, 0 left")
+	var page listPage
+	p.json("list", &page, "list", "--state", "held")
+	require.Len(t, page.Orders, 4, "a dry run changes nothing")
+
+	code, out, errs := p.ctl("", "undo", "o-b1", "o-b2", "o-none", "--rate", "0")
+	require.Zero(t, code, errs)
+	require.Contains(t, out, "o-b1: being undone; it is Compensating\n")
+	require.Contains(t, out, "o-none: not: not found\n")
+	require.Contains(t, out, "undo: 3 listed, 2 done, 0 done already, 1 refused, 0 changed since listed, 0 left")
+	require.Contains(t, errs, "undo: 3 orders listed; each one's history names \"sasctl")
+
+	p.sim.SetFaults("payment", remotesim.Faults{}) // the bank answers again
+	rep = operator.BulkReport{}
+	p.json("bulk", &rep, "retry", "--state", "held", "--rate", "0")
+	require.Equal(t, 2, rep.Done, "%+v", rep.Orders)
+	require.Contains(t, rep.By, " retry (bulk ")
+	require.Contains(t, rep.By, ", 2 orders)")
+	p.waitEnded(ids...)
+	code, out, _ = p.ctl("", "status", "o-b3")
+	require.Zero(t, code)
+	require.Contains(t, out, "retried by "+rep.By)
+
+	var resubmit operator.BulkReport
+	p.json("bulk", &resubmit, "resubmit", "--id-prefix", "o-b", "--dry-run")
+	require.Equal(t, []operator.BulkResult{{OrderID: "o-b1", Outcome: operator.BulkWould}, {OrderID: "o-b2", Outcome: operator.BulkWould}},
+		sortedResults(resubmit.Orders), "the Failed ones, by default")
+	code, out, _ = p.ctl("", "cancel", "--state", "processed", "--id-prefix", "o-b", "--dry-run")
+	require.Zero(t, code)
+	require.Contains(t, out, "cancel: 2 listed, 0 would cancel, 0 done already, 2 refused, 0 changed since listed, 0 left")
+	require.Contains(t, out, "      2  it ended Processed\n")
+
+	code, _, errs = p.ctl("", "retry")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "need exactly one ORDER id, or a query")
+	code, _, errs = p.ctl("", "retry", "o-b1", "--state", "held")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "not both")
+}
+
+// sortedResults are results in order of their ids.
+func sortedResults(rs []operator.BulkResult) []operator.BulkResult {
+	out := slices.Clone(rs)
+	slices.SortFunc(out, func(a, b operator.BulkResult) int { return strings.Compare(a.OrderID, b.OrderID) })
+	return out
+}
+
+// redrive --dry-run lists the messages it would move and moves none; a
+// paced redrive waits between two messages (counted, not timed), and
+// stopped, leaves those not moved in the DLQ, visible at once.
+func TestARedriveIsListedFirstAndPaced(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t)
+	var bodies []string
+	for i := range 3 {
+		bodies = append(bodies, fmt.Sprintf(`{"orderId":"o-rd%d","workflow":"returns","customerId":"c-1","items":[{"sku":"A","quantity":1,"unitPriceCents":1}]}`, i))
+	}
+	code, _, errs := p.ctl(strings.Join(bodies, "\n"), "submit", "-")
+	require.Zero(t, code, errs)
+	orders := func(c operator.DLQContents) map[string]bool {
+		out := map[string]bool{}
+		for _, m := range c.Messages {
+			out[m.OrderID] = true
+		}
+		return out
+	}
+	op := operator.New(p.stack.Deployment.Clients, p.stack.Topology())
+	ctx := context.Background()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c, err := op.DLQMessages(ctx, "orders", operator.DLQReadMax)
+		require.NoError(t, err)
+		if len(orders(c)) == 3 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the three orders refused to the DLQ")
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	var dry operator.DLQRedriven
+	p.json("dlqRedrive", &dry, "redrive", "--queue", "orders", "--dry-run")
+	require.True(t, dry.DryRun)
+	require.Zero(t, dry.Moved)
+	require.Len(t, orders(operator.DLQContents{Messages: dry.Messages}), 3)
+	c, err := op.DLQMessages(ctx, "orders", operator.DLQReadMax)
+	require.NoError(t, err)
+	require.Len(t, c.Messages, len(dry.Messages), "nothing moved")
+
+	stopCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var waits []int
+	res, err := op.RedrivePaced(stopCtx, "orders", 1000, operator.BulkOptions{Rate: 10,
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			require.Equal(t, 100*time.Millisecond, d, "10 a second")
+			if waits = append(waits, len(waits)+1); len(waits) == 2 {
+				stop() // Ctrl-C after two messages
+				return ctx.Err()
+			}
+			return nil
+		}})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, 2, res.Moved, "one message, a wait, one more, a wait: stopped")
+	c, err = op.DLQMessages(ctx, "orders", operator.DLQReadMax)
+	require.NoError(t, err)
+	require.Len(t, c.Messages, len(dry.Messages)-2, "those not moved are visible in the DLQ again at once")
+}
