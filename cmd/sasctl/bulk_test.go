@@ -12,7 +12,6 @@ import (
 
 	"github.com/sas-go/sas/shared/devkit/remotesim"
 	"github.com/sas-go/sas/shared/operator"
-	"github.com/sas-go/sas/shared/workflow"
 )
 
 // Held orders are retried, undone and resubmitted by a query or by ids:
@@ -21,23 +20,8 @@ import (
 // status names the bulk action.
 func TestAnOperatorActsOnHeldOrdersByAQuery(t *testing.T) {
 	t.Parallel()
-	text, err := workflow.ExampleFile(workflow.OrderWorkflow)
-	require.NoError(t, err)
-	held := strings.Replace(string(text), "  - name: charge-payment\n    agent: payment\n",
-		"  - name: charge-payment\n    agent: payment\n    onFailure: hold\n    holdFor: 1h\n", 1)
-	d, err := workflow.ParseFile("order.yaml", []byte(held), workflow.Options{})
-	require.NoError(t, err)
-	p := newPipelineOf(t, workflow.MustSet(d), workflow.Settings{StepTimeout: 8 * time.Second, MaxFailures: 3,
-		PickupTimeout: 2 * time.Second})
 	ids := []string{"o-b1", "o-b2", "o-b3", "o-b4"}
-	p.sim.SetFaults("payment", remotesim.Faults{PermanentOrders: ids}) // the bank refuses them
-	for _, id := range ids {
-		code, _, errs := p.ctl(orderJSON(id), "submit", "-")
-		require.Zero(t, code, errs)
-	}
-	for _, id := range ids {
-		p.waitState(id, workflow.Held)
-	}
+	p := heldPipeline(t, ids...) // the bank refuses them
 
 	var rep operator.BulkReport
 	p.json("bulk", &rep, "retry", "--state", "held", "--workflow", "order", "--dry-run")

@@ -114,7 +114,11 @@ type BulkReport struct {
 // BulkBy is how each order's history names a bulk action: who, the action,
 // when it started (to the minute, UTC) and how many orders it listed.
 func BulkBy(by, action string, at time.Time, n int) string {
-	return fmt.Sprintf("%s %s (bulk %s, %s orders)", by, action, at.UTC().Format("2006-01-02T15:04Z"), thousands(n))
+	orders := "orders"
+	if n == 1 {
+		orders = "order"
+	}
+	return fmt.Sprintf("%s %s (bulk %s, %s %s)", by, action, at.UTC().Format("2006-01-02T15:04Z"), thousands(n), orders)
 }
 
 // thousands writes n with a comma every three digits.
