@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/devkit/remotesim"
@@ -79,44 +81,43 @@ func sortedResults(rs []operator.BulkResult) []operator.BulkResult {
 
 // redrive --dry-run lists the messages it would move and moves none; a
 // paced redrive waits between two messages (counted, not timed), and
-// stopped, leaves those not moved in the DLQ, visible at once.
+// stopped, leaves those not moved in the DLQ, visible at once. (Good
+// orders set aside by hand: moved back, they are taken, never set aside
+// again, so the DLQ holds exactly what the test put there.)
 func TestARedriveIsListedFirstAndPaced(t *testing.T) {
 	t.Parallel()
 	p := newPipeline(t)
-	var bodies []string
-	for i := range 3 {
-		bodies = append(bodies, fmt.Sprintf(`{"orderId":"o-rd%d","workflow":"returns","customerId":"c-1","items":[{"sku":"A","quantity":1,"unitPriceCents":1}]}`, i))
-	}
-	code, _, errs := p.ctl(strings.Join(bodies, "\n"), "submit", "-")
-	require.Zero(t, code, errs)
-	orders := func(c operator.DLQContents) map[string]bool {
-		out := map[string]bool{}
-		for _, m := range c.Messages {
-			out[m.OrderID] = true
-		}
-		return out
-	}
 	op := operator.New(p.stack.Deployment.Clients, p.stack.Topology())
 	ctx := context.Background()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		c, err := op.DLQMessages(ctx, "orders", operator.DLQReadMax)
+	dlq, err := op.QueueURL(ctx, p.stack.Topology().OrdersQueue().DLQName)
+	require.NoError(t, err)
+	for i := range 3 {
+		_, err := p.stack.Deployment.Clients.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &dlq,
+			MessageBody: aws.String(orderJSON(fmt.Sprintf("o-rd%d", i)))})
 		require.NoError(t, err)
-		if len(orders(c)) == 3 {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the three orders refused to the DLQ")
-		time.Sleep(100 * time.Millisecond)
 	}
+	// The DLQ's orders, once it shows want of them (depths are approximate,
+	// a message may be delivered twice: distinct orders are counted).
+	dlqOrders := func(want int, what string) map[string]bool {
+		t.Helper()
+		var got map[string]bool
+		deadline := time.Now().Add(10 * time.Second)
+		for len(got) != want {
+			require.True(t, time.Now().Before(deadline), "%s: %d orders in the DLQ, not %d", what, len(got), want)
+			c, err := op.DLQMessages(ctx, "orders", operator.DLQReadMax)
+			require.NoError(t, err)
+			got = orderIDs(c.Messages)
+		}
+		return got
+	}
+	dlqOrders(3, "sent")
 
 	var dry operator.DLQRedriven
 	p.json("dlqRedrive", &dry, "redrive", "--queue", "orders", "--dry-run")
 	require.True(t, dry.DryRun)
 	require.Zero(t, dry.Moved)
-	require.Len(t, orders(operator.DLQContents{Messages: dry.Messages}), 3)
-	c, err := op.DLQMessages(ctx, "orders", operator.DLQReadMax)
-	require.NoError(t, err)
-	require.Len(t, c.Messages, len(dry.Messages), "nothing moved")
+	require.Len(t, orderIDs(dry.Messages), 3)
+	dlqOrders(3, "nothing moved")
 
 	stopCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -132,7 +133,19 @@ func TestARedriveIsListedFirstAndPaced(t *testing.T) {
 		}})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, 2, res.Moved, "one message, a wait, one more, a wait: stopped")
-	c, err = op.DLQMessages(ctx, "orders", operator.DLQReadMax)
-	require.NoError(t, err)
-	require.Len(t, c.Messages, len(dry.Messages)-2, "those not moved are visible in the DLQ again at once")
+	moved := orderIDs(res.Messages)
+	left := dlqOrders(3-len(moved), "those not moved are visible in the DLQ again at once (not after five minutes)")
+	for id := range moved {
+		require.False(t, left[id])
+		p.waitEnded(id) // moved back: taken
+	}
+}
+
+// orderIDs are the orders messages name.
+func orderIDs(msgs []operator.DLQMessage) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range msgs {
+		out[m.OrderID] = true
+	}
+	return out
 }
