@@ -216,3 +216,51 @@ func TestABulkRetryIsPacedStoppedAndResumed(t *testing.T) {
 		require.Equal(t, workflow.Processed, tasks[id].State, id)
 	}
 }
+
+// Orders waiting for their approval are cancelled by a query: stopped after
+// two, the same run again cancels the rest and cancels none twice (those
+// cancelled are refused as ended, or found asked already); each order keeps
+// the bulk action as who cancelled it.
+func TestOrdersAreCancelledByAQueryAndNoneTwice(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, remotesim.Faults{}, running(t, approval("72h", "")))
+	ctx := context.Background()
+	ids := make([]string, 5)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("cx-%d", i)
+		require.NoError(t, e.stack.SendOrders(ctx, localrun.DemoOrder(ids[i], i).JSON()))
+	}
+	for _, id := range ids {
+		e.parked(id, 1)
+	}
+	op := e.operatorOf()
+	query := op.Searched(operator.Search{State: workflow.Pending, Prefix: "cx-"})
+	cancel := op.CancelAction("the campaign was withdrawn")
+	dry, err := op.Bulk(ctx, query, cancel, operator.BulkOptions{DryRun: true, By: "ops"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, 5, dry.Done)
+
+	stopCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	first, err := op.Bulk(stopCtx, operator.IDs(ids...), cancel, operator.BulkOptions{By: "ops"}, func(r operator.BulkResult) {
+		if r.OrderID == ids[1] {
+			stop()
+		}
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, first.Done)
+	require.Equal(t, 3, first.Left)
+	again, err := op.Bulk(ctx, operator.IDs(ids...), cancel, operator.BulkOptions{By: "ops"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, 3, again.Done, "%+v", again.Orders)
+	require.Equal(t, 2, again.Already+again.Refused, "the two cancelled before: not cancelled twice")
+	tasks := e.waitEnded(ids)
+	for i, id := range ids {
+		require.Equal(t, workflow.Cancelled, tasks[id].State, id)
+		by := again.By
+		if i < 2 {
+			by = first.By
+		}
+		require.Equal(t, by, tasks[id].CancelledBy, "the order keeps the bulk action as who cancelled it")
+	}
+}
