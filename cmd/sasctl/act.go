@@ -24,7 +24,7 @@ func resubmitCmd() *cobra.Command {
 fixed: a Failed order runs again from its first step in a new round (new idempotency keys); a
 CompensationFailed one retries its failed undo action, or its pivot step that timed out, with its
 failure count reset. The state table is written, then its request is sent to its Agent (if that message is
-lost, the step's pickup deadline brings the Supervisor).` + fmt.Sprintf(bulkHelp, "Failed"),
+lost, the step's pickup deadline brings the Supervisor).` + fmt.Sprintf(bulkHelp, "the Failed ones"),
 		Example: "  sasctl resubmit o-1\n  sasctl resubmit --step charge-payment o-1\n  sasctl resubmit --workflow order --newer-than 2h --dry-run",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if b.many(cmd, args) {
@@ -70,7 +70,7 @@ func cancelCmd() *cobra.Command {
 		Short: "cancel an order: what has not started does not, what completed is undone",
 		Long: `cancel cancels an order: a ready or waiting step does not run, a running step's outcome is
 awaited, and the completed steps are undone in reverse order; it ends Cancelled. Asking twice is no
-error; an ended order, or one whose pivot step ran, is refused with the reason.` + fmt.Sprintf(bulkHelp, "any state"),
+error; an ended order, or one whose pivot step ran, is refused with the reason.` + fmt.Sprintf(bulkHelp, "every order (those ended are refused)"),
 		Example: "  sasctl cancel --reason \"customer asked\" o-1\n  sasctl cancel --state Pending --id-prefix test- --dry-run",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if b.many(cmd, args) {

@@ -19,7 +19,7 @@ import (
 const bulkHelp = `
 
 On many orders: name several ORDER ids, or a query (--state, --workflow, --id-prefix, --older-than,
---newer-than, as sasctl list's; with no --state, the orders in %s). --dry-run writes nothing: it
+--newer-than, as sasctl list's; with no --state, %s). --dry-run writes nothing: it
 lists what it would act on and why not for the rest. The action is paced (--rate a second), shows
 its progress on stderr, and ends with a report: done, done already, refused and why, changed since
 listed (an order that fitted when listed and not at its turn). Ctrl-C stops it after the order at

@@ -49,7 +49,7 @@ itself when the hold ends.`,
 			b      bulkFlags
 		)
 		c := &cobra.Command{
-			Use: string(sp.action) + " ORDER...|--state Held [QUERY]", Short: sp.short, Long: sp.long + fmt.Sprintf(bulkHelp, "Held"),
+			Use: string(sp.action) + " ORDER...|--state Held [QUERY]", Short: sp.short, Long: sp.long + fmt.Sprintf(bulkHelp, "the Held ones"),
 			Example: sp.example + fmt.Sprintf("\n  sasctl %s --workflow order --older-than 1h --dry-run", sp.action),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				if result != "" && !message.ValidJSON([]byte(result)) {
