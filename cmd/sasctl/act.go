@@ -7,24 +7,34 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sas-go/sas/shared/client"
+	"github.com/sas-go/sas/shared/operator"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 func resubmitCmd() *cobra.Command {
 	var (
 		t    target
 		step string
+		b    bulkFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "resubmit ORDER",
+		Use:   "resubmit ORDER...|--state Failed [QUERY]",
 		Short: "put a Failed or CompensationFailed order back to work",
 		Long: `resubmit puts an order that ended Failed or CompensationFailed back to work, once its cause is
 fixed: a Failed order runs again from its first step in a new round (new idempotency keys); a
 CompensationFailed one retries its failed undo action, or its pivot step that timed out, with its
 failure count reset. The state table is written, then its request is sent to its Agent (if that message is
-lost, the step's pickup deadline brings the Supervisor).`,
-		Example: "  sasctl resubmit o-1\n  sasctl resubmit --step charge-payment o-1",
-		Args:    exactly(1, "one ORDER id"),
+lost, the step's pickup deadline brings the Supervisor).` + fmt.Sprintf(bulkHelp, "the Failed ones"),
+		Example: "  sasctl resubmit o-1\n  sasctl resubmit --step charge-payment o-1\n  sasctl resubmit --workflow order --newer-than 2h --dry-run",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if b.many(cmd, args) {
+				return runBulk(cmd, &t, &b, args, workflow.Failed, func(op *operator.Operator) operator.Action {
+					return op.ResubmitAction(step)
+				})
+			}
+			if len(args) != 1 {
+				return exactly(1, "one ORDER id, or a query")(cmd, args)
+			}
 			op, err := t.connect(cmd.Context(), false)
 			if err != nil {
 				return err
@@ -44,6 +54,7 @@ lost, the step's pickup deadline brings the Supervisor).`,
 		},
 	}
 	targetFlags(cmd, &t, true)
+	b.bind(cmd)
 	cmd.Flags().StringVar(&step, "step", "", "the step (or undo action) that failed, as a check; default: the one in Error")
 	return cmd
 }
@@ -52,16 +63,24 @@ func cancelCmd() *cobra.Command {
 	var (
 		t      target
 		reason string
+		b      bulkFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "cancel ORDER",
+		Use:   "cancel ORDER...|QUERY",
 		Short: "cancel an order: what has not started does not, what completed is undone",
 		Long: `cancel cancels an order: a ready or waiting step does not run, a running step's outcome is
 awaited, and the completed steps are undone in reverse order; it ends Cancelled. Asking twice is no
-error; an ended order, or one whose pivot step ran, is refused with the reason.`,
-		Example: `  sasctl cancel --reason "customer asked" o-1`,
-		Args:    exactly(1, "one ORDER id"),
+error; an ended order, or one whose pivot step ran, is refused with the reason.` + fmt.Sprintf(bulkHelp, "every order (those ended are refused)"),
+		Example: "  sasctl cancel --reason \"customer asked\" o-1\n  sasctl cancel --state Pending --id-prefix test- --dry-run",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if b.many(cmd, args) {
+				return runBulk(cmd, &t, &b, args, "", func(op *operator.Operator) operator.Action {
+					return op.CancelAction(reason)
+				})
+			}
+			if len(args) != 1 {
+				return exactly(1, "one ORDER id, or a query")(cmd, args)
+			}
 			op, err := t.connect(cmd.Context(), false)
 			if err != nil {
 				return err
@@ -75,6 +94,7 @@ error; an ended order, or one whose pivot step ran, is refused with the reason.`
 		},
 	}
 	targetFlags(cmd, &t, true)
+	b.bind(cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "why, kept with the order and shown by status")
 	return cmd
 }
@@ -93,34 +113,45 @@ func redriveCmd() *cobra.Command {
 		t     target
 		queue string
 		maxN  int
+		dry   bool
+		rate  float64
 	)
 	cmd := &cobra.Command{
 		Use:   "redrive",
 		Short: "move messages from a dead-letter queue back to its queue",
 		Long: `redrive takes what a dead-letter queue holds (hidden from other readers for five minutes), then
 sends each message back to its queue and deletes it from the DLQ: a message that fails again is not
-moved twice, and a crash between the send and the delete duplicates a message rather than losing it.`,
-		Example: "  sasctl redrive --queue orders\n  sasctl redrive --queue agent-payment-requests --max 10",
-		Args:    noArgs,
+moved twice, and a crash between the send and the delete duplicates a message rather than losing it.
+--dry-run moves nothing: it lists the messages it would move (read without consuming them, as sasctl
+dlq show does). --rate paces the moves; Ctrl-C stops between two messages, and those not moved are
+visible in the DLQ again at once (the same command again moves them).`,
+		Example: "  sasctl redrive --queue orders\n  sasctl redrive --queue agent-payment-requests --max 10\n" +
+			"  sasctl redrive --queue scheduler --dry-run\n  sasctl redrive --queue orders --rate 20",
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if maxN < 1 {
-				return usageErrorf("--max must be at least 1")
+			if maxN < 1 || rate < 0 {
+				return usageErrorf("--max must be at least 1, --rate not negative")
 			}
 			op, err := t.connect(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
-			res, err := op.Redrive(cmd.Context(), queue, maxN)
+			res, err := op.RedrivePaced(cmd.Context(), queue, maxN, operator.BulkOptions{DryRun: dry, Rate: rate})
 			if err != nil {
 				return fmt.Errorf("%w (moved %d before that)", t.explain(err), res.Moved)
 			}
 			out := cmd.OutOrStdout()
-			return emit(out, t.output, res, func() { fmt.Fprintf(out, "moved %d messages from %s to %s\n", res.Moved, res.From, res.To) })
+			if dry {
+				return emit(out, t.output, res, func() { printRedriveDry(out, res) })
+			}
+			return emit(out, t.output, res.Redriven, func() { fmt.Fprintf(out, "moved %d messages from %s to %s\n", res.Moved, res.From, res.To) })
 		},
 	}
 	targetFlags(cmd, &t, true)
 	cmd.Flags().StringVar(&queue, "queue", "orders", "the queue whose DLQ to empty back into it: orders, scheduler, "+
 		"agent-NAME-requests, agent-NAME-responses")
 	cmd.Flags().IntVar(&maxN, "max", 1000, "move at most this many messages")
+	cmd.Flags().BoolVar(&dry, "dry-run", false, "move nothing: list the messages it would move")
+	cmd.Flags().Float64Var(&rate, "rate", 0, "move at most this many messages a second (0: unpaced)")
 	return cmd
 }

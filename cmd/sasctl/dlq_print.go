@@ -55,9 +55,7 @@ func printDLQMessage(out io.Writer, m operator.DLQMessage) {
 // printRedriven prints what a redrive moved.
 func printRedriven(out io.Writer, queue string, r operator.DLQRedriven) {
 	fmt.Fprintf(out, "moved %d message%s from %s to %s\n", r.Moved, plural(r.Moved), r.From, r.To)
-	for _, m := range r.Messages {
-		fmt.Fprintf(out, "  %s  %s  order %s  (was: %s)\n", m.ID, dlqWhat(m), dlqOrDash(m.OrderID), short(dlqReason(m), 70))
-	}
+	printRedriveLines(out, r.Messages)
 	if r.Moved > 0 {
 		fmt.Fprintf(out, "one refused again is back in the DLQ with its reason: sasctl dlq show %s\n", queue)
 	}
@@ -91,4 +89,18 @@ func dlqOrDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// printRedriveDry lists the messages a redrive would move.
+func printRedriveDry(out io.Writer, r operator.DLQRedriven) {
+	fmt.Fprintf(out, "would move %d message%s from %s to %s (a dry run: nothing moved)\n", len(r.Messages), plural(len(r.Messages)),
+		r.From, r.To)
+	printRedriveLines(out, r.Messages)
+}
+
+// printRedriveLines prints a line for each message moved, or to move.
+func printRedriveLines(out io.Writer, msgs []operator.DLQMessage) {
+	for _, m := range msgs {
+		fmt.Fprintf(out, "  %s  %s  order %s  (was: %s)\n", m.ID, dlqWhat(m), dlqOrDash(m.OrderID), short(dlqReason(m), 70))
+	}
 }

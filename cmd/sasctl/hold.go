@@ -10,6 +10,7 @@ import (
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // holdCmds are the operator's decisions on an order a step's failure holds
@@ -45,16 +46,25 @@ itself when the hold ends.`,
 			t      target
 			step   string
 			result string
+			b      bulkFlags
 		)
 		c := &cobra.Command{
-			Use: string(sp.action) + " ORDER", Short: sp.short, Long: sp.long, Example: sp.example,
-			Args: exactly(1, "one ORDER id"),
+			Use: string(sp.action) + " ORDER...|--state Held [QUERY]", Short: sp.short, Long: sp.long + fmt.Sprintf(bulkHelp, "the Held ones"),
+			Example: sp.example + fmt.Sprintf("\n  sasctl %s --workflow order --older-than 1h --dry-run", sp.action),
 			RunE: func(cmd *cobra.Command, args []string) error {
+				if result != "" && !message.ValidJSON([]byte(result)) {
+					return usageError{fmt.Errorf("--result: %s: %s", operator.ResultNotJSON, result)}
+				}
+				if b.many(cmd, args) {
+					return runBulk(cmd, &t, &b, args, workflow.Held, func(op *operator.Operator) operator.Action {
+						return op.HeldAction(sp.action, step, json.RawMessage(result))
+					})
+				}
+				if len(args) != 1 {
+					return exactly(1, "one ORDER id, or a query")(cmd, args)
+				}
 				d := outcome.HoldDecision{OrderID: args[0], Action: sp.action, Step: step, By: operatorName()}
 				if result != "" {
-					if !message.ValidJSON([]byte(result)) {
-						return usageError{fmt.Errorf("--result: %s: %s", operator.ResultNotJSON, result)}
-					}
 					d.Result = json.RawMessage(result)
 				}
 				op, err := t.connect(cmd.Context(), true) // its agents' queues: where the requests go
@@ -70,6 +80,7 @@ itself when the hold ends.`,
 			},
 		}
 		targetFlags(c, &t, true)
+		b.bind(c)
 		if sp.step {
 			c.Flags().StringVar(&step, "step", "", "the step that holds the order (a forEach item's: step#N); default: the one")
 		}

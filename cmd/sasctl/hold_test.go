@@ -18,24 +18,8 @@ import (
 // by hand, or undoes the order; list --state held shows the held ones.
 func TestAnOperatorRetriesSkipsOrUndoesAHeldOrder(t *testing.T) {
 	t.Parallel()
-	text, err := workflow.ExampleFile(workflow.OrderWorkflow)
-	require.NoError(t, err)
-	held := strings.Replace(string(text), "  - name: charge-payment\n    agent: payment\n",
-		"  - name: charge-payment\n    agent: payment\n    onFailure: hold\n    holdFor: 1h\n", 1)
-	require.NotEqual(t, string(text), held)
-	d, err := workflow.ParseFile("order.yaml", []byte(held), workflow.Options{})
-	require.NoError(t, err)
-	p := newPipelineOf(t, workflow.MustSet(d), workflow.Settings{StepTimeout: 8 * time.Second, MaxFailures: 3,
-		PickupTimeout: 2 * time.Second})
 	ids := []string{"o-hr", "o-hs", "o-hu"}
-	p.sim.SetFaults("payment", remotesim.Faults{PermanentOrders: ids}) // a card expired
-	for _, id := range ids {
-		code, _, errs := p.ctl(orderJSON(id), "submit", "-")
-		require.Zero(t, code, errs)
-	}
-	for _, id := range ids {
-		p.waitState(id, workflow.Held)
-	}
+	p := heldPipeline(t, ids...) // a card expired
 	code, out, _ := p.ctl("", "status", "o-hr")
 	require.Zero(t, code)
 	require.Contains(t, out, "Order o-hr: Held")
@@ -80,4 +64,29 @@ func TestAnOperatorRetriesSkipsOrUndoesAHeldOrder(t *testing.T) {
 	code, _, errs = p.ctl("", "undo", "o-none")
 	require.Equal(t, 1, code)
 	require.Equal(t, "sasctl undo: order o-none not found\n", errs)
+}
+
+// heldPipeline is a pipeline of the order workflow whose payment holds the
+// order on failure, with the orders ids submitted and held: their payments
+// refused, until the test clears the payment service's faults.
+func heldPipeline(t *testing.T, ids ...string) *pipeline {
+	t.Helper()
+	text, err := workflow.ExampleFile(workflow.OrderWorkflow)
+	require.NoError(t, err)
+	held := strings.Replace(string(text), "  - name: charge-payment\n    agent: payment\n",
+		"  - name: charge-payment\n    agent: payment\n    onFailure: hold\n    holdFor: 1h\n", 1)
+	require.NotEqual(t, string(text), held)
+	d, err := workflow.ParseFile("order.yaml", []byte(held), workflow.Options{})
+	require.NoError(t, err)
+	p := newPipelineOf(t, workflow.MustSet(d), workflow.Settings{StepTimeout: 8 * time.Second, MaxFailures: 3,
+		PickupTimeout: 2 * time.Second})
+	p.sim.SetFaults("payment", remotesim.Faults{PermanentOrders: ids})
+	for _, id := range ids {
+		code, _, errs := p.ctl(orderJSON(id), "submit", "-")
+		require.Zero(t, code, errs)
+	}
+	for _, id := range ids {
+		p.waitState(id, workflow.Held)
+	}
+	return p
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -110,6 +112,9 @@ func (f *migrateFlags) run(cmd *cobra.Command, ids []string) error {
 			fmt.Fprintf(errOut, "%d orders looked at in %s\n", n, time.Since(started).Round(time.Second))
 		}
 	})
+	if errors.Is(err, context.Canceled) { // Ctrl-C: the report so far, then why it stopped
+		_ = emit(out, f.t.output, rep, func() { printMoveReport(out, rep, time.Since(started)) })
+	}
 	if err != nil {
 		return err
 	}
@@ -150,14 +155,7 @@ func printMoveReport(out io.Writer, r operator.MoveReport, took time.Duration) {
 	}
 	fmt.Fprintf(out, "workflow %s to version %s: %d looked at, %d %s, %d already there, %d cannot move now (%s)\n",
 		r.Workflow, r.To, r.Seen, r.Moves, verb, r.Already, r.Refused, took.Round(time.Millisecond))
-	reasons := make([]string, 0, len(r.Why))
-	for why := range r.Why {
-		reasons = append(reasons, why)
-	}
-	slices.SortFunc(reasons, func(a, b string) int { return r.Why[b] - r.Why[a] })
-	for _, why := range reasons {
-		fmt.Fprintf(out, "  %5d  %s\n", r.Why[why], why)
-	}
+	printReasons(out, r.Why)
 }
 
 func workflowVersionsCmd() *cobra.Command {

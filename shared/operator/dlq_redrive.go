@@ -12,6 +12,8 @@ import (
 // DLQRedriven says what a redrive moved, message by message.
 type DLQRedriven struct {
 	Redriven
+	// DryRun: nothing moved; Messages are those it would move.
+	DryRun   bool         `json:"dryRun,omitempty"`
 	Messages []DLQMessage `json:"messages"` // each without its body
 }
 
@@ -43,10 +45,37 @@ func (o *Operator) RedriveMessage(ctx context.Context, short, id string) (DLQRed
 			if aws.ToString(m.MessageId) == id {
 				seen = append(seen, out.Messages[:i]...)
 				seen = append(seen, out.Messages[i+1:]...)
-				return res, o.move(ctx, q, src, dlq, []types.Message{m}, &res)
+				return res, o.move(ctx, q, src, dlq, []types.Message{m}, &res, nil)
 			}
 		}
 		seen = append(seen, out.Messages...)
 	}
 	return res, fmt.Errorf("%w %s in %s", ErrNoDeadLetter, id, q.DLQName)
+}
+
+// RedrivePaced is RedriveAll at most opts.Rate messages a second (0:
+// unpaced; opts.Sleep waits, nil: a timer); opts.DryRun moves nothing and
+// lists the messages it would move, read without consuming them
+// (DLQMessages). Its context ended, it stops between two messages: those
+// not moved are visible in the DLQ again at once.
+func (o *Operator) RedrivePaced(ctx context.Context, short string, max int, opts BulkOptions) (DLQRedriven, error) {
+	q, src, dlq, res, err := o.redriveEnds(ctx, short)
+	if err != nil {
+		return res, err
+	}
+	if opts.DryRun {
+		c, err := o.DLQMessages(ctx, short, max)
+		res.DryRun, res.Messages = true, c.Messages
+		return res, err
+	}
+	taken, err := o.take(ctx, dlq, q.DLQName, max)
+	if err != nil {
+		return res, err
+	}
+	var wait func(context.Context) error
+	if d := pace(opts.Rate); d > 0 {
+		sleep := opts.sleeper()
+		wait = func(ctx context.Context) error { return sleep(ctx, d) }
+	}
+	return res, o.move(ctx, q, src, dlq, taken, &res, wait)
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -138,9 +137,11 @@ type MoveReport struct {
 }
 
 // Migrate moves the orders sel picks to version to, one at a time, at most
-// rate a second (0: no pacing), telling each one done to each (nil: none).
+// rate a second (0: no pacing), telling each one done to each (nil: none):
+// the bulk action migrate (Bulk), whose name each order's history keeps.
 // It is resumable: run again, it finds the orders moved already (a read
-// each) and moves the rest.
+// each) and moves the rest. Stopped (ctx ended), it returns what it did
+// and ctx's error.
 func (o *Operator) Migrate(ctx context.Context, to workflow.Definition, sel MoveSelect, by string, dry bool, rate float64,
 	each func(Migrated)) (MoveReport, error) {
 	rep := MoveReport{Workflow: to.Name, To: to.Version, DryRun: dry, Why: map[string]int{}}
@@ -153,48 +154,74 @@ func (o *Operator) Migrate(ctx context.Context, to workflow.Definition, sel Move
 	if err != nil {
 		return rep, err
 	}
-	var pace time.Duration
-	if rate > 0 {
-		pace = time.Duration(float64(time.Second) / rate)
+	picked := IDs(ids...)
+	if sel.AtStep != "" {
+		picked = o.atStepOf(picked, sel.AtStep)
 	}
-	for _, id := range ids {
-		if sel.Count > 0 && rep.Moves >= sel.Count {
-			break
-		}
-		if sel.AtStep != "" {
-			at, err := o.atStep(ctx, id, sel.AtStep)
-			if err != nil {
-				return rep, err
+	done, err := o.Bulk(ctx, picked, o.migrateAction(to), BulkOptions{DryRun: dry, Rate: rate, Limit: sel.Count, By: by},
+		func(r BulkResult) {
+			m := r.Detail.(Migrated)
+			rep.add(m)
+			if each != nil {
+				each(m)
 			}
-			if !at {
-				continue
-			}
-		}
+		})
+	if err == nil && done.Stopped {
+		err = fmt.Errorf("stopped with %d orders left (run it again to go on): %w", done.Left, context.Cause(ctx))
+	}
+	return rep, err
+}
+
+// add counts m in the report.
+func (rep *MoveReport) add(m Migrated) {
+	rep.Seen++
+	switch {
+	case m.Already:
+		rep.Already++
+	case m.Moves:
+		rep.Moves++
+	default:
+		rep.Refused++
+		rep.Why[firstReason(m.Why)]++
+	}
+	rep.Orders = append(rep.Orders, m)
+}
+
+// migrateAction is MigrateOrder to version to, as Bulk takes it.
+func (o *Operator) migrateAction(to workflow.Definition) Action {
+	return Action{Name: "migrate", Do: func(ctx context.Context, id, by string, dry bool) (Acted, error) {
 		m, err := o.MigrateOrder(ctx, id, to, by, dry)
 		if err != nil {
-			return rep, fmt.Errorf("move %s: %w", id, err)
+			return Acted{}, fmt.Errorf("move %s: %w", id, err)
 		}
-		rep.Seen++
-		switch {
-		case m.Already:
-			rep.Already++
-		case m.Moves:
-			rep.Moves++
-		default:
-			rep.Refused++
-			rep.Why[firstReason(m.Why)]++
+		a := Acted{Already: m.Already, Detail: m, What: strings.Join(m.Effects(), "; ")}
+		if !m.Moves && !m.Already {
+			a.Refused = m.Why
 		}
-		rep.Orders = append(rep.Orders, m)
-		if each != nil {
-			each(m)
+		return a, nil
+	}}
+}
+
+// atStepOf keeps, of what sel lists, the orders at step (atStep: a read
+// each).
+func (o *Operator) atStepOf(sel Selector, step string) Selector {
+	return func(ctx context.Context, next string) ([]string, string, error) {
+		ids, token, err := sel(ctx, next)
+		if err != nil {
+			return nil, "", err
 		}
-		if m.Moves && !dry && pace > 0 {
-			if err := resilience.Sleep(ctx, pace); err != nil {
-				return rep, err
+		var out []string
+		for _, id := range ids {
+			at, err := o.atStep(ctx, id, step)
+			if err != nil {
+				return nil, "", err
+			}
+			if at {
+				out = append(out, id)
 			}
 		}
+		return out, token, nil
 	}
-	return rep, nil
 }
 
 // agentsOf checks that the deployment has a queue for every agent to calls.

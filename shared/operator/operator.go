@@ -149,6 +149,12 @@ type Resubmitted struct {
 // statestore.Store.Resubmit) and tells the Scheduler. A refusal is a
 // *statestore.NotResubmittableError with the reason.
 func (o *Operator) Resubmit(ctx context.Context, orderID, step string) (Resubmitted, error) {
+	return o.ResubmitBy(ctx, orderID, step, "")
+}
+
+// ResubmitBy is Resubmit for by, whom the order's history names ("": the
+// operator).
+func (o *Operator) ResubmitBy(ctx context.Context, orderID, step, by string) (Resubmitted, error) {
 	start, err := o.restarter(ctx)
 	if err != nil {
 		return Resubmitted{}, err
@@ -158,7 +164,7 @@ func (o *Operator) Resubmit(ctx context.Context, orderID, step string) (Resubmit
 	if _, err := o.renewPayloads(ctx, orderID, workflow.Failed, workflow.CompensationFailed); err != nil {
 		return Resubmitted{}, err
 	}
-	res, err := o.Store.Resubmit(ctx, orderID, step, o.PickupTimeout, o.Now())
+	res, err := o.Store.ResubmitBy(ctx, orderID, step, by, o.PickupTimeout, o.Now())
 	if err != nil {
 		return Resubmitted{}, err
 	}

@@ -187,15 +187,7 @@ func (o *Operator) Redrive(ctx context.Context, short string, max int) (Redriven
 
 // RedriveAll is Redrive, saying which messages it moved.
 func (o *Operator) RedriveAll(ctx context.Context, short string, max int) (DLQRedriven, error) {
-	q, src, dlq, res, err := o.redriveEnds(ctx, short)
-	if err != nil {
-		return res, err
-	}
-	taken, err := o.take(ctx, dlq, q.DLQName, max)
-	if err != nil {
-		return res, err
-	}
-	return res, o.move(ctx, q, src, dlq, taken, &res)
+	return o.RedrivePaced(ctx, short, max, BulkOptions{})
 }
 
 // redriveEnds are a queue's and its DLQ's URLs, and an empty result.
@@ -212,10 +204,19 @@ func (o *Operator) redriveEnds(ctx context.Context, short string) (q topology.Qu
 }
 
 // move sends each message back to its queue (its body only, without the
-// reason), then deletes it from the DLQ, and adds it to res.
-func (o *Operator) move(ctx context.Context, q topology.Queue, src, dlq string, msgs []types.Message, res *DLQRedriven) error {
+// reason), then deletes it from the DLQ, and adds it to res; before each
+// but the first, it waits (nil: not): a wait that fails (its context
+// ended) stops it, and the messages not moved are visible again at once.
+func (o *Operator) move(ctx context.Context, q topology.Queue, src, dlq string, msgs []types.Message, res *DLQRedriven,
+	wait func(context.Context) error) error {
 	now := o.Now()
-	for _, m := range msgs {
+	for i, m := range msgs {
+		if wait != nil && i > 0 {
+			if err := wait(ctx); err != nil {
+				o.unhide(dlq, msgs[i:])
+				return fmt.Errorf("stopped with %d messages left in %s: %w", len(msgs)-i, q.DLQName, err)
+			}
+		}
 		if _, err := o.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &src, MessageBody: m.Body}); err != nil {
 			return fmt.Errorf("send to %s: %w", q.Name, err)
 		}

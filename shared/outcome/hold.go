@@ -107,6 +107,9 @@ func (h Holds) Decide(ctx context.Context, d HoldDecision) (HoldDecided, error) 
 				return nil, err
 			}
 			w.Move = m
+			for _, ref := range o.Held() {
+				w.Notes = append(w.Notes, statestore.Note{Ref: ref, What: "undone by " + d.By + " while its failure held the order"})
+			}
 			return keep(s, w)
 		}
 		ref, err := heldRef(s, o, d.Step)
@@ -126,6 +129,7 @@ func (h Holds) Decide(ctx context.Context, d HoldDecision) (HoldDecided, error) 
 			if w.Move, err = def.SkipHeld(o, ref, d.Now); err != nil {
 				return nil, err
 			}
+			w.Notes = []statestore.Note{{Ref: ref, What: "skipped by " + d.By + " with a result given by hand"}}
 			if given := cmp.Or(d.ResultBytes, len(d.Result)); given > def.Limit() {
 				return nil, &workflow.HeldError{Reason: fmt.Sprintf("the result is %d bytes, over workflow %s's %d-byte result limit",
 					given, def.Name, def.Limit())}

@@ -64,8 +64,14 @@ type Resubmission struct {
 // index entry removed): if one lands between the read and the write, the order
 // is read and checked again, up to resubmitTries times.
 func (s *Store) Resubmit(ctx context.Context, orderID, step string, pickup time.Duration, now time.Time) (Resubmission, error) {
+	return s.ResubmitBy(ctx, orderID, step, "", pickup, now)
+}
+
+// ResubmitBy is Resubmit for by, whom the records' histories name ("": the
+// operator).
+func (s *Store) ResubmitBy(ctx context.Context, orderID, step, by string, pickup time.Duration, now time.Time) (Resubmission, error) {
 	for range resubmitTries {
-		res, err := s.resubmit(ctx, orderID, step, pickup, now)
+		res, err := s.resubmit(ctx, orderID, step, by, pickup, now)
 		if !errors.Is(err, ErrStale) {
 			return res, err
 		}
@@ -78,7 +84,7 @@ const resubmitTries = 5
 
 // resubmit is one round of Resubmit: ErrStale if the order changed after it
 // was read.
-func (s *Store) resubmit(ctx context.Context, orderID, step string, pickup time.Duration, now time.Time) (Resubmission, error) {
+func (s *Store) resubmit(ctx context.Context, orderID, step, by string, pickup time.Duration, now time.Time) (Resubmission, error) {
 	it, err := s.item(ctx, orderID)
 	if err != nil {
 		return Resubmission{}, err
@@ -89,7 +95,7 @@ func (s *Store) resubmit(ctx context.Context, orderID, step string, pickup time.
 		return res, err
 	}
 	due := ms(now.Add(it.pickup(pickup)))
-	it.reset(reset, res, due, now)
+	it.reset(reset, res, due, by, now)
 	// In the index by the earlier of the pickup deadline and the first
 	// record's timeout, as Submit puts a new order.
 	it.DueShard, it.DueAt = it.shard(s.shards), min(due, ms(now)+it.Recs[sortKey(res.Ref)].TimeoutMs)
@@ -187,7 +193,7 @@ func (it stateItem) starts() []workflow.Ref {
 
 // reset puts the records back to Pending for res's round (those res makes
 // ready due by due) and the task at work again, with a new deadline.
-func (it *stateItem) reset(records []string, res Resubmission, due int64, now time.Time) {
+func (it *stateItem) reset(records []string, res Resubmission, due int64, by string, now time.Time) {
 	newRound := res.Round != it.Round
 	for _, sk := range records {
 		r := it.Recs[sk]
@@ -201,7 +207,7 @@ func (it *stateItem) reset(records []string, res Resubmission, due int64, now ti
 		if slices.Contains(res.Ready, refOf(sk)) {
 			r.DueAt, r.ReadyAt = due, ms(now)
 		}
-		r.Incidents = append(r.Incidents, incident(now, "resubmitted by the operator (round %d)", res.Round))
+		r.Incidents = append(r.Incidents, incident(now, "resubmitted by %s (round %d)", cmp.Or(by, "the operator"), res.Round))
 		it.Recs[sk] = r
 	}
 	if newRound {

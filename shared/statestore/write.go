@@ -37,7 +37,16 @@ type Write struct {
 	Due time.Time
 	// Cancel, for a cancel's move, is who asked and why.
 	Cancel *CancelRequest
-	Now    time.Time
+	// Notes are lines for records' histories: who decided what (an
+	// operator's skip or undo of a held order).
+	Notes []Note
+	Now   time.Time
+}
+
+// Note is a line for a record's history (its incidents).
+type Note struct {
+	Ref  workflow.Ref
+	What string
 }
 
 // Look is the Supervisor's bookkeeping of one record it found due (its
@@ -144,6 +153,9 @@ func (s *Store) compile(ch *change, it stateItem, w Write) {
 	readCondition(ch, it, m.Read)
 	for _, l := range w.Looks {
 		look(ch, l, it.Recs[sortKey(l.Ref)])
+	}
+	for _, n := range w.Notes {
+		ch.incident(ch.rec(n.Ref), "%s", clip(n.What, MaxIncidentBytes))
 	}
 	errs, itemsDone := []string{}, map[int]int{}
 	after := m.State
