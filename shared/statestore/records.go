@@ -56,6 +56,10 @@ type Task struct {
 	// set kms) keeps none of its events' data in clear. Orders submitted
 	// before the state item carried it say false.
 	Sealed bool
+	// Trace is the order's trace context (a W3C traceparent; "": none):
+	// what happens to it later (an event, a callback, the Supervisor's
+	// wake) joins its trace (tracing.Join).
+	Trace string
 	// ReadyFor counts, by agent, the other steps ready for a claim (their
 	// request sent, or on its way back from a delay): an agent that holds
 	// its calls (paused, slowed, its rate turns queued) makes them wait.
@@ -90,6 +94,7 @@ type stateItem struct {
 	LifetimeMs  int64              `dynamodbav:"LfMs,omitempty"` // the workflow's Lifetime: what the order keeps outlives it
 	KeepS       int64              `dynamodbav:"KpS,omitempty"`  // the retention it was submitted with, in seconds (-1: forever; none: stored before items carried it)
 	Sealed      bool               `dynamodbav:"Sl,omitempty"`   // its order's data is sealed (Submission.Sealed): set at its submission since this attribute exists
+	Trace       string             `dynamodbav:"Tp,omitempty"`   // its trace context (W3C traceparent), Submission.Trace
 	Unalerted   []string           `dynamodbav:"Ua,stringset,omitempty"`
 	CxBy        string             `dynamodbav:"CxBy,omitempty"`  // who asked for the order's cancellation
 	CxAt        int64              `dynamodbav:"CxAt,omitempty"`  // when
@@ -232,7 +237,7 @@ func (it stateItem) task() Task {
 		StepCount: steps, Round: it.Round, ReplyQueue: it.ReplyQueue, LastError: it.LastError, CreatedAt: fromMs(it.CreatedAt),
 		UpdatedAt: fromMs(it.UpdatedAt), CompletedAt: fromMs(it.CompletedAt),
 		CancelledBy: it.CxBy, CancelledAt: fromMs(it.CxAt), CancelReason: it.CxWhy, Events: it.Events, Due: fromMs(it.DueAt),
-		HeldAt: fromMs(it.HeldAt), HeldUntil: fromMs(it.HeldUntil), Deadline: fromMs(it.DeadlineAt), Sealed: it.Sealed, Moves: it.moves()}
+		HeldAt: fromMs(it.HeldAt), HeldUntil: fromMs(it.HeldUntil), Deadline: fromMs(it.DeadlineAt), Sealed: it.Sealed, Moves: it.moves(), Trace: it.Trace}
 }
 
 // ran reports whether the record may have taken effect though it is not

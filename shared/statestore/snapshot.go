@@ -64,6 +64,9 @@ func (s Snapshot) Version() int { return s.it.Version }
 // stored before versions were kept).
 func (s Snapshot) Runs() string { return s.it.WfVersion }
 
+// Trace is the order's trace context (Task.Trace).
+func (s Snapshot) Trace() string { return s.it.Trace }
+
 // Events are the round's events received, by name: their eventId.
 func (s Snapshot) Events() map[string]string { return s.it.Events }
 

@@ -25,7 +25,10 @@ type Submission struct {
 	// (kept.Boundary.SealOrder): what is made of it is sealed too.
 	Sealed     bool
 	ReplyQueue string // where status notifications go ("" for none)
-	Workflow   workflow.Definition
+	// Trace is the trace context the order was accepted in (a W3C
+	// traceparent; "": none), kept for what happens to it later.
+	Trace    string
+	Workflow workflow.Definition
 	// Items counts the items of each forEach step (Definition.Items): one
 	// record each.
 	Items map[int]int
@@ -74,7 +77,7 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 		DueShard: shardOf(sub.OrderID, s.shards), Shard: shardOf(sub.OrderID, s.shards), DueAt: look, CreatedAt: now, UpdatedAt: now,
 		DeadlineAt: ms(sub.Now.Add(wf.Deadline)), DeadlineMs: wf.Deadline.Milliseconds(),
 		LifetimeMs: wf.Lifetime().Milliseconds(), KeepS: keepSeconds(s.keep),
-		ItemsDone: itemsDone(sub.Items), Finished: &finished, Recs: records(sub, due), Sealed: sub.Sealed,
+		ItemsDone: itemsDone(sub.Items), Finished: &finished, Recs: records(sub, due), Sealed: sub.Sealed, Trace: sub.Trace,
 	})
 	if err != nil {
 		return false, fmt.Errorf("encode state of %s: %w", sub.OrderID, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/sqsbatch"
 	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/tracing"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -159,6 +160,8 @@ func (h *Handler) take(ctx context.Context, rec events.SQSMessage, e message.Eve
 	if err != nil {
 		return nil, false, err
 	}
+	ctx, span := tracing.Join(ctx, task.Trace, "event "+e.Event) // what it starts goes on in its order's trace
+	defer span.End()
 	if own {
 		return nil, false, message.Invalid("event for %s: its data is the product's own form (%s or %s): send the data itself", e.OrderID,
 			kept.CheckMember, kept.SealedMember)

@@ -26,6 +26,7 @@ import (
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/sqsbatch"
 	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/tracing"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -346,7 +347,8 @@ func (h *Handler) accept(ctx context.Context, o message.Order) (string, error) {
 		return "", err
 	}
 	created, err := h.store.Submit(ctx, statestore.Submission{
-		OrderID: o.OrderID, Order: body, Sealed: h.sealsNew(), ReplyQueue: o.ReplyQueue, Workflow: def, Items: items, Now: now})
+		OrderID: o.OrderID, Order: body, Sealed: h.sealsNew(), ReplyQueue: o.ReplyQueue, Workflow: def, Items: items, Now: now,
+		Trace: tracing.Context(ctx)})
 	if err != nil {
 		return "", err
 	}

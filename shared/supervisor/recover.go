@@ -13,6 +13,7 @@ import (
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/tracing"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -28,6 +29,8 @@ const maxWrites = 12
 // what follows (re-sends, wakes, retries after their backoff, the first
 // undo), and the alerts not yet sent.
 func (s *Supervisor) handleOrder(ctx context.Context, due statestore.DueOrder, now time.Time, d *depths) ([]outcome, error) {
+	ctx, span := tracing.Join(ctx, due.Read.Trace(), "supervisor order") // what it sends goes on in its order's trace
+	defer span.End()
 	var outs []outcome
 	var errs []error
 	snap, steps := due.Read, due.Steps

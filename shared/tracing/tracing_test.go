@@ -3,6 +3,8 @@ package tracing_test
 import (
 	"compress/gzip"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,7 +27,9 @@ import (
 	"github.com/sas-go/sas/shared/devkit/emulator/emulatortest"
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/sqsbatch"
+	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/tracing"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -242,4 +246,89 @@ func (r *otlpReceiver) received(t *testing.T) ([]*tracepb.Span, int) {
 	defer r.mu.Unlock()
 	require.Empty(t, r.errs, "every request an OTLP/HTTP export")
 	return r.spans, r.requests
+}
+
+// An order that waits for a timer and for an event, each brought by what
+// is not one of its messages (the Supervisor's sweep, an event sent with
+// no trace of its own), is still one trace: both join the trace the order
+// kept, and the step after them (the charge) is in it.
+func TestAnOrderThatWaitsIsOneTrace(t *testing.T) {
+	rcv := &otlpReceiver{}
+	collector := httptest.NewServer(rcv)
+	t.Cleanup(collector.Close)
+	t.Setenv(tracing.EndpointEnv, collector.URL)
+	t.Setenv(tracing.HeadersEnv, "x-honeycomb-team=k%3D1, other = 2")
+	t.Setenv(tracing.CompressionEnv, "gzip")
+	t.Setenv("OTEL_SERVICE_NAME", "shop")
+	flush, err := tracing.Setup(context.Background(), "sas-test")
+	require.NoError(t, err)
+	def, err := workflow.ParseFile("paced.yaml", []byte(`name: paced
+defaults: {timeout: 8s}
+agents:
+  inventory: {endpoint: "${SAS_REMOTE_BASE_URL}/v1/services/inventory"}
+  payment: {endpoint: "${SAS_REMOTE_BASE_URL}/v1/services/payment"}
+steps:
+  - {name: reserve-inventory, agent: inventory, undo: none}
+  - {name: cool-off, sleep: 1s}
+  - name: await-approval
+    wait: {event: approved, timeout: 1h}
+  - {name: charge-payment, agent: payment, undo: none}
+`), workflow.Options{})
+	require.NoError(t, err)
+
+	sim := remotesim.New(1)
+	srv, err := sim.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	stack, err := localrun.New(context.Background(), localrun.Options{Endpoint: motoEndpoint,
+		Prefix: fmt.Sprintf("tw%d", time.Now().UnixNano()%1e6), RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second,
+		SupervisorEvery: 200 * time.Millisecond, Workflows: workflow.MustSet(def),
+		Settings: workflow.Settings{StepTimeout: 8 * time.Second, PickupTimeout: 2 * time.Second}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = stack.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.NoError(t, stack.SendOrders(context.Background(), localrun.DemoOrder("o-tw1", 1).JSON()))
+	wctx, wcancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer wcancel()
+	for {
+		_, recs, err := stack.Store.Load(wctx, "o-tw1")
+		if err != nil && !errors.Is(err, statestore.ErrNotFound) {
+			require.NoError(t, err)
+		}
+		if len(recs) > 2 && !recs[2].Armed.IsZero() { // the timer woken: the wait armed
+			break
+		}
+		select {
+		case <-wctx.Done():
+			t.Fatal("the order never reached its wait")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	require.NoError(t, stack.Signal(context.Background(), message.Event{OrderID: "o-tw1", Event: "approved", EventID: "e-1",
+		Data: json.RawMessage(`{"amountCents":5}`)}))
+	tasks, err := stack.WaitEnded(wctx, []string{"o-tw1"}, 100*time.Millisecond, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.Processed, tasks["o-tw1"].State)
+	require.NotEmpty(t, tasks["o-tw1"].Trace, "the order keeps its trace context")
+	cancel()
+	<-done
+	require.NoError(t, flush(context.Background()))
+
+	spans, _ := rcv.received(t)
+	byTrace := map[string][]string{}
+	for _, s := range spans {
+		id := fmt.Sprintf("%x", s.TraceId)
+		byTrace[id] = append(byTrace[id], s.Name)
+	}
+	var names []string
+	for _, ns := range byTrace {
+		if slices.Contains(ns, "submission") && slices.Contains(ns, "agent-inventory") {
+			names = ns
+		}
+	}
+	for _, want := range []string{"supervisor order", "event approved", "agent-payment"} {
+		require.Contains(t, names, want, "the timer's wake, the event and the charge after them are in the order's trace")
+	}
 }
