@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,16 @@ type TaskFilter struct {
 	Workflow      string         // the order's workflow's name
 	CreatedAfter  time.Time      // created after it (zero: any time)
 	CreatedBefore time.Time      // created before it (zero: any time)
+	Version       string         // the workflow's version it runs
+	EndedAfter    time.Time      // ended after it (zero: any time, or none)
+	EndedBefore   time.Time      // ended before it (zero: any time, or none)
+	// Step, Agent and Reason keep an order one of whose records it is at
+	// (Task.At) has that step, that agent, and that reason
+	// (Spot.Matches); they are not in the scan's FilterExpression (the
+	// records are a map of the item), so they are tested on the items read.
+	Step, Agent, Reason string
+	// Unended keeps the orders not ended only (those in flight or held).
+	Unended bool
 }
 
 // Keeps reports whether the filter keeps task t (the same test the scan's
@@ -34,7 +45,23 @@ func (f TaskFilter) Keeps(t Task) bool {
 	return (f.State == "" || t.State == f.State) && strings.HasPrefix(t.OrderID, f.Prefix) &&
 		(f.Workflow == "" || t.Workflow == f.Workflow) &&
 		(f.CreatedAfter.IsZero() || t.CreatedAt.After(f.CreatedAfter)) &&
-		(f.CreatedBefore.IsZero() || t.CreatedAt.Before(f.CreatedBefore))
+		(f.CreatedBefore.IsZero() || t.CreatedAt.Before(f.CreatedBefore)) &&
+		(f.Version == "" || t.Version == f.Version) &&
+		(f.EndedAfter.IsZero() || t.CompletedAt.After(f.EndedAfter)) &&
+		(f.EndedBefore.IsZero() || (!t.CompletedAt.IsZero() && t.CompletedAt.Before(f.EndedBefore))) &&
+		f.keepsSpots(t) && (!f.Unended || !t.State.Ended())
+}
+
+// keepsSpots reports whether one of the records t is at has the filter's
+// step, agent and reason (true if it names none).
+func (f TaskFilter) keepsSpots(t Task) bool {
+	if f.Step == "" && f.Agent == "" && f.Reason == "" {
+		return true
+	}
+	return slices.ContainsFunc(t.At, func(s Spot) bool {
+		return (f.Step == "" || s.Step == f.Step) && (f.Agent == "" || s.Agent == f.Agent) &&
+			(f.Reason == "" || s.Matches(f.Reason))
+	})
 }
 
 // expression is the filter as a scan's FilterExpression and its
@@ -56,6 +83,15 @@ func (f TaskFilter) expression() (x.Expr, error) {
 	}
 	if !f.CreatedBefore.IsZero() {
 		keep = append(keep, x.Less(b.Plain("C"), b.Int(f.CreatedBefore.UnixMilli())))
+	}
+	if f.Version != "" {
+		keep = append(keep, x.Equal(b.Plain("Wv"), b.String(f.Version)))
+	}
+	if !f.EndedAfter.IsZero() {
+		keep = append(keep, x.Greater(b.Plain("E"), b.Int(f.EndedAfter.UnixMilli())))
+	}
+	if !f.EndedBefore.IsZero() {
+		keep = append(keep, x.Less(b.Plain("E"), b.Int(f.EndedBefore.UnixMilli())))
 	}
 	return condition(b, keep...)
 }
@@ -100,7 +136,11 @@ func (s *Store) SearchTasks(ctx context.Context, f TaskFilter, limit int, token 
 			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 				return nil, "", fmt.Errorf("decode task: %w", err)
 			}
-			out = append(out, it.task())
+			t := it.task()
+			if !f.Keeps(t) {
+				continue
+			}
+			out = append(out, t)
 			if len(out) == limit {
 				if i == len(page.Items)-1 && page.LastEvaluatedKey == nil {
 					return out, "", nil
