@@ -1,0 +1,236 @@
+package statestore_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/awsclient"
+	"github.com/sas-go/sas/shared/devkit/accounting"
+	"github.com/sas-go/sas/shared/devkit/provision"
+	"github.com/sas-go/sas/shared/statestore"
+	"github.com/sas-go/sas/shared/topology"
+	"github.com/sas-go/sas/shared/workflow"
+)
+
+// countingDB counts the items the store's reads read: a Query's and a
+// Scan's ScannedCount (what DynamoDB bills), a BatchGetItem's items.
+type countingDB struct {
+	*dynamodb.Client
+	read atomic.Int64
+}
+
+func (c *countingDB) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	out, err := c.Client.Query(ctx, in, o...)
+	if err == nil {
+		c.read.Add(int64(out.ScannedCount))
+	}
+	return out, err
+}
+
+func (c *countingDB) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	out, err := c.Client.Scan(ctx, in, o...)
+	if err == nil {
+		c.read.Add(int64(out.ScannedCount))
+	}
+	return out, err
+}
+
+func (c *countingDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	out, err := c.Client.BatchGetItem(ctx, in, o...)
+	if err == nil {
+		for _, items := range out.Responses {
+			c.read.Add(int64(len(items)))
+		}
+	}
+	return out, err
+}
+
+// searchFixture is a state store on DynamoDB Local holding n orders of a
+// workflow with customerId searchable, `matches` of them of customer
+// "c-hot" (ids hot-0…) and each other of a customer of its own, with a
+// meter and an item count on its client.
+type searchFixture struct {
+	store   *statestore.Store
+	db      *countingDB
+	meter   *accounting.Meter
+	matches int
+}
+
+func newSearchFixture(tb testing.TB, n, matches int) searchFixture {
+	tb.Helper()
+	ctx := context.Background()
+	meter := accounting.New()
+	c, err := awsclient.Load(ctx, awsclient.Options{Endpoint: engines["dynamodb-local"].DynamoDBEndpoint,
+		Emulated: true, APIOptions: []func(*middleware.Stack) error{meter.AddTo}})
+	require.NoError(tb, err)
+	topo := topology.Default(fmt.Sprintf("search%d-%d", time.Now().UnixNano()%1e6, n), "payment")
+	require.NoError(tb, provision.EnsureTables(ctx, c.DynamoDB, topo))
+	db := &countingDB{Client: c.DynamoDB}
+	store := statestore.New(db, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
+	def := workflow.Single(workflow.Settings{})
+	def.Search = []string{"customerId"}
+	// One real order: its items are the templates of the rest.
+	_, err = store.Submit(ctx, statestore.Submission{OrderID: "tpl", Order: `{"orderId":"tpl","customerId":"c-tpl"}`,
+		Workflow: def, Search: map[string]string{"customerId": "c-tpl"}, Now: time.Now()})
+	require.NoError(tb, err)
+	tpl := templates(tb, c.DynamoDB, "tpl", topo.OrdersTable(), topo.StateTable())
+	fillSearch(tb, c.DynamoDB, tpl, topo.StateTable(), 0, matches, "hot-", func(int) string { return "c-hot" })
+	fillSearch(tb, c.DynamoDB, tpl, topo.StateTable(), 0, n-matches, "cold-", func(i int) string { return "c-" + strconv.Itoa(i) })
+	return searchFixture{store: store, db: db, meter: meter, matches: matches}
+}
+
+// fillSearch copies the template order n times under ids prefix+i, each
+// with its index item of customerOf(i), 8 orders a BatchWriteItem, four
+// writers at once.
+func fillSearch(tb testing.TB, db *dynamodb.Client, tpl []map[string]types.AttributeValue, state string, from, n int, prefix string, customerOf func(int) string) {
+	tb.Helper()
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range 4 {
+		wg.Go(func() {
+			for start := range jobs {
+				if err := putSearch(db, tpl, state, start, min(start+8, n), prefix, customerOf); err != nil {
+					failed.Store(err)
+				}
+			}
+		})
+	}
+	for start := from; start < n; start += 8 {
+		jobs <- start
+	}
+	close(jobs)
+	wg.Wait()
+	if err, ok := failed.Load().(error); ok {
+		require.NoError(tb, err)
+	}
+}
+
+// putSearch writes orders from to to: the template's items and an index
+// item each.
+func putSearch(db *dynamodb.Client, tpl []map[string]types.AttributeValue, state string, from, to int, prefix string, customerOf func(int) string) error {
+	reqs := map[string][]types.WriteRequest{}
+	for i := from; i < to; i++ {
+		id := prefix + strconv.Itoa(i)
+		for _, src := range tpl {
+			it := make(map[string]types.AttributeValue, len(src))
+			for k, v := range src {
+				it[k] = v
+			}
+			table := src["_table"].(*types.AttributeValueMemberS).Value
+			delete(it, "_table")
+			it[topology.KeyOrderID] = &types.AttributeValueMemberS{Value: id}
+			reqs[table] = append(reqs[table], types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
+		}
+		index := map[string]types.AttributeValue{
+			topology.KeyOrderID: &types.AttributeValueMemberS{Value: topology.SearchPartition("customerId", customerOf(i))},
+			topology.KeySort:    &types.AttributeValueMemberS{Value: id}}
+		reqs[state] = append(reqs[state], types.WriteRequest{PutRequest: &types.PutRequest{Item: index}})
+	}
+	for len(reqs) > 0 {
+		out, err := db.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: reqs})
+		if err != nil {
+			return err
+		}
+		reqs = out.UnprocessedItems
+	}
+	return nil
+}
+
+// cost lists every order list finds and returns the read units and items
+// it read, and the orders found.
+func (f searchFixture) cost(tb testing.TB, list func(next string) ([]statestore.Task, string, error)) (rcu float64, items int64, found int) {
+	tb.Helper()
+	f.meter.Reset()
+	f.db.read.Store(0)
+	next := ""
+	for {
+		tasks, token, err := list(next)
+		require.NoError(tb, err)
+		found += len(tasks)
+		if next = token; next == "" {
+			break
+		}
+	}
+	for _, u := range f.meter.Snapshot() {
+		rcu += u.ReadUnits
+	}
+	return rcu, f.db.read.Load(), found
+}
+
+// byField lists the hot customer's orders by the field's index.
+func (f searchFixture) byField(next string) ([]statestore.Task, string, error) {
+	ids, token, err := f.store.WithField(context.Background(), "customerId", []string{"c-hot"}, 100, next)
+	if err != nil {
+		return nil, "", err
+	}
+	tasks, err := f.store.Tasks(context.Background(), ids)
+	out := make([]statestore.Task, 0, len(tasks))
+	for _, id := range ids {
+		out = append(out, tasks[id])
+	}
+	return out, token, err
+}
+
+// byScan lists the same orders by a scan (their id prefix), as a search
+// with no index does.
+func (f searchFixture) byScan(next string) ([]statestore.Task, string, error) {
+	return f.store.SearchTasks(context.Background(), statestore.TaskFilter{Prefix: "hot-"}, 100, next)
+}
+
+// A search by a searchable field reads the orders of its value: with
+// thousands of other orders, the same items and read units as with none,
+// where a scan reads every order.
+func TestFieldSearchCostFollowsTheOrdersFound(t *testing.T) {
+	t.Parallel()
+	alone := newSearchFixture(t, 20, 20)
+	crowd := newSearchFixture(t, 2020, 20)
+	rcuAlone, itemsAlone, nAlone := alone.cost(t, alone.byField)
+	rcuCrowd, itemsCrowd, nCrowd := crowd.cost(t, crowd.byField)
+	require.Equal(t, 20, nAlone)
+	require.Equal(t, 20, nCrowd)
+	require.Equal(t, itemsAlone, itemsCrowd, "items read with 2000 other orders vs none")
+	require.Equal(t, int64(40), itemsCrowd, "an index item and a state item per order found")
+	require.InDelta(t, rcuAlone, rcuCrowd, 1e-9)
+	rcuScan, itemsScan, nScan := crowd.cost(t, crowd.byScan)
+	require.Equal(t, 20, nScan)
+	require.Greater(t, itemsScan, int64(2000), "a scan reads the table")
+	t.Logf("20 orders found among 2020: by field %d items, %.1f RCU; by scan %d items, %.1f RCU", itemsCrowd, rcuCrowd, itemsScan, rcuScan)
+}
+
+// BenchmarkListByField lists the SAS_SEARCH_MATCHES orders (default 100)
+// of one customer among SAS_SEARCH_ORDERS (default 10000) by the field's
+// index, and by a scan for comparison, and reports the items and read
+// units each reads per order found.
+func BenchmarkListByField(b *testing.B) {
+	n, matches := envInt("SAS_SEARCH_ORDERS", 10000), envInt("SAS_SEARCH_MATCHES", 100)
+	start := time.Now()
+	f := newSearchFixture(b, n, matches)
+	b.Logf("%d orders filled in %s", n, time.Since(start).Round(time.Second))
+	for _, c := range []struct {
+		name string
+		list func(string) ([]statestore.Task, string, error)
+	}{{"field", f.byField}, {"scan", f.byScan}} {
+		b.Run(fmt.Sprintf("%s/orders=%d/found=%d", c.name, n, matches), func(b *testing.B) {
+			rcu, items, found := f.cost(b, c.list)
+			if found != matches {
+				b.Fatalf("found %d, want %d", found, matches)
+			}
+			for b.Loop() {
+				f.cost(b, c.list)
+			}
+			b.ReportMetric(float64(items)/float64(found), "items-read/result")
+			b.ReportMetric(rcu/float64(found), "RCU/result")
+		})
+	}
+}
