@@ -78,20 +78,17 @@ func (f TaskFilter) expression() (x.Expr, error) {
 	if f.Workflow != "" {
 		keep = append(keep, x.Equal(b.Plain("Wf"), b.String(f.Workflow)))
 	}
-	if !f.CreatedAfter.IsZero() {
-		keep = append(keep, x.Greater(b.Plain("C"), b.Int(f.CreatedAfter.UnixMilli())))
-	}
-	if !f.CreatedBefore.IsZero() {
-		keep = append(keep, x.Less(b.Plain("C"), b.Int(f.CreatedBefore.UnixMilli())))
-	}
 	if f.Version != "" {
 		keep = append(keep, x.Equal(b.Plain("Wv"), b.String(f.Version)))
 	}
-	if !f.EndedAfter.IsZero() {
-		keep = append(keep, x.Greater(b.Plain("E"), b.Int(f.EndedAfter.UnixMilli())))
-	}
-	if !f.EndedBefore.IsZero() {
-		keep = append(keep, x.Less(b.Plain("E"), b.Int(f.EndedBefore.UnixMilli())))
+	for _, bound := range []struct {
+		at   time.Time
+		attr string // C: created, E: ended
+		cmp  func(a, b x.Operand) x.Cond
+	}{{f.CreatedAfter, "C", x.Greater}, {f.CreatedBefore, "C", x.Less}, {f.EndedAfter, "E", x.Greater}, {f.EndedBefore, "E", x.Less}} {
+		if !bound.at.IsZero() {
+			keep = append(keep, bound.cmp(b.Plain(bound.attr), b.Int(bound.at.UnixMilli())))
+		}
 	}
 	return condition(b, keep...)
 }

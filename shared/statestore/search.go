@@ -118,12 +118,18 @@ func decodeSearchToken(token string, names int) (searchPos, error) {
 	if token == "" {
 		return p, nil
 	}
-	b, err := base64.RawURLEncoding.DecodeString(token)
-	if err == nil {
-		err = json.Unmarshal(b, &p)
-	}
-	if err != nil || p.Name < 0 || p.Name >= names {
+	if err := decodeJSONToken(token, &p); err != nil || p.Name < 0 || p.Name >= names {
 		return p, fmt.Errorf("%w %q: not one a field search returned", ErrBadPageToken, token)
 	}
 	return p, nil
+}
+
+// decodeJSONToken reads a page token: a place, as JSON, in base64 (URL
+// alphabet, no padding).
+func decodeJSONToken(token string, v any) error {
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
 }

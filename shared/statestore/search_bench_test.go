@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,67 +83,26 @@ func newSearchFixture(tb testing.TB, n, matches int) searchFixture {
 		Workflow: def, Search: map[string]string{"customerId": "c-tpl"}, Now: time.Now()})
 	require.NoError(tb, err)
 	tpl := templates(tb, c.DynamoDB, "tpl", topo.OrdersTable(), topo.StateTable())
-	fillSearch(tb, c.DynamoDB, tpl, topo.StateTable(), 0, matches, "hot-", func(int) string { return "c-hot" })
-	fillSearch(tb, c.DynamoDB, tpl, topo.StateTable(), 0, n-matches, "cold-", func(i int) string { return "c-" + strconv.Itoa(i) })
+	fill(tb, c.DynamoDB, tpl, matches, "hot-", topo.DeadlineShards)
+	fill(tb, c.DynamoDB, tpl, n-matches, "cold-", topo.DeadlineShards)
+	index(tb, c.DynamoDB, topo.StateTable(), matches, "hot-", func(int) string { return "c-hot" })
+	index(tb, c.DynamoDB, topo.StateTable(), n-matches, "cold-", func(i int) string { return "c-" + strconv.Itoa(i) })
 	return searchFixture{store: store, db: db, meter: meter, matches: matches}
 }
 
-// fillSearch copies the template order n times under ids prefix+i, each
-// with its index item of customerOf(i), 8 orders a BatchWriteItem, four
-// writers at once.
-func fillSearch(tb testing.TB, db *dynamodb.Client, tpl []map[string]types.AttributeValue, state string, from, n int, prefix string, customerOf func(int) string) {
+// index writes the index items of orders prefix+0 to prefix+n-1, each of
+// customerOf(i), 25 a BatchWriteItem.
+func index(tb testing.TB, db *dynamodb.Client, state string, n int, prefix string, customerOf func(int) string) {
 	tb.Helper()
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	var failed atomic.Value
-	for range 4 {
-		wg.Go(func() {
-			for start := range jobs {
-				if err := putSearch(db, tpl, state, start, min(start+8, n), prefix, customerOf); err != nil {
-					failed.Store(err)
-				}
-			}
-		})
-	}
-	for start := from; start < n; start += 8 {
-		jobs <- start
-	}
-	close(jobs)
-	wg.Wait()
-	if err, ok := failed.Load().(error); ok {
-		require.NoError(tb, err)
-	}
-}
-
-// putSearch writes orders from to to: the template's items and an index
-// item each.
-func putSearch(db *dynamodb.Client, tpl []map[string]types.AttributeValue, state string, from, to int, prefix string, customerOf func(int) string) error {
-	reqs := map[string][]types.WriteRequest{}
-	for i := from; i < to; i++ {
-		id := prefix + strconv.Itoa(i)
-		for _, src := range tpl {
-			it := make(map[string]types.AttributeValue, len(src))
-			for k, v := range src {
-				it[k] = v
-			}
-			table := src["_table"].(*types.AttributeValueMemberS).Value
-			delete(it, "_table")
-			it[topology.KeyOrderID] = &types.AttributeValueMemberS{Value: id}
-			reqs[table] = append(reqs[table], types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
+	for start := 0; start < n; start += 25 {
+		var reqs []types.WriteRequest
+		for i := start; i < min(start+25, n); i++ {
+			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+				topology.KeyOrderID: &types.AttributeValueMemberS{Value: topology.SearchPartition("customerId", customerOf(i))},
+				topology.KeySort:    &types.AttributeValueMemberS{Value: prefix + strconv.Itoa(i)}}}})
 		}
-		index := map[string]types.AttributeValue{
-			topology.KeyOrderID: &types.AttributeValueMemberS{Value: topology.SearchPartition("customerId", customerOf(i))},
-			topology.KeySort:    &types.AttributeValueMemberS{Value: id}}
-		reqs[state] = append(reqs[state], types.WriteRequest{PutRequest: &types.PutRequest{Item: index}})
+		require.NoError(tb, writeAll(db, map[string][]types.WriteRequest{state: reqs}))
 	}
-	for len(reqs) > 0 {
-		out, err := db.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: reqs})
-		if err != nil {
-			return err
-		}
-		reqs = out.UnprocessedItems
-	}
-	return nil
 }
 
 // cost lists every order list finds and returns the read units and items
