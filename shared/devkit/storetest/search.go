@@ -14,6 +14,7 @@ import (
 
 	"github.com/sas-go/sas/shared/awsclient"
 	"github.com/sas-go/sas/shared/devkit/provision"
+	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/seal"
 	"github.com/sas-go/sas/shared/searchkey"
 	"github.com/sas-go/sas/shared/statestore"
@@ -32,6 +33,7 @@ func Search(t *testing.T, c *awsclient.Clients) {
 		{"AFieldFindsItsOrdersOnly", func(t *testing.T) { aFieldFindsItsOrders(t, c.DynamoDB) }},
 		{"WhereAnOrderIsFindsIt", func(t *testing.T) { whereAnOrderIs(t, c.DynamoDB) }},
 		{"ASealedFieldIsKeptAsItsKeyedHash", func(t *testing.T) { aSealedField(t, c) }},
+		{"TheLongestFieldAndValueAreFound", func(t *testing.T) { theLongestField(t, c.DynamoDB) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -194,5 +196,31 @@ func aSealedField(t *testing.T, c *awsclient.Clients) {
 			continue
 		}
 		require.NotContains(t, string(b), "c-secret", "a sealed order's searchable value is in clear")
+	}
+}
+
+// theLongestField: the longest path a workflow accepts and a value of the
+// most bytes kept as it is (control bytes, <, &, quotes, two-byte runes),
+// and one byte more (kept as its hash), are found by their value.
+func theLongestField(t *testing.T, db *dynamodb.Client) {
+	ctx := context.Background()
+	s := NewStore(t, db)
+	d := def(1)
+	field := "a" + strings.Repeat("b", workflow.MaxSearchPathBytes-1)
+	d.Search = []string{field}
+	unit := "\x01<&\"é" // 6 bytes
+	longest := strings.Repeat(unit, keyname.MaxKeyBytes/len(unit)) + strings.Repeat("x", keyname.MaxKeyBytes%len(unit))
+	require.Len(t, longest, keyname.MaxKeyBytes)
+	for id, v := range map[string]string{"o-longest": longest, "o-over": longest + "y"} {
+		body, err := json.Marshal(map[string]string{"orderId": id, field: v})
+		require.NoError(t, err)
+		names, err := searchkey.Names(ctx, d, body, nil)
+		require.NoError(t, err)
+		created, err := s.Submit(ctx, statestore.Submission{OrderID: id, Order: string(body), Workflow: d, Search: names, Now: t0})
+		require.NoError(t, err)
+		require.True(t, created)
+		found, err := searchkey.Lookup(ctx, db, "", nil, v)
+		require.NoError(t, err)
+		require.Equal(t, []string{id}, allWithField(t, s, field, found, 10))
 	}
 }
