@@ -32,6 +32,7 @@ type bulkFlags struct {
 	state        stateFlag
 	search       operator.Search
 	older, newer string
+	more         moreFlags
 	dry          bool
 	rate         float64
 	count        int
@@ -46,6 +47,7 @@ func (b *bulkFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&b.search.Workflow, "workflow", "", "only orders of this workflow (its name)")
 	fl.StringVar(&b.older, "older-than", "", "only orders created longer ago than this (10m, 1h, 2d)")
 	fl.StringVar(&b.newer, "newer-than", "", "only orders created less long ago than this (10m, 1h, 2d)")
+	findFlags(cmd, &b.search, &b.more)
 	fl.BoolVar(&b.dry, "dry-run", false, "write nothing: list what it would act on, and why not for the rest")
 	fl.Float64Var(&b.rate, "rate", 20, "on many orders: at most this many a second (0: unpaced)")
 	fl.IntVar(&b.count, "count", 0, "on many orders: act on at most this many (0: all)")
@@ -58,7 +60,8 @@ func (b *bulkFlags) many(cmd *cobra.Command, ids []string) bool {
 	if len(ids) > 1 || b.dry {
 		return true
 	}
-	for _, f := range []string{"state", "id-prefix", "workflow", "older-than", "newer-than"} {
+	for _, f := range []string{"state", "id-prefix", "workflow", "older-than", "newer-than", "version", "step", "agent", "reason",
+		"ended-after", "ended-before", "field"} {
 		if cmd.Flags().Changed(f) {
 			return true
 		}
@@ -72,7 +75,7 @@ func (b *bulkFlags) selector(op *operator.Operator, ids []string, def workflow.S
 	if b.rate < 0 || b.count < 0 {
 		return nil, usageErrorf("--rate and --count are not negative")
 	}
-	query := b.state.state != "" || !b.search.Empty() || b.older != "" || b.newer != ""
+	query := b.state.state != "" || !b.search.Empty() || b.older != "" || b.newer != "" || b.more != (moreFlags{})
 	switch {
 	case len(ids) > 0 && query:
 		return nil, usageErrorf("name ORDER ids or a query (--state, --workflow…), not both")
@@ -86,7 +89,7 @@ func (b *bulkFlags) selector(op *operator.Operator, ids []string, def workflow.S
 	if st == "" {
 		st = def
 	}
-	if err := searchOf(&s, st, b.older, b.newer); err != nil {
+	if err := searchOf(&s, st, b.older, b.newer, b.more); err != nil {
 		return nil, err
 	}
 	return op.Searched(s), nil

@@ -49,17 +49,27 @@ type listPage struct {
 }
 
 // listLong is sasctl list's help.
-const listLong = `list lists orders, optionally searched (in one state, by orderId prefix (--id-prefix), by workflow, older or
-newer than an age), a page at a time, each page newest first: it scans the state table, so its cost
-grows with the table, and pages follow the table's order (the newest order is on the first page
-only if the table is small enough for one). The search is the scan's FilterExpression: only the
-orders that match come back, but DynamoDB bills every item read, so a page of a narrow search may
-read much of the table, or all of it. A page's token must be used with the same search.`
+const listLong = `list lists orders, optionally searched (in one state, by orderId prefix (--id-prefix), by workflow and
+version, older or newer than an age, ended after or before a time, by the step, agent or reason an
+order is at or failed with, and by a field its workflow declares searchable (--field name=value)), a
+page at a time, each page newest first.
 
-// searchOf completes search with the state and the ages the flags gave
-// (--older-than, --newer-than), and checks it: a usage error if it cannot
-// be run.
-func searchOf(search *operator.Search, state workflow.State, older, newer string) error {
+With --field it reads that field's index: the orders of that value and no others (in a deployment
+that seals its orders' data the value is looked up by its keyed hash). Without it, it scans the state
+table, so its cost grows with the table, and pages follow the table's order. The scan's
+FilterExpression holds the state, prefix, workflow, version, ages and end times: only the orders
+that match come back, but DynamoDB bills every item read, so a page of a narrow search may read much
+of the table, or all of it; --step, --agent and --reason are tested on the items read.
+
+--reason takes a class (timeout, refused, oversized, pause, line: a key's line, rate, 503) or text
+found in a record's cause, wait or error, in any case. A page's token must be used with the same
+search.`
+
+// searchOf completes search with the state, the ages, the end times and
+// the field the flags gave (--older-than, --newer-than, --ended-after,
+// --ended-before, --field), and checks it: a usage error if it cannot be
+// run.
+func searchOf(search *operator.Search, state workflow.State, older, newer string, more moreFlags) error {
 	for _, a := range []struct {
 		flag, v string
 		to      *time.Duration
@@ -72,6 +82,9 @@ func searchOf(search *operator.Search, state workflow.State, older, newer string
 			return usageErrorf("%s: %v", a.flag, err)
 		}
 		*a.to = d
+	}
+	if err := more.apply(search); err != nil {
+		return err
 	}
 	search.State = state
 	if err := search.Check(); err != nil {
@@ -88,6 +101,7 @@ func listCmd() *cobra.Command {
 		next         string
 		search       operator.Search
 		older, newer string
+		more         moreFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -100,7 +114,7 @@ func listCmd() *cobra.Command {
 			if limit < 1 {
 				return usageErrorf("--limit must be at least 1")
 			}
-			if err := searchOf(&search, state.state, older, newer); err != nil {
+			if err := searchOf(&search, state.state, older, newer, more); err != nil {
 				return err
 			}
 			op, err := t.connect(cmd.Context(), false)
@@ -126,7 +140,7 @@ func listCmd() *cobra.Command {
 				}
 				tw.Flush()
 				if token != "" {
-					fmt.Fprintf(out, "more: sasctl list%s --next %s\n", searchArgs(state.state, search, older, newer), token)
+					fmt.Fprintf(out, "more: sasctl list%s --next %s\n", searchArgs(state.state, search, older, newer, more), token)
 				}
 			})
 		},
@@ -140,6 +154,7 @@ func listCmd() *cobra.Command {
 	cmd.Flags().StringVar(&search.Workflow, "workflow", "", "only orders of this workflow (its name)")
 	cmd.Flags().StringVar(&older, "older-than", "", "only orders created longer ago than this (10m, 1h, 2d)")
 	cmd.Flags().StringVar(&newer, "newer-than", "", "only orders created less long ago than this (10m, 1h, 2d)")
+	findFlags(cmd, &search, &more)
 	return cmd
 }
 
@@ -157,10 +172,12 @@ func flowWaiting(o operator.Order) string {
 }
 
 // searchArgs are the flags that repeat a search, for the next page's command.
-func searchArgs(state workflow.State, s operator.Search, older, newer string) string {
+func searchArgs(state workflow.State, s operator.Search, older, newer string, more moreFlags) string {
 	var b strings.Builder
 	for _, f := range []struct{ name, v string }{{"state", string(state)}, {"id-prefix", s.Prefix},
-		{"workflow", s.Workflow}, {"older-than", older}, {"newer-than", newer}} {
+		{"workflow", s.Workflow}, {"older-than", older}, {"newer-than", newer}, {"version", s.Version},
+		{"step", s.Step}, {"agent", s.Agent}, {"reason", s.Reason}, {"ended-after", more.endedAfter},
+		{"ended-before", more.endedBefore}, {"field", more.field}} {
 		if f.v != "" {
 			fmt.Fprintf(&b, " --%s %s", f.name, shellQuote(f.v))
 		}

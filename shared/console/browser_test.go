@@ -218,6 +218,48 @@ func TestConsoleInABrowserSearchesOrdersByPrefixAndWorkflow(t *testing.T) {
 	require.Contains(t, empty, "match the search")
 }
 
+// The console in a real browser finds the orders of a customer by the
+// workflow's searchable field, then by the agent they were at, and the
+// form keeps what was typed.
+func TestConsoleInABrowserFindsOrdersByAFieldAndAnAgent(t *testing.T) {
+	p := thePipeline(t)
+	base := serve(t, p, nil)
+	orders := map[string]int{"find-f1": 71, "find-f2": 71, "find-f3": 72}
+	var bodies []string
+	for id, customer := range orders {
+		bodies = append(bodies, localrun.DemoOrder(id, customer).JSON())
+	}
+	require.NoError(t, p.stack.SendOrders(t.Context(), bodies...))
+	for id := range orders {
+		p.waitState(t, id, workflow.Processed)
+	}
+	ctx := browser(t)
+	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+	search := func(what string, fields map[string]string) []string {
+		t.Helper()
+		actions := []chromedp.Action[chromedp.Void]{chromedp.Navigate(base + "/"), chromedp.WaitVisible(css(`#search`)),
+			chromedp.SetValue(css(`#search-state`), "Processed")}
+		for field, v := range fields {
+			actions = append(actions, chromedp.SendKeys(css(`#search-`+field), v))
+		}
+		steps(t, ctx, what, append(actions, chromedp.Click(css(`#search-go`)),
+			chromedp.WaitVisible(css(`#search-clear`)), chromedp.WaitVisible(css(`#orders`)))...)
+		ids, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+			`[...document.querySelectorAll('#orders tr[data-order^="find-f"]')].map(r => r.dataset.order)`))
+		require.NoError(t, err, what)
+		return ids
+	}
+	require.ElementsMatch(t, []string{"find-f1", "find-f2"}, search("by customer", map[string]string{"field": "customerId=customer-71"}))
+	kept, err := chromedp.Run(ctx, chromedp.Value(css(`#search-field`)))
+	require.NoError(t, err)
+	require.Equal(t, "customerId=customer-71", kept, "the form keeps the field")
+	require.Equal(t, []string{"find-f3"}, search("by the other customer", map[string]string{"field": "customerId=customer-72"}))
+	require.Empty(t, search("by a customer and an agent none was at", map[string]string{"field": "customerId=customer-71", "agent": "payment"}),
+		"a Processed order is at no step")
+	require.ElementsMatch(t, []string{"find-f1", "find-f2"}, search("by customer, ended within the hour",
+		map[string]string{"field": "customerId=customer-71", "ended-after": "1h"}))
+}
+
 // steps runs the browser's actions; if one fails, the test fails with the
 // page it was on, and a screenshot of it in .run/console-failure.png.
 func steps(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {

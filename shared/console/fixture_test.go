@@ -60,7 +60,7 @@ func startPipeline() (*pipeline, error) {
 	prefix := fmt.Sprintf("con%d", time.Now().UnixNano()%1e6)
 	stack, err := localrun.New(ctx, localrun.Options{Endpoint: motoEndpoint, DynamoDBEndpoint: dynamodbEndpoint,
 		Prefix: prefix, RemoteURL: srv.URL, VisibilityTimeout: 5 * time.Second, SupervisorEvery: 200 * time.Millisecond,
-		Workflows:      workflow.MustSet(workflow.MustExample(workflow.OrderWorkflow), workflow.MustExample("approval"), holding()),
+		Workflows:      workflow.MustSet(searchable(), workflow.MustExample("approval"), holding()),
 		DeadlineShards: 4, Settings: workflow.Settings{StepTimeout: 10 * time.Second, MaxFailures: 3,
 			RetryBackoff: 100 * time.Millisecond, PickupTimeout: 3 * time.Second}})
 	if err != nil {
@@ -93,6 +93,19 @@ func serve(t *testing.T, p *pipeline, faults console.FaultControl) string {
 
 // holding is the order workflow as "order-hold", whose payment holds the
 // order for its operator on failure.
+// searchable is the order workflow with its customerId searchable.
+func searchable() workflow.Definition {
+	text, err := workflow.ExampleFile(workflow.OrderWorkflow)
+	if err != nil {
+		panic(err)
+	}
+	d, err := workflow.ParseFile("order.yaml", append(text, "search: [customerId]\n"...), workflow.Options{})
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
 func holding() workflow.Definition {
 	text, err := workflow.ExampleFile(workflow.OrderWorkflow)
 	if err != nil {

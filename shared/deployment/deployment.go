@@ -28,6 +28,7 @@ import (
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/scheduler"
+	"github.com/sas-go/sas/shared/searchkey"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/submission"
 	"github.com/sas-go/sas/shared/supervisor"
@@ -236,7 +237,8 @@ func (d *Deployment) Submission() (*submission.Handler, error) {
 		AllowedReplyQueues: notify.Allowed(d.Config.AllowedReplyQueues),
 		OpenOnly:           !d.Config.SealData,
 	}, submission.Deps{Store: d.Store(), Kept: d.Kept(), Offload: d.Offload(), Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log,
-		Slots: keyline.NewStore(d.Clients.DynamoDB, d.Config.Topology.StateTable()), Budget: kept.BudgetFor(functionMemoryMB(topology.CoordinatorMemoryMB))})
+		Slots: keyline.NewStore(d.Clients.DynamoDB, d.Config.Topology.StateTable()), Budget: kept.BudgetFor(functionMemoryMB(topology.CoordinatorMemoryMB)),
+		SearchNames: d.searchNames()})
 }
 
 // Scheduler builds a Scheduler handler.
@@ -295,6 +297,16 @@ func (d *Deployment) Agent(ctx context.Context, name, instanceID string) (*agent
 		Gate:  &flow.Gate{Store: flow.NewStore(d.Clients.DynamoDB, t.StateTable())},
 		Lines: keyline.NewStore(d.Clients.DynamoDB, t.StateTable()), Names: d.keyNames(name, spec, k),
 		Send: queue.NewSender(d.Clients.SQS), Metrics: d.emitter(fn), Log: d.Log.With("function", fn, "instance", instanceID)}), nil
+}
+
+// searchNames names the values of the orders' searchable fields in a
+// deployment that seals its orders' data (nil: kept as they are).
+func (d *Deployment) searchNames() searchkey.Namer {
+	k := d.Kept()
+	if !d.Config.SealData || !k.Seals() {
+		return nil
+	}
+	return searchkey.NewNamer(d.Clients.DynamoDB, d.Config.Topology.StateTable(), k.Sealer())
 }
 
 // keyNames names the keys of agent's calls in flight (its perKey) in a

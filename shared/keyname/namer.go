@@ -121,9 +121,14 @@ func (n *Namer) Name(ctx context.Context, value string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("name a key of agent %s: %w", n.agent, err)
 	}
+	return nameUnder(secret, value), nil
+}
+
+// nameUnder is value's name under secret.
+func nameUnder(secret []byte, value string) string {
 	mac := hmac.New(sha256.New, secret)
 	mac.Write([]byte(value))
-	return NamePrefix + hex.EncodeToString(mac.Sum(nil)[:nameBytes]), nil
+	return NamePrefix + hex.EncodeToString(mac.Sum(nil)[:nameBytes])
 }
 
 func (n *Namer) now() time.Time {

@@ -22,16 +22,13 @@ func IDs(ids ...string) Selector {
 	return func(context.Context, string) ([]string, string, error) { return ids, "", nil }
 }
 
-// Searched selects the orders the search keeps (ListTasks, 500 a page).
+// Searched selects the orders the search keeps (Matching: by its field's
+// index, if it names one).
 func (o *Operator) Searched(s Search) Selector {
 	return func(ctx context.Context, next string) ([]string, string, error) {
-		tasks, token, err := o.ListTasks(ctx, s, 500, next)
+		ids, token, err := o.Matching(ctx, s, next)
 		if err != nil {
 			return nil, "", fmt.Errorf("list the orders to act on: %w", err)
-		}
-		ids := make([]string, len(tasks))
-		for i, t := range tasks {
-			ids[i] = t.OrderID
 		}
 		return ids, token, nil
 	}

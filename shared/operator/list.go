@@ -23,27 +23,47 @@ type Search struct {
 	Workflow  string         // its workflow's name
 	OlderThan time.Duration  // created more than this long ago
 	NewerThan time.Duration  // created less than this long ago
+	Version   string         // the workflow's version it runs
+	// Step, Agent and Reason keep an order one of whose records it is at
+	// (at work, or failed for good: statestore.Spot) has that step, that
+	// agent and that reason (a class of statestore.ReasonClasses, or text).
+	Step, Agent, Reason string
+	// EndedAfter and EndedBefore keep the orders ended within them.
+	EndedAfter, EndedBefore Moment
+	// Field and Value keep the orders whose searchable field Field
+	// (workflow.Definition.Search) is Value: found by the field's index,
+	// reading only them.
+	Field, Value string
 }
 
 // The names of a search's parts in a URL query (the console's links);
 // sasctl list's flags are --id-prefix, --workflow, --older-than and
 // --newer-than.
 const (
-	QueryPrefix    = "prefix"
-	QueryWorkflow  = "workflow"
-	QueryOlderThan = "older"
-	QueryNewerThan = "newer"
+	QueryPrefix      = "prefix"
+	QueryWorkflow    = "workflow"
+	QueryOlderThan   = "older"
+	QueryNewerThan   = "newer"
+	QueryVersion     = "version"
+	QueryStep        = "step"
+	QueryAgent       = "agent"
+	QueryReason      = "reason"
+	QueryEndedAfter  = "ended-after"
+	QueryEndedBefore = "ended-before"
+	QueryField       = "field" // name=value
 )
 
 // SearchOf reads the search parts of a URL query (all but the state, which
-// the caller reads as it lists it); a bad age is an error naming it.
+// the caller reads as it lists it); a bad part is an error naming it.
 func SearchOf(q url.Values) (Search, error) {
-	s := Search{Prefix: strings.TrimSpace(q.Get(QueryPrefix)), Workflow: strings.TrimSpace(q.Get(QueryWorkflow))}
+	get := func(k string) string { return strings.TrimSpace(q.Get(k)) }
+	s := Search{Prefix: get(QueryPrefix), Workflow: get(QueryWorkflow), Version: get(QueryVersion),
+		Step: get(QueryStep), Agent: get(QueryAgent), Reason: get(QueryReason)}
 	for _, a := range []struct {
 		key string
 		to  *time.Duration
 	}{{QueryOlderThan, &s.OlderThan}, {QueryNewerThan, &s.NewerThan}} {
-		v := strings.TrimSpace(q.Get(a.key))
+		v := get(a.key)
 		if v == "" {
 			continue
 		}
@@ -52,6 +72,9 @@ func SearchOf(q url.Values) (Search, error) {
 			return s, fmt.Errorf("%s: %w", a.key, err)
 		}
 		*a.to = d
+	}
+	if err := s.readMore(get); err != nil {
+		return s, err
 	}
 	return s, s.Check()
 }
@@ -72,8 +95,13 @@ func ParseAge(v string) (time.Duration, error) {
 }
 
 // Check refuses a search that can keep nothing: one whose orders must be
-// both older than an age and newer than a smaller one.
+// both older than an age and newer than a smaller one, or end both after
+// a time and before an earlier one.
 func (s Search) Check() error {
+	now := time.Now()
+	if a, b := s.EndedAfter.Of(now), s.EndedBefore.Of(now); !a.IsZero() && !b.IsZero() && !a.Before(b) {
+		return fmt.Errorf("no order ended after %s and before %s", s.EndedAfter, s.EndedBefore)
+	}
 	if s.OlderThan < 0 || s.NewerThan < 0 {
 		return fmt.Errorf("an age is positive")
 	}
@@ -85,7 +113,7 @@ func (s Search) Check() error {
 
 // Empty reports whether the search keeps every order of its state.
 func (s Search) Empty() bool {
-	return s.Prefix == "" && s.Workflow == "" && s.OlderThan == 0 && s.NewerThan == 0
+	return s == Search{State: s.State}
 }
 
 // Query is the search's parts (not its state) in a URL query.
@@ -104,12 +132,14 @@ func (s Search) Query() url.Values {
 	if s.NewerThan > 0 {
 		set(QueryNewerThan, Duration(s.NewerThan).String())
 	}
+	s.writeMore(set)
 	return q
 }
 
 // Filter is the search as of now: the ages become times of creation.
 func (s Search) Filter(now time.Time) statestore.TaskFilter {
-	f := statestore.TaskFilter{State: s.State, Prefix: s.Prefix, Workflow: s.Workflow}
+	f := statestore.TaskFilter{State: s.State, Prefix: s.Prefix, Workflow: s.Workflow, Version: s.Version,
+		Step: s.Step, Agent: s.Agent, Reason: s.Reason, EndedAfter: s.EndedAfter.Of(now), EndedBefore: s.EndedBefore.Of(now)}
 	if s.OlderThan > 0 {
 		f.CreatedBefore = now.Add(-s.OlderThan)
 	}
@@ -121,13 +151,17 @@ func (s Search) Filter(now time.Time) statestore.TaskFilter {
 
 // ListTasks lists the orders the search keeps, up to limit, from the page
 // token next ("" for the first page), and returns the next page's token
-// ("" after the last). It scans the state table with the search as the
-// scan's FilterExpression: only the orders kept come back, but DynamoDB bills
-// every item read, so a narrow search may read much of the table to fill a
-// page.
+// ("" after the last). A search by a searchable field reads that field's
+// index and the orders it names only (byField). Any other scans the state
+// table with the search as the scan's FilterExpression: only the orders
+// kept come back, but DynamoDB bills every item read, so a narrow search
+// may read much of the table to fill a page.
 func (o *Operator) ListTasks(ctx context.Context, s Search, limit int, next string) ([]statestore.Task, string, error) {
 	if err := s.Check(); err != nil {
 		return nil, "", err
+	}
+	if s.Field != "" {
+		return o.byField(ctx, s, o.filter(s), limit, next)
 	}
 	return o.Store.SearchTasks(ctx, s.Filter(time.Now()), limit, next)
 }
@@ -182,7 +216,8 @@ func (o *Operator) agentWaits(ctx context.Context, tasks []statestore.Task, orde
 
 // InFlight lists the orders in flight (Pending or Compensating) the search
 // keeps (its State aside), up to limit, from the page token next, from the
-// deadline index (no scan). The index cannot filter: with a search, pages
+// deadline index (no scan), or, for a search by a searchable field, from
+// that field's index. The index cannot filter: with a search, pages
 // are read until limit orders are kept or the index ends, so a narrow
 // search reads every order in flight (never the ended ones).
 func (o *Operator) InFlight(ctx context.Context, s Search, limit int, next string) ([]statestore.Task, string, error) {
@@ -192,8 +227,11 @@ func (o *Operator) InFlight(ctx context.Context, s Search, limit int, next strin
 	if s.Empty() {
 		return o.Store.InFlight(ctx, limit, next)
 	}
-	f := s.Filter(time.Now())
+	f := o.filter(s)
 	f.State = ""
+	if s.Field != "" {
+		return o.byField(ctx, s, inFlightOnly(f), limit, next)
+	}
 	var out []statestore.Task
 	for {
 		page, token, err := o.Store.InFlight(ctx, limit-len(out), next)
@@ -210,4 +248,11 @@ func (o *Operator) InFlight(ctx context.Context, s Search, limit int, next strin
 		}
 		next = token
 	}
+}
+
+// inFlightOnly is f keeping the orders in flight only (not ended, as the
+// deadline index lists them): Pending, Compensating or Held.
+func inFlightOnly(f statestore.TaskFilter) statestore.TaskFilter {
+	f.Unended = true
+	return f
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/keyline"
+	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/outcome"
@@ -58,6 +59,7 @@ type Operator struct {
 	Now           func() time.Time
 
 	sqs  *sqs.Client
+	db   keyname.Querier // the state table's, for the search secrets (nil: none)
 	s3   kept.S3
 	kept *kept.Boundary // no bucket: seals and opens with the operator's own credentials
 	mu   sync.Mutex
@@ -80,6 +82,7 @@ func New(c *awsclient.Clients, t topology.Topology) *Operator {
 		PayloadBucket: t.PayloadBucket(),
 		Now:           time.Now,
 		sqs:           c.SQS,
+		db:            c.DynamoDB,
 		s3:            c.S3,
 		kept:          kept.New(nil, kept.Sealer(c.KMS, "")),
 		urls:          map[string]string{},

@@ -79,3 +79,9 @@ func TestSealedPayloads(t *testing.T) {
 func TestAMoveRewritesSealedData(t *testing.T) {
 	onEveryEngine(t, func(t *testing.T, e emulatortest.Engine) { storetest.MovedSealedData(t, e.Clients) })
 }
+
+// Orders found by a searchable field's index, by where they are, and by a
+// field a sealed deployment keeps as its keyed hash, on every engine.
+func TestSearch(t *testing.T) {
+	onEveryEngine(t, func(t *testing.T, e emulatortest.Engine) { storetest.Search(t, e.Clients) })
+}

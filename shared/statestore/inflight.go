@@ -87,10 +87,7 @@ func decodeIndexToken(token string, shards int) (indexPos, error) {
 	if token == "" {
 		return p, nil
 	}
-	b, err := base64.RawURLEncoding.DecodeString(token)
-	if err == nil {
-		err = json.Unmarshal(b, &p)
-	}
+	err := decodeJSONToken(token, &p)
 	if err != nil || p.Shard < 0 || p.Shard >= shards || (p.OrderID == "" && p.DueAt != 0) {
 		return p, fmt.Errorf("%w %q: not one an in-flight list returned", ErrBadPageToken, token)
 	}

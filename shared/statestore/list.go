@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,16 @@ type TaskFilter struct {
 	Workflow      string         // the order's workflow's name
 	CreatedAfter  time.Time      // created after it (zero: any time)
 	CreatedBefore time.Time      // created before it (zero: any time)
+	Version       string         // the workflow's version it runs
+	EndedAfter    time.Time      // ended after it (zero: any time, or none)
+	EndedBefore   time.Time      // ended before it (zero: any time, or none)
+	// Step, Agent and Reason keep an order one of whose records it is at
+	// (Task.At) has that step, that agent, and that reason
+	// (Spot.Matches); they are not in the scan's FilterExpression (the
+	// records are a map of the item), so they are tested on the items read.
+	Step, Agent, Reason string
+	// Unended keeps the orders not ended only (those in flight or held).
+	Unended bool
 }
 
 // Keeps reports whether the filter keeps task t (the same test the scan's
@@ -34,7 +45,23 @@ func (f TaskFilter) Keeps(t Task) bool {
 	return (f.State == "" || t.State == f.State) && strings.HasPrefix(t.OrderID, f.Prefix) &&
 		(f.Workflow == "" || t.Workflow == f.Workflow) &&
 		(f.CreatedAfter.IsZero() || t.CreatedAt.After(f.CreatedAfter)) &&
-		(f.CreatedBefore.IsZero() || t.CreatedAt.Before(f.CreatedBefore))
+		(f.CreatedBefore.IsZero() || t.CreatedAt.Before(f.CreatedBefore)) &&
+		(f.Version == "" || t.Version == f.Version) &&
+		(f.EndedAfter.IsZero() || t.CompletedAt.After(f.EndedAfter)) &&
+		(f.EndedBefore.IsZero() || (!t.CompletedAt.IsZero() && t.CompletedAt.Before(f.EndedBefore))) &&
+		f.keepsSpots(t) && (!f.Unended || !t.State.Ended())
+}
+
+// keepsSpots reports whether one of the records t is at has the filter's
+// step, agent and reason (true if it names none).
+func (f TaskFilter) keepsSpots(t Task) bool {
+	if f.Step == "" && f.Agent == "" && f.Reason == "" {
+		return true
+	}
+	return slices.ContainsFunc(t.At, func(s Spot) bool {
+		return (f.Step == "" || s.Step == f.Step) && (f.Agent == "" || s.Agent == f.Agent) &&
+			(f.Reason == "" || s.Matches(f.Reason))
+	})
 }
 
 // expression is the filter as a scan's FilterExpression and its
@@ -51,11 +78,17 @@ func (f TaskFilter) expression() (x.Expr, error) {
 	if f.Workflow != "" {
 		keep = append(keep, x.Equal(b.Plain("Wf"), b.String(f.Workflow)))
 	}
-	if !f.CreatedAfter.IsZero() {
-		keep = append(keep, x.Greater(b.Plain("C"), b.Int(f.CreatedAfter.UnixMilli())))
+	if f.Version != "" {
+		keep = append(keep, x.Equal(b.Plain("Wv"), b.String(f.Version)))
 	}
-	if !f.CreatedBefore.IsZero() {
-		keep = append(keep, x.Less(b.Plain("C"), b.Int(f.CreatedBefore.UnixMilli())))
+	for _, bound := range []struct {
+		at   time.Time
+		attr string // C: created, E: ended
+		cmp  func(a, b x.Operand) x.Cond
+	}{{f.CreatedAfter, "C", x.Greater}, {f.CreatedBefore, "C", x.Less}, {f.EndedAfter, "E", x.Greater}, {f.EndedBefore, "E", x.Less}} {
+		if !bound.at.IsZero() {
+			keep = append(keep, bound.cmp(b.Plain(bound.attr), b.Int(bound.at.UnixMilli())))
+		}
 	}
 	return condition(b, keep...)
 }
@@ -100,7 +133,11 @@ func (s *Store) SearchTasks(ctx context.Context, f TaskFilter, limit int, token 
 			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 				return nil, "", fmt.Errorf("decode task: %w", err)
 			}
-			out = append(out, it.task())
+			t := it.task()
+			if !f.Keeps(t) {
+				continue
+			}
+			out = append(out, t)
 			if len(out) == limit {
 				if i == len(page.Items)-1 && page.LastEvaluatedKey == nil {
 					return out, "", nil

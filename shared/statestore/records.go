@@ -64,6 +64,9 @@ type Task struct {
 	// request sent, or on its way back from a delay): an agent that holds
 	// its calls (paused, slowed, its rate turns queued) makes them wait.
 	ReadyFor map[string]int
+	// At are the records the order is at: at work, or failed for good
+	// (Spot).
+	At []Spot
 }
 
 // stateItem is an order's live state as stored: ONE item per order, the task
@@ -237,7 +240,8 @@ func (it stateItem) task() Task {
 		StepCount: steps, Round: it.Round, ReplyQueue: it.ReplyQueue, LastError: it.LastError, CreatedAt: fromMs(it.CreatedAt),
 		UpdatedAt: fromMs(it.UpdatedAt), CompletedAt: fromMs(it.CompletedAt),
 		CancelledBy: it.CxBy, CancelledAt: fromMs(it.CxAt), CancelReason: it.CxWhy, Events: it.Events, Due: fromMs(it.DueAt),
-		HeldAt: fromMs(it.HeldAt), HeldUntil: fromMs(it.HeldUntil), Deadline: fromMs(it.DeadlineAt), Sealed: it.Sealed, Moves: it.moves(), Trace: it.Trace}
+		HeldAt: fromMs(it.HeldAt), HeldUntil: fromMs(it.HeldUntil), Deadline: fromMs(it.DeadlineAt), Sealed: it.Sealed, Moves: it.moves(), Trace: it.Trace,
+		At: it.spots()}
 }
 
 // ran reports whether the record may have taken effect though it is not

@@ -32,7 +32,12 @@ type Submission struct {
 	// Items counts the items of each forEach step (Definition.Items): one
 	// record each.
 	Items map[int]int
-	Now   time.Time
+	// Search are the order's values of its workflow's searchable fields
+	// (workflow.Definition.SearchValues), by field, each as it is kept:
+	// the value, or a keyed hash of it in a deployment that seals its
+	// orders' data (shared/searchkey). One index item each.
+	Search map[string]string
+	Now    time.Time
 }
 
 // Submit inserts, in one transaction, the order and its state item: the task
@@ -91,11 +96,11 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (created bool, err e
 	// "received" never posted nor counted.
 	id := writeID()
 	orderItem[WriteIDAttribute] = str(id)
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: append([]types.TransactWriteItem{
 		{Put: &types.Put{TableName: &s.orders, Item: orderItem, ConditionExpression: notExists,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
 		{Put: &types.Put{TableName: &s.state, Item: state, ConditionExpression: notExists}},
-	}})
+	}, searchItems(s.state, sub, orderItem[ExpiresAttribute])...)})
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 && ownWrite(tce.CancellationReasons[0].Item, id) {
 		// A try again of this very transaction (the SDK's, on an engine

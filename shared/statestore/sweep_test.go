@@ -151,6 +151,12 @@ func put(db *dynamodb.Client, tpl []map[string]types.AttributeValue, from, to in
 			reqs[table] = append(reqs[table], types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
 		}
 	}
+	return writeAll(db, reqs)
+}
+
+// writeAll writes reqs with BatchWriteItem, again until none is left
+// unprocessed.
+func writeAll(db *dynamodb.Client, reqs map[string][]types.WriteRequest) error {
 	for len(reqs) > 0 {
 		out, err := db.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: reqs})
 		if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/outcome"
+	"github.com/sas-go/sas/shared/searchkey"
 	"github.com/sas-go/sas/shared/sqsbatch"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/tracing"
@@ -92,8 +93,10 @@ type Handler struct {
 	kept     *kept.Boundary
 	offload  *offload.Store
 	budget   *kept.Budget
-	large    sync.Mutex // one body by pointer at a time
-	Now      func() time.Time
+	// searchNames names searchable values in a sealing deployment (Deps.SearchNames).
+	searchNames searchkey.Namer
+	large       sync.Mutex // one body by pointer at a time
+	Now         func() time.Time
 	// Crash, if set, is called at each crash point (after a write, before the
 	// send that follows it); a chaos test makes it panic there, as a killed
 	// invocation would stop. Nil in production.
@@ -123,6 +126,10 @@ type Deps struct {
 	// Budget bounds the payload bytes the timers' until documents it reads
 	// hold at once (nil: none).
 	Budget *kept.Budget
+	// SearchNames names the values of the orders' searchable fields in a
+	// deployment that seals its orders' data (searchkey.NewNamer); nil:
+	// kept as they are, and a sealing deployment refuses to keep any.
+	SearchNames searchkey.Namer
 }
 
 // SlotReleaser lets go a slot of an agent's calls in flight (keyline.Store),
@@ -155,7 +162,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 			Log: d.Log, Buffer: sqsbatch.BufferingOf(d.Send), OnceAtEnd: true, Hider: hiderOf(d.Send), QueueURL: queue}
 	}
 	return &Handler{cfg: cfg, store: d.Store, send: d.Send, notify: d.Notify, metrics: d.Metrics, log: d.Log, slots: d.Slots, kept: d.Kept, offload: d.Offload, budget: d.Budget,
-		Now: time.Now, dispatch: disp, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store},
+		searchNames: d.SearchNames, Now: time.Now, dispatch: disp, catalog: &dispatch.Catalog{Workflows: cfg.Workflows, Store: d.Store},
 		batch: processor(cfg.DLQURL, cfg.QueueURL), events: processor(cfg.EventsDLQURL, cfg.EventsQueueURL)}, nil
 }
 
@@ -342,13 +349,17 @@ func (h *Handler) accept(ctx context.Context, o message.Order) (string, error) {
 		}
 		return "", message.Invalid("order %s: %s", o.OrderID, why)
 	}
+	search, err := h.searchable(ctx, def, whole)
+	if err != nil {
+		return "", err
+	}
 	body, err := h.keep(ctx, o)
 	if err != nil {
 		return "", err
 	}
 	created, err := h.store.Submit(ctx, statestore.Submission{
-		OrderID: o.OrderID, Order: body, Sealed: h.sealsNew(), ReplyQueue: o.ReplyQueue, Workflow: def, Items: items, Now: now,
-		Trace: tracing.Context(ctx)})
+		OrderID: o.OrderID, Order: body, Sealed: h.sealsNew(), ReplyQueue: o.ReplyQueue, Workflow: def, Items: items,
+		Search: search, Now: now, Trace: tracing.Context(ctx)})
 	if err != nil {
 		return "", err
 	}
@@ -389,6 +400,24 @@ func (h *Handler) accept(ctx context.Context, o message.Order) (string, error) {
 		}
 	}
 	return stored, err
+}
+
+// searchable are the order's values of its workflow's searchable fields as
+// the index keeps them: named under the search secret in a deployment that
+// seals new orders' data (never in clear there: with no namer, an error the
+// delivery is tried again for), else as they are.
+func (h *Handler) searchable(ctx context.Context, def workflow.Definition, whole string) (map[string]string, error) {
+	if len(def.Search) == 0 {
+		return nil, nil
+	}
+	var names searchkey.Namer
+	if h.sealsNew() {
+		if h.searchNames == nil {
+			return nil, errors.New("submission: a deployment that seals its orders' data has no namer for their searchable fields")
+		}
+		names = h.searchNames
+	}
+	return searchkey.Names(ctx, def, json.RawMessage(whole), names)
 }
 
 // keep is the order as stored and sent on: itself, or sealed under a data

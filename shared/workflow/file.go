@@ -32,6 +32,7 @@ type fileSpec struct {
 	Agents        map[string]agentSpec `yaml:"agents"`
 	Steps         []stepSpec           `yaml:"steps"`
 	Migrate       migrateSpec          `yaml:"migrate"`
+	Search        []string             `yaml:"search"`
 }
 
 // migrateSpec is a file's migrate: section (Migration).

@@ -94,7 +94,7 @@ func (d Definition) checkOrderReads(doc json.RawMessage) Problems {
 		}
 	}
 	var ps Problems
-	for _, e := range d.orderExprs(sch) {
+	for _, e := range append(d.orderExprs(sch), d.searchExprs()...) {
 		ps = append(ps, e.check(sch)...)
 	}
 	return ps

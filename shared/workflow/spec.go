@@ -79,6 +79,7 @@ func (f fileSpec) definition(o Options) (Definition, Problems) {
 		}
 	}
 	d.Version = d.version()
+	d.Search = r.search(f.Search) // not part of the version: it changes what is kept of an order, not what runs
 	d.Migrate = Migration{Rename: f.Migrate.Rename, Skip: f.Migrate.Skip, NewUndo: f.Migrate.NewUndo, Keep: f.Migrate.Keep,
 		Transform: Transform{Order: f.Migrate.Transform.Order, Results: f.Migrate.Transform.Results}}
 	r.ps = append(r.ps, d.Migrate.check(d)...)

@@ -145,6 +145,10 @@ type Definition struct {
 	// the version that ran a step of it: the version moved to, this is a
 	// form of (Moving.Move). Not part of the version.
 	Base string `json:",omitempty"`
+	// Search are the order's fields declared searchable (search:): paths
+	// such as customerId or region.code, whose values Submission keeps in
+	// an index (SearchValues). Not part of the version.
+	Search []string `json:",omitempty"`
 	// File is the file the definition was read from, if any.
 	File string `json:"-"`
 	// Warnings are what validation found in File that leaves it valid (a
