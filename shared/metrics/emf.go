@@ -73,7 +73,9 @@ type Emitter struct {
 	function string
 	now      func() time.Time
 	pending  map[string]*series
-	names    []string // pending's keys, in the order first emitted
+	names    []string              // pending's keys, in the order first emitted
+	byDims   map[string]*dimSeries // ObserveBy's series, by their dimensions
+	dimKeys  []string              // byDims' keys, in the order first kept
 }
 
 // series are the values of one metric kept for the next document.
@@ -157,6 +159,7 @@ func (e *Emitter) Flush() {
 		e.names = rest
 		e.write(doc)
 	}
+	e.flushDims()
 }
 
 func (e *Emitter) emit(name, unit string, value float64, props map[string]any) {
