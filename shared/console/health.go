@@ -33,18 +33,6 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 // percent is a rate as a percentage, one decimal.
 func percent(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
 
-// bucket is a percentile's text: "≤ 250ms", "> 1d" past the last bound,
-// "-" for none.
-func bucket(d operator.Duration) string {
-	switch {
-	case d < 0:
-		return "> 24h"
-	case d == 0:
-		return "-"
-	}
-	return "≤ " + time.Duration(d).String()
-}
-
 // window is one row of a workflow version's figures.
 type window struct {
 	Label, Name string

@@ -48,7 +48,6 @@ var funcs = template.FuncMap{
 	"lower":   strings.ToLower,
 	"add":     func(a, b int) int { return a + b },
 	"percent": percent,
-	"bucket":  bucket,
 	"windows": windows,
 }
 

@@ -2,6 +2,8 @@ package operator
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -46,12 +48,42 @@ type Figures struct {
 }
 
 // Percentiles of durations, each the bound of the latency bucket the rank
-// falls in (health.Bounds); -1 past the last bound.
+// falls in (health.Bounds).
 type Percentiles struct {
-	Count int64    `json:"count"`
-	P50   Duration `json:"p50"`
-	P95   Duration `json:"p95"`
-	P99   Duration `json:"p99"`
+	Count int64      `json:"count"`
+	P50   Percentile `json:"p50"`
+	P95   Percentile `json:"p95"`
+	P99   Percentile `json:"p99"`
+}
+
+// Percentile is a percentile's bucket bound; negative past the last bound
+// (in JSON: ">24h").
+type Percentile time.Duration
+
+// MarshalJSON writes the bound as a duration's text, or ">24h".
+func (p Percentile) MarshalJSON() ([]byte, error) {
+	if p < 0 {
+		return []byte(`">24h"`), nil
+	}
+	return Duration(p).MarshalJSON()
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (p *Percentile) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("percentile: %w", err)
+	}
+	if s == ">24h" {
+		*p = -1
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("percentile: %w", err)
+	}
+	*p = Percentile(d)
+	return nil
 }
 
 // StepFigures are one step's durations (made ready to done).

@@ -28,8 +28,25 @@ func figuresOf(w health.Window) Figures {
 }
 
 func percentilesOf(h health.Histogram) Percentiles {
-	return Percentiles{Count: h.Count(), P50: Duration(h.Percentile(0.50)), P95: Duration(h.Percentile(0.95)),
-		P99: Duration(h.Percentile(0.99))}
+	return Percentiles{Count: h.Count(), P50: Percentile(h.Percentile(0.50)), P95: Percentile(h.Percentile(0.95)),
+		P99: Percentile(h.Percentile(0.99))}
+}
+
+// Bucket is a percentile's text: "≤ 250ms", "> 24h" past the last bound,
+// "-" for none.
+func (p Percentiles) Bucket(d Percentile) string {
+	switch {
+	case p.Count == 0 || d == 0:
+		return "-"
+	case d < 0:
+		return "> 24h"
+	}
+	return "≤ " + time.Duration(d).String()
+}
+
+// Text is the percentiles' text: "p50 ≤ 100ms, p95 ≤ 1s, p99 ≤ 1s".
+func (p Percentiles) Text() string {
+	return "p50 " + p.Bucket(p.P50) + ", p95 " + p.Bucket(p.P95) + ", p99 " + p.Bucket(p.P99)
 }
 
 // WaitReason is what an order in flight waits on: "held" for its operator,
