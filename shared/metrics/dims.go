@@ -52,9 +52,45 @@ func (d Dims) key() string {
 
 // dimSeries are the metrics kept for Flush under one set of dimensions.
 type dimSeries struct {
-	dims   Dims
+	dims Dims
+	keptSeries
+}
+
+// keptSeries are metrics kept for Flush, in the order first kept.
+type keptSeries struct {
 	names  []string
 	values map[string]*series
+}
+
+// add keeps one value of a metric.
+func (k *keptSeries) add(name, unit string, value float64) {
+	if k.values == nil {
+		k.values = map[string]*series{}
+	}
+	s := k.values[name]
+	if s == nil {
+		s = &series{unit: unit}
+		k.values[name] = s
+		k.names = append(k.names, name)
+	}
+	s.values = append(s.values, value)
+}
+
+// fill moves up to MaxValues values of each kept metric into doc: what is
+// left is kept for the next document.
+func (k *keptSeries) fill(doc map[string]any) {
+	var rest []string
+	for _, name := range k.names {
+		s := k.values[name]
+		n := min(len(s.values), MaxValues)
+		addMetric(doc, name, s.unit, s.values[:n])
+		if s.values = s.values[n:]; len(s.values) > 0 {
+			rest = append(rest, name)
+		} else {
+			delete(k.values, name)
+		}
+	}
+	k.names = rest
 }
 
 // ObserveBy keeps one value of a metric under dims (no Function
@@ -72,17 +108,11 @@ func (e *Emitter) ObserveBy(name, unit string, value float64, dims Dims) {
 	}
 	ds := e.byDims[k]
 	if ds == nil {
-		ds = &dimSeries{dims: dims, values: map[string]*series{}}
+		ds = &dimSeries{dims: dims}
 		e.byDims[k] = ds
 		e.dimKeys = append(e.dimKeys, k)
 	}
-	s := ds.values[name]
-	if s == nil {
-		s = &series{unit: unit}
-		ds.values[name] = s
-		ds.names = append(ds.names, name)
-	}
-	s.values = append(s.values, value)
+	ds.add(name, unit, value)
 }
 
 // DurationBy keeps d, in milliseconds, under dims (ObserveBy).
@@ -102,16 +132,7 @@ func (e *Emitter) flushDims() {
 			for n, v := range ds.dims.Values {
 				doc[n] = v
 			}
-			var rest []string
-			for _, name := range ds.names {
-				s := ds.values[name]
-				n := min(len(s.values), MaxValues)
-				addMetric(doc, name, s.unit, s.values[:n])
-				if s.values = s.values[n:]; len(s.values) > 0 {
-					rest = append(rest, name)
-				}
-			}
-			ds.names = rest
+			ds.fill(doc)
 			e.write(doc)
 		}
 	}
