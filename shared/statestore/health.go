@@ -80,8 +80,15 @@ func (s *Store) countEnd(ctx context.Context, before, after stateItem) error {
 	if err != nil {
 		return fmt.Errorf("count the end of %s: %w", e.OrderID, err)
 	}
+	// The end is written: its count goes too, even if the caller's context
+	// ends now (a local stack stopping once its orders ended), bounded.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healthWriteTimeout)
+	defer cancel()
 	if _, err := s.db.UpdateItem(ctx, in); err != nil {
 		return fmt.Errorf("count the end of %s: %w", e.OrderID, err)
 	}
 	return nil
 }
+
+// healthWriteTimeout bounds an end's count once the caller's context ended.
+const healthWriteTimeout = 5 * time.Second
