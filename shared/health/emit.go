@@ -1,6 +1,8 @@
 package health
 
 import (
+	"cmp"
+
 	"github.com/sas-go/sas/shared/metrics"
 )
 
@@ -13,6 +15,9 @@ func Emit(m *metrics.Emitter, e End) {
 	if m == nil || e.Workflow == "" {
 		return
 	}
+	// A dimension's value is never empty: an order stored before versions
+	// were kept has none.
+	e.Version = cmp.Or(e.Version, "none")
 	dims := metrics.Dims{
 		Sets: [][]string{{metrics.DimensionWorkflow}, {metrics.DimensionWorkflow, metrics.DimensionVersion},
 			{metrics.DimensionWorkflow, metrics.DimensionState}},

@@ -97,6 +97,17 @@ func TestAnEndsMetricsCarryItsWorkflow(t *testing.T) {
 	require.EqualValues(t, 1, tally.Sum(metrics.OrdersFailed))
 }
 
+// An order with no version (stored before versions were kept) is counted
+// under version "none": EMF drops a dimension with an empty value.
+func TestAnEndWithNoVersionIsCountedUnderNone(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	m := metrics.New(&buf, "scheduler")
+	health.Emit(m, health.End{OrderID: "o", Workflow: "shop", State: workflow.Processed})
+	m.Flush()
+	require.Equal(t, "none", lines(t, buf.String())[0][metrics.DimensionVersion])
+}
+
 // An end that names no workflow (an operator's cancel told only its state)
 // emits nothing of a workflow's health.
 func TestAnEndWithNoWorkflowEmitsNoHealth(t *testing.T) {
