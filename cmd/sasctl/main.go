@@ -85,7 +85,7 @@ settings: credentials, region, and AWS_ENDPOINT_URL for an emulator. docs/cli.md
 		&cobra.Group{ID: "local", Title: "Commands that run the pipeline locally:"},
 		&cobra.Group{ID: "files", Title: "Commands on workflow files:"},
 		&cobra.Group{ID: "plan", Title: "Commands that plan a deployment:"})
-	for _, c := range append([]*cobra.Command{statusCmd(), listCmd(), watchCmd(), submitCmd(), signalCmd(), resubmitCmd(),
+	for _, c := range append([]*cobra.Command{statusCmd(), listCmd(), watchCmd(), topCmd(), submitCmd(), signalCmd(), resubmitCmd(),
 		cancelCmd(), migrateCmd(), redriveCmd(), dlqCmd(), consoleCmd(), agentCmd()}, holdCmds()...) {
 		c.GroupID = "deployment"
 		root.AddCommand(c)

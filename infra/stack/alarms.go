@@ -76,6 +76,7 @@ func alarms(st awscdk.Stack, p Props, r *Resources, f *Functions) {
 		emf(metrics.OrdersOfUndeployedVersions, "supervisor").With(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum")}),
 		1, awscloudwatch.TreatMissingData_IGNORE)
 	undeployed.AddOkAction(action) // told when the orders moved or ended
+	failureRateAlarms(st, p, action)
 	alarm("StepErrorsAlarm", "A step failed for good: see the alert topic's event for the order, step and error.",
 		emfSum("StepErrors", metrics.StepErrors, "scheduler", "supervisor"), 1)
 	alarm("CompensationFailedAlarm", "An undo action failed for good: an order's work is not fully undone.",
@@ -133,6 +134,7 @@ func dashboard(st awscdk.Stack, p Props, f *Functions) {
 			emfSum("stale outcomes", metrics.StaleReplies, append([]string{"scheduler"}, agents...)...),
 			f.Supervisor.MetricErrors(nil)),
 	)
+	healthRows(d, p)
 }
 
 // agentFunctions are the agents' function names, as their metrics carry them.

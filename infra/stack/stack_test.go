@@ -248,7 +248,7 @@ func TestSupervisorScheduleAndConcurrency(t *testing.T) {
 
 func TestAlarmsNotifyTheAlarmTopic(t *testing.T) {
 	alarms := resources("AWS::CloudWatch::Alarm")
-	require.Len(t, alarms, 5+2*9, "step errors, compensation failures, queue wait, supervisor errors, orders of undeployed versions; per queue: DLQ not empty, oldest message")
+	require.Len(t, alarms, 5+2*9+len(props.Workflows.Names()), "step errors, compensation failures, queue wait, supervisor errors, orders of undeployed versions; per queue: DLQ not empty, oldest message; per workflow: its failure rate")
 	var names []string
 	for id, a := range alarms {
 		names = append(names, id)

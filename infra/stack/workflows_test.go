@@ -71,7 +71,7 @@ func TestAWorkflowFileDeploysAnAgentFunctionPerAgent(t *testing.T) {
 	require.Len(t, fns, 3+len(agents), "submission, scheduler, supervisor and one agent per agent the files declare")
 	require.Len(t, of(tmpl, "AWS::Lambda::EventSourceMapping"), 3+2*len(agents), "orders, events, scheduler, and each agent's request and response queues")
 	require.Len(t, of(tmpl, "AWS::SQS::Queue"), 2*(3+2*len(agents))+1, "each with its DLQ, and the alert inbox")
-	require.Len(t, of(tmpl, "AWS::CloudWatch::Alarm"), 5+2*(3+2*len(agents)), "five of the pipeline; per queue: DLQ not empty, oldest message")
+	require.Len(t, of(tmpl, "AWS::CloudWatch::Alarm"), 5+2*(3+2*len(agents))+2, "five of the pipeline; per queue: DLQ not empty, oldest message; per workflow: its failure rate")
 	layers := of(tmpl, "AWS::Lambda::LayerVersion")
 	require.Len(t, layers, 1, "the workflow files, in a layer")
 

@@ -117,7 +117,7 @@ func (h *Handler) release(ctx context.Context, def workflow.Definition, st *stat
 // (rec): the Scheduler starts it; nothing is done or refused.
 func (h *Handler) replyMove(ctx context.Context, def workflow.Definition, st *statestore.Step, payload json.RawMessage, rec outcome.Recorded) error {
 	if rec.State.Ended() {
-		notify.CountEnd(h.metrics, st.OrderID, rec.State)
+		notify.CountEnd(h.metrics, rec.End)
 	}
 	reply := outcome.Reply(def, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref, Name: st.Name, Attempt: st.Attempt}, rec, nil, payload)
 	reply.OK, reply.GivenBack = false, true

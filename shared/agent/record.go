@@ -96,7 +96,7 @@ func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st
 		return nil
 	}
 	if rec.State.Ended() {
-		notify.CountEnd(h.metrics, st.OrderID, rec.State) // here, once: the reply may be delivered twice
+		notify.CountEnd(h.metrics, rec.End) // here, once: the reply may be delivered twice
 	}
 	if h.Crash != nil {
 		h.Crash("agent.after-record") // recorded: what it made ready waits for its pickup deadline

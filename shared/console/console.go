@@ -176,6 +176,7 @@ func (s *Server) Handler(addr string) http.Handler {
 	mux.HandleFunc("POST /dlq/{queue}/redrive", s.redrive)
 	mux.HandleFunc("GET /alerts", s.alerts)
 	mux.HandleFunc("GET /agents", s.agents)
+	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("POST /agents/{name}/{action}", s.actOnAgent)
 	mux.HandleFunc("GET /faults", s.faults)
 	mux.HandleFunc("POST /faults", s.changeFaults)

@@ -32,7 +32,7 @@ func staticHandler() http.Handler {
 // pages are the page templates by name, each the layout plus its file.
 type pages map[string]*template.Template
 
-var pageNames = []string{"orders", "order", "confirm", "dlq", "alerts", "agents", "faults", "error"}
+var pageNames = []string{"orders", "order", "confirm", "dlq", "alerts", "agents", "faults", "health", "error"}
 
 var funcs = template.FuncMap{
 	"clock": clock,
@@ -43,10 +43,12 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
-	"ended": func(s workflow.State) bool { return s.Ended() },
-	"short": short,
-	"lower": strings.ToLower,
-	"add":   func(a, b int) int { return a + b },
+	"ended":   func(s workflow.State) bool { return s.Ended() },
+	"short":   short,
+	"lower":   strings.ToLower,
+	"add":     func(a, b int) int { return a + b },
+	"percent": percent,
+	"windows": windows,
 }
 
 func parsePages() (pages, error) {

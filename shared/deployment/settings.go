@@ -60,6 +60,7 @@ type Settings struct {
 	// The stack's alone.
 	SupervisorRate     time.Duration // the Supervisor's schedule
 	QueueWaitAlarm     time.Duration // the queue wait (ready to claimed) that alarms
+	FailureRateAlarm   int           // the percentage of a workflow's ended orders failed over 5 minutes that alarms
 	AlarmEmail         string        // subscribed to the alarm and alert topics
 	ReplyQueuePrefixes []string      // the queue-name prefixes orders may name as their reply queue
 	EventSenders       []string      // the principals the events queue's policy lets send
@@ -121,6 +122,7 @@ func DefaultSettings() Settings {
 		PayloadInlineBytes:    kept.DefaultInline,
 		SupervisorRate:        time.Minute,
 		QueueWaitAlarm:        5 * time.Minute,
+		FailureRateAlarm:      5,
 		AssetDir:              "build",
 		SubmissionConcurrency: SubmissionConcurrencyDefault,
 		SchedulerConcurrency:  SchedulerConcurrencyDefault,
@@ -234,6 +236,9 @@ var Table = []Setting{
 	{Name: "queueWaitAlarm", Context: "queueWaitAlarm",
 		Usage: "the queue wait (a step ready to claimed) that raises QueueWaitAlarm",
 		bind:  func(s *Settings) Value { return duration(&s.QueueWaitAlarm, time.Minute) }},
+	{Name: "failureRateAlarm", Context: "failureRateAlarm",
+		Usage: "the percentage (1 to 100) of a workflow's orders ended in 5 minutes that ended Failed or CompensationFailed that raises its FailureRateAlarm",
+		bind:  func(s *Settings) Value { return number(&s.FailureRateAlarm, 1, 100) }},
 	{Name: "alarmEmail", Context: "alarmEmail",
 		Usage: "an address subscribed to the alarm and alert topics",
 		bind:  func(s *Settings) Value { return text(&s.AlarmEmail, nil) }},

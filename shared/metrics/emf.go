@@ -72,8 +72,9 @@ type Emitter struct {
 	w        io.Writer
 	function string
 	now      func() time.Time
-	pending  map[string]*series
-	names    []string // pending's keys, in the order first emitted
+	pending  keptSeries            // the normal path's metrics, kept for Flush
+	byDims   map[string]*dimSeries // ObserveBy's series, by their dimensions
+	dimKeys  []string              // byDims' keys, in the order first kept
 }
 
 // series are the values of one metric kept for the next document.
@@ -133,7 +134,8 @@ func (e *Emitter) Duration(name string, d time.Duration, props map[string]any) {
 }
 
 // Flush writes the metrics kept since the last Flush as one document (more
-// if a metric has over MaxValues values). A nil emitter, or one with
+// if a metric has over MaxValues values), and those kept by ObserveBy as a
+// document per dimension values. A nil emitter, or one with
 // nothing kept, writes nothing.
 func (e *Emitter) Flush() {
 	if e == nil {
@@ -141,22 +143,12 @@ func (e *Emitter) Flush() {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for len(e.names) > 0 {
+	for len(e.pending.names) > 0 {
 		doc := e.document(nil)
-		var rest []string
-		for _, name := range e.names {
-			s := e.pending[name]
-			n := min(len(s.values), MaxValues)
-			addMetric(doc, name, s.unit, s.values[:n])
-			if s.values = s.values[n:]; len(s.values) > 0 {
-				rest = append(rest, name)
-			} else {
-				delete(e.pending, name)
-			}
-		}
-		e.names = rest
+		e.pending.fill(doc)
 		e.write(doc)
 	}
+	e.flushDims()
 }
 
 func (e *Emitter) emit(name, unit string, value float64, props map[string]any) {
@@ -171,16 +163,7 @@ func (e *Emitter) emit(name, unit string, value float64, props map[string]any) {
 		e.write(doc)
 		return
 	}
-	if e.pending == nil {
-		e.pending = map[string]*series{}
-	}
-	s := e.pending[name]
-	if s == nil {
-		s = &series{unit: unit}
-		e.pending[name] = s
-		e.names = append(e.names, name)
-	}
-	s.values = append(s.values, value)
+	e.pending.add(name, unit, value)
 }
 
 // document is an EMF document with no metric yet: the function's

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sas-go/sas/shared/health"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/workflow"
@@ -81,7 +82,7 @@ func (n *Notifier) Post(ctx context.Context, e Event) {
 // Ended counts a task's end in its metric (CountEnd) and posts it: for the
 // writer whose conditional write ended the task.
 func (n *Notifier) Ended(ctx context.Context, orderID, replyTo string, round int, end workflow.State, why string, now time.Time) {
-	CountEnd(n.metrics, orderID, end)
+	CountEnd(n.metrics, health.End{OrderID: orderID, State: end})
 	n.PostEnded(ctx, orderID, replyTo, round, end, why, now)
 }
 
@@ -113,9 +114,12 @@ func (n *Notifier) PostEnded(ctx context.Context, orderID, replyTo string, round
 // OrdersCompensated or OrdersCancelled), once: the writer whose conditional
 // write ended the task counts it. A CompensationFailed end is counted with
 // the alert that reports it (alert.Alerter.StepFailed): every one is alerted.
-func CountEnd(m *metrics.Emitter, orderID string, end workflow.State) {
+// Every end, CompensationFailed included, is also kept for its workflow's
+// health metrics (health.Emit), when e names its workflow.
+func CountEnd(m *metrics.Emitter, e health.End) {
+	health.Emit(m, e)
 	var name string
-	switch end {
+	switch e.State {
 	case workflow.Processed:
 		name = metrics.OrdersProcessed
 	case workflow.Failed:
@@ -125,7 +129,7 @@ func CountEnd(m *metrics.Emitter, orderID string, end workflow.State) {
 	default:
 		return
 	}
-	m.Count(name, 1, map[string]any{"OrderID": orderID})
+	m.Count(name, 1, map[string]any{"OrderID": e.OrderID})
 }
 
 // Failed announces that a record failed for good (e has the order, the step

@@ -46,7 +46,7 @@ func (h *Handler) wake(ctx context.Context, def workflow.Definition, m message.S
 func (h *Handler) parkedDone(ctx context.Context, orderID string, ref workflow.Ref, name string, rec outcome.Recorded) {
 	now := h.Now()
 	if rec.State.Ended() {
-		notify.CountEnd(h.metrics, orderID, rec.State)
+		notify.CountEnd(h.metrics, rec.End)
 	}
 	h.notify.Post(ctx, notify.Event{OrderID: orderID, ReplyQueue: rec.ReplyQueue, Round: rec.Round, Event: workflow.EventStepDone,
 		Ref: ref, Step: name, State: rec.State, At: now})
@@ -71,7 +71,7 @@ func (h *Handler) reply(ctx context.Context, def workflow.Definition, r message.
 			return nil
 		}
 		if rec.State.Ended() {
-			notify.CountEnd(h.metrics, r.OrderID, rec.State)
+			notify.CountEnd(h.metrics, rec.End)
 		}
 		crash(h.Crash, "scheduler.after-record")
 		r.State, r.Ready = string(rec.State), message.Starts(rec.Ready)

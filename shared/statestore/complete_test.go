@@ -18,7 +18,8 @@ import (
 
 // A duplicate of the reply that ended an order is refused in one write, and
 // a current reply that ends an order whose alert is unconfirmed takes two (the
-// second keeps the order in the index): counted from the requests made.
+// second keeps the order in the index): counted from the requests made. An
+// end adds one write more: its count in its workflow's health.
 func TestEndingCompletionWrites(t *testing.T) {
 	for name, c := range engines {
 		t.Run(name, func(t *testing.T) {
@@ -75,7 +76,7 @@ func TestEndingCompletionWrites(t *testing.T) {
 			// reply of an Agent of an earlier version: no claim's answer).
 			submit("o-dup")
 			last, writes := runToEnd("o-dup")
-			require.Equal(t, int64(1), writes, "the final reply: one write")
+			require.Equal(t, int64(2), writes, "the final reply: one write, and the end's count in its workflow's health")
 			before := updates()
 			last.Read = nil
 			r, err := record(last, "")
@@ -92,7 +93,7 @@ func TestEndingCompletionWrites(t *testing.T) {
 			_, err = s.Resubmit(ctx, "o-again", "", time.Minute, now)
 			require.NoError(t, err)
 			_, writes = runToEnd("o-again")
-			require.Equal(t, int64(1), writes, "a resubmitted order's final reply: one write")
+			require.Equal(t, int64(2), writes, "a resubmitted order's final reply: one write, and the end's count")
 			n, err := s.CountInFlight(ctx)
 			require.NoError(t, err)
 			require.Zero(t, n, "both ended and left the index")
@@ -109,7 +110,7 @@ func TestEndingCompletionWrites(t *testing.T) {
 			r, err = record(u, "")
 			require.NoError(t, err)
 			require.Equal(t, workflow.Failed, r.State)
-			require.Equal(t, int64(1), updates()-before, "the last undo's reply: one write")
+			require.Equal(t, int64(2), updates()-before, "the last undo's reply: one write, and the end's count")
 			due, err := storetest.Overdue(ctx, s, now.Add(2*time.Minute), 10)
 			require.NoError(t, err)
 			require.Equal(t, []string{"o-unalerted"}, orderIDs(due), "still due for its alert")

@@ -59,8 +59,8 @@ func newSweepFixture(tb testing.TB, finished, inFlight, due int) sweepFixture {
 	work := templates(tb, c.DynamoDB, "tpl-work", topo.StateTable()) // the sweep never reads the orders table
 	fill(tb, c.DynamoDB, done, finished, "done-", topo.DeadlineShards)
 	fill(tb, c.DynamoDB, work, inFlight, "work-", topo.DeadlineShards)
-	require.Equal(tb, finished+1+inFlight+1+1, count(tb, c.DynamoDB, topo.StateTable()),
-		"one state item per order, and the workflow version's definition")
+	require.Equal(tb, finished+1+inFlight+1+1+1, count(tb, c.DynamoDB, topo.StateTable()),
+		"one state item per order, the workflow version's definition, and the ended one's hour of health counts")
 	for i := range due {
 		require.NoError(tb, submitClaim(ctx, store, def, fmt.Sprintf("late-%d", i), t0))
 	}

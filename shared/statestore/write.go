@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"strconv"
 	"time"
@@ -138,6 +139,11 @@ func (s *Store) Apply(ctx context.Context, snap Snapshot, w Write) (Snapshot, er
 	var it stateItem
 	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
 		return snap, fmt.Errorf("decode %s: %w", snap.it.OrderID, err)
+	}
+	if err := s.countEnd(ctx, snap.it, it); err != nil {
+		// Not counted in its workflow's health (as a metric lost with its
+		// invocation): the end itself is written.
+		slog.WarnContext(ctx, "order end not counted in its workflow's health", "order_id", it.OrderID, "err", err)
 	}
 	if !w.Move.Read.Version {
 		// Not conditioned on the whole order: the index entry is only pulled

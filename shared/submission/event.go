@@ -216,7 +216,7 @@ func (h *Handler) take(ctx context.Context, rec events.SQSMessage, e message.Eve
 // unclaimed at its pickup deadline (a refusal's alert, at its due time).
 func (h *Handler) follow(ctx context.Context, def workflow.Definition, a outcome.Attempt, rec outcome.Recorded, result json.RawMessage) error {
 	if rec.State.Ended() {
-		notify.CountEnd(h.metrics, a.OrderID, rec.State)
+		notify.CountEnd(h.metrics, rec.End)
 	}
 	return h.send.SendJSON(ctx, h.cfg.SchedulerQueueURL, outcome.Reply(def, a, rec, result, nil), 0)
 }

@@ -47,7 +47,7 @@ func TestMeasureEngineMeasuresEachKindOnItsOwnRequests(t *testing.T) {
 		costbench.KindSubmit:       {"TransactWriteItems": orders},
 		costbench.KindClaim:        {"UpdateItem": 3 * orders},
 		costbench.KindComplete:     {"UpdateItem": 2 * orders},
-		costbench.KindEnd:          {"UpdateItem": orders},
+		costbench.KindEnd:          {"UpdateItem": 2 * orders}, // the end, and its count in its workflow's health
 		costbench.KindResult:       {"PutItem": orders},
 		costbench.KindResults:      {"Query": orders},
 		costbench.KindGet:          {"GetItem": orders},

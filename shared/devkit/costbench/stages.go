@@ -74,7 +74,7 @@ const (
 	KindSubmit   = "submit"   // TransactWriteItems: the order, its state item, its index entry
 	KindClaim    = "claim"    // UpdateItem of the state item, conditional, ALL_NEW back
 	KindComplete = "complete" // UpdateItem: a step done, the next made ready
-	KindEnd      = "end"      // UpdateItem: the last step done, the order ended (leaves the index)
+	KindEnd      = "end"      // UpdateItem: the last step done, the order ended (leaves the index); UpdateItem: the end counted in its workflow's health
 )
 
 // lifeWrite is one write of an order's happy path, as the handlers make it.
@@ -104,7 +104,7 @@ func lifeWrites(ctx context.Context, s *statestore.Store, def workflow.Definitio
 			}})
 		what, kind := "agent-"+st.Agent+": record "+st.Name+" done, make the next step ready", KindComplete
 		if i == len(def.Steps)-1 {
-			what, kind = "agent-"+st.Agent+": record "+st.Name+" done, end the order (leaves the index)", KindEnd
+			what, kind = "agent-"+st.Agent+": record "+st.Name+" done, end the order (leaves the index), count the end", KindEnd
 		}
 		out = append(out, lifeWrite{what: what, kind: kind, do: func(now time.Time) error {
 			a := outcome.Attempt{OrderID: id, Ref: ref, Name: st.Name, Attempt: claimed.Attempt, Round: 1, Read: claimed.Read, Now: now}

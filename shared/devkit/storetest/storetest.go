@@ -122,6 +122,7 @@ func Run(t *testing.T, newStore func(t *testing.T) *statestore.Store) {
 	maps.Copy(tests, parallelTests)
 	maps.Copy(tests, giveBackTests)
 	maps.Copy(tests, noUndoTests)
+	maps.Copy(tests, healthTests)
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
