@@ -94,7 +94,7 @@ error; an ended order, or one whose pivot step ran, is refused with the reason.`
 		},
 	}
 	targetFlags(cmd, &t, true)
-	b.bind(cmd)
+	b.bind(cmd, "reason") // its own --reason: why
 	cmd.Flags().StringVar(&reason, "reason", "", "why, kept with the order and shown by status")
 	return cmd
 }

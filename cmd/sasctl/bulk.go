@@ -39,15 +39,16 @@ type bulkFlags struct {
 	quiet        bool
 }
 
-// bind puts the flags on cmd.
-func (b *bulkFlags) bind(cmd *cobra.Command) {
+// bind puts the flags on cmd, the query's but those of except (the
+// command's own: cancel's --reason).
+func (b *bulkFlags) bind(cmd *cobra.Command, except ...string) {
 	fl := cmd.Flags()
 	fl.Var(&b.state, "state", "only orders in this state: "+strings.Join(stateNames(), ", "))
 	fl.StringVar(&b.search.Prefix, "id-prefix", "", "only orders whose orderId starts with this")
 	fl.StringVar(&b.search.Workflow, "workflow", "", "only orders of this workflow (its name)")
 	fl.StringVar(&b.older, "older-than", "", "only orders created longer ago than this (10m, 1h, 2d)")
 	fl.StringVar(&b.newer, "newer-than", "", "only orders created less long ago than this (10m, 1h, 2d)")
-	findFlags(cmd, &b.search, &b.more)
+	queryFlags(cmd, &b.search, &b.more, except...)
 	fl.BoolVar(&b.dry, "dry-run", false, "write nothing: list what it would act on, and why not for the rest")
 	fl.Float64Var(&b.rate, "rate", 20, "on many orders: at most this many a second (0: unpaced)")
 	fl.IntVar(&b.count, "count", 0, "on many orders: act on at most this many (0: all)")
@@ -60,8 +61,10 @@ func (b *bulkFlags) many(cmd *cobra.Command, ids []string) bool {
 	if len(ids) > 1 || b.dry {
 		return true
 	}
-	for _, f := range []string{"state", "id-prefix", "workflow", "older-than", "newer-than", "version", "step", "agent", "reason",
-		"ended-after", "ended-before", "field"} {
+	if b.more != (moreFlags{}) || b.search.Version != "" || b.search.Agent != "" || b.search.Reason != "" {
+		return true
+	}
+	for _, f := range []string{"state", "id-prefix", "workflow", "older-than", "newer-than"} {
 		if cmd.Flags().Changed(f) {
 			return true
 		}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"slices"
+
 	"github.com/spf13/cobra"
 
 	"github.com/sas-go/sas/shared/operator"
@@ -41,12 +43,28 @@ func (m moreFlags) apply(search *operator.Search) error {
 // findFlags declares list's flags that find orders by where they are and
 // by a searchable field.
 func findFlags(cmd *cobra.Command, search *operator.Search, more *moreFlags) {
+	cmd.Flags().StringVar(&search.Step, "step", "", "only orders at this step (at work, waiting, or failed there)")
+	queryFlags(cmd, search, more)
+}
+
+// queryFlags are findFlags but --step and those of except, which an
+// action takes for something of its own (retry, skip, undo and resubmit:
+// --step, the step they act on; cancel: --reason, why).
+func queryFlags(cmd *cobra.Command, search *operator.Search, more *moreFlags, except ...string) {
 	f := cmd.Flags()
-	f.StringVar(&search.Version, "version", "", "only orders running this version of their workflow")
-	f.StringVar(&search.Step, "step", "", "only orders at this step (at work, waiting, or failed there)")
-	f.StringVar(&search.Agent, "agent", "", "only orders at a step of this agent")
-	f.StringVar(&search.Reason, "reason", "", "only orders failed or waiting for this reason: timeout, refused, oversized, pause, line, rate, 503, or text")
-	f.StringVar(&more.endedAfter, "ended-after", "", "only orders ended after this: a time (2026-12-07T10:00:00Z) or an age (1h: an hour ago)")
-	f.StringVar(&more.endedBefore, "ended-before", "", "only orders ended before this: a time or an age")
-	f.StringVar(&more.field, "field", "", "only orders whose searchable field (the workflow's search:) has this value: name=value")
+	for _, fl := range []struct {
+		name, usage string
+		to          *string
+	}{
+		{"version", "only orders running this version of their workflow", &search.Version},
+		{"agent", "only orders at a step of this agent", &search.Agent},
+		{"reason", "only orders failed or waiting for this reason: timeout, refused, oversized, pause, line, rate, 503, or text", &search.Reason},
+		{"ended-after", "only orders ended after this: a time (2026-12-07T10:00:00Z) or an age (1h: an hour ago)", &more.endedAfter},
+		{"ended-before", "only orders ended before this: a time or an age", &more.endedBefore},
+		{"field", "only orders whose searchable field (the workflow's search:) has this value: name=value", &more.field},
+	} {
+		if !slices.Contains(except, fl.name) {
+			f.StringVar(fl.to, fl.name, "", fl.usage)
+		}
+	}
 }

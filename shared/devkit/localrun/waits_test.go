@@ -96,8 +96,20 @@ func TestAnOrderWaitsForItsApprovalAndChargesWhatWasApproved(t *testing.T) {
 	replies := e.stack.Topology().AgentResponses("inventory").Name
 	e.eventually("the arming reply counted", 30*time.Second, func() bool { return e.stack.Stats.Deliveries()[replies] >= 1 })
 	before := e.stack.Stats.Deliveries()
+	parked, err := e.stack.Store.Read(context.Background(), "o-ok")
+	require.NoError(t, err)
 	e.sweeps(5)
-	require.Equal(t, before, e.stack.Stats.Deliveries(), "parked: nothing circulates while it waits")
+	for q, n := range e.stack.Stats.Deliveries() {
+		// SQS may deliver a message again (the local queues do, one in
+		// fifty, within 2 s of its receive): a queue may count one more
+		// delivery of a message it delivered before, and none on a queue
+		// that had none.
+		require.Positive(t, before[q], "parked: nothing circulates while it waits (%s)", q)
+		require.LessOrEqual(t, n, before[q]+1, "parked: nothing circulates while it waits (%s)", q)
+	}
+	still, err := e.stack.Store.Read(context.Background(), "o-ok")
+	require.NoError(t, err)
+	require.Equal(t, parked.Version(), still.Version(), "parked: no handler and no sweep wrote the order")
 	e.signal("o-ok", "approved", "e-1", `{"amountCents":1998,"by":"ana"}`)
 	tasks := e.waitEnded([]string{"o-ok"})
 	require.Equal(t, workflow.Processed, tasks["o-ok"].State)
