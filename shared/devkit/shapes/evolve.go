@@ -18,8 +18,9 @@ import (
 // (for the orders that already ran its step too, or not), a step added
 // (before the others, declared skipped for the orders past it, or at the
 // end), a step renamed, the last step removed (kept by the orders that
-// completed it: migrate.keep), a step per item added, the order's data rewritten.
-var Changes = append(slices.Clip(FirstChanges), "step added per item", "data rewritten")
+// completed it: migrate.keep), a step per item added, the order's data
+// rewritten, a branch added (a step that needs nothing and nothing needs).
+var Changes = append(slices.Clip(FirstChanges), "step added per item", "data rewritten", "branch added")
 
 // FirstChanges are the changes Evolve made before it added steps per item
 // and rewrote data: a regression seed found then replays with them.
@@ -116,6 +117,15 @@ func EvolveBy(rng *rand.Rand, d workflow.Definition, changes []string) (next wor
 		next.Steps = append(next.Steps, workflow.Step{Action: workflow.Action{Name: "added-per-item", Agent: agents[rng.IntN(len(agents))],
 			Timeout: cmp.Or(d.Steps[0].Timeout, workflow.DefaultAgentTimeout), MaxFailures: 2, RetryBackoff: d.Steps[0].RetryBackoff},
 			NoUndo: true, ForEach: "items"})
+	case "branch added":
+		if len(agents) == 0 {
+			return next, what, false
+		}
+		// Beside the others from the start: an order moved runs it at once,
+		// whatever it did.
+		next.Steps = append(next.Steps, workflow.Step{Action: workflow.Action{Name: "branch", Agent: agents[rng.IntN(len(agents))],
+			Timeout: cmp.Or(d.Steps[0].Timeout, workflow.DefaultAgentTimeout), MaxFailures: 2, RetryBackoff: d.Steps[0].RetryBackoff},
+			NoUndo: true, NoNeeds: true})
 	case "data rewritten":
 		// The order's data gains a member, and the result of a call its
 		// steps kept is wrapped: the steps after the move, and the undo of
