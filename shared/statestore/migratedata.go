@@ -15,7 +15,6 @@ import (
 
 	x "github.com/sas-go/sas/shared/dynamoexpr"
 	"github.com/sas-go/sas/shared/kept"
-	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -95,11 +94,6 @@ func (s *Store) movedOrder(ctx context.Context, m Move, d moveData, data json.Ra
 	return []types.TransactWriteItem{{Update: &types.Update{TableName: &s.orders, Key: ordersKey(m.OrderID),
 		UpdateExpression: &e.Update, ConditionExpression: &e.Condition, ExpressionAttributeNames: e.Names,
 		ExpressionAttributeValues: e.Values}}}, nil
-}
-
-// ordersKey is the key of an order's orders item.
-func ordersKey(orderID string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{topology.KeyOrderID: str(orderID)}
 }
 
 // resultRewriter rewrites the results a move's plan names, as kept: read

@@ -306,12 +306,17 @@ func (s *Store) items(ctx context.Context, orderIDs []string, consistent bool) (
 	return out, nil
 }
 
+// ordersKey is the key of an order's orders item.
+func ordersKey(orderID string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{topology.KeyOrderID: str(orderID)}
+}
+
 // Order returns the order as submitted, or ErrNotFound.
 func (s *Store) Order(ctx context.Context, orderID string) (string, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      &s.orders,
 		ConsistentRead: aws.Bool(true),
-		Key:            map[string]types.AttributeValue{topology.KeyOrderID: str(orderID)},
+		Key:            ordersKey(orderID),
 	})
 	if err != nil {
 		return "", fmt.Errorf("get order %s: %w", orderID, err)

@@ -82,13 +82,7 @@ func TestTheTraceContextTravelsInMessageAttributes(t *testing.T) {
 // OTEL_EXPORTER_OTLP_HEADERS names (Honeycomb's key) and the service
 // OTEL_SERVICE_NAME names.
 func TestAnOrderIsOneTrace(t *testing.T) {
-	rcv := &otlpReceiver{}
-	collector := httptest.NewServer(rcv)
-	t.Cleanup(collector.Close)
-	t.Setenv(tracing.EndpointEnv, collector.URL)
-	t.Setenv(tracing.HeadersEnv, "x-honeycomb-team=k%3D1, other = 2")
-	t.Setenv(tracing.CompressionEnv, "gzip")
-	t.Setenv("OTEL_SERVICE_NAME", "shop")
+	rcv := newCollector(t)
 	require.True(t, tracing.Enabled(), "the endpoint alone turns tracing on")
 	flush, err := tracing.Setup(context.Background(), "sas-test")
 	require.NoError(t, err)
@@ -173,6 +167,19 @@ func TestAnOrderIsOneTrace(t *testing.T) {
 		count("HTTP POST"), count("DynamoDB."), len(byTrace), len(spans), requests)
 }
 
+// newCollector is an OTLP/HTTP receiver of the test's own, which the
+// standard variables name (its endpoint, headers, compression and service).
+func newCollector(t *testing.T) *otlpReceiver {
+	rcv := &otlpReceiver{}
+	collector := httptest.NewServer(rcv)
+	t.Cleanup(collector.Close)
+	t.Setenv(tracing.EndpointEnv, collector.URL)
+	t.Setenv(tracing.HeadersEnv, "x-honeycomb-team=k%3D1, other = 2")
+	t.Setenv(tracing.CompressionEnv, "gzip")
+	t.Setenv("OTEL_SERVICE_NAME", "shop")
+	return rcv
+}
+
 // otlpReceiver is an OTLP/HTTP trace receiver: it decodes each request's
 // ExportTraceServiceRequest (TracesData has its wire form) and checks what
 // every request carries.
@@ -253,13 +260,7 @@ func (r *otlpReceiver) received(t *testing.T) ([]*tracepb.Span, int) {
 // no trace of its own), is still one trace: both join the trace the order
 // kept, and the step after them (the charge) is in it.
 func TestAnOrderThatWaitsIsOneTrace(t *testing.T) {
-	rcv := &otlpReceiver{}
-	collector := httptest.NewServer(rcv)
-	t.Cleanup(collector.Close)
-	t.Setenv(tracing.EndpointEnv, collector.URL)
-	t.Setenv(tracing.HeadersEnv, "x-honeycomb-team=k%3D1, other = 2")
-	t.Setenv(tracing.CompressionEnv, "gzip")
-	t.Setenv("OTEL_SERVICE_NAME", "shop")
+	rcv := newCollector(t)
 	flush, err := tracing.Setup(context.Background(), "sas-test")
 	require.NoError(t, err)
 	def, err := workflow.ParseFile("paced.yaml", []byte(`name: paced
