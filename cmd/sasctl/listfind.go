@@ -67,4 +67,5 @@ func queryFlags(cmd *cobra.Command, search *operator.Search, more *moreFlags, ex
 			f.StringVar(fl.to, fl.name, "", fl.usage)
 		}
 	}
+	f.BoolVar(&search.Scan, "scan", false, "scan the state table whatever index could answer: finds the orders that ended before the deployment had its end index too")
 }

@@ -78,6 +78,12 @@ func resources(st awscdk.Stack, p Props) *Resources {
 		SortKey:        &awsdynamodb.Attribute{Name: jsii.String(topology.KeyDueAt), Type: awsdynamodb.AttributeType_NUMBER},
 		ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY, // see statestore.Store.Overdue
 	})
+	r.State.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+		IndexName:      jsii.String(topology.EndIndex),
+		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(topology.KeyEndShard), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:        &awsdynamodb.Attribute{Name: jsii.String(topology.KeyEndedAt), Type: awsdynamodb.AttributeType_NUMBER},
+		ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY, // see statestore.Store.Ended
+	})
 	encrypted := func(props *awssqs.QueueProps) *awssqs.QueueProps {
 		props.Encryption, props.EnforceSSL = awssqs.QueueEncryption_SQS_MANAGED, jsii.Bool(true)
 		if key != nil {

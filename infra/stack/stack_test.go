@@ -217,14 +217,24 @@ func TestTables(t *testing.T) {
 	state := byName[props.Topology.StateTable()]
 	require.NotNil(t, state)
 	require.NotNil(t, byName[props.Topology.OrdersTable()])
-	gsi := state["GlobalSecondaryIndexes"].([]any)[0].(map[string]any)
-	require.Equal(t, topology.DeadlineIndex, gsi["IndexName"])
-	require.Equal(t, []any{
-		map[string]any{"AttributeName": "DueShard", "KeyType": "HASH"},
-		map[string]any{"AttributeName": "DueAt", "KeyType": "RANGE"},
-	}, gsi["KeySchema"])
-	proj := gsi["Projection"].(map[string]any)
-	require.Equal(t, "KEYS_ONLY", proj["ProjectionType"], "no index write when a record changes")
+	indexes := map[string]map[string]any{}
+	for _, g := range state["GlobalSecondaryIndexes"].([]any) {
+		indexes[g.(map[string]any)["IndexName"].(string)] = g.(map[string]any)
+	}
+	require.Len(t, indexes, 2, "the deadline index and the end index")
+	for name, keys := range map[string][2]string{
+		topology.DeadlineIndex: {topology.KeyDueShard, topology.KeyDueAt},
+		topology.EndIndex:      {topology.KeyEndShard, topology.KeyEndedAt},
+	} {
+		gsi := indexes[name]
+		require.NotNil(t, gsi, name)
+		require.Equal(t, []any{
+			map[string]any{"AttributeName": keys[0], "KeyType": "HASH"},
+			map[string]any{"AttributeName": keys[1], "KeyType": "RANGE"},
+		}, gsi["KeySchema"], name)
+		proj := gsi["Projection"].(map[string]any)
+		require.Equal(t, "KEYS_ONLY", proj["ProjectionType"], "%s: no index write when a record changes", name)
+	}
 }
 
 func TestSupervisorScheduleAndConcurrency(t *testing.T) {

@@ -68,3 +68,11 @@ func join(conds []Cond, sep string) string {
 	}
 	return strings.Join(parts, sep)
 }
+
+// Between is a BETWEEN lo AND hi (both included).
+func Between(a, lo, hi Operand) Cond {
+	return Cond{a.operand() + " BETWEEN " + lo.operand() + " AND " + hi.operand()}
+}
+
+// GreaterOrEqual is a >= b.
+func GreaterOrEqual(a, b Operand) Cond { return Cond{a.operand() + ">=" + b.operand()} }

@@ -34,6 +34,10 @@ type Search struct {
 	// (workflow.Definition.Search) is Value: found by the field's index,
 	// reading only them.
 	Field, Value string
+	// Scan reads the state table whatever index could answer (ListTasks):
+	// it finds, too, the orders that ended before the deployment had its
+	// end index, which has no entry of theirs. Not with a Field.
+	Scan bool
 }
 
 // The names of a search's parts in a URL query (the console's links);
@@ -51,6 +55,7 @@ const (
 	QueryEndedAfter  = "ended-after"
 	QueryEndedBefore = "ended-before"
 	QueryField       = "field" // name=value
+	QueryScan        = "scan"  // "1": Search.Scan
 )
 
 // SearchOf reads the search parts of a URL query (all but the state, which
@@ -76,6 +81,7 @@ func SearchOf(q url.Values) (Search, error) {
 	if err := s.readMore(get); err != nil {
 		return s, err
 	}
+	s.Scan = get(QueryScan) == "1"
 	return s, s.Check()
 }
 
@@ -104,6 +110,9 @@ func (s Search) Check() error {
 	}
 	if s.OlderThan < 0 || s.NewerThan < 0 {
 		return fmt.Errorf("an age is positive")
+	}
+	if s.Scan && s.Field != "" {
+		return fmt.Errorf("a searchable field is found by its index only: a scan cannot search by %s", s.Field)
 	}
 	if s.OlderThan != 0 && s.NewerThan != 0 && s.NewerThan <= s.OlderThan {
 		return fmt.Errorf("no order is older than %s and newer than %s", Duration(s.OlderThan), Duration(s.NewerThan))
@@ -151,17 +160,23 @@ func (s Search) Filter(now time.Time) statestore.TaskFilter {
 
 // ListTasks lists the orders the search keeps, up to limit, from the page
 // token next ("" for the first page), and returns the next page's token
-// ("" after the last). A search by a searchable field reads that field's
-// index and the orders it names only (byField). Any other scans the state
-// table with the search as the scan's FilterExpression: only the orders
-// kept come back, but DynamoDB bills every item read, so a narrow search
-// may read much of the table to fill a page.
+// ("" after the last). It reads an index when one narrows the search
+// (route): a searchable field's (byField), the deadline index for the
+// orders not ended, the end index for those ended other than Processed,
+// both for a search by step, agent or reason that names no state. Any
+// other scans the state table with the search as the scan's
+// FilterExpression: only the orders kept come back, but DynamoDB bills
+// every item read, so a narrow search may read much of the table to fill a
+// page.
 func (o *Operator) ListTasks(ctx context.Context, s Search, limit int, next string) ([]statestore.Task, string, error) {
 	if err := s.Check(); err != nil {
 		return nil, "", err
 	}
 	if s.Field != "" {
 		return o.byField(ctx, s, o.filter(s), limit, next)
+	}
+	if pagers := o.route(s); pagers != nil {
+		return readKept(ctx, o.filter(s), pagers, limit, next)
 	}
 	return o.Store.SearchTasks(ctx, s.Filter(time.Now()), limit, next)
 }
@@ -232,22 +247,7 @@ func (o *Operator) InFlight(ctx context.Context, s Search, limit int, next strin
 	if s.Field != "" {
 		return o.byField(ctx, s, inFlightOnly(f), limit, next)
 	}
-	var out []statestore.Task
-	for {
-		page, token, err := o.Store.InFlight(ctx, limit-len(out), next)
-		if err != nil {
-			return nil, "", err
-		}
-		for _, t := range page {
-			if f.Keeps(t) {
-				out = append(out, t)
-			}
-		}
-		if token == "" || len(out) >= limit {
-			return out, token, nil
-		}
-		next = token
-	}
+	return readKept(ctx, f, []pager{o.Store.InFlight}, limit, next)
 }
 
 // inFlightOnly is f keeping the orders in flight only (not ended, as the

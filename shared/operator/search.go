@@ -93,4 +93,7 @@ func (s Search) writeMore(set func(k, v string)) {
 	if s.Field != "" {
 		set(QueryField, s.Field+"="+s.Value)
 	}
+	if s.Scan {
+		set(QueryScan, "1")
+	}
 }

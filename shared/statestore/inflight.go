@@ -69,8 +69,9 @@ func (s *Store) indexIDs(ctx context.Context, pos indexPos, want int) ([]string,
 	return ids, pos, nil
 }
 
-// indexPos is a place in the deadline index: a shard, and the entry read last
-// in it (none: its start).
+// indexPos is a place in a sharded index (the deadline index, the end
+// index): a shard, and the entry read last in it (none: its start), with
+// its sort key (DueAt, or the end time).
 type indexPos struct {
 	Shard   int    `json:"s"`
 	OrderID string `json:"o,omitempty"`
@@ -103,23 +104,35 @@ func (s *Store) indexPage(ctx context.Context, pos indexPos, limit int, dueBy in
 	if dueBy != 0 {
 		keys = append(keys, x.LessOrEqual(b.Plain(topology.KeyDueAt), b.Int(dueBy)))
 	}
+	return s.shardPage(ctx, shardIndex{topology.DeadlineIndex, topology.KeyDueShard, strconv.Itoa(pos.Shard), topology.KeyDueAt},
+		b, keys, pos, limit)
+}
+
+// shardIndex is one partition of a sharded, keys-only index of the state
+// table: the index, its partition key's attribute and value, and its sort
+// key's attribute.
+type shardIndex struct{ name, partAttr, part, sortAttr string }
+
+// shardPage reads up to limit order ids of partition ix after pos, by the
+// key conditions keys (built with b), and where the next page starts.
+func (s *Store) shardPage(ctx context.Context, ix shardIndex, b *x.Builder, keys []x.Cond, pos indexPos, limit int) ([]string, indexPos, error) {
 	e, err := condition(b, keys...)
 	if err != nil {
 		return nil, pos, err
 	}
 	in := &dynamodb.QueryInput{
-		TableName: &s.state, IndexName: aws.String(topology.DeadlineIndex),
+		TableName: &s.state, IndexName: aws.String(ix.name),
 		KeyConditionExpression: &e.Condition, ExpressionAttributeValues: e.Values,
 		Limit: aws.Int32(int32(min(limit, 100))),
 	}
 	if pos.OrderID != "" {
 		in.ExclusiveStartKey = key(pos.OrderID, taskSK)
-		in.ExclusiveStartKey[topology.KeyDueShard] = str(strconv.Itoa(pos.Shard))
-		in.ExclusiveStartKey[topology.KeyDueAt] = num(pos.DueAt)
+		in.ExclusiveStartKey[ix.partAttr] = str(ix.part)
+		in.ExclusiveStartKey[ix.sortAttr] = num(pos.DueAt)
 	}
 	page, err := s.db.Query(ctx, in)
 	if err != nil {
-		return nil, pos, fmt.Errorf("query the deadline index, shard %d: %w", pos.Shard, err)
+		return nil, pos, fmt.Errorf("query the index %s, %s: %w", ix.name, ix.part, err)
 	}
 	var ids []string
 	for _, item := range page.Items {
@@ -127,13 +140,18 @@ func (s *Store) indexPage(ctx context.Context, pos indexPos, limit int, dueBy in
 			ids = append(ids, id.Value)
 		}
 	}
-	next, err := nextPos(pos, page.LastEvaluatedKey)
+	next, err := nextPosBy(pos, page.LastEvaluatedKey, ix.sortAttr)
 	return ids, next, err
 }
 
 // nextPos is where the page after one that ended at last (nil: the shard's
 // end) starts: further in pos's shard, or at the next shard's start.
 func nextPos(pos indexPos, last map[string]types.AttributeValue) (indexPos, error) {
+	return nextPosBy(pos, last, topology.KeyDueAt)
+}
+
+// nextPosBy is nextPos in an index whose sort key is sortKey.
+func nextPosBy(pos indexPos, last map[string]types.AttributeValue, sortKey string) (indexPos, error) {
 	if last == nil {
 		return indexPos{Shard: pos.Shard + 1}, nil
 	}
@@ -141,11 +159,11 @@ func nextPos(pos indexPos, last map[string]types.AttributeValue) (indexPos, erro
 	if id, ok := last[topology.KeyOrderID].(*types.AttributeValueMemberS); ok {
 		next.OrderID = id.Value
 	}
-	if d, ok := last[topology.KeyDueAt].(*types.AttributeValueMemberN); ok {
+	if d, ok := last[sortKey].(*types.AttributeValueMemberN); ok {
 		next.DueAt, _ = strconv.ParseInt(d.Value, 10, 64)
 	}
 	if next.OrderID == "" {
-		return pos, fmt.Errorf("query the deadline index, shard %d: a page key without %s", pos.Shard, topology.KeyOrderID)
+		return pos, fmt.Errorf("query an index, shard %d: a page key without %s", pos.Shard, topology.KeyOrderID)
 	}
 	return next, nil
 }

@@ -113,8 +113,9 @@ type stateItem struct {
 	CreatedAt   int64              `dynamodbav:"C"`
 	UpdatedAt   int64              `dynamodbav:"U"`
 	CompletedAt int64              `dynamodbav:"E,omitempty"`
-	Expires     int64              `dynamodbav:"Exp,omitempty"` // ExpiresAttribute: set when the task ends
-	Recs        map[string]recItem `dynamodbav:"R"`             // by sortKey
+	EndShard    string             `dynamodbav:"EndShard,omitempty"` // its key in the end index (topology.EndPartition) once ended other than Processed
+	Expires     int64              `dynamodbav:"Exp,omitempty"`      // ExpiresAttribute: set when the task ends
+	Recs        map[string]recItem `dynamodbav:"R"`                  // by sortKey
 }
 
 // recItem is one record inside the state item. The first group is the

@@ -230,7 +230,8 @@ func (it *stateItem) reset(records []string, res Resubmission, due int64, by str
 		it.State = string(workflow.Compensating)
 	}
 	it.Round, it.Version, it.UpdatedAt, it.CompletedAt, it.LastError = res.Round, it.Version+1, ms(now), 0, ""
-	it.Expires = 0 // at work again: kept until it ends again
+	it.EndShard = "" // out of the end index: not ended
+	it.Expires = 0   // at work again: kept until it ends again
 	it.Unalerted = slices.DeleteFunc(it.Unalerted, func(sk string) bool { return it.Recs[sk].State != string(workflow.Error) })
 	if len(it.Unalerted) == 0 {
 		it.Unalerted = nil // absent, not an empty (NULL) attribute

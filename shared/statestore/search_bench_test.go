@@ -65,29 +65,40 @@ type searchFixture struct {
 	matches int
 }
 
-func newSearchFixture(tb testing.TB, n, matches int) searchFixture {
+// meteredStore is a store on new tables (named kind and n) of DynamoDB
+// Local, with a meter and an item count on its client, and the client.
+func meteredStore(tb testing.TB, kind string, n int) (searchFixture, *dynamodb.Client, topology.Topology) {
 	tb.Helper()
 	ctx := context.Background()
 	meter := accounting.New()
 	c, err := awsclient.Load(ctx, awsclient.Options{Endpoint: engines["dynamodb-local"].DynamoDBEndpoint,
 		Emulated: true, APIOptions: []func(*middleware.Stack) error{meter.AddTo}})
 	require.NoError(tb, err)
-	topo := topology.Default(fmt.Sprintf("search%d-%d", time.Now().UnixNano()%1e6, n), "payment")
+	topo := topology.Default(fmt.Sprintf("%s%d-%d", kind, time.Now().UnixNano()%1e6, n), "payment")
 	require.NoError(tb, provision.EnsureTables(ctx, c.DynamoDB, topo))
 	db := &countingDB{Client: c.DynamoDB}
 	store := statestore.New(db, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
+	return searchFixture{store: store, db: db, meter: meter}, c.DynamoDB, topo
+}
+
+func newSearchFixture(tb testing.TB, n, matches int) searchFixture {
+	tb.Helper()
+	ctx := context.Background()
+	f, ddb, topo := meteredStore(tb, "search", n)
+	f.matches = matches
+	store := f.store
 	def := workflow.Single(workflow.Settings{})
 	def.Search = []string{"customerId"}
 	// One real order: its items are the templates of the rest.
-	_, err = store.Submit(ctx, statestore.Submission{OrderID: "tpl", Order: `{"orderId":"tpl","customerId":"c-tpl"}`,
+	_, err := store.Submit(ctx, statestore.Submission{OrderID: "tpl", Order: `{"orderId":"tpl","customerId":"c-tpl"}`,
 		Workflow: def, Search: map[string]string{"customerId": "c-tpl"}, Now: time.Now()})
 	require.NoError(tb, err)
-	tpl := templates(tb, c.DynamoDB, "tpl", topo.OrdersTable(), topo.StateTable())
-	fill(tb, c.DynamoDB, tpl, matches, "hot-", topo.DeadlineShards)
-	fill(tb, c.DynamoDB, tpl, n-matches, "cold-", topo.DeadlineShards)
-	index(tb, c.DynamoDB, topo.StateTable(), matches, "hot-", func(int) string { return "c-hot" })
-	index(tb, c.DynamoDB, topo.StateTable(), n-matches, "cold-", func(i int) string { return "c-" + strconv.Itoa(i) })
-	return searchFixture{store: store, db: db, meter: meter, matches: matches}
+	tpl := templates(tb, ddb, "tpl", topo.OrdersTable(), topo.StateTable())
+	fill(tb, ddb, tpl, matches, "hot-", topo.DeadlineShards)
+	fill(tb, ddb, tpl, n-matches, "cold-", topo.DeadlineShards)
+	index(tb, ddb, topo.StateTable(), matches, "hot-", func(int) string { return "c-hot" })
+	index(tb, ddb, topo.StateTable(), n-matches, "cold-", func(i int) string { return "c-" + strconv.Itoa(i) })
+	return f
 }
 
 // index writes the index items of orders prefix+0 to prefix+n-1, each of
@@ -175,14 +186,23 @@ func BenchmarkListByField(b *testing.B) {
 	start := time.Now()
 	f := newSearchFixture(b, n, matches)
 	b.Logf("%d orders filled in %s", n, time.Since(start).Round(time.Second))
-	for _, c := range []struct {
-		name string
-		list func(string) ([]statestore.Task, string, error)
-	}{{"field", f.byField}, {"scan", f.byScan}} {
-		b.Run(fmt.Sprintf("%s/orders=%d/found=%d", c.name, n, matches), func(b *testing.B) {
+	f.bench(b, n, listing{"field", f.byField}, listing{"scan", f.byScan})
+}
+
+// listing is one way to list the orders a fixture's search finds.
+type listing struct {
+	name string
+	list func(next string) ([]statestore.Task, string, error)
+}
+
+// bench runs each listing of the fixture's n orders as a sub-benchmark
+// and reports the items and read units each reads per order found.
+func (f searchFixture) bench(b *testing.B, n int, ls ...listing) {
+	for _, c := range ls {
+		b.Run(fmt.Sprintf("%s/orders=%d/found=%d", c.name, n, f.matches), func(b *testing.B) {
 			rcu, items, found := f.cost(b, c.list)
-			if found != matches {
-				b.Fatalf("found %d, want %d", found, matches)
+			if found != f.matches {
+				b.Fatalf("found %d, want %d", found, f.matches)
 			}
 			for b.Loop() {
 				f.cost(b, c.list)

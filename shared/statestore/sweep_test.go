@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -147,6 +148,10 @@ func put(db *dynamodb.Client, tpl []map[string]types.AttributeValue, from, to in
 			it[topology.KeyOrderID] = &types.AttributeValueMemberS{Value: prefix + strconv.Itoa(i)}
 			if _, ok := it[topology.KeyDueShard]; ok {
 				it[topology.KeyDueShard] = &types.AttributeValueMemberS{Value: strconv.Itoa(i % shards)}
+			}
+			if end, ok := it[topology.KeyEndShard].(*types.AttributeValueMemberS); ok {
+				state, _, _ := strings.Cut(end.Value, "#")
+				it[topology.KeyEndShard] = &types.AttributeValueMemberS{Value: topology.EndPartition(state, strconv.Itoa(i%shards))}
 			}
 			reqs[table] = append(reqs[table], types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
 		}

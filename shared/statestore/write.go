@@ -240,6 +240,7 @@ func (s *Store) compileTask(ch *change, it stateItem, w Write) {
 	m := w.Move
 	if m.State != "" && m.State != workflow.State(it.State) {
 		ch.task(m.State)
+		s.endEntry(ch, it, m.State)
 		held := it.State == string(workflow.Held)
 		switch {
 		case m.State == workflow.Compensating && (it.State == string(workflow.Pending) || held):

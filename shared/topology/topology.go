@@ -15,12 +15,25 @@ import (
 // keys, DueShard and DueAt (when the Supervisor must look next).
 const DeadlineIndex = "Deadlines"
 
+// EndIndex is the sparse, keys-only global secondary index of the state
+// table's orders that ended other than Processed (Failed,
+// CompensationFailed, Cancelled): keyed EndPartition(state, shard) and
+// KeyEndedAt, when it ended. A search of ended orders by state and end time
+// reads the orders of that state ended in that time, not the table; the
+// happy path (Processed) writes no entry.
+const EndIndex = "Ends"
+
 // Attribute names of the tables' keys.
 const (
 	KeyOrderID  = "OrderID"
 	KeySort     = "SK"
 	KeyDueShard = "DueShard"
 	KeyDueAt    = "DueAt"
+	// KeyEndShard and KeyEndedAt are the end index's keys: the state an
+	// order ended in and its shard (EndPartition), and when it ended (Unix
+	// ms: the state item's own end time).
+	KeyEndShard = "EndShard"
+	KeyEndedAt  = "E"
 	// KeyExpires is the attribute both tables' time to live reads: when an
 	// ended order may be deleted, in Unix seconds.
 	KeyExpires = "Exp"
@@ -35,6 +48,10 @@ const (
 	IndexWritesPerOrder      = 2
 	MaxDeadlineShards        = 256
 )
+
+// EndPartition is the end index's partition key of the orders that ended
+// in state, in shard (one of the deadline index's: DeadlineShards).
+func EndPartition(state string, shard string) string { return state + "#" + shard }
 
 // ShardsFor is the deadline index's shards for rate orders a second with
 // headroom: each shard at most half a partition's writes.

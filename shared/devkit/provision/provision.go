@@ -147,7 +147,8 @@ func OrdersTableInput(t topology.Topology) *dynamodb.CreateTableInput {
 	}
 }
 
-// StateTableInput describes the state table and its sparse deadline index.
+// StateTableInput describes the state table and its sparse indexes: the
+// deadline index and the end index.
 func StateTableInput(t topology.Topology) *dynamodb.CreateTableInput {
 	attr := func(n string, ty ddbtypes.ScalarAttributeType) ddbtypes.AttributeDefinition {
 		return ddbtypes.AttributeDefinition{AttributeName: aws.String(n), AttributeType: ty}
@@ -161,6 +162,7 @@ func StateTableInput(t topology.Topology) *dynamodb.CreateTableInput {
 		AttributeDefinitions: []ddbtypes.AttributeDefinition{
 			attr(topology.KeyOrderID, ddbtypes.ScalarAttributeTypeS), attr(topology.KeySort, ddbtypes.ScalarAttributeTypeS),
 			attr(topology.KeyDueShard, ddbtypes.ScalarAttributeTypeS), attr(topology.KeyDueAt, ddbtypes.ScalarAttributeTypeN),
+			attr(topology.KeyEndShard, ddbtypes.ScalarAttributeTypeS), attr(topology.KeyEndedAt, ddbtypes.ScalarAttributeTypeN),
 		},
 		KeySchema: []ddbtypes.KeySchemaElement{
 			keyEl(topology.KeyOrderID, ddbtypes.KeyTypeHash), keyEl(topology.KeySort, ddbtypes.KeyTypeRange),
@@ -172,6 +174,14 @@ func StateTableInput(t topology.Topology) *dynamodb.CreateTableInput {
 			},
 			// Keys only: a claim or a record's transition writes no index entry;
 			// the Supervisor reads the orders it finds due.
+			Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeKeysOnly},
+		}, {
+			IndexName: aws.String(topology.EndIndex),
+			KeySchema: []ddbtypes.KeySchemaElement{
+				keyEl(topology.KeyEndShard, ddbtypes.KeyTypeHash), keyEl(topology.KeyEndedAt, ddbtypes.KeyTypeRange),
+			},
+			// Keys only, written once when an order ends other than
+			// Processed: a search of ended orders reads their items after.
 			Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeKeysOnly},
 		}},
 	}

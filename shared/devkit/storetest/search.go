@@ -34,6 +34,7 @@ func Search(t *testing.T, c *awsclient.Clients) {
 		{"WhereAnOrderIsFindsIt", func(t *testing.T) { whereAnOrderIs(t, c.DynamoDB) }},
 		{"ASealedFieldIsKeptAsItsKeyedHash", func(t *testing.T) { aSealedField(t, c) }},
 		{"TheLongestFieldAndValueAreFound", func(t *testing.T) { theLongestField(t, c.DynamoDB) }},
+		{"AnEndedOrderIsFoundByTheEndIndex", func(t *testing.T) { anEndedOrderIsFoundByTheEndIndex(t, c.DynamoDB) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
