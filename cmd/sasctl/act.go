@@ -55,6 +55,7 @@ lost, the step's pickup deadline brings the Supervisor).` + fmt.Sprintf(bulkHelp
 	}
 	targetFlags(cmd, &t, true)
 	b.bind(cmd)
+	t.bind(cmd.Flags(), "workflows") // a field no workflow declares is told so
 	cmd.Flags().StringVar(&step, "step", "", "the step (or undo action) that failed, as a check; default: the one in Error")
 	return cmd
 }
@@ -94,7 +95,8 @@ error; an ended order, or one whose pivot step ran, is refused with the reason.`
 		},
 	}
 	targetFlags(cmd, &t, true)
-	b.bind(cmd, "reason") // its own --reason: why
+	b.bind(cmd, "reason")            // its own --reason: why
+	t.bind(cmd.Flags(), "workflows") // a field no workflow declares is told so
 	cmd.Flags().StringVar(&reason, "reason", "", "why, kept with the order and shown by status")
 	return cmd
 }

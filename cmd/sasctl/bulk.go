@@ -106,6 +106,9 @@ func runBulk(cmd *cobra.Command, t *target, b *bulkFlags, ids []string, def work
 	if err != nil {
 		return err
 	}
+	if op.Workflows, err = deployedWorkflows(t.WorkflowFiles); err != nil {
+		return err // a field no workflow declares is told so
+	}
 	sel, err := b.selector(op, ids, def)
 	if err != nil {
 		return err

@@ -1,14 +1,21 @@
 package main
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -60,9 +67,26 @@ func TestListFindsOrdersByFieldStepReasonVersionAndEnd(t *testing.T) {
 	}
 	require.Equal(t, []string{"o-c"}, p.listed(false, "--field", "customerId=customer-2"))
 	require.Empty(t, p.listed(false, "--field", "customerId=customer-3"))
+	file := filepath.Join(t.TempDir(), "order.yaml")
+	require.NoError(t, os.WriteFile(file, append(text, "search: [customerId]\n"...), 0o600))
+	code, _, errs := p.ctl("", "list", "--field", "customerID=customer-1", "--workflows", file)
+	require.NotZero(t, code, "a mistyped field is no empty list")
+	require.Contains(t, errs, `no workflow declares "customerID" in its search: (searchable: customerId)`)
 	require.Equal(t, []string{"o-b"}, p.listed(false, "--field", "customerId=customer-1", "--state", "failed"))
 	require.Equal(t, []string{"o-b"}, p.listed(true, "--step", "charge-payment", "--reason", "refused"))
 	require.Equal(t, []string{"o-b"}, p.listed(false, "--agent", "payment"))
+	require.Equal(t, []string{"o-b"}, p.listed(true, "--state", "failed"), "by the end index")
+
+	// An order that ended before the deployment had its end index has no
+	// entry in it: --scan finds it.
+	_, err = p.stack.Deployment.Clients.DynamoDB.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(p.stack.Topology().StateTable()),
+		Key: map[string]types.AttributeValue{topology.KeyOrderID: &types.AttributeValueMemberS{Value: "o-b"},
+			topology.KeySort: &types.AttributeValueMemberS{Value: "TASK"}},
+		UpdateExpression: aws.String("REMOVE " + topology.KeyEndShard)})
+	require.NoError(t, err)
+	require.Empty(t, p.listed(false, "--state", "failed"))
+	require.Equal(t, []string{"o-b"}, p.listed(false, "--state", "failed", "--scan"))
 	require.Empty(t, p.listed(false, "--reason", "timeout"))
 	var page listPage
 	p.json("list", &page, "list", "--field", "customerId=customer-2")
@@ -71,7 +95,7 @@ func TestListFindsOrdersByFieldStepReasonVersionAndEnd(t *testing.T) {
 	require.Empty(t, p.listed(false, "--version", "other"))
 	require.Empty(t, p.listed(false, "--ended-before", "1h"))
 
-	code, _, errs := p.ctl("", "list", "--field", "customerId")
+	code, _, errs = p.ctl("", "list", "--field", "customerId")
 	require.Equal(t, 2, code)
 	require.Contains(t, errs, "--field: \"customerId\": write a searchable field's value as name=value")
 }

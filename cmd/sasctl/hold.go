@@ -81,6 +81,7 @@ itself when the hold ends.`,
 		}
 		targetFlags(c, &t, true)
 		b.bind(c)
+		t.bind(c.Flags(), "workflows") // a field no workflow declares is told so
 		if sp.step {
 			c.Flags().StringVar(&step, "step", "", "the step that holds the order (a forEach item's: step#N); default: the one")
 		}

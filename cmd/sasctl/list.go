@@ -121,6 +121,9 @@ func listCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if op.Workflows, err = deployedWorkflows(t.WorkflowFiles); err != nil {
+				return err // a field no workflow declares is told so
+			}
 			orders, token, err := op.List(cmd.Context(), search, limit, next)
 			if err != nil {
 				return t.explain(err)
@@ -133,10 +136,10 @@ func listCmd() *cobra.Command {
 			out := cmd.OutOrStdout()
 			return emit(out, t.output, page, func() {
 				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "ORDER\tWORKFLOW\tSTATE\tROUND\tCREATED\tUPDATED\tWAITING\tLAST ERROR")
+				fmt.Fprintln(tw, "ORDER\tWORKFLOW\tSTATE\tROUND\tCREATED\tUPDATED\tAT\tWAITING\tLAST ERROR")
 				for _, o := range page.Orders {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", o.OrderID, o.Workflow, o.State, o.Round, stamp(o.CreatedAt),
-						stamp(o.UpdatedAt), flowWaiting(o), short(o.LastError, 60))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", o.OrderID, o.Workflow, o.State, o.Round, stamp(o.CreatedAt),
+						stamp(o.UpdatedAt), atWords(o.At), flowWaiting(o), short(o.LastError, 60))
 				}
 				tw.Flush()
 				if token != "" {
@@ -146,6 +149,7 @@ func listCmd() *cobra.Command {
 		},
 	}
 	targetFlags(cmd, &t, true)
+	t.bind(cmd.Flags(), "workflows") // a field no workflow declares is told so
 	cmd.Flags().Var(&state, "state", "only orders in this state: "+strings.Join(stateNames(), ", "))
 	_ = cmd.RegisterFlagCompletionFunc("state", cobra.FixedCompletions(stateNames(), cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().IntVar(&limit, "limit", 50, "orders per page")
@@ -193,4 +197,17 @@ func shellQuote(v string) string {
 		return v
 	}
 	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
+}
+
+// atWords is where an order is, in words: its first record at work or
+// failed, and how many more ("-" for none).
+func atWords(at []operator.At) string {
+	if len(at) == 0 {
+		return "-"
+	}
+	s := short(at[0].String(), 50)
+	if len(at) > 1 {
+		s += fmt.Sprintf(" (+%d more)", len(at)-1)
+	}
+	return s
 }

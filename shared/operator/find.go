@@ -2,6 +2,10 @@ package operator
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sas-go/sas/shared/searchkey"
@@ -19,6 +23,10 @@ import (
 //     FilterExpression (in proportion to the table).
 // The parts the indexes do not hold (state, workflow, version, step,
 // agent, reason, ages, end times) are tested on the state items read.
+
+// ErrNotSearchable means a search names a field no workflow declares
+// searchable (and no order was found by it).
+var ErrNotSearchable = errors.New("not a searchable field")
 
 // MatchingPage is how many orders Matching reads a page.
 const MatchingPage = 100
@@ -64,10 +72,34 @@ func (o *Operator) byField(ctx context.Context, s Search, f statestore.TaskFilte
 			}
 		}
 		if token == "" || len(out) >= limit {
-			return out, token, nil
+			return out, token, o.declared(s.Field, len(out) == 0 && token == "")
 		}
 		next = token
 	}
+}
+
+// declared says, for a search by field that found nothing (none), when no
+// workflow of the deployment's (when known: Operator.Workflows) declares
+// field searchable: a mistyped name is told so, not answered with an
+// empty list. A field only an earlier version declared finds its orders
+// all the same (it is refused only when it finds none).
+func (o *Operator) declared(field string, none bool) error {
+	if !none || o.Workflows.IsZero() {
+		return nil
+	}
+	var all []string
+	for _, d := range o.Workflows.Definitions() {
+		if slices.Contains(d.Search, field) {
+			return nil
+		}
+		all = append(all, d.Search...)
+	}
+	slices.Sort(all)
+	known := "none declares one"
+	if all = slices.Compact(all); len(all) > 0 {
+		known = "searchable: " + strings.Join(all, ", ")
+	}
+	return fmt.Errorf("%w: no workflow declares %q in its search: (%s)", ErrNotSearchable, field, known)
 }
 
 // fieldNames are the names a searchable value may be kept under: itself,

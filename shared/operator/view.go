@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -79,6 +80,43 @@ type Order struct {
 	// Moves are its moves to other versions of its workflow (sasctl
 	// migrate): when, from which version to which, by whom.
 	Moves []Moved `json:"moves,omitempty"`
+	// At are the records it is at (statestore.Spot): what a search by
+	// step, agent or reason matches.
+	At []At `json:"at,omitempty"`
+}
+
+// At is a record an order is at: its step (an undo action's, if Undo),
+// agent, state (Pending: ready or waiting; Processing; Error: failed for
+// good), an Error's cause, why a ready record waits, and its last error.
+type At struct {
+	Step  string         `json:"step"`
+	Undo  bool           `json:"undo,omitempty"`
+	Agent string         `json:"agent,omitempty"`
+	State workflow.State `json:"state"`
+	Cause string         `json:"cause,omitempty"`
+	Why   string         `json:"why,omitempty"`
+	Error string         `json:"error,omitempty"`
+}
+
+// String is the record in a word or two: its step, and why it failed or
+// waits (its cause, its wait, or its error).
+func (a At) String() string {
+	s := a.Step
+	if a.Undo {
+		s = "undo " + s
+	}
+	if why := cmp.Or(a.Cause, a.Why, a.Error); why != "" {
+		s += " (" + why + ")"
+	}
+	return s
+}
+
+func atOf(spots []statestore.Spot) []At {
+	var out []At
+	for _, s := range spots {
+		out = append(out, At{Step: s.Step, Undo: s.Undo, Agent: s.Agent, State: s.State, Cause: string(s.Cause), Why: s.Why, Error: s.Error})
+	}
+	return out
 }
 
 // Moved is one move of an order to another version of its workflow.
@@ -93,7 +131,7 @@ func OrderOf(t statestore.Task) Order {
 		Steps: t.StepCount, ReplyQueue: t.ReplyQueue, LastError: t.LastError, CreatedAt: utc(t.CreatedAt),
 		UpdatedAt: utc(t.UpdatedAt), CompletedAt: utc(t.CompletedAt), CancelledBy: t.CancelledBy,
 		CancelledAt: utc(t.CancelledAt), CancelReason: t.CancelReason, Events: t.Events, HeldAt: utc(t.HeldAt), HeldUntil: utc(t.HeldUntil),
-		FlowWaiting: t.FlowWaiting, FlowWhy: t.FlowWhy, Moves: movesOf(t.Moves)}
+		FlowWaiting: t.FlowWaiting, FlowWhy: t.FlowWhy, Moves: movesOf(t.Moves), At: atOf(t.At)}
 }
 
 func movesOf(events []statestore.Event) []Moved {
