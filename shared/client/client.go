@@ -16,12 +16,15 @@
 // which it refused and why.
 //
 // It needs the deployment's AWS credentials: SQS SendMessage on the orders
-// and events queues, DynamoDB reads of the state table (status, list, find), and
-// its writes for cancel and the held-order decisions; for an order with
-// payloads in the payload bucket, a held-order decision writes them again
-// (s3:ListBucket on the bucket, s3:GetObject and s3:PutObject on its
-// orders/*), and an order or event over 256 KiB is offloaded under its
-// incoming/ (s3:PutObject there).
+// and events queues, and, for cancel, resubmit and the held-order
+// decisions (one at a time or many), on the scheduler's and the agents'
+// request queues, which it finds (ListQueues, GetQueueUrl); DynamoDB reads
+// of the state table (status, list, find), and its writes for those
+// actions; for an order with payloads in the payload
+// bucket, a held-order decision writes them again (s3:ListBucket on the
+// bucket, s3:GetObject and s3:PutObject on its orders/*), and an order or
+// event over 256 KiB is offloaded under its incoming/ (s3:PutObject
+// there).
 package client
 
 import (
