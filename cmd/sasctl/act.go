@@ -8,7 +8,6 @@ import (
 
 	"github.com/sas-go/sas/shared/client"
 	"github.com/sas-go/sas/shared/operator"
-	"github.com/sas-go/sas/shared/workflow"
 )
 
 func resubmitCmd() *cobra.Command {
@@ -28,9 +27,7 @@ lost, the step's pickup deadline brings the Supervisor).` + fmt.Sprintf(bulkHelp
 		Example: "  sasctl resubmit o-1\n  sasctl resubmit --step charge-payment o-1\n  sasctl resubmit --workflow order --newer-than 2h --dry-run",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if b.many(cmd, args) {
-				return runBulk(cmd, &t, &b, args, workflow.Failed, func(op *operator.Operator) operator.Action {
-					return op.ResubmitAction(step)
-				})
+				return runBulk(cmd, &t, &b, args, operator.ActionSpec{Name: "resubmit", Step: step})
 			}
 			if len(args) != 1 {
 				return exactly(1, "one ORDER id, or a query")(cmd, args)
@@ -75,9 +72,7 @@ error; an ended order, or one whose pivot step ran, is refused with the reason.`
 		Example: "  sasctl cancel --reason \"customer asked\" o-1\n  sasctl cancel --state Pending --id-prefix test- --dry-run",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if b.many(cmd, args) {
-				return runBulk(cmd, &t, &b, args, "", func(op *operator.Operator) operator.Action {
-					return op.CancelAction(reason)
-				})
+				return runBulk(cmd, &t, &b, args, operator.ActionSpec{Name: "cancel", Reason: reason})
 			}
 			if len(args) != 1 {
 				return exactly(1, "one ORDER id, or a query")(cmd, args)

@@ -50,7 +50,7 @@ func (b *bulkFlags) bind(cmd *cobra.Command, except ...string) {
 	fl.StringVar(&b.newer, "newer-than", "", "only orders created less long ago than this (10m, 1h, 2d)")
 	queryFlags(cmd, &b.search, &b.more, except...)
 	fl.BoolVar(&b.dry, "dry-run", false, "write nothing: list what it would act on, and why not for the rest")
-	fl.Float64Var(&b.rate, "rate", 20, "on many orders: at most this many a second (0: unpaced)")
+	fl.Float64Var(&b.rate, "rate", operator.BulkRate, "on many orders: at most this many a second (0: unpaced)")
 	fl.IntVar(&b.count, "count", 0, "on many orders: act on at most this many (0: all)")
 	fl.BoolVar(&b.quiet, "quiet", false, "on many orders: print the counts only, not a line per order")
 }
@@ -98,10 +98,11 @@ func (b *bulkFlags) selector(op *operator.Operator, ids []string, def workflow.S
 	return op.Searched(s), nil
 }
 
-// runBulk runs act on the orders the ids or the query select, printing
-// each order (unless --quiet), its progress on stderr and its report; it
-// exits 1 if stopped.
-func runBulk(cmd *cobra.Command, t *target, b *bulkFlags, ids []string, def workflow.State, act func(*operator.Operator) operator.Action) error {
+// runBulk runs the action spec names on the orders the ids or the query
+// select (the query: in the action's own state unless it names one),
+// printing each order (unless --quiet), its progress on stderr and its
+// report; it exits 1 if stopped.
+func runBulk(cmd *cobra.Command, t *target, b *bulkFlags, ids []string, spec operator.ActionSpec) error {
 	op, err := t.connect(cmd.Context(), true) // its agents' queues: where the requests go
 	if err != nil {
 		return err
@@ -109,11 +110,14 @@ func runBulk(cmd *cobra.Command, t *target, b *bulkFlags, ids []string, def work
 	if op.Workflows, err = deployedWorkflows(t.WorkflowFiles); err != nil {
 		return err // a field no workflow declares is told so
 	}
-	sel, err := b.selector(op, ids, def)
+	sel, err := b.selector(op, ids, spec.DefaultState())
 	if err != nil {
 		return err
 	}
-	a := act(op)
+	a, err := op.ActionOf(spec)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	text := t.output != "json"
 	started, listed, n := time.Now(), 0, 0

@@ -10,7 +10,6 @@ import (
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/outcome"
-	"github.com/sas-go/sas/shared/workflow"
 )
 
 // holdCmds are the operator's decisions on an order a step's failure holds
@@ -56,9 +55,7 @@ itself when the hold ends.`,
 					return usageError{fmt.Errorf("--result: %s: %s", operator.ResultNotJSON, result)}
 				}
 				if b.many(cmd, args) {
-					return runBulk(cmd, &t, &b, args, workflow.Held, func(op *operator.Operator) operator.Action {
-						return op.HeldAction(sp.action, step, json.RawMessage(result))
-					})
+					return runBulk(cmd, &t, &b, args, operator.ActionSpec{Name: string(sp.action), Step: step, Result: json.RawMessage(result)})
 				}
 				if len(args) != 1 {
 					return exactly(1, "one ORDER id, or a query")(cmd, args)

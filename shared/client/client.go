@@ -1,21 +1,30 @@
 // Package client is the typed Go client of a deployment, for the
 // applications that submit orders and send them events, and for the tools
-// that watch them: submit, signal, cancel, status and list, with the
-// decisions on a held order. It is the code sasctl runs (through the same
+// that watch them: submit, signal, cancel, status, list and find (Find: a
+// Search by state, workflow, version, step, agent, reason, age, end time or
+// a searchable field), with the decisions on a held order; and the same
+// actions on many orders at once (RetryMany, SkipMany, UndoMany,
+// CancelMany, ResubmitMany: by ids or a Search, a dry run first, paced,
+// ending with a report). It is the code sasctl runs (through the same
 // shared/operator), so an application sees what an operator sees.
 //
 // Its errors are typed: ErrNotFound for an order that is not stored, a
 // *RejectedError for an order the pipeline would refuse (nothing sent), a
-// *NotCancellableError, a *HeldError, and ErrBadEvent for an event that
-// cannot be sent.
+// *NotCancellableError, a *HeldError, ErrBadEvent for an event that
+// cannot be sent, and ErrNoSelection for a bulk action that names no
+// orders. A bulk action refuses no order by an error: its report says
+// which it refused and why.
 //
 // It needs the deployment's AWS credentials: SQS SendMessage on the orders
-// and events queues, DynamoDB reads of the state table (status, list), and
-// its writes for cancel and the held-order decisions; for an order with
-// payloads in the payload bucket, a held-order decision writes them again
-// (s3:ListBucket on the bucket, s3:GetObject and s3:PutObject on its
-// orders/*), and an order or event over 256 KiB is offloaded under its
-// incoming/ (s3:PutObject there).
+// and events queues, and, for cancel, resubmit and the held-order
+// decisions (one at a time or many), on the scheduler's and the agents'
+// request queues, which it finds (ListQueues, GetQueueUrl); DynamoDB reads
+// of the state table (status, list, find), and its writes for those
+// actions; for an order with payloads in the payload
+// bucket, a held-order decision writes them again (s3:ListBucket on the
+// bucket, s3:GetObject and s3:PutObject on its orders/*), and an order or
+// event over 256 KiB is offloaded under its incoming/ (s3:PutObject
+// there).
 package client
 
 import (

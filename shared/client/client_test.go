@@ -42,13 +42,27 @@ func idlePipeline(t *testing.T) (c *client.Client, start func()) {
 	t.Cleanup(func() { _ = srv.Close() })
 	prefix := fmt.Sprintf("cl%d", time.Now().UnixNano()%1e6)
 	stack, err := localrun.New(context.Background(), localrun.Options{Endpoint: motoEndpoint, Prefix: prefix, RemoteURL: srv.URL,
-		Workflows: workflow.MustSet(workflow.MustExample("approval")), VisibilityTimeout: 5 * time.Second,
+		Workflows: workflow.MustSet(searchableApproval()), VisibilityTimeout: 5 * time.Second,
 		SupervisorEvery: 200 * time.Millisecond, Settings: workflow.Settings{StepTimeout: 8 * time.Second, PickupTimeout: 2 * time.Second}})
 	require.NoError(t, err)
 	t.Setenv("AWS_REGION", "us-east-1")
 	c, err = client.New(context.Background(), client.Options{Prefix: prefix, Endpoint: motoEndpoint})
 	require.NoError(t, err)
 	return c, func() { t.Cleanup(stack.Start(context.Background())) }
+}
+
+// searchableApproval is the approval workflow with its orders' customerId
+// searchable.
+func searchableApproval() workflow.Definition {
+	text, err := workflow.ExampleFile("approval")
+	if err != nil {
+		panic(err)
+	}
+	d, err := workflow.ParseFile("approval.yaml", append(text, "search: [customerId]\n"...), workflow.Options{})
+	if err != nil {
+		panic(err)
+	}
+	return d
 }
 
 // waitFor polls the order's status until ok says so.

@@ -2,7 +2,9 @@
 // html/template, assets embedded with embed: nothing is fetched from the
 // internet) over the same operator code sasctl runs. It shows the orders by
 // state, an order's workflow as a graph with its timeline, the dead-letter
-// queues and the alerts, and resubmits, cancels and redrives.
+// queues and the alerts, and resubmits, cancels and redrives, one order at
+// a time or every order a search finds (a dry run first, then its
+// confirmation: bulk.go).
 //
 // It listens on 127.0.0.1 only, and answers only requests addressed to that
 // address (a page of another site that rebinds its name to 127.0.0.1 gets
@@ -55,6 +57,11 @@ type Config struct {
 	CensusEvery time.Duration
 	// PageSize is the orders listed per page (default 25).
 	PageSize int
+	// BulkMax is the most orders one bulk action from the orders page acts
+	// on (default 500: 25 s at operator.BulkRate, one request); a dry run
+	// that would act on more is shown, not offered to confirm (sasctl acts
+	// on any number, and can be stopped and resumed).
+	BulkMax int
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -73,6 +80,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.PageSize <= 0 {
 		c.PageSize = 25
 	}
+	if c.BulkMax <= 0 {
+		c.BulkMax = 500
+	}
 	return c, nil
 }
 
@@ -84,6 +94,7 @@ type Server struct {
 	pages  pages
 	census censusCache
 	flash  flashes
+	plans  bulkPlans
 }
 
 // New returns a console.
@@ -171,6 +182,9 @@ func (s *Server) Handler(addr string) http.Handler {
 	mux.HandleFunc("GET /orders/{id}", s.order)
 	mux.HandleFunc("GET /orders/{id}/{action}", s.confirmOrder)
 	mux.HandleFunc("POST /orders/{id}/{action}", s.actOnOrder)
+	mux.HandleFunc("GET /bulk", s.bulkDryRun)
+	mux.HandleFunc("GET /bulk/{id}", s.bulkReport)
+	mux.HandleFunc("POST /bulk/{id}", s.bulkRun)
 	mux.HandleFunc("GET /dlq", s.deadLetters)
 	mux.HandleFunc("GET /dlq/{queue}/redrive", s.confirmRedrive)
 	mux.HandleFunc("POST /dlq/{queue}/redrive", s.redrive)

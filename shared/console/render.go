@@ -32,7 +32,7 @@ func staticHandler() http.Handler {
 // pages are the page templates by name, each the layout plus its file.
 type pages map[string]*template.Template
 
-var pageNames = []string{"orders", "order", "confirm", "dlq", "alerts", "agents", "faults", "health", "error"}
+var pageNames = []string{"orders", "order", "confirm", "dlq", "alerts", "agents", "faults", "health", "bulk", "error"}
 
 var funcs = template.FuncMap{
 	"clock": clock,

@@ -34,6 +34,24 @@ func (o *Operator) Searched(s Search) Selector {
 	}
 }
 
+// InFlightSearched selects the orders in flight (not ended) the search
+// keeps, its State aside (InFlight: from the deadline index, or from its
+// field's index if it names one), as the console's In flight list shows
+// them.
+func (o *Operator) InFlightSearched(s Search) Selector {
+	return func(ctx context.Context, next string) ([]string, string, error) {
+		tasks, token, err := o.InFlight(ctx, s, MatchingPage, next)
+		if err != nil {
+			return nil, "", fmt.Errorf("list the orders in flight to act on: %w", err)
+		}
+		ids := make([]string, 0, len(tasks))
+		for _, t := range tasks {
+			ids = append(ids, t.OrderID)
+		}
+		return ids, token, nil
+	}
+}
+
 // Action is one operator action on one order, as Bulk runs it on many.
 type Action struct {
 	Name string // retry, skip, undo, cancel, resubmit, migrate
@@ -80,6 +98,11 @@ type BulkOptions struct {
 	DryRun bool    // write nothing: say what it would do, and why not for the rest
 	Rate   float64 // at most this many orders acted on a second (0: unpaced)
 	Limit  int     // act on at most this many (0: all)
+	// FromDryRun says the orders selected are those a dry run said the
+	// action would act on (its report's Would): one it does not take now
+	// changed since that dry run, and is reported so (BulkChanged), not
+	// refused.
+	FromDryRun bool
 	// By is who acts (sasctl (alice)); each order's history names it with
 	// the bulk action (BulkBy).
 	By string

@@ -11,7 +11,8 @@ import (
 // them as read (Action.Fits: one batch read a hundred), then acts on those
 // that fit, at most opts.Rate a second; a dry run writes nothing. An order
 // the action does not take is no error: it is refused with the reason, or,
-// if it fitted when listed and not at its turn, changed since listed. When
+// if it fitted when listed and not at its turn (or, opts.FromDryRun, when
+// its dry run listed it), changed since listed. When
 // ctx ends, it stops after the order at hand (which it finishes, whatever
 // ctx says) and reports what it did, Stopped; every action refuses, or
 // finds done, an order it acted on already, so the same run again goes
@@ -47,7 +48,7 @@ func (o *Operator) Bulk(ctx context.Context, sel Selector, act Action, opts Bulk
 			rep.Stopped, rep.Left = true, len(ids)-i
 			break
 		}
-		r, err := o.bulkOne(ctx, act, id, rep.By, opts.DryRun, judged)
+		r, err := o.bulkOne(ctx, act, id, rep.By, opts, judged)
 		if err != nil {
 			return rep, fmt.Errorf("%s %s: %w", act.Name, id, err)
 		}
@@ -61,10 +62,14 @@ func (o *Operator) Bulk(ctx context.Context, sel Selector, act Action, opts Bulk
 }
 
 // bulkOne runs act on one order, judged (Fits) when listed.
-func (o *Operator) bulkOne(ctx context.Context, act Action, id, by string, dry bool, judged map[string]string) (BulkResult, error) {
+func (o *Operator) bulkOne(ctx context.Context, act Action, id, by string, opts BulkOptions, judged map[string]string) (BulkResult, error) {
 	r := BulkResult{OrderID: id}
+	dry := opts.DryRun
 	if why := judged[id]; why != "" {
 		r.Outcome, r.Why = BulkRefused, why
+		if opts.FromDryRun { // the dry run took it: it changed since
+			r.Outcome = BulkChanged
+		}
 		return r, nil
 	}
 	if dry && act.Fits != nil {

@@ -1,10 +1,13 @@
 package operator
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // A bulk action's name in each order's history says who, which action,
@@ -17,4 +20,35 @@ func TestABulkActionIsNamedByWhoWhatWhenAndHowMany(t *testing.T) {
 	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567"} {
 		require.Equal(t, want, thousands(n))
 	}
+}
+
+// An action is built from its name (sasctl's command, the console's form,
+// the client's method) with what it takes; an unknown name, or a skip's
+// result that is not JSON, is refused before any order is listed; a query
+// of the action lists its own state unless it names one; a dry run's
+// report says which orders its confirmation acts on.
+func TestAnActionIsBuiltFromItsName(t *testing.T) {
+	t.Parallel()
+	o := &Operator{}
+	for _, name := range ActionNames {
+		a, err := o.ActionOf(ActionSpec{Name: name, Result: json.RawMessage(`{"charged":"by phone"}`)})
+		require.NoError(t, err, name)
+		require.Equal(t, name, a.Name)
+		require.NotNil(t, a.Fits, name)
+		require.True(t, KnownAction(name))
+	}
+	_, err := o.ActionOf(ActionSpec{Name: "explode"})
+	require.EqualError(t, err, `no action "explode": the actions are retry, skip, undo, cancel, resubmit`)
+	require.False(t, KnownAction("explode"))
+	_, err = o.ActionOf(ActionSpec{Name: "skip", Result: json.RawMessage(`{nope`)})
+	var held *workflow.HeldError
+	require.ErrorAs(t, err, &held)
+	require.Contains(t, err.Error(), ResultNotJSON)
+	for name, st := range map[string]workflow.State{"retry": workflow.Held, "skip": workflow.Held, "undo": workflow.Held,
+		"resubmit": workflow.Failed, "cancel": ""} {
+		require.Equal(t, st, ActionSpec{Name: name}.DefaultState(), name)
+	}
+	rep := BulkReport{Orders: []BulkResult{{OrderID: "o-2", Outcome: BulkWould}, {OrderID: "o-1", Outcome: BulkRefused},
+		{OrderID: "o-3", Outcome: BulkWould}}}
+	require.Equal(t, []string{"o-2", "o-3"}, rep.Would())
 }
