@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,4 +124,30 @@ func orders(t *testing.T, c *client.Client, ids ...string) map[string]operator.O
 		out[id] = st.Order
 	}
 	return out
+}
+
+// A client is used from many goroutines at once (an application's
+// handlers): their first actions, before the deployment's agents are
+// known, each look them up, and none writes what another reads (run with
+// -race, as CI does: the operator wrote its Topology's agents from each).
+func TestAClientActsFromManyGoroutinesAtOnce(t *testing.T) {
+	c := pipeline(t)
+	ids := map[string]int{"o-g1": 70, "o-g2": 71, "o-g3": 72, "o-g4": 73}
+	submitWaiting(t, c, ids)
+	errs := make(chan error, len(ids))
+	var wg sync.WaitGroup
+	for id := range ids {
+		wg.Go(func() {
+			_, err := c.Cancel(context.Background(), id, "backoffice", "at once")
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	for id := range ids {
+		waitFor(t, c, id, func(st operator.Status) bool { return st.Order.State == workflow.Cancelled })
+	}
 }

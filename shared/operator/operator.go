@@ -64,6 +64,9 @@ type Operator struct {
 	kept *kept.Boundary // no bucket: seals and opens with the operator's own credentials
 	mu   sync.Mutex
 	urls map[string]string
+	// found are the agents the deployment's queues name (agents), when
+	// Topology names none: nil until looked up.
+	found []string
 }
 
 // New returns an operator for the deployment the topology describes, told
@@ -99,6 +102,29 @@ func New(c *awsclient.Clients, t topology.Topology) *Operator {
 func (o *Operator) WithRetention(d time.Duration) *Operator {
 	o.Store.WithRetention(d)
 	return o
+}
+
+// agents are the deployment's agents: Topology.Agents, or if it names none
+// the deployment's queues say (FindAgents, once). Topology is not written:
+// the actions of one operator run at once (a client's, the console's).
+func (o *Operator) agents(ctx context.Context) ([]string, error) {
+	if len(o.Topology.Agents) > 0 {
+		return o.Topology.Agents, nil
+	}
+	o.mu.Lock()
+	found := o.found
+	o.mu.Unlock()
+	if found != nil {
+		return found, nil
+	}
+	found, err := o.FindAgents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.found = append([]string{}, found...) // not nil: found, if none
+	return o.found, nil
 }
 
 // QueueURL looks up (once) the URL of a queue of the deployment.
@@ -260,16 +286,14 @@ func (o *Operator) payloadBucket(ctx context.Context, orderID string, round int)
 // through the Scheduler), as the Supervisor does: the one route.
 func (o *Operator) restarter(ctx context.Context) (dispatch.Restarter, error) {
 	r := dispatch.Restarter{Records: o.Store, AgentQueues: map[string]string{}, Send: queue.NewSender(o.sqs)}
-	var err error
-	if len(o.Topology.Agents) == 0 { // not named: the deployment's queues say
-		if o.Topology.Agents, err = o.FindAgents(ctx); err != nil {
-			return r, err
-		}
+	agents, err := o.agents(ctx)
+	if err != nil {
+		return r, err
 	}
 	if r.SchedulerQueueURL, err = o.QueueURL(ctx, o.Topology.SchedulerQueue().Name); err != nil {
 		return r, err
 	}
-	for _, a := range o.Topology.Agents {
+	for _, a := range agents {
 		if r.AgentQueues[a], err = o.QueueURL(ctx, o.Topology.AgentRequests(a).Name); err != nil {
 			return r, err
 		}

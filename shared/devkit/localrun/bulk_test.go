@@ -3,7 +3,9 @@ package localrun_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -119,6 +121,9 @@ func TestHeldOrdersAreRetriedByTheThousand(t *testing.T) {
 		"%.2f write units, %.2f read units, %.2f SQS requests; the report: %s", n, took.Round(time.Millisecond), per/took.Seconds(),
 		float64(u["DynamoDB"].Requests)/per, float64(u["DynamoDB UpdateItem"].Requests)/per, u["DynamoDB"].WriteUnits/per,
 		u["DynamoDB"].ReadUnits/per, float64(u["SQS"].Requests)/per, report.String())
+	for _, k := range slices.Sorted(maps.Keys(u)) {
+		t.Logf("  %s: %.2f requests an order", k, float64(u[k].Requests)/per)
+	}
 	require.Contains(t, rep.By, fmt.Sprintf("the test retry (bulk %s", start.UTC().Format("2006-01-02T")))
 
 	tasks := e.waitEndedWithin(ids, time.Minute+time.Duration(n)*100*time.Millisecond)
