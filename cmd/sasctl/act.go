@@ -112,6 +112,8 @@ func redriveCmd() *cobra.Command {
 		maxN  int
 		dry   bool
 		rate  float64
+		q     operator.DLQQuery
+		older string
 	)
 	cmd := &cobra.Command{
 		Use:   "redrive",
@@ -121,19 +123,29 @@ sends each message back to its queue and deletes it from the DLQ: a message that
 moved twice, and a crash between the send and the delete duplicates a message rather than losing it.
 --dry-run moves nothing: it lists the messages it would move (read without consuming them, as sasctl
 dlq show does). --rate paces the moves; Ctrl-C stops between two messages, and those not moved are
-visible in the DLQ again at once (the same command again moves them).`,
+visible in the DLQ again at once (the same command again moves them). A query (--order, --id-prefix,
+--kind, --reason, --older-than) moves the messages it keeps only: the others it looks at (up to
+1,000) are made visible again at once, and counted.`,
 		Example: "  sasctl redrive --queue orders\n  sasctl redrive --queue agent-payment-requests --max 10\n" +
-			"  sasctl redrive --queue scheduler --dry-run\n  sasctl redrive --queue orders --rate 20",
+			"  sasctl redrive --queue scheduler --dry-run\n  sasctl redrive --queue orders --rate 20\n" +
+			"  sasctl redrive --queue events --reason 'not stored' --older-than 10m\n  sasctl redrive --queue orders --order o-1 --order o-2",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if maxN < 1 || rate < 0 {
 				return usageErrorf("--max must be at least 1, --rate not negative")
 			}
+			if older != "" {
+				d, err := operator.ParseAge(older)
+				if err != nil {
+					return usageErrorf("--older-than: %v", err)
+				}
+				q.OlderThan = d
+			}
 			op, err := t.connect(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
-			res, err := op.RedrivePaced(cmd.Context(), queue, maxN, operator.BulkOptions{DryRun: dry, Rate: rate})
+			res, err := op.RedriveMatching(cmd.Context(), queue, maxN, q, operator.BulkOptions{DryRun: dry, Rate: rate})
 			if err != nil {
 				return fmt.Errorf("%w (moved %d before that)", t.explain(err), res.Moved)
 			}
@@ -141,7 +153,10 @@ visible in the DLQ again at once (the same command again moves them).`,
 			if dry {
 				return emit(out, t.output, res, func() { printRedriveDry(out, res) })
 			}
-			return emit(out, t.output, res.Redriven, func() { fmt.Fprintf(out, "moved %d messages from %s to %s\n", res.Moved, res.From, res.To) })
+			return emit(out, t.output, res.Redriven, func() {
+				fmt.Fprintf(out, "moved %d messages from %s to %s\n", res.Moved, res.From, res.To)
+				printLeft(out, res)
+			})
 		},
 	}
 	targetFlags(cmd, &t, true)
@@ -150,5 +165,10 @@ visible in the DLQ again at once (the same command again moves them).`,
 	cmd.Flags().IntVar(&maxN, "max", 1000, "move at most this many messages")
 	cmd.Flags().BoolVar(&dry, "dry-run", false, "move nothing: list the messages it would move")
 	cmd.Flags().Float64Var(&rate, "rate", 0, "move at most this many messages a second (0: unpaced)")
+	cmd.Flags().StringSliceVar(&q.OrderIDs, "order", nil, "only the messages of this order (again for more)")
+	cmd.Flags().StringVar(&q.Prefix, "id-prefix", "", "only the messages of orders whose orderId starts with this")
+	cmd.Flags().StringVar(&q.Kind, "kind", "", "only messages of this kind: order, event, cancel, schedule, reply…")
+	cmd.Flags().StringVar(&q.Reason, "reason", "", "only messages whose reject reason holds this text (none: those SQS moved after too many receives)")
+	cmd.Flags().StringVar(&older, "older-than", "", "only messages sent to the DLQ longer ago than this (10m, 1h, 2d)")
 	return cmd
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -86,16 +85,8 @@ func sortedResults(rs []operator.BulkResult) []operator.BulkResult {
 // again, so the DLQ holds exactly what the test put there.)
 func TestARedriveIsListedFirstAndPaced(t *testing.T) {
 	t.Parallel()
-	p := newPipeline(t)
-	op := operator.New(p.stack.Deployment.Clients, p.stack.Topology())
+	p, op := withDeadOrders(t, "o-rd0", "o-rd1", "o-rd2")
 	ctx := context.Background()
-	dlq, err := op.QueueURL(ctx, p.stack.Topology().OrdersQueue().DLQName)
-	require.NoError(t, err)
-	for i := range 3 {
-		_, err := p.stack.Deployment.Clients.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &dlq,
-			MessageBody: aws.String(orderJSON(fmt.Sprintf("o-rd%d", i)))})
-		require.NoError(t, err)
-	}
 	// The DLQ's orders, once it shows want of them (depths are approximate,
 	// a message may be delivered twice: distinct orders are counted).
 	dlqOrders := func(want int, what string) map[string]bool {
@@ -148,4 +139,65 @@ func orderIDs(msgs []operator.DLQMessage) map[string]bool {
 		out[m.OrderID] = true
 	}
 	return out
+}
+
+// A redrive by a query moves the messages it keeps only: a dry run lists
+// them and says how many others it left; the redrive of one order moves
+// its message, and the others are visible in the DLQ again at once, not
+// after five minutes.
+func TestARedriveMovesTheMessagesItsQueryKeeps(t *testing.T) {
+	t.Parallel()
+	p, op := withDeadOrders(t, "o-q1", "o-q2", "o-x1")
+	ctx := context.Background()
+	inDLQ := func(want ...string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			c, err := op.DLQMessages(ctx, "orders", operator.DLQReadMax)
+			require.NoError(t, err)
+			got := orderIDs(c.Messages)
+			if len(got) == len(want) {
+				for _, id := range want {
+					require.True(t, got[id], "%s is in the DLQ", id)
+				}
+				return
+			}
+			require.True(t, time.Now().Before(deadline), "%d orders in the DLQ, not %d", len(got), len(want))
+		}
+	}
+	inDLQ("o-q1", "o-q2", "o-x1")
+
+	var dry operator.DLQRedriven
+	p.json("dlqRedrive", &dry, "redrive", "--queue", "orders", "--dry-run", "--id-prefix", "o-q")
+	require.Equal(t, map[string]bool{"o-q1": true, "o-q2": true}, orderIDs(dry.Messages))
+	require.Equal(t, 1, dry.Left)
+	code, out, errs := p.ctl("", "redrive", "--queue", "orders", "--reason", "no such reason")
+	require.Zero(t, code, errs)
+	require.Contains(t, out, "moved 0 messages")
+	require.Contains(t, out, "3 other messages left in")
+	inDLQ("o-q1", "o-q2", "o-x1")
+
+	var moved operator.Redriven
+	p.json("redrive", &moved, "redrive", "--queue", "orders", "--order", "o-x1")
+	require.Equal(t, 1, moved.Moved)
+	require.Equal(t, 2, moved.Left)
+	inDLQ("o-q1", "o-q2") // at once: the redrive made them visible again
+	p.waitEnded("o-x1")
+}
+
+// withDeadOrders is a pipeline whose orders DLQ holds the orders ids, set
+// aside by hand, and an operator of it.
+func withDeadOrders(t *testing.T, ids ...string) (*pipeline, *operator.Operator) {
+	t.Helper()
+	p := newPipeline(t)
+	op := operator.New(p.stack.Deployment.Clients, p.stack.Topology())
+	ctx := context.Background()
+	dlq, err := op.QueueURL(ctx, p.stack.Topology().OrdersQueue().DLQName)
+	require.NoError(t, err)
+	for _, id := range ids {
+		_, err := p.stack.Deployment.Clients.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &dlq,
+			MessageBody: aws.String(orderJSON(id))})
+		require.NoError(t, err)
+	}
+	return p, op
 }

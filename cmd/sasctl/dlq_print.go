@@ -96,6 +96,14 @@ func printRedriveDry(out io.Writer, r operator.DLQRedriven) {
 	fmt.Fprintf(out, "would move %d message%s from %s to %s (a dry run: nothing moved)\n", len(r.Messages), plural(len(r.Messages)),
 		r.From, r.To)
 	printRedriveLines(out, r.Messages)
+	printLeft(out, r)
+}
+
+// printLeft says how many messages a redrive's query left in the DLQ.
+func printLeft(out io.Writer, r operator.DLQRedriven) {
+	if r.Left > 0 {
+		fmt.Fprintf(out, "%d other message%s left in %s: the query does not keep them\n", r.Left, plural(r.Left), r.From)
+	}
 }
 
 // printRedriveLines prints a line for each message moved, or to move.

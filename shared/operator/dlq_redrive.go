@@ -72,10 +72,15 @@ func (o *Operator) RedrivePaced(ctx context.Context, short string, max int, opts
 	if err != nil {
 		return res, err
 	}
-	var wait func(context.Context) error
-	if d := pace(opts.Rate); d > 0 {
-		sleep := opts.sleeper()
-		wait = func(ctx context.Context) error { return sleep(ctx, d) }
+	return res, o.move(ctx, q, src, dlq, taken, &res, opts.waiter())
+}
+
+// waiter is the wait between two moves at opts' rate (nil: unpaced).
+func (opts BulkOptions) waiter() func(context.Context) error {
+	d := pace(opts.Rate)
+	if d <= 0 {
+		return nil
 	}
-	return res, o.move(ctx, q, src, dlq, taken, &res, wait)
+	sleep := opts.sleeper()
+	return func(ctx context.Context) error { return sleep(ctx, d) }
 }

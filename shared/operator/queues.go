@@ -169,6 +169,9 @@ func (o *Operator) queueByShortName(short string) (topology.Queue, error) {
 
 // Redriven says what a redrive moved.
 type Redriven struct {
+	// Left are the messages looked at that a query did not keep
+	// (RedriveMatching): visible in the DLQ again at once.
+	Left  int    `json:"left,omitempty"`
 	Moved int    `json:"moved"`
 	From  string `json:"from"` // the dead-letter queue
 	To    string `json:"to"`   // its queue
@@ -235,20 +238,34 @@ func (o *Operator) move(ctx context.Context, q topology.Queue, src, dlq string, 
 // five minutes.
 func (o *Operator) take(ctx context.Context, url, name string, max int) ([]types.Message, error) {
 	var taken []types.Message
-	for len(taken) < max {
+	err := o.takeEach(ctx, url, name, func(m types.Message) bool {
+		taken = append(taken, m)
+		return len(taken) < max
+	})
+	return taken, err
+}
+
+// takeEach receives a dead-letter queue's messages, hiding them for five
+// minutes, and hands each to more until it says no more or the queue shows
+// none; a batch's messages after more said no are handed over all the same
+// (they are received: the caller keeps or unhides them).
+func (o *Operator) takeEach(ctx context.Context, url, name string, more func(types.Message) bool) error {
+	for want := true; want; {
 		out, err := o.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url,
-			MaxNumberOfMessages: int32(min(10, max-len(taken))), VisibilityTimeout: 300, WaitTimeSeconds: 1,
+			MaxNumberOfMessages: 10, VisibilityTimeout: 300, WaitTimeSeconds: 1,
 			MessageAttributeNames:       []string{"All"},
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}})
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", name, err)
+			return fmt.Errorf("read %s: %w", name, err)
 		}
 		if len(out.Messages) == 0 {
-			break
+			return nil
 		}
-		taken = append(taken, out.Messages...)
+		for _, m := range out.Messages {
+			want = more(m) && want
+		}
 	}
-	return taken, nil
+	return nil
 }
 
 // FindAgents reads the deployment's agents from its queues' names (each
