@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"sync"
@@ -27,6 +28,7 @@ import (
 	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/queue"
@@ -64,6 +66,10 @@ type Operator struct {
 	kept *kept.Boundary // no bucket: seals and opens with the operator's own credentials
 	mu   sync.Mutex
 	urls map[string]string
+	// metrics counts the ends o's writes make, written to metricsTo after
+	// each action (WithMetrics; nil: none).
+	metrics   *metrics.Emitter
+	metricsTo io.Writer
 }
 
 // New returns an operator for the deployment the topology describes, told
@@ -300,6 +306,7 @@ func (o *Operator) Cancel(ctx context.Context, orderID, by, reason string) (Canc
 	k := outcome.Canceller{Store: o.Store, Start: start, Notify: notify.New(queue.NewSender(o.sqs), notify.Stored{}, nil,
 		slog.New(slog.DiscardHandler)), Slots: dispatch.Slots{Store: o.Lines, AgentQueues: start.AgentQueues, Send: start.Send}}
 	res, err := k.Cancel(ctx, statestore.CancelRequest{OrderID: orderID, By: by, Reason: reason, Pickup: o.PickupTimeout, Now: o.Now()})
+	o.flushMetrics(ctx) // an end it wrote, even if what followed failed
 	if err != nil {
 		return Cancelled{}, err
 	}
@@ -374,5 +381,6 @@ func (o *Operator) DecideHeld(ctx context.Context, d outcome.HoldDecision) (outc
 	}
 	h := outcome.Holds{Store: o.Store, Start: start, Pickup: o.PickupTimeout,
 		Notify: notify.New(queue.NewSender(o.sqs), notify.Stored{}, nil, slog.New(slog.DiscardHandler))}
+	defer o.flushMetrics(ctx) // an end it wrote, even if what followed failed
 	return h.Decide(ctx, d)
 }
