@@ -13,11 +13,6 @@ import (
 	"github.com/sas-go/sas/shared/notify"
 )
 
-// MetricsFunction is the Function dimension of the metrics an operator's
-// own writes emit (OrdersCancelled, OrdersCompensated, OrdersProcessed);
-// an end's workflow health metrics carry none, as a function's do not.
-const MetricsFunction = "operator"
-
 // Publisher hands on the metrics written to it (cwmetrics.Publisher).
 type Publisher interface {
 	Publish(ctx context.Context) error
@@ -31,7 +26,7 @@ type Publisher interface {
 // it has one (cwmetrics.Publisher). Without it, o's ends are counted in
 // the hourly counts (Health) and in no metric. It returns o.
 func (o *Operator) WithMetrics(w io.Writer) *Operator {
-	o.metrics, o.metricsTo = metrics.New(w, MetricsFunction), w
+	o.metrics, o.metricsTo = metrics.New(w, metrics.OperatorFunction), w
 	o.Store.WithEnds(notify.EndCounter(o.metrics))
 	return o
 }

@@ -69,7 +69,7 @@ func OperatorEnds(t *testing.T, c *awsclient.Clients) {
 		require.Equal(t, []float64{1}, cw.values(metrics.Namespace, metrics.OrdersEnded, "Workflow=test", "State="+string(st)), st)
 	}
 	require.Len(t, cw.values(metrics.Namespace, metrics.OrderDuration, "Workflow=test"), 3)
-	require.Equal(t, []float64{1}, cw.values(metrics.Namespace, metrics.OrdersCancelled, "Function="+operator.MetricsFunction))
+	require.Equal(t, []float64{1}, cw.values(metrics.Namespace, metrics.OrdersCancelled, "Function="+metrics.OperatorFunction))
 }
 
 // held stores order id of d and has its record r refused: the order is
