@@ -92,3 +92,10 @@ func TestSearch(t *testing.T) {
 func TestAnOperatorsEndsAreInTheMetricsTheAlarmReads(t *testing.T) {
 	onEveryEngine(t, func(t *testing.T, e emulatortest.Engine) { storetest.OperatorEnds(t, e.Clients) })
 }
+
+// The health view counts each order in flight by what it waits for (an
+// event, a timer, a callback, its flow control, held, at work), read from
+// the store, on every engine.
+func TestTheHealthSaysWhatEachOrderInFlightWaitsFor(t *testing.T) {
+	onEveryEngine(t, func(t *testing.T, e emulatortest.Engine) { storetest.HealthWaits(t, e.Clients) })
+}
