@@ -292,6 +292,7 @@ func (d *devRun) sayResources(ctx context.Context, logPath string) error {
 // serve starts the console and the control endpoint, and writes dev.json.
 func (d *devRun) serve() error {
 	op := operator.New(d.stack.Deployment.Clients, d.stack.Topology()).WithRetention(d.stack.Deployment.Config.Retention())
+	op.WithMetrics(d.stack.Deployment.Metrics)         // the ends the console makes, with the handlers' EMF in handlers.log
 	op.Workflows = d.stack.Deployment.Config.Workflows // the order page offers a move to the version it runs
 	if p := d.flags.Overrides.PickupTimeout; p > 0 {
 		op.PickupTimeout = p

@@ -63,6 +63,13 @@ func (t *target) connect(ctx context.Context, findAgents bool) (*operator.Operat
 	topo := topology.Default(prefix, t.Topology.Agents...)
 	topo.DeadlineShards = t.Topology.DeadlineShards // every shard of a deployment that has more
 	op := operator.New(c, topo)
+	if !emulated {
+		// The ends its writes make (a cancel, an undo, a skip) count in
+		// the stack's dashboard and alarms, as a function's do. An
+		// emulator has no CloudWatch the SDK speaks to: there, they are
+		// in the hourly counts (top, the console) only.
+		op.ToCloudWatch(c.Config)
+	}
 	if t.told("retentionDays") { // for an order stored before orders kept theirs; not told, none is set
 		op.WithRetention(t.Retention())
 	}

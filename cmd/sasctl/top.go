@@ -17,12 +17,8 @@ import (
 )
 
 func topCmd() *cobra.Command {
-	var (
-		t     target
-		every time.Duration
-		once  bool
-	)
-	cmd := &cobra.Command{
+	var r refreshing
+	return refreshCmd(&cobra.Command{
 		Use:   "top",
 		Short: "each workflow's health: orders started and ended, failure rate, durations, in flight",
 		Long: `top prints, per workflow and version, over the last hour (this clock hour and the previous one) and
@@ -33,22 +29,9 @@ and the orders in flight now, by what they wait on. It reads the hourly counts t
 orders keep and the in-flight index, never the whole state table. The console's health page shows
 the same; in AWS, so do the CloudWatch metrics and the stack's dashboard.`,
 		Example: "  sasctl top\n  sasctl top --once -o json",
-		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if every <= 0 {
-				return usageErrorf("--every must be positive")
-			}
-			op, err := t.connect(cmd.Context(), true)
-			if err != nil {
-				return err
-			}
-			return t.top(cmd.Context(), op, cmd.OutOrStdout(), every, once)
-		},
-	}
-	targetFlags(cmd, &t, true)
-	cmd.Flags().DurationVar(&every, "every", 5*time.Second, "refresh period")
-	cmd.Flags().BoolVar(&once, "once", false, "print once and exit")
-	return cmd
+	}, &r, 5*time.Second, "print once and exit", func(cmd *cobra.Command, op *operator.Operator) error {
+		return r.top(cmd.Context(), op, cmd.OutOrStdout())
+	})
 }
 
 // topView is what top prints (its --output json).
@@ -57,27 +40,17 @@ type topView struct {
 	Workflows []operator.WorkflowHealth `json:"workflows"`
 }
 
-// top prints the health every period until once or ctx ends.
-func (t *target) top(ctx context.Context, op *operator.Operator, out io.Writer, every time.Duration, once bool) error {
-	for {
+// top prints the health every period until --once or ctx ends.
+func (r *refreshing) top(ctx context.Context, op *operator.Operator, out io.Writer) error {
+	return r.loop(ctx, func() (bool, error) {
 		now := time.Now()
 		hs, err := op.Health(ctx, now)
 		if err != nil {
-			return t.explain(err)
+			return false, r.t.explain(err)
 		}
 		v := topView{At: now.UTC(), Workflows: hs}
-		if err := emit(out, t.output, v, func() { v.print(out) }); err != nil {
-			return err
-		}
-		if once {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(every):
-		}
-	}
+		return r.once, emit(out, r.t.output, v, func() { v.print(out) })
+	})
 }
 
 // topStates are the end states top has a column for.

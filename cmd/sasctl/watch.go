@@ -17,11 +17,10 @@ import (
 
 func watchCmd() *cobra.Command {
 	var (
-		t               target
-		every           time.Duration
-		once, untilIdle bool
+		r         refreshing
+		untilIdle bool
 	)
-	cmd := &cobra.Command{
+	cmd := refreshCmd(&cobra.Command{
 		Use:   "watch",
 		Short: "live counts of orders by state, steps at work and queue depths",
 		Long: `watch prints, every --every, the orders by state, the steps waiting for a claim (and the longest
@@ -30,52 +29,30 @@ whose calls are held (paused, slowed down by its service, queueing for its rate 
 keys in use (perKey: how many, and how many calls wait in their lines). It scans the state table at
 each refresh. On a terminal it redraws one line.`,
 		Example: "  sasctl watch\n  sasctl watch --once -o json",
-		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if every <= 0 {
-				return usageErrorf("--every must be positive")
-			}
-			op, err := t.connect(cmd.Context(), true)
-			if err != nil {
-				return err
-			}
-			return t.watch(cmd.Context(), op, cmd.OutOrStdout(), every, func(s snapshot) bool {
-				return once || (untilIdle && s.InFlight == 0)
-			})
-		},
-	}
-	targetFlags(cmd, &t, true)
-	cmd.Flags().DurationVar(&every, "every", time.Second, "refresh period")
-	cmd.Flags().BoolVar(&once, "once", false, "print one snapshot and exit")
+	}, &r, time.Second, "print one snapshot and exit", func(cmd *cobra.Command, op *operator.Operator) error {
+		return r.watch(cmd.Context(), op, cmd.OutOrStdout(), func(s snapshot) bool {
+			return r.once || (untilIdle && s.InFlight == 0)
+		})
+	})
 	cmd.Flags().BoolVar(&untilIdle, "until-idle", false, "exit when no order is in flight")
 	return cmd
 }
 
 // watch prints a snapshot every period until done says so or ctx ends.
-func (t *target) watch(ctx context.Context, op *operator.Operator, out io.Writer, every time.Duration, done func(snapshot) bool) error {
-	tty := isTerminal(out) && t.output == "text"
+func (r *refreshing) watch(ctx context.Context, op *operator.Operator, out io.Writer, done func(snapshot) bool) error {
+	tty := isTerminal(out) && r.t.output == "text"
 	defer func() {
 		if tty {
 			fmt.Fprintln(out)
 		}
 	}()
-	for {
+	return r.loop(ctx, func() (bool, error) {
 		snap, err := takeSnapshot(ctx, op)
 		if err != nil {
-			return t.explain(err)
+			return false, r.t.explain(err)
 		}
-		if err := emit(out, t.output, snap, func() { snap.print(out, tty) }); err != nil {
-			return err
-		}
-		if done(snap) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(every):
-		}
-	}
+		return done(snap), emit(out, r.t.output, snap, func() { snap.print(out, tty) })
+	})
 }
 
 // snapshot is one look at the deployment (watch's --output json).

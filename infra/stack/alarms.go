@@ -102,10 +102,12 @@ func dashboard(st awscdk.Stack, p Props, f *Functions) {
 		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Left: &ms, Width: jsii.Number(12)})
 	}
 	agents := agentFunctions(p)
-	// An order's end is counted by whoever recorded it: an Agent (its last
-	// step or undo done), the Supervisor (a give-up), or the Scheduler (a
-	// reply from an Agent of an earlier version).
-	enders := append([]string{"scheduler", "supervisor"}, agents...)
+	// An order's end is counted by whoever wrote it: an Agent (its last
+	// step or undo done), the Supervisor (a give-up, a hold's end), the
+	// Scheduler (a wait or timer done, a reply from an Agent of an earlier
+	// version), Submission (an event, a cancel with nothing to undo), or
+	// the operator's tools (a cancel, an undo or a skip of a held order).
+	enders := append([]string{"scheduler", "supervisor", "submission", metrics.OperatorFunction}, agents...)
 	d := awscloudwatch.NewDashboard(st, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
 		DashboardName: jsii.String(p.Topology.Prefix + "-orders"),
 	})

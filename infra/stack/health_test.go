@@ -57,3 +57,19 @@ func TestTheDashboardHasARowPerWorkflow(t *testing.T) {
 		require.Contains(t, body, want)
 	}
 }
+
+// The dashboard's orders by outcome count the ends of every writer that
+// ends orders: the Scheduler, the Supervisor, Submission (an event, a
+// cancel), the operator's tools and each Agent.
+func TestTheOrdersByOutcomeCountEveryWriterOfAnEnd(t *testing.T) {
+	var body string
+	for _, d := range resources("AWS::CloudWatch::Dashboard") {
+		b, _ := json.Marshal(d["DashboardBody"])
+		body = string(b)
+	}
+	for _, name := range []string{"OrdersProcessed", "OrdersCompensated"} {
+		for _, fn := range []string{"scheduler", "supervisor", "submission", "operator", "agent-payment"} {
+			require.Contains(t, body, fmt.Sprintf(`\"%s\",\"Function\",\"%s\"`, name, fn))
+		}
+	}
+}

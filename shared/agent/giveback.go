@@ -13,7 +13,6 @@ import (
 	"github.com/sas-go/sas/shared/kept"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
-	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -116,9 +115,6 @@ func (h *Handler) release(ctx context.Context, def workflow.Definition, st *stat
 // replyMove replies what a give-back made ready while the order is undone
 // (rec): the Scheduler starts it; nothing is done or refused.
 func (h *Handler) replyMove(ctx context.Context, def workflow.Definition, st *statestore.Step, payload json.RawMessage, rec outcome.Recorded) error {
-	if rec.State.Ended() {
-		notify.CountEnd(h.metrics, rec.End)
-	}
 	reply := outcome.Reply(def, outcome.Attempt{OrderID: st.OrderID, Ref: st.Ref, Name: st.Name, Attempt: st.Attempt}, rec, nil, payload)
 	reply.OK, reply.GivenBack = false, true
 	// If this send is lost, the undo made ready is found unclaimed at its

@@ -10,7 +10,6 @@ import (
 	"github.com/sas-go/sas/shared/flow"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
-	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
@@ -94,9 +93,6 @@ func (h *Handler) recordOutcome(ctx context.Context, def workflow.Definition, st
 	if rec.Stale {
 		h.stale(st)
 		return nil
-	}
-	if rec.State.Ended() {
-		notify.CountEnd(h.metrics, rec.End) // here, once: the reply may be delivered twice
 	}
 	if h.Crash != nil {
 		h.Crash("agent.after-record") // recorded: what it made ready waits for its pickup deadline

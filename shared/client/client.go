@@ -137,6 +137,9 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 		t.DeadlineShards = opts.DeadlineShards
 	}
 	op := operator.New(c, t) // not told the retention: operator.New's
+	if opts.Endpoint == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
+		op.ToCloudWatch(c.Config) // the ends it makes count in the stack's dashboard and alarms
+	}
 	if d := opts.RetentionDays; d != nil {
 		op.WithRetention(time.Duration(*d) * 24 * time.Hour) // 0 is the deployment's 0, kept for ever: told, not a default
 	}

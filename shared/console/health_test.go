@@ -73,7 +73,7 @@ func TestTheHealthPageShowsEachWorkflowsFigures(t *testing.T) {
 	require.Subset(t, names, []string{"reserve-inventory", "charge-payment", "create-shipment"})
 	approval := of(t, hs, "approval")
 	require.GreaterOrEqual(t, approval.InFlight, 1)
-	require.GreaterOrEqual(t, approval.Waiting["at work"], 1)
+	require.GreaterOrEqual(t, approval.Waiting["event: approved"], 1, "waiting for its event, not at work")
 
 	code, body := get(t, base+"/health")
 	require.Equal(t, http.StatusOK, code, body)

@@ -186,7 +186,15 @@ func (d *Deployment) notifier(m *metrics.Emitter, log *slog.Logger) *notify.Noti
 	return notify.New(queue.NewSender(d.Clients.SQS), notify.Allowed(d.Config.AllowedReplyQueues), m, log)
 }
 
-// Store is the state store of the deployment.
+// countingIn is the deployment's state store, each end its writes make
+// counted in m (notify.EndCounter): in the metrics of the function whose
+// write ended the order, once.
+func (d *Deployment) countingIn(m *metrics.Emitter) *statestore.Store {
+	return d.Store().WithEnds(notify.EndCounter(m))
+}
+
+// Store is the state store of the deployment; its ends are counted in no
+// function's metrics (a handler's is countingIn its own).
 func (d *Deployment) Store() *statestore.Store {
 	t := d.Config.Topology
 	return statestore.New(d.Clients.DynamoDB, t.OrdersTable(), t.StateTable(), t.DeadlineShards).
@@ -236,7 +244,7 @@ func (d *Deployment) Submission() (*submission.Handler, error) {
 		EventsDLQURL:       d.Config.QueueURL(t.EventsQueue().DLQName),
 		AllowedReplyQueues: notify.Allowed(d.Config.AllowedReplyQueues),
 		OpenOnly:           !d.Config.SealData,
-	}, submission.Deps{Store: d.Store(), Kept: d.Kept(), Offload: d.Offload(), Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log,
+	}, submission.Deps{Store: d.countingIn(m), Kept: d.Kept(), Offload: d.Offload(), Send: queue.NewSender(d.Clients.SQS), Notify: d.notifier(m, log), Metrics: m, Log: log,
 		Slots: keyline.NewStore(d.Clients.DynamoDB, d.Config.Topology.StateTable()), Budget: kept.BudgetFor(functionMemoryMB(topology.CoordinatorMemoryMB)),
 		SearchNames: d.searchNames()})
 }
@@ -247,7 +255,7 @@ func (d *Deployment) Scheduler() (*scheduler.Handler, error) {
 	return scheduler.New(scheduler.Config{
 		Workflows: d.Config.Workflows, AgentQueues: d.agentRequestQueues(),
 		DLQURL: d.Config.QueueURL(d.Config.Topology.SchedulerQueue().DLQName),
-	}, scheduler.Deps{Store: d.Store(), Send: queue.NewSender(d.Clients.SQS),
+	}, scheduler.Deps{Store: d.countingIn(m), Send: queue.NewSender(d.Clients.SQS),
 		Alerts: alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m), Notify: d.notifier(m, log), Metrics: m, Log: log,
 		Budget: kept.BudgetFor(functionMemoryMB(topology.CoordinatorMemoryMB)), Kept: d.Kept()})
 }
@@ -286,17 +294,17 @@ func (d *Deployment) Agent(ctx context.Context, name, instanceID string) (*agent
 	if backoff.Base <= 0 {
 		backoff = resilience.Backoff{Base: 50 * time.Millisecond, Max: 2 * time.Second}
 	}
-	k := d.Kept()
+	k, m := d.Kept(), d.emitter(fn)
 	return agent.New(agent.Config{
 		Workflows: d.Config.Workflows, Name: name, InstanceID: instanceID, ResponseQueueURL: d.Config.QueueURL(t.AgentResponses(name).Name),
 		RequestQueueURL: d.Config.QueueURL(t.AgentRequests(name).Name), RateLimit: spec.RateLimit, PerKey: spec.PerKey,
 		DLQURL: d.Config.QueueURL(t.AgentRequests(name).DLQName), Backoff: backoff,
 		CallTimeout: spec.Timeout, Margin: 100 * time.Millisecond,
 	}, agent.Deps{Remote: remote, Kept: k, Budget: kept.BudgetFor(functionMemoryMB(spec.MemoryMB)),
-		Breaker: &resilience.Breaker{Threshold: b.Threshold, Cooldown: b.Cooldown}, Store: d.Store(),
+		Breaker: &resilience.Breaker{Threshold: b.Threshold, Cooldown: b.Cooldown}, Store: d.countingIn(m),
 		Gate:  &flow.Gate{Store: flow.NewStore(d.Clients.DynamoDB, t.StateTable())},
 		Lines: keyline.NewStore(d.Clients.DynamoDB, t.StateTable()), Names: d.keyNames(name, spec, k),
-		Send: queue.NewSender(d.Clients.SQS), Metrics: d.emitter(fn), Log: d.Log.With("function", fn, "instance", instanceID)}), nil
+		Send: queue.NewSender(d.Clients.SQS), Metrics: m, Log: d.Log.With("function", fn, "instance", instanceID)}), nil
 }
 
 // searchNames names the values of the orders' searchable fields in a
@@ -375,7 +383,7 @@ func (d *Deployment) Supervisor(instanceID string) *supervisor.Supervisor {
 func (d *Deployment) SupervisorParts(instanceID string) (supervisor.Config, supervisor.Deps) {
 	t := d.Config.Topology
 	m, log := d.emitter("supervisor"), d.Log.With("function", "supervisor", "instance", instanceID)
-	store, alerts := d.Store(), alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m)
+	store, alerts := d.countingIn(m), alert.New(d.Clients.SNS, d.Config.AlertTopicARN, m)
 	agents := map[string]supervisor.AgentQueues{}
 	for _, a := range t.Agents {
 		agents[a] = supervisor.AgentQueues{Requests: d.Config.QueueURL(t.AgentRequests(a).Name),

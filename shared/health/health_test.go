@@ -108,8 +108,7 @@ func TestAnEndWithNoVersionIsCountedUnderNone(t *testing.T) {
 	require.Equal(t, "none", lines(t, buf.String())[0][metrics.DimensionVersion])
 }
 
-// An end that names no workflow (an operator's cancel told only its state)
-// emits nothing of a workflow's health.
+// An end that names no workflow emits nothing of a workflow's health.
 func TestAnEndWithNoWorkflowEmitsNoHealth(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer

@@ -53,6 +53,11 @@ const (
 	OrdersOfUndeployedVersions = "OrdersOfUndeployedVersions"
 )
 
+// OperatorFunction is the Function dimension of the metrics the operator's
+// tools emit (sasctl, its console, the typed client): the ends their own
+// writes make (shared/operator, Operator.WithMetrics).
+const OperatorFunction = "operator"
+
 // DimensionWorkflow is the dimension CountBy's per-workflow metrics carry.
 const DimensionWorkflow = "Workflow"
 

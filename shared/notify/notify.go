@@ -79,17 +79,10 @@ func (n *Notifier) Post(ctx context.Context, e Event) {
 	}
 }
 
-// Ended counts a task's end in its metric (CountEnd) and posts it: for the
-// writer whose conditional write ended the task.
-func (n *Notifier) Ended(ctx context.Context, orderID, replyTo string, round int, end workflow.State, why string, now time.Time) {
-	CountEnd(n.metrics, health.End{OrderID: orderID, State: end})
-	n.PostEnded(ctx, orderID, replyTo, round, end, why, now)
-}
-
-// PostEnded posts a task's end, without counting it: for the Scheduler, which
-// tells of an end its Agent recorded and counted, from a reply that may come
-// twice. The events: processed, compensated (Failed, its work undone),
-// cancelled (its work undone) or compensation-failed.
+// PostEnded posts a task's end; it counts nothing: the state store's write
+// that ended the task counted it (EndCounter). The events: processed,
+// compensated (Failed, its work undone), cancelled (its work undone) or
+// compensation-failed.
 func (n *Notifier) PostEnded(ctx context.Context, orderID, replyTo string, round int, end workflow.State, why string, now time.Time) {
 	e := Event{OrderID: orderID, ReplyQueue: replyTo, Round: round, State: end, Error: why, At: now}
 	switch end {
@@ -110,12 +103,20 @@ func (n *Notifier) PostEnded(ctx context.Context, orderID, replyTo string, round
 	n.Post(ctx, e)
 }
 
+// EndCounter is CountEnd on m, for the state store to call at each end its
+// writes make (statestore.Store.WithEnds): every end, whoever wrote it, is
+// counted in the metrics of the function (or the operator's tool) whose
+// write ended it, once.
+func EndCounter(m *metrics.Emitter) func(health.End) {
+	return func(e health.End) { CountEnd(m, e) }
+}
+
 // CountEnd counts a task's end in its metric (OrdersProcessed,
 // OrdersCompensated or OrdersCancelled), once: the writer whose conditional
-// write ended the task counts it. A CompensationFailed end is counted with
-// the alert that reports it (alert.Alerter.StepFailed): every one is alerted.
-// Every end, CompensationFailed included, is also kept for its workflow's
-// health metrics (health.Emit), when e names its workflow.
+// write ended the task counts it (EndCounter). A CompensationFailed end is
+// counted with the alert that reports it (alert.Alerter.StepFailed): every
+// one is alerted. Every end, CompensationFailed included, is also kept for
+// its workflow's health metrics (health.Emit), when e names its workflow.
 func CountEnd(m *metrics.Emitter, e health.End) {
 	health.Emit(m, e)
 	var name string
@@ -136,7 +137,7 @@ func CountEnd(m *metrics.Emitter, e health.End) {
 // and the error) and the task is now next: for a step, "failed", then the
 // task's end if it ended (nothing to undo, or a pivot left to the operator);
 // for an undo action, the end in CompensationFailed. It counts nothing: the
-// writer that failed the record counts an end (CountEnd).
+// write that failed the record counted an end (EndCounter).
 func (n *Notifier) Failed(ctx context.Context, e Event, undo bool, next workflow.State) {
 	if !undo {
 		e.Event, e.State = workflow.EventFailed, next
@@ -153,6 +154,6 @@ func (n *Notifier) CancelAccepted(ctx context.Context, e Event, state workflow.S
 	e.Event, e.State = workflow.EventCancelRequested, state
 	n.Post(ctx, e)
 	if state == workflow.Cancelled {
-		n.Ended(ctx, e.OrderID, e.ReplyQueue, e.Round, state, "", e.At)
+		n.PostEnded(ctx, e.OrderID, e.ReplyQueue, e.Round, state, "", e.At)
 	}
 }

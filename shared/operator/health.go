@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,9 +24,11 @@ type WorkflowHealth struct {
 	Hour     Figures `json:"hour"`
 	Day      Figures `json:"day"`
 	InFlight int     `json:"inFlight"`
-	// Waiting counts the orders in flight by what they wait on: "at work"
-	// (a step ready or running), "held" (for their operator), "undoing",
-	// or their flow control's reason (a pause, a rate limit, a key's line).
+	// Waiting counts the orders in flight by what they wait on
+	// (WaitReason): "at work" (a step ready or running), "event: <name>",
+	// "timer", "callback" (an async call's service), "held: <cause>" (for
+	// their operator), "flow: <class>" (their agent's flow control: pause,
+	// line, rate, 503), "undoing".
 	Waiting map[string]int `json:"waiting"`
 }
 
@@ -120,10 +123,12 @@ func (o *Operator) Health(ctx context.Context, now time.Time) ([]WorkflowHealth,
 	for _, w := range health.Sum(hours, daySince) {
 		get(w.Workflow, w.Version).Day = figuresOf(w)
 	}
+	var holdErr error
+	holds := o.agentHolds(ctx, now, &holdErr)
 	err = o.eachInFlight(ctx, MaxHealthInFlight, func(t statestore.Task) {
 		h := get(t.Workflow, t.Version)
 		h.InFlight++
-		h.Waiting[WaitReason(t)]++
+		h.Waiting[WaitReason(t, holds)]++
 		if !t.CreatedAt.Before(hourSince) {
 			h.Hour.Started++
 		}
@@ -138,5 +143,5 @@ func (o *Operator) Health(ctx context.Context, now time.Time) ([]WorkflowHealth,
 	slices.SortFunc(out, func(a, b WorkflowHealth) int {
 		return strings.Compare(a.Workflow+"\x00"+a.Version, b.Workflow+"\x00"+b.Version)
 	})
-	return out, err
+	return out, errors.Join(err, holdErr)
 }

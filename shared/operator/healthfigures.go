@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/sas-go/sas/shared/health"
@@ -47,23 +46,6 @@ func (p Percentiles) Bucket(d Percentile) string {
 // Text is the percentiles' text: "p50 ≤ 100ms, p95 ≤ 1s, p99 ≤ 1s".
 func (p Percentiles) Text() string {
 	return "p50 " + p.Bucket(p.P50) + ", p95 " + p.Bucket(p.P95) + ", p99 " + p.Bucket(p.P99)
-}
-
-// WaitReason is what an order in flight waits on: "held" for its operator,
-// "undoing" its completed steps, its flow control's reason (up to its
-// first ":" — a pause, a rate limit, a key's line, its service's
-// Retry-After), or "at work".
-func WaitReason(t statestore.Task) string {
-	switch {
-	case t.State == workflow.Held:
-		return "held"
-	case t.State == workflow.Compensating:
-		return "undoing"
-	case t.FlowWaiting > 0 && t.FlowWhy != "":
-		why, _, _ := strings.Cut(t.FlowWhy, ":")
-		return "flow: " + strings.TrimSpace(why)
-	}
-	return "at work"
 }
 
 // eachInFlight calls fn with each order in flight, once (the index moves

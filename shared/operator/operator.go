@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"sync"
@@ -27,6 +28,7 @@ import (
 	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/keyname"
 	"github.com/sas-go/sas/shared/message"
+	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/queue"
@@ -67,6 +69,10 @@ type Operator struct {
 	// found are the agents the deployment's queues name (agents), when
 	// Topology names none: nil until looked up.
 	found []string
+	// metrics counts the ends o's writes make, written to metricsTo after
+	// each action (WithMetrics; nil: none).
+	metrics   *metrics.Emitter
+	metricsTo io.Writer
 }
 
 // New returns an operator for the deployment the topology describes, told
@@ -324,6 +330,7 @@ func (o *Operator) Cancel(ctx context.Context, orderID, by, reason string) (Canc
 	k := outcome.Canceller{Store: o.Store, Start: start, Notify: notify.New(queue.NewSender(o.sqs), notify.Stored{}, nil,
 		slog.New(slog.DiscardHandler)), Slots: dispatch.Slots{Store: o.Lines, AgentQueues: start.AgentQueues, Send: start.Send}}
 	res, err := k.Cancel(ctx, statestore.CancelRequest{OrderID: orderID, By: by, Reason: reason, Pickup: o.PickupTimeout, Now: o.Now()})
+	o.flushMetrics(ctx) // an end it wrote, even if what followed failed
 	if err != nil {
 		return Cancelled{}, err
 	}
@@ -398,5 +405,6 @@ func (o *Operator) DecideHeld(ctx context.Context, d outcome.HoldDecision) (outc
 	}
 	h := outcome.Holds{Store: o.Store, Start: start, Pickup: o.PickupTimeout,
 		Notify: notify.New(queue.NewSender(o.sqs), notify.Stored{}, nil, slog.New(slog.DiscardHandler))}
+	defer o.flushMetrics(ctx) // an end it wrote, even if what followed failed
 	return h.Decide(ctx, d)
 }

@@ -241,17 +241,16 @@ func shownState(s statestore.Step, task workflow.State, steps map[workflow.Ref]w
 // waitingOf says what the record waits for, if it waits: a wait or timer
 // the Scheduler armed, or an async step's claimed attempt.
 func waitingOf(s statestore.Step) *Waiting {
-	switch {
-	case s.State == workflow.Pending && !s.Armed.IsZero() && s.Woken.IsZero():
-		w := &Waiting{For: string(s.Kind), Event: s.Event, Since: utc(s.Armed), Until: utc(s.DueAt)}
-		return w
-	case s.State == workflow.Processing && s.Async:
-		return &Waiting{For: "callback", Since: utc(s.ClaimedAt), Until: utc(s.CompleteBy)}
-	case s.State == workflow.Pending && s.FlowWhy != "" && !s.DueAt.IsZero():
+	switch f := s.WaitsFor(); f {
+	case statestore.ForEvent, statestore.ForTimer:
+		return &Waiting{For: string(f), Event: s.Event, Since: utc(s.Armed), Until: utc(s.DueAt)}
+	case statestore.ForCallback:
+		return &Waiting{For: string(f), Since: utc(s.ClaimedAt), Until: utc(s.CompleteBy)}
+	case statestore.ForFlow:
 		// Its agent's flow control gave its attempt back before the call:
 		// it waits for its rate turn, a slot of its key, a pause's end or
 		// its service's back-off, and is claimed again then.
-		return &Waiting{For: "flow", Why: s.FlowWhy, Times: s.FlowWaits, Since: utc(s.ReadyAt)}
+		return &Waiting{For: string(f), Why: s.FlowWhy, Times: s.FlowWaits, Since: utc(s.ReadyAt)}
 	}
 	return nil
 }

@@ -156,7 +156,7 @@ func (h Holds) Decide(ctx context.Context, d HoldDecision) (HoldDecided, error) 
 	out.State = task.State
 	out.Start = append(append(out.Start, w.Move.Ready...), w.Move.Resume...) // a retried record is among those resumed
 	if h.Notify != nil && task.State.Ended() {
-		h.Notify.Ended(ctx, d.OrderID, task.ReplyQueue, task.Round, task.State, "", d.Now)
+		h.Notify.PostEnded(ctx, d.OrderID, task.ReplyQueue, task.Round, task.State, "", d.Now)
 	}
 	if h.Start == nil {
 		return out, nil

@@ -20,7 +20,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/sas-go/sas/shared/health"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -72,9 +71,6 @@ type Recorded struct {
 	// Slot, for an async attempt recorded, is the key of its agent's calls
 	// in flight whose slot it held, as the write found it noted.
 	Slot string
-	// End is the order's end, if the write ended it (State.Ended()): what
-	// its workflow's health metrics count (health.Emit).
-	End health.End
 }
 
 // Recorder records outcomes.
@@ -129,7 +125,6 @@ func (r Recorder) settle(ctx context.Context, def workflow.Definition, orderID s
 	}
 	task := snap.Task()
 	rec := Recorded{State: task.State, ReplyQueue: task.ReplyQueue, Round: task.Round, Ready: w.Move.Ready, Move: w.Move}
-	rec.End, _ = snap.End()
 	if st, ok := snap.Step(f.Ref); ok {
 		rec.Slot = st.Slot
 	}
@@ -169,6 +164,5 @@ func (r Recorder) Release(ctx context.Context, def workflow.Definition, a Attemp
 		return Recorded{}, err
 	}
 	task := snap.Task()
-	end, _ := snap.End()
-	return Recorded{State: task.State, ReplyQueue: task.ReplyQueue, Round: task.Round, Ready: w.Move.Ready, Move: w.Move, End: end}, nil
+	return Recorded{State: task.State, ReplyQueue: task.ReplyQueue, Round: task.Round, Ready: w.Move.Ready, Move: w.Move}, nil
 }

@@ -42,12 +42,9 @@ func (h *Handler) wake(ctx context.Context, def workflow.Definition, m message.S
 }
 
 // parkedDone tells the order's caller a wait or a timer is done (and the
-// order's end, if it ended: counted here, where it was recorded).
+// order's end, if it ended: counted by the write that recorded it).
 func (h *Handler) parkedDone(ctx context.Context, orderID string, ref workflow.Ref, name string, rec outcome.Recorded) {
 	now := h.Now()
-	if rec.State.Ended() {
-		notify.CountEnd(h.metrics, rec.End)
-	}
 	h.notify.Post(ctx, notify.Event{OrderID: orderID, ReplyQueue: rec.ReplyQueue, Round: rec.Round, Event: workflow.EventStepDone,
 		Ref: ref, Step: name, State: rec.State, At: now})
 	if rec.State.Ended() {
@@ -69,9 +66,6 @@ func (h *Handler) reply(ctx context.Context, def workflow.Definition, r message.
 		if rec.Stale {
 			h.stale(r)
 			return nil
-		}
-		if rec.State.Ended() {
-			notify.CountEnd(h.metrics, rec.End)
 		}
 		crash(h.Crash, "scheduler.after-record")
 		r.State, r.Ready = string(rec.State), message.Starts(rec.Ready)

@@ -85,3 +85,17 @@ func TestAMoveRewritesSealedData(t *testing.T) {
 func TestSearch(t *testing.T) {
 	onEveryEngine(t, func(t *testing.T, e emulatortest.Engine) { storetest.Search(t, e.Clients) })
 }
+
+// The ends an operator's own writes make (a cancel, an undo and a skip of
+// a held order) are put in the metrics the failure rate alarm and the
+// dashboard read, each once, on every engine.
+func TestAnOperatorsEndsAreInTheMetricsTheAlarmReads(t *testing.T) {
+	onEveryEngine(t, func(t *testing.T, e emulatortest.Engine) { storetest.OperatorEnds(t, e.Clients) })
+}
+
+// The health view counts each order in flight by what it waits for (an
+// event, a timer, a callback, its flow control, held, at work), read from
+// the store, on every engine.
+func TestTheHealthSaysWhatEachOrderInFlightWaitsFor(t *testing.T) {
+	onEveryEngine(t, func(t *testing.T, e emulatortest.Engine) { storetest.HealthWaits(t, e.Clients) })
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -60,18 +61,44 @@ func (s Snapshot) End() (health.End, bool) {
 	return e, true
 }
 
-// countEnd adds the end of the order after (written on before, which had
-// not ended) to its workflow version's counts of the hour it ended in, in
-// one UpdateItem of counters: one write unit an order. It is best effort,
-// as a metric is: the end is written whatever becomes of it.
-func (s *Store) countEnd(ctx context.Context, before, after stateItem) error {
+// WithEnds has s tell ended of each order's end its writes make (Apply,
+// the door every move goes through), once: the write that ended the order,
+// as its hourly count (a duplicate outcome is stale and writes nothing).
+// What a function's or the operator's end metrics are emitted from
+// (notify.EndCounter), whoever ended the order: an Agent, the Scheduler,
+// Submission (an event, a cancel), the Supervisor (a give-up, a hold's
+// end) or an operator (a cancel, a skip, an undo). It returns s; nil tells
+// nobody.
+func (s *Store) WithEnds(ended func(health.End)) *Store {
+	s.ended = ended
+	return s
+}
+
+// tellEnd counts the end the write that turned before into after made, if
+// it ended the order, in its hour (countEnd) and tells the store's ends
+// observer (WithEnds).
+func (s *Store) tellEnd(ctx context.Context, before, after stateItem) {
 	if workflow.State(before.State).Ended() {
-		return nil
+		return
 	}
 	e, ok := Snapshot{it: after}.End()
 	if !ok {
-		return nil
+		return
 	}
+	if err := s.countEnd(ctx, e); err != nil {
+		// Not counted in its workflow's health (as a metric lost with its
+		// invocation): the end itself is written.
+		slog.WarnContext(ctx, "order end not counted in its workflow's health", "order_id", e.OrderID, "err", err)
+	}
+	if s.ended != nil {
+		s.ended(e)
+	}
+}
+
+// countEnd adds e to its workflow version's counts of the hour it ended in,
+// in one UpdateItem of counters: one write unit an order. It is best
+// effort, as a metric is: the end is written whatever becomes of it.
+func (s *Store) countEnd(ctx context.Context, e health.End) error {
 	c := health.NewCounts(e.Workflow, e.Version)
 	c.Add(e)
 	hour := health.Hour(e.Ended)

@@ -20,6 +20,74 @@ type Spot struct {
 	Cause workflow.Cause // an Error's cause
 	Why   string         // why a ready record waits (its agent's flow control)
 	Error string         // its latest error, if any
+	// Waits is what a record in flight waits for, if not for its own work
+	// (ForWork); Event, for ForEvent, names the event.
+	Waits WaitsFor
+	Event string
+}
+
+// WaitsFor is what a record in flight waits for while it is not at work:
+// what the record says of itself, read from its state, kind and parking.
+type WaitsFor string
+
+// What a record in flight waits for.
+const (
+	ForWork     WaitsFor = ""         // nothing but its own work: ready for its claim, or its call running
+	ForEvent    WaitsFor = "event"    // a wait armed for its event (workflow.KindEvent), until its timeout
+	ForTimer    WaitsFor = "timer"    // a timer armed (workflow.KindTimer), until its wake time
+	ForCallback WaitsFor = "callback" // an async attempt claimed: its service answers later, with its token
+	ForFlow     WaitsFor = "flow"     // ready again after its agent's flow control gave its attempt back (Why says why)
+)
+
+// waitSigns are what a record says of its wait: its state and kind,
+// whether it is armed and woken (a wait, a timer), async, ready (due), and
+// why its flow control gave it back.
+type waitSigns struct {
+	state                      workflow.State
+	kind                       workflow.Kind
+	armed, woken, async, ready bool
+	flowWhy                    string
+}
+
+// waitsFor is what the record waits for: the one reading of a record's
+// wait, for its Step (Step.WaitsFor) and its Spot.
+func (w waitSigns) waitsFor() WaitsFor {
+	parked := w.state == workflow.Pending && w.armed && !w.woken
+	switch {
+	case parked && w.kind == workflow.KindEvent:
+		return ForEvent
+	case parked && w.kind == workflow.KindTimer:
+		return ForTimer
+	case w.state == workflow.Processing && w.async:
+		return ForCallback
+	case w.state == workflow.Pending && w.flowWhy != "" && w.ready:
+		return ForFlow
+	}
+	return ForWork
+}
+
+// waitsFor is what r waits for (waitSigns.waitsFor).
+func (r recItem) waitsFor() WaitsFor {
+	return waitSigns{state: workflow.State(r.State), kind: workflow.Kind(r.Kind), armed: r.Armed != 0, woken: r.Woken != 0,
+		async: r.Async, ready: r.DueAt != 0, flowWhy: r.FlowWhy}.waitsFor()
+}
+
+// FlowClasses are the classes of ReasonClasses a flow control's wait is
+// in, in the order FlowClass tries them.
+var FlowClasses = []string{"pause", "line", "rate", "503"}
+
+// FlowClass is the class of why a flow control holds a call (a record's
+// Why, or its agent's hold): pause, line, rate or 503, as a search by
+// reason names them; else why up to its first ":".
+func FlowClass(why string) string {
+	s := Spot{Why: why}
+	for _, c := range FlowClasses {
+		if ReasonClasses[c](s) {
+			return c
+		}
+	}
+	head, _, _ := strings.Cut(why, ":")
+	return strings.TrimSpace(head)
 }
 
 // spots are the records it is at (Spot), by their sort key's order.
@@ -33,8 +101,15 @@ func (it stateItem) spots() []Spot {
 		if state != workflow.Error && !atWork {
 			continue
 		}
-		out = append(out, Spot{Step: r.Name, Undo: refOf(sk).Undo, Agent: r.Agent, State: state,
-			Cause: workflow.Cause(r.Cause), Why: r.FlowWhy, Error: r.LastError})
+		sp := Spot{Step: r.Name, Undo: refOf(sk).Undo, Agent: r.Agent, State: state,
+			Cause: workflow.Cause(r.Cause), Why: r.FlowWhy, Error: r.LastError}
+		if atWork {
+			sp.Waits = r.waitsFor()
+			if sp.Waits == ForEvent {
+				sp.Event = r.Event
+			}
+		}
+		out = append(out, sp)
 	}
 	return out
 }
@@ -48,7 +123,9 @@ var ReasonClasses = map[string]func(Spot) bool{
 	"pause":     func(s Spot) bool { return strings.Contains(s.Why, " is paused") },
 	"line":      func(s Spot) bool { return strings.Contains(s.Why, "slot of key") },
 	"rate":      func(s Spot) bool { return strings.Contains(s.Why, "rate turn") },
-	"503":       func(s Spot) bool { return strings.Contains(s.Why, "asked for no calls") || s.has("503") },
+	"503": func(s Spot) bool {
+		return strings.Contains(s.Why, "asked for no calls") || strings.Contains(s.Why, "slowed it until") || s.has("503")
+	},
 }
 
 // Matches reports whether reason (a class of ReasonClasses, or text) says

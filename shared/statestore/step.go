@@ -204,6 +204,13 @@ func (s Step) Request() message.AgentRequest {
 		Workflow: s.Workflow, Version: s.WfVersion}
 }
 
+// WaitsFor is what the record waits for, if not for its own work: its
+// event, its timer, its service's callback, its agent's flow control.
+func (s Step) WaitsFor() WaitsFor {
+	return waitSigns{state: s.State, kind: s.Kind, armed: !s.Armed.IsZero(), woken: !s.Woken.IsZero(), async: s.Async,
+		ready: !s.DueAt.IsZero(), flowWhy: s.FlowWhy}.waitsFor()
+}
+
 // Key identifies the record in log lines.
 func (s Step) Key() string { return fmt.Sprintf("%s/%s(%s)", s.OrderID, sortKey(s.Ref), s.Name) }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sas-go/sas/shared/health"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -49,6 +50,8 @@ type Store struct {
 	// never changed, each is read once a process (at most maxRead kept).
 	readMu sync.Mutex
 	read   map[string]workflow.Definition
+	// ended is told of each end Apply writes (WithEnds; nil: nobody).
+	ended func(health.End)
 }
 
 // maxRead bounds the definitions a store keeps read.

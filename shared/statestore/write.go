@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"strconv"
 	"time"
@@ -140,11 +139,7 @@ func (s *Store) Apply(ctx context.Context, snap Snapshot, w Write) (Snapshot, er
 	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
 		return snap, fmt.Errorf("decode %s: %w", snap.it.OrderID, err)
 	}
-	if err := s.countEnd(ctx, snap.it, it); err != nil {
-		// Not counted in its workflow's health (as a metric lost with its
-		// invocation): the end itself is written.
-		slog.WarnContext(ctx, "order end not counted in its workflow's health", "order_id", it.OrderID, "err", err)
-	}
+	s.tellEnd(ctx, snap.it, it)
 	if !w.Move.Read.Version {
 		// Not conditioned on the whole order: the index entry is only pulled
 		// in (to a record made ready, say), never moved on from a guess.

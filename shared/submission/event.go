@@ -14,7 +14,6 @@ import (
 	"github.com/sas-go/sas/shared/keyline"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/metrics"
-	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/offload"
 	"github.com/sas-go/sas/shared/outcome"
 	"github.com/sas-go/sas/shared/sqsbatch"
@@ -211,13 +210,11 @@ func (h *Handler) take(ctx context.Context, rec events.SQSMessage, e message.Eve
 
 // follow hands outcome a, recorded as rec, to the Scheduler, which tells the
 // order's caller (and the operator, for a refusal) and starts what it made
-// ready: one route for what follows every outcome. An end is counted here,
-// where it was recorded. If the send is lost, what was made ready is found
-// unclaimed at its pickup deadline (a refusal's alert, at its due time).
+// ready: one route for what follows every outcome (an end was counted by
+// the write that recorded it). If the send is lost, what was made ready is
+// found unclaimed at its pickup deadline (a refusal's alert, at its due
+// time).
 func (h *Handler) follow(ctx context.Context, def workflow.Definition, a outcome.Attempt, rec outcome.Recorded, result json.RawMessage) error {
-	if rec.State.Ended() {
-		notify.CountEnd(h.metrics, rec.End)
-	}
 	return h.send.SendJSON(ctx, h.cfg.SchedulerQueueURL, outcome.Reply(def, a, rec, result, nil), 0)
 }
 

@@ -224,10 +224,6 @@ func (s *Supervisor) follow(ctx context.Context, p plan, after statestore.Snapsh
 	for _, g := range p.giveUps {
 		outs = append(outs, s.gaveUp(ctx, g, task, now, &errs))
 	}
-	if len(p.giveUps) > 0 && task.State.Ended() {
-		end, _ := after.End()
-		notify.CountEnd(s.d.Metrics, end)
-	}
 	// If this send is lost, the undo's pickup deadline brings us back.
 	if err := s.start.Start(ctx, task.OrderID, p.write.Move.Ready, 0); err != nil {
 		errs = append(errs, err)

@@ -74,6 +74,7 @@ func TestCancelBeforeTheFirstClaim(t *testing.T) {
 	require.Equal(t, []string{"received", "cancel-requested", "cancelled"}, eventsOf(e.statuses(q, "cancelled")))
 	e.stop() // every invocation ended: its metrics are written
 	require.EqualValues(t, 1, e.stack.Tally.Sum(metrics.OrdersCancelled))
+	requireEndMetric(t, e, workflow.OrderWorkflow, workflow.Cancelled)
 }
 
 // A cancel (from sasctl's operator code) while a step runs: its outcome is

@@ -117,6 +117,7 @@ func Run(t *testing.T, newStore func(t *testing.T) *statestore.Store) {
 	maps.Copy(tests, inFlightTests)
 	maps.Copy(tests, versionCensusTests)
 	maps.Copy(tests, parkedTests)
+	maps.Copy(tests, waitsTests)
 	maps.Copy(tests, callbackTests)
 	maps.Copy(tests, sweepTests)
 	maps.Copy(tests, parallelTests)
