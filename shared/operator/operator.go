@@ -346,11 +346,15 @@ func cancelWhat(res statestore.Cancellation) string {
 		return "it is already undoing its work after a failure; it will end Failed"
 	case res.Verdict == workflow.CancelAwaits:
 		return "a step is running: its outcome is awaited, then the completed steps are undone and it ends Cancelled"
-	case res.State == workflow.Cancelled:
-		return fmt.Sprintf("step %s will not run; nothing completed has anything to undo: it ended Cancelled", res.Stopped)
-	default:
-		return fmt.Sprintf("step %s will not run; the completed steps are being undone, then it ends Cancelled", res.Stopped)
 	}
+	stops := "nothing more runs" // a held order: its step failed, none is ready
+	if res.Stopped != "" {
+		stops = fmt.Sprintf("step %s will not run", res.Stopped)
+	}
+	if res.State == workflow.Cancelled {
+		return stops + "; nothing completed has anything to undo: it ended Cancelled"
+	}
+	return stops + "; the completed steps are being undone, then it ends Cancelled"
 }
 
 // ResultNotJSON is why a skip's result is refused when it is not JSON with
