@@ -54,13 +54,24 @@ type Violations struct {
 	// an attempt claimed before it (Plan.Migrate): the order moved while
 	// an attempt of it could run.
 	MovedAtWork []string `json:"movedAtWork,omitempty"`
+	// Unfound: a search by a searchable field's value (Plan.Search), at the
+	// end or while the orders ran, that missed an order carrying it on a
+	// workflow that declares the field (stored by then), found one that
+	// does not, or found one twice.
+	Unfound []string `json:"unfound,omitempty"`
+	// BulkReports: a bulk action's report (Plan.Bulk) that does not add
+	// up: done, done already, refused, changed and left against the orders
+	// listed; an order acted on twice; an order listed that does not carry
+	// the value searched.
+	BulkReports []string `json:"bulkReports,omitempty"`
 }
 
 // Count is the number of violations.
 func (v Violations) Count() int {
 	return len(v.Lost) + len(v.NotEnded) + len(v.AppliedTwice) + len(v.Inconsistent) + len(v.OverThreshold) + len(v.Unalerted) +
 		len(v.Unrejected) + len(v.RateExceeded) + len(v.RateShort) + len(v.SlotsLeft) + len(v.HeldNotEnded) + len(v.ClearCopies) +
-		len(v.TooLarge) + len(v.OverLimit) + len(v.Refused) + len(v.LinesRefused) + len(v.MovedAtWork)
+		len(v.TooLarge) + len(v.OverLimit) + len(v.Refused) + len(v.LinesRefused) + len(v.MovedAtWork) + len(v.Unfound) +
+		len(v.BulkReports)
 }
 
 // Check checks the invariants over the submitted orders, from every record

@@ -152,7 +152,16 @@ func (p Plan) withSearchValues(id, body string) string {
 type searchKey struct{ Field, Value string }
 
 func (k searchKey) String() string {
-	return fmt.Sprintf("%s=%s", k.Field, clip(fmt.Sprintf("%q", k.Value), 40))
+	return fmt.Sprintf("%s=%s", shortField(k.Field), clip(fmt.Sprintf("%q", k.Value), 40))
+}
+
+// shortField is field as the run prints it: the longest path by its ends
+// and its length.
+func shortField(field string) string {
+	if len(field) <= 24 {
+		return field
+	}
+	return fmt.Sprintf("%s…%s(%d bytes)", field[:4], field[len(field)-2:], len(field))
 }
 
 // searchedFields are the fields the run's workflows declare searchable, by
