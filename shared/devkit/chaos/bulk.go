@@ -158,7 +158,7 @@ func awaitEnds(ctx context.Context, stack *localrun.Stack, ids []string) error {
 func (b *bulker) act(ctx context.Context, n int) {
 	kinds := b.plan.bulkKinds()
 	kind := kinds[n%len(kinds)]
-	k, ok := b.pick(ctx, kind, n)
+	k, ok := b.await(ctx, kind, n)
 	if !ok {
 		return
 	}
@@ -207,12 +207,29 @@ func queryText(s operator.Search, k searchKey) string {
 	return q
 }
 
+// pickFor is how long a bulk action looks for an order in the state it
+// takes (a hold lasts seconds, and the flow's operator decides most):
+// then it acts on the value it has.
+const pickFor = 20 * time.Second
+
+// await is the value the n-th bulk action acts on (pick), looked for each
+// second until an order in the state the action takes carries one, for
+// pickFor at most.
+func (b *bulker) await(ctx context.Context, kind string, n int) (searchKey, bool) {
+	for end := time.Now().Add(pickFor); ; {
+		k, fits, ok := b.pick(ctx, kind, n)
+		if fits || time.Now().After(end) || !sleepCtx(ctx, time.Second) {
+			return k, ok
+		}
+	}
+}
+
 // pick is the value the n-th bulk action acts on: of one of the orders
 // sent that carry one (in an order the seed chooses), in the state the
-// action takes if one is (not ended, Failed, Held), else of the first; a
-// value the judge searches at the end (expected), so that its orders are
-// known.
-func (b *bulker) pick(ctx context.Context, kind string, n int) (searchKey, bool) {
+// action takes if one is (not ended, Failed, Held: fits), else of the
+// first; a value the judge searches at the end (expected), so that its
+// orders are known.
+func (b *bulker) pick(ctx context.Context, kind string, n int) (k searchKey, fits, ok bool) {
 	b.mu.Lock()
 	cands := slices.Clone(b.sent)
 	b.mu.Unlock()
@@ -221,9 +238,9 @@ func (b *bulker) pick(ctx context.Context, kind string, n int) (searchKey, bool)
 	cands = cands[:min(len(cands), 100)]
 	tasks, err := b.stack.Store.Tasks(ctx, cands)
 	if err != nil {
-		return searchKey{}, false
+		return searchKey{}, false, false
 	}
-	fits := func(st workflow.State) bool {
+	takes := func(st workflow.State) bool {
 		switch kind {
 		case bulkCancel:
 			return !st.Ended()
@@ -240,15 +257,15 @@ func (b *bulker) pick(ctx context.Context, kind string, n int) (searchKey, bool)
 			if _, searched := b.expected[k]; !ok || !searched {
 				continue
 			}
-			if t, stored := tasks[id]; stored && fits(t.State) {
-				return k, true
+			if t, stored := tasks[id]; stored && takes(t.State) {
+				return k, true, true
 			}
 			if first == (searchKey{}) {
 				first = k
 			}
 		}
 	}
-	return first, first != searchKey{}
+	return first, false, first != searchKey{}
 }
 
 func compareFloat(a, b float64) int {
