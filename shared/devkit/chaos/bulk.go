@@ -77,7 +77,9 @@ type bulker struct {
 	declared map[string][]string // the fields each workflow declares searchable
 	expected map[searchKey][]string
 	wg       sync.WaitGroup
-	turn     sync.Mutex // one bulk action at a time
+	turn     sync.Mutex    // one bulk action at a time
+	drained  chan struct{} // closed when every order sent has ended: look no longer (await)
+	drain    sync.Once
 
 	mu       sync.Mutex
 	sent     []string // the orders sent so far that carry a searchable value
@@ -99,7 +101,7 @@ func newBulker(stack *localrun.Stack, p Plan, ids []string) *bulker {
 	}
 	declared := p.searchedFields()
 	return &bulker{stack: stack, plan: p, op: op, declared: declared, expected: p.searchExpected(ids, declared),
-		fig: BulkFigures{Errors: map[string]int{}}}
+		fig: BulkFigures{Errors: map[string]int{}}, drained: make(chan struct{})}
 }
 
 // schedule notes the orders sent, and starts each bulk action as its share
@@ -128,7 +130,12 @@ func (b *bulker) schedule(ctx context.Context, ids []string) {
 	}
 }
 
-func (b *bulker) wait() { b.wg.Wait() }
+// wait waits for the bulk actions started; the orders have all ended (or
+// the run is cut short): an action about to pick a value picks it now.
+func (b *bulker) wait() {
+	b.drain.Do(func() { close(b.drained) })
+	b.wg.Wait()
+}
 
 // reopenedAny reports whether a bulk action put an ended order to work
 // again (resubmitted).
@@ -214,12 +221,19 @@ const pickFor = 20 * time.Second
 
 // await is the value the n-th bulk action acts on (pick), looked for each
 // second until an order in the state the action takes carries one, for
-// pickFor at most.
+// pickFor at most, or until the orders have all ended.
 func (b *bulker) await(ctx context.Context, kind string, n int) (searchKey, bool) {
 	for end := time.Now().Add(pickFor); ; {
 		k, fits, ok := b.pick(ctx, kind, n)
-		if fits || time.Now().After(end) || !sleepCtx(ctx, time.Second) {
+		if fits || time.Now().After(end) {
 			return k, ok
+		}
+		select {
+		case <-ctx.Done():
+			return k, ok
+		case <-b.drained:
+			return k, ok
+		case <-time.After(time.Second):
 		}
 	}
 }
