@@ -64,7 +64,8 @@ func chaosCmd() *cobra.Command {
 		Long: `chaos sends orders through a local stack (its queues in process, or moto_server's with --queues
 moto; the state store on moto_server, or on DynamoDB Local with --dynamodb-local) with every fault of the design injected at once: dropped, delayed and duplicated
 messages, killed handlers, paused agents, transient and permanent remote faults, an outage,
-cancels, and an operator moving orders in flight to another version of their workflow (--migrate). The seed chooses the faults: the same seed replays the same run. It checks each invariant
+cancels, an operator moving orders in flight to another version of their workflow (--migrate), and
+an operator acting on the orders a searchable field's value finds (--bulk). The seed chooses the faults: the same seed replays the same run. It checks each invariant
 from the state table and the simulator's ledger, and fails (exit 1) if one broke. With --flow, a
 share of the orders runs on shapes with flow control (rate limits, calls in flight per customer,
 holds on failure) under a pauser, a storm of 429s and an operator deciding held orders, and the
@@ -82,6 +83,9 @@ flow control's own invariants are checked too.`,
 			}
 			if p.Migrate < 0 || p.Migrate > 1 {
 				return usageErrorf("--migrate is a share from 0 to 1")
+			}
+			if p.Bulk < 0 {
+				return usageErrorf("--bulk is not negative")
 			}
 			p.Settings, p.SupervisorEvery, p.BatchWindow = f.Overrides, f.SupervisorRate, f.Topology.BatchWindow
 			if err := f.flow.plan(&p); err != nil {
@@ -139,6 +143,10 @@ func planFlags(fs *pflag.FlagSet, p *chaos.Plan) {
 		"U+FFFD, U+2028; answers with raw control bytes and invalid UTF-8, half of them not JSON), each either side of a limit: "+
 		"the large orders' documents, the approvals, the flow orders' keys (141 to 400 bytes), the services' answers")
 	fs.IntVar(&p.Shapes, "shapes", p.Shapes, "how many workflows of generated shapes (branches, joins, steps per item, timers, async calls)")
+	fs.BoolVar(&p.Search, "search", p.Search, "the generated and flow shapes declare searchable fields, their orders carry values of them, "+
+		"and every value searched finds every order that carries it and no other (sealed: none kept in clear)")
+	fs.IntVar(&p.Bulk, "bulk", p.Bulk, "with --search: how many actions an operator takes on orders found by a searchable value "+
+		"(paced, as sasctl's with a query): a sample cancelled, the Failed resubmitted, with --flow the held retried or undone")
 	fs.Var(throttleValue{&p.Throttle}, "throttle", "cap functions' pace, e.g. scheduler=20ms,agent-payment=50ms: each "+
 		"message takes that long of the function's one invocation at a time (a function at its maximum concurrency)")
 	fs.IntVar(&p.Schedulers, "schedulers", p.Schedulers, "scheduler instances")

@@ -141,6 +141,7 @@ func TestChaosRejectsBadFlags(t *testing.T) {
 		`unknown flag: --prefix`:                        {"chaos", "--prefix", "x"},
 		"--queues sqs: want in-process, kind or moto":   {"chaos", "--queues", "sqs"},
 		"--migrate is a share from 0 to 1":              {"chaos", "--migrate", "1.5"},
+		"--bulk is not negative":                        {"chaos", "--bulk", "-1"},
 	} {
 		code, _, stderr := sasctl(t, args...)
 		require.Equal(t, 2, code, want)

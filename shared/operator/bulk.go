@@ -165,3 +165,34 @@ func (opts BulkOptions) sleeper() func(ctx context.Context, d time.Duration) err
 	}
 	return resilience.Sleep
 }
+
+// Check says how the report does not add up (nil: it does): done, done
+// already, refused, changed since listed and left make the orders listed;
+// each order reached is reported once, and no other; a reason is counted
+// for each refusal and each change. The chaos run and the explorer hold
+// every bulk action's report to it.
+func (r BulkReport) Check() []string {
+	var bad []string
+	if n := r.Done + r.Already + r.Refused + r.Changed + r.Left; n != r.Listed {
+		bad = append(bad, fmt.Sprintf("%d done, %d done already, %d refused, %d changed and %d left make %d, not the %d listed",
+			r.Done, r.Already, r.Refused, r.Changed, r.Left, n, r.Listed))
+	}
+	if len(r.Orders) != r.Listed-r.Left {
+		bad = append(bad, fmt.Sprintf("%d orders reported, %d listed and %d left", len(r.Orders), r.Listed, r.Left))
+	}
+	why := 0
+	for _, n := range r.Why {
+		why += n
+	}
+	if why != r.Refused+r.Changed {
+		bad = append(bad, fmt.Sprintf("%d reasons counted for %d refused and %d changed", why, r.Refused, r.Changed))
+	}
+	seen := map[string]bool{}
+	for _, o := range r.Orders {
+		if seen[o.OrderID] {
+			bad = append(bad, fmt.Sprintf("order %s acted on twice", o.OrderID))
+		}
+		seen[o.OrderID] = true
+	}
+	return bad
+}

@@ -52,3 +52,29 @@ func TestAnActionIsBuiltFromItsName(t *testing.T) {
 		{OrderID: "o-3", Outcome: BulkWould}}}
 	require.Equal(t, []string{"o-2", "o-3"}, rep.Would())
 }
+
+// A report adds up (done, done already, refused, changed and left make the
+// orders listed; each order once; a reason per refusal and change), and
+// each way one may not is named.
+func TestABulkReportThatDoesNotAddUpSaysHow(t *testing.T) {
+	t.Parallel()
+	good := func() BulkReport {
+		return BulkReport{Action: "cancel", Listed: 5, Done: 1, Already: 1, Refused: 1, Changed: 1, Left: 1,
+			Why: map[string]int{"it ended Processed": 1, "it ended Failed": 1},
+			Orders: []BulkResult{{OrderID: "o-1", Outcome: BulkDone}, {OrderID: "o-2", Outcome: BulkAlready},
+				{OrderID: "o-3", Outcome: BulkRefused, Why: "it ended Processed"}, {OrderID: "o-4", Outcome: BulkChanged, Why: "it ended Failed"}}}
+	}
+	require.Empty(t, good().Check())
+
+	miscounted := good()
+	miscounted.Done = 2
+	require.Equal(t, []string{"2 done, 1 done already, 1 refused, 1 changed and 1 left make 6, not the 5 listed"}, miscounted.Check())
+
+	twice := good()
+	twice.Orders[1].OrderID = "o-1"
+	require.Equal(t, []string{"order o-1 acted on twice"}, twice.Check())
+
+	unreported := good()
+	unreported.Orders, unreported.Why = unreported.Orders[:2], map[string]int{}
+	require.Equal(t, []string{"2 orders reported, 5 listed and 1 left", "0 reasons counted for 1 refused and 1 changed"}, unreported.Check())
+}

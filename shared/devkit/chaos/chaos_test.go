@@ -96,6 +96,17 @@ func TestChaosRunKeepsEveryInvariant(t *testing.T) {
 	require.Positive(t, res.Migrations.Moved, "orders moved to their workflow's second version in flight")
 	t.Logf("migrations: %d orders, %d tries, %d moved, %d back, refused %v", res.Migrations.Orders, res.Migrations.Tried,
 		res.Migrations.Moved, res.Migrations.MovedBack, res.Migrations.Refused)
+	// Searchable fields declared by the generated shapes, every value
+	// searched at the end finding exactly its orders (sealed: kept as
+	// keyed hashes), and bulk actions by query, each report adding up
+	// (Violations.Unfound, BulkReports, ClearCopies).
+	require.NotNil(t, res.Search)
+	require.Positive(t, res.Search.Workflows, "shapes declare searchable fields")
+	require.Positive(t, res.Search.Found, "searches found orders")
+	require.Positive(t, res.Search.MidRun, "searches while the orders ran")
+	require.NotNil(t, res.Bulk)
+	require.Len(t, res.Bulk.Runs, plan.Bulk, "every bulk action reported: %v", res.Bulk.Errors)
+	t.Logf("search: %+v; bulk: %+v", *res.Search, res.Bulk.Runs)
 	require.Positive(t, generated[workflow.Processed], "orders of generated shapes went through")
 	require.Positive(t, generated[workflow.Failed]+generated[workflow.Cancelled]+generated[workflow.CompensationFailed],
 		"and some were undone")
@@ -180,6 +191,8 @@ func TestFlowControlUnderChaosKeepsEveryInvariant(t *testing.T) {
 			}
 			require.Positive(t, f.Keys)
 			require.Positive(t, res.Payloads.Streamed, "payloads streamed to their services as they were read")
+			require.NotNil(t, res.Bulk)
+			require.Len(t, res.Bulk.Runs, plan.Bulk, "held orders retried and undone by query among them: %v", res.Bulk.Errors)
 		})
 	}
 }

@@ -113,6 +113,7 @@ func (p Plan) flowShapes() []workflow.Definition {
 		o := p.shapeOptions()
 		o.Flow = &shapes.Flow{Agents: two, Share: 0.6, Hold: p.Flow.Hold, HoldFor: p.Flow.HoldFor}
 		out[k] = shapes.Random(rand.New(rand.NewPCG(p.Seed, 0xf10<<32|uint64(k))), fmt.Sprintf("flow%d", k), o)
+		out[k].Search = p.searchOf(k, true)
 	}
 	return out
 }

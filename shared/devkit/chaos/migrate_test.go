@@ -149,3 +149,22 @@ func TestAClaimWrittenAfterAMoveIsNotJudgedAtWork(t *testing.T) {
 		require.Equal(t, judged, len(got) == 1, "claimed %s before the move", before)
 	}
 }
+
+// A new step a move recorded skipped at a key where the order's earlier
+// record had attempts keeps their count (statestore: attempt numbers never
+// go back at a key), never having run: judged skipped, not a Processed
+// order's step that took no effect; one claimed since (run in a round
+// resubmitted) is judged as any step.
+func TestASkippedStepKeepsItsKeysAttemptsAndIsStillSkipped(t *testing.T) {
+	now := time.Now()
+	skipped := statestore.Step{Rec: workflow.Rec{Ref: workflow.Ref{Index: 0}, Action: workflow.Action{Name: "added-check"},
+		State: workflow.Processed, Attempt: 2}}
+	skipped.Incidents = []statestore.Event{{At: now, What: "skipped: the order was past it when it moved to version v2"}}
+	require.True(t, movedPast(skipped), "its attempts are the key's earlier record's")
+	ran := skipped
+	ran.Attempt, ran.ClaimedAt = 3, now.Add(time.Second)
+	require.False(t, movedPast(ran), "claimed after it was skipped: it ran")
+	never := skipped
+	never.Incidents = nil
+	require.False(t, movedPast(never))
+}

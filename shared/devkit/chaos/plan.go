@@ -123,6 +123,16 @@ type Plan struct {
 	// fail: half before the engine sees them, half (of the writes) applied
 	// and their answers lost. The SDK tries them again, as against AWS.
 	StoreFaults float64
+	// Search has the generated and flow shapes declare searchable fields
+	// (searchOf) and their orders carry values of them (searchValues); at
+	// the end, and before each bulk action, every value searched finds
+	// every order that carries it and no other.
+	Search bool
+	// Bulk is how many actions the run's operator takes on orders found by
+	// a query (operator.Bulk, paced), at moments spread over the run: a
+	// sample of the orders of a searchable value cancelled, the Failed ones
+	// resubmitted, and with flow control the held ones retried or undone.
+	Bulk int
 	// BatchWindow is the event source mappings' batching window. None by
 	// default: the plan's timeouts are seconds (a 3 s step timeout, a 5 s
 	// pickup deadline), and a deployment's 1 s a hop would be a third of
@@ -142,8 +152,8 @@ func DefaultPlan(seed uint64, orders int) Plan {
 		Cancel: 0.05, CancelWithin: 4 * time.Second, Migrate: 0.1, MigrateWithin: 4 * time.Second,
 		Waits: 0.3, NoEvent: 0.15, EarlyEvent: 0.2, TwiceEvent: 0.15, EventWithin: 8 * time.Second, BadInput: true,
 		Parallel: 0.3, Generated: 0.3, Shapes: 12, Large: 0.05, LargeResult: 100 << 10, AtLimit: 1, Hostile: 0.5, Seal: true,
-		StoreFaults: 0.05,
-		Schedulers:  2, Supervisors: 2, SupervisorEvery: 500 * time.Millisecond,
+		StoreFaults: 0.05, Search: true, Bulk: 4,
+		Schedulers: 2, Supervisors: 2, SupervisorEvery: 500 * time.Millisecond,
 		Settings: workflow.Settings{StepTimeout: 3 * time.Second, MaxFailures: 6, RetryBackoff: 500 * time.Millisecond,
 			PickupTimeout: 5 * time.Second},
 		// Room for a slow machine: a 10,000-order run takes about an hour.
@@ -157,6 +167,7 @@ func (p *Plan) NoFaults() {
 	p.Waits, p.Parallel, p.Generated, p.BadInput, p.Flow, p.Large, p.AtLimit, p.Hostile = 0, 0, 0, false, FlowPlan{}, 0, 0, 0
 	p.Drop, p.Delay, p.Duplicate, p.Crash, p.Pause, p.StoreFaults = 0, 0, 0, 0, 0, 0
 	p.Transient, p.Stall, p.Slow, p.Permanent, p.UndoFailure, p.Outage, p.Cancel, p.Migrate = 0, 0, 0, 0, 0, 0, 0, 0
+	p.Bulk = 0
 }
 
 // faults are the remote simulator's knobs for the plan, by service or action.
@@ -244,6 +255,7 @@ func (p Plan) shapes() []workflow.Definition {
 	out := make([]workflow.Definition, p.Shapes)
 	for k := range out {
 		out[k] = shapes.Random(rand.New(rand.NewPCG(p.Seed, uint64(k))), fmt.Sprintf("shape%d", k), o)
+		out[k].Search = p.searchOf(k, false) // not part of the version: the shape's is as it was
 	}
 	return out
 }

@@ -26,6 +26,8 @@ func (r Result) Print(w io.Writer) {
 	r.printRecovery(row)
 	r.printPayloads(row)
 	r.Migrations.print(row)
+	r.Search.print(row)
+	r.Bulk.print(row)
 	r.printEnds(w, row)
 	if !r.Checked {
 		fmt.Fprintln(w, "\nThe run was cut short before the invariants were checked.")
@@ -132,8 +134,14 @@ func (r Result) printInvariants(w io.Writer, row func(string, any)) {
 	if r.Migrations != nil {
 		row("effects applied after a move by an attempt claimed before it", len(v.MovedAtWork))
 	}
+	if r.Search != nil {
+		row("searches by a value that missed or wrongly found an order", len(v.Unfound))
+	}
+	if r.Bulk != nil {
+		row("bulk reports that do not add up", len(v.BulkReports))
+	}
 	if r.Payloads.Offloaded > 0 {
-		row("data in clear (payloads under incoming/ once taken or under orders/, keys by value)", len(v.ClearCopies))
+		row("data in clear (payloads under incoming/ once taken or under orders/, keys by value, searchable values)", len(v.ClearCopies))
 	}
 	if v.Count() == 0 {
 		fmt.Fprintln(w, "\nEvery invariant held.")
@@ -149,9 +157,45 @@ func (r Result) printInvariants(w io.Writer, row func(string, any)) {
 		"short of its rate in a backlog":        v.RateShort,
 		"slots or places kept for ended orders": v.SlotsLeft, "held, not ended": v.HeldNotEnded,
 		"data in clear": v.ClearCopies, "failed for a size within the limits": v.TooLarge, "over a limit": v.OverLimit,
-		"refused to a DLQ": v.Refused, "no place in a short line": v.LinesRefused, "moved while at work": v.MovedAtWork} {
+		"refused to a DLQ": v.Refused, "no place in a short line": v.LinesRefused, "moved while at work": v.MovedAtWork,
+		"search by a searchable value": v.Unfound, "bulk report": v.BulkReports} {
 		if len(ids) > 0 {
 			fmt.Fprintf(w, "  %s: %s\n", name, strings.Join(ids, ", "))
 		}
+	}
+}
+
+// print prints what the searches by a searchable field found.
+func (f *SearchFigures) print(row func(string, any)) {
+	if f == nil {
+		return
+	}
+	row("workflows declaring searchable fields", f.Workflows)
+	for _, field := range slices.Sorted(maps.Keys(f.Fields)) {
+		row("  declaring "+shortField(field), f.Fields[field])
+	}
+	row("searches by a value at the end (every page)", f.Searches)
+	row("  orders they found", f.Found)
+	row("searches while the orders ran (before a bulk action)", f.MidRun)
+}
+
+// print prints each bulk action's report.
+func (f *BulkFigures) print(row func(string, any)) {
+	if f == nil {
+		return
+	}
+	row("bulk actions by query (paced, operator.Bulk)", len(f.Runs))
+	for _, b := range f.Runs {
+		row(fmt.Sprintf("  %s %s", b.Action, clip(b.Query, 60)), fmt.Sprintf("%d listed: %d done, %d already, %d refused, %d changed, %d left (%s)",
+			b.Listed, b.Done, b.Already, b.Refused, b.Changed, b.Left, b.Took.Round(time.Millisecond)))
+		if len(b.Acted) > 0 {
+			row("    acted on "+clip(strings.Join(b.Acted, ", "), 80), len(b.Acted))
+		}
+		for _, why := range slices.Sorted(maps.Keys(b.Why)) {
+			row("    "+clip(why, 80), b.Why[why])
+		}
+	}
+	for _, why := range slices.Sorted(maps.Keys(f.Errors)) {
+		row("  stopped by an error: "+clip(why, 80), f.Errors[why])
 	}
 }

@@ -83,7 +83,12 @@ type Result struct {
 	Migrations *MigrationFigures `json:"migrations,omitempty"`
 	// Hostile is what the run sent of the hostile alphabet (nil: none).
 	Hostile *HostileFigures `json:"hostile,omitempty"`
-	Drain   time.Duration   `json:"drainNanos"`
+	// Search is what the searches by a searchable field found (nil: the
+	// plan declares none: Plan.Search); Bulk what the run's operator did
+	// by query (nil: nothing, Plan.Bulk).
+	Search *SearchFigures `json:"search,omitempty"`
+	Bulk   *BulkFigures   `json:"bulk,omitempty"`
+	Drain  time.Duration  `json:"drainNanos"`
 	// Stopped is why the run stopped sending or waiting before its orders
 	// all ended ("": they did).
 	Stopped string `json:"stopped,omitempty"`
@@ -131,9 +136,16 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 	if p.Migrate > 0 {
 		mig = newMigrator(stack, p)
 	}
-	ids, cancels, signals, waitErr := runOrders(ctx, stack, p, &res, progress, fr, mig)
+	var bk *bulker
+	if p.Bulk > 0 && p.Search {
+		bk = newBulker(stack, p, p.orderIDs())
+	}
+	ids, cancels, signals, waitErr := runOrders(ctx, stack, p, &res, progress, fr, mig, bk)
 	if mig != nil {
 		res.Migrations = mig.figures()
+	}
+	if bk != nil {
+		res.Bulk = bk.figures()
 	}
 	if waitErr != nil {
 		res.Stopped = waitErr.Error()
@@ -143,6 +155,9 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 	res.Faults["order cancelled (a cancel message sent)"] = cancels.sent
 	maps.Copy(res.Faults, signals.counts())
 	if err := res.check(ctx, stack, sim, p, ids, waitErr == nil, fr, mig); err != nil {
+		return res, err
+	}
+	if err := res.checkSearch(ctx, stack, p, ids, bk); err != nil {
 		return res, err
 	}
 	res.checkSizes(watch.watched, map[string]bool{stack.Topology().OrdersQueue().DLQName: true,
@@ -164,13 +179,10 @@ func Run(ctx context.Context, p Plan, endpoint string, logs io.Writer, progress 
 // when they ended (or the plan's timeout passed) and the bad input was
 // rejected; res.Drain is how long the orders took.
 func runOrders(ctx context.Context, stack *localrun.Stack, p Plan, res *Result, progress func(localrun.Counts),
-	fr *flowRun, mig *migrator) ([]string, *canceller, *signaller, error) {
+	fr *flowRun, mig *migrator, bk *bulker) ([]string, *canceller, *signaller, error) {
 	start := time.Now()
 	defer stack.Start(ctx)()
-	ids := make([]string, p.Orders)
-	for i := range ids {
-		ids[i] = p.orderID(i)
-	}
+	ids := p.orderIDs()
 	wctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
 	cancels, signals := &canceller{stack: stack, plan: p}, newSignaller(stack, p, ids)
@@ -187,6 +199,9 @@ func runOrders(ctx context.Context, stack *localrun.Stack, p Plan, res *Result, 
 	if mig != nil {
 		actors = append(actors, mig)
 	}
+	if bk != nil {
+		actors = append(actors, bk)
+	}
 	stopFlow := func() {}
 	if fr != nil {
 		actors, stopFlow = append(actors, fr), fr.start(wctx)
@@ -197,6 +212,12 @@ func runOrders(ctx context.Context, stack *localrun.Stack, p Plan, res *Result, 
 	signals.wait()
 	if mig != nil {
 		mig.wait()
+	}
+	if bk != nil {
+		bk.wait()
+		if err == nil && bk.reopenedAny() { // orders resubmitted, perhaps after drive saw them end
+			err = awaitEnds(wctx, stack, ids)
+		}
 	}
 	res.Drain = time.Since(start)
 	switch {

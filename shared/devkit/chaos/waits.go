@@ -77,6 +77,15 @@ func (p Plan) limitOrders() map[string]bool {
 // orderID is the id of the plan's i-th order.
 func (p Plan) orderID(i int) string { return fmt.Sprintf("chaos-%d-%05d", p.Seed, i) }
 
+// orderIDs are the ids of the plan's orders, in the order they are sent.
+func (p Plan) orderIDs() []string {
+	ids := make([]string, p.Orders)
+	for i := range ids {
+		ids[i] = p.orderID(i)
+	}
+	return ids
+}
+
 // limitBody is an order at the limits: 16 MB in all, documents and all
 // (but 4 KB, for what Submission adds to it), as sent: hostile documents
 // in a hostile run.
@@ -177,7 +186,7 @@ func (p Plan) orderBody(id string, i int) string {
 	case p.flowOrder(id):
 		o.Workflow, o.CustomerID = wf, p.customerOf(id)
 		o.Items = items(o.Items, i)
-		return orderJSON(o) // a hostile customer's name as its sender writes it
+		return p.withSearchValues(id, orderJSON(o)) // a hostile customer's name as its sender writes it
 	case wf == LimitWorkflow:
 		o.Workflow = LimitWorkflow
 		return p.limitBody(o)
@@ -190,6 +199,7 @@ func (p Plan) orderBody(id string, i int) string {
 	case wf != workflow.OrderWorkflow: // a generated shape, or the parallel workflow
 		o.Workflow = wf
 		o.Items = items(o.Items, i)
+		return p.withSearchValues(id, o.JSON())
 	}
 	return o.JSON()
 }

@@ -33,6 +33,8 @@ func (w *World) check(ctx context.Context) []string {
 	for _, m := range w.movedAtWork {
 		bad = append(bad, "no order moves while an attempt of it could run: "+m)
 	}
+	bad = append(bad, w.checkSearch(ctx)...)
+	bad = append(bad, w.bulkBad...)
 	for _, in := range w.svc.inputs {
 		bad = append(bad, "a service receives its step's input as it was kept: "+in)
 	}

@@ -64,6 +64,10 @@ type Options struct {
 	// regression seed found before runs moved orders replays the run it
 	// found.
 	NoMigrate bool
+	// NoSearch declares no field searchable and acts on no order by a
+	// query: a regression seed found before runs searched replays the run
+	// it found.
+	NoSearch bool
 	// Changes are the ways a run's next version differs from its first
 	// (nil: shapes.Changes): a regression seed found when there were
 	// fewer replays with those (shapes.FirstChanges).
@@ -210,6 +214,7 @@ type result struct {
 func One(ctx context.Context, db statestore.API, topo topology.Topology, seed uint64, opts Options, after time.Time) (result, error) {
 	large := opts.Large
 	p := newPlan(seed, large, opts.Plain, !opts.NoStoreFaults, !opts.NoHostile)
+	p.searchable(!opts.NoSearch)
 	p.evolve(!opts.NoMigrate, opts.Changes)
 	p.pointers = p.pointers && !opts.NoPointers
 	p.runTime = opts.RunTime

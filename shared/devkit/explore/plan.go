@@ -53,6 +53,10 @@ type plan struct {
 	next   *workflow.Definition
 	change string
 	mover  *rand.Rand
+	// bulker, in a searching run (search.go: half of them), decides when an
+	// operator acts on the orders of a customer by query, and how
+	// (bulk.go; nil: never).
+	bulker *rand.Rand
 }
 
 // padBytes is how much a payload run pads its orders, answers and

@@ -100,6 +100,10 @@ func (w *World) choose(ctx context.Context) {
 // chooseElse is choose's other steps: what the world's people do, sweeps,
 // progress without faults, or time passing.
 func (w *World) chooseElse(ctx context.Context, r int) {
+	if w.bulker != nil && (w.bulker.IntN(15) == 0 || w.heldOrder(ctx) != nil && w.bulker.IntN(3) == 0) { // an operator acts by query
+		w.bulk(ctx)
+		return
+	}
 	if w.next != nil && w.mover.IntN(10) == 0 {
 		if o := w.randomOrder(w.mover); o != nil {
 			w.move(ctx, o)

@@ -22,11 +22,13 @@ import (
 	"github.com/sas-go/sas/shared/metrics"
 	"github.com/sas-go/sas/shared/notify"
 	"github.com/sas-go/sas/shared/offload"
+	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/queue"
 	"github.com/sas-go/sas/shared/resilience"
 	"github.com/sas-go/sas/shared/scheduler"
 	"github.com/sas-go/sas/shared/seal"
+	"github.com/sas-go/sas/shared/searchkey"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/submission"
 	"github.com/sas-go/sas/shared/supervisor"
@@ -54,7 +56,11 @@ type World struct {
 	// outcome (a broken invariant).
 	versions    map[string]workflow.Definition
 	movedAtWork []string
-	topo        topology.Topology
+	// op is the operator's: its searches and bulk actions (bulk.go), over
+	// store; bulkBad what they found wrong.
+	op      *operator.Operator
+	bulkBad []string
+	topo    topology.Topology
 	// store, flow and lines are the operator's and the checks' (the engine
 	// itself, db); the handlers' are on handlersDB, with faults in a run
 	// with store faults (storeFaults).
@@ -158,6 +164,7 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 		w.handlersDB = newStoreFaults(limited, p.seed, func() bool { return w.faulty }, w.count)
 	}
 	w.store = statestore.New(limited, topo.OrdersTable(), topo.StateTable(), 1)
+	w.op = &operator.Operator{Store: w.store, Topology: topo, PickupTimeout: p.def.PickupTimeout, Now: w.clock}
 	w.handlersStore = statestore.New(w.handlersDB, topo.OrdersTable(), topo.StateTable(), 1)
 	if p.payloads {
 		w.bucket = newObjects(p.seed, p.faulty, w.count)
@@ -194,7 +201,7 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 	if w.sub, err = submission.New(submission.Config{Workflows: w.set, AgentQueues: requests,
 		SchedulerQueueURL: w.url(topo.SchedulerQueue().Name), DLQURL: w.url(topo.OrdersQueue().DLQName)},
 		submission.Deps{Store: w.handlersStore, Send: w.sender, Notify: ntf, Metrics: m, Log: log, Slots: passCounted{w.handlersLines, w.count},
-			Kept: kept.New(w.payloads, w.sealer), Offload: w.offload()}); err != nil {
+			Kept: kept.New(w.payloads, w.sealer), Offload: w.offload(), SearchNames: w.searchNames()}); err != nil {
 		return nil, err
 	}
 	alerts := alert.New(publisher{w}, "arn:aws:sns:us-east-1:000000000000:alerts", m)
@@ -209,6 +216,16 @@ func newWorld(p plan, topo topology.Topology, db statestore.API, after time.Time
 	w.sub.Now, w.sched.Now, w.sup.Now = w.clock, w.clock, w.clock
 	w.sub.Crash, w.sched.Crash, w.sup.Crash = w.crash, w.crash, w.crash
 	return w, nil
+}
+
+// searchNames names a sealed searching run's searchable values, under a
+// search secret kept in the state table (made under the agents' secrets'
+// key, through the handlers' store and its faults); nil otherwise.
+func (w *World) searchNames() searchkey.Namer {
+	if w.secretKeys == nil || len(w.def.Search) == 0 {
+		return nil
+	}
+	return searchkey.NewNamer(w.handlersDB, w.topo.StateTable(), seal.New(w.secretKeys, explorerKey))
 }
 
 // newInstance starts another instance of agent a: its own gate (its
