@@ -47,7 +47,7 @@ func (o *Operator) CancelAction(reason string) Action {
 			var nc *statestore.NotCancellableError
 			switch {
 			case errors.As(err, &nc):
-				return Acted{Refused: nc.Error()}, nil
+				return Acted{Refused: nc.Reason}, nil // the report groups the orders by why
 			case err != nil:
 				return Acted{}, err
 			}

@@ -95,7 +95,7 @@ func (k Canceller) decide(ctx context.Context, c statestore.CancelRequest) (stat
 		res.Verdict = verdict
 		switch verdict {
 		case workflow.CancelRefused:
-			return nil, &statestore.NotCancellableError{Reason: fmt.Sprintf("order %s cannot be cancelled: %s", c.OrderID, reason)}
+			return nil, &statestore.NotCancellableError{OrderID: c.OrderID, Reason: reason}
 		case workflow.CancelRepeated:
 			return nil, nil
 		}

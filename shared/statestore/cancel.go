@@ -2,6 +2,7 @@ package statestore
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/sas-go/sas/shared/keyline"
@@ -9,10 +10,18 @@ import (
 )
 
 // NotCancellableError says why an order cannot be cancelled.
-type NotCancellableError struct{ Reason string }
+type NotCancellableError struct {
+	OrderID string
+	Reason  string // why, naming no order: many orders' refusals group by it
+}
 
-// Error says why.
-func (e *NotCancellableError) Error() string { return e.Reason }
+// Error says which order and why.
+func (e *NotCancellableError) Error() string {
+	if e.OrderID == "" {
+		return e.Reason
+	}
+	return fmt.Sprintf("order %s cannot be cancelled: %s", e.OrderID, e.Reason)
+}
 
 // IsNotCancellable reports whether err is a *NotCancellableError.
 func IsNotCancellable(err error) bool {

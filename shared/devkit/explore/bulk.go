@@ -158,7 +158,7 @@ func (w *World) cancelAction() operator.Action {
 		var nc *statestore.NotCancellableError
 		switch {
 		case errors.As(err, &nc):
-			return operator.Acted{Refused: nc.Error()}, nil
+			return operator.Acted{Refused: nc.Reason}, nil
 		case err != nil:
 			return operator.Acted{}, err
 		}

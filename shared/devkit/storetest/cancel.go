@@ -205,7 +205,12 @@ func cancelRefused(t *testing.T, s *statestore.Store) {
 	_, err = complete(ctx, s, "o-1", step2, st.Attempt, t0)
 	require.NoError(t, err)
 	_, err = cancel(ctx, s, cancelReq("o-1", t0))
-	require.ErrorContains(t, err, "the order is Processed: there is nothing to cancel")
+	require.EqualError(t, err, "order o-1 cannot be cancelled: the order is Processed: there is nothing to cancel")
+	var nc *statestore.NotCancellableError
+	require.ErrorAs(t, err, &nc)
+	require.Equal(t, "o-1", nc.OrderID)
+	require.Equal(t, "the order is Processed: there is nothing to cancel", nc.Reason,
+		"why, naming no order: a bulk cancel's refusals group by it")
 	task, _ := state(t, s)
 	require.Equal(t, workflow.Processed, task.State)
 	require.Empty(t, task.CancelledBy, "a refusal writes nothing")
