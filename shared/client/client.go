@@ -156,16 +156,18 @@ func Of(op *operator.Operator) *Client { return &Client{op: op} }
 
 // Submit sends one order to the orders queue: a JSON object as a string or
 // []byte, or a value encoded as JSON (a shop.Order, say). An order
-// Submission would refuse (no orderId, not JSON, an unknown field; with
-// Options.Workflows, one its workflow's schema refuses) is a
-// *RejectedError and is not sent. It returns the order's id. Submission
+// Submission would refuse (without its id, not JSON, an unknown field;
+// with Options.Workflows, one its workflow's schema refuses) is a
+// *RejectedError and is not sent. It returns the order's id: its member
+// orderId, or, with Options.Workflows, the member its workflow names (id:
+// applicationId), which a client not told the workflows cannot know. Submission
 // takes it asynchronously: Status finds it once it is stored.
 func (c *Client) Submit(ctx context.Context, order any) (string, error) {
 	body, err := encode(order)
 	if err != nil {
 		return "", &RejectedError{Reason: err.Error()}
 	}
-	o, err := message.DecodeOrder(string(body))
+	o, err := c.op.DecodeOrder(string(body)) // its id: the member its workflow names (Options.Workflows)
 	if err != nil {
 		return "", &RejectedError{Reason: strings.TrimPrefix(err.Error(), "invalid message: ")}
 	}

@@ -67,7 +67,7 @@ func TestHostilePayloadsAreAtTheirSizes(t *testing.T) {
 		body := hostileBody(shop.Order{OrderID: "x5-" + key[5:6]}, 0, hostileSizes[i%len(hostileSizes)])
 		require.Len(t, body, hostileSizes[i%len(hostileSizes)])
 		require.True(t, sqsTakes(body))
-		_, err := message.DecodeOrder(body)
+		_, err := message.DecodeOrder(body, nil)
 		require.NoError(t, err)
 	}
 	require.Positive(t, kinds[true])
