@@ -89,7 +89,11 @@ type Options struct {
 	DeadlineShards int
 	// Workflows are the deployment's workflows, if the application has
 	// them: Submit checks each order against its workflow's schema too, as
-	// Submission does. None: the order's envelope only.
+	// Submission does, and reads its id by the member its workflow names
+	// (a workflow's id:, applicationId). None: the order's envelope only,
+	// its id read as its orderId (an order of a workflow that names
+	// another id field is refused saying so; one that also carries an
+	// orderId as data would be taken for that order: give Workflows).
 	Workflows workflow.Set
 	// PayloadBucket is the deployment's payload bucket (the stack's output
 	// PayloadBucketName): Submit keeps an order, and Signal an event, over
