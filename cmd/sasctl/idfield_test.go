@@ -33,8 +33,9 @@ steps:
 
 // sasctl submit, given the deployment's workflow files, takes a loan
 // application by its applicationId and waits for its verdict; status and
-// list show it by that id; an application with only an orderId is not
-// sent, the reason naming applicationId; workflow show says the id field.
+// list show it by that id; a conflicting resend is refused, and dlq show
+// names it by that id; an application with only an orderId is not sent,
+// the reason naming applicationId; workflow show says the id field.
 func TestSasctlTakesAnApplicationByItsIDField(t *testing.T) {
 	t.Parallel()
 	file := writeWorkflow(t, "loan.yaml", loanFile)
@@ -59,6 +60,19 @@ func TestSasctlTakesAnApplicationByItsIDField(t *testing.T) {
 	require.Zero(t, code, errs)
 	require.Contains(t, out, "app-7")
 	require.NotContains(t, out, "o-7")
+
+	other := `{"applicationId":"app-7","workflow":"loan","amountCents":5}`
+	code, _, errs = p.ctl(other, "submit", "-", "--workflows", files, "--wait", "30s")
+	require.Equal(t, 1, code, "a conflict, refused")
+	require.Contains(t, errs, "order app-7 refused: applicationId app-7 was already accepted with different content")
+	var shown struct {
+		Messages []struct {
+			OrderID string `json:"orderId"`
+		} `json:"messages"`
+	}
+	p.json("dlqShow", &shown, "dlq show", "orders", "--workflows", files)
+	require.Len(t, shown.Messages, 1)
+	require.Equal(t, "app-7", shown.Messages[0].OrderID, "the DLQ names the refused application by its applicationId")
 
 	code, _, errs = p.ctl(`{"orderId":"app-8","workflow":"loan","amountCents":1}`, "submit", "-", "--workflows", files)
 	require.Equal(t, 1, code)
