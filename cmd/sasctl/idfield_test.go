@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/workflow"
 )
 
@@ -87,4 +88,22 @@ func TestSasctlTakesAnApplicationByItsIDField(t *testing.T) {
 	code, _, errs = sasctl(t, "workflow", "validate", writeWorkflow(t, "bad.yaml", strings.Replace(loanFile, "id: applicationId", "id: replyQueue", 1)))
 	require.Equal(t, 1, code)
 	require.Contains(t, errs, `bad.yaml:2: id: "replyQueue": replyQueue is the product's own member of an order`)
+}
+
+// submit --generate names its made-up orders' id by the default
+// workflow's id field.
+func TestGeneratedOrdersAreNamedByTheDefaultWorkflowsIDField(t *testing.T) {
+	t.Parallel()
+	loan, err := workflow.ParseFile("loan.yaml", []byte(loanFile), workflow.Options{})
+	require.NoError(t, err)
+	set := workflow.MustSet(loan)
+	bodies, err := orderBodies(nil, 2, "", set.IDField(""), nil)
+	require.NoError(t, err)
+	require.Len(t, bodies, 2)
+	for _, b := range bodies {
+		o, err := message.DecodeOrder(b, set)
+		require.NoError(t, err, b)
+		require.True(t, strings.HasPrefix(o.OrderID, "gen-"), o.OrderID)
+		require.Equal(t, "applicationId", o.IDField)
+	}
 }
