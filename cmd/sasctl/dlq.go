@@ -88,6 +88,9 @@ body included. A message not there is said so (exit 1).
 			if err != nil {
 				return err
 			}
+			if op.Workflows, err = deployedWorkflows(t.WorkflowFiles); err != nil {
+				return err // an order named by its workflow's id field
+			}
 			m, err := op.DLQMessage(cmd.Context(), args[0], args[1])
 			if err != nil {
 				return t.explain(err)
@@ -97,6 +100,7 @@ body included. A message not there is said so (exit 1).
 		},
 	}
 	targetFlags(cmd, &t, true)
+	t.bind(cmd.Flags(), "workflows") // a refused order named by its workflow's id field (id:)
 	return cmd
 }
 
@@ -104,6 +108,9 @@ body included. A message not there is said so (exit 1).
 func showDLQ(cmd *cobra.Command, t *target, queue string) error {
 	op, err := t.connect(cmd.Context(), true)
 	if err != nil {
+		return err
+	}
+	if op.Workflows, err = deployedWorkflows(t.WorkflowFiles); err != nil {
 		return err
 	}
 	res, err := op.DLQMessages(cmd.Context(), queue, operator.DLQReadMax)

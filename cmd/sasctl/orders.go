@@ -10,6 +10,7 @@ import (
 
 	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/devkit/localrun"
+	"github.com/sas-go/sas/shared/devkit/shapes"
 	"github.com/sas-go/sas/shared/operator"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -66,7 +67,7 @@ func (f *submitFlags) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	bodies, err := orderBodies(args, f.generate, f.reply, cmd.InOrStdin())
+	bodies, err := orderBodies(args, f.generate, f.reply, workflows.IDField(""), cmd.InOrStdin())
 	if err != nil {
 		return err
 	}
@@ -149,8 +150,9 @@ func deployedWorkflows(files []string) (workflow.Set, error) {
 	return set, nil
 }
 
-// orderBodies are the orders to send: made up, or read from the file.
-func orderBodies(args []string, generate int, reply string, stdin io.Reader) ([]string, error) {
+// orderBodies are the orders to send: made up (their id named idField,
+// the default workflow's), or read from the file.
+func orderBodies(args []string, generate int, reply, idField string, stdin io.Reader) ([]string, error) {
 	if generate <= 0 {
 		return readOrders(args[0], stdin)
 	}
@@ -159,7 +161,7 @@ func orderBodies(args []string, generate int, reply string, stdin io.Reader) ([]
 	for i := range generate {
 		o := localrun.DemoOrder(fmt.Sprintf("gen-%s-%05d", stamp, i), i)
 		o.ReplyQueue = reply
-		bodies = append(bodies, o.JSON())
+		bodies = append(bodies, shapes.WithIDField(o.JSON(), idField))
 	}
 	return bodies, nil
 }

@@ -11,14 +11,19 @@ import (
 	"github.com/sas-go/sas/shared/workflow"
 )
 
-// printShow prints the workflow: its deadlines, a table of its steps each
+// printShow prints the workflow: its deadlines, its orders' id field if it
+// names one, a table of its steps each
 // followed by its undo action, what the table leaves out of a step (its
 // input, its hold on failure, the senders its wait takes), what the engine
 // undoes if each step is refused, and its agents with their flow control.
 func printShow(out io.Writer, d workflow.Definition) {
 	fmt.Fprintf(out, "workflow %s v%s (%s)\n", d.Name, d.Version, d.File)
-	fmt.Fprintf(out, "deadline %s (as long again for its undo actions), pickup timeout %s\n\n",
+	fmt.Fprintf(out, "deadline %s (as long again for its undo actions), pickup timeout %s\n",
 		deploy.ShortDuration(d.Deadline), deploy.ShortDuration(d.PickupTimeout))
+	if d.IDField != "" {
+		fmt.Fprintf(out, "an order's id: its %s\n", d.IDField)
+	}
+	fmt.Fprintln(out)
 	printSteps(out, d)
 	if details := stepDetails(d); len(details) > 0 {
 		fmt.Fprintf(out, "\n%s\n", strings.Join(details, "\n"))

@@ -89,7 +89,11 @@ type Options struct {
 	DeadlineShards int
 	// Workflows are the deployment's workflows, if the application has
 	// them: Submit checks each order against its workflow's schema too, as
-	// Submission does. None: the order's envelope only.
+	// Submission does, and reads its id by the member its workflow names
+	// (a workflow's id:, applicationId). None: the order's envelope only,
+	// its id read as its orderId (an order of a workflow that names
+	// another id field is refused saying so; one that also carries an
+	// orderId as data would be taken for that order: give Workflows).
 	Workflows workflow.Set
 	// PayloadBucket is the deployment's payload bucket (the stack's output
 	// PayloadBucketName): Submit keeps an order, and Signal an event, over
@@ -156,16 +160,18 @@ func Of(op *operator.Operator) *Client { return &Client{op: op} }
 
 // Submit sends one order to the orders queue: a JSON object as a string or
 // []byte, or a value encoded as JSON (a shop.Order, say). An order
-// Submission would refuse (no orderId, not JSON, an unknown field; with
-// Options.Workflows, one its workflow's schema refuses) is a
-// *RejectedError and is not sent. It returns the order's id. Submission
+// Submission would refuse (without its id, not JSON, an unknown field;
+// with Options.Workflows, one its workflow's schema refuses) is a
+// *RejectedError and is not sent. It returns the order's id: its member
+// orderId, or, with Options.Workflows, the member its workflow names (id:
+// applicationId), which a client not told the workflows cannot know. Submission
 // takes it asynchronously: Status finds it once it is stored.
 func (c *Client) Submit(ctx context.Context, order any) (string, error) {
 	body, err := encode(order)
 	if err != nil {
 		return "", &RejectedError{Reason: err.Error()}
 	}
-	o, err := message.DecodeOrder(string(body))
+	o, err := c.op.DecodeOrder(string(body)) // its id: the member its workflow names (Options.Workflows)
 	if err != nil {
 		return "", &RejectedError{Reason: strings.TrimPrefix(err.Error(), "invalid message: ")}
 	}

@@ -26,7 +26,18 @@ import (
 )
 
 // InvalidError says why a message body was rejected.
-type InvalidError struct{ Reason string }
+type InvalidError struct {
+	Reason string
+	noID   bool // an order without its id (MissingID)
+}
+
+// MissingID reports whether err refuses an order for the id it lacks (its
+// workflow's id field): a reader that did not know the workflows may
+// have read it by another.
+func MissingID(err error) bool {
+	var ie *InvalidError
+	return errors.As(err, &ie) && ie.noID
+}
 
 // Error says why the message was rejected.
 func (e *InvalidError) Error() string { return "invalid message: " + e.Reason }

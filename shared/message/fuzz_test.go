@@ -21,7 +21,7 @@ func FuzzDecodeOrder(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		o, err := message.DecodeOrder(body)
+		o, err := message.DecodeOrder(body, nil)
 		if err != nil {
 			require.True(t, message.IsInvalid(err), "every refusal is an InvalidError: %v", err)
 			return
@@ -36,7 +36,7 @@ func FuzzDecodeOrder(f *testing.F) {
 		require.NoError(t, json.Unmarshal([]byte(body), &sent))
 		require.NoError(t, json.Unmarshal([]byte(o.JSON()), &kept))
 		require.Equal(t, sent, kept, "the order's data kept as sent")
-		again, err := message.DecodeOrder(o.JSON())
+		again, err := message.DecodeOrder(o.JSON(), nil)
 		require.NoError(t, err, "an accepted order re-encodes to an accepted order")
 		require.Equal(t, o, again)
 	})
@@ -89,7 +89,7 @@ func FuzzDecodeOrdersMessage(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		m, err := message.DecodeOrdersMessage(body)
+		m, err := message.DecodeOrdersMessage(body, nil)
 		if err != nil {
 			require.True(t, message.IsInvalid(err), "every refusal is an InvalidError: %v", err)
 			return
@@ -97,7 +97,7 @@ func FuzzDecodeOrdersMessage(f *testing.F) {
 		require.True(t, message.ValidJSON([]byte(body)), "an accepted body has one meaning")
 		b, err := json.Marshal(m)
 		require.NoError(t, err)
-		again, err := message.DecodeOrdersMessage(string(b))
+		again, err := message.DecodeOrdersMessage(string(b), nil)
 		require.NoError(t, err, "an accepted message re-encodes to an accepted one: %s", b)
 		b2, err := json.Marshal(again)
 		require.NoError(t, err)

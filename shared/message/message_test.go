@@ -20,20 +20,20 @@ const good = `{"orderId":"o-1","customerId":"c-1","items":[{"sku":"SKU-1","quant
 // declares one, checks it at Submission.
 func TestDecodeOrderAcceptsAValidOrder(t *testing.T) {
 	t.Parallel()
-	o, err := message.DecodeOrder(good)
+	o, err := message.DecodeOrder(good, nil)
 	require.NoError(t, err)
 	require.Equal(t, "o-1", o.OrderID)
 	require.JSONEq(t, good, o.JSON())
 	trip := `{ "orderId": "b-7", "workflow": "travel", "replyQueue": "https://sqs.eu-west-1.amazonaws.com/000000000000/r",
 	  "passengers": [{"name": "Ada", "born": "1815-12-10"}], "dates": {"out": "2027-01-02"}, "big": 123456789012345678901234567890 }`
-	o, err = message.DecodeOrder(trip)
+	o, err = message.DecodeOrder(trip, nil)
 	require.NoError(t, err)
 	require.Equal(t, "travel", o.Workflow)
 	require.Equal(t, "https://sqs.eu-west-1.amazonaws.com/000000000000/r", o.ReplyQueue)
 	require.Equal(t, `{"orderId":"b-7","workflow":"travel","replyQueue":"https://sqs.eu-west-1.amazonaws.com/000000000000/r",`+
 		`"passengers":[{"name":"Ada","born":"1815-12-10"}],"dates":{"out":"2027-01-02"},"big":123456789012345678901234567890}`, o.JSON(),
 		"the data as sent, its numbers untouched")
-	o, err = message.DecodeOrder(`{"orderId":"o-2"}`)
+	o, err = message.DecodeOrder(`{"orderId":"o-2"}`, nil)
 	require.NoError(t, err, "an order may carry no data")
 	require.Equal(t, `{"orderId":"o-2"}`, o.JSON())
 }
@@ -45,8 +45,8 @@ func TestDecodeOrderRejectsWithAReason(t *testing.T) {
 		`[]`:                             "bad JSON: the body must be a JSON object",
 		`"order"`:                        "bad JSON",
 		good + `{}`:                      "data after the object",
-		`{"customerId":"c"}`:             "an order needs an orderId",
-		`{"orderId":null}`:               "an order needs an orderId",
+		`{"customerId":"c"}`:             "an order needs its id, orderId",
+		`{"orderId":null}`:               "an order needs its id, orderId",
 		`{"orderId":7}`:                  `field "orderId" must be string`,
 		`{"orderId":"o","workflow":1}`:   `field "workflow" must be string`,
 		`{"orderId":"o","Workflow":"x"}`: `member "Workflow": workflow in another case`,
@@ -60,7 +60,7 @@ func TestDecodeOrderRejectsWithAReason(t *testing.T) {
 		strings.Replace(good, `}]}`, `}],"replyQueue":"not a url"}`, 1):    "replyQueue is not a queue URL",
 	}
 	for body, want := range cases {
-		_, err := message.DecodeOrder(body)
+		_, err := message.DecodeOrder(body, nil)
 		require.Error(t, err, body)
 		require.True(t, message.IsInvalid(err), body)
 		require.ErrorContains(t, err, want, body[:min(len(body), 80)])
@@ -120,10 +120,10 @@ func TestDecodeAgentRequest(t *testing.T) {
 
 func TestDecodeOrdersMessage(t *testing.T) {
 	t.Parallel()
-	m, err := message.DecodeOrdersMessage(`{"kind":"cancel","orderId":"o-1","reason":"customer asked"}`)
+	m, err := message.DecodeOrdersMessage(`{"kind":"cancel","orderId":"o-1","reason":"customer asked"}`, nil)
 	require.NoError(t, err)
 	require.Equal(t, message.Cancel{Kind: "cancel", OrderID: "o-1", Reason: "customer asked"}, m)
-	m, err = message.DecodeOrdersMessage(`{"orderId":"o-2","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":5}]}`)
+	m, err = message.DecodeOrdersMessage(`{"orderId":"o-2","customerId":"c","items":[{"sku":"A","quantity":1,"unitPriceCents":5}]}`, nil)
 	require.NoError(t, err)
 	require.IsType(t, message.Order{}, m)
 	for body, want := range map[string]string{
@@ -133,7 +133,7 @@ func TestDecodeOrdersMessage(t *testing.T) {
 		`{"kind":"cancel","orderId":"o-1","reason":"` + strings.Repeat("x", 600) + `"}`: "over 512",
 		`{"kind":null,"orderId":"o-1"}`:                                                 `unknown field "kind"`,
 	} {
-		_, err := message.DecodeOrdersMessage(body)
+		_, err := message.DecodeOrdersMessage(body, nil)
 		require.True(t, message.IsInvalid(err), body)
 		require.ErrorContains(t, err, want, body)
 	}
@@ -144,7 +144,7 @@ func TestDecodeOrdersMessage(t *testing.T) {
 func TestEveryDecoderRefusesABodyWithTwoMeanings(t *testing.T) {
 	t.Parallel()
 	decoders := map[string]func(string) error{
-		"orders":    func(b string) error { _, err := message.DecodeOrdersMessage(b); return err },
+		"orders":    func(b string) error { _, err := message.DecodeOrdersMessage(b, nil); return err },
 		"scheduler": func(b string) error { _, err := message.DecodeSchedulerMessage(b); return err },
 		"request":   func(b string) error { _, err := message.DecodeAgentRequest(b); return err },
 		"status":    func(b string) error { _, err := message.DecodeStatus(b); return err },
@@ -223,7 +223,7 @@ func TestAGivenBackReplyIsTaken(t *testing.T) {
 // it was cut inside one, and the reason was not UTF-8.
 func TestAReasonQuotesAValueCutOnACharacter(t *testing.T) {
 	t.Parallel()
-	_, err := message.DecodeOrder(`{"orderId":"x` + strings.Repeat("é", 60) + `"}`)
+	_, err := message.DecodeOrder(`{"orderId":"x`+strings.Repeat("é", 60)+`"}`, nil)
 	require.Error(t, err)
 	require.True(t, utf8.ValidString(err.Error()), err.Error())
 	require.Contains(t, err.Error(), `"x`+strings.Repeat("é", 38)+"…")

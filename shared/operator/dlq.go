@@ -137,7 +137,7 @@ func (o *Operator) peekDLQ(ctx context.Context, short string, max int) (DLQConte
 	}
 	now := o.Now()
 	for _, m := range msgs {
-		d := dlqMessage(m, now)
+		d := o.dlqMessage(m, now)
 		o.followPointer(ctx, &d)
 		res.Messages = append(res.Messages, d)
 	}
@@ -159,12 +159,11 @@ func (o *Operator) followPointer(ctx context.Context, d *DLQMessage) {
 	}
 	var head struct {
 		Kind    string `json:"kind"`
-		OrderID string `json:"orderId"`
 		Event   string `json:"event"`
 		EventID string `json:"eventId"`
 	}
 	if json.Unmarshal(b, &head) == nil {
-		d.Kind, d.OrderID, d.Event, d.EventID = head.Kind, head.OrderID, head.Event, head.EventID
+		d.Kind, d.OrderID, d.Event, d.EventID = head.Kind, message.IDOf(b, o.Workflows), head.Event, head.EventID
 	}
 }
 
@@ -184,17 +183,17 @@ func (o *Operator) DLQMessage(ctx context.Context, short, id string) (DLQMessage
 	return DLQMessage{}, fmt.Errorf("%w %s in %s", ErrNoDeadLetter, id, c.Name)
 }
 
-// dlqMessage is a received DLQ message as DLQMessage shows it, at now.
-func dlqMessage(m types.Message, now time.Time) DLQMessage {
+// dlqMessage is a received DLQ message as DLQMessage shows it, at now: an
+// order named by its workflow's id field (of o.Workflows, if known).
+func (o *Operator) dlqMessage(m types.Message, now time.Time) DLQMessage {
 	d := deadLetter(m)
 	var head struct {
 		Kind    string `json:"kind"`
-		OrderID string `json:"orderId"`
 		Event   string `json:"event"`
 		EventID string `json:"eventId"`
 	}
 	_ = json.Unmarshal([]byte(d.Body), &head) // a body that is not JSON names nothing
-	out := DLQMessage{ID: d.ID, Kind: head.Kind, OrderID: head.OrderID, Event: head.Event, EventID: head.EventID,
+	out := DLQMessage{ID: d.ID, Kind: head.Kind, OrderID: message.IDOf([]byte(d.Body), o.Workflows), Event: head.Event, EventID: head.EventID,
 		RejectReason: strings.TrimPrefix(d.RejectReason, "invalid message: "), SourceQueue: d.SourceQueue, SentAt: utc(d.SentAt), Body: d.Body}
 	if n, err := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)]); err == nil {
 		out.ReceiveCount = max(n-1, 0) // less this read's own

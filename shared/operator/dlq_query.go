@@ -99,7 +99,7 @@ func (o *Operator) RedriveMatching(ctx context.Context, short string, max int, q
 // described is a received DLQ message as DLQMessage shows it, its pointer
 // followed (the order or event it is about, offloaded).
 func (o *Operator) described(ctx context.Context, m types.Message, now time.Time) DLQMessage {
-	d := dlqMessage(m, now)
+	d := o.dlqMessage(m, now)
 	o.followPointer(ctx, &d)
 	return d
 }

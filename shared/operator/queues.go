@@ -114,6 +114,19 @@ func (o *Operator) offload(ctx context.Context, bucket string, body []byte) (str
 	return ptr, nil
 }
 
+// DecodeOrder decodes an order body as Submission does (message.DecodeOrder),
+// its id the member its workflow names if the deployment's workflows are
+// known (Workflows); otherwise its orderId, and a refusal for an id it
+// lacks says so.
+func (o *Operator) DecodeOrder(body string) (message.Order, error) {
+	ord, err := message.DecodeOrder(body, o.Workflows)
+	if message.MissingID(err) && o.Workflows.IsZero() {
+		return ord, fmt.Errorf("%w (the deployment's workflows are not known here, so an order's id is read as its orderId: "+
+			"give them, sasctl's --workflows or client.Options.Workflows, for a workflow that names another id field)", err)
+	}
+	return ord, err
+}
+
 // admit checks an order body as Submission does before it stores it: its
 // envelope, then, when the deployment's workflows are known, the workflow
 // it names (or, one the deployment no longer runs, the one it was stored
@@ -121,7 +134,7 @@ func (o *Operator) offload(ctx context.Context, bucket string, body []byte) (str
 // refused says why Submission would refuse it; err, that the check itself
 // failed.
 func (o *Operator) admit(ctx context.Context, body string) (refused, err error) {
-	ord, refused := message.DecodeOrder(body)
+	ord, refused := o.DecodeOrder(body)
 	if refused != nil || o.Workflows.IsZero() {
 		return refused, nil
 	}
@@ -224,7 +237,7 @@ func (o *Operator) move(ctx context.Context, q topology.Queue, src, dlq string, 
 			return fmt.Errorf("send to %s: %w", q.Name, err)
 		}
 		res.Moved++
-		d := dlqMessage(m, now)
+		d := o.dlqMessage(m, now)
 		d.Body = ""
 		res.Messages = append(res.Messages, d)
 		if _, err := o.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &dlq, ReceiptHandle: m.ReceiptHandle}); err != nil {

@@ -67,7 +67,7 @@ func (o *Operator) Signal(ctx context.Context, orderID, event, eventID string, d
 	if err != nil {
 		return Signalled{}, fmt.Errorf("%w: data: %w", ErrBadSignal, err)
 	}
-	if _, err := message.DecodeOrdersMessage(string(body)); err != nil {
+	if _, err := message.DecodeOrdersMessage(string(body), nil); err != nil {
 		return Signalled{}, fmt.Errorf("%w: %s", ErrBadSignal, strings.TrimPrefix(err.Error(), "invalid message: "))
 	}
 	res := Signalled{OrderID: orderID, Event: event, EventID: eventID, Queue: o.Topology.EventsQueue().Name}

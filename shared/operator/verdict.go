@@ -78,7 +78,7 @@ func (o *Operator) AwaitOrders(ctx context.Context, bodies []string, since time.
 	out := make([]Verdict, 0, len(bodies))
 	sent := map[string]string{} // by order id, its body as stored
 	for _, b := range bodies {
-		if ord, err := message.DecodeOrder(asSent(b)); err == nil {
+		if ord, err := message.DecodeOrder(asSent(b), o.Workflows); err == nil {
 			sent[ord.OrderID] = ord.JSON()
 			out = append(out, Verdict{OrderID: ord.OrderID, Verdict: Pending})
 		}

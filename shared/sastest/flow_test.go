@@ -30,7 +30,7 @@ func TestTrySubmitReturnsTheRefusal(t *testing.T) {
 	require.Nil(t, o)
 	require.Nil(t, k.Order("o-1"), "a refused order is not kept")
 	_, err = k.TrySubmit(`{"customerId":"c-1"}`)
-	require.ErrorContains(t, err, "an order is a JSON object with an orderId")
+	require.ErrorContains(t, err, "an order is a JSON object with its id, a string, as its orderId (workflow approval's id field)")
 
 	o, err = k.TrySubmit(order)
 	require.NoError(t, err)

@@ -188,7 +188,8 @@ func (k *Kit) Calls(agent string) []Call {
 }
 
 // Submit takes an order (JSON as a string or []byte, or a value encoded as
-// JSON): it must have an orderId, and the workflow's schema must accept it;
+// JSON): it must have its id (its orderId, or the member the workflow's id:
+// names), and the workflow's schema must accept it;
 // a refusal fails the test (TrySubmit returns it). Its first steps start at
 // the next Run or Advance.
 func (k *Kit) Submit(order any) *Order {
@@ -201,7 +202,7 @@ func (k *Kit) Submit(order any) *Order {
 }
 
 // TrySubmit takes an order as Submit does, or returns why it is refused,
-// as Submission refuses it (no orderId, an order submitted twice, one the
+// as Submission refuses it (no id, an order submitted twice, one the
 // workflow's schema refuses: the field at fault, a forEach's items): a test
 // asserts a refusal.
 //
@@ -221,20 +222,18 @@ func (k *Kit) TrySubmit(order any) (*Order, error) {
 		}
 		body = b
 	}
-	var head struct {
-		OrderID string `json:"orderId"`
+	id, err := k.idOf(body)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(body, &head); err != nil || head.OrderID == "" {
-		return nil, fmt.Errorf("an order is a JSON object with an orderId: %s", body)
-	}
-	if _, dup := k.orders[head.OrderID]; dup {
-		return nil, fmt.Errorf("order %s submitted twice", head.OrderID)
+	if _, dup := k.orders[id]; dup {
+		return nil, fmt.Errorf("order %s submitted twice", id)
 	}
 	items, err := k.def.Admit(body, k.now) // as Submission takes it
 	if err != nil {
-		return nil, fmt.Errorf("order %s: %w", head.OrderID, err)
+		return nil, fmt.Errorf("order %s: %w", id, err)
 	}
-	o := &Order{k: k, ID: head.OrderID, body: body, state: k.def.Start(items), rec: map[workflow.Ref]*starting{},
+	o := &Order{k: k, ID: id, body: body, state: k.def.Start(items), rec: map[workflow.Ref]*starting{},
 		results: map[workflow.Ref]json.RawMessage{}, kept: map[string]json.RawMessage{}}
 	for ref := range o.state.Recs {
 		o.rec[ref] = &starting{}
@@ -245,6 +244,18 @@ func (k *Kit) TrySubmit(order any) (*Order, error) {
 	}
 	k.at(k.now.Add(k.def.Deadline), false, func() bool { return !o.state.State.Ended() && o.state.State != workflow.Held }, o.deadline)
 	return o, nil
+}
+
+// idOf is the id of the order body: its member the workflow names
+// (workflow.Definition.IDMember: orderId, or the file's id:), a string.
+func (k *Kit) idOf(body json.RawMessage) (string, error) {
+	field := k.def.IDMember()
+	var members map[string]json.RawMessage
+	var id string
+	if err := json.Unmarshal(body, &members); err != nil || json.Unmarshal(members[field], &id) != nil || id == "" {
+		return "", fmt.Errorf("an order is a JSON object with its id, a string, as its %s (workflow %s's id field): %s", field, k.def.Name, body)
+	}
+	return id, nil
 }
 
 // Order is the order as the kit runs it.

@@ -78,7 +78,7 @@ func (s *Store) movedOrder(ctx context.Context, m Move, d moveData, data json.Ra
 	if data == nil || m.DryRun {
 		return nil, nil
 	}
-	v, err := d.kept.KeepOrder(ctx, m.OrderID, d.order, data, workflow.OrderHead(data))
+	v, err := d.kept.KeepOrder(ctx, m.OrderID, d.order, data, workflow.OrderHead(m.OrderID, data))
 	if err != nil {
 		return nil, fmt.Errorf("keep the data of %s rewritten: %w", m.OrderID, err)
 	}

@@ -305,7 +305,7 @@ func (h *Handler) decode(ctx context.Context, rec events.SQSMessage) (any, error
 	if err != nil {
 		return nil, err
 	}
-	return message.DecodeOrdersMessage(body)
+	return message.DecodeOrdersMessage(body, h.cfg.Workflows) // an order's id: the member its workflow names
 }
 
 // eventRecord is a record of the events queue: an event, or a callback.
@@ -422,9 +422,10 @@ func (h *Handler) searchable(ctx context.Context, def workflow.Definition, whole
 
 // keep is the order as stored and sent on: itself, or sealed under a data
 // key of its own (with a Sealer), and, over the inline limit, its claim
-// check, the order kept in the payload bucket first; its orderId, workflow
-// and replyQueue beside it in clear, and a sealed order's data key in its
-// claim check's head.
+// check, the order kept in the payload bucket first; its id (as the
+// product's own member orderId, whatever its workflow's id field),
+// workflow and replyQueue beside it in clear, and a sealed order's data key
+// in its claim check's head.
 func (h *Handler) keep(ctx context.Context, o message.Order) (string, error) {
 	head := map[string]string{"orderId": o.OrderID, "workflow": o.Workflow, "replyQueue": o.ReplyQueue}
 	body := kept.Unsealed([]byte(o.JSON()), head)
@@ -472,7 +473,7 @@ func (h *Handler) sameAsStored(ctx context.Context, o message.Order, now time.Ti
 	if sent, err := h.store.WasSent(ctx, o.OrderID, o.JSON()); err != nil || sent {
 		return stored, err
 	}
-	reason := fmt.Sprintf("orderId %s was already accepted with different content", o.OrderID)
+	reason := fmt.Sprintf("%s %s was already accepted with different content", o.IDField, o.OrderID)
 	h.metrics.Count(metrics.ConflictingOrders, 1, map[string]any{"OrderID": o.OrderID})
 	if o.ReplyQueue != "" {
 		h.notify.Post(ctx, notify.Event{OrderID: o.OrderID, ReplyQueue: o.ReplyQueue, Round: 1,

@@ -24,6 +24,7 @@ import (
 // fileSpec is a workflow file as written.
 type fileSpec struct {
 	Name          string               `yaml:"name"`
+	ID            string               `yaml:"id"`
 	Deadline      duration             `yaml:"deadline"`
 	PickupTimeout duration             `yaml:"pickupTimeout"`
 	ResultLimit   byteSize             `yaml:"resultLimit"`

@@ -84,6 +84,9 @@ func (m Migration) check(d Definition) Problems {
 // is a problem of To's file, at its field.
 func (m Moving) Problems() Problems {
 	var ps Problems
+	if m.From.IDMember() != m.To.IDMember() {
+		ps = append(ps, Problem{File: m.To.File, Line: m.To.lines.of("id"), Field: "id", What: m.idFieldsDiffer()})
+	}
 	for i, name := range m.To.Migrate.Keep {
 		if m.From.Index(name) >= 0 {
 			continue
@@ -93,6 +96,13 @@ func (m Moving) Problems() Problems {
 			What: fmt.Sprintf("%q is not a step of version %s (%s)", name, m.From.Version, m.From.File)})
 	}
 	return ps
+}
+
+// idFieldsDiffer says that From and To name their orders' ids by
+// different members: an order keeps its id, so none moves.
+func (m Moving) idFieldsDiffer() string {
+	return fmt.Sprintf("version %s names an order's id by its %s, version %s by its %s: an order keeps the id it was sent with, "+
+		"so none moves between them", m.From.Version, m.From.IDMember(), m.To.Version, m.To.IDMember())
 }
 
 // Moving is a move of orders from one version of a workflow to another, by
@@ -165,6 +175,8 @@ func (m Moving) Move(o Order) (Moved, error) {
 	switch {
 	case m.From.Name != m.To.Name:
 		return Moved{}, &NotMovableError{[]string{fmt.Sprintf("it runs workflow %q, not %q", m.From.Name, m.To.Name)}}
+	case m.From.IDMember() != m.To.IDMember():
+		return Moved{}, &NotMovableError{[]string{m.idFieldsDiffer()}}
 	case o.State != Pending && o.State != Held:
 		return Moved{}, &NotMovableError{[]string{fmt.Sprintf("it is %s: only an order running forward or held moves", o.State)}}
 	case o.Cancelled:

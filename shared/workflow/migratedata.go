@@ -18,7 +18,8 @@ import (
 // Transform is a plan's rewriting of what an order keeps as it moves.
 type Transform struct {
 	// Order rewrites the order's data: what it gives keeps the order's
-	// orderId, workflow and replyQueue, and meets this version's schema.
+	// id (its id field's member: orderId by default), workflow and
+	// replyQueue, and meets this version's schema.
 	Order string `json:",omitempty"`
 	// Results rewrite, by this version's step name, the result an order
 	// kept of that step (of each item, for a step that runs per item): a
@@ -67,24 +68,24 @@ func (m Moving) ReadsData() bool {
 	return slices.ContainsFunc(m.To.Steps, func(s Step) bool { return s.ForEach != "" && !was[s.Name] })
 }
 
-// The members of an order a transform keeps as they are: they name the
-// order, its workflow and where its verdict goes.
-var orderMembers = []string{"orderId", "workflow", "replyQueue"}
+// keptMembers are the members of an order a transform keeps as they are:
+// they name the order (its id field, d's), its workflow and where its
+// verdict goes.
+func (d Definition) keptMembers() []string { return []string{d.IDMember(), "workflow", "replyQueue"} }
 
-// OrderHead is the members of an order's data (data) its claim check
-// keeps beside it, as Submission keeps them: its orderId, workflow and
+// OrderHead is what the claim check of the order orderID, its data data,
+// keeps beside it, as Submission keeps it: its orderId (the product's own
+// member, whatever the order's id field: orderID), and its workflow and
 // replyQueue, those that are strings.
-func OrderHead(data json.RawMessage) map[string]string {
+func OrderHead(orderID string, data json.RawMessage) map[string]string {
 	var members struct { // these members only: the rest (up to 16 MB) is not decoded
-		OrderID    any `json:"orderId"`
 		Workflow   any `json:"workflow"`
 		ReplyQueue any `json:"replyQueue"`
 	}
 	_ = json.Unmarshal(data, &members) // an order's data is an object: a move checked it
-	head := map[string]string{}
-	for i, v := range []any{members.OrderID, members.Workflow, members.ReplyQueue} {
-		head[orderMembers[i]], _ = v.(string)
-	}
+	head := map[string]string{DefaultIDField: orderID}
+	head["workflow"], _ = members.Workflow.(string)
+	head["replyQueue"], _ = members.ReplyQueue.(string)
 	return head
 }
 
@@ -108,7 +109,7 @@ func (m Moving) data() (json.RawMessage, error) {
 	if json.Unmarshal(m.Data, &was) != nil || json.Unmarshal(out, &now) != nil || now == nil {
 		return nil, errors.New("its data rewritten is not a JSON object, as an order must be")
 	}
-	for _, k := range orderMembers {
+	for _, k := range m.To.keptMembers() {
 		if string(was[k]) != string(now[k]) {
 			return nil, fmt.Errorf("its data rewritten changes its %s, which names the order: a transform keeps it", k)
 		}

@@ -94,6 +94,9 @@ func (d Definition) checkOrderReads(doc json.RawMessage) Problems {
 		}
 	}
 	var ps Problems
+	if idFieldRE.MatchString(d.IDMember()) {
+		ps = d.checkIDField(sch)
+	}
 	for _, e := range append(d.orderExprs(sch), d.searchExprs()...) {
 		ps = append(ps, e.check(sch)...)
 	}

@@ -53,6 +53,7 @@ func (f fileSpec) definition(o Options) (Definition, Problems) {
 	if !workflowNameRE.MatchString(f.Name) {
 		r.add("name", "%q: a workflow's name is 1-40 lower-case letters, digits or -, starting with a letter", f.Name)
 	}
+	d.IDField = r.idField(f.ID)
 	d.Deadline = r.positive("deadline", f.Deadline, DefaultOrderDeadline)
 	d.PickupTimeout = r.positive("pickupTimeout", f.PickupTimeout, DefaultPickupTimeout)
 	if f.ResultLimit.set {
@@ -331,7 +332,8 @@ func (d Definition) version() string {
 		Pickup, Deadline time.Duration
 		ResultLimit      int             `json:",omitempty"`
 		Schema           json.RawMessage `json:",omitempty"`
-	}{d.Name, d.Steps, d.PickupTimeout, d.Deadline, d.ResultLimit, d.Schema})
+		IDField          string          `json:",omitempty"` // none: the default (and the versions of before)
+	}{d.Name, d.Steps, d.PickupTimeout, d.Deadline, d.ResultLimit, d.Schema, d.IDField})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:4])
 }

@@ -115,6 +115,9 @@ type Step struct {
 // done (by default the one before it: a line of steps).
 type Definition struct {
 	Name string
+	// IDField is the member of its orders that is their id (the file's
+	// id:); "": DefaultIDField, orderId. IDMember says which.
+	IDField string `json:",omitempty"`
 	// Version is a hash of what the definition runs (ParseFile sets it): the
 	// same steps, timeouts and deadlines, the same version.
 	Version string

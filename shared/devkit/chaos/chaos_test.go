@@ -63,14 +63,18 @@ func TestChaosRunKeepsEveryInvariant(t *testing.T) {
 	}
 	require.Positive(t, res.ByWorkflow[workflow.ParallelWorkflow][workflow.Failed]+res.ByWorkflow[workflow.ParallelWorkflow][workflow.Cancelled],
 		"some parallel orders were undone")
-	generated := map[workflow.State]int{}
+	generated, byApplicationID := map[workflow.State]int{}, 0
 	for wf, e := range res.ByWorkflow {
 		if strings.HasPrefix(wf, "shape") {
 			for s, n := range e {
 				generated[s] += n
 			}
 		}
+		if k, err := strconv.Atoi(strings.TrimPrefix(wf, "shape")); err == nil && k%2 == 1 {
+			byApplicationID += e[workflow.Processed]
+		}
 	}
+	require.Positive(t, byApplicationID, "orders of generated shapes named by their applicationId (the odd ones) went through")
 	// An order of 16 MB whose scan answers 16 MB, sealed, ran with the
 	// others to its end: its result kept, read back whole by the steps
 	// after it (no step failed for its size: TooLarge).

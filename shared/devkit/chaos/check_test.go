@@ -148,7 +148,7 @@ func TestClearCopyFindsWhatWasTakenLeftInClear(t *testing.T) {
 		{"an event written over as stored", string(event("e-1", check)), "", "event"},
 		{"not a body of the run", "not json", "", ""},
 	} {
-		why, written := clearCopy([]byte(c.body), tasks)
+		why, written := clearCopy([]byte(c.body), tasks, nil)
 		require.Equal(t, c.why, why, c.name)
 		require.Equal(t, c.written, written, c.name)
 	}

@@ -65,7 +65,7 @@ func findClearCopies(ctx context.Context, stack *localrun.Stack, tasks map[strin
 			if err != nil {
 				return nil, nil, fmt.Errorf("read s3://%s/%s: %w", bucket, aws.ToString(o.Key), err)
 			}
-			switch why, written := clearCopy(b, tasks); {
+			switch why, written := clearCopy(b, tasks, stack.Deployment.Config.Workflows); {
 			case written != "":
 				over[written]++
 			case why != "":
@@ -82,12 +82,12 @@ func findClearCopies(ctx context.Context, stack *localrun.Stack, tasks map[strin
 // kind, "order" or "event"): an order as stored (sealed, or its claim
 // check), an event with its data so. A body this run did not send, an
 // order not stored, or an event its order did not receive (refused) is
-// neither.
-func clearCopy(body []byte, tasks map[string]statestore.Task) (why, written string) {
+// neither. An order's id is the member its workflow names (ids).
+func clearCopy(body []byte, tasks map[string]statestore.Task, ids message.IDFields) (why, written string) {
 	if kept.Own(body) {
 		return "", "order"
 	}
-	m, err := message.DecodeOrdersMessage(string(body))
+	m, err := message.DecodeOrdersMessage(string(body), ids)
 	if err != nil {
 		return "", ""
 	}

@@ -60,7 +60,7 @@ func TestHostileOrdersAreAtTheirSizesAsSent(t *testing.T) {
 		require.True(t, sqsTakes(body))
 		require.Contains(t, body, "<")
 		require.Contains(t, body, `\u00`)
-		o, err := message.DecodeOrder(body)
+		o, err := message.DecodeOrder(body, nil)
 		require.NoError(t, err)
 		require.Equal(t, id, o.OrderID)
 	}
@@ -90,7 +90,7 @@ func TestHostileApprovalsAreAtTheirSizes(t *testing.T) {
 		body, class := p.approvalOf(id, i, "e-"+id), p.approvalClass(id)
 		classes[class.name] = true
 		require.True(t, sqsTakes(body))
-		e, err := message.DecodeOrdersMessage(body)
+		e, err := message.DecodeOrdersMessage(body, nil)
 		require.NoError(t, err)
 		data := e.(message.Event).Data
 		if class.body > 0 {
@@ -120,7 +120,7 @@ func TestHostileKeysAreAtTheirLengths(t *testing.T) {
 		require.True(t, utf8.ValidString(c))
 		lengths[len(c)] = true
 		require.Equal(t, c, p.customerOf(id))
-		_, err := message.DecodeOrder(p.orderBody(id, i))
+		_, err := message.DecodeOrder(p.orderBody(id, i), nil)
 		require.NoError(t, err)
 	}
 	for _, n := range keyBytes {

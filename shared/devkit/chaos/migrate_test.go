@@ -4,12 +4,15 @@ import (
 	"cmp"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/devkit/shapes"
+	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -30,6 +33,33 @@ func TestWorkflowOfIsTheWorkflowAnOrderIsSentOn(t *testing.T) {
 		}
 		require.Greater(t, len(seen), 5)
 	}
+}
+
+// The odd generated shapes name their orders' id applicationId, and their
+// orders are sent so: each body is an order of the run's workflows, its id
+// the order's.
+func TestGeneratedShapesNameTheirOrdersByApplicationID(t *testing.T) {
+	p := DefaultPlan(20261121, 300)
+	p.limits, p.hostiles = p.limitOrders(), p.hostileOrders()
+	set := p.workflows()
+	byApplication := 0
+	for i := range p.Orders {
+		id := p.orderID(i)
+		wf := p.workflowOf(id)
+		if !strings.HasPrefix(wf, "shape") {
+			continue
+		}
+		d, ok := set.Get(wf)
+		require.True(t, ok, wf)
+		o, err := message.DecodeOrder(p.orderBody(id, i), set)
+		require.NoError(t, err, id)
+		require.Equal(t, id, o.OrderID)
+		require.Equal(t, d.IDMember(), o.IDField, wf)
+		if o.IDField == shapes.ApplicationID {
+			byApplication++
+		}
+	}
+	require.Positive(t, byApplication, "orders of the shapes that name their id applicationId")
 }
 
 // Refusals of one kind count together: their steps, versions and numbers

@@ -3,6 +3,8 @@ package chaos
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sas-go/sas/shared/devkit/remotesim"
@@ -249,15 +251,28 @@ var shapeLatency = map[string]time.Duration{"alpha": 10 * time.Millisecond, "bet
 
 // shapes are the run's generated workflows (shape0, shape1…), the same for a
 // seed: timers and async calls, no waits (the run sends events to the waits
-// workflow's orders alone).
+// workflow's orders alone); every other one names its orders by their
+// applicationId (shapeIDField).
 func (p Plan) shapes() []workflow.Definition {
 	o := p.shapeOptions()
 	out := make([]workflow.Definition, p.Shapes)
 	for k := range out {
-		out[k] = shapes.Random(rand.New(rand.NewPCG(p.Seed, uint64(k))), fmt.Sprintf("shape%d", k), o)
+		name := fmt.Sprintf("shape%d", k)
+		o.IDField = shapeIDField(name)
+		out[k] = shapes.Random(rand.New(rand.NewPCG(p.Seed, uint64(k))), name, o)
 		out[k].Search = p.searchOf(k, false) // not part of the version: the shape's is as it was
 	}
 	return out
+}
+
+// shapeIDField is the id field of the generated shape name (none: orderId):
+// the odd ones name their orders' id applicationId.
+func shapeIDField(name string) string {
+	k, err := strconv.Atoi(strings.TrimPrefix(name, "shape"))
+	if err != nil || !strings.HasPrefix(name, "shape") || k%2 == 0 {
+		return ""
+	}
+	return shapes.ApplicationID
 }
 
 // shapeOptions are the generated shapes' options: timers and async calls,

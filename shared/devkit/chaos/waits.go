@@ -11,6 +11,7 @@ import (
 
 	"github.com/sas-go/sas/shared/devkit/localrun"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/devkit/shapes"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/shop"
@@ -199,7 +200,8 @@ func (p Plan) orderBody(id string, i int) string {
 	case wf != workflow.OrderWorkflow: // a generated shape, or the parallel workflow
 		o.Workflow = wf
 		o.Items = items(o.Items, i)
-		return p.withSearchValues(id, o.JSON())
+		// its id by the member its workflow names, and its searchable values
+		return p.withSearchValues(id, shapes.WithIDField(o.JSON(), shapeIDField(wf)))
 	}
 	return o.JSON()
 }

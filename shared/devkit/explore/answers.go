@@ -256,7 +256,7 @@ func (w *World) calledBack(m *msg) {
 	if m.queue != w.topo.OrdersQueue().Name {
 		return
 	}
-	v, err := message.DecodeOrdersMessage(w.sent(m))
+	v, err := message.DecodeOrdersMessage(w.sent(m), w.set)
 	e, ok := v.(message.Event)
 	if err != nil || !ok || e.Token == "" {
 		return

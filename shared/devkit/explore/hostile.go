@@ -7,6 +7,7 @@ import (
 
 	"github.com/sas-go/sas/shared/devkit/hostile"
 	"github.com/sas-go/sas/shared/devkit/remotesim"
+	"github.com/sas-go/sas/shared/devkit/shapes"
 	"github.com/sas-go/sas/shared/payload"
 	"github.com/sas-go/sas/shared/shop"
 	"github.com/sas-go/sas/shared/workflow"
@@ -45,13 +46,15 @@ func (p plan) sizeOf(name string, sizes []int) int {
 	return sizes[int(remotesim.Mix(p.seed, "size", name)*float64(len(sizes)))]
 }
 
-// hostileBody is o as its client sends it in a hostile run: a note of
+// hostileBody is o as its client sends it in a hostile run: its id named
+// idField (its workflow's id field: shapes.WithIDField), and a note of
 // hostile text that makes the body its size as sent.
-func hostileBody(so shop.Order, seed uint64, size int) string {
+func hostileBody(so shop.Order, idField string, seed uint64, size int) string {
 	head, err := hostile.Marshal(so)
 	if err != nil {
 		panic(err) // an order always marshals
 	}
+	head = shapes.WithIDField(head, idField)
 	const member = `,"note":`
 	n := max(size-len(head)-len(member), 2)
 	return head[:len(head)-1] + member + hostile.Quote(hostile.TextQuoted(seed^hashOf(so.OrderID), n)) + "}"

@@ -13,8 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sas-go/sas/shared/devkit/hostile"
+	"github.com/sas-go/sas/shared/devkit/shapes"
 	"github.com/sas-go/sas/shared/message"
 	"github.com/sas-go/sas/shared/shop"
+	"github.com/sas-go/sas/shared/workflow"
 )
 
 // The explorer's queues refuse what SQS refuses, and note it, a handler's
@@ -45,6 +47,30 @@ func TestTheQueuesRefuseWhatSQSRefuses(t *testing.T) {
 	require.Len(t, q.refused, 1, "a handler's send refused, noted apart")
 }
 
+// loans is a workflow whose orders' id is their applicationId.
+var loans = workflow.MustSet(workflow.Definition{Name: "loan", IDField: shapes.ApplicationID})
+
+// A run whose workflow names its orders' id field sends its orders so:
+// plain, padded (a payload run's) or hostile, each is an order of the
+// workflow, its id its own.
+func TestAnExplorersOrdersAreNamedByTheirWorkflowsIDField(t *testing.T) {
+	named := 0
+	for seed := uint64(1); seed < 40; seed++ {
+		p := newPlan(seed, false, false, false, true)
+		set := workflow.MustSet(p.def)
+		for _, o := range p.orders {
+			require.Equal(t, p.def.IDField, o.idField)
+			m, err := message.DecodeOrder(o.body(), set)
+			require.NoError(t, err, "seed %d", seed)
+			require.Equal(t, o.id, m.OrderID)
+			if m.IDField == shapes.ApplicationID {
+				named++
+			}
+		}
+	}
+	require.Positive(t, named, "some runs' orders named by their applicationId")
+}
+
 // A hostile run's orders, answers and events are their size exactly, on
 // the bytes that travel: either side of the inline limit in a payload run;
 // an order or an event is one SQS takes and Submission accepts; an answer
@@ -64,11 +90,14 @@ func TestHostilePayloadsAreAtTheirSizes(t *testing.T) {
 		require.True(t, json.Valid(w.done(key, true)), "a callback's data is JSON")
 		d := w.eventData("x5-0", key)
 		require.Contains(t, inlineSizes, len(d))
-		body := hostileBody(shop.Order{OrderID: "x5-" + key[5:6]}, 0, hostileSizes[i%len(hostileSizes)])
-		require.Len(t, body, hostileSizes[i%len(hostileSizes)])
-		require.True(t, sqsTakes(body))
-		_, err := message.DecodeOrder(body)
-		require.NoError(t, err)
+		for _, ids := range []workflow.Set{{}, loans} { // an order named by its orderId, and by its applicationId
+			body := hostileBody(shop.Order{OrderID: "x5-" + key[5:6]}, ids.IDField(""), 0, hostileSizes[i%len(hostileSizes)])
+			require.Len(t, body, hostileSizes[i%len(hostileSizes)])
+			require.True(t, sqsTakes(body))
+			o, err := message.DecodeOrder(body, ids)
+			require.NoError(t, err)
+			require.Equal(t, "x5-"+key[5:6], o.OrderID)
+		}
 	}
 	require.Positive(t, kinds[true])
 	require.Positive(t, kinds[false])

@@ -69,6 +69,7 @@ const padBytes = 1500
 // one of their own.
 type order struct {
 	id, customer string
+	idField      string // the member its body names its id by (its workflow's id field; "": orderId)
 	items        int
 	pad          int  // bytes of padding its body carries (a payload run's)
 	size         int  // in a hostile run, its body's bytes as sent, hostile text and all (hostileBody)
@@ -130,6 +131,9 @@ func newPlan(seed uint64, large, plain, withStoreFaults, withHostile bool) plan 
 		}
 	}()
 	rng, o := p.rng, shapes.Defaults()
+	if choice.IntN(3) == 0 { // after the payloads' choices: theirs are as they were
+		o.IDField = shapes.ApplicationID // its orders named by another member than orderId
+	}
 	if rng.IntN(6) == 0 {
 		p.def = shapes.Branches(o)
 	} else {
@@ -146,16 +150,21 @@ func newPlan(seed uint64, large, plain, withStoreFaults, withHostile bool) plan 
 	p.storeFaults = withStoreFaults && p.faulty && rand.New(rand.NewPCG(seed, 0xdb)).IntN(3) == 0
 	p.flows = randomFlows(rng, p.def.Agents())
 	for k := range 1 + rng.IntN(3) {
-		p.orders = append(p.orders, newOrder(seed, k, customer(rng, k), 1+rng.IntN(3)))
+		o := newOrder(seed, k, customer(rng, k), 1+rng.IntN(3))
+		o.idField = p.def.IDField
+		p.orders = append(p.orders, o)
 	}
 	return p
 }
 
-// driven counts what the plan drives: the flow control of its agents, and
-// orders sharing a customer.
+// driven counts what the plan drives: the flow control of its agents,
+// orders sharing a customer, and a workflow that names its id field.
 func (p plan) driven(count func(string)) {
 	if p.hostile {
 		count("runs with hostile payloads")
+	}
+	if p.def.IDField != "" {
+		count("runs whose orders' id is another member than orderId")
 	}
 	for _, f := range p.flows {
 		if f.rate.Calls > 0 {
@@ -221,14 +230,14 @@ func (o *order) body() string {
 		so.Items = append(so.Items, shop.Item{SKU: "SKU-" + strconv.Itoa(k), Quantity: 1, UnitPriceCents: 100})
 	}
 	if o.size > 0 {
-		return hostileBody(so, 0, o.size)
+		return hostileBody(so, o.idField, 0, o.size)
 	}
 	if o.pad == 0 {
-		return so.JSON()
+		return shapes.WithIDField(so.JSON(), o.idField)
 	}
 	b, _ := json.Marshal(struct {
 		shop.Order
 		Note string `json:"note"`
 	}{so, strings.Repeat("n", o.pad)})
-	return string(b)
+	return shapes.WithIDField(string(b), o.idField)
 }

@@ -172,7 +172,7 @@ func (w *World) fromClient(m *msg) bool {
 	if m.queue != w.topo.OrdersQueue().Name {
 		return false
 	}
-	v, err := message.DecodeOrdersMessage(w.sent(m))
+	v, err := message.DecodeOrdersMessage(w.sent(m), w.set)
 	if err != nil {
 		return false
 	}
@@ -185,7 +185,7 @@ func (w *World) isCallback(m *msg) bool {
 	if m.queue != w.topo.OrdersQueue().Name {
 		return false
 	}
-	v, err := message.DecodeOrdersMessage(w.sent(m))
+	v, err := message.DecodeOrdersMessage(w.sent(m), w.set)
 	e, ok := v.(message.Event)
 	return err == nil && ok && e.Token != ""
 }

@@ -178,7 +178,7 @@ func TestDisallowedReplyQueueRejected(t *testing.T) {
 		msgs, err := e.stack.Peek(ctx, e.stack.QueueURL(topo.OrdersQueue().DLQName))
 		require.NoError(t, err)
 		for _, m := range msgs {
-			o, err := message.DecodeOrder(aws.ToString(m.Body))
+			o, err := message.DecodeOrder(aws.ToString(m.Body), nil)
 			require.NoError(t, err)
 			reasons[o.OrderID] = aws.ToString(m.MessageAttributes["RejectReason"].StringValue)
 		}

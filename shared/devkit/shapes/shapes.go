@@ -13,6 +13,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sas-go/sas/shared/workflow"
@@ -37,6 +38,24 @@ type Options struct {
 	// steps that hold the order on failure. Without it the shapes a seed
 	// gives are those it gave before Flow was.
 	Flow *Flow
+	// IDField, if set, is the member of the workflow's orders that is
+	// their id (its id:; none: orderId): their bodies name it so
+	// (WithIDField). It draws nothing from the seed.
+	IDField string
+}
+
+// ApplicationID is the id field a generated workflow that names one names.
+const ApplicationID = "applicationId"
+
+// WithIDField is an order body made by shop.Order (its first member its
+// orderId) with that member named field, the id field of the workflow it
+// is for: body itself for none, or orderId.
+func WithIDField(body, field string) string {
+	rest, ok := strings.CutPrefix(body, `{"orderId":`)
+	if !ok || field == "" || field == workflow.DefaultIDField {
+		return body
+	}
+	return `{"` + field + `":` + rest
 }
 
 // Flow is the flow control a generated workflow may declare.
@@ -96,7 +115,7 @@ func Defaults() Options {
 // of different lengths and joins come up); most call an agent, with an undo
 // or not.
 func Random(rng *rand.Rand, name string, o Options) workflow.Definition {
-	d := workflow.Definition{Name: name, PickupTimeout: o.Pickup, Deadline: o.Deadline}
+	d := workflow.Definition{Name: name, PickupTimeout: o.Pickup, Deadline: o.Deadline, IDField: o.IDField}
 	n := 1 + rng.IntN(max(o.MaxSteps, 1))
 	waited, perItem := false, false
 	for i := range n {
@@ -187,7 +206,7 @@ func Branches(o Options) workflow.Definition {
 		st.Undo = &u
 		return st
 	}
-	d := workflow.Definition{Name: "branches", PickupTimeout: o.Pickup, Deadline: o.Deadline, Version: "branches-1",
+	d := workflow.Definition{Name: "branches", PickupTimeout: o.Pickup, Deadline: o.Deadline, Version: "branches-1", IDField: o.IDField,
 		Steps: []workflow.Step{mk("slow-a"), mk("fast-b"), mk("fast-c", "fast-b"), mk("join", "slow-a", "fast-c")}}
 	declare(&d, o)
 	return d
