@@ -20,6 +20,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/sas-go/sas/shared/agentmain"
+	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -51,6 +52,9 @@ type fnSpec struct {
 	payloads  payloadUse // what it does in bucket
 	makesKeys bool       // it makes the orders' data keys (with sealData): Submission
 	queues    queueUse   // the queues it sends to and takes its work from
+	net       *network   // the VPC it may be placed in (nil: none)
+	name      string     // its name in context vpcFunctions: submission, scheduler, supervisor or its agent's
+	agent     bool       // it is an agent's (its network may be its own)
 }
 
 func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
@@ -71,7 +75,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 	if p.SealData {
 		submitting = sealingSubmissionPayloads
 	}
-	f.Submission = function(st, p, fnSpec{id: "Submission", asset: "submission", memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
+	f.Submission = function(st, p, fnSpec{id: "Submission", asset: "submission", name: deployment.FunctionSubmission, net: r.net, memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
 		bucket: r.Payloads, payloads: submitting, makesKeys: p.SealData,
 		allow: []awsiam.PolicyStatement{
 			statement([]string{"dynamodb:PutItem", "dynamodb:GetItem"}, []*string{r.Orders.TableArn(), stateARN}), // an order, and a resent one's check
@@ -88,7 +92,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 		agentQueues = append(agentQueues, arn(t.AgentRequests(a).Name))
 		work = append(work, r.Queues[t.AgentResponses(a).Name])
 	}
-	f.Scheduler = function(st, p, fnSpec{id: "Scheduler", asset: "scheduler", memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
+	f.Scheduler = function(st, p, fnSpec{id: "Scheduler", asset: "scheduler", name: deployment.FunctionScheduler, net: r.net, memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
 		bucket: r.Payloads, payloads: readerPayloads,
 		allow: []awsiam.PolicyStatement{
 			// GetItem: an order of an older workflow version, an event's state; Query:
@@ -108,7 +112,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 	for _, a := range t.Agents {
 		waitQueues = append(waitQueues, arn(t.AgentRequests(a).Name), arn(t.AgentResponses(a).Name))
 	}
-	f.Supervisor = function(st, p, fnSpec{id: "Supervisor", asset: "supervisor", memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
+	f.Supervisor = function(st, p, fnSpec{id: "Supervisor", asset: "supervisor", name: deployment.FunctionSupervisor, net: r.net, memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
 		bucket: r.Payloads, payloads: readerPayloads,
 		reserved: 1, // one sweep at a time is enough for a minute's schedule; several would be safe
 		allow: []awsiam.PolicyStatement{
@@ -161,7 +165,7 @@ func agentFunction(st awscdk.Stack, p Props, r *Resources, a string, env map[str
 		allow = append(allow, keyNamesUse(r.Key, a)) // its keys named, not kept by value
 	}
 	return function(st, p, fnSpec{id: "Agent" + title(a), asset: asset, memory: float64(cmp.Or(spec.MemoryMB, agentMemory)), env: aenv, allow: allow, layer: layer,
-		key: r.Key, bucket: r.Payloads, payloads: agentPayloads,
+		key: r.Key, bucket: r.Payloads, payloads: agentPayloads, name: a, agent: true, net: r.net,
 		queues: queueUse{
 			// Its replies, its rejects, and its own requests sent again, delayed,
 			// when its flow control holds a call (a rate limit, a back-off, a pause).
@@ -297,6 +301,7 @@ func function(st awscdk.Stack, p Props, spec fnSpec) awslambda.Function {
 	}
 	fn := awslambda.NewFunction(st, jsii.String(spec.id), props)
 	spec.queues.wire(fn, role, spec.key)
+	spec.net.place(fn, role, spec.name, spec.agent)
 	// CDK makes the function depend on its role and the role's policy; the
 	// role is already implied by Fn::GetAtt (cfn-lint W3005), so keep only the
 	// policy, which must exist before the function can use its permissions.
