@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/sas-go/sas/shared/agentmain"
 	"github.com/sas-go/sas/shared/deployment"
@@ -295,6 +296,11 @@ func function(st awscdk.Stack, p Props, spec fnSpec) awslambda.Function {
 		layers = append(layers, awslambda.LayerVersion_FromLayerVersionArn(st, jsii.String(spec.id+"Adot"), jsii.String(p.ADOTLayerARN)))
 		props.Tracing = awslambda.Tracing_ACTIVE
 		role.AddToPolicy(statement([]string{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}, []*string{jsii.String("*")}))
+		cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
+			Id:        jsii.String("AwsSolutions-IAM5"),
+			Reason:    jsii.String("xray:PutTraceSegments and xray:PutTelemetryRecords support no resource (*): the ADOT layer's collector sends the function's spans to X-Ray."),
+			AppliesTo: &[]interface{}{jsii.String("Resource::*")},
+		}}, jsii.Bool(true))
 	}
 	if len(layers) > 0 {
 		props.Layers = &layers
