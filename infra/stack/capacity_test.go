@@ -165,23 +165,25 @@ func TestTheCapacitySettingsRefuseBadValues(t *testing.T) {
 
 // Context tracing=otlp traces every function: the ADOT collector layer
 // (context adotLayerArn) beside its own, X-Ray active tracing, the right to
-// send segments, and SAS_TRACING for shared/tracing; without it, none of
-// that. tracing=otlp needs the layer (or otlpEndpoint); a bad value is
-// refused.
+// send segments (on *, which X-Ray's actions take: cdk-nag stays clean),
+// and SAS_TRACING for shared/tracing; without it (the shared template),
+// none of that. tracing=otlp needs the layer (or otlpEndpoint); a bad
+// value is refused.
 func TestTracingTurnsOnInEveryFunction(t *testing.T) {
 	const layer = "arn:aws:lambda:eu-west-1:901920570463:layer:aws-otel-collector-arm64-ver-0-102-1:1"
-	tmpl := synthContext(t, map[string]any{"tracing": "otlp", "adotLayerArn": layer})
-	fns := of(tmpl, "AWS::Lambda::Function")
+	traced, notes, _ := synthKMS(t, "", map[string]any{"tracing": "otlp", "adotLayerArn": layer})
+	requireNagClean(t, notes)
+	fns := of(traced, "AWS::Lambda::Function")
 	require.NotEmpty(t, fns)
 	for id, f := range fns {
 		require.Equal(t, map[string]any{"Mode": "Active"}, f["TracingConfig"], id)
 		require.Contains(t, f["Layers"], layer, id)
 		require.Equal(t, "otlp", f["Environment"].(map[string]any)["Variables"].(map[string]any)["SAS_TRACING"], id)
 	}
-	b, _ := json.Marshal(of(tmpl, "AWS::IAM::Policy"))
+	b, _ := json.Marshal(of(traced, "AWS::IAM::Policy"))
 	require.Contains(t, string(b), "xray:PutTraceSegments")
 
-	plain := synthContext(t, nil)
+	plain := tmpl // TestMain's
 	for id, f := range of(plain, "AWS::Lambda::Function") {
 		require.Nil(t, f["TracingConfig"], id)
 		require.NotContains(t, f["Environment"].(map[string]any)["Variables"], "SAS_TRACING", id)

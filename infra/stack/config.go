@@ -130,6 +130,9 @@ func (p Props) Validate() error {
 	if err := deployment.CheckDeadlines(p.Workflows); err != nil {
 		return fmt.Errorf("%w (context orderDeadline overrides every workflow's)", err)
 	}
+	if err := p.Network.Validate(p.Topology.Agents); err != nil {
+		return err
+	}
 	if err := checkBaseNames(p.WorkflowFiles); err != nil {
 		return err
 	}

@@ -66,16 +66,17 @@ func keyPolicy(k awskms.Key) {
 }
 
 // keyUse is what a function's role may do with the key: encrypt and
-// decrypt what it writes to and reads from the tables, queues and topics,
-// and only through those services (kms:ViaService), never directly. (The
-// payload bucket's use is its own statement: payloadUse.keyUse.)
+// decrypt what it writes to and reads from the tables and topics, and only
+// through those services (kms:ViaService), never directly. (The queues'
+// use is queueKeyUse, for each function's own queues; the payload
+// bucket's, payloadUse.keyUse.)
 func keyUse(key awskms.IKey) awsiam.PolicyStatement {
 	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("DataKeyThroughTheServices"),
 		Actions:   jsii.Strings("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:ReEncryptFrom", "kms:ReEncryptTo", "kms:DescribeKey"),
 		Resources: &[]*string{key.KeyArn()},
 		Conditions: &map[string]any{"StringEquals": map[string]any{
-			"kms:ViaService": []*string{viaService("dynamodb"), viaService("sqs"), viaService("sns")}}},
+			"kms:ViaService": []*string{viaService("dynamodb"), viaService("sns")}}},
 	})
 }
 

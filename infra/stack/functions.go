@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
@@ -15,13 +14,14 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/sas-go/sas/shared/agentmain"
+	"github.com/sas-go/sas/shared/deployment"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
 )
@@ -52,6 +52,10 @@ type fnSpec struct {
 	bucket    awss3.IBucket
 	payloads  payloadUse // what it does in bucket
 	makesKeys bool       // it makes the orders' data keys (with sealData): Submission
+	queues    queueUse   // the queues it sends to and takes its work from
+	net       *network   // the VPC it may be placed in (nil: none)
+	name      string     // its name in context vpcFunctions: submission, scheduler, supervisor or its agent's
+	agent     bool       // it is an agent's (its network may be its own)
 }
 
 func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
@@ -59,9 +63,6 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 	layer, files := workflowLayer(st, p)
 	env := environment(p, r, files)
 	arn := func(name string) *string { return r.Queues[name].QueueArn() }
-	send := func(resources ...*string) awsiam.PolicyStatement {
-		return statement([]string{"sqs:SendMessage"}, append(resources, replyQueueARNs(p)...))
-	}
 	stateARN := r.State.TableArn()
 	f := &Functions{Agents: map[string]awslambda.Function{}}
 
@@ -75,35 +76,34 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 	if p.SealData {
 		submitting = sealingSubmissionPayloads
 	}
-	f.Submission = function(st, p, fnSpec{id: "Submission", asset: "submission", memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
+	f.Submission = function(st, p, fnSpec{id: "Submission", asset: "submission", name: deployment.FunctionSubmission, net: r.net, memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
 		bucket: r.Payloads, payloads: submitting, makesKeys: p.SealData,
 		allow: []awsiam.PolicyStatement{
 			statement([]string{"dynamodb:PutItem", "dynamodb:GetItem"}, []*string{r.Orders.TableArn(), stateARN}), // an order, and a resent one's check
 			// A cancel; an event recorded (its data a result) or kept; a first step that waits armed.
 			statement([]string{"dynamodb:UpdateItem", "dynamodb:Query"}, []*string{stateARN}),
-			send(starts...), // it dispatches the first step, and a cancel's first undo
-		}})
-	consume(f.Submission, r.Queues[t.OrdersQueue().Name], t.BatchWindow, p.SubmissionConcurrency)
-	consume(f.Submission, r.Queues[t.EventsQueue().Name], t.BatchWindow, p.SubmissionConcurrency)
+		},
+		queues: queueUse{sends: starts, replies: replyQueueARNs(p), // it dispatches the first step, and a cancel's first undo
+			takes: []awssqs.IQueue{r.Queues[t.OrdersQueue().Name], r.Queues[t.EventsQueue().Name]}, window: t.BatchWindow, concurrency: p.SubmissionConcurrency}})
 
 	agentQueues := []*string{arn(t.SchedulerQueue().DLQName)}
+	work := []awssqs.IQueue{r.Queues[t.SchedulerQueue().Name]} // and every agent's responses
+
 	for _, a := range t.Agents {
 		agentQueues = append(agentQueues, arn(t.AgentRequests(a).Name))
+		work = append(work, r.Queues[t.AgentResponses(a).Name])
 	}
-	f.Scheduler = function(st, p, fnSpec{id: "Scheduler", asset: "scheduler", memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
+	f.Scheduler = function(st, p, fnSpec{id: "Scheduler", asset: "scheduler", name: deployment.FunctionScheduler, net: r.net, memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
 		bucket: r.Payloads, payloads: readerPayloads,
 		allow: []awsiam.PolicyStatement{
 			// GetItem: an order of an older workflow version, an event's state; Query:
 			// a timer's until over the results; PutItem: an event's data kept.
 			statement([]string{"dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"}, []*string{stateARN}),
 			statement([]string{"dynamodb:GetItem"}, []*string{r.Orders.TableArn()}), // the order, for a timer's until
-			send(agentQueues...),
 			statement([]string{"sns:Publish"}, []*string{r.Alerts.TopicArn()}),
-		}})
-	consume(f.Scheduler, r.Queues[t.SchedulerQueue().Name], t.BatchWindow, p.SchedulerConcurrency)
-	for _, a := range t.Agents {
-		consume(f.Scheduler, r.Queues[t.AgentResponses(a).Name], t.BatchWindow, p.SchedulerConcurrency)
-	}
+		},
+		queues: queueUse{sends: agentQueues, replies: replyQueueARNs(p),
+			takes: work, window: t.BatchWindow, concurrency: p.SchedulerConcurrency}})
 
 	for _, a := range t.Agents {
 		f.Agents[a] = agentFunction(st, p, r, a, env, layer)
@@ -113,7 +113,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 	for _, a := range t.Agents {
 		waitQueues = append(waitQueues, arn(t.AgentRequests(a).Name), arn(t.AgentResponses(a).Name))
 	}
-	f.Supervisor = function(st, p, fnSpec{id: "Supervisor", asset: "supervisor", memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
+	f.Supervisor = function(st, p, fnSpec{id: "Supervisor", asset: "supervisor", name: deployment.FunctionSupervisor, net: r.net, memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
 		bucket: r.Payloads, payloads: readerPayloads,
 		reserved: 1, // one sweep at a time is enough for a minute's schedule; several would be safe
 		allow: []awsiam.PolicyStatement{
@@ -123,10 +123,10 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 			// The census of versions in flight: its item, and a version's
 			// stored definition (its base).
 			statement([]string{"dynamodb:GetItem"}, []*string{stateARN}),
-			send(arn(t.SchedulerQueue().Name)),
 			statement([]string{"sqs:GetQueueAttributes"}, waitQueues), // is a queue backlogged?
 			statement([]string{"sns:Publish"}, []*string{r.Alerts.TopicArn()}),
-		}})
+		},
+		queues: queueUse{sends: []*string{arn(t.SchedulerQueue().Name)}, replies: replyQueueARNs(p)}})
 	rule := awsevents.NewRule(st, jsii.String("SupervisorSchedule"), &awsevents.RuleProps{
 		Schedule: awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(p.SupervisorRate.Minutes()))),
 	})
@@ -158,10 +158,6 @@ func agentFunction(st awscdk.Stack, p Props, r *Resources, a string, env map[str
 		// an order of an older workflow version runs.
 		statement([]string{"dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"}, []*string{r.State.TableArn()}),
 		statement([]string{"dynamodb:GetItem"}, []*string{r.Orders.TableArn()}), // the order, for a request without it
-		// Its replies, its rejects, and its own requests sent again, delayed,
-		// when its flow control holds a call (a rate limit, a back-off, a pause).
-		statement([]string{"sqs:SendMessage"}, []*string{arn(t.AgentResponses(a).Name), arn(t.AgentRequests(a).DLQName),
-			arn(t.AgentRequests(a).Name)}),
 	}
 	if s := credentialStatement(spec); s != nil {
 		allow = append(allow, s)
@@ -169,10 +165,15 @@ func agentFunction(st awscdk.Stack, p Props, r *Resources, a string, env map[str
 	if r.Key != nil && p.SealData && spec.PerKey != nil {
 		allow = append(allow, keyNamesUse(r.Key, a)) // its keys named, not kept by value
 	}
-	fn := function(st, p, fnSpec{id: "Agent" + title(a), asset: asset, memory: float64(cmp.Or(spec.MemoryMB, agentMemory)), env: aenv, allow: allow, layer: layer,
-		key: r.Key, bucket: r.Payloads, payloads: agentPayloads})
-	consume(fn, r.Queues[t.AgentRequests(a).Name], t.BatchWindow, p.agentConcurrency(a)) // protects the remote service
-	return fn
+	return function(st, p, fnSpec{id: "Agent" + title(a), asset: asset, memory: float64(cmp.Or(spec.MemoryMB, agentMemory)), env: aenv, allow: allow, layer: layer,
+		key: r.Key, bucket: r.Payloads, payloads: agentPayloads, name: a, agent: true, net: r.net,
+		queues: queueUse{
+			// Its replies, its rejects, and its own requests sent again, delayed,
+			// when its flow control holds a call (a rate limit, a back-off, a pause).
+			sends: []*string{arn(t.AgentResponses(a).Name), arn(t.AgentRequests(a).DLQName), arn(t.AgentRequests(a).Name)},
+			takes: []awssqs.IQueue{r.Queues[t.AgentRequests(a).Name]}, window: t.BatchWindow,
+			concurrency: p.agentConcurrency(a), // protects the remote service
+		}})
 }
 
 // submissionAgents are the agents Submission sends to: each workflow's
@@ -295,11 +296,18 @@ func function(st awscdk.Stack, p Props, spec fnSpec) awslambda.Function {
 		layers = append(layers, awslambda.LayerVersion_FromLayerVersionArn(st, jsii.String(spec.id+"Adot"), jsii.String(p.ADOTLayerARN)))
 		props.Tracing = awslambda.Tracing_ACTIVE
 		role.AddToPolicy(statement([]string{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}, []*string{jsii.String("*")}))
+		cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
+			Id:        jsii.String("AwsSolutions-IAM5"),
+			Reason:    jsii.String("xray:PutTraceSegments and xray:PutTelemetryRecords support no resource (*): the ADOT layer's collector sends the function's spans to X-Ray."),
+			AppliesTo: &[]interface{}{jsii.String("Resource::*")},
+		}}, jsii.Bool(true))
 	}
 	if len(layers) > 0 {
 		props.Layers = &layers
 	}
 	fn := awslambda.NewFunction(st, jsii.String(spec.id), props)
+	spec.queues.wire(fn, role, spec.key)
+	spec.net.place(fn, role, spec.name, spec.agent)
 	// CDK makes the function depend on its role and the role's policy; the
 	// role is already implied by Fn::GetAtt (cfn-lint W3005), so keep only the
 	// policy, which must exist before the function can use its permissions.
@@ -308,18 +316,6 @@ func function(st awscdk.Stack, p Props, spec fnSpec) awslambda.Function {
 	fn.Node().DefaultChild().(awscdk.CfnResource).AddOverride(jsii.String("DependsOn"),
 		[]*string{st.GetLogicalId(cfnPolicy)})
 	return fn
-}
-
-// consume wires a queue to a function: batches of 10, partial batch failures,
-// the deployment's batching window and a cap on concurrency.
-func consume(fn awslambda.Function, q awssqs.Queue, window time.Duration, maxConcurrency int) {
-	props := &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize: jsii.Number(10), ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: jsii.Number(float64(maxConcurrency)),
-	}
-	if window > 0 {
-		props.MaxBatchingWindow = awscdk.Duration_Seconds(jsii.Number(window.Seconds()))
-	}
-	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(q, props))
 }
 
 // agentConcurrency is agent a's mapping's MaximumConcurrency: its workflow

@@ -27,6 +27,7 @@ type Resources struct {
 	Key           awskms.IKey             // the customer managed key of them all (context kms), or nil: AWS's own keys
 	Payloads      awss3.Bucket            // the payloads too large for a message or an item (shared/payload)
 	PayloadLogs   awss3.Bucket            // the payload bucket's server access logs
+	net           *network                // where the functions context vpcId places go (nil: none)
 }
 
 // New defines the whole stack.
@@ -38,7 +39,9 @@ func New(scope constructs.Construct, id string, p Props, sp *awscdk.StackProps) 
 	// this flag (cdk init sets it in a new project's cdk.json).
 	st.Node().SetContext(jsii.String("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"), true)
 	r := resources(st, p)
+	r.net = newNetwork(st, p.Network)
 	fns := functions(st, p, r)
+	r.net.endpoints(p, r)
 	alarms(st, p, r, fns)
 	dashboard(st, p, fns)
 	outputs(st, p, r)

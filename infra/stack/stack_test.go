@@ -449,6 +449,8 @@ func TestConfigRefusesBadContext(t *testing.T) {
 		"remoteBaseUrl":         {"remote.example.com", `context remoteBaseUrl="remote.example.com": "remote.example.com" is not an http(s) URL`},
 		"supervisorRateMinutes": {"5", "context supervisorRateMinutes is now supervisorRate (a duration such as 5m)"},
 		"kms":                   {"alias/shop", `context kms="alias/shop": "alias/shop" is not create, or a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID)`},
+		"vpcSubnets":            {"subnet-0a000001", "context vpcSubnets, vpcSecurityGroups, vpcRouteTables, vpcFunctions, agentNetworks and vpcExistingEndpoints need vpcId"},
+		"vpcId":                 {"vpc-0a1b2c3d", "context vpcId=vpc-0a1b2c3d needs vpcSubnets"},
 	} {
 		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{ctx: bad.value}})
 		_, err := stack.Config(app)

@@ -3,6 +3,7 @@ package deployment
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/sas-go/sas/shared/kept"
@@ -95,6 +96,9 @@ type Settings struct {
 	// key, but seal no new order.
 	SealData bool
 	DataKey  string
+	// Network places functions in a VPC of the customer's (the stack's
+	// alone; none: no function is).
+	Network Network
 }
 
 // KMSCreate is the KMS setting that makes the stack create its own customer
@@ -275,6 +279,27 @@ var Table = []Setting{
 	{Name: "dataKey", Env: EnvDataKey, Default: "set by the stack",
 		Usage: "the stack's kms key, whenever it has one: with sealData, each new order's data key is made under it; without, the data sealed before under it is opened",
 		bind:  func(s *Settings) Value { return text(&s.DataKey, nil) }},
+	{Name: "vpcId", Context: "vpcId",
+		Usage: "the VPC (vpc-…) whose services the functions reach: they are placed in it (vpcFunctions), with the VPC endpoints they then need, so that no NAT gateway is (docs/operations.md, docs/cost.md)",
+		bind:  func(s *Settings) Value { return text(&s.Network.VPCID, vpcPattern) }},
+	{Name: "vpcSubnets", Context: "vpcSubnets",
+		Usage: "the subnets (subnet-…, comma-separated; private, at most one per Availability Zone) of every function placed, unless its agent names its own (agentNetworks), and where the interface endpoints go",
+		bind:  func(s *Settings) Value { return listOf(&s.Network.Subnets, subnetPattern) }},
+	{Name: "vpcSecurityGroups", Context: "vpcSecurityGroups", Default: "one the stack makes",
+		Usage: "the security groups (sg-…, comma-separated) of every function placed, unless its agent names its own; none: one the stack makes, which lets everything out and nothing in (output FunctionsSecurityGroupId)",
+		bind:  func(s *Settings) Value { return listOf(&s.Network.SecurityGroups, sgPattern) }},
+	{Name: "vpcRouteTables", Context: "vpcRouteTables",
+		Usage: "the route tables (rtb-…, comma-separated) of the functions' subnets: the DynamoDB and S3 gateway endpoints are added to them",
+		bind:  func(s *Settings) Value { return listOf(&s.Network.RouteTables, rtbPattern) }},
+	{Name: "vpcFunctions", Context: "vpcFunctions", Default: "every function",
+		Usage: "the functions placed in the VPC, comma-separated: submission, scheduler, supervisor or an agent's name; the others stay out",
+		bind:  func(s *Settings) Value { return listOf(&s.Network.Functions, fnNamePattern) }},
+	{Name: "agentNetworks", Context: "agentNetworks",
+		Usage: "agents' own subnets and security groups, in place of vpcSubnets' and vpcSecurityGroups' (each kind it names): AGENT=ID,ID;AGENT=ID, the ids subnet-… and sg-…, the agents placed (vpcFunctions)",
+		bind:  func(s *Settings) Value { return networks(&s.Network.AgentNetworks) }},
+	{Name: "vpcExistingEndpoints", Context: "vpcExistingEndpoints",
+		Usage: "the VPC endpoints the VPC already has, which the stack does not make: all, or some of " + strings.Join(EndpointServices, ", ") + " (comma-separated); the stack makes the others the functions placed need",
+		bind:  func(s *Settings) Value { return listOf(&s.Network.ExistingEndpoints, endpointPattern) }},
 	{Name: "assetDir", Context: "assetDir",
 		Usage: "the folder of the built functions (make build)",
 		bind:  func(s *Settings) Value { return text(&s.AssetDir, nil) }},

@@ -47,6 +47,8 @@ func TestEachSettingChecksWhatItReads(t *testing.T) {
 		"functionTimeout": "5s", "orderDeadline": "a day", "allowedReplyQueuePrefixes": "ok-,",
 		"submissionConcurrency": "1", "schedulerConcurrency": "1001", "agentConcurrency": "x", "targetRate": "-1",
 		"supervisorParallelism": "0", "retentionDays": "-1",
+		"vpcId": "vpc-x", "vpcSubnets": "sg-0123abcd", "vpcSecurityGroups": "subnet-0123abcd", "vpcRouteTables": "rtb-",
+		"vpcFunctions": "Payment", "agentNetworks": "payment", "vpcExistingEndpoints": "rds",
 	} {
 		st, ok := deployment.Lookup(name)
 		require.True(t, ok, name)
