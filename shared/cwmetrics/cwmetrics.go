@@ -21,6 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+
+	"github.com/sas-go/sas/shared/metrics"
 )
 
 // API is the part of the CloudWatch client a Publisher uses.
@@ -124,7 +126,7 @@ func Data(line []byte) []Datum {
 				continue // as CloudWatch: a dimension with no value drops the set
 			}
 			for _, m := range dir.Metrics {
-				for vs := range slices.Chunk(values(members[m.Name]), MaxValues) {
+				for vs := range slices.Chunk(metrics.Values(members[m.Name]), MaxValues) {
 					out = append(out, Datum{Namespace: dir.Namespace, Datum: types.MetricDatum{MetricName: aws.String(m.Name),
 						Dimensions: dims, Values: vs, Unit: types.StandardUnit(m.Unit), Timestamp: at}})
 				}
@@ -146,22 +148,4 @@ func dimensions(set []string, members map[string]any) ([]types.Dimension, bool) 
 		out = append(out, types.Dimension{Name: aws.String(name), Value: aws.String(v)})
 	}
 	return out, true
-}
-
-// values are a metric's values in a document: a number, or an array of
-// them.
-func values(v any) []float64 {
-	switch v := v.(type) {
-	case float64:
-		return []float64{v}
-	case []any:
-		out := make([]float64, 0, len(v))
-		for _, x := range v {
-			if f, ok := x.(float64); ok {
-				out = append(out, f)
-			}
-		}
-		return out
-	}
-	return nil
 }

@@ -49,7 +49,7 @@ func (t *Tally) add(line []byte) {
 		ms, _ := dm["Metrics"].([]any)
 		for _, x := range ms {
 			name, _ := x.(map[string]any)["Name"].(string)
-			for _, v := range values(m[name]) {
+			for _, v := range Values(m[name]) {
 				t.sums[name] += v
 				t.maxes[name] = max(t.maxes[name], v)
 			}
@@ -58,8 +58,9 @@ func (t *Tally) add(line []byte) {
 	t.lines = append(t.lines, m)
 }
 
-// values are a metric's values in a document: a number, or an array of them.
-func values(v any) []float64 {
+// Values are a metric's values in an EMF document as decoded from JSON (a
+// member's value): a number, or an array of them.
+func Values(v any) []float64 {
 	switch v := v.(type) {
 	case float64:
 		return []float64{v}

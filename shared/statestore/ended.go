@@ -42,27 +42,11 @@ func (s *Store) Ended(ctx context.Context, state workflow.State, after, before t
 	if !slices.Contains(IndexedEnds, state) {
 		return nil, "", fmt.Errorf("the end index holds no %s order", cmp.Or(string(state), "unnamed state's"))
 	}
-	pos, err := decodeIndexToken(next, s.shards)
-	if err != nil {
-		return nil, "", err
+	ids := func(ctx context.Context, pos indexPos, want int) ([]string, indexPos, error) {
+		return s.endPage(ctx, state, pos, after, before, want)
 	}
-	limit = max(limit, 1)
-	var out []Task
-	for pos.Shard < s.shards && len(out) < limit {
-		var ids []string
-		if ids, pos, err = s.endPage(ctx, state, pos, after, before, limit-len(out)); err != nil {
-			return nil, "", err
-		}
-		tasks, err := s.endedOf(ctx, ids, state)
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, tasks...)
-	}
-	if pos.Shard >= s.shards {
-		return out, "", nil
-	}
-	return out, pos.encode(), nil
+	kept := func(ctx context.Context, ids []string) ([]Task, error) { return s.endedOf(ctx, ids, state) }
+	return s.sharded(ctx, limit, next, ids, kept)
 }
 
 // endPage reads up to limit order ids of one shard of state's end-index

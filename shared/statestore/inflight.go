@@ -32,6 +32,15 @@ var ErrBadPageToken = errors.New("bad page token")
 // whose index entry moves (its next deadline changes) between two pages may
 // be listed twice or not at all: a live view, not a snapshot.
 func (s *Store) InFlight(ctx context.Context, limit int, token string) ([]Task, string, error) {
+	return s.sharded(ctx, limit, token, s.indexIDs, s.inFlightOf)
+}
+
+// sharded pages up to limit orders of a sharded index from the page token
+// (""; the first page): ids reads up to want order ids from a place on,
+// shard after shard, and kept reads and keeps their orders.
+func (s *Store) sharded(ctx context.Context, limit int, token string,
+	ids func(ctx context.Context, pos indexPos, want int) ([]string, indexPos, error),
+	kept func(ctx context.Context, ids []string) ([]Task, error)) ([]Task, string, error) {
 	pos, err := decodeIndexToken(token, s.shards)
 	if err != nil {
 		return nil, "", err
@@ -39,11 +48,11 @@ func (s *Store) InFlight(ctx context.Context, limit int, token string) ([]Task, 
 	limit = max(limit, 1)
 	var out []Task
 	for pos.Shard < s.shards && len(out) < limit {
-		var ids []string
-		if ids, pos, err = s.indexIDs(ctx, pos, limit-len(out)); err != nil {
+		var page []string
+		if page, pos, err = ids(ctx, pos, limit-len(out)); err != nil {
 			return nil, "", err
 		}
-		tasks, err := s.inFlightOf(ctx, ids)
+		tasks, err := kept(ctx, page)
 		if err != nil {
 			return nil, "", err
 		}
