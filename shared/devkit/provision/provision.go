@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -107,8 +108,63 @@ func EnsureTables(ctx context.Context, db *dynamodb.Client, t topology.Topology)
 		if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName}, time.Minute); err != nil {
 			return fmt.Errorf("wait for table %s: %w", *in.TableName, err)
 		}
+		if err := ensureIndexes(ctx, db, in); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// ensureIndexes adds to a table made before it had them (a run directory's
+// tables kept from an earlier release, as sasctl dev keeps them) the global
+// secondary indexes in lacks, one at a time as DynamoDB takes them, and
+// waits until each is active.
+func ensureIndexes(ctx context.Context, db *dynamodb.Client, in *dynamodb.CreateTableInput) error {
+	for _, gsi := range in.GlobalSecondaryIndexes {
+		out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName})
+		if err != nil {
+			return fmt.Errorf("describe table %s: %w", *in.TableName, err)
+		}
+		if slices.ContainsFunc(out.Table.GlobalSecondaryIndexes, func(d ddbtypes.GlobalSecondaryIndexDescription) bool {
+			return aws.ToString(d.IndexName) == aws.ToString(gsi.IndexName)
+		}) {
+			continue
+		}
+		_, err = db.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: in.TableName, AttributeDefinitions: in.AttributeDefinitions,
+			GlobalSecondaryIndexUpdates: []ddbtypes.GlobalSecondaryIndexUpdate{{Create: &ddbtypes.CreateGlobalSecondaryIndexAction{
+				IndexName: gsi.IndexName, KeySchema: gsi.KeySchema, Projection: gsi.Projection}}}})
+		if err != nil {
+			return fmt.Errorf("add index %s to table %s: %w", aws.ToString(gsi.IndexName), *in.TableName, err)
+		}
+		if err := indexActive(ctx, db, in.TableName, gsi.IndexName); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexActive waits (a minute at most) until the table's index is active.
+func indexActive(ctx context.Context, db *dynamodb.Client, table, index *string) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: table})
+		if err != nil {
+			return fmt.Errorf("describe table %s: %w", *table, err)
+		}
+		for _, d := range out.Table.GlobalSecondaryIndexes {
+			if aws.ToString(d.IndexName) == aws.ToString(index) && d.IndexStatus == ddbtypes.IndexStatusActive {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("index %s of table %s: not active after a minute", aws.ToString(index), *table)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // EnableTTL turns on the table's time to live on topology.KeyExpires, as

@@ -3,12 +3,15 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sas-go/sas/shared/devkit/provision"
 	"github.com/sas-go/sas/shared/statestore"
 	"github.com/sas-go/sas/shared/topology"
 	"github.com/sas-go/sas/shared/workflow"
@@ -94,4 +97,28 @@ func anEndedOrderIsFoundByTheEndIndex(t *testing.T, db *dynamodb.Client) {
 		_, ok := rawItem(t, db, topo.StateTable(), id, "TASK")[topology.KeyEndShard]
 		require.Equal(t, indexed, ok, "%s's end index key", id)
 	}
+}
+
+// aTableOfAnEarlierReleaseGetsTheEndIndex: a state table made before the
+// end index (a run directory's, kept by sasctl dev) gets it when the tables
+// are ensured, and an order that ends after is found by it.
+func aTableOfAnEarlierReleaseGetsTheEndIndex(t *testing.T, db *dynamodb.Client) {
+	ctx := context.Background()
+	topo := topology.Default(fmt.Sprintf("old%x-%d", rand.Uint32(), tableSeq.Add(1)), "svc")
+	topo.DeadlineShards = 3
+	old := provision.StateTableInput(topo)
+	old.GlobalSecondaryIndexes = old.GlobalSecondaryIndexes[:1] // the deadline index only
+	old.AttributeDefinitions = old.AttributeDefinitions[:4]
+	_, err := db.CreateTable(ctx, old)
+	require.NoError(t, err)
+	require.NoError(t, provision.EnsureTables(ctx, db, topo))
+	require.NoError(t, provision.EnsureTables(ctx, db, topo), "again: nothing to add")
+	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(topo.StateTable())})
+	require.NoError(t, err)
+	require.Len(t, out.Table.GlobalSecondaryIndexes, 2)
+
+	s := statestore.New(db, topo.OrdersTable(), topo.StateTable(), topo.DeadlineShards)
+	submitAs(t, s, "refused-later", 2)
+	failAt(t, s, "refused-later", t0.Add(time.Second))
+	require.Equal(t, []string{"refused-later"}, allEnded(t, s, workflow.Failed, time.Time{}, time.Time{}, 10))
 }

@@ -35,6 +35,7 @@ func Search(t *testing.T, c *awsclient.Clients) {
 		{"ASealedFieldIsKeptAsItsKeyedHash", func(t *testing.T) { aSealedField(t, c) }},
 		{"TheLongestFieldAndValueAreFound", func(t *testing.T) { theLongestField(t, c.DynamoDB) }},
 		{"AnEndedOrderIsFoundByTheEndIndex", func(t *testing.T) { anEndedOrderIsFoundByTheEndIndex(t, c.DynamoDB) }},
+		{"ATableOfAnEarlierReleaseGetsTheEndIndex", func(t *testing.T) { aTableOfAnEarlierReleaseGetsTheEndIndex(t, c.DynamoDB) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
