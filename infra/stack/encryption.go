@@ -66,17 +66,21 @@ func keyPolicy(k awskms.Key) {
 }
 
 // keyUse is what a function's role may do with the key: encrypt and
-// decrypt what it writes to and reads from the tables and topics, and only
-// through those services (kms:ViaService), never directly. (The queues'
-// use is queueKeyUse, for each function's own queues; the payload
+// decrypt what it writes to and reads from the tables, and the alert topic
+// if it publishes there (publishes: the Scheduler, the Supervisor), and
+// only through those services (kms:ViaService), never directly. (The
+// queues' use is queueKeyUse, for each function's own queues; the payload
 // bucket's, payloadUse.keyUse.)
-func keyUse(key awskms.IKey) awsiam.PolicyStatement {
+func keyUse(key awskms.IKey, publishes bool) awsiam.PolicyStatement {
+	via := []*string{viaService("dynamodb")}
+	if publishes {
+		via = append(via, viaService("sns"))
+	}
 	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("DataKeyThroughTheServices"),
-		Actions:   jsii.Strings("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:ReEncryptFrom", "kms:ReEncryptTo", "kms:DescribeKey"),
-		Resources: &[]*string{key.KeyArn()},
-		Conditions: &map[string]any{"StringEquals": map[string]any{
-			"kms:ViaService": []*string{viaService("dynamodb"), viaService("sns")}}},
+		Sid:        jsii.String("DataKeyThroughTheServices"),
+		Actions:    jsii.Strings("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:ReEncryptFrom", "kms:ReEncryptTo", "kms:DescribeKey"),
+		Resources:  &[]*string{key.KeyArn()},
+		Conditions: &map[string]any{"StringEquals": map[string]any{"kms:ViaService": via}},
 	})
 }
 

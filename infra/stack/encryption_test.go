@@ -106,6 +106,7 @@ func TestYourOwnKeyEncryptsEveryTableQueueTopicAndLogGroup(t *testing.T) {
 			roles := 0
 			for id, p := range of(tmpl, "AWS::IAM::Policy") {
 				through, throughS3 := false, false
+				publishes := strings.Contains(fmt.Sprint(p["PolicyDocument"]), "sns:Publish")
 				for _, s := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
 					st := s.(map[string]any)
 					if !slices.ContainsFunc(asList(st["Action"]), func(a string) bool { return strings.HasPrefix(a, "kms:") }) {
@@ -117,8 +118,11 @@ func TestYourOwnKeyEncryptsEveryTableQueueTopicAndLogGroup(t *testing.T) {
 					if st["Sid"] == "DataKeyThroughTheServices" {
 						through = true
 						via := fmt.Sprint(st["Condition"])
-						for _, svc := range []string{"dynamodb", "sns"} {
-							require.Contains(t, via, svc+".${AWS::Region}.amazonaws.com", id)
+						require.Contains(t, via, "dynamodb.${AWS::Region}.amazonaws.com", id)
+						if publishes {
+							require.Contains(t, via, "sns.${AWS::Region}.amazonaws.com", "%s publishes alerts", id)
+						} else {
+							require.NotContains(t, via, "sns.", "%s: it publishes nothing: no key use through SNS", id)
 						}
 						require.NotContains(t, via, "s3.", id)
 						require.NotContains(t, via, "sqs.", "%s: the queues' use is each role's own queues' (requireQueueKeyUse)", id)

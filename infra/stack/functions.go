@@ -56,6 +56,7 @@ type fnSpec struct {
 	net       *network   // the VPC it may be placed in (nil: none)
 	name      string     // its name in context vpcFunctions: submission, scheduler, supervisor or its agent's
 	agent     bool       // it is an agent's (its network may be its own)
+	publishes bool       // it publishes alerts to the topic (its key use through SNS)
 }
 
 func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
@@ -94,7 +95,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 		work = append(work, r.Queues[t.AgentResponses(a).Name])
 	}
 	f.Scheduler = function(st, p, fnSpec{id: "Scheduler", asset: "scheduler", name: deployment.FunctionScheduler, net: r.net, memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
-		bucket: r.Payloads, payloads: readerPayloads,
+		bucket: r.Payloads, payloads: readerPayloads, publishes: true,
 		allow: []awsiam.PolicyStatement{
 			// GetItem: an order of an older workflow version, an event's state; Query:
 			// a timer's until over the results; PutItem: an event's data kept.
@@ -114,7 +115,7 @@ func functions(st awscdk.Stack, p Props, r *Resources) *Functions {
 		waitQueues = append(waitQueues, arn(t.AgentRequests(a).Name), arn(t.AgentResponses(a).Name))
 	}
 	f.Supervisor = function(st, p, fnSpec{id: "Supervisor", asset: "supervisor", name: deployment.FunctionSupervisor, net: r.net, memory: coordinatorMemory, env: env, layer: layer, key: r.Key,
-		bucket: r.Payloads, payloads: readerPayloads,
+		bucket: r.Payloads, payloads: readerPayloads, publishes: true,
 		reserved: 1, // one sweep at a time is enough for a minute's schedule; several would be safe
 		allow: []awsiam.PolicyStatement{
 			statement([]string{"dynamodb:Query"}, []*string{awscdk.Fn_Join(jsii.String(""),
@@ -259,7 +260,7 @@ func function(st awscdk.Stack, p Props, spec fnSpec) awslambda.Function {
 		role.AddToPolicy(s)
 	}
 	if spec.key != nil {
-		role.AddToPolicy(keyUse(spec.key))
+		role.AddToPolicy(keyUse(spec.key, spec.publishes))
 		role.AddToPolicy(spec.payloads.keyUse(spec.key))
 		// Whenever there is a key, not only with sealData: an order sealed
 		// before sealData was turned off is opened, and what is made of it
